@@ -1,0 +1,34 @@
+# mechgen: generate, compile, run, test, benchmark. Everything runs in a local virtualenv.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: all install generate demo test bench clean check-generated
+
+all: generate
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Regenerate the committed kernels of the bundled mechanisms (generator/mechanisms/*.toml).
+generate: $(STAMP)
+	$(PY) -m generator generate
+
+# The main job: install, generate, compile (cached), evaluate and simulate the default arm.
+demo: generate
+	$(PY) -m runtime
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache bench/results

@@ -1,0 +1,1 @@
+"""The papers' algorithms, one file each, written over the pruning scalar matrices."""

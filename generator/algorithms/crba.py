@@ -1,0 +1,92 @@
+"""Mass matrix by the composite-body algorithm (paper 000 section 5; Featherstone's CRBA).
+
+Composite body of bodies j..n in frame j, about O_j: mass M_j, first moment c_j, inertia I_j.
+Adding composite j to its parent (frame j-1, about O_{j-1}), with r = r_{j-1,j},
+c' = beta_j^T c_j, I' = beta_j^T I_j beta_j:
+
+    M_{j-1} += M_j
+    c_{j-1} += M_j r + c'
+    I_{j-1} += I' + M_j (r.r 1 - r r^T) + 2 (r.c') 1 - c' r^T - r c'^T
+
+Column j: a unit acceleration of joint j alone moves composite j; its inertial force and
+moment about O_j are (revolute) F = e x c_j, N = I_j e, (prismatic) F = M_j e, N = c_j x e.
+A_jj is their component along e_j; carried to each earlier joint i by
+F <- beta^T F, N <- beta^T N + r x (beta^T F), A_ij is the component along e_i.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from generator.algorithms.joints import LinkTransform, to_parent
+from generator.model import Chain
+from generator.scalar import (Mat, Recorder, _count, add, cross, dot, matmul, matvec, scale,
+                              transpose, zeros)
+
+
+def _axis(lt: LinkTransform) -> int:
+    return [i for i in range(3) if lt.e[i] != 0][0]
+
+
+def _sym_transform(beta: Mat, I: Mat) -> Mat:
+    """beta^T I beta for symmetric I (upper triangle computed, mirrored)."""
+    return matmul(matmul(transpose(beta), I), beta)
+
+
+def composite_inertias(rec: Recorder, chain: Chain, links: list[LinkTransform]):
+    n = chain.n
+    M = [b.m for b in chain.bodies]
+    c = [list(b.c) for b in chain.bodies]
+    I = [[list(row) for row in b.I] for b in chain.bodies]
+    for j in range(n, 1, -1):  # add composite j (index j-1) into parent j-1 (index j-2)
+        lt = links[j - 1]
+        Mj = rec.bind(M[j - 1], f"Mc{j}")
+        cj = rec.vec(c[j - 1], f"cc{j}")
+        Ij = _symmetric(rec, I[j - 1], f"Ic{j}")
+        M[j - 1], c[j - 1], I[j - 1] = Mj, cj, Ij
+        r = lt.r_rel
+        c_p = rec.vec(to_parent(lt, cj), f"cp{j}")
+        I_p = _sym_transform(lt.beta, Ij)
+        rr = dot(r, r)
+        rc = dot(r, c_p)
+        M[j - 2] = M[j - 2] + Mj
+        c[j - 2] = add(c[j - 2], add(scale(Mj, r), c_p))
+        _count(adds=27, muls=21)
+        I[j - 2] = [[I[j - 2][a][b] + I_p[a][b]
+                     + Mj * ((rr if a == b else 0) - r[a] * r[b])
+                     + (2 * rc if a == b else 0) - c_p[a] * r[b] - r[a] * c_p[b]
+                     for b in range(3)] for a in range(3)]
+    M[0] = rec.bind(M[0], "Mc1")
+    c[0] = rec.vec(c[0], "cc1")
+    I[0] = _symmetric(rec, I[0], "Ic1")
+    return M, c, I
+
+
+def _symmetric(rec: Recorder, A: Mat, name: str) -> Mat:
+    """Name the upper triangle only; the lower one refers to the same names."""
+    out = [[None] * 3 for _ in range(3)]
+    for a in range(3):
+        for b in range(a, 3):
+            out[a][b] = out[b][a] = rec.bind(sp.expand(A[a][b]), f"{name}_{a}{b}")
+    return out
+
+
+def crba(rec: Recorder, chain: Chain, links: list[LinkTransform]) -> list[list[sp.Expr]]:
+    n = chain.n
+    M, c, I = composite_inertias(rec, chain, links)
+    A = [[sp.Integer(0)] * n for _ in range(n)]
+    for j in range(n, 0, -1):
+        lt = links[j - 1]
+        e = lt.e
+        if lt.kind == "R":
+            F, N = cross(e, c[j - 1]), matvec(I[j - 1], e)
+        else:
+            F, N = scale(M[j - 1], e), cross(c[j - 1], e)
+        A[j - 1][j - 1] = (N if lt.kind == "R" else F)[_axis(lt)]
+        for i in range(j - 1, 0, -1):
+            child = links[i]  # joint i+1 carries frame i+1 -> frame i
+            F = rec.vec(to_parent(child, F), f"Fm{j}_{i}")
+            N = rec.vec(add(to_parent(child, N), cross(child.r_rel, F)), f"Nm{j}_{i}")
+            lti = links[i - 1]
+            A[i - 1][j - 1] = A[j - 1][i - 1] = (N if lti.kind == "R" else F)[_axis(lti)]
+    return A

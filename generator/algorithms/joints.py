@@ -1,0 +1,57 @@
+"""What each joint contributes: alpha_j, t_j, and the link transform beta_j, r_{j-1,j}.
+
+ALGORITHMS.md section 1: joint J_j moves frame j relative to the joint frame J_{j-1} by
+``t_j`` (prismatic: ``[q, 0, 0]`` along its axis) and ``alpha_j`` (revolute: ``A_axis(q)``), so
+
+    r_{j-1,j} = l_{j-1} + gamma_{j-1}^T t_j      (frame j-1)
+    beta_j    = alpha_j gamma_{j-1}               (frame j-1 -> frame j)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from generator.model import Joint
+from generator.scalar import (Mat, Recorder, Vec, elementary_rotation, eye, matmul, matvec, scale,
+                              transpose, zeros)
+
+
+@dataclass
+class JointMotion:
+    alpha: Mat     # frame J_{j-1} -> frame j
+    t: Vec         # displacement of O_j from the joint frame origin, joint frame
+    e: Vec         # unit axis (same coordinates in the joint frame and in frame j)
+
+
+def joint_motion(rec: Recorder, j: int, joint: Joint, q: sp.Expr) -> JointMotion:
+    e = [sp.Integer(1) if i == joint.axis else sp.Integer(0) for i in range(3)]
+    if joint.kind == "R":
+        c = rec.bind(sp.cos(q), f"c{j}")
+        s = rec.bind(sp.sin(q), f"s{j}")
+        return JointMotion(elementary_rotation(joint.axis, c, s), zeros(3), e)
+    return JointMotion(eye(), scale(q, e), e)
+
+
+@dataclass
+class LinkTransform:
+    beta: Mat      # frame j-1 -> frame j
+    r_rel: Vec     # O_{j-1} -> O_j in frame j-1
+    e: Vec
+    kind: str
+
+
+def link_transform(rec: Recorder, j: int, joint: Joint, q: sp.Expr) -> LinkTransform:
+    """beta_j = alpha_j gamma_{j-1}, r_{j-1,j} = l_{j-1} + gamma_{j-1}^T t_j."""
+    mo = joint_motion(rec, j, joint, q)
+    gamma = [list(row) for row in joint.gamma]
+    beta = rec.mat(matmul(mo.alpha, gamma), f"beta{j}")
+    gt_t = [sp.Add(*[gamma[k][i] * mo.t[k] for k in range(3)]) for i in range(3)]
+    r_rel = rec.vec([li + x for li, x in zip(joint.l, gt_t)], f"r_rel{j}")
+    return LinkTransform(beta, r_rel, mo.e, joint.kind)
+
+
+def to_parent(lt: LinkTransform, v: Vec) -> Vec:
+    """Coordinates in frame j -> frame j-1: beta_j^T v."""
+    return matvec(transpose(lt.beta), v)

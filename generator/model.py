@@ -1,0 +1,272 @@
+"""The mechanism database: bodies, 1-DoF joints, composite joints, serial chains.
+
+Notation of ALGORITHMS.md section 1-2 (paper 003). Joint ``J_j`` joins body ``B_{j-1}`` to body
+``B_j``. In ``B_{j-1}`` the joint frame sits at the constant vector ``l`` with the constant
+rotation ``gamma`` (a coordinate transform: body frame -> joint frame). The joint moves frame
+``j`` relative to the joint frame: revolute ``alpha = A_axis(q)``, or prismatic
+``t = q e_axis``. Body ``B_j`` has mass ``m``, centre of mass ``d`` and inertia ``I`` about its
+origin ``O_j``, both in frame ``j``.
+
+Every parameter is a SymPy expression: a number (baked into the kernels, so zeros and ones of the
+geometry prune away) or a real symbol named in the spec (a kernel input, element of ``p``).
+
+Composite joints are split into 1-DoF joints joined by fictitious bodies (mass, centre and
+inertia all zero): U = two rotations, S = three rotations, C = rotation about and slide along one
+axis. A free-flying base is the composite of three slides (x, y, z) and three rotations in the
+paper's y-z-x sequence, so ``alpha = A_x A_z A_y`` and the spacecraft is the body after them.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from generator.ir import symbol
+
+AXES = "xyz"
+
+Vec3 = tuple[sp.Expr, sp.Expr, sp.Expr]
+Mat3 = tuple[Vec3, Vec3, Vec3]
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
+# names the generated code or its templates use; a spec may not take them
+RESERVED = set(keyword.kwlist) | {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "math", "sqrt", "sin", "cos", "status",
+    "self", "n", "i", "p", "q", "qd", "qdd", "Q", "g", "np", "int64_t", "int32_t",
+}
+
+
+class ModelError(ValueError):
+    """A mechanism description is invalid; the message names where."""
+
+
+def check_name(name: object, where: str) -> str:
+    """Names reach generated code and file names: identifiers only, no reserved words."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ModelError(f"{where}: {name!r} is not a valid name "
+                         f"(a letter, then letters, digits or '_', at most 63 characters)")
+    if name in RESERVED:
+        raise ModelError(f"{where}: {name!r} is a reserved word")
+    return name
+
+
+def identity3() -> Mat3:
+    one, zero = sp.Integer(1), sp.Integer(0)
+    return ((one, zero, zero), (zero, one, zero), (zero, zero, one))
+
+
+def zero3() -> Vec3:
+    return (sp.Integer(0),) * 3
+
+
+@dataclass(frozen=True)
+class Body:
+    name: str
+    m: sp.Expr
+    d: Vec3          # centre of mass in the body frame
+    I: Mat3          # inertia about the body origin O_j, in the body frame
+
+    @property
+    def fictitious(self) -> bool:
+        return self.m == 0 and all(x == 0 for x in self.d) and all(
+            x == 0 for row in self.I for x in row)
+
+    @property
+    def c(self) -> Vec3:
+        """First moment c = m d."""
+        return tuple(self.m * x for x in self.d)
+
+
+def fictitious_body(name: str) -> Body:
+    z = sp.Integer(0)
+    return Body(name, z, zero3(), ((z, z, z),) * 3)
+
+
+def inertia_about_origin(m: sp.Expr, d: Vec3, I_com: Mat3) -> Mat3:
+    """Parallel-axis theorem: I_O = I_G + m (d^T d 1 - d d^T)."""
+    dd = sum(x * x for x in d)
+    return tuple(tuple(sp.expand(I_com[i][j] + m * ((dd if i == j else 0) - d[i] * d[j]))
+                       for j in range(3)) for i in range(3))
+
+
+@dataclass(frozen=True)
+class Joint:
+    name: str          # also the name of its coordinate
+    kind: str          # "R" revolute or "P" prismatic
+    axis: int          # 0, 1, 2 for x, y, z
+    l: Vec3            # joint frame origin in the parent body frame
+    gamma: Mat3        # parent body frame -> joint frame
+    stiffness: sp.Expr = sp.Integer(0)   # passive law Q = -k (q - q0) - c qd (+ drive)
+    damping: sp.Expr = sp.Integer(0)
+    q0: sp.Expr = sp.Integer(0)
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}{AXES[self.axis]}"
+
+
+@dataclass(frozen=True)
+class Point:
+    """A point fixed in a body (a tool centre, a marker) whose Jacobian is generated."""
+
+    name: str
+    body: int      # index into Chain.bodies (1-based body number j)
+    offset: Vec3   # in the body frame
+
+
+@dataclass
+class Chain:
+    """A serial chain: joint j (1..n) joins body j-1 to body j; body 0 is the fixed frame.
+
+    ``bodies[j-1]`` is body j. ``named_bodies`` lists the bodies the user declared (not the
+    fictitious ones made by splitting composite joints), as (name, j).
+    """
+
+    name: str
+    joints: list[Joint]
+    bodies: list[Body]
+    gravity: Vec3
+    base: str = "fixed"                  # "fixed" or "free"
+    named_bodies: list[tuple[str, int]] = field(default_factory=list)
+    points: list[Point] = field(default_factory=list)
+    source: str = "<python>"
+
+    @property
+    def n(self) -> int:
+        return len(self.joints)
+
+    @property
+    def coordinates(self) -> list[str]:
+        return [j.name for j in self.joints]
+
+    @property
+    def parameters(self) -> list[sp.Symbol]:
+        """Named parameters of the spec, sorted by name: the kernel input ``p``."""
+        syms: set[sp.Symbol] = set()
+        for j in self.joints:
+            for e in (*j.l, *[x for row in j.gamma for x in row], j.stiffness, j.damping, j.q0):
+                syms |= sp.sympify(e).free_symbols
+        for b in self.bodies:
+            for e in (b.m, *b.d, *[x for row in b.I for x in row]):
+                syms |= sp.sympify(e).free_symbols
+        for e in self.gravity:
+            syms |= sp.sympify(e).free_symbols
+        for pt in self.points:
+            for e in pt.offset:
+                syms |= sp.sympify(e).free_symbols
+        return sorted(syms, key=lambda s: s.name)
+
+    def validate(self) -> None:
+        where = self.source
+        check_name(self.name, f"{where}: mechanism.name")
+        if self.n == 0:
+            raise ModelError(f"{where}: the chain has no joint")
+        if self.base not in ("fixed", "free"):
+            raise ModelError(f"{where}: base must be 'fixed' or 'free', not {self.base!r}")
+        seen: set[str] = set()
+        for j in self.joints:
+            if j.name in seen:
+                raise ModelError(f"{where}: joint name {j.name!r} used twice")
+            seen.add(j.name)
+        names = [nb[0] for nb in self.named_bodies] + [pt.name for pt in self.points]
+        for nm in names:
+            if names.count(nm) > 1:
+                raise ModelError(f"{where}: body/point name {nm!r} used twice")
+        if self.bodies[-1].fictitious:
+            raise ModelError(f"{where}: the last body is massless, so the mass matrix is "
+                             f"singular; give it a mass and inertia")
+        for s in self.parameters:
+            check_name(s.name, f"{where}: parameter")
+            if s.name in seen or s.name in names:
+                raise ModelError(f"{where}: parameter {s.name!r} clashes with a joint or body name")
+
+
+# --- rotations given as sequences of elementary rotations --------------------------------
+
+def elementary(axis: int, angle: sp.Expr) -> Mat3:
+    """A_x, A_y, A_z of ALGORITHMS.md (coordinate transforms)."""
+    c, s = sp.cos(angle), sp.sin(angle)
+    o, z = sp.Integer(1), sp.Integer(0)
+    if axis == 0:
+        return ((o, z, z), (z, c, s), (z, -s, c))
+    if axis == 1:
+        return ((c, z, -s), (z, o, z), (s, z, c))
+    return ((c, s, z), (-s, c, z), (z, z, o))
+
+
+def compose(first: Mat3, second: Mat3) -> Mat3:
+    """Rotate by ``first`` then about the new axes by ``second``: second @ first."""
+    return tuple(tuple(sp.expand(sum(second[i][k] * first[k][j] for k in range(3)))
+                       for j in range(3)) for i in range(3))
+
+
+def rotation_from_sequence(seq: list[tuple[int, sp.Expr]]) -> Mat3:
+    R = identity3()
+    for axis, angle in seq:
+        R = compose(R, elementary(axis, angle))
+    return tuple(tuple(_fold(x) for x in row) for row in R)
+
+
+def _fold(e: sp.Expr) -> sp.Expr:
+    """A constant that is not rational (cos 30 deg) becomes the nearest double."""
+    if e.is_number and not e.is_Rational:
+        return sp.Float(float(e), 17)
+    return e
+
+
+# --- the composite joints ----------------------------------------------------------------
+
+COMPOSITE_AXES = {"U": "yz", "S": "xyz", "C": "x"}
+
+
+def split_composite(kind: str, axes: str, name: str, l: Vec3, gamma: Mat3,
+                    body: Body) -> list[tuple[Joint, Body]]:
+    """U, S, C (and the free-flying base) as 1-DoF joints joined by fictitious bodies."""
+    if kind == "C":
+        parts = [("R", axes[0]), ("P", axes[0])]
+    else:
+        parts = [("R", a) for a in axes]
+    out = []
+    for i, (k, a) in enumerate(parts):
+        first = i == 0
+        last = i == len(parts) - 1
+        jn = f"{name}_{i + 1}"
+        j = Joint(jn, k, AXES.index(a), l if first else zero3(), gamma if first else identity3())
+        out.append((j, body if last else fictitious_body(f"{jn}_body")))
+    return out
+
+
+def free_base_joints(spacecraft: Body) -> list[tuple[Joint, Body]]:
+    """Three slides along x, y, z of frame 0, then rotations y, z, x (paper's sequence)."""
+    out = []
+    for a in "xyz":
+        out.append((Joint(f"base_{a}", "P", AXES.index(a), zero3(), identity3()),
+                    fictitious_body(f"base_{a}_body")))
+    for a in "yzx":
+        out.append((Joint(f"base_r{a}", "R", AXES.index(a), zero3(), identity3()),
+                    fictitious_body(f"base_r{a}_body")))
+    out[-1] = (out[-1][0], spacecraft)
+    return out
+
+
+def as_expr(value: object, where: str) -> sp.Expr:
+    """A spec value: an int/float number (exact rational of its decimal text) or a name."""
+    if isinstance(value, bool):
+        raise ModelError(f"{where}: expected a number or a parameter name, got {value!r}")
+    if isinstance(value, int):
+        return sp.Integer(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ModelError(f"{where}: {value!r} is not a finite number")
+        return sp.Rational(repr(value))
+    if isinstance(value, str):
+        return symbol(check_name(value, where))
+    if isinstance(value, sp.Expr):
+        return value
+    raise ModelError(f"{where}: expected a number or a parameter name, got {value!r}")

@@ -1,0 +1,74 @@
+"""Exact operation count of a kernel: adds, muls, divs, sqrt, trig calls.
+
+A subtraction counts as an add, ``x/y`` as one div, ``x**2`` as one mul, a negation or a
+``-1`` coefficient costs nothing (it folds into the neighbouring add), a numeric coefficient
+other than +-1 costs one mul. Inputs unpacked and outputs stored cost nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import sympy as sp
+
+from generator.ir import Kernel
+
+TRIG = (sp.sin, sp.cos, sp.tan, sp.asin, sp.acos, sp.atan, sp.atan2)
+
+
+def _ops(e: sp.Expr, c: Counter) -> None:
+    if e.is_Atom:
+        return
+    if e.is_Add:
+        c["adds"] += len(e.args) - 1
+    elif e.is_Mul:
+        factors = [a for a in e.args if a != -1]
+        dens = [a for a in factors if a.is_Pow and a.exp.is_Number and a.exp < 0]
+        nums = len(factors) - len(dens)
+        c["muls"] += max(nums - 1, 0)
+        c["divs"] += len(dens)
+        for d in dens:
+            # x**-1 is one div (counted above); x**-2 costs an extra mul
+            if d.exp != -1 and d.exp.is_Integer:
+                c["muls"] += int(-d.exp) - 1
+            _ops(d.base, c)
+        for a in factors:
+            if a not in dens:
+                _ops(a, c)
+        return
+    elif e.is_Pow:
+        if e.exp == sp.S.Half:
+            c["sqrt"] += 1
+        elif e.exp.is_Integer and e.exp > 0:
+            c["muls"] += int(e.exp) - 1
+        elif e.exp.is_Integer and e.exp < 0:
+            c["divs"] += 1
+            c["muls"] += int(-e.exp) - 1
+        elif e.exp == -sp.S.Half:
+            c["sqrt"] += 1
+            c["divs"] += 1
+        else:
+            c["pow"] += 1
+        _ops(e.base, c)
+        return
+    elif isinstance(e, TRIG):
+        c["trig"] += 1
+    elif isinstance(e, (sp.Abs, sp.Max, sp.Min, sp.Piecewise)):
+        c["other"] += 1
+    for a in e.args:
+        _ops(a, c)
+
+
+def count_ops(k: Kernel) -> dict[str, int]:
+    c: Counter = Counter()
+    for st in k.body:
+        _ops(st.expr, c)
+    for port in k.outputs:
+        for e in port.elements:
+            _ops(sp.sympify(e), c)
+    out = {key: c.get(key, 0) for key in ("adds", "muls", "divs", "sqrt", "trig")}
+    for extra in ("pow", "other"):
+        if c.get(extra):
+            out[extra] = c[extra]
+    out["total"] = sum(out.values())
+    return out

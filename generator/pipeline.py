@@ -1,0 +1,53 @@
+"""The pass pipeline: kernel -> (optimised kernel, op counts before and after each pass).
+
+    build (pruning + naming as the recursion goes)
+    -> fold constant checks -> dead code -> [cse -> dead code]
+with :func:`generator.ir.check_invariants` after every pass.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from generator.ir import Kernel, check_invariants
+from generator.model import Chain
+from generator.passes.cse import common_subexpressions
+from generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
+from generator.passes.opcount import count_ops
+from generator.scalar import dense_count, reset_dense_count
+
+
+@dataclass
+class Generated:
+    kernel: Kernel
+    ops: dict[str, int]                       # final op count
+    passes: list[tuple[str, dict[str, int]]]  # op count after building and after each pass
+    dense: dict[str, int]                     # same equations as dense matrix operations
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+PASSES: list[tuple[str, Callable[[Kernel], Kernel]]] = [
+    ("fold_checks", drop_unguarded_checks),
+    ("dead_code", remove_dead_code),
+    ("cse", common_subexpressions),
+    ("dead_code_after_cse", remove_dead_code),
+]
+
+
+def optimise(build: Callable[[Chain], Kernel], chain: Chain, cse: bool = True) -> Generated:
+    t0 = time.perf_counter()
+    reset_dense_count()
+    k = build(chain)
+    dense = dense_count().as_dict()
+    check_invariants(k)
+    history = [("built", count_ops(k))]
+    for name, p in PASSES:
+        if not cse and name.startswith(("cse", "dead_code_after")):
+            continue
+        k = p(k)
+        check_invariants(k)
+        history.append((name, count_ops(k)))
+    return Generated(k, history[-1][1], history, dense, time.perf_counter() - t0)

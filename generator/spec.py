@@ -1,0 +1,238 @@
+"""Spec file (TOML) and Python API -> :class:`generator.model.Chain`.
+
+Both paths go through :class:`ChainBuilder`, so a spec file and a Python script describing the
+same mechanism build the same model. Every error names the file and the field, e.g.
+``ur6.toml: joints[2].body.inertia: expected 6 numbers [Ixx, Iyy, Izz, Ixy, Ixz, Iyz]``.
+
+Format (see ``generator/mechanisms/*.toml``)::
+
+    [mechanism]
+    name = "arm"            # identifier: prefixes the C functions and names the files
+    base = "fixed"          # or "free": a free-flying base body given in [base]
+    gravity = [0, 0, -9.81] # frame 0; numbers or parameter names
+
+    [base]                  # only with base = "free": the spacecraft
+    name = "spacecraft"
+    mass = 800.0
+    com = [0, 0, 0]
+    inertia = [Ixx, Iyy, Izz, Ixy, Ixz, Iyz]   # about the centre of mass
+
+    [[joints]]
+    name = "shoulder"       # also the name of its coordinate(s)
+    type = "Rz"             # Rx Ry Rz Px Py Pz, or composite U, S, C
+    axes = "yz"             # U: two axes, S: three, C: one (default yz, xyz, x)
+    l = [0, 0, 0.1]         # joint frame origin in the parent body frame
+    gamma = [["x", 90]]     # elementary rotations: degrees, or a parameter name (radians);
+                            # or a 3x3 matrix (rows): parent body frame -> joint frame
+    spring = { stiffness = 0, damping = 0.5, q0 = 0 }   # passive law, optional
+    body = { name = "link1", mass = 2.0, com = [0, 0, 0.2], inertia = [...] }
+
+    [[points]]
+    name = "tool"
+    body = "link6"
+    offset = [0, 0, 0.1]
+
+Any number may be replaced by a parameter name: it becomes an element of the kernel input ``p``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import sympy as sp
+
+from generator.model import (AXES, COMPOSITE_AXES, Body, Chain, Joint, ModelError, Point,
+                             as_expr, check_name, free_base_joints, identity3,
+                             inertia_about_origin, rotation_from_sequence, split_composite)
+
+JOINT_TYPES = ("Rx", "Ry", "Rz", "Px", "Py", "Pz", "U", "S", "C")
+
+
+def _vec3(value: Any, where: str) -> tuple:
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise ModelError(f"{where}: expected a list of 3 numbers or parameter names, got {value!r}")
+    return tuple(as_expr(x, f"{where}[{i}]") for i, x in enumerate(value))
+
+
+def _inertia(value: Any, where: str) -> tuple:
+    if not isinstance(value, (list, tuple)) or len(value) != 6:
+        raise ModelError(f"{where}: expected 6 numbers [Ixx, Iyy, Izz, Ixy, Ixz, Iyz], "
+                         f"got {value!r}")
+    xx, yy, zz, xy, xz, yz = (as_expr(x, f"{where}[{i}]") for i, x in enumerate(value))
+    for v, nm in ((xx, "Ixx"), (yy, "Iyy"), (zz, "Izz")):
+        if v.is_number and v < 0:
+            raise ModelError(f"{where}: {nm} = {v} is negative")
+    if all(v.is_number for v in (xx, yy, zz)):
+        if xx + yy < zz or yy + zz < xx or xx + zz < yy:
+            raise ModelError(f"{where}: principal moments violate the triangle inequality "
+                             f"(Ixx + Iyy >= Izz etc.)")
+    return ((xx, xy, xz), (xy, yy, yz), (xz, yz, zz))
+
+
+def _rotation(value: Any, where: str) -> tuple:
+    """gamma as [[axis, angle], ...] (degrees / parameter in radians) or a 3x3 matrix."""
+    if value is None:
+        return identity3()
+    if not isinstance(value, (list, tuple)):
+        raise ModelError(f"{where}: expected a list of [axis, angle] pairs or a 3x3 matrix")
+    if len(value) == 3 and all(isinstance(r, (list, tuple)) and len(r) == 3 for r in value):
+        M = tuple(tuple(as_expr(x, f"{where}[{i}][{j}]") for j, x in enumerate(r))
+                  for i, r in enumerate(value))
+        if all(x.is_number for row in M for x in row):
+            import numpy as np
+            A = np.array([[float(x) for x in row] for row in M])
+            if np.abs(A @ A.T - np.eye(3)).max() > 1e-9 or np.linalg.det(A) < 0:
+                raise ModelError(f"{where}: the 3x3 matrix is not a proper rotation "
+                                 f"(orthonormal rows, determinant +1)")
+        return M
+    seq = []
+    for i, pair in enumerate(value):
+        w = f"{where}[{i}]"
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and pair[0] in AXES):
+            raise ModelError(f"{w}: expected [axis, angle] with axis 'x', 'y' or 'z', got {pair!r}")
+        angle = pair[1]
+        if isinstance(angle, (int, float)) and not isinstance(angle, bool):
+            a = as_expr(angle, w)
+            rad = sp.pi * a / 180
+        else:
+            rad = as_expr(angle, w)
+        seq.append((AXES.index(pair[0]), rad))
+    return rotation_from_sequence(seq)
+
+
+def _keys(table: Any, allowed: set[str], where: str, required: set[str] = frozenset()) -> dict:
+    if not isinstance(table, dict):
+        raise ModelError(f"{where}: expected a table, got {table!r}")
+    unknown = set(table) - allowed
+    if unknown:
+        raise ModelError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+    missing = required - set(table)
+    if missing:
+        raise ModelError(f"{where}: missing field(s) {sorted(missing)}")
+    return table
+
+
+def _body(table: Any, where: str, default_name: str) -> Body:
+    t = _keys(table, {"name", "mass", "com", "inertia"}, where)
+    name = check_name(t.get("name", default_name), f"{where}.name")
+    m = as_expr(t.get("mass", 0), f"{where}.mass")
+    if m.is_number and m < 0:
+        raise ModelError(f"{where}.mass: {m} is negative")
+    d = _vec3(t.get("com", [0, 0, 0]), f"{where}.com")
+    I_com = _inertia(t.get("inertia", [0] * 6), f"{where}.inertia")
+    return Body(name, m, d, inertia_about_origin(m, d, I_com))
+
+
+class ChainBuilder:
+    """Python API: ``ChainBuilder("arm").joint("j1", "Rz", body=...)...build()``."""
+
+    def __init__(self, name: str, base: str = "fixed", gravity=(0, 0, 0),
+                 base_body: dict | None = None, source: str = "<python>") -> None:
+        self.source = source
+        self.name = check_name(name, f"{source}: mechanism.name")
+        if base not in ("fixed", "free"):
+            raise ModelError(f"{source}: mechanism.base: expected 'fixed' or 'free', got {base!r}")
+        self.base = base
+        self.gravity = _vec3(list(gravity), f"{source}: mechanism.gravity")
+        self.joints: list[Joint] = []
+        self.bodies: list[Body] = []
+        self.named: list[tuple[str, int]] = []
+        self.points: list[Point] = []
+        if base == "free":
+            if base_body is None:
+                raise ModelError(f"{source}: base = 'free' needs a [base] table (the spacecraft)")
+            sc = _body(base_body, f"{source}: base", "base")
+            for j, b in free_base_joints(sc):
+                self._append(j, b)
+            self.named.append((sc.name, len(self.bodies)))
+        elif base_body is not None:
+            raise ModelError(f"{source}: [base] is only for base = 'free'")
+
+    def _append(self, joint: Joint, body: Body) -> None:
+        self.joints.append(joint)
+        self.bodies.append(body)
+
+    def joint(self, name: str, type: str, l=(0, 0, 0), gamma=None, axes: str | None = None,
+              body: dict | None = None, spring: dict | None = None,
+              where: str | None = None) -> "ChainBuilder":
+        where = where or f"{self.source}: joint {name!r}"
+        name = check_name(name, f"{where}.name")
+        if type not in JOINT_TYPES:
+            raise ModelError(f"{where}.type: unknown joint type {type!r}; "
+                             f"expected one of {', '.join(JOINT_TYPES)}")
+        lv = _vec3(list(l), f"{where}.l")
+        g = _rotation(gamma, f"{where}.gamma")
+        b = _body(body if body is not None else {}, f"{where}.body", f"{name}_body")
+        sp_t = _keys(spring or {}, {"stiffness", "damping", "q0"}, f"{where}.spring")
+        law = {k: as_expr(sp_t.get(k, 0), f"{where}.spring.{k}")
+               for k in ("stiffness", "damping", "q0")}
+        if type in COMPOSITE_AXES:
+            ax = axes if axes is not None else COMPOSITE_AXES[type]
+            need = {"U": 2, "S": 3, "C": 1}[type]
+            if not (isinstance(ax, str) and len(ax) == need and all(a in AXES for a in ax)):
+                raise ModelError(f"{where}.axes: joint {type} needs {need} of 'x', 'y', 'z', "
+                                 f"got {ax!r}")
+            if need > 1 and any(ax[i] == ax[i + 1] for i in range(need - 1)):
+                raise ModelError(f"{where}.axes: consecutive axes must differ, got {ax!r}")
+            parts = split_composite(type, ax, name, lv, g, b)
+            for j, bb in parts:
+                self._append(Joint(j.name, j.kind, j.axis, j.l, j.gamma, **law), bb)
+        else:
+            if axes is not None:
+                raise ModelError(f"{where}.axes: only for composite joints U, S, C")
+            self._append(Joint(name, type[0], AXES.index(type[1]), lv, g, **law), b)
+        self.named.append((b.name, len(self.bodies)))
+        return self
+
+    def point(self, name: str, body: str, offset=(0, 0, 0), where: str | None = None) -> "ChainBuilder":
+        where = where or f"{self.source}: point {name!r}"
+        name = check_name(name, f"{where}.name")
+        idx = dict(self.named).get(body)
+        if idx is None:
+            raise ModelError(f"{where}.body: no body named {body!r}; bodies: "
+                             f"{[n for n, _ in self.named]}")
+        self.points.append(Point(name, idx, _vec3(list(offset), f"{where}.offset")))
+        return self
+
+    def build(self) -> Chain:
+        chain = Chain(self.name, self.joints, self.bodies, self.gravity, self.base,
+                      self.named, self.points, self.source)
+        chain.validate()
+        return chain
+
+
+def chain_from_dict(data: dict, source: str) -> Chain:
+    top = _keys(data, {"mechanism", "base", "joints", "points"}, source, {"mechanism", "joints"})
+    mech = _keys(top["mechanism"], {"name", "base", "gravity", "description"},
+                 f"{source}: mechanism", {"name"})
+    b = ChainBuilder(mech["name"], mech.get("base", "fixed"), mech.get("gravity", [0, 0, 0]),
+                     top.get("base"), source)
+    joints = top["joints"]
+    if not isinstance(joints, list) or not joints:
+        raise ModelError(f"{source}: joints: expected a non-empty array of tables [[joints]]")
+    for i, jt in enumerate(joints):
+        where = f"{source}: joints[{i}]"
+        t = _keys(jt, {"name", "type", "axes", "l", "gamma", "spring", "body"}, where,
+                  {"name", "type"})
+        b.joint(t["name"], t["type"], t.get("l", [0, 0, 0]), t.get("gamma"), t.get("axes"),
+                t.get("body"), t.get("spring"), where=where)
+    for i, pt in enumerate(top.get("points", [])):
+        where = f"{source}: points[{i}]"
+        t = _keys(pt, {"name", "body", "offset"}, where, {"name", "body"})
+        b.point(t["name"], t["body"], t.get("offset", [0, 0, 0]), where=where)
+    return b.build()
+
+
+def load(path: str | Path) -> Chain:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ModelError(f"{path}: cannot read the spec: {e.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ModelError(f"{path}: not valid TOML: {e}") from None
+    return chain_from_dict(data, path.name)

@@ -1,0 +1,122 @@
+"""The scalar IR: pruning and naming as the recursion builds, the passes, the op counter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from generator.ir import Assign, Check, InvariantError, Kernel, Port, check_invariants, symbol
+from generator.passes.cse import common_subexpressions
+from generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
+from generator.passes.opcount import count_ops
+from generator.scalar import (Recorder, cross, dense_count, matmul, omega_products,
+                              omega_x_I_omega, omega_x_omega_x, reset_dense_count, unit)
+
+x, y, z, a, b = (symbol(n) for n in "xyzab")
+
+
+def test_zero_and_one_elements_prune_as_matrices_are_built():
+    R = [[x, 0, 0], [0, 1, 0], [0, 0, y]]
+    P = matmul(R, [[1, 0, 0], [0, a, 0], [0, 0, 0]])
+    assert P == [[x, 0, 0], [0, a, 0], [0, 0, 0]]
+    assert cross(unit(2), [a, b, 0]) == [-b, a, 0]
+
+
+def test_only_non_trivial_elements_get_names_and_repeats_reuse_them():
+    rec = Recorder()
+    assert rec.bind(sp.Integer(3), "k") == 3
+    assert rec.bind(x, "k") == x
+    assert rec.bind(-x, "k") == -x
+    s1 = rec.bind(x * y + a, "t")
+    s2 = rec.bind(x * y + a, "u")
+    assert s1 == s2 and str(s1) == "t"
+    assert [str(st.target) for st in rec.statements] == ["t"]
+    assert rec.bind(sp.cos(sp.pi / 7), "c").is_Float  # folded to one constant
+
+
+def test_fresh_names_never_collide_with_inputs():
+    rec = Recorder(reserved={"c1"})
+    s = rec.bind(sp.cos(x), "c1")
+    assert str(s) == "c1_2"
+
+
+def _kernel(body, outputs, inputs=(x, y, a, b)):
+    return Kernel("k", "", (Port("in", (len(inputs),), tuple(inputs)),),
+                  (Port("out", (len(outputs),), tuple(outputs)),), tuple(body))
+
+
+def test_dead_code_removal_keeps_exactly_what_outputs_and_checks_use():
+    t1, t2, t3, t4 = (symbol(f"t{i}") for i in range(1, 5))
+    body = [Assign(t1, x * y), Assign(t2, t1 + a), Assign(t3, a * b), Assign(t4, t3 * b),
+            Check(t1 - 1, 1)]
+    k = remove_dead_code(_kernel(body, [t2]))
+    assert [str(s.target) for s in k.body if isinstance(s, Assign)] == ["t1", "t2"]
+    assert any(isinstance(s, Check) for s in k.body)
+
+
+def test_constant_checks_fold_and_an_always_failing_one_is_refused():
+    assert drop_unguarded_checks(_kernel([Check(sp.Integer(2), 1)], [x])).body == ()
+    with pytest.raises(ValueError, match="fails for every input"):
+        drop_unguarded_checks(_kernel([Check(sp.Integer(-1), 1)], [x]))
+
+
+def test_cse_preserves_values_and_lowers_op_count():
+    t1, t2 = symbol("t1"), symbol("t2")
+    body = [Assign(t1, sp.sin(x) * y + sp.sin(x) * a), Assign(t2, (x * y + 1) * (x * y + 2))]
+    k0 = _kernel(body, [t1 + t2, x * y * b])
+    k1 = common_subexpressions(k0)
+    check_invariants(k1)
+    assert count_ops(k1)["total"] <= count_ops(k0)["total"]
+    assert count_ops(k1)["trig"] == 1
+    vals = {x: 0.3, y: -1.2, a: 0.7, b: 2.5}
+
+    def run(k):
+        env = dict(vals)
+        for st in k.body:
+            env[st.target] = float(st.expr.subs(env))
+        return [float(sp.sympify(e).subs(env)) for e in k.outputs[0].elements]
+
+    np.testing.assert_allclose(run(k1), run(k0), rtol=1e-15)
+
+
+def test_op_counter_counts_exactly():
+    t = symbol("t")
+    k = _kernel([Assign(t, x * y + 2 * a - b / x + x ** 2 + sp.sqrt(a) + sp.cos(b))], [t])
+    ops = count_ops(k)
+    assert ops == {"adds": 5, "muls": 3, "divs": 1, "sqrt": 1, "trig": 1, "total": 11}
+
+
+def test_invariant_check_catches_use_before_definition_and_double_assignment():
+    t1 = symbol("t1")
+    with pytest.raises(InvariantError, match="before definition"):
+        check_invariants(_kernel([Assign(t1, symbol("nope") + x)], [t1]))
+    with pytest.raises(InvariantError, match="assigned twice"):
+        check_invariants(_kernel([Assign(t1, x * y), Assign(t1, x * a)], [t1]))
+    with pytest.raises(InvariantError, match="undefined"):
+        check_invariants(_kernel([], [symbol("ghost")]))
+
+
+def test_dedicated_omega_formulas_equal_the_cross_products():
+    rng = np.random.default_rng(1)
+    w = [symbol(f"w{i}") for i in range(3)]
+    r = [symbol(f"r{i}") for i in range(3)]
+    I = rng.normal(size=(3, 3))
+    I = (I + I.T).tolist()
+    rec = Recorder()
+    p = omega_products(rec, w, "oo")
+    env = {s: v for s, v in zip(w + r, rng.normal(size=6))}
+    for st in rec.statements:
+        env[st.target] = float(st.expr.subs(env))
+    W = np.array([env[s] for s in w])
+    R = np.array([env[s] for s in r])
+    got1 = [float(sp.sympify(e).subs(env)) for e in omega_x_omega_x(p, r)]
+    got2 = [float(sp.sympify(e).subs(env)) for e in omega_x_I_omega(p, I)]
+    np.testing.assert_allclose(got1, np.cross(W, np.cross(W, R)), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(got2, np.cross(W, np.array(I) @ W), rtol=1e-13, atol=1e-13)
+
+
+def test_dense_count_counts_full_matrix_operations():
+    reset_dense_count()
+    matmul([[0] * 3] * 3, [[0] * 3] * 3)
+    assert (dense_count().muls, dense_count().adds) == (27, 18)
