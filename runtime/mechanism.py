@@ -66,6 +66,27 @@ class Mechanism:
             raise ValueError(f"{self.name}: missing parameter(s) {missing}")
         return np.array([float(values[p]) for p in self.parameters])
 
+    def point_jacobian(self, q: Any, body: str, offset: Any, p: Any = None):
+        """Jacobians of any point fixed in a body: T_P = T_j - skew(tau_j^T d) R_j, R_P = R_j.
+
+        ``offset`` d is in the body's frame; returns (T_P, R_P), each (3, n) in frame 0.
+        """
+        if body not in self.bodies:
+            raise ValueError(f"{self.name}: point_jacobian: unknown body {body!r}; "
+                             f"bodies: {self.bodies}")
+        d = as_input("offset", offset, 3, "point_jacobian")
+        if d.ndim != 1:
+            raise ValueError("point_jacobian: argument 'offset' must have shape (3,)")
+        extra = {"p": p if not isinstance(p, dict) else self.params(p)} if self.parameters else {}
+        b = self.bodies.index(body)
+        _, tau = self.forward_kinematics(q, **extra)
+        T, R = self.jacobians(q, **extra)
+        if np.ndim(tau) == 3:
+            d0 = tau[b].T @ d
+            return T[b] - np.cross(d0[:, None], R[b], axis=0), R[b].copy()
+        d0 = np.einsum("kji,j->ki", tau[:, b], d)
+        return T[:, b] - np.cross(d0[:, :, None], R[:, b], axis=1), R[:, b].copy()
+
     def rhs(self, Q: Callable | Any = None, p: Any = None) -> Callable:
         """State derivative f(t, x) = [qd, qdd] for scipy.integrate.solve_ivp, x = [q, qd].
 

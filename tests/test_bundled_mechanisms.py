@@ -63,3 +63,21 @@ def test_industrial_arm_holds_still_with_inverse_dynamics_torques():
     np.testing.assert_allclose(sol.y[:6, -1], q, atol=1e-8)
     # shoulder pan axis is vertical: gravity gives it no torque
     assert abs(Q[0]) < 1e-12
+
+
+@pytest.mark.parametrize("backend", ["c", "python"])
+def test_point_jacobian_of_any_point_matches_featherstone(backend):
+    arm = runtime.load("ur5_arm", backend)
+    chain = load(MECHANISMS / "ur5_arm.toml")
+    fsc = featherstone_chain(numeric_model(chain, {}))
+    rng = np.random.default_rng(7)
+    q = rng.uniform(-3, 3, (5, 6))
+    d = rng.normal(size=3)
+    for b, (name, j) in enumerate(chain.named_bodies):
+        T, R = arm.point_jacobian(q, name, d)
+        for s in range(5):
+            Jv, Jw = fs.point_jacobian(fsc, q[s], j, d)
+            np.testing.assert_allclose(T[s], Jv, atol=1e-12)
+            np.testing.assert_allclose(R[s], Jw, atol=1e-12)
+        T1, _ = arm.point_jacobian(q[0], name, d)
+        np.testing.assert_allclose(T1, T[0], rtol=0, atol=1e-14)
