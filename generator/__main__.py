@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     for spec in specs:
         try:
             chain, gen, files = files_for_spec(spec, cse=not args.no_cse)
-        except ModelError as e:
+        except (ModelError, OSError) as e:
             print(f"mechgen: {e}", file=sys.stderr)
             return 2
         if args.command == "generate":

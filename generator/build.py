@@ -20,7 +20,8 @@ def bundled_specs() -> list[Path]:
 
 
 def generate_chain(chain: Chain, cse: bool = True) -> list[Generated]:
-    return [optimise(build, chain, cse=cse) for build in BUILDERS]
+    coded = chain.with_prefixed_parameters()
+    return [optimise(build, coded, cse=cse) for build in BUILDERS]
 
 
 def manifest_extra(chain: Chain) -> dict:

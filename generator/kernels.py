@@ -12,10 +12,10 @@ import sympy as sp
 from generator.algorithms.crba import crba
 from generator.algorithms.joints import link_transform
 from generator.algorithms.kinematics import chain_kinematics, point_kinematics
-from generator.algorithms.ldlt import SINGULAR, ldlt_solve
+from generator.algorithms.ldlt import SINGULAR, SingularMassMatrix, ldlt_solve
 from generator.algorithms.rnea import rnea
 from generator.ir import Kernel, Port, symbol
-from generator.model import Chain
+from generator.model import Chain, ModelError
 from generator.scalar import Recorder, add, cross, dot, matvec, scale, transpose
 
 
@@ -27,7 +27,7 @@ def _inputs(chain: Chain, names: list[str]) -> tuple[Port, ...]:
              for nm in names]
     if chain.parameters:
         ports.append(Port("p", (len(chain.parameters),), tuple(chain.parameters),
-                          "named spec parameters: " + ", ".join(s.name for s in chain.parameters)))
+                          "named spec parameters: " + ", ".join(s.name[2:] for s in chain.parameters)))
     return tuple(ports)
 
 
@@ -146,7 +146,10 @@ def forward_dynamics(chain: Chain) -> Kernel:
     links = _links(rec, chain, q)
     A = crba(rec, chain, links)
     b = _bias(rec, chain, links, q, qd, Q)
-    qdd = ldlt_solve(rec, A, b)
+    try:
+        qdd = ldlt_solve(rec, A, b, chain.coordinates)
+    except SingularMassMatrix as e:
+        raise ModelError(f"{chain.source}: {e}") from None
     return Kernel("forward_dynamics",
                   "Joint accelerations qdd solving A qdd = b by an unrolled L D L^T.",
                   ins, (Port("qdd", (chain.n,), tuple(qdd)),), tuple(rec.statements),

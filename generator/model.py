@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sympy as sp
 
@@ -161,6 +161,25 @@ class Chain:
             for e in pt.offset:
                 syms |= sp.sympify(e).free_symbols
         return sorted(syms, key=lambda s: s.name)
+
+    def with_prefixed_parameters(self) -> "Chain":
+        """The same chain with every parameter symbol ``x`` renamed ``p_x``.
+
+        Generated code names parameters ``p_<name>``, so a spec's names can never clash with
+        the kernels' own identifiers (inputs q1.., outputs A, b, tau.., C macros like NAN).
+        """
+        m = {s: symbol(f"p_{s.name}") for s in self.parameters}
+        if not m:
+            return self
+        ex = lambda e: sp.sympify(e).xreplace(m)
+        v3 = lambda v: tuple(ex(x) for x in v)
+        m3 = lambda M: tuple(v3(row) for row in M)
+        joints = [replace(j, l=v3(j.l), gamma=m3(j.gamma), stiffness=ex(j.stiffness),
+                          damping=ex(j.damping), q0=ex(j.q0)) for j in self.joints]
+        bodies = [replace(b, m=ex(b.m), d=v3(b.d), I=m3(b.I)) for b in self.bodies]
+        points = [replace(p, offset=v3(p.offset)) for p in self.points]
+        return replace(self, joints=joints, bodies=bodies, points=points,
+                       gravity=v3(self.gravity))
 
     def validate(self) -> None:
         where = self.source

@@ -64,11 +64,18 @@ def _inertia(value: Any, where: str) -> tuple:
     for v, nm in ((xx, "Ixx"), (yy, "Iyy"), (zz, "Izz")):
         if v.is_number and v < 0:
             raise ModelError(f"{where}: {nm} = {v} is negative")
-    if all(v.is_number for v in (xx, yy, zz)):
-        if xx + yy < zz or yy + zz < xx or xx + zz < yy:
-            raise ModelError(f"{where}: principal moments violate the triangle inequality "
-                             f"(Ixx + Iyy >= Izz etc.)")
-    return ((xx, xy, xz), (xy, yy, yz), (xz, yz, zz))
+    I = ((xx, xy, xz), (xy, yy, yz), (xz, yz, zz))
+    if all(v.is_number for row in I for v in row):
+        import numpy as np
+        p = np.linalg.eigvalsh(np.array([[float(v) for v in row] for row in I]))
+        tol = 1e-12 * max(1.0, float(np.abs(p).max()))
+        if p[0] < -tol:
+            raise ModelError(f"{where}: the inertia tensor is not positive semi-definite "
+                             f"(principal moments {p.tolist()})")
+        if p[0] + p[1] < p[2] - tol:
+            raise ModelError(f"{where}: principal moments {p.tolist()} violate the triangle "
+                             f"inequality (I1 + I2 >= I3)")
+    return I
 
 
 def _rotation(value: Any, where: str) -> tuple:
@@ -90,7 +97,8 @@ def _rotation(value: Any, where: str) -> tuple:
     seq = []
     for i, pair in enumerate(value):
         w = f"{where}[{i}]"
-        if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and pair[0] in AXES):
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2
+                and isinstance(pair[0], str) and pair[0] in ("x", "y", "z")):
             raise ModelError(f"{w}: expected [axis, angle] with axis 'x', 'y' or 'z', got {pair!r}")
         angle = pair[1]
         if isinstance(angle, (int, float)) and not isinstance(angle, bool):
@@ -135,7 +143,7 @@ class ChainBuilder:
         if base not in ("fixed", "free"):
             raise ModelError(f"{source}: mechanism.base: expected 'fixed' or 'free', got {base!r}")
         self.base = base
-        self.gravity = _vec3(list(gravity), f"{source}: mechanism.gravity")
+        self.gravity = _vec3(gravity, f"{source}: mechanism.gravity")
         self.joints: list[Joint] = []
         self.bodies: list[Body] = []
         self.named: list[tuple[str, int]] = []
@@ -162,7 +170,7 @@ class ChainBuilder:
         if type not in JOINT_TYPES:
             raise ModelError(f"{where}.type: unknown joint type {type!r}; "
                              f"expected one of {', '.join(JOINT_TYPES)}")
-        lv = _vec3(list(l), f"{where}.l")
+        lv = _vec3(l, f"{where}.l")
         g = _rotation(gamma, f"{where}.gamma")
         b = _body(body if body is not None else {}, f"{where}.body", f"{name}_body")
         sp_t = _keys(spring or {}, {"stiffness", "damping", "q0"}, f"{where}.spring")
@@ -193,7 +201,7 @@ class ChainBuilder:
         if idx is None:
             raise ModelError(f"{where}.body: no body named {body!r}; bodies: "
                              f"{[n for n, _ in self.named]}")
-        self.points.append(Point(name, idx, _vec3(list(offset), f"{where}.offset")))
+        self.points.append(Point(name, idx, _vec3(offset, f"{where}.offset")))
         return self
 
     def build(self) -> Chain:

@@ -95,6 +95,9 @@ class Mechanism:
         n = self.n
         fd = self.kernels["forward_dynamics"]
         extra = {}
+        if p is not None and not self.parameters:
+            raise ValueError(f"{self.name}: rhs: argument 'p' given, but the mechanism has no "
+                             f"parameters")
         if self.parameters:
             extra["p"] = as_input("p", p if not isinstance(p, dict) else self.params(p),
                                   len(self.parameters), "rhs")

@@ -20,7 +20,7 @@ def forward_kinematics(q, p, r, tau):
     ops: 91 adds, 149 muls, 20 trig (260 total)
     """
     q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13 = q
-    m_payload, = p
+    p_m_payload, = p
     c4 = math.cos(q4)
     s4 = math.sin(q4)
     c5 = math.cos(q5)
@@ -268,7 +268,7 @@ def jacobians(q, p, T, R):
     ops: 276 adds, 341 muls, 18 trig (635 total)
     """
     q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13 = q
-    m_payload, = p
+    p_m_payload, = p
     c4 = math.cos(q4)
     s4 = math.sin(q4)
     c5 = math.cos(q5)
@@ -1239,7 +1239,7 @@ def velocities(q, qd, p, v, omega, w, eps):
     """
     q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13 = q
     qd1, qd2, qd3, qd4, qd5, qd6, qd7, qd8, qd9, qd10, qd11, qd12, qd13 = qd
-    m_payload, = p
+    p_m_payload, = p
     c4 = math.cos(q4)
     s4 = math.sin(q4)
     c5 = math.cos(q5)
@@ -1619,7 +1619,7 @@ def mass_matrix(q, p, A):
     ops: 386 adds, 577 muls, 20 trig (983 total)
     """
     q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13 = q
-    m_payload, = p
+    p_m_payload, = p
     c4 = math.cos(q4)
     s4 = math.sin(q4)
     c5 = math.cos(q5)
@@ -1644,11 +1644,11 @@ def mass_matrix(q, p, A):
     beta12_21 = (0.5)*s12
     c13 = math.cos(q13)
     s13 = math.sin(q13)
-    cc13_z = (0.3)*m_payload
-    Ic13_00 = (0.09)*m_payload + 2.0
-    Mc12 = m_payload + 14.0
-    cc12_z = cc13_z + (0.25)*m_payload + 1.4
-    Ic12_00 = Ic13_00*c13*c13 + Ic13_00*s13*s13 + (0.5)*cc13_z + (0.0625)*m_payload + 0.34
+    cc13_z = (0.3)*p_m_payload
+    Ic13_00 = (0.09)*p_m_payload + 2.0
+    Mc12 = p_m_payload + 14.0
+    cc12_z = cc13_z + (0.25)*p_m_payload + 1.4
+    Ic12_00 = Ic13_00*c13*c13 + Ic13_00*s13*s13 + (0.5)*cc13_z + (0.0625)*p_m_payload + 0.34
     cp12_x = beta12_20*cc12_z
     cp12_y = beta12_21*cc12_z
     cp12_z = c12*cc12_z
@@ -2145,7 +2145,7 @@ def bias(q, qd, Q, p, b):
     q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13 = q
     qd1, qd2, qd3, qd4, qd5, qd6, qd7, qd8, qd9, qd10, qd11, qd12, qd13 = qd
     Q1, Q2, Q3, Q4, Q5, Q6, Q7, Q8, Q9, Q10, Q11, Q12, Q13 = Q
-    m_payload, = p
+    p_m_payload, = p
     c4 = math.cos(q4)
     s4 = math.sin(q4)
     c5 = math.cos(q5)
@@ -2350,13 +2350,13 @@ def bias(q, qd, Q, p, b):
     oo13_xz = omega13_z*omega_p13_x
     oo13_yz = omega13_z*omega_p13_y
     oo13_W_22 = -oo13_xx - oo13_yy
-    cse18 = a13_x*m_payload
-    cse19 = (0.3)*m_payload
+    cse18 = a13_x*p_m_payload
+    cse19 = (0.3)*p_m_payload
     f13_x = cse18 + cse19*epsd13_y + cse19*oo13_xz
-    cse20 = a13_y*m_payload
+    cse20 = a13_y*p_m_payload
     f13_y = -cse19*epsd13_x + cse19*oo13_yz + cse20
-    f13_z = a13_z*m_payload + cse19*oo13_W_22
-    cse21 = (0.09)*m_payload
+    f13_z = a13_z*p_m_payload + cse19*oo13_W_22
+    cse21 = (0.09)*p_m_payload
     cse22 = cse21 + 2.0
     cse23 = cse21 + 0.5
     n13_x = -0.3*cse20 + cse22*epsd13_x - cse23*oo13_yz
@@ -2470,7 +2470,7 @@ def inverse_dynamics(q, qd, qdd, p, Q):
     q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13 = q
     qd1, qd2, qd3, qd4, qd5, qd6, qd7, qd8, qd9, qd10, qd11, qd12, qd13 = qd
     qdd1, qdd2, qdd3, qdd4, qdd5, qdd6, qdd7, qdd8, qdd9, qdd10, qdd11, qdd12, qdd13 = qdd
-    m_payload, = p
+    p_m_payload, = p
     c4 = math.cos(q4)
     s4 = math.sin(q4)
     c5 = math.cos(q5)
@@ -2686,13 +2686,13 @@ def inverse_dynamics(q, qd, qdd, p, Q):
     oo13_xz = omega13_z*omega_p13_x
     oo13_yz = omega13_z*omega_p13_y
     oo13_W_22 = -oo13_xx - oo13_yy
-    cse16 = a13_x*m_payload
-    cse17 = (0.3)*m_payload
+    cse16 = a13_x*p_m_payload
+    cse17 = (0.3)*p_m_payload
     f13_x = cse16 + cse17*epsd13_y + cse17*oo13_xz
-    cse18 = a13_y*m_payload
+    cse18 = a13_y*p_m_payload
     f13_y = -cse17*epsd13_x + cse17*oo13_yz + cse18
-    f13_z = a13_z*m_payload + cse17*oo13_W_22
-    cse19 = (0.09)*m_payload
+    f13_z = a13_z*p_m_payload + cse17*oo13_W_22
+    cse19 = (0.09)*p_m_payload
     cse20 = cse19 + 2.0
     cse21 = cse19 + 0.5
     n13_x = -0.3*cse18 + cse20*epsd13_x - cse21*oo13_yz
@@ -2794,7 +2794,7 @@ def forward_dynamics(q, qd, Q, p, qdd):
     q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13 = q
     qd1, qd2, qd3, qd4, qd5, qd6, qd7, qd8, qd9, qd10, qd11, qd12, qd13 = qd
     Q1, Q2, Q3, Q4, Q5, Q6, Q7, Q8, Q9, Q10, Q11, Q12, Q13 = Q
-    m_payload, = p
+    p_m_payload, = p
     c4 = math.cos(q4)
     s4 = math.sin(q4)
     c5 = math.cos(q5)
@@ -2819,14 +2819,14 @@ def forward_dynamics(q, qd, Q, p, qdd):
     beta12_21 = (0.5)*s12
     c13 = math.cos(q13)
     s13 = math.sin(q13)
-    cse0 = (0.3)*m_payload
+    cse0 = (0.3)*p_m_payload
     cc13_z = cse0
-    cse1 = (0.09)*m_payload
+    cse1 = (0.09)*p_m_payload
     cse2 = cse1 + 2.0
     Ic13_00 = cse2
-    Mc12 = m_payload + 14.0
-    cc12_z = cc13_z + (0.25)*m_payload + 1.4
-    Ic12_00 = Ic13_00*c13*c13 + Ic13_00*s13*s13 + (0.5)*cc13_z + (0.0625)*m_payload + 0.34
+    Mc12 = p_m_payload + 14.0
+    cc12_z = cc13_z + (0.25)*p_m_payload + 1.4
+    Ic12_00 = Ic13_00*c13*c13 + Ic13_00*s13*s13 + (0.5)*cc13_z + (0.0625)*p_m_payload + 0.34
     cp12_x = beta12_20*cc12_z
     cp12_y = beta12_21*cc12_z
     cp12_z = c12*cc12_z
@@ -3321,9 +3321,9 @@ def forward_dynamics(q, qd, Q, p, qdd):
     oo13_xz = omega13_z*omega_p13_x
     oo13_yz = omega13_z*omega_p13_y
     oo13_W_22 = -oo13_xx - oo13_yy
-    f13_x = a13_x*m_payload + cse0*epsd13_y + cse0*oo13_xz
-    f13_y = a13_y*m_payload - cse0*epsd13_x + cse0*oo13_yz
-    f13_z = a13_z*m_payload + cse0*oo13_W_22
+    f13_x = a13_x*p_m_payload + cse0*epsd13_y + cse0*oo13_xz
+    f13_y = a13_y*p_m_payload - cse0*epsd13_x + cse0*oo13_yz
+    f13_z = a13_z*p_m_payload + cse0*oo13_W_22
     cse79 = cse1 + 0.5
     n13_x = -a13_y*cse0 + cse2*epsd13_x - cse79*oo13_yz
     n13_y = a13_x*cse0 + cse2*epsd13_y + cse79*oo13_xz
@@ -3635,7 +3635,7 @@ def energy(q, qd, p, T, V):
     """
     q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13 = q
     qd1, qd2, qd3, qd4, qd5, qd6, qd7, qd8, qd9, qd10, qd11, qd12, qd13 = qd
-    m_payload, = p
+    p_m_payload, = p
     c4 = math.cos(q4)
     s4 = math.sin(q4)
     c5 = math.cos(q5)
@@ -3830,9 +3830,9 @@ def energy(q, qd, p, T, V):
     omega_loc13_x = omega13_x*tau13_00 + omega13_y*tau13_01 + omega13_z*tau13_02
     omega_loc13_y = omega13_x*tau13_10 + omega13_y*tau13_11 + omega13_z*tau13_12
     omega_loc13_z = omega13_x*tau12_20 + omega13_y*tau12_21 + omega13_z*tau12_22
-    cse0 = (0.045)*m_payload + 1.0
-    cse1 = (0.3)*m_payload
-    T[0] = cse0*omega_loc13_x*omega_loc13_x + cse0*omega_loc13_y*omega_loc13_y - cse1*omega_loc13_x*v_loc13_y + cse1*omega_loc13_y*v_loc13_x + (0.5)*m_payload*(v_loc13_x*v_loc13_x + v_loc13_y*v_loc13_y + v_loc13_z*v_loc13_z) + (19.45)*omega_loc10_x*omega_loc10_x - 34.0*omega_loc10_x*v_loc10_y + (19.45)*omega_loc10_y*omega_loc10_y + 34.0*omega_loc10_y*v_loc10_x + (0.175)*omega_loc10_z*omega_loc10_z + (0.17)*omega_loc11_x*omega_loc11_x - 1.4*omega_loc11_x*v_loc11_y + (0.17)*omega_loc11_y*omega_loc11_y + (1.4)*omega_loc11_y*v_loc11_x + (0.075)*omega_loc11_z*omega_loc11_z + (0.17)*omega_loc12_x*omega_loc12_x - 1.4*omega_loc12_x*v_loc12_y + (0.17)*omega_loc12_y*omega_loc12_y + (1.4)*omega_loc12_y*v_loc12_x + (0.075)*omega_loc12_z*omega_loc12_z + (0.75)*omega_loc13_z*omega_loc13_z + (0.5)*omega_loc6_x*((953.12)*omega_loc6_x + (12.24)*omega_loc6_y - 9.2*omega_loc6_z) + (0.5)*omega_loc6_y*((12.24)*omega_loc6_x + (1103.48)*omega_loc6_y + (5.6)*omega_loc6_z) + (0.5)*omega_loc6_z*(-9.2*omega_loc6_x + (5.6)*omega_loc6_y + (780.6)*omega_loc6_z) + (0.2796)*omega_loc7_x*omega_loc7_x - 2.16*omega_loc7_x*v_loc7_y + (0.2796)*omega_loc7_y*omega_loc7_y + (2.16)*omega_loc7_y*v_loc7_x + (0.1)*omega_loc7_z*omega_loc7_z + (0.225)*omega_loc8_x*omega_loc8_x - 1.6*omega_loc8_x*v_loc8_y + (0.8)*omega_loc8_x*v_loc8_z + (0.5)*omega_loc8_y*((0.38)*omega_loc8_y - 0.07*omega_loc8_z) + (0.5)*omega_loc8_z*(-0.07*omega_loc8_y + (0.22)*omega_loc8_z) + (24.475)*omega_loc9_x*omega_loc9_x - 40.5*omega_loc9_x*v_loc9_y + (24.475)*omega_loc9_y*omega_loc9_y + (40.5)*omega_loc9_y*v_loc9_x + (0.2)*omega_loc9_z*omega_loc9_z + 20.0*v_loc10_x*v_loc10_x + 20.0*v_loc10_y*v_loc10_y + 20.0*v_loc10_z*v_loc10_z + 7.0*v_loc11_x*v_loc11_x + 7.0*v_loc11_y*v_loc11_y + 7.0*v_loc11_z*v_loc11_z + 7.0*v_loc12_x*v_loc12_x + 7.0*v_loc12_y*v_loc12_y + 7.0*v_loc12_z*v_loc12_z + 600.0*v_loc6_x*v_loc6_x + v_loc6_x*(60.0*omega_loc6_y + 12.0*omega_loc6_z) + 600.0*v_loc6_y*v_loc6_y + v_loc6_y*(-60.0*omega_loc6_x + 24.0*omega_loc6_z) + 600.0*v_loc6_z*v_loc6_z + v_loc6_z*(-12.0*omega_loc6_x - 24.0*omega_loc6_y) + 9.0*v_loc7_x*v_loc7_x + 9.0*v_loc7_y*v_loc7_y + 9.0*v_loc7_z*v_loc7_z + 8.0*v_loc8_x*v_loc8_x + v_loc8_x*((1.6)*omega_loc8_y - 0.8*omega_loc8_z) + 8.0*v_loc8_y*v_loc8_y + 8.0*v_loc8_z*v_loc8_z + (22.5)*v_loc9_x*v_loc9_x + (22.5)*v_loc9_y*v_loc9_y + (22.5)*v_loc9_z*v_loc9_z
+    cse0 = (0.045)*p_m_payload + 1.0
+    cse1 = (0.3)*p_m_payload
+    T[0] = cse0*omega_loc13_x*omega_loc13_x + cse0*omega_loc13_y*omega_loc13_y - cse1*omega_loc13_x*v_loc13_y + cse1*omega_loc13_y*v_loc13_x + (19.45)*omega_loc10_x*omega_loc10_x - 34.0*omega_loc10_x*v_loc10_y + (19.45)*omega_loc10_y*omega_loc10_y + 34.0*omega_loc10_y*v_loc10_x + (0.175)*omega_loc10_z*omega_loc10_z + (0.17)*omega_loc11_x*omega_loc11_x - 1.4*omega_loc11_x*v_loc11_y + (0.17)*omega_loc11_y*omega_loc11_y + (1.4)*omega_loc11_y*v_loc11_x + (0.075)*omega_loc11_z*omega_loc11_z + (0.17)*omega_loc12_x*omega_loc12_x - 1.4*omega_loc12_x*v_loc12_y + (0.17)*omega_loc12_y*omega_loc12_y + (1.4)*omega_loc12_y*v_loc12_x + (0.075)*omega_loc12_z*omega_loc12_z + (0.75)*omega_loc13_z*omega_loc13_z + (0.5)*omega_loc6_x*((953.12)*omega_loc6_x + (12.24)*omega_loc6_y - 9.2*omega_loc6_z) + (0.5)*omega_loc6_y*((12.24)*omega_loc6_x + (1103.48)*omega_loc6_y + (5.6)*omega_loc6_z) + (0.5)*omega_loc6_z*(-9.2*omega_loc6_x + (5.6)*omega_loc6_y + (780.6)*omega_loc6_z) + (0.2796)*omega_loc7_x*omega_loc7_x - 2.16*omega_loc7_x*v_loc7_y + (0.2796)*omega_loc7_y*omega_loc7_y + (2.16)*omega_loc7_y*v_loc7_x + (0.1)*omega_loc7_z*omega_loc7_z + (0.225)*omega_loc8_x*omega_loc8_x - 1.6*omega_loc8_x*v_loc8_y + (0.8)*omega_loc8_x*v_loc8_z + (0.5)*omega_loc8_y*((0.38)*omega_loc8_y - 0.07*omega_loc8_z) + (0.5)*omega_loc8_z*(-0.07*omega_loc8_y + (0.22)*omega_loc8_z) + (24.475)*omega_loc9_x*omega_loc9_x - 40.5*omega_loc9_x*v_loc9_y + (24.475)*omega_loc9_y*omega_loc9_y + (40.5)*omega_loc9_y*v_loc9_x + (0.2)*omega_loc9_z*omega_loc9_z + (0.5)*p_m_payload*(v_loc13_x*v_loc13_x + v_loc13_y*v_loc13_y + v_loc13_z*v_loc13_z) + 20.0*v_loc10_x*v_loc10_x + 20.0*v_loc10_y*v_loc10_y + 20.0*v_loc10_z*v_loc10_z + 7.0*v_loc11_x*v_loc11_x + 7.0*v_loc11_y*v_loc11_y + 7.0*v_loc11_z*v_loc11_z + 7.0*v_loc12_x*v_loc12_x + 7.0*v_loc12_y*v_loc12_y + 7.0*v_loc12_z*v_loc12_z + 600.0*v_loc6_x*v_loc6_x + v_loc6_x*(60.0*omega_loc6_y + 12.0*omega_loc6_z) + 600.0*v_loc6_y*v_loc6_y + v_loc6_y*(-60.0*omega_loc6_x + 24.0*omega_loc6_z) + 600.0*v_loc6_z*v_loc6_z + v_loc6_z*(-12.0*omega_loc6_x - 24.0*omega_loc6_y) + 9.0*v_loc7_x*v_loc7_x + 9.0*v_loc7_y*v_loc7_y + 9.0*v_loc7_z*v_loc7_z + 8.0*v_loc8_x*v_loc8_x + v_loc8_x*((1.6)*omega_loc8_y - 0.8*omega_loc8_z) + 8.0*v_loc8_y*v_loc8_y + 8.0*v_loc8_z*v_loc8_z + (22.5)*v_loc9_x*v_loc9_x + (22.5)*v_loc9_y*v_loc9_y + (22.5)*v_loc9_z*v_loc9_z
     V[0] = 0.0
     return 0
 

@@ -17,7 +17,12 @@ from generator.scalar import Recorder, _count
 SINGULAR = 1
 
 
-def ldlt_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr]) -> list[sp.Expr]:
+class SingularMassMatrix(ValueError):
+    """A pivot is a constant <= 0: the joint moves no mass in any configuration."""
+
+
+def ldlt_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr],
+               names: list[str] | None = None) -> list[sp.Expr]:
     n = len(b)
     L = [[sp.Integer(0)] * n for _ in range(n)]
     LD = [[sp.Integer(0)] * n for _ in range(n)]
@@ -25,6 +30,10 @@ def ldlt_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr]) -> list[
     for j in range(n):
         _count(adds=j, muls=j)
         D = rec.bind(A[j][j] - sp.Add(*[L[j][k] * LD[j][k] for k in range(j)]), f"D{j + 1}")
+        if D.is_number and not D > 0:
+            who = names[j] if names else f"{j + 1}"
+            raise SingularMassMatrix(f"joint {who!r} moves no mass or inertia in any "
+                                     f"configuration: the mass matrix is singular")
         rec.require_positive(D - sp.Float(1e-13) * A[j][j], SINGULAR, f"pivot D{j + 1} of the mass matrix")
         _count(divs=1)
         invD[j] = rec.bind(1 / D, f"invD{j + 1}")
