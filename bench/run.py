@@ -105,7 +105,8 @@ def main() -> None:
         pv = {p.name: 1.0 for p in chain.parameters}
         cases.append((chain, gen, tgen, numeric_model(chain, pv)))
     for n in range(1, args.max_n + 1):
-        chain, pv = random_chain(100 + n, n, "fixed", composite=False, params=False)
+        chain, pv = random_chain(100 + n, n, "fixed", composite=False, params=False,
+                                 types=["Rx", "Ry", "Rz"])
         chain.name = f"random_n{n}"
         t0 = time.perf_counter()
         gen = generate_chain(chain)

@@ -14,6 +14,7 @@ from pathlib import Path
 import jinja2
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
+from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.pycode import PythonCodePrinter
 
 from generator import __version__
@@ -27,28 +28,11 @@ def _double(x) -> str:
     return repr(float(x))
 
 
-class CPrinter(C99CodePrinter):
-    def _print_Rational(self, e):
-        return _double(e)
+class _ScalarLines:
+    """What both printers share: nearest-double constants, small powers as products."""
 
-    def _print_Float(self, e):
-        return _double(e)
+    sqrt_name = "sqrt"
 
-    def _print_Integer(self, e):
-        return f"{int(e)}.0" if e >= 0 else f"({int(e)}.0)"
-
-    def _print_Pow(self, e):
-        b, x = e.base, e.exp
-        if x.is_Integer and 2 <= x <= 4:
-            return "*".join([self.parenthesize(b, sp.printing.precedence.PRECEDENCE["Mul"])] * int(x))
-        if x == -1:
-            return f"1.0/{self.parenthesize(b, sp.printing.precedence.PRECEDENCE['Pow'])}"
-        if x == sp.S.Half:
-            return f"sqrt({self._print(b)})"
-        return super()._print_Pow(e)
-
-
-class PyPrinter(PythonCodePrinter):
     def _print_Rational(self, e):
         return _double(e)
 
@@ -61,12 +45,21 @@ class PyPrinter(PythonCodePrinter):
     def _print_Pow(self, e, rational=False):
         b, x = e.base, e.exp
         if x.is_Integer and 2 <= x <= 4:
-            return "*".join([self.parenthesize(b, sp.printing.precedence.PRECEDENCE["Mul"])] * int(x))
+            return "*".join([self.parenthesize(b, PRECEDENCE["Mul"])] * int(x))
         if x == -1:
-            return f"1.0/{self.parenthesize(b, sp.printing.precedence.PRECEDENCE['Pow'])}"
+            return f"1.0/{self.parenthesize(b, PRECEDENCE['Pow'])}"
         if x == sp.S.Half:
-            return f"math.sqrt({self._print(b)})"
-        return super()._print_Pow(e, rational)
+            return f"{self.sqrt_name}({self._print(b)})"
+        return super()._print_Pow(e) if isinstance(self, C99CodePrinter) else \
+            super()._print_Pow(e, rational)
+
+
+class CPrinter(_ScalarLines, C99CodePrinter):
+    sqrt_name = "sqrt"
+
+
+class PyPrinter(_ScalarLines, PythonCodePrinter):
+    sqrt_name = "math.sqrt"
 
 
 _C = CPrinter({"strict": False})

@@ -38,7 +38,8 @@ def _body(rng, name: str, massless: bool = False) -> dict:
 
 
 def random_chain(seed: int, n: int, base: str = "fixed", composite: bool = True,
-                 params: bool = False, springs: bool = True) -> tuple[Chain, dict]:
+                 params: bool = False, springs: bool = True,
+                 types: list[str] | None = None) -> tuple[Chain, dict]:
     """A chain of about n joints (composite joints add some) and its parameter values."""
     rng = np.random.default_rng(seed)
     g = [0.0, 0.0, -9.81] if base == "fixed" else [0.0, 0.0, 0.0]
@@ -52,7 +53,7 @@ def random_chain(seed: int, n: int, base: str = "fixed", composite: bool = True,
     i = 0
     while count < n:
         i += 1
-        kind = rng.choice(TYPES + (["U", "S", "C"] if composite and n - count >= 3 else []))
+        kind = rng.choice((types or TYPES) + (["U", "S", "C"] if composite and n - count >= 3 else []))
         l = rng.uniform(-0.4, 0.4, 3)
         l[rng.random(3) < 0.4] = 0.0
         size = {"U": 2, "S": 3, "C": 2}.get(str(kind), 1)
