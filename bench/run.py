@@ -22,10 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import runtime  # noqa: E402
-from generator.build import bundled_specs, files_for_spec, generate_chain, write_files  # noqa: E402
-from generator.emit import render, sha256_text  # noqa: E402
-from generator.build import manifest_extra  # noqa: E402
-from tests.chains import numeric_model, random_chain  # noqa: E402
+from generator.build import bundled_specs, files_for_spec, write_files  # noqa: E402
+from tests.chains import numeric_model, random_chain, write_generated  # noqa: E402
 from tests.reference import chain_numpy as ref  # noqa: E402
 
 TIMED = ["forward_kinematics", "jacobians", "mass_matrix", "bias", "inverse_dynamics",
@@ -109,10 +107,8 @@ def main() -> None:
                                  types=["Rx", "Ry", "Rz"])
         chain.name = f"random_n{n}"
         t0 = time.perf_counter()
-        gen = generate_chain(chain)
-        files = render(chain.name, "random", sha256_text(chain.name), gen, manifest_extra(chain))
+        gen = write_generated(chain, tmp)
         tgen = time.perf_counter() - t0
-        write_files(tmp / chain.name, files)
         cases.append((chain, gen, tgen, numeric_model(chain, pv)))
 
     header = (f"{'mechanism':14s} {'n':>3s} {'gen s':>6s} {'kernel':18s} {'ops':>6s} {'dense':>6s} "

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 import sympy as sp
 
 from generator.ir import symbol
+from generator.scalar import fold_constant
 
 AXES = "xyz"
 
@@ -229,14 +230,7 @@ def rotation_from_sequence(seq: list[tuple[int, sp.Expr]]) -> Mat3:
     R = identity3()
     for axis, angle in seq:
         R = compose(R, elementary(axis, angle))
-    return tuple(tuple(_fold(x) for x in row) for row in R)
-
-
-def _fold(e: sp.Expr) -> sp.Expr:
-    """A constant that is not rational (cos 30 deg) becomes the nearest double."""
-    if e.is_number and not e.is_Rational:
-        return sp.Float(float(e), 17)
-    return e
+    return tuple(tuple(fold_constant(x) for x in row) for row in R)
 
 
 # --- the composite joints ----------------------------------------------------------------

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import sympy as sp
 
-from generator.build import files_for_spec, generate_chain, manifest_extra, write_files
+from generator.build import generate_chain, manifest_extra, write_files
 from generator.emit import render, sha256_text
 from generator.model import Chain
 from generator.spec import ChainBuilder
@@ -103,9 +103,10 @@ def featherstone_chain(model: dict) -> list[dict]:
     return out
 
 
-def write_generated(chain: Chain, root: Path) -> Path:
+def write_generated(chain: Chain, root: Path) -> list:
+    """Generate a chain built in Python into root/<name>/; returns the generated kernels."""
     gen = generate_chain(chain)
     files = render(chain.name, f"{chain.name}.toml", sha256_text(chain.name), gen,
                    manifest_extra(chain))
     write_files(root / chain.name, files)
-    return root / chain.name
+    return gen

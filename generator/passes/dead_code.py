@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from generator.ir import Assign, Check, Kernel
+from generator.ir import Check, Kernel
 
 
 def remove_dead_code(k: Kernel) -> Kernel:
@@ -35,5 +35,3 @@ def drop_unguarded_checks(k: Kernel) -> Kernel:
         body.append(st)
     return k.with_body(body)
 
-
-__all__ = ["remove_dead_code", "drop_unguarded_checks", "Assign"]
