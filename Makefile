@@ -20,15 +20,18 @@ install: $(STAMP)
 generate: $(STAMP)
 	$(PY) -m generator generate
 
-# The main job: install, generate, compile (cached), evaluate and simulate the default arm.
+# The main job: install, generate, compile (cached), simulate a docking capture on the
+# bundled Gough-Stewart mechanism; prints a summary, writes plots to results/.
 demo: generate
-	$(PY) -m runtime
+	$(PY) -m runtime --out results
 
 test: $(STAMP)
 	$(PY) -m pytest
 
+# Benchmarks (not tests); installs MuJoCo for the race on the parallel mechanisms.
 bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache bench/results
+	rm -rf $(VENV) build *.egg-info .pytest_cache bench/results results

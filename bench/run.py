@@ -94,8 +94,10 @@ def main() -> None:
     results = {"machine": platform.platform(), "python": sys.version.split()[0],
                "batch": args.batch, "mechanisms": {}}
     tmp = Path(tempfile.mkdtemp(prefix="mechgen_bench_"))
+    from generator.spec import load
+    parallel = [s for s in bundled_specs() if hasattr(load(s), "legs")]
     cases = []
-    for spec in bundled_specs():
+    for spec in [s for s in bundled_specs() if s not in parallel]:
         t0 = time.perf_counter()
         chain, gen, files = files_for_spec(spec)
         tgen = time.perf_counter() - t0
@@ -125,6 +127,10 @@ def main() -> None:
             print(f"{lead} {k:18s} {r['ops']['total']:6d} {r['ops_dense']['total']:6d} "
                   f"{r['t_c_ns']:8.0f} {r['t_python_ns']:9.0f} {r['t_numpy_ns']:9.0f} "
                   f"{r['python_over_c']:6.0f} {r['numpy_over_c']:7.0f}", flush=True)
+    print("\n== parallel mechanisms: the full step (IK, closure, leg dynamics, reduction, solve, "
+          "base loads)")
+    from bench.platform_bench import run as run_platforms
+    results["parallel"] = run_platforms(parallel, tmp, args.batch)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     print(f"\nops: generated kernel after all passes; dense: the same equations as dense 3x3 "

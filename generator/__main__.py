@@ -29,7 +29,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{spec.name} -> {args.out / chain.name}/ ({len(gen)} kernels, "
                   f"{sum(g.seconds for g in gen):.2f} s)")
         else:
-            print(f"{chain.name} (n = {chain.n}, base {chain.base})")
+            desc = (f"parallel, legs {' '.join(leg.type for leg in chain.legs)}"
+                    if hasattr(chain, "legs") else f"n = {chain.n}, base {chain.base}")
+            print(f"{chain.name} ({desc})")
             for g in gen:
                 steps = "  ->  ".join(f"{nm} {ops['total']}" for nm, ops in g.passes)
                 print(f"  {g.kernel.name:18s} dense {g.dense['total']:6d} | {steps}")

@@ -8,6 +8,8 @@ from generator.emit import render, sha256_text
 from generator.kernels import BUILDERS
 from generator.model import Chain
 from generator.pipeline import Generated, optimise
+from generator.platform import Platform
+from generator.platform_kernels import BUILDERS as PLATFORM_BUILDERS
 from generator.spec import load
 
 MECHANISMS = Path(__file__).resolve().parent / "mechanisms"
@@ -24,6 +26,28 @@ def generate_chain(chain: Chain, cse: bool = True) -> list[Generated]:
     return [optimise(build, coded, cse=cse) for build in BUILDERS]
 
 
+def generate_platform(pf: Platform, cse: bool = True) -> list[Generated]:
+    coded = pf.with_prefixed_parameters()
+    return [optimise(build, coded, cse=cse) for build in PLATFORM_BUILDERS]
+
+
+def manifest_platform(pf: Platform) -> dict:
+    return {
+        "family": "parallel",
+        "n": sum(leg.n for leg in pf.legs),
+        "coordinates": pf.coordinates,
+        "legs": [{"name": leg.name, "type": leg.type, "n": leg.n, "m": leg.m,
+                  "joints": [j.name for j in leg.chain.joints], "drive": leg.drive,
+                  "l_ref": leg.l_ref} for leg in pf.legs],
+        "parameters": [s.name for s in pf.parameters],
+        "parameter_defaults": {s.name: pf.defaults[s.name] for s in pf.parameters},
+        "gravity": list(pf.gravity),
+        "home": list(pf.home),
+        "bodies": [],
+        "points": [],
+    }
+
+
 def manifest_extra(chain: Chain) -> dict:
     return {
         "family": "serial_chain",
@@ -37,11 +61,17 @@ def manifest_extra(chain: Chain) -> dict:
     }
 
 
-def files_for_spec(path: Path, cse: bool = True) -> tuple[Chain, list[Generated], dict[str, str]]:
-    chain = load(path)
-    gen = generate_chain(chain, cse=cse)
-    files = render(chain.name, path.name, sha256_text(path.read_text()), gen, manifest_extra(chain))
-    return chain, gen, files
+def files_for_spec(path: Path, cse: bool = True):
+    """(model, generated kernels, file name -> text) of one spec file."""
+    model = load(path)
+    if isinstance(model, Platform):
+        gen = generate_platform(model, cse=cse)
+        extra = manifest_platform(model)
+    else:
+        gen = generate_chain(model, cse=cse)
+        extra = manifest_extra(model)
+    files = render(model.name, path.name, sha256_text(path.read_text()), gen, extra)
+    return model, gen, files
 
 
 def write_files(out_dir: Path, files: dict[str, str]) -> None:

@@ -241,8 +241,13 @@ class Recorder:
         self.statements: list[Assign | Check] = []
         self._known: dict[sp.Expr, sp.Symbol] = {}
         self._taken: set[str] = set(reserved or ())
+        self.prefix = ""   # prepended to every name (e.g. the leg's name)
+        self.sample: dict | None = None   # input values of a representative state (pivoting)
+        self._values: dict = {}
+        self._evaluated = 0
 
     def fresh(self, name: str) -> str:
+        name = self.prefix + name
         if not _IDENT.match(name):
             raise ValueError(f"internal name {name!r} is not an identifier")
         base, k = name, 1
@@ -270,6 +275,19 @@ class Recorder:
     def mat(self, A: Mat, name: str) -> Mat:
         return [[self.bind(e, f"{name}_{i}{j}") for j, e in enumerate(row)]
                 for i, row in enumerate(A)]
+
+    def value(self, e: sp.Expr) -> float | None:
+        """Numeric value of ``e`` at the representative state ``sample`` (None without one)."""
+        if self.sample is None:
+            return None
+        if not self._values:
+            self._values = {k: sp.Float(v) for k, v in self.sample.items()}
+        for st in self.statements[self._evaluated:]:
+            if isinstance(st, Assign):
+                self._values[st.target] = st.expr.xreplace(self._values).evalf()
+        self._evaluated = len(self.statements)
+        v = sp.sympify(e).xreplace(self._values).evalf()
+        return float(v) if v.is_real else float("nan")
 
     def require_positive(self, expr: sp.Expr, status: int, message: str = "") -> None:
         """The kernel returns ``status`` unless ``expr > 0`` (which also fails for NaN)."""

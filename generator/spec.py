@@ -213,8 +213,11 @@ class ChainBuilder:
 
 def chain_from_dict(data: dict, source: str) -> Chain:
     top = _keys(data, {"mechanism", "base", "joints", "points"}, source, {"mechanism", "joints"})
-    mech = _keys(top["mechanism"], {"name", "base", "gravity", "description"},
+    mech = _keys(top["mechanism"], {"name", "family", "base", "gravity", "description"},
                  f"{source}: mechanism", {"name"})
+    if mech.get("family", "serial") != "serial":
+        raise ModelError(f"{source}: mechanism.family: expected 'serial' or 'parallel', "
+                         f"got {mech['family']!r}")
     b = ChainBuilder(mech["name"], mech.get("base", "fixed"), mech.get("gravity", [0, 0, 0]),
                      top.get("base"), source)
     joints = top["joints"]
@@ -233,7 +236,8 @@ def chain_from_dict(data: dict, source: str) -> Chain:
     return b.build()
 
 
-def load(path: str | Path) -> Chain:
+def load(path: str | Path):
+    """A spec file -> a Chain (serial) or a Platform (``family = "parallel"``)."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -243,4 +247,7 @@ def load(path: str | Path) -> Chain:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ModelError(f"{path}: not valid TOML: {e}") from None
+    from generator.platform_spec import is_parallel, platform_from_dict
+    if is_parallel(data):
+        return platform_from_dict(data, path.name)
     return chain_from_dict(data, path.name)

@@ -55,8 +55,8 @@ class Mechanism:
         return f"<mechanism {self.name} n={self.n} [{self.backend}]: {', '.join(self.kernels)}>"
 
     def params(self, values: dict[str, float] | None = None, **kw: float) -> np.ndarray:
-        """The input ``p`` from named values; every parameter must be given, no unknown one."""
-        values = {**(values or {}), **kw}
+        """The input ``p`` from named values (spec defaults for the others); no unknown one."""
+        values = {**self.manifest.get("parameter_defaults", {}), **(values or {}), **kw}
         unknown = set(values) - set(self.parameters)
         if unknown:
             raise ValueError(f"{self.name}: unknown parameter(s) {sorted(unknown)}; "

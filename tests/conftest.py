@@ -4,3 +4,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def mixed_hexapod(tmp_path_factory):
+    """The mixed six-leg platform of tests/platforms.py, generated once per session."""
+    from tests import platforms
+    root = tmp_path_factory.mktemp("mixed")
+    pf, num = platforms.mixed(root)
+    return pf, num, root

@@ -25,11 +25,16 @@ class JointMotion:
     e: Vec         # unit axis (same coordinates in the joint frame and in frame j)
 
 
-def joint_motion(rec: Recorder, j: int, joint: Joint, q: sp.Expr) -> JointMotion:
+def joint_motion(rec: Recorder, j: int | str, joint: Joint, q: sp.Expr,
+                 cs: tuple | None = None) -> JointMotion:
+    """``cs`` = (cos q, sin q) when already known (closed-form inverse kinematics)."""
     e = [sp.Integer(1) if i == joint.axis else sp.Integer(0) for i in range(3)]
     if joint.kind == "R":
-        c = rec.bind(sp.cos(q), f"c{j}")
-        s = rec.bind(sp.sin(q), f"s{j}")
+        if cs is not None:
+            c, s = cs
+        else:
+            c = rec.bind(sp.cos(q), f"c{j}")
+            s = rec.bind(sp.sin(q), f"s{j}")
         return JointMotion(elementary_rotation(joint.axis, c, s), zeros(3), e)
     return JointMotion(eye(), scale(q, e), e)
 
@@ -42,9 +47,10 @@ class LinkTransform:
     kind: str
 
 
-def link_transform(rec: Recorder, j: int, joint: Joint, q: sp.Expr) -> LinkTransform:
+def link_transform(rec: Recorder, j: int | str, joint: Joint, q: sp.Expr,
+                   cs: tuple | None = None) -> LinkTransform:
     """beta_j = alpha_j gamma_{j-1}, r_{j-1,j} = l_{j-1} + gamma_{j-1}^T t_j."""
-    mo = joint_motion(rec, j, joint, q)
+    mo = joint_motion(rec, j, joint, q, cs)
     gamma = [list(row) for row in joint.gamma]
     beta = rec.mat(matmul(mo.alpha, gamma), f"beta{j}")
     gt_t = [sp.Add(*[gamma[k][i] * mo.t[k] for k in range(3)]) for i in range(3)]

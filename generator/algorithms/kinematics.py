@@ -40,8 +40,10 @@ class BodyKinematics:
 
 
 def chain_kinematics(rec: Recorder, chain: Chain, q: list, qd: list | None = None,
-                     jacobians: bool = True) -> list[BodyKinematics]:
-    """Bodies 0..n; with ``qd`` also omega_j, v_j and the velocity-product terms w_j, eps_j."""
+                     jacobians: bool = True, cs: list | None = None) -> list[BodyKinematics]:
+    """Bodies 0..n; with ``qd`` also omega_j, v_j and the velocity-product terms w_j, eps_j.
+
+    ``cs``: (cos, sin) of each revolute coordinate when already known, else None."""
     n = chain.n
     zero_cols = [zeros(3) for _ in range(n)]
     b0 = BodyKinematics(eye(), zeros(3), list(zero_cols), list(zero_cols))
@@ -50,7 +52,7 @@ def chain_kinematics(rec: Recorder, chain: Chain, q: list, qd: list | None = Non
     out = [b0]
     for j, joint in enumerate(chain.joints, start=1):
         prev = out[-1]
-        mo = joint_motion(rec, j, joint, q[j - 1])
+        mo = joint_motion(rec, j, joint, q[j - 1], cs[j - 1] if cs else None)
         gamma = [list(row) for row in joint.gamma]
         theta_J = rec.mat(matmul(gamma, prev.tau), f"theta_J{j - 1}")
         tau = rec.mat(matmul(mo.alpha, theta_J), f"tau{j}")

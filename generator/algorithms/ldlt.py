@@ -22,7 +22,8 @@ class SingularMassMatrix(ValueError):
 
 
 def ldlt_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr],
-               names: list[str] | None = None) -> list[sp.Expr]:
+               names: list[str] | None = None, status: int = SINGULAR, rel_tol: float = 1e-13,
+               what: str = "the mass matrix", x_name: str = "qdd") -> list[sp.Expr]:
     n = len(b)
     L = [[sp.Integer(0)] * n for _ in range(n)]
     LD = [[sp.Integer(0)] * n for _ in range(n)]
@@ -34,7 +35,7 @@ def ldlt_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr],
             who = names[j] if names else f"{j + 1}"
             raise SingularMassMatrix(f"joint {who!r} moves no mass or inertia in any "
                                      f"configuration: the mass matrix is singular")
-        rec.require_positive(D - sp.Float(1e-13) * A[j][j], SINGULAR, f"pivot D{j + 1} of the mass matrix")
+        rec.require_positive(D - sp.Float(rel_tol) * A[j][j], status, f"pivot D{j + 1} of {what}")
         _count(divs=1)
         invD[j] = rec.bind(1 / D, f"invD{j + 1}")
         for i in range(j + 1, n):
@@ -50,5 +51,5 @@ def ldlt_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr],
     for i in range(n - 1, -1, -1):
         _count(adds=n - 1 - i, muls=n - i)
         x[i] = rec.bind(y[i] * invD[i] - sp.Add(*[L[k][i] * x[k] for k in range(i + 1, n)]),
-                        f"qdd{i + 1}")
+                        f"{x_name}{i + 1}")
     return x

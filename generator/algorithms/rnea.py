@@ -21,25 +21,36 @@ component of N_j (revolute) or F_j (prismatic) along the axis e_j.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import sympy as sp
 
 from generator.algorithms.joints import LinkTransform, to_parent
 from generator.model import Chain
-from generator.scalar import (Recorder, Vec, add, cross, matvec, omega_products,
+from generator.scalar import (OmegaProducts, Recorder, Vec, add, cross, matvec, omega_products,
                               omega_x_I_omega, omega_x_omega_x, scale, zeros)
 
 
-def rnea(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list | None,
-         qdd: list | None, gravity: bool = True) -> list[sp.Expr]:
-    """Joint forces Q_j = [A(q) qdd + h(q, qd)]_j; ``qd``/``qdd`` None means zero."""
-    n = chain.n
+@dataclass
+class Motion:
+    """Per body j (index j-1), frame j: omega, epsd (angular acceleration), a (of O_j)."""
+
+    omega: list[Vec] = field(default_factory=list)
+    epsd: list[Vec] = field(default_factory=list)
+    a: list[Vec] = field(default_factory=list)
+    W: list[OmegaProducts] = field(default_factory=list)
+
+
+def forward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list | None,
+                 qdd: list | None, a0: Vec) -> Motion:
+    """omega_j, epsd_j, a_j of every body from the base acceleration a0 (= -g for gravity)."""
     omega: Vec = zeros(3)
     epsd: Vec = zeros(3)
-    a: Vec = [-x for x in chain.gravity] if gravity else zeros(3)
-    f_body, n_body = [], []
+    a: Vec = list(a0)
     W_prev = omega_products(rec, omega, "oo0")
-    for j in range(1, n + 1):
-        lt, body = links[j - 1], chain.bodies[j - 1]
+    out = Motion()
+    for j in range(1, chain.n + 1):
+        lt = links[j - 1]
         e = lt.e
         qd_j = qd[j - 1] if qd is not None else sp.Integer(0)
         qdd_j = qdd[j - 1] if qdd is not None else sp.Integer(0)
@@ -58,23 +69,51 @@ def rnea(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list | Non
         epsd = rec.vec(epsd_new, f"epsd{j}")
         a = rec.vec(a_new, f"a{j}")
         W_prev = omega_products(rec, omega, f"oo{j}")
-        c = list(body.c)
-        I = [list(row) for row in body.I]
-        f = add(add(scale(body.m, a), cross(epsd, c)), omega_x_omega_x(W_prev, c))
-        nn = add(add(matvec(I, epsd), omega_x_I_omega(W_prev, I)), cross(c, a))
-        f_body.append(rec.vec(f, f"f{j}"))
-        n_body.append(rec.vec(nn, f"n{j}"))
+        out.omega.append(omega)
+        out.epsd.append(epsd)
+        out.a.append(a)
+        out.W.append(W_prev)
+    return out
+
+
+@dataclass
+class JointWrenches:
+    Q: list[sp.Expr]       # component along each joint's axis
+    F1: Vec                # force the base applies on body 1 (frame 1)
+    N1: Vec                # moment the base applies on body 1 about O_1 (frame 1)
+
+
+def backward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], mo: Motion,
+                  tip: tuple[Vec, Vec] | None = None) -> JointWrenches:
+    """Inertial forces summed from the last body to the first; ``tip`` = (force, moment about
+    O_n) applied on the last body from outside, frame n."""
+    n = chain.n
     Q = [sp.Integer(0)] * n
     F, N = zeros(3), zeros(3)
     for j in range(n, 0, -1):
-        lt = links[j - 1]
+        lt, body = links[j - 1], chain.bodies[j - 1]
+        W = mo.W[j - 1]
+        c = list(body.c)
+        I = [list(row) for row in body.I]
+        f = add(add(scale(body.m, mo.a[j - 1]), cross(mo.epsd[j - 1], c)), omega_x_omega_x(W, c))
+        nn = add(add(matvec(I, mo.epsd[j - 1]), omega_x_I_omega(W, I)), cross(c, mo.a[j - 1]))
         if j < n:
             child = links[j]
             F_c = rec.vec(to_parent(child, F), f"F_c{j}")
             N_c = add(to_parent(child, N), cross(child.r_rel, F_c))
+        elif tip is not None:
+            F_c, N_c = [-x for x in tip[0]], [-x for x in tip[1]]
         else:
             F_c, N_c = zeros(3), zeros(3)
-        F = rec.vec(add(f_body[j - 1], F_c), f"F{j}")
-        N = rec.vec(add(n_body[j - 1], N_c), f"N{j}")
+        F = rec.vec(add(f, F_c), f"F{j}")
+        N = rec.vec(add(nn, N_c), f"N{j}")
         Q[j - 1] = (N if lt.kind == "R" else F)[[i for i in range(3) if lt.e[i] != 0][0]]
-    return Q
+    return JointWrenches(Q, F, N)
+
+
+def rnea(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list | None,
+         qdd: list | None, gravity: bool = True) -> list[sp.Expr]:
+    """Joint forces Q_j = [A(q) qdd + h(q, qd)]_j; ``qd``/``qdd`` None means zero."""
+    a0 = [-x for x in chain.gravity] if gravity else zeros(3)
+    mo = forward_pass(rec, chain, links, qd, qdd, a0)
+    return backward_pass(rec, chain, links, mo).Q

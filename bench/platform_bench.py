@@ -1,0 +1,94 @@
+"""`make bench`, parallel mechanisms: generation time, op counts per kernel and for the whole
+step (generated vs dense matrix evaluation), time per state of the C step (batch of 10^5) vs
+the plain numpy reference (tests/reference/parallel_numpy.py) and vs MuJoCo's ``mj_forward``
+on the same mechanism with equality constraints (bench/mujoco_race.py), side by side in one run.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+import runtime
+from generator.build import files_for_spec, write_files
+from generator.platform import numeric_platform
+from tests.platforms import law_forces, random_states
+from tests.reference import parallel_numpy as ref
+
+KERNELS = ["inverse_kinematics", "velocity_constraints", "acceleration_terms", "leg_dynamics",
+           "reduced_dynamics", "step", "drive_forces"]
+
+
+def _best(f, repeat: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        f()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _numpy_step(num, st, i):
+    x, u = st["x"][i], st["u"][i]
+    zero = [np.zeros(len(l["joints"])) for l in num["legs"]]
+    r = ref.solve(num, x, u, zero, st["g"][i], st["fE"][i], st["mE"][i])
+    Q = law_forces(num, r["p"], r["pdot"], st["F"][i])
+    return ref.solve(num, x, u, Q, st["g"][i], st["fE"][i], st["mE"][i], p0=r["p"])
+
+
+def bench_platform(spec: Path, tmp: Path, batch: int, mujoco: bool) -> dict:
+    t0 = time.perf_counter()
+    pf, gen, files = files_for_spec(spec)
+    tgen = time.perf_counter() - t0
+    write_files(tmp / pf.name, files)
+    m = runtime.load(pf.name, "c", generated=tmp)
+    num = numeric_platform(pf)
+    st = random_states(num, batch, seed=7)
+    p = np.tile(m.params(), (batch, 1))
+    args = (st["x"], st["u"], st["F"], st["fE"], st["mE"], st["g"])
+    m.step(*args, p=p)                                   # first touch of the memory
+    t_c = _best(lambda: m.step(*args, p=p)) / batch
+    n_np = 20
+    t_np = _best(lambda: [_numpy_step(num, st, i) for i in range(n_np)], 3) / n_np
+    ops = {g.kernel.name: {"ops": g.ops, "dense": g.dense} for g in gen}
+    out = {"generation_s": tgen, "legs": [leg.type for leg in pf.legs], "kernels": ops,
+           "t_step_c_ns": t_c * 1e9, "t_step_numpy_ns": t_np * 1e9, "numpy_over_c": t_np / t_c}
+    if mujoco:
+        from bench import mujoco_race
+        n_mj = 2000
+        mj = mujoco_race.time_mj_forward(num, st["x"][:n_mj], st["u"][:n_mj], repeats=10)
+        out["mujoco"] = {k: mj[k] for k in ("method", "ns_per_call", "cpu_ns_per_call",
+                                            "mujoco_version") if k in mj}
+        out["mujoco_over_c"] = mj["ns_per_call"] / (t_c * 1e9)
+    return out
+
+
+def run(specs: list[Path], tmp: Path, batch: int) -> dict:
+    try:
+        import mujoco  # noqa: F401
+        have_mj = True
+    except ImportError:
+        have_mj = False
+        print("(mujoco not installed: `pip install mujoco` for the MuJoCo race)")
+    results = {}
+    head = (f"{'mechanism':22s} {'legs':8s} {'gen s':>6s} {'step ops':>8s} {'dense':>6s} "
+            f"{'C ns':>7s} {'numpy ns':>10s} {'np/C':>7s} {'MuJoCo ns':>10s} {'MJ/C':>5s}")
+    print(head)
+    print("-" * len(head))
+    for spec in specs:
+        r = bench_platform(spec, tmp, batch, have_mj)
+        results[spec.stem] = r
+        s = r["kernels"]["step"]
+        legs = "".join(sorted(set(r["legs"])))
+        mj = (f"{r['mujoco']['ns_per_call']:10.0f} {r['mujoco_over_c']:5.1f}" if "mujoco" in r
+              else f"{'-':>10s} {'-':>5s}")
+        print(f"{spec.stem:22s} {legs:8s} {r['generation_s']:6.1f} {s['ops']['total']:8d} "
+              f"{s['dense']['total']:6d} {r['t_step_c_ns']:7.0f} {r['t_step_numpy_ns']:10.0f} "
+              f"{r['numpy_over_c']:7.0f} {mj}", flush=True)
+    print("\nops per kernel (generated / dense):")
+    for name, r in results.items():
+        print(f"  {name:22s} " + "  ".join(f"{k} {r['kernels'][k]['ops']['total']}/"
+                                          f"{r['kernels'][k]['dense']['total']}" for k in KERNELS))
+    return results

@@ -1,0 +1,103 @@
+"""Closed-form inverse kinematics of each leg type (paper 000, section 4).
+
+Sines and cosines come from square roots and ratios, never from trigonometric calls; the
+angles themselves (atan2) are only computed where an output or a torsional spring needs them.
+
+U joint (rotation y by p1, then z by p2) pointing its x axis along d = [l, m, n] (joint frame):
+
+    A_y(p1) d has no z component:  c1 = l / L_xz,  s1 = -n / L_xz,  L_xz = sqrt(l^2 + n^2)
+    A_z(p2) [L_xz, m, 0] = [L, 0, 0]:  c2 = L_xz / L,  s2 = m / L,  L = sqrt(L_xz^2 + m^2)
+
+(the branch with c2 > 0; L_xz = 0 is the U joint's singularity, flagged). A roll about the
+leg axis x that makes the y axis perpendicular to a vector e = [ex, ey, ez] (the C side axis
+of a cut universal joint): c3 = ez / N, s3 = -ey / N, N = sqrt(ey^2 + ez^2).
+
+Crank (rotation about z by p1 of an arm a along x) whose tip is at distance b from the point
+d = [dx, dy, dz] (joint frame): |d - a [c1, s1, 0]| = b gives dx c1 + dy s1 = K,
+K = (|d|^2 + a^2 - b^2) / (2 a); with rho^2 = dx^2 + dy^2 and w = sqrt(rho^2 - K^2):
+
+    c1 = (dx K - sigma dy w) / rho^2,   s1 = (dy K + sigma dx w) / rho^2
+
+rho^2 < K^2: the pose is out of reach; w = 0: crank and rod aligned (the leg's singularity).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from generator.scalar import Recorder, Vec, matvec, sub
+
+UNREACHABLE = 1
+LEG_SINGULAR = 2
+TOL_SINGULAR = 1e-8     # relative: a sine, a cosine or a length ratio below this is singular
+
+
+@dataclass
+class Rotation:
+    c: sp.Expr
+    s: sp.Expr
+
+
+def u_angles(rec: Recorder, d: Vec, name: str, l_ref: float) -> tuple[Rotation, Rotation, sp.Expr]:
+    """(p1 about y, p2 about z, L) aligning x with d."""
+    l, m, n = d
+    Lxz2 = rec.bind(l * l + n * n, f"{name}_Lxz2")
+    rec.require_positive(Lxz2 - (TOL_SINGULAR * l_ref) ** 2, LEG_SINGULAR,
+                         f"{name}: universal joint at 90 degrees")
+    Lxz = rec.bind(sp.sqrt(Lxz2), f"{name}_Lxz")
+    inv_Lxz = rec.bind(1 / Lxz, f"{name}_inv_Lxz")
+    L = rec.bind(sp.sqrt(Lxz2 + m * m), f"{name}_L")
+    inv_L = rec.bind(1 / L, f"{name}_inv_L")
+    r1 = Rotation(rec.bind(l * inv_Lxz, f"{name}_c1"), rec.bind(-n * inv_Lxz, f"{name}_s1"))
+    r2 = Rotation(rec.bind(Lxz * inv_L, f"{name}_c2"), rec.bind(m * inv_L, f"{name}_s2"))
+    return r1, r2, L
+
+
+def roll_angle(rec: Recorder, e: Vec, name: str) -> Rotation:
+    """Roll about x making the y axis perpendicular to the unit vector e (frame before roll)."""
+    _, ey, ez = e
+    N2 = rec.bind(ey * ey + ez * ez, f"{name}_N2")
+    rec.require_positive(N2 - TOL_SINGULAR ** 2, LEG_SINGULAR,
+                         f"{name}: cut universal joint axis along the leg")
+    inv_N = rec.bind(1 / sp.sqrt(N2), f"{name}_inv_N")
+    return Rotation(rec.bind(ez * inv_N, f"{name}_c"), rec.bind(-ey * inv_N, f"{name}_s"))
+
+
+def crank_angle(rec: Recorder, d: Vec, a: sp.Expr, b: sp.Expr, sigma: int, name: str,
+                l_ref: float) -> Rotation:
+    dx, dy, dz = d
+    K = rec.bind((dx * dx + dy * dy + dz * dz + a * a - b * b) / (2 * a), f"{name}_K")
+    rho2 = rec.bind(dx * dx + dy * dy, f"{name}_rho2")
+    w2 = rec.bind(rho2 - K * K, f"{name}_w2")
+    rec.require_positive(w2, UNREACHABLE, f"{name}: pose out of reach of the crank")
+    rec.require_positive(w2 - (TOL_SINGULAR * l_ref) ** 2, LEG_SINGULAR,
+                         f"{name}: crank and rod aligned")
+    w = rec.bind(sigma * sp.sqrt(w2), f"{name}_w")
+    inv_rho2 = rec.bind(1 / rho2, f"{name}_inv_rho2")
+    return Rotation(rec.bind((dx * K - dy * w) * inv_rho2, f"{name}_c"),
+                    rec.bind((dy * K + dx * w) * inv_rho2, f"{name}_s"))
+
+
+def rotate(rec: Recorder, A, v: Vec, name: str) -> Vec:
+    return rec.vec(matvec(A, v), name)
+
+
+# --- numeric versions used while building the model -------------------------------------
+
+def u_angles_np(d: np.ndarray) -> tuple[float, float]:
+    l, m, n = d
+    return float(np.arctan2(-n, l)), float(np.arctan2(m, np.hypot(l, n)))
+
+
+def crank_solutions_np(d: np.ndarray, a: float, b: float) -> dict[int, tuple[float, float]] | None:
+    dx, dy, dz = d
+    K = (d @ d + a * a - b * b) / (2 * a)
+    rho2 = dx * dx + dy * dy
+    w2 = rho2 - K * K
+    if w2 < 0:
+        return None
+    w = np.sqrt(w2)
+    return {s: ((dx * K - s * dy * w) / rho2, (dy * K + s * dx * w) / rho2) for s in (1, -1)}

@@ -1,0 +1,571 @@
+"""The kernels of a parallel mechanism (paper 000, sections 4-7), each usable alone.
+
+One integration step computes, in order (section 7): leg joint coordinates from the pose of C
+(closed form, :mod:`generator.algorithms.leg_ik`); closure matrices and joint rates
+(:mod:`generator.algorithms.closure`); acceleration terms h_k; joint active forces; A_k, b_k,
+M_C, s_C; A*_C, b*_C and udot_C (:mod:`generator.algorithms.reduction`); qdd_k, the
+multipliers and the loads on the base. :class:`PlatformBuild` computes each stage once, on
+demand, on one recorder; a kernel is the stages its outputs need (the rest never gets built,
+and dead-code removal drops what its outputs do not use).
+
+Inputs: ``x`` pose of C [x_C, y_C, z_C, psi_y, psi_z, psi_x], ``u`` = [v_C (frame 0),
+omega_C (frame C)], ``F`` drive force of each leg, ``fE`` external force on C (frame 0),
+``mE`` external moment on C (frame C), ``g`` gravity (frame 0), ``udot``, ``q`` leg
+coordinates (Newton step), ``p`` named parameters.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import sympy as sp
+
+from generator.algorithms import leg_ik
+from generator.algorithms.closure import (LEG_SINGULAR, Closure, acceleration_terms, closure,
+                                          velocity_constraints)
+from generator.algorithms.crba import crba
+from generator.algorithms.joints import link_transform
+from generator.algorithms.kinematics import chain_kinematics
+from generator.algorithms.ldlt import ldlt_solve
+from generator.algorithms.reduction import base_wrench, reduce_onto_platform, tip_wrench
+from generator.algorithms.rnea import forward_pass
+from generator.ir import Kernel, Port, symbol
+from generator.platform import Leg, Platform
+from generator.scalar import (Recorder, add, cross, dot, elementary_rotation, matmul, matvec,
+                              omega_products, omega_x_I_omega, scale, transpose, zeros)
+
+UNREACHABLE, REDUCED_SINGULAR, EULER_SINGULAR, DRIVE_SINGULAR = 1, 3, 4, 5
+STATUSES = {
+    UNREACHABLE: "pose out of reach of a leg (or a joint limit)",
+    LEG_SINGULAR: "a leg is at a singular configuration",
+    REDUCED_SINGULAR: "reduced mass matrix A*_C not positive definite",
+    EULER_SINGULAR: "y-z-x angles singular (psi_z = +-90 deg)",
+    DRIVE_SINGULAR: "drive Jacobian singular (parallel singularity)",
+}
+
+PORT_DOCS = {
+    "x": "pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)",
+    "u": "velocity of C: v_C (frame 0), omega_C (frame C)",
+    "F": "drive force/torque of each leg's drive joint",
+    "fE": "external force on C through its centre of mass (frame 0)",
+    "mE": "external moment on C (frame C)",
+    "g": "gravity, or gravity minus the base's acceleration (frame 0)",
+    "udot": "acceleration of C: dv_C/dt (frame 0), domega_C/dt (frame C)",
+    "q": "leg joint coordinates, leg by leg",
+}
+
+
+# port names are C arguments: no intermediate may take them
+OUTPUT_NAMES = {"q", "qd", "qdd", "H", "h", "Q", "b", "A_star", "b_star", "udot", "xdot",
+                "F_on_C", "M_on_C", "base_force", "base_moment", "damping_power", "T", "V", "F",
+                "q_next", "residual", "p"}
+
+
+def _elements(pf: Platform, name: str) -> tuple[sp.Symbol, ...]:
+    names = {
+        "x": ["x_C", "y_C", "z_C", "psi_y", "psi_z", "psi_x"],
+        "u": ["v_x", "v_y", "v_z", "omega_x", "omega_y", "omega_z"],
+        "F": [f"F_{leg.name}" for leg in pf.legs],
+        "fE": ["fE_x", "fE_y", "fE_z"], "mE": ["mE_x", "mE_y", "mE_z"],
+        "g": ["g_x", "g_y", "g_z"],
+        "udot": ["vdot_x", "vdot_y", "vdot_z", "omegadot_x", "omegadot_y", "omegadot_z"],
+        "q": pf.coordinates,
+    }[name]
+    return tuple(symbol(s) for s in names)
+
+
+def ports(pf: Platform, names: list[str]) -> tuple[Port, ...]:
+    out = [Port(nm, (len(_elements(pf, nm)),), _elements(pf, nm), PORT_DOCS[nm]) for nm in names]
+    if pf.parameters:
+        out.append(Port("p", (len(pf.parameters),), tuple(pf.parameters),
+                        "named spec parameters: " + ", ".join(s.name[2:] for s in pf.parameters)))
+    return tuple(out)
+
+
+class PlatformBuild:
+    """The stages of one step, each computed once on first use (names as in the paper)."""
+
+    def __init__(self, pf: Platform, ins: tuple[Port, ...]) -> None:
+        self.pf = pf
+        self.inp = {p.name: list(p.elements) for p in ins}
+        names = {str(s) for p in ins for s in p.elements} | OUTPUT_NAMES | set(PORT_DOCS)
+        names |= {f"A_{leg.name}" for leg in pf.legs}
+        self.rec = Recorder(reserved=names)
+        self.rec.sample = self._home_sample(ins)
+
+    def _home_sample(self, ins) -> dict:
+        """Inputs at rest at the home pose (legs at 0): the state that orders the pivots."""
+        pf, out = self.pf, {}
+        defaults = {f"p_{k}": v for k, v in pf.defaults.items()}
+        for port in ins:
+            for i, s in enumerate(port.elements):
+                if port.name == "x":
+                    out[s] = pf.home[i]
+                elif port.name == "p":
+                    out[s] = defaults.get(s.name, 1.0)
+                else:
+                    out[s] = 0.0
+        return out
+
+    def _leg_scope(self, leg: Leg | None) -> None:
+        self.rec.prefix = f"{leg.name}_" if leg is not None else ""
+
+    # --- pose of C -----------------------------------------------------------------------
+    @cached_property
+    def psi_cs(self) -> list[tuple[sp.Expr, sp.Expr]]:
+        x = self.inp["x"]
+        return [(self.rec.bind(sp.cos(x[i]), f"c_{nm}"), self.rec.bind(sp.sin(x[i]), f"s_{nm}"))
+                for i, nm in zip((3, 4, 5), ("psi_y", "psi_z", "psi_x"))]
+
+    @cached_property
+    def alpha_C(self):
+        """Frame 0 -> frame C: A_x(psi_x) A_z(psi_z) A_y(psi_y)."""
+        (cy, sy), (cz, sz), (cx, sx) = self.psi_cs
+        A = matmul(elementary_rotation(0, cx, sx),
+                   matmul(elementary_rotation(2, cz, sz), elementary_rotation(1, cy, sy)))
+        return self.rec.mat(A, "alpha_C")
+
+    @cached_property
+    def r_C(self):
+        return self.inp["x"][:3]
+
+    @cached_property
+    def omega_C(self):
+        return self.inp["u"][3:]
+
+    @cached_property
+    def oo_C(self):
+        return omega_products(self.rec, self.omega_C, "oo_C")
+
+    # --- leg coordinates -----------------------------------------------------------------
+    @cached_property
+    def legs_q(self) -> list[tuple[list, list]]:
+        """(q, cs) of each leg: closed form from the pose, or the input ``q`` (Newton)."""
+        out = []
+        if "q" in self.inp:
+            qs = iter(self.inp["q"])
+            for leg in self.pf.legs:
+                out.append(([next(qs) for _ in range(leg.n)], [None] * leg.n))
+            return out
+        for leg in self.pf.legs:
+            self._leg_scope(leg)
+            out.append(self._closed_form(leg))
+        self._leg_scope(None)
+        return out
+
+    def _closed_form(self, leg: Leg) -> tuple[list, list]:
+        rec = self.rec
+        s0 = rec.vec(add(self.r_C, matvec(transpose(self.alpha_C), list(leg.l_C))), "s0")
+        j0 = leg.chain.joints[0]
+        d = rec.vec(matvec([list(r) for r in j0.gamma], [a - b for a, b in zip(s0, j0.l)]), "d")
+        angle = lambda r, nm: rec.bind(sp.atan2(r.s, r.c), nm)
+        cs, q = [], []
+        if leg.type in ("UPS", "SPU", "UCU"):
+            r1, r2, L = leg_ik.u_angles(rec, d, "u", leg.l_ref)
+            cs += [r1, r2]
+            q += [angle(r1, "q1"), angle(r2, "q2")]
+            before_roll = [elementary_rotation(2, r2.c, r2.s), elementary_rotation(1, r1.c, r1.s),
+                           [list(r) for r in j0.gamma]]
+            stroke = rec.bind(L - leg.l_L[0], "stroke")
+        else:
+            a, b = leg.chain.joints[1].l[0], leg.l_L[0]
+            rc = leg_ik.crank_angle(rec, d, a, b, leg.branch, "crank", leg.l_ref)
+            cs.append(rc)
+            q.append(angle(rc, "q1"))
+            Az = elementary_rotation(2, rc.c, rc.s)
+            e_c = rec.vec(add(matvec(Az, d), [-a, 0, 0]), "e_c")
+            G1 = [list(r) for r in leg.chain.joints[1].gamma]
+            r1, r2, _ = leg_ik.u_angles(rec, matvec(G1, e_c), "u", leg.l_ref)
+            cs += [r1, r2]
+            q += [angle(r1, "q2"), angle(r2, "q3")]
+            before_roll = [elementary_rotation(2, r2.c, r2.s), elementary_rotation(1, r1.c, r1.s),
+                           G1, Az, [list(r) for r in j0.gamma]]
+        if leg.type in ("SPU", "UCU", "RSU"):
+            tau = before_roll[0]
+            for M in before_roll[1:]:
+                tau = matmul(tau, M)
+            e2_0 = matvec(transpose(self.alpha_C), list(leg.gamma_C[2]))
+            r3 = leg_ik.roll_angle(rec, rec.vec(matvec(tau, e2_0), "e2_roll"), "roll")
+            cs.append(r3)
+            q.append(angle(r3, f"q{len(q) + 1}"))
+        if leg.type != "RUS" and leg.type != "RSU":
+            cs.append(None)
+            q.append(stroke)
+        cs = [(r.c, r.s) if r is not None else None for r in cs]
+        for i, (lo, hi) in leg.limits.items():
+            nm = leg.chain.joints[i].name
+            rec.require_positive(q[i] - lo, UNREACHABLE, f"{nm} below its limit {lo}")
+            rec.require_positive(hi - q[i], UNREACHABLE, f"{nm} above its limit {hi}")
+        return q, cs
+
+    @cached_property
+    def links(self):
+        out = []
+        for leg, (q, cs) in zip(self.pf.legs, self.legs_q):
+            self._leg_scope(leg)
+            out.append([link_transform(self.rec, j, jt, q[j - 1], cs[j - 1])
+                        for j, jt in enumerate(leg.chain.joints, start=1)])
+        self._leg_scope(None)
+        return out
+
+    # --- closure ---------------------------------------------------------------------------
+    @cached_property
+    def closures(self) -> list[Closure]:
+        out = []
+        for leg, links in zip(self.pf.legs, self.links):
+            self._leg_scope(leg)
+            out.append(closure(self.rec, leg, links, self.alpha_C))
+        self._leg_scope(None)
+        return out
+
+    @cached_property
+    def H(self):
+        out = []
+        for leg, cl in zip(self.pf.legs, self.closures):
+            self._leg_scope(leg)
+            out.append(velocity_constraints(self.rec, cl))
+        self._leg_scope(None)
+        return out
+
+    @cached_property
+    def qd(self):
+        u = self.inp["u"]
+        out = []
+        for leg, H in zip(self.pf.legs, self.H):
+            self._leg_scope(leg)
+            out.append([self.rec.bind(dot(row, u), f"qd{j + 1}") for j, row in enumerate(H)])
+        self._leg_scope(None)
+        return out
+
+    @cached_property
+    def motion_v(self):
+        """Velocity-product motion of every leg body (qdd = 0, no gravity), body frames."""
+        out = []
+        for leg, links, qd in zip(self.pf.legs, self.links, self.qd):
+            self._leg_scope(leg)
+            out.append(forward_pass(self.rec, leg.chain, links, qd, None, zeros(3)))
+        self._leg_scope(None)
+        return out
+
+    @cached_property
+    def h(self):
+        out = []
+        for leg, cl, mo in zip(self.pf.legs, self.closures, self.motion_v):
+            self._leg_scope(leg)
+            out.append(acceleration_terms(self.rec, leg, cl, mo, self.omega_C, self.oo_C))
+        self._leg_scope(None)
+        return out
+
+    # --- forces and leg dynamics -------------------------------------------------------------
+    @cached_property
+    def Q_active(self):
+        """Spring, damper and drive force of every leg joint."""
+        F = self.inp["F"]
+        out = []
+        for k, (leg, (q, _), qd) in enumerate(zip(self.pf.legs, self.legs_q, self.qd)):
+            self._leg_scope(leg)
+            Qk = []
+            for j, law in enumerate(leg.laws):
+                f = law.force(q[j], qd[j]) + (F[k] if j == leg.drive else 0)
+                Qk.append(self.rec.bind(f, f"Qa{j + 1}"))
+            out.append(Qk)
+        self._leg_scope(None)
+        return out
+
+    @cached_property
+    def A_legs(self):
+        out = []
+        for leg, links in zip(self.pf.legs, self.links):
+            self._leg_scope(leg)
+            out.append(crba(self.rec, leg.chain, links))
+        self._leg_scope(None)
+        return out
+
+    @cached_property
+    def b_legs(self):
+        """b_k = Q_active - h_k(q, qd, g): A_k qdd_k = b_k + (reaction of C)."""
+        from generator.algorithms.rnea import backward_pass
+        g = self.inp["g"]
+        out = []
+        for leg, links, qd, Qa in zip(self.pf.legs, self.links, self.qd, self.Q_active):
+            self._leg_scope(leg)
+            mo = forward_pass(self.rec, leg.chain, links, qd, None, [-x for x in g])
+            hb = backward_pass(self.rec, leg.chain, links, mo).Q
+            out.append([self.rec.bind(a - b, f"b{j + 1}") for j, (a, b) in enumerate(zip(Qa, hb))])
+        self._leg_scope(None)
+        return out
+
+    # --- platform and reduction ----------------------------------------------------------
+    @cached_property
+    def M_C(self):
+        m, I = self.pf.m_C, [list(r) for r in self.pf.I_C]
+        M = [[sp.Integer(0)] * 6 for _ in range(6)]
+        for i in range(3):
+            M[i][i] = m
+            for j in range(3):
+                M[3 + i][3 + j] = I[i][j]
+        return M
+
+    @cached_property
+    def s_C(self):
+        """[f_E + m_C g ; m_E - omega_C x (I_C omega_C)]."""
+        m, I = self.pf.m_C, [list(r) for r in self.pf.I_C]
+        f = add(self.inp["fE"], scale(m, self.inp["g"]))
+        n = [a - b for a, b in zip(self.inp["mE"], omega_x_I_omega(self.oo_C, I))]
+        return self.rec.vec(f, "s_C_f") + self.rec.vec(n, "s_C_m")
+
+    @cached_property
+    def reduced(self):
+        return reduce_onto_platform(self.rec, self.M_C, self.s_C, self.H, self.h,
+                                    self.A_legs, self.b_legs, [leg.name for leg in self.pf.legs])
+
+    @cached_property
+    def udot(self):
+        A_star, b_star = self.reduced
+        return ldlt_solve(self.rec, A_star, b_star, None, REDUCED_SINGULAR, 1e-13,
+                          "the reduced mass matrix A*_C", "udot")
+
+    @cached_property
+    def qdd(self):
+        out = []
+        for leg, H, h in zip(self.pf.legs, self.H, self.h):
+            self._leg_scope(leg)
+            out.append([self.rec.bind(dot(row, self.udot) + hj, f"qdd{j + 1}")
+                        for j, (row, hj) in enumerate(zip(H, h))])
+        self._leg_scope(None)
+        return out
+
+    @cached_property
+    def tips(self):
+        """(f_tip, mu): the force (frame n) and moment along n_R that C applies on each leg."""
+        out = []
+        for leg, cl, A, b, qdd in zip(self.pf.legs, self.closures, self.A_legs, self.b_legs,
+                                      self.qdd):
+            self._leg_scope(leg)
+            out.append(tip_wrench(self.rec, cl, A, b, qdd))
+        self._leg_scope(None)
+        return out
+
+    @cached_property
+    def on_C(self):
+        """Force and moment each leg applies on C, frame 0: -tau_n^T f_tip, -mu tau_n^T n_R."""
+        F, M = [], []
+        for leg, cl, (f_tip, mu) in zip(self.pf.legs, self.closures, self.tips):
+            self._leg_scope(leg)
+            tT = transpose(cl.tau_n)
+            F.append(self.rec.vec([-x for x in matvec(tT, f_tip)], "F_on_C"))
+            M.append(self.rec.vec([-x for x in matvec(tT, scale(mu, cl.n_R))], "M_on_C")
+                     if leg.m == 4 else zeros(3))
+        self._leg_scope(None)
+        return F, M
+
+    @cached_property
+    def base_loads(self):
+        """Force and moment about O_0 (frame 0) the mechanism applies to the base."""
+        g = self.inp["g"]
+        f_tot, m_tot = zeros(3), zeros(3)
+        for leg, links, cl, qd, qdd, (f_tip, mu) in zip(self.pf.legs, self.links, self.closures,
+                                                        self.qd, self.qdd, self.tips):
+            self._leg_scope(leg)
+            mo = forward_pass(self.rec, leg.chain, links, qd, qdd, [-x for x in g])
+            f, m = base_wrench(self.rec, leg, links, mo, cl, f_tip, mu)
+            f_tot, m_tot = add(f_tot, f), add(m_tot, m)
+        self._leg_scope(None)
+        return self.rec.vec(f_tot, "base_force"), self.rec.vec(m_tot, "base_moment")
+
+    @cached_property
+    def psi_dot(self):
+        """Angle rates from omega_C (inverse of omega = K(psi) psi_dot, y-z-x sequence)."""
+        (cy, sy), (cz, sz), (cx, sx) = self.psi_cs
+        wx, wy, wz = self.omega_C
+        self.rec.require_positive(cz * cz - 1e-12, EULER_SINGULAR, "cos psi_z = 0")
+        psi_y = self.rec.bind((cx * wy - sx * wz) / cz, "psi_y_dot")
+        psi_z = self.rec.bind(sx * wy + cx * wz, "psi_z_dot")
+        psi_x = self.rec.bind(wx - sz * psi_y, "psi_x_dot")
+        return [psi_y, psi_z, psi_x]
+
+    @cached_property
+    def damping_power(self):
+        out = sp.Integer(0)
+        for leg, qd in zip(self.pf.legs, self.qd):
+            for law, qdj in zip(leg.laws, qd):
+                out += law.dissipation(qdj)
+        return self.rec.bind(out, "damping_power")
+
+
+def _flat(rows) -> tuple:
+    return tuple(x for row in rows for x in (_flat(row) if isinstance(row, list) else [row]))
+
+
+def _kernel(name: str, doc: str, b: PlatformBuild, ins, outs, statuses=None) -> Kernel:
+    used = set(statuses or ())
+    return Kernel(name, doc, ins, tuple(outs), tuple(b.rec.statements),
+                  {k: v for k, v in STATUSES.items() if k in used} if statuses else
+                  {k: v for k, v in STATUSES.items()})
+
+
+def _n(pf: Platform) -> int:
+    return sum(leg.n for leg in pf.legs)
+
+
+def inverse_kinematics(pf: Platform) -> Kernel:
+    ins = ports(pf, ["x"])
+    b = PlatformBuild(pf, ins)
+    q = [x for qk, _ in b.legs_q for x in qk]
+    return _kernel("inverse_kinematics", "Leg joint coordinates q from the pose of C, in closed "
+                   "form (square roots, no iteration).", b, ins,
+                   [Port("q", (_n(pf),), tuple(q))], (UNREACHABLE, LEG_SINGULAR))
+
+
+def newton_step(pf: Platform) -> Kernel:
+    """One Newton step on the closure residual (eq. 4.6): q <- q - C^(d)^-1 f."""
+    ins = ports(pf, ["x", "q"])
+    b = PlatformBuild(pf, ins)
+    res, q_next = [], []
+    for leg, cl, (q, _) in zip(pf.legs, b.closures, b.legs_q):
+        b._leg_scope(leg)
+        rec = b.rec
+        s0 = add(matvec(cl.tau_n, b.r_C), matvec(cl.Q, list(leg.l_C)))
+        f = [rec.bind(a - c, f"f{i + 1}") for i, (a, c) in enumerate(zip(cl.rho0, s0))]
+        if leg.m == 4:
+            f.append(rec.bind(dot(cl.e1, cl.e2), "f4"))
+        dq = cl.lu.solve(rec, f, "dq")
+        res += f
+        q_next += [rec.bind(qj - dj, f"q_next{j + 1}") for j, (qj, dj) in enumerate(zip(q, dq))]
+    b._leg_scope(None)
+    return _kernel("newton_step", "One Newton step of the leg closure: residual f (cut point of "
+                   "the leg minus that of C in the last body's frame, and e1.e2 for a universal "
+                   "cut) and q_next = q - C^(d)^-1 f.", b, ins,
+                   [Port("q_next", (_n(pf),), tuple(q_next)), Port("residual", (len(res),), tuple(res))],
+                   (LEG_SINGULAR,))
+
+
+def velocity_constraints_kernel(pf: Platform) -> Kernel:
+    ins = ports(pf, ["x"])
+    b = PlatformBuild(pf, ins)
+    return _kernel("velocity_constraints", "H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: "
+                   "qd = H u.", b, ins, [Port("H", (_n(pf), 6), _flat([r for H in b.H for r in H]))],
+                   (UNREACHABLE, LEG_SINGULAR))
+
+
+def leg_rates(pf: Platform) -> Kernel:
+    ins = ports(pf, ["x", "u"])
+    b = PlatformBuild(pf, ins)
+    return _kernel("leg_rates", "Leg joint coordinates q and rates qd = H u.", b, ins,
+                   [Port("q", (_n(pf),), _flat([q for q, _ in b.legs_q])),
+                    Port("qd", (_n(pf),), _flat(b.qd))], (UNREACHABLE, LEG_SINGULAR))
+
+
+def acceleration_terms_kernel(pf: Platform) -> Kernel:
+    ins = ports(pf, ["x", "u"])
+    b = PlatformBuild(pf, ins)
+    return _kernel("acceleration_terms", "h_k of every leg: qdd = H udot + h.", b, ins,
+                   [Port("h", (_n(pf),), _flat(b.h))], (UNREACHABLE, LEG_SINGULAR))
+
+
+def leg_forces(pf: Platform) -> Kernel:
+    ins = ports(pf, ["x", "u", "F"])
+    b = PlatformBuild(pf, ins)
+    return _kernel("leg_forces", "Active force of every leg joint: spring, damper and drive.",
+                   b, ins, [Port("Q", (_n(pf),), _flat(b.Q_active))], (UNREACHABLE, LEG_SINGULAR))
+
+
+def leg_dynamics(pf: Platform) -> Kernel:
+    ins = ports(pf, ["x", "u", "F", "g"])
+    b = PlatformBuild(pf, ins)
+    outs = [Port(f"A_{leg.name}", (leg.n, leg.n), _flat(A)) for leg, A in zip(pf.legs, b.A_legs)]
+    outs.append(Port("b", (_n(pf),), _flat(b.b_legs)))
+    return _kernel("leg_dynamics", "Mass matrix A_k of each leg (composite bodies) and b_k = "
+                   "Q_active - h_k (Newton-Euler), stacked.", b, ins, outs,
+                   (UNREACHABLE, LEG_SINGULAR))
+
+
+def _full_inputs(pf: Platform):
+    return ports(pf, ["x", "u", "F", "fE", "mE", "g"])
+
+
+def reduced_dynamics(pf: Platform) -> Kernel:
+    ins = _full_inputs(pf)
+    b = PlatformBuild(pf, ins)
+    A_star, b_star = b.reduced
+    return _kernel("reduced_dynamics", "A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) "
+                   "and udot_C solving A*_C udot_C = b*_C (unrolled L D L^T).", b, ins,
+                   [Port("A_star", (6, 6), _flat(A_star)), Port("b_star", (6,), tuple(b_star)),
+                    Port("udot", (6,), tuple(b.udot))],
+                   (UNREACHABLE, LEG_SINGULAR, REDUCED_SINGULAR))
+
+
+def step(pf: Platform) -> Kernel:
+    ins = _full_inputs(pf)
+    b = PlatformBuild(pf, ins)
+    F_on, M_on = b.on_C
+    f_base, m_base = b.base_loads
+    xdot = list(ins[1].elements[:3]) + b.psi_dot + list(b.udot)
+    return _kernel("step", "One integration step (paper 000 section 7): xdot = [v_C, psi_dot, "
+                   "udot_C], leg coordinates, rates and accelerations, the loads of each leg on "
+                   "C, the force and moment on the base (about O_0, frame 0), damper power.",
+                   b, ins, [Port("xdot", (12,), tuple(xdot)),
+                            Port("q", (_n(pf),), _flat([q for q, _ in b.legs_q])),
+                            Port("qd", (_n(pf),), _flat(b.qd)),
+                            Port("qdd", (_n(pf),), _flat(b.qdd)),
+                            Port("F_on_C", (6, 3), _flat(F_on)), Port("M_on_C", (6, 3), _flat(M_on)),
+                            Port("base_force", (3,), tuple(f_base)),
+                            Port("base_moment", (3,), tuple(m_base)),
+                            Port("damping_power", (1,), (b.damping_power,))])
+
+
+def energy(pf: Platform) -> Kernel:
+    """T = 1/2 m v.v + 1/2 omega.I omega + sum_k 1/2 qd^T A_k qd;
+    V = -g.(m_C r_C + sum m_j r_com_j) + spring potentials."""
+    ins = ports(pf, ["x", "u", "g"])
+    b = PlatformBuild(pf, ins)
+    rec, g = b.rec, b.inp["g"]
+    v, w = b.inp["u"][:3], b.omega_C
+    I = [list(r) for r in pf.I_C]
+    T = pf.m_C * dot(v, v) / 2 + dot(w, matvec(I, w)) / 2
+    V = -pf.m_C * dot(g, b.r_C)
+    for leg, (q, cs), qd, A in zip(pf.legs, b.legs_q, b.qd, b.A_legs):
+        b._leg_scope(leg)
+        T += dot(qd, [dot(row, qd) for row in A]) / 2
+        kin = chain_kinematics(rec, leg.chain, q, jacobians=False, cs=cs)
+        for j, body in enumerate(leg.chain.bodies, start=1):
+            if not body.fictitious:
+                com = add(scale(body.m, kin[j].r), matvec(transpose(kin[j].tau), list(body.c)))
+                V -= dot(g, com)
+        V += sp.Add(*[law.potential(qj) for law, qj in zip(leg.laws, q)])
+    b._leg_scope(None)
+    return _kernel("energy", "Kinetic energy T and potential energy V (gravity and springs).",
+                   b, ins, [Port("T", (1,), (T,)), Port("V", (1,), (V,))],
+                   (UNREACHABLE, LEG_SINGULAR))
+
+
+def drive_forces(pf: Platform) -> Kernel:
+    """Inverse dynamics: the drive forces F giving C the acceleration udot.
+
+    A*_C udot = b*_C(F) = b*_C(0) + G F, G column k = row ``drive`` of H_k; G F = A*_C udot -
+    b*_C(0) is solved through G^T G (unrolled L D L^T), whose pivots vanish at a parallel
+    singularity (e.g. Fichter's: a symmetric 6-6 platform turned 90 deg about its axis).
+    """
+    ins = ports(pf, ["x", "u", "udot", "fE", "mE", "g"])
+    zero_F = Port("F", (6,), tuple(sp.Integer(0) for _ in range(6)))
+    b = PlatformBuild(pf, ins)
+    b.inp["F"] = list(zero_F.elements)
+    rec = b.rec
+    A_star, b_star = b.reduced
+    ud = b.inp["udot"]
+    rhs = [rec.bind(dot(A_star[i], ud) - b_star[i], f"G_rhs{i + 1}") for i in range(6)]
+    G = [[H[leg.drive][i] for leg, H in zip(pf.legs, b.H)] for i in range(6)]   # 6 x 6
+    GtG = [[rec.bind(sp.Add(*[G[r][a] * G[r][c] for r in range(6)]), f"GtG{a + 1}{c + 1}")
+            if c >= a else None for c in range(6)] for a in range(6)]
+    GtG = [[GtG[a][c] if c >= a else GtG[c][a] for c in range(6)] for a in range(6)]
+    Gt_rhs = [rec.bind(sp.Add(*[G[r][a] * rhs[r] for r in range(6)]), f"Gt_rhs{a + 1}")
+              for a in range(6)]
+    F = ldlt_solve(rec, GtG, Gt_rhs, None, DRIVE_SINGULAR, 1e-12, "the drive Jacobian", "F")
+    return _kernel("drive_forces", drive_forces.__doc__.splitlines()[0], b, ins,
+                   [Port("F", (6,), tuple(F))],
+                   (UNREACHABLE, LEG_SINGULAR, DRIVE_SINGULAR))
+
+
+BUILDERS = (inverse_kinematics, newton_step, velocity_constraints_kernel, leg_rates,
+            acceleration_terms_kernel, leg_forces, leg_dynamics, reduced_dynamics, step, energy,
+            drive_forces)

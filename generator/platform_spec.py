@@ -1,0 +1,204 @@
+"""Spec file (TOML) of a parallel mechanism -> :class:`generator.platform.Platform`.
+
+Every error names the file and the field, e.g. ``hexa.toml: legs[2].type``. Format::
+
+    [mechanism]
+    name = "hexapod"
+    family = "parallel"
+    gravity = [0, 0, -9.81]      # default of the kernel input g (frame 0)
+
+    [parameters]                 # default values of named parameters
+    m_ring = 200.0
+
+    [platform]                   # the controlled body C; frame C origin at its centre of mass
+    mass = "m_ring"
+    inertia = [Ixx, Iyy, Izz, Ixy, Ixz, Iyz]     # about the centre of mass, frame C
+    home = [0, 0, 0.55, 0, 0, 0]                 # pose x at which the leg frames are aligned
+
+    [leg]                        # defaults of every leg; each [[legs]] entry may override
+    type = "UPS"                 # UPS SPU UCU RUS RSU
+    bodies = { cylinder = { mass = 4, com = [0.2, 0, 0], inertia = [...] }, piston = {...} }
+    joints = { stroke = { stiffness = 2e4, damping = 2e3, q0 = 0, preload = 0 } }
+    limits = { stroke = [-0.2, 0.2] }
+    drive = "stroke"             # the joint that takes the drive input F
+    # P legs: length0 (leg length at zero stroke; default: the home length), frame (3x3)
+    # R legs: crank (length), crank_axis, crank_dir (frame 0), rod (default: home distance)
+
+    [[legs]]                     # six of them, or a [pattern]
+    name = "leg1"
+    base = [0.87, 0.23, 0]       # base joint centre, frame 0
+    platform = [0.6, 0.25, 0]    # cut joint centre, frame C
+
+    [pattern]                    # six legs on two circles (angles in degrees)
+    base_radius = 0.9
+    base_angles = [-15, 15, 105, 135, 225, 255]
+    platform_radius = 0.65
+    platform_angles = [-45, 75, 75, 195, 195, 315]
+    base_z = 0
+    platform_z = 0
+
+A stiffness or damping may be a list [k1, k2, ...]: Q = preload - sum k_i x^i - sum c_i qd^i.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from generator.model import ModelError, as_expr, check_name
+from generator.platform import (DEFAULT_DRIVE, LEG_BODIES, LEG_JOINTS, LEG_TYPES, JointLaw,
+                                LegGeometry, Platform, build_leg, validate_platform)
+from generator.spec import _body, _inertia, _keys, _rotation, _vec3
+
+LEG_FIELDS = {"name", "type", "base", "platform", "bodies", "joints", "limits", "drive",
+              "length0", "frame", "crank", "crank_axis", "crank_dir", "rod"}
+
+
+def _numbers(value: Any, n: int, where: str) -> np.ndarray:
+    if not isinstance(value, (list, tuple)) or len(value) != n or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+        raise ModelError(f"{where}: expected a list of {n} numbers, got {value!r}")
+    out = np.array(value, dtype=float)
+    if not np.all(np.isfinite(out)):
+        raise ModelError(f"{where}: {value!r} has a non-finite number")
+    return out
+
+
+def _number(value: Any, where: str, positive: bool = False) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not np.isfinite(value):
+        raise ModelError(f"{where}: expected a number, got {value!r}")
+    if positive and value <= 0:
+        raise ModelError(f"{where}: must be positive, got {value!r}")
+    return float(value)
+
+
+def _law(table: Any, where: str) -> JointLaw:
+    t = _keys(table, {"stiffness", "damping", "q0", "preload"}, where)
+
+    def poly(key: str) -> tuple:
+        v = t.get(key, [])
+        items = v if isinstance(v, list) else [v]
+        return tuple(as_expr(x, f"{where}.{key}") for x in items)
+
+    return JointLaw(poly("stiffness"), poly("damping"), as_expr(t.get("q0", 0), f"{where}.q0"),
+                    as_expr(t.get("preload", 0), f"{where}.preload"))
+
+
+def _leg(t: dict, where: str, home: np.ndarray) -> "Leg":
+    _keys(t, LEG_FIELDS, where, {"name", "type", "base", "platform"})
+    name = check_name(t["name"], f"{where}.name")
+    typ = t["type"]
+    if typ not in LEG_TYPES:
+        raise ModelError(f"{where}.type: unknown leg type {typ!r}; expected one of "
+                         f"{', '.join(LEG_TYPES)}")
+    joint_names = [j[0] for j in LEG_JOINTS[typ]]
+    bodies_t = _keys(t.get("bodies", {}), set(LEG_BODIES[typ]), f"{where}.bodies")
+    bodies = {bn: _body(bt, f"{where}.bodies.{bn}", f"{name}_{bn}") for bn, bt in bodies_t.items()}
+    bodies = {bn: b.__class__(f"{name}_{bn}", b.m, b.d, b.I) for bn, b in bodies.items()}
+    joints_t = _keys(t.get("joints", {}), set(joint_names), f"{where}.joints")
+    laws = {jn: _law(jt, f"{where}.joints.{jn}") for jn, jt in joints_t.items()}
+    limits_t = _keys(t.get("limits", {}), set(joint_names), f"{where}.limits")
+    limits = {}
+    for jn, v in limits_t.items():
+        lo, hi = _numbers(v, 2, f"{where}.limits.{jn}")
+        if lo >= hi:
+            raise ModelError(f"{where}.limits.{jn}: lower limit {lo} not below upper {hi}")
+        limits[jn] = (float(lo), float(hi))
+    drive = t.get("drive", DEFAULT_DRIVE[typ])
+    if drive not in joint_names:
+        raise ModelError(f"{where}.drive: {drive!r} is not a joint of a {typ} leg "
+                         f"({', '.join(joint_names)})")
+    p_leg = typ in ("UPS", "SPU", "UCU")
+    allowed = {"length0", "frame"} if p_leg else {"crank", "crank_axis", "crank_dir", "rod"}
+    wrong = ({"length0", "frame", "crank", "crank_axis", "crank_dir", "rod"} - allowed) & set(t)
+    if wrong:
+        raise ModelError(f"{where}: field(s) {sorted(wrong)} do not apply to a {typ} leg")
+    if not p_leg and "crank" not in t:
+        raise ModelError(f"{where}.crank: a {typ} leg needs the crank length")
+    geo = LegGeometry(
+        name, typ, _numbers(t["base"], 3, f"{where}.base"),
+        _numbers(t["platform"], 3, f"{where}.platform"), bodies, laws, drive, limits,
+        frame=(np.array([[float(x) for x in r] for r in _rotation(t["frame"], f"{where}.frame")])
+               if "frame" in t else None),
+        length0=_number(t["length0"], f"{where}.length0", True) if "length0" in t else None,
+        crank=_number(t["crank"], f"{where}.crank", True) if "crank" in t else None,
+        crank_axis=_numbers(t["crank_axis"], 3, f"{where}.crank_axis") if "crank_axis" in t else None,
+        crank_dir=_numbers(t["crank_dir"], 3, f"{where}.crank_dir") if "crank_dir" in t else None,
+        rod=_number(t["rod"], f"{where}.rod", True) if "rod" in t else None)
+    for key in ("crank_axis", "crank_dir"):
+        v = getattr(geo, key)
+        if v is not None and np.linalg.norm(v) < 1e-12:
+            raise ModelError(f"{where}.{key}: zero vector")
+    return build_leg(geo, home, where)
+
+
+def _pattern(t: Any, where: str) -> list[dict]:
+    t = _keys(t, {"base_radius", "base_angles", "platform_radius", "platform_angles", "base_z",
+                  "platform_z"}, where, {"base_radius", "base_angles", "platform_radius",
+                                         "platform_angles"})
+    rb = _number(t["base_radius"], f"{where}.base_radius", True)
+    rp = _number(t["platform_radius"], f"{where}.platform_radius", True)
+    ab = np.radians(_numbers(t["base_angles"], 6, f"{where}.base_angles"))
+    ap = np.radians(_numbers(t["platform_angles"], 6, f"{where}.platform_angles"))
+    zb = _number(t.get("base_z", 0.0), f"{where}.base_z")
+    zp = _number(t.get("platform_z", 0.0), f"{where}.platform_z")
+    return [{"name": f"leg{k + 1}",
+             "base": [rb * np.cos(ab[k]), rb * np.sin(ab[k]), zb],
+             "platform": [rp * np.cos(ap[k]), rp * np.sin(ap[k]), zp]} for k in range(6)]
+
+
+def platform_from_dict(data: dict, source: str) -> Platform:
+    top = _keys(data, {"mechanism", "parameters", "platform", "leg", "legs", "pattern"}, source,
+                {"mechanism", "platform"})
+    mech = _keys(top["mechanism"], {"name", "family", "gravity", "description"},
+                 f"{source}: mechanism", {"name"})
+    name = check_name(mech["name"], f"{source}: mechanism.name")
+    gravity = tuple(_numbers(mech.get("gravity", [0, 0, 0]), 3, f"{source}: mechanism.gravity"))
+    params = _keys(top.get("parameters", {}), set(top.get("parameters", {})), f"{source}: parameters")
+    defaults = {}
+    for k, v in params.items():
+        check_name(k, f"{source}: parameters.{k}")
+        defaults[k] = _number(v, f"{source}: parameters.{k}")
+    pt = _keys(top["platform"], {"mass", "inertia", "home"}, f"{source}: platform",
+               {"mass", "inertia", "home"})
+    m_C = as_expr(pt["mass"], f"{source}: platform.mass")
+    if m_C.is_number and m_C <= 0:
+        raise ModelError(f"{source}: platform.mass: must be positive, got {m_C}")
+    I_C = _inertia(pt["inertia"], f"{source}: platform.inertia")
+    home = _numbers(pt["home"], 6, f"{source}: platform.home")
+    if abs(np.cos(home[4])) < 1e-3:
+        raise ModelError(f"{source}: platform.home: psi_z = +-90 deg is the singularity of the "
+                         f"y-z-x angles")
+    template = top.get("leg", {})
+    _keys(template, LEG_FIELDS - {"name", "base", "platform"}, f"{source}: leg")
+    if "legs" in top and "pattern" in top:
+        raise ModelError(f"{source}: give either [[legs]] or [pattern], not both")
+    if "legs" in top:
+        entries = top["legs"]
+        if not isinstance(entries, list):
+            raise ModelError(f"{source}: legs: expected an array of tables [[legs]]")
+    elif "pattern" in top:
+        entries = _pattern(top["pattern"], f"{source}: pattern")
+    else:
+        raise ModelError(f"{source}: no legs: give [[legs]] or [pattern]")
+    legs = []
+    for k, entry in enumerate(entries):
+        where = f"{source}: legs[{k}]"
+        if not isinstance(entry, dict):
+            raise ModelError(f"{where}: expected a table")
+        legs.append(_leg({**template, **entry}, where, home))
+    pf = Platform(name, m_C, I_C, legs, gravity, tuple(float(x) for x in home), source, defaults)
+    validate_platform(pf)
+    unknown = set(defaults) - {s.name for s in pf.parameters}
+    if unknown:
+        raise ModelError(f"{source}: parameters: {sorted(unknown)} not used by the mechanism")
+    return pf
+
+
+def is_parallel(data: dict) -> bool:
+    mech = data.get("mechanism") if isinstance(data, dict) else None
+    return isinstance(mech, dict) and mech.get("family") == "parallel"

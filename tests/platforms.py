@@ -1,0 +1,92 @@
+"""Parallel mechanisms for the tests: bundled ones, a mixed-leg one built here, random states."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import runtime
+from generator.build import GENERATED, generate_platform, manifest_platform, write_files
+from generator.emit import render, sha256_text
+from generator.platform import Platform, numeric_platform
+from generator.platform_spec import platform_from_dict
+from generator.spec import load
+
+BUNDLED = ["gough_stewart_docking", "hunt_rus_docking", "hexapod_spu", "hexapod_ucu",
+           "hexapod_rsu"]
+
+_BODY = {"mass": "m_link", "com": [0.1, 0.01, -0.02], "inertia": [0.006, 0.03, 0.035, 0.001, 0, 0]}
+
+
+def mixed_spec(limits: bool = False) -> dict:
+    """Six legs of five types; dampers, gravity and leg masses are parameters."""
+    P = {"bodies": {"cylinder": _BODY, "piston": {**_BODY, "com": [0.3, 0, 0.01]}},
+         "joints": {"stroke": {"stiffness": ["k", 500.0], "damping": "c", "preload": 80.0}}}
+    R = {"crank": 0.25, "bodies": {"crank": _BODY, "rod": {**_BODY, "com": [0.25, 0.0, 0.0]}},
+         "joints": {"crank": {"stiffness": "kr", "damping": "c"}}}
+    types = ["UPS", "RUS", "SPU", "RSU", "UCU", "UPS"]
+    rb, rp = 0.8, 0.55
+    ab = np.radians([-15, 15, 105, 135, 225, 255])
+    ap = np.radians([-45, 45, 75, 165, 195, 285])
+    legs = []
+    for k, t in enumerate(types):
+        leg = {"name": f"L{k + 1}", "type": t,
+               "base": [rb * np.cos(ab[k]), rb * np.sin(ab[k]), 0.0],
+               "platform": [rp * np.cos(ap[k]), rp * np.sin(ap[k]), 0.02]}
+        leg.update(P if t[0] != "R" else R)
+        if t in ("SPU", "UCU"):
+            leg["joints"] = {**leg["joints"], ("s3" if t == "SPU" else "roll"): {"damping": "c"}}
+        if limits and t[0] != "R":
+            leg["limits"] = {"stroke": [-0.2, 0.2]}
+        legs.append(leg)
+    return {"mechanism": {"name": "mixed_hexapod", "family": "parallel", "gravity": [0, 0, -9.81]},
+            "parameters": {"m_link": 1.5, "k": 3000.0, "c": 50.0, "kr": 400.0},
+            "platform": {"mass": 120.0, "inertia": [12.0, 14.0, 20.0, 0.3, -0.2, 0.1],
+                         "home": [0.01, -0.02, 0.5, 0.02, -0.01, 0.03]},
+            "legs": legs}
+
+
+def write_platform(pf: Platform, root: Path) -> None:
+    gen = generate_platform(pf)
+    files = render(pf.name, f"{pf.name}.toml", sha256_text(pf.name), gen, manifest_platform(pf))
+    write_files(root / pf.name, files)
+
+
+def bundled(name: str) -> tuple[Platform, dict]:
+    pf = load(Path(__file__).resolve().parent.parent / "generator" / "mechanisms" / f"{name}.toml")
+    return pf, numeric_platform(pf)
+
+
+def mixed(root: Path) -> tuple[Platform, dict]:
+    pf = platform_from_dict(mixed_spec(), "mixed.toml")
+    write_platform(pf, root)
+    return pf, numeric_platform(pf)
+
+
+def random_states(num: dict, n: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    home = num["home"]
+    x = home + np.concatenate([rng.uniform(-0.03, 0.03, (n, 3)), rng.uniform(-0.06, 0.06, (n, 3))],
+                              axis=1)
+    return {"x": x, "u": rng.normal(0, 0.3, (n, 6)), "F": rng.normal(0, 80.0, (n, 6)),
+            "fE": rng.normal(0, 150.0, (n, 3)), "mE": rng.normal(0, 30.0, (n, 3)),
+            "g": num["gravity"] + rng.normal(0, 0.5, (n, 3))}
+
+
+def law_forces(num: dict, q: list, qd: list, F: np.ndarray) -> list[np.ndarray]:
+    """Active joint forces from the numeric laws (independent of the generated code)."""
+    out = []
+    for k, leg in enumerate(num["legs"]):
+        Qk = np.zeros(len(leg["joints"]))
+        for j, law in enumerate(leg["laws"]):
+            x, v = q[k][j] - law["q0"], qd[k][j]
+            Qk[j] = (law["preload"] - sum(c * x ** (i + 1) for i, c in enumerate(law["k"]))
+                     - sum(c * v ** (i + 1) for i, c in enumerate(law["c"])))
+        Qk[leg["drive"]] += F[k]
+        out.append(Qk)
+    return out
+
+
+def load_generated(name: str, root: Path | None, backend: str):
+    return runtime.load(name, backend, generated=root if root is not None else GENERATED)
