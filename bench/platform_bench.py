@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 import runtime
+from bench.timing import best
 from generator.build import files_for_spec, write_files
 from generator.platform import numeric_platform
 from tests.platforms import law_forces, random_states
@@ -19,15 +20,6 @@ from tests.reference import parallel_numpy as ref
 
 KERNELS = ["inverse_kinematics", "velocity_constraints", "acceleration_terms", "leg_dynamics",
            "reduced_dynamics", "step", "drive_forces"]
-
-
-def _best(f, repeat: int = 5) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _numpy_step(num, st, i):
@@ -50,9 +42,9 @@ def bench_platform(spec: Path, tmp: Path, batch: int, mujoco: bool) -> dict:
     args = (st["x"], st["u"], st["F"], st["fE"], st["mE"], st["g"])
     first = m.step(*args, p=p, errors="nan")     # first touch of the memory (a few random states
     #                                      may pass a joint limit: NaN rows, timing unchanged)
-    t_c = _best(lambda: m.step(*args, p=p, errors="nan")) / batch
+    t_c = best(lambda: m.step(*args, p=p, errors="nan")) / batch
     n_np = 20
-    t_np = _best(lambda: [_numpy_step(num, st, i) for i in range(n_np)], 3) / n_np
+    t_np = best(lambda: [_numpy_step(num, st, i) for i in range(n_np)], 3) / n_np
     ops = {g.kernel.name: {"ops": g.ops, "dense": g.dense} for g in gen}
     out = {"generation_s": tgen, "legs": [leg.type for leg in pf.legs], "kernels": ops,
            "t_step_c_ns": t_c * 1e9, "t_step_numpy_ns": t_np * 1e9, "numpy_over_c": t_np / t_c}

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import runtime  # noqa: E402
+from bench.timing import best  # noqa: E402
 from generator.build import bundled_specs, files_for_spec, write_files  # noqa: E402
 from tests.chains import numeric_model, random_chain, write_generated  # noqa: E402
 from tests.reference import chain_numpy as ref  # noqa: E402
@@ -36,15 +37,6 @@ def _states(n: int, count: int, nparam: int, rng) -> dict:
     if nparam:
         s["p"] = np.ones((count, nparam))
     return s
-
-
-def _best(f, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _ref_call(model, name: str, st: dict, i: int):
@@ -75,9 +67,9 @@ def bench_mechanism(name: str, root: Path, gen, model, n_c: int, n_py: int, n_np
         args = {nm: st[nm] for nm, _ in kc.inputs}
         args_py = {nm: a[:n_py] for nm, a in args.items()}
         kc(**{k: v[:10] for k, v in args.items()})  # warm up
-        t_c = _best(lambda: kc(**args), 5) / n_c
-        t_py = _best(lambda: kp(**args_py), 2) / n_py
-        t_np = _best(lambda: [_ref_call(model, kname, st, i) for i in range(n_np)], 2) / n_np
+        t_c = best(lambda: kc(**args), 5) / n_c
+        t_py = best(lambda: kp(**args_py), 2) / n_py
+        t_np = best(lambda: [_ref_call(model, kname, st, i) for i in range(n_np)], 2) / n_np
         g = by_name[kname]
         rows[kname] = {"ops": g.ops, "ops_dense": g.dense, "ops_by_pass": g.passes,
                        "t_c_ns": t_c * 1e9, "t_python_ns": t_py * 1e9, "t_numpy_ns": t_np * 1e9,
@@ -94,8 +86,8 @@ def main() -> None:
     results = {"machine": platform.platform(), "python": sys.version.split()[0],
                "batch": args.batch, "mechanisms": {}}
     tmp = Path(tempfile.mkdtemp(prefix="mechgen_bench_"))
-    from generator.spec import load
-    parallel = [s for s in bundled_specs() if hasattr(load(s), "legs")]
+    from generator.platform_spec import is_parallel_spec
+    parallel = [s for s in bundled_specs() if is_parallel_spec(s)]
     cases = []
     for spec in [s for s in bundled_specs() if s not in parallel]:
         t0 = time.perf_counter()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from generator.build import GENERATED, bundled_specs, files_for_spec, write_files
 from generator.model import ModelError
+from generator.platform import Platform
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{sum(g.seconds for g in gen):.2f} s)")
         else:
             desc = (f"parallel, legs {' '.join(leg.type for leg in chain.legs)}"
-                    if hasattr(chain, "legs") else f"n = {chain.n}, base {chain.base}")
+                    if isinstance(chain, Platform) else f"n = {chain.n}, base {chain.base}")
             print(f"{chain.name} ({desc})")
             for g in gen:
                 steps = "  ->  ".join(f"{nm} {ops['total']}" for nm, ops in g.passes)

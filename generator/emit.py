@@ -18,7 +18,7 @@ from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.pycode import PythonCodePrinter
 
 from generator import __version__
-from generator.ir import Assign, Check
+from generator.ir import Assign
 from generator.pipeline import Generated
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"

@@ -39,10 +39,11 @@ import numpy as np
 import sympy as sp
 
 from generator.ir import symbol
-from generator.model import (AXES, Body, Chain, Joint, ModelError, Vec3, Mat3, check_name,
-                             fictitious_body, identity3, zero3)
+from generator.model import (Body, Chain, Joint, ModelError, Vec3, Mat3, check_name,
+                             fictitious_body, identity3)
 
 LEG_TYPES = ("UPS", "SPU", "UCU", "RUS", "RSU")
+P_LEGS = ("UPS", "SPU", "UCU")       # a stroke along the leg; the others have a crank
 
 # joints of each leg type: (name, kind, axis); the body after each joint (None: fictitious)
 LEG_JOINTS = {
@@ -88,6 +89,11 @@ class JointLaw:
     def dissipation(self, qd: sp.Expr) -> sp.Expr:
         """Power taken out by the damper: sum_i c_i qd^(i+1)."""
         return sp.Add(*[ci * qd ** (i + 2) for i, ci in enumerate(self.c)])
+
+    def xreplace(self, m: dict) -> "JointLaw":
+        ex = lambda e: sp.sympify(e).xreplace(m)
+        return JointLaw(tuple(ex(x) for x in self.k), tuple(ex(x) for x in self.c), ex(self.q0),
+                        ex(self.preload))
 
     def symbols(self) -> set:
         out: set = set()
@@ -153,14 +159,9 @@ class Platform:
         if not m:
             return self
         ex = lambda e: sp.sympify(e).xreplace(m)
-        legs = []
-        for leg in self.legs:
-            bodies = [replace(b, m=ex(b.m), d=tuple(ex(x) for x in b.d),
-                              I=tuple(tuple(ex(x) for x in row) for row in b.I))
-                      for b in leg.chain.bodies]
-            laws = [JointLaw(tuple(ex(x) for x in law.k), tuple(ex(x) for x in law.c),
-                             ex(law.q0), ex(law.preload)) for law in leg.laws]
-            legs.append(replace(leg, chain=replace(leg.chain, bodies=bodies), laws=laws))
+        # a leg's chain names its parameters p_<name> the same way
+        legs = [replace(leg, chain=leg.chain.with_prefixed_parameters(),
+                        laws=[law.xreplace(m) for law in leg.laws]) for leg in self.legs]
         return replace(self, m_C=ex(self.m_C),
                        I_C=tuple(tuple(ex(x) for x in row) for row in self.I_C), legs=legs)
 
@@ -249,7 +250,7 @@ def build_leg(g: LegGeometry, home: np.ndarray, where: str) -> Leg:
     gammas = [np.eye(3) for _ in range(n)]
     ls[0] = g.base
     z0 = np.array([0.0, 0.0, 1.0])
-    if g.type in ("UPS", "SPU", "UCU"):
+    if g.type in P_LEGS:
         leg_vec = s_home - g.base
         L_home = float(np.linalg.norm(leg_vec))
         if L_home < 1e-9:

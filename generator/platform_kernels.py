@@ -21,17 +21,18 @@ from functools import cached_property
 import sympy as sp
 
 from generator.algorithms import leg_ik
-from generator.algorithms.closure import (LEG_SINGULAR, Closure, acceleration_terms, closure,
+from generator.algorithms.closure import (Closure, acceleration_terms, closure,
                                           velocity_constraints)
 from generator.algorithms.crba import crba
 from generator.algorithms.joints import link_transform
 from generator.algorithms.kinematics import chain_kinematics
 from generator.algorithms.ldlt import ldlt_solve
 from generator.algorithms.reduction import base_wrench, reduce_onto_platform, tip_wrench
-from generator.algorithms.rnea import forward_pass
+from generator.algorithms.leg_ik import LEG_SINGULAR
+from generator.algorithms.rnea import backward_pass, forward_pass
 from generator.ir import Kernel, Port, symbol
-from generator.platform import Leg, Platform
-from generator.scalar import (Recorder, add, cross, dot, elementary_rotation, matmul, matvec,
+from generator.platform import P_LEGS, Leg, Platform
+from generator.scalar import (Recorder, add, dot, elementary_rotation, matmul, matvec,
                               omega_products, omega_x_I_omega, scale, transpose, zeros)
 
 UNREACHABLE, REDUCED_SINGULAR, EULER_SINGULAR, DRIVE_SINGULAR = 1, 3, 4, 5
@@ -107,8 +108,14 @@ class PlatformBuild:
                     out[s] = 0.0
         return out
 
-    def _leg_scope(self, leg: Leg | None) -> None:
-        self.rec.prefix = f"{leg.name}_" if leg is not None else ""
+    def per_leg(self, fn, *per_leg_values) -> list:
+        """[fn(leg, *values of that leg) for each leg], names prefixed with the leg's name."""
+        out = []
+        for leg, *values in zip(self.pf.legs, *per_leg_values):
+            self.rec.prefix = f"{leg.name}_"
+            out.append(fn(leg, *values))
+        self.rec.prefix = ""
+        return out
 
     # --- pose of C -----------------------------------------------------------------------
     @cached_property
@@ -147,11 +154,7 @@ class PlatformBuild:
             for leg in self.pf.legs:
                 out.append(([next(qs) for _ in range(leg.n)], [None] * leg.n))
             return out
-        for leg in self.pf.legs:
-            self._leg_scope(leg)
-            out.append(self._closed_form(leg))
-        self._leg_scope(None)
-        return out
+        return self.per_leg(lambda leg: self._closed_form(leg))
 
     def _closed_form(self, leg: Leg) -> tuple[list, list]:
         rec = self.rec
@@ -160,7 +163,7 @@ class PlatformBuild:
         d = rec.vec(matvec([list(r) for r in j0.gamma], [a - b for a, b in zip(s0, j0.l)]), "d")
         angle = lambda r, nm: rec.bind(sp.atan2(r.s, r.c), nm)
         cs, q = [], []
-        if leg.type in ("UPS", "SPU", "UCU"):
+        if leg.type in P_LEGS:
             r1, r2, L = leg_ik.u_angles(rec, d, "u", leg.l_ref)
             cs += [r1, r2]
             q += [angle(r1, "q1"), angle(r2, "q2")]
@@ -188,7 +191,7 @@ class PlatformBuild:
             r3 = leg_ik.roll_angle(rec, rec.vec(matvec(tau, e2_0), "e2_roll"), "roll")
             cs.append(r3)
             q.append(angle(r3, f"q{len(q) + 1}"))
-        if leg.type != "RUS" and leg.type != "RSU":
+        if leg.type in P_LEGS:
             cs.append(None)
             q.append(stroke)
         cs = [(r.c, r.s) if r is not None else None for r in cs]
@@ -200,100 +203,61 @@ class PlatformBuild:
 
     @cached_property
     def links(self):
-        out = []
-        for leg, (q, cs) in zip(self.pf.legs, self.legs_q):
-            self._leg_scope(leg)
-            out.append([link_transform(self.rec, j, jt, q[j - 1], cs[j - 1])
-                        for j, jt in enumerate(leg.chain.joints, start=1)])
-        self._leg_scope(None)
-        return out
+        return self.per_leg(lambda leg, q_cs: [
+            link_transform(self.rec, j, jt, q_cs[0][j - 1], q_cs[1][j - 1])
+            for j, jt in enumerate(leg.chain.joints, start=1)], self.legs_q)
 
     # --- closure ---------------------------------------------------------------------------
     @cached_property
     def closures(self) -> list[Closure]:
-        out = []
-        for leg, links in zip(self.pf.legs, self.links):
-            self._leg_scope(leg)
-            out.append(closure(self.rec, leg, links, self.alpha_C))
-        self._leg_scope(None)
-        return out
+        return self.per_leg(lambda leg, links: closure(self.rec, leg, links, self.alpha_C),
+                             self.links)
 
     @cached_property
     def H(self):
-        out = []
-        for leg, cl in zip(self.pf.legs, self.closures):
-            self._leg_scope(leg)
-            out.append(velocity_constraints(self.rec, cl))
-        self._leg_scope(None)
-        return out
+        return self.per_leg(lambda leg, cl: velocity_constraints(self.rec, cl), self.closures)
 
     @cached_property
     def qd(self):
         u = self.inp["u"]
-        out = []
-        for leg, H in zip(self.pf.legs, self.H):
-            self._leg_scope(leg)
-            out.append([self.rec.bind(dot(row, u), f"qd{j + 1}") for j, row in enumerate(H)])
-        self._leg_scope(None)
-        return out
+        return self.per_leg(lambda leg, H: [self.rec.bind(dot(row, u), f"qd{j + 1}")
+                                             for j, row in enumerate(H)], self.H)
 
     @cached_property
     def motion_v(self):
         """Velocity-product motion of every leg body (qdd = 0, no gravity), body frames."""
-        out = []
-        for leg, links, qd in zip(self.pf.legs, self.links, self.qd):
-            self._leg_scope(leg)
-            out.append(forward_pass(self.rec, leg.chain, links, qd, None, zeros(3)))
-        self._leg_scope(None)
-        return out
+        return self.per_leg(lambda leg, links, qd: forward_pass(
+            self.rec, leg.chain, links, qd, None, zeros(3)), self.links, self.qd)
 
     @cached_property
     def h(self):
-        out = []
-        for leg, cl, mo in zip(self.pf.legs, self.closures, self.motion_v):
-            self._leg_scope(leg)
-            out.append(acceleration_terms(self.rec, leg, cl, mo, self.omega_C, self.oo_C))
-        self._leg_scope(None)
-        return out
+        return self.per_leg(lambda leg, cl, mo: acceleration_terms(
+            self.rec, leg, cl, mo, self.omega_C, self.oo_C), self.closures, self.motion_v)
 
     # --- forces and leg dynamics -------------------------------------------------------------
     @cached_property
     def Q_active(self):
         """Spring, damper and drive force of every leg joint."""
-        F = self.inp["F"]
-        out = []
-        for k, (leg, (q, _), qd) in enumerate(zip(self.pf.legs, self.legs_q, self.qd)):
-            self._leg_scope(leg)
-            Qk = []
-            for j, law in enumerate(leg.laws):
-                f = law.force(q[j], qd[j]) + (F[k] if j == leg.drive else 0)
-                Qk.append(self.rec.bind(f, f"Qa{j + 1}"))
-            out.append(Qk)
-        self._leg_scope(None)
-        return out
+        def forces(leg: Leg, F_k, q_cs, qd) -> list:
+            q = q_cs[0]
+            return [self.rec.bind(law.force(q[j], qd[j]) + (F_k if j == leg.drive else 0),
+                                  f"Qa{j + 1}") for j, law in enumerate(leg.laws)]
+        return self.per_leg(forces, self.inp["F"], self.legs_q, self.qd)
 
     @cached_property
     def A_legs(self):
-        out = []
-        for leg, links in zip(self.pf.legs, self.links):
-            self._leg_scope(leg)
-            out.append(crba(self.rec, leg.chain, links))
-        self._leg_scope(None)
-        return out
+        return self.per_leg(lambda leg, links: crba(self.rec, leg.chain, links), self.links)
 
     @cached_property
     def b_legs(self):
         """b_k = Q_active - h_k(q, qd, g): A_k qdd_k = b_k + (reaction of C)."""
-        from generator.algorithms.rnea import backward_pass
-        g = self.inp["g"]
-        out = []
-        for leg, links, qd, Qa in zip(self.pf.legs, self.links, self.qd, self.Q_active):
-            self._leg_scope(leg)
-            mo = forward_pass(self.rec, leg.chain, links, qd, None, [-x for x in g])
+        a0 = [-x for x in self.inp["g"]]
+
+        def bias(leg: Leg, links, qd, Qa) -> list:
+            mo = forward_pass(self.rec, leg.chain, links, qd, None, a0)
             hb = backward_pass(self.rec, leg.chain, links, mo).Q
-            out.append([self.rec.bind(a - b, f"b{j + 1}") for j, (a, b) in enumerate(zip(Qa, hb))])
-        self._leg_scope(None)
-        return out
+            return [self.rec.bind(a - b, f"b{j + 1}") for j, (a, b) in enumerate(zip(Qa, hb))]
+        return self.per_leg(bias, self.links, self.qd, self.Q_active)
 
     # --- platform and reduction ----------------------------------------------------------
     @cached_property
@@ -327,50 +291,41 @@ class PlatformBuild:
 
     @cached_property
     def qdd(self):
-        out = []
-        for leg, H, h in zip(self.pf.legs, self.H, self.h):
-            self._leg_scope(leg)
-            out.append([self.rec.bind(dot(row, self.udot) + hj, f"qdd{j + 1}")
-                        for j, (row, hj) in enumerate(zip(H, h))])
-        self._leg_scope(None)
-        return out
+        return self.per_leg(lambda leg, H, h: [
+            self.rec.bind(dot(row, self.udot) + hj, f"qdd{j + 1}")
+            for j, (row, hj) in enumerate(zip(H, h))], self.H, self.h)
 
     @cached_property
     def tips(self):
         """(f_tip, mu): the force (frame n) and moment along n_R that C applies on each leg."""
-        out = []
-        for leg, cl, A, b, qdd in zip(self.pf.legs, self.closures, self.A_legs, self.b_legs,
-                                      self.qdd):
-            self._leg_scope(leg)
-            out.append(tip_wrench(self.rec, cl, A, b, qdd))
-        self._leg_scope(None)
-        return out
+        return self.per_leg(lambda leg, cl, A, b, qdd: tip_wrench(self.rec, cl, A, b, qdd),
+                             self.closures, self.A_legs, self.b_legs, self.qdd)
 
     @cached_property
     def on_C(self):
         """Force and moment each leg applies on C, frame 0: -tau_n^T f_tip, -mu tau_n^T n_R."""
-        F, M = [], []
-        for leg, cl, (f_tip, mu) in zip(self.pf.legs, self.closures, self.tips):
-            self._leg_scope(leg)
+        def loads(leg: Leg, cl: Closure, tip) -> tuple:
+            f_tip, mu = tip
             tT = transpose(cl.tau_n)
-            F.append(self.rec.vec([-x for x in matvec(tT, f_tip)], "F_on_C"))
-            M.append(self.rec.vec([-x for x in matvec(tT, scale(mu, cl.n_R))], "M_on_C")
-                     if leg.m == 4 else zeros(3))
-        self._leg_scope(None)
-        return F, M
+            F = self.rec.vec([-x for x in matvec(tT, f_tip)], "F_on_C")
+            M = (self.rec.vec([-x for x in matvec(tT, scale(mu, cl.n_R))], "M_on_C")
+                 if leg.m == 4 else zeros(3))
+            return F, M
+        out = self.per_leg(loads, self.closures, self.tips)
+        return [F for F, _ in out], [M for _, M in out]
 
     @cached_property
     def base_loads(self):
         """Force and moment about O_0 (frame 0) the mechanism applies to the base."""
-        g = self.inp["g"]
+        a0 = [-x for x in self.inp["g"]]
+
+        def wrench(leg: Leg, links, cl, qd, qdd, tip) -> tuple:
+            mo = forward_pass(self.rec, leg.chain, links, qd, qdd, a0)
+            return base_wrench(self.rec, leg, links, mo, cl, *tip)
+        out = self.per_leg(wrench, self.links, self.closures, self.qd, self.qdd, self.tips)
         f_tot, m_tot = zeros(3), zeros(3)
-        for leg, links, cl, qd, qdd, (f_tip, mu) in zip(self.pf.legs, self.links, self.closures,
-                                                        self.qd, self.qdd, self.tips):
-            self._leg_scope(leg)
-            mo = forward_pass(self.rec, leg.chain, links, qd, qdd, [-x for x in g])
-            f, m = base_wrench(self.rec, leg, links, mo, cl, f_tip, mu)
+        for f, m in out:
             f_tot, m_tot = add(f_tot, f), add(m_tot, m)
-        self._leg_scope(None)
         return self.rec.vec(f_tot, "base_force"), self.rec.vec(m_tot, "base_moment")
 
     @cached_property
@@ -397,11 +352,10 @@ def _flat(rows) -> tuple:
     return tuple(x for row in rows for x in (_flat(row) if isinstance(row, list) else [row]))
 
 
-def _kernel(name: str, doc: str, b: PlatformBuild, ins, outs, statuses=None) -> Kernel:
-    used = set(statuses or ())
+def _kernel(name: str, doc: str, b: PlatformBuild, ins, outs, statuses: tuple) -> Kernel:
+    """The kernel of the statements recorded on ``b``; ``statuses``: those it can return."""
     return Kernel(name, doc, ins, tuple(outs), tuple(b.rec.statements),
-                  {k: v for k, v in STATUSES.items() if k in used} if statuses else
-                  {k: v for k, v in STATUSES.items()})
+                  {k: STATUSES[k] for k in sorted(statuses)})
 
 
 def _n(pf: Platform) -> int:
@@ -421,18 +375,18 @@ def newton_step(pf: Platform) -> Kernel:
     """One Newton step on the closure residual (eq. 4.6): q <- q - C^(d)^-1 f."""
     ins = ports(pf, ["x", "q"])
     b = PlatformBuild(pf, ins)
-    res, q_next = [], []
-    for leg, cl, (q, _) in zip(pf.legs, b.closures, b.legs_q):
-        b._leg_scope(leg)
-        rec = b.rec
+    rec = b.rec
+
+    def newton(leg, cl: Closure, q_cs) -> tuple[list, list]:
         s0 = add(matvec(cl.tau_n, b.r_C), matvec(cl.Q, list(leg.l_C)))
         f = [rec.bind(a - c, f"f{i + 1}") for i, (a, c) in enumerate(zip(cl.rho0, s0))]
         if leg.m == 4:
             f.append(rec.bind(dot(cl.e1, cl.e2), "f4"))
         dq = cl.lu.solve(rec, f, "dq")
-        res += f
-        q_next += [rec.bind(qj - dj, f"q_next{j + 1}") for j, (qj, dj) in enumerate(zip(q, dq))]
-    b._leg_scope(None)
+        return f, [rec.bind(qj - dj, f"q_next{j + 1}") for j, (qj, dj) in enumerate(zip(q_cs[0], dq))]
+    out = b.per_leg(newton, b.closures, b.legs_q)
+    res = [x for f, _ in out for x in f]
+    q_next = [x for _, qn in out for x in qn]
     return _kernel("newton_step", "One Newton step of the leg closure: residual f (cut point of "
                    "the leg minus that of C in the last body's frame, and e1.e2 for a universal "
                    "cut) and q_next = q - C^(d)^-1 f.", b, ins,
@@ -511,7 +465,8 @@ def step(pf: Platform) -> Kernel:
                             Port("F_on_C", (6, 3), _flat(F_on)), Port("M_on_C", (6, 3), _flat(M_on)),
                             Port("base_force", (3,), tuple(f_base)),
                             Port("base_moment", (3,), tuple(m_base)),
-                            Port("damping_power", (1,), (b.damping_power,))])
+                            Port("damping_power", (1,), (b.damping_power,))],
+                   (UNREACHABLE, LEG_SINGULAR, REDUCED_SINGULAR, EULER_SINGULAR))
 
 
 def energy(pf: Platform) -> Kernel:
@@ -524,16 +479,19 @@ def energy(pf: Platform) -> Kernel:
     I = [list(r) for r in pf.I_C]
     T = pf.m_C * dot(v, v) / 2 + dot(w, matvec(I, w)) / 2
     V = -pf.m_C * dot(g, b.r_C)
-    for leg, (q, cs), qd, A in zip(pf.legs, b.legs_q, b.qd, b.A_legs):
-        b._leg_scope(leg)
-        T += dot(qd, [dot(row, qd) for row in A]) / 2
+
+    def leg_energy(leg, q_cs, qd, A) -> tuple:
+        q, cs = q_cs
+        T_k = dot(qd, [dot(row, qd) for row in A]) / 2
         kin = chain_kinematics(rec, leg.chain, q, jacobians=False, cs=cs)
+        V_k = sp.Add(*[law.potential(qj) for law, qj in zip(leg.laws, q)])
         for j, body in enumerate(leg.chain.bodies, start=1):
             if not body.fictitious:
                 com = add(scale(body.m, kin[j].r), matvec(transpose(kin[j].tau), list(body.c)))
-                V -= dot(g, com)
-        V += sp.Add(*[law.potential(qj) for law, qj in zip(leg.laws, q)])
-    b._leg_scope(None)
+                V_k -= dot(g, com)
+        return T_k, V_k
+    for T_k, V_k in b.per_leg(leg_energy, b.legs_q, b.qd, b.A_legs):
+        T, V = T + T_k, V + V_k
     return _kernel("energy", "Kinetic energy T and potential energy V (gravity and springs).",
                    b, ins, [Port("T", (1,), (T,)), Port("V", (1,), (V,))],
                    (UNREACHABLE, LEG_SINGULAR))

@@ -43,16 +43,17 @@ A stiffness or damping may be a list [k1, k2, ...]: Q = preload - sum k_i x^i - 
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from generator.model import ModelError, as_expr, check_name
-from generator.platform import (DEFAULT_DRIVE, LEG_BODIES, LEG_JOINTS, LEG_TYPES, JointLaw,
-                                LegGeometry, Platform, build_leg, validate_platform)
-from generator.spec import _body, _inertia, _keys, _rotation, _vec3
+from generator.platform import (DEFAULT_DRIVE, LEG_BODIES, LEG_JOINTS, LEG_TYPES, P_LEGS,
+                                JointLaw, Leg, LegGeometry, Platform, build_leg,
+                                validate_platform)
+from generator.spec import _body, _inertia, _keys, _rotation
 
 LEG_FIELDS = {"name", "type", "base", "platform", "bodies", "joints", "limits", "drive",
               "length0", "frame", "crank", "crank_axis", "crank_dir", "rod"}
@@ -88,7 +89,7 @@ def _law(table: Any, where: str) -> JointLaw:
                     as_expr(t.get("preload", 0), f"{where}.preload"))
 
 
-def _leg(t: dict, where: str, home: np.ndarray) -> "Leg":
+def _leg(t: dict, where: str, home: np.ndarray) -> Leg:
     _keys(t, LEG_FIELDS, where, {"name", "type", "base", "platform"})
     name = check_name(t["name"], f"{where}.name")
     typ = t["type"]
@@ -97,8 +98,8 @@ def _leg(t: dict, where: str, home: np.ndarray) -> "Leg":
                          f"{', '.join(LEG_TYPES)}")
     joint_names = [j[0] for j in LEG_JOINTS[typ]]
     bodies_t = _keys(t.get("bodies", {}), set(LEG_BODIES[typ]), f"{where}.bodies")
-    bodies = {bn: _body(bt, f"{where}.bodies.{bn}", f"{name}_{bn}") for bn, bt in bodies_t.items()}
-    bodies = {bn: b.__class__(f"{name}_{bn}", b.m, b.d, b.I) for bn, b in bodies.items()}
+    bodies = {bn: replace(_body(bt, f"{where}.bodies.{bn}", bn), name=f"{name}_{bn}")
+              for bn, bt in bodies_t.items()}
     joints_t = _keys(t.get("joints", {}), set(joint_names), f"{where}.joints")
     laws = {jn: _law(jt, f"{where}.joints.{jn}") for jn, jt in joints_t.items()}
     limits_t = _keys(t.get("limits", {}), set(joint_names), f"{where}.limits")
@@ -112,7 +113,7 @@ def _leg(t: dict, where: str, home: np.ndarray) -> "Leg":
     if drive not in joint_names:
         raise ModelError(f"{where}.drive: {drive!r} is not a joint of a {typ} leg "
                          f"({', '.join(joint_names)})")
-    p_leg = typ in ("UPS", "SPU", "UCU")
+    p_leg = typ in P_LEGS
     allowed = {"length0", "frame"} if p_leg else {"crank", "crank_axis", "crank_dir", "rod"}
     wrong = ({"length0", "frame", "crank", "crank_axis", "crank_dir", "rod"} - allowed) & set(t)
     if wrong:
@@ -197,6 +198,14 @@ def platform_from_dict(data: dict, source: str) -> Platform:
     if unknown:
         raise ModelError(f"{source}: parameters: {sorted(unknown)} not used by the mechanism")
     return pf
+
+
+def is_parallel_spec(path: Path) -> bool:
+    """Whether a spec file describes a parallel mechanism (without building it)."""
+    try:
+        return is_parallel(tomllib.loads(Path(path).read_text()))
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
 
 
 def is_parallel(data: dict) -> bool:

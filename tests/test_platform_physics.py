@@ -94,7 +94,6 @@ def test_massless_legs_at_rest_balance_a_platform_load(mixed_hexapod):
         # a massless UPS leg is a two-force member: its force on C is along the leg, equal to
         # the stroke force (spring + preload + drive)
         Q = m.leg_forces(x, u0, F, p=p)
-        q = out["q"]
         i = 0
         for k, leg in enumerate(num["legs"]):
             n = len(leg["joints"])

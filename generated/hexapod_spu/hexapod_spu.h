@@ -141,7 +141,6 @@ int64_t hexapod_spu_reduced_dynamics_batch(int64_t n, const double *x, const dou
  *   status 2: a leg is at a singular configuration
  *   status 3: reduced mass matrix A*_C not positive definite
  *   status 4: y-z-x angles singular (psi_z = +-90 deg)
- *   status 5: drive Jacobian singular (parallel singularity)
  *   ops: 2853 adds, 3888 muls, 43 divs, 18 sqrt, 24 trig (6826 total)
  */
 int hexapod_spu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);

@@ -8192,7 +8192,6 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     status 2: a leg is at a singular configuration
     status 3: reduced mass matrix A*_C not positive definite
     status 4: y-z-x angles singular (psi_z = +-90 deg)
-    status 5: drive Jacobian singular (parallel singularity)
     ops: 2853 adds, 3888 muls, 43 divs, 18 sqrt, 24 trig (6826 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x

@@ -141,7 +141,6 @@ int64_t stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *x, const
  *   status 2: a leg is at a singular configuration
  *   status 3: reduced mass matrix A*_C not positive definite
  *   status 4: y-z-x angles singular (psi_z = +-90 deg)
- *   status 5: drive Jacobian singular (parallel singularity)
  *   ops: 1706 adds, 2206 muls, 31 divs, 12 sqrt, 18 trig (3973 total)
  */
 int stewart_rrp_002_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);

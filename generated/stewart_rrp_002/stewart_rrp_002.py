@@ -4848,7 +4848,6 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     status 2: a leg is at a singular configuration
     status 3: reduced mass matrix A*_C not positive definite
     status 4: y-z-x angles singular (psi_z = +-90 deg)
-    status 5: drive Jacobian singular (parallel singularity)
     ops: 1706 adds, 2206 muls, 31 divs, 12 sqrt, 18 trig (3973 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x

@@ -35,13 +35,12 @@ from dataclasses import dataclass
 import sympy as sp
 
 from generator.algorithms.joints import LinkTransform
+from generator.algorithms.leg_ik import LEG_SINGULAR
 from generator.algorithms.rnea import Motion
 from generator.algorithms.sparse_lu import SparseLU
 from generator.platform import Leg
-from generator.scalar import (Mat, Recorder, Vec, add, cross, dot, eye, matmul, matvec, sub,
-                              transpose, zeros)
-
-LEG_SINGULAR = 2
+from generator.scalar import (Mat, Recorder, Vec, add, cross, dot, eye, matmul, matvec,
+                              omega_x_omega_x, sub, transpose, zeros)
 
 
 @dataclass
@@ -98,7 +97,6 @@ def velocity_constraints(rec: Recorder, cl: Closure) -> list[list[sp.Expr]]:
 def acceleration_terms(rec: Recorder, leg: Leg, cl: Closure, mo: Motion, omega_C: Vec,
                        oo_C) -> list[sp.Expr]:
     """h = C^(d)^-1 c from the velocity-product terms of both sides (module docstring)."""
-    from generator.scalar import omega_x_omega_x
     n = leg.n
     omega_n, eps_n, a_n = mo.omega[n - 1], mo.epsd[n - 1], mo.a[n - 1]
     l_L = list(leg.l_L)

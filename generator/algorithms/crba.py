@@ -21,7 +21,7 @@ import sympy as sp
 from generator.algorithms.joints import LinkTransform, to_parent
 from generator.model import Chain
 from generator.scalar import (Mat, Recorder, _count, add, cross, dot, matmul, matvec, scale,
-                              transpose, zeros)
+                              transpose)
 
 
 def _axis(lt: LinkTransform) -> int:

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import sympy as sp
-
 from generator.algorithms.joints import joint_motion
 from generator.model import Chain
 from generator.scalar import (Mat, Recorder, Vec, add, cross, eye, matmul, matvec, scale, sub,

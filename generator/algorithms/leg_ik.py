@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from generator.scalar import Recorder, Vec, matvec, sub
+from generator.scalar import Recorder, Vec
 
 UNREACHABLE = 1
 LEG_SINGULAR = 2
@@ -79,10 +79,6 @@ def crank_angle(rec: Recorder, d: Vec, a: sp.Expr, b: sp.Expr, sigma: int, name:
     inv_rho2 = rec.bind(1 / rho2, f"{name}_inv_rho2")
     return Rotation(rec.bind((dx * K - dy * w) * inv_rho2, f"{name}_c"),
                     rec.bind((dy * K + dx * w) * inv_rho2, f"{name}_s"))
-
-
-def rotate(rec: Recorder, A, v: Vec, name: str) -> Vec:
-    return rec.vec(matvec(A, v), name)
 
 
 # --- numeric versions used while building the model -------------------------------------

@@ -24,7 +24,7 @@ from generator.algorithms.closure import Closure
 from generator.algorithms.joints import LinkTransform, to_parent
 from generator.algorithms.rnea import Motion, backward_pass
 from generator.platform import Leg
-from generator.scalar import Recorder, Vec, add, cross, scale, zeros
+from generator.scalar import Recorder, Vec, add, cross, scale
 
 
 def reduce_onto_platform(rec: Recorder, M_C, s_C, Hs, hs, As, bs, names) -> tuple[list, list]:
