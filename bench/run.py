@@ -77,6 +77,36 @@ def bench_mechanism(name: str, root: Path, gen, model, n_c: int, n_py: int, n_np
     return rows
 
 
+def race_pinocchio(cases) -> dict:
+    """Our C kernels of every bundled URDF robot against Pinocchio's C++ on the same URDF
+    (bench/pinocchio_race.py: compiled loops over one batch, interleaved, best of 7)."""
+    import tomllib
+    from bench.pinocchio_race import race
+    print("\n== race against Pinocchio (C++, same URDF, same flags -O3; compiled loops over "
+          "10^4 states, best of 7)")
+    head = (f"{'robot':8s} {'n':>3s} {'kernel':18s} {'ops':>6s} {'ours ns':>8s} "
+            f"{'Pinocchio ns':>12s} {'Pin/ours':>8s}")
+    print(head + "\n" + "-" * len(head))
+    out = {}
+    ops = {chain.name: {g.kernel.name: g.ops["total"] for g in gen} for chain, gen, _, _ in cases}
+    for spec in bundled_specs():
+        mech = tomllib.loads(spec.read_text()).get("mechanism", {})
+        if "urdf" not in mech:
+            continue
+        lock = tomllib.loads(spec.read_text()).get("lock", {})
+        res = race(mech["name"], ROOT / "generated", spec.parent / mech["urdf"], lock,
+                   mech.get("base", "fixed"))
+        n = len(json.loads((ROOT / "generated" / mech["name"] / "manifest.json").read_text())
+                ["coordinates"])
+        for i, (k, t) in enumerate(res.items()):
+            t["ops"] = ops[mech["name"]][k]
+            lead = f"{mech['name']:8s} {n:3d}" if i == 0 else " " * 12
+            print(f"{lead} {k:18s} {t['ops']:6d} {t['ours_ns']:8.0f} {t['pinocchio_ns']:12.0f} "
+                  f"{t['ratio']:8.2f}", flush=True)
+        out[mech["name"]] = res
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--batch", type=int, default=100_000, help="states per C batch")
@@ -119,6 +149,7 @@ def main() -> None:
             print(f"{lead} {k:18s} {r['ops']['total']:6d} {r['ops_dense']['total']:6d} "
                   f"{r['t_c_ns']:8.0f} {r['t_python_ns']:9.0f} {r['t_numpy_ns']:9.0f} "
                   f"{r['python_over_c']:6.0f} {r['numpy_over_c']:7.0f}", flush=True)
+    results["pinocchio_race"] = race_pinocchio(cases)
     print("\n== parallel mechanisms: the full step (IK, closure, leg dynamics, reduction, solve, "
           "base loads)")
     from bench.platform_bench import run as run_platforms

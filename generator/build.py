@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 from generator.emit import render, sha256_text
@@ -55,6 +56,7 @@ def manifest_extra(chain: Chain) -> dict:
         "n": chain.n,
         "coordinates": chain.coordinates,
         "joint_types": [j.label for j in chain.joints],
+        "parent": list(chain.parent),
         "parameters": [s.name for s in chain.parameters],
         "bodies": [name for name, _ in chain.named_bodies],
         "points": [pt.name for pt in chain.points],
@@ -70,8 +72,17 @@ def files_for_spec(path: Path, cse: bool = True):
     else:
         gen = generate_chain(model, cse=cse)
         extra = manifest_extra(model)
-    files = render(model.name, path.name, sha256_text(path.read_text()), gen, extra)
+    files = render(model.name, path.name, sha256_text(_spec_inputs(path)), gen, extra)
     return model, gen, files
+
+
+def _spec_inputs(path: Path) -> str:
+    """The spec's text, and the URDF it names: what the kernels were generated from."""
+    text = path.read_text()
+    mech = tomllib.loads(text).get("mechanism", {})
+    if isinstance(mech, dict) and isinstance(mech.get("urdf"), str):
+        text += (path.parent / mech["urdf"]).read_text()
+    return text
 
 
 def write_files(out_dir: Path, files: dict[str, str]) -> None:

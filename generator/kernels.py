@@ -7,16 +7,18 @@ Inputs: ``q``, ``qd``, ``qdd`` (n), ``Q`` (n: drive forces), ``p`` (named spec p
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import sympy as sp
 
 from generator.algorithms.crba import crba
 from generator.algorithms.joints import link_transform
 from generator.algorithms.kinematics import chain_kinematics, point_kinematics
-from generator.algorithms.ldlt import SINGULAR, SingularMassMatrix, ldlt_solve
+from generator.algorithms.ldlt import SINGULAR, SingularMassMatrix, ltdl_solve
 from generator.algorithms.rnea import rnea
 from generator.ir import Kernel, Port, symbol
-from generator.model import Chain, ModelError
-from generator.scalar import Recorder, add, cross, dot, matvec, scale, transpose
+from generator.model import Chain, ModelError, identity3
+from generator.scalar import Recorder, add, cross, dot, matmul, matvec, scale, transpose
 
 
 def _inputs(chain: Chain, names: list[str]) -> tuple[Port, ...]:
@@ -36,10 +38,18 @@ def _recorder(ports: tuple[Port, ...]) -> Recorder:
 
 
 def _targets(chain: Chain, rec: Recorder, kin):
-    """(name, kinematics) of every declared body, then every point."""
-    out = [(name, kin[j]) for name, j in chain.named_bodies]
+    """(name, kinematics) of every declared body, then every point, each in its own frame."""
+    out = []
+    for name, j in chain.named_bodies:
+        k = kin[j]
+        frame = chain.bodies[j - 1].frame
+        if frame != identity3():
+            k = replace(k, tau=rec.mat(matmul([list(r) for r in frame], k.tau), f"{name}_tau"))
+        out.append((name, k))
     for pt in chain.points:
-        out.append((pt.name, point_kinematics(rec, kin[pt.body], list(pt.offset), pt.name)))
+        rotation = None if pt.rotation == identity3() else [list(r) for r in pt.rotation]
+        out.append((pt.name, point_kinematics(rec, kin[pt.body], list(pt.offset), pt.name,
+                                              rotation)))
     return out
 
 
@@ -147,11 +157,11 @@ def forward_dynamics(chain: Chain) -> Kernel:
     A = crba(rec, chain, links)
     b = _bias(rec, chain, links, q, qd, Q)
     try:
-        qdd = ldlt_solve(rec, A, b, chain.coordinates)
+        qdd = ltdl_solve(rec, A, b, chain.parent, chain.coordinates)
     except SingularMassMatrix as e:
         raise ModelError(f"{chain.source}: {e}") from None
     return Kernel("forward_dynamics",
-                  "Joint accelerations qdd solving A qdd = b by an unrolled L D L^T.",
+                  "Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).",
                   ins, (Port("qdd", (chain.n,), tuple(qdd)),), tuple(rec.statements),
                   {SINGULAR: "mass matrix not positive definite"})
 

@@ -72,6 +72,9 @@ class Body:
     m: sp.Expr
     d: Vec3          # centre of mass in the body frame
     I: Mat3          # inertia about the body origin O_j, in the body frame
+    # body frame -> the frame reported by forward kinematics (a URDF link frame whose joint
+    # axis was turned onto x, y or z); the identity for bodies described in our own specs
+    frame: Mat3 = field(default_factory=lambda: identity3())
 
     @property
     def fictitious(self) -> bool:
@@ -119,11 +122,15 @@ class Point:
     name: str
     body: int      # index into Chain.bodies (1-based body number j)
     offset: Vec3   # in the body frame
+    rotation: Mat3 = field(default_factory=lambda: identity3())  # body frame -> point frame
 
 
 @dataclass
 class Chain:
-    """A serial chain: joint j (1..n) joins body j-1 to body j; body 0 is the fixed frame.
+    """A serial chain or a kinematic tree: joint j (1..n) joins body ``parent[j-1]`` (body 0
+    is the fixed frame) to body j. A serial chain has ``parent[j-1] = j-1`` (the default when
+    ``parent`` is left empty); in a tree several joints share a parent, and always
+    ``parent[j-1] < j`` (bodies are numbered depth first), so every recursion runs in index order.
 
     ``bodies[j-1]`` is body j. ``named_bodies`` lists the bodies the user declared (not the
     fictitious ones made by splitting composite joints), as (name, j).
@@ -137,10 +144,31 @@ class Chain:
     named_bodies: list[tuple[str, int]] = field(default_factory=list)
     points: list[Point] = field(default_factory=list)
     source: str = "<python>"
+    parent: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.parent:
+            self.parent = list(range(len(self.joints)))
 
     @property
     def n(self) -> int:
         return len(self.joints)
+
+    @property
+    def is_tree(self) -> bool:
+        return self.parent != list(range(self.n))
+
+    def children(self, j: int) -> list[int]:
+        """Bodies whose joint hangs on body j (0 = the base)."""
+        return [k for k in range(1, self.n + 1) if self.parent[k - 1] == j]
+
+    def ancestors(self, j: int) -> list[int]:
+        """Bodies on the path from body j (included) down to the base (excluded)."""
+        out = []
+        while j > 0:
+            out.append(j)
+            j = self.parent[j - 1]
+        return out
 
     @property
     def coordinates(self) -> list[str]:
@@ -198,9 +226,14 @@ class Chain:
         for nm in names:
             if names.count(nm) > 1:
                 raise ModelError(f"{where}: body/point name {nm!r} used twice")
-        if self.bodies[-1].fictitious:
-            raise ModelError(f"{where}: the last body is massless, so the mass matrix is "
-                             f"singular; give it a mass and inertia")
+        if len(self.parent) != self.n or any(
+                not isinstance(p, int) or not 0 <= p < j for j, p in enumerate(self.parent, 1)):
+            raise ModelError(f"{where}: parent list {self.parent!r} must give each joint j a "
+                             f"parent body numbered below j")
+        for j in range(1, self.n + 1):
+            if not self.children(j) and self.bodies[j - 1].fictitious:
+                raise ModelError(f"{where}: body {j} ends a branch and is massless, so the mass "
+                                 f"matrix is singular; give it a mass and inertia")
         for s in self.parameters:
             check_name(s.name, f"{where}: parameter")
             if s.name in seen or s.name in names:

@@ -26,6 +26,9 @@ Format (see ``generator/mechanisms/*.toml``)::
                             # or a 3x3 matrix (rows): parent body frame -> joint frame
     spring = { stiffness = 0, damping = 0.5, q0 = 0 }   # passive law, optional
     body = { name = "link1", mass = 2.0, com = [0, 0, 0.2], inertia = [...] }
+    parent = "torso"        # optional: the body it hangs on (default: the previous joint's
+                            # body; "ground" is the fixed frame): several joints on one
+                            # parent make a kinematic tree
 
     [[points]]
     name = "tool"
@@ -146,6 +149,7 @@ class ChainBuilder:
         self.gravity = _vec3(gravity, f"{source}: mechanism.gravity")
         self.joints: list[Joint] = []
         self.bodies: list[Body] = []
+        self.parent: list[int] = []
         self.named: list[tuple[str, int]] = []
         self.points: list[Point] = []
         if base == "free":
@@ -158,15 +162,32 @@ class ChainBuilder:
         elif base_body is not None:
             raise ModelError(f"{source}: [base] is only for base = 'free'")
 
-    def _append(self, joint: Joint, body: Body) -> None:
+    def _append(self, joint: Joint, body: Body, parent: int | None = None) -> None:
+        self.parent.append(len(self.bodies) if parent is None else parent)
         self.joints.append(joint)
         self.bodies.append(body)
 
+    def _parent_index(self, parent: str | None, where: str) -> int | None:
+        """A declared body's number; "ground" is the fixed frame; None: the last body."""
+        if parent is None:
+            return None
+        idx = dict(self.named).get(parent)
+        if idx is None and parent == "ground" and self.base == "fixed":
+            return 0
+        if idx is None:
+            raise ModelError(f"{where}.parent: no body named {parent!r} before this joint; "
+                             f"bodies: {[n for n, _ in self.named]}"
+                             + (" (or 'ground', the fixed frame)" if self.base == "fixed" else ""))
+        return idx
+
     def joint(self, name: str, type: str, l=(0, 0, 0), gamma=None, axes: str | None = None,
               body: dict | None = None, spring: dict | None = None,
-              where: str | None = None) -> "ChainBuilder":
+              where: str | None = None, parent: str | None = None) -> "ChainBuilder":
+        """Joint and the body it carries, hung on body ``parent`` (default: the last body, so
+        a chain; naming an earlier body makes a tree)."""
         where = where or f"{self.source}: joint {name!r}"
         name = check_name(name, f"{where}.name")
+        p = self._parent_index(parent, where)
         if type not in JOINT_TYPES:
             raise ModelError(f"{where}.type: unknown joint type {type!r}; "
                              f"expected one of {', '.join(JOINT_TYPES)}")
@@ -185,12 +206,13 @@ class ChainBuilder:
             if need > 1 and any(ax[i] == ax[i + 1] for i in range(need - 1)):
                 raise ModelError(f"{where}.axes: consecutive axes must differ, got {ax!r}")
             parts = split_composite(type, ax, name, lv, g, b)
-            for j, bb in parts:
-                self._append(Joint(j.name, j.kind, j.axis, j.l, j.gamma, **law), bb)
+            for i, (j, bb) in enumerate(parts):
+                self._append(Joint(j.name, j.kind, j.axis, j.l, j.gamma, **law), bb,
+                             p if i == 0 else None)
         else:
             if axes is not None:
                 raise ModelError(f"{where}.axes: only for composite joints U, S, C")
-            self._append(Joint(name, type[0], AXES.index(type[1]), lv, g, **law), b)
+            self._append(Joint(name, type[0], AXES.index(type[1]), lv, g, **law), b, p)
         self.named.append((b.name, len(self.bodies)))
         return self
 
@@ -206,7 +228,7 @@ class ChainBuilder:
 
     def build(self) -> Chain:
         chain = Chain(self.name, self.joints, self.bodies, self.gravity, self.base,
-                      self.named, self.points, self.source)
+                      self.named, self.points, self.source, self.parent)
         chain.validate()
         return chain
 
@@ -225,10 +247,12 @@ def chain_from_dict(data: dict, source: str) -> Chain:
         raise ModelError(f"{source}: joints: expected a non-empty array of tables [[joints]]")
     for i, jt in enumerate(joints):
         where = f"{source}: joints[{i}]"
-        t = _keys(jt, {"name", "type", "axes", "l", "gamma", "spring", "body"}, where,
+        t = _keys(jt, {"name", "type", "axes", "l", "gamma", "spring", "body", "parent"}, where,
                   {"name", "type"})
+        if "parent" in t and not isinstance(t["parent"], str):
+            raise ModelError(f"{where}.parent: expected a body name, got {t['parent']!r}")
         b.joint(t["name"], t["type"], t.get("l", [0, 0, 0]), t.get("gamma"), t.get("axes"),
-                t.get("body"), t.get("spring"), where=where)
+                t.get("body"), t.get("spring"), where=where, parent=t.get("parent"))
     for i, pt in enumerate(top.get("points", [])):
         where = f"{source}: points[{i}]"
         t = _keys(pt, {"name", "body", "offset"}, where, {"name", "body"})
@@ -236,8 +260,56 @@ def chain_from_dict(data: dict, source: str) -> Chain:
     return b.build()
 
 
+URDF_KEYS = {"name", "family", "urdf", "base", "gravity", "description", "frames", "snap",
+             "mimic"}
+
+
+def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
+    """A spec that points at a URDF file (a path relative to the spec)::
+
+        [mechanism]
+        name = "panda"
+        urdf = "urdf/panda.urdf"
+        base = "fixed"                 # or "free"
+        gravity = [0, 0, -9.81]
+        frames = ["panda_hand_tcp"]    # more links for forward kinematics and Jacobians
+        snap = 1e-10                   # rpy angles this close to k*90 deg are exact; 0: off
+        mimic = "lock"                 # or "independent": a <mimic> joint gets its coordinate
+
+        [lock]                         # joints held at a value (their links merge)
+        panda_finger_joint1 = 0.0
+    """
+    source = path.name
+    top = _keys(data, {"mechanism", "lock"}, source, {"mechanism"})
+    mech = _keys(top["mechanism"], URDF_KEYS, f"{source}: mechanism", {"name", "urdf"})
+    name = check_name(mech["name"], f"{source}: mechanism.name")
+    if not isinstance(mech["urdf"], str):
+        raise ModelError(f"{source}: mechanism.urdf: expected a file path, got {mech['urdf']!r}")
+    gravity = mech.get("gravity", [0, 0, -9.81])
+    if not (isinstance(gravity, list) and len(gravity) == 3 and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in gravity)):
+        raise ModelError(f"{source}: mechanism.gravity: expected 3 numbers, got {gravity!r}")
+    frames = mech.get("frames", [])
+    if not (isinstance(frames, list) and all(isinstance(f, str) for f in frames)):
+        raise ModelError(f"{source}: mechanism.frames: expected a list of link names")
+    snap = mech.get("snap", 1e-10)
+    if not isinstance(snap, (int, float)) or isinstance(snap, bool) or not 0 <= snap < 0.1:
+        raise ModelError(f"{source}: mechanism.snap: expected a number of radians in [0, 0.1)")
+    lock = top.get("lock", {})
+    if not isinstance(lock, dict):
+        raise ModelError(f"{source}: lock: expected a table of joint = value")
+    mimic = mech.get("mimic", "lock")
+    if mimic not in ("lock", "independent"):
+        raise ModelError(f"{source}: mechanism.mimic: expected 'lock' or 'independent', "
+                         f"got {mimic!r}")
+    from generator.urdf import load_urdf
+    return load_urdf(path.parent / mech["urdf"], name, mech.get("base", "fixed"), gravity, lock,
+                     frames, float(snap), source, mimic == "independent")
+
+
 def load(path: str | Path):
-    """A spec file -> a Chain (serial) or a Platform (``family = "parallel"``)."""
+    """A spec file -> a Chain (serial, a tree from a URDF) or a Platform (``family =
+    "parallel"``)."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -250,4 +322,6 @@ def load(path: str | Path):
     from generator.platform_spec import is_parallel, platform_from_dict
     if is_parallel(data):
         return platform_from_dict(data, path.name)
+    if isinstance(data.get("mechanism"), dict) and "urdf" in data["mechanism"]:
+        return chain_from_urdf_spec(data, path)
     return chain_from_dict(data, path.name)

@@ -39,8 +39,9 @@ def _body(rng, name: str, massless: bool = False) -> dict:
 
 def random_chain(seed: int, n: int, base: str = "fixed", composite: bool = True,
                  params: bool = False, springs: bool = True,
-                 types: list[str] | None = None) -> tuple[Chain, dict]:
-    """A chain of about n joints (composite joints add some) and its parameter values."""
+                 types: list[str] | None = None, tree: bool = False) -> tuple[Chain, dict]:
+    """A chain of about n joints (composite joints add some) and its parameter values; with
+    ``tree`` each joint hangs on a random earlier body (or the ground) half of the time."""
     rng = np.random.default_rng(seed)
     g = [0.0, 0.0, -9.81] if base == "fixed" else [0.0, 0.0, 0.0]
     pvals: dict[str, float] = {}
@@ -70,7 +71,11 @@ def random_chain(seed: int, n: int, base: str = "fixed", composite: bool = True,
         if springs and rng.random() < 0.3:
             spring = {"stiffness": float(rng.uniform(0, 5)), "damping": float(rng.uniform(0, 1)),
                       "q0": float(rng.uniform(-0.5, 0.5))}
-        b.joint(f"j{i}", str(kind), l, _rot(rng), body=body, spring=spring)
+        parent = None   # after a massless body, the next joint hangs on it (never a leaf)
+        if tree and b.named and rng.random() < 0.5 and not b.bodies[-1].fictitious:
+            choices = [nm for nm, _ in b.named] + (["ground"] if base == "fixed" else [])
+            parent = str(rng.choice(choices))
+        b.joint(f"j{i}", str(kind), l, _rot(rng), body=body, spring=spring, parent=parent)
         count += size
     b.point("tip", b.named[-1][0], [0.1, -0.05, 0.2])
     return b.build(), pvals
@@ -87,6 +92,7 @@ def numeric_model(chain: Chain, pvals: dict[str, float]) -> dict:
         "bodies": [{"m": f(b.m), "c": arr(b.c), "I": mat(b.I), "d": arr(b.d)} for b in chain.bodies],
         "gravity": arr(chain.gravity),
         "named": [j for _, j in chain.named_bodies],
+        "parent": list(chain.parent),
         "points": [(pt.body, arr(pt.offset)) for pt in chain.points],
         "p": np.array([pvals[s.name] for s in chain.parameters]),
     }
@@ -100,6 +106,8 @@ def featherstone_chain(model: dict) -> list[dict]:
         I_com = b["I"] - m * (d @ d * np.eye(3) - np.outer(d, d))
         out.append({"type": jt["kind"], "axis": "xyz"[jt["axis"]], "l": jt["l"], "gamma": jt["gamma"],
                     "m": m, "com": d, "I_com": I_com})
+    for joint, p in zip(out, model["parent"]):
+        joint["parent"] = p
     return out
 
 

@@ -19,10 +19,13 @@ from tests.reference import featherstone as fs
 RTOL = 1e-10
 STATES = 16
 
-# (seed, joints, base, named parameters)
-CASES = [(11, 1, "fixed", False), (12, 2, "fixed", True), (13, 3, "fixed", False),
-         (14, 5, "fixed", True), (15, 8, "fixed", False), (16, 12, "fixed", False),
-         (17, 1, "free", False), (18, 4, "free", True), (19, 7, "free", False)]
+# (seed, joints, base, named parameters, tree)
+CASES = [(11, 1, "fixed", False, False), (12, 2, "fixed", True, False),
+         (13, 3, "fixed", False, False), (14, 5, "fixed", True, False),
+         (15, 8, "fixed", False, False), (16, 12, "fixed", False, False),
+         (17, 1, "free", False, False), (18, 4, "free", True, False),
+         (19, 7, "free", False, False),
+         (21, 6, "fixed", False, True), (22, 9, "fixed", True, True), (24, 10, "free", False, True)]
 
 
 def close(a, b, rtol=RTOL, what=""):
@@ -32,10 +35,12 @@ def close(a, b, rtol=RTOL, what=""):
     assert err <= rtol * scale, f"{what}: max error {err:.3e} > {rtol:.0e} * {scale:.3e}"
 
 
-@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"seed{c[0]}-n{c[1]}-{c[2]}")
+@pytest.fixture(scope="module", params=CASES,
+                ids=lambda c: f"seed{c[0]}-n{c[1]}-{c[2]}{'-tree' if c[4] else ''}")
 def case(request, tmp_path_factory):
-    seed, n, base, params = request.param
-    chain, pvals = random_chain(seed, n, base, params=params)
+    seed, n, base, params, tree = request.param
+    chain, pvals = random_chain(seed, n, base, params=params, tree=tree)
+    assert chain.is_tree == tree
     root = tmp_path_factory.mktemp("gen")
     write_generated(chain, root)
     model = numeric_model(chain, pvals)

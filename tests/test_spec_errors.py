@@ -154,12 +154,12 @@ def test_boolean_is_not_a_number(tmp_path):
 
 def test_massless_last_body(tmp_path):
     msg = load_error(tmp_path, spec(MECH, J0, joint("j2", body='{ name = "tip" }')))
-    assert "last body is massless" in msg
+    assert "ends a branch and is massless" in msg
 
 
 def test_massless_last_body_of_composite_joint(tmp_path):
     msg = load_error(tmp_path, spec(MECH, J0, joint("j2", type="S", body='{ name = "tip" }')))
-    assert "last body is massless" in msg
+    assert "ends a branch and is massless" in msg
 
 
 # --- gamma ----------------------------------------------------------------------------------
@@ -591,3 +591,16 @@ def test_parameter_names_that_look_like_generated_identifiers_are_safe(tmp_path)
         m = runtime.load(chain.name, backend, generated=tmp_path / "gen")
         A = m.mass_matrix(q, m.params(pv))
         np.testing.assert_allclose(A, ref.mass_matrix(model, q), rtol=1e-12, atol=1e-14)
+
+
+def test_joint_parent_makes_a_tree_and_unknown_parents_are_named(tmp_path):
+    J2 = J1.replace('"j2"', '"j3"').replace('"link2"', '"link3"') + 'parent = "link1"\n'
+    chain = load(write(tmp_path, spec(MECH, J0, J1, J2)))
+    assert chain.parent == [0, 1, 1] and chain.is_tree
+    ground = J1.replace('"j2"', '"j0"').replace('"link2"', '"link0"') + 'parent = "ground"\n'
+    assert load(write(tmp_path, spec(MECH, J0, J1, ground))).parent == [0, 1, 0]
+    bad = J1 + 'parent = "link9"\n'
+    with pytest.raises(ModelError, match=r"arm.toml: joints\[1\].parent: no body named 'link9'"):
+        load(write(tmp_path, spec(MECH, J0, bad)))
+    with pytest.raises(ModelError, match=r"joints\[1\].parent: expected a body name"):
+        load(write(tmp_path, spec(MECH, J0, J1 + "parent = 3\n")))

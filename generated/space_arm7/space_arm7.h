@@ -73,14 +73,14 @@ int64_t space_arm7_bias_batch(int64_t n, const double *q, const double *qd, cons
 int space_arm7_inverse_dynamics(const double *q, const double *qd, const double *qdd, const double *p, double *Q);
 int64_t space_arm7_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, const double *p, double *Q, int32_t *status);
 
-/* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L D L^T.
+/* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
  *   in  q[13]: joint coordinates
  *   in  qd[13]: joint rates
  *   in  Q[13]: joint drive forces/torques (added to the spring-damper laws)
  *   in  p[1]: named spec parameters: m_payload
  *   out qdd[13] shape 13
  *   status 1: mass matrix not positive definite
- *   ops: 1212 adds, 1590 muls, 11 divs, 20 trig (2833 total)
+ *   ops: 1247 adds, 1611 muls, 12 divs, 20 trig (2890 total)
  */
 int space_arm7_forward_dynamics(const double *q, const double *qd, const double *Q, const double *p, double *qdd);
 int64_t space_arm7_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, const double *p, double *qdd, int32_t *status);

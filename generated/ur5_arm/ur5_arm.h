@@ -67,13 +67,13 @@ int64_t ur5_arm_bias_batch(int64_t n, const double *q, const double *qd, const d
 int ur5_arm_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *Q);
 int64_t ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status);
 
-/* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L D L^T.
+/* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
  *   in  q[6]: joint coordinates
  *   in  qd[6]: joint rates
  *   in  Q[6]: joint drive forces/torques (added to the spring-damper laws)
  *   out qdd[6] shape 6
  *   status 1: mass matrix not positive definite
- *   ops: 338 adds, 456 muls, 6 divs, 10 trig (810 total)
+ *   ops: 331 adds, 437 muls, 5 divs, 10 trig (783 total)
  */
 int ur5_arm_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);

@@ -12,6 +12,10 @@ Column j: a unit acceleration of joint j alone moves composite j; its inertial f
 moment about O_j are (revolute) F = e x c_j, N = I_j e, (prismatic) F = M_j e, N = c_j x e.
 A_jj is their component along e_j; carried to each earlier joint i by
 F <- beta^T F, N <- beta^T N + r x (beta^T F), A_ij is the component along e_i.
+
+In a tree, j-1 stands for the parent p(j): composite j is added into its parent, and column j
+is carried only down the path p(j), p(p(j)), ... to the base; A_ij = 0 for every joint i off that
+path (branch-induced sparsity, Featherstone RBDA section 6.2).
 """
 
 from __future__ import annotations
@@ -38,27 +42,27 @@ def composite_inertias(rec: Recorder, chain: Chain, links: list[LinkTransform]):
     M = [b.m for b in chain.bodies]
     c = [list(b.c) for b in chain.bodies]
     I = [[list(row) for row in b.I] for b in chain.bodies]
-    for j in range(n, 1, -1):  # add composite j (index j-1) into parent j-1 (index j-2)
+    for j in range(n, 0, -1):  # add composite j (index j-1) into its parent p (index p-1)
         lt = links[j - 1]
+        p = chain.parent[j - 1]
         Mj = rec.bind(M[j - 1], f"Mc{j}")
         cj = rec.vec(c[j - 1], f"cc{j}")
         Ij = _symmetric(rec, I[j - 1], f"Ic{j}")
         M[j - 1], c[j - 1], I[j - 1] = Mj, cj, Ij
+        if p == 0:
+            continue
         r = lt.r_rel
         c_p = rec.vec(to_parent(lt, cj), f"cp{j}")
         I_p = _sym_transform(lt.beta, Ij)
         rr = dot(r, r)
         rc = dot(r, c_p)
-        M[j - 2] = M[j - 2] + Mj
-        c[j - 2] = add(c[j - 2], add(scale(Mj, r), c_p))
+        M[p - 1] = M[p - 1] + Mj
+        c[p - 1] = add(c[p - 1], add(scale(Mj, r), c_p))
         _count(adds=27, muls=21)
-        I[j - 2] = [[I[j - 2][a][b] + I_p[a][b]
+        I[p - 1] = [[I[p - 1][a][b] + I_p[a][b]
                      + Mj * ((rr if a == b else 0) - r[a] * r[b])
                      + (2 * rc if a == b else 0) - c_p[a] * r[b] - r[a] * c_p[b]
                      for b in range(3)] for a in range(3)]
-    M[0] = rec.bind(M[0], "Mc1")
-    c[0] = rec.vec(c[0], "cc1")
-    I[0] = _symmetric(rec, I[0], "Ic1")
     return M, c, I
 
 
@@ -83,10 +87,12 @@ def crba(rec: Recorder, chain: Chain, links: list[LinkTransform]) -> list[list[s
         else:
             F, N = scale(M[j - 1], e), cross(c[j - 1], e)
         A[j - 1][j - 1] = (N if lt.kind == "R" else F)[_axis(lt)]
-        for i in range(j - 1, 0, -1):
-            child = links[i]  # joint i+1 carries frame i+1 -> frame i
+        k, i = j, chain.parent[j - 1]
+        while i > 0:
+            child = links[k - 1]  # joint k carries frame k -> frame i = p(k)
             F = rec.vec(to_parent(child, F), f"Fm{j}_{i}")
             N = rec.vec(add(to_parent(child, N), cross(child.r_rel, F)), f"Nm{j}_{i}")
             lti = links[i - 1]
             A[i - 1][j - 1] = A[j - 1][i - 1] = (N if lti.kind == "R" else F)[_axis(lti)]
+            k, i = i, chain.parent[i - 1]
     return A

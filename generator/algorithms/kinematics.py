@@ -1,6 +1,7 @@
-"""Recursive kinematics of a serial chain in frame 0 (paper 003; ALGORITHMS.md sections 1-2).
+"""Recursive kinematics of a serial chain or tree in frame 0 (paper 003; ALGORITHMS.md 1-2).
 
-For j = 1..n, from tau_0 = 1, r_0 = 0, T_0 = R_0 = 0, omega_0 = v_0 = w_0 = eps_0 = 0:
+For j = 1..n, from tau_0 = 1, r_0 = 0, T_0 = R_0 = 0, omega_0 = v_0 = w_0 = eps_0 = 0; in a tree
+the index j-1 below stands for the parent body p(j) (a serial chain has p(j) = j-1):
 
     theta_J_{j-1} = gamma_{j-1} tau_{j-1}            tau_j = alpha_j theta_J_{j-1}
     r_rel0_j      = tau_{j-1}^T l_{j-1} + theta_J_{j-1}^T t_j
@@ -49,10 +50,10 @@ def chain_kinematics(rec: Recorder, chain: Chain, q: list, qd: list | None = Non
         b0.omega, b0.v, b0.w, b0.eps = zeros(3), zeros(3), zeros(3), zeros(3)
     out = [b0]
     for j, joint in enumerate(chain.joints, start=1):
-        prev = out[-1]
+        prev = out[chain.parent[j - 1]]
         mo = joint_motion(rec, j, joint, q[j - 1], cs[j - 1] if cs else None)
         gamma = [list(row) for row in joint.gamma]
-        theta_J = rec.mat(matmul(gamma, prev.tau), f"theta_J{j - 1}")
+        theta_J = rec.mat(matmul(gamma, prev.tau), f"theta_J{j}")
         tau = rec.mat(matmul(mo.alpha, theta_J), f"tau{j}")
         l0 = matvec(transpose(prev.tau), list(joint.l))
         r_rel0 = rec.vec(add(l0, matvec(transpose(theta_J), mo.t)), f"r_rel0_{j}")
@@ -82,10 +83,13 @@ def chain_kinematics(rec: Recorder, chain: Chain, q: list, qd: list | None = Non
     return out
 
 
-def point_kinematics(rec: Recorder, body: BodyKinematics, offset: Vec, name: str) -> BodyKinematics:
-    """A point fixed in a body: r_P = r_j + tau_j^T d, T_P = T_j - skew(tau_j^T d) R_j."""
+def point_kinematics(rec: Recorder, body: BodyKinematics, offset: Vec, name: str,
+                     rotation: Mat | None = None) -> BodyKinematics:
+    """A point fixed in a body: r_P = r_j + tau_j^T d, T_P = T_j - skew(tau_j^T d) R_j; its frame
+    is turned from the body frame by the constant ``rotation`` (tau_P = rotation tau_j)."""
     d0 = rec.vec(matvec(transpose(body.tau), list(offset)), f"{name}_d0")
-    pk = BodyKinematics(body.tau, rec.vec(add(body.r, d0), f"{name}_r"))
+    tau = body.tau if rotation is None else rec.mat(matmul(rotation, body.tau), f"{name}_tau")
+    pk = BodyKinematics(tau, rec.vec(add(body.r, d0), f"{name}_r"))
     pk.R = body.R
     pk.T = [rec.vec(sub(Tc, cross(d0, Rc)), f"{name}_T{i + 1}") if any(x != 0 for x in Rc) else Tc
             for i, (Tc, Rc) in enumerate(zip(body.T, body.R))]

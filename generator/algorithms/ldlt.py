@@ -53,3 +53,61 @@ def ldlt_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr],
         x[i] = rec.bind(y[i] * invD[i] - sp.Add(*[L[k][i] * x[k] for k in range(i + 1, n)]),
                         f"{x_name}{i + 1}")
     return x
+
+
+def ltdl_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr], parent: list[int],
+               names: list[str] | None = None, status: int = SINGULAR,
+               rel_tol: float = 1e-13) -> list[sp.Expr]:
+    """A qdd = b for the mass matrix of a tree by A = L^T D L (Featherstone RBDA Tables 6.3,
+    6.4): elimination runs from the last joint to the first, so L keeps the sparsity of A
+    (L_ki != 0 only for i an ancestor of k: no fill-in) and every sum runs over ancestors only.
+
+        for k = n..1, for each ancestor i of k:   L_ki = H_ki / D_k
+            H_ij -= L_ki H_kj for each ancestor j of i (j = i included)      (D_k = H_kk)
+        L^T y = b:   for i = n..1: y_p -= L_ip y_i for each ancestor p of i
+        D z = y,  L qdd = z:   for i = 1..n: qdd_i = z_i - sum over ancestors j of L_ij qdd_j
+
+    A serial chain (every joint an ancestor of the later ones) gives the dense factorisation.
+    Each pivot D_k is checked as in :func:`ldlt_solve`.
+    """
+    n = len(b)
+    lam = [None] + list(parent)  # lam[k] = parent of joint k (1-based), 0 = the base
+
+    def ancestors(k: int) -> list[int]:
+        out = []
+        while lam[k]:
+            k = lam[k]
+            out.append(k)
+        return out
+
+    H = {(i, j): A[i - 1][j - 1] for i in range(1, n + 1) for j in range(1, n + 1)}
+    L: dict[tuple[int, int], sp.Expr] = {}
+    invD = [None] * (n + 1)
+    for k in range(n, 0, -1):
+        D = rec.bind(H[k, k], f"D{k}")
+        if D.is_number and not D > 0:
+            who = names[k - 1] if names else f"{k}"
+            raise SingularMassMatrix(f"joint {who!r} moves no mass or inertia in any "
+                                     f"configuration: the mass matrix is singular")
+        rec.require_positive(D - sp.Float(rel_tol) * A[k - 1][k - 1], status,
+                             f"pivot D{k} of the mass matrix")
+        _count(divs=1)
+        invD[k] = rec.bind(1 / D, f"invD{k}")
+        for i in ancestors(k):
+            _count(muls=1)
+            L[k, i] = rec.bind(H[k, i] * invD[k], f"L{k}_{i}")
+            for j in [i] + ancestors(i):
+                _count(adds=1, muls=1)
+                H[i, j] = H[j, i] = rec.bind(H[i, j] - L[k, i] * H[k, j], f"H{i}_{j}")
+    y = {i: b[i - 1] for i in range(1, n + 1)}
+    for i in range(n, 0, -1):
+        y[i] = rec.bind(y[i], f"y{i}")
+        for p in ancestors(i):
+            _count(adds=1, muls=1)
+            y[p] = y[p] - L[i, p] * y[i]
+    x = [sp.Integer(0)] * n
+    for i in range(1, n + 1):
+        _count(adds=len(ancestors(i)), muls=len(ancestors(i)) + 1)
+        x[i - 1] = rec.bind(y[i] * invD[i] - sp.Add(*[L[i, j] * x[j - 1] for j in ancestors(i)]),
+                            f"qdd{i}")
+    return x

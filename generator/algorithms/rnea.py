@@ -16,7 +16,8 @@ Inertial force and moment about O_j of body j (paper 000 section 5, "b"):
 
 Backward pass: F_j = f_j + beta_{j+1}^T F_{j+1},
 N_j = n_j + beta_{j+1}^T N_{j+1} + r_{j,j+1} x (beta_{j+1}^T F_{j+1}); the joint force is the
-component of N_j (revolute) or F_j (prismatic) along the axis e_j.
+component of N_j (revolute) or F_j (prismatic) along the axis e_j. In a tree, j-1 stands for the
+parent p(j) in the forward pass, and the backward pass sums over all children of j.
 """
 
 from __future__ import annotations
@@ -43,18 +44,22 @@ class Motion:
 
 def forward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list | None,
                  qdd: list | None, a0: Vec) -> Motion:
-    """omega_j, epsd_j, a_j of every body from the base acceleration a0 (= -g for gravity)."""
-    omega: Vec = zeros(3)
-    epsd: Vec = zeros(3)
-    a: Vec = list(a0)
-    W_prev = omega_products(rec, omega, "oo0")
+    """omega_j, epsd_j, a_j of every body from the base acceleration a0 (= -g for gravity);
+    body j takes its parent p(j)'s motion (p(j) = j-1 in a serial chain)."""
+    base_omega = zeros(3)
     out = Motion()
     for j in range(1, chain.n + 1):
         lt = links[j - 1]
         e = lt.e
+        p = chain.parent[j - 1]
+        if p == 0:
+            omega, epsd, a, W_prev = base_omega, zeros(3), list(a0), omega_products(
+                rec, base_omega, "oo0")
+        else:
+            omega, epsd, a, W_prev = out.omega[p - 1], out.epsd[p - 1], out.a[p - 1], out.W[p - 1]
         qd_j = qd[j - 1] if qd is not None else sp.Integer(0)
         qdd_j = qdd[j - 1] if qdd is not None else sp.Integer(0)
-        # acceleration of O_j: uses the parent's omega, epsd, a before they are replaced
+        # acceleration of O_j from the parent's omega, epsd, a
         a_par = add(add(a, cross(epsd, lt.r_rel)), omega_x_omega_x(W_prev, lt.r_rel))
         a_new = matvec(lt.beta, a_par)
         omega_p = rec.vec(matvec(lt.beta, omega), f"omega_p{j}")
@@ -66,13 +71,10 @@ def forward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: li
             omega_new = omega_p
             a_new = add(add(a_new, scale(2, cross(omega_p, scale(qd_j, e)))), scale(qdd_j, e))
         omega = rec.vec(omega_new, f"omega{j}")
-        epsd = rec.vec(epsd_new, f"epsd{j}")
-        a = rec.vec(a_new, f"a{j}")
-        W_prev = omega_products(rec, omega, f"oo{j}")
         out.omega.append(omega)
-        out.epsd.append(epsd)
-        out.a.append(a)
-        out.W.append(W_prev)
+        out.epsd.append(rec.vec(epsd_new, f"epsd{j}"))
+        out.a.append(rec.vec(a_new, f"a{j}"))
+        out.W.append(omega_products(rec, omega, f"oo{j}"))
     return out
 
 
@@ -85,30 +87,32 @@ class JointWrenches:
 
 def backward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], mo: Motion,
                   tip: tuple[Vec, Vec] | None = None) -> JointWrenches:
-    """Inertial forces summed from the last body to the first; ``tip`` = (force, moment about
-    O_n) applied on the last body from outside, frame n."""
+    """Inertial forces summed from the leaves to the base: F_j = f_j + sum over the children c
+    of beta_c^T F_c (likewise N_j, plus r_{j,c} x beta_c^T F_c). ``tip`` = (force, moment about
+    O_n) applied on the last body from outside, frame n. F1, N1: what the base applies on
+    body 1."""
     n = chain.n
     Q = [sp.Integer(0)] * n
-    F, N = zeros(3), zeros(3)
+    F = [None] * n
+    N = [None] * n
     for j in range(n, 0, -1):
         lt, body = links[j - 1], chain.bodies[j - 1]
         W = mo.W[j - 1]
         c = list(body.c)
         I = [list(row) for row in body.I]
-        f = add(add(scale(body.m, mo.a[j - 1]), cross(mo.epsd[j - 1], c)), omega_x_omega_x(W, c))
-        nn = add(add(matvec(I, mo.epsd[j - 1]), omega_x_I_omega(W, I)), cross(c, mo.a[j - 1]))
-        if j < n:
-            child = links[j]
-            F_c = rec.vec(to_parent(child, F), f"F_c{j}")
-            N_c = add(to_parent(child, N), cross(child.r_rel, F_c))
-        elif tip is not None:
-            F_c, N_c = [-x for x in tip[0]], [-x for x in tip[1]]
-        else:
-            F_c, N_c = zeros(3), zeros(3)
-        F = rec.vec(add(f, F_c), f"F{j}")
-        N = rec.vec(add(nn, N_c), f"N{j}")
-        Q[j - 1] = (N if lt.kind == "R" else F)[[i for i in range(3) if lt.e[i] != 0][0]]
-    return JointWrenches(Q, F, N)
+        Fj = add(add(scale(body.m, mo.a[j - 1]), cross(mo.epsd[j - 1], c)), omega_x_omega_x(W, c))
+        Nj = add(add(matvec(I, mo.epsd[j - 1]), omega_x_I_omega(W, I)), cross(c, mo.a[j - 1]))
+        if j == n and tip is not None:
+            Fj, Nj = add(Fj, [-x for x in tip[0]]), add(Nj, [-x for x in tip[1]])
+        for k in chain.children(j):
+            child = links[k - 1]
+            F_c = rec.vec(to_parent(child, F[k - 1]), f"F_c{k}")
+            Fj = add(Fj, F_c)
+            Nj = add(Nj, add(to_parent(child, N[k - 1]), cross(child.r_rel, F_c)))
+        F[j - 1] = rec.vec(Fj, f"F{j}")
+        N[j - 1] = rec.vec(Nj, f"N{j}")
+        Q[j - 1] = (N[j - 1] if lt.kind == "R" else F[j - 1])[[i for i in range(3) if lt.e[i] != 0][0]]
+    return JointWrenches(Q, F[0], N[0])
 
 
 def rnea(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list | None,

@@ -1,7 +1,9 @@
-"""Plain numpy implementation of the paper's serial-chain equations in matrix form.
+"""Plain numpy implementation of the paper's serial-chain equations in matrix form,
+extended to kinematic trees.
 
 No code generation: the recursion of ALGORITHMS.md section 2 (frame 0) with dense numpy
-matrices, then the dynamics from the partial-velocity matrices T_j, R_j (Kane's form):
+matrices, each body computed from its parent body, then the dynamics from the
+partial-velocity matrices T_j, R_j (Kane's form):
 
     A = sum_j  m_j T_j^T T_j - T_j^T S_j R_j + R_j^T S_j T_j + R_j^T I0_j R_j
     h = sum_j  T_j^T f_j + R_j^T n_j
@@ -10,6 +12,13 @@ matrices, then the dynamics from the partial-velocity matrices T_j, R_j (Kane's 
 
 with c0_j = tau_j^T c_j, I0_j = tau_j^T I_j tau_j (about O_j, frame 0), S_j = skew(c0_j).
 A model is the numeric dict made by :func:`tests.chains.numeric_model`.
+
+Trees: the optional key ``"parent"`` lists, for each joint j = 1..n, the index of its
+parent body (0 = base, always ``parent[j-1] < j``); joint j joins body ``parent[j-1]`` to
+body j, with ``l`` and ``gamma`` in the parent body's frame.  Absent -> serial chain
+(``parent[j-1] = j-1``).  Since every body starts from its parent's T_j, R_j, only the
+columns of the joints supporting body j (its ancestors, RBDA sec. 4.1.2) are non-zero,
+and the sums over bodies below give the tree's A and h unchanged.
 """
 
 from __future__ import annotations
@@ -30,14 +39,38 @@ def A_axis(axis: int, phi: float) -> np.ndarray:
     return np.array([[c, s, 0], [-s, c, 0], [0, 0, 1]])
 
 
+def parents(model: dict) -> list[int]:
+    """Parent body of each joint j = 1..n: ``model["parent"]``, default j-1; checks 0 <= p < j."""
+    n = len(model["joints"])
+    par = [int(p) for p in model.get("parent", range(n))]
+    if len(par) != n or any(not 0 <= p < j for j, p in enumerate(par, 1)):
+        raise ValueError(f"parent list {par!r} must give each joint j a parent body below j")
+    return par
+
+
+def ancestors(model: dict, body: int) -> list[int]:
+    """Joints supporting ``body`` (the path to the base), ``body`` itself first."""
+    par = parents(model)
+    out = []
+    while body > 0:
+        out.append(body)
+        body = par[body - 1]
+    return out
+
+
 def kinematics(model: dict, q, qd=None):
-    """Per body j = 0..n: dict(tau, r, T, R, omega, v, w, eps) in frame 0."""
+    """Per body j = 0..n: dict(tau, r, T, R, omega, v, w, eps) in frame 0.
+
+    Body j follows from its parent body b = parent[j-1]; T, R (3 x n) are the partial
+    velocity (Jacobian) matrices, non-zero only in the columns of b's supporting joints and j.
+    """
     n = len(model["joints"])
     qd = np.zeros(n) if qd is None else np.asarray(qd)
     b = dict(tau=np.eye(3), r=np.zeros(3), T=np.zeros((3, n)), R=np.zeros((3, n)),
              omega=np.zeros(3), v=np.zeros(3), w=np.zeros(3), eps=np.zeros(3))
     out = [b]
-    for j, jt in enumerate(model["joints"]):
+    for j, (jt, par) in enumerate(zip(model["joints"], parents(model))):
+        b = out[par]
         e = np.eye(3)[jt["axis"]]
         alpha = A_axis(jt["axis"], q[j]) if jt["kind"] == "R" else np.eye(3)
         t = q[j] * e if jt["kind"] == "P" else np.zeros(3)
@@ -59,7 +92,6 @@ def kinematics(model: dict, q, qd=None):
             eps=b["eps"] + np.cross(b["omega"], omega_rel),
         )
         out.append(nb)
-        b = nb
     return out
 
 

@@ -1,4 +1,4 @@
-"""Independent numeric reference for serial-chain rigid-body dynamics.
+"""Independent numeric reference for serial-chain and kinematic-tree rigid-body dynamics.
 
 Plain numpy implementation of the spatial-vector algorithms of
 R. Featherstone, "Rigid Body Dynamics Algorithms", Springer 2008 (RBDA):
@@ -13,23 +13,25 @@ from frame A to frame B, whose origin is at ``r`` (A coordinates) and whose
 coordinate rotation is ``E`` (``v_B = E v_A``), is
 ``X = [[E, 0], [-E rx, E]]`` (RBDA eq. 2.24 / Table 2.2, ``xlt``/``rot``).
 
-Chain description
------------------
-A chain is a list of N dicts; joint j (1..N) connects body j-1 (0 = base)
-to body j:
+Chain / tree description
+------------------------
+A chain is a list of N dicts; joint j (1..N) connects body ``parent`` (0 = base)
+to body j, ``parent`` being ``lambda(j)`` of RBDA sec. 4.1.2:
 
+``parent`` optional int, 0 <= parent < j; absent -> j-1 (serial chain)
 ``type``  ``"R"`` (revolute) or ``"P"`` (prismatic)
 ``axis``  ``"x"``, ``"y"`` or ``"z"`` -- joint axis in the joint frame
-``l``     joint-frame origin, in body j-1 coordinates
-``gamma`` coordinate transform body j-1 -> joint frame (passive rotation)
+``l``     joint-frame origin, in parent-body coordinates
+``gamma`` coordinate transform parent body -> joint frame (passive rotation)
 ``m``, ``com``, ``I_com``  mass, centre of mass (body j coords) and
           rotational inertia about the CoM (body j coords)
 
 Joint model (RBDA Table 4.1, ``Rx``/``Ry``/``Rz``/``Px``/``Py``/``Pz``):
 revolute -> body frame = joint frame rotated by q about ``axis``;
 prismatic -> body frame = joint frame translated by q along ``axis``.
-Tree transform ``X_T = [[gamma, 0], [-gamma lx, gamma]]``; ``iX_{i-1} = X_J X_T``
-(RBDA eq. 4.33).
+Tree transform ``X_T = [[gamma, 0], [-gamma lx, gamma]]``; ``iX_lambda(i) = X_J X_T``
+(RBDA eq. 4.33).  The algorithms below follow the tree forms of RBDA Tables 5.1,
+6.2 and 7.1 with the parent array ``lambda``.
 
 Equation of motion: ``A(q) qdd + h(q, qd, g) = Q``; gravity ``g`` is a
 3-vector in base coordinates, applied through a fictitious base acceleration
@@ -50,6 +52,8 @@ Chain = Sequence[Joint]
 _AXIS_INDEX = {"x": 0, "y": 1, "z": 2}
 
 __all__ = [
+    "parents",
+    "ancestors",
     "skew",
     "rot_passive",
     "joint_transform",
@@ -118,7 +122,7 @@ def joint_transform(joint: Joint, q: float) -> Array:
 
 
 def tree_transform(joint: Joint) -> Array:
-    """Fixed tree transform ``X_T`` from body j-1 to joint frame (RBDA sec. 4.2)."""
+    """Fixed tree transform ``X_T`` from the parent body to the joint frame (RBDA sec. 4.2)."""
     gamma = np.asarray(joint["gamma"], dtype=float).reshape(3, 3)
     l = np.asarray(joint["l"], dtype=float).reshape(3)
     return _plucker(gamma, l)
@@ -166,8 +170,38 @@ def crf(v: Array) -> Array:
     return -crm(v).T
 
 
+def parents(chain: Chain) -> list[int]:
+    """Parent body ``lambda(j)`` of each joint j = 1..N (RBDA sec. 4.1.2); default j-1.
+
+    Raises ``ValueError`` unless ``0 <= lambda(j) < j`` (regular numbering).
+    """
+    lam = [int(jt.get("parent", j - 1)) for j, jt in enumerate(chain, start=1)]
+    for j, p in enumerate(lam, start=1):
+        if not 0 <= p < j:
+            raise ValueError(f"joint {j}: parent body {p} must satisfy 0 <= parent < {j}")
+    return lam
+
+
+def ancestors(chain: Chain, body: int) -> list[int]:
+    """Joints on the path from the base to ``body``: the support set kappa(body) (RBDA sec. 4.1.2).
+
+    Returned in decreasing order (``body`` itself first when ``body > 0``).
+    """
+    lam = parents(chain)
+    out = []
+    while body > 0:
+        out.append(body)
+        body = lam[body - 1]
+    return out
+
+
+def _lambda0(chain: Chain) -> list[int]:
+    """Parent of each 0-based joint index i as a 0-based index (-1 = base)."""
+    return [p - 1 for p in parents(chain)]
+
+
 def _link_transforms(chain: Chain, q: ArrayLike) -> list[Array]:
-    """``iX_{i-1} = X_J(q_i) X_T(i)`` for i = 1..N (RBDA eq. 4.33)."""
+    """``iX_lambda(i) = X_J(q_i) X_T(i)`` for i = 1..N (RBDA eq. 4.33)."""
     q = np.asarray(q, dtype=float).reshape(len(chain))
     return [joint_transform(jt, qi) @ tree_transform(jt) for jt, qi in zip(chain, q)]
 
@@ -186,14 +220,14 @@ def forward_kinematics(chain: Chain, q: ArrayLike) -> list[tuple[Array, Array]]:
     """Body poses ``(R_j, p_j)``, j = 0..N, in base coordinates.
 
     ``R_j`` rotates body-j coordinates to base coordinates (it is the transpose
-    of the accumulated coordinate transform ``E_j = alpha_j gamma_j E_{j-1}``,
-    cf. RBDA eq. 4.33); ``p_j`` is the origin of body j.
+    of the accumulated coordinate transform ``E_j = alpha_j gamma_j E_lambda(j)``,
+    cf. RBDA eq. 4.33); ``p_j`` is the origin of body j.  Each body is placed
+    from its parent ``lambda(j)``.
     """
     (q,) = _check(chain, q)
-    R = np.eye(3)
-    p = np.zeros(3)
-    out = [(R.copy(), p.copy())]
-    for jt, qi in zip(chain, q):
+    out = [(np.eye(3), np.zeros(3))]
+    for jt, qi, lam in zip(chain, q, parents(chain)):
+        R, p = out[lam]
         gamma = np.asarray(jt["gamma"], dtype=float).reshape(3, 3)
         l = np.asarray(jt["l"], dtype=float).reshape(3)
         RJ = R @ gamma.T  # joint frame -> base
@@ -213,10 +247,11 @@ def point_jacobian(
 ) -> tuple[Array, Array]:
     """Geometric Jacobians ``(Jv, Jw)`` (3xN each, base coords) of a point fixed in ``body``.
 
-    Column i (i <= body): revolute -> ``Jw = z_i``, ``Jv = z_i x (P - o_i)``;
-    prismatic -> ``Jv = z_i``, ``Jw = 0``; z_i = joint axis in base coordinates,
-    o_i = joint origin.  Columns i > body are zero.  Equivalent to mapping the
-    spatial motion subspaces ``S_i`` to base coordinates (RBDA sec. 4.4).
+    Column i (i a joint supporting ``body``, i.e. in kappa(body)): revolute ->
+    ``Jw = z_i``, ``Jv = z_i x (P - o_i)``; prismatic -> ``Jv = z_i``, ``Jw = 0``;
+    z_i = joint axis in base coordinates, o_i = joint origin.  All other columns
+    are zero.  Equivalent to mapping the spatial motion subspaces ``S_i`` to base
+    coordinates (RBDA sec. 4.4).
     """
     n = len(chain)
     if not 0 <= body <= n:
@@ -226,7 +261,7 @@ def point_jacobian(
     P = pb + Rb @ np.asarray(point, dtype=float).reshape(3)
     Jv = np.zeros((3, n))
     Jw = np.zeros((3, n))
-    for i in range(1, body + 1):
+    for i in ancestors(chain, body):
         jt = chain[i - 1]
         Ri, pi = fk[i]
         # axis in body-i coords equals axis in joint-frame coords for both types
@@ -244,26 +279,23 @@ def body_velocities(
 ) -> list[tuple[Array, Array]]:
     """Origin velocity ``v_j`` and angular velocity ``omega_j`` (base coords), j = 1..N.
 
-    Classical recursion: ``omega_j = omega_{j-1} + z_j qd_j`` (revolute),
-    ``v_j = v_{j-1} + omega_{j-1} x (p_j - p_{j-1}) [+ z_j qd_j if prismatic]``.
+    Classical recursion from the parent ``k = lambda(j)``:
+    ``omega_j = omega_k + z_j qd_j`` (revolute),
+    ``v_j = v_k + omega_k x (p_j - p_k) [+ z_j qd_j if prismatic]``.
     """
     q, qd = _check(chain, q, qd)
     fk = forward_kinematics(chain, q)
-    v = np.zeros(3)
-    w = np.zeros(3)
-    out = []
-    for j, jt in enumerate(chain, start=1):
-        Rj, pj = fk[j]
-        pprev = fk[j - 1][1]
-        z = Rj @ _unit(jt["axis"])
-        v_new = v + np.cross(w, pj - pprev)
+    vel = [(np.zeros(3), np.zeros(3))]  # body 0 (base) at rest
+    for j, (jt, lam) in enumerate(zip(chain, parents(chain)), start=1):
+        v, w = vel[lam]
+        z = fk[j][0] @ _unit(jt["axis"])
+        v = v + np.cross(w, fk[j][1] - fk[lam][1])
         if jt["type"] == "R":
             w = w + z * qd[j - 1]
         else:
-            v_new = v_new + z * qd[j - 1]
-        v = v_new
-        out.append((v.copy(), w.copy()))
-    return out
+            v = v + z * qd[j - 1]
+        vel.append((v, w))
+    return vel[1:]
 
 
 # ---------------------------------------------------------------------------
@@ -274,71 +306,84 @@ def body_velocities(
 def rnea(
     chain: Chain, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, g: ArrayLike
 ) -> Array:
-    """Inverse dynamics ``Q = A qdd + h`` by the RNEA (RBDA Table 5.1).
+    """Inverse dynamics ``Q = A qdd + h`` by the RNEA (RBDA Table 5.1, tree form).
 
     Gravity enters as the fictitious base acceleration ``a_0 = [0; -g]``.
+    Outward pass from ``lambda(i)``; inward pass adds ``f_i`` into ``f_lambda(i)``.
     """
     q, qd, qdd = _check(chain, q, qd, qdd)
     n = len(chain)
+    lam = _lambda0(chain)
     Xup = _link_transforms(chain, q)
     S = [motion_subspace(jt) for jt in chain]
     I = [spatial_inertia(jt) for jt in chain]
     a0 = np.concatenate([np.zeros(3), -np.asarray(g, dtype=float).reshape(3)])
-    v_prev, a_prev = np.zeros(6), a0
+    v: list[Array] = []
+    a: list[Array] = []
     f: list[Array] = []
     for i in range(n):
+        v_p, a_p = (v[lam[i]], a[lam[i]]) if lam[i] >= 0 else (np.zeros(6), a0)
         vJ = S[i] * qd[i]
-        v = Xup[i] @ v_prev + vJ
-        a = Xup[i] @ a_prev + S[i] * qdd[i] + crm(v) @ vJ
-        f.append(I[i] @ a + crf(v) @ (I[i] @ v))
-        v_prev, a_prev = v, a
+        v.append(Xup[i] @ v_p + vJ)
+        a.append(Xup[i] @ a_p + S[i] * qdd[i] + crm(v[i]) @ vJ)
+        f.append(I[i] @ a[i] + crf(v[i]) @ (I[i] @ v[i]))
     tau = np.zeros(n)
     for i in range(n - 1, -1, -1):
         tau[i] = S[i] @ f[i]
-        if i > 0:
-            f[i - 1] = f[i - 1] + Xup[i].T @ f[i]
+        if lam[i] >= 0:
+            f[lam[i]] = f[lam[i]] + Xup[i].T @ f[i]
     return tau
 
 
 def crba(chain: Chain, q: ArrayLike) -> Array:
-    """Joint-space inertia matrix ``A(q)`` by the CRBA (RBDA Table 6.2)."""
+    """Joint-space inertia matrix ``A(q)`` by the CRBA (RBDA Table 6.2, tree form).
+
+    Composite inertias accumulate into ``lambda(i)``; the off-diagonal sweep walks
+    ``j = lambda(j)`` up to the base, so ``H_ij`` stays exactly zero unless one of
+    i, j supports the other.
+    """
     (q,) = _check(chain, q)
     n = len(chain)
+    lam = _lambda0(chain)
     Xup = _link_transforms(chain, q)
     S = [motion_subspace(jt) for jt in chain]
     Ic = [spatial_inertia(jt) for jt in chain]
-    for i in range(n - 1, 0, -1):
-        Ic[i - 1] = Ic[i - 1] + Xup[i].T @ Ic[i] @ Xup[i]
+    for i in range(n - 1, -1, -1):
+        if lam[i] >= 0:
+            Ic[lam[i]] = Ic[lam[i]] + Xup[i].T @ Ic[i] @ Xup[i]
     H = np.zeros((n, n))
     for i in range(n):
         F = Ic[i] @ S[i]
         H[i, i] = S[i] @ F
         j = i
-        while j > 0:
+        while lam[j] >= 0:
             F = Xup[j].T @ F
-            j -= 1
+            j = lam[j]
             H[i, j] = F @ S[j]
             H[j, i] = H[i, j]
     return H
 
 
 def aba(chain: Chain, q: ArrayLike, qd: ArrayLike, Q: ArrayLike, g: ArrayLike) -> Array:
-    """Forward dynamics ``qdd`` by the articulated-body algorithm (RBDA Table 7.1)."""
+    """Forward dynamics ``qdd`` by the articulated-body algorithm (RBDA Table 7.1, tree form).
+
+    Pass 1 and 3 run outward from ``lambda(i)``; pass 2 adds each articulated
+    inertia and bias force into ``lambda(i)``.
+    """
     q, qd, Q = _check(chain, q, qd, Q)
     n = len(chain)
+    lam = _lambda0(chain)
     Xup = _link_transforms(chain, q)
     S = [motion_subspace(jt) for jt in chain]
     IA = [spatial_inertia(jt) for jt in chain]
     v = [np.zeros(6)] * n
     c = [np.zeros(6)] * n
     pA = [np.zeros(6)] * n
-    v_prev = np.zeros(6)
     for i in range(n):  # pass 1
         vJ = S[i] * qd[i]
-        v[i] = Xup[i] @ v_prev + vJ
+        v[i] = (Xup[i] @ v[lam[i]] if lam[i] >= 0 else np.zeros(6)) + vJ
         c[i] = crm(v[i]) @ vJ
         pA[i] = crf(v[i]) @ (IA[i] @ v[i])
-        v_prev = v[i]
     U = [np.zeros(6)] * n
     D = np.zeros(n)
     u = np.zeros(n)
@@ -346,17 +391,18 @@ def aba(chain: Chain, q: ArrayLike, qd: ArrayLike, Q: ArrayLike, g: ArrayLike) -
         U[i] = IA[i] @ S[i]
         D[i] = S[i] @ U[i]
         u[i] = Q[i] - S[i] @ pA[i]
-        if i > 0:
+        if lam[i] >= 0:
             Ia = IA[i] - np.outer(U[i], U[i]) / D[i]
             pa = pA[i] + Ia @ c[i] + U[i] * (u[i] / D[i])
-            IA[i - 1] = IA[i - 1] + Xup[i].T @ Ia @ Xup[i]
-            pA[i - 1] = pA[i - 1] + Xup[i].T @ pa
+            IA[lam[i]] = IA[lam[i]] + Xup[i].T @ Ia @ Xup[i]
+            pA[lam[i]] = pA[lam[i]] + Xup[i].T @ pa
     qdd = np.zeros(n)
-    a_prev = np.concatenate([np.zeros(3), -np.asarray(g, dtype=float).reshape(3)])
+    a0 = np.concatenate([np.zeros(3), -np.asarray(g, dtype=float).reshape(3)])
+    a: list[Array] = []
     for i in range(n):  # pass 3
-        a = Xup[i] @ a_prev + c[i]
-        qdd[i] = (u[i] - U[i] @ a) / D[i]
-        a_prev = a + S[i] * qdd[i]
+        a.append(Xup[i] @ (a[lam[i]] if lam[i] >= 0 else a0) + c[i])
+        qdd[i] = (u[i] - U[i] @ a[i]) / D[i]
+        a[i] = a[i] + S[i] * qdd[i]
     return qdd
 
 

@@ -318,3 +318,22 @@ def test_random_rnea_matches_lagrange_equations() -> None:
         Q_lag = dpdt - dL
         Q = rnea(chain, q, qd, qdd, G)
         assert np.allclose(Q, Q_lag, rtol=0, atol=1e-6 * max(1.0, np.abs(Q).max()))
+
+
+def test_explicit_serial_parents_reproduce_the_chain_exactly() -> None:
+    """A "parent" key equal to the default j-1 changes nothing, bit for bit."""
+    for chain, q, rng in well_conditioned_chains(9, count_per_n=1):
+        n = len(chain)
+        tree = [dict(jt, parent=j) for j, jt in enumerate(chain)]
+        qd, qdd, Q = rng.uniform(-2, 2, n), rng.uniform(-3, 3, n), rng.uniform(-5, 5, n)
+        for f, args in ((crba, (q,)), (rnea, (q, qd, qdd, G)), (aba, (q, qd, Q, G)),
+                        (forward_kinematics, (q,)), (body_velocities, (q, qd)),
+                        (point_jacobian, (q, n, np.ones(3))), (kinetic_energy, (q, qd))):
+            assert np.array_equal(_flat(f(chain, *args)), _flat(f(tree, *args))), f.__name__
+
+
+def _flat(x) -> np.ndarray:
+    """All numbers of nested lists / tuples of arrays, as one vector."""
+    if isinstance(x, (list, tuple)):
+        return np.concatenate([_flat(y) for y in x])
+    return np.ravel(x)

@@ -1,0 +1,235 @@
+"""Speed race: our generated C kernels against Pinocchio's C++ algorithms, in one process.
+
+    race("ur5", Path("generated"), Path(".../ur5_robot.urdf"), {}, "fixed")
+    -> {"mass_matrix": {"ours_ns": 121.8, "pinocchio_ns": 556.6, "ratio": 4.57}, ...}
+
+What is measured (bench/pinocchio_harness.cpp): for each kernel pair, the time of one pass over a
+batch of ``batch`` random states inside a compiled loop, divided by ``batch``; best (minimum) of
+``reps`` passes. The passes of ours and Pinocchio's are interleaved (kernel by kernel, their
+order alternating between repetitions) after one warm-up pass each, so load on the machine hits
+both alike. Pairs:
+
+    ours                                     Pinocchio (header-only templates, same flags)
+    <mech>_forward_kinematics_batch(q)       forwardKinematics(model, data, q)   joint placements
+    <mech>_mass_matrix_batch(q)              crba(model, data, q, convention)    upper triangle
+    <mech>_inverse_dynamics_batch(q,qd,qdd)  rnea(model, data, q, v, a)          with gravity
+    <mech>_forward_dynamics_batch(q,qd,Q)    aba(model, data, q, v, tau, convention)
+
+Ours: one call of the batch function per pass (it loops over the states, writes one status per
+state and its outputs to batch x size arrays, which need not stay in cache); inputs named ``p``
+get the manifest's ``parameter_defaults`` (1.0 when there is none).
+Our forward kinematics also returns the points and full rotation matrices; Pinocchio's
+computes data.oMi only (no frames). Pinocchio's crba fills the upper triangle of M only; ours
+the full matrix. Pinocchio's convention (crba, aba; Pinocchio 4 ``Convention``) defaults to
+LOCAL, the API's default (``convention="world"`` to time WORLD instead).
+Pinocchio's loop copies nothing: its states are Eigen::VectorXd prepared beforehand; each result
+is added to a checksum so the compiler cannot drop it.
+
+States are random and independent for each side (the models need not be the same): ours
+q ~ U(-1, 1) (base translations and Euler angles included), qd, qdd, Q ~ N(0, 1); Pinocchio's
+q = integrate(neutral, dq), dq ~ U(-1, 1) (a free flyer gets a unit quaternion), v, a, tau ~
+N(0, 1). Root "free": Pinocchio's model gets a JointModelFreeFlyer root (nq = 7 + n, nv = 6 +
+n), while our mechanism carries its 6 base coordinates itself.
+
+Build: both sides are compiled with FLAGS (``-O3 -DNDEBUG``, no fast-math) into a binary cached
+in bench/results/pinocchio_build/ under a hash of the sources, flags, compiler and Pinocchio
+version. The Pinocchio object (~3 min to compile) is shared by all mechanisms; per mechanism
+only our C file and a small glue part of the harness are compiled (seconds). Not
+``-march=native``: Pinocchio's prebuilt libraries (libpinocchio_parsers/default, which
+buildModel needs) are baseline x86-64, and with -march=native (even with
+-DEIGEN_MAX_ALIGN_BYTES=16) urdf::buildModel crashed freeing the model; so both sides use the
+baseline instruction set (SSE2, no FMA). Needs gcc/g++, the ``pin`` wheel, ``cmeel-eigen`` and
+``cmeel-urdfdom-headers`` (Pinocchio's URDF header includes urdf_model/model.h).
+
+Run ``python bench/pinocchio_race.py ur5_arm --urdf .../ur5_robot.urdf`` for a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+HARNESS_SRC = HERE / "pinocchio_harness.cpp"
+BUILD_DIR = HERE / "results" / "pinocchio_build"
+FLAGS = ["-O3", "-DNDEBUG"]
+PIN_DEFINES = ["-DPINOCCHIO_WITH_URDFDOM", "-DBOOST_MPL_LIMIT_LIST_SIZE=30",
+               "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30", "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS",
+               "-DBOOST_FUSION_INVOKE_MAX_ARITY=12"]
+PAIRS = ["forward_kinematics", "mass_matrix", "inverse_dynamics", "forward_dynamics"]
+
+
+def _prefix() -> Path:
+    import pinocchio
+    p = Path(pinocchio.__file__).resolve()
+    while p.name != "cmeel.prefix":
+        p = p.parent
+    return p
+
+
+def _run(cmd: list[str]) -> None:
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"compile failed:\n{' '.join(cmd)}\n{r.stderr[-4000:]}")
+
+
+def _hash(*parts) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else str(p).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def _cached(path: Path, cmd: list[str]) -> Path:
+    """Run the compile command ``cmd`` (writing to ``-o TMP``) unless ``path`` exists."""
+    if not path.exists():
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        _run([*cmd, "-o", str(tmp)])
+        os.replace(tmp, path)
+    return path
+
+
+def build_harness(mech: str, src_dir: Path, kernels: list[str]) -> tuple[Path, dict]:
+    """The harness binary for ``mech`` (compiled unless cached) and build info."""
+    import pinocchio
+    pre = _prefix()
+    inc = [f"-I{pre / 'include'}", f"-I{pre / 'include' / 'eigen3'}",
+           f"-I{pre / 'include' / 'urdfdom_headers'}"]
+    cxx, cc = os.environ.get("CXX", "g++"), os.environ.get("CC", "gcc")
+    version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
+    src = HARNESS_SRC.read_bytes()
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    info = {"flags": FLAGS, "compile_seconds": 0.0}
+    t0 = time.perf_counter()
+
+    pin_cmd = [cxx, "-std=c++17", *FLAGS, *PIN_DEFINES, *inc, "-c", str(HARNESS_SRC)]
+    pin_key = _hash(src, pin_cmd, version, pinocchio.__version__)
+    pin_obj = BUILD_DIR / f"pinocchio-{pin_key}.o"
+    if not pin_obj.exists():
+        print("compiling Pinocchio harness (first time, ~3 min)...", file=sys.stderr, flush=True)
+    _cached(pin_obj, pin_cmd)
+    info["pinocchio_compile"] = " ".join(pin_cmd)
+
+    src_dir = Path(src_dir).resolve()
+    c, h = src_dir / f"{mech}.c", src_dir / f"{mech}.h"
+    glue_cmd = [cxx, "-std=c++17", *FLAGS, "-DMECHGEN_GLUE", f"-DMECHGEN_MECH={mech}",
+                f'-DMECHGEN_HEADER="{h}"',
+                "-DMECHGEN_KERNELS=" + "".join(f"K({k})" for k in kernels), "-c", str(HARNESS_SRC)]
+    mech_cmd = [cc, "-std=c99", *FLAGS, f"-I{src_dir}", "-c", str(c)]
+    key = _hash(pin_key, glue_cmd, mech_cmd, c.read_bytes(), h.read_bytes())
+    exe = BUILD_DIR / f"{mech}-{key}"
+    if not exe.exists():
+        glue = _cached(BUILD_DIR / f"{mech}-{key}-glue.o", glue_cmd)
+        obj = _cached(BUILD_DIR / f"{mech}-{key}-c.o", mech_cmd)
+        lib = pre / "lib"
+        _cached(exe, [cxx, str(pin_obj), str(glue), str(obj), f"-L{lib}", "-lpinocchio_parsers",
+                      "-lpinocchio_default", f"-Wl,-rpath,{lib}"])
+    info.update(mech_compile=" ".join(mech_cmd), glue_compile=" ".join(glue_cmd),
+                compile_seconds=time.perf_counter() - t0)
+    return exe, info
+
+
+def pinocchio_model(urdf: Path, locked: dict[str, float], root: str):
+    """The same model as the harness builds, through Pinocchio's Python bindings."""
+    import pinocchio as pin
+    full = (pin.buildModelFromUrdf(str(urdf), pin.JointModelFreeFlyer()) if root == "free"
+            else pin.buildModelFromUrdf(str(urdf)))
+    q_ref = pin.neutral(full)
+    ids = [full.getJointId(name) for name in locked]
+    for jid, value in zip(ids, locked.values()):
+        q_ref[full.joints[jid].idx_q] = value
+    return pin.buildReducedModel(full, ids, q_ref)
+
+
+def race(mech: str, generated_dir: Path, urdf: Path, locked: dict[str, float], root: str,
+         batch: int = 10000, reps: int = 7, *, convention: str = "local", seed: int = 0) -> dict:
+    """{kernel: {"ours_ns", "pinocchio_ns", "ratio" = pinocchio / ours}} (see module doc)."""
+    import pinocchio as pin
+    if root not in ("fixed", "free"):
+        raise ValueError("root: 'fixed' or 'free'")
+    src_dir, urdf = Path(generated_dir).resolve() / mech, Path(urdf).resolve()
+    manifest = json.loads((src_dir / "manifest.json").read_text())
+    kernels = [k for k in manifest["kernels"] if k["name"] in PAIRS]
+    defaults = manifest.get("parameter_defaults", {})
+    p = np.array([float(defaults.get(name, 1.0)) for name in manifest["parameters"]])
+
+    rng = np.random.default_rng(seed)
+    model = pinocchio_model(urdf, locked, root)
+    q0 = pin.neutral(model)
+    arrays = {"pin_q": np.array([pin.integrate(model, q0, dq)
+                                 for dq in rng.uniform(-1, 1, (batch, model.nv))]),
+              "pin_v": rng.standard_normal((batch, model.nv)),
+              "pin_a": rng.standard_normal((batch, model.nv)),
+              "pin_tau": rng.standard_normal((batch, model.nv))}
+    for k in kernels:
+        for i in k["inputs"]:
+            w = math.prod(i["shape"])
+            if i["name"] in arrays:
+                continue
+            if i["name"] == "p":
+                arrays["p"] = np.tile(p.reshape(1, w), (batch, 1))
+            elif i["name"] == "q":
+                arrays["q"] = rng.uniform(-1, 1, (batch, w))
+            else:
+                arrays[i["name"]] = rng.standard_normal((batch, w))
+
+    exe, _ = build_harness(mech, src_dir, [k["name"] for k in kernels])
+    with tempfile.TemporaryDirectory() as tmp:
+        states = Path(tmp) / "states.bin"
+        with open(states, "wb") as f:
+            for a in arrays.values():
+                f.write(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+        lines = [f"urdf {urdf}", f"root {root}", f"convention {convention}", f"n {batch}",
+                 f"reps {reps}", f"states {states}"]
+        lines += [f"lock {name} {value!r}" for name, value in locked.items()]
+        lines += [f"array {name} {a.shape[1]}" for name, a in arrays.items()]
+        for k in kernels:
+            ins = [i["name"] for i in k["inputs"]]
+            outs = [math.prod(o["shape"]) for o in k["outputs"]]
+            lines.append(" ".join(map(str, ["kernel", k["name"], len(ins), *ins,
+                                            len(outs), *outs])))
+        cfg = Path(tmp) / "config.txt"
+        cfg.write_text("\n".join(lines) + "\n")
+        r = subprocess.run([str(exe), str(cfg)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"harness failed: {r.stderr.strip()}")
+    out = json.loads(r.stdout)
+    return {name: {"ours_ns": t["ours_ns"], "pinocchio_ns": t["pinocchio_ns"],
+                   "ratio": t["pinocchio_ns"] / t["ours_ns"]} for name, t in out["kernels"].items()}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("mech")
+    ap.add_argument("--urdf", type=Path, required=True)
+    ap.add_argument("--root", default="fixed", choices=["fixed", "free"])
+    ap.add_argument("--lock", action="append", default=[], metavar="JOINT=VALUE")
+    ap.add_argument("--generated", type=Path, default=HERE.parent / "generated")
+    ap.add_argument("--batch", type=int, default=10000)
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--convention", default="local", choices=["local", "world"])
+    args = ap.parse_args(argv)
+    locked = {k: float(v) for k, v in (s.split("=", 1) for s in args.lock)}
+    res = race(args.mech, args.generated, args.urdf, locked, args.root, args.batch, args.reps,
+               convention=args.convention)
+    print(f"{'kernel':20s} {'ours ns':>10s} {'pinocchio ns':>13s} {'ratio':>7s}", file=sys.stderr)
+    for name, t in res.items():
+        print(f"{name:20s} {t['ours_ns']:10.1f} {t['pinocchio_ns']:13.1f} {t['ratio']:7.2f}",
+              file=sys.stderr)
+    print(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
