@@ -10,6 +10,7 @@ independent); and random URDF trees with arbitrary axes, origins and inertials, 
 
 from __future__ import annotations
 
+import re
 import sysconfig
 from pathlib import Path
 
@@ -215,3 +216,13 @@ def test_bundled_urdfs_are_the_example_robot_data_files():
              "solo12.urdf": "solo_description/robots/solo12.urdf"}
     for ours, theirs in pairs.items():
         assert (URDF / ours).read_bytes() == (robots / theirs).read_bytes(), ours
+
+
+def test_tree_factorisation_has_no_fill_in():
+    """The generated L^T D L of Solo-12 names L_ki only for i an ancestor of k: the branches'
+    zeros of the mass matrix stay zeros (a dense L D L^T would fill them in)."""
+    chain = load(MECHANISMS / "solo12.toml")
+    text = (GENERATED / "solo12" / "solo12.c").read_text()
+    entries = {(int(k), int(i)) for k, i in re.findall(r"double L(\d+)_(\d+) =", text)}
+    expected = {(k, i) for k in range(1, chain.n + 1) for i in chain.ancestors(k)[1:]}
+    assert entries == expected

@@ -96,7 +96,7 @@ int64_t gough_stewart_docking_leg_forces_batch(int64_t n, const double *x, const
  *   out b[18] shape 18
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
- *   ops: 649 adds, 1052 muls, 24 divs, 12 sqrt, 6 trig (1743 total)
+ *   ops: 673 adds, 1058 muls, 24 divs, 12 sqrt, 6 trig (1773 total)
  */
 int gough_stewart_docking_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t gough_stewart_docking_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -115,7 +115,7 @@ int64_t gough_stewart_docking_leg_dynamics_batch(int64_t n, const double *x, con
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
  *   status 3: reduced mass matrix A*_C not positive definite
- *   ops: 1323 adds, 1890 muls, 30 divs, 12 sqrt, 6 trig (3261 total)
+ *   ops: 1347 adds, 1896 muls, 30 divs, 12 sqrt, 6 trig (3291 total)
  */
 int gough_stewart_docking_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t gough_stewart_docking_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -141,7 +141,7 @@ int64_t gough_stewart_docking_reduced_dynamics_batch(int64_t n, const double *x,
  *   status 2: a leg is at a singular configuration
  *   status 3: reduced mass matrix A*_C not positive definite
  *   status 4: y-z-x angles singular (psi_z = +-90 deg)
- *   ops: 1848 adds, 2460 muls, 31 divs, 12 sqrt, 18 trig (4369 total)
+ *   ops: 1872 adds, 2466 muls, 31 divs, 12 sqrt, 18 trig (4399 total)
  */
 int gough_stewart_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t gough_stewart_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -155,7 +155,7 @@ int64_t gough_stewart_docking_step_batch(int64_t n, const double *x, const doubl
  *   out V[1] shape 1
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
- *   ops: 548 adds, 914 muls, 24 divs, 12 sqrt, 6 trig (1504 total)
+ *   ops: 572 adds, 920 muls, 24 divs, 12 sqrt, 6 trig (1534 total)
  */
 int gough_stewart_docking_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t gough_stewart_docking_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -172,7 +172,7 @@ int64_t gough_stewart_docking_energy_batch(int64_t n, const double *x, const dou
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
  *   status 5: drive Jacobian singular (parallel singularity)
- *   ops: 1488 adds, 2088 muls, 30 divs, 12 sqrt, 6 trig (3624 total)
+ *   ops: 1512 adds, 2094 muls, 30 divs, 12 sqrt, 6 trig (3654 total)
  */
 int gough_stewart_docking_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t gough_stewart_docking_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);

@@ -96,7 +96,7 @@ int64_t hexapod_rsu_leg_forces_batch(int64_t n, const double *x, const double *u
  *   out b[24] shape 24
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
- *   ops: 1576 adds, 2710 muls, 48 divs, 24 sqrt, 12 trig (4370 total)
+ *   ops: 1594 adds, 2674 muls, 48 divs, 24 sqrt, 12 trig (4352 total)
  */
 int hexapod_rsu_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t hexapod_rsu_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -115,7 +115,7 @@ int64_t hexapod_rsu_leg_dynamics_batch(int64_t n, const double *x, const double 
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
  *   status 3: reduced mass matrix A*_C not positive definite
- *   ops: 2934 adds, 4353 muls, 54 divs, 24 sqrt, 12 trig (7377 total)
+ *   ops: 2952 adds, 4317 muls, 54 divs, 24 sqrt, 12 trig (7359 total)
  */
 int hexapod_rsu_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t hexapod_rsu_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -141,7 +141,7 @@ int64_t hexapod_rsu_reduced_dynamics_batch(int64_t n, const double *x, const dou
  *   status 2: a leg is at a singular configuration
  *   status 3: reduced mass matrix A*_C not positive definite
  *   status 4: y-z-x angles singular (psi_z = +-90 deg)
- *   ops: 3771 adds, 5355 muls, 55 divs, 24 sqrt, 30 trig (9235 total)
+ *   ops: 3789 adds, 5319 muls, 55 divs, 24 sqrt, 30 trig (9217 total)
  */
 int hexapod_rsu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t hexapod_rsu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -155,7 +155,7 @@ int64_t hexapod_rsu_step_batch(int64_t n, const double *x, const double *u, cons
  *   out V[1] shape 1
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
- *   ops: 1511 adds, 2578 muls, 48 divs, 24 sqrt, 12 trig (4173 total)
+ *   ops: 1529 adds, 2542 muls, 48 divs, 24 sqrt, 12 trig (4155 total)
  */
 int hexapod_rsu_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t hexapod_rsu_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -172,7 +172,7 @@ int64_t hexapod_rsu_energy_batch(int64_t n, const double *x, const double *u, co
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
  *   status 5: drive Jacobian singular (parallel singularity)
- *   ops: 3099 adds, 4551 muls, 54 divs, 24 sqrt, 12 trig (7740 total)
+ *   ops: 3117 adds, 4515 muls, 54 divs, 24 sqrt, 12 trig (7722 total)
  */
 int hexapod_rsu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t hexapod_rsu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);

@@ -96,7 +96,7 @@ int64_t hexapod_ucu_leg_forces_batch(int64_t n, const double *x, const double *u
  *   out b[24] shape 24
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
- *   ops: 1090 adds, 1790 muls, 36 divs, 18 sqrt, 6 trig (2940 total)
+ *   ops: 1120 adds, 1784 muls, 36 divs, 18 sqrt, 6 trig (2964 total)
  */
 int hexapod_ucu_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t hexapod_ucu_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -115,7 +115,7 @@ int64_t hexapod_ucu_leg_dynamics_batch(int64_t n, const double *x, const double 
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
  *   status 3: reduced mass matrix A*_C not positive definite
- *   ops: 2166 adds, 3102 muls, 42 divs, 18 sqrt, 6 trig (5334 total)
+ *   ops: 2196 adds, 3096 muls, 42 divs, 18 sqrt, 6 trig (5358 total)
  */
 int hexapod_ucu_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t hexapod_ucu_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -141,7 +141,7 @@ int64_t hexapod_ucu_reduced_dynamics_batch(int64_t n, const double *x, const dou
  *   status 2: a leg is at a singular configuration
  *   status 3: reduced mass matrix A*_C not positive definite
  *   status 4: y-z-x angles singular (psi_z = +-90 deg)
- *   ops: 2859 adds, 3900 muls, 43 divs, 18 sqrt, 24 trig (6844 total)
+ *   ops: 2889 adds, 3894 muls, 43 divs, 18 sqrt, 24 trig (6868 total)
  */
 int hexapod_ucu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t hexapod_ucu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -155,7 +155,7 @@ int64_t hexapod_ucu_step_batch(int64_t n, const double *x, const double *u, cons
  *   out V[1] shape 1
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
- *   ops: 941 adds, 1562 muls, 36 divs, 18 sqrt, 6 trig (2563 total)
+ *   ops: 971 adds, 1556 muls, 36 divs, 18 sqrt, 6 trig (2587 total)
  */
 int hexapod_ucu_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t hexapod_ucu_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -172,7 +172,7 @@ int64_t hexapod_ucu_energy_batch(int64_t n, const double *x, const double *u, co
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
  *   status 5: drive Jacobian singular (parallel singularity)
- *   ops: 2331 adds, 3300 muls, 42 divs, 18 sqrt, 6 trig (5697 total)
+ *   ops: 2361 adds, 3294 muls, 42 divs, 18 sqrt, 6 trig (5721 total)
  */
 int hexapod_ucu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t hexapod_ucu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);

@@ -96,7 +96,7 @@ int64_t hunt_rus_docking_leg_forces_batch(int64_t n, const double *x, const doub
  *   out b[18] shape 18
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
- *   ops: 997 adds, 1756 muls, 30 divs, 18 sqrt, 12 trig (2813 total)
+ *   ops: 1027 adds, 1756 muls, 30 divs, 18 sqrt, 12 trig (2843 total)
  */
 int hunt_rus_docking_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t hunt_rus_docking_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -115,7 +115,7 @@ int64_t hunt_rus_docking_leg_dynamics_batch(int64_t n, const double *x, const do
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
  *   status 3: reduced mass matrix A*_C not positive definite
- *   ops: 1857 adds, 2817 muls, 36 divs, 18 sqrt, 12 trig (4740 total)
+ *   ops: 1887 adds, 2817 muls, 36 divs, 18 sqrt, 12 trig (4770 total)
  */
 int hunt_rus_docking_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t hunt_rus_docking_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -141,7 +141,7 @@ int64_t hunt_rus_docking_reduced_dynamics_batch(int64_t n, const double *x, cons
  *   status 2: a leg is at a singular configuration
  *   status 3: reduced mass matrix A*_C not positive definite
  *   status 4: y-z-x angles singular (psi_z = +-90 deg)
- *   ops: 2502 adds, 3555 muls, 37 divs, 18 sqrt, 24 trig (6136 total)
+ *   ops: 2532 adds, 3555 muls, 37 divs, 18 sqrt, 24 trig (6166 total)
  */
 int hunt_rus_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t hunt_rus_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -155,7 +155,7 @@ int64_t hunt_rus_docking_step_batch(int64_t n, const double *x, const double *u,
  *   out V[1] shape 1
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
- *   ops: 980 adds, 1714 muls, 30 divs, 18 sqrt, 12 trig (2754 total)
+ *   ops: 1010 adds, 1714 muls, 30 divs, 18 sqrt, 12 trig (2784 total)
  */
 int hunt_rus_docking_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t hunt_rus_docking_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -172,7 +172,7 @@ int64_t hunt_rus_docking_energy_batch(int64_t n, const double *x, const double *
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
  *   status 5: drive Jacobian singular (parallel singularity)
- *   ops: 2022 adds, 3015 muls, 36 divs, 18 sqrt, 12 trig (5103 total)
+ *   ops: 2052 adds, 3015 muls, 36 divs, 18 sqrt, 12 trig (5133 total)
  */
 int hunt_rus_docking_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t hunt_rus_docking_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);

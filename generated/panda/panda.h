@@ -42,7 +42,7 @@ int64_t panda_velocities_batch(int64_t n, const double *q, const double *qd, dou
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  *   in  q[7]: joint coordinates
  *   out A[49] shape 7x7
- *   ops: 183 adds, 235 muls, 12 trig (430 total)
+ *   ops: 187 adds, 218 muls, 12 trig (417 total)
  */
 int panda_mass_matrix(const double *q, double *A);
 int64_t panda_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
@@ -73,7 +73,7 @@ int64_t panda_inverse_dynamics_batch(int64_t n, const double *q, const double *q
  *   in  Q[7]: joint drive forces/torques (added to the spring-damper laws)
  *   out qdd[7] shape 7
  *   status 1: mass matrix not positive definite
- *   ops: 654 adds, 803 muls, 6 divs, 12 trig (1475 total)
+ *   ops: 658 adds, 786 muls, 6 divs, 12 trig (1462 total)
  */
 int panda_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t panda_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);

@@ -42,7 +42,7 @@ int64_t solo12_velocities_batch(int64_t n, const double *q, const double *qd, do
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  *   in  q[18]: joint coordinates
  *   out A[324] shape 18x18
- *   ops: 445 adds, 667 muls, 30 trig (1142 total)
+ *   ops: 465 adds, 628 muls, 30 trig (1123 total)
  */
 int solo12_mass_matrix(const double *q, double *A);
 int64_t solo12_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
@@ -73,7 +73,7 @@ int64_t solo12_inverse_dynamics_batch(int64_t n, const double *q, const double *
  *   in  Q[18]: joint drive forces/torques (added to the spring-damper laws)
  *   out qdd[18] shape 18
  *   status 1: mass matrix not positive definite
- *   ops: 1801 adds, 2276 muls, 14 divs, 30 trig (4121 total)
+ *   ops: 1821 adds, 2237 muls, 14 divs, 30 trig (4102 total)
  */
 int solo12_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t solo12_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);

@@ -46,7 +46,7 @@ int64_t space_arm7_velocities_batch(int64_t n, const double *q, const double *qd
  *   in  q[13]: joint coordinates
  *   in  p[1]: named spec parameters: m_payload
  *   out A[169] shape 13x13
- *   ops: 386 adds, 577 muls, 20 trig (983 total)
+ *   ops: 390 adds, 542 muls, 18 trig (950 total)
  */
 int space_arm7_mass_matrix(const double *q, const double *p, double *A);
 int64_t space_arm7_mass_matrix_batch(int64_t n, const double *q, const double *p, double *A, int32_t *status);
@@ -80,7 +80,7 @@ int64_t space_arm7_inverse_dynamics_batch(int64_t n, const double *q, const doub
  *   in  p[1]: named spec parameters: m_payload
  *   out qdd[13] shape 13
  *   status 1: mass matrix not positive definite
- *   ops: 1247 adds, 1611 muls, 12 divs, 20 trig (2890 total)
+ *   ops: 1251 adds, 1576 muls, 12 divs, 20 trig (2859 total)
  */
 int space_arm7_forward_dynamics(const double *q, const double *qd, const double *Q, const double *p, double *qdd);
 int64_t space_arm7_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, const double *p, double *qdd, int32_t *status);

@@ -2436,7 +2436,7 @@ int64_t stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, const doubl
 }
 
 /* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler), stacked.
- * ops: 555 adds, 907 muls, 24 divs, 12 sqrt, 6 trig (1504 total) */
+ * ops: 579 adds, 913 muls, 24 divs, 12 sqrt, 6 trig (1534 total) */
 int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict g, const double *restrict p, double *restrict A_leg1, double *restrict A_leg2, double *restrict A_leg3, double *restrict A_leg4, double *restrict A_leg5, double *restrict A_leg6, double *restrict b)
 {
     int status = 0;
@@ -2651,17 +2651,47 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double cse35 = p_Jn_tr + p_a_n*p_a_n*p_m_n;
     const double cse36 = cse35 + leg1_Ic3_11;
     const double leg1_Ic2_11 = cse34*leg1_stroke + cse36 + leg1_stroke*leg1_stroke*p_m_s;
-    const double leg1_Ic1_11 = leg1_Ic2_00*leg1_u_s2*leg1_u_s2 + leg1_Ic2_11*leg1_u_c2*leg1_u_c2 + p_J_o;
+    const double leg1_IJ2_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2;
+    const double leg1_IJ2_D = leg1_Ic2_00 - leg1_Ic2_11;
+    const double leg1_IJ2_Sum = leg1_Ic2_00 + leg1_Ic2_11;
+    const double leg1_IJ2_00 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum;
+    const double leg1_IJ2_11 = -leg1_IJ2_00 + leg1_IJ2_Sum;
+    const double leg1_Ic1_11 = leg1_IJ2_11 + p_J_o;
     const double leg2_Ic2_11 = cse34*leg2_stroke + cse36 + leg2_stroke*leg2_stroke*p_m_s;
-    const double leg2_Ic1_11 = leg1_Ic2_00*leg2_u_s2*leg2_u_s2 + leg2_Ic2_11*leg2_u_c2*leg2_u_c2 + p_J_o;
+    const double leg2_IJ2_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2;
+    const double leg2_IJ2_D = leg1_Ic2_00 - leg2_Ic2_11;
+    const double leg2_IJ2_Sum = leg1_Ic2_00 + leg2_Ic2_11;
+    const double leg2_IJ2_00 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum;
+    const double leg2_IJ2_11 = -leg2_IJ2_00 + leg2_IJ2_Sum;
+    const double leg2_Ic1_11 = leg2_IJ2_11 + p_J_o;
     const double leg3_Ic2_11 = cse34*leg3_stroke + cse36 + leg3_stroke*leg3_stroke*p_m_s;
-    const double leg3_Ic1_11 = leg1_Ic2_00*leg3_u_s2*leg3_u_s2 + leg3_Ic2_11*leg3_u_c2*leg3_u_c2 + p_J_o;
+    const double leg3_IJ2_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2;
+    const double leg3_IJ2_D = leg1_Ic2_00 - leg3_Ic2_11;
+    const double leg3_IJ2_Sum = leg1_Ic2_00 + leg3_Ic2_11;
+    const double leg3_IJ2_00 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum;
+    const double leg3_IJ2_11 = -leg3_IJ2_00 + leg3_IJ2_Sum;
+    const double leg3_Ic1_11 = leg3_IJ2_11 + p_J_o;
     const double leg4_Ic2_11 = cse34*leg4_stroke + cse36 + leg4_stroke*leg4_stroke*p_m_s;
-    const double leg4_Ic1_11 = leg1_Ic2_00*leg4_u_s2*leg4_u_s2 + leg4_Ic2_11*leg4_u_c2*leg4_u_c2 + p_J_o;
+    const double leg4_IJ2_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2;
+    const double leg4_IJ2_D = leg1_Ic2_00 - leg4_Ic2_11;
+    const double leg4_IJ2_Sum = leg1_Ic2_00 + leg4_Ic2_11;
+    const double leg4_IJ2_00 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum;
+    const double leg4_IJ2_11 = -leg4_IJ2_00 + leg4_IJ2_Sum;
+    const double leg4_Ic1_11 = leg4_IJ2_11 + p_J_o;
     const double leg5_Ic2_11 = cse34*leg5_stroke + cse36 + leg5_stroke*leg5_stroke*p_m_s;
-    const double leg5_Ic1_11 = leg1_Ic2_00*leg5_u_s2*leg5_u_s2 + leg5_Ic2_11*leg5_u_c2*leg5_u_c2 + p_J_o;
+    const double leg5_IJ2_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2;
+    const double leg5_IJ2_D = leg1_Ic2_00 - leg5_Ic2_11;
+    const double leg5_IJ2_Sum = leg1_Ic2_00 + leg5_Ic2_11;
+    const double leg5_IJ2_00 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum;
+    const double leg5_IJ2_11 = -leg5_IJ2_00 + leg5_IJ2_Sum;
+    const double leg5_Ic1_11 = leg5_IJ2_11 + p_J_o;
     const double leg6_Ic2_11 = cse34*leg6_stroke + cse36 + leg6_stroke*leg6_stroke*p_m_s;
-    const double leg6_Ic1_11 = leg1_Ic2_00*leg6_u_s2*leg6_u_s2 + leg6_Ic2_11*leg6_u_c2*leg6_u_c2 + p_J_o;
+    const double leg6_IJ2_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2;
+    const double leg6_IJ2_D = leg1_Ic2_00 - leg6_Ic2_11;
+    const double leg6_IJ2_Sum = leg1_Ic2_00 + leg6_Ic2_11;
+    const double leg6_IJ2_00 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum;
+    const double leg6_IJ2_11 = -leg6_IJ2_00 + leg6_IJ2_Sum;
+    const double leg6_Ic1_11 = leg6_IJ2_11 + p_J_o;
     const double leg1_B0_00 = leg1_beta1_00*leg1_u_c2;
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
@@ -3189,7 +3219,7 @@ int64_t stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, const dou
 }
 
 /* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C = b*_C (unrolled L D L^T).
- * ops: 1222 adds, 1707 muls, 30 divs, 12 sqrt, 6 trig (2977 total) */
+ * ops: 1246 adds, 1713 muls, 30 divs, 12 sqrt, 6 trig (3007 total) */
 int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict fE, const double *restrict mE, const double *restrict g, const double *restrict p, double *restrict A_star, double *restrict b_star, double *restrict udot)
 {
     int status = 0;
@@ -3878,22 +3908,52 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double cse109 = p_Jn_tr + p_a_n*p_a_n*p_m_n;
     const double cse110 = cse109 + leg1_Ic3_11;
     const double leg1_Ic2_11 = cse108*leg1_stroke + cse110 + leg1_stroke*leg1_stroke*p_m_s;
-    const double leg1_Ic1_11 = leg1_Ic2_00*leg1_u_s2*leg1_u_s2 + leg1_Ic2_11*leg1_u_c2*leg1_u_c2 + p_J_o;
+    const double leg1_IJ2_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2;
+    const double leg1_IJ2_D = leg1_Ic2_00 - leg1_Ic2_11;
+    const double leg1_IJ2_Sum = leg1_Ic2_00 + leg1_Ic2_11;
+    const double leg1_IJ2_00 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum;
+    const double leg1_IJ2_11 = -leg1_IJ2_00 + leg1_IJ2_Sum;
+    const double leg1_Ic1_11 = leg1_IJ2_11 + p_J_o;
     const double leg1_Fm3_1_y = leg1_u_s2*p_m_s;
     const double leg2_Ic2_11 = cse108*leg2_stroke + cse110 + leg2_stroke*leg2_stroke*p_m_s;
-    const double leg2_Ic1_11 = leg1_Ic2_00*leg2_u_s2*leg2_u_s2 + leg2_Ic2_11*leg2_u_c2*leg2_u_c2 + p_J_o;
+    const double leg2_IJ2_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2;
+    const double leg2_IJ2_D = leg1_Ic2_00 - leg2_Ic2_11;
+    const double leg2_IJ2_Sum = leg1_Ic2_00 + leg2_Ic2_11;
+    const double leg2_IJ2_00 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum;
+    const double leg2_IJ2_11 = -leg2_IJ2_00 + leg2_IJ2_Sum;
+    const double leg2_Ic1_11 = leg2_IJ2_11 + p_J_o;
     const double leg2_Fm3_1_y = leg2_u_s2*p_m_s;
     const double leg3_Ic2_11 = cse108*leg3_stroke + cse110 + leg3_stroke*leg3_stroke*p_m_s;
-    const double leg3_Ic1_11 = leg1_Ic2_00*leg3_u_s2*leg3_u_s2 + leg3_Ic2_11*leg3_u_c2*leg3_u_c2 + p_J_o;
+    const double leg3_IJ2_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2;
+    const double leg3_IJ2_D = leg1_Ic2_00 - leg3_Ic2_11;
+    const double leg3_IJ2_Sum = leg1_Ic2_00 + leg3_Ic2_11;
+    const double leg3_IJ2_00 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum;
+    const double leg3_IJ2_11 = -leg3_IJ2_00 + leg3_IJ2_Sum;
+    const double leg3_Ic1_11 = leg3_IJ2_11 + p_J_o;
     const double leg3_Fm3_1_y = leg3_u_s2*p_m_s;
     const double leg4_Ic2_11 = cse108*leg4_stroke + cse110 + leg4_stroke*leg4_stroke*p_m_s;
-    const double leg4_Ic1_11 = leg1_Ic2_00*leg4_u_s2*leg4_u_s2 + leg4_Ic2_11*leg4_u_c2*leg4_u_c2 + p_J_o;
+    const double leg4_IJ2_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2;
+    const double leg4_IJ2_D = leg1_Ic2_00 - leg4_Ic2_11;
+    const double leg4_IJ2_Sum = leg1_Ic2_00 + leg4_Ic2_11;
+    const double leg4_IJ2_00 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum;
+    const double leg4_IJ2_11 = -leg4_IJ2_00 + leg4_IJ2_Sum;
+    const double leg4_Ic1_11 = leg4_IJ2_11 + p_J_o;
     const double leg4_Fm3_1_y = leg4_u_s2*p_m_s;
     const double leg5_Ic2_11 = cse108*leg5_stroke + cse110 + leg5_stroke*leg5_stroke*p_m_s;
-    const double leg5_Ic1_11 = leg1_Ic2_00*leg5_u_s2*leg5_u_s2 + leg5_Ic2_11*leg5_u_c2*leg5_u_c2 + p_J_o;
+    const double leg5_IJ2_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2;
+    const double leg5_IJ2_D = leg1_Ic2_00 - leg5_Ic2_11;
+    const double leg5_IJ2_Sum = leg1_Ic2_00 + leg5_Ic2_11;
+    const double leg5_IJ2_00 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum;
+    const double leg5_IJ2_11 = -leg5_IJ2_00 + leg5_IJ2_Sum;
+    const double leg5_Ic1_11 = leg5_IJ2_11 + p_J_o;
     const double leg5_Fm3_1_y = leg5_u_s2*p_m_s;
     const double leg6_Ic2_11 = cse108*leg6_stroke + cse110 + leg6_stroke*leg6_stroke*p_m_s;
-    const double leg6_Ic1_11 = leg1_Ic2_00*leg6_u_s2*leg6_u_s2 + leg6_Ic2_11*leg6_u_c2*leg6_u_c2 + p_J_o;
+    const double leg6_IJ2_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2;
+    const double leg6_IJ2_D = leg1_Ic2_00 - leg6_Ic2_11;
+    const double leg6_IJ2_Sum = leg1_Ic2_00 + leg6_Ic2_11;
+    const double leg6_IJ2_00 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum;
+    const double leg6_IJ2_11 = -leg6_IJ2_00 + leg6_IJ2_Sum;
+    const double leg6_Ic1_11 = leg6_IJ2_11 + p_J_o;
     const double leg6_Fm3_1_y = leg6_u_s2*p_m_s;
     const double leg1_a1_x = -g_x*leg1_beta1_00 - g_z*leg1_beta1_02;
     const double leg1_a1_z = -g_x*leg1_beta1_20 - g_z*leg1_beta1_00;
@@ -4270,7 +4330,7 @@ int64_t stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *x, const
 }
 
 /* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates, rates and accelerations, the loads of each leg on C, the force and moment on the base (about O_0, frame 0), damper power.
- * ops: 1706 adds, 2206 muls, 31 divs, 12 sqrt, 18 trig (3973 total) */
+ * ops: 1730 adds, 2212 muls, 31 divs, 12 sqrt, 18 trig (4003 total) */
 int stewart_rrp_002_step(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict fE, const double *restrict mE, const double *restrict g, const double *restrict p, double *restrict xdot, double *restrict q, double *restrict qd, double *restrict qdd, double *restrict F_on_C, double *restrict M_on_C, double *restrict base_force, double *restrict base_moment, double *restrict damping_power)
 {
     int status = 0;
@@ -4679,22 +4739,52 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double cse35 = p_Jn_tr + p_a_n*p_a_n*p_m_n;
     const double cse36 = cse35 + leg1_Ic3_11;
     const double leg1_Ic2_11 = cse34*leg1_stroke + cse36 + leg1_stroke*leg1_stroke*p_m_s;
-    const double leg1_Ic1_11 = leg1_Ic2_00*leg1_u_s2*leg1_u_s2 + leg1_Ic2_11*leg1_u_c2*leg1_u_c2 + p_J_o;
+    const double leg1_IJ2_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2;
+    const double leg1_IJ2_D = leg1_Ic2_00 - leg1_Ic2_11;
+    const double leg1_IJ2_Sum = leg1_Ic2_00 + leg1_Ic2_11;
+    const double leg1_IJ2_00 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum;
+    const double leg1_IJ2_11 = -leg1_IJ2_00 + leg1_IJ2_Sum;
+    const double leg1_Ic1_11 = leg1_IJ2_11 + p_J_o;
     const double leg1_Fm3_1_y = leg1_u_s2*p_m_s;
     const double leg2_Ic2_11 = cse34*leg2_stroke + cse36 + leg2_stroke*leg2_stroke*p_m_s;
-    const double leg2_Ic1_11 = leg1_Ic2_00*leg2_u_s2*leg2_u_s2 + leg2_Ic2_11*leg2_u_c2*leg2_u_c2 + p_J_o;
+    const double leg2_IJ2_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2;
+    const double leg2_IJ2_D = leg1_Ic2_00 - leg2_Ic2_11;
+    const double leg2_IJ2_Sum = leg1_Ic2_00 + leg2_Ic2_11;
+    const double leg2_IJ2_00 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum;
+    const double leg2_IJ2_11 = -leg2_IJ2_00 + leg2_IJ2_Sum;
+    const double leg2_Ic1_11 = leg2_IJ2_11 + p_J_o;
     const double leg2_Fm3_1_y = leg2_u_s2*p_m_s;
     const double leg3_Ic2_11 = cse34*leg3_stroke + cse36 + leg3_stroke*leg3_stroke*p_m_s;
-    const double leg3_Ic1_11 = leg1_Ic2_00*leg3_u_s2*leg3_u_s2 + leg3_Ic2_11*leg3_u_c2*leg3_u_c2 + p_J_o;
+    const double leg3_IJ2_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2;
+    const double leg3_IJ2_D = leg1_Ic2_00 - leg3_Ic2_11;
+    const double leg3_IJ2_Sum = leg1_Ic2_00 + leg3_Ic2_11;
+    const double leg3_IJ2_00 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum;
+    const double leg3_IJ2_11 = -leg3_IJ2_00 + leg3_IJ2_Sum;
+    const double leg3_Ic1_11 = leg3_IJ2_11 + p_J_o;
     const double leg3_Fm3_1_y = leg3_u_s2*p_m_s;
     const double leg4_Ic2_11 = cse34*leg4_stroke + cse36 + leg4_stroke*leg4_stroke*p_m_s;
-    const double leg4_Ic1_11 = leg1_Ic2_00*leg4_u_s2*leg4_u_s2 + leg4_Ic2_11*leg4_u_c2*leg4_u_c2 + p_J_o;
+    const double leg4_IJ2_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2;
+    const double leg4_IJ2_D = leg1_Ic2_00 - leg4_Ic2_11;
+    const double leg4_IJ2_Sum = leg1_Ic2_00 + leg4_Ic2_11;
+    const double leg4_IJ2_00 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum;
+    const double leg4_IJ2_11 = -leg4_IJ2_00 + leg4_IJ2_Sum;
+    const double leg4_Ic1_11 = leg4_IJ2_11 + p_J_o;
     const double leg4_Fm3_1_y = leg4_u_s2*p_m_s;
     const double leg5_Ic2_11 = cse34*leg5_stroke + cse36 + leg5_stroke*leg5_stroke*p_m_s;
-    const double leg5_Ic1_11 = leg1_Ic2_00*leg5_u_s2*leg5_u_s2 + leg5_Ic2_11*leg5_u_c2*leg5_u_c2 + p_J_o;
+    const double leg5_IJ2_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2;
+    const double leg5_IJ2_D = leg1_Ic2_00 - leg5_Ic2_11;
+    const double leg5_IJ2_Sum = leg1_Ic2_00 + leg5_Ic2_11;
+    const double leg5_IJ2_00 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum;
+    const double leg5_IJ2_11 = -leg5_IJ2_00 + leg5_IJ2_Sum;
+    const double leg5_Ic1_11 = leg5_IJ2_11 + p_J_o;
     const double leg5_Fm3_1_y = leg5_u_s2*p_m_s;
     const double leg6_Ic2_11 = cse34*leg6_stroke + cse36 + leg6_stroke*leg6_stroke*p_m_s;
-    const double leg6_Ic1_11 = leg1_Ic2_00*leg6_u_s2*leg6_u_s2 + leg6_Ic2_11*leg6_u_c2*leg6_u_c2 + p_J_o;
+    const double leg6_IJ2_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2;
+    const double leg6_IJ2_D = leg1_Ic2_00 - leg6_Ic2_11;
+    const double leg6_IJ2_Sum = leg1_Ic2_00 + leg6_Ic2_11;
+    const double leg6_IJ2_00 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum;
+    const double leg6_IJ2_11 = -leg6_IJ2_00 + leg6_IJ2_Sum;
+    const double leg6_Ic1_11 = leg6_IJ2_11 + p_J_o;
     const double leg6_Fm3_1_y = leg6_u_s2*p_m_s;
     const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
     const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -5742,7 +5832,7 @@ int64_t stewart_rrp_002_step_batch(int64_t n, const double *x, const double *u, 
 }
 
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
- * ops: 494 adds, 819 muls, 24 divs, 12 sqrt, 6 trig (1355 total) */
+ * ops: 518 adds, 825 muls, 24 divs, 12 sqrt, 6 trig (1385 total) */
 int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, const double *restrict g, const double *restrict p, double *restrict T, double *restrict V)
 {
     int status = 0;
@@ -6208,17 +6298,47 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double cse33 = 2.0*leg1_cc3_x;
     const double cse34 = leg1_Ic3_11 + p_Jn_tr + p_a_n*p_a_n*p_m_n;
     const double leg1_Ic2_11 = cse33*leg1_stroke + cse34 + leg1_stroke*leg1_stroke*p_m_s;
-    const double leg1_Ic1_11 = leg1_Ic2_00*leg1_u_s2*leg1_u_s2 + leg1_Ic2_11*leg1_u_c2*leg1_u_c2 + p_J_o;
+    const double leg1_IJ2_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2;
+    const double leg1_IJ2_D = leg1_Ic2_00 - leg1_Ic2_11;
+    const double leg1_IJ2_Sum = leg1_Ic2_00 + leg1_Ic2_11;
+    const double leg1_IJ2_00 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum;
+    const double leg1_IJ2_11 = -leg1_IJ2_00 + leg1_IJ2_Sum;
+    const double leg1_Ic1_11 = leg1_IJ2_11 + p_J_o;
     const double leg2_Ic2_11 = cse33*leg2_stroke + cse34 + leg2_stroke*leg2_stroke*p_m_s;
-    const double leg2_Ic1_11 = leg1_Ic2_00*leg2_u_s2*leg2_u_s2 + leg2_Ic2_11*leg2_u_c2*leg2_u_c2 + p_J_o;
+    const double leg2_IJ2_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2;
+    const double leg2_IJ2_D = leg1_Ic2_00 - leg2_Ic2_11;
+    const double leg2_IJ2_Sum = leg1_Ic2_00 + leg2_Ic2_11;
+    const double leg2_IJ2_00 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum;
+    const double leg2_IJ2_11 = -leg2_IJ2_00 + leg2_IJ2_Sum;
+    const double leg2_Ic1_11 = leg2_IJ2_11 + p_J_o;
     const double leg3_Ic2_11 = cse33*leg3_stroke + cse34 + leg3_stroke*leg3_stroke*p_m_s;
-    const double leg3_Ic1_11 = leg1_Ic2_00*leg3_u_s2*leg3_u_s2 + leg3_Ic2_11*leg3_u_c2*leg3_u_c2 + p_J_o;
+    const double leg3_IJ2_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2;
+    const double leg3_IJ2_D = leg1_Ic2_00 - leg3_Ic2_11;
+    const double leg3_IJ2_Sum = leg1_Ic2_00 + leg3_Ic2_11;
+    const double leg3_IJ2_00 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum;
+    const double leg3_IJ2_11 = -leg3_IJ2_00 + leg3_IJ2_Sum;
+    const double leg3_Ic1_11 = leg3_IJ2_11 + p_J_o;
     const double leg4_Ic2_11 = cse33*leg4_stroke + cse34 + leg4_stroke*leg4_stroke*p_m_s;
-    const double leg4_Ic1_11 = leg1_Ic2_00*leg4_u_s2*leg4_u_s2 + leg4_Ic2_11*leg4_u_c2*leg4_u_c2 + p_J_o;
+    const double leg4_IJ2_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2;
+    const double leg4_IJ2_D = leg1_Ic2_00 - leg4_Ic2_11;
+    const double leg4_IJ2_Sum = leg1_Ic2_00 + leg4_Ic2_11;
+    const double leg4_IJ2_00 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum;
+    const double leg4_IJ2_11 = -leg4_IJ2_00 + leg4_IJ2_Sum;
+    const double leg4_Ic1_11 = leg4_IJ2_11 + p_J_o;
     const double leg5_Ic2_11 = cse33*leg5_stroke + cse34 + leg5_stroke*leg5_stroke*p_m_s;
-    const double leg5_Ic1_11 = leg1_Ic2_00*leg5_u_s2*leg5_u_s2 + leg5_Ic2_11*leg5_u_c2*leg5_u_c2 + p_J_o;
+    const double leg5_IJ2_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2;
+    const double leg5_IJ2_D = leg1_Ic2_00 - leg5_Ic2_11;
+    const double leg5_IJ2_Sum = leg1_Ic2_00 + leg5_Ic2_11;
+    const double leg5_IJ2_00 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum;
+    const double leg5_IJ2_11 = -leg5_IJ2_00 + leg5_IJ2_Sum;
+    const double leg5_Ic1_11 = leg5_IJ2_11 + p_J_o;
     const double leg6_Ic2_11 = cse33*leg6_stroke + cse34 + leg6_stroke*leg6_stroke*p_m_s;
-    const double leg6_Ic1_11 = leg1_Ic2_00*leg6_u_s2*leg6_u_s2 + leg6_Ic2_11*leg6_u_c2*leg6_u_c2 + p_J_o;
+    const double leg6_IJ2_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2;
+    const double leg6_IJ2_D = leg1_Ic2_00 - leg6_Ic2_11;
+    const double leg6_IJ2_Sum = leg1_Ic2_00 + leg6_Ic2_11;
+    const double leg6_IJ2_00 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum;
+    const double leg6_IJ2_11 = -leg6_IJ2_00 + leg6_IJ2_Sum;
+    const double leg6_Ic1_11 = leg6_IJ2_11 + p_J_o;
     const double leg1_r_rel0_3_x = leg1_B0_00*leg1_stroke;
     const double leg1_r_rel0_3_y = leg1_stroke*leg1_u_s2;
     const double leg1_r_rel0_3_z = leg1_B0_02*leg1_stroke;
@@ -6279,7 +6399,7 @@ int64_t stewart_rrp_002_energy_batch(int64_t n, const double *x, const double *u
 }
 
 /* drive_forces: Inverse dynamics: the drive forces F giving C the acceleration udot.
- * ops: 1387 adds, 1899 muls, 30 divs, 12 sqrt, 6 trig (3334 total) */
+ * ops: 1411 adds, 1905 muls, 30 divs, 12 sqrt, 6 trig (3364 total) */
 int stewart_rrp_002_drive_forces(const double *restrict x, const double *restrict u, const double *restrict udot, const double *restrict fE, const double *restrict mE, const double *restrict g, const double *restrict p, double *restrict F)
 {
     int status = 0;
@@ -6969,27 +7089,57 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double cse110 = cse109 + leg1_Ic3_11;
     const double leg1_Ic2_11 = cse108*leg1_stroke + cse110 + leg1_stroke*leg1_stroke*p_m_s;
     const double cse111 = leg1_u_s2*leg1_u_s2;
-    const double leg1_Ic1_11 = cse111*leg1_Ic2_00 + leg1_Ic2_11*leg1_u_c2*leg1_u_c2 + p_J_o;
+    const double leg1_IJ2_C2 = -cse111 + leg1_u_c2*leg1_u_c2;
+    const double leg1_IJ2_D = leg1_Ic2_00 - leg1_Ic2_11;
+    const double leg1_IJ2_Sum = leg1_Ic2_00 + leg1_Ic2_11;
+    const double leg1_IJ2_00 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum;
+    const double leg1_IJ2_11 = -leg1_IJ2_00 + leg1_IJ2_Sum;
+    const double leg1_Ic1_11 = leg1_IJ2_11 + p_J_o;
     const double leg1_Fm3_1_y = leg1_u_s2*p_m_s;
     const double leg2_Ic2_11 = cse108*leg2_stroke + cse110 + leg2_stroke*leg2_stroke*p_m_s;
     const double cse112 = leg2_u_s2*leg2_u_s2;
-    const double leg2_Ic1_11 = cse112*leg1_Ic2_00 + leg2_Ic2_11*leg2_u_c2*leg2_u_c2 + p_J_o;
+    const double leg2_IJ2_C2 = -cse112 + leg2_u_c2*leg2_u_c2;
+    const double leg2_IJ2_D = leg1_Ic2_00 - leg2_Ic2_11;
+    const double leg2_IJ2_Sum = leg1_Ic2_00 + leg2_Ic2_11;
+    const double leg2_IJ2_00 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum;
+    const double leg2_IJ2_11 = -leg2_IJ2_00 + leg2_IJ2_Sum;
+    const double leg2_Ic1_11 = leg2_IJ2_11 + p_J_o;
     const double leg2_Fm3_1_y = leg2_u_s2*p_m_s;
     const double leg3_Ic2_11 = cse108*leg3_stroke + cse110 + leg3_stroke*leg3_stroke*p_m_s;
     const double cse113 = leg3_u_s2*leg3_u_s2;
-    const double leg3_Ic1_11 = cse113*leg1_Ic2_00 + leg3_Ic2_11*leg3_u_c2*leg3_u_c2 + p_J_o;
+    const double leg3_IJ2_C2 = -cse113 + leg3_u_c2*leg3_u_c2;
+    const double leg3_IJ2_D = leg1_Ic2_00 - leg3_Ic2_11;
+    const double leg3_IJ2_Sum = leg1_Ic2_00 + leg3_Ic2_11;
+    const double leg3_IJ2_00 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum;
+    const double leg3_IJ2_11 = -leg3_IJ2_00 + leg3_IJ2_Sum;
+    const double leg3_Ic1_11 = leg3_IJ2_11 + p_J_o;
     const double leg3_Fm3_1_y = leg3_u_s2*p_m_s;
     const double leg4_Ic2_11 = cse108*leg4_stroke + cse110 + leg4_stroke*leg4_stroke*p_m_s;
     const double cse114 = leg4_u_s2*leg4_u_s2;
-    const double leg4_Ic1_11 = cse114*leg1_Ic2_00 + leg4_Ic2_11*leg4_u_c2*leg4_u_c2 + p_J_o;
+    const double leg4_IJ2_C2 = -cse114 + leg4_u_c2*leg4_u_c2;
+    const double leg4_IJ2_D = leg1_Ic2_00 - leg4_Ic2_11;
+    const double leg4_IJ2_Sum = leg1_Ic2_00 + leg4_Ic2_11;
+    const double leg4_IJ2_00 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum;
+    const double leg4_IJ2_11 = -leg4_IJ2_00 + leg4_IJ2_Sum;
+    const double leg4_Ic1_11 = leg4_IJ2_11 + p_J_o;
     const double leg4_Fm3_1_y = leg4_u_s2*p_m_s;
     const double leg5_Ic2_11 = cse108*leg5_stroke + cse110 + leg5_stroke*leg5_stroke*p_m_s;
     const double cse115 = leg5_u_s2*leg5_u_s2;
-    const double leg5_Ic1_11 = cse115*leg1_Ic2_00 + leg5_Ic2_11*leg5_u_c2*leg5_u_c2 + p_J_o;
+    const double leg5_IJ2_C2 = -cse115 + leg5_u_c2*leg5_u_c2;
+    const double leg5_IJ2_D = leg1_Ic2_00 - leg5_Ic2_11;
+    const double leg5_IJ2_Sum = leg1_Ic2_00 + leg5_Ic2_11;
+    const double leg5_IJ2_00 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum;
+    const double leg5_IJ2_11 = -leg5_IJ2_00 + leg5_IJ2_Sum;
+    const double leg5_Ic1_11 = leg5_IJ2_11 + p_J_o;
     const double leg5_Fm3_1_y = leg5_u_s2*p_m_s;
     const double leg6_Ic2_11 = cse108*leg6_stroke + cse110 + leg6_stroke*leg6_stroke*p_m_s;
     const double cse116 = leg6_u_s2*leg6_u_s2;
-    const double leg6_Ic1_11 = cse116*leg1_Ic2_00 + leg6_Ic2_11*leg6_u_c2*leg6_u_c2 + p_J_o;
+    const double leg6_IJ2_C2 = -cse116 + leg6_u_c2*leg6_u_c2;
+    const double leg6_IJ2_D = leg1_Ic2_00 - leg6_Ic2_11;
+    const double leg6_IJ2_Sum = leg1_Ic2_00 + leg6_Ic2_11;
+    const double leg6_IJ2_00 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum;
+    const double leg6_IJ2_11 = -leg6_IJ2_00 + leg6_IJ2_Sum;
+    const double leg6_Ic1_11 = leg6_IJ2_11 + p_J_o;
     const double leg6_Fm3_1_y = leg6_u_s2*p_m_s;
     const double leg1_a1_x = -g_x*leg1_beta1_00 - g_z*leg1_beta1_02;
     const double leg1_a1_z = -g_x*leg1_beta1_20 - g_z*leg1_beta1_00;

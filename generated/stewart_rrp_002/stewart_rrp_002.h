@@ -96,7 +96,7 @@ int64_t stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, const doubl
  *   out b[18] shape 18
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
- *   ops: 555 adds, 907 muls, 24 divs, 12 sqrt, 6 trig (1504 total)
+ *   ops: 579 adds, 913 muls, 24 divs, 12 sqrt, 6 trig (1534 total)
  */
 int stewart_rrp_002_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -115,7 +115,7 @@ int64_t stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, const dou
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
  *   status 3: reduced mass matrix A*_C not positive definite
- *   ops: 1222 adds, 1707 muls, 30 divs, 12 sqrt, 6 trig (2977 total)
+ *   ops: 1246 adds, 1713 muls, 30 divs, 12 sqrt, 6 trig (3007 total)
  */
 int stewart_rrp_002_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -141,7 +141,7 @@ int64_t stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *x, const
  *   status 2: a leg is at a singular configuration
  *   status 3: reduced mass matrix A*_C not positive definite
  *   status 4: y-z-x angles singular (psi_z = +-90 deg)
- *   ops: 1706 adds, 2206 muls, 31 divs, 12 sqrt, 18 trig (3973 total)
+ *   ops: 1730 adds, 2212 muls, 31 divs, 12 sqrt, 18 trig (4003 total)
  */
 int stewart_rrp_002_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t stewart_rrp_002_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -155,7 +155,7 @@ int64_t stewart_rrp_002_step_batch(int64_t n, const double *x, const double *u, 
  *   out V[1] shape 1
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
- *   ops: 494 adds, 819 muls, 24 divs, 12 sqrt, 6 trig (1355 total)
+ *   ops: 518 adds, 825 muls, 24 divs, 12 sqrt, 6 trig (1385 total)
  */
 int stewart_rrp_002_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t stewart_rrp_002_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -172,7 +172,7 @@ int64_t stewart_rrp_002_energy_batch(int64_t n, const double *x, const double *u
  *   status 1: pose out of reach of a leg (or a joint limit)
  *   status 2: a leg is at a singular configuration
  *   status 5: drive Jacobian singular (parallel singularity)
- *   ops: 1387 adds, 1899 muls, 30 divs, 12 sqrt, 6 trig (3334 total)
+ *   ops: 1411 adds, 1905 muls, 30 divs, 12 sqrt, 6 trig (3364 total)
  */
 int stewart_rrp_002_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);

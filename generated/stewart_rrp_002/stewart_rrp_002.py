@@ -2694,7 +2694,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     out b[18] shape 18
     status 1: pose out of reach of a leg (or a joint limit)
     status 2: a leg is at a singular configuration
-    ops: 555 adds, 907 muls, 24 divs, 12 sqrt, 6 trig (1504 total)
+    ops: 579 adds, 913 muls, 24 divs, 12 sqrt, 6 trig (1534 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -3026,17 +3026,47 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     cse35 = p_Jn_tr + p_a_n*p_a_n*p_m_n
     cse36 = cse35 + leg1_Ic3_11
     leg1_Ic2_11 = cse34*leg1_stroke + cse36 + leg1_stroke*leg1_stroke*p_m_s
-    leg1_Ic1_11 = leg1_Ic2_00*leg1_u_s2*leg1_u_s2 + leg1_Ic2_11*leg1_u_c2*leg1_u_c2 + p_J_o
+    leg1_IJ2_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2
+    leg1_IJ2_D = leg1_Ic2_00 - leg1_Ic2_11
+    leg1_IJ2_Sum = leg1_Ic2_00 + leg1_Ic2_11
+    leg1_IJ2_00 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum
+    leg1_IJ2_11 = -leg1_IJ2_00 + leg1_IJ2_Sum
+    leg1_Ic1_11 = leg1_IJ2_11 + p_J_o
     leg2_Ic2_11 = cse34*leg2_stroke + cse36 + leg2_stroke*leg2_stroke*p_m_s
-    leg2_Ic1_11 = leg1_Ic2_00*leg2_u_s2*leg2_u_s2 + leg2_Ic2_11*leg2_u_c2*leg2_u_c2 + p_J_o
+    leg2_IJ2_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2
+    leg2_IJ2_D = leg1_Ic2_00 - leg2_Ic2_11
+    leg2_IJ2_Sum = leg1_Ic2_00 + leg2_Ic2_11
+    leg2_IJ2_00 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum
+    leg2_IJ2_11 = -leg2_IJ2_00 + leg2_IJ2_Sum
+    leg2_Ic1_11 = leg2_IJ2_11 + p_J_o
     leg3_Ic2_11 = cse34*leg3_stroke + cse36 + leg3_stroke*leg3_stroke*p_m_s
-    leg3_Ic1_11 = leg1_Ic2_00*leg3_u_s2*leg3_u_s2 + leg3_Ic2_11*leg3_u_c2*leg3_u_c2 + p_J_o
+    leg3_IJ2_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2
+    leg3_IJ2_D = leg1_Ic2_00 - leg3_Ic2_11
+    leg3_IJ2_Sum = leg1_Ic2_00 + leg3_Ic2_11
+    leg3_IJ2_00 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum
+    leg3_IJ2_11 = -leg3_IJ2_00 + leg3_IJ2_Sum
+    leg3_Ic1_11 = leg3_IJ2_11 + p_J_o
     leg4_Ic2_11 = cse34*leg4_stroke + cse36 + leg4_stroke*leg4_stroke*p_m_s
-    leg4_Ic1_11 = leg1_Ic2_00*leg4_u_s2*leg4_u_s2 + leg4_Ic2_11*leg4_u_c2*leg4_u_c2 + p_J_o
+    leg4_IJ2_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2
+    leg4_IJ2_D = leg1_Ic2_00 - leg4_Ic2_11
+    leg4_IJ2_Sum = leg1_Ic2_00 + leg4_Ic2_11
+    leg4_IJ2_00 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum
+    leg4_IJ2_11 = -leg4_IJ2_00 + leg4_IJ2_Sum
+    leg4_Ic1_11 = leg4_IJ2_11 + p_J_o
     leg5_Ic2_11 = cse34*leg5_stroke + cse36 + leg5_stroke*leg5_stroke*p_m_s
-    leg5_Ic1_11 = leg1_Ic2_00*leg5_u_s2*leg5_u_s2 + leg5_Ic2_11*leg5_u_c2*leg5_u_c2 + p_J_o
+    leg5_IJ2_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2
+    leg5_IJ2_D = leg1_Ic2_00 - leg5_Ic2_11
+    leg5_IJ2_Sum = leg1_Ic2_00 + leg5_Ic2_11
+    leg5_IJ2_00 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum
+    leg5_IJ2_11 = -leg5_IJ2_00 + leg5_IJ2_Sum
+    leg5_Ic1_11 = leg5_IJ2_11 + p_J_o
     leg6_Ic2_11 = cse34*leg6_stroke + cse36 + leg6_stroke*leg6_stroke*p_m_s
-    leg6_Ic1_11 = leg1_Ic2_00*leg6_u_s2*leg6_u_s2 + leg6_Ic2_11*leg6_u_c2*leg6_u_c2 + p_J_o
+    leg6_IJ2_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2
+    leg6_IJ2_D = leg1_Ic2_00 - leg6_Ic2_11
+    leg6_IJ2_Sum = leg1_Ic2_00 + leg6_Ic2_11
+    leg6_IJ2_00 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum
+    leg6_IJ2_11 = -leg6_IJ2_00 + leg6_IJ2_Sum
+    leg6_Ic1_11 = leg6_IJ2_11 + p_J_o
     leg1_B0_00 = leg1_beta1_00*leg1_u_c2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_B0_10 = -leg1_beta1_00*leg1_u_s2
@@ -3655,7 +3685,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     status 1: pose out of reach of a leg (or a joint limit)
     status 2: a leg is at a singular configuration
     status 3: reduced mass matrix A*_C not positive definite
-    ops: 1222 adds, 1707 muls, 30 divs, 12 sqrt, 6 trig (2977 total)
+    ops: 1246 adds, 1713 muls, 30 divs, 12 sqrt, 6 trig (3007 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -4426,22 +4456,52 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     cse109 = p_Jn_tr + p_a_n*p_a_n*p_m_n
     cse110 = cse109 + leg1_Ic3_11
     leg1_Ic2_11 = cse108*leg1_stroke + cse110 + leg1_stroke*leg1_stroke*p_m_s
-    leg1_Ic1_11 = leg1_Ic2_00*leg1_u_s2*leg1_u_s2 + leg1_Ic2_11*leg1_u_c2*leg1_u_c2 + p_J_o
+    leg1_IJ2_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2
+    leg1_IJ2_D = leg1_Ic2_00 - leg1_Ic2_11
+    leg1_IJ2_Sum = leg1_Ic2_00 + leg1_Ic2_11
+    leg1_IJ2_00 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum
+    leg1_IJ2_11 = -leg1_IJ2_00 + leg1_IJ2_Sum
+    leg1_Ic1_11 = leg1_IJ2_11 + p_J_o
     leg1_Fm3_1_y = leg1_u_s2*p_m_s
     leg2_Ic2_11 = cse108*leg2_stroke + cse110 + leg2_stroke*leg2_stroke*p_m_s
-    leg2_Ic1_11 = leg1_Ic2_00*leg2_u_s2*leg2_u_s2 + leg2_Ic2_11*leg2_u_c2*leg2_u_c2 + p_J_o
+    leg2_IJ2_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2
+    leg2_IJ2_D = leg1_Ic2_00 - leg2_Ic2_11
+    leg2_IJ2_Sum = leg1_Ic2_00 + leg2_Ic2_11
+    leg2_IJ2_00 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum
+    leg2_IJ2_11 = -leg2_IJ2_00 + leg2_IJ2_Sum
+    leg2_Ic1_11 = leg2_IJ2_11 + p_J_o
     leg2_Fm3_1_y = leg2_u_s2*p_m_s
     leg3_Ic2_11 = cse108*leg3_stroke + cse110 + leg3_stroke*leg3_stroke*p_m_s
-    leg3_Ic1_11 = leg1_Ic2_00*leg3_u_s2*leg3_u_s2 + leg3_Ic2_11*leg3_u_c2*leg3_u_c2 + p_J_o
+    leg3_IJ2_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2
+    leg3_IJ2_D = leg1_Ic2_00 - leg3_Ic2_11
+    leg3_IJ2_Sum = leg1_Ic2_00 + leg3_Ic2_11
+    leg3_IJ2_00 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum
+    leg3_IJ2_11 = -leg3_IJ2_00 + leg3_IJ2_Sum
+    leg3_Ic1_11 = leg3_IJ2_11 + p_J_o
     leg3_Fm3_1_y = leg3_u_s2*p_m_s
     leg4_Ic2_11 = cse108*leg4_stroke + cse110 + leg4_stroke*leg4_stroke*p_m_s
-    leg4_Ic1_11 = leg1_Ic2_00*leg4_u_s2*leg4_u_s2 + leg4_Ic2_11*leg4_u_c2*leg4_u_c2 + p_J_o
+    leg4_IJ2_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2
+    leg4_IJ2_D = leg1_Ic2_00 - leg4_Ic2_11
+    leg4_IJ2_Sum = leg1_Ic2_00 + leg4_Ic2_11
+    leg4_IJ2_00 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum
+    leg4_IJ2_11 = -leg4_IJ2_00 + leg4_IJ2_Sum
+    leg4_Ic1_11 = leg4_IJ2_11 + p_J_o
     leg4_Fm3_1_y = leg4_u_s2*p_m_s
     leg5_Ic2_11 = cse108*leg5_stroke + cse110 + leg5_stroke*leg5_stroke*p_m_s
-    leg5_Ic1_11 = leg1_Ic2_00*leg5_u_s2*leg5_u_s2 + leg5_Ic2_11*leg5_u_c2*leg5_u_c2 + p_J_o
+    leg5_IJ2_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2
+    leg5_IJ2_D = leg1_Ic2_00 - leg5_Ic2_11
+    leg5_IJ2_Sum = leg1_Ic2_00 + leg5_Ic2_11
+    leg5_IJ2_00 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum
+    leg5_IJ2_11 = -leg5_IJ2_00 + leg5_IJ2_Sum
+    leg5_Ic1_11 = leg5_IJ2_11 + p_J_o
     leg5_Fm3_1_y = leg5_u_s2*p_m_s
     leg6_Ic2_11 = cse108*leg6_stroke + cse110 + leg6_stroke*leg6_stroke*p_m_s
-    leg6_Ic1_11 = leg1_Ic2_00*leg6_u_s2*leg6_u_s2 + leg6_Ic2_11*leg6_u_c2*leg6_u_c2 + p_J_o
+    leg6_IJ2_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2
+    leg6_IJ2_D = leg1_Ic2_00 - leg6_Ic2_11
+    leg6_IJ2_Sum = leg1_Ic2_00 + leg6_Ic2_11
+    leg6_IJ2_00 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum
+    leg6_IJ2_11 = -leg6_IJ2_00 + leg6_IJ2_Sum
+    leg6_Ic1_11 = leg6_IJ2_11 + p_J_o
     leg6_Fm3_1_y = leg6_u_s2*p_m_s
     leg1_a1_x = -g_x*leg1_beta1_00 - g_z*leg1_beta1_02
     leg1_a1_z = -g_x*leg1_beta1_20 - g_z*leg1_beta1_00
@@ -4848,7 +4908,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     status 2: a leg is at a singular configuration
     status 3: reduced mass matrix A*_C not positive definite
     status 4: y-z-x angles singular (psi_z = +-90 deg)
-    ops: 1706 adds, 2206 muls, 31 divs, 12 sqrt, 18 trig (3973 total)
+    ops: 1730 adds, 2212 muls, 31 divs, 12 sqrt, 18 trig (4003 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -5518,22 +5578,52 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     cse35 = p_Jn_tr + p_a_n*p_a_n*p_m_n
     cse36 = cse35 + leg1_Ic3_11
     leg1_Ic2_11 = cse34*leg1_stroke + cse36 + leg1_stroke*leg1_stroke*p_m_s
-    leg1_Ic1_11 = leg1_Ic2_00*leg1_u_s2*leg1_u_s2 + leg1_Ic2_11*leg1_u_c2*leg1_u_c2 + p_J_o
+    leg1_IJ2_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2
+    leg1_IJ2_D = leg1_Ic2_00 - leg1_Ic2_11
+    leg1_IJ2_Sum = leg1_Ic2_00 + leg1_Ic2_11
+    leg1_IJ2_00 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum
+    leg1_IJ2_11 = -leg1_IJ2_00 + leg1_IJ2_Sum
+    leg1_Ic1_11 = leg1_IJ2_11 + p_J_o
     leg1_Fm3_1_y = leg1_u_s2*p_m_s
     leg2_Ic2_11 = cse34*leg2_stroke + cse36 + leg2_stroke*leg2_stroke*p_m_s
-    leg2_Ic1_11 = leg1_Ic2_00*leg2_u_s2*leg2_u_s2 + leg2_Ic2_11*leg2_u_c2*leg2_u_c2 + p_J_o
+    leg2_IJ2_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2
+    leg2_IJ2_D = leg1_Ic2_00 - leg2_Ic2_11
+    leg2_IJ2_Sum = leg1_Ic2_00 + leg2_Ic2_11
+    leg2_IJ2_00 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum
+    leg2_IJ2_11 = -leg2_IJ2_00 + leg2_IJ2_Sum
+    leg2_Ic1_11 = leg2_IJ2_11 + p_J_o
     leg2_Fm3_1_y = leg2_u_s2*p_m_s
     leg3_Ic2_11 = cse34*leg3_stroke + cse36 + leg3_stroke*leg3_stroke*p_m_s
-    leg3_Ic1_11 = leg1_Ic2_00*leg3_u_s2*leg3_u_s2 + leg3_Ic2_11*leg3_u_c2*leg3_u_c2 + p_J_o
+    leg3_IJ2_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2
+    leg3_IJ2_D = leg1_Ic2_00 - leg3_Ic2_11
+    leg3_IJ2_Sum = leg1_Ic2_00 + leg3_Ic2_11
+    leg3_IJ2_00 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum
+    leg3_IJ2_11 = -leg3_IJ2_00 + leg3_IJ2_Sum
+    leg3_Ic1_11 = leg3_IJ2_11 + p_J_o
     leg3_Fm3_1_y = leg3_u_s2*p_m_s
     leg4_Ic2_11 = cse34*leg4_stroke + cse36 + leg4_stroke*leg4_stroke*p_m_s
-    leg4_Ic1_11 = leg1_Ic2_00*leg4_u_s2*leg4_u_s2 + leg4_Ic2_11*leg4_u_c2*leg4_u_c2 + p_J_o
+    leg4_IJ2_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2
+    leg4_IJ2_D = leg1_Ic2_00 - leg4_Ic2_11
+    leg4_IJ2_Sum = leg1_Ic2_00 + leg4_Ic2_11
+    leg4_IJ2_00 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum
+    leg4_IJ2_11 = -leg4_IJ2_00 + leg4_IJ2_Sum
+    leg4_Ic1_11 = leg4_IJ2_11 + p_J_o
     leg4_Fm3_1_y = leg4_u_s2*p_m_s
     leg5_Ic2_11 = cse34*leg5_stroke + cse36 + leg5_stroke*leg5_stroke*p_m_s
-    leg5_Ic1_11 = leg1_Ic2_00*leg5_u_s2*leg5_u_s2 + leg5_Ic2_11*leg5_u_c2*leg5_u_c2 + p_J_o
+    leg5_IJ2_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2
+    leg5_IJ2_D = leg1_Ic2_00 - leg5_Ic2_11
+    leg5_IJ2_Sum = leg1_Ic2_00 + leg5_Ic2_11
+    leg5_IJ2_00 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum
+    leg5_IJ2_11 = -leg5_IJ2_00 + leg5_IJ2_Sum
+    leg5_Ic1_11 = leg5_IJ2_11 + p_J_o
     leg5_Fm3_1_y = leg5_u_s2*p_m_s
     leg6_Ic2_11 = cse34*leg6_stroke + cse36 + leg6_stroke*leg6_stroke*p_m_s
-    leg6_Ic1_11 = leg1_Ic2_00*leg6_u_s2*leg6_u_s2 + leg6_Ic2_11*leg6_u_c2*leg6_u_c2 + p_J_o
+    leg6_IJ2_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2
+    leg6_IJ2_D = leg1_Ic2_00 - leg6_Ic2_11
+    leg6_IJ2_Sum = leg1_Ic2_00 + leg6_Ic2_11
+    leg6_IJ2_00 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum
+    leg6_IJ2_11 = -leg6_IJ2_00 + leg6_IJ2_Sum
+    leg6_Ic1_11 = leg6_IJ2_11 + p_J_o
     leg6_Fm3_1_y = leg6_u_s2*p_m_s
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv2
@@ -6639,7 +6729,7 @@ def energy(x, u, g, p, T, V):
     out V[1] shape 1
     status 1: pose out of reach of a leg (or a joint limit)
     status 2: a leg is at a singular configuration
-    ops: 494 adds, 819 muls, 24 divs, 12 sqrt, 6 trig (1355 total)
+    ops: 518 adds, 825 muls, 24 divs, 12 sqrt, 6 trig (1385 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -7166,17 +7256,47 @@ def energy(x, u, g, p, T, V):
     cse33 = 2.0*leg1_cc3_x
     cse34 = leg1_Ic3_11 + p_Jn_tr + p_a_n*p_a_n*p_m_n
     leg1_Ic2_11 = cse33*leg1_stroke + cse34 + leg1_stroke*leg1_stroke*p_m_s
-    leg1_Ic1_11 = leg1_Ic2_00*leg1_u_s2*leg1_u_s2 + leg1_Ic2_11*leg1_u_c2*leg1_u_c2 + p_J_o
+    leg1_IJ2_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2
+    leg1_IJ2_D = leg1_Ic2_00 - leg1_Ic2_11
+    leg1_IJ2_Sum = leg1_Ic2_00 + leg1_Ic2_11
+    leg1_IJ2_00 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum
+    leg1_IJ2_11 = -leg1_IJ2_00 + leg1_IJ2_Sum
+    leg1_Ic1_11 = leg1_IJ2_11 + p_J_o
     leg2_Ic2_11 = cse33*leg2_stroke + cse34 + leg2_stroke*leg2_stroke*p_m_s
-    leg2_Ic1_11 = leg1_Ic2_00*leg2_u_s2*leg2_u_s2 + leg2_Ic2_11*leg2_u_c2*leg2_u_c2 + p_J_o
+    leg2_IJ2_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2
+    leg2_IJ2_D = leg1_Ic2_00 - leg2_Ic2_11
+    leg2_IJ2_Sum = leg1_Ic2_00 + leg2_Ic2_11
+    leg2_IJ2_00 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum
+    leg2_IJ2_11 = -leg2_IJ2_00 + leg2_IJ2_Sum
+    leg2_Ic1_11 = leg2_IJ2_11 + p_J_o
     leg3_Ic2_11 = cse33*leg3_stroke + cse34 + leg3_stroke*leg3_stroke*p_m_s
-    leg3_Ic1_11 = leg1_Ic2_00*leg3_u_s2*leg3_u_s2 + leg3_Ic2_11*leg3_u_c2*leg3_u_c2 + p_J_o
+    leg3_IJ2_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2
+    leg3_IJ2_D = leg1_Ic2_00 - leg3_Ic2_11
+    leg3_IJ2_Sum = leg1_Ic2_00 + leg3_Ic2_11
+    leg3_IJ2_00 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum
+    leg3_IJ2_11 = -leg3_IJ2_00 + leg3_IJ2_Sum
+    leg3_Ic1_11 = leg3_IJ2_11 + p_J_o
     leg4_Ic2_11 = cse33*leg4_stroke + cse34 + leg4_stroke*leg4_stroke*p_m_s
-    leg4_Ic1_11 = leg1_Ic2_00*leg4_u_s2*leg4_u_s2 + leg4_Ic2_11*leg4_u_c2*leg4_u_c2 + p_J_o
+    leg4_IJ2_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2
+    leg4_IJ2_D = leg1_Ic2_00 - leg4_Ic2_11
+    leg4_IJ2_Sum = leg1_Ic2_00 + leg4_Ic2_11
+    leg4_IJ2_00 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum
+    leg4_IJ2_11 = -leg4_IJ2_00 + leg4_IJ2_Sum
+    leg4_Ic1_11 = leg4_IJ2_11 + p_J_o
     leg5_Ic2_11 = cse33*leg5_stroke + cse34 + leg5_stroke*leg5_stroke*p_m_s
-    leg5_Ic1_11 = leg1_Ic2_00*leg5_u_s2*leg5_u_s2 + leg5_Ic2_11*leg5_u_c2*leg5_u_c2 + p_J_o
+    leg5_IJ2_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2
+    leg5_IJ2_D = leg1_Ic2_00 - leg5_Ic2_11
+    leg5_IJ2_Sum = leg1_Ic2_00 + leg5_Ic2_11
+    leg5_IJ2_00 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum
+    leg5_IJ2_11 = -leg5_IJ2_00 + leg5_IJ2_Sum
+    leg5_Ic1_11 = leg5_IJ2_11 + p_J_o
     leg6_Ic2_11 = cse33*leg6_stroke + cse34 + leg6_stroke*leg6_stroke*p_m_s
-    leg6_Ic1_11 = leg1_Ic2_00*leg6_u_s2*leg6_u_s2 + leg6_Ic2_11*leg6_u_c2*leg6_u_c2 + p_J_o
+    leg6_IJ2_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2
+    leg6_IJ2_D = leg1_Ic2_00 - leg6_Ic2_11
+    leg6_IJ2_Sum = leg1_Ic2_00 + leg6_Ic2_11
+    leg6_IJ2_00 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum
+    leg6_IJ2_11 = -leg6_IJ2_00 + leg6_IJ2_Sum
+    leg6_Ic1_11 = leg6_IJ2_11 + p_J_o
     leg1_r_rel0_3_x = leg1_B0_00*leg1_stroke
     leg1_r_rel0_3_y = leg1_stroke*leg1_u_s2
     leg1_r_rel0_3_z = leg1_B0_02*leg1_stroke
@@ -7235,7 +7355,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     status 1: pose out of reach of a leg (or a joint limit)
     status 2: a leg is at a singular configuration
     status 5: drive Jacobian singular (parallel singularity)
-    ops: 1387 adds, 1899 muls, 30 divs, 12 sqrt, 6 trig (3334 total)
+    ops: 1411 adds, 1905 muls, 30 divs, 12 sqrt, 6 trig (3364 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -7947,27 +8067,57 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     cse110 = cse109 + leg1_Ic3_11
     leg1_Ic2_11 = cse108*leg1_stroke + cse110 + leg1_stroke*leg1_stroke*p_m_s
     cse111 = leg1_u_s2*leg1_u_s2
-    leg1_Ic1_11 = cse111*leg1_Ic2_00 + leg1_Ic2_11*leg1_u_c2*leg1_u_c2 + p_J_o
+    leg1_IJ2_C2 = -cse111 + leg1_u_c2*leg1_u_c2
+    leg1_IJ2_D = leg1_Ic2_00 - leg1_Ic2_11
+    leg1_IJ2_Sum = leg1_Ic2_00 + leg1_Ic2_11
+    leg1_IJ2_00 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum
+    leg1_IJ2_11 = -leg1_IJ2_00 + leg1_IJ2_Sum
+    leg1_Ic1_11 = leg1_IJ2_11 + p_J_o
     leg1_Fm3_1_y = leg1_u_s2*p_m_s
     leg2_Ic2_11 = cse108*leg2_stroke + cse110 + leg2_stroke*leg2_stroke*p_m_s
     cse112 = leg2_u_s2*leg2_u_s2
-    leg2_Ic1_11 = cse112*leg1_Ic2_00 + leg2_Ic2_11*leg2_u_c2*leg2_u_c2 + p_J_o
+    leg2_IJ2_C2 = -cse112 + leg2_u_c2*leg2_u_c2
+    leg2_IJ2_D = leg1_Ic2_00 - leg2_Ic2_11
+    leg2_IJ2_Sum = leg1_Ic2_00 + leg2_Ic2_11
+    leg2_IJ2_00 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum
+    leg2_IJ2_11 = -leg2_IJ2_00 + leg2_IJ2_Sum
+    leg2_Ic1_11 = leg2_IJ2_11 + p_J_o
     leg2_Fm3_1_y = leg2_u_s2*p_m_s
     leg3_Ic2_11 = cse108*leg3_stroke + cse110 + leg3_stroke*leg3_stroke*p_m_s
     cse113 = leg3_u_s2*leg3_u_s2
-    leg3_Ic1_11 = cse113*leg1_Ic2_00 + leg3_Ic2_11*leg3_u_c2*leg3_u_c2 + p_J_o
+    leg3_IJ2_C2 = -cse113 + leg3_u_c2*leg3_u_c2
+    leg3_IJ2_D = leg1_Ic2_00 - leg3_Ic2_11
+    leg3_IJ2_Sum = leg1_Ic2_00 + leg3_Ic2_11
+    leg3_IJ2_00 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum
+    leg3_IJ2_11 = -leg3_IJ2_00 + leg3_IJ2_Sum
+    leg3_Ic1_11 = leg3_IJ2_11 + p_J_o
     leg3_Fm3_1_y = leg3_u_s2*p_m_s
     leg4_Ic2_11 = cse108*leg4_stroke + cse110 + leg4_stroke*leg4_stroke*p_m_s
     cse114 = leg4_u_s2*leg4_u_s2
-    leg4_Ic1_11 = cse114*leg1_Ic2_00 + leg4_Ic2_11*leg4_u_c2*leg4_u_c2 + p_J_o
+    leg4_IJ2_C2 = -cse114 + leg4_u_c2*leg4_u_c2
+    leg4_IJ2_D = leg1_Ic2_00 - leg4_Ic2_11
+    leg4_IJ2_Sum = leg1_Ic2_00 + leg4_Ic2_11
+    leg4_IJ2_00 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum
+    leg4_IJ2_11 = -leg4_IJ2_00 + leg4_IJ2_Sum
+    leg4_Ic1_11 = leg4_IJ2_11 + p_J_o
     leg4_Fm3_1_y = leg4_u_s2*p_m_s
     leg5_Ic2_11 = cse108*leg5_stroke + cse110 + leg5_stroke*leg5_stroke*p_m_s
     cse115 = leg5_u_s2*leg5_u_s2
-    leg5_Ic1_11 = cse115*leg1_Ic2_00 + leg5_Ic2_11*leg5_u_c2*leg5_u_c2 + p_J_o
+    leg5_IJ2_C2 = -cse115 + leg5_u_c2*leg5_u_c2
+    leg5_IJ2_D = leg1_Ic2_00 - leg5_Ic2_11
+    leg5_IJ2_Sum = leg1_Ic2_00 + leg5_Ic2_11
+    leg5_IJ2_00 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum
+    leg5_IJ2_11 = -leg5_IJ2_00 + leg5_IJ2_Sum
+    leg5_Ic1_11 = leg5_IJ2_11 + p_J_o
     leg5_Fm3_1_y = leg5_u_s2*p_m_s
     leg6_Ic2_11 = cse108*leg6_stroke + cse110 + leg6_stroke*leg6_stroke*p_m_s
     cse116 = leg6_u_s2*leg6_u_s2
-    leg6_Ic1_11 = cse116*leg1_Ic2_00 + leg6_Ic2_11*leg6_u_c2*leg6_u_c2 + p_J_o
+    leg6_IJ2_C2 = -cse116 + leg6_u_c2*leg6_u_c2
+    leg6_IJ2_D = leg1_Ic2_00 - leg6_Ic2_11
+    leg6_IJ2_Sum = leg1_Ic2_00 + leg6_Ic2_11
+    leg6_IJ2_00 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum
+    leg6_IJ2_11 = -leg6_IJ2_00 + leg6_IJ2_Sum
+    leg6_Ic1_11 = leg6_IJ2_11 + p_J_o
     leg6_Fm3_1_y = leg6_u_s2*p_m_s
     leg1_a1_x = -g_x*leg1_beta1_00 - g_z*leg1_beta1_02
     leg1_a1_z = -g_x*leg1_beta1_20 - g_z*leg1_beta1_00

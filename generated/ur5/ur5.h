@@ -42,7 +42,7 @@ int64_t ur5_velocities_batch(int64_t n, const double *q, const double *qd, doubl
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  *   in  q[6]: joint coordinates
  *   out A[36] shape 6x6
- *   ops: 78 adds, 121 muls, 10 trig (209 total)
+ *   ops: 87 adds, 110 muls, 10 trig (207 total)
  */
 int ur5_mass_matrix(const double *q, double *A);
 int64_t ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
@@ -73,7 +73,7 @@ int64_t ur5_inverse_dynamics_batch(int64_t n, const double *q, const double *qd,
  *   in  Q[6]: joint drive forces/torques (added to the spring-damper laws)
  *   out qdd[6] shape 6
  *   status 1: mass matrix not positive definite
- *   ops: 273 adds, 376 muls, 5 divs, 10 trig (664 total)
+ *   ops: 282 adds, 365 muls, 5 divs, 10 trig (662 total)
  */
 int ur5_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t ur5_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);

@@ -42,7 +42,7 @@ int64_t ur5_arm_velocities_batch(int64_t n, const double *q, const double *qd, d
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  *   in  q[6]: joint coordinates
  *   out A[36] shape 6x6
- *   ops: 80 adds, 116 muls, 10 trig (206 total)
+ *   ops: 80 adds, 102 muls, 8 trig (190 total)
  */
 int ur5_arm_mass_matrix(const double *q, double *A);
 int64_t ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
@@ -73,7 +73,7 @@ int64_t ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const double 
  *   in  Q[6]: joint drive forces/torques (added to the spring-damper laws)
  *   out qdd[6] shape 6
  *   status 1: mass matrix not positive definite
- *   ops: 331 adds, 437 muls, 5 divs, 10 trig (783 total)
+ *   ops: 331 adds, 422 muls, 4 divs, 10 trig (767 total)
  */
 int ur5_arm_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);

@@ -37,6 +37,43 @@ def _sym_transform(beta: Mat, I: Mat) -> Mat:
     return matmul(matmul(transpose(beta), I), beta)
 
 
+def rotate_about_axis(rec: Recorder, I: Mat, axis: int, c, s, name: str) -> Mat:
+    """alpha^T I alpha for symmetric I and alpha = A_axis(q), by the double angle: with a, b the
+    two other axes (cyclic), C2 = c^2 - s^2, S2 = 2 c s, D = I_aa - I_bb, Sum = I_aa + I_bb,
+
+        I'_aa = (Sum + D C2) / 2 - I_ab S2      I'_bb = Sum - I'_aa
+        I'_ab = D c s + I_ab C2                  I'_axis,axis = I_axis,axis
+        I'_a,axis = c I_a,axis - s I_b,axis       I'_b,axis = s I_a,axis + c I_b,axis
+
+    (23 operations where the product of three 3x3 matrices takes about 33 even when sparse)."""
+    a, b = (axis + 1) % 3, (axis + 2) % 3
+    _count(adds=9, muls=14)
+    C2 = rec.bind(c * c - s * s, f"{name}_C2")
+    cs = rec.bind(c * s, f"{name}_cs")
+    D = rec.bind(I[a][a] - I[b][b], f"{name}_D")
+    Sum = rec.bind(I[a][a] + I[b][b], f"{name}_Sum")
+    out = [[None] * 3 for _ in range(3)]
+    out[a][a] = rec.bind((Sum + D * C2) / 2 - 2 * I[a][b] * cs, f"{name}_{a}{a}")
+    out[b][b] = rec.bind(Sum - out[a][a], f"{name}_{b}{b}")
+    out[a][b] = out[b][a] = rec.bind(D * cs + I[a][b] * C2, f"{name}_{min(a, b)}{max(a, b)}")
+    out[axis][axis] = I[axis][axis]
+    out[a][axis] = out[axis][a] = rec.bind(c * I[a][axis] - s * I[b][axis],
+                                           f"{name}_{min(a, axis)}{max(a, axis)}")
+    out[b][axis] = out[axis][b] = rec.bind(s * I[a][axis] + c * I[b][axis],
+                                           f"{name}_{min(b, axis)}{max(b, axis)}")
+    return out
+
+
+def to_parent_inertia(rec: Recorder, lt: LinkTransform, I: Mat, name: str) -> Mat:
+    """beta^T I beta = gamma^T (alpha^T I alpha) gamma: the joint rotation by the double angle,
+    then the constant gamma (a signed permutation, often: then it costs nothing)."""
+    if lt.cs is None or lt.gamma is None:
+        return _sym_transform(lt.beta, I)
+    axis = [i for i in range(3) if lt.e[i] != 0][0]
+    I_J = rotate_about_axis(rec, I, axis, *lt.cs, name)
+    return _sym_transform(lt.gamma, I_J)
+
+
 def composite_inertias(rec: Recorder, chain: Chain, links: list[LinkTransform]):
     n = chain.n
     M = [b.m for b in chain.bodies]
@@ -53,7 +90,7 @@ def composite_inertias(rec: Recorder, chain: Chain, links: list[LinkTransform]):
             continue
         r = lt.r_rel
         c_p = rec.vec(to_parent(lt, cj), f"cp{j}")
-        I_p = _sym_transform(lt.beta, Ij)
+        I_p = to_parent_inertia(rec, lt, Ij, f"IJ{j}")
         rr = dot(r, r)
         rc = dot(r, c_p)
         M[p - 1] = M[p - 1] + Mj

@@ -45,6 +45,8 @@ class LinkTransform:
     r_rel: Vec     # O_{j-1} -> O_j in frame j-1
     e: Vec
     kind: str
+    gamma: Mat | None = None        # frame j-1 -> joint frame (constant)
+    cs: tuple | None = None         # (cos q, sin q) of a revolute joint
 
 
 def link_transform(rec: Recorder, j: int | str, joint: Joint, q: sp.Expr,
@@ -55,7 +57,9 @@ def link_transform(rec: Recorder, j: int | str, joint: Joint, q: sp.Expr,
     beta = rec.mat(matmul(mo.alpha, gamma), f"beta{j}")
     gt_t = [sp.Add(*[gamma[k][i] * mo.t[k] for k in range(3)]) for i in range(3)]
     r_rel = rec.vec([li + x for li, x in zip(joint.l, gt_t)], f"r_rel{j}")
-    return LinkTransform(beta, r_rel, mo.e, joint.kind)
+    cs = (mo.alpha[(joint.axis + 1) % 3][(joint.axis + 1) % 3],
+          mo.alpha[(joint.axis + 1) % 3][(joint.axis + 2) % 3]) if joint.kind == "R" else None
+    return LinkTransform(beta, r_rel, mo.e, joint.kind, gamma, cs)
 
 
 def to_parent(lt: LinkTransform, v: Vec) -> Vec:
