@@ -273,7 +273,7 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
         base = "fixed"                 # or "free"
         gravity = [0, 0, -9.81]
         frames = ["panda_hand_tcp"]    # more links for forward kinematics and Jacobians
-        snap = 1e-10                   # rpy angles this close to k*90 deg are exact; 0: off
+        snap = 1e-12                   # rpy angles this close to k*90 deg are exact; 0: off
         mimic = "lock"                 # or "independent": a <mimic> joint gets its coordinate
 
         [lock]                         # joints held at a value (their links merge)
@@ -292,7 +292,7 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
     frames = mech.get("frames", [])
     if not (isinstance(frames, list) and all(isinstance(f, str) for f in frames)):
         raise ModelError(f"{source}: mechanism.frames: expected a list of link names")
-    snap = mech.get("snap", 1e-10)
+    snap = mech.get("snap", 1e-12)
     if not isinstance(snap, (int, float)) or isinstance(snap, bool) or not 0 <= snap < 0.1:
         raise ModelError(f"{source}: mechanism.snap: expected a number of radians in [0, 0.1)")
     lock = top.get("lock", {})

@@ -143,12 +143,17 @@ def test_axis_alignment_is_a_rotation_onto_a_coordinate_axis(axis):
     assert np.linalg.det(P) == pytest.approx(1.0)
 
 
-def test_quarter_turns_written_with_few_digits_are_exact(tmp_path):
-    """rpy 1.57079632679 (UR5's URDF) gives an exact 0/1 rotation with the default snap,
-    and the exact cosine of the written angle with snap = 0."""
-    text = robot(joint(extra='<origin rpy="0 1.57079632679 0"/><axis xyz="0 1 0"/>'),
-                 links=("base", "a"))
-    snapped = load_urdf(write(tmp_path, text)).joints[0].gamma
-    assert {float(x) for row in snapped for x in row} == {0.0, 1.0, -1.0}
-    raw = load_urdf(write(tmp_path, text), snap=0).joints[0].gamma
+def test_quarter_turns_are_exact_only_within_snap(tmp_path):
+    """rpy 1.5707963267949 is pi/2 within 4e-15: exact 0/1 rotation by default. UR5's
+    1.57079632679 (4.9e-12 short) is kept as written unless snap = 1e-10 is asked for."""
+    def gamma(angle: str, **kw):
+        text = robot(joint(extra=f'<origin rpy="0 {angle} 0"/><axis xyz="0 1 0"/>'),
+                     links=("base", "a"))
+        return load_urdf(write(tmp_path, text), **kw).joints[0].gamma
+
+    exact = {0.0, 1.0, -1.0}
+    assert {float(x) for row in gamma("1.5707963267949") for x in row} == exact
+    assert {float(x) for row in gamma("1.57079632679", snap=1e-10) for x in row} == exact
+    raw = gamma("1.57079632679")
     assert float(raw[0][0]) == pytest.approx(np.cos(1.57079632679), abs=0) and raw[0][0] != 0
+    assert gamma("1.5707963267949", snap=0)[0][0] != 0
