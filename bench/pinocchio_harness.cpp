@@ -4,6 +4,9 @@
 
    This file is compiled twice:
    - without MECHGEN_GLUE: the Pinocchio side and main() (slow to compile, once per flag set);
+     with -DMECHGEN_SERIALIZED_MODEL (the native build) it does not parse URDF (no
+     libpinocchio_parsers): it loads the final model, saved by the Python driver with
+     Model.saveToBinary, through Pinocchio's header-only serialization (config line "model");
    - with -DMECHGEN_GLUE -DMECHGEN_MECH=name -DMECHGEN_HEADER="path/name.h"
      -DMECHGEN_KERNELS="K(kernel_a)K(kernel_b)": ours_batch(), which calls
      <name>_<kernel>_batch of the generated C file (compiled as C and linked) with the arguments
@@ -11,6 +14,8 @@
 
    CONFIG, one item a line (paths run to the end of the line):
      urdf PATH | root fixed|free | lock JOINT VALUE | convention local|world | n N | reps R
+     model PATH        (MECHGEN_SERIALIZED_MODEL only, instead of urdf/root/lock) the model,
+                       root and locks already applied, as written by Model.saveToBinary
      states PATH       float64 blocks of n x width, one per "array" line, in that order
      array NAME WIDTH  Pinocchio's: pin_q, pin_v, pin_a, pin_tau; ours: any (q, qd, qdd, Q, p)
      kernel NAME NIN IN_1..IN_NIN NOUT SIZE_1..SIZE_NOUT   (ours, per state)
@@ -77,7 +82,11 @@ int64_t ours_batch(const std::string& kernel, int64_t n, const double* const* in
 #include <pinocchio/algorithm/kinematics.hpp>
 #include <pinocchio/algorithm/model.hpp>
 #include <pinocchio/algorithm/rnea.hpp>
+#ifdef MECHGEN_SERIALIZED_MODEL
+#include <pinocchio/serialization.hpp>
+#else
 #include <pinocchio/parsers/urdf.hpp>
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -112,7 +121,7 @@ struct Kernel {
 int main(int argc, char** argv) try {
   if (argc != 2) throw std::runtime_error("usage: pinocchio_harness CONFIG");
   std::ifstream cfg(argv[1]);
-  std::string line, urdf, root = "fixed", states_path, conv_name = "local";
+  std::string line, urdf, model_path, root = "fixed", states_path, conv_name = "local";
   std::vector<std::pair<std::string, double>> locks;
   std::vector<std::pair<std::string, long>> arrays;
   std::vector<Kernel> kernels;
@@ -123,6 +132,7 @@ int main(int argc, char** argv) try {
     std::string key;
     if (!(ss >> key)) continue;
     if (key == "urdf") std::getline(ss >> std::ws, urdf);
+    else if (key == "model") std::getline(ss >> std::ws, model_path);
     else if (key == "states") std::getline(ss >> std::ws, states_path);
     else if (key == "root") ss >> root;
     else if (key == "convention") ss >> conv_name;
@@ -151,8 +161,16 @@ int main(int argc, char** argv) try {
   const auto conv =
       conv_name == "world" ? pinocchio::Convention::WORLD : pinocchio::Convention::LOCAL;
 
+  pinocchio::Model model;
+#ifdef MECHGEN_SERIALIZED_MODEL
+  // Model: built by the Python driver (URDF, root, locks) and saved in binary form.
+  if (model_path.empty() || !urdf.empty() || !locks.empty())
+    throw std::runtime_error("this build reads a saved model: config needs 'model', no urdf/lock");
+  model.loadFromBinary(model_path);
+#else
   // Model: URDF (+ free-flyer root), then the locked joints fixed at their values.
-  pinocchio::Model full, model;
+  if (!model_path.empty()) throw std::runtime_error("this build reads urdf, not a saved model");
+  pinocchio::Model full;
   if (root == "free") pinocchio::urdf::buildModel(urdf, pinocchio::JointModelFreeFlyer(), full);
   else if (root == "fixed") pinocchio::urdf::buildModel(urdf, full);
   else throw std::runtime_error("root must be fixed or free");
@@ -166,6 +184,7 @@ int main(int argc, char** argv) try {
     locked.push_back(id);
   }
   pinocchio::buildReducedModel(full, locked, q_ref, model);
+#endif
   pinocchio::Data data(model);
 
   // States: every array is a block of n x width float64.

@@ -31,17 +31,29 @@ q = integrate(neutral, dq), dq ~ U(-1, 1) (a free flyer gets a unit quaternion),
 N(0, 1). Root "free": Pinocchio's model gets a JointModelFreeFlyer root (nq = 7 + n, nv = 6 +
 n), while our mechanism carries its 6 base coordinates itself.
 
-Build: both sides are compiled with FLAGS (``-O3 -DNDEBUG``, no fast-math) into a binary cached
-in bench/results/pinocchio_build/ under a hash of the sources, flags, compiler and Pinocchio
-version. The Pinocchio object (~3 min to compile) is shared by all mechanisms; per mechanism
-only our C file and a small glue part of the harness are compiled (seconds). Not
+Build (default): both sides are compiled with FLAGS (``-O3 -DNDEBUG``, no fast-math) into a
+binary cached in bench/results/pinocchio_build/ under a hash of the sources, flags, compiler and
+Pinocchio version. The Pinocchio object (~3 min to compile) is shared by all mechanisms; per
+mechanism only our C file and a small glue part of the harness are compiled (seconds). Not
 ``-march=native``: Pinocchio's prebuilt libraries (libpinocchio_parsers/default, which
 buildModel needs) are baseline x86-64, and with -march=native (even with
 -DEIGEN_MAX_ALIGN_BYTES=16) urdf::buildModel crashed freeing the model; so both sides use the
 baseline instruction set (SSE2, no FMA). Needs gcc/g++, the ``pin`` wheel, ``cmeel-eigen`` and
 ``cmeel-urdfdom-headers`` (Pinocchio's URDF header includes urdf_model/model.h).
 
-Run ``python bench/pinocchio_race.py ur5_arm --urdf .../ur5_robot.urdf`` for a table.
+Native build (``native=True``, ``--native``): both sides are compiled with NATIVE_FLAGS
+(``-O3 -DNDEBUG -march=native -ffp-contract=fast``; the contraction flag lets both sides fuse
+multiply-adds into FMA, which ``gcc -std=c99`` would otherwise not do for our C file) and no
+prebuilt Pinocchio library is linked at all, so nothing of Pinocchio runs with the baseline
+instruction set or another Eigen alignment. The harness does not parse the URDF: this driver
+builds the model itself (pinocchio_model(): URDF, free-flyer root, buildReducedModel for the
+locks), saves it with ``Model.saveToBinary`` to a temporary file, and the harness (compiled
+with -DMECHGEN_SERIALIZED_MODEL) reads it with ``Model::loadFromBinary`` from Pinocchio's
+header-only serialization (pinocchio/serialization.hpp), compiled in its own translation unit
+with NATIVE_FLAGS; it links only libboost_serialization (from cmeel.prefix/lib, with an rpath).
+Its objects and binaries are cached beside the default ones with a ``native-`` tag and a key
+that also covers ``-march=native -Q --help=target`` (what "native" means on this machine).
+Run ``python bench/pinocchio_race.py ur5_arm --urdf .../ur5_robot.urdf [--native]`` for a table.
 """
 
 from __future__ import annotations
@@ -63,6 +75,7 @@ HERE = Path(__file__).resolve().parent
 HARNESS_SRC = HERE / "pinocchio_harness.cpp"
 BUILD_DIR = HERE / "results" / "pinocchio_build"
 FLAGS = ["-O3", "-DNDEBUG"]
+NATIVE_FLAGS = ["-O3", "-DNDEBUG", "-march=native", "-ffp-contract=fast"]
 PIN_DEFINES = ["-DPINOCCHIO_WITH_URDFDOM", "-DBOOST_MPL_LIMIT_LIST_SIZE=30",
                "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30", "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS",
                "-DBOOST_FUSION_INVOKE_MAX_ARITY=12"]
@@ -100,22 +113,30 @@ def _cached(path: Path, cmd: list[str]) -> Path:
     return path
 
 
-def build_harness(mech: str, src_dir: Path, kernels: list[str]) -> tuple[Path, dict]:
-    """The harness binary for ``mech`` (compiled unless cached) and build info."""
+def build_harness(mech: str, src_dir: Path, kernels: list[str],
+                  native: bool = False) -> tuple[Path, dict]:
+    """The harness binary for ``mech`` (compiled unless cached) and build info; ``native``: the
+    native build (NATIVE_FLAGS, model loaded from a saved file, no prebuilt Pinocchio library)."""
     import pinocchio
     pre = _prefix()
     inc = [f"-I{pre / 'include'}", f"-I{pre / 'include' / 'eigen3'}",
            f"-I{pre / 'include' / 'urdfdom_headers'}"]
     cxx, cc = os.environ.get("CXX", "g++"), os.environ.get("CC", "gcc")
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
+    flags, defines, tag = FLAGS, PIN_DEFINES, ""
+    if native:
+        flags, defines, tag = NATIVE_FLAGS, [*PIN_DEFINES, "-DMECHGEN_SERIALIZED_MODEL"], "native-"
+        # what -march=native means on this machine belongs in the cache key
+        version += subprocess.run([cxx, "-march=native", "-Q", "--help=target"],
+                                  capture_output=True, text=True).stdout
     src = HARNESS_SRC.read_bytes()
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    info = {"flags": FLAGS, "compile_seconds": 0.0}
+    info = {"flags": flags, "native": native, "compile_seconds": 0.0}
     t0 = time.perf_counter()
 
-    pin_cmd = [cxx, "-std=c++17", *FLAGS, *PIN_DEFINES, *inc, "-c", str(HARNESS_SRC)]
+    pin_cmd = [cxx, "-std=c++17", *flags, *defines, *inc, "-c", str(HARNESS_SRC)]
     pin_key = _hash(src, pin_cmd, version, pinocchio.__version__)
-    pin_obj = BUILD_DIR / f"pinocchio-{pin_key}.o"
+    pin_obj = BUILD_DIR / f"pinocchio-{tag}{pin_key}.o"
     if not pin_obj.exists():
         print("compiling Pinocchio harness (first time, ~3 min)...", file=sys.stderr, flush=True)
     _cached(pin_obj, pin_cmd)
@@ -123,18 +144,20 @@ def build_harness(mech: str, src_dir: Path, kernels: list[str]) -> tuple[Path, d
 
     src_dir = Path(src_dir).resolve()
     c, h = src_dir / f"{mech}.c", src_dir / f"{mech}.h"
-    glue_cmd = [cxx, "-std=c++17", *FLAGS, "-DMECHGEN_GLUE", f"-DMECHGEN_MECH={mech}",
+    glue_cmd = [cxx, "-std=c++17", *flags, "-DMECHGEN_GLUE", f"-DMECHGEN_MECH={mech}",
                 f'-DMECHGEN_HEADER="{h}"',
                 "-DMECHGEN_KERNELS=" + "".join(f"K({k})" for k in kernels), "-c", str(HARNESS_SRC)]
-    mech_cmd = [cc, "-std=c99", *FLAGS, f"-I{src_dir}", "-c", str(c)]
+    mech_cmd = [cc, "-std=c99", *flags, f"-I{src_dir}", "-c", str(c)]
     key = _hash(pin_key, glue_cmd, mech_cmd, c.read_bytes(), h.read_bytes())
-    exe = BUILD_DIR / f"{mech}-{key}"
+    exe = BUILD_DIR / f"{mech}-{tag}{key}"
     if not exe.exists():
-        glue = _cached(BUILD_DIR / f"{mech}-{key}-glue.o", glue_cmd)
-        obj = _cached(BUILD_DIR / f"{mech}-{key}-c.o", mech_cmd)
+        glue = _cached(BUILD_DIR / f"{mech}-{tag}{key}-glue.o", glue_cmd)
+        obj = _cached(BUILD_DIR / f"{mech}-{tag}{key}-c.o", mech_cmd)
         lib = pre / "lib"
-        _cached(exe, [cxx, str(pin_obj), str(glue), str(obj), f"-L{lib}", "-lpinocchio_parsers",
-                      "-lpinocchio_default", f"-Wl,-rpath,{lib}"])
+        libs = (["-lboost_serialization"] if native
+                else ["-lpinocchio_parsers", "-lpinocchio_default"])
+        _cached(exe, [cxx, str(pin_obj), str(glue), str(obj), f"-L{lib}", *libs,
+                      f"-Wl,-rpath,{lib}"])
     info.update(mech_compile=" ".join(mech_cmd), glue_compile=" ".join(glue_cmd),
                 compile_seconds=time.perf_counter() - t0)
     return exe, info
@@ -153,7 +176,8 @@ def pinocchio_model(urdf: Path, locked: dict[str, float], root: str):
 
 
 def race(mech: str, generated_dir: Path, urdf: Path, locked: dict[str, float], root: str,
-         batch: int = 10000, reps: int = 7, *, convention: str = "local", seed: int = 0) -> dict:
+         batch: int = 10000, reps: int = 7, *, convention: str = "local", seed: int = 0,
+         native: bool = False) -> dict:
     """{kernel: {"ours_ns", "pinocchio_ns", "ratio" = pinocchio / ours}} (see module doc)."""
     import pinocchio as pin
     if root not in ("fixed", "free"):
@@ -184,15 +208,19 @@ def race(mech: str, generated_dir: Path, urdf: Path, locked: dict[str, float], r
             else:
                 arrays[i["name"]] = rng.standard_normal((batch, w))
 
-    exe, _ = build_harness(mech, src_dir, [k["name"] for k in kernels])
+    exe, _ = build_harness(mech, src_dir, [k["name"] for k in kernels], native)
     with tempfile.TemporaryDirectory() as tmp:
         states = Path(tmp) / "states.bin"
         with open(states, "wb") as f:
             for a in arrays.values():
                 f.write(np.ascontiguousarray(a, dtype=np.float64).tobytes())
-        lines = [f"urdf {urdf}", f"root {root}", f"convention {convention}", f"n {batch}",
-                 f"reps {reps}", f"states {states}"]
-        lines += [f"lock {name} {value!r}" for name, value in locked.items()]
+        lines = [f"convention {convention}", f"n {batch}", f"reps {reps}", f"states {states}"]
+        if native:  # the harness loads this very model instead of parsing the URDF
+            model.saveToBinary(str(Path(tmp) / "model.bin"))
+            lines.append(f"model {Path(tmp) / 'model.bin'}")
+        else:
+            lines += [f"urdf {urdf}", f"root {root}"]
+            lines += [f"lock {name} {value!r}" for name, value in locked.items()]
         lines += [f"array {name} {a.shape[1]}" for name, a in arrays.items()]
         for k in kernels:
             ins = [i["name"] for i in k["inputs"]]
@@ -219,10 +247,12 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=10000)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--convention", default="local", choices=["local", "world"])
+    ap.add_argument("--native", action="store_true",
+                    help="native build: -march=native -ffp-contract=fast, model from a saved file")
     args = ap.parse_args(argv)
     locked = {k: float(v) for k, v in (s.split("=", 1) for s in args.lock)}
     res = race(args.mech, args.generated, args.urdf, locked, args.root, args.batch, args.reps,
-               convention=args.convention)
+               convention=args.convention, native=args.native)
     print(f"{'kernel':20s} {'ours ns':>10s} {'pinocchio ns':>13s} {'ratio':>7s}", file=sys.stderr)
     for name, t in res.items():
         print(f"{name:20s} {t['ours_ns']:10.1f} {t['pinocchio_ns']:13.1f} {t['ratio']:7.2f}",
