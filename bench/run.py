@@ -90,10 +90,10 @@ def race_pinocchio(cases) -> dict:
     out = {}
     ops = {chain.name: {g.kernel.name: g.ops["total"] for g in gen} for chain, gen, _, _ in cases}
     for spec in bundled_specs():
-        mech = tomllib.loads(spec.read_text()).get("mechanism", {})
+        data = tomllib.loads(spec.read_text())
+        mech, lock = data.get("mechanism", {}), data.get("lock", {})
         if "urdf" not in mech:
             continue
-        lock = tomllib.loads(spec.read_text()).get("lock", {})
         res = race(mech["name"], ROOT / "generated", spec.parent / mech["urdf"], lock,
                    mech.get("base", "fixed"))
         n = len(json.loads((ROOT / "generated" / mech["name"] / "manifest.json").read_text())

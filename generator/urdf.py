@@ -46,7 +46,7 @@ import numpy as np
 import sympy as sp
 
 from generator.model import (RESERVED, Body, Chain, Joint, ModelError, Point, check_name,
-                             free_base_joints)
+                             fictitious_body, free_base_joints)
 
 MOVING = {"revolute": "R", "continuous": "R", "prismatic": "P"}
 REFUSED = {"planar": "a planar joint (2 slides and a rotation) is not supported",
@@ -359,13 +359,12 @@ def load_urdf(path: str | Path, name: str | None = None, base: str = "fixed",
             body_frame[k_body] = P_a.T
             visit(jt.child, k_body, P_a, np.zeros(3))
 
-    if base == "free":
-        for jt, _ in free_base_joints(Body("root", sp.Integer(0), (0, 0, 0), ((0,) * 3,) * 3)):
+    if base == "free":  # six base joints; the last carries the root link
+        for jt, b in free_base_joints(fictitious_body(root)):
             our_joints.append(jt)
             taken.add(jt.name)
             parent.append(len(our_joints) - 1)
-            accs.append(_Acc(f"{jt.name}_body"))
-        accs[-1] = _Acc(root)
+            accs.append(_Acc(b.name))
         named.append((root, 6))
         body_frame[6] = np.eye(3)
         visit(root, 6, np.eye(3), np.zeros(3))

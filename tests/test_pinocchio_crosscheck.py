@@ -117,7 +117,6 @@ def test_free_base_mass_matrix_maps_to_pinocchio_free_flyer():
     """Pinocchio's own free-flyer (quaternion, body-frame twist) gives A = S^T M_ff S, with
     S the map from our base rates (xyz rates, y-z-x angle rates) to the free-flyer twist."""
     import pinocchio as pin
-    chain = load(MECHANISMS / "solo12.toml")
     model = pin.buildModelFromUrdf(str(URDF / "solo12.urdf"), pin.JointModelFreeFlyer())
     data = model.createData()
     kin = runtime.load("solo12", "c", generated=GENERATED).kernels

@@ -21,6 +21,18 @@ class SingularMassMatrix(ValueError):
     """A pivot is a constant <= 0: the joint moves no mass in any configuration."""
 
 
+def _inverse_pivot(rec: Recorder, D: sp.Expr, A_jj: sp.Expr, j: int, who: str, status: int,
+                   rel_tol: float, what: str) -> sp.Expr:
+    """1/D_j, after checking D_j: a constant <= 0 is refused at generation; otherwise the kernel
+    returns ``status`` unless D_j > rel_tol A_jj."""
+    if D.is_number and not D > 0:
+        raise SingularMassMatrix(f"joint {who!r} moves no mass or inertia in any "
+                                 f"configuration: the mass matrix is singular")
+    rec.require_positive(D - sp.Float(rel_tol) * A_jj, status, f"pivot D{j} of {what}")
+    _count(divs=1)
+    return rec.bind(1 / D, f"invD{j}")
+
+
 def ldlt_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr],
                names: list[str] | None = None, status: int = SINGULAR, rel_tol: float = 1e-13,
                what: str = "the mass matrix", x_name: str = "qdd") -> list[sp.Expr]:
@@ -31,13 +43,8 @@ def ldlt_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr],
     for j in range(n):
         _count(adds=j, muls=j)
         D = rec.bind(A[j][j] - sp.Add(*[L[j][k] * LD[j][k] for k in range(j)]), f"D{j + 1}")
-        if D.is_number and not D > 0:
-            who = names[j] if names else f"{j + 1}"
-            raise SingularMassMatrix(f"joint {who!r} moves no mass or inertia in any "
-                                     f"configuration: the mass matrix is singular")
-        rec.require_positive(D - sp.Float(rel_tol) * A[j][j], status, f"pivot D{j + 1} of {what}")
-        _count(divs=1)
-        invD[j] = rec.bind(1 / D, f"invD{j + 1}")
+        invD[j] = _inverse_pivot(rec, D, A[j][j], j + 1, names[j] if names else f"{j + 1}",
+                                 status, rel_tol, what)
         for i in range(j + 1, n):
             _count(adds=j, muls=j + 1)
             LD[i][j] = rec.bind(A[i][j] - sp.Add(*[L[i][k] * LD[j][k] for k in range(j)]),
@@ -85,14 +92,8 @@ def ltdl_solve(rec: Recorder, A: list[list[sp.Expr]], b: list[sp.Expr], parent: 
     invD = [None] * (n + 1)
     for k in range(n, 0, -1):
         D = rec.bind(H[k, k], f"D{k}")
-        if D.is_number and not D > 0:
-            who = names[k - 1] if names else f"{k}"
-            raise SingularMassMatrix(f"joint {who!r} moves no mass or inertia in any "
-                                     f"configuration: the mass matrix is singular")
-        rec.require_positive(D - sp.Float(rel_tol) * A[k - 1][k - 1], status,
-                             f"pivot D{k} of the mass matrix")
-        _count(divs=1)
-        invD[k] = rec.bind(1 / D, f"invD{k}")
+        invD[k] = _inverse_pivot(rec, D, A[k - 1][k - 1], k, names[k - 1] if names else f"{k}",
+                                 status, rel_tol, "the mass matrix")
         for i in ancestors(k):
             _count(muls=1)
             L[k, i] = rec.bind(H[k, i] * invD[k], f"L{k}_{i}")

@@ -46,17 +46,14 @@ def forward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: li
                  qdd: list | None, a0: Vec) -> Motion:
     """omega_j, epsd_j, a_j of every body from the base acceleration a0 (= -g for gravity);
     body j takes its parent p(j)'s motion (p(j) = j-1 in a serial chain)."""
-    base_omega = zeros(3)
+    base = (zeros(3), zeros(3), list(a0), omega_products(rec, zeros(3), "oo0"))
     out = Motion()
     for j in range(1, chain.n + 1):
         lt = links[j - 1]
         e = lt.e
         p = chain.parent[j - 1]
-        if p == 0:
-            omega, epsd, a, W_prev = base_omega, zeros(3), list(a0), omega_products(
-                rec, base_omega, "oo0")
-        else:
-            omega, epsd, a, W_prev = out.omega[p - 1], out.epsd[p - 1], out.a[p - 1], out.W[p - 1]
+        omega, epsd, a, W_prev = base if p == 0 else (
+            out.omega[p - 1], out.epsd[p - 1], out.a[p - 1], out.W[p - 1])
         qd_j = qd[j - 1] if qd is not None else sp.Integer(0)
         qdd_j = qdd[j - 1] if qdd is not None else sp.Integer(0)
         # acceleration of O_j from the parent's omega, epsd, a
