@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+DEMO_SPEC := generator/mechanisms/gough_stewart_docking.toml
 
-.PHONY: all install generate demo test bench clean check-generated
+.PHONY: all install generate demo test bench clean
 
 all: generate
 
@@ -16,14 +17,17 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Regenerate the committed kernels of the bundled mechanisms (generator/mechanisms/*.toml).
+# Regenerate the committed kernels of every bundled mechanism (generator/mechanisms/*.toml);
+# progress per mechanism and kernel on stderr; unchanged files are not rewritten.
 generate: $(STAMP)
-	$(PY) -m generator generate
+	$(PY) -m mechgen generate
 
-# The main job: install, generate, compile (cached), simulate a docking capture on the
-# bundled Gough-Stewart mechanism; prints a summary, writes plots to results/.
-demo: generate
-	$(PY) -m runtime --out results
+# The main job: install, generate the demo mechanism only if its kernels are stale (the
+# committed ones are current), compile (cached), simulate a docking capture on the bundled
+# Gough-Stewart mechanism; prints a summary, writes plots to results/.
+demo: $(STAMP)
+	$(PY) -m mechgen generate --if-stale --out generated $(DEMO_SPEC)
+	$(PY) -m mechgen demo --out results
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -9,11 +9,11 @@ batch of ``batch`` random states inside a compiled loop, divided by ``batch``; b
 order alternating between repetitions) after one warm-up pass each, so load on the machine hits
 both alike. Pairs:
 
-    ours                                     Pinocchio (header-only templates, same flags)
-    <mech>_forward_kinematics_batch(q)       forwardKinematics(model, data, q)   joint placements
-    <mech>_mass_matrix_batch(q)              crba(model, data, q, convention)    upper triangle
-    <mech>_inverse_dynamics_batch(q,qd,qdd)  rnea(model, data, q, v, a)          with gravity
-    <mech>_forward_dynamics_batch(q,qd,Q)    aba(model, data, q, v, tau, convention)
+    ours (mechgen_<mech>_...)                Pinocchio (header-only templates, same flags)
+    forward_kinematics_batch(q)              forwardKinematics(model, data, q)   joint placements
+    mass_matrix_batch(q)                     crba(model, data, q, convention)    upper triangle
+    inverse_dynamics_batch(q,qd,qdd)         rnea(model, data, q, v, a)          with gravity
+    forward_dynamics_batch(q,qd,Q)           aba(model, data, q, v, tau, convention)
 
 Ours: one call of the batch function per pass (it loops over the states, writes one status per
 state and its outputs to batch x size arrays, which need not stay in cache); inputs named ``p``
@@ -113,6 +113,13 @@ def _cached(path: Path, cmd: list[str]) -> Path:
     return path
 
 
+def c_symbol_prefix(src_dir: Path) -> str:
+    """What the generated C functions' names start with (``mechgen_<mech>``): the manifest's
+    ``c_function`` of a kernel without ``_<kernel name>``."""
+    k = json.loads((Path(src_dir) / "manifest.json").read_text())["kernels"][0]
+    return k["c_function"].removesuffix(f"_{k['name']}")
+
+
 def build_harness(mech: str, src_dir: Path, kernels: list[str],
                   native: bool = False) -> tuple[Path, dict]:
     """The harness binary for ``mech`` (compiled unless cached) and build info; ``native``: the
@@ -144,7 +151,8 @@ def build_harness(mech: str, src_dir: Path, kernels: list[str],
 
     src_dir = Path(src_dir).resolve()
     c, h = src_dir / f"{mech}.c", src_dir / f"{mech}.h"
-    glue_cmd = [cxx, "-std=c++17", *flags, "-DMECHGEN_GLUE", f"-DMECHGEN_MECH={mech}",
+    glue_cmd = [cxx, "-std=c++17", *flags, "-DMECHGEN_GLUE",
+                f"-DMECHGEN_MECH={c_symbol_prefix(src_dir)}",
                 f'-DMECHGEN_HEADER="{h}"',
                 "-DMECHGEN_KERNELS=" + "".join(f"K({k})" for k in kernels), "-c", str(HARNESS_SRC)]
     mech_cmd = [cc, "-std=c99", *flags, f"-I{src_dir}", "-c", str(c)]

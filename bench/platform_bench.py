@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-import runtime
+from mechgen import runtime
 from bench.timing import best
-from generator.build import files_for_spec, write_files
-from generator.platform import numeric_platform
+from mechgen.generator.build import files_for_spec, write_files
+from mechgen.generator.platform import numeric_platform
 from tests.platforms import law_forces, random_states
 from tests.reference import parallel_numpy as ref
 

@@ -21,9 +21,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import runtime  # noqa: E402
+from mechgen import runtime  # noqa: E402
 from bench.timing import best  # noqa: E402
-from generator.build import bundled_specs, files_for_spec, write_files  # noqa: E402
+from mechgen.generator.build import bundled_specs, files_for_spec, write_files  # noqa: E402
 from tests.chains import numeric_model, random_chain, write_generated  # noqa: E402
 from tests.reference import chain_numpy as ref  # noqa: E402
 
@@ -116,7 +116,7 @@ def main() -> None:
     results = {"machine": platform.platform(), "python": sys.version.split()[0],
                "batch": args.batch, "mechanisms": {}}
     tmp = Path(tempfile.mkdtemp(prefix="mechgen_bench_"))
-    from generator.platform_spec import is_parallel_spec
+    from mechgen.generator.platform_spec import is_parallel_spec
     parallel = [s for s in bundled_specs() if is_parallel_spec(s)]
     cases = []
     for spec in [s for s in bundled_specs() if s not in parallel]:

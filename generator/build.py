@@ -2,34 +2,50 @@
 
 from __future__ import annotations
 
+import sys
+import time
 import tomllib
 from pathlib import Path
+from typing import Any, Callable
 
-from generator.emit import render, sha256_text
-from generator.kernels import BUILDERS
-from generator.model import Chain
-from generator.pipeline import Generated, optimise
-from generator.platform import Platform
-from generator.platform_kernels import BUILDERS as PLATFORM_BUILDERS
-from generator.spec import load
+from mechgen.generator import __version__
+from mechgen.generator.emit import render, sha256_text
+from mechgen.generator.kernels import BUILDERS
+from mechgen.generator.model import Chain, ModelError
+from mechgen.generator.pipeline import Generated, optimise
+from mechgen.generator.platform import Platform
+from mechgen.generator.platform_kernels import BUILDERS as PLATFORM_BUILDERS
+from mechgen.generator.platform_kernels import leg_manifest, status_manifest
+from mechgen.generator.spec import ChainBuilder, load
 
 MECHANISMS = Path(__file__).resolve().parent / "mechanisms"
 ROOT = Path(__file__).resolve().parent.parent
-GENERATED = ROOT / "generated"
+GENERATED = ROOT / "generated"          # the bundled kernels (package data when installed)
+
+Progress = Callable[[str], None] | None
 
 
 def bundled_specs() -> list[Path]:
     return sorted(MECHANISMS.glob("*.toml"))
 
 
-def generate_chain(chain: Chain, cse: bool = True) -> list[Generated]:
-    coded = chain.with_prefixed_parameters()
-    return [optimise(build, coded, cse=cse) for build in BUILDERS]
+def _optimise_all(builders, coded, cse: bool, progress: Progress, name: str) -> list[Generated]:
+    out = []
+    for i, build in enumerate(builders):
+        g = optimise(build, coded, cse=cse)
+        if progress:
+            progress(f"  {name}: kernel {i + 1}/{len(builders)} {g.kernel.name} "
+                     f"({g.ops['total']} ops, {g.seconds:.1f} s)")
+        out.append(g)
+    return out
 
 
-def generate_platform(pf: Platform, cse: bool = True) -> list[Generated]:
-    coded = pf.with_prefixed_parameters()
-    return [optimise(build, coded, cse=cse) for build in PLATFORM_BUILDERS]
+def generate_chain(chain: Chain, cse: bool = True, progress: Progress = None) -> list[Generated]:
+    return _optimise_all(BUILDERS, chain.with_prefixed_parameters(), cse, progress, chain.name)
+
+
+def generate_platform(pf: Platform, cse: bool = True, progress: Progress = None) -> list[Generated]:
+    return _optimise_all(PLATFORM_BUILDERS, pf.with_prefixed_parameters(), cse, progress, pf.name)
 
 
 def manifest_platform(pf: Platform) -> dict:
@@ -39,7 +55,8 @@ def manifest_platform(pf: Platform) -> dict:
         "coordinates": pf.coordinates,
         "legs": [{"name": leg.name, "type": leg.type, "n": leg.n, "m": leg.m,
                   "joints": [j.name for j in leg.chain.joints], "drive": leg.drive,
-                  "l_ref": leg.l_ref} for leg in pf.legs],
+                  "l_ref": leg.l_ref, **leg_manifest(leg)} for leg in pf.legs],
+        "status_codes": status_manifest(pf),
         "parameters": [s.name for s in pf.parameters],
         "parameter_defaults": {s.name: pf.defaults[s.name] for s in pf.parameters},
         "gravity": list(pf.gravity),
@@ -58,34 +75,97 @@ def manifest_extra(chain: Chain) -> dict:
         "joint_types": [j.label for j in chain.joints],
         "parent": list(chain.parent),
         "parameters": [s.name for s in chain.parameters],
+        "parameter_defaults": {s.name: chain.defaults.get(s.name) for s in chain.parameters},
         "bodies": [name for name, _ in chain.named_bodies],
         "points": [pt.name for pt in chain.points],
     }
 
 
-def files_for_spec(path: Path, cse: bool = True):
-    """(model, generated kernels, file name -> text) of one spec file."""
-    model = load(path)
+def files_for_model(model: Chain | Platform, spec_name: str, spec_text: str, cse: bool = True,
+                    progress: Progress = None):
+    """(generated kernels, file name -> text) of one built model."""
     if isinstance(model, Platform):
-        gen = generate_platform(model, cse=cse)
+        gen = generate_platform(model, cse=cse, progress=progress)
         extra = manifest_platform(model)
     else:
-        gen = generate_chain(model, cse=cse)
+        gen = generate_chain(model, cse=cse, progress=progress)
         extra = manifest_extra(model)
-    files = render(model.name, path.name, sha256_text(_spec_inputs(path)), gen, extra)
+    return gen, render(model.name, spec_name, sha256_text(spec_text), gen, extra)
+
+
+def files_for_spec(path: Path, cse: bool = True, progress: Progress = None):
+    """(model, generated kernels, file name -> text) of one spec file."""
+    model = load(path)
+    gen, files = files_for_model(model, Path(path).name, spec_inputs(path), cse, progress)
     return model, gen, files
 
 
-def _spec_inputs(path: Path) -> str:
+def spec_inputs(path: Path) -> str:
     """The spec's text, and the URDF it names: what the kernels were generated from."""
-    text = path.read_text()
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
     mech = tomllib.loads(text).get("mechanism", {})
     if isinstance(mech, dict) and isinstance(mech.get("urdf"), str):
-        text += (path.parent / mech["urdf"]).read_text()
+        text += (path.parent / mech["urdf"]).read_text(encoding="utf-8")
     return text
 
 
-def write_files(out_dir: Path, files: dict[str, str]) -> None:
+def spec_sha(path: Path) -> str:
+    return sha256_text(spec_inputs(path))
+
+
+def is_current(path: Path, out_dir: Path) -> bool:
+    """out_dir/<name>/ was generated from this very spec text by this mechgen version."""
+    import json
+    try:
+        model_name = tomllib.loads(Path(path).read_text(encoding="utf-8"))["mechanism"]["name"]
+        m = json.loads((Path(out_dir) / model_name / "manifest.json").read_text())
+    except (OSError, KeyError, TypeError, ValueError):
+        return False
+    return m.get("spec_sha256") == spec_sha(path) and m.get("version") == __version__
+
+
+def write_files(out_dir: Path, files: dict[str, str]) -> list[str]:
+    """Write the files that differ (an unchanged file keeps its bytes and time); return those."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    changed = []
     for name, text in files.items():
-        (out_dir / name).write_text(text)
+        f = out_dir / name
+        if f.exists() and f.read_text(encoding="utf-8") == text:
+            continue
+        tmp = f.with_name(f".{name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(f)
+        changed.append(name)
+    return changed
+
+
+def _model_of(source: Any) -> tuple[Chain | Platform, str, str]:
+    """(model, spec name, spec text) of anything :func:`generate` accepts."""
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        return load(path), path.name, spec_inputs(path)
+    if isinstance(source, ChainBuilder):
+        source = source.build()
+    if isinstance(source, dict):
+        from mechgen.generator.platform_spec import platform_from_dict
+        import json
+        text = json.dumps(source, sort_keys=True, default=str)
+        return platform_from_dict(source, "<dict>"), "<dict>", text
+    if isinstance(source, (Chain, Platform)):
+        return source, source.source if isinstance(source, Chain) else "<python>", repr(source)
+    raise TypeError(f"generate: expected a spec path, a ChainBuilder, a Chain, a Platform or a "
+                    f"parallel spec dict, got {type(source).__name__}")
+
+
+def generate(source: Any, out: Path, cse: bool = True, progress: bool = False) -> Path:
+    """Generate one mechanism into ``out/<name>/``; return that folder (see mechgen.generate)."""
+    say = (lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else None
+    t0 = time.perf_counter()
+    model, spec_name, text = _model_of(source)
+    gen, files = files_for_model(model, spec_name, text, cse, say)
+    folder = Path(out) / model.name
+    write_files(folder, files)
+    if say:
+        say(f"{spec_name} -> {folder}/ ({len(gen)} kernels, {time.perf_counter() - t0:.1f} s)")
+    return folder

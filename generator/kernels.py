@@ -11,25 +11,34 @@ from dataclasses import replace
 
 import sympy as sp
 
-from generator.algorithms.crba import crba
-from generator.algorithms.joints import link_transform
-from generator.algorithms.kinematics import chain_kinematics, point_kinematics
-from generator.algorithms.ldlt import SINGULAR, SingularMassMatrix, ltdl_solve
-from generator.algorithms.rnea import rnea
-from generator.ir import Kernel, Port, symbol
-from generator.model import Chain, ModelError, identity3
-from generator.scalar import Recorder, add, cross, dot, matmul, matvec, scale, transpose
+from mechgen.generator.algorithms.crba import crba
+from mechgen.generator.algorithms.joints import link_transform
+from mechgen.generator.algorithms.kinematics import chain_kinematics, point_kinematics
+from mechgen.generator.algorithms.ldlt import SINGULAR, SingularMassMatrix, ltdl_solve
+from mechgen.generator.algorithms.rnea import rnea
+from mechgen.generator.ir import Kernel, Port, symbol
+from mechgen.generator.model import Chain, ModelError, identity3
+from mechgen.generator.scalar import Recorder, add, cross, dot, matmul, matvec, scale, transpose
+
+
+def _names(names) -> str:
+    return ", ".join(names)
 
 
 def _inputs(chain: Chain, names: list[str]) -> tuple[Port, ...]:
     n = chain.n
-    docs = {"q": "joint coordinates", "qd": "joint rates", "qdd": "joint accelerations",
-            "Q": "joint drive forces/torques (added to the spring-damper laws)"}
+    docs = {"q": f"joint coordinates (rad for a revolute joint, m for a prismatic one), "
+                 f"shape ({n},), in this order: {_names(chain.coordinates)}",
+            "qd": f"joint rates (rad/s or m/s), shape ({n},), in the order of q",
+            "qdd": f"joint accelerations (rad/s^2 or m/s^2), shape ({n},), in the order of q",
+            "Q": f"joint drive torques or forces (N m or N; added to the spring-damper laws), "
+                 f"shape ({n},), in the order of q"}
     ports = [Port(nm, (n,), tuple(symbol(f"{nm}{j}") for j in range(1, n + 1)), docs[nm])
              for nm in names]
     if chain.parameters:
         ports.append(Port("p", (len(chain.parameters),), tuple(chain.parameters),
-                          "named spec parameters: " + ", ".join(s.name[2:] for s in chain.parameters)))
+                          f"named spec parameters, shape ({len(chain.parameters)},), in this "
+                          f"order: " + _names(s.name[2:] for s in chain.parameters)))
     return tuple(ports)
 
 
@@ -65,8 +74,14 @@ def forward_kinematics(chain: Chain) -> Kernel:
     nb = len(tg)
     return Kernel("forward_kinematics",
                   "Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.",
-                  ins, (Port("r", (nb, 3), _flat([k.r for _, k in tg])),
-                        Port("tau", (nb, 3, 3), _flat([k.tau for _, k in tg]))),
+                  ins, (Port("r", (nb, 3), _flat([k.r for _, k in tg]),
+                             f"positions of the body origins then the points, frame 0, m, "
+                             f"shape (bodies+points, 3) = ({nb}, 3); rows: "
+                             f"{_names(label for label, _ in tg)}"),
+                        Port("tau", (nb, 3, 3), _flat([k.tau for _, k in tg]),
+                             f"rotation matrices of the bodies then the points (coordinate "
+                             f"transform frame 0 -> that frame; its rows are that frame's axes "
+                             f"in frame 0), shape ({nb}, 3, 3); rows in the order of r")),
                   tuple(rec.statements))
 
 
@@ -83,8 +98,15 @@ def jacobians(chain: Chain) -> Kernel:
     return Kernel("jacobians",
                   "Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each "
                   "body origin and point.",
-                  ins, (Port("T", (nb, 3, n), _flat([rows(k.T) for _, k in tg])),
-                        Port("R", (nb, 3, n), _flat([rows(k.R) for _, k in tg]))),
+                  ins, (Port("T", (nb, 3, n), _flat([rows(k.T) for _, k in tg]),
+                             f"translational Jacobians dv/dqd of the body origins then the "
+                             f"points, frame 0 (m per rad, 1 per m), shape ({nb}, 3, {n}); "
+                             f"column j is coordinate j of q; rows: "
+                             f"{_names(label for label, _ in tg)}"),
+                        Port("R", (nb, 3, n), _flat([rows(k.R) for _, k in tg]),
+                             f"rotational Jacobians domega/dqd of the bodies then the points, "
+                             f"frame 0 (1 per rad, 0 per m), shape ({nb}, 3, {n}); rows in the "
+                             f"order of T")),
                   tuple(rec.statements))
 
 
@@ -98,8 +120,15 @@ def velocities(chain: Chain) -> Kernel:
     return Kernel("velocities",
                   "Velocity v of each body origin, angular velocity omega, and the velocity-product "
                   "accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.",
-                  ins, tuple(Port(nm, (nb, 3), _flat([getattr(k, nm) for _, k in tg]))
-                             for nm in ("v", "omega", "w", "eps")),
+                  ins, tuple(Port(nm, (nb, 3), _flat([getattr(k, nm) for _, k in tg]),
+                                  f"{what}, frame 0, shape ({nb}, 3); rows: "
+                                  f"{_names(label for label, _ in tg)}")
+                             for nm, what in (("v", "velocity of each body origin, m/s"),
+                                              ("omega", "angular velocity of each body, rad/s"),
+                                              ("w", "velocity-product acceleration of each body "
+                                                    "origin (a = T qdd + w), m/s^2"),
+                                              ("eps", "velocity-product angular acceleration of "
+                                                      "each body (R qdd + eps), rad/s^2"))),
                   tuple(rec.statements))
 
 
@@ -113,7 +142,10 @@ def mass_matrix(chain: Chain) -> Kernel:
     A = crba(rec, chain, _links(rec, chain, list(ins[0].elements)))
     n = chain.n
     return Kernel("mass_matrix", "Joint-space mass matrix A(q) (composite-body algorithm).",
-                  ins, (Port("A", (n, n), _flat(A)),), tuple(rec.statements))
+                  ins, (Port("A", (n, n), _flat(A),
+                             f"joint-space mass matrix, symmetric, shape ({n}, {n}); rows and "
+                             f"columns in the order of q (kg m^2, kg m or kg)"),),
+                  tuple(rec.statements))
 
 
 def passive_forces(chain: Chain, q, qd) -> list[sp.Expr]:
@@ -135,7 +167,9 @@ def bias(chain: Chain) -> Kernel:
     q, qd, Q = (list(p.elements) for p in ins[:3])
     b = _bias(rec, chain, _links(rec, chain, q), q, qd, Q)
     return Kernel("bias", "Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.",
-                  ins, (Port("b", (chain.n,), tuple(b)),), tuple(rec.statements))
+                  ins, (Port("b", (chain.n,), tuple(b),
+                             f"bias forces (N m or N), shape ({chain.n},), in the order of q"),),
+                  tuple(rec.statements))
 
 
 def inverse_dynamics(chain: Chain) -> Kernel:
@@ -146,7 +180,23 @@ def inverse_dynamics(chain: Chain) -> Kernel:
     Q = [hj - Pj for hj, Pj in zip(h, passive_forces(chain, q, qd))]
     return Kernel("inverse_dynamics",
                   "Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).",
-                  ins, (Port("Q", (chain.n,), tuple(Q)),), tuple(rec.statements))
+                  ins, (Port("Q", (chain.n,), tuple(Q),
+                             f"drive torques or forces (N m or N), shape ({chain.n},), in the "
+                             f"order of q"),), tuple(rec.statements))
+
+
+EULER_SINGULAR = 2
+COS_PSI_Z_MIN = 1e-3   # |cos psi_z| below this: within 0.057 deg of the y-z-x singularity
+EULER_MESSAGE = (f"free base within {COS_PSI_Z_MIN * 180 / 3.141592653589793:.3f} deg of the "
+                 f"y-z-x angle singularity psi_z = +-90 deg (the mass matrix in angle rates is "
+                 f"ill-conditioned there)")
+
+
+def _require_euler_regular(rec: Recorder, q: list) -> None:
+    """A free base's coordinates 4..6 are the y-z-x angles; their rates are the generalised
+    speeds, so A(q) is singular at psi_z = +-90 deg (q[4]): refuse |cos psi_z| < 1e-3."""
+    c = rec.bind(sp.cos(q[4]), "c_base_rz")
+    rec.require_positive(c * c - COS_PSI_Z_MIN ** 2, EULER_SINGULAR, "cos psi_z ~ 0")
 
 
 def forward_dynamics(chain: Chain) -> Kernel:
@@ -156,14 +206,19 @@ def forward_dynamics(chain: Chain) -> Kernel:
     links = _links(rec, chain, q)
     A = crba(rec, chain, links)
     b = _bias(rec, chain, links, q, qd, Q)
+    statuses = {SINGULAR: "mass matrix not positive definite"}
+    if chain.base == "free":
+        _require_euler_regular(rec, q)
+        statuses[EULER_SINGULAR] = EULER_MESSAGE
     try:
         qdd = ltdl_solve(rec, A, b, chain.parent, chain.coordinates)
     except SingularMassMatrix as e:
         raise ModelError(f"{chain.source}: {e}") from None
     return Kernel("forward_dynamics",
                   "Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).",
-                  ins, (Port("qdd", (chain.n,), tuple(qdd)),), tuple(rec.statements),
-                  {SINGULAR: "mass matrix not positive definite"})
+                  ins, (Port("qdd", (chain.n,), tuple(qdd),
+                             f"joint accelerations (rad/s^2 or m/s^2), shape ({chain.n},), in the "
+                             f"order of q"),), tuple(rec.statements), statuses)
 
 
 def energy(chain: Chain) -> Kernel:
@@ -186,7 +241,10 @@ def energy(chain: Chain) -> Kernel:
         V -= dot(list(chain.gravity), add(scale(body.m, k.r), matvec(transpose(k.tau), c)))
     return Kernel("energy", "Kinetic energy T and potential energy V of gravity, summed over "
                   "bodies (an invariant to monitor: T + V - work of Q is constant).",
-                  ins, (Port("T", (1,), (T,)), Port("V", (1,), (V,))), tuple(rec.statements))
+                  ins, (Port("T", (1,), (T,), "kinetic energy, J, shape (1,)"),
+                        Port("V", (1,), (V,), "potential energy of gravity (zero for every "
+                             "centre of mass at the origin of frame 0), J, shape (1,)")),
+                  tuple(rec.statements))
 
 
 BUILDERS = (forward_kinematics, jacobians, velocities, mass_matrix, bias, inverse_dynamics,

@@ -1,6 +1,6 @@
 """The mechanism database: bodies, 1-DoF joints, composite joints, serial chains.
 
-Notation of ALGORITHMS.md section 1-2 (paper 003). Joint ``J_j`` joins body ``B_{j-1}`` to body
+Notation of docs/algorithms.md section 1-2 (paper 003). Joint ``J_j`` joins body ``B_{j-1}`` to body
 ``B_j``. In ``B_{j-1}`` the joint frame sits at the constant vector ``l`` with the constant
 rotation ``gamma`` (a coordinate transform: body frame -> joint frame). The joint moves frame
 ``j`` relative to the joint frame: revolute ``alpha = A_axis(q)``, or prismatic
@@ -19,13 +19,15 @@ paper's y-z-x sequence, so ``alpha = A_x A_z A_y`` and the spacecraft is the bod
 from __future__ import annotations
 
 import keyword
+import math
 import re
 from dataclasses import dataclass, field, replace
 
 import sympy as sp
 
-from generator.ir import symbol
-from generator.scalar import fold_constant
+from mechgen.generator import numeric as num
+from mechgen.generator.ir import symbol
+from mechgen.generator.scalar import fold_constant
 
 AXES = "xyz"
 
@@ -55,6 +57,25 @@ def check_name(name: object, where: str) -> str:
     if name in RESERVED:
         raise ModelError(f"{where}: {name!r} is a reserved word")
     return name
+
+
+PARAMETER_PREFIX = "p_"   # a spec parameter x is the identifier p_x in the generated code
+
+
+def prefixed_parameters(parameters: list[sp.Symbol], taken: dict[str, str],
+                        where: str) -> dict[sp.Symbol, sp.Symbol]:
+    """``{x: p_x}`` for every parameter; ``taken`` maps the other names the generated code
+    gives to spec names (e.g. a leg coordinate ``<leg>_<joint>``) to what they are. A
+    parameter whose ``p_x`` is taken is refused naming both (leg ``p_k``, joint ``u1`` and
+    parameter ``k_u1`` would both be ``p_k_u1``)."""
+    out = {}
+    for s in parameters:
+        name = f"{PARAMETER_PREFIX}{s.name}"
+        if name in taken:
+            raise ModelError(f"{where}: parameter {s.name!r} and {taken[name]} would both be "
+                             f"named {name!r} in the generated code; rename one of them")
+        out[s] = symbol(name)
+    return out
 
 
 def identity3() -> Mat3:
@@ -145,6 +166,7 @@ class Chain:
     points: list[Point] = field(default_factory=list)
     source: str = "<python>"
     parent: list[int] = field(default_factory=list)
+    defaults: dict[str, float] = field(default_factory=dict)   # parameter default values
 
     def __post_init__(self) -> None:
         if not self.parent:
@@ -197,7 +219,7 @@ class Chain:
         Generated code names parameters ``p_<name>``, so a spec's names can never clash with
         the kernels' own identifiers (inputs q1.., outputs A, b, tau.., C macros like NAN).
         """
-        m = {s: symbol(f"p_{s.name}") for s in self.parameters}
+        m = prefixed_parameters(self.parameters, {}, self.source)   # coordinates are q1..qn
         if not m:
             return self
         ex = lambda e: sp.sympify(e).xreplace(m)
@@ -232,18 +254,26 @@ class Chain:
                              f"parent body numbered below j")
         for j in range(1, self.n + 1):
             if not self.children(j) and self.bodies[j - 1].fictitious:
-                raise ModelError(f"{where}: body {j} ends a branch and is massless, so the mass "
-                                 f"matrix is singular; give it a mass and inertia")
+                raise ModelError(
+                    f"{where}: body {self.bodies[j - 1].name!r} (body {j}, moved by joint "
+                    f"{self.joints[j - 1].name!r}) ends a branch and is massless, so the mass "
+                    f"matrix is singular; give it a mass and inertia (for a URDF: lock the "
+                    f"joint in the spec's [lock] table, e.g. {self.joints[j - 1].name} = 0.0, "
+                    f"so that the body merges into its parent)")
         for s in self.parameters:
             check_name(s.name, f"{where}: parameter")
             if s.name in seen or s.name in names:
                 raise ModelError(f"{where}: parameter {s.name!r} clashes with a joint or body name")
+        unused = sorted(set(self.defaults) - {s.name for s in self.parameters})
+        if unused:
+            raise ModelError(f"{where}: parameters: {unused} given a default but not used by the "
+                             f"mechanism")
 
 
 # --- rotations given as sequences of elementary rotations --------------------------------
 
 def elementary(axis: int, angle: sp.Expr) -> Mat3:
-    """A_x, A_y, A_z of ALGORITHMS.md (coordinate transforms)."""
+    """A_x, A_y, A_z of docs/algorithms.md (coordinate transforms)."""
     c, s = sp.cos(angle), sp.sin(angle)
     o, z = sp.Integer(1), sp.Integer(0)
     if axis == 0:
@@ -259,10 +289,66 @@ def compose(first: Mat3, second: Mat3) -> Mat3:
                        for j in range(3)) for i in range(3))
 
 
+MAX_SYMBOLIC_SEQUENCE = 12   # rotations in a sequence with a parameter angle (expansion cost)
+
+
+def _numeric_elementary(axis: int, angle: sp.Expr) -> num.M3:
+    """A_axis of a numeric angle as floats: exact 0/+-1 for a multiple of 90 degrees, else the
+    cosine and sine of the exact angle (``pi * deg / 180`` of the degrees as written), each
+    rounded once to the nearest double by fold_constant, as a single rotation always was."""
+    quarters = 2 * angle / sp.pi
+    if quarters.is_Integer:
+        c, s = [(1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0)][int(quarters) % 4]
+    else:
+        c, s = _real(sp.cos(angle), angle), _real(sp.sin(angle), angle)
+    if axis == 0:
+        return ((1.0, 0.0, 0.0), (0.0, c, s), (0.0, -s, c))
+    if axis == 1:
+        return ((c, 0.0, -s), (0.0, 1.0, 0.0), (s, 0.0, c))
+    return ((c, s, 0.0), (-s, c, 0.0), (0.0, 0.0, 1.0))
+
+
+def _real(e: sp.Expr, angle: sp.Expr) -> float:
+    """A numeric constant as the nearest double, or a ModelError naming the angle."""
+    try:
+        x = float(fold_constant(e))
+    except (TypeError, ValueError):
+        raise ModelError(f"rotation angle {angle} is not a real number") from None
+    if not math.isfinite(x):
+        raise ModelError(f"rotation angle {angle} is not finite")
+    return x
+
+
+def _exprs(M: num.M3) -> Mat3:
+    """Floats -> SymPy: integers and +-1/2 (sin 30 deg) exact as before, others as 17-digit
+    Floats (what fold_constant makes of an irrational constant)."""
+    return tuple(tuple(sp.Rational(int(2 * x), 2) if 2 * x == int(2 * x) else sp.Float(x, 17)
+                       for x in row) for row in M)
+
+
 def rotation_from_sequence(seq: list[tuple[int, sp.Expr]]) -> Mat3:
-    R = identity3()
+    """The product of elementary rotations (the first applied first).
+
+    Runs of numeric angles are multiplied numerically (deterministic: mpmath at 160 bits, see
+    :mod:`generator.numeric`), so any number of them costs little and quarter turns stay exact
+    0/+-1; rotations by parameter angles are multiplied symbolically, at most
+    ``MAX_SYMBOLIC_SEQUENCE`` rotations in such a sequence (the expansion grows exponentially).
+    """
+    seq = [(axis, sp.sympify(angle)) for axis, angle in seq]
+    if len(seq) > MAX_SYMBOLIC_SEQUENCE and not all(a.is_number for _, a in seq):
+        raise ModelError(f"a rotation sequence with a parameter angle may have at most "
+                         f"{MAX_SYMBOLIC_SEQUENCE} rotations, got {len(seq)}; combine the numeric "
+                         f"ones into a 3x3 matrix or fewer rotations")
+    R, run = identity3(), num.identity()
     for axis, angle in seq:
+        if angle.is_number:
+            run = num.matmul(_numeric_elementary(axis, angle), run)
+            continue
+        if run != num.identity():
+            R, run = compose(R, _exprs(run)), num.identity()
         R = compose(R, elementary(axis, angle))
+    if run != num.identity():
+        R = compose(R, _exprs(run))
     return tuple(tuple(fold_constant(x) for x in row) for row in R)
 
 
@@ -302,17 +388,38 @@ def free_base_joints(spacecraft: Body) -> list[tuple[Joint, Body]]:
 
 
 def as_expr(value: object, where: str) -> sp.Expr:
-    """A spec value: an int/float number (exact rational of its decimal text) or a name."""
+    """A spec value: an int/float number (exact rational of its decimal text) or a name.
+
+    Numbers must be finite, real and at most ``MAX_MAGNITUDE`` in size: constants built from
+    them (m d^2, products of lengths) must stay finite as doubles in the generated code."""
     if isinstance(value, bool):
         raise ModelError(f"{where}: expected a number or a parameter name, got {value!r}")
     if isinstance(value, int):
-        return sp.Integer(value)
+        return _bounded(sp.Integer(value), value, where)
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise ModelError(f"{where}: {value!r} is not a finite number")
-        return sp.Rational(repr(value))
+        return _bounded(sp.Rational(repr(value)), value, where)
     if isinstance(value, str):
         return symbol(check_name(value, where))
     if isinstance(value, sp.Expr):
+        if value.is_number:
+            if value.is_extended_real is not True or value.is_finite is not True:
+                raise ModelError(f"{where}: {value} is not a finite real number")
+            return _bounded(value, value, where)
         return value
     raise ModelError(f"{where}: expected a number or a parameter name, got {value!r}")
+
+
+MAX_MAGNITUDE = 1e150
+_MAX_EXACT = sp.Integer(10) ** 150      # the same bound for exact numbers (1e150 itself passes)
+
+
+def _bounded(e: sp.Expr, shown: object, where: str) -> sp.Expr:
+    """``e`` when |e| <= MAX_MAGNITUDE, else a ModelError naming ``where``."""
+    if abs(e) > _MAX_EXACT:
+        text = str(shown)
+        text = text if len(text) <= 30 else f"{text[:12]}...({len(text)} digits)"
+        raise ModelError(f"{where}: {text} is too large (at most {MAX_MAGNITUDE:g} in "
+                         f"magnitude, so that the constants built from it stay finite)")
+    return e

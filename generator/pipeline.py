@@ -11,12 +11,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from generator.ir import Kernel, check_invariants
-from generator.model import Chain
-from generator.passes.cse import common_subexpressions
-from generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
-from generator.passes.opcount import count_ops
-from generator.scalar import dense_count, reset_dense_count
+from mechgen.generator.ir import Kernel, check_invariants
+from mechgen.generator.model import Chain
+from mechgen.generator.passes.cse import common_subexpressions
+from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
+from mechgen.generator.passes.opcount import count_ops
+from mechgen.generator.scalar import dense_count, reset_dense_count
 
 
 @dataclass

@@ -3,7 +3,7 @@
 Each leg is a serial chain of 1-DoF joints from the base to its last body (a
 :class:`generator.model.Chain` with a fixed base, so every serial-chain algorithm applies to
 it); the joint between the last body and C is cut and replaced by the closure equations
-(ALGORITHMS.md section 1, "Loop cutting"):
+(docs/algorithms.md section 1, "Loop cutting"):
 
     m = 3 (spherical cut): the point l_L of the last body coincides with the point l_C of C;
     m = 4 (universal cut): also e1 = gamma_L^T e_y (last body) and e2 = gamma_C^T e_z (C)
@@ -35,12 +35,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-import numpy as np
 import sympy as sp
 
-from generator.ir import symbol
-from generator.model import (Body, Chain, Joint, ModelError, Vec3, Mat3, check_name,
-                             fictitious_body, identity3)
+from mechgen.generator import numeric as num
+from mechgen.generator.numeric import M3, V3
+from mechgen.generator.model import (Body, Chain, Joint, ModelError, Vec3, Mat3, check_name,
+                             fictitious_body, identity3, prefixed_parameters)
 
 LEG_TYPES = ("UPS", "SPU", "UCU", "RUS", "RSU")
 P_LEGS = ("UPS", "SPU", "UCU")       # a stroke along the leg; the others have a crank
@@ -117,6 +117,7 @@ class Leg:
     limits: dict[int, tuple[float, float]] = field(default_factory=dict)
     branch: int = 1               # RUS/RSU: which of the two crank solutions
     l_ref: float = 1.0            # length scale for the singularity tests
+    q_home: tuple[float, ...] = ()   # joint coordinates at the home pose (home_coordinates)
 
     @property
     def n(self) -> int:
@@ -154,8 +155,11 @@ class Platform:
         return sorted(syms, key=lambda s: s.name)
 
     def with_prefixed_parameters(self) -> "Platform":
-        """Parameter ``x`` renamed ``p_x`` everywhere (see Chain.with_prefixed_parameters)."""
-        m = {s: symbol(f"p_{s.name}") for s in self.parameters}
+        """Parameter ``x`` renamed ``p_x`` everywhere (see Chain.with_prefixed_parameters);
+        a ``p_x`` that is also a leg coordinate's name is refused (ModelError naming both)."""
+        coordinates = {j.name: f"the coordinate of joint {j.name!r} of leg {leg.name!r}"
+                       for leg in self.legs for j in leg.chain.joints}
+        m = prefixed_parameters(self.parameters, coordinates, self.source)
         if not m:
             return self
         ex = lambda e: sp.sympify(e).xreplace(m)
@@ -167,32 +171,20 @@ class Platform:
 
 
 # --- numeric geometry: frames from the home pose ----------------------------------------
+# Baked constants: computed with generator.numeric (mpmath, rounded once), never numpy, so the
+# generated files are the same on every CPU.
 
-def elementary_np(axis: int, q: float) -> np.ndarray:
-    c, s = np.cos(q), np.sin(q)
-    if axis == 0:
-        return np.array([[1, 0, 0], [0, c, s], [0, -s, c]])
-    if axis == 1:
-        return np.array([[c, 0, -s], [0, 1, 0], [s, 0, c]])
-    return np.array([[c, s, 0], [-s, c, 0], [0, 0, 1]])
-
-
-def alpha_C_np(psi_y: float, psi_z: float, psi_x: float) -> np.ndarray:
-    """Frame 0 -> frame C: A_x(psi_x) A_z(psi_z) A_y(psi_y) (the paper's y-z-x sequence)."""
-    return elementary_np(0, psi_x) @ elementary_np(2, psi_z) @ elementary_np(1, psi_y)
-
-
-def frame_from_x(x: np.ndarray, y_hint: np.ndarray) -> np.ndarray:
+def frame_from_x(x: V3, y_hint: V3) -> M3:
     """Rows = unit axes (parent coordinates) of a frame with x along ``x``, y near ``y_hint``.
 
     As a matrix it is the coordinate transform parent -> frame (a gamma).
     """
-    x = x / np.linalg.norm(x)
-    y = y_hint - (y_hint @ x) * x
-    if np.linalg.norm(y) < 1e-9:
+    x = num.normalize(x)
+    y = num.reject(y_hint, x)
+    if num.norm(y) < 1e-9:
         raise ValueError("the y direction is parallel to x")
-    y = y / np.linalg.norm(y)
-    return np.array([x, y, np.cross(x, y)])
+    y = num.normalize(y)
+    return (x, y, num.cross(x, y))
 
 
 def exact(v: float) -> sp.Expr:
@@ -203,11 +195,11 @@ def exact(v: float) -> sp.Expr:
     return sp.Float(float(v), 17)
 
 
-def mat_expr(M: np.ndarray) -> Mat3:
+def mat_expr(M: M3) -> Mat3:
     return tuple(tuple(exact(x) for x in row) for row in M)
 
 
-def vec_expr(v: np.ndarray) -> Vec3:
+def vec_expr(v: V3) -> Vec3:
     return tuple(exact(x) for x in v)
 
 
@@ -226,87 +218,102 @@ class LegGeometry:
 
     name: str
     type: str
-    base: np.ndarray                       # base joint centre, frame 0
-    platform: np.ndarray                   # cut joint centre, frame C
+    base: V3                               # base joint centre, frame 0
+    platform: V3                           # cut joint centre, frame C
     bodies: dict[str, Body]
     laws: dict[str, JointLaw]
     drive: str
     limits: dict[str, tuple[float, float]]
-    frame: np.ndarray | None = None        # base joint frame (P legs), rows in frame 0
+    frame: M3 | None = None                # base joint frame (P legs), rows in frame 0
     length0: float | None = None           # P legs
     crank: float | None = None             # R legs: crank length
-    crank_axis: np.ndarray | None = None
-    crank_dir: np.ndarray | None = None
+    crank_axis: V3 | None = None
+    crank_dir: V3 | None = None
     rod: float | None = None
 
 
-def build_leg(g: LegGeometry, home: np.ndarray, where: str) -> Leg:
-    alpha_home = alpha_C_np(*home[3:6])
-    s_home = home[:3] + alpha_home.T @ g.platform          # cut centre at home, frame 0
+Z0: V3 = (0.0, 0.0, 1.0)
+
+
+def cut_centre_at(home: tuple[float, ...], l_C: V3) -> V3:
+    """s = r_C + alpha_C^T l_C: the cut joint's centre, frame 0, at the pose ``home``."""
+    alpha = num.alpha_yzx(*home[3:6])
+    return num.add(tuple(home[:3]), num.matvec(num.transpose(alpha), l_C))
+
+
+def _p_leg_frames(g: LegGeometry, s_home: V3, where: str):
+    """P legs: (gamma of the base joint, l_L, tau at home, l_ref)."""
+    from mechgen.generator.algorithms.leg_ik import u_angles_num
+    leg_vec = num.sub(s_home, g.base)
+    L_home = num.norm(leg_vec)
+    if L_home < 1e-9:
+        raise ModelError(f"{where}: the base and platform joints coincide at the home pose")
+    if g.frame is not None:
+        G0 = g.frame
+    else:
+        hint = num.cross(Z0, leg_vec)
+        G0 = frame_from_x(leg_vec, hint if num.norm(hint) > 1e-9 * L_home else (0.0, 1.0, 0.0))
+    length0 = L_home if g.length0 is None else g.length0
+    p1, p2 = u_angles_num(num.matvec(G0, leg_vec))       # 0, 0 unless the spec gave the frame
+    tau_home = num.matmul(num.elementary(2, p2), num.matmul(num.elementary(1, p1), G0))
+    return G0, (length0, 0.0, 0.0), tau_home, L_home
+
+
+def _r_leg_frames(g: LegGeometry, s_home: V3, where: str):
+    """R legs: (gamma of the crank, gamma of the rod joint, crank tip l, l_L, tau, l_ref)."""
+    radial = (g.base[0], g.base[1], 0.0)
+    axis = g.crank_axis
+    if axis is None:
+        if num.norm(radial) < 1e-9:
+            raise ModelError(f"{where}.crank_axis: the base joint is on the z axis; give "
+                             f"crank_axis")
+        axis = num.cross(Z0, radial)
+    axis = num.normalize(axis)
+    cdir = g.crank_dir
+    if cdir is None:
+        cdir = num.reject(radial, axis)
+        if num.norm(cdir) < 1e-9:
+            cdir = num.cross(axis, Z0)
+    cdir = num.reject(cdir, axis)
+    if num.norm(cdir) < 1e-9:
+        raise ModelError(f"{where}.crank_dir: parallel to the crank axis")
+    cdir = num.normalize(cdir)
+    G0 = (cdir, num.cross(axis, cdir), axis)                 # x = crank, z = axis
+    a = g.crank
+    tip_home = num.add(g.base, num.scale(a, cdir))
+    rod_vec = num.sub(s_home, tip_home)
+    rod_home = num.norm(rod_vec)
+    size = max(a, num.norm(num.sub(s_home, g.base)))
+    if a < 1e-9 * size:
+        raise ModelError(f"{where}.crank: {a} m is negligible next to the base-to-platform "
+                         f"distance {size:.6g} m at the home pose")
+    if rod_home < 1e-9 * size:
+        raise ModelError(f"{where}: the crank tip meets the platform joint at the home pose "
+                         f"(zero rod length); move the joints or change the crank")
+    b = rod_home if g.rod is None else g.rod
+    if abs(b - rod_home) > 1e-9 * max(1.0, b):
+        raise ModelError(f"{where}.rod: {b} differs from the crank-tip to platform distance "
+                         f"{rod_home:.6g} at the home pose (omit it to use that distance)")
+    rod_c = num.matvec(G0, rod_vec)                          # rod direction, crank coordinates
+    G1 = frame_from_x(rod_c, Z0 if abs(rod_c[2]) < 0.999 * rod_home else (0.0, 1.0, 0.0))
+    return G0, G1, (a, 0.0, 0.0), (b, 0.0, 0.0), num.matmul(G1, G0), max(a, b)
+
+
+def build_leg(g: LegGeometry, home: tuple[float, ...], where: str) -> Leg:
+    alpha_home = num.alpha_yzx(*home[3:6])
+    s_home = cut_centre_at(home, g.platform)
     joints_spec = LEG_JOINTS[g.type]
     names = [j[0] for j in joints_spec]
     n = len(joints_spec)
-    ls = [np.zeros(3) for _ in range(n)]
-    gammas = [np.eye(3) for _ in range(n)]
+    ls: list[V3] = [(0.0, 0.0, 0.0)] * n
+    gammas: list[M3] = [num.identity()] * n
     ls[0] = g.base
-    z0 = np.array([0.0, 0.0, 1.0])
     if g.type in P_LEGS:
-        leg_vec = s_home - g.base
-        L_home = float(np.linalg.norm(leg_vec))
-        if L_home < 1e-9:
-            raise ModelError(f"{where}: the base and platform joints coincide at the home pose")
-        if g.frame is not None:
-            G0 = g.frame
-        else:
-            hint = np.cross(z0, leg_vec)
-            G0 = frame_from_x(leg_vec, hint if np.linalg.norm(hint) > 1e-9 * L_home
-                              else np.array([0.0, 1.0, 0.0]))
-        gammas[0] = G0
-        length0 = L_home if g.length0 is None else g.length0
-        l_L = np.array([length0, 0.0, 0.0])
-        from generator.algorithms.leg_ik import u_angles_np
-        p1, p2 = u_angles_np(G0 @ leg_vec)          # 0, 0 unless the spec gave the frame
-        tau_home = elementary_np(2, p2) @ elementary_np(1, p1) @ G0
-        l_ref = L_home
+        gammas[0], l_L, tau_home, l_ref = _p_leg_frames(g, s_home, where)
     else:
-        axis = g.crank_axis
-        if axis is None:
-            radial = np.array([g.base[0], g.base[1], 0.0])
-            if np.linalg.norm(radial) < 1e-9:
-                raise ModelError(f"{where}.crank_axis: the base joint is on the z axis; give "
-                                 f"crank_axis")
-            axis = np.cross(z0, radial)
-        axis = axis / np.linalg.norm(axis)
-        cdir = g.crank_dir
-        if cdir is None:
-            radial = np.array([g.base[0], g.base[1], 0.0])
-            cdir = radial - (radial @ axis) * axis
-            if np.linalg.norm(cdir) < 1e-9:
-                cdir = np.cross(axis, z0)
-        cdir = cdir - (cdir @ axis) * axis
-        if np.linalg.norm(cdir) < 1e-9:
-            raise ModelError(f"{where}.crank_dir: parallel to the crank axis")
-        cdir = cdir / np.linalg.norm(cdir)
-        G0 = np.array([cdir, np.cross(axis, cdir), axis])   # x = crank, z = axis
-        gammas[0] = G0
-        a = g.crank
-        tip_home = g.base + a * cdir
-        rod_vec = s_home - tip_home
-        rod_home = float(np.linalg.norm(rod_vec))
-        b = rod_home if g.rod is None else g.rod
-        if abs(b - rod_home) > 1e-9 * max(1.0, b):
-            raise ModelError(f"{where}.rod: {b} differs from the crank-tip to platform distance "
-                             f"{rod_home:.6g} at the home pose (omit it to use that distance)")
-        ls[1] = np.array([a, 0.0, 0.0])
-        rod_c = G0 @ rod_vec                      # rod direction in crank coordinates
-        G1 = frame_from_x(rod_c, np.array([0.0, 0.0, 1.0]) if abs(rod_c[2]) < 0.999 * rod_home
-                          else np.array([0.0, 1.0, 0.0]))
-        gammas[1] = G1
-        l_L = np.array([b, 0.0, 0.0])
-        tau_home = G1 @ G0
-        l_ref = max(a, b)
+        gammas[0], gammas[1], ls[1], l_L, tau_home, l_ref = _r_leg_frames(g, s_home, where)
     m = LEG_CUT[g.type]
-    gamma_C = tau_home @ alpha_home.T if m == 4 else np.eye(3)
+    gamma_C = num.matmul(tau_home, num.transpose(alpha_home)) if m == 4 else num.identity()
     joints, bodies = [], []
     for i, ((jn, kind, ax), bn) in enumerate(zip(joints_spec, LEG_BODIES[g.type])):
         joints.append(Joint(f"{g.name}_{jn}", kind, ax, vec_expr(ls[i]), mat_expr(gammas[i])))
@@ -324,23 +331,101 @@ def build_leg(g: LegGeometry, home: np.ndarray, where: str) -> Leg:
               mat_expr(gamma_C), laws, names.index(g.drive), limits, 1, l_ref)
     if g.type in ("RUS", "RSU"):
         leg.branch = _crank_branch(leg, home)
+    leg.q_home = home_coordinates(leg, home, where)
+    _check_home_limits(leg, where)
     return leg
 
 
-def _crank_branch(leg: Leg, home: np.ndarray) -> int:
+def _crank_branch(leg: Leg, home: tuple[float, ...]) -> int:
     """The crank solution (sigma = +-1 in leg_ik.crank_angle) that gives crank = 0 at home."""
-    from generator.algorithms.leg_ik import crank_solutions_np
-    G0 = np.array([[float(x) for x in row] for row in leg.chain.joints[0].gamma])
-    b0 = np.array([float(x) for x in leg.chain.joints[0].l])
-    s = home[:3] + alpha_C_np(*home[3:6]).T @ np.array([float(x) for x in leg.l_C])
-    d = G0 @ (s - b0)
+    from mechgen.generator.algorithms.leg_ik import crank_solutions_num
+    G0 = num.mat([[float(x) for x in row] for row in leg.chain.joints[0].gamma])
+    b0 = num.vec(float(x) for x in leg.chain.joints[0].l)
+    s = cut_centre_at(home, num.vec(float(x) for x in leg.l_C))
+    d = num.matvec(G0, num.sub(s, b0))
     a = float(leg.chain.joints[1].l[0])
     rod = float(leg.l_L[0])
-    sols = crank_solutions_np(d, a, rod)
+    if d[0] * d[0] + d[1] * d[1] <= (1e-9 * leg.l_ref) ** 2:
+        raise ModelError(f"{leg.chain.source}: leg {leg.name}, joint crank: the platform joint "
+                         f"is on the crank axis at the home pose (no crank angle moves it)")
+    sols = crank_solutions_num(d, a, rod)
     if sols is None:
-        raise ModelError(f"{leg.chain.source}: the home pose is out of reach")
-    angles = {sigma: abs(np.arctan2(sn, cs)) for sigma, (cs, sn) in sols.items()}
+        raise ModelError(f"{leg.chain.source}: leg {leg.name}: the home pose is out of reach "
+                         f"(crank {a} m and rod {rod} m cannot meet the platform joint)")
+    angles = {sigma: abs(num.atan2(sn, cs)) for sigma, (cs, sn) in sols.items()}
     return min(angles, key=angles.get)
+
+
+def _joint_unit(kind: str) -> str:
+    return "m" if kind == "P" else "rad"
+
+
+def _fail_home(leg: Leg, where: str, joint: int, what: str) -> ModelError:
+    jn = leg.joint_names[joint]
+    return ModelError(f"{where}: leg {leg.name}, joint {jn}: {what} at the home pose")
+
+
+def home_coordinates(leg: Leg, home: tuple[float, ...], where: str) -> tuple[float, ...]:
+    """The leg's joint coordinates at the home pose, by the closed forms the
+    ``inverse_kinematics`` kernel evaluates (leg_ik, paper 000 section 4), numerically.
+
+    0 for auto-aligned legs; not with ``length0``, ``frame`` or ``crank_dir`` given. A home
+    pose at which the kernel would report the leg singular or out of reach is a ModelError
+    naming the leg and the joint.
+    """
+    from mechgen.generator.algorithms.leg_ik import (TOL_SINGULAR, crank_solutions_num,
+                                                      roll_angle_num, u_angles_num)
+    j0 = leg.chain.joints[0]
+    G0 = num.mat([[float(x) for x in row] for row in j0.gamma])
+    d = num.matvec(G0, num.sub(cut_centre_at(home, num.vec(float(x) for x in leg.l_C)),
+                               num.vec(float(x) for x in j0.l)))
+    tol = TOL_SINGULAR * leg.l_ref
+    q: list[float] = []
+    if leg.type in P_LEGS:
+        tau, u = G0, 0
+    else:
+        a, b = float(leg.chain.joints[1].l[0]), float(leg.l_L[0])
+        sols = crank_solutions_num(d, a, b)
+        if sols is None:
+            raise _fail_home(leg, where, 0, f"out of reach (crank {a:.6g} m, rod {b:.6g} m)")
+        K = (num.dot(d, d) + a * a - b * b) / (2 * a)
+        if d[0] * d[0] + d[1] * d[1] - K * K <= tol * tol:
+            raise _fail_home(leg, where, 0, "dead point, the rod perpendicular to the crank "
+                             "tip's path (singular)")
+        c1, s1 = sols[leg.branch]
+        q.append(num.atan2(s1, c1))
+        Az = num.elementary(2, q[0])
+        G1 = num.mat([[float(x) for x in row] for row in leg.chain.joints[1].gamma])
+        d = num.matvec(G1, num.sub(num.matvec(Az, d), (a, 0.0, 0.0)))   # e_c, rod joint frame
+        tau, u = num.matmul(G1, num.matmul(Az, G0)), 1
+    if num.norm((d[0], 0.0, d[2])) <= tol:
+        raise _fail_home(leg, where, u + 1, "universal or spherical joint at 90 deg (singular)")
+    p1, p2 = u_angles_num(d)
+    q += [p1, p2]
+    tau = num.matmul(num.elementary(2, p2), num.matmul(num.elementary(1, p1), tau))
+    if leg.type in ("SPU", "UCU", "RSU"):
+        alpha = num.alpha_yzx(*home[3:6])
+        e2 = num.matvec(num.transpose(alpha), num.vec(float(x) for x in leg.gamma_C[2]))
+        e = num.matvec(tau, e2)
+        if num.norm((0.0, e[1], e[2])) <= TOL_SINGULAR:
+            raise _fail_home(leg, where, len(q), "cut universal joint axis along the leg "
+                             "(singular)")
+        q.append(roll_angle_num(e))
+    if leg.type in P_LEGS:
+        q.append(num.norm(d) - float(leg.l_L[0]))
+    return tuple(0.0 if abs(v) < 1e-14 else v for v in q)     # rounding noise of a zero
+
+
+def _check_home_limits(leg: Leg, where: str) -> None:
+    """Every limited joint strictly inside its limits at home (the kernels' checks are
+    q - lo > 0 and hi - q > 0)."""
+    for j, (lo, hi) in sorted(leg.limits.items()):
+        v = leg.q_home[j]
+        if not lo < v < hi:
+            unit = _joint_unit(leg.chain.joints[j].kind)
+            raise ModelError(f"{where}.limits.{leg.joint_names[j]}: leg {leg.name}, joint "
+                             f"{leg.joint_names[j]} is {v:.6g} {unit} at the home pose, not "
+                             f"strictly inside its limits [{lo:g}, {hi:g}] {unit}")
 
 
 def validate_platform(pf: Platform) -> None:
@@ -366,7 +451,10 @@ def validate_platform(pf: Platform) -> None:
 # --- numeric description for references and benchmarks ----------------------------------
 
 def numeric_platform(pf: Platform, pvals: dict[str, float] | None = None) -> dict:
-    """The dict of docs/parallel_numeric_format.md (parameters at ``pvals`` or defaults)."""
+    """The dict of docs/parallel_numeric_format.md (parameters at ``pvals`` or defaults).
+
+    For the numpy references and benchmarks only: nothing here reaches generated code."""
+    import numpy as np
     vals = {**pf.defaults, **(pvals or {})}
     subs = {s: vals[s.name] for s in pf.parameters}
     f = lambda e: float(sp.sympify(e).subs(subs))

@@ -16,23 +16,25 @@ coordinates (Newton step), ``p`` named parameters.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from functools import cached_property
 
 import sympy as sp
 
-from generator.algorithms import leg_ik
-from generator.algorithms.closure import (Closure, acceleration_terms, closure,
+from mechgen.generator import numeric as num
+from mechgen.generator.algorithms import leg_ik
+from mechgen.generator.algorithms.closure import (Closure, acceleration_terms, closure,
                                           velocity_constraints)
-from generator.algorithms.crba import crba
-from generator.algorithms.joints import link_transform
-from generator.algorithms.kinematics import chain_kinematics
-from generator.algorithms.ldlt import ldlt_solve
-from generator.algorithms.reduction import base_wrench, reduce_onto_platform, tip_wrench
-from generator.algorithms.leg_ik import LEG_SINGULAR
-from generator.algorithms.rnea import backward_pass, forward_pass
-from generator.ir import Kernel, Port, symbol
-from generator.platform import P_LEGS, Leg, Platform
-from generator.scalar import (Recorder, add, dot, elementary_rotation, matmul, matvec,
+from mechgen.generator.algorithms.crba import crba
+from mechgen.generator.algorithms.joints import link_transform
+from mechgen.generator.algorithms.kinematics import chain_kinematics
+from mechgen.generator.algorithms.ldlt import ldlt_solve
+from mechgen.generator.algorithms.reduction import base_wrench, reduce_onto_platform, tip_wrench
+from mechgen.generator.algorithms.leg_ik import LEG_SINGULAR
+from mechgen.generator.algorithms.rnea import backward_pass, forward_pass
+from mechgen.generator.ir import Check, InvariantError, Kernel, Port, symbol
+from mechgen.generator.platform import P_LEGS, Leg, Platform
+from mechgen.generator.scalar import (Recorder, add, dot, elementary_rotation, matmul, matvec,
                               omega_products, omega_x_I_omega, scale, transpose, zeros)
 
 UNREACHABLE, REDUCED_SINGULAR, EULER_SINGULAR, DRIVE_SINGULAR = 1, 3, 4, 5
@@ -44,15 +46,103 @@ STATUSES = {
     DRIVE_SINGULAR: "drive Jacobian singular (parallel singularity)",
 }
 
+# --- statuses that say where ----------------------------------------------------------------
+# Codes below LEG_CODE are the mechanism's (3, 4, 5 above). A leg's status names the leg and
+# the joint: code = 100 (k + 1) + 10 j + reason, leg k and joint j counted from 0 (j = 9: the
+# leg's closure as a whole), reason 1 out of reach, 2 singular, 3 below the lower limit, 4
+# above the upper limit. Before, reasons 1, 3, 4 were all status 1 (UNREACHABLE) and reason 2
+# status 2 (LEG_SINGULAR): StatusInfo.legacy keeps that meaning.
+LEG_CODE = 100
+OUT_OF_REACH, SINGULAR, BELOW_LIMIT, ABOVE_LIMIT = 1, 2, 3, 4
+REASONS = {OUT_OF_REACH: "out_of_reach", SINGULAR: "singular", BELOW_LIMIT: "below_limit",
+           ABOVE_LIMIT: "above_limit"}
+CLOSURE_SLOT = 9
+_GLOBAL_REASONS = {REDUCED_SINGULAR: "reduced_singular", EULER_SINGULAR: "euler_singular",
+                   DRIVE_SINGULAR: "drive_singular"}
+
+
+@dataclass(frozen=True)
+class StatusInfo:
+    """What a status code means: its message and, for a leg's, the leg, joint and limit."""
+
+    message: str
+    reason: str
+    legacy: int                     # the code of the same failure before (1 to 5)
+    leg: str | None = None
+    joint: str | None = None        # stroke, crank, u2, ...; None: the leg (or mechanism)
+    limit: float | None = None      # the limit passed (below_limit / above_limit)
+    unit: str | None = None         # of the limit: m or rad
+
+
+def leg_code(k: int, j: int, reason: int) -> int:
+    """Status code of leg k (from 0), joint j (from 0; CLOSURE_SLOT: the leg), ``reason``."""
+    return LEG_CODE * (k + 1) + 10 * j + reason
+
+
+def _amount(v: float, kind: str) -> str:
+    """A limit as the messages show it: 0.25 m, or -1.2 rad (-68.75 deg)."""
+    return f"{v:g} m" if kind == "P" else f"{v:g} rad ({v * 180 / num.radians(180):.4g} deg)"
+
+
+def _leg_statuses(k: int, leg: Leg) -> dict[int, StatusInfo]:
+    """Every status leg k can return, in the order the closed form checks them (section 4)."""
+    names, kinds = leg.joint_names, [j.kind for j in leg.chain.joints]
+    out: dict[int, StatusInfo] = {}
+
+    def put(j: int, reason: int, message: str, limit: float | None = None) -> None:
+        out[leg_code(k, j, reason)] = StatusInfo(
+            f"{leg.name}{'' if j == CLOSURE_SLOT else ' ' + names[j]}{message}", REASONS[reason],
+            2 if reason == SINGULAR else 1, leg.name, None if j == CLOSURE_SLOT else names[j],
+            limit, None if limit is None else ("m" if kinds[j] == "P" else "rad"))
+
+    crank = leg.type not in P_LEGS
+    if crank:
+        a, b = float(leg.chain.joints[1].l[0]), float(leg.l_L[0])
+        put(0, OUT_OF_REACH, f": pose out of reach (crank {a:g} m and rod {b:g} m cannot meet "
+                             f"the platform joint)")
+        put(0, SINGULAR, ": dead point, the rod perpendicular to the crank tip's path "
+                         "(singular)")
+    u = 2 if crank else 1                                    # the U or S joint's second angle
+    kind = "spherical" if names[u].startswith("s") else "universal"
+    put(u, SINGULAR, f": {kind} joint at {names[u]} = +-90 deg (singular)")
+    if leg.type in ("SPU", "UCU", "RSU"):
+        put(u + 1, SINGULAR, ": cut universal joint axis along the leg (singular)")
+    for j, (lo, hi) in sorted(leg.limits.items()):
+        put(j, BELOW_LIMIT, f" below its lower limit {_amount(lo, kinds[j])}", lo)
+        put(j, ABOVE_LIMIT, f" above its upper limit {_amount(hi, kinds[j])}", hi)
+    put(CLOSURE_SLOT, SINGULAR, ": closure matrix C^(d) singular (leg singularity)")
+    return out
+
+
+def status_table(pf: Platform) -> dict[int, StatusInfo]:
+    """Every status code of the mechanism's kernels and its meaning."""
+    out = {c: StatusInfo(STATUSES[c], r, c) for c, r in _GLOBAL_REASONS.items()}
+    for k, leg in enumerate(pf.legs):
+        out.update(_leg_statuses(k, leg))
+    return out
+
+
+def status_manifest(pf: Platform) -> dict[str, dict]:
+    """The manifest's ``status_codes``: code -> {message, reason, legacy, leg, joint, limit,
+    unit}."""
+    return {str(c): asdict(info) for c, info in sorted(status_table(pf).items())}
+
+
+def leg_manifest(leg: Leg) -> dict:
+    """A leg's joint kinds (R, P), limits (None: none) and coordinates at the home pose."""
+    return {"joint_kinds": [j.kind for j in leg.chain.joints],
+            "limits": [list(leg.limits[j]) if j in leg.limits else None for j in range(leg.n)],
+            "q_home": list(leg.q_home)}
+
 PORT_DOCS = {
-    "x": "pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)",
-    "u": "velocity of C: v_C (frame 0), omega_C (frame C)",
-    "F": "drive force/torque of each leg's drive joint",
-    "fE": "external force on C through its centre of mass (frame 0)",
-    "mE": "external moment on C (frame C)",
-    "g": "gravity, or gravity minus the base's acceleration (frame 0)",
-    "udot": "acceleration of C: dv_C/dt (frame 0), domega_C/dt (frame C)",
-    "q": "leg joint coordinates, leg by leg",
+    "x": "pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence)",
+    "u": "velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C)",
+    "F": "drive force or torque of each leg's drive joint (N or N m), one per leg",
+    "fE": "external force on C through its centre of mass (N, frame 0)",
+    "mE": "external moment on C (N m, frame C)",
+    "g": "gravity, or gravity minus the base's acceleration (m/s^2, frame 0)",
+    "udot": "acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)",
+    "q": "leg joint coordinates (rad, m for a stroke), leg by leg",
 }
 
 
@@ -75,11 +165,27 @@ def _elements(pf: Platform, name: str) -> tuple[sp.Symbol, ...]:
     return tuple(symbol(s) for s in names)
 
 
+def _port_doc(pf: Platform, name: str) -> str:
+    """PORT_DOCS[name] with the shape and the order of the elements."""
+    return f"{PORT_DOCS[name]}, shape ({len(_elements(pf, name))},): " + ", ".join(
+        s.name for s in _elements(pf, name))
+
+
+def _order_of_q(pf: Platform) -> str:
+    return f"shape ({_n(pf)},), in the order of the leg coordinates: {', '.join(pf.coordinates)}"
+
+
+def _legs(pf: Platform) -> str:
+    return ", ".join(leg.name for leg in pf.legs)
+
+
 def ports(pf: Platform, names: list[str]) -> tuple[Port, ...]:
-    out = [Port(nm, (len(_elements(pf, nm)),), _elements(pf, nm), PORT_DOCS[nm]) for nm in names]
+    out = [Port(nm, (len(_elements(pf, nm)),), _elements(pf, nm), _port_doc(pf, nm))
+           for nm in names]
     if pf.parameters:
         out.append(Port("p", (len(pf.parameters),), tuple(pf.parameters),
-                        "named spec parameters: " + ", ".join(s.name[2:] for s in pf.parameters)))
+                        f"named spec parameters, shape ({len(pf.parameters)},), in this order: "
+                        + ", ".join(s.name[2:] for s in pf.parameters)))
     return tuple(out)
 
 
@@ -93,15 +199,25 @@ class PlatformBuild:
         names |= {f"A_{leg.name}" for leg in pf.legs}
         self.rec = Recorder(reserved=names)
         self.rec.sample = self._home_sample(ins)
+        self.statuses = status_table(pf)
+        self.leg_index = -1                     # the leg per_leg is at
+
+    def flag(self, j: int, reason: int) -> leg_ik.Flag:
+        """The status of joint j of the current leg failing for ``reason``."""
+        code = leg_code(self.leg_index, j, reason)
+        return leg_ik.Flag(code, self.statuses[code].message)
 
     def _home_sample(self, ins) -> dict:
         """Inputs at rest at the home pose (legs at 0): the state that orders the pivots."""
         pf, out = self.pf, {}
         defaults = {f"p_{k}": v for k, v in pf.defaults.items()}
+        q_home = [x for leg in pf.legs for x in (leg.q_home or (0.0,) * leg.n)]
         for port in ins:
             for i, s in enumerate(port.elements):
                 if port.name == "x":
                     out[s] = pf.home[i]
+                elif port.name == "q":
+                    out[s] = q_home[i]
                 elif port.name == "p":
                     out[s] = defaults.get(s.name, 1.0)
                 else:
@@ -111,11 +227,22 @@ class PlatformBuild:
     def per_leg(self, fn, *per_leg_values) -> list:
         """[fn(leg, *values of that leg) for each leg], names prefixed with the leg's name."""
         out = []
-        for leg, *values in zip(self.pf.legs, *per_leg_values):
-            self.rec.prefix = f"{leg.name}_"
+        for k, (leg, *values) in enumerate(zip(self.pf.legs, *per_leg_values)):
+            self.rec.prefix, self.leg_index = f"{leg.name}_", k
+            start = len(self.rec.statements)
             out.append(fn(leg, *values))
-        self.rec.prefix = ""
+            self._name_closure_checks(start)
+        self.rec.prefix, self.leg_index = "", -1
         return out
+
+    def _name_closure_checks(self, start: int) -> None:
+        """The checks of the current leg's closure matrix C^(d) (algorithms.closure: pivots,
+        status LEG_SINGULAR) recorded since ``start`` get the leg's own code."""
+        code = leg_code(self.leg_index, CLOSURE_SLOT, SINGULAR)
+        body = self.rec.statements
+        for i in range(start, len(body)):
+            if isinstance(body[i], Check) and body[i].status == LEG_SINGULAR:
+                body[i] = Check(body[i].expr, code, body[i].message)
 
     # --- pose of C -----------------------------------------------------------------------
     @cached_property
@@ -163,8 +290,10 @@ class PlatformBuild:
         d = rec.vec(matvec([list(r) for r in j0.gamma], [a - b for a, b in zip(s0, j0.l)]), "d")
         angle = lambda r, nm: rec.bind(sp.atan2(r.s, r.c), nm)
         cs, q = [], []
+        crank = leg.type not in P_LEGS
+        u_flag = self.flag(2 if crank else 1, SINGULAR)
         if leg.type in P_LEGS:
-            r1, r2, L = leg_ik.u_angles(rec, d, "u", leg.l_ref)
+            r1, r2, L = leg_ik.u_angles(rec, d, "u", leg.l_ref, u_flag)
             cs += [r1, r2]
             q += [angle(r1, "q1"), angle(r2, "q2")]
             before_roll = [elementary_rotation(2, r2.c, r2.s), elementary_rotation(1, r1.c, r1.s),
@@ -172,13 +301,14 @@ class PlatformBuild:
             stroke = rec.bind(L - leg.l_L[0], "stroke")
         else:
             a, b = leg.chain.joints[1].l[0], leg.l_L[0]
-            rc = leg_ik.crank_angle(rec, d, a, b, leg.branch, "crank", leg.l_ref)
+            rc = leg_ik.crank_angle(rec, d, a, b, leg.branch, "crank", leg.l_ref,
+                                    self.flag(0, OUT_OF_REACH), self.flag(0, SINGULAR))
             cs.append(rc)
             q.append(angle(rc, "q1"))
             Az = elementary_rotation(2, rc.c, rc.s)
             e_c = rec.vec(add(matvec(Az, d), [-a, 0, 0]), "e_c")
             G1 = [list(r) for r in leg.chain.joints[1].gamma]
-            r1, r2, _ = leg_ik.u_angles(rec, matvec(G1, e_c), "u", leg.l_ref)
+            r1, r2, _ = leg_ik.u_angles(rec, matvec(G1, e_c), "u", leg.l_ref, u_flag)
             cs += [r1, r2]
             q += [angle(r1, "q2"), angle(r2, "q3")]
             before_roll = [elementary_rotation(2, r2.c, r2.s), elementary_rotation(1, r1.c, r1.s),
@@ -188,17 +318,18 @@ class PlatformBuild:
             for M in before_roll[1:]:
                 tau = matmul(tau, M)
             e2_0 = matvec(transpose(self.alpha_C), list(leg.gamma_C[2]))
-            r3 = leg_ik.roll_angle(rec, rec.vec(matvec(tau, e2_0), "e2_roll"), "roll")
+            r3 = leg_ik.roll_angle(rec, rec.vec(matvec(tau, e2_0), "e2_roll"), "roll",
+                                   self.flag(len(q), SINGULAR))
             cs.append(r3)
             q.append(angle(r3, f"q{len(q) + 1}"))
         if leg.type in P_LEGS:
             cs.append(None)
             q.append(stroke)
         cs = [(r.c, r.s) if r is not None else None for r in cs]
-        for i, (lo, hi) in leg.limits.items():
-            nm = leg.chain.joints[i].name
-            rec.require_positive(q[i] - lo, UNREACHABLE, f"{nm} below its limit {lo}")
-            rec.require_positive(hi - q[i], UNREACHABLE, f"{nm} above its limit {hi}")
+        for i, (lo, hi) in sorted(leg.limits.items()):        # in the order of the codes
+            below, above = self.flag(i, BELOW_LIMIT), self.flag(i, ABOVE_LIMIT)
+            rec.require_positive(q[i] - lo, below.code, below.message)
+            rec.require_positive(hi - q[i], above.code, above.message)
         return q, cs
 
     @cached_property
@@ -353,9 +484,17 @@ def _flat(rows) -> tuple:
 
 
 def _kernel(name: str, doc: str, b: PlatformBuild, ins, outs, statuses: tuple) -> Kernel:
-    """The kernel of the statements recorded on ``b``; ``statuses``: those it can return."""
+    """The kernel of the statements recorded on ``b``, with the message of every status its
+    checks return. ``statuses``: the mechanism-level codes it may return; UNREACHABLE or
+    LEG_SINGULAR there allow every leg's codes."""
+    codes = sorted({st.status for st in b.rec.statements if isinstance(st, Check)})
+    legs_ok = UNREACHABLE in statuses or LEG_SINGULAR in statuses
+    stray = [c for c in codes if c not in b.statuses
+             or (c >= LEG_CODE and not legs_ok) or (c < LEG_CODE and c not in statuses)]
+    if stray:
+        raise InvariantError(f"{name}: checks return undeclared status codes {stray}")
     return Kernel(name, doc, ins, tuple(outs), tuple(b.rec.statements),
-                  {k: STATUSES[k] for k in sorted(statuses)})
+                  {c: b.statuses[c].message for c in codes})
 
 
 def _n(pf: Platform) -> int:
@@ -368,7 +507,8 @@ def inverse_kinematics(pf: Platform) -> Kernel:
     q = [x for qk, _ in b.legs_q for x in qk]
     return _kernel("inverse_kinematics", "Leg joint coordinates q from the pose of C, in closed "
                    "form (square roots, no iteration).", b, ins,
-                   [Port("q", (_n(pf),), tuple(q))], (UNREACHABLE, LEG_SINGULAR))
+                   [Port("q", (_n(pf),), tuple(q), "leg joint coordinates (rad, m for a "
+                         f"stroke), {_order_of_q(pf)}")], (UNREACHABLE, LEG_SINGULAR))
 
 
 def newton_step(pf: Platform) -> Kernel:
@@ -390,7 +530,13 @@ def newton_step(pf: Platform) -> Kernel:
     return _kernel("newton_step", "One Newton step of the leg closure: residual f (cut point of "
                    "the leg minus that of C in the last body's frame, and e1.e2 for a universal "
                    "cut) and q_next = q - C^(d)^-1 f.", b, ins,
-                   [Port("q_next", (_n(pf),), tuple(q_next)), Port("residual", (len(res),), tuple(res))],
+                   [Port("q_next", (_n(pf),), tuple(q_next), "q after one Newton step (rad, m "
+                         f"for a stroke), {_order_of_q(pf)}"),
+                    Port("residual", (len(res),), tuple(res), "closure residual f before the "
+                         f"step, leg by leg: the cut point of the leg minus that of C (m, last "
+                         f"body's frame), then e1.e2 for a universal cut; shape ({len(res)},), "
+                         f"entries per leg: "
+                         + ", ".join(f"{leg.name} {leg.m}" for leg in pf.legs))],
                    (LEG_SINGULAR,))
 
 
@@ -398,7 +544,11 @@ def velocity_constraints_kernel(pf: Platform) -> Kernel:
     ins = ports(pf, ["x"])
     b = PlatformBuild(pf, ins)
     return _kernel("velocity_constraints", "H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: "
-                   "qd = H u.", b, ins, [Port("H", (_n(pf), 6), _flat([r for H in b.H for r in H]))],
+                   "qd = H u.", b, ins, [Port("H", (_n(pf), 6), _flat([r for H in b.H for r in H]),
+                                             f"H_k of the legs stacked, shape ({_n(pf)}, 6): row "
+                                             f"i maps u to the rate of coordinate i; rows in the "
+                                             f"order of the leg coordinates: "
+                                             f"{', '.join(pf.coordinates)}")],
                    (UNREACHABLE, LEG_SINGULAR))
 
 
@@ -406,29 +556,40 @@ def leg_rates(pf: Platform) -> Kernel:
     ins = ports(pf, ["x", "u"])
     b = PlatformBuild(pf, ins)
     return _kernel("leg_rates", "Leg joint coordinates q and rates qd = H u.", b, ins,
-                   [Port("q", (_n(pf),), _flat([q for q, _ in b.legs_q])),
-                    Port("qd", (_n(pf),), _flat(b.qd))], (UNREACHABLE, LEG_SINGULAR))
+                   [Port("q", (_n(pf),), _flat([q for q, _ in b.legs_q]),
+                         f"leg joint coordinates (rad, m for a stroke), {_order_of_q(pf)}"),
+                    Port("qd", (_n(pf),), _flat(b.qd),
+                         f"leg joint rates (rad/s, m/s for a stroke), shape ({_n(pf)},), in "
+                         f"the order of q")],
+                   (UNREACHABLE, LEG_SINGULAR))
 
 
 def acceleration_terms_kernel(pf: Platform) -> Kernel:
     ins = ports(pf, ["x", "u"])
     b = PlatformBuild(pf, ins)
     return _kernel("acceleration_terms", "h_k of every leg: qdd = H udot + h.", b, ins,
-                   [Port("h", (_n(pf),), _flat(b.h))], (UNREACHABLE, LEG_SINGULAR))
+                   [Port("h", (_n(pf),), _flat(b.h), "acceleration terms (rad/s^2, m/s^2 for "
+                         f"a stroke), {_order_of_q(pf)}")], (UNREACHABLE, LEG_SINGULAR))
 
 
 def leg_forces(pf: Platform) -> Kernel:
     ins = ports(pf, ["x", "u", "F"])
     b = PlatformBuild(pf, ins)
     return _kernel("leg_forces", "Active force of every leg joint: spring, damper and drive.",
-                   b, ins, [Port("Q", (_n(pf),), _flat(b.Q_active))], (UNREACHABLE, LEG_SINGULAR))
+                   b, ins, [Port("Q", (_n(pf),), _flat(b.Q_active),
+                                 f"active force of each leg joint (N m, N for a stroke), "
+                                 f"{_order_of_q(pf)}")], (UNREACHABLE, LEG_SINGULAR))
 
 
 def leg_dynamics(pf: Platform) -> Kernel:
     ins = ports(pf, ["x", "u", "F", "g"])
     b = PlatformBuild(pf, ins)
-    outs = [Port(f"A_{leg.name}", (leg.n, leg.n), _flat(A)) for leg, A in zip(pf.legs, b.A_legs)]
-    outs.append(Port("b", (_n(pf),), _flat(b.b_legs)))
+    outs = [Port(f"A_{leg.name}", (leg.n, leg.n), _flat(A),
+                 f"mass matrix of leg {leg.name}, symmetric, shape ({leg.n}, {leg.n}); rows and "
+                 f"columns: {', '.join(j.name for j in leg.chain.joints)}")
+            for leg, A in zip(pf.legs, b.A_legs)]
+    outs.append(Port("b", (_n(pf),), _flat(b.b_legs), "b_k = Q_active - h_k of the legs stacked "
+                     f"(N m, N for a stroke), {_order_of_q(pf)}"))
     return _kernel("leg_dynamics", "Mass matrix A_k of each leg (composite bodies) and b_k = "
                    "Q_active - h_k (Newton-Euler), stacked.", b, ins, outs,
                    (UNREACHABLE, LEG_SINGULAR))
@@ -444,8 +605,12 @@ def reduced_dynamics(pf: Platform) -> Kernel:
     A_star, b_star = b.reduced
     return _kernel("reduced_dynamics", "A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) "
                    "and udot_C solving A*_C udot_C = b*_C (unrolled L D L^T).", b, ins,
-                   [Port("A_star", (6, 6), _flat(A_star)), Port("b_star", (6,), tuple(b_star)),
-                    Port("udot", (6,), tuple(b.udot))],
+                   [Port("A_star", (6, 6), _flat(A_star), "reduced mass matrix A*_C, shape "
+                         "(6, 6); rows and columns in the order of u: v_C (frame 0), omega_C "
+                         "(frame C)"),
+                    Port("b_star", (6,), tuple(b_star), "reduced forces b*_C, shape (6,): force "
+                         "(N, frame 0), then moment (N m, frame C)"),
+                    Port("udot", (6,), tuple(b.udot), f"{PORT_DOCS['udot']}, shape (6,)")],
                    (UNREACHABLE, LEG_SINGULAR, REDUCED_SINGULAR))
 
 
@@ -458,14 +623,29 @@ def step(pf: Platform) -> Kernel:
     return _kernel("step", "One integration step (paper 000 section 7): xdot = [v_C, psi_dot, "
                    "udot_C], leg coordinates, rates and accelerations, the loads of each leg on "
                    "C, the force and moment on the base (about O_0, frame 0), damper power.",
-                   b, ins, [Port("xdot", (12,), tuple(xdot)),
-                            Port("q", (_n(pf),), _flat([q for q, _ in b.legs_q])),
-                            Port("qd", (_n(pf),), _flat(b.qd)),
-                            Port("qdd", (_n(pf),), _flat(b.qdd)),
-                            Port("F_on_C", (6, 3), _flat(F_on)), Port("M_on_C", (6, 3), _flat(M_on)),
-                            Port("base_force", (3,), tuple(f_base)),
-                            Port("base_moment", (3,), tuple(m_base)),
-                            Port("damping_power", (1,), (b.damping_power,))],
+                   b, ins, [Port("xdot", (12,), tuple(xdot), "derivative of the state [x, u], "
+                                 "shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates "
+                                 "(rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, "
+                                 "frame C)"),
+                            Port("q", (_n(pf),), _flat([q for q, _ in b.legs_q]),
+                                 f"leg joint coordinates (rad, m for a stroke), {_order_of_q(pf)}"),
+                            Port("qd", (_n(pf),), _flat(b.qd),
+                                 f"leg joint rates (rad/s, m/s for a stroke), shape "
+                                 f"({_n(pf)},), in the order of q"),
+                            Port("qdd", (_n(pf),), _flat(b.qdd), "leg joint accelerations "
+                                 f"(rad/s^2, m/s^2 for a stroke), shape ({_n(pf)},), in the "
+                                 f"order of q"),
+                            Port("F_on_C", (6, 3), _flat(F_on), "force of each leg on C (N, "
+                                 f"frame 0), shape (6, 3); rows: {_legs(pf)}"),
+                            Port("M_on_C", (6, 3), _flat(M_on), "moment of each leg on C (N m, "
+                                 "frame 0; zero for a spherical cut), shape (6, 3); rows: "
+                                 f"{_legs(pf)}"),
+                            Port("base_force", (3,), tuple(f_base), "force of the mechanism on "
+                                 "the base (N, frame 0), shape (3,)"),
+                            Port("base_moment", (3,), tuple(m_base), "moment of the mechanism "
+                                 "on the base about O_0 (N m, frame 0), shape (3,)"),
+                            Port("damping_power", (1,), (b.damping_power,), "power taken out by "
+                                 "the dampers (W), shape (1,)")],
                    (UNREACHABLE, LEG_SINGULAR, REDUCED_SINGULAR, EULER_SINGULAR))
 
 
@@ -493,7 +673,10 @@ def energy(pf: Platform) -> Kernel:
     for T_k, V_k in b.per_leg(leg_energy, b.legs_q, b.qd, b.A_legs):
         T, V = T + T_k, V + V_k
     return _kernel("energy", "Kinetic energy T and potential energy V (gravity and springs).",
-                   b, ins, [Port("T", (1,), (T,)), Port("V", (1,), (V,))],
+                   b, ins, [Port("T", (1,), (T,), "kinetic energy of C and the legs (J), "
+                                 "shape (1,)"),
+                            Port("V", (1,), (V,), "potential energy of gravity (zero at the "
+                                 "origin of frame 0) and of the springs (J), shape (1,)")],
                    (UNREACHABLE, LEG_SINGULAR))
 
 
@@ -520,7 +703,8 @@ def drive_forces(pf: Platform) -> Kernel:
               for a in range(6)]
     F = ldlt_solve(rec, GtG, Gt_rhs, None, DRIVE_SINGULAR, 1e-12, "the drive Jacobian", "F")
     return _kernel("drive_forces", drive_forces.__doc__.splitlines()[0], b, ins,
-                   [Port("F", (6,), tuple(F))],
+                   [Port("F", (6,), tuple(F), "drive force or torque of each leg's drive "
+                         f"joint (N or N m), shape (6,), one per leg: {_legs(pf)}")],
                    (UNREACHABLE, LEG_SINGULAR, DRIVE_SINGULAR))
 
 

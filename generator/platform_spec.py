@@ -47,34 +47,47 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
-from generator.model import ModelError, as_expr, check_name
-from generator.platform import (DEFAULT_DRIVE, LEG_BODIES, LEG_JOINTS, LEG_TYPES, P_LEGS,
+from mechgen.generator import numeric as num
+from mechgen.generator.model import ModelError, as_expr, check_name
+from mechgen.generator.platform import (DEFAULT_DRIVE, LEG_BODIES, LEG_JOINTS, LEG_TYPES, P_LEGS,
                                 JointLaw, Leg, LegGeometry, Platform, build_leg,
                                 validate_platform)
-from generator.spec import _body, _inertia, _keys, _rotation
+from mechgen.generator.spec import _body, _inertia, _keys, _rotation
 
 LEG_FIELDS = {"name", "type", "base", "platform", "bodies", "joints", "limits", "drive",
               "length0", "frame", "crank", "crank_axis", "crank_dir", "rod"}
 
 
-def _numbers(value: Any, n: int, where: str) -> np.ndarray:
+MAX_MAGNITUDE = 1e150   # larger spec numbers overflow the constants the generator folds
+
+
+def _finite(x: Any, where: str) -> float:
+    """A spec number as a float: an int or a float, finite and below MAX_MAGNITUDE."""
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        raise ModelError(f"{where}: expected a number, got {x!r}")
+    try:
+        v = float(x)
+    except OverflowError:
+        raise ModelError(f"{where}: {x} is too large") from None
+    if v != v or abs(v) > MAX_MAGNITUDE:
+        raise ModelError(f"{where}: {x!r} is not a finite number of magnitude at most "
+                         f"{MAX_MAGNITUDE:g}")
+    return v
+
+
+def _numbers(value: Any, n: int, where: str) -> tuple[float, ...]:
     if not isinstance(value, (list, tuple)) or len(value) != n or not all(
             isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
         raise ModelError(f"{where}: expected a list of {n} numbers, got {value!r}")
-    out = np.array(value, dtype=float)
-    if not np.all(np.isfinite(out)):
-        raise ModelError(f"{where}: {value!r} has a non-finite number")
-    return out
+    return tuple(_finite(x, f"{where}[{i}]") for i, x in enumerate(value))
 
 
 def _number(value: Any, where: str, positive: bool = False) -> float:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not np.isfinite(value):
-        raise ModelError(f"{where}: expected a number, got {value!r}")
-    if positive and value <= 0:
+    v = _finite(value, where)
+    if positive and v <= 0:
         raise ModelError(f"{where}: must be positive, got {value!r}")
-    return float(value)
+    return v
 
 
 def _law(table: Any, where: str) -> JointLaw:
@@ -89,7 +102,7 @@ def _law(table: Any, where: str) -> JointLaw:
                     as_expr(t.get("preload", 0), f"{where}.preload"))
 
 
-def _leg(t: dict, where: str, home: np.ndarray) -> Leg:
+def _leg(t: dict, where: str, home: tuple[float, ...]) -> Leg:
     _keys(t, LEG_FIELDS, where, {"name", "type", "base", "platform"})
     name = check_name(t["name"], f"{where}.name")
     typ = t["type"]
@@ -123,7 +136,7 @@ def _leg(t: dict, where: str, home: np.ndarray) -> Leg:
     geo = LegGeometry(
         name, typ, _numbers(t["base"], 3, f"{where}.base"),
         _numbers(t["platform"], 3, f"{where}.platform"), bodies, laws, drive, limits,
-        frame=(np.array([[float(x) for x in r] for r in _rotation(t["frame"], f"{where}.frame")])
+        frame=(num.mat([[float(x) for x in r] for r in _rotation(t["frame"], f"{where}.frame")])
                if "frame" in t else None),
         length0=_number(t["length0"], f"{where}.length0", True) if "length0" in t else None,
         crank=_number(t["crank"], f"{where}.crank", True) if "crank" in t else None,
@@ -132,7 +145,7 @@ def _leg(t: dict, where: str, home: np.ndarray) -> Leg:
         rod=_number(t["rod"], f"{where}.rod", True) if "rod" in t else None)
     for key in ("crank_axis", "crank_dir"):
         v = getattr(geo, key)
-        if v is not None and np.linalg.norm(v) < 1e-12:
+        if v is not None and num.norm(v) < 1e-12:
             raise ModelError(f"{where}.{key}: zero vector")
     return build_leg(geo, home, where)
 
@@ -143,13 +156,13 @@ def _pattern(t: Any, where: str) -> list[dict]:
                                          "platform_angles"})
     rb = _number(t["base_radius"], f"{where}.base_radius", True)
     rp = _number(t["platform_radius"], f"{where}.platform_radius", True)
-    ab = np.radians(_numbers(t["base_angles"], 6, f"{where}.base_angles"))
-    ap = np.radians(_numbers(t["platform_angles"], 6, f"{where}.platform_angles"))
+    ab = _numbers(t["base_angles"], 6, f"{where}.base_angles")          # degrees
+    ap = _numbers(t["platform_angles"], 6, f"{where}.platform_angles")
     zb = _number(t.get("base_z", 0.0), f"{where}.base_z")
     zp = _number(t.get("platform_z", 0.0), f"{where}.platform_z")
     return [{"name": f"leg{k + 1}",
-             "base": [rb * np.cos(ab[k]), rb * np.sin(ab[k]), zb],
-             "platform": [rp * np.cos(ap[k]), rp * np.sin(ap[k]), zp]} for k in range(6)]
+             "base": [rb * num.cos_deg(ab[k]), rb * num.sin_deg(ab[k]), zb],
+             "platform": [rp * num.cos_deg(ap[k]), rp * num.sin_deg(ap[k]), zp]} for k in range(6)]
 
 
 def platform_from_dict(data: dict, source: str) -> Platform:
@@ -159,7 +172,9 @@ def platform_from_dict(data: dict, source: str) -> Platform:
                  f"{source}: mechanism", {"name"})
     name = check_name(mech["name"], f"{source}: mechanism.name")
     gravity = tuple(_numbers(mech.get("gravity", [0, 0, 0]), 3, f"{source}: mechanism.gravity"))
-    params = _keys(top.get("parameters", {}), set(top.get("parameters", {})), f"{source}: parameters")
+    params_t = top.get("parameters", {})
+    params = _keys(params_t, set(params_t) if isinstance(params_t, dict) else set(),
+                   f"{source}: parameters")
     defaults = {}
     for k, v in params.items():
         check_name(k, f"{source}: parameters.{k}")
@@ -171,7 +186,7 @@ def platform_from_dict(data: dict, source: str) -> Platform:
         raise ModelError(f"{source}: platform.mass: must be positive, got {m_C}")
     I_C = _inertia(pt["inertia"], f"{source}: platform.inertia")
     home = _numbers(pt["home"], 6, f"{source}: platform.home")
-    if abs(np.cos(home[4])) < 1e-3:
+    if abs(num.cos(home[4])) < 1e-3:
         raise ModelError(f"{source}: platform.home: psi_z = +-90 deg is the singularity of the "
                          f"y-z-x angles")
     template = top.get("leg", {})

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from generator.ir import Assign, Check, symbol
+from mechgen.generator.ir import Assign, Check, symbol
 
 Vec = list  # [x, y, z]
 Mat = list  # [[...], [...], [...]]
@@ -151,7 +151,7 @@ def elementary_rotation(axis: int, c, s) -> Mat:
     """Coordinate transform A_x, A_y or A_z of a rotation by angle phi (c = cos, s = sin).
 
     A vector with coordinates v in the old frame has coordinates A v in the rotated frame;
-    about z: [[c, s, 0], [-s, c, 0], [0, 0, 1]] (ALGORITHMS.md, conventions).
+    about z: [[c, s, 0], [-s, c, 0], [0, 0, 1]] (docs/algorithms.md, conventions).
     """
     if axis == 0:
         return [[ONE, ZERO, ZERO], [ZERO, c, s], [ZERO, -s, c]]
@@ -228,9 +228,12 @@ def is_literal(e: sp.Expr) -> bool:
 
 
 def fold_constant(e: sp.Expr) -> sp.Expr:
-    """Rule 2: a constant that is not rational (cos 30 deg, sqrt 2) becomes one float."""
+    """Rule 2: a constant that is not rational (cos 30 deg, sqrt 2) becomes one float.
+
+    Evaluated by SymPy's arbitrary-precision arithmetic to 40 digits, then rounded once to the
+    nearest double: the same bits on every machine (no libm, no numpy)."""
     if e.is_number and not e.is_Rational:
-        return sp.Float(float(e), 17)
+        return sp.Float(float(e.evalf(40)), 17)
     return e
 
 

@@ -7,7 +7,7 @@ same mechanism build the same model. Every error names the file and the field, e
 Format (see ``generator/mechanisms/*.toml``)::
 
     [mechanism]
-    name = "arm"            # identifier: prefixes the C functions and names the files
+    name = "arm"            # identifier: names the files and the C functions mechgen_<name>_<kernel>
     base = "fixed"          # or "free": a free-flying base body given in [base]
     gravity = [0, 0, -9.81] # frame 0; numbers or parameter names
 
@@ -35,6 +35,9 @@ Format (see ``generator/mechanisms/*.toml``)::
     body = "link6"
     offset = [0, 0, 0.1]
 
+    [parameters]            # default values of the parameter names used above (optional;
+    m_payload = 100.0       # a kernel called without p uses them)
+
 Any number may be replaced by a parameter name: it becomes an element of the kernel input ``p``.
 """
 
@@ -46,9 +49,11 @@ from typing import Any
 
 import sympy as sp
 
-from generator.model import (AXES, COMPOSITE_AXES, Body, Chain, Joint, ModelError, Point,
-                             as_expr, check_name, free_base_joints, identity3,
-                             inertia_about_origin, rotation_from_sequence, split_composite)
+from mechgen.generator import numeric as num
+from mechgen.generator.model import (AXES, COMPOSITE_AXES, MAX_MAGNITUDE, Body, Chain, Joint,
+                                     ModelError, Point, as_expr, check_name, free_base_joints,
+                                     identity3, inertia_about_origin, rotation_from_sequence,
+                                     split_composite)
 
 JOINT_TYPES = ("Rx", "Ry", "Rz", "Px", "Py", "Pz", "U", "S", "C")
 
@@ -69,14 +74,16 @@ def _inertia(value: Any, where: str) -> tuple:
             raise ModelError(f"{where}: {nm} = {v} is negative")
     I = ((xx, xy, xz), (xy, yy, yz), (xz, yz, zz))
     if all(v.is_number for row in I for v in row):
-        import numpy as np
-        p = np.linalg.eigvalsh(np.array([[float(v) for v in row] for row in I]))
-        tol = 1e-12 * max(1.0, float(np.abs(p).max()))
+        try:
+            p = num.symmetric_eigenvalues(num.mat([[float(v) for v in row] for row in I]))
+        except (ArithmeticError, RuntimeError, ValueError) as e:
+            raise ModelError(f"{where}: the principal moments cannot be computed ({e})") from None
+        tol = 1e-12 * max(1.0, max(abs(x) for x in p))
         if p[0] < -tol:
             raise ModelError(f"{where}: the inertia tensor is not positive semi-definite "
-                             f"(principal moments {p.tolist()})")
+                             f"(principal moments {list(p)})")
         if p[0] + p[1] < p[2] - tol:
-            raise ModelError(f"{where}: principal moments {p.tolist()} violate the triangle "
+            raise ModelError(f"{where}: principal moments {list(p)} violate the triangle "
                              f"inequality (I1 + I2 >= I3)")
     return I
 
@@ -91,9 +98,10 @@ def _rotation(value: Any, where: str) -> tuple:
         M = tuple(tuple(as_expr(x, f"{where}[{i}][{j}]") for j, x in enumerate(r))
                   for i, r in enumerate(value))
         if all(x.is_number for row in M for x in row):
-            import numpy as np
-            A = np.array([[float(x) for x in row] for row in M])
-            if np.abs(A @ A.T - np.eye(3)).max() > 1e-9 or np.linalg.det(A) < 0:
+            A = num.mat([[float(x) for x in row] for row in M])
+            AAt = num.matmul(A, num.transpose(A))
+            if max(abs(AAt[i][j] - (i == j)) for i in range(3) for j in range(3)) > 1e-9 \
+                    or num.determinant(A) < 0:
                 raise ModelError(f"{where}: the 3x3 matrix is not a proper rotation "
                                  f"(orthonormal rows, determinant +1)")
         return M
@@ -110,7 +118,10 @@ def _rotation(value: Any, where: str) -> tuple:
         else:
             rad = as_expr(angle, w)
         seq.append((AXES.index(pair[0]), rad))
-    return rotation_from_sequence(seq)
+    try:
+        return rotation_from_sequence(seq)
+    except ModelError as e:
+        raise ModelError(f"{where}: {e}") from None
 
 
 def _keys(table: Any, allowed: set[str], where: str, required: set[str] = frozenset()) -> dict:
@@ -133,15 +144,23 @@ def _body(table: Any, where: str, default_name: str) -> Body:
         raise ModelError(f"{where}.mass: {m} is negative")
     d = _vec3(t.get("com", [0, 0, 0]), f"{where}.com")
     I_com = _inertia(t.get("inertia", [0] * 6), f"{where}.inertia")
-    return Body(name, m, d, inertia_about_origin(m, d, I_com))
+    I = inertia_about_origin(m, d, I_com)
+    if any(x.is_number and abs(x) > MAX_MAGNITUDE ** 2 for x in (*I[0], *I[1], *I[2])):
+        raise ModelError(f"{where}: the inertia about the body origin (I + m |d|^2) exceeds "
+                         f"{MAX_MAGNITUDE ** 2:g}: mass and centre of mass too large")
+    return Body(name, m, d, I)
 
 
 class ChainBuilder:
     """Python API: ``ChainBuilder("arm").joint("j1", "Rz", body=...)...build()``."""
 
     def __init__(self, name: str, base: str = "fixed", gravity=(0, 0, 0),
-                 base_body: dict | None = None, source: str = "<python>") -> None:
+                 base_body: dict | None = None, source: str = "<python>",
+                 parameters: dict[str, float] | None = None) -> None:
         self.source = source
+        self.defaults: dict[str, float] = {}
+        for k, v in (parameters or {}).items():
+            self.parameter(k, v)
         self.name = check_name(name, f"{source}: mechanism.name")
         if base not in ("fixed", "free"):
             raise ModelError(f"{source}: mechanism.base: expected 'fixed' or 'free', got {base!r}")
@@ -171,6 +190,8 @@ class ChainBuilder:
         """A declared body's number; "ground" is the fixed frame; None: the last body."""
         if parent is None:
             return None
+        if not isinstance(parent, str):
+            raise ModelError(f"{where}.parent: expected a body name, got {parent!r}")
         idx = dict(self.named).get(parent)
         if idx is None and parent == "ground" and self.base == "fixed":
             return 0
@@ -216,9 +237,27 @@ class ChainBuilder:
         self.named.append((b.name, len(self.bodies)))
         return self
 
+    def parameter(self, name: str, default: float) -> "ChainBuilder":
+        """The default value of a named parameter (used when a kernel is called without p)."""
+        where = f"{self.source}: parameters.{name}"
+        check_name(name, where)
+        if not isinstance(default, (int, float)) or isinstance(default, bool):
+            raise ModelError(f"{where}: expected a number, got {default!r}")
+        try:
+            value = float(default)
+        except OverflowError:
+            raise ModelError(f"{where}: {default} is too large") from None
+        if value != value or abs(value) > 1e150:
+            raise ModelError(f"{where}: {default!r} is not a finite number of magnitude at "
+                             f"most 1e150")
+        self.defaults[name] = value
+        return self
+
     def point(self, name: str, body: str, offset=(0, 0, 0), where: str | None = None) -> "ChainBuilder":
         where = where or f"{self.source}: point {name!r}"
         name = check_name(name, f"{where}.name")
+        if not isinstance(body, str):
+            raise ModelError(f"{where}.body: expected a body name, got {body!r}")
         idx = dict(self.named).get(body)
         if idx is None:
             raise ModelError(f"{where}.body: no body named {body!r}; bodies: "
@@ -228,20 +267,24 @@ class ChainBuilder:
 
     def build(self) -> Chain:
         chain = Chain(self.name, self.joints, self.bodies, self.gravity, self.base,
-                      self.named, self.points, self.source, self.parent)
+                      self.named, self.points, self.source, self.parent, dict(self.defaults))
         chain.validate()
         return chain
 
 
 def chain_from_dict(data: dict, source: str) -> Chain:
-    top = _keys(data, {"mechanism", "base", "joints", "points"}, source, {"mechanism", "joints"})
+    top = _keys(data, {"mechanism", "base", "joints", "points", "parameters"}, source,
+                {"mechanism", "joints"})
     mech = _keys(top["mechanism"], {"name", "family", "base", "gravity", "description"},
                  f"{source}: mechanism", {"name"})
     if mech.get("family", "serial") != "serial":
         raise ModelError(f"{source}: mechanism.family: expected 'serial' or 'parallel', "
                          f"got {mech['family']!r}")
+    params = top.get("parameters", {})
+    if not isinstance(params, dict):
+        raise ModelError(f"{source}: parameters: expected a table of name = default value")
     b = ChainBuilder(mech["name"], mech.get("base", "fixed"), mech.get("gravity", [0, 0, 0]),
-                     top.get("base"), source)
+                     top.get("base"), source, params)
     joints = top["joints"]
     if not isinstance(joints, list) or not joints:
         raise ModelError(f"{source}: joints: expected a non-empty array of tables [[joints]]")
@@ -253,7 +296,11 @@ def chain_from_dict(data: dict, source: str) -> Chain:
             raise ModelError(f"{where}.parent: expected a body name, got {t['parent']!r}")
         b.joint(t["name"], t["type"], t.get("l", [0, 0, 0]), t.get("gamma"), t.get("axes"),
                 t.get("body"), t.get("spring"), where=where, parent=t.get("parent"))
-    for i, pt in enumerate(top.get("points", [])):
+    points = top.get("points", [])
+    if not isinstance(points, list):
+        raise ModelError(f"{source}: points: expected an array of tables [[points]], "
+                         f"got {points!r}")
+    for i, pt in enumerate(points):
         where = f"{source}: points[{i}]"
         t = _keys(pt, {"name", "body", "offset"}, where, {"name", "body"})
         b.point(t["name"], t["body"], t.get("offset", [0, 0, 0]), where=where)
@@ -261,7 +308,7 @@ def chain_from_dict(data: dict, source: str) -> Chain:
 
 
 URDF_KEYS = {"name", "family", "urdf", "base", "gravity", "description", "frames", "snap",
-             "mimic"}
+             "mimic", "inertia"}
 
 
 def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
@@ -275,9 +322,17 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
         frames = ["panda_hand_tcp"]    # more links for forward kinematics and Jacobians
         snap = 1e-12                   # rpy angles this close to k*90 deg are exact; 0: off
         mimic = "lock"                 # or "independent": a <mimic> joint gets its coordinate
+        inertia = "strict"             # or "repair": see below
 
         [lock]                         # joints held at a value (their links merge)
         panda_finger_joint1 = 0.0
+
+    ``inertia``: an ``<inertia>`` that is not positive semi-definite (its smallest principal
+    moment below -1e-12 relative to the largest) is refused with ``"strict"`` (the default).
+    Exported URDFs sometimes carry such rounding errors (TIAGo's 1 mg antenna links: -3.5e-8
+    kg m^2); ``"repair"`` then sets the negative principal moments to 0 (eigen-decomposition,
+    rebuilt from the same principal axes) and warns (``InertiaRepairWarning``) naming each
+    repaired link. A ``<mimic>`` on a fixed joint is ignored (nothing moves).
     """
     source = path.name
     top = _keys(data, {"mechanism", "lock"}, source, {"mechanism"})
@@ -302,9 +357,13 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
     if mimic not in ("lock", "independent"):
         raise ModelError(f"{source}: mechanism.mimic: expected 'lock' or 'independent', "
                          f"got {mimic!r}")
-    from generator.urdf import load_urdf
+    inertia = mech.get("inertia", "strict")
+    if inertia not in ("strict", "repair"):
+        raise ModelError(f"{source}: mechanism.inertia: expected 'strict' or 'repair', "
+                         f"got {inertia!r}")
+    from mechgen.generator.urdf import load_urdf
     return load_urdf(path.parent / mech["urdf"], name, mech.get("base", "fixed"), gravity, lock,
-                     frames, float(snap), source, mimic == "independent")
+                     frames, float(snap), source, mimic == "independent", inertia)
 
 
 def load(path: str | Path):
@@ -312,14 +371,19 @@ def load(path: str | Path):
     "parallel"``)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ModelError(f"{path}: cannot read the spec: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ModelError(f"{path}: not UTF-8 text (TOML is UTF-8): byte {e.object[e.start]:#04x} "
+                         f"at offset {e.start}") from None
+    except ValueError as e:   # a NUL byte in the path
+        raise ModelError(f"{path!r}: cannot read the spec: {e}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ModelError(f"{path}: not valid TOML: {e}") from None
-    from generator.platform_spec import is_parallel, platform_from_dict
+    from mechgen.generator.platform_spec import is_parallel, platform_from_dict
     if is_parallel(data):
         return platform_from_dict(data, path.name)
     if isinstance(data.get("mechanism"), dict) and "urdf" in data["mechanism"]:

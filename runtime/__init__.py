@@ -8,7 +8,8 @@
 No SymPy is needed here: the generated files in ``generated/<name>/`` are all it reads.
 """
 
-from runtime.mechanism import Mechanism, load, generated_root
-from runtime.kernel import KernelStatusError
+from mechgen.runtime.mechanism import Mechanism, load, generated_root
+from mechgen.runtime.cbuild import CBuildError
+from mechgen.runtime.kernel import KernelStatusError
 
-__all__ = ["Mechanism", "load", "generated_root", "KernelStatusError"]
+__all__ = ["Mechanism", "load", "generated_root", "KernelStatusError", "CBuildError"]

@@ -1,9 +1,11 @@
 """The main job: a docking-contact simulation on the bundled Gough-Stewart mechanism.
 
-    python -m runtime [--backend c|python] [--out DIR] [--arms]
+    mechgen demo [--backend c|python] [--out DIR] [--arms] [--mechanism NAME]
+                                                                (or python -m mechgen.runtime)
 
-Prints a summary (peak leg strokes, peak base force and moment, final ring pose, integration
-time) and writes plots (ring pose, leg strokes, base loads) as PNG files into ``--out``.
+Prints a summary (peak leg drive coordinates, strokes in mm or crank angles in deg, peak base
+force and moment, final ring pose, integration time) and writes plots (ring pose, leg drive
+coordinates, base loads) as PNG files into ``--out``.
 ``--arms`` also runs the serial-arm demos (UR5 in 1 g, a 7-DoF arm on a free-flying base).
 """
 
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-import runtime
+from mechgen import runtime
 
 
 def _fmt(a: np.ndarray) -> str:
@@ -81,10 +83,10 @@ def space_demo(backend: str) -> None:
     print("arm joints at 3 s [rad]:", _fmt(qe[6:]))
 
 
-def docking_demo(backend: str, out: Path) -> None:
-    from runtime import docking
+def docking_demo(backend: str, out: Path, name: str = "gough_stewart_docking") -> None:
+    from mechgen.runtime import docking
 
-    hexa = runtime.load("gough_stewart_docking", backend)
+    hexa = runtime.load(name, backend)
     print(f"== {hexa}")
     result = docking.simulate(hexa)
     print(docking.summary(hexa, result))
@@ -92,19 +94,22 @@ def docking_demo(backend: str, out: Path) -> None:
         print(f"wrote {path}")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(prog="python -m runtime", description=__doc__,
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="mechgen demo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", choices=["c", "python"], default="c")
     ap.add_argument("--out", type=Path, default=Path("results"), help="folder for the plots")
     ap.add_argument("--arms", action="store_true", help="also run the serial-arm demos")
-    args = ap.parse_args()
-    docking_demo(args.backend, args.out)
+    ap.add_argument("--mechanism", default="gough_stewart_docking",
+                    help="bundled parallel mechanism of the docking demo (e.g. hunt_rus_docking)")
+    args = ap.parse_args(argv)
+    docking_demo(args.backend, args.out, args.mechanism)
     if args.arms:
         print()
         arm_demo(args.backend)
         space_demo(args.backend)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,30 +1,59 @@
 """Compile a mechanism's generated C once with cffi (out-of-line API mode) and cache it.
 
-The extension module's name carries a hash of everything that goes into it (the C source and
-header, the cdef, the compiler flags, the cffi and Python versions), so a changed kernel can
-never load a stale build. Builds happen in a private temporary folder and are moved into the
-cache atomically, so concurrent processes never see half-written files.
+The extension module's name carries a hash of everything that shapes the binary: the C source
+and header, the cdef, the compile flags, the build environment (``CC``, ``CFLAGS``,
+``CPPFLAGS``, ``LDSHARED``, ``LDFLAGS``, ``ARCHFLAGS``, Python's own build configuration), the
+compiler's version string, and the cffi and Python versions; so a changed kernel or a build
+made under other flags is never reused.
+
+Each cache entry is a folder ``<cache>/<module>/`` holding the library and ``<library>.sha256``,
+written at build time and verified before every load. A library that fails the check or fails
+to load is deleted and rebuilt once. Builds happen in a private ``.build_*`` folder and are
+renamed into place, so concurrent processes never see half-written files (the first to finish
+wins; the others use its build). Leftover ``.build_*`` folders of crashed builds are removed
+once they are older than :data:`STALE_SECONDS`.
+
+The kernels are compiled as separate translation units, one per kernel, in parallel (one gcc
+per CPU), then linked with cffi's wrapper; the header's folder is given as ``-iquote DIR``
+(never ``-I``), so a mechanism named like a system header (``stdint``, ``math``, ``Python``)
+cannot shadow it.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.machinery
 import importlib.util
 import os
+import re
+import shlex
 import shutil
+import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
 import cffi
 
 CFLAGS = ["-O2", "-std=c99", "-fno-math-errno"]
+ENV_FLAGS = ("CC", "CFLAGS", "CPPFLAGS", "LDSHARED", "LDFLAGS", "ARCHFLAGS")
+CONFIG_VARS = ("CC", "CFLAGS", "CCSHARED", "CPPFLAGS", "LDSHARED", "LDFLAGS", "EXT_SUFFIX")
+STALE_SECONDS = 600.0
+CHECKSUM_SUFFIX = ".sha256"
+
+
+class CBuildError(RuntimeError):
+    """The C build of a mechanism failed, or its cached library cannot be loaded."""
 
 
 def cache_dir() -> Path:
+    """The cache root: ``$MECHGEN_CACHE``, else ``$XDG_CACHE_HOME/mechgen`` or ~/.cache/mechgen."""
     root = os.environ.get("MECHGEN_CACHE")
     if root:
         return Path(root)
@@ -33,6 +62,7 @@ def cache_dir() -> Path:
 
 
 def cdef_from_manifest(manifest: dict) -> str:
+    """The cffi declarations of every kernel and its ``_batch`` variant."""
     lines = []
     for k in manifest["kernels"]:
         ins = ", ".join(f"const double *{p['name']}" for p in k["inputs"])
@@ -51,42 +81,295 @@ def _digest(parts: list[str]) -> str:
     return h.hexdigest()[:16]
 
 
+# --- the cache key: everything that shapes the binary ---------------------------------------
+
+def compiler_command() -> str:
+    """The C compiler setuptools (hence cffi) uses: ``$CC``, else Python's configured CC."""
+    return os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_version(cc: str) -> str:
+    """``<cc> --version`` (first computed per compiler command and process, then remembered)."""
+    try:
+        run = subprocess.run([*shlex.split(cc), "--version"], capture_output=True, text=True,
+                             timeout=60)
+    except (OSError, ValueError, subprocess.SubprocessError) as e:
+        return f"unavailable ({type(e).__name__}: {e})"
+    return f"rc={run.returncode}\n{run.stdout}{run.stderr}"
+
+
+def build_environment() -> list[str]:
+    """The environment and configuration that reach the compiler and linker, as strings."""
+    env = [f"env {k}={os.environ.get(k)!r}" for k in ENV_FLAGS]
+    conf = [f"config {k}={sysconfig.get_config_var(k)!r}" for k in CONFIG_VARS]
+    return env + conf + [f"compiler {compiler_version(compiler_command())}"]
+
+
+def module_name(mech: str, c_text: str, h_text: str, cdef: str) -> str:
+    """The extension module's name: the mechanism and a hash of all inputs of the build."""
+    tag = _digest([c_text, h_text, cdef, " ".join(CFLAGS), cffi.__version__, sys.version,
+                   *build_environment()])
+    return f"_mechgen_{mech}_{tag}"
+
+
+# --- loading with verification --------------------------------------------------------------
+
 def load_c(folder: Path, manifest: dict) -> ModuleType:
+    """The compiled cffi module of a generated mechanism, from the cache or built now.
+
+    A cached library whose checksum does not match, or that fails to load, is deleted and
+    rebuilt once; if the fresh build does not load either, raises :class:`CBuildError`.
+    """
     mech = manifest["mechanism"]
-    c_file, h_file = folder / f"{mech}.c", folder / f"{mech}.h"
-    c_text, h_text = c_file.read_text(), h_file.read_text()
+    c_text = (folder / f"{mech}.c").read_text()
+    h_text = (folder / f"{mech}.h").read_text()
     cdef = cdef_from_manifest(manifest)
-    tag = _digest([c_text, h_text, cdef, " ".join(CFLAGS), cffi.__version__,
-                   sys.version, sysconfig.get_config_var("EXT_SUFFIX") or ""])
-    modname = f"_mechgen_{mech}_{tag}"
-    target = cache_dir() / modname
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    so = target / f"{modname}{suffix}"
-    if not so.exists():
-        _compile(modname, c_text, h_text, mech, cdef, target, so, suffix)
+    modname = module_name(mech, c_text, h_text, cdef)
+    target = _ensure_root(cache_dir()) / modname
+    so = target / f"{modname}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    failure: Exception | None = None
+    for attempt in range(2):
+        if not verified(so):
+            discard(target)
+            _compile(modname, c_text, h_text, mech, cdef, target, so, manifest)
+        try:
+            return _import(modname, so)
+        except (ImportError, OSError) as e:
+            failure = e
+            if attempt == 0:
+                discard(target)
+    raise CBuildError(f"{mech}: the C library built in the cache folder {target} does not load "
+                      f"even after a rebuild ({type(failure).__name__}: {failure}); check the "
+                      f"compiler and the flags in CC, CFLAGS, LDFLAGS, LDSHARED, or set "
+                      f"MECHGEN_CACHE to another folder") from failure
+
+
+def _ensure_root(root: Path) -> Path:
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CBuildError(f"cannot create the C build cache folder {root} (set MECHGEN_CACHE "
+                          f"to a writable folder): {e}") from None
+    return root
+
+
+def _import(modname: str, so: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(modname, so)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{so}: not a loadable extension module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def checksum_path(so: Path) -> Path:
+    return so.with_name(so.name + CHECKSUM_SUFFIX)
+
+
+def verified(so: Path) -> bool:
+    """True if the library exists and its sha256 equals the one written when it was built."""
+    try:
+        expected = checksum_path(so).read_text().strip()
+        return so.is_file() and file_sha256(so) == expected
+    except OSError:
+        return False
+
+
+def discard(target: Path) -> None:
+    """Remove a cache entry: first renamed aside (atomic), then deleted."""
+    if not os.path.lexists(target):
+        return
+    trash = target.parent / f".build_{target.name}_discard_{uuid.uuid4().hex[:8]}"
+    try:
+        os.replace(target, trash)
+    except OSError:
+        if os.path.lexists(target) and not target.is_dir():
+            target.unlink(missing_ok=True)
+        return
+    _remove(trash)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
+def clean_stale_builds(root: Path, max_age: float = STALE_SECONDS) -> list[Path]:
+    """Delete ``.build_*`` leftovers of crashed builds untouched for ``max_age`` seconds."""
+    removed = []
+    now = time.time()
+    for entry in root.glob(".build_*"):
+        try:
+            age = now - _last_touched(entry)
+        except OSError:
+            continue            # removed meanwhile by its owner
+        if age > max_age:
+            _remove(entry)
+            removed.append(entry)
+    return removed
+
+
+def _last_touched(entry: Path) -> float:
+    """The newest mtime of an entry and, for a folder, of its direct children."""
+    times = [entry.lstat().st_mtime]
+    if entry.is_dir() and not entry.is_symlink():
+        times += [child.lstat().st_mtime for child in entry.iterdir()]
+    return max(times)
+
+
+# --- building --------------------------------------------------------------------------------
+
 def _compile(modname: str, c_text: str, h_text: str, mech: str, cdef: str, target: Path,
-             so: Path, suffix: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".build_{modname}_") as tmp:
+             so: Path, manifest: dict) -> None:
+    """Build the module in a private folder, then rename it into ``target`` (atomic)."""
+    root = target.parent
+    clean_stale_builds(root)
+    try:
+        staging = tempfile.TemporaryDirectory(dir=root, prefix=f".build_{modname}_")
+    except OSError as e:
+        raise CBuildError(f"{mech}: cannot build in the C build cache folder {root} (set "
+                          f"MECHGEN_CACHE to a writable folder): {e}") from None
+    with staging as tmp:
         tmp = Path(tmp)
-        (tmp / f"{mech}.c").write_text(c_text)
-        (tmp / f"{mech}.h").write_text(h_text)
-        ffi = cffi.FFI()
-        ffi.cdef(cdef)
-        ffi.set_source(modname, f'#include "{mech}.h"', sources=[str(tmp / f"{mech}.c")],
-                       include_dirs=[str(tmp)], extra_compile_args=CFLAGS, libraries=["m"])
-        built = Path(ffi.compile(tmpdir=str(tmp), verbose=False))
+        built = build_module(modname, c_text, h_text, mech, cdef, manifest, tmp)
         stage = tmp / "stage"
         stage.mkdir()
-        shutil.copy2(built, stage / f"{modname}{suffix}")
+        staged = stage / so.name
+        shutil.copy2(built, staged)
+        checksum_path(staged).write_text(file_sha256(staged) + "\n")
+        _move_into_place(stage, target, so)
+
+
+def _move_into_place(stage: Path, target: Path, so: Path) -> None:
+    """Rename the staged entry to ``target``; a valid entry already there (a concurrent build
+    that finished first) is kept, anything else there is set aside."""
+    error: OSError | None = None
+    for _ in range(2):
         try:
             os.replace(stage, target)
-        except OSError:
-            if not so.exists():  # another process won the race only if it left the library
-                raise
+            return
+        except OSError as e:
+            error = e
+            if verified(so):
+                return
+            discard(target)
+    raise CBuildError(f"cannot move the C build into the cache folder {target}: {error}")
+
+
+def build_module(modname: str, c_text: str, h_text: str, mech: str, cdef: str,
+                 manifest: dict, tmp: Path) -> Path:
+    """Compile the kernels (one unit each, in parallel) and link them with cffi's wrapper."""
+    (tmp / f"{mech}.h").write_text(h_text)
+    quote = ["-iquote", str(tmp)]
+    units = split_units(c_text, manifest) or [c_text]
+    sources = []
+    for i, text in enumerate(units):
+        path = tmp / f"_unit{i:03d}_{mech}.c"
+        path.write_text(text)
+        sources.append(path)
+    objects = compile_objects(sources, CFLAGS + quote, mech)
+    ffi = cffi.FFI()
+    ffi.cdef(cdef)
+    ffi.set_source(modname, f'#include "{mech}.h"', extra_objects=[str(o) for o in objects],
+                   extra_compile_args=CFLAGS + quote, libraries=["m"])
+    try:
+        return Path(ffi.compile(tmpdir=str(tmp), verbose=False))
+    except (cffi.VerificationError, OSError) as e:  # the compiler's output is printed above
+        raise CBuildError(f"{mech}: linking the C kernels into a Python module failed "
+                          f"({type(e).__name__}: {e})") from None
+
+
+def compile_command() -> list[str]:
+    """The compiler and flags setuptools uses for extension sources (``$CC``, ``$CFLAGS``, ...)."""
+    import setuptools  # noqa: F401  (makes ``distutils`` the one cffi builds with)
+    from distutils.ccompiler import new_compiler
+    from distutils.sysconfig import customize_compiler
+    compiler = new_compiler()
+    customize_compiler(compiler)
+    return list(compiler.compiler_so)
+
+
+def compile_objects(sources: list[Path], flags: list[str], mech: str) -> list[Path]:
+    """Compile each source to an object (``-fPIC`` and the same flags), one gcc per CPU."""
+    base = compile_command()
+
+    def one(src: Path) -> Path:
+        obj = src.with_suffix(".o")
+        cmd = [*base, "-c", str(src), "-o", str(obj), *flags]
+        try:
+            run = subprocess.run(cmd, capture_output=True, text=True)
+        except OSError as e:
+            raise CBuildError(f"{mech}: cannot run the C compiler {base[0]!r} (set CC): {e}") \
+                from None
+        if run.returncode != 0:
+            raise CBuildError(f"{mech}: compiling {src.name} failed ({shlex.join(cmd)}):\n"
+                              f"{run.stderr[-4000:]}")
+        return obj
+
+    longest_first = sorted(sources, key=lambda s: s.stat().st_size, reverse=True)
+    with ThreadPoolExecutor(max_workers=max(1, min(len(sources), os.cpu_count() or 1))) as pool:
+        done = dict(zip(longest_first, pool.map(one, longest_first)))
+    return [done[s] for s in sources]
+
+
+# --- one translation unit per kernel ---------------------------------------------------------
+
+_TOP_LEVEL = re.compile(r"^[^\s/*{}].*$", re.M)     # column 0, not a comment or a brace
+_LABEL = re.compile(r"^\w+:\s*$")
+
+
+def split_units(c_text: str, manifest: dict) -> list[str] | None:
+    """The generated C as one translation unit per kernel, or None if its layout is unexpected.
+
+    Each unit is the prelude (the includes before the first kernel) followed by the kernel's
+    comment, its function and its ``_batch`` function. The split is accepted only if every
+    kernel's two definitions appear exactly once at column 0, in order, and nothing else is
+    defined at file scope (no helper, static table or preprocessor line after the prelude);
+    otherwise the caller compiles the file as one unit.
+    """
+    kernels = [(k["name"], k["c_function"]) for k in manifest["kernels"]]
+    starts = _unit_starts(c_text, kernels)
+    if starts is None:
+        return None
+    prelude = c_text[:starts[0]]
+    if "{" in prelude or any(not line.startswith("#") for line in _TOP_LEVEL.findall(prelude)):
+        return None
+    allowed = {f"int {fn}(" for _, fn in kernels} | {f"int64_t {fn}_batch(" for _, fn in kernels}
+    for line in _TOP_LEVEL.findall(c_text[starts[0]:]):
+        if not (_LABEL.match(line) or line[:line.find("(") + 1] in allowed):
+            return None
+    bounds = starts + [len(c_text)]
+    return [prelude + c_text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def _unit_starts(c_text: str, kernels: list[tuple[str, str]]) -> list[int] | None:
+    """Where each kernel's unit begins (its comment, else its definition), in file order."""
+    found = []
+    for name, fn in kernels:
+        single = [m.start() for m in re.finditer(rf"^int {re.escape(fn)}\(", c_text, re.M)]
+        batch = [m.start() for m in re.finditer(rf"^int64_t {re.escape(fn)}_batch\(", c_text, re.M)]
+        if len(single) != 1 or len(batch) != 1 or batch[0] < single[0]:
+            return None
+        found.append((single[0], batch[0], name))
+    starts, previous_end = [], 0
+    for single, batch, name in sorted(found):
+        if single < previous_end:
+            return None         # two kernels interleave
+        comment = c_text.rfind(f"\n/* {name}:", previous_end, single)
+        starts.append(comment + 1 if comment >= 0 else single)
+        previous_end = batch
+    return starts or None

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from runtime.mechanism import Mechanism
-from runtime.platform import platform_rhs
+from mechgen.runtime.mechanism import Mechanism
+from mechgen.runtime.platform import joint_kinds, platform_rhs
 
 
 @dataclass
@@ -65,17 +65,39 @@ def _strokes(mech: Mechanism, q: np.ndarray) -> np.ndarray:
     return q[:, cols]
 
 
+def drive_units(mech: Mechanism) -> list[tuple[str, str, float, str]]:
+    """(leg, drive joint, factor, unit) of every leg, to show its drive coordinate: a
+    prismatic joint's (m) in mm, a revolute joint's (rad) in deg."""
+    out = []
+    for leg in mech.manifest["legs"]:
+        j = leg["drive"]
+        joint = leg["joints"][j][len(leg["name"]) + 1:]
+        if joint_kinds(leg)[j] == "P":
+            out.append((leg["name"], joint, 1000.0, "mm"))
+        else:
+            out.append((leg["name"], joint, 180.0 / np.pi, "deg"))
+    return out
+
+
+def _peak_drives(mech: Mechanism, strokes: np.ndarray) -> str:
+    """peak |stroke| per leg: leg1 93.6 mm, ... (the joint with each leg when they differ)."""
+    shown = drive_units(mech)
+    peaks = np.abs(strokes).max(0)
+    joints = {joint for _, joint, _, _ in shown}
+    same = len(joints) == 1
+    head = f"peak |{joints.pop()}| per leg: " if same else "peak |drive coordinate| per leg: "
+    return head + ", ".join(f"{leg}{'' if same else ' ' + joint} {v * f:.1f} {unit}"
+                            for (leg, joint, f, unit), v in zip(shown, peaks))
+
+
 def summary(mech: Mechanism, r: dict) -> str:
-    legs = [leg["name"] for leg in mech.manifest["legs"]]
-    drive = mech.manifest["legs"][0]["joints"][mech.manifest["legs"][0]["drive"]].split("_")[-1]
     fmax = np.linalg.norm(r["base_force"], axis=1)
     mmax = np.linalg.norm(r["base_moment"], axis=1)
     xf = r["x"][-1]
     lines = [
         f"docking capture on {mech.name}: {r['t'][-1]:.1f} s simulated in {r['seconds']:.3f} s "
         f"({r['nfev']} step-kernel calls, DOP853)",
-        f"peak |{drive}| per leg: " + ", ".join(f"{n} {v * 1000:.1f} mm"
-                                              for n, v in zip(legs, np.abs(r["strokes"]).max(0))),
+        _peak_drives(mech, r["strokes"]),
         f"peak base force  |F| = {fmax.max():9.1f} N    at t = {r['t'][fmax.argmax()]:.3f} s",
         f"peak base moment |M| = {mmax.max():9.1f} N m  at t = {r['t'][mmax.argmax()]:.3f} s",
         "final ring pose: position " + np.array2string(xf[:3], precision=4) + " m, angles "
@@ -115,13 +137,15 @@ def plot(mech: Mechanism, r: dict, out: Path) -> list[Path]:
     save(fig, "ring_pose.png")
 
     fig, ax = plt.subplots(figsize=(8, 4))
-    for k, leg in enumerate(mech.manifest["legs"]):
-        ax.plot(t, r["strokes"][:, k] * 1000, label=leg["name"])
-    ax.set_ylabel("stroke, mm")
+    shown = drive_units(mech)
+    for k, (leg, joint, f, unit) in enumerate(shown):
+        ax.plot(t, r["strokes"][:, k] * f, label=f"{leg} {joint}, {unit}")
+    units = sorted({unit for *_, unit in shown})
+    ax.set_ylabel(f"drive coordinate, {' or '.join(units)}")
     ax.set_xlabel("t, s")
     ax.legend(loc="upper right", ncol=3)
     ax.grid(alpha=0.3)
-    ax.set_title(f"{mech.name}: leg strokes")
+    ax.set_title(f"{mech.name}: leg drive coordinates")
     save(fig, "leg_strokes.png")
 
     fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)

@@ -1,14 +1,22 @@
 """Numpy wrappers around one generated kernel (C via cffi, or the plain Python module).
 
 A kernel takes its inputs positionally or by name, each a float64 C-contiguous array of shape
-``(size,)`` for one state or ``(N, size)`` for a batch of N; lists are converted, anything else
-(float32, strided, wrong size, NaN or inf) raises ValueError naming the argument. Outputs come
+``(size,)`` for one state or ``(N, size)`` for a batch of N; lists of real numbers are
+converted, anything else (float32, strided, wrong size, NaN or inf, complex, strings, None,
+integers too large for float64, masked arrays) raises ValueError naming the argument. An
+ndarray subclass (``np.matrix``, a memmap) is read as the plain array of its data. Outputs come
 back with their logical shape, ``(N, *shape)`` for a batch. A non-zero kernel status raises
 :class:`KernelStatusError` naming the states and the reason, unless ``errors="nan"``.
+
+The parameter input ``p`` of a mechanism with named parameters may be omitted (or None): the
+spec's defaults are used, and a parameter without a default raises TypeError naming it. It may
+also be a dict of named values (the defaults fill in the others). A single ``p`` of shape
+``(np,)`` is used for every state of a batch.
 """
 
 from __future__ import annotations
 
+import numbers
 from math import prod
 from typing import Any, Callable
 
@@ -24,18 +32,23 @@ class KernelStatusError(ValueError):
 
 
 def as_input(name: str, value: Any, size: int, kernel: str) -> np.ndarray:
+    """``value`` as a float64 C-contiguous array of shape (size,) or (N, size), else ValueError.
+
+    A masked array is rejected (its masked elements would be computed with whatever lies
+    under the mask); pass ``a.filled(value)`` or ``a.data`` explicitly.
+    """
     where = f"{kernel}: argument '{name}'"
+    if isinstance(value, np.ma.MaskedArray):
+        raise ValueError(f"{where} is a masked array, which kernels cannot honour; pass "
+                         f"a.filled(value) or a.data explicitly")
     if isinstance(value, np.ndarray):
         if value.dtype != np.float64:
             raise ValueError(f"{where} must be float64, got {value.dtype}")
         if not value.flags.c_contiguous:
             raise ValueError(f"{where} must be C-contiguous (use np.ascontiguousarray)")
-        a = value
+        a = np.asarray(value)               # an ndarray subclass: the plain array of its data
     else:
-        try:
-            a = np.array(value, dtype=np.float64)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"{where}: cannot be read as float64 numbers ({e})") from None
+        a = _from_python(value, where)
     if a.ndim not in (1, 2) or a.shape[-1] != size:
         raise ValueError(f"{where} must have shape ({size},) or (N, {size}), got {a.shape}")
     if not np.isfinite(a).all():
@@ -44,11 +57,123 @@ def as_input(name: str, value: Any, size: int, kernel: str) -> np.ndarray:
     return a
 
 
+def _from_python(value: Any, where: str) -> np.ndarray:
+    """Lists (nested) and scalars of real numbers as float64; anything else is a ValueError."""
+    if value is None or isinstance(value, (str, bytes)):
+        raise ValueError(f"{where}: cannot be read as float64 numbers (got {_describe(value)})")
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as e:            # ragged nesting
+        raise ValueError(f"{where}: cannot be read as float64 numbers ({e})") from None
+    kind = raw.dtype.kind
+    if kind in "iuf":
+        return np.array(raw, dtype=np.float64, order="C")     # (0-d stays 0-d)
+    if kind == "O":
+        return _from_objects(raw, where)
+    what = {"c": "complex numbers", "b": "booleans", "U": "strings", "S": "bytes"}
+    raise ValueError(f"{where}: cannot be read as float64 numbers (got "
+                     f"{what.get(kind, str(raw.dtype))})")
+
+
+def _from_objects(raw: np.ndarray, where: str) -> np.ndarray:
+    """An object array (None, huge ints, mixed types) element by element."""
+    out = np.empty(raw.shape, dtype=np.float64)
+    for index, x in np.ndenumerate(raw):
+        at = f"at index {index}"
+        if not isinstance(x, numbers.Real) or isinstance(x, (bool, np.bool_)):
+            raise ValueError(f"{where}: cannot be read as float64 numbers (got {_describe(x)} "
+                             f"{at})")
+        try:
+            out[index] = float(x)
+        except OverflowError:
+            raise ValueError(f"{where}: number {at} is too large for float64 "
+                             f"({str(x)[:20]}...)") from None
+    return out
+
+
+def _describe(x: Any) -> str:
+    return "None" if x is None else f"{type(x).__name__} {x!r:.40}"
+
+
+class Parameters:
+    """A mechanism's named parameters (the kernels' input ``p``) and the spec's defaults.
+
+    ``defaults`` maps a parameter to its default value, or to None when the spec has none.
+    """
+
+    def __init__(self, mechanism: str, names: list[str],
+                 defaults: dict[str, float | None] | None = None) -> None:
+        self.mechanism = mechanism
+        self.names = list(names)
+        self.defaults = {k: v for k, v in (defaults or {}).items() if v is not None}
+
+    def without_default(self) -> list[str]:
+        """The parameters the spec gives no default for."""
+        return [n for n in self.names if n not in self.defaults]
+
+    def vector(self, values: dict[str, Any] | None = None, where: str = "params") -> np.ndarray:
+        """The input ``p``: named ``values`` over the defaults; unknown, missing or non-finite
+        values raise ValueError naming the parameter."""
+        if values is not None and not isinstance(values, dict):
+            raise ValueError(f"{self.mechanism}: {where}: parameter values must be a dict "
+                             f"{{name: value}}, got {type(values).__name__}")
+        merged = {**self.defaults, **(values or {})}
+        unknown = sorted(set(merged) - set(self.names), key=str)
+        if unknown:
+            raise ValueError(f"{self.mechanism}: unknown parameter(s) {unknown}; "
+                             f"parameters: {self.names}")
+        missing = [n for n in self.names if n not in merged]
+        if missing:
+            raise ValueError(f"{self.mechanism}: missing parameter(s) {missing} (the spec has no "
+                             f"default for them); pass p=... or give them by name")
+        return np.array([parameter_value(self.mechanism, n, merged[n]) for n in self.names],
+                        dtype=np.float64)
+
+
+def parameter_value(mechanism: str, name: str, value: Any) -> float:
+    """One named parameter as a finite float, else ValueError naming it."""
+    bad = f"{mechanism}: parameter '{name}' must be a finite real number, got {value!r:.40}"
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
+        raise ValueError(bad)
+    try:
+        x = float(value)
+    except OverflowError:
+        raise ValueError(bad + " (too large for float64)") from None
+    if not np.isfinite(x):
+        raise ValueError(bad)
+    return x
+
+
+def describe(meta: dict) -> str:
+    """The help text of one kernel from its manifest entry: signature, inputs and outputs with
+    shapes, units and frames (the generator's port docs), and the statuses it can return."""
+    ins = [p["name"] + ("=None" if p["name"] == "p" else "") for p in meta["inputs"]]
+    outs = [p["name"] for p in meta["outputs"]]
+    lines = [f"{meta['name']}({', '.join(ins)}, errors='raise') -> {', '.join(outs)}", "",
+             meta.get("doc", ""), "",
+             "Inputs: float64 arrays of the shape given, or (N, size) for a batch of N states:"]
+    for p in meta["inputs"]:
+        lines.append(f"  {p['name']} {tuple(p['shape'])}: {p.get('doc', '')}")
+    lines.append("Outputs (a batch adds a leading N):")
+    for p in meta["outputs"]:
+        lines.append(f"  {p['name']} {tuple(p['shape'])}: {p.get('doc', '')}")
+    if meta.get("statuses"):
+        lines.append("Statuses (KernelStatusError, or NaN rows with errors='nan'):")
+        lines += [f"  {k}: {v}" for k, v in meta["statuses"].items()]
+    return "\n".join(lines)
+
+
+def kernel_class(meta: dict) -> type["Kernel"]:
+    """A Kernel subclass named after one kernel, so ``help(mech.mass_matrix)`` shows that
+    kernel's own inputs and outputs (help() on an instance documents its class)."""
+    return type(meta["name"], (Kernel,), {"__doc__": describe(meta), "__module__": __name__})
+
+
 class Kernel:
     """One generated function; call it like ``mech.mass_matrix(q)``."""
 
     def __init__(self, meta: dict, backend: str, c_lib=None, ffi=None,
-                 py_func: Callable | None = None) -> None:
+                 py_func: Callable | None = None, parameters: Parameters | None = None) -> None:
         self.name = meta["name"]
         self.doc = meta["doc"]
         self.inputs = [(p["name"], prod(p["shape"])) for p in meta["inputs"]]
@@ -57,10 +182,11 @@ class Kernel:
         self.ops = meta["ops"]
         self.backend = backend
         self._lib, self._ffi, self._py = c_lib, ffi, py_func
+        self.parameters = parameters if "p" in dict(self.inputs) else None
         if backend == "c":
             self._single = getattr(c_lib, meta["c_function"])
             self._batch = getattr(c_lib, meta["c_function"] + "_batch")
-        self.__doc__ = self.doc
+        self.__doc__ = describe(meta)
 
     def __repr__(self) -> str:
         ins = ", ".join(n for n, _ in self.inputs)
@@ -78,10 +204,12 @@ class Kernel:
             if k in values:
                 raise TypeError(f"{self.name}() got '{k}' twice")
             values[k] = v
+        self._resolve_parameters(values)
         missing = [n for n in names if n not in values]
         if missing:
-            raise TypeError(f"{self.name}() missing input(s): {', '.join(missing)}")
+            raise TypeError(self._missing_message(missing))
         arrays = [as_input(n, values[n], size, self.name) for n, size in self.inputs]
+        arrays = self._broadcast_parameters(arrays)
         batch = {a.ndim == 2 for a in arrays}
         if len(batch) > 1:
             raise ValueError(f"{self.name}: mix of single-state and batch inputs; give every "
@@ -89,6 +217,38 @@ class Kernel:
         if batch == {True} and len({a.shape[0] for a in arrays}) > 1:
             shapes = ", ".join(f"{n}: {a.shape}" for (n, _), a in zip(self.inputs, arrays))
             raise ValueError(f"{self.name}: batch inputs differ in length ({shapes})")
+        return arrays
+
+    def _missing_message(self, missing: list[str]) -> str:
+        message = f"{self.name}() missing input(s): {', '.join(missing)}"
+        if "p" in missing and self.parameters is not None:
+            undefaulted = self.parameters.without_default()
+            message += (f" (no default for parameter(s) {undefaulted}: pass p=..., e.g. "
+                        f"p={{'{undefaulted[0]}': ...}})")
+        return message
+
+    def _resolve_parameters(self, values: dict) -> None:
+        """``p`` omitted or None -> the spec's defaults (if complete); a dict -> over them."""
+        if self.parameters is None:
+            return
+        p = values.get("p")
+        if p is None:
+            values.pop("p", None)
+            if not self.parameters.without_default():
+                values["p"] = self.parameters.vector(None, self.name)
+        elif isinstance(p, dict):
+            values["p"] = self.parameters.vector(p, self.name)
+
+    def _broadcast_parameters(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """A single ``p`` repeated for every state when the state inputs are a batch."""
+        names = [n for n, _ in self.inputs]
+        if "p" not in names:
+            return arrays
+        i = names.index("p")
+        states = [a for j, a in enumerate(arrays) if j != i and a.ndim == 2]
+        if arrays[i].ndim == 1 and states:
+            arrays[i] = np.ascontiguousarray(np.broadcast_to(arrays[i], (len(states[0]),
+                                                                         arrays[i].size)))
         return arrays
 
     def __call__(self, *args, errors: str = "raise", **kwargs):

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from runtime.kernel import Kernel, as_input
+from mechgen.runtime.kernel import Kernel, Parameters, as_input, kernel_class
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -30,18 +30,23 @@ class Mechanism:
         self.n: int = self.manifest["n"]
         self.coordinates: list[str] = self.manifest["coordinates"]
         self.parameters: list[str] = self.manifest["parameters"]
+        self.parameter_set = Parameters(self.name, self.parameters,
+                                        read_parameter_defaults(self.manifest,
+                                                                folder / "manifest.json"))
         self.bodies: list[str] = self.manifest["bodies"]
         self.points: list[str] = self.manifest["points"]
         if backend == "c":
-            from runtime.cbuild import load_c
+            from mechgen.runtime.cbuild import load_c
             mod = load_c(folder, self.manifest)
-            make = lambda m: Kernel(m, "c", c_lib=mod.lib, ffi=mod.ffi)
+            make = lambda m: kernel_class(m)(m, "c", c_lib=mod.lib, ffi=mod.ffi,
+                                    parameters=self.parameter_set)
         else:
             path = folder / f"{self.name}.py"
             spec = importlib.util.spec_from_file_location(f"mechgen_generated_{self.name}", path)
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
-            make = lambda m: Kernel(m, "python", py_func=mod.KERNELS[m["name"]])
+            make = lambda m: kernel_class(m)(m, "python", py_func=mod.KERNELS[m["name"]],
+                                    parameters=self.parameter_set)
         self.kernels: dict[str, Kernel] = {m["name"]: make(m) for m in self.manifest["kernels"]}
 
     def __getattr__(self, name: str) -> Kernel:
@@ -55,16 +60,31 @@ class Mechanism:
         return f"<mechanism {self.name} n={self.n} [{self.backend}]: {', '.join(self.kernels)}>"
 
     def params(self, values: dict[str, float] | None = None, **kw: float) -> np.ndarray:
-        """The input ``p`` from named values (spec defaults for the others); no unknown one."""
-        values = {**self.manifest.get("parameter_defaults", {}), **(values or {}), **kw}
-        unknown = set(values) - set(self.parameters)
-        if unknown:
-            raise ValueError(f"{self.name}: unknown parameter(s) {sorted(unknown)}; "
-                             f"parameters: {self.parameters}")
-        missing = [p for p in self.parameters if p not in values]
-        if missing:
-            raise ValueError(f"{self.name}: missing parameter(s) {missing}")
-        return np.array([float(values[p]) for p in self.parameters])
+        """The input ``p`` from named values (spec defaults for the others).
+
+        An unknown name, a parameter without a value or default, or a value that is not a
+        finite real number raises ValueError naming the parameter.
+        """
+        if values is not None and not isinstance(values, dict):
+            raise ValueError(f"{self.name}: params: expected a dict {{name: value}} or "
+                             f"keywords, got {type(values).__name__}")
+        return self.parameter_set.vector({**(values or {}), **kw}, "params")
+
+    def parameter_input(self, p: Any, where: str, batch: bool = False) -> np.ndarray:
+        """The input ``p`` from None (the spec's defaults), a dict of named values (over the
+        defaults) or an array of shape (number of parameters,), or (N, that) if ``batch``."""
+        if not self.parameters:
+            if p is not None and not (isinstance(p, dict) and not p) and np.size(p) != 0:
+                raise ValueError(f"{self.name}: {where}: argument 'p' given, but the mechanism "
+                                 f"has no parameters")
+            return np.zeros(0)
+        if p is None or isinstance(p, dict):
+            return self.parameter_set.vector(p, where)
+        a = as_input("p", p, len(self.parameters), where)
+        if a.ndim != 1 and not batch:
+            raise ValueError(f"{where}: argument 'p' must have shape ({len(self.parameters)},), "
+                             f"got {a.shape}")
+        return a
 
     def point_jacobian(self, q: Any, body: str, offset: Any, p: Any = None):
         """Jacobians of any point fixed in a body: T_P = T_j - skew(tau_j^T d) R_j, R_P = R_j.
@@ -77,7 +97,7 @@ class Mechanism:
         d = as_input("offset", offset, 3, "point_jacobian")
         if d.ndim != 1:
             raise ValueError("point_jacobian: argument 'offset' must have shape (3,)")
-        extra = {"p": p if not isinstance(p, dict) else self.params(p)} if self.parameters else {}
+        extra = {"p": self.parameter_input(p, "point_jacobian")} if self.parameters else {}
         b = self.bodies.index(body)
         _, tau = self.forward_kinematics(q, **extra)
         T, R = self.jacobians(q, **extra)
@@ -91,16 +111,12 @@ class Mechanism:
         """State derivative f(t, x) = [qd, qdd] for scipy.integrate.solve_ivp, x = [q, qd].
 
         ``Q`` is the drive force: None (zero), a constant array, or a function (t, q, qd).
+        ``p``: None (the spec's defaults), a dict of named values, or an array.
         """
         n = self.n
         fd = self.kernels["forward_dynamics"]
-        extra = {}
-        if p is not None and not self.parameters:
-            raise ValueError(f"{self.name}: rhs: argument 'p' given, but the mechanism has no "
-                             f"parameters")
-        if self.parameters:
-            extra["p"] = as_input("p", p if not isinstance(p, dict) else self.params(p),
-                                  len(self.parameters), "rhs")
+        pv = self.parameter_input(p, "rhs")
+        extra = {"p": pv} if self.parameters else {}
         zero = np.zeros(n)
         Qc = None if callable(Q) else (zero if Q is None else as_input("Q", Q, n, "rhs"))
 
@@ -115,16 +131,48 @@ class Mechanism:
         return f
 
 
-def load(name: str, backend: str = "c", generated: str | Path | None = None) -> Mechanism:
-    """Load ``generated/<name>/`` with backend ``"c"`` (cffi, cached build) or ``"python"``."""
+def read_parameter_defaults(manifest: dict, path: Path) -> dict[str, float | None]:
+    """The manifest's ``parameter_defaults`` ({} if absent): a number or null per parameter."""
+    defaults = manifest.get("parameter_defaults", {})
+    if not isinstance(defaults, dict):
+        raise ValueError(f"{path}: 'parameter_defaults' must be an object {{name: value or "
+                         f"null}}, got {type(defaults).__name__}")
+    unknown = sorted(set(defaults) - set(manifest.get("parameters", [])))
+    if unknown:
+        raise ValueError(f"{path}: 'parameter_defaults' names unknown parameter(s) {unknown}")
+    for name, value in defaults.items():
+        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
+                                  or not np.isfinite(value)):
+            raise ValueError(f"{path}: parameter_defaults.{name} must be a finite number or "
+                             f"null, got {value!r}")
+    return defaults
+
+
+def load(name: str | Path, backend: str = "c", generated: str | Path | None = None) -> Mechanism:
+    """Load a mechanism's generated kernels with backend ``"c"`` (cffi, cached build) or
+    ``"python"``.
+
+    ``name`` is a bundled mechanism's name (looked up in ``generated``, default the bundled
+    kernels or ``$MECHGEN_GENERATED``) or a path to a folder holding a ``manifest.json``, as
+    written by ``mechgen generate`` (e.g. ``"generated/my_arm"``).
+    """
     if backend not in ("c", "python"):
         raise ValueError(f"backend must be 'c' or 'python', got {backend!r}")
+    if isinstance(name, Path) or (isinstance(name, str) and ("/" in name or "\\" in name
+                                                             or name.startswith("."))):
+        folder = Path(name)
+        if not (folder / "manifest.json").is_file():
+            raise ValueError(f"{folder}: not a generated mechanism folder (no manifest.json); "
+                             f"run `mechgen generate SPEC --out DIR` and load DIR/<name>")
+        return Mechanism(folder, backend)
     if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"mechanism name {name!r} is not a valid name")
+        raise ValueError(f"mechanism name {name!r} is not a valid name (or a folder path)")
     root = Path(generated) if generated is not None else generated_root()
     folder = root / name
     if not (folder / "manifest.json").exists():
         known = sorted(p.name for p in root.iterdir() if (p / "manifest.json").exists()) \
             if root.exists() else []
-        raise ValueError(f"no generated mechanism {name!r} in {root}; available: {known}")
+        local = Path.cwd() / "generated" / name
+        hint = f" (a folder: load('{local}'))" if (local / "manifest.json").exists() else ""
+        raise ValueError(f"no generated mechanism {name!r} in {root}{hint}; available: {known}")
     return Mechanism(folder, backend)

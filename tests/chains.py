@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import sympy as sp
 
-from generator.build import generate_chain, manifest_extra, write_files
-from generator.emit import render, sha256_text
-from generator.model import Chain
-from generator.spec import ChainBuilder
+from mechgen.generator.build import generate_chain, manifest_extra, write_files
+from mechgen.generator.emit import render, sha256_text
+from mechgen.generator.model import Chain
+from mechgen.generator.spec import ChainBuilder
 
 TYPES = ["Rx", "Ry", "Rz", "Px", "Py", "Pz"]
 

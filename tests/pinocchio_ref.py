@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from generator.model import Chain
+from mechgen.generator.model import Chain
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 

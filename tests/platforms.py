@@ -6,12 +6,12 @@ from pathlib import Path
 
 import numpy as np
 
-import runtime
-from generator.build import GENERATED, generate_platform, manifest_platform, write_files
-from generator.emit import render, sha256_text
-from generator.platform import Platform, numeric_platform
-from generator.platform_spec import platform_from_dict
-from generator.spec import load
+from mechgen import runtime
+from mechgen.generator.build import GENERATED, generate_platform, manifest_platform, write_files
+from mechgen.generator.emit import render, sha256_text
+from mechgen.generator.platform import Platform, numeric_platform
+from mechgen.generator.platform_spec import platform_from_dict
+from mechgen.generator.spec import load
 
 BUNDLED = ["gough_stewart_docking", "hunt_rus_docking", "hexapod_spu", "hexapod_ucu",
            "hexapod_rsu"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import runtime
+from mechgen import runtime
 from tests.chains import featherstone_chain, numeric_model, random_chain, write_generated
 from tests.reference import chain_numpy as ref
 from tests.reference import featherstone as fs

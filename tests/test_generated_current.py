@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
+
 import pytest
 
-from generator.build import GENERATED, MECHANISMS, bundled_specs, files_for_spec
-from generator.spec import load
+from mechgen.generator.build import GENERATED, MECHANISMS, bundled_specs, files_for_spec
+from mechgen.generator.spec import load
 
 
 @pytest.fixture(scope="module", params=bundled_specs(), ids=lambda p: p.stem)
@@ -14,13 +16,31 @@ def regenerated(request):
     return chain, files
 
 
+def first_difference(old: str, new: str, name: str, lines: int = 12) -> str:
+    """A short unified diff of the first differing lines of a file."""
+    diff = difflib.unified_diff(old.splitlines(), new.splitlines(), f"committed/{name}",
+                                f"fresh/{name}", n=1, lineterm="")
+    out = []
+    for line in diff:
+        out.append(line[:160])
+        if len(out) >= lines:
+            out.append("...")
+            break
+    return "\n".join(out)
+
+
 def test_committed_kernels_equal_a_fresh_generation(regenerated):
     chain, files = regenerated
     folder = GENERATED / chain.name
     stale = [name for name, text in files.items()
              if not (folder / name).exists() or (folder / name).read_text() != text]
-    assert not stale, (f"generated/{chain.name}/ is stale ({', '.join(stale)}): run `make generate` "
-                       f"and commit the result")
+    if stale:
+        name = stale[0]
+        old = (folder / name).read_text() if (folder / name).exists() else ""
+        pytest.fail(f"generated/{chain.name}/ is stale ({', '.join(stale)}).\n"
+                    f"{first_difference(old, files[name], name)}\n"
+                    f"Update it with `make generate` (or `.venv/bin/python -m mechgen generate`) "
+                    f"and commit generated/.", pytrace=False)
     extra = sorted(p.name for p in folder.iterdir()) if folder.exists() else []
     assert sorted(files) == extra, f"unexpected files in generated/{chain.name}/: {extra}"
 

@@ -1,5 +1,5 @@
 """Validation against paper 002 (Voinov, Telegin, Timofeev 2016, "Vector and scalar equations of
-Stewart platform dynamics"; ALGORITHMS.md section 4): a Stewart platform whose six legs are
+Stewart platform dynamics"; docs/algorithms.md section 4): a Stewart platform whose six legs are
 R-R-P suspensions (base body about the vertical, guide about a perpendicular axis, rod sliding
 in the guide) with ball joints to the platform; gravity g = -g y.
 
@@ -46,9 +46,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import runtime
-from generator.platform import numeric_platform
-from generator.spec import load as load_spec
+from mechgen import runtime
+from mechgen.generator.platform import numeric_platform
+from mechgen.generator.spec import load as load_spec
 from tests.reference import parallel_lagrange as lag
 
 RTOL = 1e-10

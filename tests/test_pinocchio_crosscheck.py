@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import runtime
-from generator.build import GENERATED, MECHANISMS
-from generator.spec import load
-from generator.urdf import load_urdf
+from mechgen import runtime
+from mechgen.generator.build import GENERATED, MECHANISMS
+from mechgen.generator.spec import load
+from mechgen.generator.urdf import load_urdf
 from tests import pinocchio_ref as pref
 from tests.chains import write_generated
 

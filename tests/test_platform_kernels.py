@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runtime.platform import newton_ik
+from mechgen.runtime.platform import newton_ik, status_info
 from tests import platforms as P
 from tests.reference import parallel_lagrange as lag
 from tests.reference import parallel_numpy as ref
@@ -169,3 +169,28 @@ def test_newton_and_euler_for_the_platform_with_the_leg_reactions(case):
         M = st["mE"][i] + sum(np.cross(leg["cut"]["l_C"], R @ out["F_on_C"][i, k]) + R @ out["M_on_C"][i, k]
                               for k, leg in enumerate(num["legs"]))
         close(IC @ out["xdot"][i, 9:] + np.cross(w, IC @ w), M, 1e-10, "Euler")
+
+
+def test_every_leg_status_of_every_kernel_names_its_leg_and_joint(mixed_hexapod):
+    """No kernel returns the old anonymous codes 1 and 2: a leg's code is 100 (leg + 1) +
+    10 joint + reason, and the manifest's status_codes say which leg, joint and reason."""
+    pf, _, root = mixed_hexapod
+    m = P.load_generated(pf.name, root, "python")
+    legs = m.manifest["legs"]
+    seen = set()
+    for kernel in m.kernels.values():
+        for code, message in kernel.statuses.items():
+            if code < 100:
+                assert code in (3, 4, 5), (kernel.name, code, message)
+                continue
+            info = status_info(m, code)
+            leg, slot, reason = legs[code // 100 - 1], (code // 10) % 10, code % 10
+            joint = None if slot == 9 else leg["joints"][slot][len(leg["name"]) + 1:]
+            assert (info["leg"], info["joint"]) == (leg["name"], joint), (code, info)
+            assert info["reason"] == {1: "out_of_reach", 2: "singular", 3: "below_limit",
+                                      4: "above_limit"}[reason]
+            assert info["legacy"] == (2 if reason == 2 else 1)
+            assert message == info["message"] and message.startswith(leg["name"])
+            seen.add(code)
+    # every leg type's checks: crank reach (RUS L2, RSU L4), U and S joints, rolls, closures
+    assert {112, 201, 202, 222, 312, 322, 401, 402, 422, 432, 512, 522, 612, 192, 692} <= seen

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 
-from generator.model import ModelError
-from generator.platform_spec import platform_from_dict
+from mechgen.generator.model import ModelError
+from mechgen.generator.platform_spec import platform_from_dict
 from tests.platforms import mixed_spec
+from tests.reference.parallel_numpy import platform_alpha
 
 
 def _refused(spec: dict, *fragments: str) -> None:
@@ -92,3 +94,80 @@ def test_home_at_the_euler_singularity():
     s = _spec()
     s["platform"]["home"] = [0, 0, 0.5, 0, 1.5707963, 0]
     _refused(s, "platform.home", "psi_z")
+
+
+# --- the home pose: every leg reachable, regular and inside its joint limits ---------------
+
+def _home_cut_centre(s: dict, k: int) -> np.ndarray:
+    """Leg k's platform joint centre at the home pose, frame 0 (numpy, independent)."""
+    home = np.array(s["platform"]["home"], float)
+    return home[:3] + platform_alpha(*home[3:]).T @ np.array(s["legs"][k]["platform"], float)
+
+
+def test_home_stroke_outside_its_limits_names_leg_joint_and_limits():
+    s = copy.deepcopy(mixed_spec(limits=True))
+    s["legs"][0]["length0"] = 0.1                     # stroke at home = home length - 0.1
+    _refused(s, "legs[0].limits.stroke", "leg L1", "joint stroke", "[-0.2, 0.2] m")
+
+
+def test_home_crank_outside_its_limits_names_leg_joint_and_limits():
+    s = _spec()
+    s["legs"][1]["limits"] = {"crank": [0.1, 0.5]}    # the crank is at 0 at home
+    _refused(s, "legs[1].limits.crank", "leg L2", "joint crank", "[0.1, 0.5] rad")
+
+
+def test_home_coordinates_of_legs_with_a_given_frame_are_computed_not_assumed_zero():
+    s = copy.deepcopy(mixed_spec(limits=True))
+    s["legs"][0]["length0"] = float(np.linalg.norm(_home_cut_centre(s, 0)
+                                                   - np.array(s["legs"][0]["base"]))) - 0.15
+    pf = platform_from_dict(s, "ok.toml")
+    assert abs(pf.legs[0].q_home[2] - 0.15) < 1e-12
+    s["legs"][0]["length0"] -= 0.1                    # stroke 0.25 at home: beyond 0.2
+    _refused(s, "legs[0].limits.stroke", "0.25 m at the home pose")
+
+
+def test_home_at_a_crank_dead_point_is_refused_naming_the_leg():
+    """Crank axis parallel to the rod at home: w = 0 in the crank's closed form."""
+    s = _spec()
+    b = np.array(s["legs"][1]["base"], float)
+    v = _home_cut_centre(s, 1) - b
+    L, a = np.linalg.norm(v), s["legs"][1]["crank"]
+    e = v / L
+    n = np.cross(e, [0.0, 0.0, 1.0])
+    n /= np.linalg.norm(n)
+    cdir = (a / L) * e + np.sqrt(1 - (a / L) ** 2) * n   # cdir . v = a: rod = v - a cdir _|_ cdir
+    s["legs"][1]["crank_dir"] = cdir.tolist()
+    s["legs"][1]["crank_axis"] = (v - a * cdir).tolist()
+    _refused(s, "legs[1]", "leg L2", "crank")
+
+
+def test_home_at_a_universal_joint_at_90_degrees_is_refused_naming_the_leg():
+    s = _spec()
+    e = _home_cut_centre(s, 0) - np.array(s["legs"][0]["base"], float)
+    y = e / np.linalg.norm(e)                         # the U joint's first axis along the leg
+    x = np.cross(y, [0.0, 0.0, 1.0])
+    x /= np.linalg.norm(x)
+    s["legs"][0]["frame"] = [x.tolist(), y.tolist(), np.cross(x, y).tolist()]
+    _refused(s, "legs[0]", "leg L1", "joint u2", "90 deg")
+
+
+def test_a_platform_joint_on_the_crank_axis_at_home_is_refused():
+    """Base and platform joints of a crank leg at one point: rho = 0 in the crank's closed
+    form (this divided by zero)."""
+    s = _spec()
+    s["platform"]["home"] = [0.0, 0.0, 0.5, 0.0, 0.0, 0.0]
+    px, py, pz = s["legs"][1]["platform"]
+    s["legs"][1]["base"] = [px, py, 0.5 + pz]
+    _refused(s, "legs[1]", "leg L2", "joint crank", "on the crank axis")
+
+
+def test_a_negligible_crank_is_refused():
+    s = _spec()
+    s["legs"][1]["crank"] = 1e-300
+    _refused(s, "legs[1].crank", "negligible")
+
+
+def test_parameters_must_be_a_table():
+    s = _spec()
+    s["parameters"] = 3.0
+    _refused(s, "parameters", "table")

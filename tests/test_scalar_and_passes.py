@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from generator.ir import Assign, Check, InvariantError, Kernel, Port, check_invariants, symbol
-from generator.passes.cse import common_subexpressions
-from generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
-from generator.passes.opcount import count_ops
-from generator.scalar import (Recorder, cross, dense_count, matmul, omega_products,
+from mechgen.generator.ir import Assign, Check, InvariantError, Kernel, Port, check_invariants, symbol
+from mechgen.generator.passes.cse import common_subexpressions
+from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
+from mechgen.generator.passes.opcount import count_ops
+from mechgen.generator.scalar import (Recorder, cross, dense_count, matmul, omega_products,
                               omega_x_I_omega, omega_x_omega_x, reset_dense_count, unit)
 
 x, y, z, a, b = (symbol(n) for n in "xyzab")

@@ -11,12 +11,13 @@ import re
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 import sympy as sp
 
-from generator.ir import symbol
-from generator.model import ModelError
-from generator.spec import ChainBuilder, load
+from mechgen.generator.ir import symbol
+from mechgen.generator.model import ModelError
+from mechgen.generator.spec import ChainBuilder, load
 
 FILE = "arm.toml"
 
@@ -155,6 +156,12 @@ def test_boolean_is_not_a_number(tmp_path):
 def test_massless_last_body(tmp_path):
     msg = load_error(tmp_path, spec(MECH, J0, joint("j2", body='{ name = "tip" }')))
     assert "ends a branch and is massless" in msg
+
+
+def test_massless_last_body_is_named_with_its_joint_and_the_fix(tmp_path):
+    msg = load_error(tmp_path, spec(MECH, J0, joint("j2", body='{ name = "tip" }')))
+    assert "body 'tip' (body 2, moved by joint 'j2')" in msg
+    assert "give it a mass and inertia" in msg and "[lock]" in msg
 
 
 def test_massless_last_body_of_composite_joint(tmp_path):
@@ -560,7 +567,7 @@ def test_indefinite_inertia_is_rejected(tmp_path):
 
 
 def test_point_mass_on_last_axis_is_a_model_error(tmp_path):
-    from generator.build import files_for_spec
+    from mechgen.generator.build import files_for_spec
     text = spec(MECH, J0, joint("j2", type="Rz", l="[0.3, 0, 0]",
                                 body='{ name = "bob", mass = 1.0, com = [0, 0, 0.2] }'))
     with pytest.raises(ModelError, match="arm.toml"):
@@ -571,8 +578,8 @@ def test_parameter_names_that_look_like_generated_identifiers_are_safe(tmp_path)
     """Parameters reach generated code as p_<name>: names like A, q1, NAN or tau compile and
     give the right numbers in both backends."""
     import numpy as np
-    import runtime
-    from generator.build import files_for_spec, write_files
+    from mechgen import runtime
+    from mechgen.generator.build import files_for_spec, write_files
     from tests.chains import numeric_model
     from tests.reference import chain_numpy as ref
     text = spec(MECH, joint("j1", type="Ry", l='["q1", 0, "NAN"]',
@@ -604,3 +611,120 @@ def test_joint_parent_makes_a_tree_and_unknown_parents_are_named(tmp_path):
         load(write(tmp_path, spec(MECH, J0, bad)))
     with pytest.raises(ModelError, match=r"joints\[1\].parent: expected a body name"):
         load(write(tmp_path, spec(MECH, J0, J1 + "parent = 3\n")))
+
+
+# --- what a fuzzing run found: every bad input is a ModelError --------------------------------
+
+def test_spec_that_is_not_utf8_is_a_model_error(tmp_path):
+    path = tmp_path / FILE
+    path.write_bytes(MECH.encode() + b'description = "\xff\xfe"\n' + J0.encode())
+    with pytest.raises(ModelError, match=r"arm\.toml: not UTF-8 text .*0xff"):
+        load(path)
+
+
+def test_spec_path_with_a_nul_byte_is_a_model_error(tmp_path):
+    with pytest.raises(ModelError, match="cannot read the spec"):
+        load(str(tmp_path / "a\x00b.toml"))
+
+
+def test_nul_byte_in_a_spec_is_a_model_error(tmp_path):
+    path = tmp_path / FILE
+    path.write_bytes(MECH.encode().replace(b'"arm"', b'"a\x00rm"') + J0.encode())
+    with pytest.raises(ModelError, match="not valid TOML"):
+        load(path)
+
+
+HUGE = "1" + "0" * 400     # a TOML integer of 401 digits
+
+
+@pytest.mark.parametrize("fields,where", [
+    ({"body": '{ name = "b", mass = %s }' % HUGE}, "joints[0].body.mass"),
+    ({"body": '{ name = "b", mass = 1e151 }'}, "joints[0].body.mass"),
+    ({"body": '{ name = "b", mass = 1, com = [-1e200, 0, 0] }'}, "joints[0].body.com[0]"),
+    ({"body": '{ name = "b", mass = 1, inertia = [1, 1, 1, %s, 0, 0] }' % HUGE},
+     "joints[0].body.inertia[3]"),
+    ({"l": "[0, 0, 1%s]" % ("0" * 160)}, "joints[0].l[2]"),
+    ({"spring": "{ stiffness = 2e300 }"}, "joints[0].spring.stiffness"),
+    ({"gamma": '[["x", 1e160]]'}, "joints[0].gamma[0]"),
+])
+def test_numbers_above_1e150_are_refused_naming_the_field(tmp_path, fields, where):
+    load_error(tmp_path, spec(MECH, joint(**fields)), where, "too large")
+
+
+def test_mass_far_away_overflowing_the_inertia_is_refused(tmp_path):
+    body = '{ name = "b", mass = 1e150, com = [1e150, 0, 0], inertia = [1, 1, 1, 0, 0, 0] }'
+    load_error(tmp_path, spec(MECH, joint(body=body)), "joints[0].body", "exceeds 1e+300")
+
+
+@pytest.mark.parametrize("bad", [sp.I, 1 + 2 * sp.I, sp.nan, sp.zoo, sp.oo, complex(1, 2)])
+def test_python_api_rejects_complex_and_infinite_sympy_numbers(bad):
+    with pytest.raises(ModelError, match=r"joint 'j1'\.body\.mass"):
+        ChainBuilder("arm").joint("j1", "Rz", body={**BODY, "mass": bad})
+
+
+def test_points_that_are_not_an_array_of_tables_are_refused(tmp_path):
+    load_error(tmp_path, MECH.replace("[mechanism]", "points = 1e-320\n[mechanism]") + J0,
+               "points: expected an array")
+    load_error(tmp_path, spec(MECH, J0, '[[points]]\nname = "tool"\nbody = ["link1"]\n'),
+               "points[0].body: expected a body name")
+
+
+def test_python_api_parent_that_is_not_a_name_is_refused():
+    b = ChainBuilder("arm").joint("j1", "Rz", body=BODY)
+    with pytest.raises(ModelError, match=r"joint 'j2'\.parent: expected a body name"):
+        b.joint("j2", "Rz", parent=["b1"], body={**BODY, "name": "b2"})
+
+
+# --- gamma as a sequence of rotations --------------------------------------------------------
+
+SEQ16 = [[a, d] for a, d in zip("xyzxyzxyzxyzxyzx", [17, 23, 41, 5, 77, 13, 29, 31, 37, 43, 47,
+                                                     53, 59, 61, 67, 71])]
+
+
+def numpy_gamma(seq: list) -> np.ndarray:
+    """The same product with numpy (the first rotation applied first)."""
+    R = np.eye(3)
+    for axis, deg in seq:
+        c, s = np.cos(np.radians(deg)), np.sin(np.radians(deg))
+        E = {"x": [[1, 0, 0], [0, c, s], [0, -s, c]], "y": [[c, 0, -s], [0, 1, 0], [s, 0, c]],
+             "z": [[c, s, 0], [-s, c, 0], [0, 0, 1]]}[axis]
+        R = np.array(E) @ R
+    return R
+
+
+def test_a_gamma_of_16_numeric_rotations_is_fast_and_right():
+    """It took 14-40 s when the product was expanded symbolically before folding."""
+    import time
+    t0 = time.perf_counter()
+    chain = ChainBuilder("arm").joint("j1", "Rz", gamma=SEQ16, body=BODY).build()
+    assert time.perf_counter() - t0 < 2.0
+    G = np.array([[float(x) for x in row] for row in chain.joints[0].gamma])
+    np.testing.assert_allclose(G, numpy_gamma(SEQ16), atol=1e-15)
+
+
+def test_quarter_turns_in_a_gamma_stay_exact():
+    seq = [["x", 90], ["z", -90], ["y", 180], ["x", 450], ["z", 30], ["z", -30]]
+    gamma = ChainBuilder("arm").joint("j1", "Rz", gamma=seq[:4], body=BODY).build().joints[0].gamma
+    assert all(isinstance(x, sp.Integer) for row in gamma for x in row)
+    np.testing.assert_array_equal(np.array(gamma, dtype=float), numpy_gamma(seq[:4]).round())
+    # then 30 and -30 degrees about z: they cancel (to rounding)
+    gamma = ChainBuilder("arm").joint("j1", "Rz", gamma=seq, body=BODY).build().joints[0].gamma
+    np.testing.assert_allclose(np.array(gamma, dtype=float), numpy_gamma(seq[:4]).round(),
+                               atol=1e-16)
+
+
+def test_a_gamma_mixing_parameters_and_numbers_is_the_same_rotation():
+    seq = [["x", 17], ["y", "theta"], ["z", 90], ["x", 23], ["z", "phi"], ["y", -41]]
+    gamma = ChainBuilder("arm").joint("j1", "Rz", gamma=seq, body=BODY).build().joints[0].gamma
+    values = {symbol("theta"): 0.3, symbol("phi"): -1.1}
+    G = np.array([[float(x.subs(values)) for x in row] for row in gamma])
+    expect = numpy_gamma([[a, np.degrees(values[symbol(d)]) if isinstance(d, str) else d]
+                          for a, d in seq])
+    np.testing.assert_allclose(G, expect, atol=1e-14)
+
+
+def test_a_gamma_of_parameters_longer_than_12_rotations_is_refused(tmp_path):
+    gamma = "[" + ", ".join(f'["{"xyz"[i % 3]}", {30 if i % 2 else f"{chr(34)}a{i}{chr(34)}"}]'
+                            for i in range(13)) + "]"
+    load_error(tmp_path, spec(MECH, joint(gamma=gamma)), "joints[0].gamma",
+               "at most 12 rotations, got 13")

@@ -3,6 +3,14 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
+ *
+ * Coordinates, in the order of q: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2,
+ * leg2_stroke, leg3_u1, leg3_u2, leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2,
+ * leg5_stroke, leg6_u1, leg6_u2, leg6_stroke.
+ * Legs, in the order of the rows of per-leg outputs: leg1 (UPS: leg1_u1, leg1_u2,
+ * leg1_stroke); leg2 (UPS: leg2_u1, leg2_u2, leg2_stroke); leg3 (UPS: leg3_u1, leg3_u2,
+ * leg3_stroke); leg4 (UPS: leg4_u1, leg4_u2, leg4_stroke); leg5 (UPS: leg5_u1, leg5_u2,
+ * leg5_stroke); leg6 (UPS: leg6_u1, leg6_u2, leg6_stroke).
  */
 #ifndef MECHGEN_GOUGH_STEWART_DOCKING_H
 #define MECHGEN_GOUGH_STEWART_DOCKING_H
@@ -10,171 +18,463 @@
 #include <stdint.h>
 
 /* inverse_kinematics: Leg joint coordinates q from the pose of C, in closed form (square roots, no iteration).
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out q[18] shape 18
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 119 adds, 125 muls, 12 divs, 12 sqrt, 18 trig (286 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+ *       leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+ *       leg6_stroke
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 123: leg1 stroke below its lower limit -0.25 m
+ *   status 124: leg1 stroke above its upper limit 0.25 m
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 223: leg2 stroke below its lower limit -0.25 m
+ *   status 224: leg2 stroke above its upper limit 0.25 m
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 323: leg3 stroke below its lower limit -0.25 m
+ *   status 324: leg3 stroke above its upper limit 0.25 m
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 423: leg4 stroke below its lower limit -0.25 m
+ *   status 424: leg4 stroke above its upper limit 0.25 m
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 523: leg5 stroke below its lower limit -0.25 m
+ *   status 524: leg5 stroke above its upper limit 0.25 m
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 623: leg6 stroke below its lower limit -0.25 m
+ *   status 624: leg6 stroke above its upper limit 0.25 m
+ *   ops: 116 adds, 116 muls, 12 divs, 12 sqrt, 18 trig (274 total)
  */
-int gough_stewart_docking_inverse_kinematics(const double *x, const double *p, double *q);
-int64_t gough_stewart_docking_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status);
+int mechgen_gough_stewart_docking_inverse_kinematics(const double *x, const double *p, double *q);
+int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status);
 
-/* newton_step: One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  q[18]: leg joint coordinates, leg by leg
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out q_next[18] shape 18
- *   out residual[18] shape 18
- *   status 2: a leg is at a singular configuration
+/* newton_step: One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the
+ *   last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  q[18]: leg joint coordinates (rad, m for a stroke), leg by leg, shape (18,): leg1_u1, leg1_u2,
+ *       leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2, leg3_stroke, leg4_u1, leg4_u2,
+ *       leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2, leg6_stroke
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out q_next[18] shape 18: q after one Newton step (rad, m for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+ *       leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+ *       leg6_stroke
+ *   out residual[18] shape 18: closure residual f before the step, leg by leg: the cut point of the leg minus that of C (m,
+ *       last body's frame), then e1.e2 for a universal cut; shape (18,), entries per leg: leg1 3,
+ *       leg2 3, leg3 3, leg4 3, leg5 3, leg6 3
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
  *   ops: 284 adds, 404 muls, 12 divs, 30 trig (730 total)
  */
-int gough_stewart_docking_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
-int64_t gough_stewart_docking_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
+int mechgen_gough_stewart_docking_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
+int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
 
 /* velocity_constraints: H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: qd = H u.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out H[108] shape 18x6
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 325 adds, 586 muls, 24 divs, 12 sqrt, 6 trig (953 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out H[108] shape 18x6: H_k of the legs stacked, shape (18, 6): row i maps u to the rate of coordinate i; rows in
+ *       the order of the leg coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2,
+ *       leg2_stroke, leg3_u1, leg3_u2, leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2,
+ *       leg5_stroke, leg6_u1, leg6_u2, leg6_stroke
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 123: leg1 stroke below its lower limit -0.25 m
+ *   status 124: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 223: leg2 stroke below its lower limit -0.25 m
+ *   status 224: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 323: leg3 stroke below its lower limit -0.25 m
+ *   status 324: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 423: leg4 stroke below its lower limit -0.25 m
+ *   status 424: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 523: leg5 stroke below its lower limit -0.25 m
+ *   status 524: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 623: leg6 stroke below its lower limit -0.25 m
+ *   status 624: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 322 adds, 569 muls, 24 divs, 12 sqrt, 6 trig (933 total)
  */
-int gough_stewart_docking_velocity_constraints(const double *x, const double *p, double *H);
-int64_t gough_stewart_docking_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
+int mechgen_gough_stewart_docking_velocity_constraints(const double *x, const double *p, double *H);
+int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
 
 /* leg_rates: Leg joint coordinates q and rates qd = H u.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out q[18] shape 18
- *   out qd[18] shape 18
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 415 adds, 694 muls, 24 divs, 12 sqrt, 18 trig (1163 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+ *       leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+ *       leg6_stroke
+ *   out qd[18] shape 18: leg joint rates (rad/s, m/s for a stroke), shape (18,), in the order of q
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 123: leg1 stroke below its lower limit -0.25 m
+ *   status 124: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 223: leg2 stroke below its lower limit -0.25 m
+ *   status 224: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 323: leg3 stroke below its lower limit -0.25 m
+ *   status 324: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 423: leg4 stroke below its lower limit -0.25 m
+ *   status 424: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 523: leg5 stroke below its lower limit -0.25 m
+ *   status 524: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 623: leg6 stroke below its lower limit -0.25 m
+ *   status 624: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 412 adds, 677 muls, 24 divs, 12 sqrt, 18 trig (1143 total)
  */
-int gough_stewart_docking_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
-int64_t gough_stewart_docking_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
+int mechgen_gough_stewart_docking_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
+int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
 
 /* acceleration_terms: h_k of every leg: qdd = H udot + h.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out h[18] shape 18
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 537 adds, 895 muls, 24 divs, 12 sqrt, 6 trig (1474 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out h[18] shape 18: acceleration terms (rad/s^2, m/s^2 for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+ *       leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+ *       leg6_stroke
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 123: leg1 stroke below its lower limit -0.25 m
+ *   status 124: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 223: leg2 stroke below its lower limit -0.25 m
+ *   status 224: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 323: leg3 stroke below its lower limit -0.25 m
+ *   status 324: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 423: leg4 stroke below its lower limit -0.25 m
+ *   status 424: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 523: leg5 stroke below its lower limit -0.25 m
+ *   status 524: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 623: leg6 stroke below its lower limit -0.25 m
+ *   status 624: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 534 adds, 866 muls, 24 divs, 12 sqrt, 6 trig (1442 total)
  */
-int gough_stewart_docking_acceleration_terms(const double *x, const double *u, const double *p, double *h);
-int64_t gough_stewart_docking_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
+int mechgen_gough_stewart_docking_acceleration_terms(const double *x, const double *u, const double *p, double *h);
+int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
 
 /* leg_forces: Active force of every leg joint: spring, damper and drive.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  F[6]: drive force/torque of each leg's drive joint
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out Q[18] shape 18
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 433 adds, 718 muls, 24 divs, 12 sqrt, 6 trig (1193 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out Q[18] shape 18: active force of each leg joint (N m, N for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+ *       leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+ *       leg6_stroke
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 123: leg1 stroke below its lower limit -0.25 m
+ *   status 124: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 223: leg2 stroke below its lower limit -0.25 m
+ *   status 224: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 323: leg3 stroke below its lower limit -0.25 m
+ *   status 324: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 423: leg4 stroke below its lower limit -0.25 m
+ *   status 424: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 523: leg5 stroke below its lower limit -0.25 m
+ *   status 524: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 623: leg6 stroke below its lower limit -0.25 m
+ *   status 624: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 430 adds, 701 muls, 24 divs, 12 sqrt, 6 trig (1173 total)
  */
-int gough_stewart_docking_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
-int64_t gough_stewart_docking_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
+int mechgen_gough_stewart_docking_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
+int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
 
-/* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler), stacked.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  F[6]: drive force/torque of each leg's drive joint
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out A_leg1[9] shape 3x3
- *   out A_leg2[9] shape 3x3
- *   out A_leg3[9] shape 3x3
- *   out A_leg4[9] shape 3x3
- *   out A_leg5[9] shape 3x3
- *   out A_leg6[9] shape 3x3
- *   out b[18] shape 18
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 673 adds, 1058 muls, 24 divs, 12 sqrt, 6 trig (1773 total)
+/* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler),
+ *   stacked.
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out A_leg1[9] shape 3x3: mass matrix of leg leg1, symmetric, shape (3, 3); rows and columns: leg1_u1, leg1_u2,
+ *       leg1_stroke
+ *   out A_leg2[9] shape 3x3: mass matrix of leg leg2, symmetric, shape (3, 3); rows and columns: leg2_u1, leg2_u2,
+ *       leg2_stroke
+ *   out A_leg3[9] shape 3x3: mass matrix of leg leg3, symmetric, shape (3, 3); rows and columns: leg3_u1, leg3_u2,
+ *       leg3_stroke
+ *   out A_leg4[9] shape 3x3: mass matrix of leg leg4, symmetric, shape (3, 3); rows and columns: leg4_u1, leg4_u2,
+ *       leg4_stroke
+ *   out A_leg5[9] shape 3x3: mass matrix of leg leg5, symmetric, shape (3, 3); rows and columns: leg5_u1, leg5_u2,
+ *       leg5_stroke
+ *   out A_leg6[9] shape 3x3: mass matrix of leg leg6, symmetric, shape (3, 3); rows and columns: leg6_u1, leg6_u2,
+ *       leg6_stroke
+ *   out b[18] shape 18: b_k = Q_active - h_k of the legs stacked (N m, N for a stroke), shape (18,), in the order of
+ *       the leg coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1,
+ *       leg3_u2, leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1,
+ *       leg6_u2, leg6_stroke
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 123: leg1 stroke below its lower limit -0.25 m
+ *   status 124: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 223: leg2 stroke below its lower limit -0.25 m
+ *   status 224: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 323: leg3 stroke below its lower limit -0.25 m
+ *   status 324: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 423: leg4 stroke below its lower limit -0.25 m
+ *   status 424: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 523: leg5 stroke below its lower limit -0.25 m
+ *   status 524: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 623: leg6 stroke below its lower limit -0.25 m
+ *   status 624: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 670 adds, 1038 muls, 24 divs, 12 sqrt, 6 trig (1750 total)
  */
-int gough_stewart_docking_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
-int64_t gough_stewart_docking_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
+int mechgen_gough_stewart_docking_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
+int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
 
-/* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C = b*_C (unrolled L D L^T).
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  F[6]: drive force/torque of each leg's drive joint
- *   in  fE[3]: external force on C through its centre of mass (frame 0)
- *   in  mE[3]: external moment on C (frame C)
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out A_star[36] shape 6x6
- *   out b_star[6] shape 6
- *   out udot[6] shape 6
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
+/* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C =
+ *   b*_C (unrolled L D L^T).
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out A_star[36] shape 6x6: reduced mass matrix A*_C, shape (6, 6); rows and columns in the order of u: v_C (frame 0),
+ *       omega_C (frame C)
+ *   out b_star[6] shape 6: reduced forces b*_C, shape (6,): force (N, frame 0), then moment (N m, frame C)
+ *   out udot[6] shape 6: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,)
  *   status 3: reduced mass matrix A*_C not positive definite
- *   ops: 1347 adds, 1896 muls, 30 divs, 12 sqrt, 6 trig (3291 total)
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 123: leg1 stroke below its lower limit -0.25 m
+ *   status 124: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 223: leg2 stroke below its lower limit -0.25 m
+ *   status 224: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 323: leg3 stroke below its lower limit -0.25 m
+ *   status 324: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 423: leg4 stroke below its lower limit -0.25 m
+ *   status 424: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 523: leg5 stroke below its lower limit -0.25 m
+ *   status 524: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 623: leg6 stroke below its lower limit -0.25 m
+ *   status 624: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 1329 adds, 1840 muls, 30 divs, 12 sqrt, 6 trig (3217 total)
  */
-int gough_stewart_docking_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
-int64_t gough_stewart_docking_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
+int mechgen_gough_stewart_docking_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
+int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
 
-/* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates, rates and accelerations, the loads of each leg on C, the force and moment on the base (about O_0, frame 0), damper power.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  F[6]: drive force/torque of each leg's drive joint
- *   in  fE[3]: external force on C through its centre of mass (frame 0)
- *   in  mE[3]: external moment on C (frame C)
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out xdot[12] shape 12
- *   out q[18] shape 18
- *   out qd[18] shape 18
- *   out qdd[18] shape 18
- *   out F_on_C[18] shape 6x3
- *   out M_on_C[18] shape 6x3
- *   out base_force[3] shape 3
- *   out base_moment[3] shape 3
- *   out damping_power[1] shape 1
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
+/* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates,
+ *   rates and accelerations, the loads of each leg on C, the force and moment on the base (about
+ *   O_0, frame 0), damper power.
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+ *       (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
+ *   out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+ *       leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+ *       leg6_stroke
+ *   out qd[18] shape 18: leg joint rates (rad/s, m/s for a stroke), shape (18,), in the order of q
+ *   out qdd[18] shape 18: leg joint accelerations (rad/s^2, m/s^2 for a stroke), shape (18,), in the order of q
+ *   out F_on_C[18] shape 6x3: force of each leg on C (N, frame 0), shape (6, 3); rows: leg1, leg2, leg3, leg4, leg5, leg6
+ *   out M_on_C[18] shape 6x3: moment of each leg on C (N m, frame 0; zero for a spherical cut), shape (6, 3); rows: leg1,
+ *       leg2, leg3, leg4, leg5, leg6
+ *   out base_force[3] shape 3: force of the mechanism on the base (N, frame 0), shape (3,)
+ *   out base_moment[3] shape 3: moment of the mechanism on the base about O_0 (N m, frame 0), shape (3,)
+ *   out damping_power[1] shape 1: power taken out by the dampers (W), shape (1,)
  *   status 3: reduced mass matrix A*_C not positive definite
  *   status 4: y-z-x angles singular (psi_z = +-90 deg)
- *   ops: 1872 adds, 2466 muls, 31 divs, 12 sqrt, 18 trig (4399 total)
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 123: leg1 stroke below its lower limit -0.25 m
+ *   status 124: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 223: leg2 stroke below its lower limit -0.25 m
+ *   status 224: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 323: leg3 stroke below its lower limit -0.25 m
+ *   status 324: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 423: leg4 stroke below its lower limit -0.25 m
+ *   status 424: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 523: leg5 stroke below its lower limit -0.25 m
+ *   status 524: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 623: leg6 stroke below its lower limit -0.25 m
+ *   status 624: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 1854 adds, 2408 muls, 31 divs, 12 sqrt, 18 trig (4323 total)
  */
-int gough_stewart_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
-int64_t gough_stewart_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
+int mechgen_gough_stewart_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
+int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
 
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out T[1] shape 1
- *   out V[1] shape 1
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 572 adds, 920 muls, 24 divs, 12 sqrt, 6 trig (1534 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out T[1] shape 1: kinetic energy of C and the legs (J), shape (1,)
+ *   out V[1] shape 1: potential energy of gravity (zero at the origin of frame 0) and of the springs (J), shape
+ *       (1,)
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 123: leg1 stroke below its lower limit -0.25 m
+ *   status 124: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 223: leg2 stroke below its lower limit -0.25 m
+ *   status 224: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 323: leg3 stroke below its lower limit -0.25 m
+ *   status 324: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 423: leg4 stroke below its lower limit -0.25 m
+ *   status 424: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 523: leg5 stroke below its lower limit -0.25 m
+ *   status 524: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 623: leg6 stroke below its lower limit -0.25 m
+ *   status 624: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 569 adds, 903 muls, 24 divs, 12 sqrt, 6 trig (1514 total)
  */
-int gough_stewart_docking_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
-int64_t gough_stewart_docking_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
+int mechgen_gough_stewart_docking_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
+int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
 
 /* drive_forces: Inverse dynamics: the drive forces F giving C the acceleration udot.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  udot[6]: acceleration of C: dv_C/dt (frame 0), domega_C/dt (frame C)
- *   in  fE[3]: external force on C through its centre of mass (frame 0)
- *   in  mE[3]: external moment on C (frame C)
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out F[6] shape 6
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  udot[6]: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,):
+ *       vdot_x, vdot_y, vdot_z, omegadot_x, omegadot_y, omegadot_z
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out F[6] shape 6: drive force or torque of each leg's drive joint (N or N m), shape (6,), one per leg: leg1,
+ *       leg2, leg3, leg4, leg5, leg6
  *   status 5: drive Jacobian singular (parallel singularity)
- *   ops: 1512 adds, 2094 muls, 30 divs, 12 sqrt, 6 trig (3654 total)
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 123: leg1 stroke below its lower limit -0.25 m
+ *   status 124: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 223: leg2 stroke below its lower limit -0.25 m
+ *   status 224: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 323: leg3 stroke below its lower limit -0.25 m
+ *   status 324: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 423: leg4 stroke below its lower limit -0.25 m
+ *   status 424: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 523: leg5 stroke below its lower limit -0.25 m
+ *   status 524: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 623: leg6 stroke below its lower limit -0.25 m
+ *   status 624: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 1493 adds, 2038 muls, 30 divs, 12 sqrt, 6 trig (3579 total)
  */
-int gough_stewart_docking_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
-int64_t gough_stewart_docking_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
+int mechgen_gough_stewart_docking_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
+int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
 
 #endif

@@ -3,6 +3,14 @@
 Mechanism gough_stewart_docking: flat scalar kernels, importable without SymPy. Each kernel reads its
 inputs from flat sequences, writes its outputs into flat mutable sequences (row-major), and
 returns 0 or a status code (the outputs are then NaN).
+
+Coordinates, in the order of q: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2,
+leg2_stroke, leg3_u1, leg3_u2, leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2,
+leg5_stroke, leg6_u1, leg6_u2, leg6_stroke.
+Legs, in the order of the rows of per-leg outputs: leg1 (UPS: leg1_u1, leg1_u2,
+leg1_stroke); leg2 (UPS: leg2_u1, leg2_u2, leg2_stroke); leg3 (UPS: leg3_u1, leg3_u2,
+leg3_stroke); leg4 (UPS: leg4_u1, leg4_u2, leg4_stroke); leg5 (UPS: leg5_u1, leg5_u2,
+leg5_stroke); leg6 (UPS: leg6_u1, leg6_u2, leg6_stroke).
 """
 
 import math
@@ -13,12 +21,32 @@ NAN = float("nan")
 def inverse_kinematics(x, p, q):
     """Leg joint coordinates q from the pose of C, in closed form (square roots, no iteration).
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out q[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 119 adds, 125 muls, 12 divs, 12 sqrt, 18 trig (286 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+        leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+        leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.25 m
+    status 124: leg1 stroke above its upper limit 0.25 m
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.25 m
+    status 224: leg2 stroke above its upper limit 0.25 m
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.25 m
+    status 324: leg3 stroke above its upper limit 0.25 m
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.25 m
+    status 424: leg4 stroke above its upper limit 0.25 m
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.25 m
+    status 524: leg5 stroke above its upper limit 0.25 m
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.25 m
+    status 624: leg6 stroke above its upper limit 0.25 m
+    ops: 116 adds, 116 muls, 12 divs, 12 sqrt, 18 trig (274 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     p_c_leg, p_k_leg, p_m_ring, p_preload = p
@@ -34,22 +62,22 @@ def inverse_kinematics(x, p, q):
     leg1_alpha_C_10 = -cse0*leg1_c_psi_y + leg1_s_psi_x*leg1_s_psi_y
     leg1_alpha_C_11 = leg1_c_psi_x*leg1_c_psi_z
     leg1_alpha_C_12 = cse0*leg1_s_psi_y + leg1_c_psi_y*leg1_s_psi_x
-    cse1 = 0.4596194077712559*leg1_alpha_C_10
+    cse1 = 0.45961940777125593*leg1_alpha_C_10
     cse2 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse1 + cse2
-    cse3 = 0.4596194077712559*leg1_alpha_C_11
+    cse3 = 0.45961940777125593*leg1_alpha_C_11
     cse4 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_12
+    cse5 = 0.45961940777125593*leg1_alpha_C_12
     cse6 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse5 + cse6
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -61,22 +89,22 @@ def inverse_kinematics(x, p, q):
     leg1_q1 = math.atan2(leg1_u_s1, leg1_u_c1)
     leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
     leg1_stroke = leg1_u_L - 0.7223228347298781
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 123
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
-        return 1
+        return 124
     leg2_s0_x = cse1 + cse2
     leg2_s0_y = cse3 + cse4
     leg2_s0_z = cse5 + cse6
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -88,25 +116,28 @@ def inverse_kinematics(x, p, q):
     leg2_q1 = math.atan2(leg2_u_s1, leg2_u_c1)
     leg2_q2 = math.atan2(leg2_u_s2, leg2_u_c2)
     leg2_stroke = leg2_u_L - 0.7223228347298781
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 223
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
-        return 1
+        return 224
     cse7 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse7 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse8 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse8 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse9 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse9 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse8 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse7 + cse8
+    cse9 = 0.6278517870878945*leg1_alpha_C_11
+    cse10 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse10 + cse9
+    cse11 = 0.6278517870878945*leg1_alpha_C_12
+    cse12 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse11 + cse12
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -117,23 +148,29 @@ def inverse_kinematics(x, p, q):
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
     leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
     leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 323
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 324
+    cse13 = 0.16823237931663848*leg1_alpha_C_10
+    cse14 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse13 - cse14 + x_C
+    cse15 = 0.16823237931663848*leg1_alpha_C_11
+    cse16 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse15 - cse16 + y_C
+    cse17 = 0.16823237931663848*leg1_alpha_C_12
+    cse18 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse17 - cse18 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -144,23 +181,23 @@ def inverse_kinematics(x, p, q):
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
     leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
     leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 423
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 424
+    leg5_s0_x = -cse13 - cse14 + x_C
+    leg5_s0_y = -cse15 - cse16 + y_C
+    leg5_s0_z = -cse17 - cse18 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -171,23 +208,23 @@ def inverse_kinematics(x, p, q):
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
     leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
     leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 523
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
-        return 1
-    leg6_s0_x = -cse7 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse8 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse9 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 524
+    leg6_s0_x = -cse7 + cse8
+    leg6_s0_y = cse10 - cse9
+    leg6_s0_z = -cse11 + cse12
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -198,13 +235,13 @@ def inverse_kinematics(x, p, q):
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
     leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
     leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 623
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
-        return 1
+        return 624
     q[0] = leg1_q1
     q[1] = leg1_q2
     q[2] = leg1_stroke
@@ -227,14 +264,28 @@ def inverse_kinematics(x, p, q):
 
 
 def newton_step(x, q, p, q_next, residual):
-    """One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
+    """One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the
+    last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  q[18]: leg joint coordinates, leg by leg
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out q_next[18] shape 18
-    out residual[18] shape 18
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  q[18]: leg joint coordinates (rad, m for a stroke), leg by leg, shape (18,): leg1_u1, leg1_u2,
+        leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2, leg3_stroke, leg4_u1, leg4_u2,
+        leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2, leg6_stroke
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out q_next[18] shape 18: q after one Newton step (rad, m for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+        leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+        leg6_stroke
+    out residual[18] shape 18: closure residual f before the step, leg by leg: the cut point of the leg minus that of C (m,
+        last body's frame), then e1.e2 for a universal cut; shape (18,), entries per leg: leg1 3,
+        leg2 3, leg3 3, leg4 3, leg5 3, leg6 3
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
     ops: 284 adds, 404 muls, 12 divs, 30 trig (730 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
@@ -243,61 +294,61 @@ def newton_step(x, q, p, q_next, residual):
     leg1_c1 = math.cos(leg1_u1)
     leg1_s1 = math.sin(leg1_u1)
     leg1_beta1_00 = -0.5672170616648486*leg1_c1 - 0.6662571754848596*leg1_s1
-    leg1_beta1_01 = -0.31382403584646185*leg1_c1 - 0.3686199338021085*leg1_s1
-    leg1_beta1_02 = 0.7614323866774606*leg1_c1 - 0.6482443370509812*leg1_s1
+    leg1_beta1_01 = -0.3138240358464619*leg1_c1 - 0.36861993380210856*leg1_s1
+    leg1_beta1_02 = 0.7614323866774606*leg1_c1 - 0.6482443370509813*leg1_s1
     leg1_beta1_20 = 0.6662571754848596*leg1_c1 - 0.5672170616648486*leg1_s1
-    leg1_beta1_21 = 0.3686199338021085*leg1_c1 - 0.31382403584646185*leg1_s1
-    leg1_beta1_22 = 0.6482443370509812*leg1_c1 + 0.7614323866774606*leg1_s1
+    leg1_beta1_21 = 0.36861993380210856*leg1_c1 - 0.3138240358464619*leg1_s1
+    leg1_beta1_22 = 0.6482443370509813*leg1_c1 + 0.7614323866774606*leg1_s1
     leg1_c2 = math.cos(leg1_u2)
     leg1_s2 = math.sin(leg1_u2)
     leg2_c1 = math.cos(leg2_u1)
     leg2_s1 = math.sin(leg2_u1)
     leg2_beta1_00 = -0.5672170616648486*leg2_c1 - 0.6662571754848596*leg2_s1
-    leg2_beta1_01 = 0.31382403584646185*leg2_c1 + 0.3686199338021085*leg2_s1
-    leg2_beta1_02 = 0.7614323866774606*leg2_c1 - 0.6482443370509812*leg2_s1
+    leg2_beta1_01 = 0.3138240358464619*leg2_c1 + 0.36861993380210856*leg2_s1
+    leg2_beta1_02 = 0.7614323866774606*leg2_c1 - 0.6482443370509813*leg2_s1
     leg2_beta1_20 = 0.6662571754848596*leg2_c1 - 0.5672170616648486*leg2_s1
-    leg2_beta1_21 = -0.3686199338021085*leg2_c1 + 0.31382403584646185*leg2_s1
-    leg2_beta1_22 = 0.6482443370509812*leg2_c1 + 0.7614323866774606*leg2_s1
+    leg2_beta1_21 = -0.36861993380210856*leg2_c1 + 0.3138240358464619*leg2_s1
+    leg2_beta1_22 = 0.6482443370509813*leg2_c1 + 0.7614323866774606*leg2_s1
     leg2_c2 = math.cos(leg2_u2)
     leg2_s2 = math.sin(leg2_u2)
     leg3_c1 = math.cos(leg3_u1)
     leg3_s1 = math.sin(leg3_u1)
-    leg3_beta1_00 = 0.5553881181936187*leg3_c1 + 0.6523628147563938*leg3_s1
-    leg3_beta1_01 = -0.33431236693849237*leg3_c1 - 0.39268567252250075*leg3_s1
-    leg3_beta1_02 = 0.7614323866774605*leg3_c1 - 0.6482443370509812*leg3_s1
-    leg3_beta1_20 = -0.6523628147563938*leg3_c1 + 0.5553881181936187*leg3_s1
-    leg3_beta1_21 = 0.39268567252250075*leg3_c1 - 0.33431236693849237*leg3_s1
-    leg3_beta1_22 = 0.6482443370509812*leg3_c1 + 0.7614323866774605*leg3_s1
+    leg3_beta1_00 = 0.5553881181936186*leg3_c1 + 0.6523628147563939*leg3_s1
+    leg3_beta1_01 = -0.3343123669384925*leg3_c1 - 0.3926856725225009*leg3_s1
+    leg3_beta1_02 = 0.7614323866774606*leg3_c1 - 0.6482443370509812*leg3_s1
+    leg3_beta1_20 = -0.6523628147563939*leg3_c1 + 0.5553881181936186*leg3_s1
+    leg3_beta1_21 = 0.3926856725225009*leg3_c1 - 0.3343123669384925*leg3_s1
+    leg3_beta1_22 = 0.6482443370509812*leg3_c1 + 0.7614323866774606*leg3_s1
     leg3_c2 = math.cos(leg3_u2)
     leg3_s2 = math.sin(leg3_u2)
     leg4_c1 = math.cos(leg4_u1)
     leg4_s1 = math.sin(leg4_u1)
-    leg4_beta1_00 = 0.011828943471230067*leg4_c1 + 0.013894360728465765*leg4_s1
-    leg4_beta1_01 = -0.6481364027849542*leg4_c1 - 0.7613056063246095*leg4_s1
-    leg4_beta1_02 = 0.7614323866774607*leg4_c1 - 0.6482443370509811*leg4_s1
-    leg4_beta1_20 = -0.013894360728465765*leg4_c1 + 0.011828943471230067*leg4_s1
-    leg4_beta1_21 = 0.7613056063246095*leg4_c1 - 0.6481364027849542*leg4_s1
-    leg4_beta1_22 = 0.6482443370509811*leg4_c1 + 0.7614323866774607*leg4_s1
+    leg4_beta1_00 = 0.011828943471230063*leg4_c1 + 0.013894360728465758*leg4_s1
+    leg4_beta1_01 = -0.6481364027849544*leg4_c1 - 0.7613056063246094*leg4_s1
+    leg4_beta1_02 = 0.7614323866774606*leg4_c1 - 0.6482443370509813*leg4_s1
+    leg4_beta1_20 = -0.013894360728465758*leg4_c1 + 0.011828943471230063*leg4_s1
+    leg4_beta1_21 = 0.7613056063246094*leg4_c1 - 0.6481364027849544*leg4_s1
+    leg4_beta1_22 = 0.6482443370509813*leg4_c1 + 0.7614323866774606*leg4_s1
     leg4_c2 = math.cos(leg4_u2)
     leg4_s2 = math.sin(leg4_u2)
     leg5_c1 = math.cos(leg5_u1)
     leg5_s1 = math.sin(leg5_u1)
-    leg5_beta1_00 = 0.011828943471230218*leg5_c1 + 0.01389436072846594*leg5_s1
-    leg5_beta1_01 = 0.6481364027849542*leg5_c1 + 0.7613056063246094*leg5_s1
-    leg5_beta1_02 = 0.7614323866774606*leg5_c1 - 0.6482443370509811*leg5_s1
-    leg5_beta1_20 = -0.01389436072846594*leg5_c1 + 0.011828943471230218*leg5_s1
-    leg5_beta1_21 = -0.7613056063246094*leg5_c1 + 0.6481364027849542*leg5_s1
-    leg5_beta1_22 = 0.6482443370509811*leg5_c1 + 0.7614323866774606*leg5_s1
+    leg5_beta1_00 = 0.011828943471230063*leg5_c1 + 0.013894360728465758*leg5_s1
+    leg5_beta1_01 = 0.6481364027849544*leg5_c1 + 0.7613056063246094*leg5_s1
+    leg5_beta1_02 = 0.7614323866774606*leg5_c1 - 0.6482443370509813*leg5_s1
+    leg5_beta1_20 = -0.013894360728465758*leg5_c1 + 0.011828943471230063*leg5_s1
+    leg5_beta1_21 = -0.7613056063246094*leg5_c1 + 0.6481364027849544*leg5_s1
+    leg5_beta1_22 = 0.6482443370509813*leg5_c1 + 0.7614323866774606*leg5_s1
     leg5_c2 = math.cos(leg5_u2)
     leg5_s2 = math.sin(leg5_u2)
     leg6_c1 = math.cos(leg6_u1)
     leg6_s1 = math.sin(leg6_u1)
-    leg6_beta1_00 = 0.5553881181936182*leg6_c1 + 0.6523628147563939*leg6_s1
-    leg6_beta1_01 = 0.33431236693849253*leg6_c1 + 0.39268567252250125*leg6_s1
-    leg6_beta1_02 = 0.7614323866774608*leg6_c1 - 0.6482443370509808*leg6_s1
-    leg6_beta1_20 = -0.6523628147563939*leg6_c1 + 0.5553881181936182*leg6_s1
-    leg6_beta1_21 = -0.39268567252250125*leg6_c1 + 0.33431236693849253*leg6_s1
-    leg6_beta1_22 = 0.6482443370509808*leg6_c1 + 0.7614323866774608*leg6_s1
+    leg6_beta1_00 = 0.5553881181936186*leg6_c1 + 0.6523628147563939*leg6_s1
+    leg6_beta1_01 = 0.3343123669384925*leg6_c1 + 0.3926856725225009*leg6_s1
+    leg6_beta1_02 = 0.7614323866774606*leg6_c1 - 0.6482443370509812*leg6_s1
+    leg6_beta1_20 = -0.6523628147563939*leg6_c1 + 0.5553881181936186*leg6_s1
+    leg6_beta1_21 = -0.3926856725225009*leg6_c1 + 0.3343123669384925*leg6_s1
+    leg6_beta1_22 = 0.6482443370509812*leg6_c1 + 0.7614323866774606*leg6_s1
     leg6_c2 = math.cos(leg6_u2)
     leg6_s2 = math.sin(leg6_u2)
     leg1_c_psi_y = math.cos(psi_y)
@@ -312,10 +363,10 @@ def newton_step(x, q, p, q_next, residual):
     leg1_alpha_C_10 = -cse0*leg1_c_psi_y + leg1_s_psi_x*leg1_s_psi_y
     leg1_alpha_C_11 = leg1_c_psi_x*leg1_c_psi_z
     leg1_alpha_C_12 = cse0*leg1_s_psi_y + leg1_c_psi_y*leg1_s_psi_x
-    leg1_B0_00 = leg1_beta1_00*leg1_c2 + 0.48411381003978005*leg1_s2
+    leg1_B0_00 = leg1_beta1_00*leg1_c2 + 0.4841138100397801*leg1_s2
     leg1_B0_01 = leg1_beta1_01*leg1_c2 - 0.8750050393733557*leg1_s2
     leg1_B0_02 = leg1_beta1_02*leg1_c2
-    leg1_B0_10 = -leg1_beta1_00*leg1_s2 + 0.48411381003978005*leg1_c2
+    leg1_B0_10 = -leg1_beta1_00*leg1_s2 + 0.4841138100397801*leg1_c2
     leg1_B0_11 = -leg1_beta1_01*leg1_s2 - 0.8750050393733557*leg1_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_s2
     leg1_rho2_x = leg1_stroke + 0.7223228347298781
@@ -332,17 +383,17 @@ def newton_step(x, q, p, q_next, residual):
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL1_z
     if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_rho2_x
-    leg2_B0_00 = leg2_beta1_00*leg2_c2 - 0.48411381003978005*leg2_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_c2 - 0.4841138100397801*leg2_s2
     leg2_B0_01 = leg2_beta1_01*leg2_c2 - 0.8750050393733557*leg2_s2
     leg2_B0_02 = leg2_beta1_02*leg2_c2
-    leg2_B0_10 = -leg2_beta1_00*leg2_s2 - 0.48411381003978005*leg2_c2
+    leg2_B0_10 = -leg2_beta1_00*leg2_s2 - 0.4841138100397801*leg2_c2
     leg2_B0_11 = -leg2_beta1_01*leg2_s2 - 0.8750050393733557*leg2_c2
     leg2_B0_12 = -leg2_beta1_02*leg2_s2
     leg2_rho2_x = leg2_stroke + 0.7223228347298781
@@ -359,23 +410,23 @@ def newton_step(x, q, p, q_next, residual):
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL1_z
     if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_rho2_x
-    leg3_B0_00 = leg3_beta1_00*leg3_c2 + 0.5157196875168388*leg3_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_c2 + 0.515719687516839*leg3_s2
     leg3_B0_01 = leg3_beta1_01*leg3_c2 + 0.8567573775040014*leg3_s2
     leg3_B0_02 = leg3_beta1_02*leg3_c2
-    leg3_B0_10 = -leg3_beta1_00*leg3_s2 + 0.5157196875168388*leg3_c2
+    leg3_B0_10 = -leg3_beta1_00*leg3_s2 + 0.515719687516839*leg3_c2
     leg3_B0_11 = -leg3_beta1_01*leg3_s2 + 0.8567573775040014*leg3_c2
     leg3_B0_12 = -leg3_beta1_02*leg3_s2
-    leg3_rho2_x = leg3_stroke + 0.7223228347298782
-    leg3_rho0_x = -0.23293714059226878*leg3_B0_00 + 0.8693332436601615*leg3_B0_01 + leg3_rho2_x
-    leg3_rho0_y = -0.23293714059226878*leg3_B0_10 + 0.8693332436601615*leg3_B0_11
-    leg3_rho0_z = -0.23293714059226878*leg3_beta1_20 + 0.8693332436601615*leg3_beta1_21
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
+    leg3_rho0_x = -0.23293714059226867*leg3_B0_00 + 0.8693332436601615*leg3_B0_01 + leg3_rho2_x
+    leg3_rho0_y = -0.23293714059226867*leg3_B0_10 + 0.8693332436601615*leg3_B0_11
+    leg3_rho0_z = -0.23293714059226867*leg3_beta1_20 + 0.8693332436601615*leg3_beta1_21
     leg3_TL1_z = -leg3_c2*leg3_rho2_x
     leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
     leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
@@ -383,26 +434,26 @@ def newton_step(x, q, p, q_next, residual):
     leg3_Q_11 = leg1_alpha_C_10*leg3_B0_10 + leg1_alpha_C_11*leg3_B0_11 + leg1_alpha_C_12*leg3_B0_12
     leg3_Q_20 = leg1_alpha_C_00*leg3_beta1_20 + leg1_alpha_C_02*leg3_beta1_22 + leg1_s_psi_z*leg3_beta1_21
     leg3_Q_21 = leg1_alpha_C_10*leg3_beta1_20 + leg1_alpha_C_11*leg3_beta1_21 + leg1_alpha_C_12*leg3_beta1_22
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_rho2_x
     leg4_B0_00 = leg4_beta1_00*leg4_c2 + 0.999833497556619*leg4_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_c2 + 0.018247661869354333*leg4_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_c2 + 0.018247661869354326*leg4_s2
     leg4_B0_02 = leg4_beta1_02*leg4_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_s2 + 0.999833497556619*leg4_c2
-    leg4_B0_11 = -leg4_beta1_01*leg4_s2 + 0.018247661869354333*leg4_c2
+    leg4_B0_11 = -leg4_beta1_01*leg4_s2 + 0.018247661869354326*leg4_c2
     leg4_B0_12 = -leg4_beta1_02*leg4_s2
-    leg4_rho2_x = leg4_stroke + 0.722322834729878
-    leg4_rho0_x = -0.6363961030678927*leg4_B0_00 + 0.6363961030678928*leg4_B0_01 + leg4_rho2_x
-    leg4_rho0_y = -0.6363961030678927*leg4_B0_10 + 0.6363961030678928*leg4_B0_11
-    leg4_rho0_z = -0.6363961030678927*leg4_beta1_20 + 0.6363961030678928*leg4_beta1_21
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
+    leg4_rho0_x = -0.6363961030678928*leg4_B0_00 + 0.6363961030678928*leg4_B0_01 + leg4_rho2_x
+    leg4_rho0_y = -0.6363961030678928*leg4_B0_10 + 0.6363961030678928*leg4_B0_11
+    leg4_rho0_z = -0.6363961030678928*leg4_beta1_20 + 0.6363961030678928*leg4_beta1_21
     leg4_TL1_z = -leg4_c2*leg4_rho2_x
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
@@ -410,26 +461,26 @@ def newton_step(x, q, p, q_next, residual):
     leg4_Q_11 = leg1_alpha_C_10*leg4_B0_10 + leg1_alpha_C_11*leg4_B0_11 + leg1_alpha_C_12*leg4_B0_12
     leg4_Q_20 = leg1_alpha_C_00*leg4_beta1_20 + leg1_alpha_C_02*leg4_beta1_22 + leg1_s_psi_z*leg4_beta1_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_beta1_20 + leg1_alpha_C_11*leg4_beta1_21 + leg1_alpha_C_12*leg4_beta1_22
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_rho2_x
     leg5_B0_00 = leg5_beta1_00*leg5_c2 - 0.999833497556619*leg5_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_c2 + 0.018247661869354566*leg5_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_c2 + 0.018247661869354326*leg5_s2
     leg5_B0_02 = leg5_beta1_02*leg5_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_s2 - 0.999833497556619*leg5_c2
-    leg5_B0_11 = -leg5_beta1_01*leg5_s2 + 0.018247661869354566*leg5_c2
+    leg5_B0_11 = -leg5_beta1_01*leg5_s2 + 0.018247661869354326*leg5_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_s2
-    leg5_rho2_x = leg5_stroke + 0.7223228347298781
-    leg5_rho0_x = -0.636396103067893*leg5_B0_00 - 0.6363961030678927*leg5_B0_01 + leg5_rho2_x
-    leg5_rho0_y = -0.636396103067893*leg5_B0_10 - 0.6363961030678927*leg5_B0_11
-    leg5_rho0_z = -0.636396103067893*leg5_beta1_20 - 0.6363961030678927*leg5_beta1_21
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
+    leg5_rho0_x = -0.6363961030678928*leg5_B0_00 - 0.6363961030678928*leg5_B0_01 + leg5_rho2_x
+    leg5_rho0_y = -0.6363961030678928*leg5_B0_10 - 0.6363961030678928*leg5_B0_11
+    leg5_rho0_z = -0.6363961030678928*leg5_beta1_20 - 0.6363961030678928*leg5_beta1_21
     leg5_TL1_z = -leg5_c2*leg5_rho2_x
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
@@ -437,26 +488,26 @@ def newton_step(x, q, p, q_next, residual):
     leg5_Q_11 = leg1_alpha_C_10*leg5_B0_10 + leg1_alpha_C_11*leg5_B0_11 + leg1_alpha_C_12*leg5_B0_12
     leg5_Q_20 = leg1_alpha_C_00*leg5_beta1_20 + leg1_alpha_C_02*leg5_beta1_22 + leg1_s_psi_z*leg5_beta1_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_beta1_20 + leg1_alpha_C_11*leg5_beta1_21 + leg1_alpha_C_12*leg5_beta1_22
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg6_B0_00 = leg6_beta1_00*leg6_c2 - 0.5157196875168393*leg6_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_c2 + 0.8567573775040012*leg6_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_c2 - 0.515719687516839*leg6_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_c2 + 0.8567573775040014*leg6_s2
     leg6_B0_02 = leg6_beta1_02*leg6_c2
-    leg6_B0_10 = -leg6_beta1_00*leg6_s2 - 0.5157196875168393*leg6_c2
-    leg6_B0_11 = -leg6_beta1_01*leg6_s2 + 0.8567573775040012*leg6_c2
+    leg6_B0_10 = -leg6_beta1_00*leg6_s2 - 0.515719687516839*leg6_c2
+    leg6_B0_11 = -leg6_beta1_01*leg6_s2 + 0.8567573775040014*leg6_c2
     leg6_B0_12 = -leg6_beta1_02*leg6_s2
-    leg6_rho2_x = leg6_stroke + 0.7223228347298779
-    leg6_rho0_x = -0.23293714059226858*leg6_B0_00 - 0.8693332436601615*leg6_B0_01 + leg6_rho2_x
-    leg6_rho0_y = -0.23293714059226858*leg6_B0_10 - 0.8693332436601615*leg6_B0_11
-    leg6_rho0_z = -0.23293714059226858*leg6_beta1_20 - 0.8693332436601615*leg6_beta1_21
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
+    leg6_rho0_x = -0.23293714059226867*leg6_B0_00 - 0.8693332436601615*leg6_B0_01 + leg6_rho2_x
+    leg6_rho0_y = -0.23293714059226867*leg6_B0_10 - 0.8693332436601615*leg6_B0_11
+    leg6_rho0_z = -0.23293714059226867*leg6_beta1_20 - 0.8693332436601615*leg6_beta1_21
     leg6_TL1_z = -leg6_c2*leg6_rho2_x
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
@@ -464,27 +515,27 @@ def newton_step(x, q, p, q_next, residual):
     leg6_Q_11 = leg1_alpha_C_10*leg6_B0_10 + leg1_alpha_C_11*leg6_B0_11 + leg1_alpha_C_12*leg6_B0_12
     leg6_Q_20 = leg1_alpha_C_00*leg6_beta1_20 + leg1_alpha_C_02*leg6_beta1_22 + leg1_s_psi_z*leg6_beta1_21
     leg6_Q_21 = leg1_alpha_C_10*leg6_beta1_20 + leg1_alpha_C_11*leg6_beta1_21 + leg1_alpha_C_12*leg6_beta1_22
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_rho2_x
-    leg1_f1 = -leg1_B0_00*x_C - leg1_B0_01*y_C - leg1_B0_02*z_C - 0.45961940777125593*leg1_Q_00 + 0.4596194077712559*leg1_Q_01 + leg1_rho0_x
-    leg1_f2 = -leg1_B0_10*x_C - leg1_B0_11*y_C - leg1_B0_12*z_C - 0.45961940777125593*leg1_Q_10 + 0.4596194077712559*leg1_Q_11 + leg1_rho0_y
-    leg1_f3 = -0.45961940777125593*leg1_Q_20 + 0.4596194077712559*leg1_Q_21 - leg1_beta1_20*x_C - leg1_beta1_21*y_C - leg1_beta1_22*z_C + leg1_rho0_z
+    leg1_f1 = -leg1_B0_00*x_C - leg1_B0_01*y_C - leg1_B0_02*z_C - 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01 + leg1_rho0_x
+    leg1_f2 = -leg1_B0_10*x_C - leg1_B0_11*y_C - leg1_B0_12*z_C - 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11 + leg1_rho0_y
+    leg1_f3 = -0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21 - leg1_beta1_20*x_C - leg1_beta1_21*y_C - leg1_beta1_22*z_C + leg1_rho0_z
     leg1_dq2 = leg1_f2*leg1_lu_inv3
     leg1_dq1 = leg1_f3*leg1_lu_inv2
     leg1_q_next1 = -leg1_dq1 + leg1_u1
     leg1_q_next2 = -leg1_dq2 + leg1_u2
     leg1_q_next3 = -leg1_f1 + leg1_stroke
-    leg2_f1 = -leg2_B0_00*x_C - leg2_B0_01*y_C - leg2_B0_02*z_C - 0.45961940777125593*leg2_Q_00 - 0.4596194077712559*leg2_Q_01 + leg2_rho0_x
-    leg2_f2 = -leg2_B0_10*x_C - leg2_B0_11*y_C - leg2_B0_12*z_C - 0.45961940777125593*leg2_Q_10 - 0.4596194077712559*leg2_Q_11 + leg2_rho0_y
-    leg2_f3 = -0.45961940777125593*leg2_Q_20 - 0.4596194077712559*leg2_Q_21 - leg2_beta1_20*x_C - leg2_beta1_21*y_C - leg2_beta1_22*z_C + leg2_rho0_z
+    leg2_f1 = -leg2_B0_00*x_C - leg2_B0_01*y_C - leg2_B0_02*z_C - 0.45961940777125593*leg2_Q_00 - 0.45961940777125593*leg2_Q_01 + leg2_rho0_x
+    leg2_f2 = -leg2_B0_10*x_C - leg2_B0_11*y_C - leg2_B0_12*z_C - 0.45961940777125593*leg2_Q_10 - 0.45961940777125593*leg2_Q_11 + leg2_rho0_y
+    leg2_f3 = -0.45961940777125593*leg2_Q_20 - 0.45961940777125593*leg2_Q_21 - leg2_beta1_20*x_C - leg2_beta1_21*y_C - leg2_beta1_22*z_C + leg2_rho0_z
     leg2_dq2 = leg2_f2*leg2_lu_inv3
     leg2_dq1 = leg2_f3*leg2_lu_inv2
     leg2_q_next1 = -leg2_dq1 + leg2_u1
@@ -498,25 +549,25 @@ def newton_step(x, q, p, q_next, residual):
     leg3_q_next1 = -leg3_dq1 + leg3_u1
     leg3_q_next2 = -leg3_dq2 + leg3_u2
     leg3_q_next3 = -leg3_f1 + leg3_stroke
-    leg4_f1 = -leg4_B0_00*x_C - leg4_B0_01*y_C - leg4_B0_02*z_C + 0.6278517870878944*leg4_Q_00 - 0.16823237931663867*leg4_Q_01 + leg4_rho0_x
-    leg4_f2 = -leg4_B0_10*x_C - leg4_B0_11*y_C - leg4_B0_12*z_C + 0.6278517870878944*leg4_Q_10 - 0.16823237931663867*leg4_Q_11 + leg4_rho0_y
-    leg4_f3 = 0.6278517870878944*leg4_Q_20 - 0.16823237931663867*leg4_Q_21 - leg4_beta1_20*x_C - leg4_beta1_21*y_C - leg4_beta1_22*z_C + leg4_rho0_z
+    leg4_f1 = -leg4_B0_00*x_C - leg4_B0_01*y_C - leg4_B0_02*z_C + 0.6278517870878945*leg4_Q_00 - 0.16823237931663848*leg4_Q_01 + leg4_rho0_x
+    leg4_f2 = -leg4_B0_10*x_C - leg4_B0_11*y_C - leg4_B0_12*z_C + 0.6278517870878945*leg4_Q_10 - 0.16823237931663848*leg4_Q_11 + leg4_rho0_y
+    leg4_f3 = 0.6278517870878945*leg4_Q_20 - 0.16823237931663848*leg4_Q_21 - leg4_beta1_20*x_C - leg4_beta1_21*y_C - leg4_beta1_22*z_C + leg4_rho0_z
     leg4_dq2 = leg4_f2*leg4_lu_inv3
     leg4_dq1 = leg4_f3*leg4_lu_inv2
     leg4_q_next1 = -leg4_dq1 + leg4_u1
     leg4_q_next2 = -leg4_dq2 + leg4_u2
     leg4_q_next3 = -leg4_f1 + leg4_stroke
-    leg5_f1 = -leg5_B0_00*x_C - leg5_B0_01*y_C - leg5_B0_02*z_C + 0.6278517870878945*leg5_Q_00 + 0.16823237931663854*leg5_Q_01 + leg5_rho0_x
-    leg5_f2 = -leg5_B0_10*x_C - leg5_B0_11*y_C - leg5_B0_12*z_C + 0.6278517870878945*leg5_Q_10 + 0.16823237931663854*leg5_Q_11 + leg5_rho0_y
-    leg5_f3 = 0.6278517870878945*leg5_Q_20 + 0.16823237931663854*leg5_Q_21 - leg5_beta1_20*x_C - leg5_beta1_21*y_C - leg5_beta1_22*z_C + leg5_rho0_z
+    leg5_f1 = -leg5_B0_00*x_C - leg5_B0_01*y_C - leg5_B0_02*z_C + 0.6278517870878945*leg5_Q_00 + 0.16823237931663848*leg5_Q_01 + leg5_rho0_x
+    leg5_f2 = -leg5_B0_10*x_C - leg5_B0_11*y_C - leg5_B0_12*z_C + 0.6278517870878945*leg5_Q_10 + 0.16823237931663848*leg5_Q_11 + leg5_rho0_y
+    leg5_f3 = 0.6278517870878945*leg5_Q_20 + 0.16823237931663848*leg5_Q_21 - leg5_beta1_20*x_C - leg5_beta1_21*y_C - leg5_beta1_22*z_C + leg5_rho0_z
     leg5_dq2 = leg5_f2*leg5_lu_inv3
     leg5_dq1 = leg5_f3*leg5_lu_inv2
     leg5_q_next1 = -leg5_dq1 + leg5_u1
     leg5_q_next2 = -leg5_dq2 + leg5_u2
     leg5_q_next3 = -leg5_f1 + leg5_stroke
-    leg6_f1 = -leg6_B0_00*x_C - leg6_B0_01*y_C - leg6_B0_02*z_C - 0.1682323793166382*leg6_Q_00 + 0.6278517870878945*leg6_Q_01 + leg6_rho0_x
-    leg6_f2 = -leg6_B0_10*x_C - leg6_B0_11*y_C - leg6_B0_12*z_C - 0.1682323793166382*leg6_Q_10 + 0.6278517870878945*leg6_Q_11 + leg6_rho0_y
-    leg6_f3 = -0.1682323793166382*leg6_Q_20 + 0.6278517870878945*leg6_Q_21 - leg6_beta1_20*x_C - leg6_beta1_21*y_C - leg6_beta1_22*z_C + leg6_rho0_z
+    leg6_f1 = -leg6_B0_00*x_C - leg6_B0_01*y_C - leg6_B0_02*z_C - 0.16823237931663848*leg6_Q_00 + 0.6278517870878945*leg6_Q_01 + leg6_rho0_x
+    leg6_f2 = -leg6_B0_10*x_C - leg6_B0_11*y_C - leg6_B0_12*z_C - 0.16823237931663848*leg6_Q_10 + 0.6278517870878945*leg6_Q_11 + leg6_rho0_y
+    leg6_f3 = -0.16823237931663848*leg6_Q_20 + 0.6278517870878945*leg6_Q_21 - leg6_beta1_20*x_C - leg6_beta1_21*y_C - leg6_beta1_22*z_C + leg6_rho0_z
     leg6_dq2 = leg6_f2*leg6_lu_inv3
     leg6_dq1 = leg6_f3*leg6_lu_inv2
     leg6_q_next1 = -leg6_dq1 + leg6_u1
@@ -564,12 +615,38 @@ def newton_step(x, q, p, q_next, residual):
 def velocity_constraints(x, p, H):
     """H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: qd = H u.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out H[108] shape 18x6
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 325 adds, 586 muls, 24 divs, 12 sqrt, 6 trig (953 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out H[108] shape 18x6: H_k of the legs stacked, shape (18, 6): row i maps u to the rate of coordinate i; rows in
+        the order of the leg coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2,
+        leg2_stroke, leg3_u1, leg3_u2, leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2,
+        leg5_stroke, leg6_u1, leg6_u2, leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.25 m
+    status 124: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.25 m
+    status 224: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.25 m
+    status 324: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.25 m
+    status 424: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.25 m
+    status 524: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.25 m
+    status 624: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 322 adds, 569 muls, 24 divs, 12 sqrt, 6 trig (933 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     p_c_leg, p_k_leg, p_m_ring, p_preload = p
@@ -590,22 +667,22 @@ def velocity_constraints(x, p, H):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -615,22 +692,22 @@ def velocity_constraints(x, p, H):
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 0.7223228347298781
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 123
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 108
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -640,25 +717,28 @@ def velocity_constraints(x, p, H):
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = leg2_d_y*leg2_u_inv_L
     leg2_stroke = leg2_u_L - 0.7223228347298781
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 223
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 108
-        return 1
+        return 224
     cse9 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse9 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse10 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse10 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse11 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse11 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse10 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse10 + cse9
+    cse11 = 0.6278517870878945*leg1_alpha_C_11
+    cse12 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse11 + cse12
+    cse13 = 0.6278517870878945*leg1_alpha_C_12
+    cse14 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -667,23 +747,29 @@ def velocity_constraints(x, p, H):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 323
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 108
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 324
+    cse15 = 0.16823237931663848*leg1_alpha_C_10
+    cse16 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse15 - cse16 + x_C
+    cse17 = 0.16823237931663848*leg1_alpha_C_11
+    cse18 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse17 - cse18 + y_C
+    cse19 = 0.16823237931663848*leg1_alpha_C_12
+    cse20 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse19 - cse20 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -692,23 +778,23 @@ def velocity_constraints(x, p, H):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 423
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 108
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 424
+    leg5_s0_x = -cse15 - cse16 + x_C
+    leg5_s0_y = -cse17 - cse18 + y_C
+    leg5_s0_z = -cse19 - cse20 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -717,23 +803,23 @@ def velocity_constraints(x, p, H):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 523
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 108
-        return 1
-    leg6_s0_x = -cse9 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse10 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse11 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 524
+    leg6_s0_x = cse10 - cse9
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -742,53 +828,53 @@ def velocity_constraints(x, p, H):
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 108
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 623
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 108
-        return 1
+        return 624
     leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
-    leg1_beta1_01 = -0.31382403584646185*leg1_u_c1 - 0.3686199338021085*leg1_u_s1
-    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1
+    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    leg1_beta1_21 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_beta1_22 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
+    leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
     leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
-    leg2_beta1_01 = 0.31382403584646185*leg2_u_c1 + 0.3686199338021085*leg2_u_s1
-    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1
+    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    leg2_beta1_21 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_beta1_22 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
-    leg3_beta1_00 = 0.5553881181936187*leg3_u_c1 + 0.6523628147563938*leg3_u_s1
-    leg3_beta1_01 = -0.33431236693849237*leg3_u_c1 - 0.39268567252250075*leg3_u_s1
-    leg3_beta1_02 = 0.7614323866774605*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    leg3_beta1_21 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg4_beta1_00 = 0.011828943471230067*leg4_u_c1 + 0.013894360728465765*leg4_u_s1
-    leg4_beta1_01 = -0.6481364027849542*leg4_u_c1 - 0.7613056063246095*leg4_u_s1
-    leg4_beta1_02 = 0.7614323866774607*leg4_u_c1 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    leg4_beta1_21 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    leg4_beta1_22 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg5_beta1_00 = 0.011828943471230218*leg5_u_c1 + 0.01389436072846594*leg5_u_s1
-    leg5_beta1_01 = 0.6481364027849542*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
-    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    leg5_beta1_22 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    leg6_beta1_00 = 0.5553881181936182*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
-    leg6_beta1_01 = 0.33431236693849253*leg6_u_c1 + 0.39268567252250125*leg6_u_s1
-    leg6_beta1_02 = 0.7614323866774608*leg6_u_c1 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    leg6_beta1_21 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_beta1_22 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
+    leg2_beta1_22 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
+    leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1
+    leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    leg3_beta1_21 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
+    leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1
+    leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
+    leg5_beta1_01 = 0.6481364027849544*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
+    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_beta1_22 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
+    leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1
+    leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    leg6_beta1_21 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.48411381003978005*leg1_u_c2
+    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2
     leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
     leg1_rho2_x = leg1_stroke + 0.7223228347298781
@@ -802,27 +888,24 @@ def velocity_constraints(x, p, H):
     leg1_Q_20 = leg1_alpha_C_00*leg1_beta1_20 + leg1_alpha_C_02*leg1_beta1_22 + leg1_beta1_21*leg1_s_psi_z
     leg1_Q_21 = leg1_alpha_C_10*leg1_beta1_20 + leg1_alpha_C_11*leg1_beta1_21 + leg1_alpha_C_12*leg1_beta1_22
     leg1_Q_22 = leg1_alpha_C_20*leg1_beta1_20 + leg1_alpha_C_21*leg1_beta1_21 + leg1_alpha_C_22*leg1_beta1_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL1_z
     if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_rho2_x
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.48411381003978005*leg2_u_c2
+    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2
     leg2_B0_11 = -leg2_beta1_01*leg2_u_s2 - 0.8750050393733557*leg2_u_c2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
     leg2_rho2_x = leg2_stroke + 0.7223228347298781
@@ -836,30 +919,33 @@ def velocity_constraints(x, p, H):
     leg2_Q_20 = leg1_alpha_C_00*leg2_beta1_20 + leg1_alpha_C_02*leg2_beta1_22 + leg1_s_psi_z*leg2_beta1_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_beta1_20 + leg1_alpha_C_11*leg2_beta1_21 + leg1_alpha_C_12*leg2_beta1_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_beta1_20 + leg1_alpha_C_21*leg2_beta1_21 + leg1_alpha_C_22*leg2_beta1_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    cse21 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse21
+    leg2_Ci1_y = -cse21
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse22 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse22
+    leg2_Ci2_y = -cse22
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse23 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse23
+    leg2_Ci3_y = -cse23
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL1_z
     if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_rho2_x
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.5157196875168388*leg3_u_c2
+    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2
     leg3_B0_11 = -leg3_beta1_01*leg3_u_s2 + 0.8567573775040014*leg3_u_c2
     leg3_B0_12 = -leg3_beta1_02*leg3_u_s2
-    leg3_rho2_x = leg3_stroke + 0.7223228347298782
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
     leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
     leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
@@ -879,21 +965,21 @@ def velocity_constraints(x, p, H):
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_rho2_x
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2
-    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354333*leg4_u_c2
+    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354326*leg4_u_c2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 0.722322834729878
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
@@ -904,30 +990,30 @@ def velocity_constraints(x, p, H):
     leg4_Q_20 = leg1_alpha_C_00*leg4_beta1_20 + leg1_alpha_C_02*leg4_beta1_22 + leg1_s_psi_z*leg4_beta1_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_beta1_20 + leg1_alpha_C_11*leg4_beta1_21 + leg1_alpha_C_12*leg4_beta1_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_beta1_20 + leg1_alpha_C_21*leg4_beta1_21 + leg1_alpha_C_22*leg4_beta1_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_rho2_x
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2
-    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354566*leg5_u_c2
+    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 0.7223228347298781
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
@@ -938,30 +1024,30 @@ def velocity_constraints(x, p, H):
     leg5_Q_20 = leg1_alpha_C_00*leg5_beta1_20 + leg1_alpha_C_02*leg5_beta1_22 + leg1_s_psi_z*leg5_beta1_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_beta1_20 + leg1_alpha_C_11*leg5_beta1_21 + leg1_alpha_C_12*leg5_beta1_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_beta1_20 + leg1_alpha_C_21*leg5_beta1_21 + leg1_alpha_C_22*leg5_beta1_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.5157196875168393*leg6_u_c2
-    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040012*leg6_u_c2
+    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2
+    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2
     leg6_B0_12 = -leg6_beta1_02*leg6_u_s2
-    leg6_rho2_x = leg6_stroke + 0.7223228347298779
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
@@ -973,21 +1059,21 @@ def velocity_constraints(x, p, H):
     leg6_Q_21 = leg1_alpha_C_10*leg6_beta1_20 + leg1_alpha_C_11*leg6_beta1_21 + leg1_alpha_C_12*leg6_beta1_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_beta1_20 + leg1_alpha_C_21*leg6_beta1_21 + leg1_alpha_C_22*leg6_beta1_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_rho2_x
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv3
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2
@@ -997,8 +1083,6 @@ def velocity_constraints(x, p, H):
     leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2
     leg1_H4_2 = leg1_Ci2_x*leg1_lu_inv3
     leg1_H4_1 = leg1_Ci3_x*leg1_lu_inv2
-    leg1_H5_2 = leg1_Ci2_y*leg1_lu_inv3
-    leg1_H5_1 = leg1_Ci3_y*leg1_lu_inv2
     leg1_H6_2 = leg1_Ci2_z*leg1_lu_inv3
     leg1_H6_1 = leg1_Ci3_z*leg1_lu_inv2
     leg2_H1_2 = leg2_B0_10*leg2_lu_inv3
@@ -1065,19 +1149,19 @@ def velocity_constraints(x, p, H):
     H[1] = leg1_H2_1
     H[2] = leg1_H3_1
     H[3] = leg1_H4_1
-    H[4] = leg1_H5_1
+    H[4] = leg1_H4_1
     H[5] = leg1_H6_1
     H[6] = leg1_H1_2
     H[7] = leg1_H2_2
     H[8] = leg1_H3_2
     H[9] = leg1_H4_2
-    H[10] = leg1_H5_2
+    H[10] = leg1_H4_2
     H[11] = leg1_H6_2
     H[12] = leg1_B0_00
     H[13] = leg1_B0_01
     H[14] = leg1_B0_02
     H[15] = leg1_Ci1_x
-    H[16] = leg1_Ci1_y
+    H[16] = leg1_Ci1_x
     H[17] = leg1_Ci1_z
     H[18] = leg2_H1_1
     H[19] = leg2_H2_1
@@ -1175,14 +1259,41 @@ def velocity_constraints(x, p, H):
 def leg_rates(x, u, p, q, qd):
     """Leg joint coordinates q and rates qd = H u.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out q[18] shape 18
-    out qd[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 415 adds, 694 muls, 24 divs, 12 sqrt, 18 trig (1163 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+        leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+        leg6_stroke
+    out qd[18] shape 18: leg joint rates (rad/s, m/s for a stroke), shape (18,), in the order of q
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.25 m
+    status 124: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.25 m
+    status 224: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.25 m
+    status 324: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.25 m
+    status 424: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.25 m
+    status 524: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.25 m
+    status 624: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 412 adds, 677 muls, 24 divs, 12 sqrt, 18 trig (1143 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -1204,23 +1315,23 @@ def leg_rates(x, u, p, q, qd):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -1232,25 +1343,25 @@ def leg_rates(x, u, p, q, qd):
     leg1_q1 = math.atan2(leg1_u_s1, leg1_u_c1)
     leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
     leg1_stroke = leg1_u_L - 0.7223228347298781
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 123
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -1262,28 +1373,31 @@ def leg_rates(x, u, p, q, qd):
     leg2_q1 = math.atan2(leg2_u_s1, leg2_u_c1)
     leg2_q2 = math.atan2(leg2_u_s2, leg2_u_c2)
     leg2_stroke = leg2_u_L - 0.7223228347298781
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 223
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
+        return 224
     cse9 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse9 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse10 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse10 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse11 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse11 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse10 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse10 + cse9
+    cse11 = 0.6278517870878945*leg1_alpha_C_11
+    cse12 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse11 + cse12
+    cse13 = 0.6278517870878945*leg1_alpha_C_12
+    cse14 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -1294,26 +1408,32 @@ def leg_rates(x, u, p, q, qd):
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
     leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
     leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 323
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 324
+    cse15 = 0.16823237931663848*leg1_alpha_C_10
+    cse16 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse15 - cse16 + x_C
+    cse17 = 0.16823237931663848*leg1_alpha_C_11
+    cse18 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse17 - cse18 + y_C
+    cse19 = 0.16823237931663848*leg1_alpha_C_12
+    cse20 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse19 - cse20 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -1324,26 +1444,26 @@ def leg_rates(x, u, p, q, qd):
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
     leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
     leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 423
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 424
+    leg5_s0_x = -cse15 - cse16 + x_C
+    leg5_s0_y = -cse17 - cse18 + y_C
+    leg5_s0_z = -cse19 - cse20 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -1354,26 +1474,26 @@ def leg_rates(x, u, p, q, qd):
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
     leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
     leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 523
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    leg6_s0_x = -cse9 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse10 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse11 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 524
+    leg6_s0_x = cse10 - cse9
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -1384,55 +1504,55 @@ def leg_rates(x, u, p, q, qd):
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
     leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
     leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 623
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
+        return 624
     leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
-    leg1_beta1_01 = -0.31382403584646185*leg1_u_c1 - 0.3686199338021085*leg1_u_s1
-    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1
+    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    leg1_beta1_21 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_beta1_22 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
+    leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
     leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
-    leg2_beta1_01 = 0.31382403584646185*leg2_u_c1 + 0.3686199338021085*leg2_u_s1
-    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1
+    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    leg2_beta1_21 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_beta1_22 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
-    leg3_beta1_00 = 0.5553881181936187*leg3_u_c1 + 0.6523628147563938*leg3_u_s1
-    leg3_beta1_01 = -0.33431236693849237*leg3_u_c1 - 0.39268567252250075*leg3_u_s1
-    leg3_beta1_02 = 0.7614323866774605*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    leg3_beta1_21 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg4_beta1_00 = 0.011828943471230067*leg4_u_c1 + 0.013894360728465765*leg4_u_s1
-    leg4_beta1_01 = -0.6481364027849542*leg4_u_c1 - 0.7613056063246095*leg4_u_s1
-    leg4_beta1_02 = 0.7614323866774607*leg4_u_c1 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    leg4_beta1_21 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    leg4_beta1_22 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg5_beta1_00 = 0.011828943471230218*leg5_u_c1 + 0.01389436072846594*leg5_u_s1
-    leg5_beta1_01 = 0.6481364027849542*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
-    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    leg5_beta1_22 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    leg6_beta1_00 = 0.5553881181936182*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
-    leg6_beta1_01 = 0.33431236693849253*leg6_u_c1 + 0.39268567252250125*leg6_u_s1
-    leg6_beta1_02 = 0.7614323866774608*leg6_u_c1 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    leg6_beta1_21 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_beta1_22 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
+    leg2_beta1_22 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
+    leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1
+    leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    leg3_beta1_21 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
+    leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1
+    leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
+    leg5_beta1_01 = 0.6481364027849544*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
+    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_beta1_22 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
+    leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1
+    leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    leg6_beta1_21 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.48411381003978005*leg1_u_c2
+    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2
     leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
     leg1_rho2_x = leg1_stroke + 0.7223228347298781
@@ -1446,29 +1566,26 @@ def leg_rates(x, u, p, q, qd):
     leg1_Q_20 = leg1_alpha_C_00*leg1_beta1_20 + leg1_alpha_C_02*leg1_beta1_22 + leg1_beta1_21*leg1_s_psi_z
     leg1_Q_21 = leg1_alpha_C_10*leg1_beta1_20 + leg1_alpha_C_11*leg1_beta1_21 + leg1_alpha_C_12*leg1_beta1_22
     leg1_Q_22 = leg1_alpha_C_20*leg1_beta1_20 + leg1_alpha_C_21*leg1_beta1_21 + leg1_alpha_C_22*leg1_beta1_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL1_z
     if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_rho2_x
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.48411381003978005*leg2_u_c2
+    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2
     leg2_B0_11 = -leg2_beta1_01*leg2_u_s2 - 0.8750050393733557*leg2_u_c2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
     leg2_rho2_x = leg2_stroke + 0.7223228347298781
@@ -1482,32 +1599,35 @@ def leg_rates(x, u, p, q, qd):
     leg2_Q_20 = leg1_alpha_C_00*leg2_beta1_20 + leg1_alpha_C_02*leg2_beta1_22 + leg1_s_psi_z*leg2_beta1_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_beta1_20 + leg1_alpha_C_11*leg2_beta1_21 + leg1_alpha_C_12*leg2_beta1_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_beta1_20 + leg1_alpha_C_21*leg2_beta1_21 + leg1_alpha_C_22*leg2_beta1_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    cse21 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse21
+    leg2_Ci1_y = -cse21
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse22 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse22
+    leg2_Ci2_y = -cse22
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse23 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse23
+    leg2_Ci3_y = -cse23
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL1_z
     if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_rho2_x
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.5157196875168388*leg3_u_c2
+    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2
     leg3_B0_11 = -leg3_beta1_01*leg3_u_s2 + 0.8567573775040014*leg3_u_c2
     leg3_B0_12 = -leg3_beta1_02*leg3_u_s2
-    leg3_rho2_x = leg3_stroke + 0.7223228347298782
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
     leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
     leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
@@ -1527,23 +1647,23 @@ def leg_rates(x, u, p, q, qd):
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_rho2_x
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2
-    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354333*leg4_u_c2
+    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354326*leg4_u_c2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 0.722322834729878
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
@@ -1554,32 +1674,32 @@ def leg_rates(x, u, p, q, qd):
     leg4_Q_20 = leg1_alpha_C_00*leg4_beta1_20 + leg1_alpha_C_02*leg4_beta1_22 + leg1_s_psi_z*leg4_beta1_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_beta1_20 + leg1_alpha_C_11*leg4_beta1_21 + leg1_alpha_C_12*leg4_beta1_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_beta1_20 + leg1_alpha_C_21*leg4_beta1_21 + leg1_alpha_C_22*leg4_beta1_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_rho2_x
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2
-    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354566*leg5_u_c2
+    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 0.7223228347298781
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
@@ -1590,32 +1710,32 @@ def leg_rates(x, u, p, q, qd):
     leg5_Q_20 = leg1_alpha_C_00*leg5_beta1_20 + leg1_alpha_C_02*leg5_beta1_22 + leg1_s_psi_z*leg5_beta1_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_beta1_20 + leg1_alpha_C_11*leg5_beta1_21 + leg1_alpha_C_12*leg5_beta1_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_beta1_20 + leg1_alpha_C_21*leg5_beta1_21 + leg1_alpha_C_22*leg5_beta1_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.5157196875168393*leg6_u_c2
-    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040012*leg6_u_c2
+    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2
+    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2
     leg6_B0_12 = -leg6_beta1_02*leg6_u_s2
-    leg6_rho2_x = leg6_stroke + 0.7223228347298779
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
@@ -1627,23 +1747,23 @@ def leg_rates(x, u, p, q, qd):
     leg6_Q_21 = leg1_alpha_C_10*leg6_beta1_20 + leg1_alpha_C_11*leg6_beta1_21 + leg1_alpha_C_12*leg6_beta1_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_beta1_20 + leg1_alpha_C_21*leg6_beta1_21 + leg1_alpha_C_22*leg6_beta1_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_rho2_x
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv3
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2
@@ -1653,8 +1773,6 @@ def leg_rates(x, u, p, q, qd):
     leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2
     leg1_H4_2 = leg1_Ci2_x*leg1_lu_inv3
     leg1_H4_1 = leg1_Ci3_x*leg1_lu_inv2
-    leg1_H5_2 = leg1_Ci2_y*leg1_lu_inv3
-    leg1_H5_1 = leg1_Ci3_y*leg1_lu_inv2
     leg1_H6_2 = leg1_Ci2_z*leg1_lu_inv3
     leg1_H6_1 = leg1_Ci3_z*leg1_lu_inv2
     leg2_H1_2 = leg2_B0_10*leg2_lu_inv3
@@ -1717,9 +1835,9 @@ def leg_rates(x, u, p, q, qd):
     leg6_H5_1 = leg6_Ci3_y*leg6_lu_inv2
     leg6_H6_2 = leg6_Ci2_z*leg6_lu_inv3
     leg6_H6_1 = leg6_Ci3_z*leg6_lu_inv2
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
-    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_B0_00*v_x + leg2_B0_01*v_y + leg2_B0_02*v_z + leg2_Ci1_x*omega_x + leg2_Ci1_y*omega_y + leg2_Ci1_z*omega_z
@@ -1777,13 +1895,40 @@ def leg_rates(x, u, p, q, qd):
 def acceleration_terms(x, u, p, h):
     """h_k of every leg: qdd = H udot + h.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out h[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 537 adds, 895 muls, 24 divs, 12 sqrt, 6 trig (1474 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out h[18] shape 18: acceleration terms (rad/s^2, m/s^2 for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+        leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+        leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.25 m
+    status 124: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.25 m
+    status 224: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.25 m
+    status 324: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.25 m
+    status 424: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.25 m
+    status 524: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.25 m
+    status 624: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 534 adds, 866 muls, 24 divs, 12 sqrt, 6 trig (1442 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -1805,22 +1950,22 @@ def acceleration_terms(x, u, p, h):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 18
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -1830,22 +1975,22 @@ def acceleration_terms(x, u, p, h):
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 0.7223228347298781
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         h[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 123
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         h[:] = [NAN] * 18
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 18
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -1855,25 +2000,28 @@ def acceleration_terms(x, u, p, h):
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = leg2_d_y*leg2_u_inv_L
     leg2_stroke = leg2_u_L - 0.7223228347298781
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         h[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 223
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         h[:] = [NAN] * 18
-        return 1
+        return 224
     cse9 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse9 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse10 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse10 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse11 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse11 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse10 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse10 + cse9
+    cse11 = 0.6278517870878945*leg1_alpha_C_11
+    cse12 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse11 + cse12
+    cse13 = 0.6278517870878945*leg1_alpha_C_12
+    cse14 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 18
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -1882,23 +2030,29 @@ def acceleration_terms(x, u, p, h):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         h[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 323
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         h[:] = [NAN] * 18
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 324
+    cse15 = 0.16823237931663848*leg1_alpha_C_10
+    cse16 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse15 - cse16 + x_C
+    cse17 = 0.16823237931663848*leg1_alpha_C_11
+    cse18 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse17 - cse18 + y_C
+    cse19 = 0.16823237931663848*leg1_alpha_C_12
+    cse20 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse19 - cse20 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 18
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -1907,23 +2061,23 @@ def acceleration_terms(x, u, p, h):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         h[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 423
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         h[:] = [NAN] * 18
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 424
+    leg5_s0_x = -cse15 - cse16 + x_C
+    leg5_s0_y = -cse17 - cse18 + y_C
+    leg5_s0_z = -cse19 - cse20 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 18
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -1932,23 +2086,23 @@ def acceleration_terms(x, u, p, h):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         h[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 523
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         h[:] = [NAN] * 18
-        return 1
-    leg6_s0_x = -cse9 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse10 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse11 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 524
+    leg6_s0_x = cse10 - cse9
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 18
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -1957,53 +2111,53 @@ def acceleration_terms(x, u, p, h):
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         h[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 623
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         h[:] = [NAN] * 18
-        return 1
+        return 624
     leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
-    leg1_beta1_01 = -0.31382403584646185*leg1_u_c1 - 0.3686199338021085*leg1_u_s1
-    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1
+    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    leg1_beta1_21 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_beta1_22 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
+    leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
     leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
-    leg2_beta1_01 = 0.31382403584646185*leg2_u_c1 + 0.3686199338021085*leg2_u_s1
-    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1
+    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    leg2_beta1_21 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_beta1_22 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
-    leg3_beta1_00 = 0.5553881181936187*leg3_u_c1 + 0.6523628147563938*leg3_u_s1
-    leg3_beta1_01 = -0.33431236693849237*leg3_u_c1 - 0.39268567252250075*leg3_u_s1
-    leg3_beta1_02 = 0.7614323866774605*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    leg3_beta1_21 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg4_beta1_00 = 0.011828943471230067*leg4_u_c1 + 0.013894360728465765*leg4_u_s1
-    leg4_beta1_01 = -0.6481364027849542*leg4_u_c1 - 0.7613056063246095*leg4_u_s1
-    leg4_beta1_02 = 0.7614323866774607*leg4_u_c1 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    leg4_beta1_21 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    leg4_beta1_22 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg5_beta1_00 = 0.011828943471230218*leg5_u_c1 + 0.01389436072846594*leg5_u_s1
-    leg5_beta1_01 = 0.6481364027849542*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
-    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    leg5_beta1_22 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    leg6_beta1_00 = 0.5553881181936182*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
-    leg6_beta1_01 = 0.33431236693849253*leg6_u_c1 + 0.39268567252250125*leg6_u_s1
-    leg6_beta1_02 = 0.7614323866774608*leg6_u_c1 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    leg6_beta1_21 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_beta1_22 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
+    leg2_beta1_22 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
+    leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1
+    leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    leg3_beta1_21 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
+    leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1
+    leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
+    leg5_beta1_01 = 0.6481364027849544*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
+    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_beta1_22 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
+    leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1
+    leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    leg6_beta1_21 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.48411381003978005*leg1_u_c2
+    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2
     leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
     leg1_rho2_x = leg1_stroke + 0.7223228347298781
@@ -2017,27 +2171,24 @@ def acceleration_terms(x, u, p, h):
     leg1_Q_20 = leg1_alpha_C_00*leg1_beta1_20 + leg1_alpha_C_02*leg1_beta1_22 + leg1_beta1_21*leg1_s_psi_z
     leg1_Q_21 = leg1_alpha_C_10*leg1_beta1_20 + leg1_alpha_C_11*leg1_beta1_21 + leg1_alpha_C_12*leg1_beta1_22
     leg1_Q_22 = leg1_alpha_C_20*leg1_beta1_20 + leg1_alpha_C_21*leg1_beta1_21 + leg1_alpha_C_22*leg1_beta1_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL1_z
     if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_rho2_x
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.48411381003978005*leg2_u_c2
+    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2
     leg2_B0_11 = -leg2_beta1_01*leg2_u_s2 - 0.8750050393733557*leg2_u_c2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
     leg2_rho2_x = leg2_stroke + 0.7223228347298781
@@ -2051,30 +2202,33 @@ def acceleration_terms(x, u, p, h):
     leg2_Q_20 = leg1_alpha_C_00*leg2_beta1_20 + leg1_alpha_C_02*leg2_beta1_22 + leg1_s_psi_z*leg2_beta1_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_beta1_20 + leg1_alpha_C_11*leg2_beta1_21 + leg1_alpha_C_12*leg2_beta1_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_beta1_20 + leg1_alpha_C_21*leg2_beta1_21 + leg1_alpha_C_22*leg2_beta1_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    cse21 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse21
+    leg2_Ci1_y = -cse21
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse22 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse22
+    leg2_Ci2_y = -cse22
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse23 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse23
+    leg2_Ci3_y = -cse23
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL1_z
     if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_rho2_x
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.5157196875168388*leg3_u_c2
+    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2
     leg3_B0_11 = -leg3_beta1_01*leg3_u_s2 + 0.8567573775040014*leg3_u_c2
     leg3_B0_12 = -leg3_beta1_02*leg3_u_s2
-    leg3_rho2_x = leg3_stroke + 0.7223228347298782
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
     leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
     leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
@@ -2094,21 +2248,21 @@ def acceleration_terms(x, u, p, h):
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_rho2_x
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2
-    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354333*leg4_u_c2
+    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354326*leg4_u_c2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 0.722322834729878
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
@@ -2119,30 +2273,30 @@ def acceleration_terms(x, u, p, h):
     leg4_Q_20 = leg1_alpha_C_00*leg4_beta1_20 + leg1_alpha_C_02*leg4_beta1_22 + leg1_s_psi_z*leg4_beta1_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_beta1_20 + leg1_alpha_C_11*leg4_beta1_21 + leg1_alpha_C_12*leg4_beta1_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_beta1_20 + leg1_alpha_C_21*leg4_beta1_21 + leg1_alpha_C_22*leg4_beta1_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_rho2_x
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2
-    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354566*leg5_u_c2
+    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 0.7223228347298781
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
@@ -2153,30 +2307,30 @@ def acceleration_terms(x, u, p, h):
     leg5_Q_20 = leg1_alpha_C_00*leg5_beta1_20 + leg1_alpha_C_02*leg5_beta1_22 + leg1_s_psi_z*leg5_beta1_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_beta1_20 + leg1_alpha_C_11*leg5_beta1_21 + leg1_alpha_C_12*leg5_beta1_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_beta1_20 + leg1_alpha_C_21*leg5_beta1_21 + leg1_alpha_C_22*leg5_beta1_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.5157196875168393*leg6_u_c2
-    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040012*leg6_u_c2
+    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2
+    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2
     leg6_B0_12 = -leg6_beta1_02*leg6_u_s2
-    leg6_rho2_x = leg6_stroke + 0.7223228347298779
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
@@ -2188,21 +2342,21 @@ def acceleration_terms(x, u, p, h):
     leg6_Q_21 = leg1_alpha_C_10*leg6_beta1_20 + leg1_alpha_C_11*leg6_beta1_21 + leg1_alpha_C_12*leg6_beta1_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_beta1_20 + leg1_alpha_C_21*leg6_beta1_21 + leg1_alpha_C_22*leg6_beta1_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_rho2_x
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv3
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2
@@ -2212,8 +2366,6 @@ def acceleration_terms(x, u, p, h):
     leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2
     leg1_H4_2 = leg1_Ci2_x*leg1_lu_inv3
     leg1_H4_1 = leg1_Ci3_x*leg1_lu_inv2
-    leg1_H5_2 = leg1_Ci2_y*leg1_lu_inv3
-    leg1_H5_1 = leg1_Ci3_y*leg1_lu_inv2
     leg1_H6_2 = leg1_Ci2_z*leg1_lu_inv3
     leg1_H6_1 = leg1_Ci3_z*leg1_lu_inv2
     leg2_H1_2 = leg2_B0_10*leg2_lu_inv3
@@ -2276,9 +2428,9 @@ def acceleration_terms(x, u, p, h):
     leg6_H5_1 = leg6_Ci3_y*leg6_lu_inv2
     leg6_H6_2 = leg6_Ci2_z*leg6_lu_inv3
     leg6_H6_1 = leg6_Ci3_z*leg6_lu_inv2
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
-    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_B0_00*v_x + leg2_B0_01*v_y + leg2_B0_02*v_z + leg2_Ci1_x*omega_x + leg2_Ci1_y*omega_y + leg2_Ci1_z*omega_z
@@ -2296,82 +2448,82 @@ def acceleration_terms(x, u, p, h):
     leg6_qd3 = leg6_B0_00*v_x + leg6_B0_01*v_y + leg6_B0_02*v_z + leg6_Ci1_x*omega_x + leg6_Ci1_y*omega_y + leg6_Ci1_z*omega_z
     leg1_omega_p2_x = leg1_qd1*leg1_u_s2
     leg1_omega_p2_y = leg1_qd1*leg1_u_c2
-    cse12 = leg1_omega_p2_x*leg1_qd2
-    leg1_epsd2_y = -cse12
+    cse24 = leg1_omega_p2_x*leg1_qd2
+    leg1_epsd2_y = -cse24
     leg1_oo2_yy = leg1_omega_p2_y*leg1_omega_p2_y
     leg1_oo2_zz = leg1_qd2*leg1_qd2
     leg1_oo2_xy = leg1_omega_p2_x*leg1_omega_p2_y
-    leg1_oo2_xz = cse12
+    leg1_oo2_xz = cse24
     leg1_oo2_W_00 = -leg1_oo2_yy - leg1_oo2_zz
     leg1_a3_x = leg1_oo2_W_00*leg1_stroke
-    cse13 = 2.0*leg1_qd3
-    leg1_a3_y = cse13*leg1_qd2 + leg1_oo2_xy*leg1_stroke
-    leg1_a3_z = -cse13*leg1_omega_p2_y - leg1_epsd2_y*leg1_stroke + leg1_oo2_xz*leg1_stroke
+    cse25 = 2.0*leg1_qd3
+    leg1_a3_y = cse25*leg1_qd2 + leg1_oo2_xy*leg1_stroke
+    leg1_a3_z = -cse25*leg1_omega_p2_y - leg1_epsd2_y*leg1_stroke + leg1_oo2_xz*leg1_stroke
     leg2_omega_p2_x = leg2_qd1*leg2_u_s2
     leg2_omega_p2_y = leg2_qd1*leg2_u_c2
-    cse14 = leg2_omega_p2_x*leg2_qd2
-    leg2_epsd2_y = -cse14
+    cse26 = leg2_omega_p2_x*leg2_qd2
+    leg2_epsd2_y = -cse26
     leg2_oo2_yy = leg2_omega_p2_y*leg2_omega_p2_y
     leg2_oo2_zz = leg2_qd2*leg2_qd2
     leg2_oo2_xy = leg2_omega_p2_x*leg2_omega_p2_y
-    leg2_oo2_xz = cse14
+    leg2_oo2_xz = cse26
     leg2_oo2_W_00 = -leg2_oo2_yy - leg2_oo2_zz
     leg2_a3_x = leg2_oo2_W_00*leg2_stroke
-    cse15 = 2.0*leg2_qd3
-    leg2_a3_y = cse15*leg2_qd2 + leg2_oo2_xy*leg2_stroke
-    leg2_a3_z = -cse15*leg2_omega_p2_y - leg2_epsd2_y*leg2_stroke + leg2_oo2_xz*leg2_stroke
+    cse27 = 2.0*leg2_qd3
+    leg2_a3_y = cse27*leg2_qd2 + leg2_oo2_xy*leg2_stroke
+    leg2_a3_z = -cse27*leg2_omega_p2_y - leg2_epsd2_y*leg2_stroke + leg2_oo2_xz*leg2_stroke
     leg3_omega_p2_x = leg3_qd1*leg3_u_s2
     leg3_omega_p2_y = leg3_qd1*leg3_u_c2
-    cse16 = leg3_omega_p2_x*leg3_qd2
-    leg3_epsd2_y = -cse16
+    cse28 = leg3_omega_p2_x*leg3_qd2
+    leg3_epsd2_y = -cse28
     leg3_oo2_yy = leg3_omega_p2_y*leg3_omega_p2_y
     leg3_oo2_zz = leg3_qd2*leg3_qd2
     leg3_oo2_xy = leg3_omega_p2_x*leg3_omega_p2_y
-    leg3_oo2_xz = cse16
+    leg3_oo2_xz = cse28
     leg3_oo2_W_00 = -leg3_oo2_yy - leg3_oo2_zz
     leg3_a3_x = leg3_oo2_W_00*leg3_stroke
-    cse17 = 2.0*leg3_qd3
-    leg3_a3_y = cse17*leg3_qd2 + leg3_oo2_xy*leg3_stroke
-    leg3_a3_z = -cse17*leg3_omega_p2_y - leg3_epsd2_y*leg3_stroke + leg3_oo2_xz*leg3_stroke
+    cse29 = 2.0*leg3_qd3
+    leg3_a3_y = cse29*leg3_qd2 + leg3_oo2_xy*leg3_stroke
+    leg3_a3_z = -cse29*leg3_omega_p2_y - leg3_epsd2_y*leg3_stroke + leg3_oo2_xz*leg3_stroke
     leg4_omega_p2_x = leg4_qd1*leg4_u_s2
     leg4_omega_p2_y = leg4_qd1*leg4_u_c2
-    cse18 = leg4_omega_p2_x*leg4_qd2
-    leg4_epsd2_y = -cse18
+    cse30 = leg4_omega_p2_x*leg4_qd2
+    leg4_epsd2_y = -cse30
     leg4_oo2_yy = leg4_omega_p2_y*leg4_omega_p2_y
     leg4_oo2_zz = leg4_qd2*leg4_qd2
     leg4_oo2_xy = leg4_omega_p2_x*leg4_omega_p2_y
-    leg4_oo2_xz = cse18
+    leg4_oo2_xz = cse30
     leg4_oo2_W_00 = -leg4_oo2_yy - leg4_oo2_zz
     leg4_a3_x = leg4_oo2_W_00*leg4_stroke
-    cse19 = 2.0*leg4_qd3
-    leg4_a3_y = cse19*leg4_qd2 + leg4_oo2_xy*leg4_stroke
-    leg4_a3_z = -cse19*leg4_omega_p2_y - leg4_epsd2_y*leg4_stroke + leg4_oo2_xz*leg4_stroke
+    cse31 = 2.0*leg4_qd3
+    leg4_a3_y = cse31*leg4_qd2 + leg4_oo2_xy*leg4_stroke
+    leg4_a3_z = -cse31*leg4_omega_p2_y - leg4_epsd2_y*leg4_stroke + leg4_oo2_xz*leg4_stroke
     leg5_omega_p2_x = leg5_qd1*leg5_u_s2
     leg5_omega_p2_y = leg5_qd1*leg5_u_c2
-    cse20 = leg5_omega_p2_x*leg5_qd2
-    leg5_epsd2_y = -cse20
+    cse32 = leg5_omega_p2_x*leg5_qd2
+    leg5_epsd2_y = -cse32
     leg5_oo2_yy = leg5_omega_p2_y*leg5_omega_p2_y
     leg5_oo2_zz = leg5_qd2*leg5_qd2
     leg5_oo2_xy = leg5_omega_p2_x*leg5_omega_p2_y
-    leg5_oo2_xz = cse20
+    leg5_oo2_xz = cse32
     leg5_oo2_W_00 = -leg5_oo2_yy - leg5_oo2_zz
     leg5_a3_x = leg5_oo2_W_00*leg5_stroke
-    cse21 = 2.0*leg5_qd3
-    leg5_a3_y = cse21*leg5_qd2 + leg5_oo2_xy*leg5_stroke
-    leg5_a3_z = -cse21*leg5_omega_p2_y - leg5_epsd2_y*leg5_stroke + leg5_oo2_xz*leg5_stroke
+    cse33 = 2.0*leg5_qd3
+    leg5_a3_y = cse33*leg5_qd2 + leg5_oo2_xy*leg5_stroke
+    leg5_a3_z = -cse33*leg5_omega_p2_y - leg5_epsd2_y*leg5_stroke + leg5_oo2_xz*leg5_stroke
     leg6_omega_p2_x = leg6_qd1*leg6_u_s2
     leg6_omega_p2_y = leg6_qd1*leg6_u_c2
-    cse22 = leg6_omega_p2_x*leg6_qd2
-    leg6_epsd2_y = -cse22
+    cse34 = leg6_omega_p2_x*leg6_qd2
+    leg6_epsd2_y = -cse34
     leg6_oo2_yy = leg6_omega_p2_y*leg6_omega_p2_y
     leg6_oo2_zz = leg6_qd2*leg6_qd2
     leg6_oo2_xy = leg6_omega_p2_x*leg6_omega_p2_y
-    leg6_oo2_xz = cse22
+    leg6_oo2_xz = cse34
     leg6_oo2_W_00 = -leg6_oo2_yy - leg6_oo2_zz
     leg6_a3_x = leg6_oo2_W_00*leg6_stroke
-    cse23 = 2.0*leg6_qd3
-    leg6_a3_y = cse23*leg6_qd2 + leg6_oo2_xy*leg6_stroke
-    leg6_a3_z = -cse23*leg6_omega_p2_y - leg6_epsd2_y*leg6_stroke + leg6_oo2_xz*leg6_stroke
+    cse35 = 2.0*leg6_qd3
+    leg6_a3_y = cse35*leg6_qd2 + leg6_oo2_xy*leg6_stroke
+    leg6_a3_z = -cse35*leg6_omega_p2_y - leg6_epsd2_y*leg6_stroke + leg6_oo2_xz*leg6_stroke
     leg1_oo_C_xx = omega_x*omega_x
     leg1_oo_C_yy = omega_y*omega_y
     leg1_oo_C_zz = omega_z*omega_z
@@ -2380,78 +2532,88 @@ def acceleration_terms(x, u, p, h):
     leg1_oo_C_yz = omega_y*omega_z
     leg1_oo_C_W_00 = -leg1_oo_C_yy - leg1_oo_C_zz
     leg1_oo_C_W_11 = -leg1_oo_C_xx - leg1_oo_C_zz
-    cse24 = 0.45961940777125593*leg1_oo_C_W_00
-    cse25 = 0.4596194077712559*leg1_oo_C_xy
-    cse26 = cse24 - cse25
-    cse27 = 0.4596194077712559*leg1_oo_C_W_11
-    cse28 = -cse27 + 0.45961940777125593*leg1_oo_C_xy
-    cse29 = 0.45961940777125593*leg1_oo_C_xz
-    cse30 = 0.4596194077712559*leg1_oo_C_yz
-    cse31 = cse29 - cse30
-    leg1_cC_x = cse26*leg1_Q_00 + cse28*leg1_Q_01 + cse31*leg1_Q_02
-    leg1_cC_y = cse26*leg1_Q_10 + cse28*leg1_Q_11 + cse31*leg1_Q_12
-    leg1_cC_z = cse26*leg1_Q_20 + cse28*leg1_Q_21 + cse31*leg1_Q_22
+    cse36 = 0.45961940777125593*leg1_oo_C_W_00
+    cse37 = 0.45961940777125593*leg1_oo_C_xy
+    cse38 = -cse37
+    cse39 = cse36 + cse38
+    cse40 = 0.45961940777125593*leg1_oo_C_W_11
+    cse41 = -cse38 - cse40
+    cse42 = 0.45961940777125593*leg1_oo_C_xz
+    cse43 = 0.45961940777125593*leg1_oo_C_yz
+    cse44 = cse42 - cse43
+    leg1_cC_x = cse39*leg1_Q_00 + cse41*leg1_Q_01 + cse44*leg1_Q_02
+    leg1_cC_y = cse39*leg1_Q_10 + cse41*leg1_Q_11 + cse44*leg1_Q_12
+    leg1_cC_z = cse39*leg1_Q_20 + cse41*leg1_Q_21 + cse44*leg1_Q_22
     leg1_c1 = -leg1_a3_x + leg1_cC_x - 0.7223228347298781*leg1_oo2_W_00
     leg1_c2 = -leg1_a3_y + leg1_cC_y - 0.7223228347298781*leg1_oo2_xy
     leg1_c3 = -leg1_a3_z + leg1_cC_z + 0.7223228347298781*leg1_epsd2_y - 0.7223228347298781*leg1_oo2_xz
     leg1_h2 = leg1_c2*leg1_lu_inv3
     leg1_h1 = leg1_c3*leg1_lu_inv2
-    cse32 = cse24 + cse25
-    cse33 = cse27 + 0.45961940777125593*leg1_oo_C_xy
-    cse34 = cse29 + cse30
-    leg2_cC_x = cse32*leg2_Q_00 + cse33*leg2_Q_01 + cse34*leg2_Q_02
-    leg2_cC_y = cse32*leg2_Q_10 + cse33*leg2_Q_11 + cse34*leg2_Q_12
-    leg2_cC_z = cse32*leg2_Q_20 + cse33*leg2_Q_21 + cse34*leg2_Q_22
+    cse45 = cse36 + cse37
+    cse46 = cse37 + cse40
+    cse47 = cse42 + cse43
+    leg2_cC_x = cse45*leg2_Q_00 + cse46*leg2_Q_01 + cse47*leg2_Q_02
+    leg2_cC_y = cse45*leg2_Q_10 + cse46*leg2_Q_11 + cse47*leg2_Q_12
+    leg2_cC_z = cse45*leg2_Q_20 + cse46*leg2_Q_21 + cse47*leg2_Q_22
     leg2_c1 = -leg2_a3_x + leg2_cC_x - 0.7223228347298781*leg2_oo2_W_00
     leg2_c2 = -leg2_a3_y + leg2_cC_y - 0.7223228347298781*leg2_oo2_xy
     leg2_c3 = -leg2_a3_z + leg2_cC_z + 0.7223228347298781*leg2_epsd2_y - 0.7223228347298781*leg2_oo2_xz
     leg2_h2 = leg2_c2*leg2_lu_inv3
     leg2_h1 = leg2_c3*leg2_lu_inv2
-    cse35 = 0.6278517870878945*leg1_oo_C_xy
-    cse36 = cse35 + 0.16823237931663848*leg1_oo_C_W_00
-    cse37 = 0.6278517870878945*leg1_oo_C_W_11
-    cse38 = cse37 + 0.16823237931663848*leg1_oo_C_xy
-    cse39 = 0.6278517870878945*leg1_oo_C_yz
-    cse40 = cse39 + 0.16823237931663848*leg1_oo_C_xz
-    leg3_cC_x = cse36*leg3_Q_00 + cse38*leg3_Q_01 + cse40*leg3_Q_02
-    leg3_cC_y = cse36*leg3_Q_10 + cse38*leg3_Q_11 + cse40*leg3_Q_12
-    leg3_cC_z = cse36*leg3_Q_20 + cse38*leg3_Q_21 + cse40*leg3_Q_22
-    leg3_c1 = -leg3_a3_x + leg3_cC_x - 0.7223228347298782*leg3_oo2_W_00
-    leg3_c2 = -leg3_a3_y + leg3_cC_y - 0.7223228347298782*leg3_oo2_xy
-    leg3_c3 = -leg3_a3_z + leg3_cC_z + 0.7223228347298782*leg3_epsd2_y - 0.7223228347298782*leg3_oo2_xz
+    cse48 = 0.16823237931663848*leg1_oo_C_W_00
+    cse49 = 0.6278517870878945*leg1_oo_C_xy
+    cse50 = cse48 + cse49
+    cse51 = 0.16823237931663848*leg1_oo_C_xy
+    cse52 = 0.6278517870878945*leg1_oo_C_W_11
+    cse53 = cse51 + cse52
+    cse54 = 0.16823237931663848*leg1_oo_C_xz
+    cse55 = 0.6278517870878945*leg1_oo_C_yz
+    cse56 = cse54 + cse55
+    leg3_cC_x = cse50*leg3_Q_00 + cse53*leg3_Q_01 + cse56*leg3_Q_02
+    leg3_cC_y = cse50*leg3_Q_10 + cse53*leg3_Q_11 + cse56*leg3_Q_12
+    leg3_cC_z = cse50*leg3_Q_20 + cse53*leg3_Q_21 + cse56*leg3_Q_22
+    leg3_c1 = -leg3_a3_x + leg3_cC_x - 0.7223228347298781*leg3_oo2_W_00
+    leg3_c2 = -leg3_a3_y + leg3_cC_y - 0.7223228347298781*leg3_oo2_xy
+    leg3_c3 = -leg3_a3_z + leg3_cC_z + 0.7223228347298781*leg3_epsd2_y - 0.7223228347298781*leg3_oo2_xz
     leg3_h2 = leg3_c2*leg3_lu_inv3
     leg3_h1 = leg3_c3*leg3_lu_inv2
-    cse41 = -0.6278517870878944*leg1_oo_C_W_00 + 0.16823237931663867*leg1_oo_C_xy
-    cse42 = 0.16823237931663867*leg1_oo_C_W_11 - 0.6278517870878944*leg1_oo_C_xy
-    cse43 = -0.6278517870878944*leg1_oo_C_xz + 0.16823237931663867*leg1_oo_C_yz
-    leg4_cC_x = cse41*leg4_Q_00 + cse42*leg4_Q_01 + cse43*leg4_Q_02
-    leg4_cC_y = cse41*leg4_Q_10 + cse42*leg4_Q_11 + cse43*leg4_Q_12
-    leg4_cC_z = cse41*leg4_Q_20 + cse42*leg4_Q_21 + cse43*leg4_Q_22
-    leg4_c1 = -leg4_a3_x + leg4_cC_x - 0.722322834729878*leg4_oo2_W_00
-    leg4_c2 = -leg4_a3_y + leg4_cC_y - 0.722322834729878*leg4_oo2_xy
-    leg4_c3 = -leg4_a3_z + leg4_cC_z + 0.722322834729878*leg4_epsd2_y - 0.722322834729878*leg4_oo2_xz
+    cse57 = 0.6278517870878945*leg1_oo_C_W_00
+    cse58 = -cse51
+    cse59 = -cse57 - cse58
+    cse60 = 0.16823237931663848*leg1_oo_C_W_11
+    cse61 = -cse49
+    cse62 = cse60 + cse61
+    cse63 = 0.6278517870878945*leg1_oo_C_xz
+    cse64 = 0.16823237931663848*leg1_oo_C_yz
+    cse65 = -cse63 + cse64
+    leg4_cC_x = cse59*leg4_Q_00 + cse62*leg4_Q_01 + cse65*leg4_Q_02
+    leg4_cC_y = cse59*leg4_Q_10 + cse62*leg4_Q_11 + cse65*leg4_Q_12
+    leg4_cC_z = cse59*leg4_Q_20 + cse62*leg4_Q_21 + cse65*leg4_Q_22
+    leg4_c1 = -leg4_a3_x + leg4_cC_x - 0.7223228347298782*leg4_oo2_W_00
+    leg4_c2 = -leg4_a3_y + leg4_cC_y - 0.7223228347298782*leg4_oo2_xy
+    leg4_c3 = -leg4_a3_z + leg4_cC_z + 0.7223228347298782*leg4_epsd2_y - 0.7223228347298782*leg4_oo2_xz
     leg4_h2 = leg4_c2*leg4_lu_inv3
     leg4_h1 = leg4_c3*leg4_lu_inv2
-    cse44 = -0.6278517870878945*leg1_oo_C_W_00 - 0.16823237931663854*leg1_oo_C_xy
-    cse45 = -cse35 - 0.16823237931663854*leg1_oo_C_W_11
-    cse46 = -0.6278517870878945*leg1_oo_C_xz - 0.16823237931663854*leg1_oo_C_yz
-    leg5_cC_x = cse44*leg5_Q_00 + cse45*leg5_Q_01 + cse46*leg5_Q_02
-    leg5_cC_y = cse44*leg5_Q_10 + cse45*leg5_Q_11 + cse46*leg5_Q_12
-    leg5_cC_z = cse44*leg5_Q_20 + cse45*leg5_Q_21 + cse46*leg5_Q_22
-    leg5_c1 = -leg5_a3_x + leg5_cC_x - 0.7223228347298781*leg5_oo2_W_00
-    leg5_c2 = -leg5_a3_y + leg5_cC_y - 0.7223228347298781*leg5_oo2_xy
-    leg5_c3 = -leg5_a3_z + leg5_cC_z + 0.7223228347298781*leg5_epsd2_y - 0.7223228347298781*leg5_oo2_xz
+    cse66 = -cse51 - cse57
+    cse67 = -cse49 - cse60
+    cse68 = -cse63 - cse64
+    leg5_cC_x = cse66*leg5_Q_00 + cse67*leg5_Q_01 + cse68*leg5_Q_02
+    leg5_cC_y = cse66*leg5_Q_10 + cse67*leg5_Q_11 + cse68*leg5_Q_12
+    leg5_cC_z = cse66*leg5_Q_20 + cse67*leg5_Q_21 + cse68*leg5_Q_22
+    leg5_c1 = -leg5_a3_x + leg5_cC_x - 0.7223228347298782*leg5_oo2_W_00
+    leg5_c2 = -leg5_a3_y + leg5_cC_y - 0.7223228347298782*leg5_oo2_xy
+    leg5_c3 = -leg5_a3_z + leg5_cC_z + 0.7223228347298782*leg5_epsd2_y - 0.7223228347298782*leg5_oo2_xz
     leg5_h2 = leg5_c2*leg5_lu_inv3
     leg5_h1 = leg5_c3*leg5_lu_inv2
-    cse47 = -cse35 + 0.1682323793166382*leg1_oo_C_W_00
-    cse48 = -cse37 + 0.1682323793166382*leg1_oo_C_xy
-    cse49 = -cse39 + 0.1682323793166382*leg1_oo_C_xz
-    leg6_cC_x = cse47*leg6_Q_00 + cse48*leg6_Q_01 + cse49*leg6_Q_02
-    leg6_cC_y = cse47*leg6_Q_10 + cse48*leg6_Q_11 + cse49*leg6_Q_12
-    leg6_cC_z = cse47*leg6_Q_20 + cse48*leg6_Q_21 + cse49*leg6_Q_22
-    leg6_c1 = -leg6_a3_x + leg6_cC_x - 0.7223228347298779*leg6_oo2_W_00
-    leg6_c2 = -leg6_a3_y + leg6_cC_y - 0.7223228347298779*leg6_oo2_xy
-    leg6_c3 = -leg6_a3_z + leg6_cC_z + 0.7223228347298779*leg6_epsd2_y - 0.7223228347298779*leg6_oo2_xz
+    cse69 = cse48 + cse61
+    cse70 = -cse52 - cse58
+    cse71 = cse54 - cse55
+    leg6_cC_x = cse69*leg6_Q_00 + cse70*leg6_Q_01 + cse71*leg6_Q_02
+    leg6_cC_y = cse69*leg6_Q_10 + cse70*leg6_Q_11 + cse71*leg6_Q_12
+    leg6_cC_z = cse69*leg6_Q_20 + cse70*leg6_Q_21 + cse71*leg6_Q_22
+    leg6_c1 = -leg6_a3_x + leg6_cC_x - 0.7223228347298781*leg6_oo2_W_00
+    leg6_c2 = -leg6_a3_y + leg6_cC_y - 0.7223228347298781*leg6_oo2_xy
+    leg6_c3 = -leg6_a3_z + leg6_cC_z + 0.7223228347298781*leg6_epsd2_y - 0.7223228347298781*leg6_oo2_xz
     leg6_h2 = leg6_c2*leg6_lu_inv3
     leg6_h1 = leg6_c3*leg6_lu_inv2
     h[0] = leg1_h1
@@ -2478,14 +2640,42 @@ def acceleration_terms(x, u, p, h):
 def leg_forces(x, u, F, p, Q):
     """Active force of every leg joint: spring, damper and drive.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out Q[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 433 adds, 718 muls, 24 divs, 12 sqrt, 6 trig (1193 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out Q[18] shape 18: active force of each leg joint (N m, N for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+        leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+        leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.25 m
+    status 124: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.25 m
+    status 224: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.25 m
+    status 324: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.25 m
+    status 424: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.25 m
+    status 524: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.25 m
+    status 624: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 430 adds, 701 muls, 24 divs, 12 sqrt, 6 trig (1173 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -2508,22 +2698,22 @@ def leg_forces(x, u, F, p, Q):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -2533,22 +2723,22 @@ def leg_forces(x, u, F, p, Q):
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 0.7223228347298781
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 123
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 18
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -2558,25 +2748,28 @@ def leg_forces(x, u, F, p, Q):
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = leg2_d_y*leg2_u_inv_L
     leg2_stroke = leg2_u_L - 0.7223228347298781
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 223
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 18
-        return 1
+        return 224
     cse9 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse9 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse10 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse10 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse11 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse11 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse10 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse10 + cse9
+    cse11 = 0.6278517870878945*leg1_alpha_C_11
+    cse12 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse11 + cse12
+    cse13 = 0.6278517870878945*leg1_alpha_C_12
+    cse14 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -2585,23 +2778,29 @@ def leg_forces(x, u, F, p, Q):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 323
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 18
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 324
+    cse15 = 0.16823237931663848*leg1_alpha_C_10
+    cse16 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse15 - cse16 + x_C
+    cse17 = 0.16823237931663848*leg1_alpha_C_11
+    cse18 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse17 - cse18 + y_C
+    cse19 = 0.16823237931663848*leg1_alpha_C_12
+    cse20 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse19 - cse20 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -2610,23 +2809,23 @@ def leg_forces(x, u, F, p, Q):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 423
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 18
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 424
+    leg5_s0_x = -cse15 - cse16 + x_C
+    leg5_s0_y = -cse17 - cse18 + y_C
+    leg5_s0_z = -cse19 - cse20 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -2635,23 +2834,23 @@ def leg_forces(x, u, F, p, Q):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 523
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 18
-        return 1
-    leg6_s0_x = -cse9 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse10 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse11 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 524
+    leg6_s0_x = cse10 - cse9
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -2660,53 +2859,53 @@ def leg_forces(x, u, F, p, Q):
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 623
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 18
-        return 1
+        return 624
     leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
-    leg1_beta1_01 = -0.31382403584646185*leg1_u_c1 - 0.3686199338021085*leg1_u_s1
-    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1
+    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    leg1_beta1_21 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_beta1_22 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
+    leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
     leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
-    leg2_beta1_01 = 0.31382403584646185*leg2_u_c1 + 0.3686199338021085*leg2_u_s1
-    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1
+    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    leg2_beta1_21 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_beta1_22 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
-    leg3_beta1_00 = 0.5553881181936187*leg3_u_c1 + 0.6523628147563938*leg3_u_s1
-    leg3_beta1_01 = -0.33431236693849237*leg3_u_c1 - 0.39268567252250075*leg3_u_s1
-    leg3_beta1_02 = 0.7614323866774605*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    leg3_beta1_21 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg4_beta1_00 = 0.011828943471230067*leg4_u_c1 + 0.013894360728465765*leg4_u_s1
-    leg4_beta1_01 = -0.6481364027849542*leg4_u_c1 - 0.7613056063246095*leg4_u_s1
-    leg4_beta1_02 = 0.7614323866774607*leg4_u_c1 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    leg4_beta1_21 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    leg4_beta1_22 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg5_beta1_00 = 0.011828943471230218*leg5_u_c1 + 0.01389436072846594*leg5_u_s1
-    leg5_beta1_01 = 0.6481364027849542*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
-    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    leg5_beta1_22 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    leg6_beta1_00 = 0.5553881181936182*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
-    leg6_beta1_01 = 0.33431236693849253*leg6_u_c1 + 0.39268567252250125*leg6_u_s1
-    leg6_beta1_02 = 0.7614323866774608*leg6_u_c1 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    leg6_beta1_21 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_beta1_22 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
+    leg2_beta1_22 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
+    leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1
+    leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    leg3_beta1_21 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
+    leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1
+    leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
+    leg5_beta1_01 = 0.6481364027849544*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
+    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_beta1_22 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
+    leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1
+    leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    leg6_beta1_21 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.48411381003978005*leg1_u_c2
+    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2
     leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
     leg1_rho2_x = leg1_stroke + 0.7223228347298781
@@ -2720,27 +2919,24 @@ def leg_forces(x, u, F, p, Q):
     leg1_Q_20 = leg1_alpha_C_00*leg1_beta1_20 + leg1_alpha_C_02*leg1_beta1_22 + leg1_beta1_21*leg1_s_psi_z
     leg1_Q_21 = leg1_alpha_C_10*leg1_beta1_20 + leg1_alpha_C_11*leg1_beta1_21 + leg1_alpha_C_12*leg1_beta1_22
     leg1_Q_22 = leg1_alpha_C_20*leg1_beta1_20 + leg1_alpha_C_21*leg1_beta1_21 + leg1_alpha_C_22*leg1_beta1_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL1_z
     if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_rho2_x
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.48411381003978005*leg2_u_c2
+    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2
     leg2_B0_11 = -leg2_beta1_01*leg2_u_s2 - 0.8750050393733557*leg2_u_c2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
     leg2_rho2_x = leg2_stroke + 0.7223228347298781
@@ -2754,30 +2950,33 @@ def leg_forces(x, u, F, p, Q):
     leg2_Q_20 = leg1_alpha_C_00*leg2_beta1_20 + leg1_alpha_C_02*leg2_beta1_22 + leg1_s_psi_z*leg2_beta1_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_beta1_20 + leg1_alpha_C_11*leg2_beta1_21 + leg1_alpha_C_12*leg2_beta1_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_beta1_20 + leg1_alpha_C_21*leg2_beta1_21 + leg1_alpha_C_22*leg2_beta1_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    cse21 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse21
+    leg2_Ci1_y = -cse21
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse22 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse22
+    leg2_Ci2_y = -cse22
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse23 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse23
+    leg2_Ci3_y = -cse23
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL1_z
     if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_rho2_x
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.5157196875168388*leg3_u_c2
+    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2
     leg3_B0_11 = -leg3_beta1_01*leg3_u_s2 + 0.8567573775040014*leg3_u_c2
     leg3_B0_12 = -leg3_beta1_02*leg3_u_s2
-    leg3_rho2_x = leg3_stroke + 0.7223228347298782
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
     leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
     leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
@@ -2797,21 +2996,21 @@ def leg_forces(x, u, F, p, Q):
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_rho2_x
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2
-    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354333*leg4_u_c2
+    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354326*leg4_u_c2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 0.722322834729878
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
@@ -2822,30 +3021,30 @@ def leg_forces(x, u, F, p, Q):
     leg4_Q_20 = leg1_alpha_C_00*leg4_beta1_20 + leg1_alpha_C_02*leg4_beta1_22 + leg1_s_psi_z*leg4_beta1_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_beta1_20 + leg1_alpha_C_11*leg4_beta1_21 + leg1_alpha_C_12*leg4_beta1_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_beta1_20 + leg1_alpha_C_21*leg4_beta1_21 + leg1_alpha_C_22*leg4_beta1_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_rho2_x
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2
-    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354566*leg5_u_c2
+    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 0.7223228347298781
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
@@ -2856,30 +3055,30 @@ def leg_forces(x, u, F, p, Q):
     leg5_Q_20 = leg1_alpha_C_00*leg5_beta1_20 + leg1_alpha_C_02*leg5_beta1_22 + leg1_s_psi_z*leg5_beta1_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_beta1_20 + leg1_alpha_C_11*leg5_beta1_21 + leg1_alpha_C_12*leg5_beta1_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_beta1_20 + leg1_alpha_C_21*leg5_beta1_21 + leg1_alpha_C_22*leg5_beta1_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.5157196875168393*leg6_u_c2
-    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040012*leg6_u_c2
+    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2
+    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2
     leg6_B0_12 = -leg6_beta1_02*leg6_u_s2
-    leg6_rho2_x = leg6_stroke + 0.7223228347298779
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
@@ -2891,21 +3090,21 @@ def leg_forces(x, u, F, p, Q):
     leg6_Q_21 = leg1_alpha_C_10*leg6_beta1_20 + leg1_alpha_C_11*leg6_beta1_21 + leg1_alpha_C_12*leg6_beta1_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_beta1_20 + leg1_alpha_C_21*leg6_beta1_21 + leg1_alpha_C_22*leg6_beta1_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_rho2_x
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv3
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2
@@ -2915,8 +3114,6 @@ def leg_forces(x, u, F, p, Q):
     leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2
     leg1_H4_2 = leg1_Ci2_x*leg1_lu_inv3
     leg1_H4_1 = leg1_Ci3_x*leg1_lu_inv2
-    leg1_H5_2 = leg1_Ci2_y*leg1_lu_inv3
-    leg1_H5_1 = leg1_Ci3_y*leg1_lu_inv2
     leg1_H6_2 = leg1_Ci2_z*leg1_lu_inv3
     leg1_H6_1 = leg1_Ci3_z*leg1_lu_inv2
     leg2_H1_2 = leg2_B0_10*leg2_lu_inv3
@@ -2979,9 +3176,9 @@ def leg_forces(x, u, F, p, Q):
     leg6_H5_1 = leg6_Ci3_y*leg6_lu_inv2
     leg6_H6_2 = leg6_Ci2_z*leg6_lu_inv3
     leg6_H6_1 = leg6_Ci3_z*leg6_lu_inv2
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
-    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_B0_00*v_x + leg2_B0_01*v_y + leg2_B0_02*v_z + leg2_Ci1_x*omega_x + leg2_Ci1_y*omega_y + leg2_Ci1_z*omega_z
@@ -3037,23 +3234,59 @@ def leg_forces(x, u, F, p, Q):
 
 
 def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, b):
-    """Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler), stacked.
+    """Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler),
+    stacked.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out A_leg1[9] shape 3x3
-    out A_leg2[9] shape 3x3
-    out A_leg3[9] shape 3x3
-    out A_leg4[9] shape 3x3
-    out A_leg5[9] shape 3x3
-    out A_leg6[9] shape 3x3
-    out b[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 673 adds, 1058 muls, 24 divs, 12 sqrt, 6 trig (1773 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out A_leg1[9] shape 3x3: mass matrix of leg leg1, symmetric, shape (3, 3); rows and columns: leg1_u1, leg1_u2,
+        leg1_stroke
+    out A_leg2[9] shape 3x3: mass matrix of leg leg2, symmetric, shape (3, 3); rows and columns: leg2_u1, leg2_u2,
+        leg2_stroke
+    out A_leg3[9] shape 3x3: mass matrix of leg leg3, symmetric, shape (3, 3); rows and columns: leg3_u1, leg3_u2,
+        leg3_stroke
+    out A_leg4[9] shape 3x3: mass matrix of leg leg4, symmetric, shape (3, 3); rows and columns: leg4_u1, leg4_u2,
+        leg4_stroke
+    out A_leg5[9] shape 3x3: mass matrix of leg leg5, symmetric, shape (3, 3); rows and columns: leg5_u1, leg5_u2,
+        leg5_stroke
+    out A_leg6[9] shape 3x3: mass matrix of leg leg6, symmetric, shape (3, 3); rows and columns: leg6_u1, leg6_u2,
+        leg6_stroke
+    out b[18] shape 18: b_k = Q_active - h_k of the legs stacked (N m, N for a stroke), shape (18,), in the order of
+        the leg coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1,
+        leg3_u2, leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1,
+        leg6_u2, leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.25 m
+    status 124: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.25 m
+    status 224: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.25 m
+    status 324: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.25 m
+    status 424: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.25 m
+    status 524: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.25 m
+    status 624: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 670 adds, 1038 muls, 24 divs, 12 sqrt, 6 trig (1750 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -3077,20 +3310,20 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3098,7 +3331,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -3108,7 +3341,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 0.7223228347298781
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3116,8 +3349,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 123
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3125,15 +3358,15 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3141,7 +3374,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -3151,7 +3384,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = leg2_d_y*leg2_u_inv_L
     leg2_stroke = leg2_u_L - 0.7223228347298781
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3159,8 +3392,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 223
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3168,18 +3401,21 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
+        return 224
     cse9 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse9 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse10 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse10 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse11 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse11 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse10 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse10 + cse9
+    cse11 = 0.6278517870878945*leg1_alpha_C_11
+    cse12 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse11 + cse12
+    cse13 = 0.6278517870878945*leg1_alpha_C_12
+    cse14 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3187,7 +3423,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -3196,8 +3432,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3205,8 +3441,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 323
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3214,15 +3450,21 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 324
+    cse15 = 0.16823237931663848*leg1_alpha_C_10
+    cse16 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse15 - cse16 + x_C
+    cse17 = 0.16823237931663848*leg1_alpha_C_11
+    cse18 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse17 - cse18 + y_C
+    cse19 = 0.16823237931663848*leg1_alpha_C_12
+    cse20 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse19 - cse20 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3230,7 +3472,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -3239,8 +3481,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3248,8 +3490,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 423
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3257,15 +3499,15 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 424
+    leg5_s0_x = -cse15 - cse16 + x_C
+    leg5_s0_y = -cse17 - cse18 + y_C
+    leg5_s0_z = -cse19 - cse20 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3273,7 +3515,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -3282,8 +3524,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3291,8 +3533,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 523
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3300,15 +3542,15 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    leg6_s0_x = -cse9 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse10 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse11 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 524
+    leg6_s0_x = cse10 - cse9
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3316,7 +3558,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -3325,8 +3567,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3334,8 +3576,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 623
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3343,43 +3585,43 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
+        return 624
     leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
-    leg1_beta1_01 = -0.31382403584646185*leg1_u_c1 - 0.3686199338021085*leg1_u_s1
-    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1
+    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    leg1_beta1_21 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_beta1_22 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
+    leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
     leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
-    leg2_beta1_01 = 0.31382403584646185*leg2_u_c1 + 0.3686199338021085*leg2_u_s1
-    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1
+    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    leg2_beta1_21 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_beta1_22 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
-    leg3_beta1_00 = 0.5553881181936187*leg3_u_c1 + 0.6523628147563938*leg3_u_s1
-    leg3_beta1_01 = -0.33431236693849237*leg3_u_c1 - 0.39268567252250075*leg3_u_s1
-    leg3_beta1_02 = 0.7614323866774605*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    leg3_beta1_21 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg4_beta1_00 = 0.011828943471230067*leg4_u_c1 + 0.013894360728465765*leg4_u_s1
-    leg4_beta1_01 = -0.6481364027849542*leg4_u_c1 - 0.7613056063246095*leg4_u_s1
-    leg4_beta1_02 = 0.7614323866774607*leg4_u_c1 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    leg4_beta1_21 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    leg4_beta1_22 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg5_beta1_00 = 0.011828943471230218*leg5_u_c1 + 0.01389436072846594*leg5_u_s1
-    leg5_beta1_01 = 0.6481364027849542*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
-    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    leg5_beta1_22 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    leg6_beta1_00 = 0.5553881181936182*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
-    leg6_beta1_01 = 0.33431236693849253*leg6_u_c1 + 0.39268567252250125*leg6_u_s1
-    leg6_beta1_02 = 0.7614323866774608*leg6_u_c1 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    leg6_beta1_21 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_beta1_22 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
+    leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
+    leg2_beta1_22 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
+    leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1
+    leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    leg3_beta1_21 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
+    leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1
+    leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
+    leg5_beta1_01 = 0.6481364027849544*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
+    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_beta1_22 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
+    leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1
+    leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    leg6_beta1_21 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
     leg1_Ic2_11 = 2.0*leg1_stroke*leg1_stroke + (1.8)*leg1_stroke + 0.5653
     leg1_IJ2_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2
     leg1_IJ2_D = 0.0025 - leg1_Ic2_11
@@ -3416,10 +3658,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_IJ2_Sum = leg6_Ic2_11 + 0.0025
     leg6_IJ2_00 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum
     leg6_IJ2_11 = -leg6_IJ2_00 + leg6_IJ2_Sum
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.48411381003978005*leg1_u_c2
+    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2
     leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
     leg1_rho2_x = leg1_stroke + 0.7223228347298781
@@ -3433,15 +3675,12 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_Q_20 = leg1_alpha_C_00*leg1_beta1_20 + leg1_alpha_C_02*leg1_beta1_22 + leg1_beta1_21*leg1_s_psi_z
     leg1_Q_21 = leg1_alpha_C_10*leg1_beta1_20 + leg1_alpha_C_11*leg1_beta1_21 + leg1_alpha_C_12*leg1_beta1_22
     leg1_Q_22 = leg1_alpha_C_20*leg1_beta1_20 + leg1_alpha_C_21*leg1_beta1_21 + leg1_alpha_C_22*leg1_beta1_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
@@ -3450,7 +3689,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL1_z
     if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
@@ -3460,12 +3699,12 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_rho2_x
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.48411381003978005*leg2_u_c2
+    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2
     leg2_B0_11 = -leg2_beta1_01*leg2_u_s2 - 0.8750050393733557*leg2_u_c2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
     leg2_rho2_x = leg2_stroke + 0.7223228347298781
@@ -3479,15 +3718,18 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_Q_20 = leg1_alpha_C_00*leg2_beta1_20 + leg1_alpha_C_02*leg2_beta1_22 + leg1_s_psi_z*leg2_beta1_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_beta1_20 + leg1_alpha_C_11*leg2_beta1_21 + leg1_alpha_C_12*leg2_beta1_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_beta1_20 + leg1_alpha_C_21*leg2_beta1_21 + leg1_alpha_C_22*leg2_beta1_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    cse21 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse21
+    leg2_Ci1_y = -cse21
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse22 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse22
+    leg2_Ci2_y = -cse22
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse23 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse23
+    leg2_Ci3_y = -cse23
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
@@ -3496,7 +3738,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL1_z
     if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
@@ -3506,15 +3748,15 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_rho2_x
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.5157196875168388*leg3_u_c2
+    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2
     leg3_B0_11 = -leg3_beta1_01*leg3_u_s2 + 0.8567573775040014*leg3_u_c2
     leg3_B0_12 = -leg3_beta1_02*leg3_u_s2
-    leg3_rho2_x = leg3_stroke + 0.7223228347298782
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
     leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
     leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
@@ -3534,7 +3776,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3542,9 +3784,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3552,15 +3794,15 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_rho2_x
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2
-    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354333*leg4_u_c2
+    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354326*leg4_u_c2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 0.722322834729878
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
@@ -3571,16 +3813,16 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_Q_20 = leg1_alpha_C_00*leg4_beta1_20 + leg1_alpha_C_02*leg4_beta1_22 + leg1_s_psi_z*leg4_beta1_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_beta1_20 + leg1_alpha_C_11*leg4_beta1_21 + leg1_alpha_C_12*leg4_beta1_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_beta1_20 + leg1_alpha_C_21*leg4_beta1_21 + leg1_alpha_C_22*leg4_beta1_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3588,9 +3830,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3598,15 +3840,15 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_rho2_x
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2
-    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354566*leg5_u_c2
+    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 0.7223228347298781
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
@@ -3617,16 +3859,16 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_Q_20 = leg1_alpha_C_00*leg5_beta1_20 + leg1_alpha_C_02*leg5_beta1_22 + leg1_s_psi_z*leg5_beta1_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_beta1_20 + leg1_alpha_C_11*leg5_beta1_21 + leg1_alpha_C_12*leg5_beta1_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_beta1_20 + leg1_alpha_C_21*leg5_beta1_21 + leg1_alpha_C_22*leg5_beta1_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3634,9 +3876,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3644,15 +3886,15 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.5157196875168393*leg6_u_c2
-    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040012*leg6_u_c2
+    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2
+    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2
     leg6_B0_12 = -leg6_beta1_02*leg6_u_s2
-    leg6_rho2_x = leg6_stroke + 0.7223228347298779
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
@@ -3664,15 +3906,15 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_Q_21 = leg1_alpha_C_10*leg6_beta1_20 + leg1_alpha_C_11*leg6_beta1_21 + leg1_alpha_C_12*leg6_beta1_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_beta1_20 + leg1_alpha_C_21*leg6_beta1_21 + leg1_alpha_C_22*leg6_beta1_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3680,9 +3922,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3690,7 +3932,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_rho2_x
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv3
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2
@@ -3700,8 +3942,6 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2
     leg1_H4_2 = leg1_Ci2_x*leg1_lu_inv3
     leg1_H4_1 = leg1_Ci3_x*leg1_lu_inv2
-    leg1_H5_2 = leg1_Ci2_y*leg1_lu_inv3
-    leg1_H5_1 = leg1_Ci3_y*leg1_lu_inv2
     leg1_H6_2 = leg1_Ci2_z*leg1_lu_inv3
     leg1_H6_1 = leg1_Ci3_z*leg1_lu_inv2
     leg2_H1_2 = leg2_B0_10*leg2_lu_inv3
@@ -3764,9 +4004,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_H5_1 = leg6_Ci3_y*leg6_lu_inv2
     leg6_H6_2 = leg6_Ci2_z*leg6_lu_inv3
     leg6_H6_1 = leg6_Ci3_z*leg6_lu_inv2
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
-    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_B0_00*v_x + leg2_B0_01*v_y + leg2_B0_02*v_z + leg2_Ci1_x*omega_x + leg2_Ci1_y*omega_y + leg2_Ci1_z*omega_z
@@ -3801,25 +4041,25 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_Qa2 = -0.5*leg6_qd2
     leg6_Qa3 = F_leg6 - leg6_qd3*p_c_leg - leg6_stroke*p_k_leg + p_preload
     leg1_a1_x = -g_x*leg1_beta1_00 - g_y*leg1_beta1_01 - g_z*leg1_beta1_02
-    cse12 = 0.48411381003978005*g_x
-    leg1_a1_y = -cse12 + 0.8750050393733557*g_y
+    cse24 = 0.4841138100397801*g_x
+    leg1_a1_y = -cse24 + 0.8750050393733557*g_y
     leg1_a1_z = -g_x*leg1_beta1_20 - g_y*leg1_beta1_21 - g_z*leg1_beta1_22
     leg1_omega_p2_x = leg1_qd1*leg1_u_s2
     leg1_omega_p2_y = leg1_qd1*leg1_u_c2
     leg1_epsd2_x = leg1_omega_p2_y*leg1_qd2
-    cse13 = leg1_omega_p2_x*leg1_qd2
-    leg1_epsd2_y = -cse13
+    cse25 = leg1_omega_p2_x*leg1_qd2
+    leg1_epsd2_y = -cse25
     leg1_a2_x = leg1_a1_x*leg1_u_c2 + leg1_a1_y*leg1_u_s2
     leg1_a2_y = -leg1_a1_x*leg1_u_s2 + leg1_a1_y*leg1_u_c2
     leg1_oo2_yy = leg1_omega_p2_y*leg1_omega_p2_y
     leg1_oo2_zz = leg1_qd2*leg1_qd2
     leg1_oo2_xy = leg1_omega_p2_x*leg1_omega_p2_y
-    leg1_oo2_xz = cse13
+    leg1_oo2_xz = cse25
     leg1_oo2_W_00 = -leg1_oo2_yy - leg1_oo2_zz
     leg1_a3_x = leg1_a2_x + leg1_oo2_W_00*leg1_stroke
-    cse14 = 2.0*leg1_qd3
-    leg1_a3_y = cse14*leg1_qd2 + leg1_a2_y + leg1_oo2_xy*leg1_stroke
-    leg1_a3_z = -cse14*leg1_omega_p2_y + leg1_a1_z - leg1_epsd2_y*leg1_stroke + leg1_oo2_xz*leg1_stroke
+    cse26 = 2.0*leg1_qd3
+    leg1_a3_y = cse26*leg1_qd2 + leg1_a2_y + leg1_oo2_xy*leg1_stroke
+    leg1_a3_z = -cse26*leg1_omega_p2_y + leg1_a1_z - leg1_epsd2_y*leg1_stroke + leg1_oo2_xz*leg1_stroke
     leg1_F3_x = 2.0*leg1_a3_x + (0.9)*leg1_oo2_W_00
     leg1_F3_y = 2.0*leg1_a3_y + (0.9)*leg1_oo2_xy
     leg1_F3_z = 2.0*leg1_a3_z - 0.9*leg1_epsd2_y + (0.9)*leg1_oo2_xz
@@ -3834,24 +4074,24 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_b2 = -leg1_N2_z + leg1_Qa2
     leg1_b3 = -leg1_F3_x + leg1_Qa3
     leg2_a1_x = -g_x*leg2_beta1_00 - g_y*leg2_beta1_01 - g_z*leg2_beta1_02
-    leg2_a1_y = cse12 + 0.8750050393733557*g_y
+    leg2_a1_y = cse24 + 0.8750050393733557*g_y
     leg2_a1_z = -g_x*leg2_beta1_20 - g_y*leg2_beta1_21 - g_z*leg2_beta1_22
     leg2_omega_p2_x = leg2_qd1*leg2_u_s2
     leg2_omega_p2_y = leg2_qd1*leg2_u_c2
     leg2_epsd2_x = leg2_omega_p2_y*leg2_qd2
-    cse15 = leg2_omega_p2_x*leg2_qd2
-    leg2_epsd2_y = -cse15
+    cse27 = leg2_omega_p2_x*leg2_qd2
+    leg2_epsd2_y = -cse27
     leg2_a2_x = leg2_a1_x*leg2_u_c2 + leg2_a1_y*leg2_u_s2
     leg2_a2_y = -leg2_a1_x*leg2_u_s2 + leg2_a1_y*leg2_u_c2
     leg2_oo2_yy = leg2_omega_p2_y*leg2_omega_p2_y
     leg2_oo2_zz = leg2_qd2*leg2_qd2
     leg2_oo2_xy = leg2_omega_p2_x*leg2_omega_p2_y
-    leg2_oo2_xz = cse15
+    leg2_oo2_xz = cse27
     leg2_oo2_W_00 = -leg2_oo2_yy - leg2_oo2_zz
     leg2_a3_x = leg2_a2_x + leg2_oo2_W_00*leg2_stroke
-    cse16 = 2.0*leg2_qd3
-    leg2_a3_y = cse16*leg2_qd2 + leg2_a2_y + leg2_oo2_xy*leg2_stroke
-    leg2_a3_z = -cse16*leg2_omega_p2_y + leg2_a1_z - leg2_epsd2_y*leg2_stroke + leg2_oo2_xz*leg2_stroke
+    cse28 = 2.0*leg2_qd3
+    leg2_a3_y = cse28*leg2_qd2 + leg2_a2_y + leg2_oo2_xy*leg2_stroke
+    leg2_a3_z = -cse28*leg2_omega_p2_y + leg2_a1_z - leg2_epsd2_y*leg2_stroke + leg2_oo2_xz*leg2_stroke
     leg2_F3_x = 2.0*leg2_a3_x + (0.9)*leg2_oo2_W_00
     leg2_F3_y = 2.0*leg2_a3_y + (0.9)*leg2_oo2_xy
     leg2_F3_z = 2.0*leg2_a3_z - 0.9*leg2_epsd2_y + (0.9)*leg2_oo2_xz
@@ -3866,24 +4106,26 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_b2 = -leg2_N2_z + leg2_Qa2
     leg2_b3 = -leg2_F3_x + leg2_Qa3
     leg3_a1_x = -g_x*leg3_beta1_00 - g_y*leg3_beta1_01 - g_z*leg3_beta1_02
-    leg3_a1_y = -0.5157196875168388*g_x - 0.8567573775040014*g_y
+    cse29 = 0.8567573775040014*g_y
+    cse30 = 0.515719687516839*g_x
+    leg3_a1_y = -cse29 - cse30
     leg3_a1_z = -g_x*leg3_beta1_20 - g_y*leg3_beta1_21 - g_z*leg3_beta1_22
     leg3_omega_p2_x = leg3_qd1*leg3_u_s2
     leg3_omega_p2_y = leg3_qd1*leg3_u_c2
     leg3_epsd2_x = leg3_omega_p2_y*leg3_qd2
-    cse17 = leg3_omega_p2_x*leg3_qd2
-    leg3_epsd2_y = -cse17
+    cse31 = leg3_omega_p2_x*leg3_qd2
+    leg3_epsd2_y = -cse31
     leg3_a2_x = leg3_a1_x*leg3_u_c2 + leg3_a1_y*leg3_u_s2
     leg3_a2_y = -leg3_a1_x*leg3_u_s2 + leg3_a1_y*leg3_u_c2
     leg3_oo2_yy = leg3_omega_p2_y*leg3_omega_p2_y
     leg3_oo2_zz = leg3_qd2*leg3_qd2
     leg3_oo2_xy = leg3_omega_p2_x*leg3_omega_p2_y
-    leg3_oo2_xz = cse17
+    leg3_oo2_xz = cse31
     leg3_oo2_W_00 = -leg3_oo2_yy - leg3_oo2_zz
     leg3_a3_x = leg3_a2_x + leg3_oo2_W_00*leg3_stroke
-    cse18 = 2.0*leg3_qd3
-    leg3_a3_y = cse18*leg3_qd2 + leg3_a2_y + leg3_oo2_xy*leg3_stroke
-    leg3_a3_z = -cse18*leg3_omega_p2_y + leg3_a1_z - leg3_epsd2_y*leg3_stroke + leg3_oo2_xz*leg3_stroke
+    cse32 = 2.0*leg3_qd3
+    leg3_a3_y = cse32*leg3_qd2 + leg3_a2_y + leg3_oo2_xy*leg3_stroke
+    leg3_a3_z = -cse32*leg3_omega_p2_y + leg3_a1_z - leg3_epsd2_y*leg3_stroke + leg3_oo2_xz*leg3_stroke
     leg3_F3_x = 2.0*leg3_a3_x + (0.9)*leg3_oo2_W_00
     leg3_F3_y = 2.0*leg3_a3_y + (0.9)*leg3_oo2_xy
     leg3_F3_z = 2.0*leg3_a3_z - 0.9*leg3_epsd2_y + (0.9)*leg3_oo2_xz
@@ -3898,25 +4140,26 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_b2 = -leg3_N2_z + leg3_Qa2
     leg3_b3 = -leg3_F3_x + leg3_Qa3
     leg4_a1_x = -g_x*leg4_beta1_00 - g_y*leg4_beta1_01 - g_z*leg4_beta1_02
-    cse19 = 0.999833497556619*g_x
-    leg4_a1_y = -cse19 - 0.018247661869354333*g_y
+    cse33 = 0.999833497556619*g_x
+    cse34 = 0.018247661869354326*g_y
+    leg4_a1_y = -cse33 - cse34
     leg4_a1_z = -g_x*leg4_beta1_20 - g_y*leg4_beta1_21 - g_z*leg4_beta1_22
     leg4_omega_p2_x = leg4_qd1*leg4_u_s2
     leg4_omega_p2_y = leg4_qd1*leg4_u_c2
     leg4_epsd2_x = leg4_omega_p2_y*leg4_qd2
-    cse20 = leg4_omega_p2_x*leg4_qd2
-    leg4_epsd2_y = -cse20
+    cse35 = leg4_omega_p2_x*leg4_qd2
+    leg4_epsd2_y = -cse35
     leg4_a2_x = leg4_a1_x*leg4_u_c2 + leg4_a1_y*leg4_u_s2
     leg4_a2_y = -leg4_a1_x*leg4_u_s2 + leg4_a1_y*leg4_u_c2
     leg4_oo2_yy = leg4_omega_p2_y*leg4_omega_p2_y
     leg4_oo2_zz = leg4_qd2*leg4_qd2
     leg4_oo2_xy = leg4_omega_p2_x*leg4_omega_p2_y
-    leg4_oo2_xz = cse20
+    leg4_oo2_xz = cse35
     leg4_oo2_W_00 = -leg4_oo2_yy - leg4_oo2_zz
     leg4_a3_x = leg4_a2_x + leg4_oo2_W_00*leg4_stroke
-    cse21 = 2.0*leg4_qd3
-    leg4_a3_y = cse21*leg4_qd2 + leg4_a2_y + leg4_oo2_xy*leg4_stroke
-    leg4_a3_z = -cse21*leg4_omega_p2_y + leg4_a1_z - leg4_epsd2_y*leg4_stroke + leg4_oo2_xz*leg4_stroke
+    cse36 = 2.0*leg4_qd3
+    leg4_a3_y = cse36*leg4_qd2 + leg4_a2_y + leg4_oo2_xy*leg4_stroke
+    leg4_a3_z = -cse36*leg4_omega_p2_y + leg4_a1_z - leg4_epsd2_y*leg4_stroke + leg4_oo2_xz*leg4_stroke
     leg4_F3_x = 2.0*leg4_a3_x + (0.9)*leg4_oo2_W_00
     leg4_F3_y = 2.0*leg4_a3_y + (0.9)*leg4_oo2_xy
     leg4_F3_z = 2.0*leg4_a3_z - 0.9*leg4_epsd2_y + (0.9)*leg4_oo2_xz
@@ -3931,24 +4174,24 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_b2 = -leg4_N2_z + leg4_Qa2
     leg4_b3 = -leg4_F3_x + leg4_Qa3
     leg5_a1_x = -g_x*leg5_beta1_00 - g_y*leg5_beta1_01 - g_z*leg5_beta1_02
-    leg5_a1_y = cse19 - 0.018247661869354566*g_y
+    leg5_a1_y = cse33 - cse34
     leg5_a1_z = -g_x*leg5_beta1_20 - g_y*leg5_beta1_21 - g_z*leg5_beta1_22
     leg5_omega_p2_x = leg5_qd1*leg5_u_s2
     leg5_omega_p2_y = leg5_qd1*leg5_u_c2
     leg5_epsd2_x = leg5_omega_p2_y*leg5_qd2
-    cse22 = leg5_omega_p2_x*leg5_qd2
-    leg5_epsd2_y = -cse22
+    cse37 = leg5_omega_p2_x*leg5_qd2
+    leg5_epsd2_y = -cse37
     leg5_a2_x = leg5_a1_x*leg5_u_c2 + leg5_a1_y*leg5_u_s2
     leg5_a2_y = -leg5_a1_x*leg5_u_s2 + leg5_a1_y*leg5_u_c2
     leg5_oo2_yy = leg5_omega_p2_y*leg5_omega_p2_y
     leg5_oo2_zz = leg5_qd2*leg5_qd2
     leg5_oo2_xy = leg5_omega_p2_x*leg5_omega_p2_y
-    leg5_oo2_xz = cse22
+    leg5_oo2_xz = cse37
     leg5_oo2_W_00 = -leg5_oo2_yy - leg5_oo2_zz
     leg5_a3_x = leg5_a2_x + leg5_oo2_W_00*leg5_stroke
-    cse23 = 2.0*leg5_qd3
-    leg5_a3_y = cse23*leg5_qd2 + leg5_a2_y + leg5_oo2_xy*leg5_stroke
-    leg5_a3_z = -cse23*leg5_omega_p2_y + leg5_a1_z - leg5_epsd2_y*leg5_stroke + leg5_oo2_xz*leg5_stroke
+    cse38 = 2.0*leg5_qd3
+    leg5_a3_y = cse38*leg5_qd2 + leg5_a2_y + leg5_oo2_xy*leg5_stroke
+    leg5_a3_z = -cse38*leg5_omega_p2_y + leg5_a1_z - leg5_epsd2_y*leg5_stroke + leg5_oo2_xz*leg5_stroke
     leg5_F3_x = 2.0*leg5_a3_x + (0.9)*leg5_oo2_W_00
     leg5_F3_y = 2.0*leg5_a3_y + (0.9)*leg5_oo2_xy
     leg5_F3_z = 2.0*leg5_a3_z - 0.9*leg5_epsd2_y + (0.9)*leg5_oo2_xz
@@ -3963,24 +4206,24 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_b2 = -leg5_N2_z + leg5_Qa2
     leg5_b3 = -leg5_F3_x + leg5_Qa3
     leg6_a1_x = -g_x*leg6_beta1_00 - g_y*leg6_beta1_01 - g_z*leg6_beta1_02
-    leg6_a1_y = 0.5157196875168393*g_x - 0.8567573775040012*g_y
+    leg6_a1_y = -cse29 + cse30
     leg6_a1_z = -g_x*leg6_beta1_20 - g_y*leg6_beta1_21 - g_z*leg6_beta1_22
     leg6_omega_p2_x = leg6_qd1*leg6_u_s2
     leg6_omega_p2_y = leg6_qd1*leg6_u_c2
     leg6_epsd2_x = leg6_omega_p2_y*leg6_qd2
-    cse24 = leg6_omega_p2_x*leg6_qd2
-    leg6_epsd2_y = -cse24
+    cse39 = leg6_omega_p2_x*leg6_qd2
+    leg6_epsd2_y = -cse39
     leg6_a2_x = leg6_a1_x*leg6_u_c2 + leg6_a1_y*leg6_u_s2
     leg6_a2_y = -leg6_a1_x*leg6_u_s2 + leg6_a1_y*leg6_u_c2
     leg6_oo2_yy = leg6_omega_p2_y*leg6_omega_p2_y
     leg6_oo2_zz = leg6_qd2*leg6_qd2
     leg6_oo2_xy = leg6_omega_p2_x*leg6_omega_p2_y
-    leg6_oo2_xz = cse24
+    leg6_oo2_xz = cse39
     leg6_oo2_W_00 = -leg6_oo2_yy - leg6_oo2_zz
     leg6_a3_x = leg6_a2_x + leg6_oo2_W_00*leg6_stroke
-    cse25 = 2.0*leg6_qd3
-    leg6_a3_y = cse25*leg6_qd2 + leg6_a2_y + leg6_oo2_xy*leg6_stroke
-    leg6_a3_z = -cse25*leg6_omega_p2_y + leg6_a1_z - leg6_epsd2_y*leg6_stroke + leg6_oo2_xz*leg6_stroke
+    cse40 = 2.0*leg6_qd3
+    leg6_a3_y = cse40*leg6_qd2 + leg6_a2_y + leg6_oo2_xy*leg6_stroke
+    leg6_a3_z = -cse40*leg6_omega_p2_y + leg6_a1_z - leg6_epsd2_y*leg6_stroke + leg6_oo2_xz*leg6_stroke
     leg6_F3_x = 2.0*leg6_a3_x + (0.9)*leg6_oo2_W_00
     leg6_F3_y = 2.0*leg6_a3_y + (0.9)*leg6_oo2_xy
     leg6_F3_z = 2.0*leg6_a3_z - 0.9*leg6_epsd2_y + (0.9)*leg6_oo2_xz
@@ -4070,22 +4313,50 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
 
 
 def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
-    """A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C = b*_C (unrolled L D L^T).
+    """A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C =
+    b*_C (unrolled L D L^T).
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  fE[3]: external force on C through its centre of mass (frame 0)
-    in  mE[3]: external moment on C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out A_star[36] shape 6x6
-    out b_star[6] shape 6
-    out udot[6] shape 6
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+    in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out A_star[36] shape 6x6: reduced mass matrix A*_C, shape (6, 6); rows and columns in the order of u: v_C (frame 0),
+        omega_C (frame C)
+    out b_star[6] shape 6: reduced forces b*_C, shape (6,): force (N, frame 0), then moment (N m, frame C)
+    out udot[6] shape 6: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,)
     status 3: reduced mass matrix A*_C not positive definite
-    ops: 1347 adds, 1896 muls, 30 divs, 12 sqrt, 6 trig (3291 total)
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.25 m
+    status 124: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.25 m
+    status 224: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.25 m
+    status 324: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.25 m
+    status 424: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.25 m
+    status 524: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.25 m
+    status 624: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 1329 adds, 1840 muls, 30 divs, 12 sqrt, 6 trig (3217 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -4124,24 +4395,24 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -4151,28 +4422,28 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 0.7223228347298781
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 123
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -4182,31 +4453,34 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = leg2_d_y*leg2_u_inv_L
     leg2_stroke = leg2_u_L - 0.7223228347298781
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 223
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
+        return 224
     cse9 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse9 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse10 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse10 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse11 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse11 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse10 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse10 + cse9
+    cse11 = 0.6278517870878945*leg1_alpha_C_11
+    cse12 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse11 + cse12
+    cse13 = 0.6278517870878945*leg1_alpha_C_12
+    cse14 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -4215,29 +4489,35 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 323
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 324
+    cse15 = 0.16823237931663848*leg1_alpha_C_10
+    cse16 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse15 - cse16 + x_C
+    cse17 = 0.16823237931663848*leg1_alpha_C_11
+    cse18 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse17 - cse18 + y_C
+    cse19 = 0.16823237931663848*leg1_alpha_C_12
+    cse20 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse19 - cse20 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -4246,29 +4526,29 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 423
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 424
+    leg5_s0_x = -cse15 - cse16 + x_C
+    leg5_s0_y = -cse17 - cse18 + y_C
+    leg5_s0_z = -cse19 - cse20 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -4277,29 +4557,29 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 523
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    leg6_s0_x = -cse9 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse10 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse11 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 524
+    leg6_s0_x = cse10 - cse9
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -4308,57 +4588,57 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 623
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
+        return 624
     leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
-    leg1_beta1_01 = -0.31382403584646185*leg1_u_c1 - 0.3686199338021085*leg1_u_s1
-    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1
+    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    leg1_beta1_21 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_beta1_22 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
+    leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
     leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
-    leg2_beta1_01 = 0.31382403584646185*leg2_u_c1 + 0.3686199338021085*leg2_u_s1
-    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1
+    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    leg2_beta1_21 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_beta1_22 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
-    leg3_beta1_00 = 0.5553881181936187*leg3_u_c1 + 0.6523628147563938*leg3_u_s1
-    leg3_beta1_01 = -0.33431236693849237*leg3_u_c1 - 0.39268567252250075*leg3_u_s1
-    leg3_beta1_02 = 0.7614323866774605*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    leg3_beta1_21 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg4_beta1_00 = 0.011828943471230067*leg4_u_c1 + 0.013894360728465765*leg4_u_s1
-    leg4_beta1_01 = -0.6481364027849542*leg4_u_c1 - 0.7613056063246095*leg4_u_s1
-    leg4_beta1_02 = 0.7614323866774607*leg4_u_c1 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    leg4_beta1_21 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    leg4_beta1_22 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg5_beta1_00 = 0.011828943471230218*leg5_u_c1 + 0.01389436072846594*leg5_u_s1
-    leg5_beta1_01 = 0.6481364027849542*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
-    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    leg5_beta1_22 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    leg6_beta1_00 = 0.5553881181936182*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
-    leg6_beta1_01 = 0.33431236693849253*leg6_u_c1 + 0.39268567252250125*leg6_u_s1
-    leg6_beta1_02 = 0.7614323866774608*leg6_u_c1 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    leg6_beta1_21 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_beta1_22 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
+    leg2_beta1_22 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
+    leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1
+    leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    leg3_beta1_21 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
+    leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1
+    leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
+    leg5_beta1_01 = 0.6481364027849544*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
+    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_beta1_22 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
+    leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1
+    leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    leg6_beta1_21 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.48411381003978005*leg1_u_c2
+    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2
     leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
     leg1_rho2_x = leg1_stroke + 0.7223228347298781
@@ -4372,31 +4652,28 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_Q_20 = leg1_alpha_C_00*leg1_beta1_20 + leg1_alpha_C_02*leg1_beta1_22 + leg1_beta1_21*leg1_s_psi_z
     leg1_Q_21 = leg1_alpha_C_10*leg1_beta1_20 + leg1_alpha_C_11*leg1_beta1_21 + leg1_alpha_C_12*leg1_beta1_22
     leg1_Q_22 = leg1_alpha_C_20*leg1_beta1_20 + leg1_alpha_C_21*leg1_beta1_21 + leg1_alpha_C_22*leg1_beta1_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL1_z
     if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_rho2_x
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.48411381003978005*leg2_u_c2
+    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2
     leg2_B0_11 = -leg2_beta1_01*leg2_u_s2 - 0.8750050393733557*leg2_u_c2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
     leg2_rho2_x = leg2_stroke + 0.7223228347298781
@@ -4410,34 +4687,37 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_Q_20 = leg1_alpha_C_00*leg2_beta1_20 + leg1_alpha_C_02*leg2_beta1_22 + leg1_s_psi_z*leg2_beta1_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_beta1_20 + leg1_alpha_C_11*leg2_beta1_21 + leg1_alpha_C_12*leg2_beta1_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_beta1_20 + leg1_alpha_C_21*leg2_beta1_21 + leg1_alpha_C_22*leg2_beta1_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    cse21 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse21
+    leg2_Ci1_y = -cse21
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse22 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse22
+    leg2_Ci2_y = -cse22
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse23 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse23
+    leg2_Ci3_y = -cse23
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL1_z
     if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_rho2_x
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.5157196875168388*leg3_u_c2
+    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2
     leg3_B0_11 = -leg3_beta1_01*leg3_u_s2 + 0.8567573775040014*leg3_u_c2
     leg3_B0_12 = -leg3_beta1_02*leg3_u_s2
-    leg3_rho2_x = leg3_stroke + 0.7223228347298782
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
     leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
     leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
@@ -4457,25 +4737,25 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_rho2_x
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2
-    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354333*leg4_u_c2
+    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354326*leg4_u_c2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 0.722322834729878
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
@@ -4486,34 +4766,34 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_Q_20 = leg1_alpha_C_00*leg4_beta1_20 + leg1_alpha_C_02*leg4_beta1_22 + leg1_s_psi_z*leg4_beta1_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_beta1_20 + leg1_alpha_C_11*leg4_beta1_21 + leg1_alpha_C_12*leg4_beta1_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_beta1_20 + leg1_alpha_C_21*leg4_beta1_21 + leg1_alpha_C_22*leg4_beta1_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_rho2_x
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2
-    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354566*leg5_u_c2
+    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 0.7223228347298781
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
@@ -4524,34 +4804,34 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_Q_20 = leg1_alpha_C_00*leg5_beta1_20 + leg1_alpha_C_02*leg5_beta1_22 + leg1_s_psi_z*leg5_beta1_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_beta1_20 + leg1_alpha_C_11*leg5_beta1_21 + leg1_alpha_C_12*leg5_beta1_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_beta1_20 + leg1_alpha_C_21*leg5_beta1_21 + leg1_alpha_C_22*leg5_beta1_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.5157196875168393*leg6_u_c2
-    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040012*leg6_u_c2
+    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2
+    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2
     leg6_B0_12 = -leg6_beta1_02*leg6_u_s2
-    leg6_rho2_x = leg6_stroke + 0.7223228347298779
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
@@ -4563,25 +4843,25 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_Q_21 = leg1_alpha_C_10*leg6_beta1_20 + leg1_alpha_C_11*leg6_beta1_21 + leg1_alpha_C_12*leg6_beta1_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_beta1_20 + leg1_alpha_C_21*leg6_beta1_21 + leg1_alpha_C_22*leg6_beta1_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_rho2_x
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv3
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2
@@ -4591,8 +4871,6 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2
     leg1_H4_2 = leg1_Ci2_x*leg1_lu_inv3
     leg1_H4_1 = leg1_Ci3_x*leg1_lu_inv2
-    leg1_H5_2 = leg1_Ci2_y*leg1_lu_inv3
-    leg1_H5_1 = leg1_Ci3_y*leg1_lu_inv2
     leg1_H6_2 = leg1_Ci2_z*leg1_lu_inv3
     leg1_H6_1 = leg1_Ci3_z*leg1_lu_inv2
     leg2_H1_2 = leg2_B0_10*leg2_lu_inv3
@@ -4655,9 +4933,9 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_H5_1 = leg6_Ci3_y*leg6_lu_inv2
     leg6_H6_2 = leg6_Ci2_z*leg6_lu_inv3
     leg6_H6_1 = leg6_Ci3_z*leg6_lu_inv2
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
-    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_B0_00*v_x + leg2_B0_01*v_y + leg2_B0_02*v_z + leg2_Ci1_x*omega_x + leg2_Ci1_y*omega_y + leg2_Ci1_z*omega_z
@@ -4676,183 +4954,193 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_omega_p2_x = leg1_qd1*leg1_u_s2
     leg1_omega_p2_y = leg1_qd1*leg1_u_c2
     leg1_epsd2_x = leg1_omega_p2_y*leg1_qd2
-    cse12 = leg1_omega_p2_x*leg1_qd2
-    leg1_epsd2_y = -cse12
+    cse24 = leg1_omega_p2_x*leg1_qd2
+    leg1_epsd2_y = -cse24
     leg1_oo2_yy = leg1_omega_p2_y*leg1_omega_p2_y
     leg1_oo2_zz = leg1_qd2*leg1_qd2
     leg1_oo2_xy = leg1_omega_p2_x*leg1_omega_p2_y
-    leg1_oo2_xz = cse12
+    leg1_oo2_xz = cse24
     leg1_oo2_W_00 = -leg1_oo2_yy - leg1_oo2_zz
-    cse13 = leg1_oo2_W_00*leg1_stroke
-    leg1_a3_x = cse13
-    cse14 = 2.0*leg1_qd3
-    cse15 = cse14*leg1_qd2 + leg1_oo2_xy*leg1_stroke
-    leg1_a3_y = cse15
-    cse16 = leg1_epsd2_y*leg1_stroke
-    cse17 = cse14*leg1_omega_p2_y
-    leg1_a3_z = -cse16 - cse17 + leg1_oo2_xz*leg1_stroke
+    cse25 = leg1_oo2_W_00*leg1_stroke
+    leg1_a3_x = cse25
+    cse26 = 2.0*leg1_qd3
+    cse27 = cse26*leg1_qd2 + leg1_oo2_xy*leg1_stroke
+    leg1_a3_y = cse27
+    cse28 = leg1_epsd2_y*leg1_stroke
+    cse29 = cse26*leg1_omega_p2_y
+    leg1_a3_z = -cse28 - cse29 + leg1_oo2_xz*leg1_stroke
     leg2_omega_p2_x = leg2_qd1*leg2_u_s2
     leg2_omega_p2_y = leg2_qd1*leg2_u_c2
     leg2_epsd2_x = leg2_omega_p2_y*leg2_qd2
-    cse18 = leg2_omega_p2_x*leg2_qd2
-    leg2_epsd2_y = -cse18
+    cse30 = leg2_omega_p2_x*leg2_qd2
+    leg2_epsd2_y = -cse30
     leg2_oo2_yy = leg2_omega_p2_y*leg2_omega_p2_y
     leg2_oo2_zz = leg2_qd2*leg2_qd2
     leg2_oo2_xy = leg2_omega_p2_x*leg2_omega_p2_y
-    leg2_oo2_xz = cse18
+    leg2_oo2_xz = cse30
     leg2_oo2_W_00 = -leg2_oo2_yy - leg2_oo2_zz
-    cse19 = leg2_oo2_W_00*leg2_stroke
-    leg2_a3_x = cse19
-    cse20 = 2.0*leg2_qd3
-    cse21 = cse20*leg2_qd2 + leg2_oo2_xy*leg2_stroke
-    leg2_a3_y = cse21
-    cse22 = leg2_epsd2_y*leg2_stroke
-    cse23 = cse20*leg2_omega_p2_y
-    leg2_a3_z = -cse22 - cse23 + leg2_oo2_xz*leg2_stroke
+    cse31 = leg2_oo2_W_00*leg2_stroke
+    leg2_a3_x = cse31
+    cse32 = 2.0*leg2_qd3
+    cse33 = cse32*leg2_qd2 + leg2_oo2_xy*leg2_stroke
+    leg2_a3_y = cse33
+    cse34 = leg2_epsd2_y*leg2_stroke
+    cse35 = cse32*leg2_omega_p2_y
+    leg2_a3_z = -cse34 - cse35 + leg2_oo2_xz*leg2_stroke
     leg3_omega_p2_x = leg3_qd1*leg3_u_s2
     leg3_omega_p2_y = leg3_qd1*leg3_u_c2
     leg3_epsd2_x = leg3_omega_p2_y*leg3_qd2
-    cse24 = leg3_omega_p2_x*leg3_qd2
-    leg3_epsd2_y = -cse24
+    cse36 = leg3_omega_p2_x*leg3_qd2
+    leg3_epsd2_y = -cse36
     leg3_oo2_yy = leg3_omega_p2_y*leg3_omega_p2_y
     leg3_oo2_zz = leg3_qd2*leg3_qd2
     leg3_oo2_xy = leg3_omega_p2_x*leg3_omega_p2_y
-    leg3_oo2_xz = cse24
+    leg3_oo2_xz = cse36
     leg3_oo2_W_00 = -leg3_oo2_yy - leg3_oo2_zz
-    cse25 = leg3_oo2_W_00*leg3_stroke
-    leg3_a3_x = cse25
-    cse26 = 2.0*leg3_qd3
-    cse27 = cse26*leg3_qd2 + leg3_oo2_xy*leg3_stroke
-    leg3_a3_y = cse27
-    cse28 = leg3_epsd2_y*leg3_stroke
-    cse29 = cse26*leg3_omega_p2_y
-    leg3_a3_z = -cse28 - cse29 + leg3_oo2_xz*leg3_stroke
+    cse37 = leg3_oo2_W_00*leg3_stroke
+    leg3_a3_x = cse37
+    cse38 = 2.0*leg3_qd3
+    cse39 = cse38*leg3_qd2 + leg3_oo2_xy*leg3_stroke
+    leg3_a3_y = cse39
+    cse40 = leg3_epsd2_y*leg3_stroke
+    cse41 = cse38*leg3_omega_p2_y
+    leg3_a3_z = -cse40 - cse41 + leg3_oo2_xz*leg3_stroke
     leg4_omega_p2_x = leg4_qd1*leg4_u_s2
     leg4_omega_p2_y = leg4_qd1*leg4_u_c2
     leg4_epsd2_x = leg4_omega_p2_y*leg4_qd2
-    cse30 = leg4_omega_p2_x*leg4_qd2
-    leg4_epsd2_y = -cse30
+    cse42 = leg4_omega_p2_x*leg4_qd2
+    leg4_epsd2_y = -cse42
     leg4_oo2_yy = leg4_omega_p2_y*leg4_omega_p2_y
     leg4_oo2_zz = leg4_qd2*leg4_qd2
     leg4_oo2_xy = leg4_omega_p2_x*leg4_omega_p2_y
-    leg4_oo2_xz = cse30
+    leg4_oo2_xz = cse42
     leg4_oo2_W_00 = -leg4_oo2_yy - leg4_oo2_zz
-    cse31 = leg4_oo2_W_00*leg4_stroke
-    leg4_a3_x = cse31
-    cse32 = 2.0*leg4_qd3
-    cse33 = cse32*leg4_qd2 + leg4_oo2_xy*leg4_stroke
-    leg4_a3_y = cse33
-    cse34 = leg4_epsd2_y*leg4_stroke
-    cse35 = cse32*leg4_omega_p2_y
-    leg4_a3_z = -cse34 - cse35 + leg4_oo2_xz*leg4_stroke
+    cse43 = leg4_oo2_W_00*leg4_stroke
+    leg4_a3_x = cse43
+    cse44 = 2.0*leg4_qd3
+    cse45 = cse44*leg4_qd2 + leg4_oo2_xy*leg4_stroke
+    leg4_a3_y = cse45
+    cse46 = leg4_epsd2_y*leg4_stroke
+    cse47 = cse44*leg4_omega_p2_y
+    leg4_a3_z = -cse46 - cse47 + leg4_oo2_xz*leg4_stroke
     leg5_omega_p2_x = leg5_qd1*leg5_u_s2
     leg5_omega_p2_y = leg5_qd1*leg5_u_c2
     leg5_epsd2_x = leg5_omega_p2_y*leg5_qd2
-    cse36 = leg5_omega_p2_x*leg5_qd2
-    leg5_epsd2_y = -cse36
+    cse48 = leg5_omega_p2_x*leg5_qd2
+    leg5_epsd2_y = -cse48
     leg5_oo2_yy = leg5_omega_p2_y*leg5_omega_p2_y
     leg5_oo2_zz = leg5_qd2*leg5_qd2
     leg5_oo2_xy = leg5_omega_p2_x*leg5_omega_p2_y
-    leg5_oo2_xz = cse36
+    leg5_oo2_xz = cse48
     leg5_oo2_W_00 = -leg5_oo2_yy - leg5_oo2_zz
-    cse37 = leg5_oo2_W_00*leg5_stroke
-    leg5_a3_x = cse37
-    cse38 = 2.0*leg5_qd3
-    cse39 = cse38*leg5_qd2 + leg5_oo2_xy*leg5_stroke
-    leg5_a3_y = cse39
-    cse40 = leg5_epsd2_y*leg5_stroke
-    cse41 = cse38*leg5_omega_p2_y
-    leg5_a3_z = -cse40 - cse41 + leg5_oo2_xz*leg5_stroke
+    cse49 = leg5_oo2_W_00*leg5_stroke
+    leg5_a3_x = cse49
+    cse50 = 2.0*leg5_qd3
+    cse51 = cse50*leg5_qd2 + leg5_oo2_xy*leg5_stroke
+    leg5_a3_y = cse51
+    cse52 = leg5_epsd2_y*leg5_stroke
+    cse53 = cse50*leg5_omega_p2_y
+    leg5_a3_z = -cse52 - cse53 + leg5_oo2_xz*leg5_stroke
     leg6_omega_p2_x = leg6_qd1*leg6_u_s2
     leg6_omega_p2_y = leg6_qd1*leg6_u_c2
     leg6_epsd2_x = leg6_omega_p2_y*leg6_qd2
-    cse42 = leg6_omega_p2_x*leg6_qd2
-    leg6_epsd2_y = -cse42
+    cse54 = leg6_omega_p2_x*leg6_qd2
+    leg6_epsd2_y = -cse54
     leg6_oo2_yy = leg6_omega_p2_y*leg6_omega_p2_y
     leg6_oo2_zz = leg6_qd2*leg6_qd2
     leg6_oo2_xy = leg6_omega_p2_x*leg6_omega_p2_y
-    leg6_oo2_xz = cse42
+    leg6_oo2_xz = cse54
     leg6_oo2_W_00 = -leg6_oo2_yy - leg6_oo2_zz
-    cse43 = leg6_oo2_W_00*leg6_stroke
-    leg6_a3_x = cse43
-    cse44 = 2.0*leg6_qd3
-    cse45 = cse44*leg6_qd2 + leg6_oo2_xy*leg6_stroke
-    leg6_a3_y = cse45
-    cse46 = leg6_epsd2_y*leg6_stroke
-    cse47 = cse44*leg6_omega_p2_y
-    leg6_a3_z = -cse46 - cse47 + leg6_oo2_xz*leg6_stroke
-    cse48 = 0.45961940777125593*oo_C_W_00
-    cse49 = 0.4596194077712559*oo_C_xy
-    cse50 = cse48 - cse49
-    cse51 = 0.4596194077712559*oo_C_W_11
-    cse52 = -cse51 + 0.45961940777125593*oo_C_xy
-    cse53 = 0.45961940777125593*oo_C_xz
-    cse54 = 0.4596194077712559*oo_C_yz
-    cse55 = cse53 - cse54
-    leg1_cC_x = cse50*leg1_Q_00 + cse52*leg1_Q_01 + cse55*leg1_Q_02
-    leg1_cC_y = cse50*leg1_Q_10 + cse52*leg1_Q_11 + cse55*leg1_Q_12
-    leg1_cC_z = cse50*leg1_Q_20 + cse52*leg1_Q_21 + cse55*leg1_Q_22
+    cse55 = leg6_oo2_W_00*leg6_stroke
+    leg6_a3_x = cse55
+    cse56 = 2.0*leg6_qd3
+    cse57 = cse56*leg6_qd2 + leg6_oo2_xy*leg6_stroke
+    leg6_a3_y = cse57
+    cse58 = leg6_epsd2_y*leg6_stroke
+    cse59 = cse56*leg6_omega_p2_y
+    leg6_a3_z = -cse58 - cse59 + leg6_oo2_xz*leg6_stroke
+    cse60 = 0.45961940777125593*oo_C_W_00
+    cse61 = 0.45961940777125593*oo_C_xy
+    cse62 = -cse61
+    cse63 = cse60 + cse62
+    cse64 = 0.45961940777125593*oo_C_W_11
+    cse65 = -cse62 - cse64
+    cse66 = 0.45961940777125593*oo_C_xz
+    cse67 = 0.45961940777125593*oo_C_yz
+    cse68 = cse66 - cse67
+    leg1_cC_x = cse63*leg1_Q_00 + cse65*leg1_Q_01 + cse68*leg1_Q_02
+    leg1_cC_y = cse63*leg1_Q_10 + cse65*leg1_Q_11 + cse68*leg1_Q_12
+    leg1_cC_z = cse63*leg1_Q_20 + cse65*leg1_Q_21 + cse68*leg1_Q_22
     leg1_c1 = -leg1_a3_x + leg1_cC_x - 0.7223228347298781*leg1_oo2_W_00
     leg1_c2 = -leg1_a3_y + leg1_cC_y - 0.7223228347298781*leg1_oo2_xy
     leg1_c3 = -leg1_a3_z + leg1_cC_z + 0.7223228347298781*leg1_epsd2_y - 0.7223228347298781*leg1_oo2_xz
     leg1_h2 = leg1_c2*leg1_lu_inv3
     leg1_h1 = leg1_c3*leg1_lu_inv2
-    cse56 = cse48 + cse49
-    cse57 = cse51 + 0.45961940777125593*oo_C_xy
-    cse58 = cse53 + cse54
-    leg2_cC_x = cse56*leg2_Q_00 + cse57*leg2_Q_01 + cse58*leg2_Q_02
-    leg2_cC_y = cse56*leg2_Q_10 + cse57*leg2_Q_11 + cse58*leg2_Q_12
-    leg2_cC_z = cse56*leg2_Q_20 + cse57*leg2_Q_21 + cse58*leg2_Q_22
+    cse69 = cse60 + cse61
+    cse70 = cse61 + cse64
+    cse71 = cse66 + cse67
+    leg2_cC_x = cse69*leg2_Q_00 + cse70*leg2_Q_01 + cse71*leg2_Q_02
+    leg2_cC_y = cse69*leg2_Q_10 + cse70*leg2_Q_11 + cse71*leg2_Q_12
+    leg2_cC_z = cse69*leg2_Q_20 + cse70*leg2_Q_21 + cse71*leg2_Q_22
     leg2_c1 = -leg2_a3_x + leg2_cC_x - 0.7223228347298781*leg2_oo2_W_00
     leg2_c2 = -leg2_a3_y + leg2_cC_y - 0.7223228347298781*leg2_oo2_xy
     leg2_c3 = -leg2_a3_z + leg2_cC_z + 0.7223228347298781*leg2_epsd2_y - 0.7223228347298781*leg2_oo2_xz
     leg2_h2 = leg2_c2*leg2_lu_inv3
     leg2_h1 = leg2_c3*leg2_lu_inv2
-    cse59 = 0.6278517870878945*oo_C_xy
-    cse60 = cse59 + 0.16823237931663848*oo_C_W_00
-    cse61 = 0.6278517870878945*oo_C_W_11
-    cse62 = cse61 + 0.16823237931663848*oo_C_xy
-    cse63 = 0.6278517870878945*oo_C_yz
-    cse64 = cse63 + 0.16823237931663848*oo_C_xz
-    leg3_cC_x = cse60*leg3_Q_00 + cse62*leg3_Q_01 + cse64*leg3_Q_02
-    leg3_cC_y = cse60*leg3_Q_10 + cse62*leg3_Q_11 + cse64*leg3_Q_12
-    leg3_cC_z = cse60*leg3_Q_20 + cse62*leg3_Q_21 + cse64*leg3_Q_22
-    leg3_c1 = -leg3_a3_x + leg3_cC_x - 0.7223228347298782*leg3_oo2_W_00
-    leg3_c2 = -leg3_a3_y + leg3_cC_y - 0.7223228347298782*leg3_oo2_xy
-    leg3_c3 = -leg3_a3_z + leg3_cC_z + 0.7223228347298782*leg3_epsd2_y - 0.7223228347298782*leg3_oo2_xz
+    cse72 = 0.16823237931663848*oo_C_W_00
+    cse73 = 0.6278517870878945*oo_C_xy
+    cse74 = cse72 + cse73
+    cse75 = 0.16823237931663848*oo_C_xy
+    cse76 = 0.6278517870878945*oo_C_W_11
+    cse77 = cse75 + cse76
+    cse78 = 0.16823237931663848*oo_C_xz
+    cse79 = 0.6278517870878945*oo_C_yz
+    cse80 = cse78 + cse79
+    leg3_cC_x = cse74*leg3_Q_00 + cse77*leg3_Q_01 + cse80*leg3_Q_02
+    leg3_cC_y = cse74*leg3_Q_10 + cse77*leg3_Q_11 + cse80*leg3_Q_12
+    leg3_cC_z = cse74*leg3_Q_20 + cse77*leg3_Q_21 + cse80*leg3_Q_22
+    leg3_c1 = -leg3_a3_x + leg3_cC_x - 0.7223228347298781*leg3_oo2_W_00
+    leg3_c2 = -leg3_a3_y + leg3_cC_y - 0.7223228347298781*leg3_oo2_xy
+    leg3_c3 = -leg3_a3_z + leg3_cC_z + 0.7223228347298781*leg3_epsd2_y - 0.7223228347298781*leg3_oo2_xz
     leg3_h2 = leg3_c2*leg3_lu_inv3
     leg3_h1 = leg3_c3*leg3_lu_inv2
-    cse65 = -0.6278517870878944*oo_C_W_00 + 0.16823237931663867*oo_C_xy
-    cse66 = 0.16823237931663867*oo_C_W_11 - 0.6278517870878944*oo_C_xy
-    cse67 = -0.6278517870878944*oo_C_xz + 0.16823237931663867*oo_C_yz
-    leg4_cC_x = cse65*leg4_Q_00 + cse66*leg4_Q_01 + cse67*leg4_Q_02
-    leg4_cC_y = cse65*leg4_Q_10 + cse66*leg4_Q_11 + cse67*leg4_Q_12
-    leg4_cC_z = cse65*leg4_Q_20 + cse66*leg4_Q_21 + cse67*leg4_Q_22
-    leg4_c1 = -leg4_a3_x + leg4_cC_x - 0.722322834729878*leg4_oo2_W_00
-    leg4_c2 = -leg4_a3_y + leg4_cC_y - 0.722322834729878*leg4_oo2_xy
-    leg4_c3 = -leg4_a3_z + leg4_cC_z + 0.722322834729878*leg4_epsd2_y - 0.722322834729878*leg4_oo2_xz
+    cse81 = 0.6278517870878945*oo_C_W_00
+    cse82 = -cse75
+    cse83 = -cse81 - cse82
+    cse84 = 0.16823237931663848*oo_C_W_11
+    cse85 = -cse73
+    cse86 = cse84 + cse85
+    cse87 = 0.6278517870878945*oo_C_xz
+    cse88 = 0.16823237931663848*oo_C_yz
+    cse89 = -cse87 + cse88
+    leg4_cC_x = cse83*leg4_Q_00 + cse86*leg4_Q_01 + cse89*leg4_Q_02
+    leg4_cC_y = cse83*leg4_Q_10 + cse86*leg4_Q_11 + cse89*leg4_Q_12
+    leg4_cC_z = cse83*leg4_Q_20 + cse86*leg4_Q_21 + cse89*leg4_Q_22
+    leg4_c1 = -leg4_a3_x + leg4_cC_x - 0.7223228347298782*leg4_oo2_W_00
+    leg4_c2 = -leg4_a3_y + leg4_cC_y - 0.7223228347298782*leg4_oo2_xy
+    leg4_c3 = -leg4_a3_z + leg4_cC_z + 0.7223228347298782*leg4_epsd2_y - 0.7223228347298782*leg4_oo2_xz
     leg4_h2 = leg4_c2*leg4_lu_inv3
     leg4_h1 = leg4_c3*leg4_lu_inv2
-    cse68 = -0.6278517870878945*oo_C_W_00 - 0.16823237931663854*oo_C_xy
-    cse69 = -cse59 - 0.16823237931663854*oo_C_W_11
-    cse70 = -0.6278517870878945*oo_C_xz - 0.16823237931663854*oo_C_yz
-    leg5_cC_x = cse68*leg5_Q_00 + cse69*leg5_Q_01 + cse70*leg5_Q_02
-    leg5_cC_y = cse68*leg5_Q_10 + cse69*leg5_Q_11 + cse70*leg5_Q_12
-    leg5_cC_z = cse68*leg5_Q_20 + cse69*leg5_Q_21 + cse70*leg5_Q_22
-    leg5_c1 = -leg5_a3_x + leg5_cC_x - 0.7223228347298781*leg5_oo2_W_00
-    leg5_c2 = -leg5_a3_y + leg5_cC_y - 0.7223228347298781*leg5_oo2_xy
-    leg5_c3 = -leg5_a3_z + leg5_cC_z + 0.7223228347298781*leg5_epsd2_y - 0.7223228347298781*leg5_oo2_xz
+    cse90 = -cse75 - cse81
+    cse91 = -cse73 - cse84
+    cse92 = -cse87 - cse88
+    leg5_cC_x = cse90*leg5_Q_00 + cse91*leg5_Q_01 + cse92*leg5_Q_02
+    leg5_cC_y = cse90*leg5_Q_10 + cse91*leg5_Q_11 + cse92*leg5_Q_12
+    leg5_cC_z = cse90*leg5_Q_20 + cse91*leg5_Q_21 + cse92*leg5_Q_22
+    leg5_c1 = -leg5_a3_x + leg5_cC_x - 0.7223228347298782*leg5_oo2_W_00
+    leg5_c2 = -leg5_a3_y + leg5_cC_y - 0.7223228347298782*leg5_oo2_xy
+    leg5_c3 = -leg5_a3_z + leg5_cC_z + 0.7223228347298782*leg5_epsd2_y - 0.7223228347298782*leg5_oo2_xz
     leg5_h2 = leg5_c2*leg5_lu_inv3
     leg5_h1 = leg5_c3*leg5_lu_inv2
-    cse71 = -cse59 + 0.1682323793166382*oo_C_W_00
-    cse72 = -cse61 + 0.1682323793166382*oo_C_xy
-    cse73 = -cse63 + 0.1682323793166382*oo_C_xz
-    leg6_cC_x = cse71*leg6_Q_00 + cse72*leg6_Q_01 + cse73*leg6_Q_02
-    leg6_cC_y = cse71*leg6_Q_10 + cse72*leg6_Q_11 + cse73*leg6_Q_12
-    leg6_cC_z = cse71*leg6_Q_20 + cse72*leg6_Q_21 + cse73*leg6_Q_22
-    leg6_c1 = -leg6_a3_x + leg6_cC_x - 0.7223228347298779*leg6_oo2_W_00
-    leg6_c2 = -leg6_a3_y + leg6_cC_y - 0.7223228347298779*leg6_oo2_xy
-    leg6_c3 = -leg6_a3_z + leg6_cC_z + 0.7223228347298779*leg6_epsd2_y - 0.7223228347298779*leg6_oo2_xz
+    cse93 = cse72 + cse85
+    cse94 = -cse76 - cse82
+    cse95 = cse78 - cse79
+    leg6_cC_x = cse93*leg6_Q_00 + cse94*leg6_Q_01 + cse95*leg6_Q_02
+    leg6_cC_y = cse93*leg6_Q_10 + cse94*leg6_Q_11 + cse95*leg6_Q_12
+    leg6_cC_z = cse93*leg6_Q_20 + cse94*leg6_Q_21 + cse95*leg6_Q_22
+    leg6_c1 = -leg6_a3_x + leg6_cC_x - 0.7223228347298781*leg6_oo2_W_00
+    leg6_c2 = -leg6_a3_y + leg6_cC_y - 0.7223228347298781*leg6_oo2_xy
+    leg6_c3 = -leg6_a3_z + leg6_cC_z + 0.7223228347298781*leg6_epsd2_y - 0.7223228347298781*leg6_oo2_xz
     leg6_h2 = leg6_c2*leg6_lu_inv3
     leg6_h1 = leg6_c3*leg6_lu_inv2
     leg1_Ic2_11 = 2.0*leg1_stroke*leg1_stroke + (1.8)*leg1_stroke + 0.5653
@@ -4910,14 +5198,14 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_Qa2 = -0.5*leg6_qd2
     leg6_Qa3 = F_leg6 - leg6_qd3*p_c_leg - leg6_stroke*p_k_leg + p_preload
     leg1_a1_x = -g_x*leg1_beta1_00 - g_y*leg1_beta1_01 - g_z*leg1_beta1_02
-    cse74 = 0.48411381003978005*g_x
-    leg1_a1_y = -cse74 + 0.8750050393733557*g_y
+    cse96 = 0.4841138100397801*g_x
+    leg1_a1_y = -cse96 + 0.8750050393733557*g_y
     leg1_a1_z = -g_x*leg1_beta1_20 - g_y*leg1_beta1_21 - g_z*leg1_beta1_22
     leg1_a2_x = leg1_a1_x*leg1_u_c2 + leg1_a1_y*leg1_u_s2
     leg1_a2_y = -leg1_a1_x*leg1_u_s2 + leg1_a1_y*leg1_u_c2
-    leg1_a3_x_2 = cse13 + leg1_a2_x
-    leg1_a3_y_2 = cse15 + leg1_a2_y
-    leg1_a3_z_2 = -cse16 - cse17 + leg1_a1_z + leg1_oo2_xz*leg1_stroke
+    leg1_a3_x_2 = cse25 + leg1_a2_x
+    leg1_a3_y_2 = cse27 + leg1_a2_y
+    leg1_a3_z_2 = -cse28 - cse29 + leg1_a1_z + leg1_oo2_xz*leg1_stroke
     leg1_F3_x = 2.0*leg1_a3_x_2 + (0.9)*leg1_oo2_W_00
     leg1_F3_y = 2.0*leg1_a3_y_2 + (0.9)*leg1_oo2_xy
     leg1_F3_z = 2.0*leg1_a3_z_2 - 0.9*leg1_epsd2_y + (0.9)*leg1_oo2_xz
@@ -4932,13 +5220,13 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_b2 = -leg1_N2_z + leg1_Qa2
     leg1_b3 = -leg1_F3_x + leg1_Qa3
     leg2_a1_x = -g_x*leg2_beta1_00 - g_y*leg2_beta1_01 - g_z*leg2_beta1_02
-    leg2_a1_y = cse74 + 0.8750050393733557*g_y
+    leg2_a1_y = cse96 + 0.8750050393733557*g_y
     leg2_a1_z = -g_x*leg2_beta1_20 - g_y*leg2_beta1_21 - g_z*leg2_beta1_22
     leg2_a2_x = leg2_a1_x*leg2_u_c2 + leg2_a1_y*leg2_u_s2
     leg2_a2_y = -leg2_a1_x*leg2_u_s2 + leg2_a1_y*leg2_u_c2
-    leg2_a3_x_2 = cse19 + leg2_a2_x
-    leg2_a3_y_2 = cse21 + leg2_a2_y
-    leg2_a3_z_2 = -cse22 - cse23 + leg2_a1_z + leg2_oo2_xz*leg2_stroke
+    leg2_a3_x_2 = cse31 + leg2_a2_x
+    leg2_a3_y_2 = cse33 + leg2_a2_y
+    leg2_a3_z_2 = -cse34 - cse35 + leg2_a1_z + leg2_oo2_xz*leg2_stroke
     leg2_F3_x = 2.0*leg2_a3_x_2 + (0.9)*leg2_oo2_W_00
     leg2_F3_y = 2.0*leg2_a3_y_2 + (0.9)*leg2_oo2_xy
     leg2_F3_z = 2.0*leg2_a3_z_2 - 0.9*leg2_epsd2_y + (0.9)*leg2_oo2_xz
@@ -4953,13 +5241,15 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_b2 = -leg2_N2_z + leg2_Qa2
     leg2_b3 = -leg2_F3_x + leg2_Qa3
     leg3_a1_x = -g_x*leg3_beta1_00 - g_y*leg3_beta1_01 - g_z*leg3_beta1_02
-    leg3_a1_y = -0.5157196875168388*g_x - 0.8567573775040014*g_y
+    cse97 = 0.8567573775040014*g_y
+    cse98 = 0.515719687516839*g_x
+    leg3_a1_y = -cse97 - cse98
     leg3_a1_z = -g_x*leg3_beta1_20 - g_y*leg3_beta1_21 - g_z*leg3_beta1_22
     leg3_a2_x = leg3_a1_x*leg3_u_c2 + leg3_a1_y*leg3_u_s2
     leg3_a2_y = -leg3_a1_x*leg3_u_s2 + leg3_a1_y*leg3_u_c2
-    leg3_a3_x_2 = cse25 + leg3_a2_x
-    leg3_a3_y_2 = cse27 + leg3_a2_y
-    leg3_a3_z_2 = -cse28 - cse29 + leg3_a1_z + leg3_oo2_xz*leg3_stroke
+    leg3_a3_x_2 = cse37 + leg3_a2_x
+    leg3_a3_y_2 = cse39 + leg3_a2_y
+    leg3_a3_z_2 = -cse40 - cse41 + leg3_a1_z + leg3_oo2_xz*leg3_stroke
     leg3_F3_x = 2.0*leg3_a3_x_2 + (0.9)*leg3_oo2_W_00
     leg3_F3_y = 2.0*leg3_a3_y_2 + (0.9)*leg3_oo2_xy
     leg3_F3_z = 2.0*leg3_a3_z_2 - 0.9*leg3_epsd2_y + (0.9)*leg3_oo2_xz
@@ -4974,14 +5264,15 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_b2 = -leg3_N2_z + leg3_Qa2
     leg3_b3 = -leg3_F3_x + leg3_Qa3
     leg4_a1_x = -g_x*leg4_beta1_00 - g_y*leg4_beta1_01 - g_z*leg4_beta1_02
-    cse75 = 0.999833497556619*g_x
-    leg4_a1_y = -cse75 - 0.018247661869354333*g_y
+    cse99 = 0.999833497556619*g_x
+    cse100 = 0.018247661869354326*g_y
+    leg4_a1_y = -cse100 - cse99
     leg4_a1_z = -g_x*leg4_beta1_20 - g_y*leg4_beta1_21 - g_z*leg4_beta1_22
     leg4_a2_x = leg4_a1_x*leg4_u_c2 + leg4_a1_y*leg4_u_s2
     leg4_a2_y = -leg4_a1_x*leg4_u_s2 + leg4_a1_y*leg4_u_c2
-    leg4_a3_x_2 = cse31 + leg4_a2_x
-    leg4_a3_y_2 = cse33 + leg4_a2_y
-    leg4_a3_z_2 = -cse34 - cse35 + leg4_a1_z + leg4_oo2_xz*leg4_stroke
+    leg4_a3_x_2 = cse43 + leg4_a2_x
+    leg4_a3_y_2 = cse45 + leg4_a2_y
+    leg4_a3_z_2 = -cse46 - cse47 + leg4_a1_z + leg4_oo2_xz*leg4_stroke
     leg4_F3_x = 2.0*leg4_a3_x_2 + (0.9)*leg4_oo2_W_00
     leg4_F3_y = 2.0*leg4_a3_y_2 + (0.9)*leg4_oo2_xy
     leg4_F3_z = 2.0*leg4_a3_z_2 - 0.9*leg4_epsd2_y + (0.9)*leg4_oo2_xz
@@ -4996,13 +5287,13 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_b2 = -leg4_N2_z + leg4_Qa2
     leg4_b3 = -leg4_F3_x + leg4_Qa3
     leg5_a1_x = -g_x*leg5_beta1_00 - g_y*leg5_beta1_01 - g_z*leg5_beta1_02
-    leg5_a1_y = cse75 - 0.018247661869354566*g_y
+    leg5_a1_y = -cse100 + cse99
     leg5_a1_z = -g_x*leg5_beta1_20 - g_y*leg5_beta1_21 - g_z*leg5_beta1_22
     leg5_a2_x = leg5_a1_x*leg5_u_c2 + leg5_a1_y*leg5_u_s2
     leg5_a2_y = -leg5_a1_x*leg5_u_s2 + leg5_a1_y*leg5_u_c2
-    leg5_a3_x_2 = cse37 + leg5_a2_x
-    leg5_a3_y_2 = cse39 + leg5_a2_y
-    leg5_a3_z_2 = -cse40 - cse41 + leg5_a1_z + leg5_oo2_xz*leg5_stroke
+    leg5_a3_x_2 = cse49 + leg5_a2_x
+    leg5_a3_y_2 = cse51 + leg5_a2_y
+    leg5_a3_z_2 = -cse52 - cse53 + leg5_a1_z + leg5_oo2_xz*leg5_stroke
     leg5_F3_x = 2.0*leg5_a3_x_2 + (0.9)*leg5_oo2_W_00
     leg5_F3_y = 2.0*leg5_a3_y_2 + (0.9)*leg5_oo2_xy
     leg5_F3_z = 2.0*leg5_a3_z_2 - 0.9*leg5_epsd2_y + (0.9)*leg5_oo2_xz
@@ -5017,13 +5308,13 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_b2 = -leg5_N2_z + leg5_Qa2
     leg5_b3 = -leg5_F3_x + leg5_Qa3
     leg6_a1_x = -g_x*leg6_beta1_00 - g_y*leg6_beta1_01 - g_z*leg6_beta1_02
-    leg6_a1_y = 0.5157196875168393*g_x - 0.8567573775040012*g_y
+    leg6_a1_y = -cse97 + cse98
     leg6_a1_z = -g_x*leg6_beta1_20 - g_y*leg6_beta1_21 - g_z*leg6_beta1_22
     leg6_a2_x = leg6_a1_x*leg6_u_c2 + leg6_a1_y*leg6_u_s2
     leg6_a2_y = -leg6_a1_x*leg6_u_s2 + leg6_a1_y*leg6_u_c2
-    leg6_a3_x_2 = cse43 + leg6_a2_x
-    leg6_a3_y_2 = cse45 + leg6_a2_y
-    leg6_a3_z_2 = -cse46 - cse47 + leg6_a1_z + leg6_oo2_xz*leg6_stroke
+    leg6_a3_x_2 = cse55 + leg6_a2_x
+    leg6_a3_y_2 = cse57 + leg6_a2_y
+    leg6_a3_z_2 = -cse58 - cse59 + leg6_a1_z + leg6_oo2_xz*leg6_stroke
     leg6_F3_x = 2.0*leg6_a3_x_2 + (0.9)*leg6_oo2_W_00
     leg6_F3_y = 2.0*leg6_a3_y_2 + (0.9)*leg6_oo2_xy
     leg6_F3_z = 2.0*leg6_a3_z_2 - 0.9*leg6_epsd2_y + (0.9)*leg6_oo2_xz
@@ -5041,19 +5332,16 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_AH12 = leg1_H2_1*leg1_IJ2_11
     leg1_AH13 = leg1_H3_1*leg1_IJ2_11
     leg1_AH14 = leg1_H4_1*leg1_IJ2_11
-    leg1_AH15 = leg1_H5_1*leg1_IJ2_11
     leg1_AH16 = leg1_H6_1*leg1_IJ2_11
     leg1_AH21 = leg1_H1_2*leg1_Ic2_11
     leg1_AH22 = leg1_H2_2*leg1_Ic2_11
     leg1_AH23 = leg1_H3_2*leg1_Ic2_11
     leg1_AH24 = leg1_H4_2*leg1_Ic2_11
-    leg1_AH25 = leg1_H5_2*leg1_Ic2_11
     leg1_AH26 = leg1_H6_2*leg1_Ic2_11
     leg1_AH31 = 2.0*leg1_B0_00
     leg1_AH32 = 2.0*leg1_B0_01
     leg1_AH33 = 2.0*leg1_B0_02
     leg1_AH34 = 2.0*leg1_Ci1_x
-    leg1_AH35 = 2.0*leg1_Ci1_y
     leg1_AH36 = 2.0*leg1_Ci1_z
     leg1_r1 = -leg1_IJ2_11*leg1_h1 + leg1_b1
     leg1_r2 = -leg1_Ic2_11*leg1_h2 + leg1_b2
@@ -5166,29 +5454,36 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     A_star11 = leg1_AH11*leg1_H1_1 + leg1_AH21*leg1_H1_2 + leg1_AH31*leg1_B0_00 + leg2_AH11*leg2_H1_1 + leg2_AH21*leg2_H1_2 + leg2_AH31*leg2_B0_00 + leg3_AH11*leg3_H1_1 + leg3_AH21*leg3_H1_2 + leg3_AH31*leg3_B0_00 + leg4_AH11*leg4_H1_1 + leg4_AH21*leg4_H1_2 + leg4_AH31*leg4_B0_00 + leg5_AH11*leg5_H1_1 + leg5_AH21*leg5_H1_2 + leg5_AH31*leg5_B0_00 + leg6_AH11*leg6_H1_1 + leg6_AH21*leg6_H1_2 + leg6_AH31*leg6_B0_00 + p_m_ring
     A_star12 = leg1_AH12*leg1_H1_1 + leg1_AH22*leg1_H1_2 + leg1_AH32*leg1_B0_00 + leg2_AH12*leg2_H1_1 + leg2_AH22*leg2_H1_2 + leg2_AH32*leg2_B0_00 + leg3_AH12*leg3_H1_1 + leg3_AH22*leg3_H1_2 + leg3_AH32*leg3_B0_00 + leg4_AH12*leg4_H1_1 + leg4_AH22*leg4_H1_2 + leg4_AH32*leg4_B0_00 + leg5_AH12*leg5_H1_1 + leg5_AH22*leg5_H1_2 + leg5_AH32*leg5_B0_00 + leg6_AH12*leg6_H1_1 + leg6_AH22*leg6_H1_2 + leg6_AH32*leg6_B0_00
     A_star13 = leg1_AH13*leg1_H1_1 + leg1_AH23*leg1_H1_2 + leg1_AH33*leg1_B0_00 + leg2_AH13*leg2_H1_1 + leg2_AH23*leg2_H1_2 + leg2_AH33*leg2_B0_00 + leg3_AH13*leg3_H1_1 + leg3_AH23*leg3_H1_2 + leg3_AH33*leg3_B0_00 + leg4_AH13*leg4_H1_1 + leg4_AH23*leg4_H1_2 + leg4_AH33*leg4_B0_00 + leg5_AH13*leg5_H1_1 + leg5_AH23*leg5_H1_2 + leg5_AH33*leg5_B0_00 + leg6_AH13*leg6_H1_1 + leg6_AH23*leg6_H1_2 + leg6_AH33*leg6_B0_00
-    A_star14 = leg1_AH14*leg1_H1_1 + leg1_AH24*leg1_H1_2 + leg1_AH34*leg1_B0_00 + leg2_AH14*leg2_H1_1 + leg2_AH24*leg2_H1_2 + leg2_AH34*leg2_B0_00 + leg3_AH14*leg3_H1_1 + leg3_AH24*leg3_H1_2 + leg3_AH34*leg3_B0_00 + leg4_AH14*leg4_H1_1 + leg4_AH24*leg4_H1_2 + leg4_AH34*leg4_B0_00 + leg5_AH14*leg5_H1_1 + leg5_AH24*leg5_H1_2 + leg5_AH34*leg5_B0_00 + leg6_AH14*leg6_H1_1 + leg6_AH24*leg6_H1_2 + leg6_AH34*leg6_B0_00
-    A_star15 = leg1_AH15*leg1_H1_1 + leg1_AH25*leg1_H1_2 + leg1_AH35*leg1_B0_00 + leg2_AH15*leg2_H1_1 + leg2_AH25*leg2_H1_2 + leg2_AH35*leg2_B0_00 + leg3_AH15*leg3_H1_1 + leg3_AH25*leg3_H1_2 + leg3_AH35*leg3_B0_00 + leg4_AH15*leg4_H1_1 + leg4_AH25*leg4_H1_2 + leg4_AH35*leg4_B0_00 + leg5_AH15*leg5_H1_1 + leg5_AH25*leg5_H1_2 + leg5_AH35*leg5_B0_00 + leg6_AH15*leg6_H1_1 + leg6_AH25*leg6_H1_2 + leg6_AH35*leg6_B0_00
+    cse101 = leg1_AH14*leg1_H1_1 + leg1_AH24*leg1_H1_2 + leg1_AH34*leg1_B0_00
+    A_star14 = cse101 + leg2_AH14*leg2_H1_1 + leg2_AH24*leg2_H1_2 + leg2_AH34*leg2_B0_00 + leg3_AH14*leg3_H1_1 + leg3_AH24*leg3_H1_2 + leg3_AH34*leg3_B0_00 + leg4_AH14*leg4_H1_1 + leg4_AH24*leg4_H1_2 + leg4_AH34*leg4_B0_00 + leg5_AH14*leg5_H1_1 + leg5_AH24*leg5_H1_2 + leg5_AH34*leg5_B0_00 + leg6_AH14*leg6_H1_1 + leg6_AH24*leg6_H1_2 + leg6_AH34*leg6_B0_00
+    A_star15 = cse101 + leg2_AH15*leg2_H1_1 + leg2_AH25*leg2_H1_2 + leg2_AH35*leg2_B0_00 + leg3_AH15*leg3_H1_1 + leg3_AH25*leg3_H1_2 + leg3_AH35*leg3_B0_00 + leg4_AH15*leg4_H1_1 + leg4_AH25*leg4_H1_2 + leg4_AH35*leg4_B0_00 + leg5_AH15*leg5_H1_1 + leg5_AH25*leg5_H1_2 + leg5_AH35*leg5_B0_00 + leg6_AH15*leg6_H1_1 + leg6_AH25*leg6_H1_2 + leg6_AH35*leg6_B0_00
     A_star16 = leg1_AH16*leg1_H1_1 + leg1_AH26*leg1_H1_2 + leg1_AH36*leg1_B0_00 + leg2_AH16*leg2_H1_1 + leg2_AH26*leg2_H1_2 + leg2_AH36*leg2_B0_00 + leg3_AH16*leg3_H1_1 + leg3_AH26*leg3_H1_2 + leg3_AH36*leg3_B0_00 + leg4_AH16*leg4_H1_1 + leg4_AH26*leg4_H1_2 + leg4_AH36*leg4_B0_00 + leg5_AH16*leg5_H1_1 + leg5_AH26*leg5_H1_2 + leg5_AH36*leg5_B0_00 + leg6_AH16*leg6_H1_1 + leg6_AH26*leg6_H1_2 + leg6_AH36*leg6_B0_00
     A_star22 = leg1_AH12*leg1_H2_1 + leg1_AH22*leg1_H2_2 + leg1_AH32*leg1_B0_01 + leg2_AH12*leg2_H2_1 + leg2_AH22*leg2_H2_2 + leg2_AH32*leg2_B0_01 + leg3_AH12*leg3_H2_1 + leg3_AH22*leg3_H2_2 + leg3_AH32*leg3_B0_01 + leg4_AH12*leg4_H2_1 + leg4_AH22*leg4_H2_2 + leg4_AH32*leg4_B0_01 + leg5_AH12*leg5_H2_1 + leg5_AH22*leg5_H2_2 + leg5_AH32*leg5_B0_01 + leg6_AH12*leg6_H2_1 + leg6_AH22*leg6_H2_2 + leg6_AH32*leg6_B0_01 + p_m_ring
     A_star23 = leg1_AH13*leg1_H2_1 + leg1_AH23*leg1_H2_2 + leg1_AH33*leg1_B0_01 + leg2_AH13*leg2_H2_1 + leg2_AH23*leg2_H2_2 + leg2_AH33*leg2_B0_01 + leg3_AH13*leg3_H2_1 + leg3_AH23*leg3_H2_2 + leg3_AH33*leg3_B0_01 + leg4_AH13*leg4_H2_1 + leg4_AH23*leg4_H2_2 + leg4_AH33*leg4_B0_01 + leg5_AH13*leg5_H2_1 + leg5_AH23*leg5_H2_2 + leg5_AH33*leg5_B0_01 + leg6_AH13*leg6_H2_1 + leg6_AH23*leg6_H2_2 + leg6_AH33*leg6_B0_01
-    A_star24 = leg1_AH14*leg1_H2_1 + leg1_AH24*leg1_H2_2 + leg1_AH34*leg1_B0_01 + leg2_AH14*leg2_H2_1 + leg2_AH24*leg2_H2_2 + leg2_AH34*leg2_B0_01 + leg3_AH14*leg3_H2_1 + leg3_AH24*leg3_H2_2 + leg3_AH34*leg3_B0_01 + leg4_AH14*leg4_H2_1 + leg4_AH24*leg4_H2_2 + leg4_AH34*leg4_B0_01 + leg5_AH14*leg5_H2_1 + leg5_AH24*leg5_H2_2 + leg5_AH34*leg5_B0_01 + leg6_AH14*leg6_H2_1 + leg6_AH24*leg6_H2_2 + leg6_AH34*leg6_B0_01
-    A_star25 = leg1_AH15*leg1_H2_1 + leg1_AH25*leg1_H2_2 + leg1_AH35*leg1_B0_01 + leg2_AH15*leg2_H2_1 + leg2_AH25*leg2_H2_2 + leg2_AH35*leg2_B0_01 + leg3_AH15*leg3_H2_1 + leg3_AH25*leg3_H2_2 + leg3_AH35*leg3_B0_01 + leg4_AH15*leg4_H2_1 + leg4_AH25*leg4_H2_2 + leg4_AH35*leg4_B0_01 + leg5_AH15*leg5_H2_1 + leg5_AH25*leg5_H2_2 + leg5_AH35*leg5_B0_01 + leg6_AH15*leg6_H2_1 + leg6_AH25*leg6_H2_2 + leg6_AH35*leg6_B0_01
+    cse102 = leg1_AH14*leg1_H2_1 + leg1_AH24*leg1_H2_2 + leg1_AH34*leg1_B0_01
+    A_star24 = cse102 + leg2_AH14*leg2_H2_1 + leg2_AH24*leg2_H2_2 + leg2_AH34*leg2_B0_01 + leg3_AH14*leg3_H2_1 + leg3_AH24*leg3_H2_2 + leg3_AH34*leg3_B0_01 + leg4_AH14*leg4_H2_1 + leg4_AH24*leg4_H2_2 + leg4_AH34*leg4_B0_01 + leg5_AH14*leg5_H2_1 + leg5_AH24*leg5_H2_2 + leg5_AH34*leg5_B0_01 + leg6_AH14*leg6_H2_1 + leg6_AH24*leg6_H2_2 + leg6_AH34*leg6_B0_01
+    A_star25 = cse102 + leg2_AH15*leg2_H2_1 + leg2_AH25*leg2_H2_2 + leg2_AH35*leg2_B0_01 + leg3_AH15*leg3_H2_1 + leg3_AH25*leg3_H2_2 + leg3_AH35*leg3_B0_01 + leg4_AH15*leg4_H2_1 + leg4_AH25*leg4_H2_2 + leg4_AH35*leg4_B0_01 + leg5_AH15*leg5_H2_1 + leg5_AH25*leg5_H2_2 + leg5_AH35*leg5_B0_01 + leg6_AH15*leg6_H2_1 + leg6_AH25*leg6_H2_2 + leg6_AH35*leg6_B0_01
     A_star26 = leg1_AH16*leg1_H2_1 + leg1_AH26*leg1_H2_2 + leg1_AH36*leg1_B0_01 + leg2_AH16*leg2_H2_1 + leg2_AH26*leg2_H2_2 + leg2_AH36*leg2_B0_01 + leg3_AH16*leg3_H2_1 + leg3_AH26*leg3_H2_2 + leg3_AH36*leg3_B0_01 + leg4_AH16*leg4_H2_1 + leg4_AH26*leg4_H2_2 + leg4_AH36*leg4_B0_01 + leg5_AH16*leg5_H2_1 + leg5_AH26*leg5_H2_2 + leg5_AH36*leg5_B0_01 + leg6_AH16*leg6_H2_1 + leg6_AH26*leg6_H2_2 + leg6_AH36*leg6_B0_01
     A_star33 = leg1_AH13*leg1_H3_1 + leg1_AH23*leg1_H3_2 + leg1_AH33*leg1_B0_02 + leg2_AH13*leg2_H3_1 + leg2_AH23*leg2_H3_2 + leg2_AH33*leg2_B0_02 + leg3_AH13*leg3_H3_1 + leg3_AH23*leg3_H3_2 + leg3_AH33*leg3_B0_02 + leg4_AH13*leg4_H3_1 + leg4_AH23*leg4_H3_2 + leg4_AH33*leg4_B0_02 + leg5_AH13*leg5_H3_1 + leg5_AH23*leg5_H3_2 + leg5_AH33*leg5_B0_02 + leg6_AH13*leg6_H3_1 + leg6_AH23*leg6_H3_2 + leg6_AH33*leg6_B0_02 + p_m_ring
-    A_star34 = leg1_AH14*leg1_H3_1 + leg1_AH24*leg1_H3_2 + leg1_AH34*leg1_B0_02 + leg2_AH14*leg2_H3_1 + leg2_AH24*leg2_H3_2 + leg2_AH34*leg2_B0_02 + leg3_AH14*leg3_H3_1 + leg3_AH24*leg3_H3_2 + leg3_AH34*leg3_B0_02 + leg4_AH14*leg4_H3_1 + leg4_AH24*leg4_H3_2 + leg4_AH34*leg4_B0_02 + leg5_AH14*leg5_H3_1 + leg5_AH24*leg5_H3_2 + leg5_AH34*leg5_B0_02 + leg6_AH14*leg6_H3_1 + leg6_AH24*leg6_H3_2 + leg6_AH34*leg6_B0_02
-    A_star35 = leg1_AH15*leg1_H3_1 + leg1_AH25*leg1_H3_2 + leg1_AH35*leg1_B0_02 + leg2_AH15*leg2_H3_1 + leg2_AH25*leg2_H3_2 + leg2_AH35*leg2_B0_02 + leg3_AH15*leg3_H3_1 + leg3_AH25*leg3_H3_2 + leg3_AH35*leg3_B0_02 + leg4_AH15*leg4_H3_1 + leg4_AH25*leg4_H3_2 + leg4_AH35*leg4_B0_02 + leg5_AH15*leg5_H3_1 + leg5_AH25*leg5_H3_2 + leg5_AH35*leg5_B0_02 + leg6_AH15*leg6_H3_1 + leg6_AH25*leg6_H3_2 + leg6_AH35*leg6_B0_02
+    cse103 = leg1_AH14*leg1_H3_1 + leg1_AH24*leg1_H3_2 + leg1_AH34*leg1_B0_02
+    A_star34 = cse103 + leg2_AH14*leg2_H3_1 + leg2_AH24*leg2_H3_2 + leg2_AH34*leg2_B0_02 + leg3_AH14*leg3_H3_1 + leg3_AH24*leg3_H3_2 + leg3_AH34*leg3_B0_02 + leg4_AH14*leg4_H3_1 + leg4_AH24*leg4_H3_2 + leg4_AH34*leg4_B0_02 + leg5_AH14*leg5_H3_1 + leg5_AH24*leg5_H3_2 + leg5_AH34*leg5_B0_02 + leg6_AH14*leg6_H3_1 + leg6_AH24*leg6_H3_2 + leg6_AH34*leg6_B0_02
+    A_star35 = cse103 + leg2_AH15*leg2_H3_1 + leg2_AH25*leg2_H3_2 + leg2_AH35*leg2_B0_02 + leg3_AH15*leg3_H3_1 + leg3_AH25*leg3_H3_2 + leg3_AH35*leg3_B0_02 + leg4_AH15*leg4_H3_1 + leg4_AH25*leg4_H3_2 + leg4_AH35*leg4_B0_02 + leg5_AH15*leg5_H3_1 + leg5_AH25*leg5_H3_2 + leg5_AH35*leg5_B0_02 + leg6_AH15*leg6_H3_1 + leg6_AH25*leg6_H3_2 + leg6_AH35*leg6_B0_02
     A_star36 = leg1_AH16*leg1_H3_1 + leg1_AH26*leg1_H3_2 + leg1_AH36*leg1_B0_02 + leg2_AH16*leg2_H3_1 + leg2_AH26*leg2_H3_2 + leg2_AH36*leg2_B0_02 + leg3_AH16*leg3_H3_1 + leg3_AH26*leg3_H3_2 + leg3_AH36*leg3_B0_02 + leg4_AH16*leg4_H3_1 + leg4_AH26*leg4_H3_2 + leg4_AH36*leg4_B0_02 + leg5_AH16*leg5_H3_1 + leg5_AH26*leg5_H3_2 + leg5_AH36*leg5_B0_02 + leg6_AH16*leg6_H3_1 + leg6_AH26*leg6_H3_2 + leg6_AH36*leg6_B0_02
-    A_star44 = leg1_AH14*leg1_H4_1 + leg1_AH24*leg1_H4_2 + leg1_AH34*leg1_Ci1_x + leg2_AH14*leg2_H4_1 + leg2_AH24*leg2_H4_2 + leg2_AH34*leg2_Ci1_x + leg3_AH14*leg3_H4_1 + leg3_AH24*leg3_H4_2 + leg3_AH34*leg3_Ci1_x + leg4_AH14*leg4_H4_1 + leg4_AH24*leg4_H4_2 + leg4_AH34*leg4_Ci1_x + leg5_AH14*leg5_H4_1 + leg5_AH24*leg5_H4_2 + leg5_AH34*leg5_Ci1_x + leg6_AH14*leg6_H4_1 + leg6_AH24*leg6_H4_2 + leg6_AH34*leg6_Ci1_x + 30.0
-    A_star45 = leg1_AH15*leg1_H4_1 + leg1_AH25*leg1_H4_2 + leg1_AH35*leg1_Ci1_x + leg2_AH15*leg2_H4_1 + leg2_AH25*leg2_H4_2 + leg2_AH35*leg2_Ci1_x + leg3_AH15*leg3_H4_1 + leg3_AH25*leg3_H4_2 + leg3_AH35*leg3_Ci1_x + leg4_AH15*leg4_H4_1 + leg4_AH25*leg4_H4_2 + leg4_AH35*leg4_Ci1_x + leg5_AH15*leg5_H4_1 + leg5_AH25*leg5_H4_2 + leg5_AH35*leg5_Ci1_x + leg6_AH15*leg6_H4_1 + leg6_AH25*leg6_H4_2 + leg6_AH35*leg6_Ci1_x
-    A_star46 = leg1_AH16*leg1_H4_1 + leg1_AH26*leg1_H4_2 + leg1_AH36*leg1_Ci1_x + leg2_AH16*leg2_H4_1 + leg2_AH26*leg2_H4_2 + leg2_AH36*leg2_Ci1_x + leg3_AH16*leg3_H4_1 + leg3_AH26*leg3_H4_2 + leg3_AH36*leg3_Ci1_x + leg4_AH16*leg4_H4_1 + leg4_AH26*leg4_H4_2 + leg4_AH36*leg4_Ci1_x + leg5_AH16*leg5_H4_1 + leg5_AH26*leg5_H4_2 + leg5_AH36*leg5_Ci1_x + leg6_AH16*leg6_H4_1 + leg6_AH26*leg6_H4_2 + leg6_AH36*leg6_Ci1_x
-    A_star55 = leg1_AH15*leg1_H5_1 + leg1_AH25*leg1_H5_2 + leg1_AH35*leg1_Ci1_y + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_Ci1_y + 30.0
-    A_star56 = leg1_AH16*leg1_H5_1 + leg1_AH26*leg1_H5_2 + leg1_AH36*leg1_Ci1_y + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_Ci1_y
+    cse104 = leg1_AH14*leg1_H4_1 + leg1_AH24*leg1_H4_2 + leg1_AH34*leg1_Ci1_x
+    cse105 = cse104 + 30.0
+    A_star44 = cse105 + leg2_AH14*leg2_H4_1 + leg2_AH24*leg2_H4_2 + leg2_AH34*leg2_Ci1_x + leg3_AH14*leg3_H4_1 + leg3_AH24*leg3_H4_2 + leg3_AH34*leg3_Ci1_x + leg4_AH14*leg4_H4_1 + leg4_AH24*leg4_H4_2 + leg4_AH34*leg4_Ci1_x + leg5_AH14*leg5_H4_1 + leg5_AH24*leg5_H4_2 + leg5_AH34*leg5_Ci1_x + leg6_AH14*leg6_H4_1 + leg6_AH24*leg6_H4_2 + leg6_AH34*leg6_Ci1_x
+    A_star45 = cse104 + leg2_AH15*leg2_H4_1 + leg2_AH25*leg2_H4_2 + leg2_AH35*leg2_Ci1_x + leg3_AH15*leg3_H4_1 + leg3_AH25*leg3_H4_2 + leg3_AH35*leg3_Ci1_x + leg4_AH15*leg4_H4_1 + leg4_AH25*leg4_H4_2 + leg4_AH35*leg4_Ci1_x + leg5_AH15*leg5_H4_1 + leg5_AH25*leg5_H4_2 + leg5_AH35*leg5_Ci1_x + leg6_AH15*leg6_H4_1 + leg6_AH25*leg6_H4_2 + leg6_AH35*leg6_Ci1_x
+    cse106 = leg1_AH16*leg1_H4_1 + leg1_AH26*leg1_H4_2 + leg1_AH36*leg1_Ci1_x
+    A_star46 = cse106 + leg2_AH16*leg2_H4_1 + leg2_AH26*leg2_H4_2 + leg2_AH36*leg2_Ci1_x + leg3_AH16*leg3_H4_1 + leg3_AH26*leg3_H4_2 + leg3_AH36*leg3_Ci1_x + leg4_AH16*leg4_H4_1 + leg4_AH26*leg4_H4_2 + leg4_AH36*leg4_Ci1_x + leg5_AH16*leg5_H4_1 + leg5_AH26*leg5_H4_2 + leg5_AH36*leg5_Ci1_x + leg6_AH16*leg6_H4_1 + leg6_AH26*leg6_H4_2 + leg6_AH36*leg6_Ci1_x
+    A_star55 = cse105 + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_Ci1_y
+    A_star56 = cse106 + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_Ci1_y
     A_star66 = leg1_AH16*leg1_H6_1 + leg1_AH26*leg1_H6_2 + leg1_AH36*leg1_Ci1_z + leg2_AH16*leg2_H6_1 + leg2_AH26*leg2_H6_2 + leg2_AH36*leg2_Ci1_z + leg3_AH16*leg3_H6_1 + leg3_AH26*leg3_H6_2 + leg3_AH36*leg3_Ci1_z + leg4_AH16*leg4_H6_1 + leg4_AH26*leg4_H6_2 + leg4_AH36*leg4_Ci1_z + leg5_AH16*leg5_H6_1 + leg5_AH26*leg5_H6_2 + leg5_AH36*leg5_Ci1_z + leg6_AH16*leg6_H6_1 + leg6_AH26*leg6_H6_2 + leg6_AH36*leg6_Ci1_z + 55.0
     b_star1 = leg1_B0_00*leg1_r3 + leg1_H1_1*leg1_r1 + leg1_H1_2*leg1_r2 + leg2_B0_00*leg2_r3 + leg2_H1_1*leg2_r1 + leg2_H1_2*leg2_r2 + leg3_B0_00*leg3_r3 + leg3_H1_1*leg3_r1 + leg3_H1_2*leg3_r2 + leg4_B0_00*leg4_r3 + leg4_H1_1*leg4_r1 + leg4_H1_2*leg4_r2 + leg5_B0_00*leg5_r3 + leg5_H1_1*leg5_r1 + leg5_H1_2*leg5_r2 + leg6_B0_00*leg6_r3 + leg6_H1_1*leg6_r1 + leg6_H1_2*leg6_r2 + s_C_f_x
     b_star2 = leg1_B0_01*leg1_r3 + leg1_H2_1*leg1_r1 + leg1_H2_2*leg1_r2 + leg2_B0_01*leg2_r3 + leg2_H2_1*leg2_r1 + leg2_H2_2*leg2_r2 + leg3_B0_01*leg3_r3 + leg3_H2_1*leg3_r1 + leg3_H2_2*leg3_r2 + leg4_B0_01*leg4_r3 + leg4_H2_1*leg4_r1 + leg4_H2_2*leg4_r2 + leg5_B0_01*leg5_r3 + leg5_H2_1*leg5_r1 + leg5_H2_2*leg5_r2 + leg6_B0_01*leg6_r3 + leg6_H2_1*leg6_r1 + leg6_H2_2*leg6_r2 + s_C_f_y
     b_star3 = leg1_B0_02*leg1_r3 + leg1_H3_1*leg1_r1 + leg1_H3_2*leg1_r2 + leg2_B0_02*leg2_r3 + leg2_H3_1*leg2_r1 + leg2_H3_2*leg2_r2 + leg3_B0_02*leg3_r3 + leg3_H3_1*leg3_r1 + leg3_H3_2*leg3_r2 + leg4_B0_02*leg4_r3 + leg4_H3_1*leg4_r1 + leg4_H3_2*leg4_r2 + leg5_B0_02*leg5_r3 + leg5_H3_1*leg5_r1 + leg5_H3_2*leg5_r2 + leg6_B0_02*leg6_r3 + leg6_H3_1*leg6_r1 + leg6_H3_2*leg6_r2 + s_C_f_z
-    b_star4 = leg1_Ci1_x*leg1_r3 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2 + leg2_Ci1_x*leg2_r3 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg3_Ci1_x*leg3_r3 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg4_Ci1_x*leg4_r3 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg5_Ci1_x*leg5_r3 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg6_Ci1_x*leg6_r3 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + s_C_m_x
-    b_star5 = leg1_Ci1_y*leg1_r3 + leg1_H5_1*leg1_r1 + leg1_H5_2*leg1_r2 + leg2_Ci1_y*leg2_r3 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg3_Ci1_y*leg3_r3 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg4_Ci1_y*leg4_r3 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg5_Ci1_y*leg5_r3 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg6_Ci1_y*leg6_r3 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + s_C_m_y
+    cse107 = leg1_Ci1_x*leg1_r3 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2
+    b_star4 = cse107 + leg2_Ci1_x*leg2_r3 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg3_Ci1_x*leg3_r3 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg4_Ci1_x*leg4_r3 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg5_Ci1_x*leg5_r3 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg6_Ci1_x*leg6_r3 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + s_C_m_x
+    b_star5 = cse107 + leg2_Ci1_y*leg2_r3 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg3_Ci1_y*leg3_r3 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg4_Ci1_y*leg4_r3 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg5_Ci1_y*leg5_r3 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg6_Ci1_y*leg6_r3 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + s_C_m_y
     b_star6 = leg1_Ci1_z*leg1_r3 + leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg2_Ci1_z*leg2_r3 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg3_Ci1_z*leg3_r3 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg4_Ci1_z*leg4_r3 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg5_Ci1_z*leg5_r3 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg6_Ci1_z*leg6_r3 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + mE_z
     if not (0.9999999999999*A_star11 > 0.0):  # pivot D1 of the reduced mass matrix A*_C
         A_star[:] = [NAN] * 36
@@ -5319,29 +5614,62 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
 
 
 def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, base_moment, damping_power):
-    """One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates, rates and accelerations, the loads of each leg on C, the force and moment on the base (about O_0, frame 0), damper power.
+    """One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates,
+    rates and accelerations, the loads of each leg on C, the force and moment on the base (about
+    O_0, frame 0), damper power.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  fE[3]: external force on C through its centre of mass (frame 0)
-    in  mE[3]: external moment on C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out xdot[12] shape 12
-    out q[18] shape 18
-    out qd[18] shape 18
-    out qdd[18] shape 18
-    out F_on_C[18] shape 6x3
-    out M_on_C[18] shape 6x3
-    out base_force[3] shape 3
-    out base_moment[3] shape 3
-    out damping_power[1] shape 1
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+    in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+        (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
+    out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+        leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+        leg6_stroke
+    out qd[18] shape 18: leg joint rates (rad/s, m/s for a stroke), shape (18,), in the order of q
+    out qdd[18] shape 18: leg joint accelerations (rad/s^2, m/s^2 for a stroke), shape (18,), in the order of q
+    out F_on_C[18] shape 6x3: force of each leg on C (N, frame 0), shape (6, 3); rows: leg1, leg2, leg3, leg4, leg5, leg6
+    out M_on_C[18] shape 6x3: moment of each leg on C (N m, frame 0; zero for a spherical cut), shape (6, 3); rows: leg1,
+        leg2, leg3, leg4, leg5, leg6
+    out base_force[3] shape 3: force of the mechanism on the base (N, frame 0), shape (3,)
+    out base_moment[3] shape 3: moment of the mechanism on the base about O_0 (N m, frame 0), shape (3,)
+    out damping_power[1] shape 1: power taken out by the dampers (W), shape (1,)
     status 3: reduced mass matrix A*_C not positive definite
     status 4: y-z-x angles singular (psi_z = +-90 deg)
-    ops: 1872 adds, 2466 muls, 31 divs, 12 sqrt, 18 trig (4399 total)
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.25 m
+    status 124: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.25 m
+    status 224: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.25 m
+    status 324: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.25 m
+    status 424: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.25 m
+    status 524: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.25 m
+    status 624: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 1854 adds, 2408 muls, 31 divs, 12 sqrt, 18 trig (4323 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -5367,20 +5695,20 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5390,7 +5718,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -5402,7 +5730,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_q1 = math.atan2(leg1_u_s1, leg1_u_c1)
     leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
     leg1_stroke = leg1_u_L - 0.7223228347298781
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5412,8 +5740,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 123
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5423,15 +5751,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5441,7 +5769,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -5453,7 +5781,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_q1 = math.atan2(leg2_u_s1, leg2_u_c1)
     leg2_q2 = math.atan2(leg2_u_s2, leg2_u_c2)
     leg2_stroke = leg2_u_L - 0.7223228347298781
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5463,8 +5791,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 223
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5474,18 +5802,21 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
+        return 224
     cse9 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse9 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse10 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse10 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse11 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse11 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse10 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse10 + cse9
+    cse11 = 0.6278517870878945*leg1_alpha_C_11
+    cse12 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse11 + cse12
+    cse13 = 0.6278517870878945*leg1_alpha_C_12
+    cse14 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5495,7 +5826,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -5506,8 +5837,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
     leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
     leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5517,8 +5848,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 323
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5528,15 +5859,21 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 324
+    cse15 = 0.16823237931663848*leg1_alpha_C_10
+    cse16 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse15 - cse16 + x_C
+    cse17 = 0.16823237931663848*leg1_alpha_C_11
+    cse18 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse17 - cse18 + y_C
+    cse19 = 0.16823237931663848*leg1_alpha_C_12
+    cse20 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse19 - cse20 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5546,7 +5883,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -5557,8 +5894,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
     leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
     leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5568,8 +5905,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 423
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5579,15 +5916,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 424
+    leg5_s0_x = -cse15 - cse16 + x_C
+    leg5_s0_y = -cse17 - cse18 + y_C
+    leg5_s0_z = -cse19 - cse20 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5597,7 +5934,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -5608,8 +5945,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
     leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
     leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5619,8 +5956,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 523
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5630,15 +5967,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    leg6_s0_x = -cse9 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse10 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse11 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 524
+    leg6_s0_x = cse10 - cse9
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5648,7 +5985,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -5659,8 +5996,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
     leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
     leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5670,8 +6007,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 623
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5681,47 +6018,47 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
+        return 624
     leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
-    leg1_beta1_01 = -0.31382403584646185*leg1_u_c1 - 0.3686199338021085*leg1_u_s1
-    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1
+    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    leg1_beta1_21 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_beta1_22 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
+    leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
     leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
-    leg2_beta1_01 = 0.31382403584646185*leg2_u_c1 + 0.3686199338021085*leg2_u_s1
-    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1
+    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    leg2_beta1_21 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_beta1_22 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
-    leg3_beta1_00 = 0.5553881181936187*leg3_u_c1 + 0.6523628147563938*leg3_u_s1
-    leg3_beta1_01 = -0.33431236693849237*leg3_u_c1 - 0.39268567252250075*leg3_u_s1
-    leg3_beta1_02 = 0.7614323866774605*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    leg3_beta1_21 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg4_beta1_00 = 0.011828943471230067*leg4_u_c1 + 0.013894360728465765*leg4_u_s1
-    leg4_beta1_01 = -0.6481364027849542*leg4_u_c1 - 0.7613056063246095*leg4_u_s1
-    leg4_beta1_02 = 0.7614323866774607*leg4_u_c1 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    leg4_beta1_21 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    leg4_beta1_22 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg5_beta1_00 = 0.011828943471230218*leg5_u_c1 + 0.01389436072846594*leg5_u_s1
-    leg5_beta1_01 = 0.6481364027849542*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
-    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    leg5_beta1_22 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    leg6_beta1_00 = 0.5553881181936182*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
-    leg6_beta1_01 = 0.33431236693849253*leg6_u_c1 + 0.39268567252250125*leg6_u_s1
-    leg6_beta1_02 = 0.7614323866774608*leg6_u_c1 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    leg6_beta1_21 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_beta1_22 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
+    leg2_beta1_22 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
+    leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1
+    leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    leg3_beta1_21 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
+    leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1
+    leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
+    leg5_beta1_01 = 0.6481364027849544*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
+    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_beta1_22 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
+    leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1
+    leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    leg6_beta1_21 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.48411381003978005*leg1_u_c2
+    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2
     leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
     leg1_rho2_x = leg1_stroke + 0.7223228347298781
@@ -5735,15 +6072,12 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_Q_20 = leg1_alpha_C_00*leg1_beta1_20 + leg1_alpha_C_02*leg1_beta1_22 + leg1_beta1_21*leg1_s_psi_z
     leg1_Q_21 = leg1_alpha_C_10*leg1_beta1_20 + leg1_alpha_C_11*leg1_beta1_21 + leg1_alpha_C_12*leg1_beta1_22
     leg1_Q_22 = leg1_alpha_C_20*leg1_beta1_20 + leg1_alpha_C_21*leg1_beta1_21 + leg1_alpha_C_22*leg1_beta1_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -5754,7 +6088,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL1_z
     if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
@@ -5766,12 +6100,12 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_rho2_x
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.48411381003978005*leg2_u_c2
+    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2
     leg2_B0_11 = -leg2_beta1_01*leg2_u_s2 - 0.8750050393733557*leg2_u_c2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
     leg2_rho2_x = leg2_stroke + 0.7223228347298781
@@ -5785,15 +6119,18 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_Q_20 = leg1_alpha_C_00*leg2_beta1_20 + leg1_alpha_C_02*leg2_beta1_22 + leg1_s_psi_z*leg2_beta1_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_beta1_20 + leg1_alpha_C_11*leg2_beta1_21 + leg1_alpha_C_12*leg2_beta1_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_beta1_20 + leg1_alpha_C_21*leg2_beta1_21 + leg1_alpha_C_22*leg2_beta1_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    cse21 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse21
+    leg2_Ci1_y = -cse21
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse22 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse22
+    leg2_Ci2_y = -cse22
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse23 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse23
+    leg2_Ci3_y = -cse23
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -5804,7 +6141,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL1_z
     if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
@@ -5816,15 +6153,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_rho2_x
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.5157196875168388*leg3_u_c2
+    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2
     leg3_B0_11 = -leg3_beta1_01*leg3_u_s2 + 0.8567573775040014*leg3_u_c2
     leg3_B0_12 = -leg3_beta1_02*leg3_u_s2
-    leg3_rho2_x = leg3_stroke + 0.7223228347298782
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
     leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
     leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
@@ -5844,7 +6181,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5854,9 +6191,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5866,15 +6203,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_rho2_x
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2
-    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354333*leg4_u_c2
+    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354326*leg4_u_c2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 0.722322834729878
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
@@ -5885,16 +6222,16 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_Q_20 = leg1_alpha_C_00*leg4_beta1_20 + leg1_alpha_C_02*leg4_beta1_22 + leg1_s_psi_z*leg4_beta1_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_beta1_20 + leg1_alpha_C_11*leg4_beta1_21 + leg1_alpha_C_12*leg4_beta1_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_beta1_20 + leg1_alpha_C_21*leg4_beta1_21 + leg1_alpha_C_22*leg4_beta1_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5904,9 +6241,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5916,15 +6253,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_rho2_x
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2
-    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354566*leg5_u_c2
+    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 0.7223228347298781
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
@@ -5935,16 +6272,16 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_Q_20 = leg1_alpha_C_00*leg5_beta1_20 + leg1_alpha_C_02*leg5_beta1_22 + leg1_s_psi_z*leg5_beta1_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_beta1_20 + leg1_alpha_C_11*leg5_beta1_21 + leg1_alpha_C_12*leg5_beta1_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_beta1_20 + leg1_alpha_C_21*leg5_beta1_21 + leg1_alpha_C_22*leg5_beta1_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5954,9 +6291,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5966,15 +6303,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.5157196875168393*leg6_u_c2
-    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040012*leg6_u_c2
+    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2
+    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2
     leg6_B0_12 = -leg6_beta1_02*leg6_u_s2
-    leg6_rho2_x = leg6_stroke + 0.7223228347298779
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
@@ -5986,15 +6323,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_Q_21 = leg1_alpha_C_10*leg6_beta1_20 + leg1_alpha_C_11*leg6_beta1_21 + leg1_alpha_C_12*leg6_beta1_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_beta1_20 + leg1_alpha_C_21*leg6_beta1_21 + leg1_alpha_C_22*leg6_beta1_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -6004,9 +6341,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -6016,7 +6353,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_rho2_x
     leg1_Ic2_11 = 2.0*leg1_stroke*leg1_stroke + (1.8)*leg1_stroke + 0.5653
     leg1_IJ2_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2
@@ -6062,8 +6399,6 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2
     leg1_H4_2 = leg1_Ci2_x*leg1_lu_inv3
     leg1_H4_1 = leg1_Ci3_x*leg1_lu_inv2
-    leg1_H5_2 = leg1_Ci2_y*leg1_lu_inv3
-    leg1_H5_1 = leg1_Ci3_y*leg1_lu_inv2
     leg1_H6_2 = leg1_Ci2_z*leg1_lu_inv3
     leg1_H6_1 = leg1_Ci3_z*leg1_lu_inv2
     leg2_H1_2 = leg2_B0_10*leg2_lu_inv3
@@ -6126,9 +6461,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_H5_1 = leg6_Ci3_y*leg6_lu_inv2
     leg6_H6_2 = leg6_Ci2_z*leg6_lu_inv3
     leg6_H6_1 = leg6_Ci3_z*leg6_lu_inv2
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
-    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_B0_00*v_x + leg2_B0_01*v_y + leg2_B0_02*v_z + leg2_Ci1_x*omega_x + leg2_Ci1_y*omega_y + leg2_Ci1_z*omega_z
@@ -6163,313 +6498,316 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_Qa2 = -0.5*leg6_qd2
     leg6_Qa3 = F_leg6 - leg6_qd3*p_c_leg - leg6_stroke*p_k_leg + p_preload
     leg1_a1_x = -g_x*leg1_beta1_00 - g_y*leg1_beta1_01 - g_z*leg1_beta1_02
-    cse12 = 0.48411381003978005*g_x
-    leg1_a1_y = -cse12 + 0.8750050393733557*g_y
+    cse24 = 0.4841138100397801*g_x
+    leg1_a1_y = -cse24 + 0.8750050393733557*g_y
     leg1_a1_z = -g_x*leg1_beta1_20 - g_y*leg1_beta1_21 - g_z*leg1_beta1_22
     leg1_omega_p2_x = leg1_qd1*leg1_u_s2
     leg1_omega_p2_y = leg1_qd1*leg1_u_c2
-    cse13 = leg1_omega_p2_y*leg1_qd2
-    leg1_epsd2_x = cse13
-    cse14 = leg1_omega_p2_x*leg1_qd2
-    leg1_epsd2_y = -cse14
+    cse25 = leg1_omega_p2_y*leg1_qd2
+    leg1_epsd2_x = cse25
+    cse26 = leg1_omega_p2_x*leg1_qd2
+    leg1_epsd2_y = -cse26
     leg1_a2_x = leg1_a1_x*leg1_u_c2 + leg1_a1_y*leg1_u_s2
     leg1_a2_y = -leg1_a1_x*leg1_u_s2 + leg1_a1_y*leg1_u_c2
     leg1_oo2_yy = leg1_omega_p2_y*leg1_omega_p2_y
-    cse15 = leg1_qd2*leg1_qd2
-    leg1_oo2_zz = cse15
+    cse27 = leg1_qd2*leg1_qd2
+    leg1_oo2_zz = cse27
     leg1_oo2_xy = leg1_omega_p2_x*leg1_omega_p2_y
-    leg1_oo2_xz = cse14
+    leg1_oo2_xz = cse26
     leg1_oo2_W_00 = -leg1_oo2_yy - leg1_oo2_zz
-    cse16 = leg1_oo2_W_00*leg1_stroke
-    cse17 = cse16 + leg1_a2_x
-    leg1_a3_x = cse17
-    cse18 = 2.0*leg1_qd3
-    cse19 = cse18*leg1_qd2 + leg1_oo2_xy*leg1_stroke
-    cse20 = cse19 + leg1_a2_y
-    leg1_a3_y = cse20
-    cse21 = leg1_epsd2_y*leg1_stroke
-    cse22 = cse18*leg1_omega_p2_y
-    cse23 = -cse22 + leg1_a1_z + leg1_oo2_xz*leg1_stroke
-    leg1_a3_z = -cse21 + cse23
-    cse24 = (0.9)*leg1_oo2_W_00
-    leg1_F3_x = cse24 + 2.0*leg1_a3_x
-    cse25 = (0.9)*leg1_oo2_xy
-    leg1_F3_y = cse25 + 2.0*leg1_a3_y
-    cse26 = (0.9)*leg1_oo2_xz
-    leg1_F3_z = cse26 + 2.0*leg1_a3_z - 0.9*leg1_epsd2_y
+    cse28 = leg1_oo2_W_00*leg1_stroke
+    cse29 = cse28 + leg1_a2_x
+    leg1_a3_x = cse29
+    cse30 = 2.0*leg1_qd3
+    cse31 = cse30*leg1_qd2 + leg1_oo2_xy*leg1_stroke
+    cse32 = cse31 + leg1_a2_y
+    leg1_a3_y = cse32
+    cse33 = leg1_epsd2_y*leg1_stroke
+    cse34 = cse30*leg1_omega_p2_y
+    cse35 = -cse34 + leg1_a1_z + leg1_oo2_xz*leg1_stroke
+    leg1_a3_z = -cse33 + cse35
+    cse36 = (0.9)*leg1_oo2_W_00
+    leg1_F3_x = cse36 + 2.0*leg1_a3_x
+    cse37 = (0.9)*leg1_oo2_xy
+    leg1_F3_y = cse37 + 2.0*leg1_a3_y
+    cse38 = (0.9)*leg1_oo2_xz
+    leg1_F3_z = cse38 + 2.0*leg1_a3_z - 0.9*leg1_epsd2_y
     leg1_N3_x = (0.0005)*leg1_epsd2_x
-    cse27 = (0.4215)*leg1_oo2_xz
-    leg1_N3_y = -cse27 - 0.9*leg1_a3_z + (0.422)*leg1_epsd2_y
-    cse28 = (0.4215)*leg1_oo2_xy
-    leg1_N3_z = cse28 + (0.9)*leg1_a3_y
+    cse39 = (0.4215)*leg1_oo2_xz
+    leg1_N3_y = -cse39 - 0.9*leg1_a3_z + (0.422)*leg1_epsd2_y
+    cse40 = (0.4215)*leg1_oo2_xy
+    leg1_N3_z = cse40 + (0.9)*leg1_a3_y
     leg1_N2_x = leg1_N3_x + (0.002)*leg1_epsd2_x
-    cse29 = (0.6)*leg1_a1_z + (0.1413)*leg1_oo2_xz
-    leg1_N2_y = -cse29 - leg1_F3_z*leg1_stroke + leg1_N3_y + (0.1433)*leg1_epsd2_y
-    cse30 = (0.6)*leg1_a2_y + (0.1413)*leg1_oo2_xy
-    leg1_N2_z = cse30 + leg1_F3_y*leg1_stroke + leg1_N3_z
+    cse41 = (0.6)*leg1_a1_z + (0.1413)*leg1_oo2_xz
+    leg1_N2_y = -cse41 - leg1_F3_z*leg1_stroke + leg1_N3_y + (0.1433)*leg1_epsd2_y
+    cse42 = (0.6)*leg1_a2_y + (0.1413)*leg1_oo2_xy
+    leg1_N2_z = cse42 + leg1_F3_y*leg1_stroke + leg1_N3_z
     leg1_N1_y = leg1_N2_x*leg1_u_s2 + leg1_N2_y*leg1_u_c2
     leg1_b1 = -leg1_N1_y + leg1_Qa1
     leg1_b2 = -leg1_N2_z + leg1_Qa2
     leg1_b3 = -leg1_F3_x + leg1_Qa3
     leg2_a1_x = -g_x*leg2_beta1_00 - g_y*leg2_beta1_01 - g_z*leg2_beta1_02
-    leg2_a1_y = cse12 + 0.8750050393733557*g_y
+    leg2_a1_y = cse24 + 0.8750050393733557*g_y
     leg2_a1_z = -g_x*leg2_beta1_20 - g_y*leg2_beta1_21 - g_z*leg2_beta1_22
     leg2_omega_p2_x = leg2_qd1*leg2_u_s2
     leg2_omega_p2_y = leg2_qd1*leg2_u_c2
-    cse31 = leg2_omega_p2_y*leg2_qd2
-    leg2_epsd2_x = cse31
-    cse32 = leg2_omega_p2_x*leg2_qd2
-    leg2_epsd2_y = -cse32
+    cse43 = leg2_omega_p2_y*leg2_qd2
+    leg2_epsd2_x = cse43
+    cse44 = leg2_omega_p2_x*leg2_qd2
+    leg2_epsd2_y = -cse44
     leg2_a2_x = leg2_a1_x*leg2_u_c2 + leg2_a1_y*leg2_u_s2
     leg2_a2_y = -leg2_a1_x*leg2_u_s2 + leg2_a1_y*leg2_u_c2
     leg2_oo2_yy = leg2_omega_p2_y*leg2_omega_p2_y
-    cse33 = leg2_qd2*leg2_qd2
-    leg2_oo2_zz = cse33
+    cse45 = leg2_qd2*leg2_qd2
+    leg2_oo2_zz = cse45
     leg2_oo2_xy = leg2_omega_p2_x*leg2_omega_p2_y
-    leg2_oo2_xz = cse32
+    leg2_oo2_xz = cse44
     leg2_oo2_W_00 = -leg2_oo2_yy - leg2_oo2_zz
-    cse34 = leg2_oo2_W_00*leg2_stroke
-    cse35 = cse34 + leg2_a2_x
-    leg2_a3_x = cse35
-    cse36 = 2.0*leg2_qd3
-    cse37 = cse36*leg2_qd2 + leg2_oo2_xy*leg2_stroke
-    cse38 = cse37 + leg2_a2_y
-    leg2_a3_y = cse38
-    cse39 = leg2_epsd2_y*leg2_stroke
-    cse40 = cse36*leg2_omega_p2_y
-    cse41 = -cse40 + leg2_a1_z + leg2_oo2_xz*leg2_stroke
-    leg2_a3_z = -cse39 + cse41
-    cse42 = (0.9)*leg2_oo2_W_00
-    leg2_F3_x = cse42 + 2.0*leg2_a3_x
-    cse43 = (0.9)*leg2_oo2_xy
-    leg2_F3_y = cse43 + 2.0*leg2_a3_y
-    cse44 = (0.9)*leg2_oo2_xz
-    leg2_F3_z = cse44 + 2.0*leg2_a3_z - 0.9*leg2_epsd2_y
+    cse46 = leg2_oo2_W_00*leg2_stroke
+    cse47 = cse46 + leg2_a2_x
+    leg2_a3_x = cse47
+    cse48 = 2.0*leg2_qd3
+    cse49 = cse48*leg2_qd2 + leg2_oo2_xy*leg2_stroke
+    cse50 = cse49 + leg2_a2_y
+    leg2_a3_y = cse50
+    cse51 = leg2_epsd2_y*leg2_stroke
+    cse52 = cse48*leg2_omega_p2_y
+    cse53 = -cse52 + leg2_a1_z + leg2_oo2_xz*leg2_stroke
+    leg2_a3_z = -cse51 + cse53
+    cse54 = (0.9)*leg2_oo2_W_00
+    leg2_F3_x = cse54 + 2.0*leg2_a3_x
+    cse55 = (0.9)*leg2_oo2_xy
+    leg2_F3_y = cse55 + 2.0*leg2_a3_y
+    cse56 = (0.9)*leg2_oo2_xz
+    leg2_F3_z = cse56 + 2.0*leg2_a3_z - 0.9*leg2_epsd2_y
     leg2_N3_x = (0.0005)*leg2_epsd2_x
-    cse45 = (0.4215)*leg2_oo2_xz
-    leg2_N3_y = -cse45 - 0.9*leg2_a3_z + (0.422)*leg2_epsd2_y
-    cse46 = (0.4215)*leg2_oo2_xy
-    leg2_N3_z = cse46 + (0.9)*leg2_a3_y
+    cse57 = (0.4215)*leg2_oo2_xz
+    leg2_N3_y = -cse57 - 0.9*leg2_a3_z + (0.422)*leg2_epsd2_y
+    cse58 = (0.4215)*leg2_oo2_xy
+    leg2_N3_z = cse58 + (0.9)*leg2_a3_y
     leg2_N2_x = leg2_N3_x + (0.002)*leg2_epsd2_x
-    cse47 = (0.6)*leg2_a1_z + (0.1413)*leg2_oo2_xz
-    leg2_N2_y = -cse47 - leg2_F3_z*leg2_stroke + leg2_N3_y + (0.1433)*leg2_epsd2_y
-    cse48 = (0.6)*leg2_a2_y + (0.1413)*leg2_oo2_xy
-    leg2_N2_z = cse48 + leg2_F3_y*leg2_stroke + leg2_N3_z
+    cse59 = (0.6)*leg2_a1_z + (0.1413)*leg2_oo2_xz
+    leg2_N2_y = -cse59 - leg2_F3_z*leg2_stroke + leg2_N3_y + (0.1433)*leg2_epsd2_y
+    cse60 = (0.6)*leg2_a2_y + (0.1413)*leg2_oo2_xy
+    leg2_N2_z = cse60 + leg2_F3_y*leg2_stroke + leg2_N3_z
     leg2_N1_y = leg2_N2_x*leg2_u_s2 + leg2_N2_y*leg2_u_c2
     leg2_b1 = -leg2_N1_y + leg2_Qa1
     leg2_b2 = -leg2_N2_z + leg2_Qa2
     leg2_b3 = -leg2_F3_x + leg2_Qa3
     leg3_a1_x = -g_x*leg3_beta1_00 - g_y*leg3_beta1_01 - g_z*leg3_beta1_02
-    leg3_a1_y = -0.5157196875168388*g_x - 0.8567573775040014*g_y
+    cse61 = 0.8567573775040014*g_y
+    cse62 = 0.515719687516839*g_x
+    leg3_a1_y = -cse61 - cse62
     leg3_a1_z = -g_x*leg3_beta1_20 - g_y*leg3_beta1_21 - g_z*leg3_beta1_22
     leg3_omega_p2_x = leg3_qd1*leg3_u_s2
     leg3_omega_p2_y = leg3_qd1*leg3_u_c2
-    cse49 = leg3_omega_p2_y*leg3_qd2
-    leg3_epsd2_x = cse49
-    cse50 = leg3_omega_p2_x*leg3_qd2
-    leg3_epsd2_y = -cse50
+    cse63 = leg3_omega_p2_y*leg3_qd2
+    leg3_epsd2_x = cse63
+    cse64 = leg3_omega_p2_x*leg3_qd2
+    leg3_epsd2_y = -cse64
     leg3_a2_x = leg3_a1_x*leg3_u_c2 + leg3_a1_y*leg3_u_s2
     leg3_a2_y = -leg3_a1_x*leg3_u_s2 + leg3_a1_y*leg3_u_c2
     leg3_oo2_yy = leg3_omega_p2_y*leg3_omega_p2_y
-    cse51 = leg3_qd2*leg3_qd2
-    leg3_oo2_zz = cse51
+    cse65 = leg3_qd2*leg3_qd2
+    leg3_oo2_zz = cse65
     leg3_oo2_xy = leg3_omega_p2_x*leg3_omega_p2_y
-    leg3_oo2_xz = cse50
+    leg3_oo2_xz = cse64
     leg3_oo2_W_00 = -leg3_oo2_yy - leg3_oo2_zz
-    cse52 = leg3_oo2_W_00*leg3_stroke
-    cse53 = cse52 + leg3_a2_x
-    leg3_a3_x = cse53
-    cse54 = 2.0*leg3_qd3
-    cse55 = cse54*leg3_qd2 + leg3_oo2_xy*leg3_stroke
-    cse56 = cse55 + leg3_a2_y
-    leg3_a3_y = cse56
-    cse57 = leg3_epsd2_y*leg3_stroke
-    cse58 = cse54*leg3_omega_p2_y
-    cse59 = -cse58 + leg3_a1_z + leg3_oo2_xz*leg3_stroke
-    leg3_a3_z = -cse57 + cse59
-    cse60 = (0.9)*leg3_oo2_W_00
-    leg3_F3_x = cse60 + 2.0*leg3_a3_x
-    cse61 = (0.9)*leg3_oo2_xy
-    leg3_F3_y = cse61 + 2.0*leg3_a3_y
-    cse62 = (0.9)*leg3_oo2_xz
-    leg3_F3_z = cse62 + 2.0*leg3_a3_z - 0.9*leg3_epsd2_y
+    cse66 = leg3_oo2_W_00*leg3_stroke
+    cse67 = cse66 + leg3_a2_x
+    leg3_a3_x = cse67
+    cse68 = 2.0*leg3_qd3
+    cse69 = cse68*leg3_qd2 + leg3_oo2_xy*leg3_stroke
+    cse70 = cse69 + leg3_a2_y
+    leg3_a3_y = cse70
+    cse71 = leg3_epsd2_y*leg3_stroke
+    cse72 = cse68*leg3_omega_p2_y
+    cse73 = -cse72 + leg3_a1_z + leg3_oo2_xz*leg3_stroke
+    leg3_a3_z = -cse71 + cse73
+    cse74 = (0.9)*leg3_oo2_W_00
+    leg3_F3_x = cse74 + 2.0*leg3_a3_x
+    cse75 = (0.9)*leg3_oo2_xy
+    leg3_F3_y = cse75 + 2.0*leg3_a3_y
+    cse76 = (0.9)*leg3_oo2_xz
+    leg3_F3_z = cse76 + 2.0*leg3_a3_z - 0.9*leg3_epsd2_y
     leg3_N3_x = (0.0005)*leg3_epsd2_x
-    cse63 = (0.4215)*leg3_oo2_xz
-    leg3_N3_y = -cse63 - 0.9*leg3_a3_z + (0.422)*leg3_epsd2_y
-    cse64 = (0.4215)*leg3_oo2_xy
-    leg3_N3_z = cse64 + (0.9)*leg3_a3_y
+    cse77 = (0.4215)*leg3_oo2_xz
+    leg3_N3_y = -cse77 - 0.9*leg3_a3_z + (0.422)*leg3_epsd2_y
+    cse78 = (0.4215)*leg3_oo2_xy
+    leg3_N3_z = cse78 + (0.9)*leg3_a3_y
     leg3_N2_x = leg3_N3_x + (0.002)*leg3_epsd2_x
-    cse65 = (0.6)*leg3_a1_z + (0.1413)*leg3_oo2_xz
-    leg3_N2_y = -cse65 - leg3_F3_z*leg3_stroke + leg3_N3_y + (0.1433)*leg3_epsd2_y
-    cse66 = (0.6)*leg3_a2_y + (0.1413)*leg3_oo2_xy
-    leg3_N2_z = cse66 + leg3_F3_y*leg3_stroke + leg3_N3_z
+    cse79 = (0.6)*leg3_a1_z + (0.1413)*leg3_oo2_xz
+    leg3_N2_y = -cse79 - leg3_F3_z*leg3_stroke + leg3_N3_y + (0.1433)*leg3_epsd2_y
+    cse80 = (0.6)*leg3_a2_y + (0.1413)*leg3_oo2_xy
+    leg3_N2_z = cse80 + leg3_F3_y*leg3_stroke + leg3_N3_z
     leg3_N1_y = leg3_N2_x*leg3_u_s2 + leg3_N2_y*leg3_u_c2
     leg3_b1 = -leg3_N1_y + leg3_Qa1
     leg3_b2 = -leg3_N2_z + leg3_Qa2
     leg3_b3 = -leg3_F3_x + leg3_Qa3
     leg4_a1_x = -g_x*leg4_beta1_00 - g_y*leg4_beta1_01 - g_z*leg4_beta1_02
-    cse67 = 0.999833497556619*g_x
-    leg4_a1_y = -cse67 - 0.018247661869354333*g_y
+    cse81 = 0.999833497556619*g_x
+    cse82 = 0.018247661869354326*g_y
+    leg4_a1_y = -cse81 - cse82
     leg4_a1_z = -g_x*leg4_beta1_20 - g_y*leg4_beta1_21 - g_z*leg4_beta1_22
     leg4_omega_p2_x = leg4_qd1*leg4_u_s2
     leg4_omega_p2_y = leg4_qd1*leg4_u_c2
-    cse68 = leg4_omega_p2_y*leg4_qd2
-    leg4_epsd2_x = cse68
-    cse69 = leg4_omega_p2_x*leg4_qd2
-    leg4_epsd2_y = -cse69
+    cse83 = leg4_omega_p2_y*leg4_qd2
+    leg4_epsd2_x = cse83
+    cse84 = leg4_omega_p2_x*leg4_qd2
+    leg4_epsd2_y = -cse84
     leg4_a2_x = leg4_a1_x*leg4_u_c2 + leg4_a1_y*leg4_u_s2
     leg4_a2_y = -leg4_a1_x*leg4_u_s2 + leg4_a1_y*leg4_u_c2
     leg4_oo2_yy = leg4_omega_p2_y*leg4_omega_p2_y
-    cse70 = leg4_qd2*leg4_qd2
-    leg4_oo2_zz = cse70
+    cse85 = leg4_qd2*leg4_qd2
+    leg4_oo2_zz = cse85
     leg4_oo2_xy = leg4_omega_p2_x*leg4_omega_p2_y
-    leg4_oo2_xz = cse69
+    leg4_oo2_xz = cse84
     leg4_oo2_W_00 = -leg4_oo2_yy - leg4_oo2_zz
-    cse71 = leg4_oo2_W_00*leg4_stroke
-    cse72 = cse71 + leg4_a2_x
-    leg4_a3_x = cse72
-    cse73 = 2.0*leg4_qd3
-    cse74 = cse73*leg4_qd2 + leg4_oo2_xy*leg4_stroke
-    cse75 = cse74 + leg4_a2_y
-    leg4_a3_y = cse75
-    cse76 = leg4_epsd2_y*leg4_stroke
-    cse77 = cse73*leg4_omega_p2_y
-    cse78 = -cse77 + leg4_a1_z + leg4_oo2_xz*leg4_stroke
-    leg4_a3_z = -cse76 + cse78
-    cse79 = (0.9)*leg4_oo2_W_00
-    leg4_F3_x = cse79 + 2.0*leg4_a3_x
-    cse80 = (0.9)*leg4_oo2_xy
-    leg4_F3_y = cse80 + 2.0*leg4_a3_y
-    cse81 = (0.9)*leg4_oo2_xz
-    leg4_F3_z = cse81 + 2.0*leg4_a3_z - 0.9*leg4_epsd2_y
+    cse86 = leg4_oo2_W_00*leg4_stroke
+    cse87 = cse86 + leg4_a2_x
+    leg4_a3_x = cse87
+    cse88 = 2.0*leg4_qd3
+    cse89 = cse88*leg4_qd2 + leg4_oo2_xy*leg4_stroke
+    cse90 = cse89 + leg4_a2_y
+    leg4_a3_y = cse90
+    cse91 = leg4_epsd2_y*leg4_stroke
+    cse92 = cse88*leg4_omega_p2_y
+    cse93 = -cse92 + leg4_a1_z + leg4_oo2_xz*leg4_stroke
+    leg4_a3_z = -cse91 + cse93
+    cse94 = (0.9)*leg4_oo2_W_00
+    leg4_F3_x = cse94 + 2.0*leg4_a3_x
+    cse95 = (0.9)*leg4_oo2_xy
+    leg4_F3_y = cse95 + 2.0*leg4_a3_y
+    cse96 = (0.9)*leg4_oo2_xz
+    leg4_F3_z = cse96 + 2.0*leg4_a3_z - 0.9*leg4_epsd2_y
     leg4_N3_x = (0.0005)*leg4_epsd2_x
-    cse82 = (0.4215)*leg4_oo2_xz
-    leg4_N3_y = -cse82 - 0.9*leg4_a3_z + (0.422)*leg4_epsd2_y
-    cse83 = (0.4215)*leg4_oo2_xy
-    leg4_N3_z = cse83 + (0.9)*leg4_a3_y
+    cse97 = (0.4215)*leg4_oo2_xz
+    leg4_N3_y = -cse97 - 0.9*leg4_a3_z + (0.422)*leg4_epsd2_y
+    cse98 = (0.4215)*leg4_oo2_xy
+    leg4_N3_z = cse98 + (0.9)*leg4_a3_y
     leg4_N2_x = leg4_N3_x + (0.002)*leg4_epsd2_x
-    cse84 = (0.6)*leg4_a1_z + (0.1413)*leg4_oo2_xz
-    leg4_N2_y = -cse84 - leg4_F3_z*leg4_stroke + leg4_N3_y + (0.1433)*leg4_epsd2_y
-    cse85 = (0.6)*leg4_a2_y + (0.1413)*leg4_oo2_xy
-    leg4_N2_z = cse85 + leg4_F3_y*leg4_stroke + leg4_N3_z
+    cse99 = (0.6)*leg4_a1_z + (0.1413)*leg4_oo2_xz
+    leg4_N2_y = -cse99 - leg4_F3_z*leg4_stroke + leg4_N3_y + (0.1433)*leg4_epsd2_y
+    cse100 = (0.6)*leg4_a2_y + (0.1413)*leg4_oo2_xy
+    leg4_N2_z = cse100 + leg4_F3_y*leg4_stroke + leg4_N3_z
     leg4_N1_y = leg4_N2_x*leg4_u_s2 + leg4_N2_y*leg4_u_c2
     leg4_b1 = -leg4_N1_y + leg4_Qa1
     leg4_b2 = -leg4_N2_z + leg4_Qa2
     leg4_b3 = -leg4_F3_x + leg4_Qa3
     leg5_a1_x = -g_x*leg5_beta1_00 - g_y*leg5_beta1_01 - g_z*leg5_beta1_02
-    leg5_a1_y = cse67 - 0.018247661869354566*g_y
+    leg5_a1_y = cse81 - cse82
     leg5_a1_z = -g_x*leg5_beta1_20 - g_y*leg5_beta1_21 - g_z*leg5_beta1_22
     leg5_omega_p2_x = leg5_qd1*leg5_u_s2
     leg5_omega_p2_y = leg5_qd1*leg5_u_c2
-    cse86 = leg5_omega_p2_y*leg5_qd2
-    leg5_epsd2_x = cse86
-    cse87 = leg5_omega_p2_x*leg5_qd2
-    leg5_epsd2_y = -cse87
+    cse101 = leg5_omega_p2_y*leg5_qd2
+    leg5_epsd2_x = cse101
+    cse102 = leg5_omega_p2_x*leg5_qd2
+    leg5_epsd2_y = -cse102
     leg5_a2_x = leg5_a1_x*leg5_u_c2 + leg5_a1_y*leg5_u_s2
     leg5_a2_y = -leg5_a1_x*leg5_u_s2 + leg5_a1_y*leg5_u_c2
     leg5_oo2_yy = leg5_omega_p2_y*leg5_omega_p2_y
-    cse88 = leg5_qd2*leg5_qd2
-    leg5_oo2_zz = cse88
+    cse103 = leg5_qd2*leg5_qd2
+    leg5_oo2_zz = cse103
     leg5_oo2_xy = leg5_omega_p2_x*leg5_omega_p2_y
-    leg5_oo2_xz = cse87
+    leg5_oo2_xz = cse102
     leg5_oo2_W_00 = -leg5_oo2_yy - leg5_oo2_zz
-    cse89 = leg5_oo2_W_00*leg5_stroke
-    cse90 = cse89 + leg5_a2_x
-    leg5_a3_x = cse90
-    cse91 = 2.0*leg5_qd3
-    cse92 = cse91*leg5_qd2 + leg5_oo2_xy*leg5_stroke
-    cse93 = cse92 + leg5_a2_y
-    leg5_a3_y = cse93
-    cse94 = leg5_epsd2_y*leg5_stroke
-    cse95 = cse91*leg5_omega_p2_y
-    cse96 = -cse95 + leg5_a1_z + leg5_oo2_xz*leg5_stroke
-    leg5_a3_z = -cse94 + cse96
-    cse97 = (0.9)*leg5_oo2_W_00
-    leg5_F3_x = cse97 + 2.0*leg5_a3_x
-    cse98 = (0.9)*leg5_oo2_xy
-    leg5_F3_y = cse98 + 2.0*leg5_a3_y
-    cse99 = (0.9)*leg5_oo2_xz
-    leg5_F3_z = cse99 + 2.0*leg5_a3_z - 0.9*leg5_epsd2_y
+    cse104 = leg5_oo2_W_00*leg5_stroke
+    cse105 = cse104 + leg5_a2_x
+    leg5_a3_x = cse105
+    cse106 = 2.0*leg5_qd3
+    cse107 = cse106*leg5_qd2 + leg5_oo2_xy*leg5_stroke
+    cse108 = cse107 + leg5_a2_y
+    leg5_a3_y = cse108
+    cse109 = leg5_epsd2_y*leg5_stroke
+    cse110 = cse106*leg5_omega_p2_y
+    cse111 = -cse110 + leg5_a1_z + leg5_oo2_xz*leg5_stroke
+    leg5_a3_z = -cse109 + cse111
+    cse112 = (0.9)*leg5_oo2_W_00
+    leg5_F3_x = cse112 + 2.0*leg5_a3_x
+    cse113 = (0.9)*leg5_oo2_xy
+    leg5_F3_y = cse113 + 2.0*leg5_a3_y
+    cse114 = (0.9)*leg5_oo2_xz
+    leg5_F3_z = cse114 + 2.0*leg5_a3_z - 0.9*leg5_epsd2_y
     leg5_N3_x = (0.0005)*leg5_epsd2_x
-    cse100 = (0.4215)*leg5_oo2_xz
-    leg5_N3_y = -cse100 - 0.9*leg5_a3_z + (0.422)*leg5_epsd2_y
-    cse101 = (0.4215)*leg5_oo2_xy
-    leg5_N3_z = cse101 + (0.9)*leg5_a3_y
+    cse115 = (0.4215)*leg5_oo2_xz
+    leg5_N3_y = -cse115 - 0.9*leg5_a3_z + (0.422)*leg5_epsd2_y
+    cse116 = (0.4215)*leg5_oo2_xy
+    leg5_N3_z = cse116 + (0.9)*leg5_a3_y
     leg5_N2_x = leg5_N3_x + (0.002)*leg5_epsd2_x
-    cse102 = (0.6)*leg5_a1_z + (0.1413)*leg5_oo2_xz
-    leg5_N2_y = -cse102 - leg5_F3_z*leg5_stroke + leg5_N3_y + (0.1433)*leg5_epsd2_y
-    cse103 = (0.6)*leg5_a2_y + (0.1413)*leg5_oo2_xy
-    leg5_N2_z = cse103 + leg5_F3_y*leg5_stroke + leg5_N3_z
+    cse117 = (0.6)*leg5_a1_z + (0.1413)*leg5_oo2_xz
+    leg5_N2_y = -cse117 - leg5_F3_z*leg5_stroke + leg5_N3_y + (0.1433)*leg5_epsd2_y
+    cse118 = (0.6)*leg5_a2_y + (0.1413)*leg5_oo2_xy
+    leg5_N2_z = cse118 + leg5_F3_y*leg5_stroke + leg5_N3_z
     leg5_N1_y = leg5_N2_x*leg5_u_s2 + leg5_N2_y*leg5_u_c2
     leg5_b1 = -leg5_N1_y + leg5_Qa1
     leg5_b2 = -leg5_N2_z + leg5_Qa2
     leg5_b3 = -leg5_F3_x + leg5_Qa3
     leg6_a1_x = -g_x*leg6_beta1_00 - g_y*leg6_beta1_01 - g_z*leg6_beta1_02
-    leg6_a1_y = 0.5157196875168393*g_x - 0.8567573775040012*g_y
+    leg6_a1_y = -cse61 + cse62
     leg6_a1_z = -g_x*leg6_beta1_20 - g_y*leg6_beta1_21 - g_z*leg6_beta1_22
     leg6_omega_p2_x = leg6_qd1*leg6_u_s2
     leg6_omega_p2_y = leg6_qd1*leg6_u_c2
-    cse104 = leg6_omega_p2_y*leg6_qd2
-    leg6_epsd2_x = cse104
-    cse105 = leg6_omega_p2_x*leg6_qd2
-    leg6_epsd2_y = -cse105
+    cse119 = leg6_omega_p2_y*leg6_qd2
+    leg6_epsd2_x = cse119
+    cse120 = leg6_omega_p2_x*leg6_qd2
+    leg6_epsd2_y = -cse120
     leg6_a2_x = leg6_a1_x*leg6_u_c2 + leg6_a1_y*leg6_u_s2
     leg6_a2_y = -leg6_a1_x*leg6_u_s2 + leg6_a1_y*leg6_u_c2
     leg6_oo2_yy = leg6_omega_p2_y*leg6_omega_p2_y
-    cse106 = leg6_qd2*leg6_qd2
-    leg6_oo2_zz = cse106
+    cse121 = leg6_qd2*leg6_qd2
+    leg6_oo2_zz = cse121
     leg6_oo2_xy = leg6_omega_p2_x*leg6_omega_p2_y
-    leg6_oo2_xz = cse105
+    leg6_oo2_xz = cse120
     leg6_oo2_W_00 = -leg6_oo2_yy - leg6_oo2_zz
-    cse107 = leg6_oo2_W_00*leg6_stroke
-    cse108 = cse107 + leg6_a2_x
-    leg6_a3_x = cse108
-    cse109 = 2.0*leg6_qd3
-    cse110 = cse109*leg6_qd2 + leg6_oo2_xy*leg6_stroke
-    cse111 = cse110 + leg6_a2_y
-    leg6_a3_y = cse111
-    cse112 = leg6_epsd2_y*leg6_stroke
-    cse113 = cse109*leg6_omega_p2_y
-    cse114 = -cse113 + leg6_a1_z + leg6_oo2_xz*leg6_stroke
-    leg6_a3_z = -cse112 + cse114
-    cse115 = (0.9)*leg6_oo2_W_00
-    leg6_F3_x = cse115 + 2.0*leg6_a3_x
-    cse116 = (0.9)*leg6_oo2_xy
-    leg6_F3_y = cse116 + 2.0*leg6_a3_y
-    cse117 = (0.9)*leg6_oo2_xz
-    leg6_F3_z = cse117 + 2.0*leg6_a3_z - 0.9*leg6_epsd2_y
+    cse122 = leg6_oo2_W_00*leg6_stroke
+    cse123 = cse122 + leg6_a2_x
+    leg6_a3_x = cse123
+    cse124 = 2.0*leg6_qd3
+    cse125 = cse124*leg6_qd2 + leg6_oo2_xy*leg6_stroke
+    cse126 = cse125 + leg6_a2_y
+    leg6_a3_y = cse126
+    cse127 = leg6_epsd2_y*leg6_stroke
+    cse128 = cse124*leg6_omega_p2_y
+    cse129 = -cse128 + leg6_a1_z + leg6_oo2_xz*leg6_stroke
+    leg6_a3_z = -cse127 + cse129
+    cse130 = (0.9)*leg6_oo2_W_00
+    leg6_F3_x = cse130 + 2.0*leg6_a3_x
+    cse131 = (0.9)*leg6_oo2_xy
+    leg6_F3_y = cse131 + 2.0*leg6_a3_y
+    cse132 = (0.9)*leg6_oo2_xz
+    leg6_F3_z = cse132 + 2.0*leg6_a3_z - 0.9*leg6_epsd2_y
     leg6_N3_x = (0.0005)*leg6_epsd2_x
-    cse118 = (0.4215)*leg6_oo2_xz
-    leg6_N3_y = -cse118 - 0.9*leg6_a3_z + (0.422)*leg6_epsd2_y
-    cse119 = (0.4215)*leg6_oo2_xy
-    leg6_N3_z = cse119 + (0.9)*leg6_a3_y
+    cse133 = (0.4215)*leg6_oo2_xz
+    leg6_N3_y = -cse133 - 0.9*leg6_a3_z + (0.422)*leg6_epsd2_y
+    cse134 = (0.4215)*leg6_oo2_xy
+    leg6_N3_z = cse134 + (0.9)*leg6_a3_y
     leg6_N2_x = leg6_N3_x + (0.002)*leg6_epsd2_x
-    cse120 = (0.6)*leg6_a1_z + (0.1413)*leg6_oo2_xz
-    leg6_N2_y = -cse120 - leg6_F3_z*leg6_stroke + leg6_N3_y + (0.1433)*leg6_epsd2_y
-    cse121 = (0.6)*leg6_a2_y + (0.1413)*leg6_oo2_xy
-    leg6_N2_z = cse121 + leg6_F3_y*leg6_stroke + leg6_N3_z
+    cse135 = (0.6)*leg6_a1_z + (0.1413)*leg6_oo2_xz
+    leg6_N2_y = -cse135 - leg6_F3_z*leg6_stroke + leg6_N3_y + (0.1433)*leg6_epsd2_y
+    cse136 = (0.6)*leg6_a2_y + (0.1413)*leg6_oo2_xy
+    leg6_N2_z = cse136 + leg6_F3_y*leg6_stroke + leg6_N3_z
     leg6_N1_y = leg6_N2_x*leg6_u_s2 + leg6_N2_y*leg6_u_c2
     leg6_b1 = -leg6_N1_y + leg6_Qa1
     leg6_b2 = -leg6_N2_z + leg6_Qa2
     leg6_b3 = -leg6_F3_x + leg6_Qa3
-    leg1_a3_x_2 = cse16
-    leg1_a3_y_2 = cse19
-    leg1_a3_z_2 = -cse21 - cse22 + leg1_oo2_xz*leg1_stroke
-    leg2_a3_x_2 = cse34
-    leg2_a3_y_2 = cse37
-    leg2_a3_z_2 = -cse39 - cse40 + leg2_oo2_xz*leg2_stroke
-    leg3_a3_x_2 = cse52
-    leg3_a3_y_2 = cse55
-    leg3_a3_z_2 = -cse57 - cse58 + leg3_oo2_xz*leg3_stroke
-    leg4_a3_x_2 = cse71
-    leg4_a3_y_2 = cse74
-    leg4_a3_z_2 = -cse76 - cse77 + leg4_oo2_xz*leg4_stroke
-    leg5_a3_x_2 = cse89
-    leg5_a3_y_2 = cse92
-    leg5_a3_z_2 = -cse94 - cse95 + leg5_oo2_xz*leg5_stroke
-    leg6_a3_x_2 = cse107
-    leg6_a3_y_2 = cse110
-    leg6_a3_z_2 = -cse112 - cse113 + leg6_oo2_xz*leg6_stroke
+    leg1_a3_x_2 = cse28
+    leg1_a3_y_2 = cse31
+    leg1_a3_z_2 = -cse33 - cse34 + leg1_oo2_xz*leg1_stroke
+    leg2_a3_x_2 = cse46
+    leg2_a3_y_2 = cse49
+    leg2_a3_z_2 = -cse51 - cse52 + leg2_oo2_xz*leg2_stroke
+    leg3_a3_x_2 = cse66
+    leg3_a3_y_2 = cse69
+    leg3_a3_z_2 = -cse71 - cse72 + leg3_oo2_xz*leg3_stroke
+    leg4_a3_x_2 = cse86
+    leg4_a3_y_2 = cse89
+    leg4_a3_z_2 = -cse91 - cse92 + leg4_oo2_xz*leg4_stroke
+    leg5_a3_x_2 = cse104
+    leg5_a3_y_2 = cse107
+    leg5_a3_z_2 = -cse109 - cse110 + leg5_oo2_xz*leg5_stroke
+    leg6_a3_x_2 = cse122
+    leg6_a3_y_2 = cse125
+    leg6_a3_z_2 = -cse127 - cse128 + leg6_oo2_xz*leg6_stroke
     leg1_oo_C_xx = omega_x*omega_x
     leg1_oo_C_yy = omega_y*omega_y
     leg1_oo_C_zz = omega_z*omega_z
@@ -6478,78 +6816,88 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_oo_C_yz = omega_y*omega_z
     leg1_oo_C_W_00 = -leg1_oo_C_yy - leg1_oo_C_zz
     leg1_oo_C_W_11 = -leg1_oo_C_xx - leg1_oo_C_zz
-    cse122 = 0.45961940777125593*leg1_oo_C_W_00
-    cse123 = 0.4596194077712559*leg1_oo_C_xy
-    cse124 = cse122 - cse123
-    cse125 = 0.4596194077712559*leg1_oo_C_W_11
-    cse126 = -cse125 + 0.45961940777125593*leg1_oo_C_xy
-    cse127 = 0.45961940777125593*leg1_oo_C_xz
-    cse128 = 0.4596194077712559*leg1_oo_C_yz
-    cse129 = cse127 - cse128
-    leg1_cC_x = cse124*leg1_Q_00 + cse126*leg1_Q_01 + cse129*leg1_Q_02
-    leg1_cC_y = cse124*leg1_Q_10 + cse126*leg1_Q_11 + cse129*leg1_Q_12
-    leg1_cC_z = cse124*leg1_Q_20 + cse126*leg1_Q_21 + cse129*leg1_Q_22
+    cse137 = 0.45961940777125593*leg1_oo_C_W_00
+    cse138 = 0.45961940777125593*leg1_oo_C_xy
+    cse139 = -cse138
+    cse140 = cse137 + cse139
+    cse141 = 0.45961940777125593*leg1_oo_C_W_11
+    cse142 = -cse139 - cse141
+    cse143 = 0.45961940777125593*leg1_oo_C_xz
+    cse144 = 0.45961940777125593*leg1_oo_C_yz
+    cse145 = cse143 - cse144
+    leg1_cC_x = cse140*leg1_Q_00 + cse142*leg1_Q_01 + cse145*leg1_Q_02
+    leg1_cC_y = cse140*leg1_Q_10 + cse142*leg1_Q_11 + cse145*leg1_Q_12
+    leg1_cC_z = cse140*leg1_Q_20 + cse142*leg1_Q_21 + cse145*leg1_Q_22
     leg1_c1 = -leg1_a3_x_2 + leg1_cC_x - 0.7223228347298781*leg1_oo2_W_00
     leg1_c2 = -leg1_a3_y_2 + leg1_cC_y - 0.7223228347298781*leg1_oo2_xy
     leg1_c3 = -leg1_a3_z_2 + leg1_cC_z + 0.7223228347298781*leg1_epsd2_y - 0.7223228347298781*leg1_oo2_xz
     leg1_h2 = leg1_c2*leg1_lu_inv3
     leg1_h1 = leg1_c3*leg1_lu_inv2
-    cse130 = cse122 + cse123
-    cse131 = cse125 + 0.45961940777125593*leg1_oo_C_xy
-    cse132 = cse127 + cse128
-    leg2_cC_x = cse130*leg2_Q_00 + cse131*leg2_Q_01 + cse132*leg2_Q_02
-    leg2_cC_y = cse130*leg2_Q_10 + cse131*leg2_Q_11 + cse132*leg2_Q_12
-    leg2_cC_z = cse130*leg2_Q_20 + cse131*leg2_Q_21 + cse132*leg2_Q_22
+    cse146 = cse137 + cse138
+    cse147 = cse138 + cse141
+    cse148 = cse143 + cse144
+    leg2_cC_x = cse146*leg2_Q_00 + cse147*leg2_Q_01 + cse148*leg2_Q_02
+    leg2_cC_y = cse146*leg2_Q_10 + cse147*leg2_Q_11 + cse148*leg2_Q_12
+    leg2_cC_z = cse146*leg2_Q_20 + cse147*leg2_Q_21 + cse148*leg2_Q_22
     leg2_c1 = -leg2_a3_x_2 + leg2_cC_x - 0.7223228347298781*leg2_oo2_W_00
     leg2_c2 = -leg2_a3_y_2 + leg2_cC_y - 0.7223228347298781*leg2_oo2_xy
     leg2_c3 = -leg2_a3_z_2 + leg2_cC_z + 0.7223228347298781*leg2_epsd2_y - 0.7223228347298781*leg2_oo2_xz
     leg2_h2 = leg2_c2*leg2_lu_inv3
     leg2_h1 = leg2_c3*leg2_lu_inv2
-    cse133 = 0.6278517870878945*leg1_oo_C_xy
-    cse134 = cse133 + 0.16823237931663848*leg1_oo_C_W_00
-    cse135 = 0.6278517870878945*leg1_oo_C_W_11
-    cse136 = cse135 + 0.16823237931663848*leg1_oo_C_xy
-    cse137 = 0.6278517870878945*leg1_oo_C_yz
-    cse138 = cse137 + 0.16823237931663848*leg1_oo_C_xz
-    leg3_cC_x = cse134*leg3_Q_00 + cse136*leg3_Q_01 + cse138*leg3_Q_02
-    leg3_cC_y = cse134*leg3_Q_10 + cse136*leg3_Q_11 + cse138*leg3_Q_12
-    leg3_cC_z = cse134*leg3_Q_20 + cse136*leg3_Q_21 + cse138*leg3_Q_22
-    leg3_c1 = -leg3_a3_x_2 + leg3_cC_x - 0.7223228347298782*leg3_oo2_W_00
-    leg3_c2 = -leg3_a3_y_2 + leg3_cC_y - 0.7223228347298782*leg3_oo2_xy
-    leg3_c3 = -leg3_a3_z_2 + leg3_cC_z + 0.7223228347298782*leg3_epsd2_y - 0.7223228347298782*leg3_oo2_xz
+    cse149 = 0.16823237931663848*leg1_oo_C_W_00
+    cse150 = 0.6278517870878945*leg1_oo_C_xy
+    cse151 = cse149 + cse150
+    cse152 = 0.16823237931663848*leg1_oo_C_xy
+    cse153 = 0.6278517870878945*leg1_oo_C_W_11
+    cse154 = cse152 + cse153
+    cse155 = 0.16823237931663848*leg1_oo_C_xz
+    cse156 = 0.6278517870878945*leg1_oo_C_yz
+    cse157 = cse155 + cse156
+    leg3_cC_x = cse151*leg3_Q_00 + cse154*leg3_Q_01 + cse157*leg3_Q_02
+    leg3_cC_y = cse151*leg3_Q_10 + cse154*leg3_Q_11 + cse157*leg3_Q_12
+    leg3_cC_z = cse151*leg3_Q_20 + cse154*leg3_Q_21 + cse157*leg3_Q_22
+    leg3_c1 = -leg3_a3_x_2 + leg3_cC_x - 0.7223228347298781*leg3_oo2_W_00
+    leg3_c2 = -leg3_a3_y_2 + leg3_cC_y - 0.7223228347298781*leg3_oo2_xy
+    leg3_c3 = -leg3_a3_z_2 + leg3_cC_z + 0.7223228347298781*leg3_epsd2_y - 0.7223228347298781*leg3_oo2_xz
     leg3_h2 = leg3_c2*leg3_lu_inv3
     leg3_h1 = leg3_c3*leg3_lu_inv2
-    cse139 = -0.6278517870878944*leg1_oo_C_W_00 + 0.16823237931663867*leg1_oo_C_xy
-    cse140 = 0.16823237931663867*leg1_oo_C_W_11 - 0.6278517870878944*leg1_oo_C_xy
-    cse141 = -0.6278517870878944*leg1_oo_C_xz + 0.16823237931663867*leg1_oo_C_yz
-    leg4_cC_x = cse139*leg4_Q_00 + cse140*leg4_Q_01 + cse141*leg4_Q_02
-    leg4_cC_y = cse139*leg4_Q_10 + cse140*leg4_Q_11 + cse141*leg4_Q_12
-    leg4_cC_z = cse139*leg4_Q_20 + cse140*leg4_Q_21 + cse141*leg4_Q_22
-    leg4_c1 = -leg4_a3_x_2 + leg4_cC_x - 0.722322834729878*leg4_oo2_W_00
-    leg4_c2 = -leg4_a3_y_2 + leg4_cC_y - 0.722322834729878*leg4_oo2_xy
-    leg4_c3 = -leg4_a3_z_2 + leg4_cC_z + 0.722322834729878*leg4_epsd2_y - 0.722322834729878*leg4_oo2_xz
+    cse158 = 0.6278517870878945*leg1_oo_C_W_00
+    cse159 = -cse152
+    cse160 = -cse158 - cse159
+    cse161 = 0.16823237931663848*leg1_oo_C_W_11
+    cse162 = -cse150
+    cse163 = cse161 + cse162
+    cse164 = 0.6278517870878945*leg1_oo_C_xz
+    cse165 = 0.16823237931663848*leg1_oo_C_yz
+    cse166 = -cse164 + cse165
+    leg4_cC_x = cse160*leg4_Q_00 + cse163*leg4_Q_01 + cse166*leg4_Q_02
+    leg4_cC_y = cse160*leg4_Q_10 + cse163*leg4_Q_11 + cse166*leg4_Q_12
+    leg4_cC_z = cse160*leg4_Q_20 + cse163*leg4_Q_21 + cse166*leg4_Q_22
+    leg4_c1 = -leg4_a3_x_2 + leg4_cC_x - 0.7223228347298782*leg4_oo2_W_00
+    leg4_c2 = -leg4_a3_y_2 + leg4_cC_y - 0.7223228347298782*leg4_oo2_xy
+    leg4_c3 = -leg4_a3_z_2 + leg4_cC_z + 0.7223228347298782*leg4_epsd2_y - 0.7223228347298782*leg4_oo2_xz
     leg4_h2 = leg4_c2*leg4_lu_inv3
     leg4_h1 = leg4_c3*leg4_lu_inv2
-    cse142 = -0.6278517870878945*leg1_oo_C_W_00 - 0.16823237931663854*leg1_oo_C_xy
-    cse143 = -cse133 - 0.16823237931663854*leg1_oo_C_W_11
-    cse144 = -0.6278517870878945*leg1_oo_C_xz - 0.16823237931663854*leg1_oo_C_yz
-    leg5_cC_x = cse142*leg5_Q_00 + cse143*leg5_Q_01 + cse144*leg5_Q_02
-    leg5_cC_y = cse142*leg5_Q_10 + cse143*leg5_Q_11 + cse144*leg5_Q_12
-    leg5_cC_z = cse142*leg5_Q_20 + cse143*leg5_Q_21 + cse144*leg5_Q_22
-    leg5_c1 = -leg5_a3_x_2 + leg5_cC_x - 0.7223228347298781*leg5_oo2_W_00
-    leg5_c2 = -leg5_a3_y_2 + leg5_cC_y - 0.7223228347298781*leg5_oo2_xy
-    leg5_c3 = -leg5_a3_z_2 + leg5_cC_z + 0.7223228347298781*leg5_epsd2_y - 0.7223228347298781*leg5_oo2_xz
+    cse167 = -cse152 - cse158
+    cse168 = -cse150 - cse161
+    cse169 = -cse164 - cse165
+    leg5_cC_x = cse167*leg5_Q_00 + cse168*leg5_Q_01 + cse169*leg5_Q_02
+    leg5_cC_y = cse167*leg5_Q_10 + cse168*leg5_Q_11 + cse169*leg5_Q_12
+    leg5_cC_z = cse167*leg5_Q_20 + cse168*leg5_Q_21 + cse169*leg5_Q_22
+    leg5_c1 = -leg5_a3_x_2 + leg5_cC_x - 0.7223228347298782*leg5_oo2_W_00
+    leg5_c2 = -leg5_a3_y_2 + leg5_cC_y - 0.7223228347298782*leg5_oo2_xy
+    leg5_c3 = -leg5_a3_z_2 + leg5_cC_z + 0.7223228347298782*leg5_epsd2_y - 0.7223228347298782*leg5_oo2_xz
     leg5_h2 = leg5_c2*leg5_lu_inv3
     leg5_h1 = leg5_c3*leg5_lu_inv2
-    cse145 = -cse133 + 0.1682323793166382*leg1_oo_C_W_00
-    cse146 = -cse135 + 0.1682323793166382*leg1_oo_C_xy
-    cse147 = -cse137 + 0.1682323793166382*leg1_oo_C_xz
-    leg6_cC_x = cse145*leg6_Q_00 + cse146*leg6_Q_01 + cse147*leg6_Q_02
-    leg6_cC_y = cse145*leg6_Q_10 + cse146*leg6_Q_11 + cse147*leg6_Q_12
-    leg6_cC_z = cse145*leg6_Q_20 + cse146*leg6_Q_21 + cse147*leg6_Q_22
-    leg6_c1 = -leg6_a3_x_2 + leg6_cC_x - 0.7223228347298779*leg6_oo2_W_00
-    leg6_c2 = -leg6_a3_y_2 + leg6_cC_y - 0.7223228347298779*leg6_oo2_xy
-    leg6_c3 = -leg6_a3_z_2 + leg6_cC_z + 0.7223228347298779*leg6_epsd2_y - 0.7223228347298779*leg6_oo2_xz
+    cse170 = cse149 + cse162
+    cse171 = -cse153 - cse159
+    cse172 = cse155 - cse156
+    leg6_cC_x = cse170*leg6_Q_00 + cse171*leg6_Q_01 + cse172*leg6_Q_02
+    leg6_cC_y = cse170*leg6_Q_10 + cse171*leg6_Q_11 + cse172*leg6_Q_12
+    leg6_cC_z = cse170*leg6_Q_20 + cse171*leg6_Q_21 + cse172*leg6_Q_22
+    leg6_c1 = -leg6_a3_x_2 + leg6_cC_x - 0.7223228347298781*leg6_oo2_W_00
+    leg6_c2 = -leg6_a3_y_2 + leg6_cC_y - 0.7223228347298781*leg6_oo2_xy
+    leg6_c3 = -leg6_a3_z_2 + leg6_cC_z + 0.7223228347298781*leg6_epsd2_y - 0.7223228347298781*leg6_oo2_xz
     leg6_h2 = leg6_c2*leg6_lu_inv3
     leg6_h1 = leg6_c3*leg6_lu_inv2
     leg1_s_C_f_x = fE_x + g_x*p_m_ring
@@ -6561,24 +6909,21 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_AH12 = leg1_H2_1*leg1_IJ2_11
     leg1_AH13 = leg1_H3_1*leg1_IJ2_11
     leg1_AH14 = leg1_H4_1*leg1_IJ2_11
-    leg1_AH15 = leg1_H5_1*leg1_IJ2_11
     leg1_AH16 = leg1_H6_1*leg1_IJ2_11
     leg1_AH21 = leg1_H1_2*leg1_Ic2_11
     leg1_AH22 = leg1_H2_2*leg1_Ic2_11
     leg1_AH23 = leg1_H3_2*leg1_Ic2_11
     leg1_AH24 = leg1_H4_2*leg1_Ic2_11
-    leg1_AH25 = leg1_H5_2*leg1_Ic2_11
     leg1_AH26 = leg1_H6_2*leg1_Ic2_11
     leg1_AH31 = 2.0*leg1_B0_00
     leg1_AH32 = 2.0*leg1_B0_01
     leg1_AH33 = 2.0*leg1_B0_02
     leg1_AH34 = 2.0*leg1_Ci1_x
-    leg1_AH35 = 2.0*leg1_Ci1_y
     leg1_AH36 = 2.0*leg1_Ci1_z
-    cse148 = -leg1_b1
-    leg1_r1 = -cse148 - leg1_IJ2_11*leg1_h1
-    cse149 = -leg1_b2
-    leg1_r2 = -cse149 - leg1_Ic2_11*leg1_h2
+    cse173 = -leg1_b1
+    leg1_r1 = -cse173 - leg1_IJ2_11*leg1_h1
+    cse174 = -leg1_b2
+    leg1_r2 = -cse174 - leg1_Ic2_11*leg1_h2
     leg1_r3 = leg1_b3 - 2.0*leg1_c1
     leg2_AH11 = leg2_H1_1*leg2_IJ2_11
     leg2_AH12 = leg2_H2_1*leg2_IJ2_11
@@ -6598,10 +6943,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_AH34 = 2.0*leg2_Ci1_x
     leg2_AH35 = 2.0*leg2_Ci1_y
     leg2_AH36 = 2.0*leg2_Ci1_z
-    cse150 = -leg2_b1
-    leg2_r1 = -cse150 - leg2_IJ2_11*leg2_h1
-    cse151 = -leg2_b2
-    leg2_r2 = -cse151 - leg2_Ic2_11*leg2_h2
+    cse175 = -leg2_b1
+    leg2_r1 = -cse175 - leg2_IJ2_11*leg2_h1
+    cse176 = -leg2_b2
+    leg2_r2 = -cse176 - leg2_Ic2_11*leg2_h2
     leg2_r3 = leg2_b3 - 2.0*leg2_c1
     leg3_AH11 = leg3_H1_1*leg3_IJ2_11
     leg3_AH12 = leg3_H2_1*leg3_IJ2_11
@@ -6621,10 +6966,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_AH34 = 2.0*leg3_Ci1_x
     leg3_AH35 = 2.0*leg3_Ci1_y
     leg3_AH36 = 2.0*leg3_Ci1_z
-    cse152 = -leg3_b1
-    leg3_r1 = -cse152 - leg3_IJ2_11*leg3_h1
-    cse153 = -leg3_b2
-    leg3_r2 = -cse153 - leg3_Ic2_11*leg3_h2
+    cse177 = -leg3_b1
+    leg3_r1 = -cse177 - leg3_IJ2_11*leg3_h1
+    cse178 = -leg3_b2
+    leg3_r2 = -cse178 - leg3_Ic2_11*leg3_h2
     leg3_r3 = leg3_b3 - 2.0*leg3_c1
     leg4_AH11 = leg4_H1_1*leg4_IJ2_11
     leg4_AH12 = leg4_H2_1*leg4_IJ2_11
@@ -6644,10 +6989,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_AH34 = 2.0*leg4_Ci1_x
     leg4_AH35 = 2.0*leg4_Ci1_y
     leg4_AH36 = 2.0*leg4_Ci1_z
-    cse154 = -leg4_b1
-    leg4_r1 = -cse154 - leg4_IJ2_11*leg4_h1
-    cse155 = -leg4_b2
-    leg4_r2 = -cse155 - leg4_Ic2_11*leg4_h2
+    cse179 = -leg4_b1
+    leg4_r1 = -cse179 - leg4_IJ2_11*leg4_h1
+    cse180 = -leg4_b2
+    leg4_r2 = -cse180 - leg4_Ic2_11*leg4_h2
     leg4_r3 = leg4_b3 - 2.0*leg4_c1
     leg5_AH11 = leg5_H1_1*leg5_IJ2_11
     leg5_AH12 = leg5_H2_1*leg5_IJ2_11
@@ -6667,10 +7012,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_AH34 = 2.0*leg5_Ci1_x
     leg5_AH35 = 2.0*leg5_Ci1_y
     leg5_AH36 = 2.0*leg5_Ci1_z
-    cse156 = -leg5_b1
-    leg5_r1 = -cse156 - leg5_IJ2_11*leg5_h1
-    cse157 = -leg5_b2
-    leg5_r2 = -cse157 - leg5_Ic2_11*leg5_h2
+    cse181 = -leg5_b1
+    leg5_r1 = -cse181 - leg5_IJ2_11*leg5_h1
+    cse182 = -leg5_b2
+    leg5_r2 = -cse182 - leg5_Ic2_11*leg5_h2
     leg5_r3 = leg5_b3 - 2.0*leg5_c1
     leg6_AH11 = leg6_H1_1*leg6_IJ2_11
     leg6_AH12 = leg6_H2_1*leg6_IJ2_11
@@ -6690,37 +7035,44 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_AH34 = 2.0*leg6_Ci1_x
     leg6_AH35 = 2.0*leg6_Ci1_y
     leg6_AH36 = 2.0*leg6_Ci1_z
-    cse158 = -leg6_b1
-    leg6_r1 = -cse158 - leg6_IJ2_11*leg6_h1
-    cse159 = -leg6_b2
-    leg6_r2 = -cse159 - leg6_Ic2_11*leg6_h2
+    cse183 = -leg6_b1
+    leg6_r1 = -cse183 - leg6_IJ2_11*leg6_h1
+    cse184 = -leg6_b2
+    leg6_r2 = -cse184 - leg6_Ic2_11*leg6_h2
     leg6_r3 = leg6_b3 - 2.0*leg6_c1
     A_star11 = leg1_AH11*leg1_H1_1 + leg1_AH21*leg1_H1_2 + leg1_AH31*leg1_B0_00 + leg2_AH11*leg2_H1_1 + leg2_AH21*leg2_H1_2 + leg2_AH31*leg2_B0_00 + leg3_AH11*leg3_H1_1 + leg3_AH21*leg3_H1_2 + leg3_AH31*leg3_B0_00 + leg4_AH11*leg4_H1_1 + leg4_AH21*leg4_H1_2 + leg4_AH31*leg4_B0_00 + leg5_AH11*leg5_H1_1 + leg5_AH21*leg5_H1_2 + leg5_AH31*leg5_B0_00 + leg6_AH11*leg6_H1_1 + leg6_AH21*leg6_H1_2 + leg6_AH31*leg6_B0_00 + p_m_ring
     A_star12 = leg1_AH12*leg1_H1_1 + leg1_AH22*leg1_H1_2 + leg1_AH32*leg1_B0_00 + leg2_AH12*leg2_H1_1 + leg2_AH22*leg2_H1_2 + leg2_AH32*leg2_B0_00 + leg3_AH12*leg3_H1_1 + leg3_AH22*leg3_H1_2 + leg3_AH32*leg3_B0_00 + leg4_AH12*leg4_H1_1 + leg4_AH22*leg4_H1_2 + leg4_AH32*leg4_B0_00 + leg5_AH12*leg5_H1_1 + leg5_AH22*leg5_H1_2 + leg5_AH32*leg5_B0_00 + leg6_AH12*leg6_H1_1 + leg6_AH22*leg6_H1_2 + leg6_AH32*leg6_B0_00
     A_star13 = leg1_AH13*leg1_H1_1 + leg1_AH23*leg1_H1_2 + leg1_AH33*leg1_B0_00 + leg2_AH13*leg2_H1_1 + leg2_AH23*leg2_H1_2 + leg2_AH33*leg2_B0_00 + leg3_AH13*leg3_H1_1 + leg3_AH23*leg3_H1_2 + leg3_AH33*leg3_B0_00 + leg4_AH13*leg4_H1_1 + leg4_AH23*leg4_H1_2 + leg4_AH33*leg4_B0_00 + leg5_AH13*leg5_H1_1 + leg5_AH23*leg5_H1_2 + leg5_AH33*leg5_B0_00 + leg6_AH13*leg6_H1_1 + leg6_AH23*leg6_H1_2 + leg6_AH33*leg6_B0_00
-    A_star14 = leg1_AH14*leg1_H1_1 + leg1_AH24*leg1_H1_2 + leg1_AH34*leg1_B0_00 + leg2_AH14*leg2_H1_1 + leg2_AH24*leg2_H1_2 + leg2_AH34*leg2_B0_00 + leg3_AH14*leg3_H1_1 + leg3_AH24*leg3_H1_2 + leg3_AH34*leg3_B0_00 + leg4_AH14*leg4_H1_1 + leg4_AH24*leg4_H1_2 + leg4_AH34*leg4_B0_00 + leg5_AH14*leg5_H1_1 + leg5_AH24*leg5_H1_2 + leg5_AH34*leg5_B0_00 + leg6_AH14*leg6_H1_1 + leg6_AH24*leg6_H1_2 + leg6_AH34*leg6_B0_00
-    A_star15 = leg1_AH15*leg1_H1_1 + leg1_AH25*leg1_H1_2 + leg1_AH35*leg1_B0_00 + leg2_AH15*leg2_H1_1 + leg2_AH25*leg2_H1_2 + leg2_AH35*leg2_B0_00 + leg3_AH15*leg3_H1_1 + leg3_AH25*leg3_H1_2 + leg3_AH35*leg3_B0_00 + leg4_AH15*leg4_H1_1 + leg4_AH25*leg4_H1_2 + leg4_AH35*leg4_B0_00 + leg5_AH15*leg5_H1_1 + leg5_AH25*leg5_H1_2 + leg5_AH35*leg5_B0_00 + leg6_AH15*leg6_H1_1 + leg6_AH25*leg6_H1_2 + leg6_AH35*leg6_B0_00
+    cse185 = leg1_AH14*leg1_H1_1 + leg1_AH24*leg1_H1_2 + leg1_AH34*leg1_B0_00
+    A_star14 = cse185 + leg2_AH14*leg2_H1_1 + leg2_AH24*leg2_H1_2 + leg2_AH34*leg2_B0_00 + leg3_AH14*leg3_H1_1 + leg3_AH24*leg3_H1_2 + leg3_AH34*leg3_B0_00 + leg4_AH14*leg4_H1_1 + leg4_AH24*leg4_H1_2 + leg4_AH34*leg4_B0_00 + leg5_AH14*leg5_H1_1 + leg5_AH24*leg5_H1_2 + leg5_AH34*leg5_B0_00 + leg6_AH14*leg6_H1_1 + leg6_AH24*leg6_H1_2 + leg6_AH34*leg6_B0_00
+    A_star15 = cse185 + leg2_AH15*leg2_H1_1 + leg2_AH25*leg2_H1_2 + leg2_AH35*leg2_B0_00 + leg3_AH15*leg3_H1_1 + leg3_AH25*leg3_H1_2 + leg3_AH35*leg3_B0_00 + leg4_AH15*leg4_H1_1 + leg4_AH25*leg4_H1_2 + leg4_AH35*leg4_B0_00 + leg5_AH15*leg5_H1_1 + leg5_AH25*leg5_H1_2 + leg5_AH35*leg5_B0_00 + leg6_AH15*leg6_H1_1 + leg6_AH25*leg6_H1_2 + leg6_AH35*leg6_B0_00
     A_star16 = leg1_AH16*leg1_H1_1 + leg1_AH26*leg1_H1_2 + leg1_AH36*leg1_B0_00 + leg2_AH16*leg2_H1_1 + leg2_AH26*leg2_H1_2 + leg2_AH36*leg2_B0_00 + leg3_AH16*leg3_H1_1 + leg3_AH26*leg3_H1_2 + leg3_AH36*leg3_B0_00 + leg4_AH16*leg4_H1_1 + leg4_AH26*leg4_H1_2 + leg4_AH36*leg4_B0_00 + leg5_AH16*leg5_H1_1 + leg5_AH26*leg5_H1_2 + leg5_AH36*leg5_B0_00 + leg6_AH16*leg6_H1_1 + leg6_AH26*leg6_H1_2 + leg6_AH36*leg6_B0_00
     A_star22 = leg1_AH12*leg1_H2_1 + leg1_AH22*leg1_H2_2 + leg1_AH32*leg1_B0_01 + leg2_AH12*leg2_H2_1 + leg2_AH22*leg2_H2_2 + leg2_AH32*leg2_B0_01 + leg3_AH12*leg3_H2_1 + leg3_AH22*leg3_H2_2 + leg3_AH32*leg3_B0_01 + leg4_AH12*leg4_H2_1 + leg4_AH22*leg4_H2_2 + leg4_AH32*leg4_B0_01 + leg5_AH12*leg5_H2_1 + leg5_AH22*leg5_H2_2 + leg5_AH32*leg5_B0_01 + leg6_AH12*leg6_H2_1 + leg6_AH22*leg6_H2_2 + leg6_AH32*leg6_B0_01 + p_m_ring
     A_star23 = leg1_AH13*leg1_H2_1 + leg1_AH23*leg1_H2_2 + leg1_AH33*leg1_B0_01 + leg2_AH13*leg2_H2_1 + leg2_AH23*leg2_H2_2 + leg2_AH33*leg2_B0_01 + leg3_AH13*leg3_H2_1 + leg3_AH23*leg3_H2_2 + leg3_AH33*leg3_B0_01 + leg4_AH13*leg4_H2_1 + leg4_AH23*leg4_H2_2 + leg4_AH33*leg4_B0_01 + leg5_AH13*leg5_H2_1 + leg5_AH23*leg5_H2_2 + leg5_AH33*leg5_B0_01 + leg6_AH13*leg6_H2_1 + leg6_AH23*leg6_H2_2 + leg6_AH33*leg6_B0_01
-    A_star24 = leg1_AH14*leg1_H2_1 + leg1_AH24*leg1_H2_2 + leg1_AH34*leg1_B0_01 + leg2_AH14*leg2_H2_1 + leg2_AH24*leg2_H2_2 + leg2_AH34*leg2_B0_01 + leg3_AH14*leg3_H2_1 + leg3_AH24*leg3_H2_2 + leg3_AH34*leg3_B0_01 + leg4_AH14*leg4_H2_1 + leg4_AH24*leg4_H2_2 + leg4_AH34*leg4_B0_01 + leg5_AH14*leg5_H2_1 + leg5_AH24*leg5_H2_2 + leg5_AH34*leg5_B0_01 + leg6_AH14*leg6_H2_1 + leg6_AH24*leg6_H2_2 + leg6_AH34*leg6_B0_01
-    A_star25 = leg1_AH15*leg1_H2_1 + leg1_AH25*leg1_H2_2 + leg1_AH35*leg1_B0_01 + leg2_AH15*leg2_H2_1 + leg2_AH25*leg2_H2_2 + leg2_AH35*leg2_B0_01 + leg3_AH15*leg3_H2_1 + leg3_AH25*leg3_H2_2 + leg3_AH35*leg3_B0_01 + leg4_AH15*leg4_H2_1 + leg4_AH25*leg4_H2_2 + leg4_AH35*leg4_B0_01 + leg5_AH15*leg5_H2_1 + leg5_AH25*leg5_H2_2 + leg5_AH35*leg5_B0_01 + leg6_AH15*leg6_H2_1 + leg6_AH25*leg6_H2_2 + leg6_AH35*leg6_B0_01
+    cse186 = leg1_AH14*leg1_H2_1 + leg1_AH24*leg1_H2_2 + leg1_AH34*leg1_B0_01
+    A_star24 = cse186 + leg2_AH14*leg2_H2_1 + leg2_AH24*leg2_H2_2 + leg2_AH34*leg2_B0_01 + leg3_AH14*leg3_H2_1 + leg3_AH24*leg3_H2_2 + leg3_AH34*leg3_B0_01 + leg4_AH14*leg4_H2_1 + leg4_AH24*leg4_H2_2 + leg4_AH34*leg4_B0_01 + leg5_AH14*leg5_H2_1 + leg5_AH24*leg5_H2_2 + leg5_AH34*leg5_B0_01 + leg6_AH14*leg6_H2_1 + leg6_AH24*leg6_H2_2 + leg6_AH34*leg6_B0_01
+    A_star25 = cse186 + leg2_AH15*leg2_H2_1 + leg2_AH25*leg2_H2_2 + leg2_AH35*leg2_B0_01 + leg3_AH15*leg3_H2_1 + leg3_AH25*leg3_H2_2 + leg3_AH35*leg3_B0_01 + leg4_AH15*leg4_H2_1 + leg4_AH25*leg4_H2_2 + leg4_AH35*leg4_B0_01 + leg5_AH15*leg5_H2_1 + leg5_AH25*leg5_H2_2 + leg5_AH35*leg5_B0_01 + leg6_AH15*leg6_H2_1 + leg6_AH25*leg6_H2_2 + leg6_AH35*leg6_B0_01
     A_star26 = leg1_AH16*leg1_H2_1 + leg1_AH26*leg1_H2_2 + leg1_AH36*leg1_B0_01 + leg2_AH16*leg2_H2_1 + leg2_AH26*leg2_H2_2 + leg2_AH36*leg2_B0_01 + leg3_AH16*leg3_H2_1 + leg3_AH26*leg3_H2_2 + leg3_AH36*leg3_B0_01 + leg4_AH16*leg4_H2_1 + leg4_AH26*leg4_H2_2 + leg4_AH36*leg4_B0_01 + leg5_AH16*leg5_H2_1 + leg5_AH26*leg5_H2_2 + leg5_AH36*leg5_B0_01 + leg6_AH16*leg6_H2_1 + leg6_AH26*leg6_H2_2 + leg6_AH36*leg6_B0_01
     A_star33 = leg1_AH13*leg1_H3_1 + leg1_AH23*leg1_H3_2 + leg1_AH33*leg1_B0_02 + leg2_AH13*leg2_H3_1 + leg2_AH23*leg2_H3_2 + leg2_AH33*leg2_B0_02 + leg3_AH13*leg3_H3_1 + leg3_AH23*leg3_H3_2 + leg3_AH33*leg3_B0_02 + leg4_AH13*leg4_H3_1 + leg4_AH23*leg4_H3_2 + leg4_AH33*leg4_B0_02 + leg5_AH13*leg5_H3_1 + leg5_AH23*leg5_H3_2 + leg5_AH33*leg5_B0_02 + leg6_AH13*leg6_H3_1 + leg6_AH23*leg6_H3_2 + leg6_AH33*leg6_B0_02 + p_m_ring
-    A_star34 = leg1_AH14*leg1_H3_1 + leg1_AH24*leg1_H3_2 + leg1_AH34*leg1_B0_02 + leg2_AH14*leg2_H3_1 + leg2_AH24*leg2_H3_2 + leg2_AH34*leg2_B0_02 + leg3_AH14*leg3_H3_1 + leg3_AH24*leg3_H3_2 + leg3_AH34*leg3_B0_02 + leg4_AH14*leg4_H3_1 + leg4_AH24*leg4_H3_2 + leg4_AH34*leg4_B0_02 + leg5_AH14*leg5_H3_1 + leg5_AH24*leg5_H3_2 + leg5_AH34*leg5_B0_02 + leg6_AH14*leg6_H3_1 + leg6_AH24*leg6_H3_2 + leg6_AH34*leg6_B0_02
-    A_star35 = leg1_AH15*leg1_H3_1 + leg1_AH25*leg1_H3_2 + leg1_AH35*leg1_B0_02 + leg2_AH15*leg2_H3_1 + leg2_AH25*leg2_H3_2 + leg2_AH35*leg2_B0_02 + leg3_AH15*leg3_H3_1 + leg3_AH25*leg3_H3_2 + leg3_AH35*leg3_B0_02 + leg4_AH15*leg4_H3_1 + leg4_AH25*leg4_H3_2 + leg4_AH35*leg4_B0_02 + leg5_AH15*leg5_H3_1 + leg5_AH25*leg5_H3_2 + leg5_AH35*leg5_B0_02 + leg6_AH15*leg6_H3_1 + leg6_AH25*leg6_H3_2 + leg6_AH35*leg6_B0_02
+    cse187 = leg1_AH14*leg1_H3_1 + leg1_AH24*leg1_H3_2 + leg1_AH34*leg1_B0_02
+    A_star34 = cse187 + leg2_AH14*leg2_H3_1 + leg2_AH24*leg2_H3_2 + leg2_AH34*leg2_B0_02 + leg3_AH14*leg3_H3_1 + leg3_AH24*leg3_H3_2 + leg3_AH34*leg3_B0_02 + leg4_AH14*leg4_H3_1 + leg4_AH24*leg4_H3_2 + leg4_AH34*leg4_B0_02 + leg5_AH14*leg5_H3_1 + leg5_AH24*leg5_H3_2 + leg5_AH34*leg5_B0_02 + leg6_AH14*leg6_H3_1 + leg6_AH24*leg6_H3_2 + leg6_AH34*leg6_B0_02
+    A_star35 = cse187 + leg2_AH15*leg2_H3_1 + leg2_AH25*leg2_H3_2 + leg2_AH35*leg2_B0_02 + leg3_AH15*leg3_H3_1 + leg3_AH25*leg3_H3_2 + leg3_AH35*leg3_B0_02 + leg4_AH15*leg4_H3_1 + leg4_AH25*leg4_H3_2 + leg4_AH35*leg4_B0_02 + leg5_AH15*leg5_H3_1 + leg5_AH25*leg5_H3_2 + leg5_AH35*leg5_B0_02 + leg6_AH15*leg6_H3_1 + leg6_AH25*leg6_H3_2 + leg6_AH35*leg6_B0_02
     A_star36 = leg1_AH16*leg1_H3_1 + leg1_AH26*leg1_H3_2 + leg1_AH36*leg1_B0_02 + leg2_AH16*leg2_H3_1 + leg2_AH26*leg2_H3_2 + leg2_AH36*leg2_B0_02 + leg3_AH16*leg3_H3_1 + leg3_AH26*leg3_H3_2 + leg3_AH36*leg3_B0_02 + leg4_AH16*leg4_H3_1 + leg4_AH26*leg4_H3_2 + leg4_AH36*leg4_B0_02 + leg5_AH16*leg5_H3_1 + leg5_AH26*leg5_H3_2 + leg5_AH36*leg5_B0_02 + leg6_AH16*leg6_H3_1 + leg6_AH26*leg6_H3_2 + leg6_AH36*leg6_B0_02
-    A_star44 = leg1_AH14*leg1_H4_1 + leg1_AH24*leg1_H4_2 + leg1_AH34*leg1_Ci1_x + leg2_AH14*leg2_H4_1 + leg2_AH24*leg2_H4_2 + leg2_AH34*leg2_Ci1_x + leg3_AH14*leg3_H4_1 + leg3_AH24*leg3_H4_2 + leg3_AH34*leg3_Ci1_x + leg4_AH14*leg4_H4_1 + leg4_AH24*leg4_H4_2 + leg4_AH34*leg4_Ci1_x + leg5_AH14*leg5_H4_1 + leg5_AH24*leg5_H4_2 + leg5_AH34*leg5_Ci1_x + leg6_AH14*leg6_H4_1 + leg6_AH24*leg6_H4_2 + leg6_AH34*leg6_Ci1_x + 30.0
-    A_star45 = leg1_AH15*leg1_H4_1 + leg1_AH25*leg1_H4_2 + leg1_AH35*leg1_Ci1_x + leg2_AH15*leg2_H4_1 + leg2_AH25*leg2_H4_2 + leg2_AH35*leg2_Ci1_x + leg3_AH15*leg3_H4_1 + leg3_AH25*leg3_H4_2 + leg3_AH35*leg3_Ci1_x + leg4_AH15*leg4_H4_1 + leg4_AH25*leg4_H4_2 + leg4_AH35*leg4_Ci1_x + leg5_AH15*leg5_H4_1 + leg5_AH25*leg5_H4_2 + leg5_AH35*leg5_Ci1_x + leg6_AH15*leg6_H4_1 + leg6_AH25*leg6_H4_2 + leg6_AH35*leg6_Ci1_x
-    A_star46 = leg1_AH16*leg1_H4_1 + leg1_AH26*leg1_H4_2 + leg1_AH36*leg1_Ci1_x + leg2_AH16*leg2_H4_1 + leg2_AH26*leg2_H4_2 + leg2_AH36*leg2_Ci1_x + leg3_AH16*leg3_H4_1 + leg3_AH26*leg3_H4_2 + leg3_AH36*leg3_Ci1_x + leg4_AH16*leg4_H4_1 + leg4_AH26*leg4_H4_2 + leg4_AH36*leg4_Ci1_x + leg5_AH16*leg5_H4_1 + leg5_AH26*leg5_H4_2 + leg5_AH36*leg5_Ci1_x + leg6_AH16*leg6_H4_1 + leg6_AH26*leg6_H4_2 + leg6_AH36*leg6_Ci1_x
-    A_star55 = leg1_AH15*leg1_H5_1 + leg1_AH25*leg1_H5_2 + leg1_AH35*leg1_Ci1_y + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_Ci1_y + 30.0
-    A_star56 = leg1_AH16*leg1_H5_1 + leg1_AH26*leg1_H5_2 + leg1_AH36*leg1_Ci1_y + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_Ci1_y
+    cse188 = leg1_AH14*leg1_H4_1 + leg1_AH24*leg1_H4_2 + leg1_AH34*leg1_Ci1_x
+    cse189 = cse188 + 30.0
+    A_star44 = cse189 + leg2_AH14*leg2_H4_1 + leg2_AH24*leg2_H4_2 + leg2_AH34*leg2_Ci1_x + leg3_AH14*leg3_H4_1 + leg3_AH24*leg3_H4_2 + leg3_AH34*leg3_Ci1_x + leg4_AH14*leg4_H4_1 + leg4_AH24*leg4_H4_2 + leg4_AH34*leg4_Ci1_x + leg5_AH14*leg5_H4_1 + leg5_AH24*leg5_H4_2 + leg5_AH34*leg5_Ci1_x + leg6_AH14*leg6_H4_1 + leg6_AH24*leg6_H4_2 + leg6_AH34*leg6_Ci1_x
+    A_star45 = cse188 + leg2_AH15*leg2_H4_1 + leg2_AH25*leg2_H4_2 + leg2_AH35*leg2_Ci1_x + leg3_AH15*leg3_H4_1 + leg3_AH25*leg3_H4_2 + leg3_AH35*leg3_Ci1_x + leg4_AH15*leg4_H4_1 + leg4_AH25*leg4_H4_2 + leg4_AH35*leg4_Ci1_x + leg5_AH15*leg5_H4_1 + leg5_AH25*leg5_H4_2 + leg5_AH35*leg5_Ci1_x + leg6_AH15*leg6_H4_1 + leg6_AH25*leg6_H4_2 + leg6_AH35*leg6_Ci1_x
+    cse190 = leg1_AH16*leg1_H4_1 + leg1_AH26*leg1_H4_2 + leg1_AH36*leg1_Ci1_x
+    A_star46 = cse190 + leg2_AH16*leg2_H4_1 + leg2_AH26*leg2_H4_2 + leg2_AH36*leg2_Ci1_x + leg3_AH16*leg3_H4_1 + leg3_AH26*leg3_H4_2 + leg3_AH36*leg3_Ci1_x + leg4_AH16*leg4_H4_1 + leg4_AH26*leg4_H4_2 + leg4_AH36*leg4_Ci1_x + leg5_AH16*leg5_H4_1 + leg5_AH26*leg5_H4_2 + leg5_AH36*leg5_Ci1_x + leg6_AH16*leg6_H4_1 + leg6_AH26*leg6_H4_2 + leg6_AH36*leg6_Ci1_x
+    A_star55 = cse189 + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_Ci1_y
+    A_star56 = cse190 + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_Ci1_y
     A_star66 = leg1_AH16*leg1_H6_1 + leg1_AH26*leg1_H6_2 + leg1_AH36*leg1_Ci1_z + leg2_AH16*leg2_H6_1 + leg2_AH26*leg2_H6_2 + leg2_AH36*leg2_Ci1_z + leg3_AH16*leg3_H6_1 + leg3_AH26*leg3_H6_2 + leg3_AH36*leg3_Ci1_z + leg4_AH16*leg4_H6_1 + leg4_AH26*leg4_H6_2 + leg4_AH36*leg4_Ci1_z + leg5_AH16*leg5_H6_1 + leg5_AH26*leg5_H6_2 + leg5_AH36*leg5_Ci1_z + leg6_AH16*leg6_H6_1 + leg6_AH26*leg6_H6_2 + leg6_AH36*leg6_Ci1_z + 55.0
     b_star1 = leg1_B0_00*leg1_r3 + leg1_H1_1*leg1_r1 + leg1_H1_2*leg1_r2 + leg1_s_C_f_x + leg2_B0_00*leg2_r3 + leg2_H1_1*leg2_r1 + leg2_H1_2*leg2_r2 + leg3_B0_00*leg3_r3 + leg3_H1_1*leg3_r1 + leg3_H1_2*leg3_r2 + leg4_B0_00*leg4_r3 + leg4_H1_1*leg4_r1 + leg4_H1_2*leg4_r2 + leg5_B0_00*leg5_r3 + leg5_H1_1*leg5_r1 + leg5_H1_2*leg5_r2 + leg6_B0_00*leg6_r3 + leg6_H1_1*leg6_r1 + leg6_H1_2*leg6_r2
     b_star2 = leg1_B0_01*leg1_r3 + leg1_H2_1*leg1_r1 + leg1_H2_2*leg1_r2 + leg1_s_C_f_y + leg2_B0_01*leg2_r3 + leg2_H2_1*leg2_r1 + leg2_H2_2*leg2_r2 + leg3_B0_01*leg3_r3 + leg3_H2_1*leg3_r1 + leg3_H2_2*leg3_r2 + leg4_B0_01*leg4_r3 + leg4_H2_1*leg4_r1 + leg4_H2_2*leg4_r2 + leg5_B0_01*leg5_r3 + leg5_H2_1*leg5_r1 + leg5_H2_2*leg5_r2 + leg6_B0_01*leg6_r3 + leg6_H2_1*leg6_r1 + leg6_H2_2*leg6_r2
     b_star3 = leg1_B0_02*leg1_r3 + leg1_H3_1*leg1_r1 + leg1_H3_2*leg1_r2 + leg1_s_C_f_z + leg2_B0_02*leg2_r3 + leg2_H3_1*leg2_r1 + leg2_H3_2*leg2_r2 + leg3_B0_02*leg3_r3 + leg3_H3_1*leg3_r1 + leg3_H3_2*leg3_r2 + leg4_B0_02*leg4_r3 + leg4_H3_1*leg4_r1 + leg4_H3_2*leg4_r2 + leg5_B0_02*leg5_r3 + leg5_H3_1*leg5_r1 + leg5_H3_2*leg5_r2 + leg6_B0_02*leg6_r3 + leg6_H3_1*leg6_r1 + leg6_H3_2*leg6_r2
-    b_star4 = leg1_Ci1_x*leg1_r3 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2 + leg1_s_C_m_x + leg2_Ci1_x*leg2_r3 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg3_Ci1_x*leg3_r3 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg4_Ci1_x*leg4_r3 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg5_Ci1_x*leg5_r3 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg6_Ci1_x*leg6_r3 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2
-    b_star5 = leg1_Ci1_y*leg1_r3 + leg1_H5_1*leg1_r1 + leg1_H5_2*leg1_r2 + leg1_s_C_m_y + leg2_Ci1_y*leg2_r3 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg3_Ci1_y*leg3_r3 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg4_Ci1_y*leg4_r3 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg5_Ci1_y*leg5_r3 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg6_Ci1_y*leg6_r3 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2
+    cse191 = leg1_Ci1_x*leg1_r3 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2
+    b_star4 = cse191 + leg1_s_C_m_x + leg2_Ci1_x*leg2_r3 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg3_Ci1_x*leg3_r3 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg4_Ci1_x*leg4_r3 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg5_Ci1_x*leg5_r3 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg6_Ci1_x*leg6_r3 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2
+    b_star5 = cse191 + leg1_s_C_m_y + leg2_Ci1_y*leg2_r3 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg3_Ci1_y*leg3_r3 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg4_Ci1_y*leg4_r3 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg5_Ci1_y*leg5_r3 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg6_Ci1_y*leg6_r3 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2
     b_star6 = leg1_Ci1_z*leg1_r3 + leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg2_Ci1_z*leg2_r3 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg3_Ci1_z*leg3_r3 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg4_Ci1_z*leg4_r3 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg5_Ci1_z*leg5_r3 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg6_Ci1_z*leg6_r3 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + mE_z
     if not (0.9999999999999*A_star11 > 0.0):  # pivot D1 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
@@ -6835,9 +7187,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     udot3 = -L4_3*udot4 - L5_3*udot5 - L6_3*udot6 + invD3*y3
     udot2 = -L3_2*udot3 - L4_2*udot4 - L5_2*udot5 - L6_2*udot6 + invD2*y2
     udot1 = -L2_1*udot2 - L3_1*udot3 - L4_1*udot4 - L5_1*udot5 - L6_1*udot6 + b_star1*invD1
-    qdd1 = leg1_H1_1*udot1 + leg1_H2_1*udot2 + leg1_H3_1*udot3 + leg1_H4_1*udot4 + leg1_H5_1*udot5 + leg1_H6_1*udot6 + leg1_h1
-    qdd2 = leg1_H1_2*udot1 + leg1_H2_2*udot2 + leg1_H3_2*udot3 + leg1_H4_2*udot4 + leg1_H5_2*udot5 + leg1_H6_2*udot6 + leg1_h2
-    qdd3 = leg1_B0_00*udot1 + leg1_B0_01*udot2 + leg1_B0_02*udot3 + leg1_Ci1_x*udot4 + leg1_Ci1_y*udot5 + leg1_Ci1_z*udot6 + leg1_c1
+    qdd1 = leg1_H1_1*udot1 + leg1_H2_1*udot2 + leg1_H3_1*udot3 + leg1_H4_1*udot4 + leg1_H4_1*udot5 + leg1_H6_1*udot6 + leg1_h1
+    qdd2 = leg1_H1_2*udot1 + leg1_H2_2*udot2 + leg1_H3_2*udot3 + leg1_H4_2*udot4 + leg1_H4_2*udot5 + leg1_H6_2*udot6 + leg1_h2
+    qdd3 = leg1_B0_00*udot1 + leg1_B0_01*udot2 + leg1_B0_02*udot3 + leg1_Ci1_x*udot4 + leg1_Ci1_x*udot5 + leg1_Ci1_z*udot6 + leg1_c1
     leg2_qdd1 = leg2_H1_1*udot1 + leg2_H2_1*udot2 + leg2_H3_1*udot3 + leg2_H4_1*udot4 + leg2_H5_1*udot5 + leg2_H6_1*udot6 + leg2_h1
     leg2_qdd2 = leg2_H1_2*udot1 + leg2_H2_2*udot2 + leg2_H3_2*udot3 + leg2_H4_2*udot4 + leg2_H5_2*udot5 + leg2_H6_2*udot6 + leg2_h2
     leg2_qdd3 = leg2_B0_00*udot1 + leg2_B0_01*udot2 + leg2_B0_02*udot3 + leg2_Ci1_x*udot4 + leg2_Ci1_y*udot5 + leg2_Ci1_z*udot6 + leg2_c1
@@ -6853,33 +7205,33 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_qdd1 = leg6_H1_1*udot1 + leg6_H2_1*udot2 + leg6_H3_1*udot3 + leg6_H4_1*udot4 + leg6_H5_1*udot5 + leg6_H6_1*udot6 + leg6_h1
     leg6_qdd2 = leg6_H1_2*udot1 + leg6_H2_2*udot2 + leg6_H3_2*udot3 + leg6_H4_2*udot4 + leg6_H5_2*udot5 + leg6_H6_2*udot6 + leg6_h2
     leg6_qdd3 = leg6_B0_00*udot1 + leg6_B0_01*udot2 + leg6_B0_02*udot3 + leg6_Ci1_x*udot4 + leg6_Ci1_y*udot5 + leg6_Ci1_z*udot6 + leg6_c1
-    leg1_Aqdd_b1 = cse148 + leg1_IJ2_11*qdd1
-    leg1_Aqdd_b2 = cse149 + leg1_Ic2_11*qdd2
+    leg1_Aqdd_b1 = cse173 + leg1_IJ2_11*qdd1
+    leg1_Aqdd_b2 = cse174 + leg1_Ic2_11*qdd2
     leg1_Aqdd_b3 = -leg1_b3 + 2.0*qdd3
     leg1_lambda_z3 = leg1_Aqdd_b1*leg1_lu_inv2
     leg1_lambda_z2 = leg1_Aqdd_b2*leg1_lu_inv3
-    leg2_Aqdd_b1 = cse150 + leg2_IJ2_11*leg2_qdd1
-    leg2_Aqdd_b2 = cse151 + leg2_Ic2_11*leg2_qdd2
+    leg2_Aqdd_b1 = cse175 + leg2_IJ2_11*leg2_qdd1
+    leg2_Aqdd_b2 = cse176 + leg2_Ic2_11*leg2_qdd2
     leg2_Aqdd_b3 = -leg2_b3 + 2.0*leg2_qdd3
     leg2_lambda_z3 = leg2_Aqdd_b1*leg2_lu_inv2
     leg2_lambda_z2 = leg2_Aqdd_b2*leg2_lu_inv3
-    leg3_Aqdd_b1 = cse152 + leg3_IJ2_11*leg3_qdd1
-    leg3_Aqdd_b2 = cse153 + leg3_Ic2_11*leg3_qdd2
+    leg3_Aqdd_b1 = cse177 + leg3_IJ2_11*leg3_qdd1
+    leg3_Aqdd_b2 = cse178 + leg3_Ic2_11*leg3_qdd2
     leg3_Aqdd_b3 = -leg3_b3 + 2.0*leg3_qdd3
     leg3_lambda_z3 = leg3_Aqdd_b1*leg3_lu_inv2
     leg3_lambda_z2 = leg3_Aqdd_b2*leg3_lu_inv3
-    leg4_Aqdd_b1 = cse154 + leg4_IJ2_11*leg4_qdd1
-    leg4_Aqdd_b2 = cse155 + leg4_Ic2_11*leg4_qdd2
+    leg4_Aqdd_b1 = cse179 + leg4_IJ2_11*leg4_qdd1
+    leg4_Aqdd_b2 = cse180 + leg4_Ic2_11*leg4_qdd2
     leg4_Aqdd_b3 = -leg4_b3 + 2.0*leg4_qdd3
     leg4_lambda_z3 = leg4_Aqdd_b1*leg4_lu_inv2
     leg4_lambda_z2 = leg4_Aqdd_b2*leg4_lu_inv3
-    leg5_Aqdd_b1 = cse156 + leg5_IJ2_11*leg5_qdd1
-    leg5_Aqdd_b2 = cse157 + leg5_Ic2_11*leg5_qdd2
+    leg5_Aqdd_b1 = cse181 + leg5_IJ2_11*leg5_qdd1
+    leg5_Aqdd_b2 = cse182 + leg5_Ic2_11*leg5_qdd2
     leg5_Aqdd_b3 = -leg5_b3 + 2.0*leg5_qdd3
     leg5_lambda_z3 = leg5_Aqdd_b1*leg5_lu_inv2
     leg5_lambda_z2 = leg5_Aqdd_b2*leg5_lu_inv3
-    leg6_Aqdd_b1 = cse158 + leg6_IJ2_11*leg6_qdd1
-    leg6_Aqdd_b2 = cse159 + leg6_Ic2_11*leg6_qdd2
+    leg6_Aqdd_b1 = cse183 + leg6_IJ2_11*leg6_qdd1
+    leg6_Aqdd_b2 = cse184 + leg6_Ic2_11*leg6_qdd2
     leg6_Aqdd_b3 = -leg6_b3 + 2.0*leg6_qdd3
     leg6_lambda_z3 = leg6_Aqdd_b1*leg6_lu_inv2
     leg6_lambda_z2 = leg6_Aqdd_b2*leg6_lu_inv3
@@ -6901,156 +7253,158 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_F_on_C_x = -leg6_Aqdd_b3*leg6_B0_00 - leg6_B0_10*leg6_lambda_z2 - leg6_beta1_20*leg6_lambda_z3
     leg6_F_on_C_y = -leg6_Aqdd_b3*leg6_B0_01 - leg6_B0_11*leg6_lambda_z2 - leg6_beta1_21*leg6_lambda_z3
     leg6_F_on_C_z = -leg6_Aqdd_b3*leg6_B0_02 - leg6_B0_12*leg6_lambda_z2 - leg6_beta1_22*leg6_lambda_z3
-    leg1_epsd2_x_2 = cse13 + leg1_u_s2*qdd1
-    leg1_epsd2_y_2 = -cse14 + leg1_u_c2*qdd1
-    leg1_a3_x_3 = cse17 + qdd3
-    leg1_a3_y_3 = cse20 + leg1_stroke*qdd2
-    leg1_a3_z_3 = cse23 - leg1_epsd2_y_2*leg1_stroke
-    leg1_F3_x_2 = cse24 - leg1_Aqdd_b3 + 2.0*leg1_a3_x_3
-    leg1_F3_y_2 = cse25 + 2.0*leg1_a3_y_3 - leg1_lambda_z2 + (0.9)*qdd2
-    leg1_F3_z_2 = cse26 + 2.0*leg1_a3_z_3 - 0.9*leg1_epsd2_y_2 - leg1_lambda_z3
+    leg1_epsd2_x_2 = cse25 + leg1_u_s2*qdd1
+    leg1_epsd2_y_2 = -cse26 + leg1_u_c2*qdd1
+    leg1_a3_x_3 = cse29 + qdd3
+    leg1_a3_y_3 = cse32 + leg1_stroke*qdd2
+    leg1_a3_z_3 = cse35 - leg1_epsd2_y_2*leg1_stroke
+    leg1_F3_x_2 = cse36 - leg1_Aqdd_b3 + 2.0*leg1_a3_x_3
+    leg1_F3_y_2 = cse37 + 2.0*leg1_a3_y_3 - leg1_lambda_z2 + (0.9)*qdd2
+    leg1_F3_z_2 = cse38 + 2.0*leg1_a3_z_3 - 0.9*leg1_epsd2_y_2 - leg1_lambda_z3
     leg1_N3_x_2 = (0.0005)*leg1_epsd2_x_2
-    leg1_N3_y_2 = -cse27 - 0.9*leg1_a3_z_3 + (0.422)*leg1_epsd2_y_2 + 0.7223228347298781*leg1_lambda_z3
-    leg1_N3_z_2 = cse28 + (0.9)*leg1_a3_y_3 - 0.7223228347298781*leg1_lambda_z2 + (0.422)*qdd2
+    leg1_N3_y_2 = -cse39 - 0.9*leg1_a3_z_3 + (0.422)*leg1_epsd2_y_2 + 0.7223228347298781*leg1_lambda_z3
+    leg1_N3_z_2 = cse40 + (0.9)*leg1_a3_y_3 - 0.7223228347298781*leg1_lambda_z2 + (0.422)*qdd2
     leg1_F2_x_2 = leg1_F3_x_2 + 4.0*leg1_a2_x + (0.6)*leg1_oo2_W_00
     leg1_F2_y_2 = leg1_F3_y_2 + 4.0*leg1_a2_y + (0.6)*leg1_oo2_xy + (0.6)*qdd2
     leg1_F2_z_2 = leg1_F3_z_2 + 4.0*leg1_a1_z - 0.6*leg1_epsd2_y_2 + (0.6)*leg1_oo2_xz
     leg1_N2_x_2 = leg1_N3_x_2 + (0.002)*leg1_epsd2_x_2
-    leg1_N2_y_2 = -cse29 - leg1_F3_z_2*leg1_stroke + leg1_N3_y_2 + (0.1433)*leg1_epsd2_y_2
-    leg1_N2_z_2 = cse30 + leg1_F3_y_2*leg1_stroke + leg1_N3_z_2 + (0.1433)*qdd2
+    leg1_N2_y_2 = -cse41 - leg1_F3_z_2*leg1_stroke + leg1_N3_y_2 + (0.1433)*leg1_epsd2_y_2
+    leg1_N2_z_2 = cse42 + leg1_F3_y_2*leg1_stroke + leg1_N3_z_2 + (0.1433)*qdd2
     leg1_F_c2_x_2 = leg1_F2_x_2*leg1_u_c2 - leg1_F2_y_2*leg1_u_s2
     leg1_F_c2_y_2 = leg1_F2_x_2*leg1_u_s2 + leg1_F2_y_2*leg1_u_c2
     leg1_N1_x_2 = leg1_N2_x_2*leg1_u_c2 - leg1_N2_y_2*leg1_u_s2
     leg1_N1_y_2 = leg1_N2_x_2*leg1_u_s2 + leg1_N2_y_2*leg1_u_c2
-    leg1_F_base_x = leg1_F2_z_2*leg1_beta1_20 + leg1_F_c2_x_2*leg1_beta1_00 + 0.48411381003978005*leg1_F_c2_y_2
+    leg1_F_base_x = leg1_F2_z_2*leg1_beta1_20 + leg1_F_c2_x_2*leg1_beta1_00 + 0.4841138100397801*leg1_F_c2_y_2
     leg1_F_base_y = leg1_F2_z_2*leg1_beta1_21 + leg1_F_c2_x_2*leg1_beta1_01 - 0.8750050393733557*leg1_F_c2_y_2
     leg1_F_base_z = leg1_F2_z_2*leg1_beta1_22 + leg1_F_c2_x_2*leg1_beta1_02
-    leg2_epsd2_x_2 = cse31 + leg2_qdd1*leg2_u_s2
-    leg2_epsd2_y_2 = -cse32 + leg2_qdd1*leg2_u_c2
-    leg2_a3_x_3 = cse35 + leg2_qdd3
-    leg2_a3_y_3 = cse38 + leg2_qdd2*leg2_stroke
-    leg2_a3_z_3 = cse41 - leg2_epsd2_y_2*leg2_stroke
-    leg2_F3_x_2 = cse42 - leg2_Aqdd_b3 + 2.0*leg2_a3_x_3
-    leg2_F3_y_2 = cse43 + 2.0*leg2_a3_y_3 - leg2_lambda_z2 + (0.9)*leg2_qdd2
-    leg2_F3_z_2 = cse44 + 2.0*leg2_a3_z_3 - 0.9*leg2_epsd2_y_2 - leg2_lambda_z3
+    leg2_epsd2_x_2 = cse43 + leg2_qdd1*leg2_u_s2
+    leg2_epsd2_y_2 = -cse44 + leg2_qdd1*leg2_u_c2
+    leg2_a3_x_3 = cse47 + leg2_qdd3
+    leg2_a3_y_3 = cse50 + leg2_qdd2*leg2_stroke
+    leg2_a3_z_3 = cse53 - leg2_epsd2_y_2*leg2_stroke
+    leg2_F3_x_2 = cse54 - leg2_Aqdd_b3 + 2.0*leg2_a3_x_3
+    leg2_F3_y_2 = cse55 + 2.0*leg2_a3_y_3 - leg2_lambda_z2 + (0.9)*leg2_qdd2
+    leg2_F3_z_2 = cse56 + 2.0*leg2_a3_z_3 - 0.9*leg2_epsd2_y_2 - leg2_lambda_z3
     leg2_N3_x_2 = (0.0005)*leg2_epsd2_x_2
-    leg2_N3_y_2 = -cse45 - 0.9*leg2_a3_z_3 + (0.422)*leg2_epsd2_y_2 + 0.7223228347298781*leg2_lambda_z3
-    leg2_N3_z_2 = cse46 + (0.9)*leg2_a3_y_3 - 0.7223228347298781*leg2_lambda_z2 + (0.422)*leg2_qdd2
+    leg2_N3_y_2 = -cse57 - 0.9*leg2_a3_z_3 + (0.422)*leg2_epsd2_y_2 + 0.7223228347298781*leg2_lambda_z3
+    leg2_N3_z_2 = cse58 + (0.9)*leg2_a3_y_3 - 0.7223228347298781*leg2_lambda_z2 + (0.422)*leg2_qdd2
     leg2_F2_x_2 = leg2_F3_x_2 + 4.0*leg2_a2_x + (0.6)*leg2_oo2_W_00
     leg2_F2_y_2 = leg2_F3_y_2 + 4.0*leg2_a2_y + (0.6)*leg2_oo2_xy + (0.6)*leg2_qdd2
     leg2_F2_z_2 = leg2_F3_z_2 + 4.0*leg2_a1_z - 0.6*leg2_epsd2_y_2 + (0.6)*leg2_oo2_xz
     leg2_N2_x_2 = leg2_N3_x_2 + (0.002)*leg2_epsd2_x_2
-    leg2_N2_y_2 = -cse47 - leg2_F3_z_2*leg2_stroke + leg2_N3_y_2 + (0.1433)*leg2_epsd2_y_2
-    leg2_N2_z_2 = cse48 + leg2_F3_y_2*leg2_stroke + leg2_N3_z_2 + (0.1433)*leg2_qdd2
+    leg2_N2_y_2 = -cse59 - leg2_F3_z_2*leg2_stroke + leg2_N3_y_2 + (0.1433)*leg2_epsd2_y_2
+    leg2_N2_z_2 = cse60 + leg2_F3_y_2*leg2_stroke + leg2_N3_z_2 + (0.1433)*leg2_qdd2
     leg2_F_c2_x_2 = leg2_F2_x_2*leg2_u_c2 - leg2_F2_y_2*leg2_u_s2
     leg2_F_c2_y_2 = leg2_F2_x_2*leg2_u_s2 + leg2_F2_y_2*leg2_u_c2
     leg2_N1_x_2 = leg2_N2_x_2*leg2_u_c2 - leg2_N2_y_2*leg2_u_s2
     leg2_N1_y_2 = leg2_N2_x_2*leg2_u_s2 + leg2_N2_y_2*leg2_u_c2
-    leg2_F_base_x = leg2_F2_z_2*leg2_beta1_20 + leg2_F_c2_x_2*leg2_beta1_00 - 0.48411381003978005*leg2_F_c2_y_2
+    leg2_F_base_x = leg2_F2_z_2*leg2_beta1_20 + leg2_F_c2_x_2*leg2_beta1_00 - 0.4841138100397801*leg2_F_c2_y_2
     leg2_F_base_y = leg2_F2_z_2*leg2_beta1_21 + leg2_F_c2_x_2*leg2_beta1_01 - 0.8750050393733557*leg2_F_c2_y_2
     leg2_F_base_z = leg2_F2_z_2*leg2_beta1_22 + leg2_F_c2_x_2*leg2_beta1_02
-    leg3_epsd2_x_2 = cse49 + leg3_qdd1*leg3_u_s2
-    leg3_epsd2_y_2 = -cse50 + leg3_qdd1*leg3_u_c2
-    leg3_a3_x_3 = cse53 + leg3_qdd3
-    leg3_a3_y_3 = cse56 + leg3_qdd2*leg3_stroke
-    leg3_a3_z_3 = cse59 - leg3_epsd2_y_2*leg3_stroke
-    leg3_F3_x_2 = cse60 - leg3_Aqdd_b3 + 2.0*leg3_a3_x_3
-    leg3_F3_y_2 = cse61 + 2.0*leg3_a3_y_3 - leg3_lambda_z2 + (0.9)*leg3_qdd2
-    leg3_F3_z_2 = cse62 + 2.0*leg3_a3_z_3 - 0.9*leg3_epsd2_y_2 - leg3_lambda_z3
+    leg3_epsd2_x_2 = cse63 + leg3_qdd1*leg3_u_s2
+    leg3_epsd2_y_2 = -cse64 + leg3_qdd1*leg3_u_c2
+    leg3_a3_x_3 = cse67 + leg3_qdd3
+    leg3_a3_y_3 = cse70 + leg3_qdd2*leg3_stroke
+    leg3_a3_z_3 = cse73 - leg3_epsd2_y_2*leg3_stroke
+    leg3_F3_x_2 = cse74 - leg3_Aqdd_b3 + 2.0*leg3_a3_x_3
+    leg3_F3_y_2 = cse75 + 2.0*leg3_a3_y_3 - leg3_lambda_z2 + (0.9)*leg3_qdd2
+    leg3_F3_z_2 = cse76 + 2.0*leg3_a3_z_3 - 0.9*leg3_epsd2_y_2 - leg3_lambda_z3
     leg3_N3_x_2 = (0.0005)*leg3_epsd2_x_2
-    leg3_N3_y_2 = -cse63 - 0.9*leg3_a3_z_3 + (0.422)*leg3_epsd2_y_2 + 0.7223228347298782*leg3_lambda_z3
-    leg3_N3_z_2 = cse64 + (0.9)*leg3_a3_y_3 - 0.7223228347298782*leg3_lambda_z2 + (0.422)*leg3_qdd2
+    leg3_N3_y_2 = -cse77 - 0.9*leg3_a3_z_3 + (0.422)*leg3_epsd2_y_2 + 0.7223228347298781*leg3_lambda_z3
+    leg3_N3_z_2 = cse78 + (0.9)*leg3_a3_y_3 - 0.7223228347298781*leg3_lambda_z2 + (0.422)*leg3_qdd2
     leg3_F2_x_2 = leg3_F3_x_2 + 4.0*leg3_a2_x + (0.6)*leg3_oo2_W_00
     leg3_F2_y_2 = leg3_F3_y_2 + 4.0*leg3_a2_y + (0.6)*leg3_oo2_xy + (0.6)*leg3_qdd2
     leg3_F2_z_2 = leg3_F3_z_2 + 4.0*leg3_a1_z - 0.6*leg3_epsd2_y_2 + (0.6)*leg3_oo2_xz
     leg3_N2_x_2 = leg3_N3_x_2 + (0.002)*leg3_epsd2_x_2
-    leg3_N2_y_2 = -cse65 - leg3_F3_z_2*leg3_stroke + leg3_N3_y_2 + (0.1433)*leg3_epsd2_y_2
-    leg3_N2_z_2 = cse66 + leg3_F3_y_2*leg3_stroke + leg3_N3_z_2 + (0.1433)*leg3_qdd2
+    leg3_N2_y_2 = -cse79 - leg3_F3_z_2*leg3_stroke + leg3_N3_y_2 + (0.1433)*leg3_epsd2_y_2
+    leg3_N2_z_2 = cse80 + leg3_F3_y_2*leg3_stroke + leg3_N3_z_2 + (0.1433)*leg3_qdd2
     leg3_F_c2_x_2 = leg3_F2_x_2*leg3_u_c2 - leg3_F2_y_2*leg3_u_s2
     leg3_F_c2_y_2 = leg3_F2_x_2*leg3_u_s2 + leg3_F2_y_2*leg3_u_c2
     leg3_N1_x_2 = leg3_N2_x_2*leg3_u_c2 - leg3_N2_y_2*leg3_u_s2
     leg3_N1_y_2 = leg3_N2_x_2*leg3_u_s2 + leg3_N2_y_2*leg3_u_c2
-    leg3_F_base_x = leg3_F2_z_2*leg3_beta1_20 + leg3_F_c2_x_2*leg3_beta1_00 + 0.5157196875168388*leg3_F_c2_y_2
+    leg3_F_base_x = leg3_F2_z_2*leg3_beta1_20 + leg3_F_c2_x_2*leg3_beta1_00 + 0.515719687516839*leg3_F_c2_y_2
     leg3_F_base_y = leg3_F2_z_2*leg3_beta1_21 + leg3_F_c2_x_2*leg3_beta1_01 + 0.8567573775040014*leg3_F_c2_y_2
     leg3_F_base_z = leg3_F2_z_2*leg3_beta1_22 + leg3_F_c2_x_2*leg3_beta1_02
-    leg4_epsd2_x_2 = cse68 + leg4_qdd1*leg4_u_s2
-    leg4_epsd2_y_2 = -cse69 + leg4_qdd1*leg4_u_c2
-    leg4_a3_x_3 = cse72 + leg4_qdd3
-    leg4_a3_y_3 = cse75 + leg4_qdd2*leg4_stroke
-    leg4_a3_z_3 = cse78 - leg4_epsd2_y_2*leg4_stroke
-    leg4_F3_x_2 = cse79 - leg4_Aqdd_b3 + 2.0*leg4_a3_x_3
-    leg4_F3_y_2 = cse80 + 2.0*leg4_a3_y_3 - leg4_lambda_z2 + (0.9)*leg4_qdd2
-    leg4_F3_z_2 = cse81 + 2.0*leg4_a3_z_3 - 0.9*leg4_epsd2_y_2 - leg4_lambda_z3
+    leg4_epsd2_x_2 = cse83 + leg4_qdd1*leg4_u_s2
+    leg4_epsd2_y_2 = -cse84 + leg4_qdd1*leg4_u_c2
+    leg4_a3_x_3 = cse87 + leg4_qdd3
+    leg4_a3_y_3 = cse90 + leg4_qdd2*leg4_stroke
+    leg4_a3_z_3 = cse93 - leg4_epsd2_y_2*leg4_stroke
+    leg4_F3_x_2 = cse94 - leg4_Aqdd_b3 + 2.0*leg4_a3_x_3
+    leg4_F3_y_2 = cse95 + 2.0*leg4_a3_y_3 - leg4_lambda_z2 + (0.9)*leg4_qdd2
+    leg4_F3_z_2 = cse96 + 2.0*leg4_a3_z_3 - 0.9*leg4_epsd2_y_2 - leg4_lambda_z3
     leg4_N3_x_2 = (0.0005)*leg4_epsd2_x_2
-    leg4_N3_y_2 = -cse82 - 0.9*leg4_a3_z_3 + (0.422)*leg4_epsd2_y_2 + 0.722322834729878*leg4_lambda_z3
-    leg4_N3_z_2 = cse83 + (0.9)*leg4_a3_y_3 - 0.722322834729878*leg4_lambda_z2 + (0.422)*leg4_qdd2
+    leg4_N3_y_2 = -cse97 - 0.9*leg4_a3_z_3 + (0.422)*leg4_epsd2_y_2 + 0.7223228347298782*leg4_lambda_z3
+    leg4_N3_z_2 = cse98 + (0.9)*leg4_a3_y_3 - 0.7223228347298782*leg4_lambda_z2 + (0.422)*leg4_qdd2
     leg4_F2_x_2 = leg4_F3_x_2 + 4.0*leg4_a2_x + (0.6)*leg4_oo2_W_00
     leg4_F2_y_2 = leg4_F3_y_2 + 4.0*leg4_a2_y + (0.6)*leg4_oo2_xy + (0.6)*leg4_qdd2
     leg4_F2_z_2 = leg4_F3_z_2 + 4.0*leg4_a1_z - 0.6*leg4_epsd2_y_2 + (0.6)*leg4_oo2_xz
     leg4_N2_x_2 = leg4_N3_x_2 + (0.002)*leg4_epsd2_x_2
-    leg4_N2_y_2 = -cse84 - leg4_F3_z_2*leg4_stroke + leg4_N3_y_2 + (0.1433)*leg4_epsd2_y_2
-    leg4_N2_z_2 = cse85 + leg4_F3_y_2*leg4_stroke + leg4_N3_z_2 + (0.1433)*leg4_qdd2
+    leg4_N2_y_2 = -cse99 - leg4_F3_z_2*leg4_stroke + leg4_N3_y_2 + (0.1433)*leg4_epsd2_y_2
+    leg4_N2_z_2 = cse100 + leg4_F3_y_2*leg4_stroke + leg4_N3_z_2 + (0.1433)*leg4_qdd2
     leg4_F_c2_x_2 = leg4_F2_x_2*leg4_u_c2 - leg4_F2_y_2*leg4_u_s2
     leg4_F_c2_y_2 = leg4_F2_x_2*leg4_u_s2 + leg4_F2_y_2*leg4_u_c2
     leg4_N1_x_2 = leg4_N2_x_2*leg4_u_c2 - leg4_N2_y_2*leg4_u_s2
     leg4_N1_y_2 = leg4_N2_x_2*leg4_u_s2 + leg4_N2_y_2*leg4_u_c2
     leg4_F_base_x = leg4_F2_z_2*leg4_beta1_20 + leg4_F_c2_x_2*leg4_beta1_00 + 0.999833497556619*leg4_F_c2_y_2
-    leg4_F_base_y = leg4_F2_z_2*leg4_beta1_21 + leg4_F_c2_x_2*leg4_beta1_01 + 0.018247661869354333*leg4_F_c2_y_2
+    leg4_F_base_y = leg4_F2_z_2*leg4_beta1_21 + leg4_F_c2_x_2*leg4_beta1_01 + 0.018247661869354326*leg4_F_c2_y_2
     leg4_F_base_z = leg4_F2_z_2*leg4_beta1_22 + leg4_F_c2_x_2*leg4_beta1_02
-    leg5_epsd2_x_2 = cse86 + leg5_qdd1*leg5_u_s2
-    leg5_epsd2_y_2 = -cse87 + leg5_qdd1*leg5_u_c2
-    leg5_a3_x_3 = cse90 + leg5_qdd3
-    leg5_a3_y_3 = cse93 + leg5_qdd2*leg5_stroke
-    leg5_a3_z_3 = cse96 - leg5_epsd2_y_2*leg5_stroke
-    leg5_F3_x_2 = cse97 - leg5_Aqdd_b3 + 2.0*leg5_a3_x_3
-    leg5_F3_y_2 = cse98 + 2.0*leg5_a3_y_3 - leg5_lambda_z2 + (0.9)*leg5_qdd2
-    leg5_F3_z_2 = cse99 + 2.0*leg5_a3_z_3 - 0.9*leg5_epsd2_y_2 - leg5_lambda_z3
+    leg5_epsd2_x_2 = cse101 + leg5_qdd1*leg5_u_s2
+    leg5_epsd2_y_2 = -cse102 + leg5_qdd1*leg5_u_c2
+    leg5_a3_x_3 = cse105 + leg5_qdd3
+    leg5_a3_y_3 = cse108 + leg5_qdd2*leg5_stroke
+    leg5_a3_z_3 = cse111 - leg5_epsd2_y_2*leg5_stroke
+    leg5_F3_x_2 = cse112 - leg5_Aqdd_b3 + 2.0*leg5_a3_x_3
+    leg5_F3_y_2 = cse113 + 2.0*leg5_a3_y_3 - leg5_lambda_z2 + (0.9)*leg5_qdd2
+    leg5_F3_z_2 = cse114 + 2.0*leg5_a3_z_3 - 0.9*leg5_epsd2_y_2 - leg5_lambda_z3
     leg5_N3_x_2 = (0.0005)*leg5_epsd2_x_2
-    leg5_N3_y_2 = -cse100 - 0.9*leg5_a3_z_3 + (0.422)*leg5_epsd2_y_2 + 0.7223228347298781*leg5_lambda_z3
-    leg5_N3_z_2 = cse101 + (0.9)*leg5_a3_y_3 - 0.7223228347298781*leg5_lambda_z2 + (0.422)*leg5_qdd2
+    leg5_N3_y_2 = -cse115 - 0.9*leg5_a3_z_3 + (0.422)*leg5_epsd2_y_2 + 0.7223228347298782*leg5_lambda_z3
+    leg5_N3_z_2 = cse116 + (0.9)*leg5_a3_y_3 - 0.7223228347298782*leg5_lambda_z2 + (0.422)*leg5_qdd2
     leg5_F2_x_2 = leg5_F3_x_2 + 4.0*leg5_a2_x + (0.6)*leg5_oo2_W_00
     leg5_F2_y_2 = leg5_F3_y_2 + 4.0*leg5_a2_y + (0.6)*leg5_oo2_xy + (0.6)*leg5_qdd2
     leg5_F2_z_2 = leg5_F3_z_2 + 4.0*leg5_a1_z - 0.6*leg5_epsd2_y_2 + (0.6)*leg5_oo2_xz
     leg5_N2_x_2 = leg5_N3_x_2 + (0.002)*leg5_epsd2_x_2
-    leg5_N2_y_2 = -cse102 - leg5_F3_z_2*leg5_stroke + leg5_N3_y_2 + (0.1433)*leg5_epsd2_y_2
-    leg5_N2_z_2 = cse103 + leg5_F3_y_2*leg5_stroke + leg5_N3_z_2 + (0.1433)*leg5_qdd2
+    leg5_N2_y_2 = -cse117 - leg5_F3_z_2*leg5_stroke + leg5_N3_y_2 + (0.1433)*leg5_epsd2_y_2
+    leg5_N2_z_2 = cse118 + leg5_F3_y_2*leg5_stroke + leg5_N3_z_2 + (0.1433)*leg5_qdd2
     leg5_F_c2_x_2 = leg5_F2_x_2*leg5_u_c2 - leg5_F2_y_2*leg5_u_s2
     leg5_F_c2_y_2 = leg5_F2_x_2*leg5_u_s2 + leg5_F2_y_2*leg5_u_c2
     leg5_N1_x_2 = leg5_N2_x_2*leg5_u_c2 - leg5_N2_y_2*leg5_u_s2
     leg5_N1_y_2 = leg5_N2_x_2*leg5_u_s2 + leg5_N2_y_2*leg5_u_c2
     leg5_F_base_x = leg5_F2_z_2*leg5_beta1_20 + leg5_F_c2_x_2*leg5_beta1_00 - 0.999833497556619*leg5_F_c2_y_2
-    leg5_F_base_y = leg5_F2_z_2*leg5_beta1_21 + leg5_F_c2_x_2*leg5_beta1_01 + 0.018247661869354566*leg5_F_c2_y_2
+    leg5_F_base_y = leg5_F2_z_2*leg5_beta1_21 + leg5_F_c2_x_2*leg5_beta1_01 + 0.018247661869354326*leg5_F_c2_y_2
     leg5_F_base_z = leg5_F2_z_2*leg5_beta1_22 + leg5_F_c2_x_2*leg5_beta1_02
-    leg6_epsd2_x_2 = cse104 + leg6_qdd1*leg6_u_s2
-    leg6_epsd2_y_2 = -cse105 + leg6_qdd1*leg6_u_c2
-    leg6_a3_x_3 = cse108 + leg6_qdd3
-    leg6_a3_y_3 = cse111 + leg6_qdd2*leg6_stroke
-    leg6_a3_z_3 = cse114 - leg6_epsd2_y_2*leg6_stroke
-    leg6_F3_x_2 = cse115 - leg6_Aqdd_b3 + 2.0*leg6_a3_x_3
-    leg6_F3_y_2 = cse116 + 2.0*leg6_a3_y_3 - leg6_lambda_z2 + (0.9)*leg6_qdd2
-    leg6_F3_z_2 = cse117 + 2.0*leg6_a3_z_3 - 0.9*leg6_epsd2_y_2 - leg6_lambda_z3
+    leg6_epsd2_x_2 = cse119 + leg6_qdd1*leg6_u_s2
+    leg6_epsd2_y_2 = -cse120 + leg6_qdd1*leg6_u_c2
+    leg6_a3_x_3 = cse123 + leg6_qdd3
+    leg6_a3_y_3 = cse126 + leg6_qdd2*leg6_stroke
+    leg6_a3_z_3 = cse129 - leg6_epsd2_y_2*leg6_stroke
+    leg6_F3_x_2 = cse130 - leg6_Aqdd_b3 + 2.0*leg6_a3_x_3
+    leg6_F3_y_2 = cse131 + 2.0*leg6_a3_y_3 - leg6_lambda_z2 + (0.9)*leg6_qdd2
+    leg6_F3_z_2 = cse132 + 2.0*leg6_a3_z_3 - 0.9*leg6_epsd2_y_2 - leg6_lambda_z3
     leg6_N3_x_2 = (0.0005)*leg6_epsd2_x_2
-    leg6_N3_y_2 = -cse118 - 0.9*leg6_a3_z_3 + (0.422)*leg6_epsd2_y_2 + 0.7223228347298779*leg6_lambda_z3
-    leg6_N3_z_2 = cse119 + (0.9)*leg6_a3_y_3 - 0.7223228347298779*leg6_lambda_z2 + (0.422)*leg6_qdd2
+    leg6_N3_y_2 = -cse133 - 0.9*leg6_a3_z_3 + (0.422)*leg6_epsd2_y_2 + 0.7223228347298781*leg6_lambda_z3
+    leg6_N3_z_2 = cse134 + (0.9)*leg6_a3_y_3 - 0.7223228347298781*leg6_lambda_z2 + (0.422)*leg6_qdd2
     leg6_F2_x_2 = leg6_F3_x_2 + 4.0*leg6_a2_x + (0.6)*leg6_oo2_W_00
     leg6_F2_y_2 = leg6_F3_y_2 + 4.0*leg6_a2_y + (0.6)*leg6_oo2_xy + (0.6)*leg6_qdd2
     leg6_F2_z_2 = leg6_F3_z_2 + 4.0*leg6_a1_z - 0.6*leg6_epsd2_y_2 + (0.6)*leg6_oo2_xz
     leg6_N2_x_2 = leg6_N3_x_2 + (0.002)*leg6_epsd2_x_2
-    leg6_N2_y_2 = -cse120 - leg6_F3_z_2*leg6_stroke + leg6_N3_y_2 + (0.1433)*leg6_epsd2_y_2
-    leg6_N2_z_2 = cse121 + leg6_F3_y_2*leg6_stroke + leg6_N3_z_2 + (0.1433)*leg6_qdd2
+    leg6_N2_y_2 = -cse135 - leg6_F3_z_2*leg6_stroke + leg6_N3_y_2 + (0.1433)*leg6_epsd2_y_2
+    leg6_N2_z_2 = cse136 + leg6_F3_y_2*leg6_stroke + leg6_N3_z_2 + (0.1433)*leg6_qdd2
     leg6_F_c2_x_2 = leg6_F2_x_2*leg6_u_c2 - leg6_F2_y_2*leg6_u_s2
     leg6_F_c2_y_2 = leg6_F2_x_2*leg6_u_s2 + leg6_F2_y_2*leg6_u_c2
     leg6_N1_x_2 = leg6_N2_x_2*leg6_u_c2 - leg6_N2_y_2*leg6_u_s2
     leg6_N1_y_2 = leg6_N2_x_2*leg6_u_s2 + leg6_N2_y_2*leg6_u_c2
-    leg6_F_base_x = leg6_F2_z_2*leg6_beta1_20 + leg6_F_c2_x_2*leg6_beta1_00 - 0.5157196875168393*leg6_F_c2_y_2
-    leg6_F_base_y = leg6_F2_z_2*leg6_beta1_21 + leg6_F_c2_x_2*leg6_beta1_01 + 0.8567573775040012*leg6_F_c2_y_2
+    leg6_F_base_x = leg6_F2_z_2*leg6_beta1_20 + leg6_F_c2_x_2*leg6_beta1_00 - 0.515719687516839*leg6_F_c2_y_2
+    leg6_F_base_y = leg6_F2_z_2*leg6_beta1_21 + leg6_F_c2_x_2*leg6_beta1_01 + 0.8567573775040014*leg6_F_c2_y_2
     leg6_F_base_z = leg6_F2_z_2*leg6_beta1_22 + leg6_F_c2_x_2*leg6_beta1_02
     base_force_x = -leg1_F_base_x - leg2_F_base_x - leg3_F_base_x - leg4_F_base_x - leg5_F_base_x - leg6_F_base_x
     base_force_y = -leg1_F_base_y - leg2_F_base_y - leg3_F_base_y - leg4_F_base_y - leg5_F_base_y - leg6_F_base_y
     base_force_z = -leg1_F_base_z - leg2_F_base_z - leg3_F_base_z - leg4_F_base_z - leg5_F_base_z - leg6_F_base_z
-    base_moment_x = 0.23293714059226867*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_00 - 0.48411381003978005*leg1_N1_y_2 - leg1_N2_z_2*leg1_beta1_20 - 0.23293714059226867*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_00 + 0.48411381003978005*leg2_N1_y_2 - leg2_N2_z_2*leg2_beta1_20 - 0.8693332436601615*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_00 - 0.5157196875168388*leg3_N1_y_2 - leg3_N2_z_2*leg3_beta1_20 - 0.6363961030678928*leg4_F_base_z - leg4_N1_x_2*leg4_beta1_00 - 0.999833497556619*leg4_N1_y_2 - leg4_N2_z_2*leg4_beta1_20 + 0.6363961030678927*leg5_F_base_z - leg5_N1_x_2*leg5_beta1_00 + 0.999833497556619*leg5_N1_y_2 - leg5_N2_z_2*leg5_beta1_20 + 0.8693332436601615*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_00 + 0.5157196875168393*leg6_N1_y_2 - leg6_N2_z_2*leg6_beta1_20
-    base_moment_y = 0.8693332436601615*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_01 + 0.8750050393733557*leg1_N1_y_2 - leg1_N2_z_2*leg1_beta1_21 + 0.8693332436601615*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_01 + 0.8750050393733557*leg2_N1_y_2 - leg2_N2_z_2*leg2_beta1_21 - 0.23293714059226878*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_01 - 0.8567573775040014*leg3_N1_y_2 - leg3_N2_z_2*leg3_beta1_21 - 0.6363961030678927*leg4_F_base_z - leg4_N1_x_2*leg4_beta1_01 - 0.018247661869354333*leg4_N1_y_2 - leg4_N2_z_2*leg4_beta1_21 - 0.636396103067893*leg5_F_base_z - leg5_N1_x_2*leg5_beta1_01 - 0.018247661869354566*leg5_N1_y_2 - leg5_N2_z_2*leg5_beta1_21 - 0.23293714059226858*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_01 - 0.8567573775040012*leg6_N1_y_2 - leg6_N2_z_2*leg6_beta1_21
-    base_moment_z = -0.23293714059226867*leg1_F_base_x - 0.8693332436601615*leg1_F_base_y - leg1_N1_x_2*leg1_beta1_02 - leg1_N2_z_2*leg1_beta1_22 + 0.23293714059226867*leg2_F_base_x - 0.8693332436601615*leg2_F_base_y - leg2_N1_x_2*leg2_beta1_02 - leg2_N2_z_2*leg2_beta1_22 + 0.8693332436601615*leg3_F_base_x + 0.23293714059226878*leg3_F_base_y - leg3_N1_x_2*leg3_beta1_02 - leg3_N2_z_2*leg3_beta1_22 + 0.6363961030678928*leg4_F_base_x + 0.6363961030678927*leg4_F_base_y - leg4_N1_x_2*leg4_beta1_02 - leg4_N2_z_2*leg4_beta1_22 - 0.6363961030678927*leg5_F_base_x + 0.636396103067893*leg5_F_base_y - leg5_N1_x_2*leg5_beta1_02 - leg5_N2_z_2*leg5_beta1_22 - 0.8693332436601615*leg6_F_base_x + 0.23293714059226858*leg6_F_base_y - leg6_N1_x_2*leg6_beta1_02 - leg6_N2_z_2*leg6_beta1_22
+    cse192 = 0.6363961030678928*leg4_F_base_z
+    cse193 = 0.6363961030678928*leg5_F_base_z
+    base_moment_x = -cse192 + cse193 + 0.23293714059226867*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_00 - 0.4841138100397801*leg1_N1_y_2 - leg1_N2_z_2*leg1_beta1_20 - 0.23293714059226867*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_00 + 0.4841138100397801*leg2_N1_y_2 - leg2_N2_z_2*leg2_beta1_20 - 0.8693332436601615*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_00 - 0.515719687516839*leg3_N1_y_2 - leg3_N2_z_2*leg3_beta1_20 - leg4_N1_x_2*leg4_beta1_00 - 0.999833497556619*leg4_N1_y_2 - leg4_N2_z_2*leg4_beta1_20 - leg5_N1_x_2*leg5_beta1_00 + 0.999833497556619*leg5_N1_y_2 - leg5_N2_z_2*leg5_beta1_20 + 0.8693332436601615*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_00 + 0.515719687516839*leg6_N1_y_2 - leg6_N2_z_2*leg6_beta1_20
+    base_moment_y = -cse192 - cse193 + 0.8693332436601615*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_01 + 0.8750050393733557*leg1_N1_y_2 - leg1_N2_z_2*leg1_beta1_21 + 0.8693332436601615*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_01 + 0.8750050393733557*leg2_N1_y_2 - leg2_N2_z_2*leg2_beta1_21 - 0.23293714059226867*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_01 - 0.8567573775040014*leg3_N1_y_2 - leg3_N2_z_2*leg3_beta1_21 - leg4_N1_x_2*leg4_beta1_01 - 0.018247661869354326*leg4_N1_y_2 - leg4_N2_z_2*leg4_beta1_21 - leg5_N1_x_2*leg5_beta1_01 - 0.018247661869354326*leg5_N1_y_2 - leg5_N2_z_2*leg5_beta1_21 - 0.23293714059226867*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_01 - 0.8567573775040014*leg6_N1_y_2 - leg6_N2_z_2*leg6_beta1_21
+    base_moment_z = -0.23293714059226867*leg1_F_base_x - 0.8693332436601615*leg1_F_base_y - leg1_N1_x_2*leg1_beta1_02 - leg1_N2_z_2*leg1_beta1_22 + 0.23293714059226867*leg2_F_base_x - 0.8693332436601615*leg2_F_base_y - leg2_N1_x_2*leg2_beta1_02 - leg2_N2_z_2*leg2_beta1_22 + 0.8693332436601615*leg3_F_base_x + 0.23293714059226867*leg3_F_base_y - leg3_N1_x_2*leg3_beta1_02 - leg3_N2_z_2*leg3_beta1_22 + 0.6363961030678928*leg4_F_base_x + 0.6363961030678928*leg4_F_base_y - leg4_N1_x_2*leg4_beta1_02 - leg4_N2_z_2*leg4_beta1_22 - 0.6363961030678928*leg5_F_base_x + 0.6363961030678928*leg5_F_base_y - leg5_N1_x_2*leg5_beta1_02 - leg5_N2_z_2*leg5_beta1_22 - 0.8693332436601615*leg6_F_base_x + 0.23293714059226867*leg6_F_base_y - leg6_N1_x_2*leg6_beta1_02 - leg6_N2_z_2*leg6_beta1_22
     if not (leg1_c_psi_z*leg1_c_psi_z - 1e-12 > 0.0):  # cos psi_z = 0
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -7065,7 +7419,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     psi_y_dot = (leg1_c_psi_x*omega_y - leg1_s_psi_x*omega_z)/leg1_c_psi_z
     psi_z_dot = leg1_c_psi_x*omega_z + leg1_s_psi_x*omega_y
     psi_x_dot = -leg1_s_psi_z*psi_y_dot + omega_x
-    damping_power_2 = (0.5)*cse106 + (0.5)*cse15 + (0.5)*cse33 + (0.5)*cse51 + (0.5)*cse70 + (0.5)*cse88 + (0.5)*leg1_qd1*leg1_qd1 + leg1_qd3*leg1_qd3*p_c_leg + (0.5)*leg2_qd1*leg2_qd1 + leg2_qd3*leg2_qd3*p_c_leg + (0.5)*leg3_qd1*leg3_qd1 + leg3_qd3*leg3_qd3*p_c_leg + (0.5)*leg4_qd1*leg4_qd1 + leg4_qd3*leg4_qd3*p_c_leg + (0.5)*leg5_qd1*leg5_qd1 + leg5_qd3*leg5_qd3*p_c_leg + (0.5)*leg6_qd1*leg6_qd1 + leg6_qd3*leg6_qd3*p_c_leg
+    damping_power_2 = (0.5)*cse103 + (0.5)*cse121 + (0.5)*cse27 + (0.5)*cse45 + (0.5)*cse65 + (0.5)*cse85 + (0.5)*leg1_qd1*leg1_qd1 + leg1_qd3*leg1_qd3*p_c_leg + (0.5)*leg2_qd1*leg2_qd1 + leg2_qd3*leg2_qd3*p_c_leg + (0.5)*leg3_qd1*leg3_qd1 + leg3_qd3*leg3_qd3*p_c_leg + (0.5)*leg4_qd1*leg4_qd1 + leg4_qd3*leg4_qd3*p_c_leg + (0.5)*leg5_qd1*leg5_qd1 + leg5_qd3*leg5_qd3*p_c_leg + (0.5)*leg6_qd1*leg6_qd1 + leg6_qd3*leg6_qd3*p_c_leg
     xdot[0] = v_x
     xdot[1] = v_y
     xdot[2] = v_z
@@ -7181,15 +7535,41 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
 def energy(x, u, g, p, T, V):
     """Kinetic energy T and potential energy V (gravity and springs).
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out T[1] shape 1
-    out V[1] shape 1
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 572 adds, 920 muls, 24 divs, 12 sqrt, 6 trig (1534 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out T[1] shape 1: kinetic energy of C and the legs (J), shape (1,)
+    out V[1] shape 1: potential energy of gravity (zero at the origin of frame 0) and of the springs (J), shape
+        (1,)
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.25 m
+    status 124: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.25 m
+    status 224: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.25 m
+    status 324: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.25 m
+    status 424: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.25 m
+    status 524: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.25 m
+    status 624: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 569 adds, 903 muls, 24 divs, 12 sqrt, 6 trig (1514 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -7212,23 +7592,23 @@ def energy(x, u, g, p, T, V):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -7238,25 +7618,25 @@ def energy(x, u, g, p, T, V):
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 0.7223228347298781
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 123
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -7266,28 +7646,31 @@ def energy(x, u, g, p, T, V):
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = leg2_d_y*leg2_u_inv_L
     leg2_stroke = leg2_u_L - 0.7223228347298781
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 223
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
+        return 224
     cse9 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse9 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse10 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse10 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse11 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse11 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse10 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse10 + cse9
+    cse11 = 0.6278517870878945*leg1_alpha_C_11
+    cse12 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse11 + cse12
+    cse13 = 0.6278517870878945*leg1_alpha_C_12
+    cse14 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -7296,26 +7679,32 @@ def energy(x, u, g, p, T, V):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 323
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 324
+    cse15 = 0.16823237931663848*leg1_alpha_C_10
+    cse16 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse15 - cse16 + x_C
+    cse17 = 0.16823237931663848*leg1_alpha_C_11
+    cse18 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse17 - cse18 + y_C
+    cse19 = 0.16823237931663848*leg1_alpha_C_12
+    cse20 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse19 - cse20 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -7324,26 +7713,26 @@ def energy(x, u, g, p, T, V):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 423
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 424
+    leg5_s0_x = -cse15 - cse16 + x_C
+    leg5_s0_y = -cse17 - cse18 + y_C
+    leg5_s0_z = -cse19 - cse20 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -7352,26 +7741,26 @@ def energy(x, u, g, p, T, V):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 523
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    leg6_s0_x = -cse9 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse10 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse11 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 524
+    leg6_s0_x = cse10 - cse9
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -7380,55 +7769,55 @@ def energy(x, u, g, p, T, V):
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 623
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
+        return 624
     leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
-    leg1_beta1_01 = -0.31382403584646185*leg1_u_c1 - 0.3686199338021085*leg1_u_s1
-    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1
+    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    leg1_beta1_21 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_beta1_22 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
+    leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
     leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
-    leg2_beta1_01 = 0.31382403584646185*leg2_u_c1 + 0.3686199338021085*leg2_u_s1
-    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1
+    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    leg2_beta1_21 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_beta1_22 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
-    leg3_beta1_00 = 0.5553881181936187*leg3_u_c1 + 0.6523628147563938*leg3_u_s1
-    leg3_beta1_01 = -0.33431236693849237*leg3_u_c1 - 0.39268567252250075*leg3_u_s1
-    leg3_beta1_02 = 0.7614323866774605*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    leg3_beta1_21 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg4_beta1_00 = 0.011828943471230067*leg4_u_c1 + 0.013894360728465765*leg4_u_s1
-    leg4_beta1_01 = -0.6481364027849542*leg4_u_c1 - 0.7613056063246095*leg4_u_s1
-    leg4_beta1_02 = 0.7614323866774607*leg4_u_c1 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    leg4_beta1_21 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    leg4_beta1_22 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg5_beta1_00 = 0.011828943471230218*leg5_u_c1 + 0.01389436072846594*leg5_u_s1
-    leg5_beta1_01 = 0.6481364027849542*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
-    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    leg5_beta1_22 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    leg6_beta1_00 = 0.5553881181936182*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
-    leg6_beta1_01 = 0.33431236693849253*leg6_u_c1 + 0.39268567252250125*leg6_u_s1
-    leg6_beta1_02 = 0.7614323866774608*leg6_u_c1 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    leg6_beta1_21 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_beta1_22 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
+    leg2_beta1_22 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
+    leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1
+    leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    leg3_beta1_21 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
+    leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1
+    leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
+    leg5_beta1_01 = 0.6481364027849544*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
+    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_beta1_22 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
+    leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1
+    leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    leg6_beta1_21 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.48411381003978005*leg1_u_c2
+    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2
     leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
     leg1_rho2_x = leg1_stroke + 0.7223228347298781
@@ -7442,29 +7831,26 @@ def energy(x, u, g, p, T, V):
     leg1_Q_20 = leg1_alpha_C_00*leg1_beta1_20 + leg1_alpha_C_02*leg1_beta1_22 + leg1_beta1_21*leg1_s_psi_z
     leg1_Q_21 = leg1_alpha_C_10*leg1_beta1_20 + leg1_alpha_C_11*leg1_beta1_21 + leg1_alpha_C_12*leg1_beta1_22
     leg1_Q_22 = leg1_alpha_C_20*leg1_beta1_20 + leg1_alpha_C_21*leg1_beta1_21 + leg1_alpha_C_22*leg1_beta1_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL1_z
     if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_rho2_x
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.48411381003978005*leg2_u_c2
+    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2
     leg2_B0_11 = -leg2_beta1_01*leg2_u_s2 - 0.8750050393733557*leg2_u_c2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
     leg2_rho2_x = leg2_stroke + 0.7223228347298781
@@ -7478,32 +7864,35 @@ def energy(x, u, g, p, T, V):
     leg2_Q_20 = leg1_alpha_C_00*leg2_beta1_20 + leg1_alpha_C_02*leg2_beta1_22 + leg1_s_psi_z*leg2_beta1_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_beta1_20 + leg1_alpha_C_11*leg2_beta1_21 + leg1_alpha_C_12*leg2_beta1_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_beta1_20 + leg1_alpha_C_21*leg2_beta1_21 + leg1_alpha_C_22*leg2_beta1_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    cse21 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse21
+    leg2_Ci1_y = -cse21
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse22 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse22
+    leg2_Ci2_y = -cse22
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse23 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse23
+    leg2_Ci3_y = -cse23
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL1_z
     if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_rho2_x
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.5157196875168388*leg3_u_c2
+    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2
     leg3_B0_11 = -leg3_beta1_01*leg3_u_s2 + 0.8567573775040014*leg3_u_c2
     leg3_B0_12 = -leg3_beta1_02*leg3_u_s2
-    leg3_rho2_x = leg3_stroke + 0.7223228347298782
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
     leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
     leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
@@ -7523,23 +7912,23 @@ def energy(x, u, g, p, T, V):
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_rho2_x
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2
-    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354333*leg4_u_c2
+    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354326*leg4_u_c2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 0.722322834729878
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
@@ -7550,32 +7939,32 @@ def energy(x, u, g, p, T, V):
     leg4_Q_20 = leg1_alpha_C_00*leg4_beta1_20 + leg1_alpha_C_02*leg4_beta1_22 + leg1_s_psi_z*leg4_beta1_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_beta1_20 + leg1_alpha_C_11*leg4_beta1_21 + leg1_alpha_C_12*leg4_beta1_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_beta1_20 + leg1_alpha_C_21*leg4_beta1_21 + leg1_alpha_C_22*leg4_beta1_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_rho2_x
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2
-    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354566*leg5_u_c2
+    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 0.7223228347298781
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
@@ -7586,32 +7975,32 @@ def energy(x, u, g, p, T, V):
     leg5_Q_20 = leg1_alpha_C_00*leg5_beta1_20 + leg1_alpha_C_02*leg5_beta1_22 + leg1_s_psi_z*leg5_beta1_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_beta1_20 + leg1_alpha_C_11*leg5_beta1_21 + leg1_alpha_C_12*leg5_beta1_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_beta1_20 + leg1_alpha_C_21*leg5_beta1_21 + leg1_alpha_C_22*leg5_beta1_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.5157196875168393*leg6_u_c2
-    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040012*leg6_u_c2
+    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2
+    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2
     leg6_B0_12 = -leg6_beta1_02*leg6_u_s2
-    leg6_rho2_x = leg6_stroke + 0.7223228347298779
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
@@ -7623,23 +8012,23 @@ def energy(x, u, g, p, T, V):
     leg6_Q_21 = leg1_alpha_C_10*leg6_beta1_20 + leg1_alpha_C_11*leg6_beta1_21 + leg1_alpha_C_12*leg6_beta1_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_beta1_20 + leg1_alpha_C_21*leg6_beta1_21 + leg1_alpha_C_22*leg6_beta1_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_rho2_x
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv3
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2
@@ -7649,8 +8038,6 @@ def energy(x, u, g, p, T, V):
     leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2
     leg1_H4_2 = leg1_Ci2_x*leg1_lu_inv3
     leg1_H4_1 = leg1_Ci3_x*leg1_lu_inv2
-    leg1_H5_2 = leg1_Ci2_y*leg1_lu_inv3
-    leg1_H5_1 = leg1_Ci3_y*leg1_lu_inv2
     leg1_H6_2 = leg1_Ci2_z*leg1_lu_inv3
     leg1_H6_1 = leg1_Ci3_z*leg1_lu_inv2
     leg2_H1_2 = leg2_B0_10*leg2_lu_inv3
@@ -7713,9 +8100,9 @@ def energy(x, u, g, p, T, V):
     leg6_H5_1 = leg6_Ci3_y*leg6_lu_inv2
     leg6_H6_2 = leg6_Ci2_z*leg6_lu_inv3
     leg6_H6_1 = leg6_Ci3_z*leg6_lu_inv2
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
-    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_B0_00*v_x + leg2_B0_01*v_y + leg2_B0_02*v_z + leg2_Ci1_x*omega_x + leg2_Ci1_y*omega_y + leg2_Ci1_z*omega_z
@@ -7731,43 +8118,43 @@ def energy(x, u, g, p, T, V):
     leg6_qd1 = leg6_H1_1*v_x + leg6_H2_1*v_y + leg6_H3_1*v_z + leg6_H4_1*omega_x + leg6_H5_1*omega_y + leg6_H6_1*omega_z
     leg6_qd2 = leg6_H1_2*v_x + leg6_H2_2*v_y + leg6_H3_2*v_z + leg6_H4_2*omega_x + leg6_H5_2*omega_y + leg6_H6_2*omega_z
     leg6_qd3 = leg6_B0_00*v_x + leg6_B0_01*v_y + leg6_B0_02*v_z + leg6_Ci1_x*omega_x + leg6_Ci1_y*omega_y + leg6_Ci1_z*omega_z
-    cse12 = leg1_stroke*leg1_stroke
-    leg1_Ic2_11 = 2.0*cse12 + (1.8)*leg1_stroke + 0.5653
+    cse24 = leg1_stroke*leg1_stroke
+    leg1_Ic2_11 = 2.0*cse24 + (1.8)*leg1_stroke + 0.5653
     leg1_IJ2_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2
     leg1_IJ2_D = 0.0025 - leg1_Ic2_11
     leg1_IJ2_Sum = leg1_Ic2_11 + 0.0025
     leg1_IJ2_00 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum
     leg1_IJ2_11 = -leg1_IJ2_00 + leg1_IJ2_Sum
-    cse13 = leg2_stroke*leg2_stroke
-    leg2_Ic2_11 = 2.0*cse13 + (1.8)*leg2_stroke + 0.5653
+    cse25 = leg2_stroke*leg2_stroke
+    leg2_Ic2_11 = 2.0*cse25 + (1.8)*leg2_stroke + 0.5653
     leg2_IJ2_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2
     leg2_IJ2_D = 0.0025 - leg2_Ic2_11
     leg2_IJ2_Sum = leg2_Ic2_11 + 0.0025
     leg2_IJ2_00 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum
     leg2_IJ2_11 = -leg2_IJ2_00 + leg2_IJ2_Sum
-    cse14 = leg3_stroke*leg3_stroke
-    leg3_Ic2_11 = 2.0*cse14 + (1.8)*leg3_stroke + 0.5653
+    cse26 = leg3_stroke*leg3_stroke
+    leg3_Ic2_11 = 2.0*cse26 + (1.8)*leg3_stroke + 0.5653
     leg3_IJ2_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2
     leg3_IJ2_D = 0.0025 - leg3_Ic2_11
     leg3_IJ2_Sum = leg3_Ic2_11 + 0.0025
     leg3_IJ2_00 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum
     leg3_IJ2_11 = -leg3_IJ2_00 + leg3_IJ2_Sum
-    cse15 = leg4_stroke*leg4_stroke
-    leg4_Ic2_11 = 2.0*cse15 + (1.8)*leg4_stroke + 0.5653
+    cse27 = leg4_stroke*leg4_stroke
+    leg4_Ic2_11 = 2.0*cse27 + (1.8)*leg4_stroke + 0.5653
     leg4_IJ2_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2
     leg4_IJ2_D = 0.0025 - leg4_Ic2_11
     leg4_IJ2_Sum = leg4_Ic2_11 + 0.0025
     leg4_IJ2_00 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum
     leg4_IJ2_11 = -leg4_IJ2_00 + leg4_IJ2_Sum
-    cse16 = leg5_stroke*leg5_stroke
-    leg5_Ic2_11 = 2.0*cse16 + (1.8)*leg5_stroke + 0.5653
+    cse28 = leg5_stroke*leg5_stroke
+    leg5_Ic2_11 = 2.0*cse28 + (1.8)*leg5_stroke + 0.5653
     leg5_IJ2_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2
     leg5_IJ2_D = 0.0025 - leg5_Ic2_11
     leg5_IJ2_Sum = leg5_Ic2_11 + 0.0025
     leg5_IJ2_00 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum
     leg5_IJ2_11 = -leg5_IJ2_00 + leg5_IJ2_Sum
-    cse17 = leg6_stroke*leg6_stroke
-    leg6_Ic2_11 = 2.0*cse17 + (1.8)*leg6_stroke + 0.5653
+    cse29 = leg6_stroke*leg6_stroke
+    leg6_Ic2_11 = 2.0*cse29 + (1.8)*leg6_stroke + 0.5653
     leg6_IJ2_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2
     leg6_IJ2_D = 0.0025 - leg6_Ic2_11
     leg6_IJ2_Sum = leg6_Ic2_11 + 0.0025
@@ -7786,44 +8173,71 @@ def energy(x, u, g, p, T, V):
     leg3_r_rel0_3_x = leg3_B0_00*leg3_stroke
     leg3_r_rel0_3_y = leg3_B0_01*leg3_stroke
     leg3_r_rel0_3_z = leg3_B0_02*leg3_stroke
-    leg3_r3_x = leg3_r_rel0_3_x - 0.23293714059226878
+    leg3_r3_x = leg3_r_rel0_3_x - 0.23293714059226867
     leg3_r3_y = leg3_r_rel0_3_y + 0.8693332436601615
     leg4_r_rel0_3_x = leg4_B0_00*leg4_stroke
     leg4_r_rel0_3_y = leg4_B0_01*leg4_stroke
     leg4_r_rel0_3_z = leg4_B0_02*leg4_stroke
-    leg4_r3_x = leg4_r_rel0_3_x - 0.6363961030678927
+    leg4_r3_x = leg4_r_rel0_3_x - 0.6363961030678928
     leg4_r3_y = leg4_r_rel0_3_y + 0.6363961030678928
     leg5_r_rel0_3_x = leg5_B0_00*leg5_stroke
     leg5_r_rel0_3_y = leg5_B0_01*leg5_stroke
     leg5_r_rel0_3_z = leg5_B0_02*leg5_stroke
-    leg5_r3_x = leg5_r_rel0_3_x - 0.636396103067893
-    leg5_r3_y = leg5_r_rel0_3_y - 0.6363961030678927
+    leg5_r3_x = leg5_r_rel0_3_x - 0.6363961030678928
+    leg5_r3_y = leg5_r_rel0_3_y - 0.6363961030678928
     leg6_r_rel0_3_x = leg6_B0_00*leg6_stroke
     leg6_r_rel0_3_y = leg6_B0_01*leg6_stroke
     leg6_r_rel0_3_z = leg6_B0_02*leg6_stroke
-    leg6_r3_x = leg6_r_rel0_3_x - 0.23293714059226858
+    leg6_r3_x = leg6_r_rel0_3_x - 0.23293714059226867
     leg6_r3_y = leg6_r_rel0_3_y - 0.8693332436601615
-    cse18 = (0.6)*g_z
+    cse30 = (0.6)*g_z
     T[0] = (0.5)*leg1_IJ2_11*leg1_qd1*leg1_qd1 + (0.5)*leg1_Ic2_11*leg1_qd2*leg1_qd2 + leg1_qd3*leg1_qd3 + (0.5)*leg2_IJ2_11*leg2_qd1*leg2_qd1 + (0.5)*leg2_Ic2_11*leg2_qd2*leg2_qd2 + leg2_qd3*leg2_qd3 + (0.5)*leg3_IJ2_11*leg3_qd1*leg3_qd1 + (0.5)*leg3_Ic2_11*leg3_qd2*leg3_qd2 + leg3_qd3*leg3_qd3 + (0.5)*leg4_IJ2_11*leg4_qd1*leg4_qd1 + (0.5)*leg4_Ic2_11*leg4_qd2*leg4_qd2 + leg4_qd3*leg4_qd3 + (0.5)*leg5_IJ2_11*leg5_qd1*leg5_qd1 + (0.5)*leg5_Ic2_11*leg5_qd2*leg5_qd2 + leg5_qd3*leg5_qd3 + (0.5)*leg6_IJ2_11*leg6_qd1*leg6_qd1 + (0.5)*leg6_Ic2_11*leg6_qd2*leg6_qd2 + leg6_qd3*leg6_qd3 + 15.0*omega_x*omega_x + 15.0*omega_y*omega_y + (27.5)*omega_z*omega_z + (0.5)*p_m_ring*(v_x*v_x + v_y*v_y + v_z*v_z)
-    V[0] = (0.5)*cse12*p_k_leg + (0.5)*cse13*p_k_leg + (0.5)*cse14*p_k_leg + (0.5)*cse15*p_k_leg + (0.5)*cse16*p_k_leg + (0.5)*cse17*p_k_leg - cse18*leg1_B0_02 - cse18*leg2_B0_02 - cse18*leg3_B0_02 - cse18*leg4_B0_02 - cse18*leg5_B0_02 - cse18*leg6_B0_02 - g_x*((0.6)*leg1_B0_00 + 3.477332974640646) - g_x*((0.9)*leg1_B0_00 + 2.0*leg1_r3_x) - g_x*((0.6)*leg2_B0_00 + 3.477332974640646) - g_x*((0.9)*leg2_B0_00 + 2.0*leg2_r3_x) - g_x*((0.6)*leg3_B0_00 - 0.9317485623690751) - g_x*((0.9)*leg3_B0_00 + 2.0*leg3_r3_x) - g_x*((0.6)*leg4_B0_00 - 2.545584412271571) - g_x*((0.9)*leg4_B0_00 + 2.0*leg4_r3_x) - g_x*((0.6)*leg5_B0_00 - 2.545584412271572) - g_x*((0.9)*leg5_B0_00 + 2.0*leg5_r3_x) - g_x*((0.6)*leg6_B0_00 - 0.9317485623690743) - g_x*((0.9)*leg6_B0_00 + 2.0*leg6_r3_x) - g_y*((0.6)*leg1_B0_01 - 0.9317485623690747) - g_y*((0.9)*leg1_B0_01 + 2.0*leg1_r3_y) - g_y*((0.6)*leg2_B0_01 + 0.9317485623690747) - g_y*((0.9)*leg2_B0_01 + 2.0*leg2_r3_y) - g_y*((0.6)*leg3_B0_01 + 3.477332974640646) - g_y*((0.9)*leg3_B0_01 + 2.0*leg3_r3_y) - g_y*((0.6)*leg4_B0_01 + 2.5455844122715714) - g_y*((0.9)*leg4_B0_01 + 2.0*leg4_r3_y) - g_y*((0.6)*leg5_B0_01 - 2.545584412271571) - g_y*((0.9)*leg5_B0_01 + 2.0*leg5_r3_y) - g_y*((0.6)*leg6_B0_01 - 3.477332974640646) - g_y*((0.9)*leg6_B0_01 + 2.0*leg6_r3_y) - g_z*((0.9)*leg1_B0_02 + 2.0*leg1_r_rel0_3_z) - g_z*((0.9)*leg2_B0_02 + 2.0*leg2_r_rel0_3_z) - g_z*((0.9)*leg3_B0_02 + 2.0*leg3_r_rel0_3_z) - g_z*((0.9)*leg4_B0_02 + 2.0*leg4_r_rel0_3_z) - g_z*((0.9)*leg5_B0_02 + 2.0*leg5_r_rel0_3_z) - g_z*((0.9)*leg6_B0_02 + 2.0*leg6_r_rel0_3_z) - leg1_stroke*p_preload - leg2_stroke*p_preload - leg3_stroke*p_preload - leg4_stroke*p_preload - leg5_stroke*p_preload - leg6_stroke*p_preload - p_m_ring*(g_x*x_C + g_y*y_C + g_z*z_C)
+    V[0] = (0.5)*cse24*p_k_leg + (0.5)*cse25*p_k_leg + (0.5)*cse26*p_k_leg + (0.5)*cse27*p_k_leg + (0.5)*cse28*p_k_leg + (0.5)*cse29*p_k_leg - cse30*leg1_B0_02 - cse30*leg2_B0_02 - cse30*leg3_B0_02 - cse30*leg4_B0_02 - cse30*leg5_B0_02 - cse30*leg6_B0_02 - g_x*((0.6)*leg1_B0_00 + 3.477332974640646) - g_x*((0.9)*leg1_B0_00 + 2.0*leg1_r3_x) - g_x*((0.6)*leg2_B0_00 + 3.477332974640646) - g_x*((0.9)*leg2_B0_00 + 2.0*leg2_r3_x) - g_x*((0.6)*leg3_B0_00 - 0.9317485623690747) - g_x*((0.9)*leg3_B0_00 + 2.0*leg3_r3_x) - g_x*((0.6)*leg4_B0_00 - 2.5455844122715714) - g_x*((0.9)*leg4_B0_00 + 2.0*leg4_r3_x) - g_x*((0.6)*leg5_B0_00 - 2.5455844122715714) - g_x*((0.9)*leg5_B0_00 + 2.0*leg5_r3_x) - g_x*((0.6)*leg6_B0_00 - 0.9317485623690747) - g_x*((0.9)*leg6_B0_00 + 2.0*leg6_r3_x) - g_y*((0.6)*leg1_B0_01 - 0.9317485623690747) - g_y*((0.9)*leg1_B0_01 + 2.0*leg1_r3_y) - g_y*((0.6)*leg2_B0_01 + 0.9317485623690747) - g_y*((0.9)*leg2_B0_01 + 2.0*leg2_r3_y) - g_y*((0.6)*leg3_B0_01 + 3.477332974640646) - g_y*((0.9)*leg3_B0_01 + 2.0*leg3_r3_y) - g_y*((0.6)*leg4_B0_01 + 2.5455844122715714) - g_y*((0.9)*leg4_B0_01 + 2.0*leg4_r3_y) - g_y*((0.6)*leg5_B0_01 - 2.5455844122715714) - g_y*((0.9)*leg5_B0_01 + 2.0*leg5_r3_y) - g_y*((0.6)*leg6_B0_01 - 3.477332974640646) - g_y*((0.9)*leg6_B0_01 + 2.0*leg6_r3_y) - g_z*((0.9)*leg1_B0_02 + 2.0*leg1_r_rel0_3_z) - g_z*((0.9)*leg2_B0_02 + 2.0*leg2_r_rel0_3_z) - g_z*((0.9)*leg3_B0_02 + 2.0*leg3_r_rel0_3_z) - g_z*((0.9)*leg4_B0_02 + 2.0*leg4_r_rel0_3_z) - g_z*((0.9)*leg5_B0_02 + 2.0*leg5_r_rel0_3_z) - g_z*((0.9)*leg6_B0_02 + 2.0*leg6_r_rel0_3_z) - leg1_stroke*p_preload - leg2_stroke*p_preload - leg3_stroke*p_preload - leg4_stroke*p_preload - leg5_stroke*p_preload - leg6_stroke*p_preload - p_m_ring*(g_x*x_C + g_y*y_C + g_z*z_C)
     return 0
 
 
 def drive_forces(x, u, udot, fE, mE, g, p, F):
     """Inverse dynamics: the drive forces F giving C the acceleration udot.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  udot[6]: acceleration of C: dv_C/dt (frame 0), domega_C/dt (frame C)
-    in  fE[3]: external force on C through its centre of mass (frame 0)
-    in  mE[3]: external moment on C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out F[6] shape 6
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  udot[6]: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,):
+        vdot_x, vdot_y, vdot_z, omegadot_x, omegadot_y, omegadot_z
+    in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+    in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out F[6] shape 6: drive force or torque of each leg's drive joint (N or N m), shape (6,), one per leg: leg1,
+        leg2, leg3, leg4, leg5, leg6
     status 5: drive Jacobian singular (parallel singularity)
-    ops: 1512 adds, 2094 muls, 30 divs, 12 sqrt, 6 trig (3654 total)
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.25 m
+    status 124: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.25 m
+    status 224: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.25 m
+    status 324: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.25 m
+    status 424: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.25 m
+    status 524: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.25 m
+    status 624: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 1493 adds, 2038 muls, 30 divs, 12 sqrt, 6 trig (3579 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -7862,22 +8276,22 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -7887,22 +8301,22 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 0.7223228347298781
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 123
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         F[:] = [NAN] * 6
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -7912,25 +8326,28 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = leg2_d_y*leg2_u_inv_L
     leg2_stroke = leg2_u_L - 0.7223228347298781
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 223
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         F[:] = [NAN] * 6
-        return 1
+        return 224
     cse9 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse9 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse10 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse10 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse11 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse11 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse10 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse10 + cse9
+    cse11 = 0.6278517870878945*leg1_alpha_C_11
+    cse12 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse11 + cse12
+    cse13 = 0.6278517870878945*leg1_alpha_C_12
+    cse14 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse13 + cse14
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -7939,23 +8356,29 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 323
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         F[:] = [NAN] * 6
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 324
+    cse15 = 0.16823237931663848*leg1_alpha_C_10
+    cse16 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse15 - cse16 + x_C
+    cse17 = 0.16823237931663848*leg1_alpha_C_11
+    cse18 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse17 - cse18 + y_C
+    cse19 = 0.16823237931663848*leg1_alpha_C_12
+    cse20 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse19 - cse20 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -7964,23 +8387,23 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 423
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         F[:] = [NAN] * 6
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 424
+    leg5_s0_x = -cse15 - cse16 + x_C
+    leg5_s0_y = -cse17 - cse18 + y_C
+    leg5_s0_z = -cse19 - cse20 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -7989,23 +8412,23 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 523
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         F[:] = [NAN] * 6
-        return 1
-    leg6_s0_x = -cse9 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse10 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse11 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 524
+    leg6_s0_x = cse10 - cse9
+    leg6_s0_y = -cse11 + cse12
+    leg6_s0_z = -cse13 + cse14
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -8014,53 +8437,53 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 623
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         F[:] = [NAN] * 6
-        return 1
+        return 624
     leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1
-    leg1_beta1_01 = -0.31382403584646185*leg1_u_c1 - 0.3686199338021085*leg1_u_s1
-    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1
+    leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    leg1_beta1_21 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_beta1_22 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_beta1_21 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
+    leg1_beta1_22 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
     leg2_beta1_00 = -0.5672170616648486*leg2_u_c1 - 0.6662571754848596*leg2_u_s1
-    leg2_beta1_01 = 0.31382403584646185*leg2_u_c1 + 0.3686199338021085*leg2_u_s1
-    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_01 = 0.3138240358464619*leg2_u_c1 + 0.36861993380210856*leg2_u_s1
+    leg2_beta1_02 = 0.7614323866774606*leg2_u_c1 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    leg2_beta1_21 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_beta1_22 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
-    leg3_beta1_00 = 0.5553881181936187*leg3_u_c1 + 0.6523628147563938*leg3_u_s1
-    leg3_beta1_01 = -0.33431236693849237*leg3_u_c1 - 0.39268567252250075*leg3_u_s1
-    leg3_beta1_02 = 0.7614323866774605*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    leg3_beta1_21 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg4_beta1_00 = 0.011828943471230067*leg4_u_c1 + 0.013894360728465765*leg4_u_s1
-    leg4_beta1_01 = -0.6481364027849542*leg4_u_c1 - 0.7613056063246095*leg4_u_s1
-    leg4_beta1_02 = 0.7614323866774607*leg4_u_c1 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    leg4_beta1_21 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    leg4_beta1_22 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg5_beta1_00 = 0.011828943471230218*leg5_u_c1 + 0.01389436072846594*leg5_u_s1
-    leg5_beta1_01 = 0.6481364027849542*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
-    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    leg5_beta1_22 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    leg6_beta1_00 = 0.5553881181936182*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
-    leg6_beta1_01 = 0.33431236693849253*leg6_u_c1 + 0.39268567252250125*leg6_u_s1
-    leg6_beta1_02 = 0.7614323866774608*leg6_u_c1 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    leg6_beta1_21 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_beta1_22 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg2_beta1_21 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
+    leg2_beta1_22 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg3_beta1_00 = 0.5553881181936186*leg3_u_c1 + 0.6523628147563939*leg3_u_s1
+    leg3_beta1_01 = -0.3343123669384925*leg3_u_c1 - 0.3926856725225009*leg3_u_s1
+    leg3_beta1_02 = 0.7614323866774606*leg3_u_c1 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    leg3_beta1_21 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_beta1_22 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    leg4_beta1_00 = 0.011828943471230063*leg4_u_c1 + 0.013894360728465758*leg4_u_s1
+    leg4_beta1_01 = -0.6481364027849544*leg4_u_c1 - 0.7613056063246094*leg4_u_s1
+    leg4_beta1_02 = 0.7614323866774606*leg4_u_c1 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    leg4_beta1_21 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_beta1_22 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    leg5_beta1_00 = 0.011828943471230063*leg5_u_c1 + 0.013894360728465758*leg5_u_s1
+    leg5_beta1_01 = 0.6481364027849544*leg5_u_c1 + 0.7613056063246094*leg5_u_s1
+    leg5_beta1_02 = 0.7614323866774606*leg5_u_c1 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    leg5_beta1_21 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_beta1_22 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    leg6_beta1_00 = 0.5553881181936186*leg6_u_c1 + 0.6523628147563939*leg6_u_s1
+    leg6_beta1_01 = 0.3343123669384925*leg6_u_c1 + 0.3926856725225009*leg6_u_s1
+    leg6_beta1_02 = 0.7614323866774606*leg6_u_c1 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    leg6_beta1_21 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_beta1_22 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.48411381003978005*leg1_u_c2
+    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2 + 0.4841138100397801*leg1_u_c2
     leg1_B0_11 = -leg1_beta1_01*leg1_u_s2 - 0.8750050393733557*leg1_u_c2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
     leg1_rho2_x = leg1_stroke + 0.7223228347298781
@@ -8074,27 +8497,24 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_Q_20 = leg1_alpha_C_00*leg1_beta1_20 + leg1_alpha_C_02*leg1_beta1_22 + leg1_beta1_21*leg1_s_psi_z
     leg1_Q_21 = leg1_alpha_C_10*leg1_beta1_20 + leg1_alpha_C_11*leg1_beta1_21 + leg1_alpha_C_12*leg1_beta1_22
     leg1_Q_22 = leg1_alpha_C_20*leg1_beta1_20 + leg1_alpha_C_21*leg1_beta1_21 + leg1_alpha_C_22*leg1_beta1_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL1_z
     if not (leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_rho2_x
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.48411381003978005*leg2_u_c2
+    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2 - 0.4841138100397801*leg2_u_c2
     leg2_B0_11 = -leg2_beta1_01*leg2_u_s2 - 0.8750050393733557*leg2_u_c2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
     leg2_rho2_x = leg2_stroke + 0.7223228347298781
@@ -8108,30 +8528,33 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_Q_20 = leg1_alpha_C_00*leg2_beta1_20 + leg1_alpha_C_02*leg2_beta1_22 + leg1_s_psi_z*leg2_beta1_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_beta1_20 + leg1_alpha_C_11*leg2_beta1_21 + leg1_alpha_C_12*leg2_beta1_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_beta1_20 + leg1_alpha_C_21*leg2_beta1_21 + leg1_alpha_C_22*leg2_beta1_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    cse21 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse21
+    leg2_Ci1_y = -cse21
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse22 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse22
+    leg2_Ci2_y = -cse22
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse23 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse23
+    leg2_Ci3_y = -cse23
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL1_z
     if not (leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_rho2_x
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.5157196875168388*leg3_u_c2
+    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2 + 0.515719687516839*leg3_u_c2
     leg3_B0_11 = -leg3_beta1_01*leg3_u_s2 + 0.8567573775040014*leg3_u_c2
     leg3_B0_12 = -leg3_beta1_02*leg3_u_s2
-    leg3_rho2_x = leg3_stroke + 0.7223228347298782
+    leg3_rho2_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
     leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
     leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
@@ -8151,21 +8574,21 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_rho2_x
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2 + 0.999833497556619*leg4_u_c2
-    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354333*leg4_u_c2
+    leg4_B0_11 = -leg4_beta1_01*leg4_u_s2 + 0.018247661869354326*leg4_u_c2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 0.722322834729878
+    leg4_rho2_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
@@ -8176,30 +8599,30 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_Q_20 = leg1_alpha_C_00*leg4_beta1_20 + leg1_alpha_C_02*leg4_beta1_22 + leg1_s_psi_z*leg4_beta1_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_beta1_20 + leg1_alpha_C_11*leg4_beta1_21 + leg1_alpha_C_12*leg4_beta1_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_beta1_20 + leg1_alpha_C_21*leg4_beta1_21 + leg1_alpha_C_22*leg4_beta1_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_rho2_x
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2 - 0.999833497556619*leg5_u_c2
-    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354566*leg5_u_c2
+    leg5_B0_11 = -leg5_beta1_01*leg5_u_s2 + 0.018247661869354326*leg5_u_c2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 0.7223228347298781
+    leg5_rho2_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
@@ -8210,30 +8633,30 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_Q_20 = leg1_alpha_C_00*leg5_beta1_20 + leg1_alpha_C_02*leg5_beta1_22 + leg1_s_psi_z*leg5_beta1_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_beta1_20 + leg1_alpha_C_11*leg5_beta1_21 + leg1_alpha_C_12*leg5_beta1_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_beta1_20 + leg1_alpha_C_21*leg5_beta1_21 + leg1_alpha_C_22*leg5_beta1_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_rho2_x
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.5157196875168393*leg6_u_c2
-    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040012*leg6_u_c2
+    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2 - 0.515719687516839*leg6_u_c2
+    leg6_B0_11 = -leg6_beta1_01*leg6_u_s2 + 0.8567573775040014*leg6_u_c2
     leg6_B0_12 = -leg6_beta1_02*leg6_u_s2
-    leg6_rho2_x = leg6_stroke + 0.7223228347298779
+    leg6_rho2_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
@@ -8245,21 +8668,21 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_Q_21 = leg1_alpha_C_10*leg6_beta1_20 + leg1_alpha_C_11*leg6_beta1_21 + leg1_alpha_C_12*leg6_beta1_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_beta1_20 + leg1_alpha_C_21*leg6_beta1_21 + leg1_alpha_C_22*leg6_beta1_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_rho2_x
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv3
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2
@@ -8269,8 +8692,6 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_H3_1 = leg1_beta1_22*leg1_lu_inv2
     leg1_H4_2 = leg1_Ci2_x*leg1_lu_inv3
     leg1_H4_1 = leg1_Ci3_x*leg1_lu_inv2
-    leg1_H5_2 = leg1_Ci2_y*leg1_lu_inv3
-    leg1_H5_1 = leg1_Ci3_y*leg1_lu_inv2
     leg1_H6_2 = leg1_Ci2_z*leg1_lu_inv3
     leg1_H6_1 = leg1_Ci3_z*leg1_lu_inv2
     leg2_H1_2 = leg2_B0_10*leg2_lu_inv3
@@ -8333,9 +8754,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_H5_1 = leg6_Ci3_y*leg6_lu_inv2
     leg6_H6_2 = leg6_Ci2_z*leg6_lu_inv3
     leg6_H6_1 = leg6_Ci3_z*leg6_lu_inv2
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
-    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_B0_00*v_x + leg2_B0_01*v_y + leg2_B0_02*v_z + leg2_Ci1_x*omega_x + leg2_Ci1_y*omega_y + leg2_Ci1_z*omega_z
@@ -8354,183 +8775,193 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_omega_p2_x = leg1_qd1*leg1_u_s2
     leg1_omega_p2_y = leg1_qd1*leg1_u_c2
     leg1_epsd2_x = leg1_omega_p2_y*leg1_qd2
-    cse12 = leg1_omega_p2_x*leg1_qd2
-    leg1_epsd2_y = -cse12
+    cse24 = leg1_omega_p2_x*leg1_qd2
+    leg1_epsd2_y = -cse24
     leg1_oo2_yy = leg1_omega_p2_y*leg1_omega_p2_y
     leg1_oo2_zz = leg1_qd2*leg1_qd2
     leg1_oo2_xy = leg1_omega_p2_x*leg1_omega_p2_y
-    leg1_oo2_xz = cse12
+    leg1_oo2_xz = cse24
     leg1_oo2_W_00 = -leg1_oo2_yy - leg1_oo2_zz
-    cse13 = leg1_oo2_W_00*leg1_stroke
-    leg1_a3_x = cse13
-    cse14 = 2.0*leg1_qd3
-    cse15 = cse14*leg1_qd2 + leg1_oo2_xy*leg1_stroke
-    leg1_a3_y = cse15
-    cse16 = leg1_epsd2_y*leg1_stroke
-    cse17 = cse14*leg1_omega_p2_y
-    leg1_a3_z = -cse16 - cse17 + leg1_oo2_xz*leg1_stroke
+    cse25 = leg1_oo2_W_00*leg1_stroke
+    leg1_a3_x = cse25
+    cse26 = 2.0*leg1_qd3
+    cse27 = cse26*leg1_qd2 + leg1_oo2_xy*leg1_stroke
+    leg1_a3_y = cse27
+    cse28 = leg1_epsd2_y*leg1_stroke
+    cse29 = cse26*leg1_omega_p2_y
+    leg1_a3_z = -cse28 - cse29 + leg1_oo2_xz*leg1_stroke
     leg2_omega_p2_x = leg2_qd1*leg2_u_s2
     leg2_omega_p2_y = leg2_qd1*leg2_u_c2
     leg2_epsd2_x = leg2_omega_p2_y*leg2_qd2
-    cse18 = leg2_omega_p2_x*leg2_qd2
-    leg2_epsd2_y = -cse18
+    cse30 = leg2_omega_p2_x*leg2_qd2
+    leg2_epsd2_y = -cse30
     leg2_oo2_yy = leg2_omega_p2_y*leg2_omega_p2_y
     leg2_oo2_zz = leg2_qd2*leg2_qd2
     leg2_oo2_xy = leg2_omega_p2_x*leg2_omega_p2_y
-    leg2_oo2_xz = cse18
+    leg2_oo2_xz = cse30
     leg2_oo2_W_00 = -leg2_oo2_yy - leg2_oo2_zz
-    cse19 = leg2_oo2_W_00*leg2_stroke
-    leg2_a3_x = cse19
-    cse20 = 2.0*leg2_qd3
-    cse21 = cse20*leg2_qd2 + leg2_oo2_xy*leg2_stroke
-    leg2_a3_y = cse21
-    cse22 = leg2_epsd2_y*leg2_stroke
-    cse23 = cse20*leg2_omega_p2_y
-    leg2_a3_z = -cse22 - cse23 + leg2_oo2_xz*leg2_stroke
+    cse31 = leg2_oo2_W_00*leg2_stroke
+    leg2_a3_x = cse31
+    cse32 = 2.0*leg2_qd3
+    cse33 = cse32*leg2_qd2 + leg2_oo2_xy*leg2_stroke
+    leg2_a3_y = cse33
+    cse34 = leg2_epsd2_y*leg2_stroke
+    cse35 = cse32*leg2_omega_p2_y
+    leg2_a3_z = -cse34 - cse35 + leg2_oo2_xz*leg2_stroke
     leg3_omega_p2_x = leg3_qd1*leg3_u_s2
     leg3_omega_p2_y = leg3_qd1*leg3_u_c2
     leg3_epsd2_x = leg3_omega_p2_y*leg3_qd2
-    cse24 = leg3_omega_p2_x*leg3_qd2
-    leg3_epsd2_y = -cse24
+    cse36 = leg3_omega_p2_x*leg3_qd2
+    leg3_epsd2_y = -cse36
     leg3_oo2_yy = leg3_omega_p2_y*leg3_omega_p2_y
     leg3_oo2_zz = leg3_qd2*leg3_qd2
     leg3_oo2_xy = leg3_omega_p2_x*leg3_omega_p2_y
-    leg3_oo2_xz = cse24
+    leg3_oo2_xz = cse36
     leg3_oo2_W_00 = -leg3_oo2_yy - leg3_oo2_zz
-    cse25 = leg3_oo2_W_00*leg3_stroke
-    leg3_a3_x = cse25
-    cse26 = 2.0*leg3_qd3
-    cse27 = cse26*leg3_qd2 + leg3_oo2_xy*leg3_stroke
-    leg3_a3_y = cse27
-    cse28 = leg3_epsd2_y*leg3_stroke
-    cse29 = cse26*leg3_omega_p2_y
-    leg3_a3_z = -cse28 - cse29 + leg3_oo2_xz*leg3_stroke
+    cse37 = leg3_oo2_W_00*leg3_stroke
+    leg3_a3_x = cse37
+    cse38 = 2.0*leg3_qd3
+    cse39 = cse38*leg3_qd2 + leg3_oo2_xy*leg3_stroke
+    leg3_a3_y = cse39
+    cse40 = leg3_epsd2_y*leg3_stroke
+    cse41 = cse38*leg3_omega_p2_y
+    leg3_a3_z = -cse40 - cse41 + leg3_oo2_xz*leg3_stroke
     leg4_omega_p2_x = leg4_qd1*leg4_u_s2
     leg4_omega_p2_y = leg4_qd1*leg4_u_c2
     leg4_epsd2_x = leg4_omega_p2_y*leg4_qd2
-    cse30 = leg4_omega_p2_x*leg4_qd2
-    leg4_epsd2_y = -cse30
+    cse42 = leg4_omega_p2_x*leg4_qd2
+    leg4_epsd2_y = -cse42
     leg4_oo2_yy = leg4_omega_p2_y*leg4_omega_p2_y
     leg4_oo2_zz = leg4_qd2*leg4_qd2
     leg4_oo2_xy = leg4_omega_p2_x*leg4_omega_p2_y
-    leg4_oo2_xz = cse30
+    leg4_oo2_xz = cse42
     leg4_oo2_W_00 = -leg4_oo2_yy - leg4_oo2_zz
-    cse31 = leg4_oo2_W_00*leg4_stroke
-    leg4_a3_x = cse31
-    cse32 = 2.0*leg4_qd3
-    cse33 = cse32*leg4_qd2 + leg4_oo2_xy*leg4_stroke
-    leg4_a3_y = cse33
-    cse34 = leg4_epsd2_y*leg4_stroke
-    cse35 = cse32*leg4_omega_p2_y
-    leg4_a3_z = -cse34 - cse35 + leg4_oo2_xz*leg4_stroke
+    cse43 = leg4_oo2_W_00*leg4_stroke
+    leg4_a3_x = cse43
+    cse44 = 2.0*leg4_qd3
+    cse45 = cse44*leg4_qd2 + leg4_oo2_xy*leg4_stroke
+    leg4_a3_y = cse45
+    cse46 = leg4_epsd2_y*leg4_stroke
+    cse47 = cse44*leg4_omega_p2_y
+    leg4_a3_z = -cse46 - cse47 + leg4_oo2_xz*leg4_stroke
     leg5_omega_p2_x = leg5_qd1*leg5_u_s2
     leg5_omega_p2_y = leg5_qd1*leg5_u_c2
     leg5_epsd2_x = leg5_omega_p2_y*leg5_qd2
-    cse36 = leg5_omega_p2_x*leg5_qd2
-    leg5_epsd2_y = -cse36
+    cse48 = leg5_omega_p2_x*leg5_qd2
+    leg5_epsd2_y = -cse48
     leg5_oo2_yy = leg5_omega_p2_y*leg5_omega_p2_y
     leg5_oo2_zz = leg5_qd2*leg5_qd2
     leg5_oo2_xy = leg5_omega_p2_x*leg5_omega_p2_y
-    leg5_oo2_xz = cse36
+    leg5_oo2_xz = cse48
     leg5_oo2_W_00 = -leg5_oo2_yy - leg5_oo2_zz
-    cse37 = leg5_oo2_W_00*leg5_stroke
-    leg5_a3_x = cse37
-    cse38 = 2.0*leg5_qd3
-    cse39 = cse38*leg5_qd2 + leg5_oo2_xy*leg5_stroke
-    leg5_a3_y = cse39
-    cse40 = leg5_epsd2_y*leg5_stroke
-    cse41 = cse38*leg5_omega_p2_y
-    leg5_a3_z = -cse40 - cse41 + leg5_oo2_xz*leg5_stroke
+    cse49 = leg5_oo2_W_00*leg5_stroke
+    leg5_a3_x = cse49
+    cse50 = 2.0*leg5_qd3
+    cse51 = cse50*leg5_qd2 + leg5_oo2_xy*leg5_stroke
+    leg5_a3_y = cse51
+    cse52 = leg5_epsd2_y*leg5_stroke
+    cse53 = cse50*leg5_omega_p2_y
+    leg5_a3_z = -cse52 - cse53 + leg5_oo2_xz*leg5_stroke
     leg6_omega_p2_x = leg6_qd1*leg6_u_s2
     leg6_omega_p2_y = leg6_qd1*leg6_u_c2
     leg6_epsd2_x = leg6_omega_p2_y*leg6_qd2
-    cse42 = leg6_omega_p2_x*leg6_qd2
-    leg6_epsd2_y = -cse42
+    cse54 = leg6_omega_p2_x*leg6_qd2
+    leg6_epsd2_y = -cse54
     leg6_oo2_yy = leg6_omega_p2_y*leg6_omega_p2_y
     leg6_oo2_zz = leg6_qd2*leg6_qd2
     leg6_oo2_xy = leg6_omega_p2_x*leg6_omega_p2_y
-    leg6_oo2_xz = cse42
+    leg6_oo2_xz = cse54
     leg6_oo2_W_00 = -leg6_oo2_yy - leg6_oo2_zz
-    cse43 = leg6_oo2_W_00*leg6_stroke
-    leg6_a3_x = cse43
-    cse44 = 2.0*leg6_qd3
-    cse45 = cse44*leg6_qd2 + leg6_oo2_xy*leg6_stroke
-    leg6_a3_y = cse45
-    cse46 = leg6_epsd2_y*leg6_stroke
-    cse47 = cse44*leg6_omega_p2_y
-    leg6_a3_z = -cse46 - cse47 + leg6_oo2_xz*leg6_stroke
-    cse48 = 0.45961940777125593*oo_C_W_00
-    cse49 = 0.4596194077712559*oo_C_xy
-    cse50 = cse48 - cse49
-    cse51 = 0.4596194077712559*oo_C_W_11
-    cse52 = -cse51 + 0.45961940777125593*oo_C_xy
-    cse53 = 0.45961940777125593*oo_C_xz
-    cse54 = 0.4596194077712559*oo_C_yz
-    cse55 = cse53 - cse54
-    leg1_cC_x = cse50*leg1_Q_00 + cse52*leg1_Q_01 + cse55*leg1_Q_02
-    leg1_cC_y = cse50*leg1_Q_10 + cse52*leg1_Q_11 + cse55*leg1_Q_12
-    leg1_cC_z = cse50*leg1_Q_20 + cse52*leg1_Q_21 + cse55*leg1_Q_22
+    cse55 = leg6_oo2_W_00*leg6_stroke
+    leg6_a3_x = cse55
+    cse56 = 2.0*leg6_qd3
+    cse57 = cse56*leg6_qd2 + leg6_oo2_xy*leg6_stroke
+    leg6_a3_y = cse57
+    cse58 = leg6_epsd2_y*leg6_stroke
+    cse59 = cse56*leg6_omega_p2_y
+    leg6_a3_z = -cse58 - cse59 + leg6_oo2_xz*leg6_stroke
+    cse60 = 0.45961940777125593*oo_C_W_00
+    cse61 = 0.45961940777125593*oo_C_xy
+    cse62 = -cse61
+    cse63 = cse60 + cse62
+    cse64 = 0.45961940777125593*oo_C_W_11
+    cse65 = -cse62 - cse64
+    cse66 = 0.45961940777125593*oo_C_xz
+    cse67 = 0.45961940777125593*oo_C_yz
+    cse68 = cse66 - cse67
+    leg1_cC_x = cse63*leg1_Q_00 + cse65*leg1_Q_01 + cse68*leg1_Q_02
+    leg1_cC_y = cse63*leg1_Q_10 + cse65*leg1_Q_11 + cse68*leg1_Q_12
+    leg1_cC_z = cse63*leg1_Q_20 + cse65*leg1_Q_21 + cse68*leg1_Q_22
     leg1_c1 = -leg1_a3_x + leg1_cC_x - 0.7223228347298781*leg1_oo2_W_00
     leg1_c2 = -leg1_a3_y + leg1_cC_y - 0.7223228347298781*leg1_oo2_xy
     leg1_c3 = -leg1_a3_z + leg1_cC_z + 0.7223228347298781*leg1_epsd2_y - 0.7223228347298781*leg1_oo2_xz
     leg1_h2 = leg1_c2*leg1_lu_inv3
     leg1_h1 = leg1_c3*leg1_lu_inv2
-    cse56 = cse48 + cse49
-    cse57 = cse51 + 0.45961940777125593*oo_C_xy
-    cse58 = cse53 + cse54
-    leg2_cC_x = cse56*leg2_Q_00 + cse57*leg2_Q_01 + cse58*leg2_Q_02
-    leg2_cC_y = cse56*leg2_Q_10 + cse57*leg2_Q_11 + cse58*leg2_Q_12
-    leg2_cC_z = cse56*leg2_Q_20 + cse57*leg2_Q_21 + cse58*leg2_Q_22
+    cse69 = cse60 + cse61
+    cse70 = cse61 + cse64
+    cse71 = cse66 + cse67
+    leg2_cC_x = cse69*leg2_Q_00 + cse70*leg2_Q_01 + cse71*leg2_Q_02
+    leg2_cC_y = cse69*leg2_Q_10 + cse70*leg2_Q_11 + cse71*leg2_Q_12
+    leg2_cC_z = cse69*leg2_Q_20 + cse70*leg2_Q_21 + cse71*leg2_Q_22
     leg2_c1 = -leg2_a3_x + leg2_cC_x - 0.7223228347298781*leg2_oo2_W_00
     leg2_c2 = -leg2_a3_y + leg2_cC_y - 0.7223228347298781*leg2_oo2_xy
     leg2_c3 = -leg2_a3_z + leg2_cC_z + 0.7223228347298781*leg2_epsd2_y - 0.7223228347298781*leg2_oo2_xz
     leg2_h2 = leg2_c2*leg2_lu_inv3
     leg2_h1 = leg2_c3*leg2_lu_inv2
-    cse59 = 0.6278517870878945*oo_C_xy
-    cse60 = cse59 + 0.16823237931663848*oo_C_W_00
-    cse61 = 0.6278517870878945*oo_C_W_11
-    cse62 = cse61 + 0.16823237931663848*oo_C_xy
-    cse63 = 0.6278517870878945*oo_C_yz
-    cse64 = cse63 + 0.16823237931663848*oo_C_xz
-    leg3_cC_x = cse60*leg3_Q_00 + cse62*leg3_Q_01 + cse64*leg3_Q_02
-    leg3_cC_y = cse60*leg3_Q_10 + cse62*leg3_Q_11 + cse64*leg3_Q_12
-    leg3_cC_z = cse60*leg3_Q_20 + cse62*leg3_Q_21 + cse64*leg3_Q_22
-    leg3_c1 = -leg3_a3_x + leg3_cC_x - 0.7223228347298782*leg3_oo2_W_00
-    leg3_c2 = -leg3_a3_y + leg3_cC_y - 0.7223228347298782*leg3_oo2_xy
-    leg3_c3 = -leg3_a3_z + leg3_cC_z + 0.7223228347298782*leg3_epsd2_y - 0.7223228347298782*leg3_oo2_xz
+    cse72 = 0.16823237931663848*oo_C_W_00
+    cse73 = 0.6278517870878945*oo_C_xy
+    cse74 = cse72 + cse73
+    cse75 = 0.16823237931663848*oo_C_xy
+    cse76 = 0.6278517870878945*oo_C_W_11
+    cse77 = cse75 + cse76
+    cse78 = 0.16823237931663848*oo_C_xz
+    cse79 = 0.6278517870878945*oo_C_yz
+    cse80 = cse78 + cse79
+    leg3_cC_x = cse74*leg3_Q_00 + cse77*leg3_Q_01 + cse80*leg3_Q_02
+    leg3_cC_y = cse74*leg3_Q_10 + cse77*leg3_Q_11 + cse80*leg3_Q_12
+    leg3_cC_z = cse74*leg3_Q_20 + cse77*leg3_Q_21 + cse80*leg3_Q_22
+    leg3_c1 = -leg3_a3_x + leg3_cC_x - 0.7223228347298781*leg3_oo2_W_00
+    leg3_c2 = -leg3_a3_y + leg3_cC_y - 0.7223228347298781*leg3_oo2_xy
+    leg3_c3 = -leg3_a3_z + leg3_cC_z + 0.7223228347298781*leg3_epsd2_y - 0.7223228347298781*leg3_oo2_xz
     leg3_h2 = leg3_c2*leg3_lu_inv3
     leg3_h1 = leg3_c3*leg3_lu_inv2
-    cse65 = -0.6278517870878944*oo_C_W_00 + 0.16823237931663867*oo_C_xy
-    cse66 = 0.16823237931663867*oo_C_W_11 - 0.6278517870878944*oo_C_xy
-    cse67 = -0.6278517870878944*oo_C_xz + 0.16823237931663867*oo_C_yz
-    leg4_cC_x = cse65*leg4_Q_00 + cse66*leg4_Q_01 + cse67*leg4_Q_02
-    leg4_cC_y = cse65*leg4_Q_10 + cse66*leg4_Q_11 + cse67*leg4_Q_12
-    leg4_cC_z = cse65*leg4_Q_20 + cse66*leg4_Q_21 + cse67*leg4_Q_22
-    leg4_c1 = -leg4_a3_x + leg4_cC_x - 0.722322834729878*leg4_oo2_W_00
-    leg4_c2 = -leg4_a3_y + leg4_cC_y - 0.722322834729878*leg4_oo2_xy
-    leg4_c3 = -leg4_a3_z + leg4_cC_z + 0.722322834729878*leg4_epsd2_y - 0.722322834729878*leg4_oo2_xz
+    cse81 = 0.6278517870878945*oo_C_W_00
+    cse82 = -cse75
+    cse83 = -cse81 - cse82
+    cse84 = 0.16823237931663848*oo_C_W_11
+    cse85 = -cse73
+    cse86 = cse84 + cse85
+    cse87 = 0.6278517870878945*oo_C_xz
+    cse88 = 0.16823237931663848*oo_C_yz
+    cse89 = -cse87 + cse88
+    leg4_cC_x = cse83*leg4_Q_00 + cse86*leg4_Q_01 + cse89*leg4_Q_02
+    leg4_cC_y = cse83*leg4_Q_10 + cse86*leg4_Q_11 + cse89*leg4_Q_12
+    leg4_cC_z = cse83*leg4_Q_20 + cse86*leg4_Q_21 + cse89*leg4_Q_22
+    leg4_c1 = -leg4_a3_x + leg4_cC_x - 0.7223228347298782*leg4_oo2_W_00
+    leg4_c2 = -leg4_a3_y + leg4_cC_y - 0.7223228347298782*leg4_oo2_xy
+    leg4_c3 = -leg4_a3_z + leg4_cC_z + 0.7223228347298782*leg4_epsd2_y - 0.7223228347298782*leg4_oo2_xz
     leg4_h2 = leg4_c2*leg4_lu_inv3
     leg4_h1 = leg4_c3*leg4_lu_inv2
-    cse68 = -0.6278517870878945*oo_C_W_00 - 0.16823237931663854*oo_C_xy
-    cse69 = -cse59 - 0.16823237931663854*oo_C_W_11
-    cse70 = -0.6278517870878945*oo_C_xz - 0.16823237931663854*oo_C_yz
-    leg5_cC_x = cse68*leg5_Q_00 + cse69*leg5_Q_01 + cse70*leg5_Q_02
-    leg5_cC_y = cse68*leg5_Q_10 + cse69*leg5_Q_11 + cse70*leg5_Q_12
-    leg5_cC_z = cse68*leg5_Q_20 + cse69*leg5_Q_21 + cse70*leg5_Q_22
-    leg5_c1 = -leg5_a3_x + leg5_cC_x - 0.7223228347298781*leg5_oo2_W_00
-    leg5_c2 = -leg5_a3_y + leg5_cC_y - 0.7223228347298781*leg5_oo2_xy
-    leg5_c3 = -leg5_a3_z + leg5_cC_z + 0.7223228347298781*leg5_epsd2_y - 0.7223228347298781*leg5_oo2_xz
+    cse90 = -cse75 - cse81
+    cse91 = -cse73 - cse84
+    cse92 = -cse87 - cse88
+    leg5_cC_x = cse90*leg5_Q_00 + cse91*leg5_Q_01 + cse92*leg5_Q_02
+    leg5_cC_y = cse90*leg5_Q_10 + cse91*leg5_Q_11 + cse92*leg5_Q_12
+    leg5_cC_z = cse90*leg5_Q_20 + cse91*leg5_Q_21 + cse92*leg5_Q_22
+    leg5_c1 = -leg5_a3_x + leg5_cC_x - 0.7223228347298782*leg5_oo2_W_00
+    leg5_c2 = -leg5_a3_y + leg5_cC_y - 0.7223228347298782*leg5_oo2_xy
+    leg5_c3 = -leg5_a3_z + leg5_cC_z + 0.7223228347298782*leg5_epsd2_y - 0.7223228347298782*leg5_oo2_xz
     leg5_h2 = leg5_c2*leg5_lu_inv3
     leg5_h1 = leg5_c3*leg5_lu_inv2
-    cse71 = -cse59 + 0.1682323793166382*oo_C_W_00
-    cse72 = -cse61 + 0.1682323793166382*oo_C_xy
-    cse73 = -cse63 + 0.1682323793166382*oo_C_xz
-    leg6_cC_x = cse71*leg6_Q_00 + cse72*leg6_Q_01 + cse73*leg6_Q_02
-    leg6_cC_y = cse71*leg6_Q_10 + cse72*leg6_Q_11 + cse73*leg6_Q_12
-    leg6_cC_z = cse71*leg6_Q_20 + cse72*leg6_Q_21 + cse73*leg6_Q_22
-    leg6_c1 = -leg6_a3_x + leg6_cC_x - 0.7223228347298779*leg6_oo2_W_00
-    leg6_c2 = -leg6_a3_y + leg6_cC_y - 0.7223228347298779*leg6_oo2_xy
-    leg6_c3 = -leg6_a3_z + leg6_cC_z + 0.7223228347298779*leg6_epsd2_y - 0.7223228347298779*leg6_oo2_xz
+    cse93 = cse72 + cse85
+    cse94 = -cse76 - cse82
+    cse95 = cse78 - cse79
+    leg6_cC_x = cse93*leg6_Q_00 + cse94*leg6_Q_01 + cse95*leg6_Q_02
+    leg6_cC_y = cse93*leg6_Q_10 + cse94*leg6_Q_11 + cse95*leg6_Q_12
+    leg6_cC_z = cse93*leg6_Q_20 + cse94*leg6_Q_21 + cse95*leg6_Q_22
+    leg6_c1 = -leg6_a3_x + leg6_cC_x - 0.7223228347298781*leg6_oo2_W_00
+    leg6_c2 = -leg6_a3_y + leg6_cC_y - 0.7223228347298781*leg6_oo2_xy
+    leg6_c3 = -leg6_a3_z + leg6_cC_z + 0.7223228347298781*leg6_epsd2_y - 0.7223228347298781*leg6_oo2_xz
     leg6_h2 = leg6_c2*leg6_lu_inv3
     leg6_h1 = leg6_c3*leg6_lu_inv2
     leg1_Ic2_11 = 2.0*leg1_stroke*leg1_stroke + (1.8)*leg1_stroke + 0.5653
@@ -8571,32 +9002,32 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_IJ2_11 = -leg6_IJ2_00 + leg6_IJ2_Sum
     leg1_Qa1 = -0.5*leg1_qd1
     leg1_Qa2 = -0.5*leg1_qd2
-    cse74 = -p_preload
-    leg1_Qa3 = -cse74 - leg1_qd3*p_c_leg - leg1_stroke*p_k_leg
+    cse96 = -p_preload
+    leg1_Qa3 = -cse96 - leg1_qd3*p_c_leg - leg1_stroke*p_k_leg
     leg2_Qa1 = -0.5*leg2_qd1
     leg2_Qa2 = -0.5*leg2_qd2
-    leg2_Qa3 = -cse74 - leg2_qd3*p_c_leg - leg2_stroke*p_k_leg
+    leg2_Qa3 = -cse96 - leg2_qd3*p_c_leg - leg2_stroke*p_k_leg
     leg3_Qa1 = -0.5*leg3_qd1
     leg3_Qa2 = -0.5*leg3_qd2
-    leg3_Qa3 = -cse74 - leg3_qd3*p_c_leg - leg3_stroke*p_k_leg
+    leg3_Qa3 = -cse96 - leg3_qd3*p_c_leg - leg3_stroke*p_k_leg
     leg4_Qa1 = -0.5*leg4_qd1
     leg4_Qa2 = -0.5*leg4_qd2
-    leg4_Qa3 = -cse74 - leg4_qd3*p_c_leg - leg4_stroke*p_k_leg
+    leg4_Qa3 = -cse96 - leg4_qd3*p_c_leg - leg4_stroke*p_k_leg
     leg5_Qa1 = -0.5*leg5_qd1
     leg5_Qa2 = -0.5*leg5_qd2
-    leg5_Qa3 = -cse74 - leg5_qd3*p_c_leg - leg5_stroke*p_k_leg
+    leg5_Qa3 = -cse96 - leg5_qd3*p_c_leg - leg5_stroke*p_k_leg
     leg6_Qa1 = -0.5*leg6_qd1
     leg6_Qa2 = -0.5*leg6_qd2
-    leg6_Qa3 = -cse74 - leg6_qd3*p_c_leg - leg6_stroke*p_k_leg
+    leg6_Qa3 = -cse96 - leg6_qd3*p_c_leg - leg6_stroke*p_k_leg
     leg1_a1_x = -g_x*leg1_beta1_00 - g_y*leg1_beta1_01 - g_z*leg1_beta1_02
-    cse75 = 0.48411381003978005*g_x
-    leg1_a1_y = -cse75 + 0.8750050393733557*g_y
+    cse97 = 0.4841138100397801*g_x
+    leg1_a1_y = -cse97 + 0.8750050393733557*g_y
     leg1_a1_z = -g_x*leg1_beta1_20 - g_y*leg1_beta1_21 - g_z*leg1_beta1_22
     leg1_a2_x = leg1_a1_x*leg1_u_c2 + leg1_a1_y*leg1_u_s2
     leg1_a2_y = -leg1_a1_x*leg1_u_s2 + leg1_a1_y*leg1_u_c2
-    leg1_a3_x_2 = cse13 + leg1_a2_x
-    leg1_a3_y_2 = cse15 + leg1_a2_y
-    leg1_a3_z_2 = -cse16 - cse17 + leg1_a1_z + leg1_oo2_xz*leg1_stroke
+    leg1_a3_x_2 = cse25 + leg1_a2_x
+    leg1_a3_y_2 = cse27 + leg1_a2_y
+    leg1_a3_z_2 = -cse28 - cse29 + leg1_a1_z + leg1_oo2_xz*leg1_stroke
     leg1_F3_x = 2.0*leg1_a3_x_2 + (0.9)*leg1_oo2_W_00
     leg1_F3_y = 2.0*leg1_a3_y_2 + (0.9)*leg1_oo2_xy
     leg1_F3_z = 2.0*leg1_a3_z_2 - 0.9*leg1_epsd2_y + (0.9)*leg1_oo2_xz
@@ -8611,13 +9042,13 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_b2 = -leg1_N2_z + leg1_Qa2
     leg1_b3 = -leg1_F3_x + leg1_Qa3
     leg2_a1_x = -g_x*leg2_beta1_00 - g_y*leg2_beta1_01 - g_z*leg2_beta1_02
-    leg2_a1_y = cse75 + 0.8750050393733557*g_y
+    leg2_a1_y = cse97 + 0.8750050393733557*g_y
     leg2_a1_z = -g_x*leg2_beta1_20 - g_y*leg2_beta1_21 - g_z*leg2_beta1_22
     leg2_a2_x = leg2_a1_x*leg2_u_c2 + leg2_a1_y*leg2_u_s2
     leg2_a2_y = -leg2_a1_x*leg2_u_s2 + leg2_a1_y*leg2_u_c2
-    leg2_a3_x_2 = cse19 + leg2_a2_x
-    leg2_a3_y_2 = cse21 + leg2_a2_y
-    leg2_a3_z_2 = -cse22 - cse23 + leg2_a1_z + leg2_oo2_xz*leg2_stroke
+    leg2_a3_x_2 = cse31 + leg2_a2_x
+    leg2_a3_y_2 = cse33 + leg2_a2_y
+    leg2_a3_z_2 = -cse34 - cse35 + leg2_a1_z + leg2_oo2_xz*leg2_stroke
     leg2_F3_x = 2.0*leg2_a3_x_2 + (0.9)*leg2_oo2_W_00
     leg2_F3_y = 2.0*leg2_a3_y_2 + (0.9)*leg2_oo2_xy
     leg2_F3_z = 2.0*leg2_a3_z_2 - 0.9*leg2_epsd2_y + (0.9)*leg2_oo2_xz
@@ -8632,13 +9063,15 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_b2 = -leg2_N2_z + leg2_Qa2
     leg2_b3 = -leg2_F3_x + leg2_Qa3
     leg3_a1_x = -g_x*leg3_beta1_00 - g_y*leg3_beta1_01 - g_z*leg3_beta1_02
-    leg3_a1_y = -0.5157196875168388*g_x - 0.8567573775040014*g_y
+    cse98 = 0.8567573775040014*g_y
+    cse99 = 0.515719687516839*g_x
+    leg3_a1_y = -cse98 - cse99
     leg3_a1_z = -g_x*leg3_beta1_20 - g_y*leg3_beta1_21 - g_z*leg3_beta1_22
     leg3_a2_x = leg3_a1_x*leg3_u_c2 + leg3_a1_y*leg3_u_s2
     leg3_a2_y = -leg3_a1_x*leg3_u_s2 + leg3_a1_y*leg3_u_c2
-    leg3_a3_x_2 = cse25 + leg3_a2_x
-    leg3_a3_y_2 = cse27 + leg3_a2_y
-    leg3_a3_z_2 = -cse28 - cse29 + leg3_a1_z + leg3_oo2_xz*leg3_stroke
+    leg3_a3_x_2 = cse37 + leg3_a2_x
+    leg3_a3_y_2 = cse39 + leg3_a2_y
+    leg3_a3_z_2 = -cse40 - cse41 + leg3_a1_z + leg3_oo2_xz*leg3_stroke
     leg3_F3_x = 2.0*leg3_a3_x_2 + (0.9)*leg3_oo2_W_00
     leg3_F3_y = 2.0*leg3_a3_y_2 + (0.9)*leg3_oo2_xy
     leg3_F3_z = 2.0*leg3_a3_z_2 - 0.9*leg3_epsd2_y + (0.9)*leg3_oo2_xz
@@ -8653,14 +9086,15 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_b2 = -leg3_N2_z + leg3_Qa2
     leg3_b3 = -leg3_F3_x + leg3_Qa3
     leg4_a1_x = -g_x*leg4_beta1_00 - g_y*leg4_beta1_01 - g_z*leg4_beta1_02
-    cse76 = 0.999833497556619*g_x
-    leg4_a1_y = -cse76 - 0.018247661869354333*g_y
+    cse100 = 0.999833497556619*g_x
+    cse101 = 0.018247661869354326*g_y
+    leg4_a1_y = -cse100 - cse101
     leg4_a1_z = -g_x*leg4_beta1_20 - g_y*leg4_beta1_21 - g_z*leg4_beta1_22
     leg4_a2_x = leg4_a1_x*leg4_u_c2 + leg4_a1_y*leg4_u_s2
     leg4_a2_y = -leg4_a1_x*leg4_u_s2 + leg4_a1_y*leg4_u_c2
-    leg4_a3_x_2 = cse31 + leg4_a2_x
-    leg4_a3_y_2 = cse33 + leg4_a2_y
-    leg4_a3_z_2 = -cse34 - cse35 + leg4_a1_z + leg4_oo2_xz*leg4_stroke
+    leg4_a3_x_2 = cse43 + leg4_a2_x
+    leg4_a3_y_2 = cse45 + leg4_a2_y
+    leg4_a3_z_2 = -cse46 - cse47 + leg4_a1_z + leg4_oo2_xz*leg4_stroke
     leg4_F3_x = 2.0*leg4_a3_x_2 + (0.9)*leg4_oo2_W_00
     leg4_F3_y = 2.0*leg4_a3_y_2 + (0.9)*leg4_oo2_xy
     leg4_F3_z = 2.0*leg4_a3_z_2 - 0.9*leg4_epsd2_y + (0.9)*leg4_oo2_xz
@@ -8675,13 +9109,13 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_b2 = -leg4_N2_z + leg4_Qa2
     leg4_b3 = -leg4_F3_x + leg4_Qa3
     leg5_a1_x = -g_x*leg5_beta1_00 - g_y*leg5_beta1_01 - g_z*leg5_beta1_02
-    leg5_a1_y = cse76 - 0.018247661869354566*g_y
+    leg5_a1_y = cse100 - cse101
     leg5_a1_z = -g_x*leg5_beta1_20 - g_y*leg5_beta1_21 - g_z*leg5_beta1_22
     leg5_a2_x = leg5_a1_x*leg5_u_c2 + leg5_a1_y*leg5_u_s2
     leg5_a2_y = -leg5_a1_x*leg5_u_s2 + leg5_a1_y*leg5_u_c2
-    leg5_a3_x_2 = cse37 + leg5_a2_x
-    leg5_a3_y_2 = cse39 + leg5_a2_y
-    leg5_a3_z_2 = -cse40 - cse41 + leg5_a1_z + leg5_oo2_xz*leg5_stroke
+    leg5_a3_x_2 = cse49 + leg5_a2_x
+    leg5_a3_y_2 = cse51 + leg5_a2_y
+    leg5_a3_z_2 = -cse52 - cse53 + leg5_a1_z + leg5_oo2_xz*leg5_stroke
     leg5_F3_x = 2.0*leg5_a3_x_2 + (0.9)*leg5_oo2_W_00
     leg5_F3_y = 2.0*leg5_a3_y_2 + (0.9)*leg5_oo2_xy
     leg5_F3_z = 2.0*leg5_a3_z_2 - 0.9*leg5_epsd2_y + (0.9)*leg5_oo2_xz
@@ -8696,13 +9130,13 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_b2 = -leg5_N2_z + leg5_Qa2
     leg5_b3 = -leg5_F3_x + leg5_Qa3
     leg6_a1_x = -g_x*leg6_beta1_00 - g_y*leg6_beta1_01 - g_z*leg6_beta1_02
-    leg6_a1_y = 0.5157196875168393*g_x - 0.8567573775040012*g_y
+    leg6_a1_y = -cse98 + cse99
     leg6_a1_z = -g_x*leg6_beta1_20 - g_y*leg6_beta1_21 - g_z*leg6_beta1_22
     leg6_a2_x = leg6_a1_x*leg6_u_c2 + leg6_a1_y*leg6_u_s2
     leg6_a2_y = -leg6_a1_x*leg6_u_s2 + leg6_a1_y*leg6_u_c2
-    leg6_a3_x_2 = cse43 + leg6_a2_x
-    leg6_a3_y_2 = cse45 + leg6_a2_y
-    leg6_a3_z_2 = -cse46 - cse47 + leg6_a1_z + leg6_oo2_xz*leg6_stroke
+    leg6_a3_x_2 = cse55 + leg6_a2_x
+    leg6_a3_y_2 = cse57 + leg6_a2_y
+    leg6_a3_z_2 = -cse58 - cse59 + leg6_a1_z + leg6_oo2_xz*leg6_stroke
     leg6_F3_x = 2.0*leg6_a3_x_2 + (0.9)*leg6_oo2_W_00
     leg6_F3_y = 2.0*leg6_a3_y_2 + (0.9)*leg6_oo2_xy
     leg6_F3_z = 2.0*leg6_a3_z_2 - 0.9*leg6_epsd2_y + (0.9)*leg6_oo2_xz
@@ -8720,19 +9154,16 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_AH12 = leg1_H2_1*leg1_IJ2_11
     leg1_AH13 = leg1_H3_1*leg1_IJ2_11
     leg1_AH14 = leg1_H4_1*leg1_IJ2_11
-    leg1_AH15 = leg1_H5_1*leg1_IJ2_11
     leg1_AH16 = leg1_H6_1*leg1_IJ2_11
     leg1_AH21 = leg1_H1_2*leg1_Ic2_11
     leg1_AH22 = leg1_H2_2*leg1_Ic2_11
     leg1_AH23 = leg1_H3_2*leg1_Ic2_11
     leg1_AH24 = leg1_H4_2*leg1_Ic2_11
-    leg1_AH25 = leg1_H5_2*leg1_Ic2_11
     leg1_AH26 = leg1_H6_2*leg1_Ic2_11
     leg1_AH31 = 2.0*leg1_B0_00
     leg1_AH32 = 2.0*leg1_B0_01
     leg1_AH33 = 2.0*leg1_B0_02
     leg1_AH34 = 2.0*leg1_Ci1_x
-    leg1_AH35 = 2.0*leg1_Ci1_y
     leg1_AH36 = 2.0*leg1_Ci1_z
     leg1_r1 = -leg1_IJ2_11*leg1_h1 + leg1_b1
     leg1_r2 = -leg1_Ic2_11*leg1_h2 + leg1_b2
@@ -8845,29 +9276,36 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     A_star11 = leg1_AH11*leg1_H1_1 + leg1_AH21*leg1_H1_2 + leg1_AH31*leg1_B0_00 + leg2_AH11*leg2_H1_1 + leg2_AH21*leg2_H1_2 + leg2_AH31*leg2_B0_00 + leg3_AH11*leg3_H1_1 + leg3_AH21*leg3_H1_2 + leg3_AH31*leg3_B0_00 + leg4_AH11*leg4_H1_1 + leg4_AH21*leg4_H1_2 + leg4_AH31*leg4_B0_00 + leg5_AH11*leg5_H1_1 + leg5_AH21*leg5_H1_2 + leg5_AH31*leg5_B0_00 + leg6_AH11*leg6_H1_1 + leg6_AH21*leg6_H1_2 + leg6_AH31*leg6_B0_00 + p_m_ring
     A_star12 = leg1_AH12*leg1_H1_1 + leg1_AH22*leg1_H1_2 + leg1_AH32*leg1_B0_00 + leg2_AH12*leg2_H1_1 + leg2_AH22*leg2_H1_2 + leg2_AH32*leg2_B0_00 + leg3_AH12*leg3_H1_1 + leg3_AH22*leg3_H1_2 + leg3_AH32*leg3_B0_00 + leg4_AH12*leg4_H1_1 + leg4_AH22*leg4_H1_2 + leg4_AH32*leg4_B0_00 + leg5_AH12*leg5_H1_1 + leg5_AH22*leg5_H1_2 + leg5_AH32*leg5_B0_00 + leg6_AH12*leg6_H1_1 + leg6_AH22*leg6_H1_2 + leg6_AH32*leg6_B0_00
     A_star13 = leg1_AH13*leg1_H1_1 + leg1_AH23*leg1_H1_2 + leg1_AH33*leg1_B0_00 + leg2_AH13*leg2_H1_1 + leg2_AH23*leg2_H1_2 + leg2_AH33*leg2_B0_00 + leg3_AH13*leg3_H1_1 + leg3_AH23*leg3_H1_2 + leg3_AH33*leg3_B0_00 + leg4_AH13*leg4_H1_1 + leg4_AH23*leg4_H1_2 + leg4_AH33*leg4_B0_00 + leg5_AH13*leg5_H1_1 + leg5_AH23*leg5_H1_2 + leg5_AH33*leg5_B0_00 + leg6_AH13*leg6_H1_1 + leg6_AH23*leg6_H1_2 + leg6_AH33*leg6_B0_00
-    A_star14 = leg1_AH14*leg1_H1_1 + leg1_AH24*leg1_H1_2 + leg1_AH34*leg1_B0_00 + leg2_AH14*leg2_H1_1 + leg2_AH24*leg2_H1_2 + leg2_AH34*leg2_B0_00 + leg3_AH14*leg3_H1_1 + leg3_AH24*leg3_H1_2 + leg3_AH34*leg3_B0_00 + leg4_AH14*leg4_H1_1 + leg4_AH24*leg4_H1_2 + leg4_AH34*leg4_B0_00 + leg5_AH14*leg5_H1_1 + leg5_AH24*leg5_H1_2 + leg5_AH34*leg5_B0_00 + leg6_AH14*leg6_H1_1 + leg6_AH24*leg6_H1_2 + leg6_AH34*leg6_B0_00
-    A_star15 = leg1_AH15*leg1_H1_1 + leg1_AH25*leg1_H1_2 + leg1_AH35*leg1_B0_00 + leg2_AH15*leg2_H1_1 + leg2_AH25*leg2_H1_2 + leg2_AH35*leg2_B0_00 + leg3_AH15*leg3_H1_1 + leg3_AH25*leg3_H1_2 + leg3_AH35*leg3_B0_00 + leg4_AH15*leg4_H1_1 + leg4_AH25*leg4_H1_2 + leg4_AH35*leg4_B0_00 + leg5_AH15*leg5_H1_1 + leg5_AH25*leg5_H1_2 + leg5_AH35*leg5_B0_00 + leg6_AH15*leg6_H1_1 + leg6_AH25*leg6_H1_2 + leg6_AH35*leg6_B0_00
+    cse102 = leg1_AH14*leg1_H1_1 + leg1_AH24*leg1_H1_2 + leg1_AH34*leg1_B0_00
+    A_star14 = cse102 + leg2_AH14*leg2_H1_1 + leg2_AH24*leg2_H1_2 + leg2_AH34*leg2_B0_00 + leg3_AH14*leg3_H1_1 + leg3_AH24*leg3_H1_2 + leg3_AH34*leg3_B0_00 + leg4_AH14*leg4_H1_1 + leg4_AH24*leg4_H1_2 + leg4_AH34*leg4_B0_00 + leg5_AH14*leg5_H1_1 + leg5_AH24*leg5_H1_2 + leg5_AH34*leg5_B0_00 + leg6_AH14*leg6_H1_1 + leg6_AH24*leg6_H1_2 + leg6_AH34*leg6_B0_00
+    A_star15 = cse102 + leg2_AH15*leg2_H1_1 + leg2_AH25*leg2_H1_2 + leg2_AH35*leg2_B0_00 + leg3_AH15*leg3_H1_1 + leg3_AH25*leg3_H1_2 + leg3_AH35*leg3_B0_00 + leg4_AH15*leg4_H1_1 + leg4_AH25*leg4_H1_2 + leg4_AH35*leg4_B0_00 + leg5_AH15*leg5_H1_1 + leg5_AH25*leg5_H1_2 + leg5_AH35*leg5_B0_00 + leg6_AH15*leg6_H1_1 + leg6_AH25*leg6_H1_2 + leg6_AH35*leg6_B0_00
     A_star16 = leg1_AH16*leg1_H1_1 + leg1_AH26*leg1_H1_2 + leg1_AH36*leg1_B0_00 + leg2_AH16*leg2_H1_1 + leg2_AH26*leg2_H1_2 + leg2_AH36*leg2_B0_00 + leg3_AH16*leg3_H1_1 + leg3_AH26*leg3_H1_2 + leg3_AH36*leg3_B0_00 + leg4_AH16*leg4_H1_1 + leg4_AH26*leg4_H1_2 + leg4_AH36*leg4_B0_00 + leg5_AH16*leg5_H1_1 + leg5_AH26*leg5_H1_2 + leg5_AH36*leg5_B0_00 + leg6_AH16*leg6_H1_1 + leg6_AH26*leg6_H1_2 + leg6_AH36*leg6_B0_00
     A_star22 = leg1_AH12*leg1_H2_1 + leg1_AH22*leg1_H2_2 + leg1_AH32*leg1_B0_01 + leg2_AH12*leg2_H2_1 + leg2_AH22*leg2_H2_2 + leg2_AH32*leg2_B0_01 + leg3_AH12*leg3_H2_1 + leg3_AH22*leg3_H2_2 + leg3_AH32*leg3_B0_01 + leg4_AH12*leg4_H2_1 + leg4_AH22*leg4_H2_2 + leg4_AH32*leg4_B0_01 + leg5_AH12*leg5_H2_1 + leg5_AH22*leg5_H2_2 + leg5_AH32*leg5_B0_01 + leg6_AH12*leg6_H2_1 + leg6_AH22*leg6_H2_2 + leg6_AH32*leg6_B0_01 + p_m_ring
     A_star23 = leg1_AH13*leg1_H2_1 + leg1_AH23*leg1_H2_2 + leg1_AH33*leg1_B0_01 + leg2_AH13*leg2_H2_1 + leg2_AH23*leg2_H2_2 + leg2_AH33*leg2_B0_01 + leg3_AH13*leg3_H2_1 + leg3_AH23*leg3_H2_2 + leg3_AH33*leg3_B0_01 + leg4_AH13*leg4_H2_1 + leg4_AH23*leg4_H2_2 + leg4_AH33*leg4_B0_01 + leg5_AH13*leg5_H2_1 + leg5_AH23*leg5_H2_2 + leg5_AH33*leg5_B0_01 + leg6_AH13*leg6_H2_1 + leg6_AH23*leg6_H2_2 + leg6_AH33*leg6_B0_01
-    A_star24 = leg1_AH14*leg1_H2_1 + leg1_AH24*leg1_H2_2 + leg1_AH34*leg1_B0_01 + leg2_AH14*leg2_H2_1 + leg2_AH24*leg2_H2_2 + leg2_AH34*leg2_B0_01 + leg3_AH14*leg3_H2_1 + leg3_AH24*leg3_H2_2 + leg3_AH34*leg3_B0_01 + leg4_AH14*leg4_H2_1 + leg4_AH24*leg4_H2_2 + leg4_AH34*leg4_B0_01 + leg5_AH14*leg5_H2_1 + leg5_AH24*leg5_H2_2 + leg5_AH34*leg5_B0_01 + leg6_AH14*leg6_H2_1 + leg6_AH24*leg6_H2_2 + leg6_AH34*leg6_B0_01
-    A_star25 = leg1_AH15*leg1_H2_1 + leg1_AH25*leg1_H2_2 + leg1_AH35*leg1_B0_01 + leg2_AH15*leg2_H2_1 + leg2_AH25*leg2_H2_2 + leg2_AH35*leg2_B0_01 + leg3_AH15*leg3_H2_1 + leg3_AH25*leg3_H2_2 + leg3_AH35*leg3_B0_01 + leg4_AH15*leg4_H2_1 + leg4_AH25*leg4_H2_2 + leg4_AH35*leg4_B0_01 + leg5_AH15*leg5_H2_1 + leg5_AH25*leg5_H2_2 + leg5_AH35*leg5_B0_01 + leg6_AH15*leg6_H2_1 + leg6_AH25*leg6_H2_2 + leg6_AH35*leg6_B0_01
+    cse103 = leg1_AH14*leg1_H2_1 + leg1_AH24*leg1_H2_2 + leg1_AH34*leg1_B0_01
+    A_star24 = cse103 + leg2_AH14*leg2_H2_1 + leg2_AH24*leg2_H2_2 + leg2_AH34*leg2_B0_01 + leg3_AH14*leg3_H2_1 + leg3_AH24*leg3_H2_2 + leg3_AH34*leg3_B0_01 + leg4_AH14*leg4_H2_1 + leg4_AH24*leg4_H2_2 + leg4_AH34*leg4_B0_01 + leg5_AH14*leg5_H2_1 + leg5_AH24*leg5_H2_2 + leg5_AH34*leg5_B0_01 + leg6_AH14*leg6_H2_1 + leg6_AH24*leg6_H2_2 + leg6_AH34*leg6_B0_01
+    A_star25 = cse103 + leg2_AH15*leg2_H2_1 + leg2_AH25*leg2_H2_2 + leg2_AH35*leg2_B0_01 + leg3_AH15*leg3_H2_1 + leg3_AH25*leg3_H2_2 + leg3_AH35*leg3_B0_01 + leg4_AH15*leg4_H2_1 + leg4_AH25*leg4_H2_2 + leg4_AH35*leg4_B0_01 + leg5_AH15*leg5_H2_1 + leg5_AH25*leg5_H2_2 + leg5_AH35*leg5_B0_01 + leg6_AH15*leg6_H2_1 + leg6_AH25*leg6_H2_2 + leg6_AH35*leg6_B0_01
     A_star26 = leg1_AH16*leg1_H2_1 + leg1_AH26*leg1_H2_2 + leg1_AH36*leg1_B0_01 + leg2_AH16*leg2_H2_1 + leg2_AH26*leg2_H2_2 + leg2_AH36*leg2_B0_01 + leg3_AH16*leg3_H2_1 + leg3_AH26*leg3_H2_2 + leg3_AH36*leg3_B0_01 + leg4_AH16*leg4_H2_1 + leg4_AH26*leg4_H2_2 + leg4_AH36*leg4_B0_01 + leg5_AH16*leg5_H2_1 + leg5_AH26*leg5_H2_2 + leg5_AH36*leg5_B0_01 + leg6_AH16*leg6_H2_1 + leg6_AH26*leg6_H2_2 + leg6_AH36*leg6_B0_01
     A_star33 = leg1_AH13*leg1_H3_1 + leg1_AH23*leg1_H3_2 + leg1_AH33*leg1_B0_02 + leg2_AH13*leg2_H3_1 + leg2_AH23*leg2_H3_2 + leg2_AH33*leg2_B0_02 + leg3_AH13*leg3_H3_1 + leg3_AH23*leg3_H3_2 + leg3_AH33*leg3_B0_02 + leg4_AH13*leg4_H3_1 + leg4_AH23*leg4_H3_2 + leg4_AH33*leg4_B0_02 + leg5_AH13*leg5_H3_1 + leg5_AH23*leg5_H3_2 + leg5_AH33*leg5_B0_02 + leg6_AH13*leg6_H3_1 + leg6_AH23*leg6_H3_2 + leg6_AH33*leg6_B0_02 + p_m_ring
-    A_star34 = leg1_AH14*leg1_H3_1 + leg1_AH24*leg1_H3_2 + leg1_AH34*leg1_B0_02 + leg2_AH14*leg2_H3_1 + leg2_AH24*leg2_H3_2 + leg2_AH34*leg2_B0_02 + leg3_AH14*leg3_H3_1 + leg3_AH24*leg3_H3_2 + leg3_AH34*leg3_B0_02 + leg4_AH14*leg4_H3_1 + leg4_AH24*leg4_H3_2 + leg4_AH34*leg4_B0_02 + leg5_AH14*leg5_H3_1 + leg5_AH24*leg5_H3_2 + leg5_AH34*leg5_B0_02 + leg6_AH14*leg6_H3_1 + leg6_AH24*leg6_H3_2 + leg6_AH34*leg6_B0_02
-    A_star35 = leg1_AH15*leg1_H3_1 + leg1_AH25*leg1_H3_2 + leg1_AH35*leg1_B0_02 + leg2_AH15*leg2_H3_1 + leg2_AH25*leg2_H3_2 + leg2_AH35*leg2_B0_02 + leg3_AH15*leg3_H3_1 + leg3_AH25*leg3_H3_2 + leg3_AH35*leg3_B0_02 + leg4_AH15*leg4_H3_1 + leg4_AH25*leg4_H3_2 + leg4_AH35*leg4_B0_02 + leg5_AH15*leg5_H3_1 + leg5_AH25*leg5_H3_2 + leg5_AH35*leg5_B0_02 + leg6_AH15*leg6_H3_1 + leg6_AH25*leg6_H3_2 + leg6_AH35*leg6_B0_02
+    cse104 = leg1_AH14*leg1_H3_1 + leg1_AH24*leg1_H3_2 + leg1_AH34*leg1_B0_02
+    A_star34 = cse104 + leg2_AH14*leg2_H3_1 + leg2_AH24*leg2_H3_2 + leg2_AH34*leg2_B0_02 + leg3_AH14*leg3_H3_1 + leg3_AH24*leg3_H3_2 + leg3_AH34*leg3_B0_02 + leg4_AH14*leg4_H3_1 + leg4_AH24*leg4_H3_2 + leg4_AH34*leg4_B0_02 + leg5_AH14*leg5_H3_1 + leg5_AH24*leg5_H3_2 + leg5_AH34*leg5_B0_02 + leg6_AH14*leg6_H3_1 + leg6_AH24*leg6_H3_2 + leg6_AH34*leg6_B0_02
+    A_star35 = cse104 + leg2_AH15*leg2_H3_1 + leg2_AH25*leg2_H3_2 + leg2_AH35*leg2_B0_02 + leg3_AH15*leg3_H3_1 + leg3_AH25*leg3_H3_2 + leg3_AH35*leg3_B0_02 + leg4_AH15*leg4_H3_1 + leg4_AH25*leg4_H3_2 + leg4_AH35*leg4_B0_02 + leg5_AH15*leg5_H3_1 + leg5_AH25*leg5_H3_2 + leg5_AH35*leg5_B0_02 + leg6_AH15*leg6_H3_1 + leg6_AH25*leg6_H3_2 + leg6_AH35*leg6_B0_02
     A_star36 = leg1_AH16*leg1_H3_1 + leg1_AH26*leg1_H3_2 + leg1_AH36*leg1_B0_02 + leg2_AH16*leg2_H3_1 + leg2_AH26*leg2_H3_2 + leg2_AH36*leg2_B0_02 + leg3_AH16*leg3_H3_1 + leg3_AH26*leg3_H3_2 + leg3_AH36*leg3_B0_02 + leg4_AH16*leg4_H3_1 + leg4_AH26*leg4_H3_2 + leg4_AH36*leg4_B0_02 + leg5_AH16*leg5_H3_1 + leg5_AH26*leg5_H3_2 + leg5_AH36*leg5_B0_02 + leg6_AH16*leg6_H3_1 + leg6_AH26*leg6_H3_2 + leg6_AH36*leg6_B0_02
-    A_star44 = leg1_AH14*leg1_H4_1 + leg1_AH24*leg1_H4_2 + leg1_AH34*leg1_Ci1_x + leg2_AH14*leg2_H4_1 + leg2_AH24*leg2_H4_2 + leg2_AH34*leg2_Ci1_x + leg3_AH14*leg3_H4_1 + leg3_AH24*leg3_H4_2 + leg3_AH34*leg3_Ci1_x + leg4_AH14*leg4_H4_1 + leg4_AH24*leg4_H4_2 + leg4_AH34*leg4_Ci1_x + leg5_AH14*leg5_H4_1 + leg5_AH24*leg5_H4_2 + leg5_AH34*leg5_Ci1_x + leg6_AH14*leg6_H4_1 + leg6_AH24*leg6_H4_2 + leg6_AH34*leg6_Ci1_x + 30.0
-    A_star45 = leg1_AH15*leg1_H4_1 + leg1_AH25*leg1_H4_2 + leg1_AH35*leg1_Ci1_x + leg2_AH15*leg2_H4_1 + leg2_AH25*leg2_H4_2 + leg2_AH35*leg2_Ci1_x + leg3_AH15*leg3_H4_1 + leg3_AH25*leg3_H4_2 + leg3_AH35*leg3_Ci1_x + leg4_AH15*leg4_H4_1 + leg4_AH25*leg4_H4_2 + leg4_AH35*leg4_Ci1_x + leg5_AH15*leg5_H4_1 + leg5_AH25*leg5_H4_2 + leg5_AH35*leg5_Ci1_x + leg6_AH15*leg6_H4_1 + leg6_AH25*leg6_H4_2 + leg6_AH35*leg6_Ci1_x
-    A_star46 = leg1_AH16*leg1_H4_1 + leg1_AH26*leg1_H4_2 + leg1_AH36*leg1_Ci1_x + leg2_AH16*leg2_H4_1 + leg2_AH26*leg2_H4_2 + leg2_AH36*leg2_Ci1_x + leg3_AH16*leg3_H4_1 + leg3_AH26*leg3_H4_2 + leg3_AH36*leg3_Ci1_x + leg4_AH16*leg4_H4_1 + leg4_AH26*leg4_H4_2 + leg4_AH36*leg4_Ci1_x + leg5_AH16*leg5_H4_1 + leg5_AH26*leg5_H4_2 + leg5_AH36*leg5_Ci1_x + leg6_AH16*leg6_H4_1 + leg6_AH26*leg6_H4_2 + leg6_AH36*leg6_Ci1_x
-    A_star55 = leg1_AH15*leg1_H5_1 + leg1_AH25*leg1_H5_2 + leg1_AH35*leg1_Ci1_y + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_Ci1_y + 30.0
-    A_star56 = leg1_AH16*leg1_H5_1 + leg1_AH26*leg1_H5_2 + leg1_AH36*leg1_Ci1_y + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_Ci1_y
+    cse105 = leg1_AH14*leg1_H4_1 + leg1_AH24*leg1_H4_2 + leg1_AH34*leg1_Ci1_x
+    cse106 = cse105 + 30.0
+    A_star44 = cse106 + leg2_AH14*leg2_H4_1 + leg2_AH24*leg2_H4_2 + leg2_AH34*leg2_Ci1_x + leg3_AH14*leg3_H4_1 + leg3_AH24*leg3_H4_2 + leg3_AH34*leg3_Ci1_x + leg4_AH14*leg4_H4_1 + leg4_AH24*leg4_H4_2 + leg4_AH34*leg4_Ci1_x + leg5_AH14*leg5_H4_1 + leg5_AH24*leg5_H4_2 + leg5_AH34*leg5_Ci1_x + leg6_AH14*leg6_H4_1 + leg6_AH24*leg6_H4_2 + leg6_AH34*leg6_Ci1_x
+    A_star45 = cse105 + leg2_AH15*leg2_H4_1 + leg2_AH25*leg2_H4_2 + leg2_AH35*leg2_Ci1_x + leg3_AH15*leg3_H4_1 + leg3_AH25*leg3_H4_2 + leg3_AH35*leg3_Ci1_x + leg4_AH15*leg4_H4_1 + leg4_AH25*leg4_H4_2 + leg4_AH35*leg4_Ci1_x + leg5_AH15*leg5_H4_1 + leg5_AH25*leg5_H4_2 + leg5_AH35*leg5_Ci1_x + leg6_AH15*leg6_H4_1 + leg6_AH25*leg6_H4_2 + leg6_AH35*leg6_Ci1_x
+    cse107 = leg1_AH16*leg1_H4_1 + leg1_AH26*leg1_H4_2 + leg1_AH36*leg1_Ci1_x
+    A_star46 = cse107 + leg2_AH16*leg2_H4_1 + leg2_AH26*leg2_H4_2 + leg2_AH36*leg2_Ci1_x + leg3_AH16*leg3_H4_1 + leg3_AH26*leg3_H4_2 + leg3_AH36*leg3_Ci1_x + leg4_AH16*leg4_H4_1 + leg4_AH26*leg4_H4_2 + leg4_AH36*leg4_Ci1_x + leg5_AH16*leg5_H4_1 + leg5_AH26*leg5_H4_2 + leg5_AH36*leg5_Ci1_x + leg6_AH16*leg6_H4_1 + leg6_AH26*leg6_H4_2 + leg6_AH36*leg6_Ci1_x
+    A_star55 = cse106 + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_Ci1_y
+    A_star56 = cse107 + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_Ci1_y
     A_star66 = leg1_AH16*leg1_H6_1 + leg1_AH26*leg1_H6_2 + leg1_AH36*leg1_Ci1_z + leg2_AH16*leg2_H6_1 + leg2_AH26*leg2_H6_2 + leg2_AH36*leg2_Ci1_z + leg3_AH16*leg3_H6_1 + leg3_AH26*leg3_H6_2 + leg3_AH36*leg3_Ci1_z + leg4_AH16*leg4_H6_1 + leg4_AH26*leg4_H6_2 + leg4_AH36*leg4_Ci1_z + leg5_AH16*leg5_H6_1 + leg5_AH26*leg5_H6_2 + leg5_AH36*leg5_Ci1_z + leg6_AH16*leg6_H6_1 + leg6_AH26*leg6_H6_2 + leg6_AH36*leg6_Ci1_z + 55.0
     b_star1 = leg1_B0_00*leg1_r3 + leg1_H1_1*leg1_r1 + leg1_H1_2*leg1_r2 + leg2_B0_00*leg2_r3 + leg2_H1_1*leg2_r1 + leg2_H1_2*leg2_r2 + leg3_B0_00*leg3_r3 + leg3_H1_1*leg3_r1 + leg3_H1_2*leg3_r2 + leg4_B0_00*leg4_r3 + leg4_H1_1*leg4_r1 + leg4_H1_2*leg4_r2 + leg5_B0_00*leg5_r3 + leg5_H1_1*leg5_r1 + leg5_H1_2*leg5_r2 + leg6_B0_00*leg6_r3 + leg6_H1_1*leg6_r1 + leg6_H1_2*leg6_r2 + s_C_f_x
     b_star2 = leg1_B0_01*leg1_r3 + leg1_H2_1*leg1_r1 + leg1_H2_2*leg1_r2 + leg2_B0_01*leg2_r3 + leg2_H2_1*leg2_r1 + leg2_H2_2*leg2_r2 + leg3_B0_01*leg3_r3 + leg3_H2_1*leg3_r1 + leg3_H2_2*leg3_r2 + leg4_B0_01*leg4_r3 + leg4_H2_1*leg4_r1 + leg4_H2_2*leg4_r2 + leg5_B0_01*leg5_r3 + leg5_H2_1*leg5_r1 + leg5_H2_2*leg5_r2 + leg6_B0_01*leg6_r3 + leg6_H2_1*leg6_r1 + leg6_H2_2*leg6_r2 + s_C_f_y
     b_star3 = leg1_B0_02*leg1_r3 + leg1_H3_1*leg1_r1 + leg1_H3_2*leg1_r2 + leg2_B0_02*leg2_r3 + leg2_H3_1*leg2_r1 + leg2_H3_2*leg2_r2 + leg3_B0_02*leg3_r3 + leg3_H3_1*leg3_r1 + leg3_H3_2*leg3_r2 + leg4_B0_02*leg4_r3 + leg4_H3_1*leg4_r1 + leg4_H3_2*leg4_r2 + leg5_B0_02*leg5_r3 + leg5_H3_1*leg5_r1 + leg5_H3_2*leg5_r2 + leg6_B0_02*leg6_r3 + leg6_H3_1*leg6_r1 + leg6_H3_2*leg6_r2 + s_C_f_z
-    b_star4 = leg1_Ci1_x*leg1_r3 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2 + leg2_Ci1_x*leg2_r3 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg3_Ci1_x*leg3_r3 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg4_Ci1_x*leg4_r3 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg5_Ci1_x*leg5_r3 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg6_Ci1_x*leg6_r3 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + s_C_m_x
-    b_star5 = leg1_Ci1_y*leg1_r3 + leg1_H5_1*leg1_r1 + leg1_H5_2*leg1_r2 + leg2_Ci1_y*leg2_r3 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg3_Ci1_y*leg3_r3 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg4_Ci1_y*leg4_r3 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg5_Ci1_y*leg5_r3 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg6_Ci1_y*leg6_r3 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + s_C_m_y
+    cse108 = leg1_Ci1_x*leg1_r3 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2
+    b_star4 = cse108 + leg2_Ci1_x*leg2_r3 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg3_Ci1_x*leg3_r3 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg4_Ci1_x*leg4_r3 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg5_Ci1_x*leg5_r3 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg6_Ci1_x*leg6_r3 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + s_C_m_x
+    b_star5 = cse108 + leg2_Ci1_y*leg2_r3 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg3_Ci1_y*leg3_r3 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg4_Ci1_y*leg4_r3 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg5_Ci1_y*leg5_r3 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg6_Ci1_y*leg6_r3 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + s_C_m_y
     b_star6 = leg1_Ci1_z*leg1_r3 + leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg2_Ci1_z*leg2_r3 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg3_Ci1_z*leg3_r3 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg4_Ci1_z*leg4_r3 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg5_Ci1_z*leg5_r3 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg6_Ci1_z*leg6_r3 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + mE_z
     G_rhs1 = A_star11*vdot_x + A_star12*vdot_y + A_star13*vdot_z + A_star14*omegadot_x + A_star15*omegadot_y + A_star16*omegadot_z - b_star1
     G_rhs2 = A_star12*vdot_x + A_star22*vdot_y + A_star23*vdot_z + A_star24*omegadot_x + A_star25*omegadot_y + A_star26*omegadot_z - b_star2
@@ -8875,12 +9313,12 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     G_rhs4 = A_star14*vdot_x + A_star24*vdot_y + A_star34*vdot_z + A_star44*omegadot_x + A_star45*omegadot_y + A_star46*omegadot_z - b_star4
     G_rhs5 = A_star15*vdot_x + A_star25*vdot_y + A_star35*vdot_z + A_star45*omegadot_x + A_star55*omegadot_y + A_star56*omegadot_z - b_star5
     G_rhs6 = A_star16*vdot_x + A_star26*vdot_y + A_star36*vdot_z + A_star46*omegadot_x + A_star56*omegadot_y + A_star66*omegadot_z - b_star6
-    GtG11 = leg1_B0_00*leg1_B0_00 + leg1_B0_01*leg1_B0_01 + leg1_B0_02*leg1_B0_02 + leg1_Ci1_x*leg1_Ci1_x + leg1_Ci1_y*leg1_Ci1_y + leg1_Ci1_z*leg1_Ci1_z
-    GtG12 = leg1_B0_00*leg2_B0_00 + leg1_B0_01*leg2_B0_01 + leg1_B0_02*leg2_B0_02 + leg1_Ci1_x*leg2_Ci1_x + leg1_Ci1_y*leg2_Ci1_y + leg1_Ci1_z*leg2_Ci1_z
-    GtG13 = leg1_B0_00*leg3_B0_00 + leg1_B0_01*leg3_B0_01 + leg1_B0_02*leg3_B0_02 + leg1_Ci1_x*leg3_Ci1_x + leg1_Ci1_y*leg3_Ci1_y + leg1_Ci1_z*leg3_Ci1_z
-    GtG14 = leg1_B0_00*leg4_B0_00 + leg1_B0_01*leg4_B0_01 + leg1_B0_02*leg4_B0_02 + leg1_Ci1_x*leg4_Ci1_x + leg1_Ci1_y*leg4_Ci1_y + leg1_Ci1_z*leg4_Ci1_z
-    GtG15 = leg1_B0_00*leg5_B0_00 + leg1_B0_01*leg5_B0_01 + leg1_B0_02*leg5_B0_02 + leg1_Ci1_x*leg5_Ci1_x + leg1_Ci1_y*leg5_Ci1_y + leg1_Ci1_z*leg5_Ci1_z
-    GtG16 = leg1_B0_00*leg6_B0_00 + leg1_B0_01*leg6_B0_01 + leg1_B0_02*leg6_B0_02 + leg1_Ci1_x*leg6_Ci1_x + leg1_Ci1_y*leg6_Ci1_y + leg1_Ci1_z*leg6_Ci1_z
+    GtG11 = leg1_B0_00*leg1_B0_00 + leg1_B0_01*leg1_B0_01 + leg1_B0_02*leg1_B0_02 + 2.0*leg1_Ci1_x*leg1_Ci1_x + leg1_Ci1_z*leg1_Ci1_z
+    GtG12 = leg1_B0_00*leg2_B0_00 + leg1_B0_01*leg2_B0_01 + leg1_B0_02*leg2_B0_02 + leg1_Ci1_x*leg2_Ci1_x + leg1_Ci1_x*leg2_Ci1_y + leg1_Ci1_z*leg2_Ci1_z
+    GtG13 = leg1_B0_00*leg3_B0_00 + leg1_B0_01*leg3_B0_01 + leg1_B0_02*leg3_B0_02 + leg1_Ci1_x*leg3_Ci1_x + leg1_Ci1_x*leg3_Ci1_y + leg1_Ci1_z*leg3_Ci1_z
+    GtG14 = leg1_B0_00*leg4_B0_00 + leg1_B0_01*leg4_B0_01 + leg1_B0_02*leg4_B0_02 + leg1_Ci1_x*leg4_Ci1_x + leg1_Ci1_x*leg4_Ci1_y + leg1_Ci1_z*leg4_Ci1_z
+    GtG15 = leg1_B0_00*leg5_B0_00 + leg1_B0_01*leg5_B0_01 + leg1_B0_02*leg5_B0_02 + leg1_Ci1_x*leg5_Ci1_x + leg1_Ci1_x*leg5_Ci1_y + leg1_Ci1_z*leg5_Ci1_z
+    GtG16 = leg1_B0_00*leg6_B0_00 + leg1_B0_01*leg6_B0_01 + leg1_B0_02*leg6_B0_02 + leg1_Ci1_x*leg6_Ci1_x + leg1_Ci1_x*leg6_Ci1_y + leg1_Ci1_z*leg6_Ci1_z
     GtG22 = leg2_B0_00*leg2_B0_00 + leg2_B0_01*leg2_B0_01 + leg2_B0_02*leg2_B0_02 + leg2_Ci1_x*leg2_Ci1_x + leg2_Ci1_y*leg2_Ci1_y + leg2_Ci1_z*leg2_Ci1_z
     GtG23 = leg2_B0_00*leg3_B0_00 + leg2_B0_01*leg3_B0_01 + leg2_B0_02*leg3_B0_02 + leg2_Ci1_x*leg3_Ci1_x + leg2_Ci1_y*leg3_Ci1_y + leg2_Ci1_z*leg3_Ci1_z
     GtG24 = leg2_B0_00*leg4_B0_00 + leg2_B0_01*leg4_B0_01 + leg2_B0_02*leg4_B0_02 + leg2_Ci1_x*leg4_Ci1_x + leg2_Ci1_y*leg4_Ci1_y + leg2_Ci1_z*leg4_Ci1_z
@@ -8896,7 +9334,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     GtG55 = leg5_B0_00*leg5_B0_00 + leg5_B0_01*leg5_B0_01 + leg5_B0_02*leg5_B0_02 + leg5_Ci1_x*leg5_Ci1_x + leg5_Ci1_y*leg5_Ci1_y + leg5_Ci1_z*leg5_Ci1_z
     GtG56 = leg5_B0_00*leg6_B0_00 + leg5_B0_01*leg6_B0_01 + leg5_B0_02*leg6_B0_02 + leg5_Ci1_x*leg6_Ci1_x + leg5_Ci1_y*leg6_Ci1_y + leg5_Ci1_z*leg6_Ci1_z
     GtG66 = leg6_B0_00*leg6_B0_00 + leg6_B0_01*leg6_B0_01 + leg6_B0_02*leg6_B0_02 + leg6_Ci1_x*leg6_Ci1_x + leg6_Ci1_y*leg6_Ci1_y + leg6_Ci1_z*leg6_Ci1_z
-    Gt_rhs1 = G_rhs1*leg1_B0_00 + G_rhs2*leg1_B0_01 + G_rhs3*leg1_B0_02 + G_rhs4*leg1_Ci1_x + G_rhs5*leg1_Ci1_y + G_rhs6*leg1_Ci1_z
+    Gt_rhs1 = G_rhs1*leg1_B0_00 + G_rhs2*leg1_B0_01 + G_rhs3*leg1_B0_02 + G_rhs4*leg1_Ci1_x + G_rhs5*leg1_Ci1_x + G_rhs6*leg1_Ci1_z
     Gt_rhs2 = G_rhs1*leg2_B0_00 + G_rhs2*leg2_B0_01 + G_rhs3*leg2_B0_02 + G_rhs4*leg2_Ci1_x + G_rhs5*leg2_Ci1_y + G_rhs6*leg2_Ci1_z
     Gt_rhs3 = G_rhs1*leg3_B0_00 + G_rhs2*leg3_B0_01 + G_rhs3*leg3_B0_02 + G_rhs4*leg3_Ci1_x + G_rhs5*leg3_Ci1_y + G_rhs6*leg3_Ci1_z
     Gt_rhs4 = G_rhs1*leg4_B0_00 + G_rhs2*leg4_B0_01 + G_rhs3*leg4_B0_02 + G_rhs4*leg4_Ci1_x + G_rhs5*leg4_Ci1_y + G_rhs6*leg4_Ci1_z

@@ -3,6 +3,16 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
+ *
+ * Coordinates, in the order of q: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2,
+ * leg2_roll, leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2,
+ * leg4_roll, leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2,
+ * leg6_roll, leg6_stroke.
+ * Legs, in the order of the rows of per-leg outputs: leg1 (UCU: leg1_u1, leg1_u2, leg1_roll,
+ * leg1_stroke); leg2 (UCU: leg2_u1, leg2_u2, leg2_roll, leg2_stroke); leg3 (UCU: leg3_u1,
+ * leg3_u2, leg3_roll, leg3_stroke); leg4 (UCU: leg4_u1, leg4_u2, leg4_roll, leg4_stroke); leg5
+ * (UCU: leg5_u1, leg5_u2, leg5_roll, leg5_stroke); leg6 (UCU: leg6_u1, leg6_u2, leg6_roll,
+ * leg6_stroke).
  */
 #ifndef MECHGEN_HEXAPOD_UCU_H
 #define MECHGEN_HEXAPOD_UCU_H
@@ -10,171 +20,532 @@
 #include <stdint.h>
 
 /* inverse_kinematics: Leg joint coordinates q from the pose of C, in closed form (square roots, no iteration).
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out q[24] shape 24
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 238 adds, 334 muls, 18 divs, 18 sqrt, 24 trig (632 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out q[24] shape 24: leg joint coordinates (rad, m for a stroke), shape (24,), in the order of the leg
+ *       coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
+ *       leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,
+ *       leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll,
+ *       leg6_stroke
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 122: leg1 roll: cut universal joint axis along the leg (singular)
+ *   status 133: leg1 stroke below its lower limit -0.25 m
+ *   status 134: leg1 stroke above its upper limit 0.25 m
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 222: leg2 roll: cut universal joint axis along the leg (singular)
+ *   status 233: leg2 stroke below its lower limit -0.25 m
+ *   status 234: leg2 stroke above its upper limit 0.25 m
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 322: leg3 roll: cut universal joint axis along the leg (singular)
+ *   status 333: leg3 stroke below its lower limit -0.25 m
+ *   status 334: leg3 stroke above its upper limit 0.25 m
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 422: leg4 roll: cut universal joint axis along the leg (singular)
+ *   status 433: leg4 stroke below its lower limit -0.25 m
+ *   status 434: leg4 stroke above its upper limit 0.25 m
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 522: leg5 roll: cut universal joint axis along the leg (singular)
+ *   status 533: leg5 stroke below its lower limit -0.25 m
+ *   status 534: leg5 stroke above its upper limit 0.25 m
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 622: leg6 roll: cut universal joint axis along the leg (singular)
+ *   status 633: leg6 stroke below its lower limit -0.25 m
+ *   status 634: leg6 stroke above its upper limit 0.25 m
+ *   ops: 235 adds, 313 muls, 18 divs, 18 sqrt, 24 trig (608 total)
  */
-int hexapod_ucu_inverse_kinematics(const double *x, const double *p, double *q);
-int64_t hexapod_ucu_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status);
+int mechgen_hexapod_ucu_inverse_kinematics(const double *x, const double *p, double *q);
+int64_t mechgen_hexapod_ucu_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status);
 
-/* newton_step: One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  q[24]: leg joint coordinates, leg by leg
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out q_next[24] shape 24
- *   out residual[24] shape 24
- *   status 2: a leg is at a singular configuration
+/* newton_step: One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the
+ *   last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  q[24]: leg joint coordinates (rad, m for a stroke), leg by leg, shape (24,): leg1_u1, leg1_u2,
+ *       leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll, leg2_stroke, leg3_u1, leg3_u2,
+ *       leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll, leg4_stroke, leg5_u1, leg5_u2,
+ *       leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll, leg6_stroke
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out q_next[24] shape 24: q after one Newton step (rad, m for a stroke), shape (24,), in the order of the leg
+ *       coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
+ *       leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,
+ *       leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll,
+ *       leg6_stroke
+ *   out residual[24] shape 24: closure residual f before the step, leg by leg: the cut point of the leg minus that of C (m,
+ *       last body's frame), then e1.e2 for a universal cut; shape (24,), entries per leg: leg1 4,
+ *       leg2 4, leg3 4, leg4 4, leg5 4, leg6 4
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
  *   ops: 454 adds, 691 muls, 18 divs, 42 trig (1205 total)
  */
-int hexapod_ucu_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
-int64_t hexapod_ucu_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
+int mechgen_hexapod_ucu_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
+int64_t mechgen_hexapod_ucu_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
 
 /* velocity_constraints: H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: qd = H u.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out H[144] shape 24x6
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 658 adds, 1138 muls, 36 divs, 18 sqrt, 6 trig (1856 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out H[144] shape 24x6: H_k of the legs stacked, shape (24, 6): row i maps u to the rate of coordinate i; rows in
+ *       the order of the leg coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1,
+ *       leg2_u2, leg2_roll, leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2,
+ *       leg4_roll, leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2,
+ *       leg6_roll, leg6_stroke
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 122: leg1 roll: cut universal joint axis along the leg (singular)
+ *   status 133: leg1 stroke below its lower limit -0.25 m
+ *   status 134: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 222: leg2 roll: cut universal joint axis along the leg (singular)
+ *   status 233: leg2 stroke below its lower limit -0.25 m
+ *   status 234: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 322: leg3 roll: cut universal joint axis along the leg (singular)
+ *   status 333: leg3 stroke below its lower limit -0.25 m
+ *   status 334: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 422: leg4 roll: cut universal joint axis along the leg (singular)
+ *   status 433: leg4 stroke below its lower limit -0.25 m
+ *   status 434: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 522: leg5 roll: cut universal joint axis along the leg (singular)
+ *   status 533: leg5 stroke below its lower limit -0.25 m
+ *   status 534: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 622: leg6 roll: cut universal joint axis along the leg (singular)
+ *   status 633: leg6 stroke below its lower limit -0.25 m
+ *   status 634: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 652 adds, 1105 muls, 36 divs, 18 sqrt, 6 trig (1817 total)
  */
-int hexapod_ucu_velocity_constraints(const double *x, const double *p, double *H);
-int64_t hexapod_ucu_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
+int mechgen_hexapod_ucu_velocity_constraints(const double *x, const double *p, double *H);
+int64_t mechgen_hexapod_ucu_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
 
 /* leg_rates: Leg joint coordinates q and rates qd = H u.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out q[24] shape 24
- *   out qd[24] shape 24
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 778 adds, 1282 muls, 36 divs, 18 sqrt, 24 trig (2138 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out q[24] shape 24: leg joint coordinates (rad, m for a stroke), shape (24,), in the order of the leg
+ *       coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
+ *       leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,
+ *       leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll,
+ *       leg6_stroke
+ *   out qd[24] shape 24: leg joint rates (rad/s, m/s for a stroke), shape (24,), in the order of q
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 122: leg1 roll: cut universal joint axis along the leg (singular)
+ *   status 133: leg1 stroke below its lower limit -0.25 m
+ *   status 134: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 222: leg2 roll: cut universal joint axis along the leg (singular)
+ *   status 233: leg2 stroke below its lower limit -0.25 m
+ *   status 234: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 322: leg3 roll: cut universal joint axis along the leg (singular)
+ *   status 333: leg3 stroke below its lower limit -0.25 m
+ *   status 334: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 422: leg4 roll: cut universal joint axis along the leg (singular)
+ *   status 433: leg4 stroke below its lower limit -0.25 m
+ *   status 434: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 522: leg5 roll: cut universal joint axis along the leg (singular)
+ *   status 533: leg5 stroke below its lower limit -0.25 m
+ *   status 534: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 622: leg6 roll: cut universal joint axis along the leg (singular)
+ *   status 633: leg6 stroke below its lower limit -0.25 m
+ *   status 634: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 772 adds, 1249 muls, 36 divs, 18 sqrt, 24 trig (2099 total)
  */
-int hexapod_ucu_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
-int64_t hexapod_ucu_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
+int mechgen_hexapod_ucu_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
+int64_t mechgen_hexapod_ucu_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
 
 /* acceleration_terms: h_k of every leg: qdd = H udot + h.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out h[24] shape 24
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 1086 adds, 1735 muls, 36 divs, 18 sqrt, 6 trig (2881 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out h[24] shape 24: acceleration terms (rad/s^2, m/s^2 for a stroke), shape (24,), in the order of the leg
+ *       coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
+ *       leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,
+ *       leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll,
+ *       leg6_stroke
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 122: leg1 roll: cut universal joint axis along the leg (singular)
+ *   status 133: leg1 stroke below its lower limit -0.25 m
+ *   status 134: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 222: leg2 roll: cut universal joint axis along the leg (singular)
+ *   status 233: leg2 stroke below its lower limit -0.25 m
+ *   status 234: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 322: leg3 roll: cut universal joint axis along the leg (singular)
+ *   status 333: leg3 stroke below its lower limit -0.25 m
+ *   status 334: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 422: leg4 roll: cut universal joint axis along the leg (singular)
+ *   status 433: leg4 stroke below its lower limit -0.25 m
+ *   status 434: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 522: leg5 roll: cut universal joint axis along the leg (singular)
+ *   status 533: leg5 stroke below its lower limit -0.25 m
+ *   status 534: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 622: leg6 roll: cut universal joint axis along the leg (singular)
+ *   status 633: leg6 stroke below its lower limit -0.25 m
+ *   status 634: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 1080 adds, 1690 muls, 36 divs, 18 sqrt, 6 trig (2830 total)
  */
-int hexapod_ucu_acceleration_terms(const double *x, const double *u, const double *p, double *h);
-int64_t hexapod_ucu_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
+int mechgen_hexapod_ucu_acceleration_terms(const double *x, const double *u, const double *p, double *h);
+int64_t mechgen_hexapod_ucu_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
 
 /* leg_forces: Active force of every leg joint: spring, damper and drive.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  F[6]: drive force/torque of each leg's drive joint
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out Q[24] shape 24
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 736 adds, 1228 muls, 36 divs, 18 sqrt, 6 trig (2024 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out Q[24] shape 24: active force of each leg joint (N m, N for a stroke), shape (24,), in the order of the leg
+ *       coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
+ *       leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,
+ *       leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll,
+ *       leg6_stroke
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 122: leg1 roll: cut universal joint axis along the leg (singular)
+ *   status 133: leg1 stroke below its lower limit -0.25 m
+ *   status 134: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 222: leg2 roll: cut universal joint axis along the leg (singular)
+ *   status 233: leg2 stroke below its lower limit -0.25 m
+ *   status 234: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 322: leg3 roll: cut universal joint axis along the leg (singular)
+ *   status 333: leg3 stroke below its lower limit -0.25 m
+ *   status 334: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 422: leg4 roll: cut universal joint axis along the leg (singular)
+ *   status 433: leg4 stroke below its lower limit -0.25 m
+ *   status 434: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 522: leg5 roll: cut universal joint axis along the leg (singular)
+ *   status 533: leg5 stroke below its lower limit -0.25 m
+ *   status 534: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 622: leg6 roll: cut universal joint axis along the leg (singular)
+ *   status 633: leg6 stroke below its lower limit -0.25 m
+ *   status 634: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 730 adds, 1195 muls, 36 divs, 18 sqrt, 6 trig (1985 total)
  */
-int hexapod_ucu_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
-int64_t hexapod_ucu_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
+int mechgen_hexapod_ucu_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
+int64_t mechgen_hexapod_ucu_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
 
-/* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler), stacked.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  F[6]: drive force/torque of each leg's drive joint
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out A_leg1[16] shape 4x4
- *   out A_leg2[16] shape 4x4
- *   out A_leg3[16] shape 4x4
- *   out A_leg4[16] shape 4x4
- *   out A_leg5[16] shape 4x4
- *   out A_leg6[16] shape 4x4
- *   out b[24] shape 24
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 1120 adds, 1784 muls, 36 divs, 18 sqrt, 6 trig (2964 total)
+/* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler),
+ *   stacked.
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out A_leg1[16] shape 4x4: mass matrix of leg leg1, symmetric, shape (4, 4); rows and columns: leg1_u1, leg1_u2,
+ *       leg1_roll, leg1_stroke
+ *   out A_leg2[16] shape 4x4: mass matrix of leg leg2, symmetric, shape (4, 4); rows and columns: leg2_u1, leg2_u2,
+ *       leg2_roll, leg2_stroke
+ *   out A_leg3[16] shape 4x4: mass matrix of leg leg3, symmetric, shape (4, 4); rows and columns: leg3_u1, leg3_u2,
+ *       leg3_roll, leg3_stroke
+ *   out A_leg4[16] shape 4x4: mass matrix of leg leg4, symmetric, shape (4, 4); rows and columns: leg4_u1, leg4_u2,
+ *       leg4_roll, leg4_stroke
+ *   out A_leg5[16] shape 4x4: mass matrix of leg leg5, symmetric, shape (4, 4); rows and columns: leg5_u1, leg5_u2,
+ *       leg5_roll, leg5_stroke
+ *   out A_leg6[16] shape 4x4: mass matrix of leg leg6, symmetric, shape (4, 4); rows and columns: leg6_u1, leg6_u2,
+ *       leg6_roll, leg6_stroke
+ *   out b[24] shape 24: b_k = Q_active - h_k of the legs stacked (N m, N for a stroke), shape (24,), in the order of
+ *       the leg coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
+ *       leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,
+ *       leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll,
+ *       leg6_stroke
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 122: leg1 roll: cut universal joint axis along the leg (singular)
+ *   status 133: leg1 stroke below its lower limit -0.25 m
+ *   status 134: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 222: leg2 roll: cut universal joint axis along the leg (singular)
+ *   status 233: leg2 stroke below its lower limit -0.25 m
+ *   status 234: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 322: leg3 roll: cut universal joint axis along the leg (singular)
+ *   status 333: leg3 stroke below its lower limit -0.25 m
+ *   status 334: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 422: leg4 roll: cut universal joint axis along the leg (singular)
+ *   status 433: leg4 stroke below its lower limit -0.25 m
+ *   status 434: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 522: leg5 roll: cut universal joint axis along the leg (singular)
+ *   status 533: leg5 stroke below its lower limit -0.25 m
+ *   status 534: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 622: leg6 roll: cut universal joint axis along the leg (singular)
+ *   status 633: leg6 stroke below its lower limit -0.25 m
+ *   status 634: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 1114 adds, 1748 muls, 36 divs, 18 sqrt, 6 trig (2922 total)
  */
-int hexapod_ucu_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
-int64_t hexapod_ucu_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
+int mechgen_hexapod_ucu_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
+int64_t mechgen_hexapod_ucu_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
 
-/* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C = b*_C (unrolled L D L^T).
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  F[6]: drive force/torque of each leg's drive joint
- *   in  fE[3]: external force on C through its centre of mass (frame 0)
- *   in  mE[3]: external moment on C (frame C)
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out A_star[36] shape 6x6
- *   out b_star[6] shape 6
- *   out udot[6] shape 6
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
+/* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C =
+ *   b*_C (unrolled L D L^T).
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out A_star[36] shape 6x6: reduced mass matrix A*_C, shape (6, 6); rows and columns in the order of u: v_C (frame 0),
+ *       omega_C (frame C)
+ *   out b_star[6] shape 6: reduced forces b*_C, shape (6,): force (N, frame 0), then moment (N m, frame C)
+ *   out udot[6] shape 6: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,)
  *   status 3: reduced mass matrix A*_C not positive definite
- *   ops: 2196 adds, 3096 muls, 42 divs, 18 sqrt, 6 trig (5358 total)
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 122: leg1 roll: cut universal joint axis along the leg (singular)
+ *   status 133: leg1 stroke below its lower limit -0.25 m
+ *   status 134: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 222: leg2 roll: cut universal joint axis along the leg (singular)
+ *   status 233: leg2 stroke below its lower limit -0.25 m
+ *   status 234: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 322: leg3 roll: cut universal joint axis along the leg (singular)
+ *   status 333: leg3 stroke below its lower limit -0.25 m
+ *   status 334: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 422: leg4 roll: cut universal joint axis along the leg (singular)
+ *   status 433: leg4 stroke below its lower limit -0.25 m
+ *   status 434: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 522: leg5 roll: cut universal joint axis along the leg (singular)
+ *   status 533: leg5 stroke below its lower limit -0.25 m
+ *   status 534: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 622: leg6 roll: cut universal joint axis along the leg (singular)
+ *   status 633: leg6 stroke below its lower limit -0.25 m
+ *   status 634: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 2180 adds, 3027 muls, 42 divs, 18 sqrt, 6 trig (5273 total)
  */
-int hexapod_ucu_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
-int64_t hexapod_ucu_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
+int mechgen_hexapod_ucu_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
+int64_t mechgen_hexapod_ucu_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
 
-/* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates, rates and accelerations, the loads of each leg on C, the force and moment on the base (about O_0, frame 0), damper power.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  F[6]: drive force/torque of each leg's drive joint
- *   in  fE[3]: external force on C through its centre of mass (frame 0)
- *   in  mE[3]: external moment on C (frame C)
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out xdot[12] shape 12
- *   out q[24] shape 24
- *   out qd[24] shape 24
- *   out qdd[24] shape 24
- *   out F_on_C[18] shape 6x3
- *   out M_on_C[18] shape 6x3
- *   out base_force[3] shape 3
- *   out base_moment[3] shape 3
- *   out damping_power[1] shape 1
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
+/* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates,
+ *   rates and accelerations, the loads of each leg on C, the force and moment on the base (about
+ *   O_0, frame 0), damper power.
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+ *       (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
+ *   out q[24] shape 24: leg joint coordinates (rad, m for a stroke), shape (24,), in the order of the leg
+ *       coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
+ *       leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,
+ *       leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll,
+ *       leg6_stroke
+ *   out qd[24] shape 24: leg joint rates (rad/s, m/s for a stroke), shape (24,), in the order of q
+ *   out qdd[24] shape 24: leg joint accelerations (rad/s^2, m/s^2 for a stroke), shape (24,), in the order of q
+ *   out F_on_C[18] shape 6x3: force of each leg on C (N, frame 0), shape (6, 3); rows: leg1, leg2, leg3, leg4, leg5, leg6
+ *   out M_on_C[18] shape 6x3: moment of each leg on C (N m, frame 0; zero for a spherical cut), shape (6, 3); rows: leg1,
+ *       leg2, leg3, leg4, leg5, leg6
+ *   out base_force[3] shape 3: force of the mechanism on the base (N, frame 0), shape (3,)
+ *   out base_moment[3] shape 3: moment of the mechanism on the base about O_0 (N m, frame 0), shape (3,)
+ *   out damping_power[1] shape 1: power taken out by the dampers (W), shape (1,)
  *   status 3: reduced mass matrix A*_C not positive definite
  *   status 4: y-z-x angles singular (psi_z = +-90 deg)
- *   ops: 2889 adds, 3894 muls, 43 divs, 18 sqrt, 24 trig (6868 total)
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 122: leg1 roll: cut universal joint axis along the leg (singular)
+ *   status 133: leg1 stroke below its lower limit -0.25 m
+ *   status 134: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 222: leg2 roll: cut universal joint axis along the leg (singular)
+ *   status 233: leg2 stroke below its lower limit -0.25 m
+ *   status 234: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 322: leg3 roll: cut universal joint axis along the leg (singular)
+ *   status 333: leg3 stroke below its lower limit -0.25 m
+ *   status 334: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 422: leg4 roll: cut universal joint axis along the leg (singular)
+ *   status 433: leg4 stroke below its lower limit -0.25 m
+ *   status 434: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 522: leg5 roll: cut universal joint axis along the leg (singular)
+ *   status 533: leg5 stroke below its lower limit -0.25 m
+ *   status 534: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 622: leg6 roll: cut universal joint axis along the leg (singular)
+ *   status 633: leg6 stroke below its lower limit -0.25 m
+ *   status 634: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 2873 adds, 3823 muls, 43 divs, 18 sqrt, 24 trig (6781 total)
  */
-int hexapod_ucu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
-int64_t hexapod_ucu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
+int mechgen_hexapod_ucu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
+int64_t mechgen_hexapod_ucu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
 
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out T[1] shape 1
- *   out V[1] shape 1
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 971 adds, 1556 muls, 36 divs, 18 sqrt, 6 trig (2587 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out T[1] shape 1: kinetic energy of C and the legs (J), shape (1,)
+ *   out V[1] shape 1: potential energy of gravity (zero at the origin of frame 0) and of the springs (J), shape
+ *       (1,)
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 122: leg1 roll: cut universal joint axis along the leg (singular)
+ *   status 133: leg1 stroke below its lower limit -0.25 m
+ *   status 134: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 222: leg2 roll: cut universal joint axis along the leg (singular)
+ *   status 233: leg2 stroke below its lower limit -0.25 m
+ *   status 234: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 322: leg3 roll: cut universal joint axis along the leg (singular)
+ *   status 333: leg3 stroke below its lower limit -0.25 m
+ *   status 334: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 422: leg4 roll: cut universal joint axis along the leg (singular)
+ *   status 433: leg4 stroke below its lower limit -0.25 m
+ *   status 434: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 522: leg5 roll: cut universal joint axis along the leg (singular)
+ *   status 533: leg5 stroke below its lower limit -0.25 m
+ *   status 534: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 622: leg6 roll: cut universal joint axis along the leg (singular)
+ *   status 633: leg6 stroke below its lower limit -0.25 m
+ *   status 634: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 965 adds, 1523 muls, 36 divs, 18 sqrt, 6 trig (2548 total)
  */
-int hexapod_ucu_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
-int64_t hexapod_ucu_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
+int mechgen_hexapod_ucu_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
+int64_t mechgen_hexapod_ucu_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
 
 /* drive_forces: Inverse dynamics: the drive forces F giving C the acceleration udot.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  udot[6]: acceleration of C: dv_C/dt (frame 0), domega_C/dt (frame C)
- *   in  fE[3]: external force on C through its centre of mass (frame 0)
- *   in  mE[3]: external moment on C (frame C)
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
- *   out F[6] shape 6
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  udot[6]: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,):
+ *       vdot_x, vdot_y, vdot_z, omegadot_x, omegadot_y, omegadot_z
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out F[6] shape 6: drive force or torque of each leg's drive joint (N or N m), shape (6,), one per leg: leg1,
+ *       leg2, leg3, leg4, leg5, leg6
  *   status 5: drive Jacobian singular (parallel singularity)
- *   ops: 2361 adds, 3294 muls, 42 divs, 18 sqrt, 6 trig (5721 total)
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 122: leg1 roll: cut universal joint axis along the leg (singular)
+ *   status 133: leg1 stroke below its lower limit -0.25 m
+ *   status 134: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 222: leg2 roll: cut universal joint axis along the leg (singular)
+ *   status 233: leg2 stroke below its lower limit -0.25 m
+ *   status 234: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 322: leg3 roll: cut universal joint axis along the leg (singular)
+ *   status 333: leg3 stroke below its lower limit -0.25 m
+ *   status 334: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 422: leg4 roll: cut universal joint axis along the leg (singular)
+ *   status 433: leg4 stroke below its lower limit -0.25 m
+ *   status 434: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 522: leg5 roll: cut universal joint axis along the leg (singular)
+ *   status 533: leg5 stroke below its lower limit -0.25 m
+ *   status 534: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 622: leg6 roll: cut universal joint axis along the leg (singular)
+ *   status 633: leg6 stroke below its lower limit -0.25 m
+ *   status 634: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 2344 adds, 3225 muls, 42 divs, 18 sqrt, 6 trig (5635 total)
  */
-int hexapod_ucu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
-int64_t hexapod_ucu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
+int mechgen_hexapod_ucu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
+int64_t mechgen_hexapod_ucu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
 
 #endif

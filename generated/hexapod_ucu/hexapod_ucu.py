@@ -3,6 +3,16 @@
 Mechanism hexapod_ucu: flat scalar kernels, importable without SymPy. Each kernel reads its
 inputs from flat sequences, writes its outputs into flat mutable sequences (row-major), and
 returns 0 or a status code (the outputs are then NaN).
+
+Coordinates, in the order of q: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2,
+leg2_roll, leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2,
+leg4_roll, leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2,
+leg6_roll, leg6_stroke.
+Legs, in the order of the rows of per-leg outputs: leg1 (UCU: leg1_u1, leg1_u2, leg1_roll,
+leg1_stroke); leg2 (UCU: leg2_u1, leg2_u2, leg2_roll, leg2_stroke); leg3 (UCU: leg3_u1,
+leg3_u2, leg3_roll, leg3_stroke); leg4 (UCU: leg4_u1, leg4_u2, leg4_roll, leg4_stroke); leg5
+(UCU: leg5_u1, leg5_u2, leg5_roll, leg5_stroke); leg6 (UCU: leg6_u1, leg6_u2, leg6_roll,
+leg6_stroke).
 """
 
 import math
@@ -13,12 +23,39 @@ NAN = float("nan")
 def inverse_kinematics(x, p, q):
     """Leg joint coordinates q from the pose of C, in closed form (square roots, no iteration).
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out q[24] shape 24
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 238 adds, 334 muls, 18 divs, 18 sqrt, 24 trig (632 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out q[24] shape 24: leg joint coordinates (rad, m for a stroke), shape (24,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
+        leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,
+        leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll,
+        leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 122: leg1 roll: cut universal joint axis along the leg (singular)
+    status 133: leg1 stroke below its lower limit -0.25 m
+    status 134: leg1 stroke above its upper limit 0.25 m
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 222: leg2 roll: cut universal joint axis along the leg (singular)
+    status 233: leg2 stroke below its lower limit -0.25 m
+    status 234: leg2 stroke above its upper limit 0.25 m
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 322: leg3 roll: cut universal joint axis along the leg (singular)
+    status 333: leg3 stroke below its lower limit -0.25 m
+    status 334: leg3 stroke above its upper limit 0.25 m
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 422: leg4 roll: cut universal joint axis along the leg (singular)
+    status 433: leg4 stroke below its lower limit -0.25 m
+    status 434: leg4 stroke above its upper limit 0.25 m
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 522: leg5 roll: cut universal joint axis along the leg (singular)
+    status 533: leg5 stroke below its lower limit -0.25 m
+    status 534: leg5 stroke above its upper limit 0.25 m
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 622: leg6 roll: cut universal joint axis along the leg (singular)
+    status 633: leg6 stroke below its lower limit -0.25 m
+    status 634: leg6 stroke above its upper limit 0.25 m
+    ops: 235 adds, 313 muls, 18 divs, 18 sqrt, 24 trig (608 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     p_c_leg, p_k_leg, p_m_ring, p_preload = p
@@ -39,22 +76,22 @@ def inverse_kinematics(x, p, q):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 24
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -67,45 +104,45 @@ def inverse_kinematics(x, p, q):
     leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
     leg1_stroke = leg1_u_L - 0.7223228347298781
     cse9 = leg1_u_c1*leg1_u_s2
-    cse10 = 0.3686199338021085*leg1_alpha_C_12
-    cse11 = 0.6482443370509812*leg1_alpha_C_22
+    cse10 = 0.36861993380210856*leg1_alpha_C_12
+    cse11 = 0.6482443370509813*leg1_alpha_C_22
     cse12 = cse11 + 0.6662571754848596*leg1_alpha_C_02
     cse13 = cse10 + cse12
-    cse14 = 0.3686199338021085*leg1_alpha_C_10
-    cse15 = 0.6482443370509812*leg1_alpha_C_20
+    cse14 = 0.36861993380210856*leg1_alpha_C_10
+    cse15 = 0.6482443370509813*leg1_alpha_C_20
     cse16 = cse15 + 0.6662571754848596*leg1_alpha_C_00
     cse17 = cse14 + cse16
     cse18 = leg1_u_s1*leg1_u_s2
-    cse19 = 0.3686199338021085*leg1_alpha_C_11
-    cse20 = 0.6482443370509812*leg1_alpha_C_21
+    cse19 = 0.36861993380210856*leg1_alpha_C_11
+    cse20 = 0.6482443370509813*leg1_alpha_C_21
     cse21 = cse20 + 0.6662571754848596*leg1_s_psi_z
     cse22 = cse19 + cse21
-    leg1_e2_roll_y = cse13*(-0.7614323866774606*cse9 + 0.6482443370509812*leg1_u_s1*leg1_u_s2) + cse17*(0.6662571754848596*cse18 + 0.5672170616648486*cse9 + 0.48411381003978005*leg1_u_c2) + cse22*(0.3686199338021085*cse18 + 0.31382403584646185*cse9 - 0.8750050393733557*leg1_u_c2)
-    leg1_e2_roll_z = cse13*(0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1) + cse17*(0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1) + cse22*(0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1)
+    leg1_e2_roll_y = cse13*(-0.7614323866774606*cse9 + 0.6482443370509813*leg1_u_s1*leg1_u_s2) + cse17*(0.6662571754848596*cse18 + 0.5672170616648486*cse9 + 0.4841138100397801*leg1_u_c2) + cse22*(0.36861993380210856*cse18 + 0.3138240358464619*cse9 - 0.8750050393733557*leg1_u_c2)
+    leg1_e2_roll_z = cse13*(0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1) + cse17*(0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1) + cse22*(0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1)
     leg1_roll_N2 = leg1_e2_roll_y*leg1_e2_roll_y + leg1_e2_roll_z*leg1_e2_roll_z
-    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg1 roll: cut universal joint axis along the leg (singular)
         q[:] = [NAN] * 24
-        return 2
+        return 122
     leg1_roll_inv_N = 1.0/math.sqrt(leg1_roll_N2)
     leg1_roll_c = leg1_e2_roll_z*leg1_roll_inv_N
     leg1_roll_s = -leg1_e2_roll_y*leg1_roll_inv_N
     leg1_q3 = math.atan2(leg1_roll_s, leg1_roll_c)
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 133
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 24
-        return 1
+        return 134
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 24
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -122,35 +159,38 @@ def inverse_kinematics(x, p, q):
     cse25 = -cse14 + cse16
     cse26 = leg2_u_s1*leg2_u_s2
     cse27 = -cse19 + cse21
-    leg2_e2_roll_y = cse24*(-0.7614323866774606*cse23 + 0.6482443370509812*leg2_u_s1*leg2_u_s2) + cse25*(0.5672170616648486*cse23 + 0.6662571754848596*cse26 - 0.48411381003978005*leg2_u_c2) + cse27*(-0.31382403584646185*cse23 - 0.3686199338021085*cse26 - 0.8750050393733557*leg2_u_c2)
-    leg2_e2_roll_z = cse24*(0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1) + cse25*(0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1) + cse27*(-0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1)
+    leg2_e2_roll_y = cse24*(-0.7614323866774606*cse23 + 0.6482443370509813*leg2_u_s1*leg2_u_s2) + cse25*(0.5672170616648486*cse23 + 0.6662571754848596*cse26 - 0.4841138100397801*leg2_u_c2) + cse27*(-0.3138240358464619*cse23 - 0.36861993380210856*cse26 - 0.8750050393733557*leg2_u_c2)
+    leg2_e2_roll_z = cse24*(0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1) + cse25*(0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1) + cse27*(-0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1)
     leg2_roll_N2 = leg2_e2_roll_y*leg2_e2_roll_y + leg2_e2_roll_z*leg2_e2_roll_z
-    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg2 roll: cut universal joint axis along the leg (singular)
         q[:] = [NAN] * 24
-        return 2
+        return 222
     leg2_roll_inv_N = 1.0/math.sqrt(leg2_roll_N2)
     leg2_roll_c = leg2_e2_roll_z*leg2_roll_inv_N
     leg2_roll_s = -leg2_e2_roll_y*leg2_roll_inv_N
     leg2_q3 = math.atan2(leg2_roll_s, leg2_roll_c)
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 233
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 24
-        return 1
+        return 234
     cse28 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse28 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse29 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse29 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse30 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse30 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse29 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse28 + cse29
+    cse30 = 0.6278517870878945*leg1_alpha_C_11
+    cse31 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse30 + cse31
+    cse32 = 0.6278517870878945*leg1_alpha_C_12
+    cse33 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse32 + cse33
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 24
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -161,38 +201,50 @@ def inverse_kinematics(x, p, q):
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
     leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
     leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    cse31 = leg3_u_c1*leg3_u_s2
-    cse32 = -0.6523628147563938*leg1_alpha_C_02 + 0.3926856725225008*leg1_alpha_C_12 + 0.6482443370509811*leg1_alpha_C_22
-    cse33 = leg3_u_s1*leg3_u_s2
-    cse34 = -0.6523628147563938*leg1_alpha_C_00 + 0.3926856725225008*leg1_alpha_C_10 + 0.6482443370509811*leg1_alpha_C_20
-    cse35 = 0.3926856725225008*leg1_alpha_C_11 + 0.6482443370509811*leg1_alpha_C_21 - 0.6523628147563938*leg1_s_psi_z
-    leg3_e2_roll_y = cse32*(-0.7614323866774605*cse31 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse34*(-0.5553881181936187*cse31 - 0.6523628147563938*cse33 + 0.5157196875168388*leg3_u_c2) + cse35*(0.33431236693849237*cse31 + 0.39268567252250075*cse33 + 0.8567573775040014*leg3_u_c2)
-    leg3_e2_roll_z = cse32*(0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1) + cse34*(-0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1) + cse35*(0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1)
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    cse34 = leg3_u_c1*leg3_u_s2
+    cse35 = 0.3926856725225009*leg1_alpha_C_12
+    cse36 = 0.6523628147563939*leg1_alpha_C_02
+    cse37 = cse35 - cse36 + 0.6482443370509812*leg1_alpha_C_22
+    cse38 = leg3_u_s1*leg3_u_s2
+    cse39 = 0.3926856725225009*leg1_alpha_C_11
+    cse40 = 0.6523628147563939*leg1_s_psi_z
+    cse41 = cse39 - cse40 + 0.6482443370509812*leg1_alpha_C_21
+    cse42 = 0.3926856725225009*leg1_alpha_C_10
+    cse43 = 0.6523628147563939*leg1_alpha_C_00
+    cse44 = cse42 - cse43 + 0.6482443370509812*leg1_alpha_C_20
+    leg3_e2_roll_y = cse37*(-0.7614323866774606*cse34 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse41*(0.3343123669384925*cse34 + 0.3926856725225009*cse38 + 0.8567573775040014*leg3_u_c2) + cse44*(-0.5553881181936186*cse34 - 0.6523628147563939*cse38 + 0.515719687516839*leg3_u_c2)
+    leg3_e2_roll_z = cse37*(0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1) + cse41*(0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1) + cse44*(-0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1)
     leg3_roll_N2 = leg3_e2_roll_y*leg3_e2_roll_y + leg3_e2_roll_z*leg3_e2_roll_z
-    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg3 roll: cut universal joint axis along the leg (singular)
         q[:] = [NAN] * 24
-        return 2
+        return 322
     leg3_roll_inv_N = 1.0/math.sqrt(leg3_roll_N2)
     leg3_roll_c = leg3_e2_roll_z*leg3_roll_inv_N
     leg3_roll_s = -leg3_e2_roll_y*leg3_roll_inv_N
     leg3_q3 = math.atan2(leg3_roll_s, leg3_roll_c)
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 333
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 24
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 334
+    cse45 = 0.16823237931663848*leg1_alpha_C_10
+    cse46 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse45 - cse46 + x_C
+    cse47 = 0.16823237931663848*leg1_alpha_C_11
+    cse48 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse47 - cse48 + y_C
+    cse49 = 0.16823237931663848*leg1_alpha_C_12
+    cse50 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse49 - cse50 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 24
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -203,38 +255,44 @@ def inverse_kinematics(x, p, q):
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
     leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
     leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    cse36 = leg4_u_c1*leg4_u_s2
-    cse37 = cse11 - 0.013894360728465763*leg1_alpha_C_02 + 0.7613056063246095*leg1_alpha_C_12
-    cse38 = cse15 - 0.013894360728465763*leg1_alpha_C_00 + 0.7613056063246095*leg1_alpha_C_10
-    cse39 = leg4_u_s1*leg4_u_s2
-    cse40 = cse20 + 0.7613056063246095*leg1_alpha_C_11 - 0.013894360728465763*leg1_s_psi_z
-    leg4_e2_roll_y = cse37*(-0.7614323866774607*cse36 + 0.6482443370509811*leg4_u_s1*leg4_u_s2) + cse38*(-0.011828943471230067*cse36 - 0.013894360728465765*cse39 + 0.999833497556619*leg4_u_c2) + cse40*(0.6481364027849542*cse36 + 0.7613056063246095*cse39 + 0.018247661869354333*leg4_u_c2)
-    leg4_e2_roll_z = cse37*(0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1) + cse38*(-0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1) + cse40*(0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1)
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    cse51 = leg4_u_c1*leg4_u_s2
+    cse52 = 0.7613056063246094*leg1_alpha_C_12
+    cse53 = 0.013894360728465758*leg1_alpha_C_02
+    cse54 = cse11 + cse52 - cse53
+    cse55 = leg4_u_s1*leg4_u_s2
+    cse56 = 0.7613056063246094*leg1_alpha_C_10
+    cse57 = 0.013894360728465758*leg1_alpha_C_00
+    cse58 = cse15 + cse56 - cse57
+    cse59 = 0.7613056063246094*leg1_alpha_C_11
+    cse60 = 0.013894360728465758*leg1_s_psi_z
+    cse61 = cse20 + cse59 - cse60
+    leg4_e2_roll_y = cse54*(-0.7614323866774606*cse51 + 0.6482443370509813*leg4_u_s1*leg4_u_s2) + cse58*(-0.011828943471230063*cse51 - 0.013894360728465758*cse55 + 0.999833497556619*leg4_u_c2) + cse61*(0.6481364027849544*cse51 + 0.7613056063246094*cse55 + 0.018247661869354326*leg4_u_c2)
+    leg4_e2_roll_z = cse54*(0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1) + cse58*(-0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1) + cse61*(0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1)
     leg4_roll_N2 = leg4_e2_roll_y*leg4_e2_roll_y + leg4_e2_roll_z*leg4_e2_roll_z
-    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg4 roll: cut universal joint axis along the leg (singular)
         q[:] = [NAN] * 24
-        return 2
+        return 422
     leg4_roll_inv_N = 1.0/math.sqrt(leg4_roll_N2)
     leg4_roll_c = leg4_e2_roll_z*leg4_roll_inv_N
     leg4_roll_s = -leg4_e2_roll_y*leg4_roll_inv_N
     leg4_q3 = math.atan2(leg4_roll_s, leg4_roll_c)
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 433
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 24
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 434
+    leg5_s0_x = -cse45 - cse46 + x_C
+    leg5_s0_y = -cse47 - cse48 + y_C
+    leg5_s0_z = -cse49 - cse50 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 24
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -245,38 +303,38 @@ def inverse_kinematics(x, p, q):
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
     leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
     leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    cse41 = leg5_u_c1*leg5_u_s2
-    cse42 = -0.013894360728465938*leg1_alpha_C_02 - 0.7613056063246094*leg1_alpha_C_12 + 0.6482443370509812*leg1_alpha_C_22
-    cse43 = leg5_u_s1*leg5_u_s2
-    cse44 = -0.7613056063246094*leg1_alpha_C_11 + 0.6482443370509812*leg1_alpha_C_21 - 0.013894360728465938*leg1_s_psi_z
-    cse45 = -0.013894360728465938*leg1_alpha_C_00 - 0.7613056063246094*leg1_alpha_C_10 + 0.6482443370509812*leg1_alpha_C_20
-    leg5_e2_roll_y = cse42*(-0.7614323866774606*cse41 + 0.6482443370509811*leg5_u_s1*leg5_u_s2) + cse44*(-0.6481364027849542*cse41 - 0.7613056063246094*cse43 + 0.018247661869354566*leg5_u_c2) + cse45*(-0.011828943471230218*cse41 - 0.01389436072846594*cse43 - 0.999833497556619*leg5_u_c2)
-    leg5_e2_roll_z = cse42*(0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1) + cse44*(-0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1) + cse45*(-0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1)
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    cse62 = leg5_u_c1*leg5_u_s2
+    cse63 = -cse52 - cse53 + 0.6482443370509813*leg1_alpha_C_22
+    cse64 = leg5_u_s1*leg5_u_s2
+    cse65 = -cse59 - cse60 + 0.6482443370509813*leg1_alpha_C_21
+    cse66 = -cse56 - cse57 + 0.6482443370509813*leg1_alpha_C_20
+    leg5_e2_roll_y = cse63*(-0.7614323866774606*cse62 + 0.6482443370509813*leg5_u_s1*leg5_u_s2) + cse65*(-0.6481364027849544*cse62 - 0.7613056063246094*cse64 + 0.018247661869354326*leg5_u_c2) + cse66*(-0.011828943471230063*cse62 - 0.013894360728465758*cse64 - 0.999833497556619*leg5_u_c2)
+    leg5_e2_roll_z = cse63*(0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1) + cse65*(-0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1) + cse66*(-0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1)
     leg5_roll_N2 = leg5_e2_roll_y*leg5_e2_roll_y + leg5_e2_roll_z*leg5_e2_roll_z
-    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg5 roll: cut universal joint axis along the leg (singular)
         q[:] = [NAN] * 24
-        return 2
+        return 522
     leg5_roll_inv_N = 1.0/math.sqrt(leg5_roll_N2)
     leg5_roll_c = leg5_e2_roll_z*leg5_roll_inv_N
     leg5_roll_s = -leg5_e2_roll_y*leg5_roll_inv_N
     leg5_q3 = math.atan2(leg5_roll_s, leg5_roll_c)
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 533
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 24
-        return 1
-    leg6_s0_x = -cse28 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse29 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse30 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 534
+    leg6_s0_x = -cse28 + cse29
+    leg6_s0_y = -cse30 + cse31
+    leg6_s0_z = -cse32 + cse33
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 24
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -287,28 +345,28 @@ def inverse_kinematics(x, p, q):
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
     leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
     leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    cse46 = leg6_u_c1*leg6_u_s2
-    cse47 = -0.6523628147563939*leg1_alpha_C_02 - 0.39268567252250125*leg1_alpha_C_12 + 0.6482443370509808*leg1_alpha_C_22
-    cse48 = leg6_u_s1*leg6_u_s2
-    cse49 = -0.39268567252250125*leg1_alpha_C_11 + 0.6482443370509808*leg1_alpha_C_21 - 0.6523628147563939*leg1_s_psi_z
-    cse50 = -0.6523628147563939*leg1_alpha_C_00 - 0.39268567252250125*leg1_alpha_C_10 + 0.6482443370509808*leg1_alpha_C_20
-    leg6_e2_roll_y = cse47*(-0.7614323866774608*cse46 + 0.6482443370509808*leg6_u_s1*leg6_u_s2) + cse49*(-0.33431236693849253*cse46 - 0.39268567252250125*cse48 + 0.8567573775040012*leg6_u_c2) + cse50*(-0.5553881181936182*cse46 - 0.6523628147563939*cse48 - 0.5157196875168393*leg6_u_c2)
-    leg6_e2_roll_z = cse47*(0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1) + cse49*(-0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1) + cse50*(-0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1)
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    cse67 = leg6_u_c1*leg6_u_s2
+    cse68 = -cse35 - cse36 + 0.6482443370509812*leg1_alpha_C_22
+    cse69 = leg6_u_s1*leg6_u_s2
+    cse70 = -cse39 - cse40 + 0.6482443370509812*leg1_alpha_C_21
+    cse71 = -cse42 - cse43 + 0.6482443370509812*leg1_alpha_C_20
+    leg6_e2_roll_y = cse68*(-0.7614323866774606*cse67 + 0.6482443370509812*leg6_u_s1*leg6_u_s2) + cse70*(-0.3343123669384925*cse67 - 0.3926856725225009*cse69 + 0.8567573775040014*leg6_u_c2) + cse71*(-0.5553881181936186*cse67 - 0.6523628147563939*cse69 - 0.515719687516839*leg6_u_c2)
+    leg6_e2_roll_z = cse68*(0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1) + cse70*(-0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1) + cse71*(-0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1)
     leg6_roll_N2 = leg6_e2_roll_y*leg6_e2_roll_y + leg6_e2_roll_z*leg6_e2_roll_z
-    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg6 roll: cut universal joint axis along the leg (singular)
         q[:] = [NAN] * 24
-        return 2
+        return 622
     leg6_roll_inv_N = 1.0/math.sqrt(leg6_roll_N2)
     leg6_roll_c = leg6_e2_roll_z*leg6_roll_inv_N
     leg6_roll_s = -leg6_e2_roll_y*leg6_roll_inv_N
     leg6_q3 = math.atan2(leg6_roll_s, leg6_roll_c)
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 633
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 24
-        return 1
+        return 634
     q[0] = leg1_q1
     q[1] = leg1_q2
     q[2] = leg1_q3
@@ -337,14 +395,30 @@ def inverse_kinematics(x, p, q):
 
 
 def newton_step(x, q, p, q_next, residual):
-    """One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
+    """One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the
+    last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  q[24]: leg joint coordinates, leg by leg
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out q_next[24] shape 24
-    out residual[24] shape 24
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  q[24]: leg joint coordinates (rad, m for a stroke), leg by leg, shape (24,): leg1_u1, leg1_u2,
+        leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll, leg2_stroke, leg3_u1, leg3_u2,
+        leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll, leg4_stroke, leg5_u1, leg5_u2,
+        leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll, leg6_stroke
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out q_next[24] shape 24: q after one Newton step (rad, m for a stroke), shape (24,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
+        leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,
+        leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll,
+        leg6_stroke
+    out residual[24] shape 24: closure residual f before the step, leg by leg: the cut point of the leg minus that of C (m,
+        last body's frame), then e1.e2 for a universal cut; shape (24,), entries per leg: leg1 4,
+        leg2 4, leg3 4, leg4 4, leg5 4, leg6 4
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
     ops: 454 adds, 691 muls, 18 divs, 42 trig (1205 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
@@ -353,11 +427,11 @@ def newton_step(x, q, p, q_next, residual):
     leg1_c1 = math.cos(leg1_u1)
     leg1_s1 = math.sin(leg1_u1)
     leg1_beta1_00 = -0.5672170616648486*leg1_c1 - 0.6662571754848596*leg1_s1
-    leg1_beta1_01 = -0.31382403584646185*leg1_c1 - 0.3686199338021085*leg1_s1
-    leg1_beta1_02 = 0.7614323866774606*leg1_c1 - 0.6482443370509812*leg1_s1
+    leg1_beta1_01 = -0.3138240358464619*leg1_c1 - 0.36861993380210856*leg1_s1
+    leg1_beta1_02 = 0.7614323866774606*leg1_c1 - 0.6482443370509813*leg1_s1
     leg1_beta1_20 = 0.6662571754848596*leg1_c1 - 0.5672170616648486*leg1_s1
-    leg1_beta1_21 = 0.3686199338021085*leg1_c1 - 0.31382403584646185*leg1_s1
-    leg1_beta1_22 = 0.6482443370509812*leg1_c1 + 0.7614323866774606*leg1_s1
+    leg1_beta1_21 = 0.36861993380210856*leg1_c1 - 0.3138240358464619*leg1_s1
+    leg1_beta1_22 = 0.6482443370509813*leg1_c1 + 0.7614323866774606*leg1_s1
     leg1_c2 = math.cos(leg1_u2)
     leg1_s2 = math.sin(leg1_u2)
     leg1_c3 = math.cos(leg1_roll)
@@ -365,59 +439,59 @@ def newton_step(x, q, p, q_next, residual):
     leg2_c1 = math.cos(leg2_u1)
     leg2_s1 = math.sin(leg2_u1)
     leg2_beta1_00 = -0.5672170616648486*leg2_c1 - 0.6662571754848596*leg2_s1
-    leg2_beta1_01 = 0.31382403584646185*leg2_c1 + 0.3686199338021085*leg2_s1
-    leg2_beta1_02 = 0.7614323866774606*leg2_c1 - 0.6482443370509812*leg2_s1
+    leg2_beta1_01 = 0.3138240358464619*leg2_c1 + 0.36861993380210856*leg2_s1
+    leg2_beta1_02 = 0.7614323866774606*leg2_c1 - 0.6482443370509813*leg2_s1
     leg2_beta1_20 = 0.6662571754848596*leg2_c1 - 0.5672170616648486*leg2_s1
-    leg2_beta1_21 = -0.3686199338021085*leg2_c1 + 0.31382403584646185*leg2_s1
-    leg2_beta1_22 = 0.6482443370509812*leg2_c1 + 0.7614323866774606*leg2_s1
+    leg2_beta1_21 = -0.36861993380210856*leg2_c1 + 0.3138240358464619*leg2_s1
+    leg2_beta1_22 = 0.6482443370509813*leg2_c1 + 0.7614323866774606*leg2_s1
     leg2_c2 = math.cos(leg2_u2)
     leg2_s2 = math.sin(leg2_u2)
     leg2_c3 = math.cos(leg2_roll)
     leg2_s3 = math.sin(leg2_roll)
     leg3_c1 = math.cos(leg3_u1)
     leg3_s1 = math.sin(leg3_u1)
-    leg3_beta1_00 = 0.5553881181936187*leg3_c1 + 0.6523628147563938*leg3_s1
-    leg3_beta1_01 = -0.33431236693849237*leg3_c1 - 0.39268567252250075*leg3_s1
-    leg3_beta1_02 = 0.7614323866774605*leg3_c1 - 0.6482443370509812*leg3_s1
-    leg3_beta1_20 = -0.6523628147563938*leg3_c1 + 0.5553881181936187*leg3_s1
-    leg3_beta1_21 = 0.39268567252250075*leg3_c1 - 0.33431236693849237*leg3_s1
-    leg3_beta1_22 = 0.6482443370509812*leg3_c1 + 0.7614323866774605*leg3_s1
+    leg3_beta1_00 = 0.5553881181936186*leg3_c1 + 0.6523628147563939*leg3_s1
+    leg3_beta1_01 = -0.3343123669384925*leg3_c1 - 0.3926856725225009*leg3_s1
+    leg3_beta1_02 = 0.7614323866774606*leg3_c1 - 0.6482443370509812*leg3_s1
+    leg3_beta1_20 = -0.6523628147563939*leg3_c1 + 0.5553881181936186*leg3_s1
+    leg3_beta1_21 = 0.3926856725225009*leg3_c1 - 0.3343123669384925*leg3_s1
+    leg3_beta1_22 = 0.6482443370509812*leg3_c1 + 0.7614323866774606*leg3_s1
     leg3_c2 = math.cos(leg3_u2)
     leg3_s2 = math.sin(leg3_u2)
     leg3_c3 = math.cos(leg3_roll)
     leg3_s3 = math.sin(leg3_roll)
     leg4_c1 = math.cos(leg4_u1)
     leg4_s1 = math.sin(leg4_u1)
-    leg4_beta1_00 = 0.011828943471230067*leg4_c1 + 0.013894360728465765*leg4_s1
-    leg4_beta1_01 = -0.6481364027849542*leg4_c1 - 0.7613056063246095*leg4_s1
-    leg4_beta1_02 = 0.7614323866774607*leg4_c1 - 0.6482443370509811*leg4_s1
-    leg4_beta1_20 = -0.013894360728465765*leg4_c1 + 0.011828943471230067*leg4_s1
-    leg4_beta1_21 = 0.7613056063246095*leg4_c1 - 0.6481364027849542*leg4_s1
-    leg4_beta1_22 = 0.6482443370509811*leg4_c1 + 0.7614323866774607*leg4_s1
+    leg4_beta1_00 = 0.011828943471230063*leg4_c1 + 0.013894360728465758*leg4_s1
+    leg4_beta1_01 = -0.6481364027849544*leg4_c1 - 0.7613056063246094*leg4_s1
+    leg4_beta1_02 = 0.7614323866774606*leg4_c1 - 0.6482443370509813*leg4_s1
+    leg4_beta1_20 = -0.013894360728465758*leg4_c1 + 0.011828943471230063*leg4_s1
+    leg4_beta1_21 = 0.7613056063246094*leg4_c1 - 0.6481364027849544*leg4_s1
+    leg4_beta1_22 = 0.6482443370509813*leg4_c1 + 0.7614323866774606*leg4_s1
     leg4_c2 = math.cos(leg4_u2)
     leg4_s2 = math.sin(leg4_u2)
     leg4_c3 = math.cos(leg4_roll)
     leg4_s3 = math.sin(leg4_roll)
     leg5_c1 = math.cos(leg5_u1)
     leg5_s1 = math.sin(leg5_u1)
-    leg5_beta1_00 = 0.011828943471230218*leg5_c1 + 0.01389436072846594*leg5_s1
-    leg5_beta1_01 = 0.6481364027849542*leg5_c1 + 0.7613056063246094*leg5_s1
-    leg5_beta1_02 = 0.7614323866774606*leg5_c1 - 0.6482443370509811*leg5_s1
-    leg5_beta1_20 = -0.01389436072846594*leg5_c1 + 0.011828943471230218*leg5_s1
-    leg5_beta1_21 = -0.7613056063246094*leg5_c1 + 0.6481364027849542*leg5_s1
-    leg5_beta1_22 = 0.6482443370509811*leg5_c1 + 0.7614323866774606*leg5_s1
+    leg5_beta1_00 = 0.011828943471230063*leg5_c1 + 0.013894360728465758*leg5_s1
+    leg5_beta1_01 = 0.6481364027849544*leg5_c1 + 0.7613056063246094*leg5_s1
+    leg5_beta1_02 = 0.7614323866774606*leg5_c1 - 0.6482443370509813*leg5_s1
+    leg5_beta1_20 = -0.013894360728465758*leg5_c1 + 0.011828943471230063*leg5_s1
+    leg5_beta1_21 = -0.7613056063246094*leg5_c1 + 0.6481364027849544*leg5_s1
+    leg5_beta1_22 = 0.6482443370509813*leg5_c1 + 0.7614323866774606*leg5_s1
     leg5_c2 = math.cos(leg5_u2)
     leg5_s2 = math.sin(leg5_u2)
     leg5_c3 = math.cos(leg5_roll)
     leg5_s3 = math.sin(leg5_roll)
     leg6_c1 = math.cos(leg6_u1)
     leg6_s1 = math.sin(leg6_u1)
-    leg6_beta1_00 = 0.5553881181936182*leg6_c1 + 0.6523628147563939*leg6_s1
-    leg6_beta1_01 = 0.33431236693849253*leg6_c1 + 0.39268567252250125*leg6_s1
-    leg6_beta1_02 = 0.7614323866774608*leg6_c1 - 0.6482443370509808*leg6_s1
-    leg6_beta1_20 = -0.6523628147563939*leg6_c1 + 0.5553881181936182*leg6_s1
-    leg6_beta1_21 = -0.39268567252250125*leg6_c1 + 0.33431236693849253*leg6_s1
-    leg6_beta1_22 = 0.6482443370509808*leg6_c1 + 0.7614323866774608*leg6_s1
+    leg6_beta1_00 = 0.5553881181936186*leg6_c1 + 0.6523628147563939*leg6_s1
+    leg6_beta1_01 = 0.3343123669384925*leg6_c1 + 0.3926856725225009*leg6_s1
+    leg6_beta1_02 = 0.7614323866774606*leg6_c1 - 0.6482443370509812*leg6_s1
+    leg6_beta1_20 = -0.6523628147563939*leg6_c1 + 0.5553881181936186*leg6_s1
+    leg6_beta1_21 = -0.3926856725225009*leg6_c1 + 0.3343123669384925*leg6_s1
+    leg6_beta1_22 = 0.6482443370509812*leg6_c1 + 0.7614323866774606*leg6_s1
     leg6_c2 = math.cos(leg6_u2)
     leg6_s2 = math.sin(leg6_u2)
     leg6_c3 = math.cos(leg6_roll)
@@ -443,13 +517,13 @@ def newton_step(x, q, p, q_next, residual):
     leg1_B1_11 = leg1_c2*leg1_c3
     leg1_B1_20 = leg1_s2*leg1_s3
     leg1_B1_21 = -leg1_c2*leg1_s3
-    leg1_B0_00 = leg1_beta1_00*leg1_c2 + 0.48411381003978005*leg1_s2
+    leg1_B0_00 = leg1_beta1_00*leg1_c2 + 0.4841138100397801*leg1_s2
     leg1_B0_01 = leg1_beta1_01*leg1_c2 - 0.8750050393733557*leg1_s2
     leg1_B0_02 = leg1_beta1_02*leg1_c2
-    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.48411381003978005*leg1_B1_11 + leg1_beta1_20*leg1_s3
+    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.4841138100397801*leg1_B1_11 + leg1_beta1_20*leg1_s3
     leg1_B0_11 = leg1_B1_10*leg1_beta1_01 - 0.8750050393733557*leg1_B1_11 + leg1_beta1_21*leg1_s3
     leg1_B0_12 = leg1_B1_10*leg1_beta1_02 + leg1_beta1_22*leg1_s3
-    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.48411381003978005*leg1_B1_21 + leg1_beta1_20*leg1_c3
+    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.4841138100397801*leg1_B1_21 + leg1_beta1_20*leg1_c3
     leg1_B0_21 = leg1_B1_20*leg1_beta1_01 - 0.8750050393733557*leg1_B1_21 + leg1_beta1_21*leg1_c3
     leg1_B0_22 = leg1_B1_20*leg1_beta1_02 + leg1_beta1_22*leg1_c3
     leg1_rho3_x = leg1_stroke + 0.7223228347298781
@@ -469,39 +543,39 @@ def newton_step(x, q, p, q_next, residual):
     leg1_Q_20 = leg1_B0_20*leg1_alpha_C_00 + leg1_B0_21*leg1_s_psi_z + leg1_B0_22*leg1_alpha_C_02
     leg1_Q_21 = leg1_B0_20*leg1_alpha_C_10 + leg1_B0_21*leg1_alpha_C_11 + leg1_B0_22*leg1_alpha_C_12
     leg1_Q_22 = leg1_B0_20*leg1_alpha_C_20 + leg1_B0_21*leg1_alpha_C_21 + leg1_B0_22*leg1_alpha_C_22
-    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.3686199338021085*leg1_Q_01 + 0.6482443370509812*leg1_Q_02
-    leg1_e2_y = 0.6662571754848596*leg1_Q_10 + 0.3686199338021085*leg1_Q_11 + 0.6482443370509812*leg1_Q_12
-    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.3686199338021085*leg1_Q_21 + 0.6482443370509812*leg1_Q_22
+    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.36861993380210856*leg1_Q_01 + 0.6482443370509813*leg1_Q_02
+    leg1_e2_y = 0.6662571754848596*leg1_Q_10 + 0.36861993380210856*leg1_Q_11 + 0.6482443370509813*leg1_Q_12
+    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.36861993380210856*leg1_Q_21 + 0.6482443370509813*leg1_Q_22
     leg1_Cd4_1 = -leg1_B1_21*leg1_e2_x + leg1_e2_z*leg1_s2
     leg1_Cd4_2 = -leg1_c3*leg1_e2_x
     if not (leg1_e2_z*leg1_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_e2_z
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg1_lu_f21 = leg1_TL1_y*leg1_lu_inv3
     leg1_lu_u22 = leg1_TL2_y - leg1_TL2_z*leg1_lu_f21
     if not (leg1_lu_u22*leg1_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 4 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv4 = 1.0/leg1_lu_u22
     leg2_B1_10 = -leg2_c3*leg2_s2
     leg2_B1_11 = leg2_c2*leg2_c3
     leg2_B1_20 = leg2_s2*leg2_s3
     leg2_B1_21 = -leg2_c2*leg2_s3
-    leg2_B0_00 = leg2_beta1_00*leg2_c2 - 0.48411381003978005*leg2_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_c2 - 0.4841138100397801*leg2_s2
     leg2_B0_01 = leg2_beta1_01*leg2_c2 - 0.8750050393733557*leg2_s2
     leg2_B0_02 = leg2_beta1_02*leg2_c2
-    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.48411381003978005*leg2_B1_11 + leg2_beta1_20*leg2_s3
+    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.4841138100397801*leg2_B1_11 + leg2_beta1_20*leg2_s3
     leg2_B0_11 = leg2_B1_10*leg2_beta1_01 - 0.8750050393733557*leg2_B1_11 + leg2_beta1_21*leg2_s3
     leg2_B0_12 = leg2_B1_10*leg2_beta1_02 + leg2_beta1_22*leg2_s3
-    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.48411381003978005*leg2_B1_21 + leg2_beta1_20*leg2_c3
+    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.4841138100397801*leg2_B1_21 + leg2_beta1_20*leg2_c3
     leg2_B0_21 = leg2_B1_20*leg2_beta1_01 - 0.8750050393733557*leg2_B1_21 + leg2_beta1_21*leg2_c3
     leg2_B0_22 = leg2_B1_20*leg2_beta1_02 + leg2_beta1_22*leg2_c3
     leg2_rho3_x = leg2_stroke + 0.7223228347298781
@@ -521,45 +595,45 @@ def newton_step(x, q, p, q_next, residual):
     leg2_Q_20 = leg1_alpha_C_00*leg2_B0_20 + leg1_alpha_C_02*leg2_B0_22 + leg1_s_psi_z*leg2_B0_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_B0_20 + leg1_alpha_C_11*leg2_B0_21 + leg1_alpha_C_12*leg2_B0_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_B0_20 + leg1_alpha_C_21*leg2_B0_21 + leg1_alpha_C_22*leg2_B0_22
-    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.3686199338021085*leg2_Q_01 + 0.6482443370509812*leg2_Q_02
-    leg2_e2_y = 0.6662571754848596*leg2_Q_10 - 0.3686199338021085*leg2_Q_11 + 0.6482443370509812*leg2_Q_12
-    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.3686199338021085*leg2_Q_21 + 0.6482443370509812*leg2_Q_22
+    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.36861993380210856*leg2_Q_01 + 0.6482443370509813*leg2_Q_02
+    leg2_e2_y = 0.6662571754848596*leg2_Q_10 - 0.36861993380210856*leg2_Q_11 + 0.6482443370509813*leg2_Q_12
+    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.36861993380210856*leg2_Q_21 + 0.6482443370509813*leg2_Q_22
     leg2_Cd4_1 = -leg2_B1_21*leg2_e2_x + leg2_e2_z*leg2_s2
     leg2_Cd4_2 = -leg2_c3*leg2_e2_x
     if not (leg2_e2_z*leg2_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_e2_z
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg2_lu_f21 = leg2_TL1_y*leg2_lu_inv3
     leg2_lu_u22 = leg2_TL2_y - leg2_TL2_z*leg2_lu_f21
     if not (leg2_lu_u22*leg2_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 4 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv4 = 1.0/leg2_lu_u22
     leg3_B1_10 = -leg3_c3*leg3_s2
     leg3_B1_11 = leg3_c2*leg3_c3
     leg3_B1_20 = leg3_s2*leg3_s3
     leg3_B1_21 = -leg3_c2*leg3_s3
-    leg3_B0_00 = leg3_beta1_00*leg3_c2 + 0.5157196875168388*leg3_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_c2 + 0.515719687516839*leg3_s2
     leg3_B0_01 = leg3_beta1_01*leg3_c2 + 0.8567573775040014*leg3_s2
     leg3_B0_02 = leg3_beta1_02*leg3_c2
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.5157196875168388*leg3_B1_11 + leg3_beta1_20*leg3_s3
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.515719687516839*leg3_B1_11 + leg3_beta1_20*leg3_s3
     leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + 0.8567573775040014*leg3_B1_11 + leg3_beta1_21*leg3_s3
     leg3_B0_12 = leg3_B1_10*leg3_beta1_02 + leg3_beta1_22*leg3_s3
-    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.5157196875168388*leg3_B1_21 + leg3_beta1_20*leg3_c3
+    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.515719687516839*leg3_B1_21 + leg3_beta1_20*leg3_c3
     leg3_B0_21 = leg3_B1_20*leg3_beta1_01 + 0.8567573775040014*leg3_B1_21 + leg3_beta1_21*leg3_c3
     leg3_B0_22 = leg3_B1_20*leg3_beta1_02 + leg3_beta1_22*leg3_c3
-    leg3_rho3_x = leg3_stroke + 0.7223228347298782
-    leg3_rho0_x = -0.23293714059226878*leg3_B0_00 + 0.8693332436601615*leg3_B0_01 + leg3_rho3_x
-    leg3_rho0_y = -0.23293714059226878*leg3_B0_10 + 0.8693332436601615*leg3_B0_11
-    leg3_rho0_z = -0.23293714059226878*leg3_B0_20 + 0.8693332436601615*leg3_B0_21
+    leg3_rho3_x = leg3_stroke + 0.7223228347298781
+    leg3_rho0_x = -0.23293714059226867*leg3_B0_00 + 0.8693332436601615*leg3_B0_01 + leg3_rho3_x
+    leg3_rho0_y = -0.23293714059226867*leg3_B0_10 + 0.8693332436601615*leg3_B0_11
+    leg3_rho0_z = -0.23293714059226867*leg3_B0_20 + 0.8693332436601615*leg3_B0_21
     leg3_TL1_y = leg3_B1_21*leg3_rho3_x
     leg3_TL1_z = -leg3_B1_11*leg3_rho3_x
     leg3_TL2_y = leg3_c3*leg3_rho3_x
@@ -573,45 +647,45 @@ def newton_step(x, q, p, q_next, residual):
     leg3_Q_20 = leg1_alpha_C_00*leg3_B0_20 + leg1_alpha_C_02*leg3_B0_22 + leg1_s_psi_z*leg3_B0_21
     leg3_Q_21 = leg1_alpha_C_10*leg3_B0_20 + leg1_alpha_C_11*leg3_B0_21 + leg1_alpha_C_12*leg3_B0_22
     leg3_Q_22 = leg1_alpha_C_20*leg3_B0_20 + leg1_alpha_C_21*leg3_B0_21 + leg1_alpha_C_22*leg3_B0_22
-    leg3_e2_x = -0.6523628147563938*leg3_Q_00 + 0.3926856725225008*leg3_Q_01 + 0.6482443370509811*leg3_Q_02
-    leg3_e2_y = -0.6523628147563938*leg3_Q_10 + 0.3926856725225008*leg3_Q_11 + 0.6482443370509811*leg3_Q_12
-    leg3_e2_z = -0.6523628147563938*leg3_Q_20 + 0.3926856725225008*leg3_Q_21 + 0.6482443370509811*leg3_Q_22
+    leg3_e2_x = -0.6523628147563939*leg3_Q_00 + 0.3926856725225009*leg3_Q_01 + 0.6482443370509812*leg3_Q_02
+    leg3_e2_y = -0.6523628147563939*leg3_Q_10 + 0.3926856725225009*leg3_Q_11 + 0.6482443370509812*leg3_Q_12
+    leg3_e2_z = -0.6523628147563939*leg3_Q_20 + 0.3926856725225009*leg3_Q_21 + 0.6482443370509812*leg3_Q_22
     leg3_Cd4_1 = -leg3_B1_21*leg3_e2_x + leg3_e2_z*leg3_s2
     leg3_Cd4_2 = -leg3_c3*leg3_e2_x
-    if not (leg3_e2_z*leg3_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_e2_z*leg3_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_e2_z
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv3
     leg3_lu_u22 = leg3_TL2_y - leg3_TL2_z*leg3_lu_f21
-    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv4 = 1.0/leg3_lu_u22
     leg4_B1_10 = -leg4_c3*leg4_s2
     leg4_B1_11 = leg4_c2*leg4_c3
     leg4_B1_20 = leg4_s2*leg4_s3
     leg4_B1_21 = -leg4_c2*leg4_s3
     leg4_B0_00 = leg4_beta1_00*leg4_c2 + 0.999833497556619*leg4_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_c2 + 0.018247661869354333*leg4_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_c2 + 0.018247661869354326*leg4_s2
     leg4_B0_02 = leg4_beta1_02*leg4_c2
     leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + 0.999833497556619*leg4_B1_11 + leg4_beta1_20*leg4_s3
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354333*leg4_B1_11 + leg4_beta1_21*leg4_s3
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354326*leg4_B1_11 + leg4_beta1_21*leg4_s3
     leg4_B0_12 = leg4_B1_10*leg4_beta1_02 + leg4_beta1_22*leg4_s3
     leg4_B0_20 = leg4_B1_20*leg4_beta1_00 + 0.999833497556619*leg4_B1_21 + leg4_beta1_20*leg4_c3
-    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354333*leg4_B1_21 + leg4_beta1_21*leg4_c3
+    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354326*leg4_B1_21 + leg4_beta1_21*leg4_c3
     leg4_B0_22 = leg4_B1_20*leg4_beta1_02 + leg4_beta1_22*leg4_c3
-    leg4_rho3_x = leg4_stroke + 0.722322834729878
-    leg4_rho0_x = -0.6363961030678927*leg4_B0_00 + 0.6363961030678928*leg4_B0_01 + leg4_rho3_x
-    leg4_rho0_y = -0.6363961030678927*leg4_B0_10 + 0.6363961030678928*leg4_B0_11
-    leg4_rho0_z = -0.6363961030678927*leg4_B0_20 + 0.6363961030678928*leg4_B0_21
+    leg4_rho3_x = leg4_stroke + 0.7223228347298782
+    leg4_rho0_x = -0.6363961030678928*leg4_B0_00 + 0.6363961030678928*leg4_B0_01 + leg4_rho3_x
+    leg4_rho0_y = -0.6363961030678928*leg4_B0_10 + 0.6363961030678928*leg4_B0_11
+    leg4_rho0_z = -0.6363961030678928*leg4_B0_20 + 0.6363961030678928*leg4_B0_21
     leg4_TL1_y = leg4_B1_21*leg4_rho3_x
     leg4_TL1_z = -leg4_B1_11*leg4_rho3_x
     leg4_TL2_y = leg4_c3*leg4_rho3_x
@@ -625,45 +699,45 @@ def newton_step(x, q, p, q_next, residual):
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_e2_x = -0.013894360728465763*leg4_Q_00 + 0.7613056063246095*leg4_Q_01 + 0.6482443370509812*leg4_Q_02
-    leg4_e2_y = -0.013894360728465763*leg4_Q_10 + 0.7613056063246095*leg4_Q_11 + 0.6482443370509812*leg4_Q_12
-    leg4_e2_z = -0.013894360728465763*leg4_Q_20 + 0.7613056063246095*leg4_Q_21 + 0.6482443370509812*leg4_Q_22
+    leg4_e2_x = -0.013894360728465758*leg4_Q_00 + 0.7613056063246094*leg4_Q_01 + 0.6482443370509813*leg4_Q_02
+    leg4_e2_y = -0.013894360728465758*leg4_Q_10 + 0.7613056063246094*leg4_Q_11 + 0.6482443370509813*leg4_Q_12
+    leg4_e2_z = -0.013894360728465758*leg4_Q_20 + 0.7613056063246094*leg4_Q_21 + 0.6482443370509813*leg4_Q_22
     leg4_Cd4_1 = -leg4_B1_21*leg4_e2_x + leg4_e2_z*leg4_s2
     leg4_Cd4_2 = -leg4_c3*leg4_e2_x
-    if not (leg4_e2_z*leg4_e2_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_e2_z*leg4_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_e2_z
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg4_lu_f21 = leg4_TL1_y*leg4_lu_inv3
     leg4_lu_u22 = leg4_TL2_y - leg4_TL2_z*leg4_lu_f21
-    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
+    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv4 = 1.0/leg4_lu_u22
     leg5_B1_10 = -leg5_c3*leg5_s2
     leg5_B1_11 = leg5_c2*leg5_c3
     leg5_B1_20 = leg5_s2*leg5_s3
     leg5_B1_21 = -leg5_c2*leg5_s3
     leg5_B0_00 = leg5_beta1_00*leg5_c2 - 0.999833497556619*leg5_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_c2 + 0.018247661869354566*leg5_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_c2 + 0.018247661869354326*leg5_s2
     leg5_B0_02 = leg5_beta1_02*leg5_c2
     leg5_B0_10 = leg5_B1_10*leg5_beta1_00 - 0.999833497556619*leg5_B1_11 + leg5_beta1_20*leg5_s3
-    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354566*leg5_B1_11 + leg5_beta1_21*leg5_s3
+    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354326*leg5_B1_11 + leg5_beta1_21*leg5_s3
     leg5_B0_12 = leg5_B1_10*leg5_beta1_02 + leg5_beta1_22*leg5_s3
     leg5_B0_20 = leg5_B1_20*leg5_beta1_00 - 0.999833497556619*leg5_B1_21 + leg5_beta1_20*leg5_c3
-    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354566*leg5_B1_21 + leg5_beta1_21*leg5_c3
+    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354326*leg5_B1_21 + leg5_beta1_21*leg5_c3
     leg5_B0_22 = leg5_B1_20*leg5_beta1_02 + leg5_beta1_22*leg5_c3
-    leg5_rho3_x = leg5_stroke + 0.7223228347298781
-    leg5_rho0_x = -0.636396103067893*leg5_B0_00 - 0.6363961030678927*leg5_B0_01 + leg5_rho3_x
-    leg5_rho0_y = -0.636396103067893*leg5_B0_10 - 0.6363961030678927*leg5_B0_11
-    leg5_rho0_z = -0.636396103067893*leg5_B0_20 - 0.6363961030678927*leg5_B0_21
+    leg5_rho3_x = leg5_stroke + 0.7223228347298782
+    leg5_rho0_x = -0.6363961030678928*leg5_B0_00 - 0.6363961030678928*leg5_B0_01 + leg5_rho3_x
+    leg5_rho0_y = -0.6363961030678928*leg5_B0_10 - 0.6363961030678928*leg5_B0_11
+    leg5_rho0_z = -0.6363961030678928*leg5_B0_20 - 0.6363961030678928*leg5_B0_21
     leg5_TL1_y = leg5_B1_21*leg5_rho3_x
     leg5_TL1_z = -leg5_B1_11*leg5_rho3_x
     leg5_TL2_y = leg5_c3*leg5_rho3_x
@@ -677,45 +751,45 @@ def newton_step(x, q, p, q_next, residual):
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_e2_x = -0.013894360728465938*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509812*leg5_Q_02
-    leg5_e2_y = -0.013894360728465938*leg5_Q_10 - 0.7613056063246094*leg5_Q_11 + 0.6482443370509812*leg5_Q_12
-    leg5_e2_z = -0.013894360728465938*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509812*leg5_Q_22
+    leg5_e2_x = -0.013894360728465758*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509813*leg5_Q_02
+    leg5_e2_y = -0.013894360728465758*leg5_Q_10 - 0.7613056063246094*leg5_Q_11 + 0.6482443370509813*leg5_Q_12
+    leg5_e2_z = -0.013894360728465758*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509813*leg5_Q_22
     leg5_Cd4_1 = -leg5_B1_21*leg5_e2_x + leg5_e2_z*leg5_s2
     leg5_Cd4_2 = -leg5_c3*leg5_e2_x
-    if not (leg5_e2_z*leg5_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_e2_z*leg5_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_e2_z
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg5_lu_f21 = leg5_TL1_y*leg5_lu_inv3
     leg5_lu_u22 = leg5_TL2_y - leg5_TL2_z*leg5_lu_f21
-    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
+    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv4 = 1.0/leg5_lu_u22
     leg6_B1_10 = -leg6_c3*leg6_s2
     leg6_B1_11 = leg6_c2*leg6_c3
     leg6_B1_20 = leg6_s2*leg6_s3
     leg6_B1_21 = -leg6_c2*leg6_s3
-    leg6_B0_00 = leg6_beta1_00*leg6_c2 - 0.5157196875168393*leg6_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_c2 + 0.8567573775040012*leg6_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_c2 - 0.515719687516839*leg6_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_c2 + 0.8567573775040014*leg6_s2
     leg6_B0_02 = leg6_beta1_02*leg6_c2
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.5157196875168393*leg6_B1_11 + leg6_beta1_20*leg6_s3
-    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040012*leg6_B1_11 + leg6_beta1_21*leg6_s3
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.515719687516839*leg6_B1_11 + leg6_beta1_20*leg6_s3
+    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040014*leg6_B1_11 + leg6_beta1_21*leg6_s3
     leg6_B0_12 = leg6_B1_10*leg6_beta1_02 + leg6_beta1_22*leg6_s3
-    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.5157196875168393*leg6_B1_21 + leg6_beta1_20*leg6_c3
-    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040012*leg6_B1_21 + leg6_beta1_21*leg6_c3
+    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.515719687516839*leg6_B1_21 + leg6_beta1_20*leg6_c3
+    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040014*leg6_B1_21 + leg6_beta1_21*leg6_c3
     leg6_B0_22 = leg6_B1_20*leg6_beta1_02 + leg6_beta1_22*leg6_c3
-    leg6_rho3_x = leg6_stroke + 0.7223228347298779
-    leg6_rho0_x = -0.23293714059226858*leg6_B0_00 - 0.8693332436601615*leg6_B0_01 + leg6_rho3_x
-    leg6_rho0_y = -0.23293714059226858*leg6_B0_10 - 0.8693332436601615*leg6_B0_11
-    leg6_rho0_z = -0.23293714059226858*leg6_B0_20 - 0.8693332436601615*leg6_B0_21
+    leg6_rho3_x = leg6_stroke + 0.7223228347298781
+    leg6_rho0_x = -0.23293714059226867*leg6_B0_00 - 0.8693332436601615*leg6_B0_01 + leg6_rho3_x
+    leg6_rho0_y = -0.23293714059226867*leg6_B0_10 - 0.8693332436601615*leg6_B0_11
+    leg6_rho0_z = -0.23293714059226867*leg6_B0_20 - 0.8693332436601615*leg6_B0_21
     leg6_TL1_y = leg6_B1_21*leg6_rho3_x
     leg6_TL1_z = -leg6_B1_11*leg6_rho3_x
     leg6_TL2_y = leg6_c3*leg6_rho3_x
@@ -729,31 +803,31 @@ def newton_step(x, q, p, q_next, residual):
     leg6_Q_20 = leg1_alpha_C_00*leg6_B0_20 + leg1_alpha_C_02*leg6_B0_22 + leg1_s_psi_z*leg6_B0_21
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
-    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.39268567252250125*leg6_Q_01 + 0.6482443370509808*leg6_Q_02
-    leg6_e2_y = -0.6523628147563939*leg6_Q_10 - 0.39268567252250125*leg6_Q_11 + 0.6482443370509808*leg6_Q_12
-    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.39268567252250125*leg6_Q_21 + 0.6482443370509808*leg6_Q_22
+    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.3926856725225009*leg6_Q_01 + 0.6482443370509812*leg6_Q_02
+    leg6_e2_y = -0.6523628147563939*leg6_Q_10 - 0.3926856725225009*leg6_Q_11 + 0.6482443370509812*leg6_Q_12
+    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.3926856725225009*leg6_Q_21 + 0.6482443370509812*leg6_Q_22
     leg6_Cd4_1 = -leg6_B1_21*leg6_e2_x + leg6_e2_z*leg6_s2
     leg6_Cd4_2 = -leg6_c3*leg6_e2_x
-    if not (leg6_e2_z*leg6_e2_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    if not (leg6_e2_z*leg6_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_e2_z
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv3
     leg6_lu_u22 = leg6_TL2_y - leg6_TL2_z*leg6_lu_f21
-    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         q_next[:] = [NAN] * 24
         residual[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv4 = 1.0/leg6_lu_u22
-    leg1_f1 = -leg1_B0_00*x_C - leg1_B0_01*y_C - leg1_B0_02*z_C - 0.45961940777125593*leg1_Q_00 + 0.4596194077712559*leg1_Q_01 + leg1_rho0_x
-    leg1_f2 = -leg1_B0_10*x_C - leg1_B0_11*y_C - leg1_B0_12*z_C - 0.45961940777125593*leg1_Q_10 + 0.4596194077712559*leg1_Q_11 + leg1_rho0_y
-    leg1_f3 = -leg1_B0_20*x_C - leg1_B0_21*y_C - leg1_B0_22*z_C - 0.45961940777125593*leg1_Q_20 + 0.4596194077712559*leg1_Q_21 + leg1_rho0_z
+    leg1_f1 = -leg1_B0_00*x_C - leg1_B0_01*y_C - leg1_B0_02*z_C - 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01 + leg1_rho0_x
+    leg1_f2 = -leg1_B0_10*x_C - leg1_B0_11*y_C - leg1_B0_12*z_C - 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11 + leg1_rho0_y
+    leg1_f3 = -leg1_B0_20*x_C - leg1_B0_21*y_C - leg1_B0_22*z_C - 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21 + leg1_rho0_z
     leg1_dq_e2 = leg1_f2 - leg1_f3*leg1_lu_f21
     leg1_dq2 = leg1_dq_e2*leg1_lu_inv4
     leg1_dq1 = leg1_lu_inv3*(-leg1_TL2_z*leg1_dq2 + leg1_f3)
@@ -762,9 +836,9 @@ def newton_step(x, q, p, q_next, residual):
     leg1_q_next2 = -leg1_dq2 + leg1_u2
     leg1_q_next3 = -leg1_dq3 + leg1_roll
     leg1_q_next4 = -leg1_f1 + leg1_stroke
-    leg2_f1 = -leg2_B0_00*x_C - leg2_B0_01*y_C - leg2_B0_02*z_C - 0.45961940777125593*leg2_Q_00 - 0.4596194077712559*leg2_Q_01 + leg2_rho0_x
-    leg2_f2 = -leg2_B0_10*x_C - leg2_B0_11*y_C - leg2_B0_12*z_C - 0.45961940777125593*leg2_Q_10 - 0.4596194077712559*leg2_Q_11 + leg2_rho0_y
-    leg2_f3 = -leg2_B0_20*x_C - leg2_B0_21*y_C - leg2_B0_22*z_C - 0.45961940777125593*leg2_Q_20 - 0.4596194077712559*leg2_Q_21 + leg2_rho0_z
+    leg2_f1 = -leg2_B0_00*x_C - leg2_B0_01*y_C - leg2_B0_02*z_C - 0.45961940777125593*leg2_Q_00 - 0.45961940777125593*leg2_Q_01 + leg2_rho0_x
+    leg2_f2 = -leg2_B0_10*x_C - leg2_B0_11*y_C - leg2_B0_12*z_C - 0.45961940777125593*leg2_Q_10 - 0.45961940777125593*leg2_Q_11 + leg2_rho0_y
+    leg2_f3 = -leg2_B0_20*x_C - leg2_B0_21*y_C - leg2_B0_22*z_C - 0.45961940777125593*leg2_Q_20 - 0.45961940777125593*leg2_Q_21 + leg2_rho0_z
     leg2_dq_e2 = leg2_f2 - leg2_f3*leg2_lu_f21
     leg2_dq2 = leg2_dq_e2*leg2_lu_inv4
     leg2_dq1 = leg2_lu_inv3*(-leg2_TL2_z*leg2_dq2 + leg2_f3)
@@ -784,9 +858,9 @@ def newton_step(x, q, p, q_next, residual):
     leg3_q_next2 = -leg3_dq2 + leg3_u2
     leg3_q_next3 = -leg3_dq3 + leg3_roll
     leg3_q_next4 = -leg3_f1 + leg3_stroke
-    leg4_f1 = -leg4_B0_00*x_C - leg4_B0_01*y_C - leg4_B0_02*z_C + 0.6278517870878944*leg4_Q_00 - 0.16823237931663867*leg4_Q_01 + leg4_rho0_x
-    leg4_f2 = -leg4_B0_10*x_C - leg4_B0_11*y_C - leg4_B0_12*z_C + 0.6278517870878944*leg4_Q_10 - 0.16823237931663867*leg4_Q_11 + leg4_rho0_y
-    leg4_f3 = -leg4_B0_20*x_C - leg4_B0_21*y_C - leg4_B0_22*z_C + 0.6278517870878944*leg4_Q_20 - 0.16823237931663867*leg4_Q_21 + leg4_rho0_z
+    leg4_f1 = -leg4_B0_00*x_C - leg4_B0_01*y_C - leg4_B0_02*z_C + 0.6278517870878945*leg4_Q_00 - 0.16823237931663848*leg4_Q_01 + leg4_rho0_x
+    leg4_f2 = -leg4_B0_10*x_C - leg4_B0_11*y_C - leg4_B0_12*z_C + 0.6278517870878945*leg4_Q_10 - 0.16823237931663848*leg4_Q_11 + leg4_rho0_y
+    leg4_f3 = -leg4_B0_20*x_C - leg4_B0_21*y_C - leg4_B0_22*z_C + 0.6278517870878945*leg4_Q_20 - 0.16823237931663848*leg4_Q_21 + leg4_rho0_z
     leg4_dq_e2 = leg4_f2 - leg4_f3*leg4_lu_f21
     leg4_dq2 = leg4_dq_e2*leg4_lu_inv4
     leg4_dq1 = leg4_lu_inv3*(-leg4_TL2_z*leg4_dq2 + leg4_f3)
@@ -795,9 +869,9 @@ def newton_step(x, q, p, q_next, residual):
     leg4_q_next2 = -leg4_dq2 + leg4_u2
     leg4_q_next3 = -leg4_dq3 + leg4_roll
     leg4_q_next4 = -leg4_f1 + leg4_stroke
-    leg5_f1 = -leg5_B0_00*x_C - leg5_B0_01*y_C - leg5_B0_02*z_C + 0.6278517870878945*leg5_Q_00 + 0.16823237931663854*leg5_Q_01 + leg5_rho0_x
-    leg5_f2 = -leg5_B0_10*x_C - leg5_B0_11*y_C - leg5_B0_12*z_C + 0.6278517870878945*leg5_Q_10 + 0.16823237931663854*leg5_Q_11 + leg5_rho0_y
-    leg5_f3 = -leg5_B0_20*x_C - leg5_B0_21*y_C - leg5_B0_22*z_C + 0.6278517870878945*leg5_Q_20 + 0.16823237931663854*leg5_Q_21 + leg5_rho0_z
+    leg5_f1 = -leg5_B0_00*x_C - leg5_B0_01*y_C - leg5_B0_02*z_C + 0.6278517870878945*leg5_Q_00 + 0.16823237931663848*leg5_Q_01 + leg5_rho0_x
+    leg5_f2 = -leg5_B0_10*x_C - leg5_B0_11*y_C - leg5_B0_12*z_C + 0.6278517870878945*leg5_Q_10 + 0.16823237931663848*leg5_Q_11 + leg5_rho0_y
+    leg5_f3 = -leg5_B0_20*x_C - leg5_B0_21*y_C - leg5_B0_22*z_C + 0.6278517870878945*leg5_Q_20 + 0.16823237931663848*leg5_Q_21 + leg5_rho0_z
     leg5_dq_e2 = leg5_f2 - leg5_f3*leg5_lu_f21
     leg5_dq2 = leg5_dq_e2*leg5_lu_inv4
     leg5_dq1 = leg5_lu_inv3*(-leg5_TL2_z*leg5_dq2 + leg5_f3)
@@ -806,9 +880,9 @@ def newton_step(x, q, p, q_next, residual):
     leg5_q_next2 = -leg5_dq2 + leg5_u2
     leg5_q_next3 = -leg5_dq3 + leg5_roll
     leg5_q_next4 = -leg5_f1 + leg5_stroke
-    leg6_f1 = -leg6_B0_00*x_C - leg6_B0_01*y_C - leg6_B0_02*z_C - 0.1682323793166382*leg6_Q_00 + 0.6278517870878945*leg6_Q_01 + leg6_rho0_x
-    leg6_f2 = -leg6_B0_10*x_C - leg6_B0_11*y_C - leg6_B0_12*z_C - 0.1682323793166382*leg6_Q_10 + 0.6278517870878945*leg6_Q_11 + leg6_rho0_y
-    leg6_f3 = -leg6_B0_20*x_C - leg6_B0_21*y_C - leg6_B0_22*z_C - 0.1682323793166382*leg6_Q_20 + 0.6278517870878945*leg6_Q_21 + leg6_rho0_z
+    leg6_f1 = -leg6_B0_00*x_C - leg6_B0_01*y_C - leg6_B0_02*z_C - 0.16823237931663848*leg6_Q_00 + 0.6278517870878945*leg6_Q_01 + leg6_rho0_x
+    leg6_f2 = -leg6_B0_10*x_C - leg6_B0_11*y_C - leg6_B0_12*z_C - 0.16823237931663848*leg6_Q_10 + 0.6278517870878945*leg6_Q_11 + leg6_rho0_y
+    leg6_f3 = -leg6_B0_20*x_C - leg6_B0_21*y_C - leg6_B0_22*z_C - 0.16823237931663848*leg6_Q_20 + 0.6278517870878945*leg6_Q_21 + leg6_rho0_z
     leg6_dq_e2 = leg6_f2 - leg6_f3*leg6_lu_f21
     leg6_dq2 = leg6_dq_e2*leg6_lu_inv4
     leg6_dq1 = leg6_lu_inv3*(-leg6_TL2_z*leg6_dq2 + leg6_f3)
@@ -871,12 +945,45 @@ def newton_step(x, q, p, q_next, residual):
 def velocity_constraints(x, p, H):
     """H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: qd = H u.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out H[144] shape 24x6
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 658 adds, 1138 muls, 36 divs, 18 sqrt, 6 trig (1856 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out H[144] shape 24x6: H_k of the legs stacked, shape (24, 6): row i maps u to the rate of coordinate i; rows in
+        the order of the leg coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1,
+        leg2_u2, leg2_roll, leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2,
+        leg4_roll, leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2,
+        leg6_roll, leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 122: leg1 roll: cut universal joint axis along the leg (singular)
+    status 133: leg1 stroke below its lower limit -0.25 m
+    status 134: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 222: leg2 roll: cut universal joint axis along the leg (singular)
+    status 233: leg2 stroke below its lower limit -0.25 m
+    status 234: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 322: leg3 roll: cut universal joint axis along the leg (singular)
+    status 333: leg3 stroke below its lower limit -0.25 m
+    status 334: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 422: leg4 roll: cut universal joint axis along the leg (singular)
+    status 433: leg4 stroke below its lower limit -0.25 m
+    status 434: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 522: leg5 roll: cut universal joint axis along the leg (singular)
+    status 533: leg5 stroke below its lower limit -0.25 m
+    status 534: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 622: leg6 roll: cut universal joint axis along the leg (singular)
+    status 633: leg6 stroke below its lower limit -0.25 m
+    status 634: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 652 adds, 1105 muls, 36 divs, 18 sqrt, 6 trig (1817 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     p_c_leg, p_k_leg, p_m_ring, p_preload = p
@@ -897,22 +1004,22 @@ def velocity_constraints(x, p, H):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 144
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -923,50 +1030,50 @@ def velocity_constraints(x, p, H):
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 0.7223228347298781
     cse9 = 0.7614323866774606*leg1_u_c1
-    cse10 = 0.3686199338021085*leg1_alpha_C_12
-    cse11 = 0.6482443370509812*leg1_alpha_C_22
+    cse10 = 0.36861993380210856*leg1_alpha_C_12
+    cse11 = 0.6482443370509813*leg1_alpha_C_22
     cse12 = cse11 + 0.6662571754848596*leg1_alpha_C_02
     cse13 = cse10 + cse12
-    cse14 = 0.3686199338021085*leg1_alpha_C_10
-    cse15 = 0.6482443370509812*leg1_alpha_C_20
+    cse14 = 0.36861993380210856*leg1_alpha_C_10
+    cse15 = 0.6482443370509813*leg1_alpha_C_20
     cse16 = cse15 + 0.6662571754848596*leg1_alpha_C_00
     cse17 = cse14 + cse16
     cse18 = 0.5672170616648486*leg1_u_c1
     cse19 = 0.6662571754848596*leg1_u_s1
-    cse20 = 0.3686199338021085*leg1_alpha_C_11
-    cse21 = 0.6482443370509812*leg1_alpha_C_21
+    cse20 = 0.36861993380210856*leg1_alpha_C_11
+    cse21 = 0.6482443370509813*leg1_alpha_C_21
     cse22 = cse21 + 0.6662571754848596*leg1_s_psi_z
     cse23 = cse20 + cse22
-    cse24 = 0.31382403584646185*leg1_u_c1
-    cse25 = 0.3686199338021085*leg1_u_s1
-    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509812*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.48411381003978005*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
-    cse26 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    cse24 = 0.3138240358464619*leg1_u_c1
+    cse25 = 0.36861993380210856*leg1_u_s1
+    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509813*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.4841138100397801*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
+    cse26 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
     cse27 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    cse28 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_e2_roll_z = cse13*cse26 + cse17*cse27 + cse23*cse28
+    cse28 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_e2_roll_z = cse13*cse28 + cse17*cse27 + cse23*cse26
     leg1_roll_N2 = leg1_e2_roll_y*leg1_e2_roll_y + leg1_e2_roll_z*leg1_e2_roll_z
-    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg1 roll: cut universal joint axis along the leg (singular)
         H[:] = [NAN] * 144
-        return 2
+        return 122
     leg1_roll_inv_N = 1.0/math.sqrt(leg1_roll_N2)
     leg1_roll_c = leg1_e2_roll_z*leg1_roll_inv_N
     leg1_roll_s = -leg1_e2_roll_y*leg1_roll_inv_N
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 144
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 133
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 144
-        return 1
+        return 134
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 144
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -982,39 +1089,42 @@ def velocity_constraints(x, p, H):
     cse32 = 0.5672170616648486*leg2_u_c1
     cse33 = 0.6662571754848596*leg2_u_s1
     cse34 = -cse20 + cse22
-    cse35 = 0.31382403584646185*leg2_u_c1
-    cse36 = 0.3686199338021085*leg2_u_s1
-    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509812*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.48411381003978005*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
-    cse37 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    cse35 = 0.3138240358464619*leg2_u_c1
+    cse36 = 0.36861993380210856*leg2_u_s1
+    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509813*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.4841138100397801*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
+    cse37 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
     cse38 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    cse39 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_e2_roll_z = cse30*cse37 + cse31*cse38 + cse34*cse39
+    cse39 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg2_e2_roll_z = cse30*cse39 + cse31*cse38 + cse34*cse37
     leg2_roll_N2 = leg2_e2_roll_y*leg2_e2_roll_y + leg2_e2_roll_z*leg2_e2_roll_z
-    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg2 roll: cut universal joint axis along the leg (singular)
         H[:] = [NAN] * 144
-        return 2
+        return 222
     leg2_roll_inv_N = 1.0/math.sqrt(leg2_roll_N2)
     leg2_roll_c = leg2_e2_roll_z*leg2_roll_inv_N
     leg2_roll_s = -leg2_e2_roll_y*leg2_roll_inv_N
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 144
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 233
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 144
-        return 1
+        return 234
     cse40 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse40 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse41 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse41 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse42 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse42 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse41 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse40 + cse41
+    cse42 = 0.6278517870878945*leg1_alpha_C_11
+    cse43 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse42 + cse43
+    cse44 = 0.6278517870878945*leg1_alpha_C_12
+    cse45 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse44 + cse45
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 144
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -1023,43 +1133,55 @@ def velocity_constraints(x, p, H):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    cse43 = 0.7614323866774605*leg3_u_c1
-    cse44 = -0.6523628147563938*leg1_alpha_C_02 + 0.3926856725225008*leg1_alpha_C_12 + 0.6482443370509811*leg1_alpha_C_22
-    cse45 = 0.5553881181936187*leg3_u_c1
-    cse46 = 0.6523628147563938*leg3_u_s1
-    cse47 = -0.6523628147563938*leg1_alpha_C_00 + 0.3926856725225008*leg1_alpha_C_10 + 0.6482443370509811*leg1_alpha_C_20
-    cse48 = 0.39268567252250075*leg3_u_s1
-    cse49 = 0.33431236693849237*leg3_u_c1
-    cse50 = 0.3926856725225008*leg1_alpha_C_11 + 0.6482443370509811*leg1_alpha_C_21 - 0.6523628147563938*leg1_s_psi_z
-    leg3_e2_roll_y = cse44*(-cse43*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse47*(-cse45*leg3_u_s2 - cse46*leg3_u_s2 + 0.5157196875168388*leg3_u_c2) + cse50*(cse48*leg3_u_s2 + cse49*leg3_u_s2 + 0.8567573775040014*leg3_u_c2)
-    cse51 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    cse52 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    cse53 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg3_e2_roll_z = cse44*cse53 + cse47*cse51 + cse50*cse52
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    cse46 = 0.7614323866774606*leg3_u_c1
+    cse47 = 0.3926856725225009*leg1_alpha_C_12
+    cse48 = 0.6523628147563939*leg1_alpha_C_02
+    cse49 = cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse50 = 0.3343123669384925*leg3_u_c1
+    cse51 = 0.3926856725225009*leg3_u_s1
+    cse52 = 0.3926856725225009*leg1_alpha_C_11
+    cse53 = 0.6523628147563939*leg1_s_psi_z
+    cse54 = cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse55 = 0.5553881181936186*leg3_u_c1
+    cse56 = 0.6523628147563939*leg3_u_s1
+    cse57 = 0.3926856725225009*leg1_alpha_C_10
+    cse58 = 0.6523628147563939*leg1_alpha_C_00
+    cse59 = cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    leg3_e2_roll_y = cse49*(-cse46*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse54*(cse50*leg3_u_s2 + cse51*leg3_u_s2 + 0.8567573775040014*leg3_u_c2) + cse59*(-cse55*leg3_u_s2 - cse56*leg3_u_s2 + 0.515719687516839*leg3_u_c2)
+    cse60 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    cse61 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    cse62 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_e2_roll_z = cse49*cse60 + cse54*cse62 + cse59*cse61
     leg3_roll_N2 = leg3_e2_roll_y*leg3_e2_roll_y + leg3_e2_roll_z*leg3_e2_roll_z
-    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg3 roll: cut universal joint axis along the leg (singular)
         H[:] = [NAN] * 144
-        return 2
+        return 322
     leg3_roll_inv_N = 1.0/math.sqrt(leg3_roll_N2)
     leg3_roll_c = leg3_e2_roll_z*leg3_roll_inv_N
     leg3_roll_s = -leg3_e2_roll_y*leg3_roll_inv_N
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 144
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 333
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 144
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 334
+    cse63 = 0.16823237931663848*leg1_alpha_C_10
+    cse64 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse63 - cse64 + x_C
+    cse65 = 0.16823237931663848*leg1_alpha_C_11
+    cse66 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse65 - cse66 + y_C
+    cse67 = 0.16823237931663848*leg1_alpha_C_12
+    cse68 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse67 - cse68 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 144
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -1068,43 +1190,49 @@ def velocity_constraints(x, p, H):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    cse54 = 0.7614323866774607*leg4_u_c1
-    cse55 = cse11 - 0.013894360728465763*leg1_alpha_C_02 + 0.7613056063246095*leg1_alpha_C_12
-    cse56 = cse15 - 0.013894360728465763*leg1_alpha_C_00 + 0.7613056063246095*leg1_alpha_C_10
-    cse57 = 0.011828943471230067*leg4_u_c1
-    cse58 = 0.013894360728465765*leg4_u_s1
-    cse59 = cse21 + 0.7613056063246095*leg1_alpha_C_11 - 0.013894360728465763*leg1_s_psi_z
-    cse60 = 0.7613056063246095*leg4_u_s1
-    cse61 = 0.6481364027849542*leg4_u_c1
-    leg4_e2_roll_y = cse55*(-cse54*leg4_u_s2 + 0.6482443370509811*leg4_u_s1*leg4_u_s2) + cse56*(-cse57*leg4_u_s2 - cse58*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse59*(cse60*leg4_u_s2 + cse61*leg4_u_s2 + 0.018247661869354333*leg4_u_c2)
-    cse62 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    cse63 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    cse64 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg4_e2_roll_z = cse55*cse64 + cse56*cse62 + cse59*cse63
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    cse69 = 0.7614323866774606*leg4_u_c1
+    cse70 = 0.7613056063246094*leg1_alpha_C_12
+    cse71 = 0.013894360728465758*leg1_alpha_C_02
+    cse72 = cse11 + cse70 - cse71
+    cse73 = 0.011828943471230063*leg4_u_c1
+    cse74 = 0.013894360728465758*leg4_u_s1
+    cse75 = 0.7613056063246094*leg1_alpha_C_10
+    cse76 = 0.013894360728465758*leg1_alpha_C_00
+    cse77 = cse15 + cse75 - cse76
+    cse78 = 0.6481364027849544*leg4_u_c1
+    cse79 = 0.7613056063246094*leg4_u_s1
+    cse80 = 0.7613056063246094*leg1_alpha_C_11
+    cse81 = 0.013894360728465758*leg1_s_psi_z
+    cse82 = cse21 + cse80 - cse81
+    leg4_e2_roll_y = cse72*(-cse69*leg4_u_s2 + 0.6482443370509813*leg4_u_s1*leg4_u_s2) + cse77*(-cse73*leg4_u_s2 - cse74*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse82*(cse78*leg4_u_s2 + cse79*leg4_u_s2 + 0.018247661869354326*leg4_u_c2)
+    cse83 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    cse84 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    cse85 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_e2_roll_z = cse72*cse84 + cse77*cse83 + cse82*cse85
     leg4_roll_N2 = leg4_e2_roll_y*leg4_e2_roll_y + leg4_e2_roll_z*leg4_e2_roll_z
-    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg4 roll: cut universal joint axis along the leg (singular)
         H[:] = [NAN] * 144
-        return 2
+        return 422
     leg4_roll_inv_N = 1.0/math.sqrt(leg4_roll_N2)
     leg4_roll_c = leg4_e2_roll_z*leg4_roll_inv_N
     leg4_roll_s = -leg4_e2_roll_y*leg4_roll_inv_N
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 144
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 433
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 144
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 434
+    leg5_s0_x = -cse63 - cse64 + x_C
+    leg5_s0_y = -cse65 - cse66 + y_C
+    leg5_s0_z = -cse67 - cse68 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 144
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -1113,43 +1241,43 @@ def velocity_constraints(x, p, H):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    cse65 = 0.7614323866774606*leg5_u_c1
-    cse66 = -0.013894360728465938*leg1_alpha_C_02 - 0.7613056063246094*leg1_alpha_C_12 + 0.6482443370509812*leg1_alpha_C_22
-    cse67 = 0.6481364027849542*leg5_u_c1
-    cse68 = 0.7613056063246094*leg5_u_s1
-    cse69 = -0.7613056063246094*leg1_alpha_C_11 + 0.6482443370509812*leg1_alpha_C_21 - 0.013894360728465938*leg1_s_psi_z
-    cse70 = -0.013894360728465938*leg1_alpha_C_00 - 0.7613056063246094*leg1_alpha_C_10 + 0.6482443370509812*leg1_alpha_C_20
-    cse71 = 0.011828943471230218*leg5_u_c1
-    cse72 = 0.01389436072846594*leg5_u_s1
-    leg5_e2_roll_y = cse66*(-cse65*leg5_u_s2 + 0.6482443370509811*leg5_u_s1*leg5_u_s2) + cse69*(-cse67*leg5_u_s2 - cse68*leg5_u_s2 + 0.018247661869354566*leg5_u_c2) + cse70*(-cse71*leg5_u_s2 - cse72*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
-    cse73 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    cse74 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    cse75 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_e2_roll_z = cse66*cse73 + cse69*cse74 + cse70*cse75
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    cse86 = 0.7614323866774606*leg5_u_c1
+    cse87 = -cse70 - cse71 + 0.6482443370509813*leg1_alpha_C_22
+    cse88 = 0.6481364027849544*leg5_u_c1
+    cse89 = 0.7613056063246094*leg5_u_s1
+    cse90 = -cse80 - cse81 + 0.6482443370509813*leg1_alpha_C_21
+    cse91 = -cse75 - cse76 + 0.6482443370509813*leg1_alpha_C_20
+    cse92 = 0.011828943471230063*leg5_u_c1
+    cse93 = 0.013894360728465758*leg5_u_s1
+    leg5_e2_roll_y = cse87*(-cse86*leg5_u_s2 + 0.6482443370509813*leg5_u_s1*leg5_u_s2) + cse90*(-cse88*leg5_u_s2 - cse89*leg5_u_s2 + 0.018247661869354326*leg5_u_c2) + cse91*(-cse92*leg5_u_s2 - cse93*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
+    cse94 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    cse95 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    cse96 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_e2_roll_z = cse87*cse95 + cse90*cse96 + cse91*cse94
     leg5_roll_N2 = leg5_e2_roll_y*leg5_e2_roll_y + leg5_e2_roll_z*leg5_e2_roll_z
-    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg5 roll: cut universal joint axis along the leg (singular)
         H[:] = [NAN] * 144
-        return 2
+        return 522
     leg5_roll_inv_N = 1.0/math.sqrt(leg5_roll_N2)
     leg5_roll_c = leg5_e2_roll_z*leg5_roll_inv_N
     leg5_roll_s = -leg5_e2_roll_y*leg5_roll_inv_N
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 144
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 533
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 144
-        return 1
-    leg6_s0_x = -cse40 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse41 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse42 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 534
+    leg6_s0_x = -cse40 + cse41
+    leg6_s0_y = -cse42 + cse43
+    leg6_s0_z = -cse44 + cse45
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 144
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -1158,80 +1286,80 @@ def velocity_constraints(x, p, H):
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    cse76 = 0.7614323866774608*leg6_u_c1
-    cse77 = -0.6523628147563939*leg1_alpha_C_02 - 0.39268567252250125*leg1_alpha_C_12 + 0.6482443370509808*leg1_alpha_C_22
-    cse78 = 0.33431236693849253*leg6_u_c1
-    cse79 = 0.39268567252250125*leg6_u_s1
-    cse80 = -0.39268567252250125*leg1_alpha_C_11 + 0.6482443370509808*leg1_alpha_C_21 - 0.6523628147563939*leg1_s_psi_z
-    cse81 = -0.6523628147563939*leg1_alpha_C_00 - 0.39268567252250125*leg1_alpha_C_10 + 0.6482443370509808*leg1_alpha_C_20
-    cse82 = 0.5553881181936182*leg6_u_c1
-    cse83 = 0.6523628147563939*leg6_u_s1
-    leg6_e2_roll_y = cse77*(-cse76*leg6_u_s2 + 0.6482443370509808*leg6_u_s1*leg6_u_s2) + cse80*(-cse78*leg6_u_s2 - cse79*leg6_u_s2 + 0.8567573775040012*leg6_u_c2) + cse81*(-cse82*leg6_u_s2 - cse83*leg6_u_s2 - 0.5157196875168393*leg6_u_c2)
-    cse84 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    cse85 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    cse86 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_e2_roll_z = cse77*cse84 + cse80*cse86 + cse81*cse85
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    cse97 = 0.7614323866774606*leg6_u_c1
+    cse98 = -cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse99 = 0.3343123669384925*leg6_u_c1
+    cse100 = 0.3926856725225009*leg6_u_s1
+    cse101 = -cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse102 = -cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    cse103 = 0.5553881181936186*leg6_u_c1
+    cse104 = 0.6523628147563939*leg6_u_s1
+    leg6_e2_roll_y = cse101*(-cse100*leg6_u_s2 - cse99*leg6_u_s2 + 0.8567573775040014*leg6_u_c2) + cse102*(-cse103*leg6_u_s2 - cse104*leg6_u_s2 - 0.515719687516839*leg6_u_c2) + cse98*(-cse97*leg6_u_s2 + 0.6482443370509812*leg6_u_s1*leg6_u_s2)
+    cse105 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    cse106 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    cse107 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_e2_roll_z = cse101*cse107 + cse102*cse106 + cse105*cse98
     leg6_roll_N2 = leg6_e2_roll_y*leg6_e2_roll_y + leg6_e2_roll_z*leg6_e2_roll_z
-    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg6 roll: cut universal joint axis along the leg (singular)
         H[:] = [NAN] * 144
-        return 2
+        return 622
     leg6_roll_inv_N = 1.0/math.sqrt(leg6_roll_N2)
     leg6_roll_c = leg6_e2_roll_z*leg6_roll_inv_N
     leg6_roll_s = -leg6_e2_roll_y*leg6_roll_inv_N
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         H[:] = [NAN] * 144
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 633
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         H[:] = [NAN] * 144
-        return 1
+        return 634
     leg1_beta1_00 = -cse18 - cse19
     leg1_beta1_01 = -cse24 - cse25
-    leg1_beta1_02 = cse9 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_02 = cse9 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = cse27
-    leg1_beta1_21 = cse28
-    leg1_beta1_22 = cse26
+    leg1_beta1_21 = cse26
+    leg1_beta1_22 = cse28
     leg2_beta1_00 = -cse32 - cse33
     leg2_beta1_01 = cse35 + cse36
-    leg2_beta1_02 = cse29 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_02 = cse29 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = cse38
-    leg2_beta1_21 = cse39
-    leg2_beta1_22 = cse37
-    leg3_beta1_00 = cse45 + cse46
-    leg3_beta1_01 = -cse48 - cse49
-    leg3_beta1_02 = cse43 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = cse51
-    leg3_beta1_21 = cse52
-    leg3_beta1_22 = cse53
-    leg4_beta1_00 = cse57 + cse58
-    leg4_beta1_01 = -cse60 - cse61
-    leg4_beta1_02 = cse54 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = cse62
-    leg4_beta1_21 = cse63
-    leg4_beta1_22 = cse64
-    leg5_beta1_00 = cse71 + cse72
-    leg5_beta1_01 = cse67 + cse68
-    leg5_beta1_02 = cse65 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = cse75
-    leg5_beta1_21 = cse74
-    leg5_beta1_22 = cse73
-    leg6_beta1_00 = cse82 + cse83
-    leg6_beta1_01 = cse78 + cse79
-    leg6_beta1_02 = cse76 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = cse85
-    leg6_beta1_21 = cse86
-    leg6_beta1_22 = cse84
+    leg2_beta1_21 = cse37
+    leg2_beta1_22 = cse39
+    leg3_beta1_00 = cse55 + cse56
+    leg3_beta1_01 = -cse50 - cse51
+    leg3_beta1_02 = cse46 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = cse61
+    leg3_beta1_21 = cse62
+    leg3_beta1_22 = cse60
+    leg4_beta1_00 = cse73 + cse74
+    leg4_beta1_01 = -cse78 - cse79
+    leg4_beta1_02 = cse69 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = cse83
+    leg4_beta1_21 = cse85
+    leg4_beta1_22 = cse84
+    leg5_beta1_00 = cse92 + cse93
+    leg5_beta1_01 = cse88 + cse89
+    leg5_beta1_02 = cse86 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = cse94
+    leg5_beta1_21 = cse96
+    leg5_beta1_22 = cse95
+    leg6_beta1_00 = cse103 + cse104
+    leg6_beta1_01 = cse100 + cse99
+    leg6_beta1_02 = cse97 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = cse106
+    leg6_beta1_21 = cse107
+    leg6_beta1_22 = cse105
     leg1_B1_10 = -leg1_roll_c*leg1_u_s2
     leg1_B1_11 = leg1_roll_c*leg1_u_c2
     leg1_B1_20 = leg1_roll_s*leg1_u_s2
     leg1_B1_21 = -leg1_roll_s*leg1_u_c2
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.48411381003978005*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
+    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.4841138100397801*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
     leg1_B0_11 = leg1_B1_10*leg1_beta1_01 - 0.8750050393733557*leg1_B1_11 + leg1_beta1_21*leg1_roll_s
     leg1_B0_12 = leg1_B1_10*leg1_beta1_02 + leg1_beta1_22*leg1_roll_s
-    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.48411381003978005*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
+    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.4841138100397801*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
     leg1_B0_21 = leg1_B1_20*leg1_beta1_01 - 0.8750050393733557*leg1_B1_21 + leg1_beta1_21*leg1_roll_c
     leg1_B0_22 = leg1_B1_20*leg1_beta1_02 + leg1_beta1_22*leg1_roll_c
     leg1_rho3_x = leg1_stroke + 0.7223228347298781
@@ -1248,17 +1376,14 @@ def velocity_constraints(x, p, H):
     leg1_Q_20 = leg1_B0_20*leg1_alpha_C_00 + leg1_B0_21*leg1_s_psi_z + leg1_B0_22*leg1_alpha_C_02
     leg1_Q_21 = leg1_B0_20*leg1_alpha_C_10 + leg1_B0_21*leg1_alpha_C_11 + leg1_B0_22*leg1_alpha_C_12
     leg1_Q_22 = leg1_B0_20*leg1_alpha_C_20 + leg1_B0_21*leg1_alpha_C_21 + leg1_B0_22*leg1_alpha_C_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
-    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.3686199338021085*leg1_Q_01 + 0.6482443370509812*leg1_Q_02
-    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.3686199338021085*leg1_Q_21 + 0.6482443370509812*leg1_Q_22
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.36861993380210856*leg1_Q_01 + 0.6482443370509813*leg1_Q_02
+    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.36861993380210856*leg1_Q_21 + 0.6482443370509813*leg1_Q_22
     leg1_Cd4_1 = -leg1_B1_21*leg1_e2_x + leg1_e2_z*leg1_u_s2
     leg1_Cd4_2 = -leg1_e2_x*leg1_roll_c
     leg1_Ci4_x = leg1_Q_00*leg1_e2_z - leg1_Q_20*leg1_e2_x
@@ -1266,29 +1391,29 @@ def velocity_constraints(x, p, H):
     leg1_Ci4_z = leg1_Q_02*leg1_e2_z - leg1_Q_22*leg1_e2_x
     if not (leg1_e2_z*leg1_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_e2_z
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg1_lu_f21 = leg1_TL1_y*leg1_lu_inv3
     leg1_lu_u22 = leg1_TL2_y - leg1_TL2_z*leg1_lu_f21
     if not (leg1_lu_u22*leg1_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 4 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 192
     leg1_lu_inv4 = 1.0/leg1_lu_u22
     leg2_B1_10 = -leg2_roll_c*leg2_u_s2
     leg2_B1_11 = leg2_roll_c*leg2_u_c2
     leg2_B1_20 = leg2_roll_s*leg2_u_s2
     leg2_B1_21 = -leg2_roll_s*leg2_u_c2
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.48411381003978005*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
+    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.4841138100397801*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
     leg2_B0_11 = leg2_B1_10*leg2_beta1_01 - 0.8750050393733557*leg2_B1_11 + leg2_beta1_21*leg2_roll_s
     leg2_B0_12 = leg2_B1_10*leg2_beta1_02 + leg2_beta1_22*leg2_roll_s
-    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.48411381003978005*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
+    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.4841138100397801*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
     leg2_B0_21 = leg2_B1_20*leg2_beta1_01 - 0.8750050393733557*leg2_B1_21 + leg2_beta1_21*leg2_roll_c
     leg2_B0_22 = leg2_B1_20*leg2_beta1_02 + leg2_beta1_22*leg2_roll_c
     leg2_rho3_x = leg2_stroke + 0.7223228347298781
@@ -1305,17 +1430,20 @@ def velocity_constraints(x, p, H):
     leg2_Q_20 = leg1_alpha_C_00*leg2_B0_20 + leg1_alpha_C_02*leg2_B0_22 + leg1_s_psi_z*leg2_B0_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_B0_20 + leg1_alpha_C_11*leg2_B0_21 + leg1_alpha_C_12*leg2_B0_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_B0_20 + leg1_alpha_C_21*leg2_B0_21 + leg1_alpha_C_22*leg2_B0_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
-    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.3686199338021085*leg2_Q_01 + 0.6482443370509812*leg2_Q_02
-    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.3686199338021085*leg2_Q_21 + 0.6482443370509812*leg2_Q_22
+    cse108 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse108
+    leg2_Ci1_y = -cse108
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse109 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse109
+    leg2_Ci2_y = -cse109
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse110 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse110
+    leg2_Ci3_y = -cse110
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.36861993380210856*leg2_Q_01 + 0.6482443370509813*leg2_Q_02
+    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.36861993380210856*leg2_Q_21 + 0.6482443370509813*leg2_Q_22
     leg2_Cd4_1 = -leg2_B1_21*leg2_e2_x + leg2_e2_z*leg2_u_s2
     leg2_Cd4_2 = -leg2_e2_x*leg2_roll_c
     leg2_Ci4_x = leg2_Q_00*leg2_e2_z - leg2_Q_20*leg2_e2_x
@@ -1323,32 +1451,32 @@ def velocity_constraints(x, p, H):
     leg2_Ci4_z = leg2_Q_02*leg2_e2_z - leg2_Q_22*leg2_e2_x
     if not (leg2_e2_z*leg2_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_e2_z
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg2_lu_f21 = leg2_TL1_y*leg2_lu_inv3
     leg2_lu_u22 = leg2_TL2_y - leg2_TL2_z*leg2_lu_f21
     if not (leg2_lu_u22*leg2_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 4 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 292
     leg2_lu_inv4 = 1.0/leg2_lu_u22
     leg3_B1_10 = -leg3_roll_c*leg3_u_s2
     leg3_B1_11 = leg3_roll_c*leg3_u_c2
     leg3_B1_20 = leg3_roll_s*leg3_u_s2
     leg3_B1_21 = -leg3_roll_s*leg3_u_c2
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.5157196875168388*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.515719687516839*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
     leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + 0.8567573775040014*leg3_B1_11 + leg3_beta1_21*leg3_roll_s
     leg3_B0_12 = leg3_B1_10*leg3_beta1_02 + leg3_beta1_22*leg3_roll_s
-    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.5157196875168388*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
+    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.515719687516839*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
     leg3_B0_21 = leg3_B1_20*leg3_beta1_01 + 0.8567573775040014*leg3_B1_21 + leg3_beta1_21*leg3_roll_c
     leg3_B0_22 = leg3_B1_20*leg3_beta1_02 + leg3_beta1_22*leg3_roll_c
-    leg3_rho3_x = leg3_stroke + 0.7223228347298782
+    leg3_rho3_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_y = leg3_B1_21*leg3_rho3_x
     leg3_TL1_z = -leg3_B1_11*leg3_rho3_x
     leg3_TL2_y = leg3_rho3_x*leg3_roll_c
@@ -1371,41 +1499,41 @@ def velocity_constraints(x, p, H):
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    leg3_e2_x = -0.6523628147563938*leg3_Q_00 + 0.3926856725225008*leg3_Q_01 + 0.6482443370509811*leg3_Q_02
-    leg3_e2_z = -0.6523628147563938*leg3_Q_20 + 0.3926856725225008*leg3_Q_21 + 0.6482443370509811*leg3_Q_22
+    leg3_e2_x = -0.6523628147563939*leg3_Q_00 + 0.3926856725225009*leg3_Q_01 + 0.6482443370509812*leg3_Q_02
+    leg3_e2_z = -0.6523628147563939*leg3_Q_20 + 0.3926856725225009*leg3_Q_21 + 0.6482443370509812*leg3_Q_22
     leg3_Cd4_1 = -leg3_B1_21*leg3_e2_x + leg3_e2_z*leg3_u_s2
     leg3_Cd4_2 = -leg3_e2_x*leg3_roll_c
     leg3_Ci4_x = leg3_Q_00*leg3_e2_z - leg3_Q_20*leg3_e2_x
     leg3_Ci4_y = leg3_Q_01*leg3_e2_z - leg3_Q_21*leg3_e2_x
     leg3_Ci4_z = leg3_Q_02*leg3_e2_z - leg3_Q_22*leg3_e2_x
-    if not (leg3_e2_z*leg3_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_e2_z*leg3_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_e2_z
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv3
     leg3_lu_u22 = leg3_TL2_y - leg3_TL2_z*leg3_lu_f21
-    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 392
     leg3_lu_inv4 = 1.0/leg3_lu_u22
     leg4_B1_10 = -leg4_roll_c*leg4_u_s2
     leg4_B1_11 = leg4_roll_c*leg4_u_c2
     leg4_B1_20 = leg4_roll_s*leg4_u_s2
     leg4_B1_21 = -leg4_roll_s*leg4_u_c2
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + 0.999833497556619*leg4_B1_11 + leg4_beta1_20*leg4_roll_s
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354333*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354326*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
     leg4_B0_12 = leg4_B1_10*leg4_beta1_02 + leg4_beta1_22*leg4_roll_s
     leg4_B0_20 = leg4_B1_20*leg4_beta1_00 + 0.999833497556619*leg4_B1_21 + leg4_beta1_20*leg4_roll_c
-    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354333*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
+    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354326*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
     leg4_B0_22 = leg4_B1_20*leg4_beta1_02 + leg4_beta1_22*leg4_roll_c
-    leg4_rho3_x = leg4_stroke + 0.722322834729878
+    leg4_rho3_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_y = leg4_B1_21*leg4_rho3_x
     leg4_TL1_z = -leg4_B1_11*leg4_rho3_x
     leg4_TL2_y = leg4_rho3_x*leg4_roll_c
@@ -1419,50 +1547,50 @@ def velocity_constraints(x, p, H):
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    leg4_e2_x = -0.013894360728465763*leg4_Q_00 + 0.7613056063246095*leg4_Q_01 + 0.6482443370509812*leg4_Q_02
-    leg4_e2_z = -0.013894360728465763*leg4_Q_20 + 0.7613056063246095*leg4_Q_21 + 0.6482443370509812*leg4_Q_22
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    leg4_e2_x = -0.013894360728465758*leg4_Q_00 + 0.7613056063246094*leg4_Q_01 + 0.6482443370509813*leg4_Q_02
+    leg4_e2_z = -0.013894360728465758*leg4_Q_20 + 0.7613056063246094*leg4_Q_21 + 0.6482443370509813*leg4_Q_22
     leg4_Cd4_1 = -leg4_B1_21*leg4_e2_x + leg4_e2_z*leg4_u_s2
     leg4_Cd4_2 = -leg4_e2_x*leg4_roll_c
     leg4_Ci4_x = leg4_Q_00*leg4_e2_z - leg4_Q_20*leg4_e2_x
     leg4_Ci4_y = leg4_Q_01*leg4_e2_z - leg4_Q_21*leg4_e2_x
     leg4_Ci4_z = leg4_Q_02*leg4_e2_z - leg4_Q_22*leg4_e2_x
-    if not (leg4_e2_z*leg4_e2_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_e2_z*leg4_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_e2_z
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg4_lu_f21 = leg4_TL1_y*leg4_lu_inv3
     leg4_lu_u22 = leg4_TL2_y - leg4_TL2_z*leg4_lu_f21
-    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
+    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 492
     leg4_lu_inv4 = 1.0/leg4_lu_u22
     leg5_B1_10 = -leg5_roll_c*leg5_u_s2
     leg5_B1_11 = leg5_roll_c*leg5_u_c2
     leg5_B1_20 = leg5_roll_s*leg5_u_s2
     leg5_B1_21 = -leg5_roll_s*leg5_u_c2
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = leg5_B1_10*leg5_beta1_00 - 0.999833497556619*leg5_B1_11 + leg5_beta1_20*leg5_roll_s
-    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354566*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
+    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354326*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
     leg5_B0_12 = leg5_B1_10*leg5_beta1_02 + leg5_beta1_22*leg5_roll_s
     leg5_B0_20 = leg5_B1_20*leg5_beta1_00 - 0.999833497556619*leg5_B1_21 + leg5_beta1_20*leg5_roll_c
-    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354566*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
+    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354326*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
     leg5_B0_22 = leg5_B1_20*leg5_beta1_02 + leg5_beta1_22*leg5_roll_c
-    leg5_rho3_x = leg5_stroke + 0.7223228347298781
+    leg5_rho3_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_y = leg5_B1_21*leg5_rho3_x
     leg5_TL1_z = -leg5_B1_11*leg5_rho3_x
     leg5_TL2_y = leg5_rho3_x*leg5_roll_c
@@ -1476,50 +1604,50 @@ def velocity_constraints(x, p, H):
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    leg5_e2_x = -0.013894360728465938*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509812*leg5_Q_02
-    leg5_e2_z = -0.013894360728465938*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509812*leg5_Q_22
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    leg5_e2_x = -0.013894360728465758*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509813*leg5_Q_02
+    leg5_e2_z = -0.013894360728465758*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509813*leg5_Q_22
     leg5_Cd4_1 = -leg5_B1_21*leg5_e2_x + leg5_e2_z*leg5_u_s2
     leg5_Cd4_2 = -leg5_e2_x*leg5_roll_c
     leg5_Ci4_x = leg5_Q_00*leg5_e2_z - leg5_Q_20*leg5_e2_x
     leg5_Ci4_y = leg5_Q_01*leg5_e2_z - leg5_Q_21*leg5_e2_x
     leg5_Ci4_z = leg5_Q_02*leg5_e2_z - leg5_Q_22*leg5_e2_x
-    if not (leg5_e2_z*leg5_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_e2_z*leg5_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_e2_z
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg5_lu_f21 = leg5_TL1_y*leg5_lu_inv3
     leg5_lu_u22 = leg5_TL2_y - leg5_TL2_z*leg5_lu_f21
-    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
+    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 592
     leg5_lu_inv4 = 1.0/leg5_lu_u22
     leg6_B1_10 = -leg6_roll_c*leg6_u_s2
     leg6_B1_11 = leg6_roll_c*leg6_u_c2
     leg6_B1_20 = leg6_roll_s*leg6_u_s2
     leg6_B1_21 = -leg6_roll_s*leg6_u_c2
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.5157196875168393*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
-    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040012*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.515719687516839*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
+    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040014*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
     leg6_B0_12 = leg6_B1_10*leg6_beta1_02 + leg6_beta1_22*leg6_roll_s
-    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.5157196875168393*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
-    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040012*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
+    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.515719687516839*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
+    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040014*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
     leg6_B0_22 = leg6_B1_20*leg6_beta1_02 + leg6_beta1_22*leg6_roll_c
-    leg6_rho3_x = leg6_stroke + 0.7223228347298779
+    leg6_rho3_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_y = leg6_B1_21*leg6_rho3_x
     leg6_TL1_z = -leg6_B1_11*leg6_rho3_x
     leg6_TL2_y = leg6_rho3_x*leg6_roll_c
@@ -1534,34 +1662,34 @@ def velocity_constraints(x, p, H):
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.39268567252250125*leg6_Q_01 + 0.6482443370509808*leg6_Q_02
-    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.39268567252250125*leg6_Q_21 + 0.6482443370509808*leg6_Q_22
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.3926856725225009*leg6_Q_01 + 0.6482443370509812*leg6_Q_02
+    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.3926856725225009*leg6_Q_21 + 0.6482443370509812*leg6_Q_22
     leg6_Cd4_1 = -leg6_B1_21*leg6_e2_x + leg6_e2_z*leg6_u_s2
     leg6_Cd4_2 = -leg6_e2_x*leg6_roll_c
     leg6_Ci4_x = leg6_Q_00*leg6_e2_z - leg6_Q_20*leg6_e2_x
     leg6_Ci4_y = leg6_Q_01*leg6_e2_z - leg6_Q_21*leg6_e2_x
     leg6_Ci4_z = leg6_Q_02*leg6_e2_z - leg6_Q_22*leg6_e2_x
-    if not (leg6_e2_z*leg6_e2_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    if not (leg6_e2_z*leg6_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_e2_z
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv3
     leg6_lu_u22 = leg6_TL2_y - leg6_TL2_z*leg6_lu_f21
-    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         H[:] = [NAN] * 144
-        return 2
+        return 692
     leg6_lu_inv4 = 1.0/leg6_lu_u22
     leg1_H1__e2 = leg1_B0_10 - leg1_B0_20*leg1_lu_f21
     leg1_H1_2 = leg1_H1__e2*leg1_lu_inv4
@@ -1578,11 +1706,9 @@ def velocity_constraints(x, p, H):
     leg1_H4__e2 = leg1_Ci2_x - leg1_Ci3_x*leg1_lu_f21
     leg1_H4_2 = leg1_H4__e2*leg1_lu_inv4
     leg1_H4_1 = leg1_lu_inv3*(leg1_Ci3_x - leg1_H4_2*leg1_TL2_z)
-    leg1_H4_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H4_1 - leg1_Cd4_2*leg1_H4_2 + leg1_Ci4_x)
-    leg1_H5__e2 = leg1_Ci2_y - leg1_Ci3_y*leg1_lu_f21
-    leg1_H5_2 = leg1_H5__e2*leg1_lu_inv4
-    leg1_H5_1 = leg1_lu_inv3*(leg1_Ci3_y - leg1_H5_2*leg1_TL2_z)
-    leg1_H5_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H5_1 - leg1_Cd4_2*leg1_H5_2 + leg1_Ci4_y)
+    cse111 = leg1_Cd4_1*leg1_H4_1 + leg1_Cd4_2*leg1_H4_2
+    leg1_H4_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_x)
+    leg1_H5_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_y)
     leg1_H6__e2 = leg1_Ci2_z - leg1_Ci3_z*leg1_lu_f21
     leg1_H6_2 = leg1_H6__e2*leg1_lu_inv4
     leg1_H6_1 = leg1_lu_inv3*(leg1_Ci3_z - leg1_H6_2*leg1_TL2_z)
@@ -1711,13 +1837,13 @@ def velocity_constraints(x, p, H):
     H[1] = leg1_H2_1
     H[2] = leg1_H3_1
     H[3] = leg1_H4_1
-    H[4] = leg1_H5_1
+    H[4] = leg1_H4_1
     H[5] = leg1_H6_1
     H[6] = leg1_H1_2
     H[7] = leg1_H2_2
     H[8] = leg1_H3_2
     H[9] = leg1_H4_2
-    H[10] = leg1_H5_2
+    H[10] = leg1_H4_2
     H[11] = leg1_H6_2
     H[12] = leg1_H1_3
     H[13] = leg1_H2_3
@@ -1729,7 +1855,7 @@ def velocity_constraints(x, p, H):
     H[19] = leg1_B0_01
     H[20] = leg1_B0_02
     H[21] = leg1_Ci1_x
-    H[22] = leg1_Ci1_y
+    H[22] = leg1_Ci1_x
     H[23] = leg1_Ci1_z
     H[24] = leg2_H1_1
     H[25] = leg2_H2_1
@@ -1857,14 +1983,48 @@ def velocity_constraints(x, p, H):
 def leg_rates(x, u, p, q, qd):
     """Leg joint coordinates q and rates qd = H u.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out q[24] shape 24
-    out qd[24] shape 24
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 778 adds, 1282 muls, 36 divs, 18 sqrt, 24 trig (2138 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out q[24] shape 24: leg joint coordinates (rad, m for a stroke), shape (24,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
+        leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,
+        leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll,
+        leg6_stroke
+    out qd[24] shape 24: leg joint rates (rad/s, m/s for a stroke), shape (24,), in the order of q
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 122: leg1 roll: cut universal joint axis along the leg (singular)
+    status 133: leg1 stroke below its lower limit -0.25 m
+    status 134: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 222: leg2 roll: cut universal joint axis along the leg (singular)
+    status 233: leg2 stroke below its lower limit -0.25 m
+    status 234: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 322: leg3 roll: cut universal joint axis along the leg (singular)
+    status 333: leg3 stroke below its lower limit -0.25 m
+    status 334: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 422: leg4 roll: cut universal joint axis along the leg (singular)
+    status 433: leg4 stroke below its lower limit -0.25 m
+    status 434: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 522: leg5 roll: cut universal joint axis along the leg (singular)
+    status 533: leg5 stroke below its lower limit -0.25 m
+    status 534: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 622: leg6 roll: cut universal joint axis along the leg (singular)
+    status 633: leg6 stroke below its lower limit -0.25 m
+    status 634: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 772 adds, 1249 muls, 36 divs, 18 sqrt, 24 trig (2099 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -1886,23 +2046,23 @@ def leg_rates(x, u, p, q, qd):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -1915,55 +2075,55 @@ def leg_rates(x, u, p, q, qd):
     leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
     leg1_stroke = leg1_u_L - 0.7223228347298781
     cse9 = 0.7614323866774606*leg1_u_c1
-    cse10 = 0.3686199338021085*leg1_alpha_C_12
-    cse11 = 0.6482443370509812*leg1_alpha_C_22
+    cse10 = 0.36861993380210856*leg1_alpha_C_12
+    cse11 = 0.6482443370509813*leg1_alpha_C_22
     cse12 = cse11 + 0.6662571754848596*leg1_alpha_C_02
     cse13 = cse10 + cse12
-    cse14 = 0.3686199338021085*leg1_alpha_C_10
-    cse15 = 0.6482443370509812*leg1_alpha_C_20
+    cse14 = 0.36861993380210856*leg1_alpha_C_10
+    cse15 = 0.6482443370509813*leg1_alpha_C_20
     cse16 = cse15 + 0.6662571754848596*leg1_alpha_C_00
     cse17 = cse14 + cse16
     cse18 = 0.5672170616648486*leg1_u_c1
     cse19 = 0.6662571754848596*leg1_u_s1
-    cse20 = 0.3686199338021085*leg1_alpha_C_11
-    cse21 = 0.6482443370509812*leg1_alpha_C_21
+    cse20 = 0.36861993380210856*leg1_alpha_C_11
+    cse21 = 0.6482443370509813*leg1_alpha_C_21
     cse22 = cse21 + 0.6662571754848596*leg1_s_psi_z
     cse23 = cse20 + cse22
-    cse24 = 0.31382403584646185*leg1_u_c1
-    cse25 = 0.3686199338021085*leg1_u_s1
-    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509812*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.48411381003978005*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
-    cse26 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    cse24 = 0.3138240358464619*leg1_u_c1
+    cse25 = 0.36861993380210856*leg1_u_s1
+    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509813*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.4841138100397801*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
+    cse26 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
     cse27 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    cse28 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_e2_roll_z = cse13*cse26 + cse17*cse27 + cse23*cse28
+    cse28 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_e2_roll_z = cse13*cse28 + cse17*cse27 + cse23*cse26
     leg1_roll_N2 = leg1_e2_roll_y*leg1_e2_roll_y + leg1_e2_roll_z*leg1_e2_roll_z
-    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg1 roll: cut universal joint axis along the leg (singular)
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 122
     leg1_roll_inv_N = 1.0/math.sqrt(leg1_roll_N2)
     leg1_roll_c = leg1_e2_roll_z*leg1_roll_inv_N
     leg1_roll_s = -leg1_e2_roll_y*leg1_roll_inv_N
     leg1_q3 = math.atan2(leg1_roll_s, leg1_roll_c)
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 133
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 1
+        return 134
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -1981,44 +2141,47 @@ def leg_rates(x, u, p, q, qd):
     cse32 = 0.5672170616648486*leg2_u_c1
     cse33 = 0.6662571754848596*leg2_u_s1
     cse34 = -cse20 + cse22
-    cse35 = 0.31382403584646185*leg2_u_c1
-    cse36 = 0.3686199338021085*leg2_u_s1
-    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509812*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.48411381003978005*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
-    cse37 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    cse35 = 0.3138240358464619*leg2_u_c1
+    cse36 = 0.36861993380210856*leg2_u_s1
+    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509813*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.4841138100397801*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
+    cse37 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
     cse38 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    cse39 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_e2_roll_z = cse30*cse37 + cse31*cse38 + cse34*cse39
+    cse39 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg2_e2_roll_z = cse30*cse39 + cse31*cse38 + cse34*cse37
     leg2_roll_N2 = leg2_e2_roll_y*leg2_e2_roll_y + leg2_e2_roll_z*leg2_e2_roll_z
-    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg2 roll: cut universal joint axis along the leg (singular)
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 222
     leg2_roll_inv_N = 1.0/math.sqrt(leg2_roll_N2)
     leg2_roll_c = leg2_e2_roll_z*leg2_roll_inv_N
     leg2_roll_s = -leg2_e2_roll_y*leg2_roll_inv_N
     leg2_q3 = math.atan2(leg2_roll_s, leg2_roll_c)
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 233
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 1
+        return 234
     cse40 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse40 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse41 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse41 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse42 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse42 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse41 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse40 + cse41
+    cse42 = 0.6278517870878945*leg1_alpha_C_11
+    cse43 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse42 + cse43
+    cse44 = 0.6278517870878945*leg1_alpha_C_12
+    cse45 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse44 + cse45
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -2029,48 +2192,60 @@ def leg_rates(x, u, p, q, qd):
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
     leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
     leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    cse43 = 0.7614323866774605*leg3_u_c1
-    cse44 = -0.6523628147563938*leg1_alpha_C_02 + 0.3926856725225008*leg1_alpha_C_12 + 0.6482443370509811*leg1_alpha_C_22
-    cse45 = 0.5553881181936187*leg3_u_c1
-    cse46 = 0.6523628147563938*leg3_u_s1
-    cse47 = -0.6523628147563938*leg1_alpha_C_00 + 0.3926856725225008*leg1_alpha_C_10 + 0.6482443370509811*leg1_alpha_C_20
-    cse48 = 0.39268567252250075*leg3_u_s1
-    cse49 = 0.33431236693849237*leg3_u_c1
-    cse50 = 0.3926856725225008*leg1_alpha_C_11 + 0.6482443370509811*leg1_alpha_C_21 - 0.6523628147563938*leg1_s_psi_z
-    leg3_e2_roll_y = cse44*(-cse43*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse47*(-cse45*leg3_u_s2 - cse46*leg3_u_s2 + 0.5157196875168388*leg3_u_c2) + cse50*(cse48*leg3_u_s2 + cse49*leg3_u_s2 + 0.8567573775040014*leg3_u_c2)
-    cse51 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    cse52 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    cse53 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg3_e2_roll_z = cse44*cse53 + cse47*cse51 + cse50*cse52
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    cse46 = 0.7614323866774606*leg3_u_c1
+    cse47 = 0.3926856725225009*leg1_alpha_C_12
+    cse48 = 0.6523628147563939*leg1_alpha_C_02
+    cse49 = cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse50 = 0.3343123669384925*leg3_u_c1
+    cse51 = 0.3926856725225009*leg3_u_s1
+    cse52 = 0.3926856725225009*leg1_alpha_C_11
+    cse53 = 0.6523628147563939*leg1_s_psi_z
+    cse54 = cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse55 = 0.5553881181936186*leg3_u_c1
+    cse56 = 0.6523628147563939*leg3_u_s1
+    cse57 = 0.3926856725225009*leg1_alpha_C_10
+    cse58 = 0.6523628147563939*leg1_alpha_C_00
+    cse59 = cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    leg3_e2_roll_y = cse49*(-cse46*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse54*(cse50*leg3_u_s2 + cse51*leg3_u_s2 + 0.8567573775040014*leg3_u_c2) + cse59*(-cse55*leg3_u_s2 - cse56*leg3_u_s2 + 0.515719687516839*leg3_u_c2)
+    cse60 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    cse61 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    cse62 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_e2_roll_z = cse49*cse60 + cse54*cse62 + cse59*cse61
     leg3_roll_N2 = leg3_e2_roll_y*leg3_e2_roll_y + leg3_e2_roll_z*leg3_e2_roll_z
-    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg3 roll: cut universal joint axis along the leg (singular)
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 322
     leg3_roll_inv_N = 1.0/math.sqrt(leg3_roll_N2)
     leg3_roll_c = leg3_e2_roll_z*leg3_roll_inv_N
     leg3_roll_s = -leg3_e2_roll_y*leg3_roll_inv_N
     leg3_q3 = math.atan2(leg3_roll_s, leg3_roll_c)
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 333
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 334
+    cse63 = 0.16823237931663848*leg1_alpha_C_10
+    cse64 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse63 - cse64 + x_C
+    cse65 = 0.16823237931663848*leg1_alpha_C_11
+    cse66 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse65 - cse66 + y_C
+    cse67 = 0.16823237931663848*leg1_alpha_C_12
+    cse68 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse67 - cse68 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -2081,48 +2256,54 @@ def leg_rates(x, u, p, q, qd):
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
     leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
     leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    cse54 = 0.7614323866774607*leg4_u_c1
-    cse55 = cse11 - 0.013894360728465763*leg1_alpha_C_02 + 0.7613056063246095*leg1_alpha_C_12
-    cse56 = cse15 - 0.013894360728465763*leg1_alpha_C_00 + 0.7613056063246095*leg1_alpha_C_10
-    cse57 = 0.011828943471230067*leg4_u_c1
-    cse58 = 0.013894360728465765*leg4_u_s1
-    cse59 = cse21 + 0.7613056063246095*leg1_alpha_C_11 - 0.013894360728465763*leg1_s_psi_z
-    cse60 = 0.7613056063246095*leg4_u_s1
-    cse61 = 0.6481364027849542*leg4_u_c1
-    leg4_e2_roll_y = cse55*(-cse54*leg4_u_s2 + 0.6482443370509811*leg4_u_s1*leg4_u_s2) + cse56*(-cse57*leg4_u_s2 - cse58*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse59*(cse60*leg4_u_s2 + cse61*leg4_u_s2 + 0.018247661869354333*leg4_u_c2)
-    cse62 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    cse63 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    cse64 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg4_e2_roll_z = cse55*cse64 + cse56*cse62 + cse59*cse63
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    cse69 = 0.7614323866774606*leg4_u_c1
+    cse70 = 0.7613056063246094*leg1_alpha_C_12
+    cse71 = 0.013894360728465758*leg1_alpha_C_02
+    cse72 = cse11 + cse70 - cse71
+    cse73 = 0.011828943471230063*leg4_u_c1
+    cse74 = 0.013894360728465758*leg4_u_s1
+    cse75 = 0.7613056063246094*leg1_alpha_C_10
+    cse76 = 0.013894360728465758*leg1_alpha_C_00
+    cse77 = cse15 + cse75 - cse76
+    cse78 = 0.6481364027849544*leg4_u_c1
+    cse79 = 0.7613056063246094*leg4_u_s1
+    cse80 = 0.7613056063246094*leg1_alpha_C_11
+    cse81 = 0.013894360728465758*leg1_s_psi_z
+    cse82 = cse21 + cse80 - cse81
+    leg4_e2_roll_y = cse72*(-cse69*leg4_u_s2 + 0.6482443370509813*leg4_u_s1*leg4_u_s2) + cse77*(-cse73*leg4_u_s2 - cse74*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse82*(cse78*leg4_u_s2 + cse79*leg4_u_s2 + 0.018247661869354326*leg4_u_c2)
+    cse83 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    cse84 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    cse85 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_e2_roll_z = cse72*cse84 + cse77*cse83 + cse82*cse85
     leg4_roll_N2 = leg4_e2_roll_y*leg4_e2_roll_y + leg4_e2_roll_z*leg4_e2_roll_z
-    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg4 roll: cut universal joint axis along the leg (singular)
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 422
     leg4_roll_inv_N = 1.0/math.sqrt(leg4_roll_N2)
     leg4_roll_c = leg4_e2_roll_z*leg4_roll_inv_N
     leg4_roll_s = -leg4_e2_roll_y*leg4_roll_inv_N
     leg4_q3 = math.atan2(leg4_roll_s, leg4_roll_c)
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 433
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 434
+    leg5_s0_x = -cse63 - cse64 + x_C
+    leg5_s0_y = -cse65 - cse66 + y_C
+    leg5_s0_z = -cse67 - cse68 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -2133,48 +2314,48 @@ def leg_rates(x, u, p, q, qd):
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
     leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
     leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    cse65 = 0.7614323866774606*leg5_u_c1
-    cse66 = -0.013894360728465938*leg1_alpha_C_02 - 0.7613056063246094*leg1_alpha_C_12 + 0.6482443370509812*leg1_alpha_C_22
-    cse67 = 0.6481364027849542*leg5_u_c1
-    cse68 = 0.7613056063246094*leg5_u_s1
-    cse69 = -0.7613056063246094*leg1_alpha_C_11 + 0.6482443370509812*leg1_alpha_C_21 - 0.013894360728465938*leg1_s_psi_z
-    cse70 = -0.013894360728465938*leg1_alpha_C_00 - 0.7613056063246094*leg1_alpha_C_10 + 0.6482443370509812*leg1_alpha_C_20
-    cse71 = 0.011828943471230218*leg5_u_c1
-    cse72 = 0.01389436072846594*leg5_u_s1
-    leg5_e2_roll_y = cse66*(-cse65*leg5_u_s2 + 0.6482443370509811*leg5_u_s1*leg5_u_s2) + cse69*(-cse67*leg5_u_s2 - cse68*leg5_u_s2 + 0.018247661869354566*leg5_u_c2) + cse70*(-cse71*leg5_u_s2 - cse72*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
-    cse73 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    cse74 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    cse75 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_e2_roll_z = cse66*cse73 + cse69*cse74 + cse70*cse75
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    cse86 = 0.7614323866774606*leg5_u_c1
+    cse87 = -cse70 - cse71 + 0.6482443370509813*leg1_alpha_C_22
+    cse88 = 0.6481364027849544*leg5_u_c1
+    cse89 = 0.7613056063246094*leg5_u_s1
+    cse90 = -cse80 - cse81 + 0.6482443370509813*leg1_alpha_C_21
+    cse91 = -cse75 - cse76 + 0.6482443370509813*leg1_alpha_C_20
+    cse92 = 0.011828943471230063*leg5_u_c1
+    cse93 = 0.013894360728465758*leg5_u_s1
+    leg5_e2_roll_y = cse87*(-cse86*leg5_u_s2 + 0.6482443370509813*leg5_u_s1*leg5_u_s2) + cse90*(-cse88*leg5_u_s2 - cse89*leg5_u_s2 + 0.018247661869354326*leg5_u_c2) + cse91*(-cse92*leg5_u_s2 - cse93*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
+    cse94 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    cse95 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    cse96 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_e2_roll_z = cse87*cse95 + cse90*cse96 + cse91*cse94
     leg5_roll_N2 = leg5_e2_roll_y*leg5_e2_roll_y + leg5_e2_roll_z*leg5_e2_roll_z
-    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg5 roll: cut universal joint axis along the leg (singular)
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 522
     leg5_roll_inv_N = 1.0/math.sqrt(leg5_roll_N2)
     leg5_roll_c = leg5_e2_roll_z*leg5_roll_inv_N
     leg5_roll_s = -leg5_e2_roll_y*leg5_roll_inv_N
     leg5_q3 = math.atan2(leg5_roll_s, leg5_roll_c)
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 533
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 1
-    leg6_s0_x = -cse40 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse41 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse42 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 534
+    leg6_s0_x = -cse40 + cse41
+    leg6_s0_y = -cse42 + cse43
+    leg6_s0_z = -cse44 + cse45
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -2185,84 +2366,84 @@ def leg_rates(x, u, p, q, qd):
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
     leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
     leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    cse76 = 0.7614323866774608*leg6_u_c1
-    cse77 = -0.6523628147563939*leg1_alpha_C_02 - 0.39268567252250125*leg1_alpha_C_12 + 0.6482443370509808*leg1_alpha_C_22
-    cse78 = 0.33431236693849253*leg6_u_c1
-    cse79 = 0.39268567252250125*leg6_u_s1
-    cse80 = -0.39268567252250125*leg1_alpha_C_11 + 0.6482443370509808*leg1_alpha_C_21 - 0.6523628147563939*leg1_s_psi_z
-    cse81 = -0.6523628147563939*leg1_alpha_C_00 - 0.39268567252250125*leg1_alpha_C_10 + 0.6482443370509808*leg1_alpha_C_20
-    cse82 = 0.5553881181936182*leg6_u_c1
-    cse83 = 0.6523628147563939*leg6_u_s1
-    leg6_e2_roll_y = cse77*(-cse76*leg6_u_s2 + 0.6482443370509808*leg6_u_s1*leg6_u_s2) + cse80*(-cse78*leg6_u_s2 - cse79*leg6_u_s2 + 0.8567573775040012*leg6_u_c2) + cse81*(-cse82*leg6_u_s2 - cse83*leg6_u_s2 - 0.5157196875168393*leg6_u_c2)
-    cse84 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    cse85 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    cse86 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_e2_roll_z = cse77*cse84 + cse80*cse86 + cse81*cse85
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    cse97 = 0.7614323866774606*leg6_u_c1
+    cse98 = -cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse99 = 0.3343123669384925*leg6_u_c1
+    cse100 = 0.3926856725225009*leg6_u_s1
+    cse101 = -cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse102 = -cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    cse103 = 0.5553881181936186*leg6_u_c1
+    cse104 = 0.6523628147563939*leg6_u_s1
+    leg6_e2_roll_y = cse101*(-cse100*leg6_u_s2 - cse99*leg6_u_s2 + 0.8567573775040014*leg6_u_c2) + cse102*(-cse103*leg6_u_s2 - cse104*leg6_u_s2 - 0.515719687516839*leg6_u_c2) + cse98*(-cse97*leg6_u_s2 + 0.6482443370509812*leg6_u_s1*leg6_u_s2)
+    cse105 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    cse106 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    cse107 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_e2_roll_z = cse101*cse107 + cse102*cse106 + cse105*cse98
     leg6_roll_N2 = leg6_e2_roll_y*leg6_e2_roll_y + leg6_e2_roll_z*leg6_e2_roll_z
-    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg6 roll: cut universal joint axis along the leg (singular)
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 622
     leg6_roll_inv_N = 1.0/math.sqrt(leg6_roll_N2)
     leg6_roll_c = leg6_e2_roll_z*leg6_roll_inv_N
     leg6_roll_s = -leg6_e2_roll_y*leg6_roll_inv_N
     leg6_q3 = math.atan2(leg6_roll_s, leg6_roll_c)
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 633
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 1
+        return 634
     leg1_beta1_00 = -cse18 - cse19
     leg1_beta1_01 = -cse24 - cse25
-    leg1_beta1_02 = cse9 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_02 = cse9 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = cse27
-    leg1_beta1_21 = cse28
-    leg1_beta1_22 = cse26
+    leg1_beta1_21 = cse26
+    leg1_beta1_22 = cse28
     leg2_beta1_00 = -cse32 - cse33
     leg2_beta1_01 = cse35 + cse36
-    leg2_beta1_02 = cse29 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_02 = cse29 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = cse38
-    leg2_beta1_21 = cse39
-    leg2_beta1_22 = cse37
-    leg3_beta1_00 = cse45 + cse46
-    leg3_beta1_01 = -cse48 - cse49
-    leg3_beta1_02 = cse43 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = cse51
-    leg3_beta1_21 = cse52
-    leg3_beta1_22 = cse53
-    leg4_beta1_00 = cse57 + cse58
-    leg4_beta1_01 = -cse60 - cse61
-    leg4_beta1_02 = cse54 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = cse62
-    leg4_beta1_21 = cse63
-    leg4_beta1_22 = cse64
-    leg5_beta1_00 = cse71 + cse72
-    leg5_beta1_01 = cse67 + cse68
-    leg5_beta1_02 = cse65 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = cse75
-    leg5_beta1_21 = cse74
-    leg5_beta1_22 = cse73
-    leg6_beta1_00 = cse82 + cse83
-    leg6_beta1_01 = cse78 + cse79
-    leg6_beta1_02 = cse76 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = cse85
-    leg6_beta1_21 = cse86
-    leg6_beta1_22 = cse84
+    leg2_beta1_21 = cse37
+    leg2_beta1_22 = cse39
+    leg3_beta1_00 = cse55 + cse56
+    leg3_beta1_01 = -cse50 - cse51
+    leg3_beta1_02 = cse46 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = cse61
+    leg3_beta1_21 = cse62
+    leg3_beta1_22 = cse60
+    leg4_beta1_00 = cse73 + cse74
+    leg4_beta1_01 = -cse78 - cse79
+    leg4_beta1_02 = cse69 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = cse83
+    leg4_beta1_21 = cse85
+    leg4_beta1_22 = cse84
+    leg5_beta1_00 = cse92 + cse93
+    leg5_beta1_01 = cse88 + cse89
+    leg5_beta1_02 = cse86 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = cse94
+    leg5_beta1_21 = cse96
+    leg5_beta1_22 = cse95
+    leg6_beta1_00 = cse103 + cse104
+    leg6_beta1_01 = cse100 + cse99
+    leg6_beta1_02 = cse97 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = cse106
+    leg6_beta1_21 = cse107
+    leg6_beta1_22 = cse105
     leg1_B1_10 = -leg1_roll_c*leg1_u_s2
     leg1_B1_11 = leg1_roll_c*leg1_u_c2
     leg1_B1_20 = leg1_roll_s*leg1_u_s2
     leg1_B1_21 = -leg1_roll_s*leg1_u_c2
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.48411381003978005*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
+    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.4841138100397801*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
     leg1_B0_11 = leg1_B1_10*leg1_beta1_01 - 0.8750050393733557*leg1_B1_11 + leg1_beta1_21*leg1_roll_s
     leg1_B0_12 = leg1_B1_10*leg1_beta1_02 + leg1_beta1_22*leg1_roll_s
-    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.48411381003978005*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
+    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.4841138100397801*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
     leg1_B0_21 = leg1_B1_20*leg1_beta1_01 - 0.8750050393733557*leg1_B1_21 + leg1_beta1_21*leg1_roll_c
     leg1_B0_22 = leg1_B1_20*leg1_beta1_02 + leg1_beta1_22*leg1_roll_c
     leg1_rho3_x = leg1_stroke + 0.7223228347298781
@@ -2279,17 +2460,14 @@ def leg_rates(x, u, p, q, qd):
     leg1_Q_20 = leg1_B0_20*leg1_alpha_C_00 + leg1_B0_21*leg1_s_psi_z + leg1_B0_22*leg1_alpha_C_02
     leg1_Q_21 = leg1_B0_20*leg1_alpha_C_10 + leg1_B0_21*leg1_alpha_C_11 + leg1_B0_22*leg1_alpha_C_12
     leg1_Q_22 = leg1_B0_20*leg1_alpha_C_20 + leg1_B0_21*leg1_alpha_C_21 + leg1_B0_22*leg1_alpha_C_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
-    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.3686199338021085*leg1_Q_01 + 0.6482443370509812*leg1_Q_02
-    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.3686199338021085*leg1_Q_21 + 0.6482443370509812*leg1_Q_22
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.36861993380210856*leg1_Q_01 + 0.6482443370509813*leg1_Q_02
+    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.36861993380210856*leg1_Q_21 + 0.6482443370509813*leg1_Q_22
     leg1_Cd4_1 = -leg1_B1_21*leg1_e2_x + leg1_e2_z*leg1_u_s2
     leg1_Cd4_2 = -leg1_e2_x*leg1_roll_c
     leg1_Ci4_x = leg1_Q_00*leg1_e2_z - leg1_Q_20*leg1_e2_x
@@ -2298,31 +2476,31 @@ def leg_rates(x, u, p, q, qd):
     if not (leg1_e2_z*leg1_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_e2_z
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg1_lu_f21 = leg1_TL1_y*leg1_lu_inv3
     leg1_lu_u22 = leg1_TL2_y - leg1_TL2_z*leg1_lu_f21
     if not (leg1_lu_u22*leg1_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 4 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv4 = 1.0/leg1_lu_u22
     leg2_B1_10 = -leg2_roll_c*leg2_u_s2
     leg2_B1_11 = leg2_roll_c*leg2_u_c2
     leg2_B1_20 = leg2_roll_s*leg2_u_s2
     leg2_B1_21 = -leg2_roll_s*leg2_u_c2
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.48411381003978005*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
+    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.4841138100397801*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
     leg2_B0_11 = leg2_B1_10*leg2_beta1_01 - 0.8750050393733557*leg2_B1_11 + leg2_beta1_21*leg2_roll_s
     leg2_B0_12 = leg2_B1_10*leg2_beta1_02 + leg2_beta1_22*leg2_roll_s
-    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.48411381003978005*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
+    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.4841138100397801*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
     leg2_B0_21 = leg2_B1_20*leg2_beta1_01 - 0.8750050393733557*leg2_B1_21 + leg2_beta1_21*leg2_roll_c
     leg2_B0_22 = leg2_B1_20*leg2_beta1_02 + leg2_beta1_22*leg2_roll_c
     leg2_rho3_x = leg2_stroke + 0.7223228347298781
@@ -2339,17 +2517,20 @@ def leg_rates(x, u, p, q, qd):
     leg2_Q_20 = leg1_alpha_C_00*leg2_B0_20 + leg1_alpha_C_02*leg2_B0_22 + leg1_s_psi_z*leg2_B0_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_B0_20 + leg1_alpha_C_11*leg2_B0_21 + leg1_alpha_C_12*leg2_B0_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_B0_20 + leg1_alpha_C_21*leg2_B0_21 + leg1_alpha_C_22*leg2_B0_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
-    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.3686199338021085*leg2_Q_01 + 0.6482443370509812*leg2_Q_02
-    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.3686199338021085*leg2_Q_21 + 0.6482443370509812*leg2_Q_22
+    cse108 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse108
+    leg2_Ci1_y = -cse108
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse109 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse109
+    leg2_Ci2_y = -cse109
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse110 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse110
+    leg2_Ci3_y = -cse110
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.36861993380210856*leg2_Q_01 + 0.6482443370509813*leg2_Q_02
+    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.36861993380210856*leg2_Q_21 + 0.6482443370509813*leg2_Q_22
     leg2_Cd4_1 = -leg2_B1_21*leg2_e2_x + leg2_e2_z*leg2_u_s2
     leg2_Cd4_2 = -leg2_e2_x*leg2_roll_c
     leg2_Ci4_x = leg2_Q_00*leg2_e2_z - leg2_Q_20*leg2_e2_x
@@ -2358,34 +2539,34 @@ def leg_rates(x, u, p, q, qd):
     if not (leg2_e2_z*leg2_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_e2_z
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg2_lu_f21 = leg2_TL1_y*leg2_lu_inv3
     leg2_lu_u22 = leg2_TL2_y - leg2_TL2_z*leg2_lu_f21
     if not (leg2_lu_u22*leg2_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 4 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv4 = 1.0/leg2_lu_u22
     leg3_B1_10 = -leg3_roll_c*leg3_u_s2
     leg3_B1_11 = leg3_roll_c*leg3_u_c2
     leg3_B1_20 = leg3_roll_s*leg3_u_s2
     leg3_B1_21 = -leg3_roll_s*leg3_u_c2
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.5157196875168388*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.515719687516839*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
     leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + 0.8567573775040014*leg3_B1_11 + leg3_beta1_21*leg3_roll_s
     leg3_B0_12 = leg3_B1_10*leg3_beta1_02 + leg3_beta1_22*leg3_roll_s
-    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.5157196875168388*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
+    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.515719687516839*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
     leg3_B0_21 = leg3_B1_20*leg3_beta1_01 + 0.8567573775040014*leg3_B1_21 + leg3_beta1_21*leg3_roll_c
     leg3_B0_22 = leg3_B1_20*leg3_beta1_02 + leg3_beta1_22*leg3_roll_c
-    leg3_rho3_x = leg3_stroke + 0.7223228347298782
+    leg3_rho3_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_y = leg3_B1_21*leg3_rho3_x
     leg3_TL1_z = -leg3_B1_11*leg3_rho3_x
     leg3_TL2_y = leg3_rho3_x*leg3_roll_c
@@ -2408,44 +2589,44 @@ def leg_rates(x, u, p, q, qd):
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    leg3_e2_x = -0.6523628147563938*leg3_Q_00 + 0.3926856725225008*leg3_Q_01 + 0.6482443370509811*leg3_Q_02
-    leg3_e2_z = -0.6523628147563938*leg3_Q_20 + 0.3926856725225008*leg3_Q_21 + 0.6482443370509811*leg3_Q_22
+    leg3_e2_x = -0.6523628147563939*leg3_Q_00 + 0.3926856725225009*leg3_Q_01 + 0.6482443370509812*leg3_Q_02
+    leg3_e2_z = -0.6523628147563939*leg3_Q_20 + 0.3926856725225009*leg3_Q_21 + 0.6482443370509812*leg3_Q_22
     leg3_Cd4_1 = -leg3_B1_21*leg3_e2_x + leg3_e2_z*leg3_u_s2
     leg3_Cd4_2 = -leg3_e2_x*leg3_roll_c
     leg3_Ci4_x = leg3_Q_00*leg3_e2_z - leg3_Q_20*leg3_e2_x
     leg3_Ci4_y = leg3_Q_01*leg3_e2_z - leg3_Q_21*leg3_e2_x
     leg3_Ci4_z = leg3_Q_02*leg3_e2_z - leg3_Q_22*leg3_e2_x
-    if not (leg3_e2_z*leg3_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_e2_z*leg3_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_e2_z
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv3
     leg3_lu_u22 = leg3_TL2_y - leg3_TL2_z*leg3_lu_f21
-    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv4 = 1.0/leg3_lu_u22
     leg4_B1_10 = -leg4_roll_c*leg4_u_s2
     leg4_B1_11 = leg4_roll_c*leg4_u_c2
     leg4_B1_20 = leg4_roll_s*leg4_u_s2
     leg4_B1_21 = -leg4_roll_s*leg4_u_c2
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + 0.999833497556619*leg4_B1_11 + leg4_beta1_20*leg4_roll_s
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354333*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354326*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
     leg4_B0_12 = leg4_B1_10*leg4_beta1_02 + leg4_beta1_22*leg4_roll_s
     leg4_B0_20 = leg4_B1_20*leg4_beta1_00 + 0.999833497556619*leg4_B1_21 + leg4_beta1_20*leg4_roll_c
-    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354333*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
+    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354326*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
     leg4_B0_22 = leg4_B1_20*leg4_beta1_02 + leg4_beta1_22*leg4_roll_c
-    leg4_rho3_x = leg4_stroke + 0.722322834729878
+    leg4_rho3_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_y = leg4_B1_21*leg4_rho3_x
     leg4_TL1_z = -leg4_B1_11*leg4_rho3_x
     leg4_TL2_y = leg4_rho3_x*leg4_roll_c
@@ -2459,53 +2640,53 @@ def leg_rates(x, u, p, q, qd):
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    leg4_e2_x = -0.013894360728465763*leg4_Q_00 + 0.7613056063246095*leg4_Q_01 + 0.6482443370509812*leg4_Q_02
-    leg4_e2_z = -0.013894360728465763*leg4_Q_20 + 0.7613056063246095*leg4_Q_21 + 0.6482443370509812*leg4_Q_22
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    leg4_e2_x = -0.013894360728465758*leg4_Q_00 + 0.7613056063246094*leg4_Q_01 + 0.6482443370509813*leg4_Q_02
+    leg4_e2_z = -0.013894360728465758*leg4_Q_20 + 0.7613056063246094*leg4_Q_21 + 0.6482443370509813*leg4_Q_22
     leg4_Cd4_1 = -leg4_B1_21*leg4_e2_x + leg4_e2_z*leg4_u_s2
     leg4_Cd4_2 = -leg4_e2_x*leg4_roll_c
     leg4_Ci4_x = leg4_Q_00*leg4_e2_z - leg4_Q_20*leg4_e2_x
     leg4_Ci4_y = leg4_Q_01*leg4_e2_z - leg4_Q_21*leg4_e2_x
     leg4_Ci4_z = leg4_Q_02*leg4_e2_z - leg4_Q_22*leg4_e2_x
-    if not (leg4_e2_z*leg4_e2_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_e2_z*leg4_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_e2_z
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg4_lu_f21 = leg4_TL1_y*leg4_lu_inv3
     leg4_lu_u22 = leg4_TL2_y - leg4_TL2_z*leg4_lu_f21
-    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
+    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv4 = 1.0/leg4_lu_u22
     leg5_B1_10 = -leg5_roll_c*leg5_u_s2
     leg5_B1_11 = leg5_roll_c*leg5_u_c2
     leg5_B1_20 = leg5_roll_s*leg5_u_s2
     leg5_B1_21 = -leg5_roll_s*leg5_u_c2
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = leg5_B1_10*leg5_beta1_00 - 0.999833497556619*leg5_B1_11 + leg5_beta1_20*leg5_roll_s
-    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354566*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
+    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354326*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
     leg5_B0_12 = leg5_B1_10*leg5_beta1_02 + leg5_beta1_22*leg5_roll_s
     leg5_B0_20 = leg5_B1_20*leg5_beta1_00 - 0.999833497556619*leg5_B1_21 + leg5_beta1_20*leg5_roll_c
-    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354566*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
+    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354326*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
     leg5_B0_22 = leg5_B1_20*leg5_beta1_02 + leg5_beta1_22*leg5_roll_c
-    leg5_rho3_x = leg5_stroke + 0.7223228347298781
+    leg5_rho3_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_y = leg5_B1_21*leg5_rho3_x
     leg5_TL1_z = -leg5_B1_11*leg5_rho3_x
     leg5_TL2_y = leg5_rho3_x*leg5_roll_c
@@ -2519,53 +2700,53 @@ def leg_rates(x, u, p, q, qd):
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    leg5_e2_x = -0.013894360728465938*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509812*leg5_Q_02
-    leg5_e2_z = -0.013894360728465938*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509812*leg5_Q_22
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    leg5_e2_x = -0.013894360728465758*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509813*leg5_Q_02
+    leg5_e2_z = -0.013894360728465758*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509813*leg5_Q_22
     leg5_Cd4_1 = -leg5_B1_21*leg5_e2_x + leg5_e2_z*leg5_u_s2
     leg5_Cd4_2 = -leg5_e2_x*leg5_roll_c
     leg5_Ci4_x = leg5_Q_00*leg5_e2_z - leg5_Q_20*leg5_e2_x
     leg5_Ci4_y = leg5_Q_01*leg5_e2_z - leg5_Q_21*leg5_e2_x
     leg5_Ci4_z = leg5_Q_02*leg5_e2_z - leg5_Q_22*leg5_e2_x
-    if not (leg5_e2_z*leg5_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_e2_z*leg5_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_e2_z
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg5_lu_f21 = leg5_TL1_y*leg5_lu_inv3
     leg5_lu_u22 = leg5_TL2_y - leg5_TL2_z*leg5_lu_f21
-    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
+    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv4 = 1.0/leg5_lu_u22
     leg6_B1_10 = -leg6_roll_c*leg6_u_s2
     leg6_B1_11 = leg6_roll_c*leg6_u_c2
     leg6_B1_20 = leg6_roll_s*leg6_u_s2
     leg6_B1_21 = -leg6_roll_s*leg6_u_c2
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.5157196875168393*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
-    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040012*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.515719687516839*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
+    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040014*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
     leg6_B0_12 = leg6_B1_10*leg6_beta1_02 + leg6_beta1_22*leg6_roll_s
-    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.5157196875168393*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
-    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040012*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
+    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.515719687516839*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
+    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040014*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
     leg6_B0_22 = leg6_B1_20*leg6_beta1_02 + leg6_beta1_22*leg6_roll_c
-    leg6_rho3_x = leg6_stroke + 0.7223228347298779
+    leg6_rho3_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_y = leg6_B1_21*leg6_rho3_x
     leg6_TL1_z = -leg6_B1_11*leg6_rho3_x
     leg6_TL2_y = leg6_rho3_x*leg6_roll_c
@@ -2580,37 +2761,37 @@ def leg_rates(x, u, p, q, qd):
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.39268567252250125*leg6_Q_01 + 0.6482443370509808*leg6_Q_02
-    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.39268567252250125*leg6_Q_21 + 0.6482443370509808*leg6_Q_22
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.3926856725225009*leg6_Q_01 + 0.6482443370509812*leg6_Q_02
+    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.3926856725225009*leg6_Q_21 + 0.6482443370509812*leg6_Q_22
     leg6_Cd4_1 = -leg6_B1_21*leg6_e2_x + leg6_e2_z*leg6_u_s2
     leg6_Cd4_2 = -leg6_e2_x*leg6_roll_c
     leg6_Ci4_x = leg6_Q_00*leg6_e2_z - leg6_Q_20*leg6_e2_x
     leg6_Ci4_y = leg6_Q_01*leg6_e2_z - leg6_Q_21*leg6_e2_x
     leg6_Ci4_z = leg6_Q_02*leg6_e2_z - leg6_Q_22*leg6_e2_x
-    if not (leg6_e2_z*leg6_e2_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    if not (leg6_e2_z*leg6_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_e2_z
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv3
     leg6_lu_u22 = leg6_TL2_y - leg6_TL2_z*leg6_lu_f21
-    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv4 = 1.0/leg6_lu_u22
     leg1_H1__e2 = leg1_B0_10 - leg1_B0_20*leg1_lu_f21
     leg1_H1_2 = leg1_H1__e2*leg1_lu_inv4
@@ -2627,11 +2808,9 @@ def leg_rates(x, u, p, q, qd):
     leg1_H4__e2 = leg1_Ci2_x - leg1_Ci3_x*leg1_lu_f21
     leg1_H4_2 = leg1_H4__e2*leg1_lu_inv4
     leg1_H4_1 = leg1_lu_inv3*(leg1_Ci3_x - leg1_H4_2*leg1_TL2_z)
-    leg1_H4_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H4_1 - leg1_Cd4_2*leg1_H4_2 + leg1_Ci4_x)
-    leg1_H5__e2 = leg1_Ci2_y - leg1_Ci3_y*leg1_lu_f21
-    leg1_H5_2 = leg1_H5__e2*leg1_lu_inv4
-    leg1_H5_1 = leg1_lu_inv3*(leg1_Ci3_y - leg1_H5_2*leg1_TL2_z)
-    leg1_H5_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H5_1 - leg1_Cd4_2*leg1_H5_2 + leg1_Ci4_y)
+    cse111 = leg1_Cd4_1*leg1_H4_1 + leg1_Cd4_2*leg1_H4_2
+    leg1_H4_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_x)
+    leg1_H5_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_y)
     leg1_H6__e2 = leg1_Ci2_z - leg1_Ci3_z*leg1_lu_f21
     leg1_H6_2 = leg1_H6__e2*leg1_lu_inv4
     leg1_H6_1 = leg1_lu_inv3*(leg1_Ci3_z - leg1_H6_2*leg1_TL2_z)
@@ -2756,10 +2935,10 @@ def leg_rates(x, u, p, q, qd):
     leg6_H6_2 = leg6_H6__e2*leg6_lu_inv4
     leg6_H6_1 = leg6_lu_inv3*(leg6_Ci3_z - leg6_H6_2*leg6_TL2_z)
     leg6_H6_3 = leg6_lu_inv2*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 + leg6_Ci4_z)
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
     leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
-    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_H1_3*v_x + leg2_H2_3*v_y + leg2_H3_3*v_z + leg2_H4_3*omega_x + leg2_H5_3*omega_y + leg2_H6_3*omega_z
@@ -2834,13 +3013,47 @@ def leg_rates(x, u, p, q, qd):
 def acceleration_terms(x, u, p, h):
     """h_k of every leg: qdd = H udot + h.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out h[24] shape 24
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 1086 adds, 1735 muls, 36 divs, 18 sqrt, 6 trig (2881 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out h[24] shape 24: acceleration terms (rad/s^2, m/s^2 for a stroke), shape (24,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
+        leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,
+        leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll,
+        leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 122: leg1 roll: cut universal joint axis along the leg (singular)
+    status 133: leg1 stroke below its lower limit -0.25 m
+    status 134: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 222: leg2 roll: cut universal joint axis along the leg (singular)
+    status 233: leg2 stroke below its lower limit -0.25 m
+    status 234: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 322: leg3 roll: cut universal joint axis along the leg (singular)
+    status 333: leg3 stroke below its lower limit -0.25 m
+    status 334: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 422: leg4 roll: cut universal joint axis along the leg (singular)
+    status 433: leg4 stroke below its lower limit -0.25 m
+    status 434: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 522: leg5 roll: cut universal joint axis along the leg (singular)
+    status 533: leg5 stroke below its lower limit -0.25 m
+    status 534: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 622: leg6 roll: cut universal joint axis along the leg (singular)
+    status 633: leg6 stroke below its lower limit -0.25 m
+    status 634: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 1080 adds, 1690 muls, 36 divs, 18 sqrt, 6 trig (2830 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -2862,22 +3075,22 @@ def acceleration_terms(x, u, p, h):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 24
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -2888,50 +3101,50 @@ def acceleration_terms(x, u, p, h):
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 0.7223228347298781
     cse9 = 0.7614323866774606*leg1_u_c1
-    cse10 = 0.3686199338021085*leg1_alpha_C_12
-    cse11 = 0.6482443370509812*leg1_alpha_C_22
+    cse10 = 0.36861993380210856*leg1_alpha_C_12
+    cse11 = 0.6482443370509813*leg1_alpha_C_22
     cse12 = cse11 + 0.6662571754848596*leg1_alpha_C_02
     cse13 = cse10 + cse12
-    cse14 = 0.3686199338021085*leg1_alpha_C_10
-    cse15 = 0.6482443370509812*leg1_alpha_C_20
+    cse14 = 0.36861993380210856*leg1_alpha_C_10
+    cse15 = 0.6482443370509813*leg1_alpha_C_20
     cse16 = cse15 + 0.6662571754848596*leg1_alpha_C_00
     cse17 = cse14 + cse16
     cse18 = 0.5672170616648486*leg1_u_c1
     cse19 = 0.6662571754848596*leg1_u_s1
-    cse20 = 0.3686199338021085*leg1_alpha_C_11
-    cse21 = 0.6482443370509812*leg1_alpha_C_21
+    cse20 = 0.36861993380210856*leg1_alpha_C_11
+    cse21 = 0.6482443370509813*leg1_alpha_C_21
     cse22 = cse21 + 0.6662571754848596*leg1_s_psi_z
     cse23 = cse20 + cse22
-    cse24 = 0.31382403584646185*leg1_u_c1
-    cse25 = 0.3686199338021085*leg1_u_s1
-    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509812*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.48411381003978005*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
-    cse26 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    cse24 = 0.3138240358464619*leg1_u_c1
+    cse25 = 0.36861993380210856*leg1_u_s1
+    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509813*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.4841138100397801*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
+    cse26 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
     cse27 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    cse28 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_e2_roll_z = cse13*cse26 + cse17*cse27 + cse23*cse28
+    cse28 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_e2_roll_z = cse13*cse28 + cse17*cse27 + cse23*cse26
     leg1_roll_N2 = leg1_e2_roll_y*leg1_e2_roll_y + leg1_e2_roll_z*leg1_e2_roll_z
-    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg1 roll: cut universal joint axis along the leg (singular)
         h[:] = [NAN] * 24
-        return 2
+        return 122
     leg1_roll_inv_N = 1.0/math.sqrt(leg1_roll_N2)
     leg1_roll_c = leg1_e2_roll_z*leg1_roll_inv_N
     leg1_roll_s = -leg1_e2_roll_y*leg1_roll_inv_N
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         h[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 133
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         h[:] = [NAN] * 24
-        return 1
+        return 134
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 24
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -2947,39 +3160,42 @@ def acceleration_terms(x, u, p, h):
     cse32 = 0.5672170616648486*leg2_u_c1
     cse33 = 0.6662571754848596*leg2_u_s1
     cse34 = -cse20 + cse22
-    cse35 = 0.31382403584646185*leg2_u_c1
-    cse36 = 0.3686199338021085*leg2_u_s1
-    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509812*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.48411381003978005*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
-    cse37 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    cse35 = 0.3138240358464619*leg2_u_c1
+    cse36 = 0.36861993380210856*leg2_u_s1
+    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509813*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.4841138100397801*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
+    cse37 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
     cse38 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    cse39 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_e2_roll_z = cse30*cse37 + cse31*cse38 + cse34*cse39
+    cse39 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg2_e2_roll_z = cse30*cse39 + cse31*cse38 + cse34*cse37
     leg2_roll_N2 = leg2_e2_roll_y*leg2_e2_roll_y + leg2_e2_roll_z*leg2_e2_roll_z
-    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg2 roll: cut universal joint axis along the leg (singular)
         h[:] = [NAN] * 24
-        return 2
+        return 222
     leg2_roll_inv_N = 1.0/math.sqrt(leg2_roll_N2)
     leg2_roll_c = leg2_e2_roll_z*leg2_roll_inv_N
     leg2_roll_s = -leg2_e2_roll_y*leg2_roll_inv_N
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         h[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 233
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         h[:] = [NAN] * 24
-        return 1
+        return 234
     cse40 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse40 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse41 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse41 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse42 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse42 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse41 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse40 + cse41
+    cse42 = 0.6278517870878945*leg1_alpha_C_11
+    cse43 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse42 + cse43
+    cse44 = 0.6278517870878945*leg1_alpha_C_12
+    cse45 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse44 + cse45
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 24
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -2988,43 +3204,55 @@ def acceleration_terms(x, u, p, h):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    cse43 = 0.7614323866774605*leg3_u_c1
-    cse44 = -0.6523628147563938*leg1_alpha_C_02 + 0.3926856725225008*leg1_alpha_C_12 + 0.6482443370509811*leg1_alpha_C_22
-    cse45 = 0.5553881181936187*leg3_u_c1
-    cse46 = 0.6523628147563938*leg3_u_s1
-    cse47 = -0.6523628147563938*leg1_alpha_C_00 + 0.3926856725225008*leg1_alpha_C_10 + 0.6482443370509811*leg1_alpha_C_20
-    cse48 = 0.39268567252250075*leg3_u_s1
-    cse49 = 0.33431236693849237*leg3_u_c1
-    cse50 = 0.3926856725225008*leg1_alpha_C_11 + 0.6482443370509811*leg1_alpha_C_21 - 0.6523628147563938*leg1_s_psi_z
-    leg3_e2_roll_y = cse44*(-cse43*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse47*(-cse45*leg3_u_s2 - cse46*leg3_u_s2 + 0.5157196875168388*leg3_u_c2) + cse50*(cse48*leg3_u_s2 + cse49*leg3_u_s2 + 0.8567573775040014*leg3_u_c2)
-    cse51 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    cse52 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    cse53 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg3_e2_roll_z = cse44*cse53 + cse47*cse51 + cse50*cse52
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    cse46 = 0.7614323866774606*leg3_u_c1
+    cse47 = 0.3926856725225009*leg1_alpha_C_12
+    cse48 = 0.6523628147563939*leg1_alpha_C_02
+    cse49 = cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse50 = 0.3343123669384925*leg3_u_c1
+    cse51 = 0.3926856725225009*leg3_u_s1
+    cse52 = 0.3926856725225009*leg1_alpha_C_11
+    cse53 = 0.6523628147563939*leg1_s_psi_z
+    cse54 = cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse55 = 0.5553881181936186*leg3_u_c1
+    cse56 = 0.6523628147563939*leg3_u_s1
+    cse57 = 0.3926856725225009*leg1_alpha_C_10
+    cse58 = 0.6523628147563939*leg1_alpha_C_00
+    cse59 = cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    leg3_e2_roll_y = cse49*(-cse46*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse54*(cse50*leg3_u_s2 + cse51*leg3_u_s2 + 0.8567573775040014*leg3_u_c2) + cse59*(-cse55*leg3_u_s2 - cse56*leg3_u_s2 + 0.515719687516839*leg3_u_c2)
+    cse60 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    cse61 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    cse62 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_e2_roll_z = cse49*cse60 + cse54*cse62 + cse59*cse61
     leg3_roll_N2 = leg3_e2_roll_y*leg3_e2_roll_y + leg3_e2_roll_z*leg3_e2_roll_z
-    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg3 roll: cut universal joint axis along the leg (singular)
         h[:] = [NAN] * 24
-        return 2
+        return 322
     leg3_roll_inv_N = 1.0/math.sqrt(leg3_roll_N2)
     leg3_roll_c = leg3_e2_roll_z*leg3_roll_inv_N
     leg3_roll_s = -leg3_e2_roll_y*leg3_roll_inv_N
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         h[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 333
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         h[:] = [NAN] * 24
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 334
+    cse63 = 0.16823237931663848*leg1_alpha_C_10
+    cse64 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse63 - cse64 + x_C
+    cse65 = 0.16823237931663848*leg1_alpha_C_11
+    cse66 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse65 - cse66 + y_C
+    cse67 = 0.16823237931663848*leg1_alpha_C_12
+    cse68 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse67 - cse68 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 24
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -3033,43 +3261,49 @@ def acceleration_terms(x, u, p, h):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    cse54 = 0.7614323866774607*leg4_u_c1
-    cse55 = cse11 - 0.013894360728465763*leg1_alpha_C_02 + 0.7613056063246095*leg1_alpha_C_12
-    cse56 = cse15 - 0.013894360728465763*leg1_alpha_C_00 + 0.7613056063246095*leg1_alpha_C_10
-    cse57 = 0.011828943471230067*leg4_u_c1
-    cse58 = 0.013894360728465765*leg4_u_s1
-    cse59 = cse21 + 0.7613056063246095*leg1_alpha_C_11 - 0.013894360728465763*leg1_s_psi_z
-    cse60 = 0.7613056063246095*leg4_u_s1
-    cse61 = 0.6481364027849542*leg4_u_c1
-    leg4_e2_roll_y = cse55*(-cse54*leg4_u_s2 + 0.6482443370509811*leg4_u_s1*leg4_u_s2) + cse56*(-cse57*leg4_u_s2 - cse58*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse59*(cse60*leg4_u_s2 + cse61*leg4_u_s2 + 0.018247661869354333*leg4_u_c2)
-    cse62 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    cse63 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    cse64 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg4_e2_roll_z = cse55*cse64 + cse56*cse62 + cse59*cse63
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    cse69 = 0.7614323866774606*leg4_u_c1
+    cse70 = 0.7613056063246094*leg1_alpha_C_12
+    cse71 = 0.013894360728465758*leg1_alpha_C_02
+    cse72 = cse11 + cse70 - cse71
+    cse73 = 0.011828943471230063*leg4_u_c1
+    cse74 = 0.013894360728465758*leg4_u_s1
+    cse75 = 0.7613056063246094*leg1_alpha_C_10
+    cse76 = 0.013894360728465758*leg1_alpha_C_00
+    cse77 = cse15 + cse75 - cse76
+    cse78 = 0.6481364027849544*leg4_u_c1
+    cse79 = 0.7613056063246094*leg4_u_s1
+    cse80 = 0.7613056063246094*leg1_alpha_C_11
+    cse81 = 0.013894360728465758*leg1_s_psi_z
+    cse82 = cse21 + cse80 - cse81
+    leg4_e2_roll_y = cse72*(-cse69*leg4_u_s2 + 0.6482443370509813*leg4_u_s1*leg4_u_s2) + cse77*(-cse73*leg4_u_s2 - cse74*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse82*(cse78*leg4_u_s2 + cse79*leg4_u_s2 + 0.018247661869354326*leg4_u_c2)
+    cse83 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    cse84 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    cse85 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_e2_roll_z = cse72*cse84 + cse77*cse83 + cse82*cse85
     leg4_roll_N2 = leg4_e2_roll_y*leg4_e2_roll_y + leg4_e2_roll_z*leg4_e2_roll_z
-    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg4 roll: cut universal joint axis along the leg (singular)
         h[:] = [NAN] * 24
-        return 2
+        return 422
     leg4_roll_inv_N = 1.0/math.sqrt(leg4_roll_N2)
     leg4_roll_c = leg4_e2_roll_z*leg4_roll_inv_N
     leg4_roll_s = -leg4_e2_roll_y*leg4_roll_inv_N
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         h[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 433
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         h[:] = [NAN] * 24
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 434
+    leg5_s0_x = -cse63 - cse64 + x_C
+    leg5_s0_y = -cse65 - cse66 + y_C
+    leg5_s0_z = -cse67 - cse68 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 24
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -3078,43 +3312,43 @@ def acceleration_terms(x, u, p, h):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    cse65 = 0.7614323866774606*leg5_u_c1
-    cse66 = -0.013894360728465938*leg1_alpha_C_02 - 0.7613056063246094*leg1_alpha_C_12 + 0.6482443370509812*leg1_alpha_C_22
-    cse67 = 0.6481364027849542*leg5_u_c1
-    cse68 = 0.7613056063246094*leg5_u_s1
-    cse69 = -0.7613056063246094*leg1_alpha_C_11 + 0.6482443370509812*leg1_alpha_C_21 - 0.013894360728465938*leg1_s_psi_z
-    cse70 = -0.013894360728465938*leg1_alpha_C_00 - 0.7613056063246094*leg1_alpha_C_10 + 0.6482443370509812*leg1_alpha_C_20
-    cse71 = 0.011828943471230218*leg5_u_c1
-    cse72 = 0.01389436072846594*leg5_u_s1
-    leg5_e2_roll_y = cse66*(-cse65*leg5_u_s2 + 0.6482443370509811*leg5_u_s1*leg5_u_s2) + cse69*(-cse67*leg5_u_s2 - cse68*leg5_u_s2 + 0.018247661869354566*leg5_u_c2) + cse70*(-cse71*leg5_u_s2 - cse72*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
-    cse73 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    cse74 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    cse75 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_e2_roll_z = cse66*cse73 + cse69*cse74 + cse70*cse75
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    cse86 = 0.7614323866774606*leg5_u_c1
+    cse87 = -cse70 - cse71 + 0.6482443370509813*leg1_alpha_C_22
+    cse88 = 0.6481364027849544*leg5_u_c1
+    cse89 = 0.7613056063246094*leg5_u_s1
+    cse90 = -cse80 - cse81 + 0.6482443370509813*leg1_alpha_C_21
+    cse91 = -cse75 - cse76 + 0.6482443370509813*leg1_alpha_C_20
+    cse92 = 0.011828943471230063*leg5_u_c1
+    cse93 = 0.013894360728465758*leg5_u_s1
+    leg5_e2_roll_y = cse87*(-cse86*leg5_u_s2 + 0.6482443370509813*leg5_u_s1*leg5_u_s2) + cse90*(-cse88*leg5_u_s2 - cse89*leg5_u_s2 + 0.018247661869354326*leg5_u_c2) + cse91*(-cse92*leg5_u_s2 - cse93*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
+    cse94 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    cse95 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    cse96 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_e2_roll_z = cse87*cse95 + cse90*cse96 + cse91*cse94
     leg5_roll_N2 = leg5_e2_roll_y*leg5_e2_roll_y + leg5_e2_roll_z*leg5_e2_roll_z
-    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg5 roll: cut universal joint axis along the leg (singular)
         h[:] = [NAN] * 24
-        return 2
+        return 522
     leg5_roll_inv_N = 1.0/math.sqrt(leg5_roll_N2)
     leg5_roll_c = leg5_e2_roll_z*leg5_roll_inv_N
     leg5_roll_s = -leg5_e2_roll_y*leg5_roll_inv_N
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         h[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 533
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         h[:] = [NAN] * 24
-        return 1
-    leg6_s0_x = -cse40 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse41 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse42 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 534
+    leg6_s0_x = -cse40 + cse41
+    leg6_s0_y = -cse42 + cse43
+    leg6_s0_z = -cse44 + cse45
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 24
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -3123,80 +3357,80 @@ def acceleration_terms(x, u, p, h):
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    cse76 = 0.7614323866774608*leg6_u_c1
-    cse77 = -0.6523628147563939*leg1_alpha_C_02 - 0.39268567252250125*leg1_alpha_C_12 + 0.6482443370509808*leg1_alpha_C_22
-    cse78 = 0.33431236693849253*leg6_u_c1
-    cse79 = 0.39268567252250125*leg6_u_s1
-    cse80 = -0.39268567252250125*leg1_alpha_C_11 + 0.6482443370509808*leg1_alpha_C_21 - 0.6523628147563939*leg1_s_psi_z
-    cse81 = -0.6523628147563939*leg1_alpha_C_00 - 0.39268567252250125*leg1_alpha_C_10 + 0.6482443370509808*leg1_alpha_C_20
-    cse82 = 0.5553881181936182*leg6_u_c1
-    cse83 = 0.6523628147563939*leg6_u_s1
-    leg6_e2_roll_y = cse77*(-cse76*leg6_u_s2 + 0.6482443370509808*leg6_u_s1*leg6_u_s2) + cse80*(-cse78*leg6_u_s2 - cse79*leg6_u_s2 + 0.8567573775040012*leg6_u_c2) + cse81*(-cse82*leg6_u_s2 - cse83*leg6_u_s2 - 0.5157196875168393*leg6_u_c2)
-    cse84 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    cse85 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    cse86 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_e2_roll_z = cse77*cse84 + cse80*cse86 + cse81*cse85
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    cse97 = 0.7614323866774606*leg6_u_c1
+    cse98 = -cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse99 = 0.3343123669384925*leg6_u_c1
+    cse100 = 0.3926856725225009*leg6_u_s1
+    cse101 = -cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse102 = -cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    cse103 = 0.5553881181936186*leg6_u_c1
+    cse104 = 0.6523628147563939*leg6_u_s1
+    leg6_e2_roll_y = cse101*(-cse100*leg6_u_s2 - cse99*leg6_u_s2 + 0.8567573775040014*leg6_u_c2) + cse102*(-cse103*leg6_u_s2 - cse104*leg6_u_s2 - 0.515719687516839*leg6_u_c2) + cse98*(-cse97*leg6_u_s2 + 0.6482443370509812*leg6_u_s1*leg6_u_s2)
+    cse105 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    cse106 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    cse107 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_e2_roll_z = cse101*cse107 + cse102*cse106 + cse105*cse98
     leg6_roll_N2 = leg6_e2_roll_y*leg6_e2_roll_y + leg6_e2_roll_z*leg6_e2_roll_z
-    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg6 roll: cut universal joint axis along the leg (singular)
         h[:] = [NAN] * 24
-        return 2
+        return 622
     leg6_roll_inv_N = 1.0/math.sqrt(leg6_roll_N2)
     leg6_roll_c = leg6_e2_roll_z*leg6_roll_inv_N
     leg6_roll_s = -leg6_e2_roll_y*leg6_roll_inv_N
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         h[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 633
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         h[:] = [NAN] * 24
-        return 1
+        return 634
     leg1_beta1_00 = -cse18 - cse19
     leg1_beta1_01 = -cse24 - cse25
-    leg1_beta1_02 = cse9 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_02 = cse9 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = cse27
-    leg1_beta1_21 = cse28
-    leg1_beta1_22 = cse26
+    leg1_beta1_21 = cse26
+    leg1_beta1_22 = cse28
     leg2_beta1_00 = -cse32 - cse33
     leg2_beta1_01 = cse35 + cse36
-    leg2_beta1_02 = cse29 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_02 = cse29 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = cse38
-    leg2_beta1_21 = cse39
-    leg2_beta1_22 = cse37
-    leg3_beta1_00 = cse45 + cse46
-    leg3_beta1_01 = -cse48 - cse49
-    leg3_beta1_02 = cse43 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = cse51
-    leg3_beta1_21 = cse52
-    leg3_beta1_22 = cse53
-    leg4_beta1_00 = cse57 + cse58
-    leg4_beta1_01 = -cse60 - cse61
-    leg4_beta1_02 = cse54 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = cse62
-    leg4_beta1_21 = cse63
-    leg4_beta1_22 = cse64
-    leg5_beta1_00 = cse71 + cse72
-    leg5_beta1_01 = cse67 + cse68
-    leg5_beta1_02 = cse65 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = cse75
-    leg5_beta1_21 = cse74
-    leg5_beta1_22 = cse73
-    leg6_beta1_00 = cse82 + cse83
-    leg6_beta1_01 = cse78 + cse79
-    leg6_beta1_02 = cse76 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = cse85
-    leg6_beta1_21 = cse86
-    leg6_beta1_22 = cse84
+    leg2_beta1_21 = cse37
+    leg2_beta1_22 = cse39
+    leg3_beta1_00 = cse55 + cse56
+    leg3_beta1_01 = -cse50 - cse51
+    leg3_beta1_02 = cse46 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = cse61
+    leg3_beta1_21 = cse62
+    leg3_beta1_22 = cse60
+    leg4_beta1_00 = cse73 + cse74
+    leg4_beta1_01 = -cse78 - cse79
+    leg4_beta1_02 = cse69 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = cse83
+    leg4_beta1_21 = cse85
+    leg4_beta1_22 = cse84
+    leg5_beta1_00 = cse92 + cse93
+    leg5_beta1_01 = cse88 + cse89
+    leg5_beta1_02 = cse86 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = cse94
+    leg5_beta1_21 = cse96
+    leg5_beta1_22 = cse95
+    leg6_beta1_00 = cse103 + cse104
+    leg6_beta1_01 = cse100 + cse99
+    leg6_beta1_02 = cse97 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = cse106
+    leg6_beta1_21 = cse107
+    leg6_beta1_22 = cse105
     leg1_B1_10 = -leg1_roll_c*leg1_u_s2
     leg1_B1_11 = leg1_roll_c*leg1_u_c2
     leg1_B1_20 = leg1_roll_s*leg1_u_s2
     leg1_B1_21 = -leg1_roll_s*leg1_u_c2
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.48411381003978005*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
+    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.4841138100397801*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
     leg1_B0_11 = leg1_B1_10*leg1_beta1_01 - 0.8750050393733557*leg1_B1_11 + leg1_beta1_21*leg1_roll_s
     leg1_B0_12 = leg1_B1_10*leg1_beta1_02 + leg1_beta1_22*leg1_roll_s
-    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.48411381003978005*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
+    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.4841138100397801*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
     leg1_B0_21 = leg1_B1_20*leg1_beta1_01 - 0.8750050393733557*leg1_B1_21 + leg1_beta1_21*leg1_roll_c
     leg1_B0_22 = leg1_B1_20*leg1_beta1_02 + leg1_beta1_22*leg1_roll_c
     leg1_rho3_x = leg1_stroke + 0.7223228347298781
@@ -3213,18 +3447,15 @@ def acceleration_terms(x, u, p, h):
     leg1_Q_20 = leg1_B0_20*leg1_alpha_C_00 + leg1_B0_21*leg1_s_psi_z + leg1_B0_22*leg1_alpha_C_02
     leg1_Q_21 = leg1_B0_20*leg1_alpha_C_10 + leg1_B0_21*leg1_alpha_C_11 + leg1_B0_22*leg1_alpha_C_12
     leg1_Q_22 = leg1_B0_20*leg1_alpha_C_20 + leg1_B0_21*leg1_alpha_C_21 + leg1_B0_22*leg1_alpha_C_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
-    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.3686199338021085*leg1_Q_01 + 0.6482443370509812*leg1_Q_02
-    leg1_e2_y = 0.6662571754848596*leg1_Q_10 + 0.3686199338021085*leg1_Q_11 + 0.6482443370509812*leg1_Q_12
-    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.3686199338021085*leg1_Q_21 + 0.6482443370509812*leg1_Q_22
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.36861993380210856*leg1_Q_01 + 0.6482443370509813*leg1_Q_02
+    leg1_e2_y = 0.6662571754848596*leg1_Q_10 + 0.36861993380210856*leg1_Q_11 + 0.6482443370509813*leg1_Q_12
+    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.36861993380210856*leg1_Q_21 + 0.6482443370509813*leg1_Q_22
     leg1_Cd4_1 = -leg1_B1_21*leg1_e2_x + leg1_e2_z*leg1_u_s2
     leg1_Cd4_2 = -leg1_e2_x*leg1_roll_c
     leg1_Ci4_x = leg1_Q_00*leg1_e2_z - leg1_Q_20*leg1_e2_x
@@ -3232,29 +3463,29 @@ def acceleration_terms(x, u, p, h):
     leg1_Ci4_z = leg1_Q_02*leg1_e2_z - leg1_Q_22*leg1_e2_x
     if not (leg1_e2_z*leg1_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_e2_z
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg1_lu_f21 = leg1_TL1_y*leg1_lu_inv3
     leg1_lu_u22 = leg1_TL2_y - leg1_TL2_z*leg1_lu_f21
     if not (leg1_lu_u22*leg1_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 4 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv4 = 1.0/leg1_lu_u22
     leg2_B1_10 = -leg2_roll_c*leg2_u_s2
     leg2_B1_11 = leg2_roll_c*leg2_u_c2
     leg2_B1_20 = leg2_roll_s*leg2_u_s2
     leg2_B1_21 = -leg2_roll_s*leg2_u_c2
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.48411381003978005*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
+    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.4841138100397801*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
     leg2_B0_11 = leg2_B1_10*leg2_beta1_01 - 0.8750050393733557*leg2_B1_11 + leg2_beta1_21*leg2_roll_s
     leg2_B0_12 = leg2_B1_10*leg2_beta1_02 + leg2_beta1_22*leg2_roll_s
-    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.48411381003978005*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
+    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.4841138100397801*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
     leg2_B0_21 = leg2_B1_20*leg2_beta1_01 - 0.8750050393733557*leg2_B1_21 + leg2_beta1_21*leg2_roll_c
     leg2_B0_22 = leg2_B1_20*leg2_beta1_02 + leg2_beta1_22*leg2_roll_c
     leg2_rho3_x = leg2_stroke + 0.7223228347298781
@@ -3271,18 +3502,21 @@ def acceleration_terms(x, u, p, h):
     leg2_Q_20 = leg1_alpha_C_00*leg2_B0_20 + leg1_alpha_C_02*leg2_B0_22 + leg1_s_psi_z*leg2_B0_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_B0_20 + leg1_alpha_C_11*leg2_B0_21 + leg1_alpha_C_12*leg2_B0_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_B0_20 + leg1_alpha_C_21*leg2_B0_21 + leg1_alpha_C_22*leg2_B0_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
-    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.3686199338021085*leg2_Q_01 + 0.6482443370509812*leg2_Q_02
-    leg2_e2_y = 0.6662571754848596*leg2_Q_10 - 0.3686199338021085*leg2_Q_11 + 0.6482443370509812*leg2_Q_12
-    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.3686199338021085*leg2_Q_21 + 0.6482443370509812*leg2_Q_22
+    cse108 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse108
+    leg2_Ci1_y = -cse108
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse109 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse109
+    leg2_Ci2_y = -cse109
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse110 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse110
+    leg2_Ci3_y = -cse110
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.36861993380210856*leg2_Q_01 + 0.6482443370509813*leg2_Q_02
+    leg2_e2_y = 0.6662571754848596*leg2_Q_10 - 0.36861993380210856*leg2_Q_11 + 0.6482443370509813*leg2_Q_12
+    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.36861993380210856*leg2_Q_21 + 0.6482443370509813*leg2_Q_22
     leg2_Cd4_1 = -leg2_B1_21*leg2_e2_x + leg2_e2_z*leg2_u_s2
     leg2_Cd4_2 = -leg2_e2_x*leg2_roll_c
     leg2_Ci4_x = leg2_Q_00*leg2_e2_z - leg2_Q_20*leg2_e2_x
@@ -3290,32 +3524,32 @@ def acceleration_terms(x, u, p, h):
     leg2_Ci4_z = leg2_Q_02*leg2_e2_z - leg2_Q_22*leg2_e2_x
     if not (leg2_e2_z*leg2_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_e2_z
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg2_lu_f21 = leg2_TL1_y*leg2_lu_inv3
     leg2_lu_u22 = leg2_TL2_y - leg2_TL2_z*leg2_lu_f21
     if not (leg2_lu_u22*leg2_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 4 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv4 = 1.0/leg2_lu_u22
     leg3_B1_10 = -leg3_roll_c*leg3_u_s2
     leg3_B1_11 = leg3_roll_c*leg3_u_c2
     leg3_B1_20 = leg3_roll_s*leg3_u_s2
     leg3_B1_21 = -leg3_roll_s*leg3_u_c2
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.5157196875168388*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.515719687516839*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
     leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + 0.8567573775040014*leg3_B1_11 + leg3_beta1_21*leg3_roll_s
     leg3_B0_12 = leg3_B1_10*leg3_beta1_02 + leg3_beta1_22*leg3_roll_s
-    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.5157196875168388*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
+    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.515719687516839*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
     leg3_B0_21 = leg3_B1_20*leg3_beta1_01 + 0.8567573775040014*leg3_B1_21 + leg3_beta1_21*leg3_roll_c
     leg3_B0_22 = leg3_B1_20*leg3_beta1_02 + leg3_beta1_22*leg3_roll_c
-    leg3_rho3_x = leg3_stroke + 0.7223228347298782
+    leg3_rho3_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_y = leg3_B1_21*leg3_rho3_x
     leg3_TL1_z = -leg3_B1_11*leg3_rho3_x
     leg3_TL2_y = leg3_rho3_x*leg3_roll_c
@@ -3338,42 +3572,42 @@ def acceleration_terms(x, u, p, h):
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    leg3_e2_x = -0.6523628147563938*leg3_Q_00 + 0.3926856725225008*leg3_Q_01 + 0.6482443370509811*leg3_Q_02
-    leg3_e2_y = -0.6523628147563938*leg3_Q_10 + 0.3926856725225008*leg3_Q_11 + 0.6482443370509811*leg3_Q_12
-    leg3_e2_z = -0.6523628147563938*leg3_Q_20 + 0.3926856725225008*leg3_Q_21 + 0.6482443370509811*leg3_Q_22
+    leg3_e2_x = -0.6523628147563939*leg3_Q_00 + 0.3926856725225009*leg3_Q_01 + 0.6482443370509812*leg3_Q_02
+    leg3_e2_y = -0.6523628147563939*leg3_Q_10 + 0.3926856725225009*leg3_Q_11 + 0.6482443370509812*leg3_Q_12
+    leg3_e2_z = -0.6523628147563939*leg3_Q_20 + 0.3926856725225009*leg3_Q_21 + 0.6482443370509812*leg3_Q_22
     leg3_Cd4_1 = -leg3_B1_21*leg3_e2_x + leg3_e2_z*leg3_u_s2
     leg3_Cd4_2 = -leg3_e2_x*leg3_roll_c
     leg3_Ci4_x = leg3_Q_00*leg3_e2_z - leg3_Q_20*leg3_e2_x
     leg3_Ci4_y = leg3_Q_01*leg3_e2_z - leg3_Q_21*leg3_e2_x
     leg3_Ci4_z = leg3_Q_02*leg3_e2_z - leg3_Q_22*leg3_e2_x
-    if not (leg3_e2_z*leg3_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_e2_z*leg3_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_e2_z
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv3
     leg3_lu_u22 = leg3_TL2_y - leg3_TL2_z*leg3_lu_f21
-    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv4 = 1.0/leg3_lu_u22
     leg4_B1_10 = -leg4_roll_c*leg4_u_s2
     leg4_B1_11 = leg4_roll_c*leg4_u_c2
     leg4_B1_20 = leg4_roll_s*leg4_u_s2
     leg4_B1_21 = -leg4_roll_s*leg4_u_c2
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + 0.999833497556619*leg4_B1_11 + leg4_beta1_20*leg4_roll_s
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354333*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354326*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
     leg4_B0_12 = leg4_B1_10*leg4_beta1_02 + leg4_beta1_22*leg4_roll_s
     leg4_B0_20 = leg4_B1_20*leg4_beta1_00 + 0.999833497556619*leg4_B1_21 + leg4_beta1_20*leg4_roll_c
-    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354333*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
+    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354326*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
     leg4_B0_22 = leg4_B1_20*leg4_beta1_02 + leg4_beta1_22*leg4_roll_c
-    leg4_rho3_x = leg4_stroke + 0.722322834729878
+    leg4_rho3_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_y = leg4_B1_21*leg4_rho3_x
     leg4_TL1_z = -leg4_B1_11*leg4_rho3_x
     leg4_TL2_y = leg4_rho3_x*leg4_roll_c
@@ -3387,51 +3621,51 @@ def acceleration_terms(x, u, p, h):
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    leg4_e2_x = -0.013894360728465763*leg4_Q_00 + 0.7613056063246095*leg4_Q_01 + 0.6482443370509812*leg4_Q_02
-    leg4_e2_y = -0.013894360728465763*leg4_Q_10 + 0.7613056063246095*leg4_Q_11 + 0.6482443370509812*leg4_Q_12
-    leg4_e2_z = -0.013894360728465763*leg4_Q_20 + 0.7613056063246095*leg4_Q_21 + 0.6482443370509812*leg4_Q_22
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    leg4_e2_x = -0.013894360728465758*leg4_Q_00 + 0.7613056063246094*leg4_Q_01 + 0.6482443370509813*leg4_Q_02
+    leg4_e2_y = -0.013894360728465758*leg4_Q_10 + 0.7613056063246094*leg4_Q_11 + 0.6482443370509813*leg4_Q_12
+    leg4_e2_z = -0.013894360728465758*leg4_Q_20 + 0.7613056063246094*leg4_Q_21 + 0.6482443370509813*leg4_Q_22
     leg4_Cd4_1 = -leg4_B1_21*leg4_e2_x + leg4_e2_z*leg4_u_s2
     leg4_Cd4_2 = -leg4_e2_x*leg4_roll_c
     leg4_Ci4_x = leg4_Q_00*leg4_e2_z - leg4_Q_20*leg4_e2_x
     leg4_Ci4_y = leg4_Q_01*leg4_e2_z - leg4_Q_21*leg4_e2_x
     leg4_Ci4_z = leg4_Q_02*leg4_e2_z - leg4_Q_22*leg4_e2_x
-    if not (leg4_e2_z*leg4_e2_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_e2_z*leg4_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_e2_z
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg4_lu_f21 = leg4_TL1_y*leg4_lu_inv3
     leg4_lu_u22 = leg4_TL2_y - leg4_TL2_z*leg4_lu_f21
-    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
+    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv4 = 1.0/leg4_lu_u22
     leg5_B1_10 = -leg5_roll_c*leg5_u_s2
     leg5_B1_11 = leg5_roll_c*leg5_u_c2
     leg5_B1_20 = leg5_roll_s*leg5_u_s2
     leg5_B1_21 = -leg5_roll_s*leg5_u_c2
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = leg5_B1_10*leg5_beta1_00 - 0.999833497556619*leg5_B1_11 + leg5_beta1_20*leg5_roll_s
-    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354566*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
+    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354326*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
     leg5_B0_12 = leg5_B1_10*leg5_beta1_02 + leg5_beta1_22*leg5_roll_s
     leg5_B0_20 = leg5_B1_20*leg5_beta1_00 - 0.999833497556619*leg5_B1_21 + leg5_beta1_20*leg5_roll_c
-    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354566*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
+    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354326*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
     leg5_B0_22 = leg5_B1_20*leg5_beta1_02 + leg5_beta1_22*leg5_roll_c
-    leg5_rho3_x = leg5_stroke + 0.7223228347298781
+    leg5_rho3_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_y = leg5_B1_21*leg5_rho3_x
     leg5_TL1_z = -leg5_B1_11*leg5_rho3_x
     leg5_TL2_y = leg5_rho3_x*leg5_roll_c
@@ -3445,51 +3679,51 @@ def acceleration_terms(x, u, p, h):
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    leg5_e2_x = -0.013894360728465938*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509812*leg5_Q_02
-    leg5_e2_y = -0.013894360728465938*leg5_Q_10 - 0.7613056063246094*leg5_Q_11 + 0.6482443370509812*leg5_Q_12
-    leg5_e2_z = -0.013894360728465938*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509812*leg5_Q_22
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    leg5_e2_x = -0.013894360728465758*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509813*leg5_Q_02
+    leg5_e2_y = -0.013894360728465758*leg5_Q_10 - 0.7613056063246094*leg5_Q_11 + 0.6482443370509813*leg5_Q_12
+    leg5_e2_z = -0.013894360728465758*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509813*leg5_Q_22
     leg5_Cd4_1 = -leg5_B1_21*leg5_e2_x + leg5_e2_z*leg5_u_s2
     leg5_Cd4_2 = -leg5_e2_x*leg5_roll_c
     leg5_Ci4_x = leg5_Q_00*leg5_e2_z - leg5_Q_20*leg5_e2_x
     leg5_Ci4_y = leg5_Q_01*leg5_e2_z - leg5_Q_21*leg5_e2_x
     leg5_Ci4_z = leg5_Q_02*leg5_e2_z - leg5_Q_22*leg5_e2_x
-    if not (leg5_e2_z*leg5_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_e2_z*leg5_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_e2_z
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg5_lu_f21 = leg5_TL1_y*leg5_lu_inv3
     leg5_lu_u22 = leg5_TL2_y - leg5_TL2_z*leg5_lu_f21
-    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
+    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv4 = 1.0/leg5_lu_u22
     leg6_B1_10 = -leg6_roll_c*leg6_u_s2
     leg6_B1_11 = leg6_roll_c*leg6_u_c2
     leg6_B1_20 = leg6_roll_s*leg6_u_s2
     leg6_B1_21 = -leg6_roll_s*leg6_u_c2
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.5157196875168393*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
-    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040012*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.515719687516839*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
+    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040014*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
     leg6_B0_12 = leg6_B1_10*leg6_beta1_02 + leg6_beta1_22*leg6_roll_s
-    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.5157196875168393*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
-    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040012*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
+    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.515719687516839*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
+    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040014*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
     leg6_B0_22 = leg6_B1_20*leg6_beta1_02 + leg6_beta1_22*leg6_roll_c
-    leg6_rho3_x = leg6_stroke + 0.7223228347298779
+    leg6_rho3_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_y = leg6_B1_21*leg6_rho3_x
     leg6_TL1_z = -leg6_B1_11*leg6_rho3_x
     leg6_TL2_y = leg6_rho3_x*leg6_roll_c
@@ -3504,35 +3738,35 @@ def acceleration_terms(x, u, p, h):
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.39268567252250125*leg6_Q_01 + 0.6482443370509808*leg6_Q_02
-    leg6_e2_y = -0.6523628147563939*leg6_Q_10 - 0.39268567252250125*leg6_Q_11 + 0.6482443370509808*leg6_Q_12
-    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.39268567252250125*leg6_Q_21 + 0.6482443370509808*leg6_Q_22
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.3926856725225009*leg6_Q_01 + 0.6482443370509812*leg6_Q_02
+    leg6_e2_y = -0.6523628147563939*leg6_Q_10 - 0.3926856725225009*leg6_Q_11 + 0.6482443370509812*leg6_Q_12
+    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.3926856725225009*leg6_Q_21 + 0.6482443370509812*leg6_Q_22
     leg6_Cd4_1 = -leg6_B1_21*leg6_e2_x + leg6_e2_z*leg6_u_s2
     leg6_Cd4_2 = -leg6_e2_x*leg6_roll_c
     leg6_Ci4_x = leg6_Q_00*leg6_e2_z - leg6_Q_20*leg6_e2_x
     leg6_Ci4_y = leg6_Q_01*leg6_e2_z - leg6_Q_21*leg6_e2_x
     leg6_Ci4_z = leg6_Q_02*leg6_e2_z - leg6_Q_22*leg6_e2_x
-    if not (leg6_e2_z*leg6_e2_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    if not (leg6_e2_z*leg6_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_e2_z
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv3
     leg6_lu_u22 = leg6_TL2_y - leg6_TL2_z*leg6_lu_f21
-    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         h[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv4 = 1.0/leg6_lu_u22
     leg1_H1__e2 = leg1_B0_10 - leg1_B0_20*leg1_lu_f21
     leg1_H1_2 = leg1_H1__e2*leg1_lu_inv4
@@ -3549,11 +3783,9 @@ def acceleration_terms(x, u, p, h):
     leg1_H4__e2 = leg1_Ci2_x - leg1_Ci3_x*leg1_lu_f21
     leg1_H4_2 = leg1_H4__e2*leg1_lu_inv4
     leg1_H4_1 = leg1_lu_inv3*(leg1_Ci3_x - leg1_H4_2*leg1_TL2_z)
-    leg1_H4_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H4_1 - leg1_Cd4_2*leg1_H4_2 + leg1_Ci4_x)
-    leg1_H5__e2 = leg1_Ci2_y - leg1_Ci3_y*leg1_lu_f21
-    leg1_H5_2 = leg1_H5__e2*leg1_lu_inv4
-    leg1_H5_1 = leg1_lu_inv3*(leg1_Ci3_y - leg1_H5_2*leg1_TL2_z)
-    leg1_H5_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H5_1 - leg1_Cd4_2*leg1_H5_2 + leg1_Ci4_y)
+    cse111 = leg1_Cd4_1*leg1_H4_1 + leg1_Cd4_2*leg1_H4_2
+    leg1_H4_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_x)
+    leg1_H5_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_y)
     leg1_H6__e2 = leg1_Ci2_z - leg1_Ci3_z*leg1_lu_f21
     leg1_H6_2 = leg1_H6__e2*leg1_lu_inv4
     leg1_H6_1 = leg1_lu_inv3*(leg1_Ci3_z - leg1_H6_2*leg1_TL2_z)
@@ -3678,10 +3910,10 @@ def acceleration_terms(x, u, p, h):
     leg6_H6_2 = leg6_H6__e2*leg6_lu_inv4
     leg6_H6_1 = leg6_lu_inv3*(leg6_Ci3_z - leg6_H6_2*leg6_TL2_z)
     leg6_H6_3 = leg6_lu_inv2*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 + leg6_Ci4_z)
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
     leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
-    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_H1_3*v_x + leg2_H2_3*v_y + leg2_H3_3*v_z + leg2_H4_3*omega_x + leg2_H5_3*omega_y + leg2_H6_3*omega_z
@@ -3717,9 +3949,9 @@ def acceleration_terms(x, u, p, h):
     leg1_oo3_xz = leg1_omega3_x*leg1_omega_p3_z
     leg1_oo3_W_00 = -leg1_oo3_yy - leg1_oo3_zz
     leg1_a4_x = leg1_oo3_W_00*leg1_stroke
-    cse87 = 2.0*leg1_qd4
-    leg1_a4_y = cse87*leg1_omega_p3_z + leg1_epsd3_z*leg1_stroke + leg1_oo3_xy*leg1_stroke
-    leg1_a4_z = -cse87*leg1_omega_p3_y - leg1_epsd3_y*leg1_stroke + leg1_oo3_xz*leg1_stroke
+    cse112 = 2.0*leg1_qd4
+    leg1_a4_y = cse112*leg1_omega_p3_z + leg1_epsd3_z*leg1_stroke + leg1_oo3_xy*leg1_stroke
+    leg1_a4_z = -cse112*leg1_omega_p3_y - leg1_epsd3_y*leg1_stroke + leg1_oo3_xz*leg1_stroke
     leg2_omega_p2_x = leg2_qd1*leg2_u_s2
     leg2_omega_p2_y = leg2_qd1*leg2_u_c2
     leg2_epsd2_x = leg2_omega_p2_y*leg2_qd2
@@ -3735,9 +3967,9 @@ def acceleration_terms(x, u, p, h):
     leg2_oo3_xz = leg2_omega3_x*leg2_omega_p3_z
     leg2_oo3_W_00 = -leg2_oo3_yy - leg2_oo3_zz
     leg2_a4_x = leg2_oo3_W_00*leg2_stroke
-    cse88 = 2.0*leg2_qd4
-    leg2_a4_y = cse88*leg2_omega_p3_z + leg2_epsd3_z*leg2_stroke + leg2_oo3_xy*leg2_stroke
-    leg2_a4_z = -cse88*leg2_omega_p3_y - leg2_epsd3_y*leg2_stroke + leg2_oo3_xz*leg2_stroke
+    cse113 = 2.0*leg2_qd4
+    leg2_a4_y = cse113*leg2_omega_p3_z + leg2_epsd3_z*leg2_stroke + leg2_oo3_xy*leg2_stroke
+    leg2_a4_z = -cse113*leg2_omega_p3_y - leg2_epsd3_y*leg2_stroke + leg2_oo3_xz*leg2_stroke
     leg3_omega_p2_x = leg3_qd1*leg3_u_s2
     leg3_omega_p2_y = leg3_qd1*leg3_u_c2
     leg3_epsd2_x = leg3_omega_p2_y*leg3_qd2
@@ -3753,9 +3985,9 @@ def acceleration_terms(x, u, p, h):
     leg3_oo3_xz = leg3_omega3_x*leg3_omega_p3_z
     leg3_oo3_W_00 = -leg3_oo3_yy - leg3_oo3_zz
     leg3_a4_x = leg3_oo3_W_00*leg3_stroke
-    cse89 = 2.0*leg3_qd4
-    leg3_a4_y = cse89*leg3_omega_p3_z + leg3_epsd3_z*leg3_stroke + leg3_oo3_xy*leg3_stroke
-    leg3_a4_z = -cse89*leg3_omega_p3_y - leg3_epsd3_y*leg3_stroke + leg3_oo3_xz*leg3_stroke
+    cse114 = 2.0*leg3_qd4
+    leg3_a4_y = cse114*leg3_omega_p3_z + leg3_epsd3_z*leg3_stroke + leg3_oo3_xy*leg3_stroke
+    leg3_a4_z = -cse114*leg3_omega_p3_y - leg3_epsd3_y*leg3_stroke + leg3_oo3_xz*leg3_stroke
     leg4_omega_p2_x = leg4_qd1*leg4_u_s2
     leg4_omega_p2_y = leg4_qd1*leg4_u_c2
     leg4_epsd2_x = leg4_omega_p2_y*leg4_qd2
@@ -3771,9 +4003,9 @@ def acceleration_terms(x, u, p, h):
     leg4_oo3_xz = leg4_omega3_x*leg4_omega_p3_z
     leg4_oo3_W_00 = -leg4_oo3_yy - leg4_oo3_zz
     leg4_a4_x = leg4_oo3_W_00*leg4_stroke
-    cse90 = 2.0*leg4_qd4
-    leg4_a4_y = cse90*leg4_omega_p3_z + leg4_epsd3_z*leg4_stroke + leg4_oo3_xy*leg4_stroke
-    leg4_a4_z = -cse90*leg4_omega_p3_y - leg4_epsd3_y*leg4_stroke + leg4_oo3_xz*leg4_stroke
+    cse115 = 2.0*leg4_qd4
+    leg4_a4_y = cse115*leg4_omega_p3_z + leg4_epsd3_z*leg4_stroke + leg4_oo3_xy*leg4_stroke
+    leg4_a4_z = -cse115*leg4_omega_p3_y - leg4_epsd3_y*leg4_stroke + leg4_oo3_xz*leg4_stroke
     leg5_omega_p2_x = leg5_qd1*leg5_u_s2
     leg5_omega_p2_y = leg5_qd1*leg5_u_c2
     leg5_epsd2_x = leg5_omega_p2_y*leg5_qd2
@@ -3789,9 +4021,9 @@ def acceleration_terms(x, u, p, h):
     leg5_oo3_xz = leg5_omega3_x*leg5_omega_p3_z
     leg5_oo3_W_00 = -leg5_oo3_yy - leg5_oo3_zz
     leg5_a4_x = leg5_oo3_W_00*leg5_stroke
-    cse91 = 2.0*leg5_qd4
-    leg5_a4_y = cse91*leg5_omega_p3_z + leg5_epsd3_z*leg5_stroke + leg5_oo3_xy*leg5_stroke
-    leg5_a4_z = -cse91*leg5_omega_p3_y - leg5_epsd3_y*leg5_stroke + leg5_oo3_xz*leg5_stroke
+    cse116 = 2.0*leg5_qd4
+    leg5_a4_y = cse116*leg5_omega_p3_z + leg5_epsd3_z*leg5_stroke + leg5_oo3_xy*leg5_stroke
+    leg5_a4_z = -cse116*leg5_omega_p3_y - leg5_epsd3_y*leg5_stroke + leg5_oo3_xz*leg5_stroke
     leg6_omega_p2_x = leg6_qd1*leg6_u_s2
     leg6_omega_p2_y = leg6_qd1*leg6_u_c2
     leg6_epsd2_x = leg6_omega_p2_y*leg6_qd2
@@ -3807,9 +4039,9 @@ def acceleration_terms(x, u, p, h):
     leg6_oo3_xz = leg6_omega3_x*leg6_omega_p3_z
     leg6_oo3_W_00 = -leg6_oo3_yy - leg6_oo3_zz
     leg6_a4_x = leg6_oo3_W_00*leg6_stroke
-    cse92 = 2.0*leg6_qd4
-    leg6_a4_y = cse92*leg6_omega_p3_z + leg6_epsd3_z*leg6_stroke + leg6_oo3_xy*leg6_stroke
-    leg6_a4_z = -cse92*leg6_omega_p3_y - leg6_epsd3_y*leg6_stroke + leg6_oo3_xz*leg6_stroke
+    cse117 = 2.0*leg6_qd4
+    leg6_a4_y = cse117*leg6_omega_p3_z + leg6_epsd3_z*leg6_stroke + leg6_oo3_xy*leg6_stroke
+    leg6_a4_z = -cse117*leg6_omega_p3_y - leg6_epsd3_y*leg6_stroke + leg6_oo3_xz*leg6_stroke
     leg1_oo_C_xx = omega_x*omega_x
     leg1_oo_C_yy = omega_y*omega_y
     leg1_oo_C_zz = omega_z*omega_z
@@ -3818,17 +4050,18 @@ def acceleration_terms(x, u, p, h):
     leg1_oo_C_yz = omega_y*omega_z
     leg1_oo_C_W_00 = -leg1_oo_C_yy - leg1_oo_C_zz
     leg1_oo_C_W_11 = -leg1_oo_C_xx - leg1_oo_C_zz
-    cse93 = 0.45961940777125593*leg1_oo_C_W_00
-    cse94 = 0.4596194077712559*leg1_oo_C_xy
-    cse95 = cse93 - cse94
-    cse96 = 0.4596194077712559*leg1_oo_C_W_11
-    cse97 = -cse96 + 0.45961940777125593*leg1_oo_C_xy
-    cse98 = 0.45961940777125593*leg1_oo_C_xz
-    cse99 = 0.4596194077712559*leg1_oo_C_yz
-    cse100 = cse98 - cse99
-    leg1_cC_x = cse100*leg1_Q_02 + cse95*leg1_Q_00 + cse97*leg1_Q_01
-    leg1_cC_y = cse100*leg1_Q_12 + cse95*leg1_Q_10 + cse97*leg1_Q_11
-    leg1_cC_z = cse100*leg1_Q_22 + cse95*leg1_Q_20 + cse97*leg1_Q_21
+    cse118 = 0.45961940777125593*leg1_oo_C_W_00
+    cse119 = 0.45961940777125593*leg1_oo_C_xy
+    cse120 = -cse119
+    cse121 = cse118 + cse120
+    cse122 = 0.45961940777125593*leg1_oo_C_W_11
+    cse123 = -cse120 - cse122
+    cse124 = 0.45961940777125593*leg1_oo_C_xz
+    cse125 = 0.45961940777125593*leg1_oo_C_yz
+    cse126 = cse124 - cse125
+    leg1_cC_x = cse121*leg1_Q_00 + cse123*leg1_Q_01 + cse126*leg1_Q_02
+    leg1_cC_y = cse121*leg1_Q_10 + cse123*leg1_Q_11 + cse126*leg1_Q_12
+    leg1_cC_z = cse121*leg1_Q_20 + cse123*leg1_Q_21 + cse126*leg1_Q_22
     leg1_c1 = -leg1_a4_x + leg1_cC_x - 0.7223228347298781*leg1_oo3_W_00
     leg1_c2 = -leg1_a4_y + leg1_cC_y - 0.7223228347298781*leg1_epsd3_z - 0.7223228347298781*leg1_oo3_xy
     leg1_c3 = -leg1_a4_z + leg1_cC_z + 0.7223228347298781*leg1_epsd3_y - 0.7223228347298781*leg1_oo3_xz
@@ -3846,12 +4079,12 @@ def acceleration_terms(x, u, p, h):
     leg1_h2 = leg1_h_e2*leg1_lu_inv4
     leg1_h1 = leg1_lu_inv3*(-leg1_TL2_z*leg1_h2 + leg1_c3)
     leg1_h3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_h1 - leg1_Cd4_2*leg1_h2 + leg1_c4)
-    cse101 = cse93 + cse94
-    cse102 = cse96 + 0.45961940777125593*leg1_oo_C_xy
-    cse103 = cse98 + cse99
-    leg2_cC_x = cse101*leg2_Q_00 + cse102*leg2_Q_01 + cse103*leg2_Q_02
-    leg2_cC_y = cse101*leg2_Q_10 + cse102*leg2_Q_11 + cse103*leg2_Q_12
-    leg2_cC_z = cse101*leg2_Q_20 + cse102*leg2_Q_21 + cse103*leg2_Q_22
+    cse127 = cse118 + cse119
+    cse128 = cse119 + cse122
+    cse129 = cse124 + cse125
+    leg2_cC_x = cse127*leg2_Q_00 + cse128*leg2_Q_01 + cse129*leg2_Q_02
+    leg2_cC_y = cse127*leg2_Q_10 + cse128*leg2_Q_11 + cse129*leg2_Q_12
+    leg2_cC_z = cse127*leg2_Q_20 + cse128*leg2_Q_21 + cse129*leg2_Q_22
     leg2_c1 = -leg2_a4_x + leg2_cC_x - 0.7223228347298781*leg2_oo3_W_00
     leg2_c2 = -leg2_a4_y + leg2_cC_y - 0.7223228347298781*leg2_epsd3_z - 0.7223228347298781*leg2_oo3_xy
     leg2_c3 = -leg2_a4_z + leg2_cC_z + 0.7223228347298781*leg2_epsd3_y - 0.7223228347298781*leg2_oo3_xz
@@ -3869,18 +4102,21 @@ def acceleration_terms(x, u, p, h):
     leg2_h2 = leg2_h_e2*leg2_lu_inv4
     leg2_h1 = leg2_lu_inv3*(-leg2_TL2_z*leg2_h2 + leg2_c3)
     leg2_h3 = leg2_lu_inv2*(-leg2_Cd4_1*leg2_h1 - leg2_Cd4_2*leg2_h2 + leg2_c4)
-    cse104 = 0.6278517870878945*leg1_oo_C_xy
-    cse105 = cse104 + 0.16823237931663848*leg1_oo_C_W_00
-    cse106 = 0.6278517870878945*leg1_oo_C_W_11
-    cse107 = cse106 + 0.16823237931663848*leg1_oo_C_xy
-    cse108 = 0.6278517870878945*leg1_oo_C_yz
-    cse109 = cse108 + 0.16823237931663848*leg1_oo_C_xz
-    leg3_cC_x = cse105*leg3_Q_00 + cse107*leg3_Q_01 + cse109*leg3_Q_02
-    leg3_cC_y = cse105*leg3_Q_10 + cse107*leg3_Q_11 + cse109*leg3_Q_12
-    leg3_cC_z = cse105*leg3_Q_20 + cse107*leg3_Q_21 + cse109*leg3_Q_22
-    leg3_c1 = -leg3_a4_x + leg3_cC_x - 0.7223228347298782*leg3_oo3_W_00
-    leg3_c2 = -leg3_a4_y + leg3_cC_y - 0.7223228347298782*leg3_epsd3_z - 0.7223228347298782*leg3_oo3_xy
-    leg3_c3 = -leg3_a4_z + leg3_cC_z + 0.7223228347298782*leg3_epsd3_y - 0.7223228347298782*leg3_oo3_xz
+    cse130 = 0.16823237931663848*leg1_oo_C_W_00
+    cse131 = 0.6278517870878945*leg1_oo_C_xy
+    cse132 = cse130 + cse131
+    cse133 = 0.16823237931663848*leg1_oo_C_xy
+    cse134 = 0.6278517870878945*leg1_oo_C_W_11
+    cse135 = cse133 + cse134
+    cse136 = 0.16823237931663848*leg1_oo_C_xz
+    cse137 = 0.6278517870878945*leg1_oo_C_yz
+    cse138 = cse136 + cse137
+    leg3_cC_x = cse132*leg3_Q_00 + cse135*leg3_Q_01 + cse138*leg3_Q_02
+    leg3_cC_y = cse132*leg3_Q_10 + cse135*leg3_Q_11 + cse138*leg3_Q_12
+    leg3_cC_z = cse132*leg3_Q_20 + cse135*leg3_Q_21 + cse138*leg3_Q_22
+    leg3_c1 = -leg3_a4_x + leg3_cC_x - 0.7223228347298781*leg3_oo3_W_00
+    leg3_c2 = -leg3_a4_y + leg3_cC_y - 0.7223228347298781*leg3_epsd3_z - 0.7223228347298781*leg3_oo3_xy
+    leg3_c3 = -leg3_a4_z + leg3_cC_z + 0.7223228347298781*leg3_epsd3_y - 0.7223228347298781*leg3_oo3_xz
     leg3_omega_Cn_x = leg3_Q_00*omega_x + leg3_Q_01*omega_y + leg3_Q_02*omega_z
     leg3_omega_Cn_y = leg3_Q_10*omega_x + leg3_Q_11*omega_y + leg3_Q_12*omega_z
     leg3_omega_Cn_z = leg3_Q_20*omega_x + leg3_Q_21*omega_y + leg3_Q_22*omega_z
@@ -3895,15 +4131,21 @@ def acceleration_terms(x, u, p, h):
     leg3_h2 = leg3_h_e2*leg3_lu_inv4
     leg3_h1 = leg3_lu_inv3*(-leg3_TL2_z*leg3_h2 + leg3_c3)
     leg3_h3 = leg3_lu_inv2*(-leg3_Cd4_1*leg3_h1 - leg3_Cd4_2*leg3_h2 + leg3_c4)
-    cse110 = -0.6278517870878944*leg1_oo_C_W_00 + 0.16823237931663867*leg1_oo_C_xy
-    cse111 = 0.16823237931663867*leg1_oo_C_W_11 - 0.6278517870878944*leg1_oo_C_xy
-    cse112 = -0.6278517870878944*leg1_oo_C_xz + 0.16823237931663867*leg1_oo_C_yz
-    leg4_cC_x = cse110*leg4_Q_00 + cse111*leg4_Q_01 + cse112*leg4_Q_02
-    leg4_cC_y = cse110*leg4_Q_10 + cse111*leg4_Q_11 + cse112*leg4_Q_12
-    leg4_cC_z = cse110*leg4_Q_20 + cse111*leg4_Q_21 + cse112*leg4_Q_22
-    leg4_c1 = -leg4_a4_x + leg4_cC_x - 0.722322834729878*leg4_oo3_W_00
-    leg4_c2 = -leg4_a4_y + leg4_cC_y - 0.722322834729878*leg4_epsd3_z - 0.722322834729878*leg4_oo3_xy
-    leg4_c3 = -leg4_a4_z + leg4_cC_z + 0.722322834729878*leg4_epsd3_y - 0.722322834729878*leg4_oo3_xz
+    cse139 = 0.6278517870878945*leg1_oo_C_W_00
+    cse140 = -cse133
+    cse141 = -cse139 - cse140
+    cse142 = 0.16823237931663848*leg1_oo_C_W_11
+    cse143 = -cse131
+    cse144 = cse142 + cse143
+    cse145 = 0.6278517870878945*leg1_oo_C_xz
+    cse146 = 0.16823237931663848*leg1_oo_C_yz
+    cse147 = -cse145 + cse146
+    leg4_cC_x = cse141*leg4_Q_00 + cse144*leg4_Q_01 + cse147*leg4_Q_02
+    leg4_cC_y = cse141*leg4_Q_10 + cse144*leg4_Q_11 + cse147*leg4_Q_12
+    leg4_cC_z = cse141*leg4_Q_20 + cse144*leg4_Q_21 + cse147*leg4_Q_22
+    leg4_c1 = -leg4_a4_x + leg4_cC_x - 0.7223228347298782*leg4_oo3_W_00
+    leg4_c2 = -leg4_a4_y + leg4_cC_y - 0.7223228347298782*leg4_epsd3_z - 0.7223228347298782*leg4_oo3_xy
+    leg4_c3 = -leg4_a4_z + leg4_cC_z + 0.7223228347298782*leg4_epsd3_y - 0.7223228347298782*leg4_oo3_xz
     leg4_omega_Cn_x = leg4_Q_00*omega_x + leg4_Q_01*omega_y + leg4_Q_02*omega_z
     leg4_omega_Cn_y = leg4_Q_10*omega_x + leg4_Q_11*omega_y + leg4_Q_12*omega_z
     leg4_omega_Cn_z = leg4_Q_20*omega_x + leg4_Q_21*omega_y + leg4_Q_22*omega_z
@@ -3918,15 +4160,15 @@ def acceleration_terms(x, u, p, h):
     leg4_h2 = leg4_h_e2*leg4_lu_inv4
     leg4_h1 = leg4_lu_inv3*(-leg4_TL2_z*leg4_h2 + leg4_c3)
     leg4_h3 = leg4_lu_inv2*(-leg4_Cd4_1*leg4_h1 - leg4_Cd4_2*leg4_h2 + leg4_c4)
-    cse113 = -0.6278517870878945*leg1_oo_C_W_00 - 0.16823237931663854*leg1_oo_C_xy
-    cse114 = -cse104 - 0.16823237931663854*leg1_oo_C_W_11
-    cse115 = -0.6278517870878945*leg1_oo_C_xz - 0.16823237931663854*leg1_oo_C_yz
-    leg5_cC_x = cse113*leg5_Q_00 + cse114*leg5_Q_01 + cse115*leg5_Q_02
-    leg5_cC_y = cse113*leg5_Q_10 + cse114*leg5_Q_11 + cse115*leg5_Q_12
-    leg5_cC_z = cse113*leg5_Q_20 + cse114*leg5_Q_21 + cse115*leg5_Q_22
-    leg5_c1 = -leg5_a4_x + leg5_cC_x - 0.7223228347298781*leg5_oo3_W_00
-    leg5_c2 = -leg5_a4_y + leg5_cC_y - 0.7223228347298781*leg5_epsd3_z - 0.7223228347298781*leg5_oo3_xy
-    leg5_c3 = -leg5_a4_z + leg5_cC_z + 0.7223228347298781*leg5_epsd3_y - 0.7223228347298781*leg5_oo3_xz
+    cse148 = -cse133 - cse139
+    cse149 = -cse131 - cse142
+    cse150 = -cse145 - cse146
+    leg5_cC_x = cse148*leg5_Q_00 + cse149*leg5_Q_01 + cse150*leg5_Q_02
+    leg5_cC_y = cse148*leg5_Q_10 + cse149*leg5_Q_11 + cse150*leg5_Q_12
+    leg5_cC_z = cse148*leg5_Q_20 + cse149*leg5_Q_21 + cse150*leg5_Q_22
+    leg5_c1 = -leg5_a4_x + leg5_cC_x - 0.7223228347298782*leg5_oo3_W_00
+    leg5_c2 = -leg5_a4_y + leg5_cC_y - 0.7223228347298782*leg5_epsd3_z - 0.7223228347298782*leg5_oo3_xy
+    leg5_c3 = -leg5_a4_z + leg5_cC_z + 0.7223228347298782*leg5_epsd3_y - 0.7223228347298782*leg5_oo3_xz
     leg5_omega_Cn_x = leg5_Q_00*omega_x + leg5_Q_01*omega_y + leg5_Q_02*omega_z
     leg5_omega_Cn_y = leg5_Q_10*omega_x + leg5_Q_11*omega_y + leg5_Q_12*omega_z
     leg5_omega_Cn_z = leg5_Q_20*omega_x + leg5_Q_21*omega_y + leg5_Q_22*omega_z
@@ -3941,15 +4183,15 @@ def acceleration_terms(x, u, p, h):
     leg5_h2 = leg5_h_e2*leg5_lu_inv4
     leg5_h1 = leg5_lu_inv3*(-leg5_TL2_z*leg5_h2 + leg5_c3)
     leg5_h3 = leg5_lu_inv2*(-leg5_Cd4_1*leg5_h1 - leg5_Cd4_2*leg5_h2 + leg5_c4)
-    cse116 = -cse104 + 0.1682323793166382*leg1_oo_C_W_00
-    cse117 = -cse106 + 0.1682323793166382*leg1_oo_C_xy
-    cse118 = -cse108 + 0.1682323793166382*leg1_oo_C_xz
-    leg6_cC_x = cse116*leg6_Q_00 + cse117*leg6_Q_01 + cse118*leg6_Q_02
-    leg6_cC_y = cse116*leg6_Q_10 + cse117*leg6_Q_11 + cse118*leg6_Q_12
-    leg6_cC_z = cse116*leg6_Q_20 + cse117*leg6_Q_21 + cse118*leg6_Q_22
-    leg6_c1 = -leg6_a4_x + leg6_cC_x - 0.7223228347298779*leg6_oo3_W_00
-    leg6_c2 = -leg6_a4_y + leg6_cC_y - 0.7223228347298779*leg6_epsd3_z - 0.7223228347298779*leg6_oo3_xy
-    leg6_c3 = -leg6_a4_z + leg6_cC_z + 0.7223228347298779*leg6_epsd3_y - 0.7223228347298779*leg6_oo3_xz
+    cse151 = cse130 + cse143
+    cse152 = -cse134 - cse140
+    cse153 = cse136 - cse137
+    leg6_cC_x = cse151*leg6_Q_00 + cse152*leg6_Q_01 + cse153*leg6_Q_02
+    leg6_cC_y = cse151*leg6_Q_10 + cse152*leg6_Q_11 + cse153*leg6_Q_12
+    leg6_cC_z = cse151*leg6_Q_20 + cse152*leg6_Q_21 + cse153*leg6_Q_22
+    leg6_c1 = -leg6_a4_x + leg6_cC_x - 0.7223228347298781*leg6_oo3_W_00
+    leg6_c2 = -leg6_a4_y + leg6_cC_y - 0.7223228347298781*leg6_epsd3_z - 0.7223228347298781*leg6_oo3_xy
+    leg6_c3 = -leg6_a4_z + leg6_cC_z + 0.7223228347298781*leg6_epsd3_y - 0.7223228347298781*leg6_oo3_xz
     leg6_omega_Cn_x = leg6_Q_00*omega_x + leg6_Q_01*omega_y + leg6_Q_02*omega_z
     leg6_omega_Cn_y = leg6_Q_10*omega_x + leg6_Q_11*omega_y + leg6_Q_12*omega_z
     leg6_omega_Cn_z = leg6_Q_20*omega_x + leg6_Q_21*omega_y + leg6_Q_22*omega_z
@@ -3994,14 +4236,49 @@ def acceleration_terms(x, u, p, h):
 def leg_forces(x, u, F, p, Q):
     """Active force of every leg joint: spring, damper and drive.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out Q[24] shape 24
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 736 adds, 1228 muls, 36 divs, 18 sqrt, 6 trig (2024 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out Q[24] shape 24: active force of each leg joint (N m, N for a stroke), shape (24,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
+        leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,
+        leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll,
+        leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 122: leg1 roll: cut universal joint axis along the leg (singular)
+    status 133: leg1 stroke below its lower limit -0.25 m
+    status 134: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 222: leg2 roll: cut universal joint axis along the leg (singular)
+    status 233: leg2 stroke below its lower limit -0.25 m
+    status 234: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 322: leg3 roll: cut universal joint axis along the leg (singular)
+    status 333: leg3 stroke below its lower limit -0.25 m
+    status 334: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 422: leg4 roll: cut universal joint axis along the leg (singular)
+    status 433: leg4 stroke below its lower limit -0.25 m
+    status 434: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 522: leg5 roll: cut universal joint axis along the leg (singular)
+    status 533: leg5 stroke below its lower limit -0.25 m
+    status 534: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 622: leg6 roll: cut universal joint axis along the leg (singular)
+    status 633: leg6 stroke below its lower limit -0.25 m
+    status 634: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 730 adds, 1195 muls, 36 divs, 18 sqrt, 6 trig (1985 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -4024,22 +4301,22 @@ def leg_forces(x, u, F, p, Q):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 24
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -4050,50 +4327,50 @@ def leg_forces(x, u, F, p, Q):
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 0.7223228347298781
     cse9 = 0.7614323866774606*leg1_u_c1
-    cse10 = 0.3686199338021085*leg1_alpha_C_12
-    cse11 = 0.6482443370509812*leg1_alpha_C_22
+    cse10 = 0.36861993380210856*leg1_alpha_C_12
+    cse11 = 0.6482443370509813*leg1_alpha_C_22
     cse12 = cse11 + 0.6662571754848596*leg1_alpha_C_02
     cse13 = cse10 + cse12
-    cse14 = 0.3686199338021085*leg1_alpha_C_10
-    cse15 = 0.6482443370509812*leg1_alpha_C_20
+    cse14 = 0.36861993380210856*leg1_alpha_C_10
+    cse15 = 0.6482443370509813*leg1_alpha_C_20
     cse16 = cse15 + 0.6662571754848596*leg1_alpha_C_00
     cse17 = cse14 + cse16
     cse18 = 0.5672170616648486*leg1_u_c1
     cse19 = 0.6662571754848596*leg1_u_s1
-    cse20 = 0.3686199338021085*leg1_alpha_C_11
-    cse21 = 0.6482443370509812*leg1_alpha_C_21
+    cse20 = 0.36861993380210856*leg1_alpha_C_11
+    cse21 = 0.6482443370509813*leg1_alpha_C_21
     cse22 = cse21 + 0.6662571754848596*leg1_s_psi_z
     cse23 = cse20 + cse22
-    cse24 = 0.31382403584646185*leg1_u_c1
-    cse25 = 0.3686199338021085*leg1_u_s1
-    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509812*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.48411381003978005*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
-    cse26 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    cse24 = 0.3138240358464619*leg1_u_c1
+    cse25 = 0.36861993380210856*leg1_u_s1
+    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509813*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.4841138100397801*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
+    cse26 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
     cse27 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    cse28 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_e2_roll_z = cse13*cse26 + cse17*cse27 + cse23*cse28
+    cse28 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_e2_roll_z = cse13*cse28 + cse17*cse27 + cse23*cse26
     leg1_roll_N2 = leg1_e2_roll_y*leg1_e2_roll_y + leg1_e2_roll_z*leg1_e2_roll_z
-    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg1 roll: cut universal joint axis along the leg (singular)
         Q[:] = [NAN] * 24
-        return 2
+        return 122
     leg1_roll_inv_N = 1.0/math.sqrt(leg1_roll_N2)
     leg1_roll_c = leg1_e2_roll_z*leg1_roll_inv_N
     leg1_roll_s = -leg1_e2_roll_y*leg1_roll_inv_N
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 133
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 24
-        return 1
+        return 134
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 24
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -4109,39 +4386,42 @@ def leg_forces(x, u, F, p, Q):
     cse32 = 0.5672170616648486*leg2_u_c1
     cse33 = 0.6662571754848596*leg2_u_s1
     cse34 = -cse20 + cse22
-    cse35 = 0.31382403584646185*leg2_u_c1
-    cse36 = 0.3686199338021085*leg2_u_s1
-    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509812*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.48411381003978005*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
-    cse37 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    cse35 = 0.3138240358464619*leg2_u_c1
+    cse36 = 0.36861993380210856*leg2_u_s1
+    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509813*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.4841138100397801*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
+    cse37 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
     cse38 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    cse39 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_e2_roll_z = cse30*cse37 + cse31*cse38 + cse34*cse39
+    cse39 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg2_e2_roll_z = cse30*cse39 + cse31*cse38 + cse34*cse37
     leg2_roll_N2 = leg2_e2_roll_y*leg2_e2_roll_y + leg2_e2_roll_z*leg2_e2_roll_z
-    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg2 roll: cut universal joint axis along the leg (singular)
         Q[:] = [NAN] * 24
-        return 2
+        return 222
     leg2_roll_inv_N = 1.0/math.sqrt(leg2_roll_N2)
     leg2_roll_c = leg2_e2_roll_z*leg2_roll_inv_N
     leg2_roll_s = -leg2_e2_roll_y*leg2_roll_inv_N
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 233
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 24
-        return 1
+        return 234
     cse40 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse40 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse41 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse41 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse42 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse42 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse41 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse40 + cse41
+    cse42 = 0.6278517870878945*leg1_alpha_C_11
+    cse43 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse42 + cse43
+    cse44 = 0.6278517870878945*leg1_alpha_C_12
+    cse45 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse44 + cse45
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 24
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -4150,43 +4430,55 @@ def leg_forces(x, u, F, p, Q):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    cse43 = 0.7614323866774605*leg3_u_c1
-    cse44 = -0.6523628147563938*leg1_alpha_C_02 + 0.3926856725225008*leg1_alpha_C_12 + 0.6482443370509811*leg1_alpha_C_22
-    cse45 = 0.5553881181936187*leg3_u_c1
-    cse46 = 0.6523628147563938*leg3_u_s1
-    cse47 = -0.6523628147563938*leg1_alpha_C_00 + 0.3926856725225008*leg1_alpha_C_10 + 0.6482443370509811*leg1_alpha_C_20
-    cse48 = 0.39268567252250075*leg3_u_s1
-    cse49 = 0.33431236693849237*leg3_u_c1
-    cse50 = 0.3926856725225008*leg1_alpha_C_11 + 0.6482443370509811*leg1_alpha_C_21 - 0.6523628147563938*leg1_s_psi_z
-    leg3_e2_roll_y = cse44*(-cse43*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse47*(-cse45*leg3_u_s2 - cse46*leg3_u_s2 + 0.5157196875168388*leg3_u_c2) + cse50*(cse48*leg3_u_s2 + cse49*leg3_u_s2 + 0.8567573775040014*leg3_u_c2)
-    cse51 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    cse52 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    cse53 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg3_e2_roll_z = cse44*cse53 + cse47*cse51 + cse50*cse52
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    cse46 = 0.7614323866774606*leg3_u_c1
+    cse47 = 0.3926856725225009*leg1_alpha_C_12
+    cse48 = 0.6523628147563939*leg1_alpha_C_02
+    cse49 = cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse50 = 0.3343123669384925*leg3_u_c1
+    cse51 = 0.3926856725225009*leg3_u_s1
+    cse52 = 0.3926856725225009*leg1_alpha_C_11
+    cse53 = 0.6523628147563939*leg1_s_psi_z
+    cse54 = cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse55 = 0.5553881181936186*leg3_u_c1
+    cse56 = 0.6523628147563939*leg3_u_s1
+    cse57 = 0.3926856725225009*leg1_alpha_C_10
+    cse58 = 0.6523628147563939*leg1_alpha_C_00
+    cse59 = cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    leg3_e2_roll_y = cse49*(-cse46*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse54*(cse50*leg3_u_s2 + cse51*leg3_u_s2 + 0.8567573775040014*leg3_u_c2) + cse59*(-cse55*leg3_u_s2 - cse56*leg3_u_s2 + 0.515719687516839*leg3_u_c2)
+    cse60 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    cse61 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    cse62 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_e2_roll_z = cse49*cse60 + cse54*cse62 + cse59*cse61
     leg3_roll_N2 = leg3_e2_roll_y*leg3_e2_roll_y + leg3_e2_roll_z*leg3_e2_roll_z
-    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg3 roll: cut universal joint axis along the leg (singular)
         Q[:] = [NAN] * 24
-        return 2
+        return 322
     leg3_roll_inv_N = 1.0/math.sqrt(leg3_roll_N2)
     leg3_roll_c = leg3_e2_roll_z*leg3_roll_inv_N
     leg3_roll_s = -leg3_e2_roll_y*leg3_roll_inv_N
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 333
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 24
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 334
+    cse63 = 0.16823237931663848*leg1_alpha_C_10
+    cse64 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse63 - cse64 + x_C
+    cse65 = 0.16823237931663848*leg1_alpha_C_11
+    cse66 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse65 - cse66 + y_C
+    cse67 = 0.16823237931663848*leg1_alpha_C_12
+    cse68 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse67 - cse68 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 24
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -4195,43 +4487,49 @@ def leg_forces(x, u, F, p, Q):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    cse54 = 0.7614323866774607*leg4_u_c1
-    cse55 = cse11 - 0.013894360728465763*leg1_alpha_C_02 + 0.7613056063246095*leg1_alpha_C_12
-    cse56 = cse15 - 0.013894360728465763*leg1_alpha_C_00 + 0.7613056063246095*leg1_alpha_C_10
-    cse57 = 0.011828943471230067*leg4_u_c1
-    cse58 = 0.013894360728465765*leg4_u_s1
-    cse59 = cse21 + 0.7613056063246095*leg1_alpha_C_11 - 0.013894360728465763*leg1_s_psi_z
-    cse60 = 0.7613056063246095*leg4_u_s1
-    cse61 = 0.6481364027849542*leg4_u_c1
-    leg4_e2_roll_y = cse55*(-cse54*leg4_u_s2 + 0.6482443370509811*leg4_u_s1*leg4_u_s2) + cse56*(-cse57*leg4_u_s2 - cse58*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse59*(cse60*leg4_u_s2 + cse61*leg4_u_s2 + 0.018247661869354333*leg4_u_c2)
-    cse62 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    cse63 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    cse64 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg4_e2_roll_z = cse55*cse64 + cse56*cse62 + cse59*cse63
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    cse69 = 0.7614323866774606*leg4_u_c1
+    cse70 = 0.7613056063246094*leg1_alpha_C_12
+    cse71 = 0.013894360728465758*leg1_alpha_C_02
+    cse72 = cse11 + cse70 - cse71
+    cse73 = 0.011828943471230063*leg4_u_c1
+    cse74 = 0.013894360728465758*leg4_u_s1
+    cse75 = 0.7613056063246094*leg1_alpha_C_10
+    cse76 = 0.013894360728465758*leg1_alpha_C_00
+    cse77 = cse15 + cse75 - cse76
+    cse78 = 0.6481364027849544*leg4_u_c1
+    cse79 = 0.7613056063246094*leg4_u_s1
+    cse80 = 0.7613056063246094*leg1_alpha_C_11
+    cse81 = 0.013894360728465758*leg1_s_psi_z
+    cse82 = cse21 + cse80 - cse81
+    leg4_e2_roll_y = cse72*(-cse69*leg4_u_s2 + 0.6482443370509813*leg4_u_s1*leg4_u_s2) + cse77*(-cse73*leg4_u_s2 - cse74*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse82*(cse78*leg4_u_s2 + cse79*leg4_u_s2 + 0.018247661869354326*leg4_u_c2)
+    cse83 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    cse84 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    cse85 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_e2_roll_z = cse72*cse84 + cse77*cse83 + cse82*cse85
     leg4_roll_N2 = leg4_e2_roll_y*leg4_e2_roll_y + leg4_e2_roll_z*leg4_e2_roll_z
-    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg4 roll: cut universal joint axis along the leg (singular)
         Q[:] = [NAN] * 24
-        return 2
+        return 422
     leg4_roll_inv_N = 1.0/math.sqrt(leg4_roll_N2)
     leg4_roll_c = leg4_e2_roll_z*leg4_roll_inv_N
     leg4_roll_s = -leg4_e2_roll_y*leg4_roll_inv_N
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 433
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 24
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 434
+    leg5_s0_x = -cse63 - cse64 + x_C
+    leg5_s0_y = -cse65 - cse66 + y_C
+    leg5_s0_z = -cse67 - cse68 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 24
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -4240,43 +4538,43 @@ def leg_forces(x, u, F, p, Q):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    cse65 = 0.7614323866774606*leg5_u_c1
-    cse66 = -0.013894360728465938*leg1_alpha_C_02 - 0.7613056063246094*leg1_alpha_C_12 + 0.6482443370509812*leg1_alpha_C_22
-    cse67 = 0.6481364027849542*leg5_u_c1
-    cse68 = 0.7613056063246094*leg5_u_s1
-    cse69 = -0.7613056063246094*leg1_alpha_C_11 + 0.6482443370509812*leg1_alpha_C_21 - 0.013894360728465938*leg1_s_psi_z
-    cse70 = -0.013894360728465938*leg1_alpha_C_00 - 0.7613056063246094*leg1_alpha_C_10 + 0.6482443370509812*leg1_alpha_C_20
-    cse71 = 0.011828943471230218*leg5_u_c1
-    cse72 = 0.01389436072846594*leg5_u_s1
-    leg5_e2_roll_y = cse66*(-cse65*leg5_u_s2 + 0.6482443370509811*leg5_u_s1*leg5_u_s2) + cse69*(-cse67*leg5_u_s2 - cse68*leg5_u_s2 + 0.018247661869354566*leg5_u_c2) + cse70*(-cse71*leg5_u_s2 - cse72*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
-    cse73 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    cse74 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    cse75 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_e2_roll_z = cse66*cse73 + cse69*cse74 + cse70*cse75
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    cse86 = 0.7614323866774606*leg5_u_c1
+    cse87 = -cse70 - cse71 + 0.6482443370509813*leg1_alpha_C_22
+    cse88 = 0.6481364027849544*leg5_u_c1
+    cse89 = 0.7613056063246094*leg5_u_s1
+    cse90 = -cse80 - cse81 + 0.6482443370509813*leg1_alpha_C_21
+    cse91 = -cse75 - cse76 + 0.6482443370509813*leg1_alpha_C_20
+    cse92 = 0.011828943471230063*leg5_u_c1
+    cse93 = 0.013894360728465758*leg5_u_s1
+    leg5_e2_roll_y = cse87*(-cse86*leg5_u_s2 + 0.6482443370509813*leg5_u_s1*leg5_u_s2) + cse90*(-cse88*leg5_u_s2 - cse89*leg5_u_s2 + 0.018247661869354326*leg5_u_c2) + cse91*(-cse92*leg5_u_s2 - cse93*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
+    cse94 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    cse95 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    cse96 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_e2_roll_z = cse87*cse95 + cse90*cse96 + cse91*cse94
     leg5_roll_N2 = leg5_e2_roll_y*leg5_e2_roll_y + leg5_e2_roll_z*leg5_e2_roll_z
-    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg5 roll: cut universal joint axis along the leg (singular)
         Q[:] = [NAN] * 24
-        return 2
+        return 522
     leg5_roll_inv_N = 1.0/math.sqrt(leg5_roll_N2)
     leg5_roll_c = leg5_e2_roll_z*leg5_roll_inv_N
     leg5_roll_s = -leg5_e2_roll_y*leg5_roll_inv_N
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 533
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 24
-        return 1
-    leg6_s0_x = -cse40 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse41 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse42 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 534
+    leg6_s0_x = -cse40 + cse41
+    leg6_s0_y = -cse42 + cse43
+    leg6_s0_z = -cse44 + cse45
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 24
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -4285,80 +4583,80 @@ def leg_forces(x, u, F, p, Q):
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    cse76 = 0.7614323866774608*leg6_u_c1
-    cse77 = -0.6523628147563939*leg1_alpha_C_02 - 0.39268567252250125*leg1_alpha_C_12 + 0.6482443370509808*leg1_alpha_C_22
-    cse78 = 0.33431236693849253*leg6_u_c1
-    cse79 = 0.39268567252250125*leg6_u_s1
-    cse80 = -0.39268567252250125*leg1_alpha_C_11 + 0.6482443370509808*leg1_alpha_C_21 - 0.6523628147563939*leg1_s_psi_z
-    cse81 = -0.6523628147563939*leg1_alpha_C_00 - 0.39268567252250125*leg1_alpha_C_10 + 0.6482443370509808*leg1_alpha_C_20
-    cse82 = 0.5553881181936182*leg6_u_c1
-    cse83 = 0.6523628147563939*leg6_u_s1
-    leg6_e2_roll_y = cse77*(-cse76*leg6_u_s2 + 0.6482443370509808*leg6_u_s1*leg6_u_s2) + cse80*(-cse78*leg6_u_s2 - cse79*leg6_u_s2 + 0.8567573775040012*leg6_u_c2) + cse81*(-cse82*leg6_u_s2 - cse83*leg6_u_s2 - 0.5157196875168393*leg6_u_c2)
-    cse84 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    cse85 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    cse86 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_e2_roll_z = cse77*cse84 + cse80*cse86 + cse81*cse85
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    cse97 = 0.7614323866774606*leg6_u_c1
+    cse98 = -cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse99 = 0.3343123669384925*leg6_u_c1
+    cse100 = 0.3926856725225009*leg6_u_s1
+    cse101 = -cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse102 = -cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    cse103 = 0.5553881181936186*leg6_u_c1
+    cse104 = 0.6523628147563939*leg6_u_s1
+    leg6_e2_roll_y = cse101*(-cse100*leg6_u_s2 - cse99*leg6_u_s2 + 0.8567573775040014*leg6_u_c2) + cse102*(-cse103*leg6_u_s2 - cse104*leg6_u_s2 - 0.515719687516839*leg6_u_c2) + cse98*(-cse97*leg6_u_s2 + 0.6482443370509812*leg6_u_s1*leg6_u_s2)
+    cse105 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    cse106 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    cse107 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_e2_roll_z = cse101*cse107 + cse102*cse106 + cse105*cse98
     leg6_roll_N2 = leg6_e2_roll_y*leg6_e2_roll_y + leg6_e2_roll_z*leg6_e2_roll_z
-    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg6 roll: cut universal joint axis along the leg (singular)
         Q[:] = [NAN] * 24
-        return 2
+        return 622
     leg6_roll_inv_N = 1.0/math.sqrt(leg6_roll_N2)
     leg6_roll_c = leg6_e2_roll_z*leg6_roll_inv_N
     leg6_roll_s = -leg6_e2_roll_y*leg6_roll_inv_N
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         Q[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 633
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         Q[:] = [NAN] * 24
-        return 1
+        return 634
     leg1_beta1_00 = -cse18 - cse19
     leg1_beta1_01 = -cse24 - cse25
-    leg1_beta1_02 = cse9 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_02 = cse9 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = cse27
-    leg1_beta1_21 = cse28
-    leg1_beta1_22 = cse26
+    leg1_beta1_21 = cse26
+    leg1_beta1_22 = cse28
     leg2_beta1_00 = -cse32 - cse33
     leg2_beta1_01 = cse35 + cse36
-    leg2_beta1_02 = cse29 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_02 = cse29 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = cse38
-    leg2_beta1_21 = cse39
-    leg2_beta1_22 = cse37
-    leg3_beta1_00 = cse45 + cse46
-    leg3_beta1_01 = -cse48 - cse49
-    leg3_beta1_02 = cse43 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = cse51
-    leg3_beta1_21 = cse52
-    leg3_beta1_22 = cse53
-    leg4_beta1_00 = cse57 + cse58
-    leg4_beta1_01 = -cse60 - cse61
-    leg4_beta1_02 = cse54 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = cse62
-    leg4_beta1_21 = cse63
-    leg4_beta1_22 = cse64
-    leg5_beta1_00 = cse71 + cse72
-    leg5_beta1_01 = cse67 + cse68
-    leg5_beta1_02 = cse65 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = cse75
-    leg5_beta1_21 = cse74
-    leg5_beta1_22 = cse73
-    leg6_beta1_00 = cse82 + cse83
-    leg6_beta1_01 = cse78 + cse79
-    leg6_beta1_02 = cse76 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = cse85
-    leg6_beta1_21 = cse86
-    leg6_beta1_22 = cse84
+    leg2_beta1_21 = cse37
+    leg2_beta1_22 = cse39
+    leg3_beta1_00 = cse55 + cse56
+    leg3_beta1_01 = -cse50 - cse51
+    leg3_beta1_02 = cse46 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = cse61
+    leg3_beta1_21 = cse62
+    leg3_beta1_22 = cse60
+    leg4_beta1_00 = cse73 + cse74
+    leg4_beta1_01 = -cse78 - cse79
+    leg4_beta1_02 = cse69 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = cse83
+    leg4_beta1_21 = cse85
+    leg4_beta1_22 = cse84
+    leg5_beta1_00 = cse92 + cse93
+    leg5_beta1_01 = cse88 + cse89
+    leg5_beta1_02 = cse86 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = cse94
+    leg5_beta1_21 = cse96
+    leg5_beta1_22 = cse95
+    leg6_beta1_00 = cse103 + cse104
+    leg6_beta1_01 = cse100 + cse99
+    leg6_beta1_02 = cse97 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = cse106
+    leg6_beta1_21 = cse107
+    leg6_beta1_22 = cse105
     leg1_B1_10 = -leg1_roll_c*leg1_u_s2
     leg1_B1_11 = leg1_roll_c*leg1_u_c2
     leg1_B1_20 = leg1_roll_s*leg1_u_s2
     leg1_B1_21 = -leg1_roll_s*leg1_u_c2
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.48411381003978005*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
+    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.4841138100397801*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
     leg1_B0_11 = leg1_B1_10*leg1_beta1_01 - 0.8750050393733557*leg1_B1_11 + leg1_beta1_21*leg1_roll_s
     leg1_B0_12 = leg1_B1_10*leg1_beta1_02 + leg1_beta1_22*leg1_roll_s
-    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.48411381003978005*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
+    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.4841138100397801*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
     leg1_B0_21 = leg1_B1_20*leg1_beta1_01 - 0.8750050393733557*leg1_B1_21 + leg1_beta1_21*leg1_roll_c
     leg1_B0_22 = leg1_B1_20*leg1_beta1_02 + leg1_beta1_22*leg1_roll_c
     leg1_rho3_x = leg1_stroke + 0.7223228347298781
@@ -4375,17 +4673,14 @@ def leg_forces(x, u, F, p, Q):
     leg1_Q_20 = leg1_B0_20*leg1_alpha_C_00 + leg1_B0_21*leg1_s_psi_z + leg1_B0_22*leg1_alpha_C_02
     leg1_Q_21 = leg1_B0_20*leg1_alpha_C_10 + leg1_B0_21*leg1_alpha_C_11 + leg1_B0_22*leg1_alpha_C_12
     leg1_Q_22 = leg1_B0_20*leg1_alpha_C_20 + leg1_B0_21*leg1_alpha_C_21 + leg1_B0_22*leg1_alpha_C_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
-    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.3686199338021085*leg1_Q_01 + 0.6482443370509812*leg1_Q_02
-    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.3686199338021085*leg1_Q_21 + 0.6482443370509812*leg1_Q_22
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.36861993380210856*leg1_Q_01 + 0.6482443370509813*leg1_Q_02
+    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.36861993380210856*leg1_Q_21 + 0.6482443370509813*leg1_Q_22
     leg1_Cd4_1 = -leg1_B1_21*leg1_e2_x + leg1_e2_z*leg1_u_s2
     leg1_Cd4_2 = -leg1_e2_x*leg1_roll_c
     leg1_Ci4_x = leg1_Q_00*leg1_e2_z - leg1_Q_20*leg1_e2_x
@@ -4393,29 +4688,29 @@ def leg_forces(x, u, F, p, Q):
     leg1_Ci4_z = leg1_Q_02*leg1_e2_z - leg1_Q_22*leg1_e2_x
     if not (leg1_e2_z*leg1_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_e2_z
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg1_lu_f21 = leg1_TL1_y*leg1_lu_inv3
     leg1_lu_u22 = leg1_TL2_y - leg1_TL2_z*leg1_lu_f21
     if not (leg1_lu_u22*leg1_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 4 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv4 = 1.0/leg1_lu_u22
     leg2_B1_10 = -leg2_roll_c*leg2_u_s2
     leg2_B1_11 = leg2_roll_c*leg2_u_c2
     leg2_B1_20 = leg2_roll_s*leg2_u_s2
     leg2_B1_21 = -leg2_roll_s*leg2_u_c2
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.48411381003978005*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
+    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.4841138100397801*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
     leg2_B0_11 = leg2_B1_10*leg2_beta1_01 - 0.8750050393733557*leg2_B1_11 + leg2_beta1_21*leg2_roll_s
     leg2_B0_12 = leg2_B1_10*leg2_beta1_02 + leg2_beta1_22*leg2_roll_s
-    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.48411381003978005*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
+    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.4841138100397801*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
     leg2_B0_21 = leg2_B1_20*leg2_beta1_01 - 0.8750050393733557*leg2_B1_21 + leg2_beta1_21*leg2_roll_c
     leg2_B0_22 = leg2_B1_20*leg2_beta1_02 + leg2_beta1_22*leg2_roll_c
     leg2_rho3_x = leg2_stroke + 0.7223228347298781
@@ -4432,17 +4727,20 @@ def leg_forces(x, u, F, p, Q):
     leg2_Q_20 = leg1_alpha_C_00*leg2_B0_20 + leg1_alpha_C_02*leg2_B0_22 + leg1_s_psi_z*leg2_B0_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_B0_20 + leg1_alpha_C_11*leg2_B0_21 + leg1_alpha_C_12*leg2_B0_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_B0_20 + leg1_alpha_C_21*leg2_B0_21 + leg1_alpha_C_22*leg2_B0_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
-    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.3686199338021085*leg2_Q_01 + 0.6482443370509812*leg2_Q_02
-    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.3686199338021085*leg2_Q_21 + 0.6482443370509812*leg2_Q_22
+    cse108 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse108
+    leg2_Ci1_y = -cse108
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse109 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse109
+    leg2_Ci2_y = -cse109
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse110 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse110
+    leg2_Ci3_y = -cse110
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.36861993380210856*leg2_Q_01 + 0.6482443370509813*leg2_Q_02
+    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.36861993380210856*leg2_Q_21 + 0.6482443370509813*leg2_Q_22
     leg2_Cd4_1 = -leg2_B1_21*leg2_e2_x + leg2_e2_z*leg2_u_s2
     leg2_Cd4_2 = -leg2_e2_x*leg2_roll_c
     leg2_Ci4_x = leg2_Q_00*leg2_e2_z - leg2_Q_20*leg2_e2_x
@@ -4450,32 +4748,32 @@ def leg_forces(x, u, F, p, Q):
     leg2_Ci4_z = leg2_Q_02*leg2_e2_z - leg2_Q_22*leg2_e2_x
     if not (leg2_e2_z*leg2_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_e2_z
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg2_lu_f21 = leg2_TL1_y*leg2_lu_inv3
     leg2_lu_u22 = leg2_TL2_y - leg2_TL2_z*leg2_lu_f21
     if not (leg2_lu_u22*leg2_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 4 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv4 = 1.0/leg2_lu_u22
     leg3_B1_10 = -leg3_roll_c*leg3_u_s2
     leg3_B1_11 = leg3_roll_c*leg3_u_c2
     leg3_B1_20 = leg3_roll_s*leg3_u_s2
     leg3_B1_21 = -leg3_roll_s*leg3_u_c2
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.5157196875168388*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.515719687516839*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
     leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + 0.8567573775040014*leg3_B1_11 + leg3_beta1_21*leg3_roll_s
     leg3_B0_12 = leg3_B1_10*leg3_beta1_02 + leg3_beta1_22*leg3_roll_s
-    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.5157196875168388*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
+    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.515719687516839*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
     leg3_B0_21 = leg3_B1_20*leg3_beta1_01 + 0.8567573775040014*leg3_B1_21 + leg3_beta1_21*leg3_roll_c
     leg3_B0_22 = leg3_B1_20*leg3_beta1_02 + leg3_beta1_22*leg3_roll_c
-    leg3_rho3_x = leg3_stroke + 0.7223228347298782
+    leg3_rho3_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_y = leg3_B1_21*leg3_rho3_x
     leg3_TL1_z = -leg3_B1_11*leg3_rho3_x
     leg3_TL2_y = leg3_rho3_x*leg3_roll_c
@@ -4498,41 +4796,41 @@ def leg_forces(x, u, F, p, Q):
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    leg3_e2_x = -0.6523628147563938*leg3_Q_00 + 0.3926856725225008*leg3_Q_01 + 0.6482443370509811*leg3_Q_02
-    leg3_e2_z = -0.6523628147563938*leg3_Q_20 + 0.3926856725225008*leg3_Q_21 + 0.6482443370509811*leg3_Q_22
+    leg3_e2_x = -0.6523628147563939*leg3_Q_00 + 0.3926856725225009*leg3_Q_01 + 0.6482443370509812*leg3_Q_02
+    leg3_e2_z = -0.6523628147563939*leg3_Q_20 + 0.3926856725225009*leg3_Q_21 + 0.6482443370509812*leg3_Q_22
     leg3_Cd4_1 = -leg3_B1_21*leg3_e2_x + leg3_e2_z*leg3_u_s2
     leg3_Cd4_2 = -leg3_e2_x*leg3_roll_c
     leg3_Ci4_x = leg3_Q_00*leg3_e2_z - leg3_Q_20*leg3_e2_x
     leg3_Ci4_y = leg3_Q_01*leg3_e2_z - leg3_Q_21*leg3_e2_x
     leg3_Ci4_z = leg3_Q_02*leg3_e2_z - leg3_Q_22*leg3_e2_x
-    if not (leg3_e2_z*leg3_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_e2_z*leg3_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_e2_z
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv3
     leg3_lu_u22 = leg3_TL2_y - leg3_TL2_z*leg3_lu_f21
-    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv4 = 1.0/leg3_lu_u22
     leg4_B1_10 = -leg4_roll_c*leg4_u_s2
     leg4_B1_11 = leg4_roll_c*leg4_u_c2
     leg4_B1_20 = leg4_roll_s*leg4_u_s2
     leg4_B1_21 = -leg4_roll_s*leg4_u_c2
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + 0.999833497556619*leg4_B1_11 + leg4_beta1_20*leg4_roll_s
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354333*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354326*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
     leg4_B0_12 = leg4_B1_10*leg4_beta1_02 + leg4_beta1_22*leg4_roll_s
     leg4_B0_20 = leg4_B1_20*leg4_beta1_00 + 0.999833497556619*leg4_B1_21 + leg4_beta1_20*leg4_roll_c
-    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354333*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
+    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354326*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
     leg4_B0_22 = leg4_B1_20*leg4_beta1_02 + leg4_beta1_22*leg4_roll_c
-    leg4_rho3_x = leg4_stroke + 0.722322834729878
+    leg4_rho3_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_y = leg4_B1_21*leg4_rho3_x
     leg4_TL1_z = -leg4_B1_11*leg4_rho3_x
     leg4_TL2_y = leg4_rho3_x*leg4_roll_c
@@ -4546,50 +4844,50 @@ def leg_forces(x, u, F, p, Q):
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    leg4_e2_x = -0.013894360728465763*leg4_Q_00 + 0.7613056063246095*leg4_Q_01 + 0.6482443370509812*leg4_Q_02
-    leg4_e2_z = -0.013894360728465763*leg4_Q_20 + 0.7613056063246095*leg4_Q_21 + 0.6482443370509812*leg4_Q_22
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    leg4_e2_x = -0.013894360728465758*leg4_Q_00 + 0.7613056063246094*leg4_Q_01 + 0.6482443370509813*leg4_Q_02
+    leg4_e2_z = -0.013894360728465758*leg4_Q_20 + 0.7613056063246094*leg4_Q_21 + 0.6482443370509813*leg4_Q_22
     leg4_Cd4_1 = -leg4_B1_21*leg4_e2_x + leg4_e2_z*leg4_u_s2
     leg4_Cd4_2 = -leg4_e2_x*leg4_roll_c
     leg4_Ci4_x = leg4_Q_00*leg4_e2_z - leg4_Q_20*leg4_e2_x
     leg4_Ci4_y = leg4_Q_01*leg4_e2_z - leg4_Q_21*leg4_e2_x
     leg4_Ci4_z = leg4_Q_02*leg4_e2_z - leg4_Q_22*leg4_e2_x
-    if not (leg4_e2_z*leg4_e2_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_e2_z*leg4_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_e2_z
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg4_lu_f21 = leg4_TL1_y*leg4_lu_inv3
     leg4_lu_u22 = leg4_TL2_y - leg4_TL2_z*leg4_lu_f21
-    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
+    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv4 = 1.0/leg4_lu_u22
     leg5_B1_10 = -leg5_roll_c*leg5_u_s2
     leg5_B1_11 = leg5_roll_c*leg5_u_c2
     leg5_B1_20 = leg5_roll_s*leg5_u_s2
     leg5_B1_21 = -leg5_roll_s*leg5_u_c2
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = leg5_B1_10*leg5_beta1_00 - 0.999833497556619*leg5_B1_11 + leg5_beta1_20*leg5_roll_s
-    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354566*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
+    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354326*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
     leg5_B0_12 = leg5_B1_10*leg5_beta1_02 + leg5_beta1_22*leg5_roll_s
     leg5_B0_20 = leg5_B1_20*leg5_beta1_00 - 0.999833497556619*leg5_B1_21 + leg5_beta1_20*leg5_roll_c
-    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354566*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
+    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354326*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
     leg5_B0_22 = leg5_B1_20*leg5_beta1_02 + leg5_beta1_22*leg5_roll_c
-    leg5_rho3_x = leg5_stroke + 0.7223228347298781
+    leg5_rho3_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_y = leg5_B1_21*leg5_rho3_x
     leg5_TL1_z = -leg5_B1_11*leg5_rho3_x
     leg5_TL2_y = leg5_rho3_x*leg5_roll_c
@@ -4603,50 +4901,50 @@ def leg_forces(x, u, F, p, Q):
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    leg5_e2_x = -0.013894360728465938*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509812*leg5_Q_02
-    leg5_e2_z = -0.013894360728465938*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509812*leg5_Q_22
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    leg5_e2_x = -0.013894360728465758*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509813*leg5_Q_02
+    leg5_e2_z = -0.013894360728465758*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509813*leg5_Q_22
     leg5_Cd4_1 = -leg5_B1_21*leg5_e2_x + leg5_e2_z*leg5_u_s2
     leg5_Cd4_2 = -leg5_e2_x*leg5_roll_c
     leg5_Ci4_x = leg5_Q_00*leg5_e2_z - leg5_Q_20*leg5_e2_x
     leg5_Ci4_y = leg5_Q_01*leg5_e2_z - leg5_Q_21*leg5_e2_x
     leg5_Ci4_z = leg5_Q_02*leg5_e2_z - leg5_Q_22*leg5_e2_x
-    if not (leg5_e2_z*leg5_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_e2_z*leg5_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_e2_z
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg5_lu_f21 = leg5_TL1_y*leg5_lu_inv3
     leg5_lu_u22 = leg5_TL2_y - leg5_TL2_z*leg5_lu_f21
-    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
+    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv4 = 1.0/leg5_lu_u22
     leg6_B1_10 = -leg6_roll_c*leg6_u_s2
     leg6_B1_11 = leg6_roll_c*leg6_u_c2
     leg6_B1_20 = leg6_roll_s*leg6_u_s2
     leg6_B1_21 = -leg6_roll_s*leg6_u_c2
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.5157196875168393*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
-    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040012*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.515719687516839*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
+    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040014*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
     leg6_B0_12 = leg6_B1_10*leg6_beta1_02 + leg6_beta1_22*leg6_roll_s
-    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.5157196875168393*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
-    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040012*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
+    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.515719687516839*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
+    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040014*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
     leg6_B0_22 = leg6_B1_20*leg6_beta1_02 + leg6_beta1_22*leg6_roll_c
-    leg6_rho3_x = leg6_stroke + 0.7223228347298779
+    leg6_rho3_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_y = leg6_B1_21*leg6_rho3_x
     leg6_TL1_z = -leg6_B1_11*leg6_rho3_x
     leg6_TL2_y = leg6_rho3_x*leg6_roll_c
@@ -4661,34 +4959,34 @@ def leg_forces(x, u, F, p, Q):
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.39268567252250125*leg6_Q_01 + 0.6482443370509808*leg6_Q_02
-    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.39268567252250125*leg6_Q_21 + 0.6482443370509808*leg6_Q_22
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.3926856725225009*leg6_Q_01 + 0.6482443370509812*leg6_Q_02
+    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.3926856725225009*leg6_Q_21 + 0.6482443370509812*leg6_Q_22
     leg6_Cd4_1 = -leg6_B1_21*leg6_e2_x + leg6_e2_z*leg6_u_s2
     leg6_Cd4_2 = -leg6_e2_x*leg6_roll_c
     leg6_Ci4_x = leg6_Q_00*leg6_e2_z - leg6_Q_20*leg6_e2_x
     leg6_Ci4_y = leg6_Q_01*leg6_e2_z - leg6_Q_21*leg6_e2_x
     leg6_Ci4_z = leg6_Q_02*leg6_e2_z - leg6_Q_22*leg6_e2_x
-    if not (leg6_e2_z*leg6_e2_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    if not (leg6_e2_z*leg6_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_e2_z
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv3
     leg6_lu_u22 = leg6_TL2_y - leg6_TL2_z*leg6_lu_f21
-    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         Q[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv4 = 1.0/leg6_lu_u22
     leg1_H1__e2 = leg1_B0_10 - leg1_B0_20*leg1_lu_f21
     leg1_H1_2 = leg1_H1__e2*leg1_lu_inv4
@@ -4705,11 +5003,9 @@ def leg_forces(x, u, F, p, Q):
     leg1_H4__e2 = leg1_Ci2_x - leg1_Ci3_x*leg1_lu_f21
     leg1_H4_2 = leg1_H4__e2*leg1_lu_inv4
     leg1_H4_1 = leg1_lu_inv3*(leg1_Ci3_x - leg1_H4_2*leg1_TL2_z)
-    leg1_H4_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H4_1 - leg1_Cd4_2*leg1_H4_2 + leg1_Ci4_x)
-    leg1_H5__e2 = leg1_Ci2_y - leg1_Ci3_y*leg1_lu_f21
-    leg1_H5_2 = leg1_H5__e2*leg1_lu_inv4
-    leg1_H5_1 = leg1_lu_inv3*(leg1_Ci3_y - leg1_H5_2*leg1_TL2_z)
-    leg1_H5_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H5_1 - leg1_Cd4_2*leg1_H5_2 + leg1_Ci4_y)
+    cse111 = leg1_Cd4_1*leg1_H4_1 + leg1_Cd4_2*leg1_H4_2
+    leg1_H4_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_x)
+    leg1_H5_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_y)
     leg1_H6__e2 = leg1_Ci2_z - leg1_Ci3_z*leg1_lu_f21
     leg1_H6_2 = leg1_H6__e2*leg1_lu_inv4
     leg1_H6_1 = leg1_lu_inv3*(leg1_Ci3_z - leg1_H6_2*leg1_TL2_z)
@@ -4835,7 +5131,7 @@ def leg_forces(x, u, F, p, Q):
     leg6_H6_1 = leg6_lu_inv3*(leg6_Ci3_z - leg6_H6_2*leg6_TL2_z)
     leg6_H6_3 = leg6_lu_inv2*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 + leg6_Ci4_z)
     leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
-    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd3 = leg2_H1_3*v_x + leg2_H2_3*v_y + leg2_H3_3*v_z + leg2_H4_3*omega_x + leg2_H5_3*omega_y + leg2_H6_3*omega_z
     leg2_qd4 = leg2_B0_00*v_x + leg2_B0_01*v_y + leg2_B0_02*v_z + leg2_Ci1_x*omega_x + leg2_Ci1_y*omega_y + leg2_Ci1_z*omega_z
     leg3_qd3 = leg3_H1_3*v_x + leg3_H2_3*v_y + leg3_H3_3*v_z + leg3_H4_3*omega_x + leg3_H5_3*omega_y + leg3_H6_3*omega_z
@@ -4886,23 +5182,66 @@ def leg_forces(x, u, F, p, Q):
 
 
 def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, b):
-    """Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler), stacked.
+    """Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler),
+    stacked.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out A_leg1[16] shape 4x4
-    out A_leg2[16] shape 4x4
-    out A_leg3[16] shape 4x4
-    out A_leg4[16] shape 4x4
-    out A_leg5[16] shape 4x4
-    out A_leg6[16] shape 4x4
-    out b[24] shape 24
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 1120 adds, 1784 muls, 36 divs, 18 sqrt, 6 trig (2964 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out A_leg1[16] shape 4x4: mass matrix of leg leg1, symmetric, shape (4, 4); rows and columns: leg1_u1, leg1_u2,
+        leg1_roll, leg1_stroke
+    out A_leg2[16] shape 4x4: mass matrix of leg leg2, symmetric, shape (4, 4); rows and columns: leg2_u1, leg2_u2,
+        leg2_roll, leg2_stroke
+    out A_leg3[16] shape 4x4: mass matrix of leg leg3, symmetric, shape (4, 4); rows and columns: leg3_u1, leg3_u2,
+        leg3_roll, leg3_stroke
+    out A_leg4[16] shape 4x4: mass matrix of leg leg4, symmetric, shape (4, 4); rows and columns: leg4_u1, leg4_u2,
+        leg4_roll, leg4_stroke
+    out A_leg5[16] shape 4x4: mass matrix of leg leg5, symmetric, shape (4, 4); rows and columns: leg5_u1, leg5_u2,
+        leg5_roll, leg5_stroke
+    out A_leg6[16] shape 4x4: mass matrix of leg leg6, symmetric, shape (4, 4); rows and columns: leg6_u1, leg6_u2,
+        leg6_roll, leg6_stroke
+    out b[24] shape 24: b_k = Q_active - h_k of the legs stacked (N m, N for a stroke), shape (24,), in the order of
+        the leg coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
+        leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,
+        leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll,
+        leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 122: leg1 roll: cut universal joint axis along the leg (singular)
+    status 133: leg1 stroke below its lower limit -0.25 m
+    status 134: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 222: leg2 roll: cut universal joint axis along the leg (singular)
+    status 233: leg2 stroke below its lower limit -0.25 m
+    status 234: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 322: leg3 roll: cut universal joint axis along the leg (singular)
+    status 333: leg3 stroke below its lower limit -0.25 m
+    status 334: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 422: leg4 roll: cut universal joint axis along the leg (singular)
+    status 433: leg4 stroke below its lower limit -0.25 m
+    status 434: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 522: leg5 roll: cut universal joint axis along the leg (singular)
+    status 533: leg5 stroke below its lower limit -0.25 m
+    status 534: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 622: leg6 roll: cut universal joint axis along the leg (singular)
+    status 633: leg6 stroke below its lower limit -0.25 m
+    status 634: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 1114 adds, 1748 muls, 36 divs, 18 sqrt, 6 trig (2922 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -4926,20 +5265,20 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -4947,7 +5286,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -4958,29 +5297,29 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 0.7223228347298781
     cse9 = 0.7614323866774606*leg1_u_c1
-    cse10 = 0.3686199338021085*leg1_alpha_C_12
-    cse11 = 0.6482443370509812*leg1_alpha_C_22
+    cse10 = 0.36861993380210856*leg1_alpha_C_12
+    cse11 = 0.6482443370509813*leg1_alpha_C_22
     cse12 = cse11 + 0.6662571754848596*leg1_alpha_C_02
     cse13 = cse10 + cse12
-    cse14 = 0.3686199338021085*leg1_alpha_C_10
-    cse15 = 0.6482443370509812*leg1_alpha_C_20
+    cse14 = 0.36861993380210856*leg1_alpha_C_10
+    cse15 = 0.6482443370509813*leg1_alpha_C_20
     cse16 = cse15 + 0.6662571754848596*leg1_alpha_C_00
     cse17 = cse14 + cse16
     cse18 = 0.5672170616648486*leg1_u_c1
     cse19 = 0.6662571754848596*leg1_u_s1
-    cse20 = 0.3686199338021085*leg1_alpha_C_11
-    cse21 = 0.6482443370509812*leg1_alpha_C_21
+    cse20 = 0.36861993380210856*leg1_alpha_C_11
+    cse21 = 0.6482443370509813*leg1_alpha_C_21
     cse22 = cse21 + 0.6662571754848596*leg1_s_psi_z
     cse23 = cse20 + cse22
-    cse24 = 0.31382403584646185*leg1_u_c1
-    cse25 = 0.3686199338021085*leg1_u_s1
-    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509812*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.48411381003978005*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
-    cse26 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    cse24 = 0.3138240358464619*leg1_u_c1
+    cse25 = 0.36861993380210856*leg1_u_s1
+    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509813*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.4841138100397801*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
+    cse26 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
     cse27 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    cse28 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_e2_roll_z = cse13*cse26 + cse17*cse27 + cse23*cse28
+    cse28 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_e2_roll_z = cse13*cse28 + cse17*cse27 + cse23*cse26
     leg1_roll_N2 = leg1_e2_roll_y*leg1_e2_roll_y + leg1_e2_roll_z*leg1_e2_roll_z
-    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg1 roll: cut universal joint axis along the leg (singular)
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -4988,11 +5327,11 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 122
     leg1_roll_inv_N = 1.0/math.sqrt(leg1_roll_N2)
     leg1_roll_c = leg1_e2_roll_z*leg1_roll_inv_N
     leg1_roll_s = -leg1_e2_roll_y*leg1_roll_inv_N
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5000,8 +5339,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 133
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5009,15 +5348,15 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 1
+        return 134
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5025,7 +5364,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -5041,15 +5380,15 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     cse32 = 0.5672170616648486*leg2_u_c1
     cse33 = 0.6662571754848596*leg2_u_s1
     cse34 = -cse20 + cse22
-    cse35 = 0.31382403584646185*leg2_u_c1
-    cse36 = 0.3686199338021085*leg2_u_s1
-    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509812*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.48411381003978005*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
-    cse37 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    cse35 = 0.3138240358464619*leg2_u_c1
+    cse36 = 0.36861993380210856*leg2_u_s1
+    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509813*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.4841138100397801*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
+    cse37 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
     cse38 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    cse39 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_e2_roll_z = cse30*cse37 + cse31*cse38 + cse34*cse39
+    cse39 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg2_e2_roll_z = cse30*cse39 + cse31*cse38 + cse34*cse37
     leg2_roll_N2 = leg2_e2_roll_y*leg2_e2_roll_y + leg2_e2_roll_z*leg2_e2_roll_z
-    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg2 roll: cut universal joint axis along the leg (singular)
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5057,11 +5396,11 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 222
     leg2_roll_inv_N = 1.0/math.sqrt(leg2_roll_N2)
     leg2_roll_c = leg2_e2_roll_z*leg2_roll_inv_N
     leg2_roll_s = -leg2_e2_roll_y*leg2_roll_inv_N
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5069,8 +5408,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 233
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5078,18 +5417,21 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 1
+        return 234
     cse40 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse40 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse41 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse41 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse42 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse42 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse41 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse40 + cse41
+    cse42 = 0.6278517870878945*leg1_alpha_C_11
+    cse43 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse42 + cse43
+    cse44 = 0.6278517870878945*leg1_alpha_C_12
+    cse45 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse44 + cse45
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5097,7 +5439,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -5106,22 +5448,28 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    cse43 = 0.7614323866774605*leg3_u_c1
-    cse44 = -0.6523628147563938*leg1_alpha_C_02 + 0.3926856725225008*leg1_alpha_C_12 + 0.6482443370509811*leg1_alpha_C_22
-    cse45 = 0.5553881181936187*leg3_u_c1
-    cse46 = 0.6523628147563938*leg3_u_s1
-    cse47 = -0.6523628147563938*leg1_alpha_C_00 + 0.3926856725225008*leg1_alpha_C_10 + 0.6482443370509811*leg1_alpha_C_20
-    cse48 = 0.39268567252250075*leg3_u_s1
-    cse49 = 0.33431236693849237*leg3_u_c1
-    cse50 = 0.3926856725225008*leg1_alpha_C_11 + 0.6482443370509811*leg1_alpha_C_21 - 0.6523628147563938*leg1_s_psi_z
-    leg3_e2_roll_y = cse44*(-cse43*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse47*(-cse45*leg3_u_s2 - cse46*leg3_u_s2 + 0.5157196875168388*leg3_u_c2) + cse50*(cse48*leg3_u_s2 + cse49*leg3_u_s2 + 0.8567573775040014*leg3_u_c2)
-    cse51 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    cse52 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    cse53 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg3_e2_roll_z = cse44*cse53 + cse47*cse51 + cse50*cse52
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    cse46 = 0.7614323866774606*leg3_u_c1
+    cse47 = 0.3926856725225009*leg1_alpha_C_12
+    cse48 = 0.6523628147563939*leg1_alpha_C_02
+    cse49 = cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse50 = 0.3343123669384925*leg3_u_c1
+    cse51 = 0.3926856725225009*leg3_u_s1
+    cse52 = 0.3926856725225009*leg1_alpha_C_11
+    cse53 = 0.6523628147563939*leg1_s_psi_z
+    cse54 = cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse55 = 0.5553881181936186*leg3_u_c1
+    cse56 = 0.6523628147563939*leg3_u_s1
+    cse57 = 0.3926856725225009*leg1_alpha_C_10
+    cse58 = 0.6523628147563939*leg1_alpha_C_00
+    cse59 = cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    leg3_e2_roll_y = cse49*(-cse46*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse54*(cse50*leg3_u_s2 + cse51*leg3_u_s2 + 0.8567573775040014*leg3_u_c2) + cse59*(-cse55*leg3_u_s2 - cse56*leg3_u_s2 + 0.515719687516839*leg3_u_c2)
+    cse60 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    cse61 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    cse62 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_e2_roll_z = cse49*cse60 + cse54*cse62 + cse59*cse61
     leg3_roll_N2 = leg3_e2_roll_y*leg3_e2_roll_y + leg3_e2_roll_z*leg3_e2_roll_z
-    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg3 roll: cut universal joint axis along the leg (singular)
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5129,11 +5477,11 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 322
     leg3_roll_inv_N = 1.0/math.sqrt(leg3_roll_N2)
     leg3_roll_c = leg3_e2_roll_z*leg3_roll_inv_N
     leg3_roll_s = -leg3_e2_roll_y*leg3_roll_inv_N
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5141,8 +5489,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 333
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5150,15 +5498,21 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 334
+    cse63 = 0.16823237931663848*leg1_alpha_C_10
+    cse64 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse63 - cse64 + x_C
+    cse65 = 0.16823237931663848*leg1_alpha_C_11
+    cse66 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse65 - cse66 + y_C
+    cse67 = 0.16823237931663848*leg1_alpha_C_12
+    cse68 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse67 - cse68 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5166,7 +5520,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -5175,22 +5529,28 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    cse54 = 0.7614323866774607*leg4_u_c1
-    cse55 = cse11 - 0.013894360728465763*leg1_alpha_C_02 + 0.7613056063246095*leg1_alpha_C_12
-    cse56 = cse15 - 0.013894360728465763*leg1_alpha_C_00 + 0.7613056063246095*leg1_alpha_C_10
-    cse57 = 0.011828943471230067*leg4_u_c1
-    cse58 = 0.013894360728465765*leg4_u_s1
-    cse59 = cse21 + 0.7613056063246095*leg1_alpha_C_11 - 0.013894360728465763*leg1_s_psi_z
-    cse60 = 0.7613056063246095*leg4_u_s1
-    cse61 = 0.6481364027849542*leg4_u_c1
-    leg4_e2_roll_y = cse55*(-cse54*leg4_u_s2 + 0.6482443370509811*leg4_u_s1*leg4_u_s2) + cse56*(-cse57*leg4_u_s2 - cse58*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse59*(cse60*leg4_u_s2 + cse61*leg4_u_s2 + 0.018247661869354333*leg4_u_c2)
-    cse62 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    cse63 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    cse64 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg4_e2_roll_z = cse55*cse64 + cse56*cse62 + cse59*cse63
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    cse69 = 0.7614323866774606*leg4_u_c1
+    cse70 = 0.7613056063246094*leg1_alpha_C_12
+    cse71 = 0.013894360728465758*leg1_alpha_C_02
+    cse72 = cse11 + cse70 - cse71
+    cse73 = 0.011828943471230063*leg4_u_c1
+    cse74 = 0.013894360728465758*leg4_u_s1
+    cse75 = 0.7613056063246094*leg1_alpha_C_10
+    cse76 = 0.013894360728465758*leg1_alpha_C_00
+    cse77 = cse15 + cse75 - cse76
+    cse78 = 0.6481364027849544*leg4_u_c1
+    cse79 = 0.7613056063246094*leg4_u_s1
+    cse80 = 0.7613056063246094*leg1_alpha_C_11
+    cse81 = 0.013894360728465758*leg1_s_psi_z
+    cse82 = cse21 + cse80 - cse81
+    leg4_e2_roll_y = cse72*(-cse69*leg4_u_s2 + 0.6482443370509813*leg4_u_s1*leg4_u_s2) + cse77*(-cse73*leg4_u_s2 - cse74*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse82*(cse78*leg4_u_s2 + cse79*leg4_u_s2 + 0.018247661869354326*leg4_u_c2)
+    cse83 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    cse84 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    cse85 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_e2_roll_z = cse72*cse84 + cse77*cse83 + cse82*cse85
     leg4_roll_N2 = leg4_e2_roll_y*leg4_e2_roll_y + leg4_e2_roll_z*leg4_e2_roll_z
-    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg4 roll: cut universal joint axis along the leg (singular)
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5198,11 +5558,11 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 422
     leg4_roll_inv_N = 1.0/math.sqrt(leg4_roll_N2)
     leg4_roll_c = leg4_e2_roll_z*leg4_roll_inv_N
     leg4_roll_s = -leg4_e2_roll_y*leg4_roll_inv_N
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5210,8 +5570,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 433
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5219,15 +5579,15 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 434
+    leg5_s0_x = -cse63 - cse64 + x_C
+    leg5_s0_y = -cse65 - cse66 + y_C
+    leg5_s0_z = -cse67 - cse68 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5235,7 +5595,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -5244,22 +5604,22 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    cse65 = 0.7614323866774606*leg5_u_c1
-    cse66 = -0.013894360728465938*leg1_alpha_C_02 - 0.7613056063246094*leg1_alpha_C_12 + 0.6482443370509812*leg1_alpha_C_22
-    cse67 = 0.6481364027849542*leg5_u_c1
-    cse68 = 0.7613056063246094*leg5_u_s1
-    cse69 = -0.7613056063246094*leg1_alpha_C_11 + 0.6482443370509812*leg1_alpha_C_21 - 0.013894360728465938*leg1_s_psi_z
-    cse70 = -0.013894360728465938*leg1_alpha_C_00 - 0.7613056063246094*leg1_alpha_C_10 + 0.6482443370509812*leg1_alpha_C_20
-    cse71 = 0.011828943471230218*leg5_u_c1
-    cse72 = 0.01389436072846594*leg5_u_s1
-    leg5_e2_roll_y = cse66*(-cse65*leg5_u_s2 + 0.6482443370509811*leg5_u_s1*leg5_u_s2) + cse69*(-cse67*leg5_u_s2 - cse68*leg5_u_s2 + 0.018247661869354566*leg5_u_c2) + cse70*(-cse71*leg5_u_s2 - cse72*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
-    cse73 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    cse74 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    cse75 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_e2_roll_z = cse66*cse73 + cse69*cse74 + cse70*cse75
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    cse86 = 0.7614323866774606*leg5_u_c1
+    cse87 = -cse70 - cse71 + 0.6482443370509813*leg1_alpha_C_22
+    cse88 = 0.6481364027849544*leg5_u_c1
+    cse89 = 0.7613056063246094*leg5_u_s1
+    cse90 = -cse80 - cse81 + 0.6482443370509813*leg1_alpha_C_21
+    cse91 = -cse75 - cse76 + 0.6482443370509813*leg1_alpha_C_20
+    cse92 = 0.011828943471230063*leg5_u_c1
+    cse93 = 0.013894360728465758*leg5_u_s1
+    leg5_e2_roll_y = cse87*(-cse86*leg5_u_s2 + 0.6482443370509813*leg5_u_s1*leg5_u_s2) + cse90*(-cse88*leg5_u_s2 - cse89*leg5_u_s2 + 0.018247661869354326*leg5_u_c2) + cse91*(-cse92*leg5_u_s2 - cse93*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
+    cse94 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    cse95 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    cse96 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_e2_roll_z = cse87*cse95 + cse90*cse96 + cse91*cse94
     leg5_roll_N2 = leg5_e2_roll_y*leg5_e2_roll_y + leg5_e2_roll_z*leg5_e2_roll_z
-    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg5 roll: cut universal joint axis along the leg (singular)
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5267,11 +5627,11 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 522
     leg5_roll_inv_N = 1.0/math.sqrt(leg5_roll_N2)
     leg5_roll_c = leg5_e2_roll_z*leg5_roll_inv_N
     leg5_roll_s = -leg5_e2_roll_y*leg5_roll_inv_N
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5279,8 +5639,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 533
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5288,15 +5648,15 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 1
-    leg6_s0_x = -cse40 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse41 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse42 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 534
+    leg6_s0_x = -cse40 + cse41
+    leg6_s0_y = -cse42 + cse43
+    leg6_s0_z = -cse44 + cse45
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5304,7 +5664,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -5313,22 +5673,22 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    cse76 = 0.7614323866774608*leg6_u_c1
-    cse77 = -0.6523628147563939*leg1_alpha_C_02 - 0.39268567252250125*leg1_alpha_C_12 + 0.6482443370509808*leg1_alpha_C_22
-    cse78 = 0.33431236693849253*leg6_u_c1
-    cse79 = 0.39268567252250125*leg6_u_s1
-    cse80 = -0.39268567252250125*leg1_alpha_C_11 + 0.6482443370509808*leg1_alpha_C_21 - 0.6523628147563939*leg1_s_psi_z
-    cse81 = -0.6523628147563939*leg1_alpha_C_00 - 0.39268567252250125*leg1_alpha_C_10 + 0.6482443370509808*leg1_alpha_C_20
-    cse82 = 0.5553881181936182*leg6_u_c1
-    cse83 = 0.6523628147563939*leg6_u_s1
-    leg6_e2_roll_y = cse77*(-cse76*leg6_u_s2 + 0.6482443370509808*leg6_u_s1*leg6_u_s2) + cse80*(-cse78*leg6_u_s2 - cse79*leg6_u_s2 + 0.8567573775040012*leg6_u_c2) + cse81*(-cse82*leg6_u_s2 - cse83*leg6_u_s2 - 0.5157196875168393*leg6_u_c2)
-    cse84 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    cse85 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    cse86 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_e2_roll_z = cse77*cse84 + cse80*cse86 + cse81*cse85
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    cse97 = 0.7614323866774606*leg6_u_c1
+    cse98 = -cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse99 = 0.3343123669384925*leg6_u_c1
+    cse100 = 0.3926856725225009*leg6_u_s1
+    cse101 = -cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse102 = -cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    cse103 = 0.5553881181936186*leg6_u_c1
+    cse104 = 0.6523628147563939*leg6_u_s1
+    leg6_e2_roll_y = cse101*(-cse100*leg6_u_s2 - cse99*leg6_u_s2 + 0.8567573775040014*leg6_u_c2) + cse102*(-cse103*leg6_u_s2 - cse104*leg6_u_s2 - 0.515719687516839*leg6_u_c2) + cse98*(-cse97*leg6_u_s2 + 0.6482443370509812*leg6_u_s1*leg6_u_s2)
+    cse105 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    cse106 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    cse107 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_e2_roll_z = cse101*cse107 + cse102*cse106 + cse105*cse98
     leg6_roll_N2 = leg6_e2_roll_y*leg6_e2_roll_y + leg6_e2_roll_z*leg6_e2_roll_z
-    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg6 roll: cut universal joint axis along the leg (singular)
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5336,11 +5696,11 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 622
     leg6_roll_inv_N = 1.0/math.sqrt(leg6_roll_N2)
     leg6_roll_c = leg6_e2_roll_z*leg6_roll_inv_N
     leg6_roll_s = -leg6_e2_roll_y*leg6_roll_inv_N
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5348,8 +5708,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 633
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5357,43 +5717,43 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 1
+        return 634
     leg1_beta1_00 = -cse18 - cse19
     leg1_beta1_01 = -cse24 - cse25
-    leg1_beta1_02 = cse9 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_02 = cse9 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = cse27
-    leg1_beta1_21 = cse28
-    leg1_beta1_22 = cse26
+    leg1_beta1_21 = cse26
+    leg1_beta1_22 = cse28
     leg2_beta1_00 = -cse32 - cse33
     leg2_beta1_01 = cse35 + cse36
-    leg2_beta1_02 = cse29 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_02 = cse29 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = cse38
-    leg2_beta1_21 = cse39
-    leg2_beta1_22 = cse37
-    leg3_beta1_00 = cse45 + cse46
-    leg3_beta1_01 = -cse48 - cse49
-    leg3_beta1_02 = cse43 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = cse51
-    leg3_beta1_21 = cse52
-    leg3_beta1_22 = cse53
-    leg4_beta1_00 = cse57 + cse58
-    leg4_beta1_01 = -cse60 - cse61
-    leg4_beta1_02 = cse54 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = cse62
-    leg4_beta1_21 = cse63
-    leg4_beta1_22 = cse64
-    leg5_beta1_00 = cse71 + cse72
-    leg5_beta1_01 = cse67 + cse68
-    leg5_beta1_02 = cse65 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = cse75
-    leg5_beta1_21 = cse74
-    leg5_beta1_22 = cse73
-    leg6_beta1_00 = cse82 + cse83
-    leg6_beta1_01 = cse78 + cse79
-    leg6_beta1_02 = cse76 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = cse85
-    leg6_beta1_21 = cse86
-    leg6_beta1_22 = cse84
+    leg2_beta1_21 = cse37
+    leg2_beta1_22 = cse39
+    leg3_beta1_00 = cse55 + cse56
+    leg3_beta1_01 = -cse50 - cse51
+    leg3_beta1_02 = cse46 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = cse61
+    leg3_beta1_21 = cse62
+    leg3_beta1_22 = cse60
+    leg4_beta1_00 = cse73 + cse74
+    leg4_beta1_01 = -cse78 - cse79
+    leg4_beta1_02 = cse69 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = cse83
+    leg4_beta1_21 = cse85
+    leg4_beta1_22 = cse84
+    leg5_beta1_00 = cse92 + cse93
+    leg5_beta1_01 = cse88 + cse89
+    leg5_beta1_02 = cse86 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = cse94
+    leg5_beta1_21 = cse96
+    leg5_beta1_22 = cse95
+    leg6_beta1_00 = cse103 + cse104
+    leg6_beta1_01 = cse100 + cse99
+    leg6_beta1_02 = cse97 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = cse106
+    leg6_beta1_21 = cse107
+    leg6_beta1_22 = cse105
     leg1_Ic3_11 = 2.0*leg1_stroke*leg1_stroke + (1.8)*leg1_stroke + 0.422
     leg1_IJ3_Sum = 2.0*leg1_Ic3_11
     leg1_IJ3_11 = (0.5)*leg1_IJ3_Sum
@@ -5470,13 +5830,13 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_B1_11 = leg1_roll_c*leg1_u_c2
     leg1_B1_20 = leg1_roll_s*leg1_u_s2
     leg1_B1_21 = -leg1_roll_s*leg1_u_c2
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.48411381003978005*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
+    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.4841138100397801*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
     leg1_B0_11 = leg1_B1_10*leg1_beta1_01 - 0.8750050393733557*leg1_B1_11 + leg1_beta1_21*leg1_roll_s
     leg1_B0_12 = leg1_B1_10*leg1_beta1_02 + leg1_beta1_22*leg1_roll_s
-    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.48411381003978005*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
+    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.4841138100397801*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
     leg1_B0_21 = leg1_B1_20*leg1_beta1_01 - 0.8750050393733557*leg1_B1_21 + leg1_beta1_21*leg1_roll_c
     leg1_B0_22 = leg1_B1_20*leg1_beta1_02 + leg1_beta1_22*leg1_roll_c
     leg1_rho3_x = leg1_stroke + 0.7223228347298781
@@ -5493,17 +5853,14 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_Q_20 = leg1_B0_20*leg1_alpha_C_00 + leg1_B0_21*leg1_s_psi_z + leg1_B0_22*leg1_alpha_C_02
     leg1_Q_21 = leg1_B0_20*leg1_alpha_C_10 + leg1_B0_21*leg1_alpha_C_11 + leg1_B0_22*leg1_alpha_C_12
     leg1_Q_22 = leg1_B0_20*leg1_alpha_C_20 + leg1_B0_21*leg1_alpha_C_21 + leg1_B0_22*leg1_alpha_C_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
-    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.3686199338021085*leg1_Q_01 + 0.6482443370509812*leg1_Q_02
-    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.3686199338021085*leg1_Q_21 + 0.6482443370509812*leg1_Q_22
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.36861993380210856*leg1_Q_01 + 0.6482443370509813*leg1_Q_02
+    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.36861993380210856*leg1_Q_21 + 0.6482443370509813*leg1_Q_22
     leg1_Cd4_1 = -leg1_B1_21*leg1_e2_x + leg1_e2_z*leg1_u_s2
     leg1_Cd4_2 = -leg1_e2_x*leg1_roll_c
     leg1_Ci4_x = leg1_Q_00*leg1_e2_z - leg1_Q_20*leg1_e2_x
@@ -5517,7 +5874,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_e2_z
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 16
@@ -5527,7 +5884,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg1_lu_f21 = leg1_TL1_y*leg1_lu_inv3
     leg1_lu_u22 = leg1_TL2_y - leg1_TL2_z*leg1_lu_f21
@@ -5539,19 +5896,19 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 192
     leg1_lu_inv4 = 1.0/leg1_lu_u22
     leg2_B1_10 = -leg2_roll_c*leg2_u_s2
     leg2_B1_11 = leg2_roll_c*leg2_u_c2
     leg2_B1_20 = leg2_roll_s*leg2_u_s2
     leg2_B1_21 = -leg2_roll_s*leg2_u_c2
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.48411381003978005*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
+    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.4841138100397801*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
     leg2_B0_11 = leg2_B1_10*leg2_beta1_01 - 0.8750050393733557*leg2_B1_11 + leg2_beta1_21*leg2_roll_s
     leg2_B0_12 = leg2_B1_10*leg2_beta1_02 + leg2_beta1_22*leg2_roll_s
-    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.48411381003978005*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
+    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.4841138100397801*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
     leg2_B0_21 = leg2_B1_20*leg2_beta1_01 - 0.8750050393733557*leg2_B1_21 + leg2_beta1_21*leg2_roll_c
     leg2_B0_22 = leg2_B1_20*leg2_beta1_02 + leg2_beta1_22*leg2_roll_c
     leg2_rho3_x = leg2_stroke + 0.7223228347298781
@@ -5568,17 +5925,20 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_Q_20 = leg1_alpha_C_00*leg2_B0_20 + leg1_alpha_C_02*leg2_B0_22 + leg1_s_psi_z*leg2_B0_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_B0_20 + leg1_alpha_C_11*leg2_B0_21 + leg1_alpha_C_12*leg2_B0_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_B0_20 + leg1_alpha_C_21*leg2_B0_21 + leg1_alpha_C_22*leg2_B0_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
-    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.3686199338021085*leg2_Q_01 + 0.6482443370509812*leg2_Q_02
-    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.3686199338021085*leg2_Q_21 + 0.6482443370509812*leg2_Q_22
+    cse108 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse108
+    leg2_Ci1_y = -cse108
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse109 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse109
+    leg2_Ci2_y = -cse109
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse110 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse110
+    leg2_Ci3_y = -cse110
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.36861993380210856*leg2_Q_01 + 0.6482443370509813*leg2_Q_02
+    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.36861993380210856*leg2_Q_21 + 0.6482443370509813*leg2_Q_22
     leg2_Cd4_1 = -leg2_B1_21*leg2_e2_x + leg2_e2_z*leg2_u_s2
     leg2_Cd4_2 = -leg2_e2_x*leg2_roll_c
     leg2_Ci4_x = leg2_Q_00*leg2_e2_z - leg2_Q_20*leg2_e2_x
@@ -5592,7 +5952,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_e2_z
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 16
@@ -5602,7 +5962,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg2_lu_f21 = leg2_TL1_y*leg2_lu_inv3
     leg2_lu_u22 = leg2_TL2_y - leg2_TL2_z*leg2_lu_f21
@@ -5614,22 +5974,22 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 292
     leg2_lu_inv4 = 1.0/leg2_lu_u22
     leg3_B1_10 = -leg3_roll_c*leg3_u_s2
     leg3_B1_11 = leg3_roll_c*leg3_u_c2
     leg3_B1_20 = leg3_roll_s*leg3_u_s2
     leg3_B1_21 = -leg3_roll_s*leg3_u_c2
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.5157196875168388*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.515719687516839*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
     leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + 0.8567573775040014*leg3_B1_11 + leg3_beta1_21*leg3_roll_s
     leg3_B0_12 = leg3_B1_10*leg3_beta1_02 + leg3_beta1_22*leg3_roll_s
-    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.5157196875168388*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
+    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.515719687516839*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
     leg3_B0_21 = leg3_B1_20*leg3_beta1_01 + 0.8567573775040014*leg3_B1_21 + leg3_beta1_21*leg3_roll_c
     leg3_B0_22 = leg3_B1_20*leg3_beta1_02 + leg3_beta1_22*leg3_roll_c
-    leg3_rho3_x = leg3_stroke + 0.7223228347298782
+    leg3_rho3_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_y = leg3_B1_21*leg3_rho3_x
     leg3_TL1_z = -leg3_B1_11*leg3_rho3_x
     leg3_TL2_y = leg3_rho3_x*leg3_roll_c
@@ -5652,14 +6012,14 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    leg3_e2_x = -0.6523628147563938*leg3_Q_00 + 0.3926856725225008*leg3_Q_01 + 0.6482443370509811*leg3_Q_02
-    leg3_e2_z = -0.6523628147563938*leg3_Q_20 + 0.3926856725225008*leg3_Q_21 + 0.6482443370509811*leg3_Q_22
+    leg3_e2_x = -0.6523628147563939*leg3_Q_00 + 0.3926856725225009*leg3_Q_01 + 0.6482443370509812*leg3_Q_02
+    leg3_e2_z = -0.6523628147563939*leg3_Q_20 + 0.3926856725225009*leg3_Q_21 + 0.6482443370509812*leg3_Q_22
     leg3_Cd4_1 = -leg3_B1_21*leg3_e2_x + leg3_e2_z*leg3_u_s2
     leg3_Cd4_2 = -leg3_e2_x*leg3_roll_c
     leg3_Ci4_x = leg3_Q_00*leg3_e2_z - leg3_Q_20*leg3_e2_x
     leg3_Ci4_y = leg3_Q_01*leg3_e2_z - leg3_Q_21*leg3_e2_x
     leg3_Ci4_z = leg3_Q_02*leg3_e2_z - leg3_Q_22*leg3_e2_x
-    if not (leg3_e2_z*leg3_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_e2_z*leg3_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5667,9 +6027,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_e2_z
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5677,11 +6037,11 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv3
     leg3_lu_u22 = leg3_TL2_y - leg3_TL2_z*leg3_lu_f21
-    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5689,22 +6049,22 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 392
     leg3_lu_inv4 = 1.0/leg3_lu_u22
     leg4_B1_10 = -leg4_roll_c*leg4_u_s2
     leg4_B1_11 = leg4_roll_c*leg4_u_c2
     leg4_B1_20 = leg4_roll_s*leg4_u_s2
     leg4_B1_21 = -leg4_roll_s*leg4_u_c2
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + 0.999833497556619*leg4_B1_11 + leg4_beta1_20*leg4_roll_s
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354333*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354326*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
     leg4_B0_12 = leg4_B1_10*leg4_beta1_02 + leg4_beta1_22*leg4_roll_s
     leg4_B0_20 = leg4_B1_20*leg4_beta1_00 + 0.999833497556619*leg4_B1_21 + leg4_beta1_20*leg4_roll_c
-    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354333*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
+    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354326*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
     leg4_B0_22 = leg4_B1_20*leg4_beta1_02 + leg4_beta1_22*leg4_roll_c
-    leg4_rho3_x = leg4_stroke + 0.722322834729878
+    leg4_rho3_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_y = leg4_B1_21*leg4_rho3_x
     leg4_TL1_z = -leg4_B1_11*leg4_rho3_x
     leg4_TL2_y = leg4_rho3_x*leg4_roll_c
@@ -5718,23 +6078,23 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    leg4_e2_x = -0.013894360728465763*leg4_Q_00 + 0.7613056063246095*leg4_Q_01 + 0.6482443370509812*leg4_Q_02
-    leg4_e2_z = -0.013894360728465763*leg4_Q_20 + 0.7613056063246095*leg4_Q_21 + 0.6482443370509812*leg4_Q_22
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    leg4_e2_x = -0.013894360728465758*leg4_Q_00 + 0.7613056063246094*leg4_Q_01 + 0.6482443370509813*leg4_Q_02
+    leg4_e2_z = -0.013894360728465758*leg4_Q_20 + 0.7613056063246094*leg4_Q_21 + 0.6482443370509813*leg4_Q_22
     leg4_Cd4_1 = -leg4_B1_21*leg4_e2_x + leg4_e2_z*leg4_u_s2
     leg4_Cd4_2 = -leg4_e2_x*leg4_roll_c
     leg4_Ci4_x = leg4_Q_00*leg4_e2_z - leg4_Q_20*leg4_e2_x
     leg4_Ci4_y = leg4_Q_01*leg4_e2_z - leg4_Q_21*leg4_e2_x
     leg4_Ci4_z = leg4_Q_02*leg4_e2_z - leg4_Q_22*leg4_e2_x
-    if not (leg4_e2_z*leg4_e2_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_e2_z*leg4_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5742,9 +6102,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_e2_z
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5752,11 +6112,11 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg4_lu_f21 = leg4_TL1_y*leg4_lu_inv3
     leg4_lu_u22 = leg4_TL2_y - leg4_TL2_z*leg4_lu_f21
-    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
+    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5764,22 +6124,22 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 492
     leg4_lu_inv4 = 1.0/leg4_lu_u22
     leg5_B1_10 = -leg5_roll_c*leg5_u_s2
     leg5_B1_11 = leg5_roll_c*leg5_u_c2
     leg5_B1_20 = leg5_roll_s*leg5_u_s2
     leg5_B1_21 = -leg5_roll_s*leg5_u_c2
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = leg5_B1_10*leg5_beta1_00 - 0.999833497556619*leg5_B1_11 + leg5_beta1_20*leg5_roll_s
-    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354566*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
+    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354326*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
     leg5_B0_12 = leg5_B1_10*leg5_beta1_02 + leg5_beta1_22*leg5_roll_s
     leg5_B0_20 = leg5_B1_20*leg5_beta1_00 - 0.999833497556619*leg5_B1_21 + leg5_beta1_20*leg5_roll_c
-    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354566*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
+    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354326*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
     leg5_B0_22 = leg5_B1_20*leg5_beta1_02 + leg5_beta1_22*leg5_roll_c
-    leg5_rho3_x = leg5_stroke + 0.7223228347298781
+    leg5_rho3_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_y = leg5_B1_21*leg5_rho3_x
     leg5_TL1_z = -leg5_B1_11*leg5_rho3_x
     leg5_TL2_y = leg5_rho3_x*leg5_roll_c
@@ -5793,23 +6153,23 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    leg5_e2_x = -0.013894360728465938*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509812*leg5_Q_02
-    leg5_e2_z = -0.013894360728465938*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509812*leg5_Q_22
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    leg5_e2_x = -0.013894360728465758*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509813*leg5_Q_02
+    leg5_e2_z = -0.013894360728465758*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509813*leg5_Q_22
     leg5_Cd4_1 = -leg5_B1_21*leg5_e2_x + leg5_e2_z*leg5_u_s2
     leg5_Cd4_2 = -leg5_e2_x*leg5_roll_c
     leg5_Ci4_x = leg5_Q_00*leg5_e2_z - leg5_Q_20*leg5_e2_x
     leg5_Ci4_y = leg5_Q_01*leg5_e2_z - leg5_Q_21*leg5_e2_x
     leg5_Ci4_z = leg5_Q_02*leg5_e2_z - leg5_Q_22*leg5_e2_x
-    if not (leg5_e2_z*leg5_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_e2_z*leg5_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5817,9 +6177,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_e2_z
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5827,11 +6187,11 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg5_lu_f21 = leg5_TL1_y*leg5_lu_inv3
     leg5_lu_u22 = leg5_TL2_y - leg5_TL2_z*leg5_lu_f21
-    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
+    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5839,22 +6199,22 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 592
     leg5_lu_inv4 = 1.0/leg5_lu_u22
     leg6_B1_10 = -leg6_roll_c*leg6_u_s2
     leg6_B1_11 = leg6_roll_c*leg6_u_c2
     leg6_B1_20 = leg6_roll_s*leg6_u_s2
     leg6_B1_21 = -leg6_roll_s*leg6_u_c2
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.5157196875168393*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
-    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040012*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.515719687516839*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
+    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040014*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
     leg6_B0_12 = leg6_B1_10*leg6_beta1_02 + leg6_beta1_22*leg6_roll_s
-    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.5157196875168393*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
-    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040012*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
+    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.515719687516839*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
+    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040014*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
     leg6_B0_22 = leg6_B1_20*leg6_beta1_02 + leg6_beta1_22*leg6_roll_c
-    leg6_rho3_x = leg6_stroke + 0.7223228347298779
+    leg6_rho3_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_y = leg6_B1_21*leg6_rho3_x
     leg6_TL1_z = -leg6_B1_11*leg6_rho3_x
     leg6_TL2_y = leg6_rho3_x*leg6_roll_c
@@ -5869,22 +6229,22 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.39268567252250125*leg6_Q_01 + 0.6482443370509808*leg6_Q_02
-    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.39268567252250125*leg6_Q_21 + 0.6482443370509808*leg6_Q_22
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.3926856725225009*leg6_Q_01 + 0.6482443370509812*leg6_Q_02
+    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.3926856725225009*leg6_Q_21 + 0.6482443370509812*leg6_Q_22
     leg6_Cd4_1 = -leg6_B1_21*leg6_e2_x + leg6_e2_z*leg6_u_s2
     leg6_Cd4_2 = -leg6_e2_x*leg6_roll_c
     leg6_Ci4_x = leg6_Q_00*leg6_e2_z - leg6_Q_20*leg6_e2_x
     leg6_Ci4_y = leg6_Q_01*leg6_e2_z - leg6_Q_21*leg6_e2_x
     leg6_Ci4_z = leg6_Q_02*leg6_e2_z - leg6_Q_22*leg6_e2_x
-    if not (leg6_e2_z*leg6_e2_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    if not (leg6_e2_z*leg6_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5892,9 +6252,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_e2_z
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5902,11 +6262,11 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv3
     leg6_lu_u22 = leg6_TL2_y - leg6_TL2_z*leg6_lu_f21
-    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         A_leg1[:] = [NAN] * 16
         A_leg2[:] = [NAN] * 16
         A_leg3[:] = [NAN] * 16
@@ -5914,7 +6274,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 16
         A_leg6[:] = [NAN] * 16
         b[:] = [NAN] * 24
-        return 2
+        return 692
     leg6_lu_inv4 = 1.0/leg6_lu_u22
     leg1_H1__e2 = leg1_B0_10 - leg1_B0_20*leg1_lu_f21
     leg1_H1_2 = leg1_H1__e2*leg1_lu_inv4
@@ -5931,11 +6291,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_H4__e2 = leg1_Ci2_x - leg1_Ci3_x*leg1_lu_f21
     leg1_H4_2 = leg1_H4__e2*leg1_lu_inv4
     leg1_H4_1 = leg1_lu_inv3*(leg1_Ci3_x - leg1_H4_2*leg1_TL2_z)
-    leg1_H4_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H4_1 - leg1_Cd4_2*leg1_H4_2 + leg1_Ci4_x)
-    leg1_H5__e2 = leg1_Ci2_y - leg1_Ci3_y*leg1_lu_f21
-    leg1_H5_2 = leg1_H5__e2*leg1_lu_inv4
-    leg1_H5_1 = leg1_lu_inv3*(leg1_Ci3_y - leg1_H5_2*leg1_TL2_z)
-    leg1_H5_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H5_1 - leg1_Cd4_2*leg1_H5_2 + leg1_Ci4_y)
+    cse111 = leg1_Cd4_1*leg1_H4_1 + leg1_Cd4_2*leg1_H4_2
+    leg1_H4_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_x)
+    leg1_H5_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_y)
     leg1_H6__e2 = leg1_Ci2_z - leg1_Ci3_z*leg1_lu_f21
     leg1_H6_2 = leg1_H6__e2*leg1_lu_inv4
     leg1_H6_1 = leg1_lu_inv3*(leg1_Ci3_z - leg1_H6_2*leg1_TL2_z)
@@ -6060,10 +6418,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_H6_2 = leg6_H6__e2*leg6_lu_inv4
     leg6_H6_1 = leg6_lu_inv3*(leg6_Ci3_z - leg6_H6_2*leg6_TL2_z)
     leg6_H6_3 = leg6_lu_inv2*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 + leg6_Ci4_z)
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
     leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
-    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_H1_3*v_x + leg2_H2_3*v_y + leg2_H3_3*v_z + leg2_H4_3*omega_x + leg2_H5_3*omega_y + leg2_H6_3*omega_z
@@ -6097,18 +6455,18 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_Qa3 = -0.2*leg6_qd3
     leg6_Qa4 = F_leg6 - leg6_qd4*p_c_leg - leg6_stroke*p_k_leg + p_preload
     leg1_a1_x = -g_x*leg1_beta1_00 - g_y*leg1_beta1_01 - g_z*leg1_beta1_02
-    cse87 = 0.48411381003978005*g_x
-    leg1_a1_y = -cse87 + 0.8750050393733557*g_y
+    cse112 = 0.4841138100397801*g_x
+    leg1_a1_y = -cse112 + 0.8750050393733557*g_y
     leg1_a1_z = -g_x*leg1_beta1_20 - g_y*leg1_beta1_21 - g_z*leg1_beta1_22
     leg1_omega_p2_x = leg1_qd1*leg1_u_s2
     leg1_omega_p2_y = leg1_qd1*leg1_u_c2
     leg1_epsd2_x = leg1_omega_p2_y*leg1_qd2
-    cse88 = leg1_omega_p2_x*leg1_qd2
-    leg1_epsd2_y = -cse88
+    cse113 = leg1_omega_p2_x*leg1_qd2
+    leg1_epsd2_y = -cse113
     leg1_a2_x = leg1_a1_x*leg1_u_c2 + leg1_a1_y*leg1_u_s2
     leg1_a2_y = -leg1_a1_x*leg1_u_s2 + leg1_a1_y*leg1_u_c2
     leg1_oo2_xy = leg1_omega_p2_x*leg1_omega_p2_y
-    leg1_oo2_xz = cse88
+    leg1_oo2_xz = cse113
     leg1_omega_p3_y = leg1_omega_p2_y*leg1_roll_c + leg1_qd2*leg1_roll_s
     leg1_omega_p3_z = -leg1_omega_p2_y*leg1_roll_s + leg1_qd2*leg1_roll_c
     leg1_omega3_x = leg1_omega_p2_x + leg1_qd3
@@ -6122,9 +6480,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_oo3_xz = leg1_omega3_x*leg1_omega_p3_z
     leg1_oo3_W_00 = -leg1_oo3_yy - leg1_oo3_zz
     leg1_a4_x = leg1_a2_x + leg1_oo3_W_00*leg1_stroke
-    cse89 = 2.0*leg1_qd4
-    leg1_a4_y = cse89*leg1_omega_p3_z + leg1_a3_y + leg1_epsd3_z*leg1_stroke + leg1_oo3_xy*leg1_stroke
-    leg1_a4_z = -cse89*leg1_omega_p3_y + leg1_a3_z - leg1_epsd3_y*leg1_stroke + leg1_oo3_xz*leg1_stroke
+    cse114 = 2.0*leg1_qd4
+    leg1_a4_y = cse114*leg1_omega_p3_z + leg1_a3_y + leg1_epsd3_z*leg1_stroke + leg1_oo3_xy*leg1_stroke
+    leg1_a4_z = -cse114*leg1_omega_p3_y + leg1_a3_z - leg1_epsd3_y*leg1_stroke + leg1_oo3_xz*leg1_stroke
     leg1_F4_x = 2.0*leg1_a4_x + (0.9)*leg1_oo3_W_00
     leg1_F4_y = 2.0*leg1_a4_y + (0.9)*leg1_epsd3_z + (0.9)*leg1_oo3_xy
     leg1_F4_z = 2.0*leg1_a4_z - 0.9*leg1_epsd3_y + (0.9)*leg1_oo3_xz
@@ -6140,17 +6498,17 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_b3 = -leg1_N4_x + leg1_Qa3
     leg1_b4 = -leg1_F4_x + leg1_Qa4
     leg2_a1_x = -g_x*leg2_beta1_00 - g_y*leg2_beta1_01 - g_z*leg2_beta1_02
-    leg2_a1_y = cse87 + 0.8750050393733557*g_y
+    leg2_a1_y = cse112 + 0.8750050393733557*g_y
     leg2_a1_z = -g_x*leg2_beta1_20 - g_y*leg2_beta1_21 - g_z*leg2_beta1_22
     leg2_omega_p2_x = leg2_qd1*leg2_u_s2
     leg2_omega_p2_y = leg2_qd1*leg2_u_c2
     leg2_epsd2_x = leg2_omega_p2_y*leg2_qd2
-    cse90 = leg2_omega_p2_x*leg2_qd2
-    leg2_epsd2_y = -cse90
+    cse115 = leg2_omega_p2_x*leg2_qd2
+    leg2_epsd2_y = -cse115
     leg2_a2_x = leg2_a1_x*leg2_u_c2 + leg2_a1_y*leg2_u_s2
     leg2_a2_y = -leg2_a1_x*leg2_u_s2 + leg2_a1_y*leg2_u_c2
     leg2_oo2_xy = leg2_omega_p2_x*leg2_omega_p2_y
-    leg2_oo2_xz = cse90
+    leg2_oo2_xz = cse115
     leg2_omega_p3_y = leg2_omega_p2_y*leg2_roll_c + leg2_qd2*leg2_roll_s
     leg2_omega_p3_z = -leg2_omega_p2_y*leg2_roll_s + leg2_qd2*leg2_roll_c
     leg2_omega3_x = leg2_omega_p2_x + leg2_qd3
@@ -6164,9 +6522,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_oo3_xz = leg2_omega3_x*leg2_omega_p3_z
     leg2_oo3_W_00 = -leg2_oo3_yy - leg2_oo3_zz
     leg2_a4_x = leg2_a2_x + leg2_oo3_W_00*leg2_stroke
-    cse91 = 2.0*leg2_qd4
-    leg2_a4_y = cse91*leg2_omega_p3_z + leg2_a3_y + leg2_epsd3_z*leg2_stroke + leg2_oo3_xy*leg2_stroke
-    leg2_a4_z = -cse91*leg2_omega_p3_y + leg2_a3_z - leg2_epsd3_y*leg2_stroke + leg2_oo3_xz*leg2_stroke
+    cse116 = 2.0*leg2_qd4
+    leg2_a4_y = cse116*leg2_omega_p3_z + leg2_a3_y + leg2_epsd3_z*leg2_stroke + leg2_oo3_xy*leg2_stroke
+    leg2_a4_z = -cse116*leg2_omega_p3_y + leg2_a3_z - leg2_epsd3_y*leg2_stroke + leg2_oo3_xz*leg2_stroke
     leg2_F4_x = 2.0*leg2_a4_x + (0.9)*leg2_oo3_W_00
     leg2_F4_y = 2.0*leg2_a4_y + (0.9)*leg2_epsd3_z + (0.9)*leg2_oo3_xy
     leg2_F4_z = 2.0*leg2_a4_z - 0.9*leg2_epsd3_y + (0.9)*leg2_oo3_xz
@@ -6182,17 +6540,19 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_b3 = -leg2_N4_x + leg2_Qa3
     leg2_b4 = -leg2_F4_x + leg2_Qa4
     leg3_a1_x = -g_x*leg3_beta1_00 - g_y*leg3_beta1_01 - g_z*leg3_beta1_02
-    leg3_a1_y = -0.5157196875168388*g_x - 0.8567573775040014*g_y
+    cse117 = 0.8567573775040014*g_y
+    cse118 = 0.515719687516839*g_x
+    leg3_a1_y = -cse117 - cse118
     leg3_a1_z = -g_x*leg3_beta1_20 - g_y*leg3_beta1_21 - g_z*leg3_beta1_22
     leg3_omega_p2_x = leg3_qd1*leg3_u_s2
     leg3_omega_p2_y = leg3_qd1*leg3_u_c2
     leg3_epsd2_x = leg3_omega_p2_y*leg3_qd2
-    cse92 = leg3_omega_p2_x*leg3_qd2
-    leg3_epsd2_y = -cse92
+    cse119 = leg3_omega_p2_x*leg3_qd2
+    leg3_epsd2_y = -cse119
     leg3_a2_x = leg3_a1_x*leg3_u_c2 + leg3_a1_y*leg3_u_s2
     leg3_a2_y = -leg3_a1_x*leg3_u_s2 + leg3_a1_y*leg3_u_c2
     leg3_oo2_xy = leg3_omega_p2_x*leg3_omega_p2_y
-    leg3_oo2_xz = cse92
+    leg3_oo2_xz = cse119
     leg3_omega_p3_y = leg3_omega_p2_y*leg3_roll_c + leg3_qd2*leg3_roll_s
     leg3_omega_p3_z = -leg3_omega_p2_y*leg3_roll_s + leg3_qd2*leg3_roll_c
     leg3_omega3_x = leg3_omega_p2_x + leg3_qd3
@@ -6206,9 +6566,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_oo3_xz = leg3_omega3_x*leg3_omega_p3_z
     leg3_oo3_W_00 = -leg3_oo3_yy - leg3_oo3_zz
     leg3_a4_x = leg3_a2_x + leg3_oo3_W_00*leg3_stroke
-    cse93 = 2.0*leg3_qd4
-    leg3_a4_y = cse93*leg3_omega_p3_z + leg3_a3_y + leg3_epsd3_z*leg3_stroke + leg3_oo3_xy*leg3_stroke
-    leg3_a4_z = -cse93*leg3_omega_p3_y + leg3_a3_z - leg3_epsd3_y*leg3_stroke + leg3_oo3_xz*leg3_stroke
+    cse120 = 2.0*leg3_qd4
+    leg3_a4_y = cse120*leg3_omega_p3_z + leg3_a3_y + leg3_epsd3_z*leg3_stroke + leg3_oo3_xy*leg3_stroke
+    leg3_a4_z = -cse120*leg3_omega_p3_y + leg3_a3_z - leg3_epsd3_y*leg3_stroke + leg3_oo3_xz*leg3_stroke
     leg3_F4_x = 2.0*leg3_a4_x + (0.9)*leg3_oo3_W_00
     leg3_F4_y = 2.0*leg3_a4_y + (0.9)*leg3_epsd3_z + (0.9)*leg3_oo3_xy
     leg3_F4_z = 2.0*leg3_a4_z - 0.9*leg3_epsd3_y + (0.9)*leg3_oo3_xz
@@ -6224,18 +6584,19 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_b3 = -leg3_N4_x + leg3_Qa3
     leg3_b4 = -leg3_F4_x + leg3_Qa4
     leg4_a1_x = -g_x*leg4_beta1_00 - g_y*leg4_beta1_01 - g_z*leg4_beta1_02
-    cse94 = 0.999833497556619*g_x
-    leg4_a1_y = -cse94 - 0.018247661869354333*g_y
+    cse121 = 0.999833497556619*g_x
+    cse122 = 0.018247661869354326*g_y
+    leg4_a1_y = -cse121 - cse122
     leg4_a1_z = -g_x*leg4_beta1_20 - g_y*leg4_beta1_21 - g_z*leg4_beta1_22
     leg4_omega_p2_x = leg4_qd1*leg4_u_s2
     leg4_omega_p2_y = leg4_qd1*leg4_u_c2
     leg4_epsd2_x = leg4_omega_p2_y*leg4_qd2
-    cse95 = leg4_omega_p2_x*leg4_qd2
-    leg4_epsd2_y = -cse95
+    cse123 = leg4_omega_p2_x*leg4_qd2
+    leg4_epsd2_y = -cse123
     leg4_a2_x = leg4_a1_x*leg4_u_c2 + leg4_a1_y*leg4_u_s2
     leg4_a2_y = -leg4_a1_x*leg4_u_s2 + leg4_a1_y*leg4_u_c2
     leg4_oo2_xy = leg4_omega_p2_x*leg4_omega_p2_y
-    leg4_oo2_xz = cse95
+    leg4_oo2_xz = cse123
     leg4_omega_p3_y = leg4_omega_p2_y*leg4_roll_c + leg4_qd2*leg4_roll_s
     leg4_omega_p3_z = -leg4_omega_p2_y*leg4_roll_s + leg4_qd2*leg4_roll_c
     leg4_omega3_x = leg4_omega_p2_x + leg4_qd3
@@ -6249,9 +6610,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_oo3_xz = leg4_omega3_x*leg4_omega_p3_z
     leg4_oo3_W_00 = -leg4_oo3_yy - leg4_oo3_zz
     leg4_a4_x = leg4_a2_x + leg4_oo3_W_00*leg4_stroke
-    cse96 = 2.0*leg4_qd4
-    leg4_a4_y = cse96*leg4_omega_p3_z + leg4_a3_y + leg4_epsd3_z*leg4_stroke + leg4_oo3_xy*leg4_stroke
-    leg4_a4_z = -cse96*leg4_omega_p3_y + leg4_a3_z - leg4_epsd3_y*leg4_stroke + leg4_oo3_xz*leg4_stroke
+    cse124 = 2.0*leg4_qd4
+    leg4_a4_y = cse124*leg4_omega_p3_z + leg4_a3_y + leg4_epsd3_z*leg4_stroke + leg4_oo3_xy*leg4_stroke
+    leg4_a4_z = -cse124*leg4_omega_p3_y + leg4_a3_z - leg4_epsd3_y*leg4_stroke + leg4_oo3_xz*leg4_stroke
     leg4_F4_x = 2.0*leg4_a4_x + (0.9)*leg4_oo3_W_00
     leg4_F4_y = 2.0*leg4_a4_y + (0.9)*leg4_epsd3_z + (0.9)*leg4_oo3_xy
     leg4_F4_z = 2.0*leg4_a4_z - 0.9*leg4_epsd3_y + (0.9)*leg4_oo3_xz
@@ -6267,17 +6628,17 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_b3 = -leg4_N4_x + leg4_Qa3
     leg4_b4 = -leg4_F4_x + leg4_Qa4
     leg5_a1_x = -g_x*leg5_beta1_00 - g_y*leg5_beta1_01 - g_z*leg5_beta1_02
-    leg5_a1_y = cse94 - 0.018247661869354566*g_y
+    leg5_a1_y = cse121 - cse122
     leg5_a1_z = -g_x*leg5_beta1_20 - g_y*leg5_beta1_21 - g_z*leg5_beta1_22
     leg5_omega_p2_x = leg5_qd1*leg5_u_s2
     leg5_omega_p2_y = leg5_qd1*leg5_u_c2
     leg5_epsd2_x = leg5_omega_p2_y*leg5_qd2
-    cse97 = leg5_omega_p2_x*leg5_qd2
-    leg5_epsd2_y = -cse97
+    cse125 = leg5_omega_p2_x*leg5_qd2
+    leg5_epsd2_y = -cse125
     leg5_a2_x = leg5_a1_x*leg5_u_c2 + leg5_a1_y*leg5_u_s2
     leg5_a2_y = -leg5_a1_x*leg5_u_s2 + leg5_a1_y*leg5_u_c2
     leg5_oo2_xy = leg5_omega_p2_x*leg5_omega_p2_y
-    leg5_oo2_xz = cse97
+    leg5_oo2_xz = cse125
     leg5_omega_p3_y = leg5_omega_p2_y*leg5_roll_c + leg5_qd2*leg5_roll_s
     leg5_omega_p3_z = -leg5_omega_p2_y*leg5_roll_s + leg5_qd2*leg5_roll_c
     leg5_omega3_x = leg5_omega_p2_x + leg5_qd3
@@ -6291,9 +6652,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_oo3_xz = leg5_omega3_x*leg5_omega_p3_z
     leg5_oo3_W_00 = -leg5_oo3_yy - leg5_oo3_zz
     leg5_a4_x = leg5_a2_x + leg5_oo3_W_00*leg5_stroke
-    cse98 = 2.0*leg5_qd4
-    leg5_a4_y = cse98*leg5_omega_p3_z + leg5_a3_y + leg5_epsd3_z*leg5_stroke + leg5_oo3_xy*leg5_stroke
-    leg5_a4_z = -cse98*leg5_omega_p3_y + leg5_a3_z - leg5_epsd3_y*leg5_stroke + leg5_oo3_xz*leg5_stroke
+    cse126 = 2.0*leg5_qd4
+    leg5_a4_y = cse126*leg5_omega_p3_z + leg5_a3_y + leg5_epsd3_z*leg5_stroke + leg5_oo3_xy*leg5_stroke
+    leg5_a4_z = -cse126*leg5_omega_p3_y + leg5_a3_z - leg5_epsd3_y*leg5_stroke + leg5_oo3_xz*leg5_stroke
     leg5_F4_x = 2.0*leg5_a4_x + (0.9)*leg5_oo3_W_00
     leg5_F4_y = 2.0*leg5_a4_y + (0.9)*leg5_epsd3_z + (0.9)*leg5_oo3_xy
     leg5_F4_z = 2.0*leg5_a4_z - 0.9*leg5_epsd3_y + (0.9)*leg5_oo3_xz
@@ -6309,17 +6670,17 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_b3 = -leg5_N4_x + leg5_Qa3
     leg5_b4 = -leg5_F4_x + leg5_Qa4
     leg6_a1_x = -g_x*leg6_beta1_00 - g_y*leg6_beta1_01 - g_z*leg6_beta1_02
-    leg6_a1_y = 0.5157196875168393*g_x - 0.8567573775040012*g_y
+    leg6_a1_y = -cse117 + cse118
     leg6_a1_z = -g_x*leg6_beta1_20 - g_y*leg6_beta1_21 - g_z*leg6_beta1_22
     leg6_omega_p2_x = leg6_qd1*leg6_u_s2
     leg6_omega_p2_y = leg6_qd1*leg6_u_c2
     leg6_epsd2_x = leg6_omega_p2_y*leg6_qd2
-    cse99 = leg6_omega_p2_x*leg6_qd2
-    leg6_epsd2_y = -cse99
+    cse127 = leg6_omega_p2_x*leg6_qd2
+    leg6_epsd2_y = -cse127
     leg6_a2_x = leg6_a1_x*leg6_u_c2 + leg6_a1_y*leg6_u_s2
     leg6_a2_y = -leg6_a1_x*leg6_u_s2 + leg6_a1_y*leg6_u_c2
     leg6_oo2_xy = leg6_omega_p2_x*leg6_omega_p2_y
-    leg6_oo2_xz = cse99
+    leg6_oo2_xz = cse127
     leg6_omega_p3_y = leg6_omega_p2_y*leg6_roll_c + leg6_qd2*leg6_roll_s
     leg6_omega_p3_z = -leg6_omega_p2_y*leg6_roll_s + leg6_qd2*leg6_roll_c
     leg6_omega3_x = leg6_omega_p2_x + leg6_qd3
@@ -6333,9 +6694,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_oo3_xz = leg6_omega3_x*leg6_omega_p3_z
     leg6_oo3_W_00 = -leg6_oo3_yy - leg6_oo3_zz
     leg6_a4_x = leg6_a2_x + leg6_oo3_W_00*leg6_stroke
-    cse100 = 2.0*leg6_qd4
-    leg6_a4_y = cse100*leg6_omega_p3_z + leg6_a3_y + leg6_epsd3_z*leg6_stroke + leg6_oo3_xy*leg6_stroke
-    leg6_a4_z = -cse100*leg6_omega_p3_y + leg6_a3_z - leg6_epsd3_y*leg6_stroke + leg6_oo3_xz*leg6_stroke
+    cse128 = 2.0*leg6_qd4
+    leg6_a4_y = cse128*leg6_omega_p3_z + leg6_a3_y + leg6_epsd3_z*leg6_stroke + leg6_oo3_xy*leg6_stroke
+    leg6_a4_z = -cse128*leg6_omega_p3_y + leg6_a3_z - leg6_epsd3_y*leg6_stroke + leg6_oo3_xz*leg6_stroke
     leg6_F4_x = 2.0*leg6_a4_x + (0.9)*leg6_oo3_W_00
     leg6_F4_y = 2.0*leg6_a4_y + (0.9)*leg6_epsd3_z + (0.9)*leg6_oo3_xy
     leg6_F4_z = 2.0*leg6_a4_z - 0.9*leg6_epsd3_y + (0.9)*leg6_oo3_xz
@@ -6474,22 +6835,56 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
 
 
 def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
-    """A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C = b*_C (unrolled L D L^T).
+    """A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C =
+    b*_C (unrolled L D L^T).
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  fE[3]: external force on C through its centre of mass (frame 0)
-    in  mE[3]: external moment on C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out A_star[36] shape 6x6
-    out b_star[6] shape 6
-    out udot[6] shape 6
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+    in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out A_star[36] shape 6x6: reduced mass matrix A*_C, shape (6, 6); rows and columns in the order of u: v_C (frame 0),
+        omega_C (frame C)
+    out b_star[6] shape 6: reduced forces b*_C, shape (6,): force (N, frame 0), then moment (N m, frame C)
+    out udot[6] shape 6: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,)
     status 3: reduced mass matrix A*_C not positive definite
-    ops: 2196 adds, 3096 muls, 42 divs, 18 sqrt, 6 trig (5358 total)
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 122: leg1 roll: cut universal joint axis along the leg (singular)
+    status 133: leg1 stroke below its lower limit -0.25 m
+    status 134: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 222: leg2 roll: cut universal joint axis along the leg (singular)
+    status 233: leg2 stroke below its lower limit -0.25 m
+    status 234: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 322: leg3 roll: cut universal joint axis along the leg (singular)
+    status 333: leg3 stroke below its lower limit -0.25 m
+    status 334: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 422: leg4 roll: cut universal joint axis along the leg (singular)
+    status 433: leg4 stroke below its lower limit -0.25 m
+    status 434: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 522: leg5 roll: cut universal joint axis along the leg (singular)
+    status 533: leg5 stroke below its lower limit -0.25 m
+    status 534: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 622: leg6 roll: cut universal joint axis along the leg (singular)
+    status 633: leg6 stroke below its lower limit -0.25 m
+    status 634: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 2180 adds, 3027 muls, 42 divs, 18 sqrt, 6 trig (5273 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -6528,24 +6923,24 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -6556,58 +6951,58 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 0.7223228347298781
     cse9 = 0.7614323866774606*leg1_u_c1
-    cse10 = 0.3686199338021085*leg1_alpha_C_12
-    cse11 = 0.6482443370509812*leg1_alpha_C_22
+    cse10 = 0.36861993380210856*leg1_alpha_C_12
+    cse11 = 0.6482443370509813*leg1_alpha_C_22
     cse12 = cse11 + 0.6662571754848596*leg1_alpha_C_02
     cse13 = cse10 + cse12
-    cse14 = 0.3686199338021085*leg1_alpha_C_10
-    cse15 = 0.6482443370509812*leg1_alpha_C_20
+    cse14 = 0.36861993380210856*leg1_alpha_C_10
+    cse15 = 0.6482443370509813*leg1_alpha_C_20
     cse16 = cse15 + 0.6662571754848596*leg1_alpha_C_00
     cse17 = cse14 + cse16
     cse18 = 0.5672170616648486*leg1_u_c1
     cse19 = 0.6662571754848596*leg1_u_s1
-    cse20 = 0.3686199338021085*leg1_alpha_C_11
-    cse21 = 0.6482443370509812*leg1_alpha_C_21
+    cse20 = 0.36861993380210856*leg1_alpha_C_11
+    cse21 = 0.6482443370509813*leg1_alpha_C_21
     cse22 = cse21 + 0.6662571754848596*leg1_s_psi_z
     cse23 = cse20 + cse22
-    cse24 = 0.31382403584646185*leg1_u_c1
-    cse25 = 0.3686199338021085*leg1_u_s1
-    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509812*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.48411381003978005*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
-    cse26 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    cse24 = 0.3138240358464619*leg1_u_c1
+    cse25 = 0.36861993380210856*leg1_u_s1
+    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509813*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.4841138100397801*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
+    cse26 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
     cse27 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    cse28 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_e2_roll_z = cse13*cse26 + cse17*cse27 + cse23*cse28
+    cse28 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_e2_roll_z = cse13*cse28 + cse17*cse27 + cse23*cse26
     leg1_roll_N2 = leg1_e2_roll_y*leg1_e2_roll_y + leg1_e2_roll_z*leg1_e2_roll_z
-    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg1 roll: cut universal joint axis along the leg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 122
     leg1_roll_inv_N = 1.0/math.sqrt(leg1_roll_N2)
     leg1_roll_c = leg1_e2_roll_z*leg1_roll_inv_N
     leg1_roll_s = -leg1_e2_roll_y*leg1_roll_inv_N
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 133
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
+        return 134
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -6623,47 +7018,50 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     cse32 = 0.5672170616648486*leg2_u_c1
     cse33 = 0.6662571754848596*leg2_u_s1
     cse34 = -cse20 + cse22
-    cse35 = 0.31382403584646185*leg2_u_c1
-    cse36 = 0.3686199338021085*leg2_u_s1
-    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509812*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.48411381003978005*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
-    cse37 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    cse35 = 0.3138240358464619*leg2_u_c1
+    cse36 = 0.36861993380210856*leg2_u_s1
+    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509813*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.4841138100397801*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
+    cse37 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
     cse38 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    cse39 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_e2_roll_z = cse30*cse37 + cse31*cse38 + cse34*cse39
+    cse39 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg2_e2_roll_z = cse30*cse39 + cse31*cse38 + cse34*cse37
     leg2_roll_N2 = leg2_e2_roll_y*leg2_e2_roll_y + leg2_e2_roll_z*leg2_e2_roll_z
-    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg2 roll: cut universal joint axis along the leg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 222
     leg2_roll_inv_N = 1.0/math.sqrt(leg2_roll_N2)
     leg2_roll_c = leg2_e2_roll_z*leg2_roll_inv_N
     leg2_roll_s = -leg2_e2_roll_y*leg2_roll_inv_N
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 233
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
+        return 234
     cse40 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse40 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse41 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse41 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse42 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse42 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse41 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse40 + cse41
+    cse42 = 0.6278517870878945*leg1_alpha_C_11
+    cse43 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse42 + cse43
+    cse44 = 0.6278517870878945*leg1_alpha_C_12
+    cse45 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse44 + cse45
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -6672,51 +7070,63 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    cse43 = 0.7614323866774605*leg3_u_c1
-    cse44 = -0.6523628147563938*leg1_alpha_C_02 + 0.3926856725225008*leg1_alpha_C_12 + 0.6482443370509811*leg1_alpha_C_22
-    cse45 = 0.5553881181936187*leg3_u_c1
-    cse46 = 0.6523628147563938*leg3_u_s1
-    cse47 = -0.6523628147563938*leg1_alpha_C_00 + 0.3926856725225008*leg1_alpha_C_10 + 0.6482443370509811*leg1_alpha_C_20
-    cse48 = 0.39268567252250075*leg3_u_s1
-    cse49 = 0.33431236693849237*leg3_u_c1
-    cse50 = 0.3926856725225008*leg1_alpha_C_11 + 0.6482443370509811*leg1_alpha_C_21 - 0.6523628147563938*leg1_s_psi_z
-    leg3_e2_roll_y = cse44*(-cse43*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse47*(-cse45*leg3_u_s2 - cse46*leg3_u_s2 + 0.5157196875168388*leg3_u_c2) + cse50*(cse48*leg3_u_s2 + cse49*leg3_u_s2 + 0.8567573775040014*leg3_u_c2)
-    cse51 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    cse52 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    cse53 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg3_e2_roll_z = cse44*cse53 + cse47*cse51 + cse50*cse52
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    cse46 = 0.7614323866774606*leg3_u_c1
+    cse47 = 0.3926856725225009*leg1_alpha_C_12
+    cse48 = 0.6523628147563939*leg1_alpha_C_02
+    cse49 = cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse50 = 0.3343123669384925*leg3_u_c1
+    cse51 = 0.3926856725225009*leg3_u_s1
+    cse52 = 0.3926856725225009*leg1_alpha_C_11
+    cse53 = 0.6523628147563939*leg1_s_psi_z
+    cse54 = cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse55 = 0.5553881181936186*leg3_u_c1
+    cse56 = 0.6523628147563939*leg3_u_s1
+    cse57 = 0.3926856725225009*leg1_alpha_C_10
+    cse58 = 0.6523628147563939*leg1_alpha_C_00
+    cse59 = cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    leg3_e2_roll_y = cse49*(-cse46*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse54*(cse50*leg3_u_s2 + cse51*leg3_u_s2 + 0.8567573775040014*leg3_u_c2) + cse59*(-cse55*leg3_u_s2 - cse56*leg3_u_s2 + 0.515719687516839*leg3_u_c2)
+    cse60 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    cse61 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    cse62 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_e2_roll_z = cse49*cse60 + cse54*cse62 + cse59*cse61
     leg3_roll_N2 = leg3_e2_roll_y*leg3_e2_roll_y + leg3_e2_roll_z*leg3_e2_roll_z
-    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg3 roll: cut universal joint axis along the leg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 322
     leg3_roll_inv_N = 1.0/math.sqrt(leg3_roll_N2)
     leg3_roll_c = leg3_e2_roll_z*leg3_roll_inv_N
     leg3_roll_s = -leg3_e2_roll_y*leg3_roll_inv_N
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 333
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 334
+    cse63 = 0.16823237931663848*leg1_alpha_C_10
+    cse64 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse63 - cse64 + x_C
+    cse65 = 0.16823237931663848*leg1_alpha_C_11
+    cse66 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse65 - cse66 + y_C
+    cse67 = 0.16823237931663848*leg1_alpha_C_12
+    cse68 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse67 - cse68 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -6725,51 +7135,57 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    cse54 = 0.7614323866774607*leg4_u_c1
-    cse55 = cse11 - 0.013894360728465763*leg1_alpha_C_02 + 0.7613056063246095*leg1_alpha_C_12
-    cse56 = cse15 - 0.013894360728465763*leg1_alpha_C_00 + 0.7613056063246095*leg1_alpha_C_10
-    cse57 = 0.011828943471230067*leg4_u_c1
-    cse58 = 0.013894360728465765*leg4_u_s1
-    cse59 = cse21 + 0.7613056063246095*leg1_alpha_C_11 - 0.013894360728465763*leg1_s_psi_z
-    cse60 = 0.7613056063246095*leg4_u_s1
-    cse61 = 0.6481364027849542*leg4_u_c1
-    leg4_e2_roll_y = cse55*(-cse54*leg4_u_s2 + 0.6482443370509811*leg4_u_s1*leg4_u_s2) + cse56*(-cse57*leg4_u_s2 - cse58*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse59*(cse60*leg4_u_s2 + cse61*leg4_u_s2 + 0.018247661869354333*leg4_u_c2)
-    cse62 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    cse63 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    cse64 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg4_e2_roll_z = cse55*cse64 + cse56*cse62 + cse59*cse63
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    cse69 = 0.7614323866774606*leg4_u_c1
+    cse70 = 0.7613056063246094*leg1_alpha_C_12
+    cse71 = 0.013894360728465758*leg1_alpha_C_02
+    cse72 = cse11 + cse70 - cse71
+    cse73 = 0.011828943471230063*leg4_u_c1
+    cse74 = 0.013894360728465758*leg4_u_s1
+    cse75 = 0.7613056063246094*leg1_alpha_C_10
+    cse76 = 0.013894360728465758*leg1_alpha_C_00
+    cse77 = cse15 + cse75 - cse76
+    cse78 = 0.6481364027849544*leg4_u_c1
+    cse79 = 0.7613056063246094*leg4_u_s1
+    cse80 = 0.7613056063246094*leg1_alpha_C_11
+    cse81 = 0.013894360728465758*leg1_s_psi_z
+    cse82 = cse21 + cse80 - cse81
+    leg4_e2_roll_y = cse72*(-cse69*leg4_u_s2 + 0.6482443370509813*leg4_u_s1*leg4_u_s2) + cse77*(-cse73*leg4_u_s2 - cse74*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse82*(cse78*leg4_u_s2 + cse79*leg4_u_s2 + 0.018247661869354326*leg4_u_c2)
+    cse83 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    cse84 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    cse85 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_e2_roll_z = cse72*cse84 + cse77*cse83 + cse82*cse85
     leg4_roll_N2 = leg4_e2_roll_y*leg4_e2_roll_y + leg4_e2_roll_z*leg4_e2_roll_z
-    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg4 roll: cut universal joint axis along the leg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 422
     leg4_roll_inv_N = 1.0/math.sqrt(leg4_roll_N2)
     leg4_roll_c = leg4_e2_roll_z*leg4_roll_inv_N
     leg4_roll_s = -leg4_e2_roll_y*leg4_roll_inv_N
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 433
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 434
+    leg5_s0_x = -cse63 - cse64 + x_C
+    leg5_s0_y = -cse65 - cse66 + y_C
+    leg5_s0_z = -cse67 - cse68 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -6778,51 +7194,51 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    cse65 = 0.7614323866774606*leg5_u_c1
-    cse66 = -0.013894360728465938*leg1_alpha_C_02 - 0.7613056063246094*leg1_alpha_C_12 + 0.6482443370509812*leg1_alpha_C_22
-    cse67 = 0.6481364027849542*leg5_u_c1
-    cse68 = 0.7613056063246094*leg5_u_s1
-    cse69 = -0.7613056063246094*leg1_alpha_C_11 + 0.6482443370509812*leg1_alpha_C_21 - 0.013894360728465938*leg1_s_psi_z
-    cse70 = -0.013894360728465938*leg1_alpha_C_00 - 0.7613056063246094*leg1_alpha_C_10 + 0.6482443370509812*leg1_alpha_C_20
-    cse71 = 0.011828943471230218*leg5_u_c1
-    cse72 = 0.01389436072846594*leg5_u_s1
-    leg5_e2_roll_y = cse66*(-cse65*leg5_u_s2 + 0.6482443370509811*leg5_u_s1*leg5_u_s2) + cse69*(-cse67*leg5_u_s2 - cse68*leg5_u_s2 + 0.018247661869354566*leg5_u_c2) + cse70*(-cse71*leg5_u_s2 - cse72*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
-    cse73 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    cse74 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    cse75 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_e2_roll_z = cse66*cse73 + cse69*cse74 + cse70*cse75
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    cse86 = 0.7614323866774606*leg5_u_c1
+    cse87 = -cse70 - cse71 + 0.6482443370509813*leg1_alpha_C_22
+    cse88 = 0.6481364027849544*leg5_u_c1
+    cse89 = 0.7613056063246094*leg5_u_s1
+    cse90 = -cse80 - cse81 + 0.6482443370509813*leg1_alpha_C_21
+    cse91 = -cse75 - cse76 + 0.6482443370509813*leg1_alpha_C_20
+    cse92 = 0.011828943471230063*leg5_u_c1
+    cse93 = 0.013894360728465758*leg5_u_s1
+    leg5_e2_roll_y = cse87*(-cse86*leg5_u_s2 + 0.6482443370509813*leg5_u_s1*leg5_u_s2) + cse90*(-cse88*leg5_u_s2 - cse89*leg5_u_s2 + 0.018247661869354326*leg5_u_c2) + cse91*(-cse92*leg5_u_s2 - cse93*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
+    cse94 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    cse95 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    cse96 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_e2_roll_z = cse87*cse95 + cse90*cse96 + cse91*cse94
     leg5_roll_N2 = leg5_e2_roll_y*leg5_e2_roll_y + leg5_e2_roll_z*leg5_e2_roll_z
-    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg5 roll: cut universal joint axis along the leg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 522
     leg5_roll_inv_N = 1.0/math.sqrt(leg5_roll_N2)
     leg5_roll_c = leg5_e2_roll_z*leg5_roll_inv_N
     leg5_roll_s = -leg5_e2_roll_y*leg5_roll_inv_N
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 533
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    leg6_s0_x = -cse40 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse41 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse42 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 534
+    leg6_s0_x = -cse40 + cse41
+    leg6_s0_y = -cse42 + cse43
+    leg6_s0_z = -cse44 + cse45
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -6831,86 +7247,86 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    cse76 = 0.7614323866774608*leg6_u_c1
-    cse77 = -0.6523628147563939*leg1_alpha_C_02 - 0.39268567252250125*leg1_alpha_C_12 + 0.6482443370509808*leg1_alpha_C_22
-    cse78 = 0.33431236693849253*leg6_u_c1
-    cse79 = 0.39268567252250125*leg6_u_s1
-    cse80 = -0.39268567252250125*leg1_alpha_C_11 + 0.6482443370509808*leg1_alpha_C_21 - 0.6523628147563939*leg1_s_psi_z
-    cse81 = -0.6523628147563939*leg1_alpha_C_00 - 0.39268567252250125*leg1_alpha_C_10 + 0.6482443370509808*leg1_alpha_C_20
-    cse82 = 0.5553881181936182*leg6_u_c1
-    cse83 = 0.6523628147563939*leg6_u_s1
-    leg6_e2_roll_y = cse77*(-cse76*leg6_u_s2 + 0.6482443370509808*leg6_u_s1*leg6_u_s2) + cse80*(-cse78*leg6_u_s2 - cse79*leg6_u_s2 + 0.8567573775040012*leg6_u_c2) + cse81*(-cse82*leg6_u_s2 - cse83*leg6_u_s2 - 0.5157196875168393*leg6_u_c2)
-    cse84 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    cse85 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    cse86 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_e2_roll_z = cse77*cse84 + cse80*cse86 + cse81*cse85
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    cse97 = 0.7614323866774606*leg6_u_c1
+    cse98 = -cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse99 = 0.3343123669384925*leg6_u_c1
+    cse100 = 0.3926856725225009*leg6_u_s1
+    cse101 = -cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse102 = -cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    cse103 = 0.5553881181936186*leg6_u_c1
+    cse104 = 0.6523628147563939*leg6_u_s1
+    leg6_e2_roll_y = cse101*(-cse100*leg6_u_s2 - cse99*leg6_u_s2 + 0.8567573775040014*leg6_u_c2) + cse102*(-cse103*leg6_u_s2 - cse104*leg6_u_s2 - 0.515719687516839*leg6_u_c2) + cse98*(-cse97*leg6_u_s2 + 0.6482443370509812*leg6_u_s1*leg6_u_s2)
+    cse105 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    cse106 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    cse107 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_e2_roll_z = cse101*cse107 + cse102*cse106 + cse105*cse98
     leg6_roll_N2 = leg6_e2_roll_y*leg6_e2_roll_y + leg6_e2_roll_z*leg6_e2_roll_z
-    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg6 roll: cut universal joint axis along the leg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 622
     leg6_roll_inv_N = 1.0/math.sqrt(leg6_roll_N2)
     leg6_roll_c = leg6_e2_roll_z*leg6_roll_inv_N
     leg6_roll_s = -leg6_e2_roll_y*leg6_roll_inv_N
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 633
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
+        return 634
     leg1_beta1_00 = -cse18 - cse19
     leg1_beta1_01 = -cse24 - cse25
-    leg1_beta1_02 = cse9 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_02 = cse9 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = cse27
-    leg1_beta1_21 = cse28
-    leg1_beta1_22 = cse26
+    leg1_beta1_21 = cse26
+    leg1_beta1_22 = cse28
     leg2_beta1_00 = -cse32 - cse33
     leg2_beta1_01 = cse35 + cse36
-    leg2_beta1_02 = cse29 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_02 = cse29 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = cse38
-    leg2_beta1_21 = cse39
-    leg2_beta1_22 = cse37
-    leg3_beta1_00 = cse45 + cse46
-    leg3_beta1_01 = -cse48 - cse49
-    leg3_beta1_02 = cse43 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = cse51
-    leg3_beta1_21 = cse52
-    leg3_beta1_22 = cse53
-    leg4_beta1_00 = cse57 + cse58
-    leg4_beta1_01 = -cse60 - cse61
-    leg4_beta1_02 = cse54 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = cse62
-    leg4_beta1_21 = cse63
-    leg4_beta1_22 = cse64
-    leg5_beta1_00 = cse71 + cse72
-    leg5_beta1_01 = cse67 + cse68
-    leg5_beta1_02 = cse65 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = cse75
-    leg5_beta1_21 = cse74
-    leg5_beta1_22 = cse73
-    leg6_beta1_00 = cse82 + cse83
-    leg6_beta1_01 = cse78 + cse79
-    leg6_beta1_02 = cse76 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = cse85
-    leg6_beta1_21 = cse86
-    leg6_beta1_22 = cse84
+    leg2_beta1_21 = cse37
+    leg2_beta1_22 = cse39
+    leg3_beta1_00 = cse55 + cse56
+    leg3_beta1_01 = -cse50 - cse51
+    leg3_beta1_02 = cse46 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = cse61
+    leg3_beta1_21 = cse62
+    leg3_beta1_22 = cse60
+    leg4_beta1_00 = cse73 + cse74
+    leg4_beta1_01 = -cse78 - cse79
+    leg4_beta1_02 = cse69 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = cse83
+    leg4_beta1_21 = cse85
+    leg4_beta1_22 = cse84
+    leg5_beta1_00 = cse92 + cse93
+    leg5_beta1_01 = cse88 + cse89
+    leg5_beta1_02 = cse86 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = cse94
+    leg5_beta1_21 = cse96
+    leg5_beta1_22 = cse95
+    leg6_beta1_00 = cse103 + cse104
+    leg6_beta1_01 = cse100 + cse99
+    leg6_beta1_02 = cse97 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = cse106
+    leg6_beta1_21 = cse107
+    leg6_beta1_22 = cse105
     leg1_B1_10 = -leg1_roll_c*leg1_u_s2
     leg1_B1_11 = leg1_roll_c*leg1_u_c2
     leg1_B1_20 = leg1_roll_s*leg1_u_s2
     leg1_B1_21 = -leg1_roll_s*leg1_u_c2
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.48411381003978005*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
+    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.4841138100397801*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
     leg1_B0_11 = leg1_B1_10*leg1_beta1_01 - 0.8750050393733557*leg1_B1_11 + leg1_beta1_21*leg1_roll_s
     leg1_B0_12 = leg1_B1_10*leg1_beta1_02 + leg1_beta1_22*leg1_roll_s
-    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.48411381003978005*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
+    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.4841138100397801*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
     leg1_B0_21 = leg1_B1_20*leg1_beta1_01 - 0.8750050393733557*leg1_B1_21 + leg1_beta1_21*leg1_roll_c
     leg1_B0_22 = leg1_B1_20*leg1_beta1_02 + leg1_beta1_22*leg1_roll_c
     leg1_rho3_x = leg1_stroke + 0.7223228347298781
@@ -6927,18 +7343,15 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_Q_20 = leg1_B0_20*leg1_alpha_C_00 + leg1_B0_21*leg1_s_psi_z + leg1_B0_22*leg1_alpha_C_02
     leg1_Q_21 = leg1_B0_20*leg1_alpha_C_10 + leg1_B0_21*leg1_alpha_C_11 + leg1_B0_22*leg1_alpha_C_12
     leg1_Q_22 = leg1_B0_20*leg1_alpha_C_20 + leg1_B0_21*leg1_alpha_C_21 + leg1_B0_22*leg1_alpha_C_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
-    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.3686199338021085*leg1_Q_01 + 0.6482443370509812*leg1_Q_02
-    leg1_e2_y = 0.6662571754848596*leg1_Q_10 + 0.3686199338021085*leg1_Q_11 + 0.6482443370509812*leg1_Q_12
-    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.3686199338021085*leg1_Q_21 + 0.6482443370509812*leg1_Q_22
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.36861993380210856*leg1_Q_01 + 0.6482443370509813*leg1_Q_02
+    leg1_e2_y = 0.6662571754848596*leg1_Q_10 + 0.36861993380210856*leg1_Q_11 + 0.6482443370509813*leg1_Q_12
+    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.36861993380210856*leg1_Q_21 + 0.6482443370509813*leg1_Q_22
     leg1_Cd4_1 = -leg1_B1_21*leg1_e2_x + leg1_e2_z*leg1_u_s2
     leg1_Cd4_2 = -leg1_e2_x*leg1_roll_c
     leg1_Ci4_x = leg1_Q_00*leg1_e2_z - leg1_Q_20*leg1_e2_x
@@ -6948,13 +7361,13 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_e2_z
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg1_lu_f21 = leg1_TL1_y*leg1_lu_inv3
     leg1_lu_u22 = leg1_TL2_y - leg1_TL2_z*leg1_lu_f21
@@ -6962,19 +7375,19 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv4 = 1.0/leg1_lu_u22
     leg2_B1_10 = -leg2_roll_c*leg2_u_s2
     leg2_B1_11 = leg2_roll_c*leg2_u_c2
     leg2_B1_20 = leg2_roll_s*leg2_u_s2
     leg2_B1_21 = -leg2_roll_s*leg2_u_c2
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.48411381003978005*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
+    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.4841138100397801*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
     leg2_B0_11 = leg2_B1_10*leg2_beta1_01 - 0.8750050393733557*leg2_B1_11 + leg2_beta1_21*leg2_roll_s
     leg2_B0_12 = leg2_B1_10*leg2_beta1_02 + leg2_beta1_22*leg2_roll_s
-    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.48411381003978005*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
+    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.4841138100397801*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
     leg2_B0_21 = leg2_B1_20*leg2_beta1_01 - 0.8750050393733557*leg2_B1_21 + leg2_beta1_21*leg2_roll_c
     leg2_B0_22 = leg2_B1_20*leg2_beta1_02 + leg2_beta1_22*leg2_roll_c
     leg2_rho3_x = leg2_stroke + 0.7223228347298781
@@ -6991,18 +7404,21 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_Q_20 = leg1_alpha_C_00*leg2_B0_20 + leg1_alpha_C_02*leg2_B0_22 + leg1_s_psi_z*leg2_B0_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_B0_20 + leg1_alpha_C_11*leg2_B0_21 + leg1_alpha_C_12*leg2_B0_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_B0_20 + leg1_alpha_C_21*leg2_B0_21 + leg1_alpha_C_22*leg2_B0_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
-    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.3686199338021085*leg2_Q_01 + 0.6482443370509812*leg2_Q_02
-    leg2_e2_y = 0.6662571754848596*leg2_Q_10 - 0.3686199338021085*leg2_Q_11 + 0.6482443370509812*leg2_Q_12
-    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.3686199338021085*leg2_Q_21 + 0.6482443370509812*leg2_Q_22
+    cse108 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse108
+    leg2_Ci1_y = -cse108
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse109 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse109
+    leg2_Ci2_y = -cse109
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse110 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse110
+    leg2_Ci3_y = -cse110
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.36861993380210856*leg2_Q_01 + 0.6482443370509813*leg2_Q_02
+    leg2_e2_y = 0.6662571754848596*leg2_Q_10 - 0.36861993380210856*leg2_Q_11 + 0.6482443370509813*leg2_Q_12
+    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.36861993380210856*leg2_Q_21 + 0.6482443370509813*leg2_Q_22
     leg2_Cd4_1 = -leg2_B1_21*leg2_e2_x + leg2_e2_z*leg2_u_s2
     leg2_Cd4_2 = -leg2_e2_x*leg2_roll_c
     leg2_Ci4_x = leg2_Q_00*leg2_e2_z - leg2_Q_20*leg2_e2_x
@@ -7012,13 +7428,13 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_e2_z
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg2_lu_f21 = leg2_TL1_y*leg2_lu_inv3
     leg2_lu_u22 = leg2_TL2_y - leg2_TL2_z*leg2_lu_f21
@@ -7026,22 +7442,22 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv4 = 1.0/leg2_lu_u22
     leg3_B1_10 = -leg3_roll_c*leg3_u_s2
     leg3_B1_11 = leg3_roll_c*leg3_u_c2
     leg3_B1_20 = leg3_roll_s*leg3_u_s2
     leg3_B1_21 = -leg3_roll_s*leg3_u_c2
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.5157196875168388*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.515719687516839*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
     leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + 0.8567573775040014*leg3_B1_11 + leg3_beta1_21*leg3_roll_s
     leg3_B0_12 = leg3_B1_10*leg3_beta1_02 + leg3_beta1_22*leg3_roll_s
-    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.5157196875168388*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
+    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.515719687516839*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
     leg3_B0_21 = leg3_B1_20*leg3_beta1_01 + 0.8567573775040014*leg3_B1_21 + leg3_beta1_21*leg3_roll_c
     leg3_B0_22 = leg3_B1_20*leg3_beta1_02 + leg3_beta1_22*leg3_roll_c
-    leg3_rho3_x = leg3_stroke + 0.7223228347298782
+    leg3_rho3_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_y = leg3_B1_21*leg3_rho3_x
     leg3_TL1_z = -leg3_B1_11*leg3_rho3_x
     leg3_TL2_y = leg3_rho3_x*leg3_roll_c
@@ -7064,48 +7480,48 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    leg3_e2_x = -0.6523628147563938*leg3_Q_00 + 0.3926856725225008*leg3_Q_01 + 0.6482443370509811*leg3_Q_02
-    leg3_e2_y = -0.6523628147563938*leg3_Q_10 + 0.3926856725225008*leg3_Q_11 + 0.6482443370509811*leg3_Q_12
-    leg3_e2_z = -0.6523628147563938*leg3_Q_20 + 0.3926856725225008*leg3_Q_21 + 0.6482443370509811*leg3_Q_22
+    leg3_e2_x = -0.6523628147563939*leg3_Q_00 + 0.3926856725225009*leg3_Q_01 + 0.6482443370509812*leg3_Q_02
+    leg3_e2_y = -0.6523628147563939*leg3_Q_10 + 0.3926856725225009*leg3_Q_11 + 0.6482443370509812*leg3_Q_12
+    leg3_e2_z = -0.6523628147563939*leg3_Q_20 + 0.3926856725225009*leg3_Q_21 + 0.6482443370509812*leg3_Q_22
     leg3_Cd4_1 = -leg3_B1_21*leg3_e2_x + leg3_e2_z*leg3_u_s2
     leg3_Cd4_2 = -leg3_e2_x*leg3_roll_c
     leg3_Ci4_x = leg3_Q_00*leg3_e2_z - leg3_Q_20*leg3_e2_x
     leg3_Ci4_y = leg3_Q_01*leg3_e2_z - leg3_Q_21*leg3_e2_x
     leg3_Ci4_z = leg3_Q_02*leg3_e2_z - leg3_Q_22*leg3_e2_x
-    if not (leg3_e2_z*leg3_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_e2_z*leg3_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_e2_z
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv3
     leg3_lu_u22 = leg3_TL2_y - leg3_TL2_z*leg3_lu_f21
-    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv4 = 1.0/leg3_lu_u22
     leg4_B1_10 = -leg4_roll_c*leg4_u_s2
     leg4_B1_11 = leg4_roll_c*leg4_u_c2
     leg4_B1_20 = leg4_roll_s*leg4_u_s2
     leg4_B1_21 = -leg4_roll_s*leg4_u_c2
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + 0.999833497556619*leg4_B1_11 + leg4_beta1_20*leg4_roll_s
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354333*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354326*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
     leg4_B0_12 = leg4_B1_10*leg4_beta1_02 + leg4_beta1_22*leg4_roll_s
     leg4_B0_20 = leg4_B1_20*leg4_beta1_00 + 0.999833497556619*leg4_B1_21 + leg4_beta1_20*leg4_roll_c
-    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354333*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
+    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354326*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
     leg4_B0_22 = leg4_B1_20*leg4_beta1_02 + leg4_beta1_22*leg4_roll_c
-    leg4_rho3_x = leg4_stroke + 0.722322834729878
+    leg4_rho3_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_y = leg4_B1_21*leg4_rho3_x
     leg4_TL1_z = -leg4_B1_11*leg4_rho3_x
     leg4_TL2_y = leg4_rho3_x*leg4_roll_c
@@ -7119,57 +7535,57 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    leg4_e2_x = -0.013894360728465763*leg4_Q_00 + 0.7613056063246095*leg4_Q_01 + 0.6482443370509812*leg4_Q_02
-    leg4_e2_y = -0.013894360728465763*leg4_Q_10 + 0.7613056063246095*leg4_Q_11 + 0.6482443370509812*leg4_Q_12
-    leg4_e2_z = -0.013894360728465763*leg4_Q_20 + 0.7613056063246095*leg4_Q_21 + 0.6482443370509812*leg4_Q_22
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    leg4_e2_x = -0.013894360728465758*leg4_Q_00 + 0.7613056063246094*leg4_Q_01 + 0.6482443370509813*leg4_Q_02
+    leg4_e2_y = -0.013894360728465758*leg4_Q_10 + 0.7613056063246094*leg4_Q_11 + 0.6482443370509813*leg4_Q_12
+    leg4_e2_z = -0.013894360728465758*leg4_Q_20 + 0.7613056063246094*leg4_Q_21 + 0.6482443370509813*leg4_Q_22
     leg4_Cd4_1 = -leg4_B1_21*leg4_e2_x + leg4_e2_z*leg4_u_s2
     leg4_Cd4_2 = -leg4_e2_x*leg4_roll_c
     leg4_Ci4_x = leg4_Q_00*leg4_e2_z - leg4_Q_20*leg4_e2_x
     leg4_Ci4_y = leg4_Q_01*leg4_e2_z - leg4_Q_21*leg4_e2_x
     leg4_Ci4_z = leg4_Q_02*leg4_e2_z - leg4_Q_22*leg4_e2_x
-    if not (leg4_e2_z*leg4_e2_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_e2_z*leg4_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_e2_z
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg4_lu_f21 = leg4_TL1_y*leg4_lu_inv3
     leg4_lu_u22 = leg4_TL2_y - leg4_TL2_z*leg4_lu_f21
-    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
+    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv4 = 1.0/leg4_lu_u22
     leg5_B1_10 = -leg5_roll_c*leg5_u_s2
     leg5_B1_11 = leg5_roll_c*leg5_u_c2
     leg5_B1_20 = leg5_roll_s*leg5_u_s2
     leg5_B1_21 = -leg5_roll_s*leg5_u_c2
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = leg5_B1_10*leg5_beta1_00 - 0.999833497556619*leg5_B1_11 + leg5_beta1_20*leg5_roll_s
-    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354566*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
+    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354326*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
     leg5_B0_12 = leg5_B1_10*leg5_beta1_02 + leg5_beta1_22*leg5_roll_s
     leg5_B0_20 = leg5_B1_20*leg5_beta1_00 - 0.999833497556619*leg5_B1_21 + leg5_beta1_20*leg5_roll_c
-    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354566*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
+    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354326*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
     leg5_B0_22 = leg5_B1_20*leg5_beta1_02 + leg5_beta1_22*leg5_roll_c
-    leg5_rho3_x = leg5_stroke + 0.7223228347298781
+    leg5_rho3_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_y = leg5_B1_21*leg5_rho3_x
     leg5_TL1_z = -leg5_B1_11*leg5_rho3_x
     leg5_TL2_y = leg5_rho3_x*leg5_roll_c
@@ -7183,57 +7599,57 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    leg5_e2_x = -0.013894360728465938*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509812*leg5_Q_02
-    leg5_e2_y = -0.013894360728465938*leg5_Q_10 - 0.7613056063246094*leg5_Q_11 + 0.6482443370509812*leg5_Q_12
-    leg5_e2_z = -0.013894360728465938*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509812*leg5_Q_22
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    leg5_e2_x = -0.013894360728465758*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509813*leg5_Q_02
+    leg5_e2_y = -0.013894360728465758*leg5_Q_10 - 0.7613056063246094*leg5_Q_11 + 0.6482443370509813*leg5_Q_12
+    leg5_e2_z = -0.013894360728465758*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509813*leg5_Q_22
     leg5_Cd4_1 = -leg5_B1_21*leg5_e2_x + leg5_e2_z*leg5_u_s2
     leg5_Cd4_2 = -leg5_e2_x*leg5_roll_c
     leg5_Ci4_x = leg5_Q_00*leg5_e2_z - leg5_Q_20*leg5_e2_x
     leg5_Ci4_y = leg5_Q_01*leg5_e2_z - leg5_Q_21*leg5_e2_x
     leg5_Ci4_z = leg5_Q_02*leg5_e2_z - leg5_Q_22*leg5_e2_x
-    if not (leg5_e2_z*leg5_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_e2_z*leg5_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_e2_z
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg5_lu_f21 = leg5_TL1_y*leg5_lu_inv3
     leg5_lu_u22 = leg5_TL2_y - leg5_TL2_z*leg5_lu_f21
-    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
+    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv4 = 1.0/leg5_lu_u22
     leg6_B1_10 = -leg6_roll_c*leg6_u_s2
     leg6_B1_11 = leg6_roll_c*leg6_u_c2
     leg6_B1_20 = leg6_roll_s*leg6_u_s2
     leg6_B1_21 = -leg6_roll_s*leg6_u_c2
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.5157196875168393*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
-    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040012*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.515719687516839*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
+    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040014*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
     leg6_B0_12 = leg6_B1_10*leg6_beta1_02 + leg6_beta1_22*leg6_roll_s
-    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.5157196875168393*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
-    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040012*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
+    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.515719687516839*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
+    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040014*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
     leg6_B0_22 = leg6_B1_20*leg6_beta1_02 + leg6_beta1_22*leg6_roll_c
-    leg6_rho3_x = leg6_stroke + 0.7223228347298779
+    leg6_rho3_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_y = leg6_B1_21*leg6_rho3_x
     leg6_TL1_z = -leg6_B1_11*leg6_rho3_x
     leg6_TL2_y = leg6_rho3_x*leg6_roll_c
@@ -7248,41 +7664,41 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.39268567252250125*leg6_Q_01 + 0.6482443370509808*leg6_Q_02
-    leg6_e2_y = -0.6523628147563939*leg6_Q_10 - 0.39268567252250125*leg6_Q_11 + 0.6482443370509808*leg6_Q_12
-    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.39268567252250125*leg6_Q_21 + 0.6482443370509808*leg6_Q_22
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.3926856725225009*leg6_Q_01 + 0.6482443370509812*leg6_Q_02
+    leg6_e2_y = -0.6523628147563939*leg6_Q_10 - 0.3926856725225009*leg6_Q_11 + 0.6482443370509812*leg6_Q_12
+    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.3926856725225009*leg6_Q_21 + 0.6482443370509812*leg6_Q_22
     leg6_Cd4_1 = -leg6_B1_21*leg6_e2_x + leg6_e2_z*leg6_u_s2
     leg6_Cd4_2 = -leg6_e2_x*leg6_roll_c
     leg6_Ci4_x = leg6_Q_00*leg6_e2_z - leg6_Q_20*leg6_e2_x
     leg6_Ci4_y = leg6_Q_01*leg6_e2_z - leg6_Q_21*leg6_e2_x
     leg6_Ci4_z = leg6_Q_02*leg6_e2_z - leg6_Q_22*leg6_e2_x
-    if not (leg6_e2_z*leg6_e2_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    if not (leg6_e2_z*leg6_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_e2_z
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv3
     leg6_lu_u22 = leg6_TL2_y - leg6_TL2_z*leg6_lu_f21
-    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv4 = 1.0/leg6_lu_u22
     leg1_H1__e2 = leg1_B0_10 - leg1_B0_20*leg1_lu_f21
     leg1_H1_2 = leg1_H1__e2*leg1_lu_inv4
@@ -7299,11 +7715,9 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_H4__e2 = leg1_Ci2_x - leg1_Ci3_x*leg1_lu_f21
     leg1_H4_2 = leg1_H4__e2*leg1_lu_inv4
     leg1_H4_1 = leg1_lu_inv3*(leg1_Ci3_x - leg1_H4_2*leg1_TL2_z)
-    leg1_H4_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H4_1 - leg1_Cd4_2*leg1_H4_2 + leg1_Ci4_x)
-    leg1_H5__e2 = leg1_Ci2_y - leg1_Ci3_y*leg1_lu_f21
-    leg1_H5_2 = leg1_H5__e2*leg1_lu_inv4
-    leg1_H5_1 = leg1_lu_inv3*(leg1_Ci3_y - leg1_H5_2*leg1_TL2_z)
-    leg1_H5_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H5_1 - leg1_Cd4_2*leg1_H5_2 + leg1_Ci4_y)
+    cse111 = leg1_Cd4_1*leg1_H4_1 + leg1_Cd4_2*leg1_H4_2
+    leg1_H4_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_x)
+    leg1_H5_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_y)
     leg1_H6__e2 = leg1_Ci2_z - leg1_Ci3_z*leg1_lu_f21
     leg1_H6_2 = leg1_H6__e2*leg1_lu_inv4
     leg1_H6_1 = leg1_lu_inv3*(leg1_Ci3_z - leg1_H6_2*leg1_TL2_z)
@@ -7428,10 +7842,10 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_H6_2 = leg6_H6__e2*leg6_lu_inv4
     leg6_H6_1 = leg6_lu_inv3*(leg6_Ci3_z - leg6_H6_2*leg6_TL2_z)
     leg6_H6_3 = leg6_lu_inv2*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 + leg6_Ci4_z)
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
     leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
-    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_H1_3*v_x + leg2_H2_3*v_y + leg2_H3_3*v_z + leg2_H4_3*omega_x + leg2_H5_3*omega_y + leg2_H6_3*omega_z
@@ -7455,10 +7869,10 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_omega_p2_x = leg1_qd1*leg1_u_s2
     leg1_omega_p2_y = leg1_qd1*leg1_u_c2
     leg1_epsd2_x = leg1_omega_p2_y*leg1_qd2
-    cse87 = leg1_omega_p2_x*leg1_qd2
-    leg1_epsd2_y = -cse87
+    cse112 = leg1_omega_p2_x*leg1_qd2
+    leg1_epsd2_y = -cse112
     leg1_oo2_xy = leg1_omega_p2_x*leg1_omega_p2_y
-    leg1_oo2_xz = cse87
+    leg1_oo2_xz = cse112
     leg1_omega_p3_y = leg1_omega_p2_y*leg1_roll_c + leg1_qd2*leg1_roll_s
     leg1_omega_p3_z = -leg1_omega_p2_y*leg1_roll_s + leg1_qd2*leg1_roll_c
     leg1_omega3_x = leg1_omega_p2_x + leg1_qd3
@@ -7469,21 +7883,21 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_oo3_xy = leg1_omega3_x*leg1_omega_p3_y
     leg1_oo3_xz = leg1_omega3_x*leg1_omega_p3_z
     leg1_oo3_W_00 = -leg1_oo3_yy - leg1_oo3_zz
-    cse88 = leg1_oo3_W_00*leg1_stroke
-    leg1_a4_x = cse88
-    cse89 = 2.0*leg1_qd4
-    cse90 = cse89*leg1_omega_p3_z + leg1_epsd3_z*leg1_stroke + leg1_oo3_xy*leg1_stroke
-    leg1_a4_y = cse90
-    cse91 = leg1_epsd3_y*leg1_stroke
-    cse92 = cse89*leg1_omega_p3_y
-    leg1_a4_z = -cse91 - cse92 + leg1_oo3_xz*leg1_stroke
+    cse113 = leg1_oo3_W_00*leg1_stroke
+    leg1_a4_x = cse113
+    cse114 = 2.0*leg1_qd4
+    cse115 = cse114*leg1_omega_p3_z + leg1_epsd3_z*leg1_stroke + leg1_oo3_xy*leg1_stroke
+    leg1_a4_y = cse115
+    cse116 = leg1_epsd3_y*leg1_stroke
+    cse117 = cse114*leg1_omega_p3_y
+    leg1_a4_z = -cse116 - cse117 + leg1_oo3_xz*leg1_stroke
     leg2_omega_p2_x = leg2_qd1*leg2_u_s2
     leg2_omega_p2_y = leg2_qd1*leg2_u_c2
     leg2_epsd2_x = leg2_omega_p2_y*leg2_qd2
-    cse93 = leg2_omega_p2_x*leg2_qd2
-    leg2_epsd2_y = -cse93
+    cse118 = leg2_omega_p2_x*leg2_qd2
+    leg2_epsd2_y = -cse118
     leg2_oo2_xy = leg2_omega_p2_x*leg2_omega_p2_y
-    leg2_oo2_xz = cse93
+    leg2_oo2_xz = cse118
     leg2_omega_p3_y = leg2_omega_p2_y*leg2_roll_c + leg2_qd2*leg2_roll_s
     leg2_omega_p3_z = -leg2_omega_p2_y*leg2_roll_s + leg2_qd2*leg2_roll_c
     leg2_omega3_x = leg2_omega_p2_x + leg2_qd3
@@ -7494,21 +7908,21 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_oo3_xy = leg2_omega3_x*leg2_omega_p3_y
     leg2_oo3_xz = leg2_omega3_x*leg2_omega_p3_z
     leg2_oo3_W_00 = -leg2_oo3_yy - leg2_oo3_zz
-    cse94 = leg2_oo3_W_00*leg2_stroke
-    leg2_a4_x = cse94
-    cse95 = 2.0*leg2_qd4
-    cse96 = cse95*leg2_omega_p3_z + leg2_epsd3_z*leg2_stroke + leg2_oo3_xy*leg2_stroke
-    leg2_a4_y = cse96
-    cse97 = leg2_epsd3_y*leg2_stroke
-    cse98 = cse95*leg2_omega_p3_y
-    leg2_a4_z = -cse97 - cse98 + leg2_oo3_xz*leg2_stroke
+    cse119 = leg2_oo3_W_00*leg2_stroke
+    leg2_a4_x = cse119
+    cse120 = 2.0*leg2_qd4
+    cse121 = cse120*leg2_omega_p3_z + leg2_epsd3_z*leg2_stroke + leg2_oo3_xy*leg2_stroke
+    leg2_a4_y = cse121
+    cse122 = leg2_epsd3_y*leg2_stroke
+    cse123 = cse120*leg2_omega_p3_y
+    leg2_a4_z = -cse122 - cse123 + leg2_oo3_xz*leg2_stroke
     leg3_omega_p2_x = leg3_qd1*leg3_u_s2
     leg3_omega_p2_y = leg3_qd1*leg3_u_c2
     leg3_epsd2_x = leg3_omega_p2_y*leg3_qd2
-    cse99 = leg3_omega_p2_x*leg3_qd2
-    leg3_epsd2_y = -cse99
+    cse124 = leg3_omega_p2_x*leg3_qd2
+    leg3_epsd2_y = -cse124
     leg3_oo2_xy = leg3_omega_p2_x*leg3_omega_p2_y
-    leg3_oo2_xz = cse99
+    leg3_oo2_xz = cse124
     leg3_omega_p3_y = leg3_omega_p2_y*leg3_roll_c + leg3_qd2*leg3_roll_s
     leg3_omega_p3_z = -leg3_omega_p2_y*leg3_roll_s + leg3_qd2*leg3_roll_c
     leg3_omega3_x = leg3_omega_p2_x + leg3_qd3
@@ -7519,21 +7933,21 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_oo3_xy = leg3_omega3_x*leg3_omega_p3_y
     leg3_oo3_xz = leg3_omega3_x*leg3_omega_p3_z
     leg3_oo3_W_00 = -leg3_oo3_yy - leg3_oo3_zz
-    cse100 = leg3_oo3_W_00*leg3_stroke
-    leg3_a4_x = cse100
-    cse101 = 2.0*leg3_qd4
-    cse102 = cse101*leg3_omega_p3_z + leg3_epsd3_z*leg3_stroke + leg3_oo3_xy*leg3_stroke
-    leg3_a4_y = cse102
-    cse103 = leg3_epsd3_y*leg3_stroke
-    cse104 = cse101*leg3_omega_p3_y
-    leg3_a4_z = -cse103 - cse104 + leg3_oo3_xz*leg3_stroke
+    cse125 = leg3_oo3_W_00*leg3_stroke
+    leg3_a4_x = cse125
+    cse126 = 2.0*leg3_qd4
+    cse127 = cse126*leg3_omega_p3_z + leg3_epsd3_z*leg3_stroke + leg3_oo3_xy*leg3_stroke
+    leg3_a4_y = cse127
+    cse128 = leg3_epsd3_y*leg3_stroke
+    cse129 = cse126*leg3_omega_p3_y
+    leg3_a4_z = -cse128 - cse129 + leg3_oo3_xz*leg3_stroke
     leg4_omega_p2_x = leg4_qd1*leg4_u_s2
     leg4_omega_p2_y = leg4_qd1*leg4_u_c2
     leg4_epsd2_x = leg4_omega_p2_y*leg4_qd2
-    cse105 = leg4_omega_p2_x*leg4_qd2
-    leg4_epsd2_y = -cse105
+    cse130 = leg4_omega_p2_x*leg4_qd2
+    leg4_epsd2_y = -cse130
     leg4_oo2_xy = leg4_omega_p2_x*leg4_omega_p2_y
-    leg4_oo2_xz = cse105
+    leg4_oo2_xz = cse130
     leg4_omega_p3_y = leg4_omega_p2_y*leg4_roll_c + leg4_qd2*leg4_roll_s
     leg4_omega_p3_z = -leg4_omega_p2_y*leg4_roll_s + leg4_qd2*leg4_roll_c
     leg4_omega3_x = leg4_omega_p2_x + leg4_qd3
@@ -7544,21 +7958,21 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_oo3_xy = leg4_omega3_x*leg4_omega_p3_y
     leg4_oo3_xz = leg4_omega3_x*leg4_omega_p3_z
     leg4_oo3_W_00 = -leg4_oo3_yy - leg4_oo3_zz
-    cse106 = leg4_oo3_W_00*leg4_stroke
-    leg4_a4_x = cse106
-    cse107 = 2.0*leg4_qd4
-    cse108 = cse107*leg4_omega_p3_z + leg4_epsd3_z*leg4_stroke + leg4_oo3_xy*leg4_stroke
-    leg4_a4_y = cse108
-    cse109 = leg4_epsd3_y*leg4_stroke
-    cse110 = cse107*leg4_omega_p3_y
-    leg4_a4_z = -cse109 - cse110 + leg4_oo3_xz*leg4_stroke
+    cse131 = leg4_oo3_W_00*leg4_stroke
+    leg4_a4_x = cse131
+    cse132 = 2.0*leg4_qd4
+    cse133 = cse132*leg4_omega_p3_z + leg4_epsd3_z*leg4_stroke + leg4_oo3_xy*leg4_stroke
+    leg4_a4_y = cse133
+    cse134 = leg4_epsd3_y*leg4_stroke
+    cse135 = cse132*leg4_omega_p3_y
+    leg4_a4_z = -cse134 - cse135 + leg4_oo3_xz*leg4_stroke
     leg5_omega_p2_x = leg5_qd1*leg5_u_s2
     leg5_omega_p2_y = leg5_qd1*leg5_u_c2
     leg5_epsd2_x = leg5_omega_p2_y*leg5_qd2
-    cse111 = leg5_omega_p2_x*leg5_qd2
-    leg5_epsd2_y = -cse111
+    cse136 = leg5_omega_p2_x*leg5_qd2
+    leg5_epsd2_y = -cse136
     leg5_oo2_xy = leg5_omega_p2_x*leg5_omega_p2_y
-    leg5_oo2_xz = cse111
+    leg5_oo2_xz = cse136
     leg5_omega_p3_y = leg5_omega_p2_y*leg5_roll_c + leg5_qd2*leg5_roll_s
     leg5_omega_p3_z = -leg5_omega_p2_y*leg5_roll_s + leg5_qd2*leg5_roll_c
     leg5_omega3_x = leg5_omega_p2_x + leg5_qd3
@@ -7569,21 +7983,21 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_oo3_xy = leg5_omega3_x*leg5_omega_p3_y
     leg5_oo3_xz = leg5_omega3_x*leg5_omega_p3_z
     leg5_oo3_W_00 = -leg5_oo3_yy - leg5_oo3_zz
-    cse112 = leg5_oo3_W_00*leg5_stroke
-    leg5_a4_x = cse112
-    cse113 = 2.0*leg5_qd4
-    cse114 = cse113*leg5_omega_p3_z + leg5_epsd3_z*leg5_stroke + leg5_oo3_xy*leg5_stroke
-    leg5_a4_y = cse114
-    cse115 = leg5_epsd3_y*leg5_stroke
-    cse116 = cse113*leg5_omega_p3_y
-    leg5_a4_z = -cse115 - cse116 + leg5_oo3_xz*leg5_stroke
+    cse137 = leg5_oo3_W_00*leg5_stroke
+    leg5_a4_x = cse137
+    cse138 = 2.0*leg5_qd4
+    cse139 = cse138*leg5_omega_p3_z + leg5_epsd3_z*leg5_stroke + leg5_oo3_xy*leg5_stroke
+    leg5_a4_y = cse139
+    cse140 = leg5_epsd3_y*leg5_stroke
+    cse141 = cse138*leg5_omega_p3_y
+    leg5_a4_z = -cse140 - cse141 + leg5_oo3_xz*leg5_stroke
     leg6_omega_p2_x = leg6_qd1*leg6_u_s2
     leg6_omega_p2_y = leg6_qd1*leg6_u_c2
     leg6_epsd2_x = leg6_omega_p2_y*leg6_qd2
-    cse117 = leg6_omega_p2_x*leg6_qd2
-    leg6_epsd2_y = -cse117
+    cse142 = leg6_omega_p2_x*leg6_qd2
+    leg6_epsd2_y = -cse142
     leg6_oo2_xy = leg6_omega_p2_x*leg6_omega_p2_y
-    leg6_oo2_xz = cse117
+    leg6_oo2_xz = cse142
     leg6_omega_p3_y = leg6_omega_p2_y*leg6_roll_c + leg6_qd2*leg6_roll_s
     leg6_omega_p3_z = -leg6_omega_p2_y*leg6_roll_s + leg6_qd2*leg6_roll_c
     leg6_omega3_x = leg6_omega_p2_x + leg6_qd3
@@ -7594,25 +8008,26 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_oo3_xy = leg6_omega3_x*leg6_omega_p3_y
     leg6_oo3_xz = leg6_omega3_x*leg6_omega_p3_z
     leg6_oo3_W_00 = -leg6_oo3_yy - leg6_oo3_zz
-    cse118 = leg6_oo3_W_00*leg6_stroke
-    leg6_a4_x = cse118
-    cse119 = 2.0*leg6_qd4
-    cse120 = cse119*leg6_omega_p3_z + leg6_epsd3_z*leg6_stroke + leg6_oo3_xy*leg6_stroke
-    leg6_a4_y = cse120
-    cse121 = leg6_epsd3_y*leg6_stroke
-    cse122 = cse119*leg6_omega_p3_y
-    leg6_a4_z = -cse121 - cse122 + leg6_oo3_xz*leg6_stroke
-    cse123 = 0.45961940777125593*oo_C_W_00
-    cse124 = 0.4596194077712559*oo_C_xy
-    cse125 = cse123 - cse124
-    cse126 = 0.4596194077712559*oo_C_W_11
-    cse127 = -cse126 + 0.45961940777125593*oo_C_xy
-    cse128 = 0.45961940777125593*oo_C_xz
-    cse129 = 0.4596194077712559*oo_C_yz
-    cse130 = cse128 - cse129
-    leg1_cC_x = cse125*leg1_Q_00 + cse127*leg1_Q_01 + cse130*leg1_Q_02
-    leg1_cC_y = cse125*leg1_Q_10 + cse127*leg1_Q_11 + cse130*leg1_Q_12
-    leg1_cC_z = cse125*leg1_Q_20 + cse127*leg1_Q_21 + cse130*leg1_Q_22
+    cse143 = leg6_oo3_W_00*leg6_stroke
+    leg6_a4_x = cse143
+    cse144 = 2.0*leg6_qd4
+    cse145 = cse144*leg6_omega_p3_z + leg6_epsd3_z*leg6_stroke + leg6_oo3_xy*leg6_stroke
+    leg6_a4_y = cse145
+    cse146 = leg6_epsd3_y*leg6_stroke
+    cse147 = cse144*leg6_omega_p3_y
+    leg6_a4_z = -cse146 - cse147 + leg6_oo3_xz*leg6_stroke
+    cse148 = 0.45961940777125593*oo_C_W_00
+    cse149 = 0.45961940777125593*oo_C_xy
+    cse150 = -cse149
+    cse151 = cse148 + cse150
+    cse152 = 0.45961940777125593*oo_C_W_11
+    cse153 = -cse150 - cse152
+    cse154 = 0.45961940777125593*oo_C_xz
+    cse155 = 0.45961940777125593*oo_C_yz
+    cse156 = cse154 - cse155
+    leg1_cC_x = cse151*leg1_Q_00 + cse153*leg1_Q_01 + cse156*leg1_Q_02
+    leg1_cC_y = cse151*leg1_Q_10 + cse153*leg1_Q_11 + cse156*leg1_Q_12
+    leg1_cC_z = cse151*leg1_Q_20 + cse153*leg1_Q_21 + cse156*leg1_Q_22
     leg1_c1 = -leg1_a4_x + leg1_cC_x - 0.7223228347298781*leg1_oo3_W_00
     leg1_c2 = -leg1_a4_y + leg1_cC_y - 0.7223228347298781*leg1_epsd3_z - 0.7223228347298781*leg1_oo3_xy
     leg1_c3 = -leg1_a4_z + leg1_cC_z + 0.7223228347298781*leg1_epsd3_y - 0.7223228347298781*leg1_oo3_xz
@@ -7630,12 +8045,12 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_h2 = leg1_h_e2*leg1_lu_inv4
     leg1_h1 = leg1_lu_inv3*(-leg1_TL2_z*leg1_h2 + leg1_c3)
     leg1_h3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_h1 - leg1_Cd4_2*leg1_h2 + leg1_c4)
-    cse131 = cse123 + cse124
-    cse132 = cse126 + 0.45961940777125593*oo_C_xy
-    cse133 = cse128 + cse129
-    leg2_cC_x = cse131*leg2_Q_00 + cse132*leg2_Q_01 + cse133*leg2_Q_02
-    leg2_cC_y = cse131*leg2_Q_10 + cse132*leg2_Q_11 + cse133*leg2_Q_12
-    leg2_cC_z = cse131*leg2_Q_20 + cse132*leg2_Q_21 + cse133*leg2_Q_22
+    cse157 = cse148 + cse149
+    cse158 = cse149 + cse152
+    cse159 = cse154 + cse155
+    leg2_cC_x = cse157*leg2_Q_00 + cse158*leg2_Q_01 + cse159*leg2_Q_02
+    leg2_cC_y = cse157*leg2_Q_10 + cse158*leg2_Q_11 + cse159*leg2_Q_12
+    leg2_cC_z = cse157*leg2_Q_20 + cse158*leg2_Q_21 + cse159*leg2_Q_22
     leg2_c1 = -leg2_a4_x + leg2_cC_x - 0.7223228347298781*leg2_oo3_W_00
     leg2_c2 = -leg2_a4_y + leg2_cC_y - 0.7223228347298781*leg2_epsd3_z - 0.7223228347298781*leg2_oo3_xy
     leg2_c3 = -leg2_a4_z + leg2_cC_z + 0.7223228347298781*leg2_epsd3_y - 0.7223228347298781*leg2_oo3_xz
@@ -7653,18 +8068,21 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_h2 = leg2_h_e2*leg2_lu_inv4
     leg2_h1 = leg2_lu_inv3*(-leg2_TL2_z*leg2_h2 + leg2_c3)
     leg2_h3 = leg2_lu_inv2*(-leg2_Cd4_1*leg2_h1 - leg2_Cd4_2*leg2_h2 + leg2_c4)
-    cse134 = 0.6278517870878945*oo_C_xy
-    cse135 = cse134 + 0.16823237931663848*oo_C_W_00
-    cse136 = 0.6278517870878945*oo_C_W_11
-    cse137 = cse136 + 0.16823237931663848*oo_C_xy
-    cse138 = 0.6278517870878945*oo_C_yz
-    cse139 = cse138 + 0.16823237931663848*oo_C_xz
-    leg3_cC_x = cse135*leg3_Q_00 + cse137*leg3_Q_01 + cse139*leg3_Q_02
-    leg3_cC_y = cse135*leg3_Q_10 + cse137*leg3_Q_11 + cse139*leg3_Q_12
-    leg3_cC_z = cse135*leg3_Q_20 + cse137*leg3_Q_21 + cse139*leg3_Q_22
-    leg3_c1 = -leg3_a4_x + leg3_cC_x - 0.7223228347298782*leg3_oo3_W_00
-    leg3_c2 = -leg3_a4_y + leg3_cC_y - 0.7223228347298782*leg3_epsd3_z - 0.7223228347298782*leg3_oo3_xy
-    leg3_c3 = -leg3_a4_z + leg3_cC_z + 0.7223228347298782*leg3_epsd3_y - 0.7223228347298782*leg3_oo3_xz
+    cse160 = 0.16823237931663848*oo_C_W_00
+    cse161 = 0.6278517870878945*oo_C_xy
+    cse162 = cse160 + cse161
+    cse163 = 0.16823237931663848*oo_C_xy
+    cse164 = 0.6278517870878945*oo_C_W_11
+    cse165 = cse163 + cse164
+    cse166 = 0.16823237931663848*oo_C_xz
+    cse167 = 0.6278517870878945*oo_C_yz
+    cse168 = cse166 + cse167
+    leg3_cC_x = cse162*leg3_Q_00 + cse165*leg3_Q_01 + cse168*leg3_Q_02
+    leg3_cC_y = cse162*leg3_Q_10 + cse165*leg3_Q_11 + cse168*leg3_Q_12
+    leg3_cC_z = cse162*leg3_Q_20 + cse165*leg3_Q_21 + cse168*leg3_Q_22
+    leg3_c1 = -leg3_a4_x + leg3_cC_x - 0.7223228347298781*leg3_oo3_W_00
+    leg3_c2 = -leg3_a4_y + leg3_cC_y - 0.7223228347298781*leg3_epsd3_z - 0.7223228347298781*leg3_oo3_xy
+    leg3_c3 = -leg3_a4_z + leg3_cC_z + 0.7223228347298781*leg3_epsd3_y - 0.7223228347298781*leg3_oo3_xz
     leg3_omega_Cn_x = leg3_Q_00*omega_x + leg3_Q_01*omega_y + leg3_Q_02*omega_z
     leg3_omega_Cn_y = leg3_Q_10*omega_x + leg3_Q_11*omega_y + leg3_Q_12*omega_z
     leg3_omega_Cn_z = leg3_Q_20*omega_x + leg3_Q_21*omega_y + leg3_Q_22*omega_z
@@ -7679,15 +8097,21 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_h2 = leg3_h_e2*leg3_lu_inv4
     leg3_h1 = leg3_lu_inv3*(-leg3_TL2_z*leg3_h2 + leg3_c3)
     leg3_h3 = leg3_lu_inv2*(-leg3_Cd4_1*leg3_h1 - leg3_Cd4_2*leg3_h2 + leg3_c4)
-    cse140 = -0.6278517870878944*oo_C_W_00 + 0.16823237931663867*oo_C_xy
-    cse141 = 0.16823237931663867*oo_C_W_11 - 0.6278517870878944*oo_C_xy
-    cse142 = -0.6278517870878944*oo_C_xz + 0.16823237931663867*oo_C_yz
-    leg4_cC_x = cse140*leg4_Q_00 + cse141*leg4_Q_01 + cse142*leg4_Q_02
-    leg4_cC_y = cse140*leg4_Q_10 + cse141*leg4_Q_11 + cse142*leg4_Q_12
-    leg4_cC_z = cse140*leg4_Q_20 + cse141*leg4_Q_21 + cse142*leg4_Q_22
-    leg4_c1 = -leg4_a4_x + leg4_cC_x - 0.722322834729878*leg4_oo3_W_00
-    leg4_c2 = -leg4_a4_y + leg4_cC_y - 0.722322834729878*leg4_epsd3_z - 0.722322834729878*leg4_oo3_xy
-    leg4_c3 = -leg4_a4_z + leg4_cC_z + 0.722322834729878*leg4_epsd3_y - 0.722322834729878*leg4_oo3_xz
+    cse169 = 0.6278517870878945*oo_C_W_00
+    cse170 = -cse163
+    cse171 = -cse169 - cse170
+    cse172 = 0.16823237931663848*oo_C_W_11
+    cse173 = -cse161
+    cse174 = cse172 + cse173
+    cse175 = 0.6278517870878945*oo_C_xz
+    cse176 = 0.16823237931663848*oo_C_yz
+    cse177 = -cse175 + cse176
+    leg4_cC_x = cse171*leg4_Q_00 + cse174*leg4_Q_01 + cse177*leg4_Q_02
+    leg4_cC_y = cse171*leg4_Q_10 + cse174*leg4_Q_11 + cse177*leg4_Q_12
+    leg4_cC_z = cse171*leg4_Q_20 + cse174*leg4_Q_21 + cse177*leg4_Q_22
+    leg4_c1 = -leg4_a4_x + leg4_cC_x - 0.7223228347298782*leg4_oo3_W_00
+    leg4_c2 = -leg4_a4_y + leg4_cC_y - 0.7223228347298782*leg4_epsd3_z - 0.7223228347298782*leg4_oo3_xy
+    leg4_c3 = -leg4_a4_z + leg4_cC_z + 0.7223228347298782*leg4_epsd3_y - 0.7223228347298782*leg4_oo3_xz
     leg4_omega_Cn_x = leg4_Q_00*omega_x + leg4_Q_01*omega_y + leg4_Q_02*omega_z
     leg4_omega_Cn_y = leg4_Q_10*omega_x + leg4_Q_11*omega_y + leg4_Q_12*omega_z
     leg4_omega_Cn_z = leg4_Q_20*omega_x + leg4_Q_21*omega_y + leg4_Q_22*omega_z
@@ -7702,15 +8126,15 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_h2 = leg4_h_e2*leg4_lu_inv4
     leg4_h1 = leg4_lu_inv3*(-leg4_TL2_z*leg4_h2 + leg4_c3)
     leg4_h3 = leg4_lu_inv2*(-leg4_Cd4_1*leg4_h1 - leg4_Cd4_2*leg4_h2 + leg4_c4)
-    cse143 = -0.6278517870878945*oo_C_W_00 - 0.16823237931663854*oo_C_xy
-    cse144 = -cse134 - 0.16823237931663854*oo_C_W_11
-    cse145 = -0.6278517870878945*oo_C_xz - 0.16823237931663854*oo_C_yz
-    leg5_cC_x = cse143*leg5_Q_00 + cse144*leg5_Q_01 + cse145*leg5_Q_02
-    leg5_cC_y = cse143*leg5_Q_10 + cse144*leg5_Q_11 + cse145*leg5_Q_12
-    leg5_cC_z = cse143*leg5_Q_20 + cse144*leg5_Q_21 + cse145*leg5_Q_22
-    leg5_c1 = -leg5_a4_x + leg5_cC_x - 0.7223228347298781*leg5_oo3_W_00
-    leg5_c2 = -leg5_a4_y + leg5_cC_y - 0.7223228347298781*leg5_epsd3_z - 0.7223228347298781*leg5_oo3_xy
-    leg5_c3 = -leg5_a4_z + leg5_cC_z + 0.7223228347298781*leg5_epsd3_y - 0.7223228347298781*leg5_oo3_xz
+    cse178 = -cse163 - cse169
+    cse179 = -cse161 - cse172
+    cse180 = -cse175 - cse176
+    leg5_cC_x = cse178*leg5_Q_00 + cse179*leg5_Q_01 + cse180*leg5_Q_02
+    leg5_cC_y = cse178*leg5_Q_10 + cse179*leg5_Q_11 + cse180*leg5_Q_12
+    leg5_cC_z = cse178*leg5_Q_20 + cse179*leg5_Q_21 + cse180*leg5_Q_22
+    leg5_c1 = -leg5_a4_x + leg5_cC_x - 0.7223228347298782*leg5_oo3_W_00
+    leg5_c2 = -leg5_a4_y + leg5_cC_y - 0.7223228347298782*leg5_epsd3_z - 0.7223228347298782*leg5_oo3_xy
+    leg5_c3 = -leg5_a4_z + leg5_cC_z + 0.7223228347298782*leg5_epsd3_y - 0.7223228347298782*leg5_oo3_xz
     leg5_omega_Cn_x = leg5_Q_00*omega_x + leg5_Q_01*omega_y + leg5_Q_02*omega_z
     leg5_omega_Cn_y = leg5_Q_10*omega_x + leg5_Q_11*omega_y + leg5_Q_12*omega_z
     leg5_omega_Cn_z = leg5_Q_20*omega_x + leg5_Q_21*omega_y + leg5_Q_22*omega_z
@@ -7725,15 +8149,15 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_h2 = leg5_h_e2*leg5_lu_inv4
     leg5_h1 = leg5_lu_inv3*(-leg5_TL2_z*leg5_h2 + leg5_c3)
     leg5_h3 = leg5_lu_inv2*(-leg5_Cd4_1*leg5_h1 - leg5_Cd4_2*leg5_h2 + leg5_c4)
-    cse146 = -cse134 + 0.1682323793166382*oo_C_W_00
-    cse147 = -cse136 + 0.1682323793166382*oo_C_xy
-    cse148 = -cse138 + 0.1682323793166382*oo_C_xz
-    leg6_cC_x = cse146*leg6_Q_00 + cse147*leg6_Q_01 + cse148*leg6_Q_02
-    leg6_cC_y = cse146*leg6_Q_10 + cse147*leg6_Q_11 + cse148*leg6_Q_12
-    leg6_cC_z = cse146*leg6_Q_20 + cse147*leg6_Q_21 + cse148*leg6_Q_22
-    leg6_c1 = -leg6_a4_x + leg6_cC_x - 0.7223228347298779*leg6_oo3_W_00
-    leg6_c2 = -leg6_a4_y + leg6_cC_y - 0.7223228347298779*leg6_epsd3_z - 0.7223228347298779*leg6_oo3_xy
-    leg6_c3 = -leg6_a4_z + leg6_cC_z + 0.7223228347298779*leg6_epsd3_y - 0.7223228347298779*leg6_oo3_xz
+    cse181 = cse160 + cse173
+    cse182 = -cse164 - cse170
+    cse183 = cse166 - cse167
+    leg6_cC_x = cse181*leg6_Q_00 + cse182*leg6_Q_01 + cse183*leg6_Q_02
+    leg6_cC_y = cse181*leg6_Q_10 + cse182*leg6_Q_11 + cse183*leg6_Q_12
+    leg6_cC_z = cse181*leg6_Q_20 + cse182*leg6_Q_21 + cse183*leg6_Q_22
+    leg6_c1 = -leg6_a4_x + leg6_cC_x - 0.7223228347298781*leg6_oo3_W_00
+    leg6_c2 = -leg6_a4_y + leg6_cC_y - 0.7223228347298781*leg6_epsd3_z - 0.7223228347298781*leg6_oo3_xy
+    leg6_c3 = -leg6_a4_z + leg6_cC_z + 0.7223228347298781*leg6_epsd3_y - 0.7223228347298781*leg6_oo3_xz
     leg6_omega_Cn_x = leg6_Q_00*omega_x + leg6_Q_01*omega_y + leg6_Q_02*omega_z
     leg6_omega_Cn_y = leg6_Q_10*omega_x + leg6_Q_11*omega_y + leg6_Q_12*omega_z
     leg6_omega_Cn_z = leg6_Q_20*omega_x + leg6_Q_21*omega_y + leg6_Q_22*omega_z
@@ -7833,16 +8257,16 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_Qa3 = -0.2*leg6_qd3
     leg6_Qa4 = F_leg6 - leg6_qd4*p_c_leg - leg6_stroke*p_k_leg + p_preload
     leg1_a1_x = -g_x*leg1_beta1_00 - g_y*leg1_beta1_01 - g_z*leg1_beta1_02
-    cse149 = 0.48411381003978005*g_x
-    leg1_a1_y = -cse149 + 0.8750050393733557*g_y
+    cse184 = 0.4841138100397801*g_x
+    leg1_a1_y = -cse184 + 0.8750050393733557*g_y
     leg1_a1_z = -g_x*leg1_beta1_20 - g_y*leg1_beta1_21 - g_z*leg1_beta1_22
     leg1_a2_x = leg1_a1_x*leg1_u_c2 + leg1_a1_y*leg1_u_s2
     leg1_a2_y = -leg1_a1_x*leg1_u_s2 + leg1_a1_y*leg1_u_c2
     leg1_a3_y = leg1_a1_z*leg1_roll_s + leg1_a2_y*leg1_roll_c
     leg1_a3_z = leg1_a1_z*leg1_roll_c - leg1_a2_y*leg1_roll_s
-    leg1_a4_x_2 = cse88 + leg1_a2_x
-    leg1_a4_y_2 = cse90 + leg1_a3_y
-    leg1_a4_z_2 = -cse91 - cse92 + leg1_a3_z + leg1_oo3_xz*leg1_stroke
+    leg1_a4_x_2 = cse113 + leg1_a2_x
+    leg1_a4_y_2 = cse115 + leg1_a3_y
+    leg1_a4_z_2 = -cse116 - cse117 + leg1_a3_z + leg1_oo3_xz*leg1_stroke
     leg1_F4_x = 2.0*leg1_a4_x_2 + (0.9)*leg1_oo3_W_00
     leg1_F4_y = 2.0*leg1_a4_y_2 + (0.9)*leg1_epsd3_z + (0.9)*leg1_oo3_xy
     leg1_F4_z = 2.0*leg1_a4_z_2 - 0.9*leg1_epsd3_y + (0.9)*leg1_oo3_xz
@@ -7858,15 +8282,15 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_b3 = -leg1_N4_x + leg1_Qa3
     leg1_b4 = -leg1_F4_x + leg1_Qa4
     leg2_a1_x = -g_x*leg2_beta1_00 - g_y*leg2_beta1_01 - g_z*leg2_beta1_02
-    leg2_a1_y = cse149 + 0.8750050393733557*g_y
+    leg2_a1_y = cse184 + 0.8750050393733557*g_y
     leg2_a1_z = -g_x*leg2_beta1_20 - g_y*leg2_beta1_21 - g_z*leg2_beta1_22
     leg2_a2_x = leg2_a1_x*leg2_u_c2 + leg2_a1_y*leg2_u_s2
     leg2_a2_y = -leg2_a1_x*leg2_u_s2 + leg2_a1_y*leg2_u_c2
     leg2_a3_y = leg2_a1_z*leg2_roll_s + leg2_a2_y*leg2_roll_c
     leg2_a3_z = leg2_a1_z*leg2_roll_c - leg2_a2_y*leg2_roll_s
-    leg2_a4_x_2 = cse94 + leg2_a2_x
-    leg2_a4_y_2 = cse96 + leg2_a3_y
-    leg2_a4_z_2 = -cse97 - cse98 + leg2_a3_z + leg2_oo3_xz*leg2_stroke
+    leg2_a4_x_2 = cse119 + leg2_a2_x
+    leg2_a4_y_2 = cse121 + leg2_a3_y
+    leg2_a4_z_2 = -cse122 - cse123 + leg2_a3_z + leg2_oo3_xz*leg2_stroke
     leg2_F4_x = 2.0*leg2_a4_x_2 + (0.9)*leg2_oo3_W_00
     leg2_F4_y = 2.0*leg2_a4_y_2 + (0.9)*leg2_epsd3_z + (0.9)*leg2_oo3_xy
     leg2_F4_z = 2.0*leg2_a4_z_2 - 0.9*leg2_epsd3_y + (0.9)*leg2_oo3_xz
@@ -7882,15 +8306,17 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_b3 = -leg2_N4_x + leg2_Qa3
     leg2_b4 = -leg2_F4_x + leg2_Qa4
     leg3_a1_x = -g_x*leg3_beta1_00 - g_y*leg3_beta1_01 - g_z*leg3_beta1_02
-    leg3_a1_y = -0.5157196875168388*g_x - 0.8567573775040014*g_y
+    cse185 = 0.8567573775040014*g_y
+    cse186 = 0.515719687516839*g_x
+    leg3_a1_y = -cse185 - cse186
     leg3_a1_z = -g_x*leg3_beta1_20 - g_y*leg3_beta1_21 - g_z*leg3_beta1_22
     leg3_a2_x = leg3_a1_x*leg3_u_c2 + leg3_a1_y*leg3_u_s2
     leg3_a2_y = -leg3_a1_x*leg3_u_s2 + leg3_a1_y*leg3_u_c2
     leg3_a3_y = leg3_a1_z*leg3_roll_s + leg3_a2_y*leg3_roll_c
     leg3_a3_z = leg3_a1_z*leg3_roll_c - leg3_a2_y*leg3_roll_s
-    leg3_a4_x_2 = cse100 + leg3_a2_x
-    leg3_a4_y_2 = cse102 + leg3_a3_y
-    leg3_a4_z_2 = -cse103 - cse104 + leg3_a3_z + leg3_oo3_xz*leg3_stroke
+    leg3_a4_x_2 = cse125 + leg3_a2_x
+    leg3_a4_y_2 = cse127 + leg3_a3_y
+    leg3_a4_z_2 = -cse128 - cse129 + leg3_a3_z + leg3_oo3_xz*leg3_stroke
     leg3_F4_x = 2.0*leg3_a4_x_2 + (0.9)*leg3_oo3_W_00
     leg3_F4_y = 2.0*leg3_a4_y_2 + (0.9)*leg3_epsd3_z + (0.9)*leg3_oo3_xy
     leg3_F4_z = 2.0*leg3_a4_z_2 - 0.9*leg3_epsd3_y + (0.9)*leg3_oo3_xz
@@ -7906,16 +8332,17 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_b3 = -leg3_N4_x + leg3_Qa3
     leg3_b4 = -leg3_F4_x + leg3_Qa4
     leg4_a1_x = -g_x*leg4_beta1_00 - g_y*leg4_beta1_01 - g_z*leg4_beta1_02
-    cse150 = 0.999833497556619*g_x
-    leg4_a1_y = -cse150 - 0.018247661869354333*g_y
+    cse187 = 0.999833497556619*g_x
+    cse188 = 0.018247661869354326*g_y
+    leg4_a1_y = -cse187 - cse188
     leg4_a1_z = -g_x*leg4_beta1_20 - g_y*leg4_beta1_21 - g_z*leg4_beta1_22
     leg4_a2_x = leg4_a1_x*leg4_u_c2 + leg4_a1_y*leg4_u_s2
     leg4_a2_y = -leg4_a1_x*leg4_u_s2 + leg4_a1_y*leg4_u_c2
     leg4_a3_y = leg4_a1_z*leg4_roll_s + leg4_a2_y*leg4_roll_c
     leg4_a3_z = leg4_a1_z*leg4_roll_c - leg4_a2_y*leg4_roll_s
-    leg4_a4_x_2 = cse106 + leg4_a2_x
-    leg4_a4_y_2 = cse108 + leg4_a3_y
-    leg4_a4_z_2 = -cse109 - cse110 + leg4_a3_z + leg4_oo3_xz*leg4_stroke
+    leg4_a4_x_2 = cse131 + leg4_a2_x
+    leg4_a4_y_2 = cse133 + leg4_a3_y
+    leg4_a4_z_2 = -cse134 - cse135 + leg4_a3_z + leg4_oo3_xz*leg4_stroke
     leg4_F4_x = 2.0*leg4_a4_x_2 + (0.9)*leg4_oo3_W_00
     leg4_F4_y = 2.0*leg4_a4_y_2 + (0.9)*leg4_epsd3_z + (0.9)*leg4_oo3_xy
     leg4_F4_z = 2.0*leg4_a4_z_2 - 0.9*leg4_epsd3_y + (0.9)*leg4_oo3_xz
@@ -7931,15 +8358,15 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_b3 = -leg4_N4_x + leg4_Qa3
     leg4_b4 = -leg4_F4_x + leg4_Qa4
     leg5_a1_x = -g_x*leg5_beta1_00 - g_y*leg5_beta1_01 - g_z*leg5_beta1_02
-    leg5_a1_y = cse150 - 0.018247661869354566*g_y
+    leg5_a1_y = cse187 - cse188
     leg5_a1_z = -g_x*leg5_beta1_20 - g_y*leg5_beta1_21 - g_z*leg5_beta1_22
     leg5_a2_x = leg5_a1_x*leg5_u_c2 + leg5_a1_y*leg5_u_s2
     leg5_a2_y = -leg5_a1_x*leg5_u_s2 + leg5_a1_y*leg5_u_c2
     leg5_a3_y = leg5_a1_z*leg5_roll_s + leg5_a2_y*leg5_roll_c
     leg5_a3_z = leg5_a1_z*leg5_roll_c - leg5_a2_y*leg5_roll_s
-    leg5_a4_x_2 = cse112 + leg5_a2_x
-    leg5_a4_y_2 = cse114 + leg5_a3_y
-    leg5_a4_z_2 = -cse115 - cse116 + leg5_a3_z + leg5_oo3_xz*leg5_stroke
+    leg5_a4_x_2 = cse137 + leg5_a2_x
+    leg5_a4_y_2 = cse139 + leg5_a3_y
+    leg5_a4_z_2 = -cse140 - cse141 + leg5_a3_z + leg5_oo3_xz*leg5_stroke
     leg5_F4_x = 2.0*leg5_a4_x_2 + (0.9)*leg5_oo3_W_00
     leg5_F4_y = 2.0*leg5_a4_y_2 + (0.9)*leg5_epsd3_z + (0.9)*leg5_oo3_xy
     leg5_F4_z = 2.0*leg5_a4_z_2 - 0.9*leg5_epsd3_y + (0.9)*leg5_oo3_xz
@@ -7955,15 +8382,15 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_b3 = -leg5_N4_x + leg5_Qa3
     leg5_b4 = -leg5_F4_x + leg5_Qa4
     leg6_a1_x = -g_x*leg6_beta1_00 - g_y*leg6_beta1_01 - g_z*leg6_beta1_02
-    leg6_a1_y = 0.5157196875168393*g_x - 0.8567573775040012*g_y
+    leg6_a1_y = -cse185 + cse186
     leg6_a1_z = -g_x*leg6_beta1_20 - g_y*leg6_beta1_21 - g_z*leg6_beta1_22
     leg6_a2_x = leg6_a1_x*leg6_u_c2 + leg6_a1_y*leg6_u_s2
     leg6_a2_y = -leg6_a1_x*leg6_u_s2 + leg6_a1_y*leg6_u_c2
     leg6_a3_y = leg6_a1_z*leg6_roll_s + leg6_a2_y*leg6_roll_c
     leg6_a3_z = leg6_a1_z*leg6_roll_c - leg6_a2_y*leg6_roll_s
-    leg6_a4_x_2 = cse118 + leg6_a2_x
-    leg6_a4_y_2 = cse120 + leg6_a3_y
-    leg6_a4_z_2 = -cse121 - cse122 + leg6_a3_z + leg6_oo3_xz*leg6_stroke
+    leg6_a4_x_2 = cse143 + leg6_a2_x
+    leg6_a4_y_2 = cse145 + leg6_a3_y
+    leg6_a4_z_2 = -cse146 - cse147 + leg6_a3_z + leg6_oo3_xz*leg6_stroke
     leg6_F4_x = 2.0*leg6_a4_x_2 + (0.9)*leg6_oo3_W_00
     leg6_F4_y = 2.0*leg6_a4_y_2 + (0.9)*leg6_epsd3_z + (0.9)*leg6_oo3_xy
     leg6_F4_z = 2.0*leg6_a4_z_2 - 0.9*leg6_epsd3_y + (0.9)*leg6_oo3_xz
@@ -7981,26 +8408,26 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_AH11 = leg1_H1_1*leg1_IJ2_11 + leg1_H1_3*leg1_Nm3_1_y
     leg1_AH12 = leg1_H2_1*leg1_IJ2_11 + leg1_H2_3*leg1_Nm3_1_y
     leg1_AH13 = leg1_H3_1*leg1_IJ2_11 + leg1_H3_3*leg1_Nm3_1_y
-    leg1_AH14 = leg1_H4_1*leg1_IJ2_11 + leg1_H4_3*leg1_Nm3_1_y
-    leg1_AH15 = leg1_H5_1*leg1_IJ2_11 + leg1_H5_3*leg1_Nm3_1_y
+    cse189 = leg1_H4_1*leg1_IJ2_11
+    leg1_AH14 = cse189 + leg1_H4_3*leg1_Nm3_1_y
+    leg1_AH15 = cse189 + leg1_H5_3*leg1_Nm3_1_y
     leg1_AH16 = leg1_H6_1*leg1_IJ2_11 + leg1_H6_3*leg1_Nm3_1_y
     leg1_AH21 = leg1_H1_2*leg1_Ic2_22
     leg1_AH22 = leg1_H2_2*leg1_Ic2_22
     leg1_AH23 = leg1_H3_2*leg1_Ic2_22
     leg1_AH24 = leg1_H4_2*leg1_Ic2_22
-    leg1_AH25 = leg1_H5_2*leg1_Ic2_22
     leg1_AH26 = leg1_H6_2*leg1_Ic2_22
     leg1_AH31 = leg1_H1_1*leg1_Nm3_1_y + (0.0005)*leg1_H1_3
     leg1_AH32 = leg1_H2_1*leg1_Nm3_1_y + (0.0005)*leg1_H2_3
     leg1_AH33 = leg1_H3_1*leg1_Nm3_1_y + (0.0005)*leg1_H3_3
-    leg1_AH34 = leg1_H4_1*leg1_Nm3_1_y + (0.0005)*leg1_H4_3
-    leg1_AH35 = leg1_H5_1*leg1_Nm3_1_y + (0.0005)*leg1_H5_3
+    cse190 = leg1_H4_1*leg1_Nm3_1_y
+    leg1_AH34 = cse190 + (0.0005)*leg1_H4_3
+    leg1_AH35 = cse190 + (0.0005)*leg1_H5_3
     leg1_AH36 = leg1_H6_1*leg1_Nm3_1_y + (0.0005)*leg1_H6_3
     leg1_AH41 = 2.0*leg1_B0_00
     leg1_AH42 = 2.0*leg1_B0_01
     leg1_AH43 = 2.0*leg1_B0_02
     leg1_AH44 = 2.0*leg1_Ci1_x
-    leg1_AH45 = 2.0*leg1_Ci1_y
     leg1_AH46 = 2.0*leg1_Ci1_z
     leg1_r1 = -leg1_IJ2_11*leg1_h1 - leg1_N1_y - leg1_Nm3_1_y*leg1_h3
     leg1_r2 = -leg1_Ic2_22*leg1_h2 - leg1_N2_z
@@ -8149,29 +8576,36 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     A_star11 = leg1_AH11*leg1_H1_1 + leg1_AH21*leg1_H1_2 + leg1_AH31*leg1_H1_3 + leg1_AH41*leg1_B0_00 + leg2_AH11*leg2_H1_1 + leg2_AH21*leg2_H1_2 + leg2_AH31*leg2_H1_3 + leg2_AH41*leg2_B0_00 + leg3_AH11*leg3_H1_1 + leg3_AH21*leg3_H1_2 + leg3_AH31*leg3_H1_3 + leg3_AH41*leg3_B0_00 + leg4_AH11*leg4_H1_1 + leg4_AH21*leg4_H1_2 + leg4_AH31*leg4_H1_3 + leg4_AH41*leg4_B0_00 + leg5_AH11*leg5_H1_1 + leg5_AH21*leg5_H1_2 + leg5_AH31*leg5_H1_3 + leg5_AH41*leg5_B0_00 + leg6_AH11*leg6_H1_1 + leg6_AH21*leg6_H1_2 + leg6_AH31*leg6_H1_3 + leg6_AH41*leg6_B0_00 + p_m_ring
     A_star12 = leg1_AH12*leg1_H1_1 + leg1_AH22*leg1_H1_2 + leg1_AH32*leg1_H1_3 + leg1_AH42*leg1_B0_00 + leg2_AH12*leg2_H1_1 + leg2_AH22*leg2_H1_2 + leg2_AH32*leg2_H1_3 + leg2_AH42*leg2_B0_00 + leg3_AH12*leg3_H1_1 + leg3_AH22*leg3_H1_2 + leg3_AH32*leg3_H1_3 + leg3_AH42*leg3_B0_00 + leg4_AH12*leg4_H1_1 + leg4_AH22*leg4_H1_2 + leg4_AH32*leg4_H1_3 + leg4_AH42*leg4_B0_00 + leg5_AH12*leg5_H1_1 + leg5_AH22*leg5_H1_2 + leg5_AH32*leg5_H1_3 + leg5_AH42*leg5_B0_00 + leg6_AH12*leg6_H1_1 + leg6_AH22*leg6_H1_2 + leg6_AH32*leg6_H1_3 + leg6_AH42*leg6_B0_00
     A_star13 = leg1_AH13*leg1_H1_1 + leg1_AH23*leg1_H1_2 + leg1_AH33*leg1_H1_3 + leg1_AH43*leg1_B0_00 + leg2_AH13*leg2_H1_1 + leg2_AH23*leg2_H1_2 + leg2_AH33*leg2_H1_3 + leg2_AH43*leg2_B0_00 + leg3_AH13*leg3_H1_1 + leg3_AH23*leg3_H1_2 + leg3_AH33*leg3_H1_3 + leg3_AH43*leg3_B0_00 + leg4_AH13*leg4_H1_1 + leg4_AH23*leg4_H1_2 + leg4_AH33*leg4_H1_3 + leg4_AH43*leg4_B0_00 + leg5_AH13*leg5_H1_1 + leg5_AH23*leg5_H1_2 + leg5_AH33*leg5_H1_3 + leg5_AH43*leg5_B0_00 + leg6_AH13*leg6_H1_1 + leg6_AH23*leg6_H1_2 + leg6_AH33*leg6_H1_3 + leg6_AH43*leg6_B0_00
-    A_star14 = leg1_AH14*leg1_H1_1 + leg1_AH24*leg1_H1_2 + leg1_AH34*leg1_H1_3 + leg1_AH44*leg1_B0_00 + leg2_AH14*leg2_H1_1 + leg2_AH24*leg2_H1_2 + leg2_AH34*leg2_H1_3 + leg2_AH44*leg2_B0_00 + leg3_AH14*leg3_H1_1 + leg3_AH24*leg3_H1_2 + leg3_AH34*leg3_H1_3 + leg3_AH44*leg3_B0_00 + leg4_AH14*leg4_H1_1 + leg4_AH24*leg4_H1_2 + leg4_AH34*leg4_H1_3 + leg4_AH44*leg4_B0_00 + leg5_AH14*leg5_H1_1 + leg5_AH24*leg5_H1_2 + leg5_AH34*leg5_H1_3 + leg5_AH44*leg5_B0_00 + leg6_AH14*leg6_H1_1 + leg6_AH24*leg6_H1_2 + leg6_AH34*leg6_H1_3 + leg6_AH44*leg6_B0_00
-    A_star15 = leg1_AH15*leg1_H1_1 + leg1_AH25*leg1_H1_2 + leg1_AH35*leg1_H1_3 + leg1_AH45*leg1_B0_00 + leg2_AH15*leg2_H1_1 + leg2_AH25*leg2_H1_2 + leg2_AH35*leg2_H1_3 + leg2_AH45*leg2_B0_00 + leg3_AH15*leg3_H1_1 + leg3_AH25*leg3_H1_2 + leg3_AH35*leg3_H1_3 + leg3_AH45*leg3_B0_00 + leg4_AH15*leg4_H1_1 + leg4_AH25*leg4_H1_2 + leg4_AH35*leg4_H1_3 + leg4_AH45*leg4_B0_00 + leg5_AH15*leg5_H1_1 + leg5_AH25*leg5_H1_2 + leg5_AH35*leg5_H1_3 + leg5_AH45*leg5_B0_00 + leg6_AH15*leg6_H1_1 + leg6_AH25*leg6_H1_2 + leg6_AH35*leg6_H1_3 + leg6_AH45*leg6_B0_00
+    cse191 = leg1_AH24*leg1_H1_2 + leg1_AH44*leg1_B0_00
+    A_star14 = cse191 + leg1_AH14*leg1_H1_1 + leg1_AH34*leg1_H1_3 + leg2_AH14*leg2_H1_1 + leg2_AH24*leg2_H1_2 + leg2_AH34*leg2_H1_3 + leg2_AH44*leg2_B0_00 + leg3_AH14*leg3_H1_1 + leg3_AH24*leg3_H1_2 + leg3_AH34*leg3_H1_3 + leg3_AH44*leg3_B0_00 + leg4_AH14*leg4_H1_1 + leg4_AH24*leg4_H1_2 + leg4_AH34*leg4_H1_3 + leg4_AH44*leg4_B0_00 + leg5_AH14*leg5_H1_1 + leg5_AH24*leg5_H1_2 + leg5_AH34*leg5_H1_3 + leg5_AH44*leg5_B0_00 + leg6_AH14*leg6_H1_1 + leg6_AH24*leg6_H1_2 + leg6_AH34*leg6_H1_3 + leg6_AH44*leg6_B0_00
+    A_star15 = cse191 + leg1_AH15*leg1_H1_1 + leg1_AH35*leg1_H1_3 + leg2_AH15*leg2_H1_1 + leg2_AH25*leg2_H1_2 + leg2_AH35*leg2_H1_3 + leg2_AH45*leg2_B0_00 + leg3_AH15*leg3_H1_1 + leg3_AH25*leg3_H1_2 + leg3_AH35*leg3_H1_3 + leg3_AH45*leg3_B0_00 + leg4_AH15*leg4_H1_1 + leg4_AH25*leg4_H1_2 + leg4_AH35*leg4_H1_3 + leg4_AH45*leg4_B0_00 + leg5_AH15*leg5_H1_1 + leg5_AH25*leg5_H1_2 + leg5_AH35*leg5_H1_3 + leg5_AH45*leg5_B0_00 + leg6_AH15*leg6_H1_1 + leg6_AH25*leg6_H1_2 + leg6_AH35*leg6_H1_3 + leg6_AH45*leg6_B0_00
     A_star16 = leg1_AH16*leg1_H1_1 + leg1_AH26*leg1_H1_2 + leg1_AH36*leg1_H1_3 + leg1_AH46*leg1_B0_00 + leg2_AH16*leg2_H1_1 + leg2_AH26*leg2_H1_2 + leg2_AH36*leg2_H1_3 + leg2_AH46*leg2_B0_00 + leg3_AH16*leg3_H1_1 + leg3_AH26*leg3_H1_2 + leg3_AH36*leg3_H1_3 + leg3_AH46*leg3_B0_00 + leg4_AH16*leg4_H1_1 + leg4_AH26*leg4_H1_2 + leg4_AH36*leg4_H1_3 + leg4_AH46*leg4_B0_00 + leg5_AH16*leg5_H1_1 + leg5_AH26*leg5_H1_2 + leg5_AH36*leg5_H1_3 + leg5_AH46*leg5_B0_00 + leg6_AH16*leg6_H1_1 + leg6_AH26*leg6_H1_2 + leg6_AH36*leg6_H1_3 + leg6_AH46*leg6_B0_00
     A_star22 = leg1_AH12*leg1_H2_1 + leg1_AH22*leg1_H2_2 + leg1_AH32*leg1_H2_3 + leg1_AH42*leg1_B0_01 + leg2_AH12*leg2_H2_1 + leg2_AH22*leg2_H2_2 + leg2_AH32*leg2_H2_3 + leg2_AH42*leg2_B0_01 + leg3_AH12*leg3_H2_1 + leg3_AH22*leg3_H2_2 + leg3_AH32*leg3_H2_3 + leg3_AH42*leg3_B0_01 + leg4_AH12*leg4_H2_1 + leg4_AH22*leg4_H2_2 + leg4_AH32*leg4_H2_3 + leg4_AH42*leg4_B0_01 + leg5_AH12*leg5_H2_1 + leg5_AH22*leg5_H2_2 + leg5_AH32*leg5_H2_3 + leg5_AH42*leg5_B0_01 + leg6_AH12*leg6_H2_1 + leg6_AH22*leg6_H2_2 + leg6_AH32*leg6_H2_3 + leg6_AH42*leg6_B0_01 + p_m_ring
     A_star23 = leg1_AH13*leg1_H2_1 + leg1_AH23*leg1_H2_2 + leg1_AH33*leg1_H2_3 + leg1_AH43*leg1_B0_01 + leg2_AH13*leg2_H2_1 + leg2_AH23*leg2_H2_2 + leg2_AH33*leg2_H2_3 + leg2_AH43*leg2_B0_01 + leg3_AH13*leg3_H2_1 + leg3_AH23*leg3_H2_2 + leg3_AH33*leg3_H2_3 + leg3_AH43*leg3_B0_01 + leg4_AH13*leg4_H2_1 + leg4_AH23*leg4_H2_2 + leg4_AH33*leg4_H2_3 + leg4_AH43*leg4_B0_01 + leg5_AH13*leg5_H2_1 + leg5_AH23*leg5_H2_2 + leg5_AH33*leg5_H2_3 + leg5_AH43*leg5_B0_01 + leg6_AH13*leg6_H2_1 + leg6_AH23*leg6_H2_2 + leg6_AH33*leg6_H2_3 + leg6_AH43*leg6_B0_01
-    A_star24 = leg1_AH14*leg1_H2_1 + leg1_AH24*leg1_H2_2 + leg1_AH34*leg1_H2_3 + leg1_AH44*leg1_B0_01 + leg2_AH14*leg2_H2_1 + leg2_AH24*leg2_H2_2 + leg2_AH34*leg2_H2_3 + leg2_AH44*leg2_B0_01 + leg3_AH14*leg3_H2_1 + leg3_AH24*leg3_H2_2 + leg3_AH34*leg3_H2_3 + leg3_AH44*leg3_B0_01 + leg4_AH14*leg4_H2_1 + leg4_AH24*leg4_H2_2 + leg4_AH34*leg4_H2_3 + leg4_AH44*leg4_B0_01 + leg5_AH14*leg5_H2_1 + leg5_AH24*leg5_H2_2 + leg5_AH34*leg5_H2_3 + leg5_AH44*leg5_B0_01 + leg6_AH14*leg6_H2_1 + leg6_AH24*leg6_H2_2 + leg6_AH34*leg6_H2_3 + leg6_AH44*leg6_B0_01
-    A_star25 = leg1_AH15*leg1_H2_1 + leg1_AH25*leg1_H2_2 + leg1_AH35*leg1_H2_3 + leg1_AH45*leg1_B0_01 + leg2_AH15*leg2_H2_1 + leg2_AH25*leg2_H2_2 + leg2_AH35*leg2_H2_3 + leg2_AH45*leg2_B0_01 + leg3_AH15*leg3_H2_1 + leg3_AH25*leg3_H2_2 + leg3_AH35*leg3_H2_3 + leg3_AH45*leg3_B0_01 + leg4_AH15*leg4_H2_1 + leg4_AH25*leg4_H2_2 + leg4_AH35*leg4_H2_3 + leg4_AH45*leg4_B0_01 + leg5_AH15*leg5_H2_1 + leg5_AH25*leg5_H2_2 + leg5_AH35*leg5_H2_3 + leg5_AH45*leg5_B0_01 + leg6_AH15*leg6_H2_1 + leg6_AH25*leg6_H2_2 + leg6_AH35*leg6_H2_3 + leg6_AH45*leg6_B0_01
+    cse192 = leg1_AH24*leg1_H2_2 + leg1_AH44*leg1_B0_01
+    A_star24 = cse192 + leg1_AH14*leg1_H2_1 + leg1_AH34*leg1_H2_3 + leg2_AH14*leg2_H2_1 + leg2_AH24*leg2_H2_2 + leg2_AH34*leg2_H2_3 + leg2_AH44*leg2_B0_01 + leg3_AH14*leg3_H2_1 + leg3_AH24*leg3_H2_2 + leg3_AH34*leg3_H2_3 + leg3_AH44*leg3_B0_01 + leg4_AH14*leg4_H2_1 + leg4_AH24*leg4_H2_2 + leg4_AH34*leg4_H2_3 + leg4_AH44*leg4_B0_01 + leg5_AH14*leg5_H2_1 + leg5_AH24*leg5_H2_2 + leg5_AH34*leg5_H2_3 + leg5_AH44*leg5_B0_01 + leg6_AH14*leg6_H2_1 + leg6_AH24*leg6_H2_2 + leg6_AH34*leg6_H2_3 + leg6_AH44*leg6_B0_01
+    A_star25 = cse192 + leg1_AH15*leg1_H2_1 + leg1_AH35*leg1_H2_3 + leg2_AH15*leg2_H2_1 + leg2_AH25*leg2_H2_2 + leg2_AH35*leg2_H2_3 + leg2_AH45*leg2_B0_01 + leg3_AH15*leg3_H2_1 + leg3_AH25*leg3_H2_2 + leg3_AH35*leg3_H2_3 + leg3_AH45*leg3_B0_01 + leg4_AH15*leg4_H2_1 + leg4_AH25*leg4_H2_2 + leg4_AH35*leg4_H2_3 + leg4_AH45*leg4_B0_01 + leg5_AH15*leg5_H2_1 + leg5_AH25*leg5_H2_2 + leg5_AH35*leg5_H2_3 + leg5_AH45*leg5_B0_01 + leg6_AH15*leg6_H2_1 + leg6_AH25*leg6_H2_2 + leg6_AH35*leg6_H2_3 + leg6_AH45*leg6_B0_01
     A_star26 = leg1_AH16*leg1_H2_1 + leg1_AH26*leg1_H2_2 + leg1_AH36*leg1_H2_3 + leg1_AH46*leg1_B0_01 + leg2_AH16*leg2_H2_1 + leg2_AH26*leg2_H2_2 + leg2_AH36*leg2_H2_3 + leg2_AH46*leg2_B0_01 + leg3_AH16*leg3_H2_1 + leg3_AH26*leg3_H2_2 + leg3_AH36*leg3_H2_3 + leg3_AH46*leg3_B0_01 + leg4_AH16*leg4_H2_1 + leg4_AH26*leg4_H2_2 + leg4_AH36*leg4_H2_3 + leg4_AH46*leg4_B0_01 + leg5_AH16*leg5_H2_1 + leg5_AH26*leg5_H2_2 + leg5_AH36*leg5_H2_3 + leg5_AH46*leg5_B0_01 + leg6_AH16*leg6_H2_1 + leg6_AH26*leg6_H2_2 + leg6_AH36*leg6_H2_3 + leg6_AH46*leg6_B0_01
     A_star33 = leg1_AH13*leg1_H3_1 + leg1_AH23*leg1_H3_2 + leg1_AH33*leg1_H3_3 + leg1_AH43*leg1_B0_02 + leg2_AH13*leg2_H3_1 + leg2_AH23*leg2_H3_2 + leg2_AH33*leg2_H3_3 + leg2_AH43*leg2_B0_02 + leg3_AH13*leg3_H3_1 + leg3_AH23*leg3_H3_2 + leg3_AH33*leg3_H3_3 + leg3_AH43*leg3_B0_02 + leg4_AH13*leg4_H3_1 + leg4_AH23*leg4_H3_2 + leg4_AH33*leg4_H3_3 + leg4_AH43*leg4_B0_02 + leg5_AH13*leg5_H3_1 + leg5_AH23*leg5_H3_2 + leg5_AH33*leg5_H3_3 + leg5_AH43*leg5_B0_02 + leg6_AH13*leg6_H3_1 + leg6_AH23*leg6_H3_2 + leg6_AH33*leg6_H3_3 + leg6_AH43*leg6_B0_02 + p_m_ring
-    A_star34 = leg1_AH14*leg1_H3_1 + leg1_AH24*leg1_H3_2 + leg1_AH34*leg1_H3_3 + leg1_AH44*leg1_B0_02 + leg2_AH14*leg2_H3_1 + leg2_AH24*leg2_H3_2 + leg2_AH34*leg2_H3_3 + leg2_AH44*leg2_B0_02 + leg3_AH14*leg3_H3_1 + leg3_AH24*leg3_H3_2 + leg3_AH34*leg3_H3_3 + leg3_AH44*leg3_B0_02 + leg4_AH14*leg4_H3_1 + leg4_AH24*leg4_H3_2 + leg4_AH34*leg4_H3_3 + leg4_AH44*leg4_B0_02 + leg5_AH14*leg5_H3_1 + leg5_AH24*leg5_H3_2 + leg5_AH34*leg5_H3_3 + leg5_AH44*leg5_B0_02 + leg6_AH14*leg6_H3_1 + leg6_AH24*leg6_H3_2 + leg6_AH34*leg6_H3_3 + leg6_AH44*leg6_B0_02
-    A_star35 = leg1_AH15*leg1_H3_1 + leg1_AH25*leg1_H3_2 + leg1_AH35*leg1_H3_3 + leg1_AH45*leg1_B0_02 + leg2_AH15*leg2_H3_1 + leg2_AH25*leg2_H3_2 + leg2_AH35*leg2_H3_3 + leg2_AH45*leg2_B0_02 + leg3_AH15*leg3_H3_1 + leg3_AH25*leg3_H3_2 + leg3_AH35*leg3_H3_3 + leg3_AH45*leg3_B0_02 + leg4_AH15*leg4_H3_1 + leg4_AH25*leg4_H3_2 + leg4_AH35*leg4_H3_3 + leg4_AH45*leg4_B0_02 + leg5_AH15*leg5_H3_1 + leg5_AH25*leg5_H3_2 + leg5_AH35*leg5_H3_3 + leg5_AH45*leg5_B0_02 + leg6_AH15*leg6_H3_1 + leg6_AH25*leg6_H3_2 + leg6_AH35*leg6_H3_3 + leg6_AH45*leg6_B0_02
+    cse193 = leg1_AH24*leg1_H3_2 + leg1_AH44*leg1_B0_02
+    A_star34 = cse193 + leg1_AH14*leg1_H3_1 + leg1_AH34*leg1_H3_3 + leg2_AH14*leg2_H3_1 + leg2_AH24*leg2_H3_2 + leg2_AH34*leg2_H3_3 + leg2_AH44*leg2_B0_02 + leg3_AH14*leg3_H3_1 + leg3_AH24*leg3_H3_2 + leg3_AH34*leg3_H3_3 + leg3_AH44*leg3_B0_02 + leg4_AH14*leg4_H3_1 + leg4_AH24*leg4_H3_2 + leg4_AH34*leg4_H3_3 + leg4_AH44*leg4_B0_02 + leg5_AH14*leg5_H3_1 + leg5_AH24*leg5_H3_2 + leg5_AH34*leg5_H3_3 + leg5_AH44*leg5_B0_02 + leg6_AH14*leg6_H3_1 + leg6_AH24*leg6_H3_2 + leg6_AH34*leg6_H3_3 + leg6_AH44*leg6_B0_02
+    A_star35 = cse193 + leg1_AH15*leg1_H3_1 + leg1_AH35*leg1_H3_3 + leg2_AH15*leg2_H3_1 + leg2_AH25*leg2_H3_2 + leg2_AH35*leg2_H3_3 + leg2_AH45*leg2_B0_02 + leg3_AH15*leg3_H3_1 + leg3_AH25*leg3_H3_2 + leg3_AH35*leg3_H3_3 + leg3_AH45*leg3_B0_02 + leg4_AH15*leg4_H3_1 + leg4_AH25*leg4_H3_2 + leg4_AH35*leg4_H3_3 + leg4_AH45*leg4_B0_02 + leg5_AH15*leg5_H3_1 + leg5_AH25*leg5_H3_2 + leg5_AH35*leg5_H3_3 + leg5_AH45*leg5_B0_02 + leg6_AH15*leg6_H3_1 + leg6_AH25*leg6_H3_2 + leg6_AH35*leg6_H3_3 + leg6_AH45*leg6_B0_02
     A_star36 = leg1_AH16*leg1_H3_1 + leg1_AH26*leg1_H3_2 + leg1_AH36*leg1_H3_3 + leg1_AH46*leg1_B0_02 + leg2_AH16*leg2_H3_1 + leg2_AH26*leg2_H3_2 + leg2_AH36*leg2_H3_3 + leg2_AH46*leg2_B0_02 + leg3_AH16*leg3_H3_1 + leg3_AH26*leg3_H3_2 + leg3_AH36*leg3_H3_3 + leg3_AH46*leg3_B0_02 + leg4_AH16*leg4_H3_1 + leg4_AH26*leg4_H3_2 + leg4_AH36*leg4_H3_3 + leg4_AH46*leg4_B0_02 + leg5_AH16*leg5_H3_1 + leg5_AH26*leg5_H3_2 + leg5_AH36*leg5_H3_3 + leg5_AH46*leg5_B0_02 + leg6_AH16*leg6_H3_1 + leg6_AH26*leg6_H3_2 + leg6_AH36*leg6_H3_3 + leg6_AH46*leg6_B0_02
-    A_star44 = leg1_AH14*leg1_H4_1 + leg1_AH24*leg1_H4_2 + leg1_AH34*leg1_H4_3 + leg1_AH44*leg1_Ci1_x + leg2_AH14*leg2_H4_1 + leg2_AH24*leg2_H4_2 + leg2_AH34*leg2_H4_3 + leg2_AH44*leg2_Ci1_x + leg3_AH14*leg3_H4_1 + leg3_AH24*leg3_H4_2 + leg3_AH34*leg3_H4_3 + leg3_AH44*leg3_Ci1_x + leg4_AH14*leg4_H4_1 + leg4_AH24*leg4_H4_2 + leg4_AH34*leg4_H4_3 + leg4_AH44*leg4_Ci1_x + leg5_AH14*leg5_H4_1 + leg5_AH24*leg5_H4_2 + leg5_AH34*leg5_H4_3 + leg5_AH44*leg5_Ci1_x + leg6_AH14*leg6_H4_1 + leg6_AH24*leg6_H4_2 + leg6_AH34*leg6_H4_3 + leg6_AH44*leg6_Ci1_x + 30.0
-    A_star45 = leg1_AH15*leg1_H4_1 + leg1_AH25*leg1_H4_2 + leg1_AH35*leg1_H4_3 + leg1_AH45*leg1_Ci1_x + leg2_AH15*leg2_H4_1 + leg2_AH25*leg2_H4_2 + leg2_AH35*leg2_H4_3 + leg2_AH45*leg2_Ci1_x + leg3_AH15*leg3_H4_1 + leg3_AH25*leg3_H4_2 + leg3_AH35*leg3_H4_3 + leg3_AH45*leg3_Ci1_x + leg4_AH15*leg4_H4_1 + leg4_AH25*leg4_H4_2 + leg4_AH35*leg4_H4_3 + leg4_AH45*leg4_Ci1_x + leg5_AH15*leg5_H4_1 + leg5_AH25*leg5_H4_2 + leg5_AH35*leg5_H4_3 + leg5_AH45*leg5_Ci1_x + leg6_AH15*leg6_H4_1 + leg6_AH25*leg6_H4_2 + leg6_AH35*leg6_H4_3 + leg6_AH45*leg6_Ci1_x
-    A_star46 = leg1_AH16*leg1_H4_1 + leg1_AH26*leg1_H4_2 + leg1_AH36*leg1_H4_3 + leg1_AH46*leg1_Ci1_x + leg2_AH16*leg2_H4_1 + leg2_AH26*leg2_H4_2 + leg2_AH36*leg2_H4_3 + leg2_AH46*leg2_Ci1_x + leg3_AH16*leg3_H4_1 + leg3_AH26*leg3_H4_2 + leg3_AH36*leg3_H4_3 + leg3_AH46*leg3_Ci1_x + leg4_AH16*leg4_H4_1 + leg4_AH26*leg4_H4_2 + leg4_AH36*leg4_H4_3 + leg4_AH46*leg4_Ci1_x + leg5_AH16*leg5_H4_1 + leg5_AH26*leg5_H4_2 + leg5_AH36*leg5_H4_3 + leg5_AH46*leg5_Ci1_x + leg6_AH16*leg6_H4_1 + leg6_AH26*leg6_H4_2 + leg6_AH36*leg6_H4_3 + leg6_AH46*leg6_Ci1_x
-    A_star55 = leg1_AH15*leg1_H5_1 + leg1_AH25*leg1_H5_2 + leg1_AH35*leg1_H5_3 + leg1_AH45*leg1_Ci1_y + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_H5_3 + leg2_AH45*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_H5_3 + leg3_AH45*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_H5_3 + leg4_AH45*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_H5_3 + leg5_AH45*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_H5_3 + leg6_AH45*leg6_Ci1_y + 30.0
-    A_star56 = leg1_AH16*leg1_H5_1 + leg1_AH26*leg1_H5_2 + leg1_AH36*leg1_H5_3 + leg1_AH46*leg1_Ci1_y + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_H5_3 + leg2_AH46*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_H5_3 + leg3_AH46*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_H5_3 + leg4_AH46*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_H5_3 + leg5_AH46*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_H5_3 + leg6_AH46*leg6_Ci1_y
+    cse194 = leg1_AH24*leg1_H4_2 + leg1_AH44*leg1_Ci1_x
+    A_star44 = cse194 + leg1_AH14*leg1_H4_1 + leg1_AH34*leg1_H4_3 + leg2_AH14*leg2_H4_1 + leg2_AH24*leg2_H4_2 + leg2_AH34*leg2_H4_3 + leg2_AH44*leg2_Ci1_x + leg3_AH14*leg3_H4_1 + leg3_AH24*leg3_H4_2 + leg3_AH34*leg3_H4_3 + leg3_AH44*leg3_Ci1_x + leg4_AH14*leg4_H4_1 + leg4_AH24*leg4_H4_2 + leg4_AH34*leg4_H4_3 + leg4_AH44*leg4_Ci1_x + leg5_AH14*leg5_H4_1 + leg5_AH24*leg5_H4_2 + leg5_AH34*leg5_H4_3 + leg5_AH44*leg5_Ci1_x + leg6_AH14*leg6_H4_1 + leg6_AH24*leg6_H4_2 + leg6_AH34*leg6_H4_3 + leg6_AH44*leg6_Ci1_x + 30.0
+    cse195 = cse194 + leg1_AH15*leg1_H4_1
+    A_star45 = cse195 + leg1_AH35*leg1_H4_3 + leg2_AH15*leg2_H4_1 + leg2_AH25*leg2_H4_2 + leg2_AH35*leg2_H4_3 + leg2_AH45*leg2_Ci1_x + leg3_AH15*leg3_H4_1 + leg3_AH25*leg3_H4_2 + leg3_AH35*leg3_H4_3 + leg3_AH45*leg3_Ci1_x + leg4_AH15*leg4_H4_1 + leg4_AH25*leg4_H4_2 + leg4_AH35*leg4_H4_3 + leg4_AH45*leg4_Ci1_x + leg5_AH15*leg5_H4_1 + leg5_AH25*leg5_H4_2 + leg5_AH35*leg5_H4_3 + leg5_AH45*leg5_Ci1_x + leg6_AH15*leg6_H4_1 + leg6_AH25*leg6_H4_2 + leg6_AH35*leg6_H4_3 + leg6_AH45*leg6_Ci1_x
+    cse196 = leg1_AH16*leg1_H4_1 + leg1_AH26*leg1_H4_2 + leg1_AH46*leg1_Ci1_x
+    A_star46 = cse196 + leg1_AH36*leg1_H4_3 + leg2_AH16*leg2_H4_1 + leg2_AH26*leg2_H4_2 + leg2_AH36*leg2_H4_3 + leg2_AH46*leg2_Ci1_x + leg3_AH16*leg3_H4_1 + leg3_AH26*leg3_H4_2 + leg3_AH36*leg3_H4_3 + leg3_AH46*leg3_Ci1_x + leg4_AH16*leg4_H4_1 + leg4_AH26*leg4_H4_2 + leg4_AH36*leg4_H4_3 + leg4_AH46*leg4_Ci1_x + leg5_AH16*leg5_H4_1 + leg5_AH26*leg5_H4_2 + leg5_AH36*leg5_H4_3 + leg5_AH46*leg5_Ci1_x + leg6_AH16*leg6_H4_1 + leg6_AH26*leg6_H4_2 + leg6_AH36*leg6_H4_3 + leg6_AH46*leg6_Ci1_x
+    A_star55 = cse195 + leg1_AH35*leg1_H5_3 + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_H5_3 + leg2_AH45*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_H5_3 + leg3_AH45*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_H5_3 + leg4_AH45*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_H5_3 + leg5_AH45*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_H5_3 + leg6_AH45*leg6_Ci1_y + 30.0
+    A_star56 = cse196 + leg1_AH36*leg1_H5_3 + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_H5_3 + leg2_AH46*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_H5_3 + leg3_AH46*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_H5_3 + leg4_AH46*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_H5_3 + leg5_AH46*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_H5_3 + leg6_AH46*leg6_Ci1_y
     A_star66 = leg1_AH16*leg1_H6_1 + leg1_AH26*leg1_H6_2 + leg1_AH36*leg1_H6_3 + leg1_AH46*leg1_Ci1_z + leg2_AH16*leg2_H6_1 + leg2_AH26*leg2_H6_2 + leg2_AH36*leg2_H6_3 + leg2_AH46*leg2_Ci1_z + leg3_AH16*leg3_H6_1 + leg3_AH26*leg3_H6_2 + leg3_AH36*leg3_H6_3 + leg3_AH46*leg3_Ci1_z + leg4_AH16*leg4_H6_1 + leg4_AH26*leg4_H6_2 + leg4_AH36*leg4_H6_3 + leg4_AH46*leg4_Ci1_z + leg5_AH16*leg5_H6_1 + leg5_AH26*leg5_H6_2 + leg5_AH36*leg5_H6_3 + leg5_AH46*leg5_Ci1_z + leg6_AH16*leg6_H6_1 + leg6_AH26*leg6_H6_2 + leg6_AH36*leg6_H6_3 + leg6_AH46*leg6_Ci1_z + 55.0
     b_star1 = leg1_B0_00*leg1_r4 + leg1_H1_1*leg1_r1 + leg1_H1_2*leg1_r2 + leg1_H1_3*leg1_r3 + leg2_B0_00*leg2_r4 + leg2_H1_1*leg2_r1 + leg2_H1_2*leg2_r2 + leg2_H1_3*leg2_r3 + leg3_B0_00*leg3_r4 + leg3_H1_1*leg3_r1 + leg3_H1_2*leg3_r2 + leg3_H1_3*leg3_r3 + leg4_B0_00*leg4_r4 + leg4_H1_1*leg4_r1 + leg4_H1_2*leg4_r2 + leg4_H1_3*leg4_r3 + leg5_B0_00*leg5_r4 + leg5_H1_1*leg5_r1 + leg5_H1_2*leg5_r2 + leg5_H1_3*leg5_r3 + leg6_B0_00*leg6_r4 + leg6_H1_1*leg6_r1 + leg6_H1_2*leg6_r2 + leg6_H1_3*leg6_r3 + s_C_f_x
     b_star2 = leg1_B0_01*leg1_r4 + leg1_H2_1*leg1_r1 + leg1_H2_2*leg1_r2 + leg1_H2_3*leg1_r3 + leg2_B0_01*leg2_r4 + leg2_H2_1*leg2_r1 + leg2_H2_2*leg2_r2 + leg2_H2_3*leg2_r3 + leg3_B0_01*leg3_r4 + leg3_H2_1*leg3_r1 + leg3_H2_2*leg3_r2 + leg3_H2_3*leg3_r3 + leg4_B0_01*leg4_r4 + leg4_H2_1*leg4_r1 + leg4_H2_2*leg4_r2 + leg4_H2_3*leg4_r3 + leg5_B0_01*leg5_r4 + leg5_H2_1*leg5_r1 + leg5_H2_2*leg5_r2 + leg5_H2_3*leg5_r3 + leg6_B0_01*leg6_r4 + leg6_H2_1*leg6_r1 + leg6_H2_2*leg6_r2 + leg6_H2_3*leg6_r3 + s_C_f_y
     b_star3 = leg1_B0_02*leg1_r4 + leg1_H3_1*leg1_r1 + leg1_H3_2*leg1_r2 + leg1_H3_3*leg1_r3 + leg2_B0_02*leg2_r4 + leg2_H3_1*leg2_r1 + leg2_H3_2*leg2_r2 + leg2_H3_3*leg2_r3 + leg3_B0_02*leg3_r4 + leg3_H3_1*leg3_r1 + leg3_H3_2*leg3_r2 + leg3_H3_3*leg3_r3 + leg4_B0_02*leg4_r4 + leg4_H3_1*leg4_r1 + leg4_H3_2*leg4_r2 + leg4_H3_3*leg4_r3 + leg5_B0_02*leg5_r4 + leg5_H3_1*leg5_r1 + leg5_H3_2*leg5_r2 + leg5_H3_3*leg5_r3 + leg6_B0_02*leg6_r4 + leg6_H3_1*leg6_r1 + leg6_H3_2*leg6_r2 + leg6_H3_3*leg6_r3 + s_C_f_z
-    b_star4 = leg1_Ci1_x*leg1_r4 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2 + leg1_H4_3*leg1_r3 + leg2_Ci1_x*leg2_r4 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg2_H4_3*leg2_r3 + leg3_Ci1_x*leg3_r4 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg3_H4_3*leg3_r3 + leg4_Ci1_x*leg4_r4 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg4_H4_3*leg4_r3 + leg5_Ci1_x*leg5_r4 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg5_H4_3*leg5_r3 + leg6_Ci1_x*leg6_r4 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + leg6_H4_3*leg6_r3 + s_C_m_x
-    b_star5 = leg1_Ci1_y*leg1_r4 + leg1_H5_1*leg1_r1 + leg1_H5_2*leg1_r2 + leg1_H5_3*leg1_r3 + leg2_Ci1_y*leg2_r4 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg2_H5_3*leg2_r3 + leg3_Ci1_y*leg3_r4 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg3_H5_3*leg3_r3 + leg4_Ci1_y*leg4_r4 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg4_H5_3*leg4_r3 + leg5_Ci1_y*leg5_r4 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg5_H5_3*leg5_r3 + leg6_Ci1_y*leg6_r4 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + leg6_H5_3*leg6_r3 + s_C_m_y
+    cse197 = leg1_Ci1_x*leg1_r4 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2
+    b_star4 = cse197 + leg1_H4_3*leg1_r3 + leg2_Ci1_x*leg2_r4 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg2_H4_3*leg2_r3 + leg3_Ci1_x*leg3_r4 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg3_H4_3*leg3_r3 + leg4_Ci1_x*leg4_r4 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg4_H4_3*leg4_r3 + leg5_Ci1_x*leg5_r4 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg5_H4_3*leg5_r3 + leg6_Ci1_x*leg6_r4 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + leg6_H4_3*leg6_r3 + s_C_m_x
+    b_star5 = cse197 + leg1_H5_3*leg1_r3 + leg2_Ci1_y*leg2_r4 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg2_H5_3*leg2_r3 + leg3_Ci1_y*leg3_r4 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg3_H5_3*leg3_r3 + leg4_Ci1_y*leg4_r4 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg4_H5_3*leg4_r3 + leg5_Ci1_y*leg5_r4 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg5_H5_3*leg5_r3 + leg6_Ci1_y*leg6_r4 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + leg6_H5_3*leg6_r3 + s_C_m_y
     b_star6 = leg1_Ci1_z*leg1_r4 + leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg1_H6_3*leg1_r3 + leg2_Ci1_z*leg2_r4 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg2_H6_3*leg2_r3 + leg3_Ci1_z*leg3_r4 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg3_H6_3*leg3_r3 + leg4_Ci1_z*leg4_r4 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg4_H6_3*leg4_r3 + leg5_Ci1_z*leg5_r4 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg5_H6_3*leg5_r3 + leg6_Ci1_z*leg6_r4 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + leg6_H6_3*leg6_r3 + mE_z
     if not (0.9999999999999*A_star11 > 0.0):  # pivot D1 of the reduced mass matrix A*_C
         A_star[:] = [NAN] * 36
@@ -8302,29 +8736,69 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
 
 
 def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, base_moment, damping_power):
-    """One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates, rates and accelerations, the loads of each leg on C, the force and moment on the base (about O_0, frame 0), damper power.
+    """One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates,
+    rates and accelerations, the loads of each leg on C, the force and moment on the base (about
+    O_0, frame 0), damper power.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  fE[3]: external force on C through its centre of mass (frame 0)
-    in  mE[3]: external moment on C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out xdot[12] shape 12
-    out q[24] shape 24
-    out qd[24] shape 24
-    out qdd[24] shape 24
-    out F_on_C[18] shape 6x3
-    out M_on_C[18] shape 6x3
-    out base_force[3] shape 3
-    out base_moment[3] shape 3
-    out damping_power[1] shape 1
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+    in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+        (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
+    out q[24] shape 24: leg joint coordinates (rad, m for a stroke), shape (24,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
+        leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,
+        leg4_stroke, leg5_u1, leg5_u2, leg5_roll, leg5_stroke, leg6_u1, leg6_u2, leg6_roll,
+        leg6_stroke
+    out qd[24] shape 24: leg joint rates (rad/s, m/s for a stroke), shape (24,), in the order of q
+    out qdd[24] shape 24: leg joint accelerations (rad/s^2, m/s^2 for a stroke), shape (24,), in the order of q
+    out F_on_C[18] shape 6x3: force of each leg on C (N, frame 0), shape (6, 3); rows: leg1, leg2, leg3, leg4, leg5, leg6
+    out M_on_C[18] shape 6x3: moment of each leg on C (N m, frame 0; zero for a spherical cut), shape (6, 3); rows: leg1,
+        leg2, leg3, leg4, leg5, leg6
+    out base_force[3] shape 3: force of the mechanism on the base (N, frame 0), shape (3,)
+    out base_moment[3] shape 3: moment of the mechanism on the base about O_0 (N m, frame 0), shape (3,)
+    out damping_power[1] shape 1: power taken out by the dampers (W), shape (1,)
     status 3: reduced mass matrix A*_C not positive definite
     status 4: y-z-x angles singular (psi_z = +-90 deg)
-    ops: 2889 adds, 3894 muls, 43 divs, 18 sqrt, 24 trig (6868 total)
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 122: leg1 roll: cut universal joint axis along the leg (singular)
+    status 133: leg1 stroke below its lower limit -0.25 m
+    status 134: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 222: leg2 roll: cut universal joint axis along the leg (singular)
+    status 233: leg2 stroke below its lower limit -0.25 m
+    status 234: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 322: leg3 roll: cut universal joint axis along the leg (singular)
+    status 333: leg3 stroke below its lower limit -0.25 m
+    status 334: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 422: leg4 roll: cut universal joint axis along the leg (singular)
+    status 433: leg4 stroke below its lower limit -0.25 m
+    status 434: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 522: leg5 roll: cut universal joint axis along the leg (singular)
+    status 533: leg5 stroke below its lower limit -0.25 m
+    status 534: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 622: leg6 roll: cut universal joint axis along the leg (singular)
+    status 633: leg6 stroke below its lower limit -0.25 m
+    status 634: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 2873 adds, 3823 muls, 43 divs, 18 sqrt, 24 trig (6781 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -8350,20 +8824,20 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8373,7 +8847,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -8386,29 +8860,29 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
     leg1_stroke = leg1_u_L - 0.7223228347298781
     cse9 = 0.7614323866774606*leg1_u_c1
-    cse10 = 0.3686199338021085*leg1_alpha_C_12
-    cse11 = 0.6482443370509812*leg1_alpha_C_22
+    cse10 = 0.36861993380210856*leg1_alpha_C_12
+    cse11 = 0.6482443370509813*leg1_alpha_C_22
     cse12 = cse11 + 0.6662571754848596*leg1_alpha_C_02
     cse13 = cse10 + cse12
-    cse14 = 0.3686199338021085*leg1_alpha_C_10
-    cse15 = 0.6482443370509812*leg1_alpha_C_20
+    cse14 = 0.36861993380210856*leg1_alpha_C_10
+    cse15 = 0.6482443370509813*leg1_alpha_C_20
     cse16 = cse15 + 0.6662571754848596*leg1_alpha_C_00
     cse17 = cse14 + cse16
     cse18 = 0.5672170616648486*leg1_u_c1
     cse19 = 0.6662571754848596*leg1_u_s1
-    cse20 = 0.3686199338021085*leg1_alpha_C_11
-    cse21 = 0.6482443370509812*leg1_alpha_C_21
+    cse20 = 0.36861993380210856*leg1_alpha_C_11
+    cse21 = 0.6482443370509813*leg1_alpha_C_21
     cse22 = cse21 + 0.6662571754848596*leg1_s_psi_z
     cse23 = cse20 + cse22
-    cse24 = 0.31382403584646185*leg1_u_c1
-    cse25 = 0.3686199338021085*leg1_u_s1
-    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509812*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.48411381003978005*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
-    cse26 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    cse24 = 0.3138240358464619*leg1_u_c1
+    cse25 = 0.36861993380210856*leg1_u_s1
+    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509813*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.4841138100397801*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
+    cse26 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
     cse27 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    cse28 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_e2_roll_z = cse13*cse26 + cse17*cse27 + cse23*cse28
+    cse28 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_e2_roll_z = cse13*cse28 + cse17*cse27 + cse23*cse26
     leg1_roll_N2 = leg1_e2_roll_y*leg1_e2_roll_y + leg1_e2_roll_z*leg1_e2_roll_z
-    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg1 roll: cut universal joint axis along the leg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8418,12 +8892,12 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 122
     leg1_roll_inv_N = 1.0/math.sqrt(leg1_roll_N2)
     leg1_roll_c = leg1_e2_roll_z*leg1_roll_inv_N
     leg1_roll_s = -leg1_e2_roll_y*leg1_roll_inv_N
     leg1_q3 = math.atan2(leg1_roll_s, leg1_roll_c)
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8433,8 +8907,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 133
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8444,15 +8918,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
+        return 134
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8462,7 +8936,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -8480,15 +8954,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     cse32 = 0.5672170616648486*leg2_u_c1
     cse33 = 0.6662571754848596*leg2_u_s1
     cse34 = -cse20 + cse22
-    cse35 = 0.31382403584646185*leg2_u_c1
-    cse36 = 0.3686199338021085*leg2_u_s1
-    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509812*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.48411381003978005*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
-    cse37 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    cse35 = 0.3138240358464619*leg2_u_c1
+    cse36 = 0.36861993380210856*leg2_u_s1
+    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509813*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.4841138100397801*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
+    cse37 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
     cse38 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    cse39 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_e2_roll_z = cse30*cse37 + cse31*cse38 + cse34*cse39
+    cse39 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg2_e2_roll_z = cse30*cse39 + cse31*cse38 + cse34*cse37
     leg2_roll_N2 = leg2_e2_roll_y*leg2_e2_roll_y + leg2_e2_roll_z*leg2_e2_roll_z
-    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg2 roll: cut universal joint axis along the leg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8498,12 +8972,12 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 222
     leg2_roll_inv_N = 1.0/math.sqrt(leg2_roll_N2)
     leg2_roll_c = leg2_e2_roll_z*leg2_roll_inv_N
     leg2_roll_s = -leg2_e2_roll_y*leg2_roll_inv_N
     leg2_q3 = math.atan2(leg2_roll_s, leg2_roll_c)
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8513,8 +8987,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 233
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8524,18 +8998,21 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
+        return 234
     cse40 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse40 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse41 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse41 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse42 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse42 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse41 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse40 + cse41
+    cse42 = 0.6278517870878945*leg1_alpha_C_11
+    cse43 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse42 + cse43
+    cse44 = 0.6278517870878945*leg1_alpha_C_12
+    cse45 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse44 + cse45
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8545,7 +9022,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -8556,22 +9033,28 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
     leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
     leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    cse43 = 0.7614323866774605*leg3_u_c1
-    cse44 = -0.6523628147563938*leg1_alpha_C_02 + 0.3926856725225008*leg1_alpha_C_12 + 0.6482443370509811*leg1_alpha_C_22
-    cse45 = 0.5553881181936187*leg3_u_c1
-    cse46 = 0.6523628147563938*leg3_u_s1
-    cse47 = -0.6523628147563938*leg1_alpha_C_00 + 0.3926856725225008*leg1_alpha_C_10 + 0.6482443370509811*leg1_alpha_C_20
-    cse48 = 0.39268567252250075*leg3_u_s1
-    cse49 = 0.33431236693849237*leg3_u_c1
-    cse50 = 0.3926856725225008*leg1_alpha_C_11 + 0.6482443370509811*leg1_alpha_C_21 - 0.6523628147563938*leg1_s_psi_z
-    leg3_e2_roll_y = cse44*(-cse43*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse47*(-cse45*leg3_u_s2 - cse46*leg3_u_s2 + 0.5157196875168388*leg3_u_c2) + cse50*(cse48*leg3_u_s2 + cse49*leg3_u_s2 + 0.8567573775040014*leg3_u_c2)
-    cse51 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    cse52 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    cse53 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg3_e2_roll_z = cse44*cse53 + cse47*cse51 + cse50*cse52
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    cse46 = 0.7614323866774606*leg3_u_c1
+    cse47 = 0.3926856725225009*leg1_alpha_C_12
+    cse48 = 0.6523628147563939*leg1_alpha_C_02
+    cse49 = cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse50 = 0.3343123669384925*leg3_u_c1
+    cse51 = 0.3926856725225009*leg3_u_s1
+    cse52 = 0.3926856725225009*leg1_alpha_C_11
+    cse53 = 0.6523628147563939*leg1_s_psi_z
+    cse54 = cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse55 = 0.5553881181936186*leg3_u_c1
+    cse56 = 0.6523628147563939*leg3_u_s1
+    cse57 = 0.3926856725225009*leg1_alpha_C_10
+    cse58 = 0.6523628147563939*leg1_alpha_C_00
+    cse59 = cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    leg3_e2_roll_y = cse49*(-cse46*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse54*(cse50*leg3_u_s2 + cse51*leg3_u_s2 + 0.8567573775040014*leg3_u_c2) + cse59*(-cse55*leg3_u_s2 - cse56*leg3_u_s2 + 0.515719687516839*leg3_u_c2)
+    cse60 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    cse61 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    cse62 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_e2_roll_z = cse49*cse60 + cse54*cse62 + cse59*cse61
     leg3_roll_N2 = leg3_e2_roll_y*leg3_e2_roll_y + leg3_e2_roll_z*leg3_e2_roll_z
-    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg3 roll: cut universal joint axis along the leg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8581,12 +9064,12 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 322
     leg3_roll_inv_N = 1.0/math.sqrt(leg3_roll_N2)
     leg3_roll_c = leg3_e2_roll_z*leg3_roll_inv_N
     leg3_roll_s = -leg3_e2_roll_y*leg3_roll_inv_N
     leg3_q3 = math.atan2(leg3_roll_s, leg3_roll_c)
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8596,8 +9079,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 333
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8607,15 +9090,21 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 334
+    cse63 = 0.16823237931663848*leg1_alpha_C_10
+    cse64 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse63 - cse64 + x_C
+    cse65 = 0.16823237931663848*leg1_alpha_C_11
+    cse66 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse65 - cse66 + y_C
+    cse67 = 0.16823237931663848*leg1_alpha_C_12
+    cse68 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse67 - cse68 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8625,7 +9114,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -8636,22 +9125,28 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
     leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
     leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    cse54 = 0.7614323866774607*leg4_u_c1
-    cse55 = cse11 - 0.013894360728465763*leg1_alpha_C_02 + 0.7613056063246095*leg1_alpha_C_12
-    cse56 = cse15 - 0.013894360728465763*leg1_alpha_C_00 + 0.7613056063246095*leg1_alpha_C_10
-    cse57 = 0.011828943471230067*leg4_u_c1
-    cse58 = 0.013894360728465765*leg4_u_s1
-    cse59 = cse21 + 0.7613056063246095*leg1_alpha_C_11 - 0.013894360728465763*leg1_s_psi_z
-    cse60 = 0.7613056063246095*leg4_u_s1
-    cse61 = 0.6481364027849542*leg4_u_c1
-    leg4_e2_roll_y = cse55*(-cse54*leg4_u_s2 + 0.6482443370509811*leg4_u_s1*leg4_u_s2) + cse56*(-cse57*leg4_u_s2 - cse58*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse59*(cse60*leg4_u_s2 + cse61*leg4_u_s2 + 0.018247661869354333*leg4_u_c2)
-    cse62 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    cse63 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    cse64 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg4_e2_roll_z = cse55*cse64 + cse56*cse62 + cse59*cse63
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    cse69 = 0.7614323866774606*leg4_u_c1
+    cse70 = 0.7613056063246094*leg1_alpha_C_12
+    cse71 = 0.013894360728465758*leg1_alpha_C_02
+    cse72 = cse11 + cse70 - cse71
+    cse73 = 0.011828943471230063*leg4_u_c1
+    cse74 = 0.013894360728465758*leg4_u_s1
+    cse75 = 0.7613056063246094*leg1_alpha_C_10
+    cse76 = 0.013894360728465758*leg1_alpha_C_00
+    cse77 = cse15 + cse75 - cse76
+    cse78 = 0.6481364027849544*leg4_u_c1
+    cse79 = 0.7613056063246094*leg4_u_s1
+    cse80 = 0.7613056063246094*leg1_alpha_C_11
+    cse81 = 0.013894360728465758*leg1_s_psi_z
+    cse82 = cse21 + cse80 - cse81
+    leg4_e2_roll_y = cse72*(-cse69*leg4_u_s2 + 0.6482443370509813*leg4_u_s1*leg4_u_s2) + cse77*(-cse73*leg4_u_s2 - cse74*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse82*(cse78*leg4_u_s2 + cse79*leg4_u_s2 + 0.018247661869354326*leg4_u_c2)
+    cse83 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    cse84 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    cse85 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_e2_roll_z = cse72*cse84 + cse77*cse83 + cse82*cse85
     leg4_roll_N2 = leg4_e2_roll_y*leg4_e2_roll_y + leg4_e2_roll_z*leg4_e2_roll_z
-    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg4 roll: cut universal joint axis along the leg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8661,12 +9156,12 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 422
     leg4_roll_inv_N = 1.0/math.sqrt(leg4_roll_N2)
     leg4_roll_c = leg4_e2_roll_z*leg4_roll_inv_N
     leg4_roll_s = -leg4_e2_roll_y*leg4_roll_inv_N
     leg4_q3 = math.atan2(leg4_roll_s, leg4_roll_c)
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8676,8 +9171,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 433
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8687,15 +9182,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 434
+    leg5_s0_x = -cse63 - cse64 + x_C
+    leg5_s0_y = -cse65 - cse66 + y_C
+    leg5_s0_z = -cse67 - cse68 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8705,7 +9200,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -8716,22 +9211,22 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
     leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
     leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    cse65 = 0.7614323866774606*leg5_u_c1
-    cse66 = -0.013894360728465938*leg1_alpha_C_02 - 0.7613056063246094*leg1_alpha_C_12 + 0.6482443370509812*leg1_alpha_C_22
-    cse67 = 0.6481364027849542*leg5_u_c1
-    cse68 = 0.7613056063246094*leg5_u_s1
-    cse69 = -0.7613056063246094*leg1_alpha_C_11 + 0.6482443370509812*leg1_alpha_C_21 - 0.013894360728465938*leg1_s_psi_z
-    cse70 = -0.013894360728465938*leg1_alpha_C_00 - 0.7613056063246094*leg1_alpha_C_10 + 0.6482443370509812*leg1_alpha_C_20
-    cse71 = 0.011828943471230218*leg5_u_c1
-    cse72 = 0.01389436072846594*leg5_u_s1
-    leg5_e2_roll_y = cse66*(-cse65*leg5_u_s2 + 0.6482443370509811*leg5_u_s1*leg5_u_s2) + cse69*(-cse67*leg5_u_s2 - cse68*leg5_u_s2 + 0.018247661869354566*leg5_u_c2) + cse70*(-cse71*leg5_u_s2 - cse72*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
-    cse73 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    cse74 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    cse75 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_e2_roll_z = cse66*cse73 + cse69*cse74 + cse70*cse75
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    cse86 = 0.7614323866774606*leg5_u_c1
+    cse87 = -cse70 - cse71 + 0.6482443370509813*leg1_alpha_C_22
+    cse88 = 0.6481364027849544*leg5_u_c1
+    cse89 = 0.7613056063246094*leg5_u_s1
+    cse90 = -cse80 - cse81 + 0.6482443370509813*leg1_alpha_C_21
+    cse91 = -cse75 - cse76 + 0.6482443370509813*leg1_alpha_C_20
+    cse92 = 0.011828943471230063*leg5_u_c1
+    cse93 = 0.013894360728465758*leg5_u_s1
+    leg5_e2_roll_y = cse87*(-cse86*leg5_u_s2 + 0.6482443370509813*leg5_u_s1*leg5_u_s2) + cse90*(-cse88*leg5_u_s2 - cse89*leg5_u_s2 + 0.018247661869354326*leg5_u_c2) + cse91*(-cse92*leg5_u_s2 - cse93*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
+    cse94 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    cse95 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    cse96 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_e2_roll_z = cse87*cse95 + cse90*cse96 + cse91*cse94
     leg5_roll_N2 = leg5_e2_roll_y*leg5_e2_roll_y + leg5_e2_roll_z*leg5_e2_roll_z
-    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg5 roll: cut universal joint axis along the leg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8741,12 +9236,12 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 522
     leg5_roll_inv_N = 1.0/math.sqrt(leg5_roll_N2)
     leg5_roll_c = leg5_e2_roll_z*leg5_roll_inv_N
     leg5_roll_s = -leg5_e2_roll_y*leg5_roll_inv_N
     leg5_q3 = math.atan2(leg5_roll_s, leg5_roll_c)
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8756,8 +9251,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 533
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8767,15 +9262,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    leg6_s0_x = -cse40 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse41 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse42 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 534
+    leg6_s0_x = -cse40 + cse41
+    leg6_s0_y = -cse42 + cse43
+    leg6_s0_z = -cse44 + cse45
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8785,7 +9280,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -8796,22 +9291,22 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
     leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
     leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    cse76 = 0.7614323866774608*leg6_u_c1
-    cse77 = -0.6523628147563939*leg1_alpha_C_02 - 0.39268567252250125*leg1_alpha_C_12 + 0.6482443370509808*leg1_alpha_C_22
-    cse78 = 0.33431236693849253*leg6_u_c1
-    cse79 = 0.39268567252250125*leg6_u_s1
-    cse80 = -0.39268567252250125*leg1_alpha_C_11 + 0.6482443370509808*leg1_alpha_C_21 - 0.6523628147563939*leg1_s_psi_z
-    cse81 = -0.6523628147563939*leg1_alpha_C_00 - 0.39268567252250125*leg1_alpha_C_10 + 0.6482443370509808*leg1_alpha_C_20
-    cse82 = 0.5553881181936182*leg6_u_c1
-    cse83 = 0.6523628147563939*leg6_u_s1
-    leg6_e2_roll_y = cse77*(-cse76*leg6_u_s2 + 0.6482443370509808*leg6_u_s1*leg6_u_s2) + cse80*(-cse78*leg6_u_s2 - cse79*leg6_u_s2 + 0.8567573775040012*leg6_u_c2) + cse81*(-cse82*leg6_u_s2 - cse83*leg6_u_s2 - 0.5157196875168393*leg6_u_c2)
-    cse84 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    cse85 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    cse86 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_e2_roll_z = cse77*cse84 + cse80*cse86 + cse81*cse85
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    cse97 = 0.7614323866774606*leg6_u_c1
+    cse98 = -cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse99 = 0.3343123669384925*leg6_u_c1
+    cse100 = 0.3926856725225009*leg6_u_s1
+    cse101 = -cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse102 = -cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    cse103 = 0.5553881181936186*leg6_u_c1
+    cse104 = 0.6523628147563939*leg6_u_s1
+    leg6_e2_roll_y = cse101*(-cse100*leg6_u_s2 - cse99*leg6_u_s2 + 0.8567573775040014*leg6_u_c2) + cse102*(-cse103*leg6_u_s2 - cse104*leg6_u_s2 - 0.515719687516839*leg6_u_c2) + cse98*(-cse97*leg6_u_s2 + 0.6482443370509812*leg6_u_s1*leg6_u_s2)
+    cse105 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    cse106 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    cse107 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_e2_roll_z = cse101*cse107 + cse102*cse106 + cse105*cse98
     leg6_roll_N2 = leg6_e2_roll_y*leg6_e2_roll_y + leg6_e2_roll_z*leg6_e2_roll_z
-    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg6 roll: cut universal joint axis along the leg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8821,12 +9316,12 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 622
     leg6_roll_inv_N = 1.0/math.sqrt(leg6_roll_N2)
     leg6_roll_c = leg6_e2_roll_z*leg6_roll_inv_N
     leg6_roll_s = -leg6_e2_roll_y*leg6_roll_inv_N
     leg6_q3 = math.atan2(leg6_roll_s, leg6_roll_c)
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8836,8 +9331,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 633
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -8847,54 +9342,54 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
+        return 634
     leg1_beta1_00 = -cse18 - cse19
     leg1_beta1_01 = -cse24 - cse25
-    leg1_beta1_02 = cse9 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_02 = cse9 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = cse27
-    leg1_beta1_21 = cse28
-    leg1_beta1_22 = cse26
+    leg1_beta1_21 = cse26
+    leg1_beta1_22 = cse28
     leg2_beta1_00 = -cse32 - cse33
     leg2_beta1_01 = cse35 + cse36
-    leg2_beta1_02 = cse29 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_02 = cse29 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = cse38
-    leg2_beta1_21 = cse39
-    leg2_beta1_22 = cse37
-    leg3_beta1_00 = cse45 + cse46
-    leg3_beta1_01 = -cse48 - cse49
-    leg3_beta1_02 = cse43 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = cse51
-    leg3_beta1_21 = cse52
-    leg3_beta1_22 = cse53
-    leg4_beta1_00 = cse57 + cse58
-    leg4_beta1_01 = -cse60 - cse61
-    leg4_beta1_02 = cse54 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = cse62
-    leg4_beta1_21 = cse63
-    leg4_beta1_22 = cse64
-    leg5_beta1_00 = cse71 + cse72
-    leg5_beta1_01 = cse67 + cse68
-    leg5_beta1_02 = cse65 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = cse75
-    leg5_beta1_21 = cse74
-    leg5_beta1_22 = cse73
-    leg6_beta1_00 = cse82 + cse83
-    leg6_beta1_01 = cse78 + cse79
-    leg6_beta1_02 = cse76 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = cse85
-    leg6_beta1_21 = cse86
-    leg6_beta1_22 = cse84
+    leg2_beta1_21 = cse37
+    leg2_beta1_22 = cse39
+    leg3_beta1_00 = cse55 + cse56
+    leg3_beta1_01 = -cse50 - cse51
+    leg3_beta1_02 = cse46 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = cse61
+    leg3_beta1_21 = cse62
+    leg3_beta1_22 = cse60
+    leg4_beta1_00 = cse73 + cse74
+    leg4_beta1_01 = -cse78 - cse79
+    leg4_beta1_02 = cse69 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = cse83
+    leg4_beta1_21 = cse85
+    leg4_beta1_22 = cse84
+    leg5_beta1_00 = cse92 + cse93
+    leg5_beta1_01 = cse88 + cse89
+    leg5_beta1_02 = cse86 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = cse94
+    leg5_beta1_21 = cse96
+    leg5_beta1_22 = cse95
+    leg6_beta1_00 = cse103 + cse104
+    leg6_beta1_01 = cse100 + cse99
+    leg6_beta1_02 = cse97 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = cse106
+    leg6_beta1_21 = cse107
+    leg6_beta1_22 = cse105
     leg1_B1_10 = -leg1_roll_c*leg1_u_s2
     leg1_B1_11 = leg1_roll_c*leg1_u_c2
     leg1_B1_20 = leg1_roll_s*leg1_u_s2
     leg1_B1_21 = -leg1_roll_s*leg1_u_c2
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.48411381003978005*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
+    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.4841138100397801*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
     leg1_B0_11 = leg1_B1_10*leg1_beta1_01 - 0.8750050393733557*leg1_B1_11 + leg1_beta1_21*leg1_roll_s
     leg1_B0_12 = leg1_B1_10*leg1_beta1_02 + leg1_beta1_22*leg1_roll_s
-    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.48411381003978005*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
+    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.4841138100397801*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
     leg1_B0_21 = leg1_B1_20*leg1_beta1_01 - 0.8750050393733557*leg1_B1_21 + leg1_beta1_21*leg1_roll_c
     leg1_B0_22 = leg1_B1_20*leg1_beta1_02 + leg1_beta1_22*leg1_roll_c
     leg1_rho3_x = leg1_stroke + 0.7223228347298781
@@ -8911,18 +9406,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_Q_20 = leg1_B0_20*leg1_alpha_C_00 + leg1_B0_21*leg1_s_psi_z + leg1_B0_22*leg1_alpha_C_02
     leg1_Q_21 = leg1_B0_20*leg1_alpha_C_10 + leg1_B0_21*leg1_alpha_C_11 + leg1_B0_22*leg1_alpha_C_12
     leg1_Q_22 = leg1_B0_20*leg1_alpha_C_20 + leg1_B0_21*leg1_alpha_C_21 + leg1_B0_22*leg1_alpha_C_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
-    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.3686199338021085*leg1_Q_01 + 0.6482443370509812*leg1_Q_02
-    leg1_e2_y = 0.6662571754848596*leg1_Q_10 + 0.3686199338021085*leg1_Q_11 + 0.6482443370509812*leg1_Q_12
-    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.3686199338021085*leg1_Q_21 + 0.6482443370509812*leg1_Q_22
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.36861993380210856*leg1_Q_01 + 0.6482443370509813*leg1_Q_02
+    leg1_e2_y = 0.6662571754848596*leg1_Q_10 + 0.36861993380210856*leg1_Q_11 + 0.6482443370509813*leg1_Q_12
+    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.36861993380210856*leg1_Q_21 + 0.6482443370509813*leg1_Q_22
     leg1_Cd4_1 = -leg1_B1_21*leg1_e2_x + leg1_e2_z*leg1_u_s2
     leg1_Cd4_2 = -leg1_e2_x*leg1_roll_c
     leg1_Ci4_x = leg1_Q_00*leg1_e2_z - leg1_Q_20*leg1_e2_x
@@ -8938,7 +9430,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_e2_z
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
@@ -8950,7 +9442,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg1_lu_f21 = leg1_TL1_y*leg1_lu_inv3
     leg1_lu_u22 = leg1_TL2_y - leg1_TL2_z*leg1_lu_f21
@@ -8964,19 +9456,19 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv4 = 1.0/leg1_lu_u22
     leg2_B1_10 = -leg2_roll_c*leg2_u_s2
     leg2_B1_11 = leg2_roll_c*leg2_u_c2
     leg2_B1_20 = leg2_roll_s*leg2_u_s2
     leg2_B1_21 = -leg2_roll_s*leg2_u_c2
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.48411381003978005*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
+    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.4841138100397801*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
     leg2_B0_11 = leg2_B1_10*leg2_beta1_01 - 0.8750050393733557*leg2_B1_11 + leg2_beta1_21*leg2_roll_s
     leg2_B0_12 = leg2_B1_10*leg2_beta1_02 + leg2_beta1_22*leg2_roll_s
-    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.48411381003978005*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
+    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.4841138100397801*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
     leg2_B0_21 = leg2_B1_20*leg2_beta1_01 - 0.8750050393733557*leg2_B1_21 + leg2_beta1_21*leg2_roll_c
     leg2_B0_22 = leg2_B1_20*leg2_beta1_02 + leg2_beta1_22*leg2_roll_c
     leg2_rho3_x = leg2_stroke + 0.7223228347298781
@@ -8993,18 +9485,21 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_Q_20 = leg1_alpha_C_00*leg2_B0_20 + leg1_alpha_C_02*leg2_B0_22 + leg1_s_psi_z*leg2_B0_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_B0_20 + leg1_alpha_C_11*leg2_B0_21 + leg1_alpha_C_12*leg2_B0_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_B0_20 + leg1_alpha_C_21*leg2_B0_21 + leg1_alpha_C_22*leg2_B0_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
-    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.3686199338021085*leg2_Q_01 + 0.6482443370509812*leg2_Q_02
-    leg2_e2_y = 0.6662571754848596*leg2_Q_10 - 0.3686199338021085*leg2_Q_11 + 0.6482443370509812*leg2_Q_12
-    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.3686199338021085*leg2_Q_21 + 0.6482443370509812*leg2_Q_22
+    cse108 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse108
+    leg2_Ci1_y = -cse108
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse109 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse109
+    leg2_Ci2_y = -cse109
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse110 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse110
+    leg2_Ci3_y = -cse110
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.36861993380210856*leg2_Q_01 + 0.6482443370509813*leg2_Q_02
+    leg2_e2_y = 0.6662571754848596*leg2_Q_10 - 0.36861993380210856*leg2_Q_11 + 0.6482443370509813*leg2_Q_12
+    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.36861993380210856*leg2_Q_21 + 0.6482443370509813*leg2_Q_22
     leg2_Cd4_1 = -leg2_B1_21*leg2_e2_x + leg2_e2_z*leg2_u_s2
     leg2_Cd4_2 = -leg2_e2_x*leg2_roll_c
     leg2_Ci4_x = leg2_Q_00*leg2_e2_z - leg2_Q_20*leg2_e2_x
@@ -9020,7 +9515,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_e2_z
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
@@ -9032,7 +9527,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg2_lu_f21 = leg2_TL1_y*leg2_lu_inv3
     leg2_lu_u22 = leg2_TL2_y - leg2_TL2_z*leg2_lu_f21
@@ -9046,22 +9541,22 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv4 = 1.0/leg2_lu_u22
     leg3_B1_10 = -leg3_roll_c*leg3_u_s2
     leg3_B1_11 = leg3_roll_c*leg3_u_c2
     leg3_B1_20 = leg3_roll_s*leg3_u_s2
     leg3_B1_21 = -leg3_roll_s*leg3_u_c2
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.5157196875168388*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.515719687516839*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
     leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + 0.8567573775040014*leg3_B1_11 + leg3_beta1_21*leg3_roll_s
     leg3_B0_12 = leg3_B1_10*leg3_beta1_02 + leg3_beta1_22*leg3_roll_s
-    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.5157196875168388*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
+    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.515719687516839*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
     leg3_B0_21 = leg3_B1_20*leg3_beta1_01 + 0.8567573775040014*leg3_B1_21 + leg3_beta1_21*leg3_roll_c
     leg3_B0_22 = leg3_B1_20*leg3_beta1_02 + leg3_beta1_22*leg3_roll_c
-    leg3_rho3_x = leg3_stroke + 0.7223228347298782
+    leg3_rho3_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_y = leg3_B1_21*leg3_rho3_x
     leg3_TL1_z = -leg3_B1_11*leg3_rho3_x
     leg3_TL2_y = leg3_rho3_x*leg3_roll_c
@@ -9084,15 +9579,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    leg3_e2_x = -0.6523628147563938*leg3_Q_00 + 0.3926856725225008*leg3_Q_01 + 0.6482443370509811*leg3_Q_02
-    leg3_e2_y = -0.6523628147563938*leg3_Q_10 + 0.3926856725225008*leg3_Q_11 + 0.6482443370509811*leg3_Q_12
-    leg3_e2_z = -0.6523628147563938*leg3_Q_20 + 0.3926856725225008*leg3_Q_21 + 0.6482443370509811*leg3_Q_22
+    leg3_e2_x = -0.6523628147563939*leg3_Q_00 + 0.3926856725225009*leg3_Q_01 + 0.6482443370509812*leg3_Q_02
+    leg3_e2_y = -0.6523628147563939*leg3_Q_10 + 0.3926856725225009*leg3_Q_11 + 0.6482443370509812*leg3_Q_12
+    leg3_e2_z = -0.6523628147563939*leg3_Q_20 + 0.3926856725225009*leg3_Q_21 + 0.6482443370509812*leg3_Q_22
     leg3_Cd4_1 = -leg3_B1_21*leg3_e2_x + leg3_e2_z*leg3_u_s2
     leg3_Cd4_2 = -leg3_e2_x*leg3_roll_c
     leg3_Ci4_x = leg3_Q_00*leg3_e2_z - leg3_Q_20*leg3_e2_x
     leg3_Ci4_y = leg3_Q_01*leg3_e2_z - leg3_Q_21*leg3_e2_x
     leg3_Ci4_z = leg3_Q_02*leg3_e2_z - leg3_Q_22*leg3_e2_x
-    if not (leg3_e2_z*leg3_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_e2_z*leg3_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -9102,9 +9597,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_e2_z
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -9114,11 +9609,11 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv3
     leg3_lu_u22 = leg3_TL2_y - leg3_TL2_z*leg3_lu_f21
-    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -9128,22 +9623,22 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv4 = 1.0/leg3_lu_u22
     leg4_B1_10 = -leg4_roll_c*leg4_u_s2
     leg4_B1_11 = leg4_roll_c*leg4_u_c2
     leg4_B1_20 = leg4_roll_s*leg4_u_s2
     leg4_B1_21 = -leg4_roll_s*leg4_u_c2
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + 0.999833497556619*leg4_B1_11 + leg4_beta1_20*leg4_roll_s
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354333*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354326*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
     leg4_B0_12 = leg4_B1_10*leg4_beta1_02 + leg4_beta1_22*leg4_roll_s
     leg4_B0_20 = leg4_B1_20*leg4_beta1_00 + 0.999833497556619*leg4_B1_21 + leg4_beta1_20*leg4_roll_c
-    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354333*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
+    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354326*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
     leg4_B0_22 = leg4_B1_20*leg4_beta1_02 + leg4_beta1_22*leg4_roll_c
-    leg4_rho3_x = leg4_stroke + 0.722322834729878
+    leg4_rho3_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_y = leg4_B1_21*leg4_rho3_x
     leg4_TL1_z = -leg4_B1_11*leg4_rho3_x
     leg4_TL2_y = leg4_rho3_x*leg4_roll_c
@@ -9157,24 +9652,24 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    leg4_e2_x = -0.013894360728465763*leg4_Q_00 + 0.7613056063246095*leg4_Q_01 + 0.6482443370509812*leg4_Q_02
-    leg4_e2_y = -0.013894360728465763*leg4_Q_10 + 0.7613056063246095*leg4_Q_11 + 0.6482443370509812*leg4_Q_12
-    leg4_e2_z = -0.013894360728465763*leg4_Q_20 + 0.7613056063246095*leg4_Q_21 + 0.6482443370509812*leg4_Q_22
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    leg4_e2_x = -0.013894360728465758*leg4_Q_00 + 0.7613056063246094*leg4_Q_01 + 0.6482443370509813*leg4_Q_02
+    leg4_e2_y = -0.013894360728465758*leg4_Q_10 + 0.7613056063246094*leg4_Q_11 + 0.6482443370509813*leg4_Q_12
+    leg4_e2_z = -0.013894360728465758*leg4_Q_20 + 0.7613056063246094*leg4_Q_21 + 0.6482443370509813*leg4_Q_22
     leg4_Cd4_1 = -leg4_B1_21*leg4_e2_x + leg4_e2_z*leg4_u_s2
     leg4_Cd4_2 = -leg4_e2_x*leg4_roll_c
     leg4_Ci4_x = leg4_Q_00*leg4_e2_z - leg4_Q_20*leg4_e2_x
     leg4_Ci4_y = leg4_Q_01*leg4_e2_z - leg4_Q_21*leg4_e2_x
     leg4_Ci4_z = leg4_Q_02*leg4_e2_z - leg4_Q_22*leg4_e2_x
-    if not (leg4_e2_z*leg4_e2_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_e2_z*leg4_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -9184,9 +9679,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_e2_z
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -9196,11 +9691,11 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg4_lu_f21 = leg4_TL1_y*leg4_lu_inv3
     leg4_lu_u22 = leg4_TL2_y - leg4_TL2_z*leg4_lu_f21
-    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
+    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -9210,22 +9705,22 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv4 = 1.0/leg4_lu_u22
     leg5_B1_10 = -leg5_roll_c*leg5_u_s2
     leg5_B1_11 = leg5_roll_c*leg5_u_c2
     leg5_B1_20 = leg5_roll_s*leg5_u_s2
     leg5_B1_21 = -leg5_roll_s*leg5_u_c2
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = leg5_B1_10*leg5_beta1_00 - 0.999833497556619*leg5_B1_11 + leg5_beta1_20*leg5_roll_s
-    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354566*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
+    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354326*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
     leg5_B0_12 = leg5_B1_10*leg5_beta1_02 + leg5_beta1_22*leg5_roll_s
     leg5_B0_20 = leg5_B1_20*leg5_beta1_00 - 0.999833497556619*leg5_B1_21 + leg5_beta1_20*leg5_roll_c
-    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354566*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
+    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354326*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
     leg5_B0_22 = leg5_B1_20*leg5_beta1_02 + leg5_beta1_22*leg5_roll_c
-    leg5_rho3_x = leg5_stroke + 0.7223228347298781
+    leg5_rho3_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_y = leg5_B1_21*leg5_rho3_x
     leg5_TL1_z = -leg5_B1_11*leg5_rho3_x
     leg5_TL2_y = leg5_rho3_x*leg5_roll_c
@@ -9239,24 +9734,24 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    leg5_e2_x = -0.013894360728465938*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509812*leg5_Q_02
-    leg5_e2_y = -0.013894360728465938*leg5_Q_10 - 0.7613056063246094*leg5_Q_11 + 0.6482443370509812*leg5_Q_12
-    leg5_e2_z = -0.013894360728465938*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509812*leg5_Q_22
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    leg5_e2_x = -0.013894360728465758*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509813*leg5_Q_02
+    leg5_e2_y = -0.013894360728465758*leg5_Q_10 - 0.7613056063246094*leg5_Q_11 + 0.6482443370509813*leg5_Q_12
+    leg5_e2_z = -0.013894360728465758*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509813*leg5_Q_22
     leg5_Cd4_1 = -leg5_B1_21*leg5_e2_x + leg5_e2_z*leg5_u_s2
     leg5_Cd4_2 = -leg5_e2_x*leg5_roll_c
     leg5_Ci4_x = leg5_Q_00*leg5_e2_z - leg5_Q_20*leg5_e2_x
     leg5_Ci4_y = leg5_Q_01*leg5_e2_z - leg5_Q_21*leg5_e2_x
     leg5_Ci4_z = leg5_Q_02*leg5_e2_z - leg5_Q_22*leg5_e2_x
-    if not (leg5_e2_z*leg5_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_e2_z*leg5_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -9266,9 +9761,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_e2_z
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -9278,11 +9773,11 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg5_lu_f21 = leg5_TL1_y*leg5_lu_inv3
     leg5_lu_u22 = leg5_TL2_y - leg5_TL2_z*leg5_lu_f21
-    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
+    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -9292,22 +9787,22 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv4 = 1.0/leg5_lu_u22
     leg6_B1_10 = -leg6_roll_c*leg6_u_s2
     leg6_B1_11 = leg6_roll_c*leg6_u_c2
     leg6_B1_20 = leg6_roll_s*leg6_u_s2
     leg6_B1_21 = -leg6_roll_s*leg6_u_c2
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.5157196875168393*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
-    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040012*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.515719687516839*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
+    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040014*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
     leg6_B0_12 = leg6_B1_10*leg6_beta1_02 + leg6_beta1_22*leg6_roll_s
-    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.5157196875168393*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
-    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040012*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
+    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.515719687516839*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
+    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040014*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
     leg6_B0_22 = leg6_B1_20*leg6_beta1_02 + leg6_beta1_22*leg6_roll_c
-    leg6_rho3_x = leg6_stroke + 0.7223228347298779
+    leg6_rho3_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_y = leg6_B1_21*leg6_rho3_x
     leg6_TL1_z = -leg6_B1_11*leg6_rho3_x
     leg6_TL2_y = leg6_rho3_x*leg6_roll_c
@@ -9322,23 +9817,23 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.39268567252250125*leg6_Q_01 + 0.6482443370509808*leg6_Q_02
-    leg6_e2_y = -0.6523628147563939*leg6_Q_10 - 0.39268567252250125*leg6_Q_11 + 0.6482443370509808*leg6_Q_12
-    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.39268567252250125*leg6_Q_21 + 0.6482443370509808*leg6_Q_22
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.3926856725225009*leg6_Q_01 + 0.6482443370509812*leg6_Q_02
+    leg6_e2_y = -0.6523628147563939*leg6_Q_10 - 0.3926856725225009*leg6_Q_11 + 0.6482443370509812*leg6_Q_12
+    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.3926856725225009*leg6_Q_21 + 0.6482443370509812*leg6_Q_22
     leg6_Cd4_1 = -leg6_B1_21*leg6_e2_x + leg6_e2_z*leg6_u_s2
     leg6_Cd4_2 = -leg6_e2_x*leg6_roll_c
     leg6_Ci4_x = leg6_Q_00*leg6_e2_z - leg6_Q_20*leg6_e2_x
     leg6_Ci4_y = leg6_Q_01*leg6_e2_z - leg6_Q_21*leg6_e2_x
     leg6_Ci4_z = leg6_Q_02*leg6_e2_z - leg6_Q_22*leg6_e2_x
-    if not (leg6_e2_z*leg6_e2_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    if not (leg6_e2_z*leg6_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -9348,9 +9843,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_e2_z
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -9360,11 +9855,11 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv3
     leg6_lu_u22 = leg6_TL2_y - leg6_TL2_z*leg6_lu_f21
-    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
         qd[:] = [NAN] * 24
@@ -9374,7 +9869,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv4 = 1.0/leg6_lu_u22
     leg1_Ic3_11 = 2.0*leg1_stroke*leg1_stroke + (1.8)*leg1_stroke + 0.422
     leg1_IJ3_Sum = 2.0*leg1_Ic3_11
@@ -9463,11 +9958,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_H4__e2 = leg1_Ci2_x - leg1_Ci3_x*leg1_lu_f21
     leg1_H4_2 = leg1_H4__e2*leg1_lu_inv4
     leg1_H4_1 = leg1_lu_inv3*(leg1_Ci3_x - leg1_H4_2*leg1_TL2_z)
-    leg1_H4_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H4_1 - leg1_Cd4_2*leg1_H4_2 + leg1_Ci4_x)
-    leg1_H5__e2 = leg1_Ci2_y - leg1_Ci3_y*leg1_lu_f21
-    leg1_H5_2 = leg1_H5__e2*leg1_lu_inv4
-    leg1_H5_1 = leg1_lu_inv3*(leg1_Ci3_y - leg1_H5_2*leg1_TL2_z)
-    leg1_H5_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H5_1 - leg1_Cd4_2*leg1_H5_2 + leg1_Ci4_y)
+    cse111 = leg1_Cd4_1*leg1_H4_1 + leg1_Cd4_2*leg1_H4_2
+    leg1_H4_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_x)
+    leg1_H5_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_y)
     leg1_H6__e2 = leg1_Ci2_z - leg1_Ci3_z*leg1_lu_f21
     leg1_H6_2 = leg1_H6__e2*leg1_lu_inv4
     leg1_H6_1 = leg1_lu_inv3*(leg1_Ci3_z - leg1_H6_2*leg1_TL2_z)
@@ -9592,10 +10085,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_H6_2 = leg6_H6__e2*leg6_lu_inv4
     leg6_H6_1 = leg6_lu_inv3*(leg6_Ci3_z - leg6_H6_2*leg6_TL2_z)
     leg6_H6_3 = leg6_lu_inv2*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 + leg6_Ci4_z)
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
     leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
-    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_H1_3*v_x + leg2_H2_3*v_y + leg2_H3_3*v_z + leg2_H4_3*omega_x + leg2_H5_3*omega_y + leg2_H6_3*omega_z
@@ -9629,29 +10122,29 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_Qa3 = -0.2*leg6_qd3
     leg6_Qa4 = F_leg6 - leg6_qd4*p_c_leg - leg6_stroke*p_k_leg + p_preload
     leg1_a1_x = -g_x*leg1_beta1_00 - g_y*leg1_beta1_01 - g_z*leg1_beta1_02
-    cse87 = 0.48411381003978005*g_x
-    leg1_a1_y = -cse87 + 0.8750050393733557*g_y
+    cse112 = 0.4841138100397801*g_x
+    leg1_a1_y = -cse112 + 0.8750050393733557*g_y
     leg1_a1_z = -g_x*leg1_beta1_20 - g_y*leg1_beta1_21 - g_z*leg1_beta1_22
     leg1_omega_p2_x = leg1_qd1*leg1_u_s2
     leg1_omega_p2_y = leg1_qd1*leg1_u_c2
-    cse88 = leg1_omega_p2_y*leg1_qd2
-    leg1_epsd2_x = cse88
-    cse89 = leg1_omega_p2_x*leg1_qd2
-    leg1_epsd2_y = -cse89
+    cse113 = leg1_omega_p2_y*leg1_qd2
+    leg1_epsd2_x = cse113
+    cse114 = leg1_omega_p2_x*leg1_qd2
+    leg1_epsd2_y = -cse114
     leg1_a2_x = leg1_a1_x*leg1_u_c2 + leg1_a1_y*leg1_u_s2
     leg1_a2_y = -leg1_a1_x*leg1_u_s2 + leg1_a1_y*leg1_u_c2
     leg1_oo2_yy = leg1_omega_p2_y*leg1_omega_p2_y
     leg1_oo2_zz = leg1_qd2*leg1_qd2
     leg1_oo2_xy = leg1_omega_p2_x*leg1_omega_p2_y
-    leg1_oo2_xz = cse89
+    leg1_oo2_xz = cse114
     leg1_oo2_W_00 = -leg1_oo2_yy - leg1_oo2_zz
     leg1_omega_p3_y = leg1_omega_p2_y*leg1_roll_c + leg1_qd2*leg1_roll_s
     leg1_omega_p3_z = -leg1_omega_p2_y*leg1_roll_s + leg1_qd2*leg1_roll_c
     leg1_omega3_x = leg1_omega_p2_x + leg1_qd3
-    cse90 = leg1_omega_p3_z*leg1_qd3
-    leg1_epsd3_y = cse90 + leg1_epsd2_y*leg1_roll_c
-    cse91 = leg1_omega_p3_y*leg1_qd3
-    leg1_epsd3_z = -cse91 - leg1_epsd2_y*leg1_roll_s
+    cse115 = leg1_omega_p3_z*leg1_qd3
+    leg1_epsd3_y = cse115 + leg1_epsd2_y*leg1_roll_c
+    cse116 = leg1_omega_p3_y*leg1_qd3
+    leg1_epsd3_z = -cse116 - leg1_epsd2_y*leg1_roll_s
     leg1_a3_y = leg1_a1_z*leg1_roll_s + leg1_a2_y*leg1_roll_c
     leg1_a3_z = leg1_a1_z*leg1_roll_c - leg1_a2_y*leg1_roll_s
     leg1_oo3_yy = leg1_omega_p3_y*leg1_omega_p3_y
@@ -9659,61 +10152,61 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_oo3_xy = leg1_omega3_x*leg1_omega_p3_y
     leg1_oo3_xz = leg1_omega3_x*leg1_omega_p3_z
     leg1_oo3_W_00 = -leg1_oo3_yy - leg1_oo3_zz
-    cse92 = leg1_oo3_W_00*leg1_stroke
-    cse93 = cse92 + leg1_a2_x
-    leg1_a4_x = cse93
-    cse94 = 2.0*leg1_qd4
-    cse95 = cse94*leg1_omega_p3_z + leg1_oo3_xy*leg1_stroke
-    cse96 = cse95 + leg1_epsd3_z*leg1_stroke
-    leg1_a4_y = cse96 + leg1_a3_y
-    cse97 = leg1_epsd3_y*leg1_stroke
-    cse98 = cse94*leg1_omega_p3_y
-    cse99 = -cse98 + leg1_a3_z + leg1_oo3_xz*leg1_stroke
-    leg1_a4_z = -cse97 + cse99
-    cse100 = (0.9)*leg1_oo3_W_00
-    leg1_F4_x = cse100 + 2.0*leg1_a4_x
-    cse101 = (0.9)*leg1_oo3_xy
-    leg1_F4_y = cse101 + 2.0*leg1_a4_y + (0.9)*leg1_epsd3_z
-    cse102 = (0.9)*leg1_oo3_xz
-    leg1_F4_z = cse102 + 2.0*leg1_a4_z - 0.9*leg1_epsd3_y
+    cse117 = leg1_oo3_W_00*leg1_stroke
+    cse118 = cse117 + leg1_a2_x
+    leg1_a4_x = cse118
+    cse119 = 2.0*leg1_qd4
+    cse120 = cse119*leg1_omega_p3_z + leg1_oo3_xy*leg1_stroke
+    cse121 = cse120 + leg1_epsd3_z*leg1_stroke
+    leg1_a4_y = cse121 + leg1_a3_y
+    cse122 = leg1_epsd3_y*leg1_stroke
+    cse123 = cse119*leg1_omega_p3_y
+    cse124 = -cse123 + leg1_a3_z + leg1_oo3_xz*leg1_stroke
+    leg1_a4_z = -cse122 + cse124
+    cse125 = (0.9)*leg1_oo3_W_00
+    leg1_F4_x = cse125 + 2.0*leg1_a4_x
+    cse126 = (0.9)*leg1_oo3_xy
+    leg1_F4_y = cse126 + 2.0*leg1_a4_y + (0.9)*leg1_epsd3_z
+    cse127 = (0.9)*leg1_oo3_xz
+    leg1_F4_z = cse127 + 2.0*leg1_a4_z - 0.9*leg1_epsd3_y
     leg1_N4_x = (0.0005)*leg1_epsd2_x
-    cse103 = (0.4215)*leg1_oo3_xz
-    leg1_N4_y = -cse103 - 0.9*leg1_a4_z + (0.422)*leg1_epsd3_y
-    cse104 = (0.4215)*leg1_oo3_xy
-    leg1_N4_z = cse104 + (0.9)*leg1_a4_y + (0.422)*leg1_epsd3_z
+    cse128 = (0.4215)*leg1_oo3_xz
+    leg1_N4_y = -cse128 - 0.9*leg1_a4_z + (0.422)*leg1_epsd3_y
+    cse129 = (0.4215)*leg1_oo3_xy
+    leg1_N4_z = cse129 + (0.9)*leg1_a4_y + (0.422)*leg1_epsd3_z
     leg1_N3_y = -leg1_F4_z*leg1_stroke + leg1_N4_y
     leg1_N3_z = leg1_F4_y*leg1_stroke + leg1_N4_z
     leg1_N2_x = leg1_N4_x + (0.002)*leg1_epsd2_x
-    cse105 = (0.6)*leg1_a1_z + (0.1413)*leg1_oo2_xz
-    leg1_N2_y = -cse105 + leg1_N3_y*leg1_roll_c - leg1_N3_z*leg1_roll_s + (0.1433)*leg1_epsd2_y
-    cse106 = (0.6)*leg1_a2_y + (0.1413)*leg1_oo2_xy
-    leg1_N2_z = cse106 + leg1_N3_y*leg1_roll_s + leg1_N3_z*leg1_roll_c
+    cse130 = (0.6)*leg1_a1_z + (0.1413)*leg1_oo2_xz
+    leg1_N2_y = -cse130 + leg1_N3_y*leg1_roll_c - leg1_N3_z*leg1_roll_s + (0.1433)*leg1_epsd2_y
+    cse131 = (0.6)*leg1_a2_y + (0.1413)*leg1_oo2_xy
+    leg1_N2_z = cse131 + leg1_N3_y*leg1_roll_s + leg1_N3_z*leg1_roll_c
     leg1_N1_y = leg1_N2_x*leg1_u_s2 + leg1_N2_y*leg1_u_c2
     leg1_b3 = -leg1_N4_x + leg1_Qa3
     leg1_b4 = -leg1_F4_x + leg1_Qa4
     leg2_a1_x = -g_x*leg2_beta1_00 - g_y*leg2_beta1_01 - g_z*leg2_beta1_02
-    leg2_a1_y = cse87 + 0.8750050393733557*g_y
+    leg2_a1_y = cse112 + 0.8750050393733557*g_y
     leg2_a1_z = -g_x*leg2_beta1_20 - g_y*leg2_beta1_21 - g_z*leg2_beta1_22
     leg2_omega_p2_x = leg2_qd1*leg2_u_s2
     leg2_omega_p2_y = leg2_qd1*leg2_u_c2
-    cse107 = leg2_omega_p2_y*leg2_qd2
-    leg2_epsd2_x = cse107
-    cse108 = leg2_omega_p2_x*leg2_qd2
-    leg2_epsd2_y = -cse108
+    cse132 = leg2_omega_p2_y*leg2_qd2
+    leg2_epsd2_x = cse132
+    cse133 = leg2_omega_p2_x*leg2_qd2
+    leg2_epsd2_y = -cse133
     leg2_a2_x = leg2_a1_x*leg2_u_c2 + leg2_a1_y*leg2_u_s2
     leg2_a2_y = -leg2_a1_x*leg2_u_s2 + leg2_a1_y*leg2_u_c2
     leg2_oo2_yy = leg2_omega_p2_y*leg2_omega_p2_y
     leg2_oo2_zz = leg2_qd2*leg2_qd2
     leg2_oo2_xy = leg2_omega_p2_x*leg2_omega_p2_y
-    leg2_oo2_xz = cse108
+    leg2_oo2_xz = cse133
     leg2_oo2_W_00 = -leg2_oo2_yy - leg2_oo2_zz
     leg2_omega_p3_y = leg2_omega_p2_y*leg2_roll_c + leg2_qd2*leg2_roll_s
     leg2_omega_p3_z = -leg2_omega_p2_y*leg2_roll_s + leg2_qd2*leg2_roll_c
     leg2_omega3_x = leg2_omega_p2_x + leg2_qd3
-    cse109 = leg2_omega_p3_z*leg2_qd3
-    leg2_epsd3_y = cse109 + leg2_epsd2_y*leg2_roll_c
-    cse110 = leg2_omega_p3_y*leg2_qd3
-    leg2_epsd3_z = -cse110 - leg2_epsd2_y*leg2_roll_s
+    cse134 = leg2_omega_p3_z*leg2_qd3
+    leg2_epsd3_y = cse134 + leg2_epsd2_y*leg2_roll_c
+    cse135 = leg2_omega_p3_y*leg2_qd3
+    leg2_epsd3_z = -cse135 - leg2_epsd2_y*leg2_roll_s
     leg2_a3_y = leg2_a1_z*leg2_roll_s + leg2_a2_y*leg2_roll_c
     leg2_a3_z = leg2_a1_z*leg2_roll_c - leg2_a2_y*leg2_roll_s
     leg2_oo3_yy = leg2_omega_p3_y*leg2_omega_p3_y
@@ -9721,61 +10214,63 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_oo3_xy = leg2_omega3_x*leg2_omega_p3_y
     leg2_oo3_xz = leg2_omega3_x*leg2_omega_p3_z
     leg2_oo3_W_00 = -leg2_oo3_yy - leg2_oo3_zz
-    cse111 = leg2_oo3_W_00*leg2_stroke
-    cse112 = cse111 + leg2_a2_x
-    leg2_a4_x = cse112
-    cse113 = 2.0*leg2_qd4
-    cse114 = cse113*leg2_omega_p3_z + leg2_oo3_xy*leg2_stroke
-    cse115 = cse114 + leg2_epsd3_z*leg2_stroke
-    leg2_a4_y = cse115 + leg2_a3_y
-    cse116 = leg2_epsd3_y*leg2_stroke
-    cse117 = cse113*leg2_omega_p3_y
-    cse118 = -cse117 + leg2_a3_z + leg2_oo3_xz*leg2_stroke
-    leg2_a4_z = -cse116 + cse118
-    cse119 = (0.9)*leg2_oo3_W_00
-    leg2_F4_x = cse119 + 2.0*leg2_a4_x
-    cse120 = (0.9)*leg2_oo3_xy
-    leg2_F4_y = cse120 + 2.0*leg2_a4_y + (0.9)*leg2_epsd3_z
-    cse121 = (0.9)*leg2_oo3_xz
-    leg2_F4_z = cse121 + 2.0*leg2_a4_z - 0.9*leg2_epsd3_y
+    cse136 = leg2_oo3_W_00*leg2_stroke
+    cse137 = cse136 + leg2_a2_x
+    leg2_a4_x = cse137
+    cse138 = 2.0*leg2_qd4
+    cse139 = cse138*leg2_omega_p3_z + leg2_oo3_xy*leg2_stroke
+    cse140 = cse139 + leg2_epsd3_z*leg2_stroke
+    leg2_a4_y = cse140 + leg2_a3_y
+    cse141 = leg2_epsd3_y*leg2_stroke
+    cse142 = cse138*leg2_omega_p3_y
+    cse143 = -cse142 + leg2_a3_z + leg2_oo3_xz*leg2_stroke
+    leg2_a4_z = -cse141 + cse143
+    cse144 = (0.9)*leg2_oo3_W_00
+    leg2_F4_x = cse144 + 2.0*leg2_a4_x
+    cse145 = (0.9)*leg2_oo3_xy
+    leg2_F4_y = cse145 + 2.0*leg2_a4_y + (0.9)*leg2_epsd3_z
+    cse146 = (0.9)*leg2_oo3_xz
+    leg2_F4_z = cse146 + 2.0*leg2_a4_z - 0.9*leg2_epsd3_y
     leg2_N4_x = (0.0005)*leg2_epsd2_x
-    cse122 = (0.4215)*leg2_oo3_xz
-    leg2_N4_y = -cse122 - 0.9*leg2_a4_z + (0.422)*leg2_epsd3_y
-    cse123 = (0.4215)*leg2_oo3_xy
-    leg2_N4_z = cse123 + (0.9)*leg2_a4_y + (0.422)*leg2_epsd3_z
+    cse147 = (0.4215)*leg2_oo3_xz
+    leg2_N4_y = -cse147 - 0.9*leg2_a4_z + (0.422)*leg2_epsd3_y
+    cse148 = (0.4215)*leg2_oo3_xy
+    leg2_N4_z = cse148 + (0.9)*leg2_a4_y + (0.422)*leg2_epsd3_z
     leg2_N3_y = -leg2_F4_z*leg2_stroke + leg2_N4_y
     leg2_N3_z = leg2_F4_y*leg2_stroke + leg2_N4_z
     leg2_N2_x = leg2_N4_x + (0.002)*leg2_epsd2_x
-    cse124 = (0.6)*leg2_a1_z + (0.1413)*leg2_oo2_xz
-    leg2_N2_y = -cse124 + leg2_N3_y*leg2_roll_c - leg2_N3_z*leg2_roll_s + (0.1433)*leg2_epsd2_y
-    cse125 = (0.6)*leg2_a2_y + (0.1413)*leg2_oo2_xy
-    leg2_N2_z = cse125 + leg2_N3_y*leg2_roll_s + leg2_N3_z*leg2_roll_c
+    cse149 = (0.6)*leg2_a1_z + (0.1413)*leg2_oo2_xz
+    leg2_N2_y = -cse149 + leg2_N3_y*leg2_roll_c - leg2_N3_z*leg2_roll_s + (0.1433)*leg2_epsd2_y
+    cse150 = (0.6)*leg2_a2_y + (0.1413)*leg2_oo2_xy
+    leg2_N2_z = cse150 + leg2_N3_y*leg2_roll_s + leg2_N3_z*leg2_roll_c
     leg2_N1_y = leg2_N2_x*leg2_u_s2 + leg2_N2_y*leg2_u_c2
     leg2_b3 = -leg2_N4_x + leg2_Qa3
     leg2_b4 = -leg2_F4_x + leg2_Qa4
     leg3_a1_x = -g_x*leg3_beta1_00 - g_y*leg3_beta1_01 - g_z*leg3_beta1_02
-    leg3_a1_y = -0.5157196875168388*g_x - 0.8567573775040014*g_y
+    cse151 = 0.8567573775040014*g_y
+    cse152 = 0.515719687516839*g_x
+    leg3_a1_y = -cse151 - cse152
     leg3_a1_z = -g_x*leg3_beta1_20 - g_y*leg3_beta1_21 - g_z*leg3_beta1_22
     leg3_omega_p2_x = leg3_qd1*leg3_u_s2
     leg3_omega_p2_y = leg3_qd1*leg3_u_c2
-    cse126 = leg3_omega_p2_y*leg3_qd2
-    leg3_epsd2_x = cse126
-    cse127 = leg3_omega_p2_x*leg3_qd2
-    leg3_epsd2_y = -cse127
+    cse153 = leg3_omega_p2_y*leg3_qd2
+    leg3_epsd2_x = cse153
+    cse154 = leg3_omega_p2_x*leg3_qd2
+    leg3_epsd2_y = -cse154
     leg3_a2_x = leg3_a1_x*leg3_u_c2 + leg3_a1_y*leg3_u_s2
     leg3_a2_y = -leg3_a1_x*leg3_u_s2 + leg3_a1_y*leg3_u_c2
     leg3_oo2_yy = leg3_omega_p2_y*leg3_omega_p2_y
     leg3_oo2_zz = leg3_qd2*leg3_qd2
     leg3_oo2_xy = leg3_omega_p2_x*leg3_omega_p2_y
-    leg3_oo2_xz = cse127
+    leg3_oo2_xz = cse154
     leg3_oo2_W_00 = -leg3_oo2_yy - leg3_oo2_zz
     leg3_omega_p3_y = leg3_omega_p2_y*leg3_roll_c + leg3_qd2*leg3_roll_s
     leg3_omega_p3_z = -leg3_omega_p2_y*leg3_roll_s + leg3_qd2*leg3_roll_c
     leg3_omega3_x = leg3_omega_p2_x + leg3_qd3
-    cse128 = leg3_omega_p3_z*leg3_qd3
-    leg3_epsd3_y = cse128 + leg3_epsd2_y*leg3_roll_c
-    cse129 = leg3_omega_p3_y*leg3_qd3
-    leg3_epsd3_z = -cse129 - leg3_epsd2_y*leg3_roll_s
+    cse155 = leg3_omega_p3_z*leg3_qd3
+    leg3_epsd3_y = cse155 + leg3_epsd2_y*leg3_roll_c
+    cse156 = leg3_omega_p3_y*leg3_qd3
+    leg3_epsd3_z = -cse156 - leg3_epsd2_y*leg3_roll_s
     leg3_a3_y = leg3_a1_z*leg3_roll_s + leg3_a2_y*leg3_roll_c
     leg3_a3_z = leg3_a1_z*leg3_roll_c - leg3_a2_y*leg3_roll_s
     leg3_oo3_yy = leg3_omega_p3_y*leg3_omega_p3_y
@@ -9783,62 +10278,63 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_oo3_xy = leg3_omega3_x*leg3_omega_p3_y
     leg3_oo3_xz = leg3_omega3_x*leg3_omega_p3_z
     leg3_oo3_W_00 = -leg3_oo3_yy - leg3_oo3_zz
-    cse130 = leg3_oo3_W_00*leg3_stroke
-    cse131 = cse130 + leg3_a2_x
-    leg3_a4_x = cse131
-    cse132 = 2.0*leg3_qd4
-    cse133 = cse132*leg3_omega_p3_z + leg3_oo3_xy*leg3_stroke
-    cse134 = cse133 + leg3_epsd3_z*leg3_stroke
-    leg3_a4_y = cse134 + leg3_a3_y
-    cse135 = leg3_epsd3_y*leg3_stroke
-    cse136 = cse132*leg3_omega_p3_y
-    cse137 = -cse136 + leg3_a3_z + leg3_oo3_xz*leg3_stroke
-    leg3_a4_z = -cse135 + cse137
-    cse138 = (0.9)*leg3_oo3_W_00
-    leg3_F4_x = cse138 + 2.0*leg3_a4_x
-    cse139 = (0.9)*leg3_oo3_xy
-    leg3_F4_y = cse139 + 2.0*leg3_a4_y + (0.9)*leg3_epsd3_z
-    cse140 = (0.9)*leg3_oo3_xz
-    leg3_F4_z = cse140 + 2.0*leg3_a4_z - 0.9*leg3_epsd3_y
+    cse157 = leg3_oo3_W_00*leg3_stroke
+    cse158 = cse157 + leg3_a2_x
+    leg3_a4_x = cse158
+    cse159 = 2.0*leg3_qd4
+    cse160 = cse159*leg3_omega_p3_z + leg3_oo3_xy*leg3_stroke
+    cse161 = cse160 + leg3_epsd3_z*leg3_stroke
+    leg3_a4_y = cse161 + leg3_a3_y
+    cse162 = leg3_epsd3_y*leg3_stroke
+    cse163 = cse159*leg3_omega_p3_y
+    cse164 = -cse163 + leg3_a3_z + leg3_oo3_xz*leg3_stroke
+    leg3_a4_z = -cse162 + cse164
+    cse165 = (0.9)*leg3_oo3_W_00
+    leg3_F4_x = cse165 + 2.0*leg3_a4_x
+    cse166 = (0.9)*leg3_oo3_xy
+    leg3_F4_y = cse166 + 2.0*leg3_a4_y + (0.9)*leg3_epsd3_z
+    cse167 = (0.9)*leg3_oo3_xz
+    leg3_F4_z = cse167 + 2.0*leg3_a4_z - 0.9*leg3_epsd3_y
     leg3_N4_x = (0.0005)*leg3_epsd2_x
-    cse141 = (0.4215)*leg3_oo3_xz
-    leg3_N4_y = -cse141 - 0.9*leg3_a4_z + (0.422)*leg3_epsd3_y
-    cse142 = (0.4215)*leg3_oo3_xy
-    leg3_N4_z = cse142 + (0.9)*leg3_a4_y + (0.422)*leg3_epsd3_z
+    cse168 = (0.4215)*leg3_oo3_xz
+    leg3_N4_y = -cse168 - 0.9*leg3_a4_z + (0.422)*leg3_epsd3_y
+    cse169 = (0.4215)*leg3_oo3_xy
+    leg3_N4_z = cse169 + (0.9)*leg3_a4_y + (0.422)*leg3_epsd3_z
     leg3_N3_y = -leg3_F4_z*leg3_stroke + leg3_N4_y
     leg3_N3_z = leg3_F4_y*leg3_stroke + leg3_N4_z
     leg3_N2_x = leg3_N4_x + (0.002)*leg3_epsd2_x
-    cse143 = (0.6)*leg3_a1_z + (0.1413)*leg3_oo2_xz
-    leg3_N2_y = -cse143 + leg3_N3_y*leg3_roll_c - leg3_N3_z*leg3_roll_s + (0.1433)*leg3_epsd2_y
-    cse144 = (0.6)*leg3_a2_y + (0.1413)*leg3_oo2_xy
-    leg3_N2_z = cse144 + leg3_N3_y*leg3_roll_s + leg3_N3_z*leg3_roll_c
+    cse170 = (0.6)*leg3_a1_z + (0.1413)*leg3_oo2_xz
+    leg3_N2_y = -cse170 + leg3_N3_y*leg3_roll_c - leg3_N3_z*leg3_roll_s + (0.1433)*leg3_epsd2_y
+    cse171 = (0.6)*leg3_a2_y + (0.1413)*leg3_oo2_xy
+    leg3_N2_z = cse171 + leg3_N3_y*leg3_roll_s + leg3_N3_z*leg3_roll_c
     leg3_N1_y = leg3_N2_x*leg3_u_s2 + leg3_N2_y*leg3_u_c2
     leg3_b3 = -leg3_N4_x + leg3_Qa3
     leg3_b4 = -leg3_F4_x + leg3_Qa4
     leg4_a1_x = -g_x*leg4_beta1_00 - g_y*leg4_beta1_01 - g_z*leg4_beta1_02
-    cse145 = 0.999833497556619*g_x
-    leg4_a1_y = -cse145 - 0.018247661869354333*g_y
+    cse172 = 0.999833497556619*g_x
+    cse173 = 0.018247661869354326*g_y
+    leg4_a1_y = -cse172 - cse173
     leg4_a1_z = -g_x*leg4_beta1_20 - g_y*leg4_beta1_21 - g_z*leg4_beta1_22
     leg4_omega_p2_x = leg4_qd1*leg4_u_s2
     leg4_omega_p2_y = leg4_qd1*leg4_u_c2
-    cse146 = leg4_omega_p2_y*leg4_qd2
-    leg4_epsd2_x = cse146
-    cse147 = leg4_omega_p2_x*leg4_qd2
-    leg4_epsd2_y = -cse147
+    cse174 = leg4_omega_p2_y*leg4_qd2
+    leg4_epsd2_x = cse174
+    cse175 = leg4_omega_p2_x*leg4_qd2
+    leg4_epsd2_y = -cse175
     leg4_a2_x = leg4_a1_x*leg4_u_c2 + leg4_a1_y*leg4_u_s2
     leg4_a2_y = -leg4_a1_x*leg4_u_s2 + leg4_a1_y*leg4_u_c2
     leg4_oo2_yy = leg4_omega_p2_y*leg4_omega_p2_y
     leg4_oo2_zz = leg4_qd2*leg4_qd2
     leg4_oo2_xy = leg4_omega_p2_x*leg4_omega_p2_y
-    leg4_oo2_xz = cse147
+    leg4_oo2_xz = cse175
     leg4_oo2_W_00 = -leg4_oo2_yy - leg4_oo2_zz
     leg4_omega_p3_y = leg4_omega_p2_y*leg4_roll_c + leg4_qd2*leg4_roll_s
     leg4_omega_p3_z = -leg4_omega_p2_y*leg4_roll_s + leg4_qd2*leg4_roll_c
     leg4_omega3_x = leg4_omega_p2_x + leg4_qd3
-    cse148 = leg4_omega_p3_z*leg4_qd3
-    leg4_epsd3_y = cse148 + leg4_epsd2_y*leg4_roll_c
-    cse149 = leg4_omega_p3_y*leg4_qd3
-    leg4_epsd3_z = -cse149 - leg4_epsd2_y*leg4_roll_s
+    cse176 = leg4_omega_p3_z*leg4_qd3
+    leg4_epsd3_y = cse176 + leg4_epsd2_y*leg4_roll_c
+    cse177 = leg4_omega_p3_y*leg4_qd3
+    leg4_epsd3_z = -cse177 - leg4_epsd2_y*leg4_roll_s
     leg4_a3_y = leg4_a1_z*leg4_roll_s + leg4_a2_y*leg4_roll_c
     leg4_a3_z = leg4_a1_z*leg4_roll_c - leg4_a2_y*leg4_roll_s
     leg4_oo3_yy = leg4_omega_p3_y*leg4_omega_p3_y
@@ -9846,61 +10342,61 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_oo3_xy = leg4_omega3_x*leg4_omega_p3_y
     leg4_oo3_xz = leg4_omega3_x*leg4_omega_p3_z
     leg4_oo3_W_00 = -leg4_oo3_yy - leg4_oo3_zz
-    cse150 = leg4_oo3_W_00*leg4_stroke
-    cse151 = cse150 + leg4_a2_x
-    leg4_a4_x = cse151
-    cse152 = 2.0*leg4_qd4
-    cse153 = cse152*leg4_omega_p3_z + leg4_oo3_xy*leg4_stroke
-    cse154 = cse153 + leg4_epsd3_z*leg4_stroke
-    leg4_a4_y = cse154 + leg4_a3_y
-    cse155 = leg4_epsd3_y*leg4_stroke
-    cse156 = cse152*leg4_omega_p3_y
-    cse157 = -cse156 + leg4_a3_z + leg4_oo3_xz*leg4_stroke
-    leg4_a4_z = -cse155 + cse157
-    cse158 = (0.9)*leg4_oo3_W_00
-    leg4_F4_x = cse158 + 2.0*leg4_a4_x
-    cse159 = (0.9)*leg4_oo3_xy
-    leg4_F4_y = cse159 + 2.0*leg4_a4_y + (0.9)*leg4_epsd3_z
-    cse160 = (0.9)*leg4_oo3_xz
-    leg4_F4_z = cse160 + 2.0*leg4_a4_z - 0.9*leg4_epsd3_y
+    cse178 = leg4_oo3_W_00*leg4_stroke
+    cse179 = cse178 + leg4_a2_x
+    leg4_a4_x = cse179
+    cse180 = 2.0*leg4_qd4
+    cse181 = cse180*leg4_omega_p3_z + leg4_oo3_xy*leg4_stroke
+    cse182 = cse181 + leg4_epsd3_z*leg4_stroke
+    leg4_a4_y = cse182 + leg4_a3_y
+    cse183 = leg4_epsd3_y*leg4_stroke
+    cse184 = cse180*leg4_omega_p3_y
+    cse185 = -cse184 + leg4_a3_z + leg4_oo3_xz*leg4_stroke
+    leg4_a4_z = -cse183 + cse185
+    cse186 = (0.9)*leg4_oo3_W_00
+    leg4_F4_x = cse186 + 2.0*leg4_a4_x
+    cse187 = (0.9)*leg4_oo3_xy
+    leg4_F4_y = cse187 + 2.0*leg4_a4_y + (0.9)*leg4_epsd3_z
+    cse188 = (0.9)*leg4_oo3_xz
+    leg4_F4_z = cse188 + 2.0*leg4_a4_z - 0.9*leg4_epsd3_y
     leg4_N4_x = (0.0005)*leg4_epsd2_x
-    cse161 = (0.4215)*leg4_oo3_xz
-    leg4_N4_y = -cse161 - 0.9*leg4_a4_z + (0.422)*leg4_epsd3_y
-    cse162 = (0.4215)*leg4_oo3_xy
-    leg4_N4_z = cse162 + (0.9)*leg4_a4_y + (0.422)*leg4_epsd3_z
+    cse189 = (0.4215)*leg4_oo3_xz
+    leg4_N4_y = -cse189 - 0.9*leg4_a4_z + (0.422)*leg4_epsd3_y
+    cse190 = (0.4215)*leg4_oo3_xy
+    leg4_N4_z = cse190 + (0.9)*leg4_a4_y + (0.422)*leg4_epsd3_z
     leg4_N3_y = -leg4_F4_z*leg4_stroke + leg4_N4_y
     leg4_N3_z = leg4_F4_y*leg4_stroke + leg4_N4_z
     leg4_N2_x = leg4_N4_x + (0.002)*leg4_epsd2_x
-    cse163 = (0.6)*leg4_a1_z + (0.1413)*leg4_oo2_xz
-    leg4_N2_y = -cse163 + leg4_N3_y*leg4_roll_c - leg4_N3_z*leg4_roll_s + (0.1433)*leg4_epsd2_y
-    cse164 = (0.6)*leg4_a2_y + (0.1413)*leg4_oo2_xy
-    leg4_N2_z = cse164 + leg4_N3_y*leg4_roll_s + leg4_N3_z*leg4_roll_c
+    cse191 = (0.6)*leg4_a1_z + (0.1413)*leg4_oo2_xz
+    leg4_N2_y = -cse191 + leg4_N3_y*leg4_roll_c - leg4_N3_z*leg4_roll_s + (0.1433)*leg4_epsd2_y
+    cse192 = (0.6)*leg4_a2_y + (0.1413)*leg4_oo2_xy
+    leg4_N2_z = cse192 + leg4_N3_y*leg4_roll_s + leg4_N3_z*leg4_roll_c
     leg4_N1_y = leg4_N2_x*leg4_u_s2 + leg4_N2_y*leg4_u_c2
     leg4_b3 = -leg4_N4_x + leg4_Qa3
     leg4_b4 = -leg4_F4_x + leg4_Qa4
     leg5_a1_x = -g_x*leg5_beta1_00 - g_y*leg5_beta1_01 - g_z*leg5_beta1_02
-    leg5_a1_y = cse145 - 0.018247661869354566*g_y
+    leg5_a1_y = cse172 - cse173
     leg5_a1_z = -g_x*leg5_beta1_20 - g_y*leg5_beta1_21 - g_z*leg5_beta1_22
     leg5_omega_p2_x = leg5_qd1*leg5_u_s2
     leg5_omega_p2_y = leg5_qd1*leg5_u_c2
-    cse165 = leg5_omega_p2_y*leg5_qd2
-    leg5_epsd2_x = cse165
-    cse166 = leg5_omega_p2_x*leg5_qd2
-    leg5_epsd2_y = -cse166
+    cse193 = leg5_omega_p2_y*leg5_qd2
+    leg5_epsd2_x = cse193
+    cse194 = leg5_omega_p2_x*leg5_qd2
+    leg5_epsd2_y = -cse194
     leg5_a2_x = leg5_a1_x*leg5_u_c2 + leg5_a1_y*leg5_u_s2
     leg5_a2_y = -leg5_a1_x*leg5_u_s2 + leg5_a1_y*leg5_u_c2
     leg5_oo2_yy = leg5_omega_p2_y*leg5_omega_p2_y
     leg5_oo2_zz = leg5_qd2*leg5_qd2
     leg5_oo2_xy = leg5_omega_p2_x*leg5_omega_p2_y
-    leg5_oo2_xz = cse166
+    leg5_oo2_xz = cse194
     leg5_oo2_W_00 = -leg5_oo2_yy - leg5_oo2_zz
     leg5_omega_p3_y = leg5_omega_p2_y*leg5_roll_c + leg5_qd2*leg5_roll_s
     leg5_omega_p3_z = -leg5_omega_p2_y*leg5_roll_s + leg5_qd2*leg5_roll_c
     leg5_omega3_x = leg5_omega_p2_x + leg5_qd3
-    cse167 = leg5_omega_p3_z*leg5_qd3
-    leg5_epsd3_y = cse167 + leg5_epsd2_y*leg5_roll_c
-    cse168 = leg5_omega_p3_y*leg5_qd3
-    leg5_epsd3_z = -cse168 - leg5_epsd2_y*leg5_roll_s
+    cse195 = leg5_omega_p3_z*leg5_qd3
+    leg5_epsd3_y = cse195 + leg5_epsd2_y*leg5_roll_c
+    cse196 = leg5_omega_p3_y*leg5_qd3
+    leg5_epsd3_z = -cse196 - leg5_epsd2_y*leg5_roll_s
     leg5_a3_y = leg5_a1_z*leg5_roll_s + leg5_a2_y*leg5_roll_c
     leg5_a3_z = leg5_a1_z*leg5_roll_c - leg5_a2_y*leg5_roll_s
     leg5_oo3_yy = leg5_omega_p3_y*leg5_omega_p3_y
@@ -9908,61 +10404,61 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_oo3_xy = leg5_omega3_x*leg5_omega_p3_y
     leg5_oo3_xz = leg5_omega3_x*leg5_omega_p3_z
     leg5_oo3_W_00 = -leg5_oo3_yy - leg5_oo3_zz
-    cse169 = leg5_oo3_W_00*leg5_stroke
-    cse170 = cse169 + leg5_a2_x
-    leg5_a4_x = cse170
-    cse171 = 2.0*leg5_qd4
-    cse172 = cse171*leg5_omega_p3_z + leg5_oo3_xy*leg5_stroke
-    cse173 = cse172 + leg5_epsd3_z*leg5_stroke
-    leg5_a4_y = cse173 + leg5_a3_y
-    cse174 = leg5_epsd3_y*leg5_stroke
-    cse175 = cse171*leg5_omega_p3_y
-    cse176 = -cse175 + leg5_a3_z + leg5_oo3_xz*leg5_stroke
-    leg5_a4_z = -cse174 + cse176
-    cse177 = (0.9)*leg5_oo3_W_00
-    leg5_F4_x = cse177 + 2.0*leg5_a4_x
-    cse178 = (0.9)*leg5_oo3_xy
-    leg5_F4_y = cse178 + 2.0*leg5_a4_y + (0.9)*leg5_epsd3_z
-    cse179 = (0.9)*leg5_oo3_xz
-    leg5_F4_z = cse179 + 2.0*leg5_a4_z - 0.9*leg5_epsd3_y
+    cse197 = leg5_oo3_W_00*leg5_stroke
+    cse198 = cse197 + leg5_a2_x
+    leg5_a4_x = cse198
+    cse199 = 2.0*leg5_qd4
+    cse200 = cse199*leg5_omega_p3_z + leg5_oo3_xy*leg5_stroke
+    cse201 = cse200 + leg5_epsd3_z*leg5_stroke
+    leg5_a4_y = cse201 + leg5_a3_y
+    cse202 = leg5_epsd3_y*leg5_stroke
+    cse203 = cse199*leg5_omega_p3_y
+    cse204 = -cse203 + leg5_a3_z + leg5_oo3_xz*leg5_stroke
+    leg5_a4_z = -cse202 + cse204
+    cse205 = (0.9)*leg5_oo3_W_00
+    leg5_F4_x = cse205 + 2.0*leg5_a4_x
+    cse206 = (0.9)*leg5_oo3_xy
+    leg5_F4_y = cse206 + 2.0*leg5_a4_y + (0.9)*leg5_epsd3_z
+    cse207 = (0.9)*leg5_oo3_xz
+    leg5_F4_z = cse207 + 2.0*leg5_a4_z - 0.9*leg5_epsd3_y
     leg5_N4_x = (0.0005)*leg5_epsd2_x
-    cse180 = (0.4215)*leg5_oo3_xz
-    leg5_N4_y = -cse180 - 0.9*leg5_a4_z + (0.422)*leg5_epsd3_y
-    cse181 = (0.4215)*leg5_oo3_xy
-    leg5_N4_z = cse181 + (0.9)*leg5_a4_y + (0.422)*leg5_epsd3_z
+    cse208 = (0.4215)*leg5_oo3_xz
+    leg5_N4_y = -cse208 - 0.9*leg5_a4_z + (0.422)*leg5_epsd3_y
+    cse209 = (0.4215)*leg5_oo3_xy
+    leg5_N4_z = cse209 + (0.9)*leg5_a4_y + (0.422)*leg5_epsd3_z
     leg5_N3_y = -leg5_F4_z*leg5_stroke + leg5_N4_y
     leg5_N3_z = leg5_F4_y*leg5_stroke + leg5_N4_z
     leg5_N2_x = leg5_N4_x + (0.002)*leg5_epsd2_x
-    cse182 = (0.6)*leg5_a1_z + (0.1413)*leg5_oo2_xz
-    leg5_N2_y = -cse182 + leg5_N3_y*leg5_roll_c - leg5_N3_z*leg5_roll_s + (0.1433)*leg5_epsd2_y
-    cse183 = (0.6)*leg5_a2_y + (0.1413)*leg5_oo2_xy
-    leg5_N2_z = cse183 + leg5_N3_y*leg5_roll_s + leg5_N3_z*leg5_roll_c
+    cse210 = (0.6)*leg5_a1_z + (0.1413)*leg5_oo2_xz
+    leg5_N2_y = -cse210 + leg5_N3_y*leg5_roll_c - leg5_N3_z*leg5_roll_s + (0.1433)*leg5_epsd2_y
+    cse211 = (0.6)*leg5_a2_y + (0.1413)*leg5_oo2_xy
+    leg5_N2_z = cse211 + leg5_N3_y*leg5_roll_s + leg5_N3_z*leg5_roll_c
     leg5_N1_y = leg5_N2_x*leg5_u_s2 + leg5_N2_y*leg5_u_c2
     leg5_b3 = -leg5_N4_x + leg5_Qa3
     leg5_b4 = -leg5_F4_x + leg5_Qa4
     leg6_a1_x = -g_x*leg6_beta1_00 - g_y*leg6_beta1_01 - g_z*leg6_beta1_02
-    leg6_a1_y = 0.5157196875168393*g_x - 0.8567573775040012*g_y
+    leg6_a1_y = -cse151 + cse152
     leg6_a1_z = -g_x*leg6_beta1_20 - g_y*leg6_beta1_21 - g_z*leg6_beta1_22
     leg6_omega_p2_x = leg6_qd1*leg6_u_s2
     leg6_omega_p2_y = leg6_qd1*leg6_u_c2
-    cse184 = leg6_omega_p2_y*leg6_qd2
-    leg6_epsd2_x = cse184
-    cse185 = leg6_omega_p2_x*leg6_qd2
-    leg6_epsd2_y = -cse185
+    cse212 = leg6_omega_p2_y*leg6_qd2
+    leg6_epsd2_x = cse212
+    cse213 = leg6_omega_p2_x*leg6_qd2
+    leg6_epsd2_y = -cse213
     leg6_a2_x = leg6_a1_x*leg6_u_c2 + leg6_a1_y*leg6_u_s2
     leg6_a2_y = -leg6_a1_x*leg6_u_s2 + leg6_a1_y*leg6_u_c2
     leg6_oo2_yy = leg6_omega_p2_y*leg6_omega_p2_y
     leg6_oo2_zz = leg6_qd2*leg6_qd2
     leg6_oo2_xy = leg6_omega_p2_x*leg6_omega_p2_y
-    leg6_oo2_xz = cse185
+    leg6_oo2_xz = cse213
     leg6_oo2_W_00 = -leg6_oo2_yy - leg6_oo2_zz
     leg6_omega_p3_y = leg6_omega_p2_y*leg6_roll_c + leg6_qd2*leg6_roll_s
     leg6_omega_p3_z = -leg6_omega_p2_y*leg6_roll_s + leg6_qd2*leg6_roll_c
     leg6_omega3_x = leg6_omega_p2_x + leg6_qd3
-    cse186 = leg6_omega_p3_z*leg6_qd3
-    leg6_epsd3_y = cse186 + leg6_epsd2_y*leg6_roll_c
-    cse187 = leg6_omega_p3_y*leg6_qd3
-    leg6_epsd3_z = -cse187 - leg6_epsd2_y*leg6_roll_s
+    cse214 = leg6_omega_p3_z*leg6_qd3
+    leg6_epsd3_y = cse214 + leg6_epsd2_y*leg6_roll_c
+    cse215 = leg6_omega_p3_y*leg6_qd3
+    leg6_epsd3_z = -cse215 - leg6_epsd2_y*leg6_roll_s
     leg6_a3_y = leg6_a1_z*leg6_roll_s + leg6_a2_y*leg6_roll_c
     leg6_a3_z = leg6_a1_z*leg6_roll_c - leg6_a2_y*leg6_roll_s
     leg6_oo3_yy = leg6_omega_p3_y*leg6_omega_p3_y
@@ -9970,56 +10466,56 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_oo3_xy = leg6_omega3_x*leg6_omega_p3_y
     leg6_oo3_xz = leg6_omega3_x*leg6_omega_p3_z
     leg6_oo3_W_00 = -leg6_oo3_yy - leg6_oo3_zz
-    cse188 = leg6_oo3_W_00*leg6_stroke
-    cse189 = cse188 + leg6_a2_x
-    leg6_a4_x = cse189
-    cse190 = 2.0*leg6_qd4
-    cse191 = cse190*leg6_omega_p3_z + leg6_oo3_xy*leg6_stroke
-    cse192 = cse191 + leg6_epsd3_z*leg6_stroke
-    leg6_a4_y = cse192 + leg6_a3_y
-    cse193 = leg6_epsd3_y*leg6_stroke
-    cse194 = cse190*leg6_omega_p3_y
-    cse195 = -cse194 + leg6_a3_z + leg6_oo3_xz*leg6_stroke
-    leg6_a4_z = -cse193 + cse195
-    cse196 = (0.9)*leg6_oo3_W_00
-    leg6_F4_x = cse196 + 2.0*leg6_a4_x
-    cse197 = (0.9)*leg6_oo3_xy
-    leg6_F4_y = cse197 + 2.0*leg6_a4_y + (0.9)*leg6_epsd3_z
-    cse198 = (0.9)*leg6_oo3_xz
-    leg6_F4_z = cse198 + 2.0*leg6_a4_z - 0.9*leg6_epsd3_y
+    cse216 = leg6_oo3_W_00*leg6_stroke
+    cse217 = cse216 + leg6_a2_x
+    leg6_a4_x = cse217
+    cse218 = 2.0*leg6_qd4
+    cse219 = cse218*leg6_omega_p3_z + leg6_oo3_xy*leg6_stroke
+    cse220 = cse219 + leg6_epsd3_z*leg6_stroke
+    leg6_a4_y = cse220 + leg6_a3_y
+    cse221 = leg6_epsd3_y*leg6_stroke
+    cse222 = cse218*leg6_omega_p3_y
+    cse223 = -cse222 + leg6_a3_z + leg6_oo3_xz*leg6_stroke
+    leg6_a4_z = -cse221 + cse223
+    cse224 = (0.9)*leg6_oo3_W_00
+    leg6_F4_x = cse224 + 2.0*leg6_a4_x
+    cse225 = (0.9)*leg6_oo3_xy
+    leg6_F4_y = cse225 + 2.0*leg6_a4_y + (0.9)*leg6_epsd3_z
+    cse226 = (0.9)*leg6_oo3_xz
+    leg6_F4_z = cse226 + 2.0*leg6_a4_z - 0.9*leg6_epsd3_y
     leg6_N4_x = (0.0005)*leg6_epsd2_x
-    cse199 = (0.4215)*leg6_oo3_xz
-    leg6_N4_y = -cse199 - 0.9*leg6_a4_z + (0.422)*leg6_epsd3_y
-    cse200 = (0.4215)*leg6_oo3_xy
-    leg6_N4_z = cse200 + (0.9)*leg6_a4_y + (0.422)*leg6_epsd3_z
+    cse227 = (0.4215)*leg6_oo3_xz
+    leg6_N4_y = -cse227 - 0.9*leg6_a4_z + (0.422)*leg6_epsd3_y
+    cse228 = (0.4215)*leg6_oo3_xy
+    leg6_N4_z = cse228 + (0.9)*leg6_a4_y + (0.422)*leg6_epsd3_z
     leg6_N3_y = -leg6_F4_z*leg6_stroke + leg6_N4_y
     leg6_N3_z = leg6_F4_y*leg6_stroke + leg6_N4_z
     leg6_N2_x = leg6_N4_x + (0.002)*leg6_epsd2_x
-    cse201 = (0.6)*leg6_a1_z + (0.1413)*leg6_oo2_xz
-    leg6_N2_y = -cse201 + leg6_N3_y*leg6_roll_c - leg6_N3_z*leg6_roll_s + (0.1433)*leg6_epsd2_y
-    cse202 = (0.6)*leg6_a2_y + (0.1413)*leg6_oo2_xy
-    leg6_N2_z = cse202 + leg6_N3_y*leg6_roll_s + leg6_N3_z*leg6_roll_c
+    cse229 = (0.6)*leg6_a1_z + (0.1413)*leg6_oo2_xz
+    leg6_N2_y = -cse229 + leg6_N3_y*leg6_roll_c - leg6_N3_z*leg6_roll_s + (0.1433)*leg6_epsd2_y
+    cse230 = (0.6)*leg6_a2_y + (0.1413)*leg6_oo2_xy
+    leg6_N2_z = cse230 + leg6_N3_y*leg6_roll_s + leg6_N3_z*leg6_roll_c
     leg6_N1_y = leg6_N2_x*leg6_u_s2 + leg6_N2_y*leg6_u_c2
     leg6_b3 = -leg6_N4_x + leg6_Qa3
     leg6_b4 = -leg6_F4_x + leg6_Qa4
-    leg1_a4_x_2 = cse92
-    leg1_a4_y_2 = cse96
-    leg1_a4_z_2 = -cse97 - cse98 + leg1_oo3_xz*leg1_stroke
-    leg2_a4_x_2 = cse111
-    leg2_a4_y_2 = cse115
-    leg2_a4_z_2 = -cse116 - cse117 + leg2_oo3_xz*leg2_stroke
-    leg3_a4_x_2 = cse130
-    leg3_a4_y_2 = cse134
-    leg3_a4_z_2 = -cse135 - cse136 + leg3_oo3_xz*leg3_stroke
-    leg4_a4_x_2 = cse150
-    leg4_a4_y_2 = cse154
-    leg4_a4_z_2 = -cse155 - cse156 + leg4_oo3_xz*leg4_stroke
-    leg5_a4_x_2 = cse169
-    leg5_a4_y_2 = cse173
-    leg5_a4_z_2 = -cse174 - cse175 + leg5_oo3_xz*leg5_stroke
-    leg6_a4_x_2 = cse188
-    leg6_a4_y_2 = cse192
-    leg6_a4_z_2 = -cse193 - cse194 + leg6_oo3_xz*leg6_stroke
+    leg1_a4_x_2 = cse117
+    leg1_a4_y_2 = cse121
+    leg1_a4_z_2 = -cse122 - cse123 + leg1_oo3_xz*leg1_stroke
+    leg2_a4_x_2 = cse136
+    leg2_a4_y_2 = cse140
+    leg2_a4_z_2 = -cse141 - cse142 + leg2_oo3_xz*leg2_stroke
+    leg3_a4_x_2 = cse157
+    leg3_a4_y_2 = cse161
+    leg3_a4_z_2 = -cse162 - cse163 + leg3_oo3_xz*leg3_stroke
+    leg4_a4_x_2 = cse178
+    leg4_a4_y_2 = cse182
+    leg4_a4_z_2 = -cse183 - cse184 + leg4_oo3_xz*leg4_stroke
+    leg5_a4_x_2 = cse197
+    leg5_a4_y_2 = cse201
+    leg5_a4_z_2 = -cse202 - cse203 + leg5_oo3_xz*leg5_stroke
+    leg6_a4_x_2 = cse216
+    leg6_a4_y_2 = cse220
+    leg6_a4_z_2 = -cse221 - cse222 + leg6_oo3_xz*leg6_stroke
     leg1_oo_C_xx = omega_x*omega_x
     leg1_oo_C_yy = omega_y*omega_y
     leg1_oo_C_zz = omega_z*omega_z
@@ -10028,17 +10524,18 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_oo_C_yz = omega_y*omega_z
     leg1_oo_C_W_00 = -leg1_oo_C_yy - leg1_oo_C_zz
     leg1_oo_C_W_11 = -leg1_oo_C_xx - leg1_oo_C_zz
-    cse203 = 0.45961940777125593*leg1_oo_C_W_00
-    cse204 = 0.4596194077712559*leg1_oo_C_xy
-    cse205 = cse203 - cse204
-    cse206 = 0.4596194077712559*leg1_oo_C_W_11
-    cse207 = -cse206 + 0.45961940777125593*leg1_oo_C_xy
-    cse208 = 0.45961940777125593*leg1_oo_C_xz
-    cse209 = 0.4596194077712559*leg1_oo_C_yz
-    cse210 = cse208 - cse209
-    leg1_cC_x = cse205*leg1_Q_00 + cse207*leg1_Q_01 + cse210*leg1_Q_02
-    leg1_cC_y = cse205*leg1_Q_10 + cse207*leg1_Q_11 + cse210*leg1_Q_12
-    leg1_cC_z = cse205*leg1_Q_20 + cse207*leg1_Q_21 + cse210*leg1_Q_22
+    cse231 = 0.45961940777125593*leg1_oo_C_W_00
+    cse232 = 0.45961940777125593*leg1_oo_C_xy
+    cse233 = -cse232
+    cse234 = cse231 + cse233
+    cse235 = 0.45961940777125593*leg1_oo_C_W_11
+    cse236 = -cse233 - cse235
+    cse237 = 0.45961940777125593*leg1_oo_C_xz
+    cse238 = 0.45961940777125593*leg1_oo_C_yz
+    cse239 = cse237 - cse238
+    leg1_cC_x = cse234*leg1_Q_00 + cse236*leg1_Q_01 + cse239*leg1_Q_02
+    leg1_cC_y = cse234*leg1_Q_10 + cse236*leg1_Q_11 + cse239*leg1_Q_12
+    leg1_cC_z = cse234*leg1_Q_20 + cse236*leg1_Q_21 + cse239*leg1_Q_22
     leg1_c1 = -leg1_a4_x_2 + leg1_cC_x - 0.7223228347298781*leg1_oo3_W_00
     leg1_c2 = -leg1_a4_y_2 + leg1_cC_y - 0.7223228347298781*leg1_epsd3_z - 0.7223228347298781*leg1_oo3_xy
     leg1_c3 = -leg1_a4_z_2 + leg1_cC_z + 0.7223228347298781*leg1_epsd3_y - 0.7223228347298781*leg1_oo3_xz
@@ -10056,12 +10553,12 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_h2 = leg1_h_e2*leg1_lu_inv4
     leg1_h1 = leg1_lu_inv3*(-leg1_TL2_z*leg1_h2 + leg1_c3)
     leg1_h3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_h1 - leg1_Cd4_2*leg1_h2 + leg1_c4)
-    cse211 = cse203 + cse204
-    cse212 = cse206 + 0.45961940777125593*leg1_oo_C_xy
-    cse213 = cse208 + cse209
-    leg2_cC_x = cse211*leg2_Q_00 + cse212*leg2_Q_01 + cse213*leg2_Q_02
-    leg2_cC_y = cse211*leg2_Q_10 + cse212*leg2_Q_11 + cse213*leg2_Q_12
-    leg2_cC_z = cse211*leg2_Q_20 + cse212*leg2_Q_21 + cse213*leg2_Q_22
+    cse240 = cse231 + cse232
+    cse241 = cse232 + cse235
+    cse242 = cse237 + cse238
+    leg2_cC_x = cse240*leg2_Q_00 + cse241*leg2_Q_01 + cse242*leg2_Q_02
+    leg2_cC_y = cse240*leg2_Q_10 + cse241*leg2_Q_11 + cse242*leg2_Q_12
+    leg2_cC_z = cse240*leg2_Q_20 + cse241*leg2_Q_21 + cse242*leg2_Q_22
     leg2_c1 = -leg2_a4_x_2 + leg2_cC_x - 0.7223228347298781*leg2_oo3_W_00
     leg2_c2 = -leg2_a4_y_2 + leg2_cC_y - 0.7223228347298781*leg2_epsd3_z - 0.7223228347298781*leg2_oo3_xy
     leg2_c3 = -leg2_a4_z_2 + leg2_cC_z + 0.7223228347298781*leg2_epsd3_y - 0.7223228347298781*leg2_oo3_xz
@@ -10079,18 +10576,21 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_h2 = leg2_h_e2*leg2_lu_inv4
     leg2_h1 = leg2_lu_inv3*(-leg2_TL2_z*leg2_h2 + leg2_c3)
     leg2_h3 = leg2_lu_inv2*(-leg2_Cd4_1*leg2_h1 - leg2_Cd4_2*leg2_h2 + leg2_c4)
-    cse214 = 0.6278517870878945*leg1_oo_C_xy
-    cse215 = cse214 + 0.16823237931663848*leg1_oo_C_W_00
-    cse216 = 0.6278517870878945*leg1_oo_C_W_11
-    cse217 = cse216 + 0.16823237931663848*leg1_oo_C_xy
-    cse218 = 0.6278517870878945*leg1_oo_C_yz
-    cse219 = cse218 + 0.16823237931663848*leg1_oo_C_xz
-    leg3_cC_x = cse215*leg3_Q_00 + cse217*leg3_Q_01 + cse219*leg3_Q_02
-    leg3_cC_y = cse215*leg3_Q_10 + cse217*leg3_Q_11 + cse219*leg3_Q_12
-    leg3_cC_z = cse215*leg3_Q_20 + cse217*leg3_Q_21 + cse219*leg3_Q_22
-    leg3_c1 = -leg3_a4_x_2 + leg3_cC_x - 0.7223228347298782*leg3_oo3_W_00
-    leg3_c2 = -leg3_a4_y_2 + leg3_cC_y - 0.7223228347298782*leg3_epsd3_z - 0.7223228347298782*leg3_oo3_xy
-    leg3_c3 = -leg3_a4_z_2 + leg3_cC_z + 0.7223228347298782*leg3_epsd3_y - 0.7223228347298782*leg3_oo3_xz
+    cse243 = 0.16823237931663848*leg1_oo_C_W_00
+    cse244 = 0.6278517870878945*leg1_oo_C_xy
+    cse245 = cse243 + cse244
+    cse246 = 0.16823237931663848*leg1_oo_C_xy
+    cse247 = 0.6278517870878945*leg1_oo_C_W_11
+    cse248 = cse246 + cse247
+    cse249 = 0.16823237931663848*leg1_oo_C_xz
+    cse250 = 0.6278517870878945*leg1_oo_C_yz
+    cse251 = cse249 + cse250
+    leg3_cC_x = cse245*leg3_Q_00 + cse248*leg3_Q_01 + cse251*leg3_Q_02
+    leg3_cC_y = cse245*leg3_Q_10 + cse248*leg3_Q_11 + cse251*leg3_Q_12
+    leg3_cC_z = cse245*leg3_Q_20 + cse248*leg3_Q_21 + cse251*leg3_Q_22
+    leg3_c1 = -leg3_a4_x_2 + leg3_cC_x - 0.7223228347298781*leg3_oo3_W_00
+    leg3_c2 = -leg3_a4_y_2 + leg3_cC_y - 0.7223228347298781*leg3_epsd3_z - 0.7223228347298781*leg3_oo3_xy
+    leg3_c3 = -leg3_a4_z_2 + leg3_cC_z + 0.7223228347298781*leg3_epsd3_y - 0.7223228347298781*leg3_oo3_xz
     leg3_omega_Cn_x = leg3_Q_00*omega_x + leg3_Q_01*omega_y + leg3_Q_02*omega_z
     leg3_omega_Cn_y = leg3_Q_10*omega_x + leg3_Q_11*omega_y + leg3_Q_12*omega_z
     leg3_omega_Cn_z = leg3_Q_20*omega_x + leg3_Q_21*omega_y + leg3_Q_22*omega_z
@@ -10105,15 +10605,21 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_h2 = leg3_h_e2*leg3_lu_inv4
     leg3_h1 = leg3_lu_inv3*(-leg3_TL2_z*leg3_h2 + leg3_c3)
     leg3_h3 = leg3_lu_inv2*(-leg3_Cd4_1*leg3_h1 - leg3_Cd4_2*leg3_h2 + leg3_c4)
-    cse220 = -0.6278517870878944*leg1_oo_C_W_00 + 0.16823237931663867*leg1_oo_C_xy
-    cse221 = 0.16823237931663867*leg1_oo_C_W_11 - 0.6278517870878944*leg1_oo_C_xy
-    cse222 = -0.6278517870878944*leg1_oo_C_xz + 0.16823237931663867*leg1_oo_C_yz
-    leg4_cC_x = cse220*leg4_Q_00 + cse221*leg4_Q_01 + cse222*leg4_Q_02
-    leg4_cC_y = cse220*leg4_Q_10 + cse221*leg4_Q_11 + cse222*leg4_Q_12
-    leg4_cC_z = cse220*leg4_Q_20 + cse221*leg4_Q_21 + cse222*leg4_Q_22
-    leg4_c1 = -leg4_a4_x_2 + leg4_cC_x - 0.722322834729878*leg4_oo3_W_00
-    leg4_c2 = -leg4_a4_y_2 + leg4_cC_y - 0.722322834729878*leg4_epsd3_z - 0.722322834729878*leg4_oo3_xy
-    leg4_c3 = -leg4_a4_z_2 + leg4_cC_z + 0.722322834729878*leg4_epsd3_y - 0.722322834729878*leg4_oo3_xz
+    cse252 = 0.6278517870878945*leg1_oo_C_W_00
+    cse253 = -cse246
+    cse254 = -cse252 - cse253
+    cse255 = 0.16823237931663848*leg1_oo_C_W_11
+    cse256 = -cse244
+    cse257 = cse255 + cse256
+    cse258 = 0.6278517870878945*leg1_oo_C_xz
+    cse259 = 0.16823237931663848*leg1_oo_C_yz
+    cse260 = -cse258 + cse259
+    leg4_cC_x = cse254*leg4_Q_00 + cse257*leg4_Q_01 + cse260*leg4_Q_02
+    leg4_cC_y = cse254*leg4_Q_10 + cse257*leg4_Q_11 + cse260*leg4_Q_12
+    leg4_cC_z = cse254*leg4_Q_20 + cse257*leg4_Q_21 + cse260*leg4_Q_22
+    leg4_c1 = -leg4_a4_x_2 + leg4_cC_x - 0.7223228347298782*leg4_oo3_W_00
+    leg4_c2 = -leg4_a4_y_2 + leg4_cC_y - 0.7223228347298782*leg4_epsd3_z - 0.7223228347298782*leg4_oo3_xy
+    leg4_c3 = -leg4_a4_z_2 + leg4_cC_z + 0.7223228347298782*leg4_epsd3_y - 0.7223228347298782*leg4_oo3_xz
     leg4_omega_Cn_x = leg4_Q_00*omega_x + leg4_Q_01*omega_y + leg4_Q_02*omega_z
     leg4_omega_Cn_y = leg4_Q_10*omega_x + leg4_Q_11*omega_y + leg4_Q_12*omega_z
     leg4_omega_Cn_z = leg4_Q_20*omega_x + leg4_Q_21*omega_y + leg4_Q_22*omega_z
@@ -10128,15 +10634,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_h2 = leg4_h_e2*leg4_lu_inv4
     leg4_h1 = leg4_lu_inv3*(-leg4_TL2_z*leg4_h2 + leg4_c3)
     leg4_h3 = leg4_lu_inv2*(-leg4_Cd4_1*leg4_h1 - leg4_Cd4_2*leg4_h2 + leg4_c4)
-    cse223 = -0.6278517870878945*leg1_oo_C_W_00 - 0.16823237931663854*leg1_oo_C_xy
-    cse224 = -cse214 - 0.16823237931663854*leg1_oo_C_W_11
-    cse225 = -0.6278517870878945*leg1_oo_C_xz - 0.16823237931663854*leg1_oo_C_yz
-    leg5_cC_x = cse223*leg5_Q_00 + cse224*leg5_Q_01 + cse225*leg5_Q_02
-    leg5_cC_y = cse223*leg5_Q_10 + cse224*leg5_Q_11 + cse225*leg5_Q_12
-    leg5_cC_z = cse223*leg5_Q_20 + cse224*leg5_Q_21 + cse225*leg5_Q_22
-    leg5_c1 = -leg5_a4_x_2 + leg5_cC_x - 0.7223228347298781*leg5_oo3_W_00
-    leg5_c2 = -leg5_a4_y_2 + leg5_cC_y - 0.7223228347298781*leg5_epsd3_z - 0.7223228347298781*leg5_oo3_xy
-    leg5_c3 = -leg5_a4_z_2 + leg5_cC_z + 0.7223228347298781*leg5_epsd3_y - 0.7223228347298781*leg5_oo3_xz
+    cse261 = -cse246 - cse252
+    cse262 = -cse244 - cse255
+    cse263 = -cse258 - cse259
+    leg5_cC_x = cse261*leg5_Q_00 + cse262*leg5_Q_01 + cse263*leg5_Q_02
+    leg5_cC_y = cse261*leg5_Q_10 + cse262*leg5_Q_11 + cse263*leg5_Q_12
+    leg5_cC_z = cse261*leg5_Q_20 + cse262*leg5_Q_21 + cse263*leg5_Q_22
+    leg5_c1 = -leg5_a4_x_2 + leg5_cC_x - 0.7223228347298782*leg5_oo3_W_00
+    leg5_c2 = -leg5_a4_y_2 + leg5_cC_y - 0.7223228347298782*leg5_epsd3_z - 0.7223228347298782*leg5_oo3_xy
+    leg5_c3 = -leg5_a4_z_2 + leg5_cC_z + 0.7223228347298782*leg5_epsd3_y - 0.7223228347298782*leg5_oo3_xz
     leg5_omega_Cn_x = leg5_Q_00*omega_x + leg5_Q_01*omega_y + leg5_Q_02*omega_z
     leg5_omega_Cn_y = leg5_Q_10*omega_x + leg5_Q_11*omega_y + leg5_Q_12*omega_z
     leg5_omega_Cn_z = leg5_Q_20*omega_x + leg5_Q_21*omega_y + leg5_Q_22*omega_z
@@ -10151,15 +10657,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_h2 = leg5_h_e2*leg5_lu_inv4
     leg5_h1 = leg5_lu_inv3*(-leg5_TL2_z*leg5_h2 + leg5_c3)
     leg5_h3 = leg5_lu_inv2*(-leg5_Cd4_1*leg5_h1 - leg5_Cd4_2*leg5_h2 + leg5_c4)
-    cse226 = -cse214 + 0.1682323793166382*leg1_oo_C_W_00
-    cse227 = -cse216 + 0.1682323793166382*leg1_oo_C_xy
-    cse228 = -cse218 + 0.1682323793166382*leg1_oo_C_xz
-    leg6_cC_x = cse226*leg6_Q_00 + cse227*leg6_Q_01 + cse228*leg6_Q_02
-    leg6_cC_y = cse226*leg6_Q_10 + cse227*leg6_Q_11 + cse228*leg6_Q_12
-    leg6_cC_z = cse226*leg6_Q_20 + cse227*leg6_Q_21 + cse228*leg6_Q_22
-    leg6_c1 = -leg6_a4_x_2 + leg6_cC_x - 0.7223228347298779*leg6_oo3_W_00
-    leg6_c2 = -leg6_a4_y_2 + leg6_cC_y - 0.7223228347298779*leg6_epsd3_z - 0.7223228347298779*leg6_oo3_xy
-    leg6_c3 = -leg6_a4_z_2 + leg6_cC_z + 0.7223228347298779*leg6_epsd3_y - 0.7223228347298779*leg6_oo3_xz
+    cse264 = cse243 + cse256
+    cse265 = -cse247 - cse253
+    cse266 = cse249 - cse250
+    leg6_cC_x = cse264*leg6_Q_00 + cse265*leg6_Q_01 + cse266*leg6_Q_02
+    leg6_cC_y = cse264*leg6_Q_10 + cse265*leg6_Q_11 + cse266*leg6_Q_12
+    leg6_cC_z = cse264*leg6_Q_20 + cse265*leg6_Q_21 + cse266*leg6_Q_22
+    leg6_c1 = -leg6_a4_x_2 + leg6_cC_x - 0.7223228347298781*leg6_oo3_W_00
+    leg6_c2 = -leg6_a4_y_2 + leg6_cC_y - 0.7223228347298781*leg6_epsd3_z - 0.7223228347298781*leg6_oo3_xy
+    leg6_c3 = -leg6_a4_z_2 + leg6_cC_z + 0.7223228347298781*leg6_epsd3_y - 0.7223228347298781*leg6_oo3_xz
     leg6_omega_Cn_x = leg6_Q_00*omega_x + leg6_Q_01*omega_y + leg6_Q_02*omega_z
     leg6_omega_Cn_y = leg6_Q_10*omega_x + leg6_Q_11*omega_y + leg6_Q_12*omega_z
     leg6_omega_Cn_z = leg6_Q_20*omega_x + leg6_Q_21*omega_y + leg6_Q_22*omega_z
@@ -10182,31 +10688,31 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_AH11 = leg1_H1_1*leg1_IJ2_11 + leg1_H1_3*leg1_Nm3_1_y
     leg1_AH12 = leg1_H2_1*leg1_IJ2_11 + leg1_H2_3*leg1_Nm3_1_y
     leg1_AH13 = leg1_H3_1*leg1_IJ2_11 + leg1_H3_3*leg1_Nm3_1_y
-    leg1_AH14 = leg1_H4_1*leg1_IJ2_11 + leg1_H4_3*leg1_Nm3_1_y
-    leg1_AH15 = leg1_H5_1*leg1_IJ2_11 + leg1_H5_3*leg1_Nm3_1_y
+    cse267 = leg1_H4_1*leg1_IJ2_11
+    leg1_AH14 = cse267 + leg1_H4_3*leg1_Nm3_1_y
+    leg1_AH15 = cse267 + leg1_H5_3*leg1_Nm3_1_y
     leg1_AH16 = leg1_H6_1*leg1_IJ2_11 + leg1_H6_3*leg1_Nm3_1_y
     leg1_AH21 = leg1_H1_2*leg1_Ic2_22
     leg1_AH22 = leg1_H2_2*leg1_Ic2_22
     leg1_AH23 = leg1_H3_2*leg1_Ic2_22
     leg1_AH24 = leg1_H4_2*leg1_Ic2_22
-    leg1_AH25 = leg1_H5_2*leg1_Ic2_22
     leg1_AH26 = leg1_H6_2*leg1_Ic2_22
     leg1_AH31 = leg1_H1_1*leg1_Nm3_1_y + (0.0005)*leg1_H1_3
     leg1_AH32 = leg1_H2_1*leg1_Nm3_1_y + (0.0005)*leg1_H2_3
     leg1_AH33 = leg1_H3_1*leg1_Nm3_1_y + (0.0005)*leg1_H3_3
-    leg1_AH34 = leg1_H4_1*leg1_Nm3_1_y + (0.0005)*leg1_H4_3
-    leg1_AH35 = leg1_H5_1*leg1_Nm3_1_y + (0.0005)*leg1_H5_3
+    cse268 = leg1_H4_1*leg1_Nm3_1_y
+    leg1_AH34 = cse268 + (0.0005)*leg1_H4_3
+    leg1_AH35 = cse268 + (0.0005)*leg1_H5_3
     leg1_AH36 = leg1_H6_1*leg1_Nm3_1_y + (0.0005)*leg1_H6_3
     leg1_AH41 = 2.0*leg1_B0_00
     leg1_AH42 = 2.0*leg1_B0_01
     leg1_AH43 = 2.0*leg1_B0_02
     leg1_AH44 = 2.0*leg1_Ci1_x
-    leg1_AH45 = 2.0*leg1_Ci1_y
     leg1_AH46 = 2.0*leg1_Ci1_z
     leg1_r1 = -leg1_IJ2_11*leg1_h1 - leg1_N1_y - leg1_Nm3_1_y*leg1_h3
     leg1_r2 = -leg1_Ic2_22*leg1_h2 - leg1_N2_z
-    cse229 = -leg1_b3
-    leg1_r3 = -cse229 - leg1_Nm3_1_y*leg1_h1 - 0.0005*leg1_h3
+    cse269 = -leg1_b3
+    leg1_r3 = -cse269 - leg1_Nm3_1_y*leg1_h1 - 0.0005*leg1_h3
     leg1_r4 = leg1_b4 - 2.0*leg1_c1
     leg2_AH11 = leg2_H1_1*leg2_IJ2_11 + leg2_H1_3*leg2_Nm3_1_y
     leg2_AH12 = leg2_H2_1*leg2_IJ2_11 + leg2_H2_3*leg2_Nm3_1_y
@@ -10234,8 +10740,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_AH46 = 2.0*leg2_Ci1_z
     leg2_r1 = -leg2_IJ2_11*leg2_h1 - leg2_N1_y - leg2_Nm3_1_y*leg2_h3
     leg2_r2 = -leg2_Ic2_22*leg2_h2 - leg2_N2_z
-    cse230 = -leg2_b3
-    leg2_r3 = -cse230 - leg2_Nm3_1_y*leg2_h1 - 0.0005*leg2_h3
+    cse270 = -leg2_b3
+    leg2_r3 = -cse270 - leg2_Nm3_1_y*leg2_h1 - 0.0005*leg2_h3
     leg2_r4 = leg2_b4 - 2.0*leg2_c1
     leg3_AH11 = leg3_H1_1*leg3_IJ2_11 + leg3_H1_3*leg3_Nm3_1_y
     leg3_AH12 = leg3_H2_1*leg3_IJ2_11 + leg3_H2_3*leg3_Nm3_1_y
@@ -10263,8 +10769,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_AH46 = 2.0*leg3_Ci1_z
     leg3_r1 = -leg3_IJ2_11*leg3_h1 - leg3_N1_y - leg3_Nm3_1_y*leg3_h3
     leg3_r2 = -leg3_Ic2_22*leg3_h2 - leg3_N2_z
-    cse231 = -leg3_b3
-    leg3_r3 = -cse231 - leg3_Nm3_1_y*leg3_h1 - 0.0005*leg3_h3
+    cse271 = -leg3_b3
+    leg3_r3 = -cse271 - leg3_Nm3_1_y*leg3_h1 - 0.0005*leg3_h3
     leg3_r4 = leg3_b4 - 2.0*leg3_c1
     leg4_AH11 = leg4_H1_1*leg4_IJ2_11 + leg4_H1_3*leg4_Nm3_1_y
     leg4_AH12 = leg4_H2_1*leg4_IJ2_11 + leg4_H2_3*leg4_Nm3_1_y
@@ -10292,8 +10798,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_AH46 = 2.0*leg4_Ci1_z
     leg4_r1 = -leg4_IJ2_11*leg4_h1 - leg4_N1_y - leg4_Nm3_1_y*leg4_h3
     leg4_r2 = -leg4_Ic2_22*leg4_h2 - leg4_N2_z
-    cse232 = -leg4_b3
-    leg4_r3 = -cse232 - leg4_Nm3_1_y*leg4_h1 - 0.0005*leg4_h3
+    cse272 = -leg4_b3
+    leg4_r3 = -cse272 - leg4_Nm3_1_y*leg4_h1 - 0.0005*leg4_h3
     leg4_r4 = leg4_b4 - 2.0*leg4_c1
     leg5_AH11 = leg5_H1_1*leg5_IJ2_11 + leg5_H1_3*leg5_Nm3_1_y
     leg5_AH12 = leg5_H2_1*leg5_IJ2_11 + leg5_H2_3*leg5_Nm3_1_y
@@ -10321,8 +10827,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_AH46 = 2.0*leg5_Ci1_z
     leg5_r1 = -leg5_IJ2_11*leg5_h1 - leg5_N1_y - leg5_Nm3_1_y*leg5_h3
     leg5_r2 = -leg5_Ic2_22*leg5_h2 - leg5_N2_z
-    cse233 = -leg5_b3
-    leg5_r3 = -cse233 - leg5_Nm3_1_y*leg5_h1 - 0.0005*leg5_h3
+    cse273 = -leg5_b3
+    leg5_r3 = -cse273 - leg5_Nm3_1_y*leg5_h1 - 0.0005*leg5_h3
     leg5_r4 = leg5_b4 - 2.0*leg5_c1
     leg6_AH11 = leg6_H1_1*leg6_IJ2_11 + leg6_H1_3*leg6_Nm3_1_y
     leg6_AH12 = leg6_H2_1*leg6_IJ2_11 + leg6_H2_3*leg6_Nm3_1_y
@@ -10350,35 +10856,42 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_AH46 = 2.0*leg6_Ci1_z
     leg6_r1 = -leg6_IJ2_11*leg6_h1 - leg6_N1_y - leg6_Nm3_1_y*leg6_h3
     leg6_r2 = -leg6_Ic2_22*leg6_h2 - leg6_N2_z
-    cse234 = -leg6_b3
-    leg6_r3 = -cse234 - leg6_Nm3_1_y*leg6_h1 - 0.0005*leg6_h3
+    cse274 = -leg6_b3
+    leg6_r3 = -cse274 - leg6_Nm3_1_y*leg6_h1 - 0.0005*leg6_h3
     leg6_r4 = leg6_b4 - 2.0*leg6_c1
     A_star11 = leg1_AH11*leg1_H1_1 + leg1_AH21*leg1_H1_2 + leg1_AH31*leg1_H1_3 + leg1_AH41*leg1_B0_00 + leg2_AH11*leg2_H1_1 + leg2_AH21*leg2_H1_2 + leg2_AH31*leg2_H1_3 + leg2_AH41*leg2_B0_00 + leg3_AH11*leg3_H1_1 + leg3_AH21*leg3_H1_2 + leg3_AH31*leg3_H1_3 + leg3_AH41*leg3_B0_00 + leg4_AH11*leg4_H1_1 + leg4_AH21*leg4_H1_2 + leg4_AH31*leg4_H1_3 + leg4_AH41*leg4_B0_00 + leg5_AH11*leg5_H1_1 + leg5_AH21*leg5_H1_2 + leg5_AH31*leg5_H1_3 + leg5_AH41*leg5_B0_00 + leg6_AH11*leg6_H1_1 + leg6_AH21*leg6_H1_2 + leg6_AH31*leg6_H1_3 + leg6_AH41*leg6_B0_00 + p_m_ring
     A_star12 = leg1_AH12*leg1_H1_1 + leg1_AH22*leg1_H1_2 + leg1_AH32*leg1_H1_3 + leg1_AH42*leg1_B0_00 + leg2_AH12*leg2_H1_1 + leg2_AH22*leg2_H1_2 + leg2_AH32*leg2_H1_3 + leg2_AH42*leg2_B0_00 + leg3_AH12*leg3_H1_1 + leg3_AH22*leg3_H1_2 + leg3_AH32*leg3_H1_3 + leg3_AH42*leg3_B0_00 + leg4_AH12*leg4_H1_1 + leg4_AH22*leg4_H1_2 + leg4_AH32*leg4_H1_3 + leg4_AH42*leg4_B0_00 + leg5_AH12*leg5_H1_1 + leg5_AH22*leg5_H1_2 + leg5_AH32*leg5_H1_3 + leg5_AH42*leg5_B0_00 + leg6_AH12*leg6_H1_1 + leg6_AH22*leg6_H1_2 + leg6_AH32*leg6_H1_3 + leg6_AH42*leg6_B0_00
     A_star13 = leg1_AH13*leg1_H1_1 + leg1_AH23*leg1_H1_2 + leg1_AH33*leg1_H1_3 + leg1_AH43*leg1_B0_00 + leg2_AH13*leg2_H1_1 + leg2_AH23*leg2_H1_2 + leg2_AH33*leg2_H1_3 + leg2_AH43*leg2_B0_00 + leg3_AH13*leg3_H1_1 + leg3_AH23*leg3_H1_2 + leg3_AH33*leg3_H1_3 + leg3_AH43*leg3_B0_00 + leg4_AH13*leg4_H1_1 + leg4_AH23*leg4_H1_2 + leg4_AH33*leg4_H1_3 + leg4_AH43*leg4_B0_00 + leg5_AH13*leg5_H1_1 + leg5_AH23*leg5_H1_2 + leg5_AH33*leg5_H1_3 + leg5_AH43*leg5_B0_00 + leg6_AH13*leg6_H1_1 + leg6_AH23*leg6_H1_2 + leg6_AH33*leg6_H1_3 + leg6_AH43*leg6_B0_00
-    A_star14 = leg1_AH14*leg1_H1_1 + leg1_AH24*leg1_H1_2 + leg1_AH34*leg1_H1_3 + leg1_AH44*leg1_B0_00 + leg2_AH14*leg2_H1_1 + leg2_AH24*leg2_H1_2 + leg2_AH34*leg2_H1_3 + leg2_AH44*leg2_B0_00 + leg3_AH14*leg3_H1_1 + leg3_AH24*leg3_H1_2 + leg3_AH34*leg3_H1_3 + leg3_AH44*leg3_B0_00 + leg4_AH14*leg4_H1_1 + leg4_AH24*leg4_H1_2 + leg4_AH34*leg4_H1_3 + leg4_AH44*leg4_B0_00 + leg5_AH14*leg5_H1_1 + leg5_AH24*leg5_H1_2 + leg5_AH34*leg5_H1_3 + leg5_AH44*leg5_B0_00 + leg6_AH14*leg6_H1_1 + leg6_AH24*leg6_H1_2 + leg6_AH34*leg6_H1_3 + leg6_AH44*leg6_B0_00
-    A_star15 = leg1_AH15*leg1_H1_1 + leg1_AH25*leg1_H1_2 + leg1_AH35*leg1_H1_3 + leg1_AH45*leg1_B0_00 + leg2_AH15*leg2_H1_1 + leg2_AH25*leg2_H1_2 + leg2_AH35*leg2_H1_3 + leg2_AH45*leg2_B0_00 + leg3_AH15*leg3_H1_1 + leg3_AH25*leg3_H1_2 + leg3_AH35*leg3_H1_3 + leg3_AH45*leg3_B0_00 + leg4_AH15*leg4_H1_1 + leg4_AH25*leg4_H1_2 + leg4_AH35*leg4_H1_3 + leg4_AH45*leg4_B0_00 + leg5_AH15*leg5_H1_1 + leg5_AH25*leg5_H1_2 + leg5_AH35*leg5_H1_3 + leg5_AH45*leg5_B0_00 + leg6_AH15*leg6_H1_1 + leg6_AH25*leg6_H1_2 + leg6_AH35*leg6_H1_3 + leg6_AH45*leg6_B0_00
+    cse275 = leg1_AH24*leg1_H1_2 + leg1_AH44*leg1_B0_00
+    A_star14 = cse275 + leg1_AH14*leg1_H1_1 + leg1_AH34*leg1_H1_3 + leg2_AH14*leg2_H1_1 + leg2_AH24*leg2_H1_2 + leg2_AH34*leg2_H1_3 + leg2_AH44*leg2_B0_00 + leg3_AH14*leg3_H1_1 + leg3_AH24*leg3_H1_2 + leg3_AH34*leg3_H1_3 + leg3_AH44*leg3_B0_00 + leg4_AH14*leg4_H1_1 + leg4_AH24*leg4_H1_2 + leg4_AH34*leg4_H1_3 + leg4_AH44*leg4_B0_00 + leg5_AH14*leg5_H1_1 + leg5_AH24*leg5_H1_2 + leg5_AH34*leg5_H1_3 + leg5_AH44*leg5_B0_00 + leg6_AH14*leg6_H1_1 + leg6_AH24*leg6_H1_2 + leg6_AH34*leg6_H1_3 + leg6_AH44*leg6_B0_00
+    A_star15 = cse275 + leg1_AH15*leg1_H1_1 + leg1_AH35*leg1_H1_3 + leg2_AH15*leg2_H1_1 + leg2_AH25*leg2_H1_2 + leg2_AH35*leg2_H1_3 + leg2_AH45*leg2_B0_00 + leg3_AH15*leg3_H1_1 + leg3_AH25*leg3_H1_2 + leg3_AH35*leg3_H1_3 + leg3_AH45*leg3_B0_00 + leg4_AH15*leg4_H1_1 + leg4_AH25*leg4_H1_2 + leg4_AH35*leg4_H1_3 + leg4_AH45*leg4_B0_00 + leg5_AH15*leg5_H1_1 + leg5_AH25*leg5_H1_2 + leg5_AH35*leg5_H1_3 + leg5_AH45*leg5_B0_00 + leg6_AH15*leg6_H1_1 + leg6_AH25*leg6_H1_2 + leg6_AH35*leg6_H1_3 + leg6_AH45*leg6_B0_00
     A_star16 = leg1_AH16*leg1_H1_1 + leg1_AH26*leg1_H1_2 + leg1_AH36*leg1_H1_3 + leg1_AH46*leg1_B0_00 + leg2_AH16*leg2_H1_1 + leg2_AH26*leg2_H1_2 + leg2_AH36*leg2_H1_3 + leg2_AH46*leg2_B0_00 + leg3_AH16*leg3_H1_1 + leg3_AH26*leg3_H1_2 + leg3_AH36*leg3_H1_3 + leg3_AH46*leg3_B0_00 + leg4_AH16*leg4_H1_1 + leg4_AH26*leg4_H1_2 + leg4_AH36*leg4_H1_3 + leg4_AH46*leg4_B0_00 + leg5_AH16*leg5_H1_1 + leg5_AH26*leg5_H1_2 + leg5_AH36*leg5_H1_3 + leg5_AH46*leg5_B0_00 + leg6_AH16*leg6_H1_1 + leg6_AH26*leg6_H1_2 + leg6_AH36*leg6_H1_3 + leg6_AH46*leg6_B0_00
     A_star22 = leg1_AH12*leg1_H2_1 + leg1_AH22*leg1_H2_2 + leg1_AH32*leg1_H2_3 + leg1_AH42*leg1_B0_01 + leg2_AH12*leg2_H2_1 + leg2_AH22*leg2_H2_2 + leg2_AH32*leg2_H2_3 + leg2_AH42*leg2_B0_01 + leg3_AH12*leg3_H2_1 + leg3_AH22*leg3_H2_2 + leg3_AH32*leg3_H2_3 + leg3_AH42*leg3_B0_01 + leg4_AH12*leg4_H2_1 + leg4_AH22*leg4_H2_2 + leg4_AH32*leg4_H2_3 + leg4_AH42*leg4_B0_01 + leg5_AH12*leg5_H2_1 + leg5_AH22*leg5_H2_2 + leg5_AH32*leg5_H2_3 + leg5_AH42*leg5_B0_01 + leg6_AH12*leg6_H2_1 + leg6_AH22*leg6_H2_2 + leg6_AH32*leg6_H2_3 + leg6_AH42*leg6_B0_01 + p_m_ring
     A_star23 = leg1_AH13*leg1_H2_1 + leg1_AH23*leg1_H2_2 + leg1_AH33*leg1_H2_3 + leg1_AH43*leg1_B0_01 + leg2_AH13*leg2_H2_1 + leg2_AH23*leg2_H2_2 + leg2_AH33*leg2_H2_3 + leg2_AH43*leg2_B0_01 + leg3_AH13*leg3_H2_1 + leg3_AH23*leg3_H2_2 + leg3_AH33*leg3_H2_3 + leg3_AH43*leg3_B0_01 + leg4_AH13*leg4_H2_1 + leg4_AH23*leg4_H2_2 + leg4_AH33*leg4_H2_3 + leg4_AH43*leg4_B0_01 + leg5_AH13*leg5_H2_1 + leg5_AH23*leg5_H2_2 + leg5_AH33*leg5_H2_3 + leg5_AH43*leg5_B0_01 + leg6_AH13*leg6_H2_1 + leg6_AH23*leg6_H2_2 + leg6_AH33*leg6_H2_3 + leg6_AH43*leg6_B0_01
-    A_star24 = leg1_AH14*leg1_H2_1 + leg1_AH24*leg1_H2_2 + leg1_AH34*leg1_H2_3 + leg1_AH44*leg1_B0_01 + leg2_AH14*leg2_H2_1 + leg2_AH24*leg2_H2_2 + leg2_AH34*leg2_H2_3 + leg2_AH44*leg2_B0_01 + leg3_AH14*leg3_H2_1 + leg3_AH24*leg3_H2_2 + leg3_AH34*leg3_H2_3 + leg3_AH44*leg3_B0_01 + leg4_AH14*leg4_H2_1 + leg4_AH24*leg4_H2_2 + leg4_AH34*leg4_H2_3 + leg4_AH44*leg4_B0_01 + leg5_AH14*leg5_H2_1 + leg5_AH24*leg5_H2_2 + leg5_AH34*leg5_H2_3 + leg5_AH44*leg5_B0_01 + leg6_AH14*leg6_H2_1 + leg6_AH24*leg6_H2_2 + leg6_AH34*leg6_H2_3 + leg6_AH44*leg6_B0_01
-    A_star25 = leg1_AH15*leg1_H2_1 + leg1_AH25*leg1_H2_2 + leg1_AH35*leg1_H2_3 + leg1_AH45*leg1_B0_01 + leg2_AH15*leg2_H2_1 + leg2_AH25*leg2_H2_2 + leg2_AH35*leg2_H2_3 + leg2_AH45*leg2_B0_01 + leg3_AH15*leg3_H2_1 + leg3_AH25*leg3_H2_2 + leg3_AH35*leg3_H2_3 + leg3_AH45*leg3_B0_01 + leg4_AH15*leg4_H2_1 + leg4_AH25*leg4_H2_2 + leg4_AH35*leg4_H2_3 + leg4_AH45*leg4_B0_01 + leg5_AH15*leg5_H2_1 + leg5_AH25*leg5_H2_2 + leg5_AH35*leg5_H2_3 + leg5_AH45*leg5_B0_01 + leg6_AH15*leg6_H2_1 + leg6_AH25*leg6_H2_2 + leg6_AH35*leg6_H2_3 + leg6_AH45*leg6_B0_01
+    cse276 = leg1_AH24*leg1_H2_2 + leg1_AH44*leg1_B0_01
+    A_star24 = cse276 + leg1_AH14*leg1_H2_1 + leg1_AH34*leg1_H2_3 + leg2_AH14*leg2_H2_1 + leg2_AH24*leg2_H2_2 + leg2_AH34*leg2_H2_3 + leg2_AH44*leg2_B0_01 + leg3_AH14*leg3_H2_1 + leg3_AH24*leg3_H2_2 + leg3_AH34*leg3_H2_3 + leg3_AH44*leg3_B0_01 + leg4_AH14*leg4_H2_1 + leg4_AH24*leg4_H2_2 + leg4_AH34*leg4_H2_3 + leg4_AH44*leg4_B0_01 + leg5_AH14*leg5_H2_1 + leg5_AH24*leg5_H2_2 + leg5_AH34*leg5_H2_3 + leg5_AH44*leg5_B0_01 + leg6_AH14*leg6_H2_1 + leg6_AH24*leg6_H2_2 + leg6_AH34*leg6_H2_3 + leg6_AH44*leg6_B0_01
+    A_star25 = cse276 + leg1_AH15*leg1_H2_1 + leg1_AH35*leg1_H2_3 + leg2_AH15*leg2_H2_1 + leg2_AH25*leg2_H2_2 + leg2_AH35*leg2_H2_3 + leg2_AH45*leg2_B0_01 + leg3_AH15*leg3_H2_1 + leg3_AH25*leg3_H2_2 + leg3_AH35*leg3_H2_3 + leg3_AH45*leg3_B0_01 + leg4_AH15*leg4_H2_1 + leg4_AH25*leg4_H2_2 + leg4_AH35*leg4_H2_3 + leg4_AH45*leg4_B0_01 + leg5_AH15*leg5_H2_1 + leg5_AH25*leg5_H2_2 + leg5_AH35*leg5_H2_3 + leg5_AH45*leg5_B0_01 + leg6_AH15*leg6_H2_1 + leg6_AH25*leg6_H2_2 + leg6_AH35*leg6_H2_3 + leg6_AH45*leg6_B0_01
     A_star26 = leg1_AH16*leg1_H2_1 + leg1_AH26*leg1_H2_2 + leg1_AH36*leg1_H2_3 + leg1_AH46*leg1_B0_01 + leg2_AH16*leg2_H2_1 + leg2_AH26*leg2_H2_2 + leg2_AH36*leg2_H2_3 + leg2_AH46*leg2_B0_01 + leg3_AH16*leg3_H2_1 + leg3_AH26*leg3_H2_2 + leg3_AH36*leg3_H2_3 + leg3_AH46*leg3_B0_01 + leg4_AH16*leg4_H2_1 + leg4_AH26*leg4_H2_2 + leg4_AH36*leg4_H2_3 + leg4_AH46*leg4_B0_01 + leg5_AH16*leg5_H2_1 + leg5_AH26*leg5_H2_2 + leg5_AH36*leg5_H2_3 + leg5_AH46*leg5_B0_01 + leg6_AH16*leg6_H2_1 + leg6_AH26*leg6_H2_2 + leg6_AH36*leg6_H2_3 + leg6_AH46*leg6_B0_01
     A_star33 = leg1_AH13*leg1_H3_1 + leg1_AH23*leg1_H3_2 + leg1_AH33*leg1_H3_3 + leg1_AH43*leg1_B0_02 + leg2_AH13*leg2_H3_1 + leg2_AH23*leg2_H3_2 + leg2_AH33*leg2_H3_3 + leg2_AH43*leg2_B0_02 + leg3_AH13*leg3_H3_1 + leg3_AH23*leg3_H3_2 + leg3_AH33*leg3_H3_3 + leg3_AH43*leg3_B0_02 + leg4_AH13*leg4_H3_1 + leg4_AH23*leg4_H3_2 + leg4_AH33*leg4_H3_3 + leg4_AH43*leg4_B0_02 + leg5_AH13*leg5_H3_1 + leg5_AH23*leg5_H3_2 + leg5_AH33*leg5_H3_3 + leg5_AH43*leg5_B0_02 + leg6_AH13*leg6_H3_1 + leg6_AH23*leg6_H3_2 + leg6_AH33*leg6_H3_3 + leg6_AH43*leg6_B0_02 + p_m_ring
-    A_star34 = leg1_AH14*leg1_H3_1 + leg1_AH24*leg1_H3_2 + leg1_AH34*leg1_H3_3 + leg1_AH44*leg1_B0_02 + leg2_AH14*leg2_H3_1 + leg2_AH24*leg2_H3_2 + leg2_AH34*leg2_H3_3 + leg2_AH44*leg2_B0_02 + leg3_AH14*leg3_H3_1 + leg3_AH24*leg3_H3_2 + leg3_AH34*leg3_H3_3 + leg3_AH44*leg3_B0_02 + leg4_AH14*leg4_H3_1 + leg4_AH24*leg4_H3_2 + leg4_AH34*leg4_H3_3 + leg4_AH44*leg4_B0_02 + leg5_AH14*leg5_H3_1 + leg5_AH24*leg5_H3_2 + leg5_AH34*leg5_H3_3 + leg5_AH44*leg5_B0_02 + leg6_AH14*leg6_H3_1 + leg6_AH24*leg6_H3_2 + leg6_AH34*leg6_H3_3 + leg6_AH44*leg6_B0_02
-    A_star35 = leg1_AH15*leg1_H3_1 + leg1_AH25*leg1_H3_2 + leg1_AH35*leg1_H3_3 + leg1_AH45*leg1_B0_02 + leg2_AH15*leg2_H3_1 + leg2_AH25*leg2_H3_2 + leg2_AH35*leg2_H3_3 + leg2_AH45*leg2_B0_02 + leg3_AH15*leg3_H3_1 + leg3_AH25*leg3_H3_2 + leg3_AH35*leg3_H3_3 + leg3_AH45*leg3_B0_02 + leg4_AH15*leg4_H3_1 + leg4_AH25*leg4_H3_2 + leg4_AH35*leg4_H3_3 + leg4_AH45*leg4_B0_02 + leg5_AH15*leg5_H3_1 + leg5_AH25*leg5_H3_2 + leg5_AH35*leg5_H3_3 + leg5_AH45*leg5_B0_02 + leg6_AH15*leg6_H3_1 + leg6_AH25*leg6_H3_2 + leg6_AH35*leg6_H3_3 + leg6_AH45*leg6_B0_02
+    cse277 = leg1_AH24*leg1_H3_2 + leg1_AH44*leg1_B0_02
+    A_star34 = cse277 + leg1_AH14*leg1_H3_1 + leg1_AH34*leg1_H3_3 + leg2_AH14*leg2_H3_1 + leg2_AH24*leg2_H3_2 + leg2_AH34*leg2_H3_3 + leg2_AH44*leg2_B0_02 + leg3_AH14*leg3_H3_1 + leg3_AH24*leg3_H3_2 + leg3_AH34*leg3_H3_3 + leg3_AH44*leg3_B0_02 + leg4_AH14*leg4_H3_1 + leg4_AH24*leg4_H3_2 + leg4_AH34*leg4_H3_3 + leg4_AH44*leg4_B0_02 + leg5_AH14*leg5_H3_1 + leg5_AH24*leg5_H3_2 + leg5_AH34*leg5_H3_3 + leg5_AH44*leg5_B0_02 + leg6_AH14*leg6_H3_1 + leg6_AH24*leg6_H3_2 + leg6_AH34*leg6_H3_3 + leg6_AH44*leg6_B0_02
+    A_star35 = cse277 + leg1_AH15*leg1_H3_1 + leg1_AH35*leg1_H3_3 + leg2_AH15*leg2_H3_1 + leg2_AH25*leg2_H3_2 + leg2_AH35*leg2_H3_3 + leg2_AH45*leg2_B0_02 + leg3_AH15*leg3_H3_1 + leg3_AH25*leg3_H3_2 + leg3_AH35*leg3_H3_3 + leg3_AH45*leg3_B0_02 + leg4_AH15*leg4_H3_1 + leg4_AH25*leg4_H3_2 + leg4_AH35*leg4_H3_3 + leg4_AH45*leg4_B0_02 + leg5_AH15*leg5_H3_1 + leg5_AH25*leg5_H3_2 + leg5_AH35*leg5_H3_3 + leg5_AH45*leg5_B0_02 + leg6_AH15*leg6_H3_1 + leg6_AH25*leg6_H3_2 + leg6_AH35*leg6_H3_3 + leg6_AH45*leg6_B0_02
     A_star36 = leg1_AH16*leg1_H3_1 + leg1_AH26*leg1_H3_2 + leg1_AH36*leg1_H3_3 + leg1_AH46*leg1_B0_02 + leg2_AH16*leg2_H3_1 + leg2_AH26*leg2_H3_2 + leg2_AH36*leg2_H3_3 + leg2_AH46*leg2_B0_02 + leg3_AH16*leg3_H3_1 + leg3_AH26*leg3_H3_2 + leg3_AH36*leg3_H3_3 + leg3_AH46*leg3_B0_02 + leg4_AH16*leg4_H3_1 + leg4_AH26*leg4_H3_2 + leg4_AH36*leg4_H3_3 + leg4_AH46*leg4_B0_02 + leg5_AH16*leg5_H3_1 + leg5_AH26*leg5_H3_2 + leg5_AH36*leg5_H3_3 + leg5_AH46*leg5_B0_02 + leg6_AH16*leg6_H3_1 + leg6_AH26*leg6_H3_2 + leg6_AH36*leg6_H3_3 + leg6_AH46*leg6_B0_02
-    A_star44 = leg1_AH14*leg1_H4_1 + leg1_AH24*leg1_H4_2 + leg1_AH34*leg1_H4_3 + leg1_AH44*leg1_Ci1_x + leg2_AH14*leg2_H4_1 + leg2_AH24*leg2_H4_2 + leg2_AH34*leg2_H4_3 + leg2_AH44*leg2_Ci1_x + leg3_AH14*leg3_H4_1 + leg3_AH24*leg3_H4_2 + leg3_AH34*leg3_H4_3 + leg3_AH44*leg3_Ci1_x + leg4_AH14*leg4_H4_1 + leg4_AH24*leg4_H4_2 + leg4_AH34*leg4_H4_3 + leg4_AH44*leg4_Ci1_x + leg5_AH14*leg5_H4_1 + leg5_AH24*leg5_H4_2 + leg5_AH34*leg5_H4_3 + leg5_AH44*leg5_Ci1_x + leg6_AH14*leg6_H4_1 + leg6_AH24*leg6_H4_2 + leg6_AH34*leg6_H4_3 + leg6_AH44*leg6_Ci1_x + 30.0
-    A_star45 = leg1_AH15*leg1_H4_1 + leg1_AH25*leg1_H4_2 + leg1_AH35*leg1_H4_3 + leg1_AH45*leg1_Ci1_x + leg2_AH15*leg2_H4_1 + leg2_AH25*leg2_H4_2 + leg2_AH35*leg2_H4_3 + leg2_AH45*leg2_Ci1_x + leg3_AH15*leg3_H4_1 + leg3_AH25*leg3_H4_2 + leg3_AH35*leg3_H4_3 + leg3_AH45*leg3_Ci1_x + leg4_AH15*leg4_H4_1 + leg4_AH25*leg4_H4_2 + leg4_AH35*leg4_H4_3 + leg4_AH45*leg4_Ci1_x + leg5_AH15*leg5_H4_1 + leg5_AH25*leg5_H4_2 + leg5_AH35*leg5_H4_3 + leg5_AH45*leg5_Ci1_x + leg6_AH15*leg6_H4_1 + leg6_AH25*leg6_H4_2 + leg6_AH35*leg6_H4_3 + leg6_AH45*leg6_Ci1_x
-    A_star46 = leg1_AH16*leg1_H4_1 + leg1_AH26*leg1_H4_2 + leg1_AH36*leg1_H4_3 + leg1_AH46*leg1_Ci1_x + leg2_AH16*leg2_H4_1 + leg2_AH26*leg2_H4_2 + leg2_AH36*leg2_H4_3 + leg2_AH46*leg2_Ci1_x + leg3_AH16*leg3_H4_1 + leg3_AH26*leg3_H4_2 + leg3_AH36*leg3_H4_3 + leg3_AH46*leg3_Ci1_x + leg4_AH16*leg4_H4_1 + leg4_AH26*leg4_H4_2 + leg4_AH36*leg4_H4_3 + leg4_AH46*leg4_Ci1_x + leg5_AH16*leg5_H4_1 + leg5_AH26*leg5_H4_2 + leg5_AH36*leg5_H4_3 + leg5_AH46*leg5_Ci1_x + leg6_AH16*leg6_H4_1 + leg6_AH26*leg6_H4_2 + leg6_AH36*leg6_H4_3 + leg6_AH46*leg6_Ci1_x
-    A_star55 = leg1_AH15*leg1_H5_1 + leg1_AH25*leg1_H5_2 + leg1_AH35*leg1_H5_3 + leg1_AH45*leg1_Ci1_y + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_H5_3 + leg2_AH45*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_H5_3 + leg3_AH45*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_H5_3 + leg4_AH45*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_H5_3 + leg5_AH45*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_H5_3 + leg6_AH45*leg6_Ci1_y + 30.0
-    A_star56 = leg1_AH16*leg1_H5_1 + leg1_AH26*leg1_H5_2 + leg1_AH36*leg1_H5_3 + leg1_AH46*leg1_Ci1_y + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_H5_3 + leg2_AH46*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_H5_3 + leg3_AH46*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_H5_3 + leg4_AH46*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_H5_3 + leg5_AH46*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_H5_3 + leg6_AH46*leg6_Ci1_y
+    cse278 = leg1_AH24*leg1_H4_2 + leg1_AH44*leg1_Ci1_x
+    A_star44 = cse278 + leg1_AH14*leg1_H4_1 + leg1_AH34*leg1_H4_3 + leg2_AH14*leg2_H4_1 + leg2_AH24*leg2_H4_2 + leg2_AH34*leg2_H4_3 + leg2_AH44*leg2_Ci1_x + leg3_AH14*leg3_H4_1 + leg3_AH24*leg3_H4_2 + leg3_AH34*leg3_H4_3 + leg3_AH44*leg3_Ci1_x + leg4_AH14*leg4_H4_1 + leg4_AH24*leg4_H4_2 + leg4_AH34*leg4_H4_3 + leg4_AH44*leg4_Ci1_x + leg5_AH14*leg5_H4_1 + leg5_AH24*leg5_H4_2 + leg5_AH34*leg5_H4_3 + leg5_AH44*leg5_Ci1_x + leg6_AH14*leg6_H4_1 + leg6_AH24*leg6_H4_2 + leg6_AH34*leg6_H4_3 + leg6_AH44*leg6_Ci1_x + 30.0
+    cse279 = cse278 + leg1_AH15*leg1_H4_1
+    A_star45 = cse279 + leg1_AH35*leg1_H4_3 + leg2_AH15*leg2_H4_1 + leg2_AH25*leg2_H4_2 + leg2_AH35*leg2_H4_3 + leg2_AH45*leg2_Ci1_x + leg3_AH15*leg3_H4_1 + leg3_AH25*leg3_H4_2 + leg3_AH35*leg3_H4_3 + leg3_AH45*leg3_Ci1_x + leg4_AH15*leg4_H4_1 + leg4_AH25*leg4_H4_2 + leg4_AH35*leg4_H4_3 + leg4_AH45*leg4_Ci1_x + leg5_AH15*leg5_H4_1 + leg5_AH25*leg5_H4_2 + leg5_AH35*leg5_H4_3 + leg5_AH45*leg5_Ci1_x + leg6_AH15*leg6_H4_1 + leg6_AH25*leg6_H4_2 + leg6_AH35*leg6_H4_3 + leg6_AH45*leg6_Ci1_x
+    cse280 = leg1_AH16*leg1_H4_1 + leg1_AH26*leg1_H4_2 + leg1_AH46*leg1_Ci1_x
+    A_star46 = cse280 + leg1_AH36*leg1_H4_3 + leg2_AH16*leg2_H4_1 + leg2_AH26*leg2_H4_2 + leg2_AH36*leg2_H4_3 + leg2_AH46*leg2_Ci1_x + leg3_AH16*leg3_H4_1 + leg3_AH26*leg3_H4_2 + leg3_AH36*leg3_H4_3 + leg3_AH46*leg3_Ci1_x + leg4_AH16*leg4_H4_1 + leg4_AH26*leg4_H4_2 + leg4_AH36*leg4_H4_3 + leg4_AH46*leg4_Ci1_x + leg5_AH16*leg5_H4_1 + leg5_AH26*leg5_H4_2 + leg5_AH36*leg5_H4_3 + leg5_AH46*leg5_Ci1_x + leg6_AH16*leg6_H4_1 + leg6_AH26*leg6_H4_2 + leg6_AH36*leg6_H4_3 + leg6_AH46*leg6_Ci1_x
+    A_star55 = cse279 + leg1_AH35*leg1_H5_3 + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_H5_3 + leg2_AH45*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_H5_3 + leg3_AH45*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_H5_3 + leg4_AH45*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_H5_3 + leg5_AH45*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_H5_3 + leg6_AH45*leg6_Ci1_y + 30.0
+    A_star56 = cse280 + leg1_AH36*leg1_H5_3 + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_H5_3 + leg2_AH46*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_H5_3 + leg3_AH46*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_H5_3 + leg4_AH46*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_H5_3 + leg5_AH46*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_H5_3 + leg6_AH46*leg6_Ci1_y
     A_star66 = leg1_AH16*leg1_H6_1 + leg1_AH26*leg1_H6_2 + leg1_AH36*leg1_H6_3 + leg1_AH46*leg1_Ci1_z + leg2_AH16*leg2_H6_1 + leg2_AH26*leg2_H6_2 + leg2_AH36*leg2_H6_3 + leg2_AH46*leg2_Ci1_z + leg3_AH16*leg3_H6_1 + leg3_AH26*leg3_H6_2 + leg3_AH36*leg3_H6_3 + leg3_AH46*leg3_Ci1_z + leg4_AH16*leg4_H6_1 + leg4_AH26*leg4_H6_2 + leg4_AH36*leg4_H6_3 + leg4_AH46*leg4_Ci1_z + leg5_AH16*leg5_H6_1 + leg5_AH26*leg5_H6_2 + leg5_AH36*leg5_H6_3 + leg5_AH46*leg5_Ci1_z + leg6_AH16*leg6_H6_1 + leg6_AH26*leg6_H6_2 + leg6_AH36*leg6_H6_3 + leg6_AH46*leg6_Ci1_z + 55.0
     b_star1 = leg1_B0_00*leg1_r4 + leg1_H1_1*leg1_r1 + leg1_H1_2*leg1_r2 + leg1_H1_3*leg1_r3 + leg1_s_C_f_x + leg2_B0_00*leg2_r4 + leg2_H1_1*leg2_r1 + leg2_H1_2*leg2_r2 + leg2_H1_3*leg2_r3 + leg3_B0_00*leg3_r4 + leg3_H1_1*leg3_r1 + leg3_H1_2*leg3_r2 + leg3_H1_3*leg3_r3 + leg4_B0_00*leg4_r4 + leg4_H1_1*leg4_r1 + leg4_H1_2*leg4_r2 + leg4_H1_3*leg4_r3 + leg5_B0_00*leg5_r4 + leg5_H1_1*leg5_r1 + leg5_H1_2*leg5_r2 + leg5_H1_3*leg5_r3 + leg6_B0_00*leg6_r4 + leg6_H1_1*leg6_r1 + leg6_H1_2*leg6_r2 + leg6_H1_3*leg6_r3
     b_star2 = leg1_B0_01*leg1_r4 + leg1_H2_1*leg1_r1 + leg1_H2_2*leg1_r2 + leg1_H2_3*leg1_r3 + leg1_s_C_f_y + leg2_B0_01*leg2_r4 + leg2_H2_1*leg2_r1 + leg2_H2_2*leg2_r2 + leg2_H2_3*leg2_r3 + leg3_B0_01*leg3_r4 + leg3_H2_1*leg3_r1 + leg3_H2_2*leg3_r2 + leg3_H2_3*leg3_r3 + leg4_B0_01*leg4_r4 + leg4_H2_1*leg4_r1 + leg4_H2_2*leg4_r2 + leg4_H2_3*leg4_r3 + leg5_B0_01*leg5_r4 + leg5_H2_1*leg5_r1 + leg5_H2_2*leg5_r2 + leg5_H2_3*leg5_r3 + leg6_B0_01*leg6_r4 + leg6_H2_1*leg6_r1 + leg6_H2_2*leg6_r2 + leg6_H2_3*leg6_r3
     b_star3 = leg1_B0_02*leg1_r4 + leg1_H3_1*leg1_r1 + leg1_H3_2*leg1_r2 + leg1_H3_3*leg1_r3 + leg1_s_C_f_z + leg2_B0_02*leg2_r4 + leg2_H3_1*leg2_r1 + leg2_H3_2*leg2_r2 + leg2_H3_3*leg2_r3 + leg3_B0_02*leg3_r4 + leg3_H3_1*leg3_r1 + leg3_H3_2*leg3_r2 + leg3_H3_3*leg3_r3 + leg4_B0_02*leg4_r4 + leg4_H3_1*leg4_r1 + leg4_H3_2*leg4_r2 + leg4_H3_3*leg4_r3 + leg5_B0_02*leg5_r4 + leg5_H3_1*leg5_r1 + leg5_H3_2*leg5_r2 + leg5_H3_3*leg5_r3 + leg6_B0_02*leg6_r4 + leg6_H3_1*leg6_r1 + leg6_H3_2*leg6_r2 + leg6_H3_3*leg6_r3
-    b_star4 = leg1_Ci1_x*leg1_r4 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2 + leg1_H4_3*leg1_r3 + leg1_s_C_m_x + leg2_Ci1_x*leg2_r4 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg2_H4_3*leg2_r3 + leg3_Ci1_x*leg3_r4 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg3_H4_3*leg3_r3 + leg4_Ci1_x*leg4_r4 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg4_H4_3*leg4_r3 + leg5_Ci1_x*leg5_r4 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg5_H4_3*leg5_r3 + leg6_Ci1_x*leg6_r4 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + leg6_H4_3*leg6_r3
-    b_star5 = leg1_Ci1_y*leg1_r4 + leg1_H5_1*leg1_r1 + leg1_H5_2*leg1_r2 + leg1_H5_3*leg1_r3 + leg1_s_C_m_y + leg2_Ci1_y*leg2_r4 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg2_H5_3*leg2_r3 + leg3_Ci1_y*leg3_r4 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg3_H5_3*leg3_r3 + leg4_Ci1_y*leg4_r4 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg4_H5_3*leg4_r3 + leg5_Ci1_y*leg5_r4 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg5_H5_3*leg5_r3 + leg6_Ci1_y*leg6_r4 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + leg6_H5_3*leg6_r3
+    cse281 = leg1_Ci1_x*leg1_r4 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2
+    b_star4 = cse281 + leg1_H4_3*leg1_r3 + leg1_s_C_m_x + leg2_Ci1_x*leg2_r4 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg2_H4_3*leg2_r3 + leg3_Ci1_x*leg3_r4 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg3_H4_3*leg3_r3 + leg4_Ci1_x*leg4_r4 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg4_H4_3*leg4_r3 + leg5_Ci1_x*leg5_r4 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg5_H4_3*leg5_r3 + leg6_Ci1_x*leg6_r4 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + leg6_H4_3*leg6_r3
+    b_star5 = cse281 + leg1_H5_3*leg1_r3 + leg1_s_C_m_y + leg2_Ci1_y*leg2_r4 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg2_H5_3*leg2_r3 + leg3_Ci1_y*leg3_r4 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg3_H5_3*leg3_r3 + leg4_Ci1_y*leg4_r4 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg4_H5_3*leg4_r3 + leg5_Ci1_y*leg5_r4 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg5_H5_3*leg5_r3 + leg6_Ci1_y*leg6_r4 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + leg6_H5_3*leg6_r3
     b_star6 = leg1_Ci1_z*leg1_r4 + leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg1_H6_3*leg1_r3 + leg2_Ci1_z*leg2_r4 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg2_H6_3*leg2_r3 + leg3_Ci1_z*leg3_r4 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg3_H6_3*leg3_r3 + leg4_Ci1_z*leg4_r4 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg4_H6_3*leg4_r3 + leg5_Ci1_z*leg5_r4 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg5_H6_3*leg5_r3 + leg6_Ci1_z*leg6_r4 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + leg6_H6_3*leg6_r3 + mE_z
     if not (0.9999999999999*A_star11 > 0.0):  # pivot D1 of the reduced mass matrix A*_C
         xdot[:] = [NAN] * 12
@@ -10493,10 +11006,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     udot3 = -L4_3*udot4 - L5_3*udot5 - L6_3*udot6 + invD3*y3
     udot2 = -L3_2*udot3 - L4_2*udot4 - L5_2*udot5 - L6_2*udot6 + invD2*y2
     udot1 = -L2_1*udot2 - L3_1*udot3 - L4_1*udot4 - L5_1*udot5 - L6_1*udot6 + b_star1*invD1
-    qdd1 = leg1_H1_1*udot1 + leg1_H2_1*udot2 + leg1_H3_1*udot3 + leg1_H4_1*udot4 + leg1_H5_1*udot5 + leg1_H6_1*udot6 + leg1_h1
-    qdd2 = leg1_H1_2*udot1 + leg1_H2_2*udot2 + leg1_H3_2*udot3 + leg1_H4_2*udot4 + leg1_H5_2*udot5 + leg1_H6_2*udot6 + leg1_h2
+    qdd1 = leg1_H1_1*udot1 + leg1_H2_1*udot2 + leg1_H3_1*udot3 + leg1_H4_1*udot4 + leg1_H4_1*udot5 + leg1_H6_1*udot6 + leg1_h1
+    qdd2 = leg1_H1_2*udot1 + leg1_H2_2*udot2 + leg1_H3_2*udot3 + leg1_H4_2*udot4 + leg1_H4_2*udot5 + leg1_H6_2*udot6 + leg1_h2
     qdd3 = leg1_H1_3*udot1 + leg1_H2_3*udot2 + leg1_H3_3*udot3 + leg1_H4_3*udot4 + leg1_H5_3*udot5 + leg1_H6_3*udot6 + leg1_h3
-    qdd4 = leg1_B0_00*udot1 + leg1_B0_01*udot2 + leg1_B0_02*udot3 + leg1_Ci1_x*udot4 + leg1_Ci1_y*udot5 + leg1_Ci1_z*udot6 + leg1_c1
+    qdd4 = leg1_B0_00*udot1 + leg1_B0_01*udot2 + leg1_B0_02*udot3 + leg1_Ci1_x*udot4 + leg1_Ci1_x*udot5 + leg1_Ci1_z*udot6 + leg1_c1
     leg2_qdd1 = leg2_H1_1*udot1 + leg2_H2_1*udot2 + leg2_H3_1*udot3 + leg2_H4_1*udot4 + leg2_H5_1*udot5 + leg2_H6_1*udot6 + leg2_h1
     leg2_qdd2 = leg2_H1_2*udot1 + leg2_H2_2*udot2 + leg2_H3_2*udot3 + leg2_H4_2*udot4 + leg2_H5_2*udot5 + leg2_H6_2*udot6 + leg2_h2
     leg2_qdd3 = leg2_H1_3*udot1 + leg2_H2_3*udot2 + leg2_H3_3*udot3 + leg2_H4_3*udot4 + leg2_H5_3*udot5 + leg2_H6_3*udot6 + leg2_h3
@@ -10519,7 +11032,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_qdd4 = leg6_B0_00*udot1 + leg6_B0_01*udot2 + leg6_B0_02*udot3 + leg6_Ci1_x*udot4 + leg6_Ci1_y*udot5 + leg6_Ci1_z*udot6 + leg6_c1
     leg1_Aqdd_b1 = leg1_IJ2_11*qdd1 + leg1_N1_y + leg1_Nm3_1_y*qdd3
     leg1_Aqdd_b2 = leg1_Ic2_22*qdd2 + leg1_N2_z
-    leg1_Aqdd_b3 = cse229 + leg1_Nm3_1_y*qdd1 + (0.0005)*qdd3
+    leg1_Aqdd_b3 = cse269 + leg1_Nm3_1_y*qdd1 + (0.0005)*qdd3
     leg1_Aqdd_b4 = -leg1_b4 + 2.0*qdd4
     leg1_lambda_z4 = leg1_Aqdd_b3*leg1_lu_inv2
     leg1_lambda_z3 = leg1_lu_inv3*(leg1_Aqdd_b1 - leg1_Cd4_1*leg1_lambda_z4)
@@ -10527,7 +11040,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_lambda3 = -leg1_lambda_z2*leg1_lu_f21 + leg1_lambda_z3
     leg2_Aqdd_b1 = leg2_IJ2_11*leg2_qdd1 + leg2_N1_y + leg2_Nm3_1_y*leg2_qdd3
     leg2_Aqdd_b2 = leg2_Ic2_22*leg2_qdd2 + leg2_N2_z
-    leg2_Aqdd_b3 = cse230 + leg2_Nm3_1_y*leg2_qdd1 + (0.0005)*leg2_qdd3
+    leg2_Aqdd_b3 = cse270 + leg2_Nm3_1_y*leg2_qdd1 + (0.0005)*leg2_qdd3
     leg2_Aqdd_b4 = -leg2_b4 + 2.0*leg2_qdd4
     leg2_lambda_z4 = leg2_Aqdd_b3*leg2_lu_inv2
     leg2_lambda_z3 = leg2_lu_inv3*(leg2_Aqdd_b1 - leg2_Cd4_1*leg2_lambda_z4)
@@ -10535,7 +11048,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_lambda3 = -leg2_lambda_z2*leg2_lu_f21 + leg2_lambda_z3
     leg3_Aqdd_b1 = leg3_IJ2_11*leg3_qdd1 + leg3_N1_y + leg3_Nm3_1_y*leg3_qdd3
     leg3_Aqdd_b2 = leg3_Ic2_22*leg3_qdd2 + leg3_N2_z
-    leg3_Aqdd_b3 = cse231 + leg3_Nm3_1_y*leg3_qdd1 + (0.0005)*leg3_qdd3
+    leg3_Aqdd_b3 = cse271 + leg3_Nm3_1_y*leg3_qdd1 + (0.0005)*leg3_qdd3
     leg3_Aqdd_b4 = -leg3_b4 + 2.0*leg3_qdd4
     leg3_lambda_z4 = leg3_Aqdd_b3*leg3_lu_inv2
     leg3_lambda_z3 = leg3_lu_inv3*(leg3_Aqdd_b1 - leg3_Cd4_1*leg3_lambda_z4)
@@ -10543,7 +11056,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_lambda3 = -leg3_lambda_z2*leg3_lu_f21 + leg3_lambda_z3
     leg4_Aqdd_b1 = leg4_IJ2_11*leg4_qdd1 + leg4_N1_y + leg4_Nm3_1_y*leg4_qdd3
     leg4_Aqdd_b2 = leg4_Ic2_22*leg4_qdd2 + leg4_N2_z
-    leg4_Aqdd_b3 = cse232 + leg4_Nm3_1_y*leg4_qdd1 + (0.0005)*leg4_qdd3
+    leg4_Aqdd_b3 = cse272 + leg4_Nm3_1_y*leg4_qdd1 + (0.0005)*leg4_qdd3
     leg4_Aqdd_b4 = -leg4_b4 + 2.0*leg4_qdd4
     leg4_lambda_z4 = leg4_Aqdd_b3*leg4_lu_inv2
     leg4_lambda_z3 = leg4_lu_inv3*(leg4_Aqdd_b1 - leg4_Cd4_1*leg4_lambda_z4)
@@ -10551,7 +11064,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_lambda3 = -leg4_lambda_z2*leg4_lu_f21 + leg4_lambda_z3
     leg5_Aqdd_b1 = leg5_IJ2_11*leg5_qdd1 + leg5_N1_y + leg5_Nm3_1_y*leg5_qdd3
     leg5_Aqdd_b2 = leg5_Ic2_22*leg5_qdd2 + leg5_N2_z
-    leg5_Aqdd_b3 = cse233 + leg5_Nm3_1_y*leg5_qdd1 + (0.0005)*leg5_qdd3
+    leg5_Aqdd_b3 = cse273 + leg5_Nm3_1_y*leg5_qdd1 + (0.0005)*leg5_qdd3
     leg5_Aqdd_b4 = -leg5_b4 + 2.0*leg5_qdd4
     leg5_lambda_z4 = leg5_Aqdd_b3*leg5_lu_inv2
     leg5_lambda_z3 = leg5_lu_inv3*(leg5_Aqdd_b1 - leg5_Cd4_1*leg5_lambda_z4)
@@ -10559,7 +11072,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_lambda3 = -leg5_lambda_z2*leg5_lu_f21 + leg5_lambda_z3
     leg6_Aqdd_b1 = leg6_IJ2_11*leg6_qdd1 + leg6_N1_y + leg6_Nm3_1_y*leg6_qdd3
     leg6_Aqdd_b2 = leg6_Ic2_22*leg6_qdd2 + leg6_N2_z
-    leg6_Aqdd_b3 = cse234 + leg6_Nm3_1_y*leg6_qdd1 + (0.0005)*leg6_qdd3
+    leg6_Aqdd_b3 = cse274 + leg6_Nm3_1_y*leg6_qdd1 + (0.0005)*leg6_qdd3
     leg6_Aqdd_b4 = -leg6_b4 + 2.0*leg6_qdd4
     leg6_lambda_z4 = leg6_Aqdd_b3*leg6_lu_inv2
     leg6_lambda_z3 = leg6_lu_inv3*(leg6_Aqdd_b1 - leg6_Cd4_1*leg6_lambda_z4)
@@ -10568,59 +11081,59 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_F_on_C_x = -leg1_Aqdd_b4*leg1_B0_00 - leg1_B0_10*leg1_lambda_z2 - leg1_B0_20*leg1_lambda3
     leg1_F_on_C_y = -leg1_Aqdd_b4*leg1_B0_01 - leg1_B0_11*leg1_lambda_z2 - leg1_B0_21*leg1_lambda3
     leg1_F_on_C_z = -leg1_Aqdd_b4*leg1_B0_02 - leg1_B0_12*leg1_lambda_z2 - leg1_B0_22*leg1_lambda3
-    cse235 = leg1_e2_z*leg1_lambda_z4
-    leg1_M_on_C_x = -cse235*leg1_B0_00 + leg1_B0_20*leg1_e2_x*leg1_lambda_z4
-    leg1_M_on_C_y = -cse235*leg1_B0_01 + leg1_B0_21*leg1_e2_x*leg1_lambda_z4
-    leg1_M_on_C_z = -cse235*leg1_B0_02 + leg1_B0_22*leg1_e2_x*leg1_lambda_z4
+    cse282 = leg1_e2_z*leg1_lambda_z4
+    leg1_M_on_C_x = -cse282*leg1_B0_00 + leg1_B0_20*leg1_e2_x*leg1_lambda_z4
+    leg1_M_on_C_y = -cse282*leg1_B0_01 + leg1_B0_21*leg1_e2_x*leg1_lambda_z4
+    leg1_M_on_C_z = -cse282*leg1_B0_02 + leg1_B0_22*leg1_e2_x*leg1_lambda_z4
     leg2_F_on_C_x = -leg2_Aqdd_b4*leg2_B0_00 - leg2_B0_10*leg2_lambda_z2 - leg2_B0_20*leg2_lambda3
     leg2_F_on_C_y = -leg2_Aqdd_b4*leg2_B0_01 - leg2_B0_11*leg2_lambda_z2 - leg2_B0_21*leg2_lambda3
     leg2_F_on_C_z = -leg2_Aqdd_b4*leg2_B0_02 - leg2_B0_12*leg2_lambda_z2 - leg2_B0_22*leg2_lambda3
-    cse236 = leg2_e2_z*leg2_lambda_z4
-    leg2_M_on_C_x = -cse236*leg2_B0_00 + leg2_B0_20*leg2_e2_x*leg2_lambda_z4
-    leg2_M_on_C_y = -cse236*leg2_B0_01 + leg2_B0_21*leg2_e2_x*leg2_lambda_z4
-    leg2_M_on_C_z = -cse236*leg2_B0_02 + leg2_B0_22*leg2_e2_x*leg2_lambda_z4
+    cse283 = leg2_e2_z*leg2_lambda_z4
+    leg2_M_on_C_x = -cse283*leg2_B0_00 + leg2_B0_20*leg2_e2_x*leg2_lambda_z4
+    leg2_M_on_C_y = -cse283*leg2_B0_01 + leg2_B0_21*leg2_e2_x*leg2_lambda_z4
+    leg2_M_on_C_z = -cse283*leg2_B0_02 + leg2_B0_22*leg2_e2_x*leg2_lambda_z4
     leg3_F_on_C_x = -leg3_Aqdd_b4*leg3_B0_00 - leg3_B0_10*leg3_lambda_z2 - leg3_B0_20*leg3_lambda3
     leg3_F_on_C_y = -leg3_Aqdd_b4*leg3_B0_01 - leg3_B0_11*leg3_lambda_z2 - leg3_B0_21*leg3_lambda3
     leg3_F_on_C_z = -leg3_Aqdd_b4*leg3_B0_02 - leg3_B0_12*leg3_lambda_z2 - leg3_B0_22*leg3_lambda3
-    cse237 = leg3_e2_z*leg3_lambda_z4
-    leg3_M_on_C_x = -cse237*leg3_B0_00 + leg3_B0_20*leg3_e2_x*leg3_lambda_z4
-    leg3_M_on_C_y = -cse237*leg3_B0_01 + leg3_B0_21*leg3_e2_x*leg3_lambda_z4
-    leg3_M_on_C_z = -cse237*leg3_B0_02 + leg3_B0_22*leg3_e2_x*leg3_lambda_z4
+    cse284 = leg3_e2_z*leg3_lambda_z4
+    leg3_M_on_C_x = -cse284*leg3_B0_00 + leg3_B0_20*leg3_e2_x*leg3_lambda_z4
+    leg3_M_on_C_y = -cse284*leg3_B0_01 + leg3_B0_21*leg3_e2_x*leg3_lambda_z4
+    leg3_M_on_C_z = -cse284*leg3_B0_02 + leg3_B0_22*leg3_e2_x*leg3_lambda_z4
     leg4_F_on_C_x = -leg4_Aqdd_b4*leg4_B0_00 - leg4_B0_10*leg4_lambda_z2 - leg4_B0_20*leg4_lambda3
     leg4_F_on_C_y = -leg4_Aqdd_b4*leg4_B0_01 - leg4_B0_11*leg4_lambda_z2 - leg4_B0_21*leg4_lambda3
     leg4_F_on_C_z = -leg4_Aqdd_b4*leg4_B0_02 - leg4_B0_12*leg4_lambda_z2 - leg4_B0_22*leg4_lambda3
-    cse238 = leg4_e2_z*leg4_lambda_z4
-    leg4_M_on_C_x = -cse238*leg4_B0_00 + leg4_B0_20*leg4_e2_x*leg4_lambda_z4
-    leg4_M_on_C_y = -cse238*leg4_B0_01 + leg4_B0_21*leg4_e2_x*leg4_lambda_z4
-    leg4_M_on_C_z = -cse238*leg4_B0_02 + leg4_B0_22*leg4_e2_x*leg4_lambda_z4
+    cse285 = leg4_e2_z*leg4_lambda_z4
+    leg4_M_on_C_x = -cse285*leg4_B0_00 + leg4_B0_20*leg4_e2_x*leg4_lambda_z4
+    leg4_M_on_C_y = -cse285*leg4_B0_01 + leg4_B0_21*leg4_e2_x*leg4_lambda_z4
+    leg4_M_on_C_z = -cse285*leg4_B0_02 + leg4_B0_22*leg4_e2_x*leg4_lambda_z4
     leg5_F_on_C_x = -leg5_Aqdd_b4*leg5_B0_00 - leg5_B0_10*leg5_lambda_z2 - leg5_B0_20*leg5_lambda3
     leg5_F_on_C_y = -leg5_Aqdd_b4*leg5_B0_01 - leg5_B0_11*leg5_lambda_z2 - leg5_B0_21*leg5_lambda3
     leg5_F_on_C_z = -leg5_Aqdd_b4*leg5_B0_02 - leg5_B0_12*leg5_lambda_z2 - leg5_B0_22*leg5_lambda3
-    cse239 = leg5_e2_z*leg5_lambda_z4
-    leg5_M_on_C_x = -cse239*leg5_B0_00 + leg5_B0_20*leg5_e2_x*leg5_lambda_z4
-    leg5_M_on_C_y = -cse239*leg5_B0_01 + leg5_B0_21*leg5_e2_x*leg5_lambda_z4
-    leg5_M_on_C_z = -cse239*leg5_B0_02 + leg5_B0_22*leg5_e2_x*leg5_lambda_z4
+    cse286 = leg5_e2_z*leg5_lambda_z4
+    leg5_M_on_C_x = -cse286*leg5_B0_00 + leg5_B0_20*leg5_e2_x*leg5_lambda_z4
+    leg5_M_on_C_y = -cse286*leg5_B0_01 + leg5_B0_21*leg5_e2_x*leg5_lambda_z4
+    leg5_M_on_C_z = -cse286*leg5_B0_02 + leg5_B0_22*leg5_e2_x*leg5_lambda_z4
     leg6_F_on_C_x = -leg6_Aqdd_b4*leg6_B0_00 - leg6_B0_10*leg6_lambda_z2 - leg6_B0_20*leg6_lambda3
     leg6_F_on_C_y = -leg6_Aqdd_b4*leg6_B0_01 - leg6_B0_11*leg6_lambda_z2 - leg6_B0_21*leg6_lambda3
     leg6_F_on_C_z = -leg6_Aqdd_b4*leg6_B0_02 - leg6_B0_12*leg6_lambda_z2 - leg6_B0_22*leg6_lambda3
-    cse240 = leg6_e2_z*leg6_lambda_z4
-    leg6_M_on_C_x = -cse240*leg6_B0_00 + leg6_B0_20*leg6_e2_x*leg6_lambda_z4
-    leg6_M_on_C_y = -cse240*leg6_B0_01 + leg6_B0_21*leg6_e2_x*leg6_lambda_z4
-    leg6_M_on_C_z = -cse240*leg6_B0_02 + leg6_B0_22*leg6_e2_x*leg6_lambda_z4
-    leg1_epsd2_x_2 = cse88 + leg1_u_s2*qdd1
-    leg1_epsd2_y_2 = -cse89 + leg1_u_c2*qdd1
+    cse287 = leg6_e2_z*leg6_lambda_z4
+    leg6_M_on_C_x = -cse287*leg6_B0_00 + leg6_B0_20*leg6_e2_x*leg6_lambda_z4
+    leg6_M_on_C_y = -cse287*leg6_B0_01 + leg6_B0_21*leg6_e2_x*leg6_lambda_z4
+    leg6_M_on_C_z = -cse287*leg6_B0_02 + leg6_B0_22*leg6_e2_x*leg6_lambda_z4
+    leg1_epsd2_x_2 = cse113 + leg1_u_s2*qdd1
+    leg1_epsd2_y_2 = -cse114 + leg1_u_c2*qdd1
     leg1_epsd3_x = leg1_epsd2_x_2 + qdd3
-    leg1_epsd3_y_2 = cse90 + leg1_epsd2_y_2*leg1_roll_c + leg1_roll_s*qdd2
-    leg1_epsd3_z_2 = -cse91 - leg1_epsd2_y_2*leg1_roll_s + leg1_roll_c*qdd2
-    leg1_a4_x_3 = cse93 + qdd4
-    leg1_a4_y_3 = cse95 + leg1_a3_y + leg1_epsd3_z_2*leg1_stroke
-    leg1_a4_z_3 = cse99 - leg1_epsd3_y_2*leg1_stroke
-    leg1_F4_x_2 = cse100 - leg1_Aqdd_b4 + 2.0*leg1_a4_x_3
-    leg1_F4_y_2 = cse101 + 2.0*leg1_a4_y_3 + (0.9)*leg1_epsd3_z_2 - leg1_lambda_z2
-    leg1_F4_z_2 = cse102 + 2.0*leg1_a4_z_3 - 0.9*leg1_epsd3_y_2 - leg1_lambda3
-    leg1_N4_x_2 = -cse235 + (0.0005)*leg1_epsd3_x
-    leg1_N4_y_2 = -cse103 - 0.9*leg1_a4_z_3 + (0.422)*leg1_epsd3_y_2 + 0.7223228347298781*leg1_lambda3
-    leg1_N4_z_2 = cse104 + (0.9)*leg1_a4_y_3 + leg1_e2_x*leg1_lambda_z4 + (0.422)*leg1_epsd3_z_2 - 0.7223228347298781*leg1_lambda_z2
+    leg1_epsd3_y_2 = cse115 + leg1_epsd2_y_2*leg1_roll_c + leg1_roll_s*qdd2
+    leg1_epsd3_z_2 = -cse116 - leg1_epsd2_y_2*leg1_roll_s + leg1_roll_c*qdd2
+    leg1_a4_x_3 = cse118 + qdd4
+    leg1_a4_y_3 = cse120 + leg1_a3_y + leg1_epsd3_z_2*leg1_stroke
+    leg1_a4_z_3 = cse124 - leg1_epsd3_y_2*leg1_stroke
+    leg1_F4_x_2 = cse125 - leg1_Aqdd_b4 + 2.0*leg1_a4_x_3
+    leg1_F4_y_2 = cse126 + 2.0*leg1_a4_y_3 + (0.9)*leg1_epsd3_z_2 - leg1_lambda_z2
+    leg1_F4_z_2 = cse127 + 2.0*leg1_a4_z_3 - 0.9*leg1_epsd3_y_2 - leg1_lambda3
+    leg1_N4_x_2 = -cse282 + (0.0005)*leg1_epsd3_x
+    leg1_N4_y_2 = -cse128 - 0.9*leg1_a4_z_3 + (0.422)*leg1_epsd3_y_2 + 0.7223228347298781*leg1_lambda3
+    leg1_N4_z_2 = cse129 + (0.9)*leg1_a4_y_3 + leg1_e2_x*leg1_lambda_z4 + (0.422)*leg1_epsd3_z_2 - 0.7223228347298781*leg1_lambda_z2
     leg1_N3_y_2 = -leg1_F4_z_2*leg1_stroke + leg1_N4_y_2
     leg1_N3_z_2 = leg1_F4_y_2*leg1_stroke + leg1_N4_z_2
     leg1_F_c3_y_2 = leg1_F4_y_2*leg1_roll_c - leg1_F4_z_2*leg1_roll_s
@@ -10629,29 +11142,29 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_F2_y_2 = leg1_F_c3_y_2 + 4.0*leg1_a2_y + (0.6)*leg1_oo2_xy + (0.6)*qdd2
     leg1_F2_z_2 = leg1_F_c3_z_2 + 4.0*leg1_a1_z - 0.6*leg1_epsd2_y_2 + (0.6)*leg1_oo2_xz
     leg1_N2_x_2 = leg1_N4_x_2 + (0.002)*leg1_epsd2_x_2
-    leg1_N2_y_2 = -cse105 + leg1_N3_y_2*leg1_roll_c - leg1_N3_z_2*leg1_roll_s + (0.1433)*leg1_epsd2_y_2
-    leg1_N2_z_2 = cse106 + leg1_N3_y_2*leg1_roll_s + leg1_N3_z_2*leg1_roll_c + (0.1433)*qdd2
+    leg1_N2_y_2 = -cse130 + leg1_N3_y_2*leg1_roll_c - leg1_N3_z_2*leg1_roll_s + (0.1433)*leg1_epsd2_y_2
+    leg1_N2_z_2 = cse131 + leg1_N3_y_2*leg1_roll_s + leg1_N3_z_2*leg1_roll_c + (0.1433)*qdd2
     leg1_F_c2_x_2 = leg1_F2_x_2*leg1_u_c2 - leg1_F2_y_2*leg1_u_s2
     leg1_F_c2_y_2 = leg1_F2_x_2*leg1_u_s2 + leg1_F2_y_2*leg1_u_c2
     leg1_N1_x_2 = leg1_N2_x_2*leg1_u_c2 - leg1_N2_y_2*leg1_u_s2
     leg1_N1_y_2 = leg1_N2_x_2*leg1_u_s2 + leg1_N2_y_2*leg1_u_c2
-    leg1_F_base_x = leg1_F2_z_2*leg1_beta1_20 + leg1_F_c2_x_2*leg1_beta1_00 + 0.48411381003978005*leg1_F_c2_y_2
+    leg1_F_base_x = leg1_F2_z_2*leg1_beta1_20 + leg1_F_c2_x_2*leg1_beta1_00 + 0.4841138100397801*leg1_F_c2_y_2
     leg1_F_base_y = leg1_F2_z_2*leg1_beta1_21 + leg1_F_c2_x_2*leg1_beta1_01 - 0.8750050393733557*leg1_F_c2_y_2
     leg1_F_base_z = leg1_F2_z_2*leg1_beta1_22 + leg1_F_c2_x_2*leg1_beta1_02
-    leg2_epsd2_x_2 = cse107 + leg2_qdd1*leg2_u_s2
-    leg2_epsd2_y_2 = -cse108 + leg2_qdd1*leg2_u_c2
+    leg2_epsd2_x_2 = cse132 + leg2_qdd1*leg2_u_s2
+    leg2_epsd2_y_2 = -cse133 + leg2_qdd1*leg2_u_c2
     leg2_epsd3_x = leg2_epsd2_x_2 + leg2_qdd3
-    leg2_epsd3_y_2 = cse109 + leg2_epsd2_y_2*leg2_roll_c + leg2_qdd2*leg2_roll_s
-    leg2_epsd3_z_2 = -cse110 - leg2_epsd2_y_2*leg2_roll_s + leg2_qdd2*leg2_roll_c
-    leg2_a4_x_3 = cse112 + leg2_qdd4
-    leg2_a4_y_3 = cse114 + leg2_a3_y + leg2_epsd3_z_2*leg2_stroke
-    leg2_a4_z_3 = cse118 - leg2_epsd3_y_2*leg2_stroke
-    leg2_F4_x_2 = cse119 - leg2_Aqdd_b4 + 2.0*leg2_a4_x_3
-    leg2_F4_y_2 = cse120 + 2.0*leg2_a4_y_3 + (0.9)*leg2_epsd3_z_2 - leg2_lambda_z2
-    leg2_F4_z_2 = cse121 + 2.0*leg2_a4_z_3 - 0.9*leg2_epsd3_y_2 - leg2_lambda3
-    leg2_N4_x_2 = -cse236 + (0.0005)*leg2_epsd3_x
-    leg2_N4_y_2 = -cse122 - 0.9*leg2_a4_z_3 + (0.422)*leg2_epsd3_y_2 + 0.7223228347298781*leg2_lambda3
-    leg2_N4_z_2 = cse123 + (0.9)*leg2_a4_y_3 + leg2_e2_x*leg2_lambda_z4 + (0.422)*leg2_epsd3_z_2 - 0.7223228347298781*leg2_lambda_z2
+    leg2_epsd3_y_2 = cse134 + leg2_epsd2_y_2*leg2_roll_c + leg2_qdd2*leg2_roll_s
+    leg2_epsd3_z_2 = -cse135 - leg2_epsd2_y_2*leg2_roll_s + leg2_qdd2*leg2_roll_c
+    leg2_a4_x_3 = cse137 + leg2_qdd4
+    leg2_a4_y_3 = cse139 + leg2_a3_y + leg2_epsd3_z_2*leg2_stroke
+    leg2_a4_z_3 = cse143 - leg2_epsd3_y_2*leg2_stroke
+    leg2_F4_x_2 = cse144 - leg2_Aqdd_b4 + 2.0*leg2_a4_x_3
+    leg2_F4_y_2 = cse145 + 2.0*leg2_a4_y_3 + (0.9)*leg2_epsd3_z_2 - leg2_lambda_z2
+    leg2_F4_z_2 = cse146 + 2.0*leg2_a4_z_3 - 0.9*leg2_epsd3_y_2 - leg2_lambda3
+    leg2_N4_x_2 = -cse283 + (0.0005)*leg2_epsd3_x
+    leg2_N4_y_2 = -cse147 - 0.9*leg2_a4_z_3 + (0.422)*leg2_epsd3_y_2 + 0.7223228347298781*leg2_lambda3
+    leg2_N4_z_2 = cse148 + (0.9)*leg2_a4_y_3 + leg2_e2_x*leg2_lambda_z4 + (0.422)*leg2_epsd3_z_2 - 0.7223228347298781*leg2_lambda_z2
     leg2_N3_y_2 = -leg2_F4_z_2*leg2_stroke + leg2_N4_y_2
     leg2_N3_z_2 = leg2_F4_y_2*leg2_stroke + leg2_N4_z_2
     leg2_F_c3_y_2 = leg2_F4_y_2*leg2_roll_c - leg2_F4_z_2*leg2_roll_s
@@ -10660,29 +11173,29 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_F2_y_2 = leg2_F_c3_y_2 + 4.0*leg2_a2_y + (0.6)*leg2_oo2_xy + (0.6)*leg2_qdd2
     leg2_F2_z_2 = leg2_F_c3_z_2 + 4.0*leg2_a1_z - 0.6*leg2_epsd2_y_2 + (0.6)*leg2_oo2_xz
     leg2_N2_x_2 = leg2_N4_x_2 + (0.002)*leg2_epsd2_x_2
-    leg2_N2_y_2 = -cse124 + leg2_N3_y_2*leg2_roll_c - leg2_N3_z_2*leg2_roll_s + (0.1433)*leg2_epsd2_y_2
-    leg2_N2_z_2 = cse125 + leg2_N3_y_2*leg2_roll_s + leg2_N3_z_2*leg2_roll_c + (0.1433)*leg2_qdd2
+    leg2_N2_y_2 = -cse149 + leg2_N3_y_2*leg2_roll_c - leg2_N3_z_2*leg2_roll_s + (0.1433)*leg2_epsd2_y_2
+    leg2_N2_z_2 = cse150 + leg2_N3_y_2*leg2_roll_s + leg2_N3_z_2*leg2_roll_c + (0.1433)*leg2_qdd2
     leg2_F_c2_x_2 = leg2_F2_x_2*leg2_u_c2 - leg2_F2_y_2*leg2_u_s2
     leg2_F_c2_y_2 = leg2_F2_x_2*leg2_u_s2 + leg2_F2_y_2*leg2_u_c2
     leg2_N1_x_2 = leg2_N2_x_2*leg2_u_c2 - leg2_N2_y_2*leg2_u_s2
     leg2_N1_y_2 = leg2_N2_x_2*leg2_u_s2 + leg2_N2_y_2*leg2_u_c2
-    leg2_F_base_x = leg2_F2_z_2*leg2_beta1_20 + leg2_F_c2_x_2*leg2_beta1_00 - 0.48411381003978005*leg2_F_c2_y_2
+    leg2_F_base_x = leg2_F2_z_2*leg2_beta1_20 + leg2_F_c2_x_2*leg2_beta1_00 - 0.4841138100397801*leg2_F_c2_y_2
     leg2_F_base_y = leg2_F2_z_2*leg2_beta1_21 + leg2_F_c2_x_2*leg2_beta1_01 - 0.8750050393733557*leg2_F_c2_y_2
     leg2_F_base_z = leg2_F2_z_2*leg2_beta1_22 + leg2_F_c2_x_2*leg2_beta1_02
-    leg3_epsd2_x_2 = cse126 + leg3_qdd1*leg3_u_s2
-    leg3_epsd2_y_2 = -cse127 + leg3_qdd1*leg3_u_c2
+    leg3_epsd2_x_2 = cse153 + leg3_qdd1*leg3_u_s2
+    leg3_epsd2_y_2 = -cse154 + leg3_qdd1*leg3_u_c2
     leg3_epsd3_x = leg3_epsd2_x_2 + leg3_qdd3
-    leg3_epsd3_y_2 = cse128 + leg3_epsd2_y_2*leg3_roll_c + leg3_qdd2*leg3_roll_s
-    leg3_epsd3_z_2 = -cse129 - leg3_epsd2_y_2*leg3_roll_s + leg3_qdd2*leg3_roll_c
-    leg3_a4_x_3 = cse131 + leg3_qdd4
-    leg3_a4_y_3 = cse133 + leg3_a3_y + leg3_epsd3_z_2*leg3_stroke
-    leg3_a4_z_3 = cse137 - leg3_epsd3_y_2*leg3_stroke
-    leg3_F4_x_2 = cse138 - leg3_Aqdd_b4 + 2.0*leg3_a4_x_3
-    leg3_F4_y_2 = cse139 + 2.0*leg3_a4_y_3 + (0.9)*leg3_epsd3_z_2 - leg3_lambda_z2
-    leg3_F4_z_2 = cse140 + 2.0*leg3_a4_z_3 - 0.9*leg3_epsd3_y_2 - leg3_lambda3
-    leg3_N4_x_2 = -cse237 + (0.0005)*leg3_epsd3_x
-    leg3_N4_y_2 = -cse141 - 0.9*leg3_a4_z_3 + (0.422)*leg3_epsd3_y_2 + 0.7223228347298782*leg3_lambda3
-    leg3_N4_z_2 = cse142 + (0.9)*leg3_a4_y_3 + leg3_e2_x*leg3_lambda_z4 + (0.422)*leg3_epsd3_z_2 - 0.7223228347298782*leg3_lambda_z2
+    leg3_epsd3_y_2 = cse155 + leg3_epsd2_y_2*leg3_roll_c + leg3_qdd2*leg3_roll_s
+    leg3_epsd3_z_2 = -cse156 - leg3_epsd2_y_2*leg3_roll_s + leg3_qdd2*leg3_roll_c
+    leg3_a4_x_3 = cse158 + leg3_qdd4
+    leg3_a4_y_3 = cse160 + leg3_a3_y + leg3_epsd3_z_2*leg3_stroke
+    leg3_a4_z_3 = cse164 - leg3_epsd3_y_2*leg3_stroke
+    leg3_F4_x_2 = cse165 - leg3_Aqdd_b4 + 2.0*leg3_a4_x_3
+    leg3_F4_y_2 = cse166 + 2.0*leg3_a4_y_3 + (0.9)*leg3_epsd3_z_2 - leg3_lambda_z2
+    leg3_F4_z_2 = cse167 + 2.0*leg3_a4_z_3 - 0.9*leg3_epsd3_y_2 - leg3_lambda3
+    leg3_N4_x_2 = -cse284 + (0.0005)*leg3_epsd3_x
+    leg3_N4_y_2 = -cse168 - 0.9*leg3_a4_z_3 + (0.422)*leg3_epsd3_y_2 + 0.7223228347298781*leg3_lambda3
+    leg3_N4_z_2 = cse169 + (0.9)*leg3_a4_y_3 + leg3_e2_x*leg3_lambda_z4 + (0.422)*leg3_epsd3_z_2 - 0.7223228347298781*leg3_lambda_z2
     leg3_N3_y_2 = -leg3_F4_z_2*leg3_stroke + leg3_N4_y_2
     leg3_N3_z_2 = leg3_F4_y_2*leg3_stroke + leg3_N4_z_2
     leg3_F_c3_y_2 = leg3_F4_y_2*leg3_roll_c - leg3_F4_z_2*leg3_roll_s
@@ -10691,29 +11204,29 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_F2_y_2 = leg3_F_c3_y_2 + 4.0*leg3_a2_y + (0.6)*leg3_oo2_xy + (0.6)*leg3_qdd2
     leg3_F2_z_2 = leg3_F_c3_z_2 + 4.0*leg3_a1_z - 0.6*leg3_epsd2_y_2 + (0.6)*leg3_oo2_xz
     leg3_N2_x_2 = leg3_N4_x_2 + (0.002)*leg3_epsd2_x_2
-    leg3_N2_y_2 = -cse143 + leg3_N3_y_2*leg3_roll_c - leg3_N3_z_2*leg3_roll_s + (0.1433)*leg3_epsd2_y_2
-    leg3_N2_z_2 = cse144 + leg3_N3_y_2*leg3_roll_s + leg3_N3_z_2*leg3_roll_c + (0.1433)*leg3_qdd2
+    leg3_N2_y_2 = -cse170 + leg3_N3_y_2*leg3_roll_c - leg3_N3_z_2*leg3_roll_s + (0.1433)*leg3_epsd2_y_2
+    leg3_N2_z_2 = cse171 + leg3_N3_y_2*leg3_roll_s + leg3_N3_z_2*leg3_roll_c + (0.1433)*leg3_qdd2
     leg3_F_c2_x_2 = leg3_F2_x_2*leg3_u_c2 - leg3_F2_y_2*leg3_u_s2
     leg3_F_c2_y_2 = leg3_F2_x_2*leg3_u_s2 + leg3_F2_y_2*leg3_u_c2
     leg3_N1_x_2 = leg3_N2_x_2*leg3_u_c2 - leg3_N2_y_2*leg3_u_s2
     leg3_N1_y_2 = leg3_N2_x_2*leg3_u_s2 + leg3_N2_y_2*leg3_u_c2
-    leg3_F_base_x = leg3_F2_z_2*leg3_beta1_20 + leg3_F_c2_x_2*leg3_beta1_00 + 0.5157196875168388*leg3_F_c2_y_2
+    leg3_F_base_x = leg3_F2_z_2*leg3_beta1_20 + leg3_F_c2_x_2*leg3_beta1_00 + 0.515719687516839*leg3_F_c2_y_2
     leg3_F_base_y = leg3_F2_z_2*leg3_beta1_21 + leg3_F_c2_x_2*leg3_beta1_01 + 0.8567573775040014*leg3_F_c2_y_2
     leg3_F_base_z = leg3_F2_z_2*leg3_beta1_22 + leg3_F_c2_x_2*leg3_beta1_02
-    leg4_epsd2_x_2 = cse146 + leg4_qdd1*leg4_u_s2
-    leg4_epsd2_y_2 = -cse147 + leg4_qdd1*leg4_u_c2
+    leg4_epsd2_x_2 = cse174 + leg4_qdd1*leg4_u_s2
+    leg4_epsd2_y_2 = -cse175 + leg4_qdd1*leg4_u_c2
     leg4_epsd3_x = leg4_epsd2_x_2 + leg4_qdd3
-    leg4_epsd3_y_2 = cse148 + leg4_epsd2_y_2*leg4_roll_c + leg4_qdd2*leg4_roll_s
-    leg4_epsd3_z_2 = -cse149 - leg4_epsd2_y_2*leg4_roll_s + leg4_qdd2*leg4_roll_c
-    leg4_a4_x_3 = cse151 + leg4_qdd4
-    leg4_a4_y_3 = cse153 + leg4_a3_y + leg4_epsd3_z_2*leg4_stroke
-    leg4_a4_z_3 = cse157 - leg4_epsd3_y_2*leg4_stroke
-    leg4_F4_x_2 = cse158 - leg4_Aqdd_b4 + 2.0*leg4_a4_x_3
-    leg4_F4_y_2 = cse159 + 2.0*leg4_a4_y_3 + (0.9)*leg4_epsd3_z_2 - leg4_lambda_z2
-    leg4_F4_z_2 = cse160 + 2.0*leg4_a4_z_3 - 0.9*leg4_epsd3_y_2 - leg4_lambda3
-    leg4_N4_x_2 = -cse238 + (0.0005)*leg4_epsd3_x
-    leg4_N4_y_2 = -cse161 - 0.9*leg4_a4_z_3 + (0.422)*leg4_epsd3_y_2 + 0.722322834729878*leg4_lambda3
-    leg4_N4_z_2 = cse162 + (0.9)*leg4_a4_y_3 + leg4_e2_x*leg4_lambda_z4 + (0.422)*leg4_epsd3_z_2 - 0.722322834729878*leg4_lambda_z2
+    leg4_epsd3_y_2 = cse176 + leg4_epsd2_y_2*leg4_roll_c + leg4_qdd2*leg4_roll_s
+    leg4_epsd3_z_2 = -cse177 - leg4_epsd2_y_2*leg4_roll_s + leg4_qdd2*leg4_roll_c
+    leg4_a4_x_3 = cse179 + leg4_qdd4
+    leg4_a4_y_3 = cse181 + leg4_a3_y + leg4_epsd3_z_2*leg4_stroke
+    leg4_a4_z_3 = cse185 - leg4_epsd3_y_2*leg4_stroke
+    leg4_F4_x_2 = cse186 - leg4_Aqdd_b4 + 2.0*leg4_a4_x_3
+    leg4_F4_y_2 = cse187 + 2.0*leg4_a4_y_3 + (0.9)*leg4_epsd3_z_2 - leg4_lambda_z2
+    leg4_F4_z_2 = cse188 + 2.0*leg4_a4_z_3 - 0.9*leg4_epsd3_y_2 - leg4_lambda3
+    leg4_N4_x_2 = -cse285 + (0.0005)*leg4_epsd3_x
+    leg4_N4_y_2 = -cse189 - 0.9*leg4_a4_z_3 + (0.422)*leg4_epsd3_y_2 + 0.7223228347298782*leg4_lambda3
+    leg4_N4_z_2 = cse190 + (0.9)*leg4_a4_y_3 + leg4_e2_x*leg4_lambda_z4 + (0.422)*leg4_epsd3_z_2 - 0.7223228347298782*leg4_lambda_z2
     leg4_N3_y_2 = -leg4_F4_z_2*leg4_stroke + leg4_N4_y_2
     leg4_N3_z_2 = leg4_F4_y_2*leg4_stroke + leg4_N4_z_2
     leg4_F_c3_y_2 = leg4_F4_y_2*leg4_roll_c - leg4_F4_z_2*leg4_roll_s
@@ -10722,29 +11235,29 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_F2_y_2 = leg4_F_c3_y_2 + 4.0*leg4_a2_y + (0.6)*leg4_oo2_xy + (0.6)*leg4_qdd2
     leg4_F2_z_2 = leg4_F_c3_z_2 + 4.0*leg4_a1_z - 0.6*leg4_epsd2_y_2 + (0.6)*leg4_oo2_xz
     leg4_N2_x_2 = leg4_N4_x_2 + (0.002)*leg4_epsd2_x_2
-    leg4_N2_y_2 = -cse163 + leg4_N3_y_2*leg4_roll_c - leg4_N3_z_2*leg4_roll_s + (0.1433)*leg4_epsd2_y_2
-    leg4_N2_z_2 = cse164 + leg4_N3_y_2*leg4_roll_s + leg4_N3_z_2*leg4_roll_c + (0.1433)*leg4_qdd2
+    leg4_N2_y_2 = -cse191 + leg4_N3_y_2*leg4_roll_c - leg4_N3_z_2*leg4_roll_s + (0.1433)*leg4_epsd2_y_2
+    leg4_N2_z_2 = cse192 + leg4_N3_y_2*leg4_roll_s + leg4_N3_z_2*leg4_roll_c + (0.1433)*leg4_qdd2
     leg4_F_c2_x_2 = leg4_F2_x_2*leg4_u_c2 - leg4_F2_y_2*leg4_u_s2
     leg4_F_c2_y_2 = leg4_F2_x_2*leg4_u_s2 + leg4_F2_y_2*leg4_u_c2
     leg4_N1_x_2 = leg4_N2_x_2*leg4_u_c2 - leg4_N2_y_2*leg4_u_s2
     leg4_N1_y_2 = leg4_N2_x_2*leg4_u_s2 + leg4_N2_y_2*leg4_u_c2
     leg4_F_base_x = leg4_F2_z_2*leg4_beta1_20 + leg4_F_c2_x_2*leg4_beta1_00 + 0.999833497556619*leg4_F_c2_y_2
-    leg4_F_base_y = leg4_F2_z_2*leg4_beta1_21 + leg4_F_c2_x_2*leg4_beta1_01 + 0.018247661869354333*leg4_F_c2_y_2
+    leg4_F_base_y = leg4_F2_z_2*leg4_beta1_21 + leg4_F_c2_x_2*leg4_beta1_01 + 0.018247661869354326*leg4_F_c2_y_2
     leg4_F_base_z = leg4_F2_z_2*leg4_beta1_22 + leg4_F_c2_x_2*leg4_beta1_02
-    leg5_epsd2_x_2 = cse165 + leg5_qdd1*leg5_u_s2
-    leg5_epsd2_y_2 = -cse166 + leg5_qdd1*leg5_u_c2
+    leg5_epsd2_x_2 = cse193 + leg5_qdd1*leg5_u_s2
+    leg5_epsd2_y_2 = -cse194 + leg5_qdd1*leg5_u_c2
     leg5_epsd3_x = leg5_epsd2_x_2 + leg5_qdd3
-    leg5_epsd3_y_2 = cse167 + leg5_epsd2_y_2*leg5_roll_c + leg5_qdd2*leg5_roll_s
-    leg5_epsd3_z_2 = -cse168 - leg5_epsd2_y_2*leg5_roll_s + leg5_qdd2*leg5_roll_c
-    leg5_a4_x_3 = cse170 + leg5_qdd4
-    leg5_a4_y_3 = cse172 + leg5_a3_y + leg5_epsd3_z_2*leg5_stroke
-    leg5_a4_z_3 = cse176 - leg5_epsd3_y_2*leg5_stroke
-    leg5_F4_x_2 = cse177 - leg5_Aqdd_b4 + 2.0*leg5_a4_x_3
-    leg5_F4_y_2 = cse178 + 2.0*leg5_a4_y_3 + (0.9)*leg5_epsd3_z_2 - leg5_lambda_z2
-    leg5_F4_z_2 = cse179 + 2.0*leg5_a4_z_3 - 0.9*leg5_epsd3_y_2 - leg5_lambda3
-    leg5_N4_x_2 = -cse239 + (0.0005)*leg5_epsd3_x
-    leg5_N4_y_2 = -cse180 - 0.9*leg5_a4_z_3 + (0.422)*leg5_epsd3_y_2 + 0.7223228347298781*leg5_lambda3
-    leg5_N4_z_2 = cse181 + (0.9)*leg5_a4_y_3 + leg5_e2_x*leg5_lambda_z4 + (0.422)*leg5_epsd3_z_2 - 0.7223228347298781*leg5_lambda_z2
+    leg5_epsd3_y_2 = cse195 + leg5_epsd2_y_2*leg5_roll_c + leg5_qdd2*leg5_roll_s
+    leg5_epsd3_z_2 = -cse196 - leg5_epsd2_y_2*leg5_roll_s + leg5_qdd2*leg5_roll_c
+    leg5_a4_x_3 = cse198 + leg5_qdd4
+    leg5_a4_y_3 = cse200 + leg5_a3_y + leg5_epsd3_z_2*leg5_stroke
+    leg5_a4_z_3 = cse204 - leg5_epsd3_y_2*leg5_stroke
+    leg5_F4_x_2 = cse205 - leg5_Aqdd_b4 + 2.0*leg5_a4_x_3
+    leg5_F4_y_2 = cse206 + 2.0*leg5_a4_y_3 + (0.9)*leg5_epsd3_z_2 - leg5_lambda_z2
+    leg5_F4_z_2 = cse207 + 2.0*leg5_a4_z_3 - 0.9*leg5_epsd3_y_2 - leg5_lambda3
+    leg5_N4_x_2 = -cse286 + (0.0005)*leg5_epsd3_x
+    leg5_N4_y_2 = -cse208 - 0.9*leg5_a4_z_3 + (0.422)*leg5_epsd3_y_2 + 0.7223228347298782*leg5_lambda3
+    leg5_N4_z_2 = cse209 + (0.9)*leg5_a4_y_3 + leg5_e2_x*leg5_lambda_z4 + (0.422)*leg5_epsd3_z_2 - 0.7223228347298782*leg5_lambda_z2
     leg5_N3_y_2 = -leg5_F4_z_2*leg5_stroke + leg5_N4_y_2
     leg5_N3_z_2 = leg5_F4_y_2*leg5_stroke + leg5_N4_z_2
     leg5_F_c3_y_2 = leg5_F4_y_2*leg5_roll_c - leg5_F4_z_2*leg5_roll_s
@@ -10753,29 +11266,29 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_F2_y_2 = leg5_F_c3_y_2 + 4.0*leg5_a2_y + (0.6)*leg5_oo2_xy + (0.6)*leg5_qdd2
     leg5_F2_z_2 = leg5_F_c3_z_2 + 4.0*leg5_a1_z - 0.6*leg5_epsd2_y_2 + (0.6)*leg5_oo2_xz
     leg5_N2_x_2 = leg5_N4_x_2 + (0.002)*leg5_epsd2_x_2
-    leg5_N2_y_2 = -cse182 + leg5_N3_y_2*leg5_roll_c - leg5_N3_z_2*leg5_roll_s + (0.1433)*leg5_epsd2_y_2
-    leg5_N2_z_2 = cse183 + leg5_N3_y_2*leg5_roll_s + leg5_N3_z_2*leg5_roll_c + (0.1433)*leg5_qdd2
+    leg5_N2_y_2 = -cse210 + leg5_N3_y_2*leg5_roll_c - leg5_N3_z_2*leg5_roll_s + (0.1433)*leg5_epsd2_y_2
+    leg5_N2_z_2 = cse211 + leg5_N3_y_2*leg5_roll_s + leg5_N3_z_2*leg5_roll_c + (0.1433)*leg5_qdd2
     leg5_F_c2_x_2 = leg5_F2_x_2*leg5_u_c2 - leg5_F2_y_2*leg5_u_s2
     leg5_F_c2_y_2 = leg5_F2_x_2*leg5_u_s2 + leg5_F2_y_2*leg5_u_c2
     leg5_N1_x_2 = leg5_N2_x_2*leg5_u_c2 - leg5_N2_y_2*leg5_u_s2
     leg5_N1_y_2 = leg5_N2_x_2*leg5_u_s2 + leg5_N2_y_2*leg5_u_c2
     leg5_F_base_x = leg5_F2_z_2*leg5_beta1_20 + leg5_F_c2_x_2*leg5_beta1_00 - 0.999833497556619*leg5_F_c2_y_2
-    leg5_F_base_y = leg5_F2_z_2*leg5_beta1_21 + leg5_F_c2_x_2*leg5_beta1_01 + 0.018247661869354566*leg5_F_c2_y_2
+    leg5_F_base_y = leg5_F2_z_2*leg5_beta1_21 + leg5_F_c2_x_2*leg5_beta1_01 + 0.018247661869354326*leg5_F_c2_y_2
     leg5_F_base_z = leg5_F2_z_2*leg5_beta1_22 + leg5_F_c2_x_2*leg5_beta1_02
-    leg6_epsd2_x_2 = cse184 + leg6_qdd1*leg6_u_s2
-    leg6_epsd2_y_2 = -cse185 + leg6_qdd1*leg6_u_c2
+    leg6_epsd2_x_2 = cse212 + leg6_qdd1*leg6_u_s2
+    leg6_epsd2_y_2 = -cse213 + leg6_qdd1*leg6_u_c2
     leg6_epsd3_x = leg6_epsd2_x_2 + leg6_qdd3
-    leg6_epsd3_y_2 = cse186 + leg6_epsd2_y_2*leg6_roll_c + leg6_qdd2*leg6_roll_s
-    leg6_epsd3_z_2 = -cse187 - leg6_epsd2_y_2*leg6_roll_s + leg6_qdd2*leg6_roll_c
-    leg6_a4_x_3 = cse189 + leg6_qdd4
-    leg6_a4_y_3 = cse191 + leg6_a3_y + leg6_epsd3_z_2*leg6_stroke
-    leg6_a4_z_3 = cse195 - leg6_epsd3_y_2*leg6_stroke
-    leg6_F4_x_2 = cse196 - leg6_Aqdd_b4 + 2.0*leg6_a4_x_3
-    leg6_F4_y_2 = cse197 + 2.0*leg6_a4_y_3 + (0.9)*leg6_epsd3_z_2 - leg6_lambda_z2
-    leg6_F4_z_2 = cse198 + 2.0*leg6_a4_z_3 - 0.9*leg6_epsd3_y_2 - leg6_lambda3
-    leg6_N4_x_2 = -cse240 + (0.0005)*leg6_epsd3_x
-    leg6_N4_y_2 = -cse199 - 0.9*leg6_a4_z_3 + (0.422)*leg6_epsd3_y_2 + 0.7223228347298779*leg6_lambda3
-    leg6_N4_z_2 = cse200 + (0.9)*leg6_a4_y_3 + leg6_e2_x*leg6_lambda_z4 + (0.422)*leg6_epsd3_z_2 - 0.7223228347298779*leg6_lambda_z2
+    leg6_epsd3_y_2 = cse214 + leg6_epsd2_y_2*leg6_roll_c + leg6_qdd2*leg6_roll_s
+    leg6_epsd3_z_2 = -cse215 - leg6_epsd2_y_2*leg6_roll_s + leg6_qdd2*leg6_roll_c
+    leg6_a4_x_3 = cse217 + leg6_qdd4
+    leg6_a4_y_3 = cse219 + leg6_a3_y + leg6_epsd3_z_2*leg6_stroke
+    leg6_a4_z_3 = cse223 - leg6_epsd3_y_2*leg6_stroke
+    leg6_F4_x_2 = cse224 - leg6_Aqdd_b4 + 2.0*leg6_a4_x_3
+    leg6_F4_y_2 = cse225 + 2.0*leg6_a4_y_3 + (0.9)*leg6_epsd3_z_2 - leg6_lambda_z2
+    leg6_F4_z_2 = cse226 + 2.0*leg6_a4_z_3 - 0.9*leg6_epsd3_y_2 - leg6_lambda3
+    leg6_N4_x_2 = -cse287 + (0.0005)*leg6_epsd3_x
+    leg6_N4_y_2 = -cse227 - 0.9*leg6_a4_z_3 + (0.422)*leg6_epsd3_y_2 + 0.7223228347298781*leg6_lambda3
+    leg6_N4_z_2 = cse228 + (0.9)*leg6_a4_y_3 + leg6_e2_x*leg6_lambda_z4 + (0.422)*leg6_epsd3_z_2 - 0.7223228347298781*leg6_lambda_z2
     leg6_N3_y_2 = -leg6_F4_z_2*leg6_stroke + leg6_N4_y_2
     leg6_N3_z_2 = leg6_F4_y_2*leg6_stroke + leg6_N4_z_2
     leg6_F_c3_y_2 = leg6_F4_y_2*leg6_roll_c - leg6_F4_z_2*leg6_roll_s
@@ -10784,21 +11297,23 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_F2_y_2 = leg6_F_c3_y_2 + 4.0*leg6_a2_y + (0.6)*leg6_oo2_xy + (0.6)*leg6_qdd2
     leg6_F2_z_2 = leg6_F_c3_z_2 + 4.0*leg6_a1_z - 0.6*leg6_epsd2_y_2 + (0.6)*leg6_oo2_xz
     leg6_N2_x_2 = leg6_N4_x_2 + (0.002)*leg6_epsd2_x_2
-    leg6_N2_y_2 = -cse201 + leg6_N3_y_2*leg6_roll_c - leg6_N3_z_2*leg6_roll_s + (0.1433)*leg6_epsd2_y_2
-    leg6_N2_z_2 = cse202 + leg6_N3_y_2*leg6_roll_s + leg6_N3_z_2*leg6_roll_c + (0.1433)*leg6_qdd2
+    leg6_N2_y_2 = -cse229 + leg6_N3_y_2*leg6_roll_c - leg6_N3_z_2*leg6_roll_s + (0.1433)*leg6_epsd2_y_2
+    leg6_N2_z_2 = cse230 + leg6_N3_y_2*leg6_roll_s + leg6_N3_z_2*leg6_roll_c + (0.1433)*leg6_qdd2
     leg6_F_c2_x_2 = leg6_F2_x_2*leg6_u_c2 - leg6_F2_y_2*leg6_u_s2
     leg6_F_c2_y_2 = leg6_F2_x_2*leg6_u_s2 + leg6_F2_y_2*leg6_u_c2
     leg6_N1_x_2 = leg6_N2_x_2*leg6_u_c2 - leg6_N2_y_2*leg6_u_s2
     leg6_N1_y_2 = leg6_N2_x_2*leg6_u_s2 + leg6_N2_y_2*leg6_u_c2
-    leg6_F_base_x = leg6_F2_z_2*leg6_beta1_20 + leg6_F_c2_x_2*leg6_beta1_00 - 0.5157196875168393*leg6_F_c2_y_2
-    leg6_F_base_y = leg6_F2_z_2*leg6_beta1_21 + leg6_F_c2_x_2*leg6_beta1_01 + 0.8567573775040012*leg6_F_c2_y_2
+    leg6_F_base_x = leg6_F2_z_2*leg6_beta1_20 + leg6_F_c2_x_2*leg6_beta1_00 - 0.515719687516839*leg6_F_c2_y_2
+    leg6_F_base_y = leg6_F2_z_2*leg6_beta1_21 + leg6_F_c2_x_2*leg6_beta1_01 + 0.8567573775040014*leg6_F_c2_y_2
     leg6_F_base_z = leg6_F2_z_2*leg6_beta1_22 + leg6_F_c2_x_2*leg6_beta1_02
     base_force_x = -leg1_F_base_x - leg2_F_base_x - leg3_F_base_x - leg4_F_base_x - leg5_F_base_x - leg6_F_base_x
     base_force_y = -leg1_F_base_y - leg2_F_base_y - leg3_F_base_y - leg4_F_base_y - leg5_F_base_y - leg6_F_base_y
     base_force_z = -leg1_F_base_z - leg2_F_base_z - leg3_F_base_z - leg4_F_base_z - leg5_F_base_z - leg6_F_base_z
-    base_moment_x = 0.23293714059226867*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_00 - 0.48411381003978005*leg1_N1_y_2 - leg1_N2_z_2*leg1_beta1_20 - 0.23293714059226867*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_00 + 0.48411381003978005*leg2_N1_y_2 - leg2_N2_z_2*leg2_beta1_20 - 0.8693332436601615*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_00 - 0.5157196875168388*leg3_N1_y_2 - leg3_N2_z_2*leg3_beta1_20 - 0.6363961030678928*leg4_F_base_z - leg4_N1_x_2*leg4_beta1_00 - 0.999833497556619*leg4_N1_y_2 - leg4_N2_z_2*leg4_beta1_20 + 0.6363961030678927*leg5_F_base_z - leg5_N1_x_2*leg5_beta1_00 + 0.999833497556619*leg5_N1_y_2 - leg5_N2_z_2*leg5_beta1_20 + 0.8693332436601615*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_00 + 0.5157196875168393*leg6_N1_y_2 - leg6_N2_z_2*leg6_beta1_20
-    base_moment_y = 0.8693332436601615*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_01 + 0.8750050393733557*leg1_N1_y_2 - leg1_N2_z_2*leg1_beta1_21 + 0.8693332436601615*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_01 + 0.8750050393733557*leg2_N1_y_2 - leg2_N2_z_2*leg2_beta1_21 - 0.23293714059226878*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_01 - 0.8567573775040014*leg3_N1_y_2 - leg3_N2_z_2*leg3_beta1_21 - 0.6363961030678927*leg4_F_base_z - leg4_N1_x_2*leg4_beta1_01 - 0.018247661869354333*leg4_N1_y_2 - leg4_N2_z_2*leg4_beta1_21 - 0.636396103067893*leg5_F_base_z - leg5_N1_x_2*leg5_beta1_01 - 0.018247661869354566*leg5_N1_y_2 - leg5_N2_z_2*leg5_beta1_21 - 0.23293714059226858*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_01 - 0.8567573775040012*leg6_N1_y_2 - leg6_N2_z_2*leg6_beta1_21
-    base_moment_z = -0.23293714059226867*leg1_F_base_x - 0.8693332436601615*leg1_F_base_y - leg1_N1_x_2*leg1_beta1_02 - leg1_N2_z_2*leg1_beta1_22 + 0.23293714059226867*leg2_F_base_x - 0.8693332436601615*leg2_F_base_y - leg2_N1_x_2*leg2_beta1_02 - leg2_N2_z_2*leg2_beta1_22 + 0.8693332436601615*leg3_F_base_x + 0.23293714059226878*leg3_F_base_y - leg3_N1_x_2*leg3_beta1_02 - leg3_N2_z_2*leg3_beta1_22 + 0.6363961030678928*leg4_F_base_x + 0.6363961030678927*leg4_F_base_y - leg4_N1_x_2*leg4_beta1_02 - leg4_N2_z_2*leg4_beta1_22 - 0.6363961030678927*leg5_F_base_x + 0.636396103067893*leg5_F_base_y - leg5_N1_x_2*leg5_beta1_02 - leg5_N2_z_2*leg5_beta1_22 - 0.8693332436601615*leg6_F_base_x + 0.23293714059226858*leg6_F_base_y - leg6_N1_x_2*leg6_beta1_02 - leg6_N2_z_2*leg6_beta1_22
+    cse288 = 0.6363961030678928*leg4_F_base_z
+    cse289 = 0.6363961030678928*leg5_F_base_z
+    base_moment_x = -cse288 + cse289 + 0.23293714059226867*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_00 - 0.4841138100397801*leg1_N1_y_2 - leg1_N2_z_2*leg1_beta1_20 - 0.23293714059226867*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_00 + 0.4841138100397801*leg2_N1_y_2 - leg2_N2_z_2*leg2_beta1_20 - 0.8693332436601615*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_00 - 0.515719687516839*leg3_N1_y_2 - leg3_N2_z_2*leg3_beta1_20 - leg4_N1_x_2*leg4_beta1_00 - 0.999833497556619*leg4_N1_y_2 - leg4_N2_z_2*leg4_beta1_20 - leg5_N1_x_2*leg5_beta1_00 + 0.999833497556619*leg5_N1_y_2 - leg5_N2_z_2*leg5_beta1_20 + 0.8693332436601615*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_00 + 0.515719687516839*leg6_N1_y_2 - leg6_N2_z_2*leg6_beta1_20
+    base_moment_y = -cse288 - cse289 + 0.8693332436601615*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_01 + 0.8750050393733557*leg1_N1_y_2 - leg1_N2_z_2*leg1_beta1_21 + 0.8693332436601615*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_01 + 0.8750050393733557*leg2_N1_y_2 - leg2_N2_z_2*leg2_beta1_21 - 0.23293714059226867*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_01 - 0.8567573775040014*leg3_N1_y_2 - leg3_N2_z_2*leg3_beta1_21 - leg4_N1_x_2*leg4_beta1_01 - 0.018247661869354326*leg4_N1_y_2 - leg4_N2_z_2*leg4_beta1_21 - leg5_N1_x_2*leg5_beta1_01 - 0.018247661869354326*leg5_N1_y_2 - leg5_N2_z_2*leg5_beta1_21 - 0.23293714059226867*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_01 - 0.8567573775040014*leg6_N1_y_2 - leg6_N2_z_2*leg6_beta1_21
+    base_moment_z = -0.23293714059226867*leg1_F_base_x - 0.8693332436601615*leg1_F_base_y - leg1_N1_x_2*leg1_beta1_02 - leg1_N2_z_2*leg1_beta1_22 + 0.23293714059226867*leg2_F_base_x - 0.8693332436601615*leg2_F_base_y - leg2_N1_x_2*leg2_beta1_02 - leg2_N2_z_2*leg2_beta1_22 + 0.8693332436601615*leg3_F_base_x + 0.23293714059226867*leg3_F_base_y - leg3_N1_x_2*leg3_beta1_02 - leg3_N2_z_2*leg3_beta1_22 + 0.6363961030678928*leg4_F_base_x + 0.6363961030678928*leg4_F_base_y - leg4_N1_x_2*leg4_beta1_02 - leg4_N2_z_2*leg4_beta1_22 - 0.6363961030678928*leg5_F_base_x + 0.6363961030678928*leg5_F_base_y - leg5_N1_x_2*leg5_beta1_02 - leg5_N2_z_2*leg5_beta1_22 - 0.8693332436601615*leg6_F_base_x + 0.23293714059226867*leg6_F_base_y - leg6_N1_x_2*leg6_beta1_02 - leg6_N2_z_2*leg6_beta1_22
     if not (leg1_c_psi_z*leg1_c_psi_z - 1e-12 > 0.0):  # cos psi_z = 0
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 24
@@ -10947,15 +11462,47 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
 def energy(x, u, g, p, T, V):
     """Kinetic energy T and potential energy V (gravity and springs).
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out T[1] shape 1
-    out V[1] shape 1
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 971 adds, 1556 muls, 36 divs, 18 sqrt, 6 trig (2587 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out T[1] shape 1: kinetic energy of C and the legs (J), shape (1,)
+    out V[1] shape 1: potential energy of gravity (zero at the origin of frame 0) and of the springs (J), shape
+        (1,)
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 122: leg1 roll: cut universal joint axis along the leg (singular)
+    status 133: leg1 stroke below its lower limit -0.25 m
+    status 134: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 222: leg2 roll: cut universal joint axis along the leg (singular)
+    status 233: leg2 stroke below its lower limit -0.25 m
+    status 234: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 322: leg3 roll: cut universal joint axis along the leg (singular)
+    status 333: leg3 stroke below its lower limit -0.25 m
+    status 334: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 422: leg4 roll: cut universal joint axis along the leg (singular)
+    status 433: leg4 stroke below its lower limit -0.25 m
+    status 434: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 522: leg5 roll: cut universal joint axis along the leg (singular)
+    status 533: leg5 stroke below its lower limit -0.25 m
+    status 534: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 622: leg6 roll: cut universal joint axis along the leg (singular)
+    status 633: leg6 stroke below its lower limit -0.25 m
+    status 634: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 965 adds, 1523 muls, 36 divs, 18 sqrt, 6 trig (2548 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -10978,23 +11525,23 @@ def energy(x, u, g, p, T, V):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -11005,54 +11552,54 @@ def energy(x, u, g, p, T, V):
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 0.7223228347298781
     cse9 = 0.7614323866774606*leg1_u_c1
-    cse10 = 0.3686199338021085*leg1_alpha_C_12
-    cse11 = 0.6482443370509812*leg1_alpha_C_22
+    cse10 = 0.36861993380210856*leg1_alpha_C_12
+    cse11 = 0.6482443370509813*leg1_alpha_C_22
     cse12 = cse11 + 0.6662571754848596*leg1_alpha_C_02
     cse13 = cse10 + cse12
-    cse14 = 0.3686199338021085*leg1_alpha_C_10
-    cse15 = 0.6482443370509812*leg1_alpha_C_20
+    cse14 = 0.36861993380210856*leg1_alpha_C_10
+    cse15 = 0.6482443370509813*leg1_alpha_C_20
     cse16 = cse15 + 0.6662571754848596*leg1_alpha_C_00
     cse17 = cse14 + cse16
     cse18 = 0.5672170616648486*leg1_u_c1
     cse19 = 0.6662571754848596*leg1_u_s1
-    cse20 = 0.3686199338021085*leg1_alpha_C_11
-    cse21 = 0.6482443370509812*leg1_alpha_C_21
+    cse20 = 0.36861993380210856*leg1_alpha_C_11
+    cse21 = 0.6482443370509813*leg1_alpha_C_21
     cse22 = cse21 + 0.6662571754848596*leg1_s_psi_z
     cse23 = cse20 + cse22
-    cse24 = 0.31382403584646185*leg1_u_c1
-    cse25 = 0.3686199338021085*leg1_u_s1
-    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509812*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.48411381003978005*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
-    cse26 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    cse24 = 0.3138240358464619*leg1_u_c1
+    cse25 = 0.36861993380210856*leg1_u_s1
+    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509813*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.4841138100397801*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
+    cse26 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
     cse27 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    cse28 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_e2_roll_z = cse13*cse26 + cse17*cse27 + cse23*cse28
+    cse28 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_e2_roll_z = cse13*cse28 + cse17*cse27 + cse23*cse26
     leg1_roll_N2 = leg1_e2_roll_y*leg1_e2_roll_y + leg1_e2_roll_z*leg1_e2_roll_z
-    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg1 roll: cut universal joint axis along the leg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 122
     leg1_roll_inv_N = 1.0/math.sqrt(leg1_roll_N2)
     leg1_roll_c = leg1_e2_roll_z*leg1_roll_inv_N
     leg1_roll_s = -leg1_e2_roll_y*leg1_roll_inv_N
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 133
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
+        return 134
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -11068,43 +11615,46 @@ def energy(x, u, g, p, T, V):
     cse32 = 0.5672170616648486*leg2_u_c1
     cse33 = 0.6662571754848596*leg2_u_s1
     cse34 = -cse20 + cse22
-    cse35 = 0.31382403584646185*leg2_u_c1
-    cse36 = 0.3686199338021085*leg2_u_s1
-    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509812*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.48411381003978005*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
-    cse37 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    cse35 = 0.3138240358464619*leg2_u_c1
+    cse36 = 0.36861993380210856*leg2_u_s1
+    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509813*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.4841138100397801*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
+    cse37 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
     cse38 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    cse39 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_e2_roll_z = cse30*cse37 + cse31*cse38 + cse34*cse39
+    cse39 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg2_e2_roll_z = cse30*cse39 + cse31*cse38 + cse34*cse37
     leg2_roll_N2 = leg2_e2_roll_y*leg2_e2_roll_y + leg2_e2_roll_z*leg2_e2_roll_z
-    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg2 roll: cut universal joint axis along the leg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 222
     leg2_roll_inv_N = 1.0/math.sqrt(leg2_roll_N2)
     leg2_roll_c = leg2_e2_roll_z*leg2_roll_inv_N
     leg2_roll_s = -leg2_e2_roll_y*leg2_roll_inv_N
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 233
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
+        return 234
     cse40 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse40 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse41 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse41 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse42 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse42 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse41 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse40 + cse41
+    cse42 = 0.6278517870878945*leg1_alpha_C_11
+    cse43 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse42 + cse43
+    cse44 = 0.6278517870878945*leg1_alpha_C_12
+    cse45 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse44 + cse45
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -11113,47 +11663,59 @@ def energy(x, u, g, p, T, V):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    cse43 = 0.7614323866774605*leg3_u_c1
-    cse44 = -0.6523628147563938*leg1_alpha_C_02 + 0.3926856725225008*leg1_alpha_C_12 + 0.6482443370509811*leg1_alpha_C_22
-    cse45 = 0.5553881181936187*leg3_u_c1
-    cse46 = 0.6523628147563938*leg3_u_s1
-    cse47 = -0.6523628147563938*leg1_alpha_C_00 + 0.3926856725225008*leg1_alpha_C_10 + 0.6482443370509811*leg1_alpha_C_20
-    cse48 = 0.39268567252250075*leg3_u_s1
-    cse49 = 0.33431236693849237*leg3_u_c1
-    cse50 = 0.3926856725225008*leg1_alpha_C_11 + 0.6482443370509811*leg1_alpha_C_21 - 0.6523628147563938*leg1_s_psi_z
-    leg3_e2_roll_y = cse44*(-cse43*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse47*(-cse45*leg3_u_s2 - cse46*leg3_u_s2 + 0.5157196875168388*leg3_u_c2) + cse50*(cse48*leg3_u_s2 + cse49*leg3_u_s2 + 0.8567573775040014*leg3_u_c2)
-    cse51 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    cse52 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    cse53 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg3_e2_roll_z = cse44*cse53 + cse47*cse51 + cse50*cse52
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    cse46 = 0.7614323866774606*leg3_u_c1
+    cse47 = 0.3926856725225009*leg1_alpha_C_12
+    cse48 = 0.6523628147563939*leg1_alpha_C_02
+    cse49 = cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse50 = 0.3343123669384925*leg3_u_c1
+    cse51 = 0.3926856725225009*leg3_u_s1
+    cse52 = 0.3926856725225009*leg1_alpha_C_11
+    cse53 = 0.6523628147563939*leg1_s_psi_z
+    cse54 = cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse55 = 0.5553881181936186*leg3_u_c1
+    cse56 = 0.6523628147563939*leg3_u_s1
+    cse57 = 0.3926856725225009*leg1_alpha_C_10
+    cse58 = 0.6523628147563939*leg1_alpha_C_00
+    cse59 = cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    leg3_e2_roll_y = cse49*(-cse46*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse54*(cse50*leg3_u_s2 + cse51*leg3_u_s2 + 0.8567573775040014*leg3_u_c2) + cse59*(-cse55*leg3_u_s2 - cse56*leg3_u_s2 + 0.515719687516839*leg3_u_c2)
+    cse60 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    cse61 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    cse62 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_e2_roll_z = cse49*cse60 + cse54*cse62 + cse59*cse61
     leg3_roll_N2 = leg3_e2_roll_y*leg3_e2_roll_y + leg3_e2_roll_z*leg3_e2_roll_z
-    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg3 roll: cut universal joint axis along the leg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 322
     leg3_roll_inv_N = 1.0/math.sqrt(leg3_roll_N2)
     leg3_roll_c = leg3_e2_roll_z*leg3_roll_inv_N
     leg3_roll_s = -leg3_e2_roll_y*leg3_roll_inv_N
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 333
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 334
+    cse63 = 0.16823237931663848*leg1_alpha_C_10
+    cse64 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse63 - cse64 + x_C
+    cse65 = 0.16823237931663848*leg1_alpha_C_11
+    cse66 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse65 - cse66 + y_C
+    cse67 = 0.16823237931663848*leg1_alpha_C_12
+    cse68 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse67 - cse68 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -11162,47 +11724,53 @@ def energy(x, u, g, p, T, V):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    cse54 = 0.7614323866774607*leg4_u_c1
-    cse55 = cse11 - 0.013894360728465763*leg1_alpha_C_02 + 0.7613056063246095*leg1_alpha_C_12
-    cse56 = cse15 - 0.013894360728465763*leg1_alpha_C_00 + 0.7613056063246095*leg1_alpha_C_10
-    cse57 = 0.011828943471230067*leg4_u_c1
-    cse58 = 0.013894360728465765*leg4_u_s1
-    cse59 = cse21 + 0.7613056063246095*leg1_alpha_C_11 - 0.013894360728465763*leg1_s_psi_z
-    cse60 = 0.7613056063246095*leg4_u_s1
-    cse61 = 0.6481364027849542*leg4_u_c1
-    leg4_e2_roll_y = cse55*(-cse54*leg4_u_s2 + 0.6482443370509811*leg4_u_s1*leg4_u_s2) + cse56*(-cse57*leg4_u_s2 - cse58*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse59*(cse60*leg4_u_s2 + cse61*leg4_u_s2 + 0.018247661869354333*leg4_u_c2)
-    cse62 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    cse63 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    cse64 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg4_e2_roll_z = cse55*cse64 + cse56*cse62 + cse59*cse63
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    cse69 = 0.7614323866774606*leg4_u_c1
+    cse70 = 0.7613056063246094*leg1_alpha_C_12
+    cse71 = 0.013894360728465758*leg1_alpha_C_02
+    cse72 = cse11 + cse70 - cse71
+    cse73 = 0.011828943471230063*leg4_u_c1
+    cse74 = 0.013894360728465758*leg4_u_s1
+    cse75 = 0.7613056063246094*leg1_alpha_C_10
+    cse76 = 0.013894360728465758*leg1_alpha_C_00
+    cse77 = cse15 + cse75 - cse76
+    cse78 = 0.6481364027849544*leg4_u_c1
+    cse79 = 0.7613056063246094*leg4_u_s1
+    cse80 = 0.7613056063246094*leg1_alpha_C_11
+    cse81 = 0.013894360728465758*leg1_s_psi_z
+    cse82 = cse21 + cse80 - cse81
+    leg4_e2_roll_y = cse72*(-cse69*leg4_u_s2 + 0.6482443370509813*leg4_u_s1*leg4_u_s2) + cse77*(-cse73*leg4_u_s2 - cse74*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse82*(cse78*leg4_u_s2 + cse79*leg4_u_s2 + 0.018247661869354326*leg4_u_c2)
+    cse83 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    cse84 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    cse85 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_e2_roll_z = cse72*cse84 + cse77*cse83 + cse82*cse85
     leg4_roll_N2 = leg4_e2_roll_y*leg4_e2_roll_y + leg4_e2_roll_z*leg4_e2_roll_z
-    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg4 roll: cut universal joint axis along the leg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 422
     leg4_roll_inv_N = 1.0/math.sqrt(leg4_roll_N2)
     leg4_roll_c = leg4_e2_roll_z*leg4_roll_inv_N
     leg4_roll_s = -leg4_e2_roll_y*leg4_roll_inv_N
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 433
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 434
+    leg5_s0_x = -cse63 - cse64 + x_C
+    leg5_s0_y = -cse65 - cse66 + y_C
+    leg5_s0_z = -cse67 - cse68 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -11211,47 +11779,47 @@ def energy(x, u, g, p, T, V):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    cse65 = 0.7614323866774606*leg5_u_c1
-    cse66 = -0.013894360728465938*leg1_alpha_C_02 - 0.7613056063246094*leg1_alpha_C_12 + 0.6482443370509812*leg1_alpha_C_22
-    cse67 = 0.6481364027849542*leg5_u_c1
-    cse68 = 0.7613056063246094*leg5_u_s1
-    cse69 = -0.7613056063246094*leg1_alpha_C_11 + 0.6482443370509812*leg1_alpha_C_21 - 0.013894360728465938*leg1_s_psi_z
-    cse70 = -0.013894360728465938*leg1_alpha_C_00 - 0.7613056063246094*leg1_alpha_C_10 + 0.6482443370509812*leg1_alpha_C_20
-    cse71 = 0.011828943471230218*leg5_u_c1
-    cse72 = 0.01389436072846594*leg5_u_s1
-    leg5_e2_roll_y = cse66*(-cse65*leg5_u_s2 + 0.6482443370509811*leg5_u_s1*leg5_u_s2) + cse69*(-cse67*leg5_u_s2 - cse68*leg5_u_s2 + 0.018247661869354566*leg5_u_c2) + cse70*(-cse71*leg5_u_s2 - cse72*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
-    cse73 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    cse74 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    cse75 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_e2_roll_z = cse66*cse73 + cse69*cse74 + cse70*cse75
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    cse86 = 0.7614323866774606*leg5_u_c1
+    cse87 = -cse70 - cse71 + 0.6482443370509813*leg1_alpha_C_22
+    cse88 = 0.6481364027849544*leg5_u_c1
+    cse89 = 0.7613056063246094*leg5_u_s1
+    cse90 = -cse80 - cse81 + 0.6482443370509813*leg1_alpha_C_21
+    cse91 = -cse75 - cse76 + 0.6482443370509813*leg1_alpha_C_20
+    cse92 = 0.011828943471230063*leg5_u_c1
+    cse93 = 0.013894360728465758*leg5_u_s1
+    leg5_e2_roll_y = cse87*(-cse86*leg5_u_s2 + 0.6482443370509813*leg5_u_s1*leg5_u_s2) + cse90*(-cse88*leg5_u_s2 - cse89*leg5_u_s2 + 0.018247661869354326*leg5_u_c2) + cse91*(-cse92*leg5_u_s2 - cse93*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
+    cse94 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    cse95 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    cse96 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_e2_roll_z = cse87*cse95 + cse90*cse96 + cse91*cse94
     leg5_roll_N2 = leg5_e2_roll_y*leg5_e2_roll_y + leg5_e2_roll_z*leg5_e2_roll_z
-    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg5 roll: cut universal joint axis along the leg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 522
     leg5_roll_inv_N = 1.0/math.sqrt(leg5_roll_N2)
     leg5_roll_c = leg5_e2_roll_z*leg5_roll_inv_N
     leg5_roll_s = -leg5_e2_roll_y*leg5_roll_inv_N
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 533
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    leg6_s0_x = -cse40 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse41 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse42 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 534
+    leg6_s0_x = -cse40 + cse41
+    leg6_s0_y = -cse42 + cse43
+    leg6_s0_z = -cse44 + cse45
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -11260,83 +11828,83 @@ def energy(x, u, g, p, T, V):
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    cse76 = 0.7614323866774608*leg6_u_c1
-    cse77 = -0.6523628147563939*leg1_alpha_C_02 - 0.39268567252250125*leg1_alpha_C_12 + 0.6482443370509808*leg1_alpha_C_22
-    cse78 = 0.33431236693849253*leg6_u_c1
-    cse79 = 0.39268567252250125*leg6_u_s1
-    cse80 = -0.39268567252250125*leg1_alpha_C_11 + 0.6482443370509808*leg1_alpha_C_21 - 0.6523628147563939*leg1_s_psi_z
-    cse81 = -0.6523628147563939*leg1_alpha_C_00 - 0.39268567252250125*leg1_alpha_C_10 + 0.6482443370509808*leg1_alpha_C_20
-    cse82 = 0.5553881181936182*leg6_u_c1
-    cse83 = 0.6523628147563939*leg6_u_s1
-    leg6_e2_roll_y = cse77*(-cse76*leg6_u_s2 + 0.6482443370509808*leg6_u_s1*leg6_u_s2) + cse80*(-cse78*leg6_u_s2 - cse79*leg6_u_s2 + 0.8567573775040012*leg6_u_c2) + cse81*(-cse82*leg6_u_s2 - cse83*leg6_u_s2 - 0.5157196875168393*leg6_u_c2)
-    cse84 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    cse85 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    cse86 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_e2_roll_z = cse77*cse84 + cse80*cse86 + cse81*cse85
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    cse97 = 0.7614323866774606*leg6_u_c1
+    cse98 = -cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse99 = 0.3343123669384925*leg6_u_c1
+    cse100 = 0.3926856725225009*leg6_u_s1
+    cse101 = -cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse102 = -cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    cse103 = 0.5553881181936186*leg6_u_c1
+    cse104 = 0.6523628147563939*leg6_u_s1
+    leg6_e2_roll_y = cse101*(-cse100*leg6_u_s2 - cse99*leg6_u_s2 + 0.8567573775040014*leg6_u_c2) + cse102*(-cse103*leg6_u_s2 - cse104*leg6_u_s2 - 0.515719687516839*leg6_u_c2) + cse98*(-cse97*leg6_u_s2 + 0.6482443370509812*leg6_u_s1*leg6_u_s2)
+    cse105 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    cse106 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    cse107 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_e2_roll_z = cse101*cse107 + cse102*cse106 + cse105*cse98
     leg6_roll_N2 = leg6_e2_roll_y*leg6_e2_roll_y + leg6_e2_roll_z*leg6_e2_roll_z
-    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg6 roll: cut universal joint axis along the leg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 622
     leg6_roll_inv_N = 1.0/math.sqrt(leg6_roll_N2)
     leg6_roll_c = leg6_e2_roll_z*leg6_roll_inv_N
     leg6_roll_s = -leg6_e2_roll_y*leg6_roll_inv_N
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 633
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
+        return 634
     leg1_beta1_00 = -cse18 - cse19
     leg1_beta1_01 = -cse24 - cse25
-    leg1_beta1_02 = cse9 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_02 = cse9 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = cse27
-    leg1_beta1_21 = cse28
-    leg1_beta1_22 = cse26
+    leg1_beta1_21 = cse26
+    leg1_beta1_22 = cse28
     leg2_beta1_00 = -cse32 - cse33
     leg2_beta1_01 = cse35 + cse36
-    leg2_beta1_02 = cse29 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_02 = cse29 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = cse38
-    leg2_beta1_21 = cse39
-    leg2_beta1_22 = cse37
-    leg3_beta1_00 = cse45 + cse46
-    leg3_beta1_01 = -cse48 - cse49
-    leg3_beta1_02 = cse43 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = cse51
-    leg3_beta1_21 = cse52
-    leg3_beta1_22 = cse53
-    leg4_beta1_00 = cse57 + cse58
-    leg4_beta1_01 = -cse60 - cse61
-    leg4_beta1_02 = cse54 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = cse62
-    leg4_beta1_21 = cse63
-    leg4_beta1_22 = cse64
-    leg5_beta1_00 = cse71 + cse72
-    leg5_beta1_01 = cse67 + cse68
-    leg5_beta1_02 = cse65 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = cse75
-    leg5_beta1_21 = cse74
-    leg5_beta1_22 = cse73
-    leg6_beta1_00 = cse82 + cse83
-    leg6_beta1_01 = cse78 + cse79
-    leg6_beta1_02 = cse76 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = cse85
-    leg6_beta1_21 = cse86
-    leg6_beta1_22 = cse84
+    leg2_beta1_21 = cse37
+    leg2_beta1_22 = cse39
+    leg3_beta1_00 = cse55 + cse56
+    leg3_beta1_01 = -cse50 - cse51
+    leg3_beta1_02 = cse46 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = cse61
+    leg3_beta1_21 = cse62
+    leg3_beta1_22 = cse60
+    leg4_beta1_00 = cse73 + cse74
+    leg4_beta1_01 = -cse78 - cse79
+    leg4_beta1_02 = cse69 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = cse83
+    leg4_beta1_21 = cse85
+    leg4_beta1_22 = cse84
+    leg5_beta1_00 = cse92 + cse93
+    leg5_beta1_01 = cse88 + cse89
+    leg5_beta1_02 = cse86 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = cse94
+    leg5_beta1_21 = cse96
+    leg5_beta1_22 = cse95
+    leg6_beta1_00 = cse103 + cse104
+    leg6_beta1_01 = cse100 + cse99
+    leg6_beta1_02 = cse97 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = cse106
+    leg6_beta1_21 = cse107
+    leg6_beta1_22 = cse105
     leg1_B1_10 = -leg1_roll_c*leg1_u_s2
     leg1_B1_11 = leg1_roll_c*leg1_u_c2
     leg1_B1_20 = leg1_roll_s*leg1_u_s2
     leg1_B1_21 = -leg1_roll_s*leg1_u_c2
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.48411381003978005*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
+    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.4841138100397801*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
     leg1_B0_11 = leg1_B1_10*leg1_beta1_01 - 0.8750050393733557*leg1_B1_11 + leg1_beta1_21*leg1_roll_s
     leg1_B0_12 = leg1_B1_10*leg1_beta1_02 + leg1_beta1_22*leg1_roll_s
-    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.48411381003978005*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
+    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.4841138100397801*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
     leg1_B0_21 = leg1_B1_20*leg1_beta1_01 - 0.8750050393733557*leg1_B1_21 + leg1_beta1_21*leg1_roll_c
     leg1_B0_22 = leg1_B1_20*leg1_beta1_02 + leg1_beta1_22*leg1_roll_c
     leg1_rho3_x = leg1_stroke + 0.7223228347298781
@@ -11353,17 +11921,14 @@ def energy(x, u, g, p, T, V):
     leg1_Q_20 = leg1_B0_20*leg1_alpha_C_00 + leg1_B0_21*leg1_s_psi_z + leg1_B0_22*leg1_alpha_C_02
     leg1_Q_21 = leg1_B0_20*leg1_alpha_C_10 + leg1_B0_21*leg1_alpha_C_11 + leg1_B0_22*leg1_alpha_C_12
     leg1_Q_22 = leg1_B0_20*leg1_alpha_C_20 + leg1_B0_21*leg1_alpha_C_21 + leg1_B0_22*leg1_alpha_C_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
-    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.3686199338021085*leg1_Q_01 + 0.6482443370509812*leg1_Q_02
-    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.3686199338021085*leg1_Q_21 + 0.6482443370509812*leg1_Q_22
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.36861993380210856*leg1_Q_01 + 0.6482443370509813*leg1_Q_02
+    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.36861993380210856*leg1_Q_21 + 0.6482443370509813*leg1_Q_22
     leg1_Cd4_1 = -leg1_B1_21*leg1_e2_x + leg1_e2_z*leg1_u_s2
     leg1_Cd4_2 = -leg1_e2_x*leg1_roll_c
     leg1_Ci4_x = leg1_Q_00*leg1_e2_z - leg1_Q_20*leg1_e2_x
@@ -11372,31 +11937,31 @@ def energy(x, u, g, p, T, V):
     if not (leg1_e2_z*leg1_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_e2_z
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg1_lu_f21 = leg1_TL1_y*leg1_lu_inv3
     leg1_lu_u22 = leg1_TL2_y - leg1_TL2_z*leg1_lu_f21
     if not (leg1_lu_u22*leg1_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 4 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv4 = 1.0/leg1_lu_u22
     leg2_B1_10 = -leg2_roll_c*leg2_u_s2
     leg2_B1_11 = leg2_roll_c*leg2_u_c2
     leg2_B1_20 = leg2_roll_s*leg2_u_s2
     leg2_B1_21 = -leg2_roll_s*leg2_u_c2
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.48411381003978005*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
+    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.4841138100397801*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
     leg2_B0_11 = leg2_B1_10*leg2_beta1_01 - 0.8750050393733557*leg2_B1_11 + leg2_beta1_21*leg2_roll_s
     leg2_B0_12 = leg2_B1_10*leg2_beta1_02 + leg2_beta1_22*leg2_roll_s
-    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.48411381003978005*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
+    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.4841138100397801*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
     leg2_B0_21 = leg2_B1_20*leg2_beta1_01 - 0.8750050393733557*leg2_B1_21 + leg2_beta1_21*leg2_roll_c
     leg2_B0_22 = leg2_B1_20*leg2_beta1_02 + leg2_beta1_22*leg2_roll_c
     leg2_rho3_x = leg2_stroke + 0.7223228347298781
@@ -11413,17 +11978,20 @@ def energy(x, u, g, p, T, V):
     leg2_Q_20 = leg1_alpha_C_00*leg2_B0_20 + leg1_alpha_C_02*leg2_B0_22 + leg1_s_psi_z*leg2_B0_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_B0_20 + leg1_alpha_C_11*leg2_B0_21 + leg1_alpha_C_12*leg2_B0_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_B0_20 + leg1_alpha_C_21*leg2_B0_21 + leg1_alpha_C_22*leg2_B0_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
-    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.3686199338021085*leg2_Q_01 + 0.6482443370509812*leg2_Q_02
-    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.3686199338021085*leg2_Q_21 + 0.6482443370509812*leg2_Q_22
+    cse108 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse108
+    leg2_Ci1_y = -cse108
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse109 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse109
+    leg2_Ci2_y = -cse109
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse110 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse110
+    leg2_Ci3_y = -cse110
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.36861993380210856*leg2_Q_01 + 0.6482443370509813*leg2_Q_02
+    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.36861993380210856*leg2_Q_21 + 0.6482443370509813*leg2_Q_22
     leg2_Cd4_1 = -leg2_B1_21*leg2_e2_x + leg2_e2_z*leg2_u_s2
     leg2_Cd4_2 = -leg2_e2_x*leg2_roll_c
     leg2_Ci4_x = leg2_Q_00*leg2_e2_z - leg2_Q_20*leg2_e2_x
@@ -11432,34 +12000,34 @@ def energy(x, u, g, p, T, V):
     if not (leg2_e2_z*leg2_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_e2_z
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg2_lu_f21 = leg2_TL1_y*leg2_lu_inv3
     leg2_lu_u22 = leg2_TL2_y - leg2_TL2_z*leg2_lu_f21
     if not (leg2_lu_u22*leg2_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 4 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv4 = 1.0/leg2_lu_u22
     leg3_B1_10 = -leg3_roll_c*leg3_u_s2
     leg3_B1_11 = leg3_roll_c*leg3_u_c2
     leg3_B1_20 = leg3_roll_s*leg3_u_s2
     leg3_B1_21 = -leg3_roll_s*leg3_u_c2
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.5157196875168388*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.515719687516839*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
     leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + 0.8567573775040014*leg3_B1_11 + leg3_beta1_21*leg3_roll_s
     leg3_B0_12 = leg3_B1_10*leg3_beta1_02 + leg3_beta1_22*leg3_roll_s
-    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.5157196875168388*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
+    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.515719687516839*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
     leg3_B0_21 = leg3_B1_20*leg3_beta1_01 + 0.8567573775040014*leg3_B1_21 + leg3_beta1_21*leg3_roll_c
     leg3_B0_22 = leg3_B1_20*leg3_beta1_02 + leg3_beta1_22*leg3_roll_c
-    leg3_rho3_x = leg3_stroke + 0.7223228347298782
+    leg3_rho3_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_y = leg3_B1_21*leg3_rho3_x
     leg3_TL1_z = -leg3_B1_11*leg3_rho3_x
     leg3_TL2_y = leg3_rho3_x*leg3_roll_c
@@ -11482,44 +12050,44 @@ def energy(x, u, g, p, T, V):
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    leg3_e2_x = -0.6523628147563938*leg3_Q_00 + 0.3926856725225008*leg3_Q_01 + 0.6482443370509811*leg3_Q_02
-    leg3_e2_z = -0.6523628147563938*leg3_Q_20 + 0.3926856725225008*leg3_Q_21 + 0.6482443370509811*leg3_Q_22
+    leg3_e2_x = -0.6523628147563939*leg3_Q_00 + 0.3926856725225009*leg3_Q_01 + 0.6482443370509812*leg3_Q_02
+    leg3_e2_z = -0.6523628147563939*leg3_Q_20 + 0.3926856725225009*leg3_Q_21 + 0.6482443370509812*leg3_Q_22
     leg3_Cd4_1 = -leg3_B1_21*leg3_e2_x + leg3_e2_z*leg3_u_s2
     leg3_Cd4_2 = -leg3_e2_x*leg3_roll_c
     leg3_Ci4_x = leg3_Q_00*leg3_e2_z - leg3_Q_20*leg3_e2_x
     leg3_Ci4_y = leg3_Q_01*leg3_e2_z - leg3_Q_21*leg3_e2_x
     leg3_Ci4_z = leg3_Q_02*leg3_e2_z - leg3_Q_22*leg3_e2_x
-    if not (leg3_e2_z*leg3_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_e2_z*leg3_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_e2_z
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv3
     leg3_lu_u22 = leg3_TL2_y - leg3_TL2_z*leg3_lu_f21
-    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv4 = 1.0/leg3_lu_u22
     leg4_B1_10 = -leg4_roll_c*leg4_u_s2
     leg4_B1_11 = leg4_roll_c*leg4_u_c2
     leg4_B1_20 = leg4_roll_s*leg4_u_s2
     leg4_B1_21 = -leg4_roll_s*leg4_u_c2
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + 0.999833497556619*leg4_B1_11 + leg4_beta1_20*leg4_roll_s
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354333*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354326*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
     leg4_B0_12 = leg4_B1_10*leg4_beta1_02 + leg4_beta1_22*leg4_roll_s
     leg4_B0_20 = leg4_B1_20*leg4_beta1_00 + 0.999833497556619*leg4_B1_21 + leg4_beta1_20*leg4_roll_c
-    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354333*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
+    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354326*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
     leg4_B0_22 = leg4_B1_20*leg4_beta1_02 + leg4_beta1_22*leg4_roll_c
-    leg4_rho3_x = leg4_stroke + 0.722322834729878
+    leg4_rho3_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_y = leg4_B1_21*leg4_rho3_x
     leg4_TL1_z = -leg4_B1_11*leg4_rho3_x
     leg4_TL2_y = leg4_rho3_x*leg4_roll_c
@@ -11533,53 +12101,53 @@ def energy(x, u, g, p, T, V):
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    leg4_e2_x = -0.013894360728465763*leg4_Q_00 + 0.7613056063246095*leg4_Q_01 + 0.6482443370509812*leg4_Q_02
-    leg4_e2_z = -0.013894360728465763*leg4_Q_20 + 0.7613056063246095*leg4_Q_21 + 0.6482443370509812*leg4_Q_22
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    leg4_e2_x = -0.013894360728465758*leg4_Q_00 + 0.7613056063246094*leg4_Q_01 + 0.6482443370509813*leg4_Q_02
+    leg4_e2_z = -0.013894360728465758*leg4_Q_20 + 0.7613056063246094*leg4_Q_21 + 0.6482443370509813*leg4_Q_22
     leg4_Cd4_1 = -leg4_B1_21*leg4_e2_x + leg4_e2_z*leg4_u_s2
     leg4_Cd4_2 = -leg4_e2_x*leg4_roll_c
     leg4_Ci4_x = leg4_Q_00*leg4_e2_z - leg4_Q_20*leg4_e2_x
     leg4_Ci4_y = leg4_Q_01*leg4_e2_z - leg4_Q_21*leg4_e2_x
     leg4_Ci4_z = leg4_Q_02*leg4_e2_z - leg4_Q_22*leg4_e2_x
-    if not (leg4_e2_z*leg4_e2_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_e2_z*leg4_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_e2_z
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg4_lu_f21 = leg4_TL1_y*leg4_lu_inv3
     leg4_lu_u22 = leg4_TL2_y - leg4_TL2_z*leg4_lu_f21
-    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
+    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv4 = 1.0/leg4_lu_u22
     leg5_B1_10 = -leg5_roll_c*leg5_u_s2
     leg5_B1_11 = leg5_roll_c*leg5_u_c2
     leg5_B1_20 = leg5_roll_s*leg5_u_s2
     leg5_B1_21 = -leg5_roll_s*leg5_u_c2
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = leg5_B1_10*leg5_beta1_00 - 0.999833497556619*leg5_B1_11 + leg5_beta1_20*leg5_roll_s
-    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354566*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
+    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354326*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
     leg5_B0_12 = leg5_B1_10*leg5_beta1_02 + leg5_beta1_22*leg5_roll_s
     leg5_B0_20 = leg5_B1_20*leg5_beta1_00 - 0.999833497556619*leg5_B1_21 + leg5_beta1_20*leg5_roll_c
-    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354566*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
+    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354326*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
     leg5_B0_22 = leg5_B1_20*leg5_beta1_02 + leg5_beta1_22*leg5_roll_c
-    leg5_rho3_x = leg5_stroke + 0.7223228347298781
+    leg5_rho3_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_y = leg5_B1_21*leg5_rho3_x
     leg5_TL1_z = -leg5_B1_11*leg5_rho3_x
     leg5_TL2_y = leg5_rho3_x*leg5_roll_c
@@ -11593,53 +12161,53 @@ def energy(x, u, g, p, T, V):
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    leg5_e2_x = -0.013894360728465938*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509812*leg5_Q_02
-    leg5_e2_z = -0.013894360728465938*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509812*leg5_Q_22
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    leg5_e2_x = -0.013894360728465758*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509813*leg5_Q_02
+    leg5_e2_z = -0.013894360728465758*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509813*leg5_Q_22
     leg5_Cd4_1 = -leg5_B1_21*leg5_e2_x + leg5_e2_z*leg5_u_s2
     leg5_Cd4_2 = -leg5_e2_x*leg5_roll_c
     leg5_Ci4_x = leg5_Q_00*leg5_e2_z - leg5_Q_20*leg5_e2_x
     leg5_Ci4_y = leg5_Q_01*leg5_e2_z - leg5_Q_21*leg5_e2_x
     leg5_Ci4_z = leg5_Q_02*leg5_e2_z - leg5_Q_22*leg5_e2_x
-    if not (leg5_e2_z*leg5_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_e2_z*leg5_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_e2_z
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg5_lu_f21 = leg5_TL1_y*leg5_lu_inv3
     leg5_lu_u22 = leg5_TL2_y - leg5_TL2_z*leg5_lu_f21
-    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
+    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv4 = 1.0/leg5_lu_u22
     leg6_B1_10 = -leg6_roll_c*leg6_u_s2
     leg6_B1_11 = leg6_roll_c*leg6_u_c2
     leg6_B1_20 = leg6_roll_s*leg6_u_s2
     leg6_B1_21 = -leg6_roll_s*leg6_u_c2
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.5157196875168393*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
-    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040012*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.515719687516839*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
+    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040014*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
     leg6_B0_12 = leg6_B1_10*leg6_beta1_02 + leg6_beta1_22*leg6_roll_s
-    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.5157196875168393*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
-    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040012*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
+    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.515719687516839*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
+    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040014*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
     leg6_B0_22 = leg6_B1_20*leg6_beta1_02 + leg6_beta1_22*leg6_roll_c
-    leg6_rho3_x = leg6_stroke + 0.7223228347298779
+    leg6_rho3_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_y = leg6_B1_21*leg6_rho3_x
     leg6_TL1_z = -leg6_B1_11*leg6_rho3_x
     leg6_TL2_y = leg6_rho3_x*leg6_roll_c
@@ -11654,37 +12222,37 @@ def energy(x, u, g, p, T, V):
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.39268567252250125*leg6_Q_01 + 0.6482443370509808*leg6_Q_02
-    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.39268567252250125*leg6_Q_21 + 0.6482443370509808*leg6_Q_22
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.3926856725225009*leg6_Q_01 + 0.6482443370509812*leg6_Q_02
+    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.3926856725225009*leg6_Q_21 + 0.6482443370509812*leg6_Q_22
     leg6_Cd4_1 = -leg6_B1_21*leg6_e2_x + leg6_e2_z*leg6_u_s2
     leg6_Cd4_2 = -leg6_e2_x*leg6_roll_c
     leg6_Ci4_x = leg6_Q_00*leg6_e2_z - leg6_Q_20*leg6_e2_x
     leg6_Ci4_y = leg6_Q_01*leg6_e2_z - leg6_Q_21*leg6_e2_x
     leg6_Ci4_z = leg6_Q_02*leg6_e2_z - leg6_Q_22*leg6_e2_x
-    if not (leg6_e2_z*leg6_e2_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    if not (leg6_e2_z*leg6_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_e2_z
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv3
     leg6_lu_u22 = leg6_TL2_y - leg6_TL2_z*leg6_lu_f21
-    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv4 = 1.0/leg6_lu_u22
     leg1_H1__e2 = leg1_B0_10 - leg1_B0_20*leg1_lu_f21
     leg1_H1_2 = leg1_H1__e2*leg1_lu_inv4
@@ -11701,11 +12269,9 @@ def energy(x, u, g, p, T, V):
     leg1_H4__e2 = leg1_Ci2_x - leg1_Ci3_x*leg1_lu_f21
     leg1_H4_2 = leg1_H4__e2*leg1_lu_inv4
     leg1_H4_1 = leg1_lu_inv3*(leg1_Ci3_x - leg1_H4_2*leg1_TL2_z)
-    leg1_H4_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H4_1 - leg1_Cd4_2*leg1_H4_2 + leg1_Ci4_x)
-    leg1_H5__e2 = leg1_Ci2_y - leg1_Ci3_y*leg1_lu_f21
-    leg1_H5_2 = leg1_H5__e2*leg1_lu_inv4
-    leg1_H5_1 = leg1_lu_inv3*(leg1_Ci3_y - leg1_H5_2*leg1_TL2_z)
-    leg1_H5_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H5_1 - leg1_Cd4_2*leg1_H5_2 + leg1_Ci4_y)
+    cse111 = leg1_Cd4_1*leg1_H4_1 + leg1_Cd4_2*leg1_H4_2
+    leg1_H4_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_x)
+    leg1_H5_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_y)
     leg1_H6__e2 = leg1_Ci2_z - leg1_Ci3_z*leg1_lu_f21
     leg1_H6_2 = leg1_H6__e2*leg1_lu_inv4
     leg1_H6_1 = leg1_lu_inv3*(leg1_Ci3_z - leg1_H6_2*leg1_TL2_z)
@@ -11830,10 +12396,10 @@ def energy(x, u, g, p, T, V):
     leg6_H6_2 = leg6_H6__e2*leg6_lu_inv4
     leg6_H6_1 = leg6_lu_inv3*(leg6_Ci3_z - leg6_H6_2*leg6_TL2_z)
     leg6_H6_3 = leg6_lu_inv2*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 + leg6_Ci4_z)
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
     leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
-    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_H1_3*v_x + leg2_H2_3*v_y + leg2_H3_3*v_z + leg2_H4_3*omega_x + leg2_H5_3*omega_y + leg2_H6_3*omega_z
@@ -11854,8 +12420,8 @@ def energy(x, u, g, p, T, V):
     leg6_qd2 = leg6_H1_2*v_x + leg6_H2_2*v_y + leg6_H3_2*v_z + leg6_H4_2*omega_x + leg6_H5_2*omega_y + leg6_H6_2*omega_z
     leg6_qd3 = leg6_H1_3*v_x + leg6_H2_3*v_y + leg6_H3_3*v_z + leg6_H4_3*omega_x + leg6_H5_3*omega_y + leg6_H6_3*omega_z
     leg6_qd4 = leg6_B0_00*v_x + leg6_B0_01*v_y + leg6_B0_02*v_z + leg6_Ci1_x*omega_x + leg6_Ci1_y*omega_y + leg6_Ci1_z*omega_z
-    cse87 = leg1_stroke*leg1_stroke
-    leg1_Ic3_11 = 2.0*cse87 + (1.8)*leg1_stroke + 0.422
+    cse112 = leg1_stroke*leg1_stroke
+    leg1_Ic3_11 = 2.0*cse112 + (1.8)*leg1_stroke + 0.422
     leg1_IJ3_Sum = 2.0*leg1_Ic3_11
     leg1_IJ3_11 = (0.5)*leg1_IJ3_Sum
     leg1_IJ3_22 = -leg1_IJ3_11 + leg1_IJ3_Sum
@@ -11867,8 +12433,8 @@ def energy(x, u, g, p, T, V):
     leg1_IJ2_00 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum
     leg1_IJ2_11 = -leg1_IJ2_00 + leg1_IJ2_Sum
     leg1_Nm3_1_y = (0.0005)*leg1_u_s2
-    cse88 = leg2_stroke*leg2_stroke
-    leg2_Ic3_11 = 2.0*cse88 + (1.8)*leg2_stroke + 0.422
+    cse113 = leg2_stroke*leg2_stroke
+    leg2_Ic3_11 = 2.0*cse113 + (1.8)*leg2_stroke + 0.422
     leg2_IJ3_Sum = 2.0*leg2_Ic3_11
     leg2_IJ3_11 = (0.5)*leg2_IJ3_Sum
     leg2_IJ3_22 = -leg2_IJ3_11 + leg2_IJ3_Sum
@@ -11880,8 +12446,8 @@ def energy(x, u, g, p, T, V):
     leg2_IJ2_00 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum
     leg2_IJ2_11 = -leg2_IJ2_00 + leg2_IJ2_Sum
     leg2_Nm3_1_y = (0.0005)*leg2_u_s2
-    cse89 = leg3_stroke*leg3_stroke
-    leg3_Ic3_11 = 2.0*cse89 + (1.8)*leg3_stroke + 0.422
+    cse114 = leg3_stroke*leg3_stroke
+    leg3_Ic3_11 = 2.0*cse114 + (1.8)*leg3_stroke + 0.422
     leg3_IJ3_Sum = 2.0*leg3_Ic3_11
     leg3_IJ3_11 = (0.5)*leg3_IJ3_Sum
     leg3_IJ3_22 = -leg3_IJ3_11 + leg3_IJ3_Sum
@@ -11893,8 +12459,8 @@ def energy(x, u, g, p, T, V):
     leg3_IJ2_00 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum
     leg3_IJ2_11 = -leg3_IJ2_00 + leg3_IJ2_Sum
     leg3_Nm3_1_y = (0.0005)*leg3_u_s2
-    cse90 = leg4_stroke*leg4_stroke
-    leg4_Ic3_11 = 2.0*cse90 + (1.8)*leg4_stroke + 0.422
+    cse115 = leg4_stroke*leg4_stroke
+    leg4_Ic3_11 = 2.0*cse115 + (1.8)*leg4_stroke + 0.422
     leg4_IJ3_Sum = 2.0*leg4_Ic3_11
     leg4_IJ3_11 = (0.5)*leg4_IJ3_Sum
     leg4_IJ3_22 = -leg4_IJ3_11 + leg4_IJ3_Sum
@@ -11906,8 +12472,8 @@ def energy(x, u, g, p, T, V):
     leg4_IJ2_00 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum
     leg4_IJ2_11 = -leg4_IJ2_00 + leg4_IJ2_Sum
     leg4_Nm3_1_y = (0.0005)*leg4_u_s2
-    cse91 = leg5_stroke*leg5_stroke
-    leg5_Ic3_11 = 2.0*cse91 + (1.8)*leg5_stroke + 0.422
+    cse116 = leg5_stroke*leg5_stroke
+    leg5_Ic3_11 = 2.0*cse116 + (1.8)*leg5_stroke + 0.422
     leg5_IJ3_Sum = 2.0*leg5_Ic3_11
     leg5_IJ3_11 = (0.5)*leg5_IJ3_Sum
     leg5_IJ3_22 = -leg5_IJ3_11 + leg5_IJ3_Sum
@@ -11919,8 +12485,8 @@ def energy(x, u, g, p, T, V):
     leg5_IJ2_00 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum
     leg5_IJ2_11 = -leg5_IJ2_00 + leg5_IJ2_Sum
     leg5_Nm3_1_y = (0.0005)*leg5_u_s2
-    cse92 = leg6_stroke*leg6_stroke
-    leg6_Ic3_11 = 2.0*cse92 + (1.8)*leg6_stroke + 0.422
+    cse117 = leg6_stroke*leg6_stroke
+    leg6_Ic3_11 = 2.0*cse117 + (1.8)*leg6_stroke + 0.422
     leg6_IJ3_Sum = 2.0*leg6_Ic3_11
     leg6_IJ3_11 = (0.5)*leg6_IJ3_Sum
     leg6_IJ3_22 = -leg6_IJ3_11 + leg6_IJ3_Sum
@@ -11945,44 +12511,77 @@ def energy(x, u, g, p, T, V):
     leg3_r_rel0_4_x = leg3_B0_00*leg3_stroke
     leg3_r_rel0_4_y = leg3_B0_01*leg3_stroke
     leg3_r_rel0_4_z = leg3_B0_02*leg3_stroke
-    leg3_r4_x = leg3_r_rel0_4_x - 0.23293714059226878
+    leg3_r4_x = leg3_r_rel0_4_x - 0.23293714059226867
     leg3_r4_y = leg3_r_rel0_4_y + 0.8693332436601615
     leg4_r_rel0_4_x = leg4_B0_00*leg4_stroke
     leg4_r_rel0_4_y = leg4_B0_01*leg4_stroke
     leg4_r_rel0_4_z = leg4_B0_02*leg4_stroke
-    leg4_r4_x = leg4_r_rel0_4_x - 0.6363961030678927
+    leg4_r4_x = leg4_r_rel0_4_x - 0.6363961030678928
     leg4_r4_y = leg4_r_rel0_4_y + 0.6363961030678928
     leg5_r_rel0_4_x = leg5_B0_00*leg5_stroke
     leg5_r_rel0_4_y = leg5_B0_01*leg5_stroke
     leg5_r_rel0_4_z = leg5_B0_02*leg5_stroke
-    leg5_r4_x = leg5_r_rel0_4_x - 0.636396103067893
-    leg5_r4_y = leg5_r_rel0_4_y - 0.6363961030678927
+    leg5_r4_x = leg5_r_rel0_4_x - 0.6363961030678928
+    leg5_r4_y = leg5_r_rel0_4_y - 0.6363961030678928
     leg6_r_rel0_4_x = leg6_B0_00*leg6_stroke
     leg6_r_rel0_4_y = leg6_B0_01*leg6_stroke
     leg6_r_rel0_4_z = leg6_B0_02*leg6_stroke
-    leg6_r4_x = leg6_r_rel0_4_x - 0.23293714059226858
+    leg6_r4_x = leg6_r_rel0_4_x - 0.23293714059226867
     leg6_r4_y = leg6_r_rel0_4_y - 0.8693332436601615
-    cse93 = (0.6)*g_z
+    cse118 = (0.6)*g_z
     T[0] = (0.5)*leg1_Ic2_22*leg1_qd2*leg1_qd2 + (0.5)*leg1_qd1*(leg1_IJ2_11*leg1_qd1 + leg1_Nm3_1_y*leg1_qd3) + (0.5)*leg1_qd3*(leg1_Nm3_1_y*leg1_qd1 + (0.0005)*leg1_qd3) + leg1_qd4*leg1_qd4 + (0.5)*leg2_Ic2_22*leg2_qd2*leg2_qd2 + (0.5)*leg2_qd1*(leg2_IJ2_11*leg2_qd1 + leg2_Nm3_1_y*leg2_qd3) + (0.5)*leg2_qd3*(leg2_Nm3_1_y*leg2_qd1 + (0.0005)*leg2_qd3) + leg2_qd4*leg2_qd4 + (0.5)*leg3_Ic2_22*leg3_qd2*leg3_qd2 + (0.5)*leg3_qd1*(leg3_IJ2_11*leg3_qd1 + leg3_Nm3_1_y*leg3_qd3) + (0.5)*leg3_qd3*(leg3_Nm3_1_y*leg3_qd1 + (0.0005)*leg3_qd3) + leg3_qd4*leg3_qd4 + (0.5)*leg4_Ic2_22*leg4_qd2*leg4_qd2 + (0.5)*leg4_qd1*(leg4_IJ2_11*leg4_qd1 + leg4_Nm3_1_y*leg4_qd3) + (0.5)*leg4_qd3*(leg4_Nm3_1_y*leg4_qd1 + (0.0005)*leg4_qd3) + leg4_qd4*leg4_qd4 + (0.5)*leg5_Ic2_22*leg5_qd2*leg5_qd2 + (0.5)*leg5_qd1*(leg5_IJ2_11*leg5_qd1 + leg5_Nm3_1_y*leg5_qd3) + (0.5)*leg5_qd3*(leg5_Nm3_1_y*leg5_qd1 + (0.0005)*leg5_qd3) + leg5_qd4*leg5_qd4 + (0.5)*leg6_Ic2_22*leg6_qd2*leg6_qd2 + (0.5)*leg6_qd1*(leg6_IJ2_11*leg6_qd1 + leg6_Nm3_1_y*leg6_qd3) + (0.5)*leg6_qd3*(leg6_Nm3_1_y*leg6_qd1 + (0.0005)*leg6_qd3) + leg6_qd4*leg6_qd4 + 15.0*omega_x*omega_x + 15.0*omega_y*omega_y + (27.5)*omega_z*omega_z + (0.5)*p_m_ring*(v_x*v_x + v_y*v_y + v_z*v_z)
-    V[0] = (0.5)*cse87*p_k_leg + (0.5)*cse88*p_k_leg + (0.5)*cse89*p_k_leg + (0.5)*cse90*p_k_leg + (0.5)*cse91*p_k_leg + (0.5)*cse92*p_k_leg - cse93*leg1_B0_02 - cse93*leg2_B0_02 - cse93*leg3_B0_02 - cse93*leg4_B0_02 - cse93*leg5_B0_02 - cse93*leg6_B0_02 - g_x*((0.6)*leg1_B0_00 + 3.477332974640646) - g_x*((0.9)*leg1_B0_00 + 2.0*leg1_r4_x) - g_x*((0.6)*leg2_B0_00 + 3.477332974640646) - g_x*((0.9)*leg2_B0_00 + 2.0*leg2_r4_x) - g_x*((0.6)*leg3_B0_00 - 0.9317485623690751) - g_x*((0.9)*leg3_B0_00 + 2.0*leg3_r4_x) - g_x*((0.6)*leg4_B0_00 - 2.545584412271571) - g_x*((0.9)*leg4_B0_00 + 2.0*leg4_r4_x) - g_x*((0.6)*leg5_B0_00 - 2.545584412271572) - g_x*((0.9)*leg5_B0_00 + 2.0*leg5_r4_x) - g_x*((0.6)*leg6_B0_00 - 0.9317485623690743) - g_x*((0.9)*leg6_B0_00 + 2.0*leg6_r4_x) - g_y*((0.6)*leg1_B0_01 - 0.9317485623690747) - g_y*((0.9)*leg1_B0_01 + 2.0*leg1_r4_y) - g_y*((0.6)*leg2_B0_01 + 0.9317485623690747) - g_y*((0.9)*leg2_B0_01 + 2.0*leg2_r4_y) - g_y*((0.6)*leg3_B0_01 + 3.477332974640646) - g_y*((0.9)*leg3_B0_01 + 2.0*leg3_r4_y) - g_y*((0.6)*leg4_B0_01 + 2.5455844122715714) - g_y*((0.9)*leg4_B0_01 + 2.0*leg4_r4_y) - g_y*((0.6)*leg5_B0_01 - 2.545584412271571) - g_y*((0.9)*leg5_B0_01 + 2.0*leg5_r4_y) - g_y*((0.6)*leg6_B0_01 - 3.477332974640646) - g_y*((0.9)*leg6_B0_01 + 2.0*leg6_r4_y) - g_z*((0.9)*leg1_B0_02 + 2.0*leg1_r_rel0_4_z) - g_z*((0.9)*leg2_B0_02 + 2.0*leg2_r_rel0_4_z) - g_z*((0.9)*leg3_B0_02 + 2.0*leg3_r_rel0_4_z) - g_z*((0.9)*leg4_B0_02 + 2.0*leg4_r_rel0_4_z) - g_z*((0.9)*leg5_B0_02 + 2.0*leg5_r_rel0_4_z) - g_z*((0.9)*leg6_B0_02 + 2.0*leg6_r_rel0_4_z) - leg1_stroke*p_preload - leg2_stroke*p_preload - leg3_stroke*p_preload - leg4_stroke*p_preload - leg5_stroke*p_preload - leg6_stroke*p_preload - p_m_ring*(g_x*x_C + g_y*y_C + g_z*z_C)
+    V[0] = (0.5)*cse112*p_k_leg + (0.5)*cse113*p_k_leg + (0.5)*cse114*p_k_leg + (0.5)*cse115*p_k_leg + (0.5)*cse116*p_k_leg + (0.5)*cse117*p_k_leg - cse118*leg1_B0_02 - cse118*leg2_B0_02 - cse118*leg3_B0_02 - cse118*leg4_B0_02 - cse118*leg5_B0_02 - cse118*leg6_B0_02 - g_x*((0.6)*leg1_B0_00 + 3.477332974640646) - g_x*((0.9)*leg1_B0_00 + 2.0*leg1_r4_x) - g_x*((0.6)*leg2_B0_00 + 3.477332974640646) - g_x*((0.9)*leg2_B0_00 + 2.0*leg2_r4_x) - g_x*((0.6)*leg3_B0_00 - 0.9317485623690747) - g_x*((0.9)*leg3_B0_00 + 2.0*leg3_r4_x) - g_x*((0.6)*leg4_B0_00 - 2.5455844122715714) - g_x*((0.9)*leg4_B0_00 + 2.0*leg4_r4_x) - g_x*((0.6)*leg5_B0_00 - 2.5455844122715714) - g_x*((0.9)*leg5_B0_00 + 2.0*leg5_r4_x) - g_x*((0.6)*leg6_B0_00 - 0.9317485623690747) - g_x*((0.9)*leg6_B0_00 + 2.0*leg6_r4_x) - g_y*((0.6)*leg1_B0_01 - 0.9317485623690747) - g_y*((0.9)*leg1_B0_01 + 2.0*leg1_r4_y) - g_y*((0.6)*leg2_B0_01 + 0.9317485623690747) - g_y*((0.9)*leg2_B0_01 + 2.0*leg2_r4_y) - g_y*((0.6)*leg3_B0_01 + 3.477332974640646) - g_y*((0.9)*leg3_B0_01 + 2.0*leg3_r4_y) - g_y*((0.6)*leg4_B0_01 + 2.5455844122715714) - g_y*((0.9)*leg4_B0_01 + 2.0*leg4_r4_y) - g_y*((0.6)*leg5_B0_01 - 2.5455844122715714) - g_y*((0.9)*leg5_B0_01 + 2.0*leg5_r4_y) - g_y*((0.6)*leg6_B0_01 - 3.477332974640646) - g_y*((0.9)*leg6_B0_01 + 2.0*leg6_r4_y) - g_z*((0.9)*leg1_B0_02 + 2.0*leg1_r_rel0_4_z) - g_z*((0.9)*leg2_B0_02 + 2.0*leg2_r_rel0_4_z) - g_z*((0.9)*leg3_B0_02 + 2.0*leg3_r_rel0_4_z) - g_z*((0.9)*leg4_B0_02 + 2.0*leg4_r_rel0_4_z) - g_z*((0.9)*leg5_B0_02 + 2.0*leg5_r_rel0_4_z) - g_z*((0.9)*leg6_B0_02 + 2.0*leg6_r_rel0_4_z) - leg1_stroke*p_preload - leg2_stroke*p_preload - leg3_stroke*p_preload - leg4_stroke*p_preload - leg5_stroke*p_preload - leg6_stroke*p_preload - p_m_ring*(g_x*x_C + g_y*y_C + g_z*z_C)
     return 0
 
 
 def drive_forces(x, u, udot, fE, mE, g, p, F):
     """Inverse dynamics: the drive forces F giving C the acceleration udot.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  udot[6]: acceleration of C: dv_C/dt (frame 0), domega_C/dt (frame C)
-    in  fE[3]: external force on C through its centre of mass (frame 0)
-    in  mE[3]: external moment on C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[4]: named spec parameters: c_leg, k_leg, m_ring, preload
-    out F[6] shape 6
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  udot[6]: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,):
+        vdot_x, vdot_y, vdot_z, omegadot_x, omegadot_y, omegadot_z
+    in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+    in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+    out F[6] shape 6: drive force or torque of each leg's drive joint (N or N m), shape (6,), one per leg: leg1,
+        leg2, leg3, leg4, leg5, leg6
     status 5: drive Jacobian singular (parallel singularity)
-    ops: 2361 adds, 3294 muls, 42 divs, 18 sqrt, 6 trig (5721 total)
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 122: leg1 roll: cut universal joint axis along the leg (singular)
+    status 133: leg1 stroke below its lower limit -0.25 m
+    status 134: leg1 stroke above its upper limit 0.25 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 222: leg2 roll: cut universal joint axis along the leg (singular)
+    status 233: leg2 stroke below its lower limit -0.25 m
+    status 234: leg2 stroke above its upper limit 0.25 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 322: leg3 roll: cut universal joint axis along the leg (singular)
+    status 333: leg3 stroke below its lower limit -0.25 m
+    status 334: leg3 stroke above its upper limit 0.25 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 422: leg4 roll: cut universal joint axis along the leg (singular)
+    status 433: leg4 stroke below its lower limit -0.25 m
+    status 434: leg4 stroke above its upper limit 0.25 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 522: leg5 roll: cut universal joint axis along the leg (singular)
+    status 533: leg5 stroke below its lower limit -0.25 m
+    status 534: leg5 stroke above its upper limit 0.25 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 622: leg6 roll: cut universal joint axis along the leg (singular)
+    status 633: leg6 stroke below its lower limit -0.25 m
+    status 634: leg6 stroke above its upper limit 0.25 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 2344 adds, 3225 muls, 42 divs, 18 sqrt, 6 trig (5635 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -12021,22 +12620,22 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
     leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
     leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4596194077712559*leg1_alpha_C_10
+    cse3 = 0.45961940777125593*leg1_alpha_C_10
     cse4 = 0.45961940777125593*leg1_alpha_C_00 + x_C
     leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4596194077712559*leg1_alpha_C_11
+    cse5 = 0.45961940777125593*leg1_alpha_C_11
     cse6 = 0.45961940777125593*leg1_s_psi_z + y_C
     leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4596194077712559*leg1_alpha_C_12
+    cse7 = 0.45961940777125593*leg1_alpha_C_12
     cse8 = 0.45961940777125593*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.31382403584646185*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.4199993745172883
-    leg1_d_y = 0.48411381003978005*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
-    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.3686199338021085*leg1_s0_y + 0.6482443370509812*leg1_s0_z - 0.49333423813093596
+    leg1_d_x = -0.5672170616648486*leg1_s0_x - 0.3138240358464619*leg1_s0_y + 0.7614323866774606*leg1_s0_z + 0.41999937451728825
+    leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162
+    leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2)
@@ -12047,50 +12646,50 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_u_s2 = leg1_d_y*leg1_u_inv_L
     leg1_stroke = leg1_u_L - 0.7223228347298781
     cse9 = 0.7614323866774606*leg1_u_c1
-    cse10 = 0.3686199338021085*leg1_alpha_C_12
-    cse11 = 0.6482443370509812*leg1_alpha_C_22
+    cse10 = 0.36861993380210856*leg1_alpha_C_12
+    cse11 = 0.6482443370509813*leg1_alpha_C_22
     cse12 = cse11 + 0.6662571754848596*leg1_alpha_C_02
     cse13 = cse10 + cse12
-    cse14 = 0.3686199338021085*leg1_alpha_C_10
-    cse15 = 0.6482443370509812*leg1_alpha_C_20
+    cse14 = 0.36861993380210856*leg1_alpha_C_10
+    cse15 = 0.6482443370509813*leg1_alpha_C_20
     cse16 = cse15 + 0.6662571754848596*leg1_alpha_C_00
     cse17 = cse14 + cse16
     cse18 = 0.5672170616648486*leg1_u_c1
     cse19 = 0.6662571754848596*leg1_u_s1
-    cse20 = 0.3686199338021085*leg1_alpha_C_11
-    cse21 = 0.6482443370509812*leg1_alpha_C_21
+    cse20 = 0.36861993380210856*leg1_alpha_C_11
+    cse21 = 0.6482443370509813*leg1_alpha_C_21
     cse22 = cse21 + 0.6662571754848596*leg1_s_psi_z
     cse23 = cse20 + cse22
-    cse24 = 0.31382403584646185*leg1_u_c1
-    cse25 = 0.3686199338021085*leg1_u_s1
-    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509812*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.48411381003978005*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
-    cse26 = 0.6482443370509812*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    cse24 = 0.3138240358464619*leg1_u_c1
+    cse25 = 0.36861993380210856*leg1_u_s1
+    leg1_e2_roll_y = cse13*(-cse9*leg1_u_s2 + 0.6482443370509813*leg1_u_s1*leg1_u_s2) + cse17*(cse18*leg1_u_s2 + cse19*leg1_u_s2 + 0.4841138100397801*leg1_u_c2) + cse23*(cse24*leg1_u_s2 + cse25*leg1_u_s2 - 0.8750050393733557*leg1_u_c2)
+    cse26 = 0.36861993380210856*leg1_u_c1 - 0.3138240358464619*leg1_u_s1
     cse27 = 0.6662571754848596*leg1_u_c1 - 0.5672170616648486*leg1_u_s1
-    cse28 = 0.3686199338021085*leg1_u_c1 - 0.31382403584646185*leg1_u_s1
-    leg1_e2_roll_z = cse13*cse26 + cse17*cse27 + cse23*cse28
+    cse28 = 0.6482443370509813*leg1_u_c1 + 0.7614323866774606*leg1_u_s1
+    leg1_e2_roll_z = cse13*cse28 + cse17*cse27 + cse23*cse26
     leg1_roll_N2 = leg1_e2_roll_y*leg1_e2_roll_y + leg1_e2_roll_z*leg1_e2_roll_z
-    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg1_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg1 roll: cut universal joint axis along the leg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 122
     leg1_roll_inv_N = 1.0/math.sqrt(leg1_roll_N2)
     leg1_roll_c = leg1_e2_roll_z*leg1_roll_inv_N
     leg1_roll_s = -leg1_e2_roll_y*leg1_roll_inv_N
-    if not (leg1_stroke + 0.25 > 0.0):  # leg1_stroke below its limit -0.25
+    if not (leg1_stroke + 0.25 > 0.0):  # leg1 stroke below its lower limit -0.25 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.25
+        return 133
+    if not (0.25 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.25 m
         F[:] = [NAN] * 6
-        return 1
+        return 134
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.31382403584646185*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.4199993745172883
-    leg2_d_y = -0.48411381003978005*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
-    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.3686199338021085*leg2_s0_y + 0.6482443370509812*leg2_s0_z - 0.49333423813093596
+    leg2_d_x = -0.5672170616648486*leg2_s0_x + 0.3138240358464619*leg2_s0_y + 0.7614323866774606*leg2_s0_z + 0.41999937451728825
+    leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162
+    leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2)
@@ -12106,39 +12705,42 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     cse32 = 0.5672170616648486*leg2_u_c1
     cse33 = 0.6662571754848596*leg2_u_s1
     cse34 = -cse20 + cse22
-    cse35 = 0.31382403584646185*leg2_u_c1
-    cse36 = 0.3686199338021085*leg2_u_s1
-    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509812*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.48411381003978005*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
-    cse37 = 0.6482443370509812*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    cse35 = 0.3138240358464619*leg2_u_c1
+    cse36 = 0.36861993380210856*leg2_u_s1
+    leg2_e2_roll_y = cse30*(-cse29*leg2_u_s2 + 0.6482443370509813*leg2_u_s1*leg2_u_s2) + cse31*(cse32*leg2_u_s2 + cse33*leg2_u_s2 - 0.4841138100397801*leg2_u_c2) + cse34*(-cse35*leg2_u_s2 - cse36*leg2_u_s2 - 0.8750050393733557*leg2_u_c2)
+    cse37 = -0.36861993380210856*leg2_u_c1 + 0.3138240358464619*leg2_u_s1
     cse38 = 0.6662571754848596*leg2_u_c1 - 0.5672170616648486*leg2_u_s1
-    cse39 = -0.3686199338021085*leg2_u_c1 + 0.31382403584646185*leg2_u_s1
-    leg2_e2_roll_z = cse30*cse37 + cse31*cse38 + cse34*cse39
+    cse39 = 0.6482443370509813*leg2_u_c1 + 0.7614323866774606*leg2_u_s1
+    leg2_e2_roll_z = cse30*cse39 + cse31*cse38 + cse34*cse37
     leg2_roll_N2 = leg2_e2_roll_y*leg2_e2_roll_y + leg2_e2_roll_z*leg2_e2_roll_z
-    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg2_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg2 roll: cut universal joint axis along the leg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 222
     leg2_roll_inv_N = 1.0/math.sqrt(leg2_roll_N2)
     leg2_roll_c = leg2_e2_roll_z*leg2_roll_inv_N
     leg2_roll_s = -leg2_e2_roll_y*leg2_roll_inv_N
-    if not (leg2_stroke + 0.25 > 0.0):  # leg2_stroke below its limit -0.25
+    if not (leg2_stroke + 0.25 > 0.0):  # leg2 stroke below its lower limit -0.25 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.25
+        return 233
+    if not (0.25 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.25 m
         F[:] = [NAN] * 6
-        return 1
+        return 234
     cse40 = 0.6278517870878945*leg1_alpha_C_10
-    leg3_s0_x = cse40 + 0.16823237931663848*leg1_alpha_C_00 + x_C
-    cse41 = 0.6278517870878945*leg1_alpha_C_11
-    leg3_s0_y = cse41 + 0.16823237931663848*leg1_s_psi_z + y_C
-    cse42 = 0.6278517870878945*leg1_alpha_C_12
-    leg3_s0_z = cse42 + 0.16823237931663848*leg1_alpha_C_02 + z_C
-    leg3_d_x = 0.5553881181936187*leg3_s0_x - 0.33431236693849237*leg3_s0_y + 0.7614323866774605*leg3_s0_z + 0.41999937451728825
-    leg3_d_y = 0.5157196875168388*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
-    leg3_d_z = -0.6523628147563938*leg3_s0_x + 0.39268567252250075*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.49333423813093585
+    cse41 = 0.16823237931663848*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse40 + cse41
+    cse42 = 0.6278517870878945*leg1_alpha_C_11
+    cse43 = 0.16823237931663848*leg1_s_psi_z + y_C
+    leg3_s0_y = cse42 + cse43
+    cse44 = 0.6278517870878945*leg1_alpha_C_12
+    cse45 = 0.16823237931663848*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse44 + cse45
+    leg3_d_x = 0.5553881181936186*leg3_s0_x - 0.3343123669384925*leg3_s0_y + 0.7614323866774606*leg3_s0_z + 0.41999937451728825
+    leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162
+    leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2)
@@ -12147,43 +12749,55 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_d_y*leg3_u_inv_L
-    leg3_stroke = leg3_u_L - 0.7223228347298782
-    cse43 = 0.7614323866774605*leg3_u_c1
-    cse44 = -0.6523628147563938*leg1_alpha_C_02 + 0.3926856725225008*leg1_alpha_C_12 + 0.6482443370509811*leg1_alpha_C_22
-    cse45 = 0.5553881181936187*leg3_u_c1
-    cse46 = 0.6523628147563938*leg3_u_s1
-    cse47 = -0.6523628147563938*leg1_alpha_C_00 + 0.3926856725225008*leg1_alpha_C_10 + 0.6482443370509811*leg1_alpha_C_20
-    cse48 = 0.39268567252250075*leg3_u_s1
-    cse49 = 0.33431236693849237*leg3_u_c1
-    cse50 = 0.3926856725225008*leg1_alpha_C_11 + 0.6482443370509811*leg1_alpha_C_21 - 0.6523628147563938*leg1_s_psi_z
-    leg3_e2_roll_y = cse44*(-cse43*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse47*(-cse45*leg3_u_s2 - cse46*leg3_u_s2 + 0.5157196875168388*leg3_u_c2) + cse50*(cse48*leg3_u_s2 + cse49*leg3_u_s2 + 0.8567573775040014*leg3_u_c2)
-    cse51 = -0.6523628147563938*leg3_u_c1 + 0.5553881181936187*leg3_u_s1
-    cse52 = 0.39268567252250075*leg3_u_c1 - 0.33431236693849237*leg3_u_s1
-    cse53 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774605*leg3_u_s1
-    leg3_e2_roll_z = cse44*cse53 + cse47*cse51 + cse50*cse52
+    leg3_stroke = leg3_u_L - 0.7223228347298781
+    cse46 = 0.7614323866774606*leg3_u_c1
+    cse47 = 0.3926856725225009*leg1_alpha_C_12
+    cse48 = 0.6523628147563939*leg1_alpha_C_02
+    cse49 = cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse50 = 0.3343123669384925*leg3_u_c1
+    cse51 = 0.3926856725225009*leg3_u_s1
+    cse52 = 0.3926856725225009*leg1_alpha_C_11
+    cse53 = 0.6523628147563939*leg1_s_psi_z
+    cse54 = cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse55 = 0.5553881181936186*leg3_u_c1
+    cse56 = 0.6523628147563939*leg3_u_s1
+    cse57 = 0.3926856725225009*leg1_alpha_C_10
+    cse58 = 0.6523628147563939*leg1_alpha_C_00
+    cse59 = cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    leg3_e2_roll_y = cse49*(-cse46*leg3_u_s2 + 0.6482443370509812*leg3_u_s1*leg3_u_s2) + cse54*(cse50*leg3_u_s2 + cse51*leg3_u_s2 + 0.8567573775040014*leg3_u_c2) + cse59*(-cse55*leg3_u_s2 - cse56*leg3_u_s2 + 0.515719687516839*leg3_u_c2)
+    cse60 = 0.6482443370509812*leg3_u_c1 + 0.7614323866774606*leg3_u_s1
+    cse61 = -0.6523628147563939*leg3_u_c1 + 0.5553881181936186*leg3_u_s1
+    cse62 = 0.3926856725225009*leg3_u_c1 - 0.3343123669384925*leg3_u_s1
+    leg3_e2_roll_z = cse49*cse60 + cse54*cse62 + cse59*cse61
     leg3_roll_N2 = leg3_e2_roll_y*leg3_e2_roll_y + leg3_e2_roll_z*leg3_e2_roll_z
-    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg3_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg3 roll: cut universal joint axis along the leg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 322
     leg3_roll_inv_N = 1.0/math.sqrt(leg3_roll_N2)
     leg3_roll_c = leg3_e2_roll_z*leg3_roll_inv_N
     leg3_roll_s = -leg3_e2_roll_y*leg3_roll_inv_N
-    if not (leg3_stroke + 0.25 > 0.0):  # leg3_stroke below its limit -0.25
+    if not (leg3_stroke + 0.25 > 0.0):  # leg3 stroke below its lower limit -0.25 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.25
+        return 333
+    if not (0.25 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.25 m
         F[:] = [NAN] * 6
-        return 1
-    leg4_s0_x = -0.6278517870878944*leg1_alpha_C_00 + 0.16823237931663867*leg1_alpha_C_10 + x_C
-    leg4_s0_y = 0.16823237931663867*leg1_alpha_C_11 - 0.6278517870878944*leg1_s_psi_z + y_C
-    leg4_s0_z = -0.6278517870878944*leg1_alpha_C_02 + 0.16823237931663867*leg1_alpha_C_12 + z_C
-    leg4_d_x = 0.011828943471230067*leg4_s0_x - 0.6481364027849542*leg4_s0_y + 0.7614323866774607*leg4_s0_z + 0.41999937451728825
-    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354333*leg4_s0_y + 0.6246774006580161
-    leg4_d_z = -0.013894360728465765*leg4_s0_x + 0.7613056063246095*leg4_s0_y + 0.6482443370509811*leg4_s0_z - 0.493334238130936
+        return 334
+    cse63 = 0.16823237931663848*leg1_alpha_C_10
+    cse64 = 0.6278517870878945*leg1_alpha_C_00
+    leg4_s0_x = cse63 - cse64 + x_C
+    cse65 = 0.16823237931663848*leg1_alpha_C_11
+    cse66 = 0.6278517870878945*leg1_s_psi_z
+    leg4_s0_y = cse65 - cse66 + y_C
+    cse67 = 0.16823237931663848*leg1_alpha_C_12
+    cse68 = 0.6278517870878945*leg1_alpha_C_02
+    leg4_s0_z = cse67 - cse68 + z_C
+    leg4_d_x = 0.011828943471230063*leg4_s0_x - 0.6481364027849544*leg4_s0_y + 0.7614323866774606*leg4_s0_z + 0.41999937451728836
+    leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162
+    leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 5.2175027757220664e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2)
@@ -12192,43 +12806,49 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_d_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 0.722322834729878
-    cse54 = 0.7614323866774607*leg4_u_c1
-    cse55 = cse11 - 0.013894360728465763*leg1_alpha_C_02 + 0.7613056063246095*leg1_alpha_C_12
-    cse56 = cse15 - 0.013894360728465763*leg1_alpha_C_00 + 0.7613056063246095*leg1_alpha_C_10
-    cse57 = 0.011828943471230067*leg4_u_c1
-    cse58 = 0.013894360728465765*leg4_u_s1
-    cse59 = cse21 + 0.7613056063246095*leg1_alpha_C_11 - 0.013894360728465763*leg1_s_psi_z
-    cse60 = 0.7613056063246095*leg4_u_s1
-    cse61 = 0.6481364027849542*leg4_u_c1
-    leg4_e2_roll_y = cse55*(-cse54*leg4_u_s2 + 0.6482443370509811*leg4_u_s1*leg4_u_s2) + cse56*(-cse57*leg4_u_s2 - cse58*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse59*(cse60*leg4_u_s2 + cse61*leg4_u_s2 + 0.018247661869354333*leg4_u_c2)
-    cse62 = -0.013894360728465765*leg4_u_c1 + 0.011828943471230067*leg4_u_s1
-    cse63 = 0.7613056063246095*leg4_u_c1 - 0.6481364027849542*leg4_u_s1
-    cse64 = 0.6482443370509811*leg4_u_c1 + 0.7614323866774607*leg4_u_s1
-    leg4_e2_roll_z = cse55*cse64 + cse56*cse62 + cse59*cse63
+    leg4_stroke = leg4_u_L - 0.7223228347298782
+    cse69 = 0.7614323866774606*leg4_u_c1
+    cse70 = 0.7613056063246094*leg1_alpha_C_12
+    cse71 = 0.013894360728465758*leg1_alpha_C_02
+    cse72 = cse11 + cse70 - cse71
+    cse73 = 0.011828943471230063*leg4_u_c1
+    cse74 = 0.013894360728465758*leg4_u_s1
+    cse75 = 0.7613056063246094*leg1_alpha_C_10
+    cse76 = 0.013894360728465758*leg1_alpha_C_00
+    cse77 = cse15 + cse75 - cse76
+    cse78 = 0.6481364027849544*leg4_u_c1
+    cse79 = 0.7613056063246094*leg4_u_s1
+    cse80 = 0.7613056063246094*leg1_alpha_C_11
+    cse81 = 0.013894360728465758*leg1_s_psi_z
+    cse82 = cse21 + cse80 - cse81
+    leg4_e2_roll_y = cse72*(-cse69*leg4_u_s2 + 0.6482443370509813*leg4_u_s1*leg4_u_s2) + cse77*(-cse73*leg4_u_s2 - cse74*leg4_u_s2 + 0.999833497556619*leg4_u_c2) + cse82*(cse78*leg4_u_s2 + cse79*leg4_u_s2 + 0.018247661869354326*leg4_u_c2)
+    cse83 = -0.013894360728465758*leg4_u_c1 + 0.011828943471230063*leg4_u_s1
+    cse84 = 0.6482443370509813*leg4_u_c1 + 0.7614323866774606*leg4_u_s1
+    cse85 = 0.7613056063246094*leg4_u_c1 - 0.6481364027849544*leg4_u_s1
+    leg4_e2_roll_z = cse72*cse84 + cse77*cse83 + cse82*cse85
     leg4_roll_N2 = leg4_e2_roll_y*leg4_e2_roll_y + leg4_e2_roll_z*leg4_e2_roll_z
-    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg4_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg4 roll: cut universal joint axis along the leg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 422
     leg4_roll_inv_N = 1.0/math.sqrt(leg4_roll_N2)
     leg4_roll_c = leg4_e2_roll_z*leg4_roll_inv_N
     leg4_roll_s = -leg4_e2_roll_y*leg4_roll_inv_N
-    if not (leg4_stroke + 0.25 > 0.0):  # leg4_stroke below its limit -0.25
+    if not (leg4_stroke + 0.25 > 0.0):  # leg4 stroke below its lower limit -0.25 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.25
+        return 433
+    if not (0.25 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.25 m
         F[:] = [NAN] * 6
-        return 1
-    leg5_s0_x = -0.6278517870878945*leg1_alpha_C_00 - 0.16823237931663854*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -0.16823237931663854*leg1_alpha_C_11 - 0.6278517870878945*leg1_s_psi_z + y_C
-    leg5_s0_z = -0.6278517870878945*leg1_alpha_C_02 - 0.16823237931663854*leg1_alpha_C_12 + z_C
-    leg5_d_x = 0.011828943471230218*leg5_s0_x + 0.6481364027849542*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728825
-    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354566*leg5_s0_y - 0.6246774006580161
-    leg5_d_z = -0.01389436072846594*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509811*leg5_s0_z - 0.493334238130936
+        return 434
+    leg5_s0_x = -cse63 - cse64 + x_C
+    leg5_s0_y = -cse65 - cse66 + y_C
+    leg5_s0_z = -cse67 - cse68 + z_C
+    leg5_d_x = 0.011828943471230063*leg5_s0_x + 0.6481364027849544*leg5_s0_y + 0.7614323866774606*leg5_s0_z + 0.41999937451728836
+    leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162
+    leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 5.21750277572207e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2)
@@ -12237,43 +12857,43 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_d_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 0.7223228347298781
-    cse65 = 0.7614323866774606*leg5_u_c1
-    cse66 = -0.013894360728465938*leg1_alpha_C_02 - 0.7613056063246094*leg1_alpha_C_12 + 0.6482443370509812*leg1_alpha_C_22
-    cse67 = 0.6481364027849542*leg5_u_c1
-    cse68 = 0.7613056063246094*leg5_u_s1
-    cse69 = -0.7613056063246094*leg1_alpha_C_11 + 0.6482443370509812*leg1_alpha_C_21 - 0.013894360728465938*leg1_s_psi_z
-    cse70 = -0.013894360728465938*leg1_alpha_C_00 - 0.7613056063246094*leg1_alpha_C_10 + 0.6482443370509812*leg1_alpha_C_20
-    cse71 = 0.011828943471230218*leg5_u_c1
-    cse72 = 0.01389436072846594*leg5_u_s1
-    leg5_e2_roll_y = cse66*(-cse65*leg5_u_s2 + 0.6482443370509811*leg5_u_s1*leg5_u_s2) + cse69*(-cse67*leg5_u_s2 - cse68*leg5_u_s2 + 0.018247661869354566*leg5_u_c2) + cse70*(-cse71*leg5_u_s2 - cse72*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
-    cse73 = 0.6482443370509811*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
-    cse74 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849542*leg5_u_s1
-    cse75 = -0.01389436072846594*leg5_u_c1 + 0.011828943471230218*leg5_u_s1
-    leg5_e2_roll_z = cse66*cse73 + cse69*cse74 + cse70*cse75
+    leg5_stroke = leg5_u_L - 0.7223228347298782
+    cse86 = 0.7614323866774606*leg5_u_c1
+    cse87 = -cse70 - cse71 + 0.6482443370509813*leg1_alpha_C_22
+    cse88 = 0.6481364027849544*leg5_u_c1
+    cse89 = 0.7613056063246094*leg5_u_s1
+    cse90 = -cse80 - cse81 + 0.6482443370509813*leg1_alpha_C_21
+    cse91 = -cse75 - cse76 + 0.6482443370509813*leg1_alpha_C_20
+    cse92 = 0.011828943471230063*leg5_u_c1
+    cse93 = 0.013894360728465758*leg5_u_s1
+    leg5_e2_roll_y = cse87*(-cse86*leg5_u_s2 + 0.6482443370509813*leg5_u_s1*leg5_u_s2) + cse90*(-cse88*leg5_u_s2 - cse89*leg5_u_s2 + 0.018247661869354326*leg5_u_c2) + cse91*(-cse92*leg5_u_s2 - cse93*leg5_u_s2 - 0.999833497556619*leg5_u_c2)
+    cse94 = -0.013894360728465758*leg5_u_c1 + 0.011828943471230063*leg5_u_s1
+    cse95 = 0.6482443370509813*leg5_u_c1 + 0.7614323866774606*leg5_u_s1
+    cse96 = -0.7613056063246094*leg5_u_c1 + 0.6481364027849544*leg5_u_s1
+    leg5_e2_roll_z = cse87*cse95 + cse90*cse96 + cse91*cse94
     leg5_roll_N2 = leg5_e2_roll_y*leg5_e2_roll_y + leg5_e2_roll_z*leg5_e2_roll_z
-    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg5_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg5 roll: cut universal joint axis along the leg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 522
     leg5_roll_inv_N = 1.0/math.sqrt(leg5_roll_N2)
     leg5_roll_c = leg5_e2_roll_z*leg5_roll_inv_N
     leg5_roll_s = -leg5_e2_roll_y*leg5_roll_inv_N
-    if not (leg5_stroke + 0.25 > 0.0):  # leg5_stroke below its limit -0.25
+    if not (leg5_stroke + 0.25 > 0.0):  # leg5 stroke below its lower limit -0.25 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.25
+        return 533
+    if not (0.25 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.25 m
         F[:] = [NAN] * 6
-        return 1
-    leg6_s0_x = -cse40 + 0.1682323793166382*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse41 + 0.1682323793166382*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse42 + 0.1682323793166382*leg1_alpha_C_02 + z_C
-    leg6_d_x = 0.5553881181936182*leg6_s0_x + 0.33431236693849253*leg6_s0_y + 0.7614323866774608*leg6_s0_z + 0.4199993745172882
-    leg6_d_y = -0.5157196875168393*leg6_s0_x + 0.8567573775040012*leg6_s0_y + 0.624677400658016
-    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.39268567252250125*leg6_s0_y + 0.6482443370509808*leg6_s0_z - 0.4933342381309362
+        return 534
+    leg6_s0_x = -cse40 + cse41
+    leg6_s0_y = -cse42 + cse43
+    leg6_s0_z = -cse44 + cse45
+    leg6_d_x = 0.5553881181936186*leg6_s0_x + 0.3343123669384925*leg6_s0_y + 0.7614323866774606*leg6_s0_z + 0.41999937451728825
+    leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162
+    leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 5.217502775722065e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 5.217502775722069e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2)
@@ -12282,80 +12902,80 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_d_y*leg6_u_inv_L
-    leg6_stroke = leg6_u_L - 0.7223228347298779
-    cse76 = 0.7614323866774608*leg6_u_c1
-    cse77 = -0.6523628147563939*leg1_alpha_C_02 - 0.39268567252250125*leg1_alpha_C_12 + 0.6482443370509808*leg1_alpha_C_22
-    cse78 = 0.33431236693849253*leg6_u_c1
-    cse79 = 0.39268567252250125*leg6_u_s1
-    cse80 = -0.39268567252250125*leg1_alpha_C_11 + 0.6482443370509808*leg1_alpha_C_21 - 0.6523628147563939*leg1_s_psi_z
-    cse81 = -0.6523628147563939*leg1_alpha_C_00 - 0.39268567252250125*leg1_alpha_C_10 + 0.6482443370509808*leg1_alpha_C_20
-    cse82 = 0.5553881181936182*leg6_u_c1
-    cse83 = 0.6523628147563939*leg6_u_s1
-    leg6_e2_roll_y = cse77*(-cse76*leg6_u_s2 + 0.6482443370509808*leg6_u_s1*leg6_u_s2) + cse80*(-cse78*leg6_u_s2 - cse79*leg6_u_s2 + 0.8567573775040012*leg6_u_c2) + cse81*(-cse82*leg6_u_s2 - cse83*leg6_u_s2 - 0.5157196875168393*leg6_u_c2)
-    cse84 = 0.6482443370509808*leg6_u_c1 + 0.7614323866774608*leg6_u_s1
-    cse85 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936182*leg6_u_s1
-    cse86 = -0.39268567252250125*leg6_u_c1 + 0.33431236693849253*leg6_u_s1
-    leg6_e2_roll_z = cse77*cse84 + cse80*cse86 + cse81*cse85
+    leg6_stroke = leg6_u_L - 0.7223228347298781
+    cse97 = 0.7614323866774606*leg6_u_c1
+    cse98 = -cse47 - cse48 + 0.6482443370509812*leg1_alpha_C_22
+    cse99 = 0.3343123669384925*leg6_u_c1
+    cse100 = 0.3926856725225009*leg6_u_s1
+    cse101 = -cse52 - cse53 + 0.6482443370509812*leg1_alpha_C_21
+    cse102 = -cse57 - cse58 + 0.6482443370509812*leg1_alpha_C_20
+    cse103 = 0.5553881181936186*leg6_u_c1
+    cse104 = 0.6523628147563939*leg6_u_s1
+    leg6_e2_roll_y = cse101*(-cse100*leg6_u_s2 - cse99*leg6_u_s2 + 0.8567573775040014*leg6_u_c2) + cse102*(-cse103*leg6_u_s2 - cse104*leg6_u_s2 - 0.515719687516839*leg6_u_c2) + cse98*(-cse97*leg6_u_s2 + 0.6482443370509812*leg6_u_s1*leg6_u_s2)
+    cse105 = 0.6482443370509812*leg6_u_c1 + 0.7614323866774606*leg6_u_s1
+    cse106 = -0.6523628147563939*leg6_u_c1 + 0.5553881181936186*leg6_u_s1
+    cse107 = -0.3926856725225009*leg6_u_c1 + 0.3343123669384925*leg6_u_s1
+    leg6_e2_roll_z = cse101*cse107 + cse102*cse106 + cse105*cse98
     leg6_roll_N2 = leg6_e2_roll_y*leg6_e2_roll_y + leg6_e2_roll_z*leg6_e2_roll_z
-    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # roll: cut universal joint axis along the leg
+    if not (leg6_roll_N2 - 1.0000000000000001e-16 > 0.0):  # leg6 roll: cut universal joint axis along the leg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 622
     leg6_roll_inv_N = 1.0/math.sqrt(leg6_roll_N2)
     leg6_roll_c = leg6_e2_roll_z*leg6_roll_inv_N
     leg6_roll_s = -leg6_e2_roll_y*leg6_roll_inv_N
-    if not (leg6_stroke + 0.25 > 0.0):  # leg6_stroke below its limit -0.25
+    if not (leg6_stroke + 0.25 > 0.0):  # leg6 stroke below its lower limit -0.25 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.25 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.25
+        return 633
+    if not (0.25 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.25 m
         F[:] = [NAN] * 6
-        return 1
+        return 634
     leg1_beta1_00 = -cse18 - cse19
     leg1_beta1_01 = -cse24 - cse25
-    leg1_beta1_02 = cse9 - 0.6482443370509812*leg1_u_s1
+    leg1_beta1_02 = cse9 - 0.6482443370509813*leg1_u_s1
     leg1_beta1_20 = cse27
-    leg1_beta1_21 = cse28
-    leg1_beta1_22 = cse26
+    leg1_beta1_21 = cse26
+    leg1_beta1_22 = cse28
     leg2_beta1_00 = -cse32 - cse33
     leg2_beta1_01 = cse35 + cse36
-    leg2_beta1_02 = cse29 - 0.6482443370509812*leg2_u_s1
+    leg2_beta1_02 = cse29 - 0.6482443370509813*leg2_u_s1
     leg2_beta1_20 = cse38
-    leg2_beta1_21 = cse39
-    leg2_beta1_22 = cse37
-    leg3_beta1_00 = cse45 + cse46
-    leg3_beta1_01 = -cse48 - cse49
-    leg3_beta1_02 = cse43 - 0.6482443370509812*leg3_u_s1
-    leg3_beta1_20 = cse51
-    leg3_beta1_21 = cse52
-    leg3_beta1_22 = cse53
-    leg4_beta1_00 = cse57 + cse58
-    leg4_beta1_01 = -cse60 - cse61
-    leg4_beta1_02 = cse54 - 0.6482443370509811*leg4_u_s1
-    leg4_beta1_20 = cse62
-    leg4_beta1_21 = cse63
-    leg4_beta1_22 = cse64
-    leg5_beta1_00 = cse71 + cse72
-    leg5_beta1_01 = cse67 + cse68
-    leg5_beta1_02 = cse65 - 0.6482443370509811*leg5_u_s1
-    leg5_beta1_20 = cse75
-    leg5_beta1_21 = cse74
-    leg5_beta1_22 = cse73
-    leg6_beta1_00 = cse82 + cse83
-    leg6_beta1_01 = cse78 + cse79
-    leg6_beta1_02 = cse76 - 0.6482443370509808*leg6_u_s1
-    leg6_beta1_20 = cse85
-    leg6_beta1_21 = cse86
-    leg6_beta1_22 = cse84
+    leg2_beta1_21 = cse37
+    leg2_beta1_22 = cse39
+    leg3_beta1_00 = cse55 + cse56
+    leg3_beta1_01 = -cse50 - cse51
+    leg3_beta1_02 = cse46 - 0.6482443370509812*leg3_u_s1
+    leg3_beta1_20 = cse61
+    leg3_beta1_21 = cse62
+    leg3_beta1_22 = cse60
+    leg4_beta1_00 = cse73 + cse74
+    leg4_beta1_01 = -cse78 - cse79
+    leg4_beta1_02 = cse69 - 0.6482443370509813*leg4_u_s1
+    leg4_beta1_20 = cse83
+    leg4_beta1_21 = cse85
+    leg4_beta1_22 = cse84
+    leg5_beta1_00 = cse92 + cse93
+    leg5_beta1_01 = cse88 + cse89
+    leg5_beta1_02 = cse86 - 0.6482443370509813*leg5_u_s1
+    leg5_beta1_20 = cse94
+    leg5_beta1_21 = cse96
+    leg5_beta1_22 = cse95
+    leg6_beta1_00 = cse103 + cse104
+    leg6_beta1_01 = cse100 + cse99
+    leg6_beta1_02 = cse97 - 0.6482443370509812*leg6_u_s1
+    leg6_beta1_20 = cse106
+    leg6_beta1_21 = cse107
+    leg6_beta1_22 = cse105
     leg1_B1_10 = -leg1_roll_c*leg1_u_s2
     leg1_B1_11 = leg1_roll_c*leg1_u_c2
     leg1_B1_20 = leg1_roll_s*leg1_u_s2
     leg1_B1_21 = -leg1_roll_s*leg1_u_c2
-    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.48411381003978005*leg1_u_s2
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2 + 0.4841138100397801*leg1_u_s2
     leg1_B0_01 = leg1_beta1_01*leg1_u_c2 - 0.8750050393733557*leg1_u_s2
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
-    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.48411381003978005*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
+    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + 0.4841138100397801*leg1_B1_11 + leg1_beta1_20*leg1_roll_s
     leg1_B0_11 = leg1_B1_10*leg1_beta1_01 - 0.8750050393733557*leg1_B1_11 + leg1_beta1_21*leg1_roll_s
     leg1_B0_12 = leg1_B1_10*leg1_beta1_02 + leg1_beta1_22*leg1_roll_s
-    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.48411381003978005*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
+    leg1_B0_20 = leg1_B1_20*leg1_beta1_00 + 0.4841138100397801*leg1_B1_21 + leg1_beta1_20*leg1_roll_c
     leg1_B0_21 = leg1_B1_20*leg1_beta1_01 - 0.8750050393733557*leg1_B1_21 + leg1_beta1_21*leg1_roll_c
     leg1_B0_22 = leg1_B1_20*leg1_beta1_02 + leg1_beta1_22*leg1_roll_c
     leg1_rho3_x = leg1_stroke + 0.7223228347298781
@@ -12372,18 +12992,15 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_Q_20 = leg1_B0_20*leg1_alpha_C_00 + leg1_B0_21*leg1_s_psi_z + leg1_B0_22*leg1_alpha_C_02
     leg1_Q_21 = leg1_B0_20*leg1_alpha_C_10 + leg1_B0_21*leg1_alpha_C_11 + leg1_B0_22*leg1_alpha_C_12
     leg1_Q_22 = leg1_B0_20*leg1_alpha_C_20 + leg1_B0_21*leg1_alpha_C_21 + leg1_B0_22*leg1_alpha_C_22
-    leg1_Ci1_x = -0.4596194077712559*leg1_Q_02
-    leg1_Ci1_y = -0.45961940777125593*leg1_Q_02
-    leg1_Ci1_z = 0.4596194077712559*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
-    leg1_Ci2_x = -0.4596194077712559*leg1_Q_12
-    leg1_Ci2_y = -0.45961940777125593*leg1_Q_12
-    leg1_Ci2_z = 0.4596194077712559*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
-    leg1_Ci3_x = -0.4596194077712559*leg1_Q_22
-    leg1_Ci3_y = -0.45961940777125593*leg1_Q_22
-    leg1_Ci3_z = 0.4596194077712559*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
-    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.3686199338021085*leg1_Q_01 + 0.6482443370509812*leg1_Q_02
-    leg1_e2_y = 0.6662571754848596*leg1_Q_10 + 0.3686199338021085*leg1_Q_11 + 0.6482443370509812*leg1_Q_12
-    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.3686199338021085*leg1_Q_21 + 0.6482443370509812*leg1_Q_22
+    leg1_Ci1_x = -0.45961940777125593*leg1_Q_02
+    leg1_Ci1_z = 0.45961940777125593*leg1_Q_00 + 0.45961940777125593*leg1_Q_01
+    leg1_Ci2_x = -0.45961940777125593*leg1_Q_12
+    leg1_Ci2_z = 0.45961940777125593*leg1_Q_10 + 0.45961940777125593*leg1_Q_11
+    leg1_Ci3_x = -0.45961940777125593*leg1_Q_22
+    leg1_Ci3_z = 0.45961940777125593*leg1_Q_20 + 0.45961940777125593*leg1_Q_21
+    leg1_e2_x = 0.6662571754848596*leg1_Q_00 + 0.36861993380210856*leg1_Q_01 + 0.6482443370509813*leg1_Q_02
+    leg1_e2_y = 0.6662571754848596*leg1_Q_10 + 0.36861993380210856*leg1_Q_11 + 0.6482443370509813*leg1_Q_12
+    leg1_e2_z = 0.6662571754848596*leg1_Q_20 + 0.36861993380210856*leg1_Q_21 + 0.6482443370509813*leg1_Q_22
     leg1_Cd4_1 = -leg1_B1_21*leg1_e2_x + leg1_e2_z*leg1_u_s2
     leg1_Cd4_2 = -leg1_e2_x*leg1_roll_c
     leg1_Ci4_x = leg1_Q_00*leg1_e2_z - leg1_Q_20*leg1_e2_x
@@ -12391,29 +13008,29 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_Ci4_z = leg1_Q_02*leg1_e2_z - leg1_Q_22*leg1_e2_x
     if not (leg1_e2_z*leg1_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_e2_z
     if not (leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg1_lu_f21 = leg1_TL1_y*leg1_lu_inv3
     leg1_lu_u22 = leg1_TL2_y - leg1_TL2_z*leg1_lu_f21
     if not (leg1_lu_u22*leg1_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 4 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv4 = 1.0/leg1_lu_u22
     leg2_B1_10 = -leg2_roll_c*leg2_u_s2
     leg2_B1_11 = leg2_roll_c*leg2_u_c2
     leg2_B1_20 = leg2_roll_s*leg2_u_s2
     leg2_B1_21 = -leg2_roll_s*leg2_u_c2
-    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.48411381003978005*leg2_u_s2
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2
     leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
-    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.48411381003978005*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
+    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 - 0.4841138100397801*leg2_B1_11 + leg2_beta1_20*leg2_roll_s
     leg2_B0_11 = leg2_B1_10*leg2_beta1_01 - 0.8750050393733557*leg2_B1_11 + leg2_beta1_21*leg2_roll_s
     leg2_B0_12 = leg2_B1_10*leg2_beta1_02 + leg2_beta1_22*leg2_roll_s
-    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.48411381003978005*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
+    leg2_B0_20 = leg2_B1_20*leg2_beta1_00 - 0.4841138100397801*leg2_B1_21 + leg2_beta1_20*leg2_roll_c
     leg2_B0_21 = leg2_B1_20*leg2_beta1_01 - 0.8750050393733557*leg2_B1_21 + leg2_beta1_21*leg2_roll_c
     leg2_B0_22 = leg2_B1_20*leg2_beta1_02 + leg2_beta1_22*leg2_roll_c
     leg2_rho3_x = leg2_stroke + 0.7223228347298781
@@ -12430,18 +13047,21 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_Q_20 = leg1_alpha_C_00*leg2_B0_20 + leg1_alpha_C_02*leg2_B0_22 + leg1_s_psi_z*leg2_B0_21
     leg2_Q_21 = leg1_alpha_C_10*leg2_B0_20 + leg1_alpha_C_11*leg2_B0_21 + leg1_alpha_C_12*leg2_B0_22
     leg2_Q_22 = leg1_alpha_C_20*leg2_B0_20 + leg1_alpha_C_21*leg2_B0_21 + leg1_alpha_C_22*leg2_B0_22
-    leg2_Ci1_x = 0.4596194077712559*leg2_Q_02
-    leg2_Ci1_y = -0.45961940777125593*leg2_Q_02
-    leg2_Ci1_z = -0.4596194077712559*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
-    leg2_Ci2_x = 0.4596194077712559*leg2_Q_12
-    leg2_Ci2_y = -0.45961940777125593*leg2_Q_12
-    leg2_Ci2_z = -0.4596194077712559*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
-    leg2_Ci3_x = 0.4596194077712559*leg2_Q_22
-    leg2_Ci3_y = -0.45961940777125593*leg2_Q_22
-    leg2_Ci3_z = -0.4596194077712559*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
-    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.3686199338021085*leg2_Q_01 + 0.6482443370509812*leg2_Q_02
-    leg2_e2_y = 0.6662571754848596*leg2_Q_10 - 0.3686199338021085*leg2_Q_11 + 0.6482443370509812*leg2_Q_12
-    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.3686199338021085*leg2_Q_21 + 0.6482443370509812*leg2_Q_22
+    cse108 = 0.45961940777125593*leg2_Q_02
+    leg2_Ci1_x = cse108
+    leg2_Ci1_y = -cse108
+    leg2_Ci1_z = -0.45961940777125593*leg2_Q_00 + 0.45961940777125593*leg2_Q_01
+    cse109 = 0.45961940777125593*leg2_Q_12
+    leg2_Ci2_x = cse109
+    leg2_Ci2_y = -cse109
+    leg2_Ci2_z = -0.45961940777125593*leg2_Q_10 + 0.45961940777125593*leg2_Q_11
+    cse110 = 0.45961940777125593*leg2_Q_22
+    leg2_Ci3_x = cse110
+    leg2_Ci3_y = -cse110
+    leg2_Ci3_z = -0.45961940777125593*leg2_Q_20 + 0.45961940777125593*leg2_Q_21
+    leg2_e2_x = 0.6662571754848596*leg2_Q_00 - 0.36861993380210856*leg2_Q_01 + 0.6482443370509813*leg2_Q_02
+    leg2_e2_y = 0.6662571754848596*leg2_Q_10 - 0.36861993380210856*leg2_Q_11 + 0.6482443370509813*leg2_Q_12
+    leg2_e2_z = 0.6662571754848596*leg2_Q_20 - 0.36861993380210856*leg2_Q_21 + 0.6482443370509813*leg2_Q_22
     leg2_Cd4_1 = -leg2_B1_21*leg2_e2_x + leg2_e2_z*leg2_u_s2
     leg2_Cd4_2 = -leg2_e2_x*leg2_roll_c
     leg2_Ci4_x = leg2_Q_00*leg2_e2_z - leg2_Q_20*leg2_e2_x
@@ -12449,32 +13069,32 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_Ci4_z = leg2_Q_02*leg2_e2_z - leg2_Q_22*leg2_e2_x
     if not (leg2_e2_z*leg2_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_e2_z
     if not (leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg2_lu_f21 = leg2_TL1_y*leg2_lu_inv3
     leg2_lu_u22 = leg2_TL2_y - leg2_TL2_z*leg2_lu_f21
     if not (leg2_lu_u22*leg2_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 4 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv4 = 1.0/leg2_lu_u22
     leg3_B1_10 = -leg3_roll_c*leg3_u_s2
     leg3_B1_11 = leg3_roll_c*leg3_u_c2
     leg3_B1_20 = leg3_roll_s*leg3_u_s2
     leg3_B1_21 = -leg3_roll_s*leg3_u_c2
-    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.5157196875168388*leg3_u_s2
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2
     leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.5157196875168388*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + 0.515719687516839*leg3_B1_11 + leg3_beta1_20*leg3_roll_s
     leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + 0.8567573775040014*leg3_B1_11 + leg3_beta1_21*leg3_roll_s
     leg3_B0_12 = leg3_B1_10*leg3_beta1_02 + leg3_beta1_22*leg3_roll_s
-    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.5157196875168388*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
+    leg3_B0_20 = leg3_B1_20*leg3_beta1_00 + 0.515719687516839*leg3_B1_21 + leg3_beta1_20*leg3_roll_c
     leg3_B0_21 = leg3_B1_20*leg3_beta1_01 + 0.8567573775040014*leg3_B1_21 + leg3_beta1_21*leg3_roll_c
     leg3_B0_22 = leg3_B1_20*leg3_beta1_02 + leg3_beta1_22*leg3_roll_c
-    leg3_rho3_x = leg3_stroke + 0.7223228347298782
+    leg3_rho3_x = leg3_stroke + 0.7223228347298781
     leg3_TL1_y = leg3_B1_21*leg3_rho3_x
     leg3_TL1_z = -leg3_B1_11*leg3_rho3_x
     leg3_TL2_y = leg3_rho3_x*leg3_roll_c
@@ -12497,42 +13117,42 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_Ci3_x = 0.6278517870878945*leg3_Q_22
     leg3_Ci3_y = -0.16823237931663848*leg3_Q_22
     leg3_Ci3_z = -0.6278517870878945*leg3_Q_20 + 0.16823237931663848*leg3_Q_21
-    leg3_e2_x = -0.6523628147563938*leg3_Q_00 + 0.3926856725225008*leg3_Q_01 + 0.6482443370509811*leg3_Q_02
-    leg3_e2_y = -0.6523628147563938*leg3_Q_10 + 0.3926856725225008*leg3_Q_11 + 0.6482443370509811*leg3_Q_12
-    leg3_e2_z = -0.6523628147563938*leg3_Q_20 + 0.3926856725225008*leg3_Q_21 + 0.6482443370509811*leg3_Q_22
+    leg3_e2_x = -0.6523628147563939*leg3_Q_00 + 0.3926856725225009*leg3_Q_01 + 0.6482443370509812*leg3_Q_02
+    leg3_e2_y = -0.6523628147563939*leg3_Q_10 + 0.3926856725225009*leg3_Q_11 + 0.6482443370509812*leg3_Q_12
+    leg3_e2_z = -0.6523628147563939*leg3_Q_20 + 0.3926856725225009*leg3_Q_21 + 0.6482443370509812*leg3_Q_22
     leg3_Cd4_1 = -leg3_B1_21*leg3_e2_x + leg3_e2_z*leg3_u_s2
     leg3_Cd4_2 = -leg3_e2_x*leg3_roll_c
     leg3_Ci4_x = leg3_Q_00*leg3_e2_z - leg3_Q_20*leg3_e2_x
     leg3_Ci4_y = leg3_Q_01*leg3_e2_z - leg3_Q_21*leg3_e2_x
     leg3_Ci4_z = leg3_Q_02*leg3_e2_z - leg3_Q_22*leg3_e2_x
-    if not (leg3_e2_z*leg3_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_e2_z*leg3_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_e2_z
-    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+    if not (leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg3_lu_f21 = leg3_TL1_y*leg3_lu_inv3
     leg3_lu_u22 = leg3_TL2_y - leg3_TL2_z*leg3_lu_f21
-    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
+    if not (leg3_lu_u22*leg3_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 4 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv4 = 1.0/leg3_lu_u22
     leg4_B1_10 = -leg4_roll_c*leg4_u_s2
     leg4_B1_11 = leg4_roll_c*leg4_u_c2
     leg4_B1_20 = leg4_roll_s*leg4_u_s2
     leg4_B1_21 = -leg4_roll_s*leg4_u_c2
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2
-    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354333*leg4_u_s2
+    leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + 0.999833497556619*leg4_B1_11 + leg4_beta1_20*leg4_roll_s
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354333*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + 0.018247661869354326*leg4_B1_11 + leg4_beta1_21*leg4_roll_s
     leg4_B0_12 = leg4_B1_10*leg4_beta1_02 + leg4_beta1_22*leg4_roll_s
     leg4_B0_20 = leg4_B1_20*leg4_beta1_00 + 0.999833497556619*leg4_B1_21 + leg4_beta1_20*leg4_roll_c
-    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354333*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
+    leg4_B0_21 = leg4_B1_20*leg4_beta1_01 + 0.018247661869354326*leg4_B1_21 + leg4_beta1_21*leg4_roll_c
     leg4_B0_22 = leg4_B1_20*leg4_beta1_02 + leg4_beta1_22*leg4_roll_c
-    leg4_rho3_x = leg4_stroke + 0.722322834729878
+    leg4_rho3_x = leg4_stroke + 0.7223228347298782
     leg4_TL1_y = leg4_B1_21*leg4_rho3_x
     leg4_TL1_z = -leg4_B1_11*leg4_rho3_x
     leg4_TL2_y = leg4_rho3_x*leg4_roll_c
@@ -12546,51 +13166,51 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.16823237931663867*leg4_Q_02
-    leg4_Ci1_y = 0.6278517870878944*leg4_Q_02
-    leg4_Ci1_z = -0.16823237931663867*leg4_Q_00 - 0.6278517870878944*leg4_Q_01
-    leg4_Ci2_x = 0.16823237931663867*leg4_Q_12
-    leg4_Ci2_y = 0.6278517870878944*leg4_Q_12
-    leg4_Ci2_z = -0.16823237931663867*leg4_Q_10 - 0.6278517870878944*leg4_Q_11
-    leg4_Ci3_x = 0.16823237931663867*leg4_Q_22
-    leg4_Ci3_y = 0.6278517870878944*leg4_Q_22
-    leg4_Ci3_z = -0.16823237931663867*leg4_Q_20 - 0.6278517870878944*leg4_Q_21
-    leg4_e2_x = -0.013894360728465763*leg4_Q_00 + 0.7613056063246095*leg4_Q_01 + 0.6482443370509812*leg4_Q_02
-    leg4_e2_y = -0.013894360728465763*leg4_Q_10 + 0.7613056063246095*leg4_Q_11 + 0.6482443370509812*leg4_Q_12
-    leg4_e2_z = -0.013894360728465763*leg4_Q_20 + 0.7613056063246095*leg4_Q_21 + 0.6482443370509812*leg4_Q_22
+    leg4_Ci1_x = 0.16823237931663848*leg4_Q_02
+    leg4_Ci1_y = 0.6278517870878945*leg4_Q_02
+    leg4_Ci1_z = -0.16823237931663848*leg4_Q_00 - 0.6278517870878945*leg4_Q_01
+    leg4_Ci2_x = 0.16823237931663848*leg4_Q_12
+    leg4_Ci2_y = 0.6278517870878945*leg4_Q_12
+    leg4_Ci2_z = -0.16823237931663848*leg4_Q_10 - 0.6278517870878945*leg4_Q_11
+    leg4_Ci3_x = 0.16823237931663848*leg4_Q_22
+    leg4_Ci3_y = 0.6278517870878945*leg4_Q_22
+    leg4_Ci3_z = -0.16823237931663848*leg4_Q_20 - 0.6278517870878945*leg4_Q_21
+    leg4_e2_x = -0.013894360728465758*leg4_Q_00 + 0.7613056063246094*leg4_Q_01 + 0.6482443370509813*leg4_Q_02
+    leg4_e2_y = -0.013894360728465758*leg4_Q_10 + 0.7613056063246094*leg4_Q_11 + 0.6482443370509813*leg4_Q_12
+    leg4_e2_z = -0.013894360728465758*leg4_Q_20 + 0.7613056063246094*leg4_Q_21 + 0.6482443370509813*leg4_Q_22
     leg4_Cd4_1 = -leg4_B1_21*leg4_e2_x + leg4_e2_z*leg4_u_s2
     leg4_Cd4_2 = -leg4_e2_x*leg4_roll_c
     leg4_Ci4_x = leg4_Q_00*leg4_e2_z - leg4_Q_20*leg4_e2_x
     leg4_Ci4_y = leg4_Q_01*leg4_e2_z - leg4_Q_21*leg4_e2_x
     leg4_Ci4_z = leg4_Q_02*leg4_e2_z - leg4_Q_22*leg4_e2_x
-    if not (leg4_e2_z*leg4_e2_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_e2_z*leg4_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_e2_z
-    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg4_lu_f21 = leg4_TL1_y*leg4_lu_inv3
     leg4_lu_u22 = leg4_TL2_y - leg4_TL2_z*leg4_lu_f21
-    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722067e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
+    if not (leg4_lu_u22*leg4_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 4 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv4 = 1.0/leg4_lu_u22
     leg5_B1_10 = -leg5_roll_c*leg5_u_s2
     leg5_B1_11 = leg5_roll_c*leg5_u_c2
     leg5_B1_20 = leg5_roll_s*leg5_u_s2
     leg5_B1_21 = -leg5_roll_s*leg5_u_c2
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2
-    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354566*leg5_u_s2
+    leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = leg5_B1_10*leg5_beta1_00 - 0.999833497556619*leg5_B1_11 + leg5_beta1_20*leg5_roll_s
-    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354566*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
+    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + 0.018247661869354326*leg5_B1_11 + leg5_beta1_21*leg5_roll_s
     leg5_B0_12 = leg5_B1_10*leg5_beta1_02 + leg5_beta1_22*leg5_roll_s
     leg5_B0_20 = leg5_B1_20*leg5_beta1_00 - 0.999833497556619*leg5_B1_21 + leg5_beta1_20*leg5_roll_c
-    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354566*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
+    leg5_B0_21 = leg5_B1_20*leg5_beta1_01 + 0.018247661869354326*leg5_B1_21 + leg5_beta1_21*leg5_roll_c
     leg5_B0_22 = leg5_B1_20*leg5_beta1_02 + leg5_beta1_22*leg5_roll_c
-    leg5_rho3_x = leg5_stroke + 0.7223228347298781
+    leg5_rho3_x = leg5_stroke + 0.7223228347298782
     leg5_TL1_y = leg5_B1_21*leg5_rho3_x
     leg5_TL1_z = -leg5_B1_11*leg5_rho3_x
     leg5_TL2_y = leg5_rho3_x*leg5_roll_c
@@ -12604,51 +13224,51 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.16823237931663854*leg5_Q_02
+    leg5_Ci1_x = -0.16823237931663848*leg5_Q_02
     leg5_Ci1_y = 0.6278517870878945*leg5_Q_02
-    leg5_Ci1_z = 0.16823237931663854*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
-    leg5_Ci2_x = -0.16823237931663854*leg5_Q_12
+    leg5_Ci1_z = 0.16823237931663848*leg5_Q_00 - 0.6278517870878945*leg5_Q_01
+    leg5_Ci2_x = -0.16823237931663848*leg5_Q_12
     leg5_Ci2_y = 0.6278517870878945*leg5_Q_12
-    leg5_Ci2_z = 0.16823237931663854*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
-    leg5_Ci3_x = -0.16823237931663854*leg5_Q_22
+    leg5_Ci2_z = 0.16823237931663848*leg5_Q_10 - 0.6278517870878945*leg5_Q_11
+    leg5_Ci3_x = -0.16823237931663848*leg5_Q_22
     leg5_Ci3_y = 0.6278517870878945*leg5_Q_22
-    leg5_Ci3_z = 0.16823237931663854*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
-    leg5_e2_x = -0.013894360728465938*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509812*leg5_Q_02
-    leg5_e2_y = -0.013894360728465938*leg5_Q_10 - 0.7613056063246094*leg5_Q_11 + 0.6482443370509812*leg5_Q_12
-    leg5_e2_z = -0.013894360728465938*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509812*leg5_Q_22
+    leg5_Ci3_z = 0.16823237931663848*leg5_Q_20 - 0.6278517870878945*leg5_Q_21
+    leg5_e2_x = -0.013894360728465758*leg5_Q_00 - 0.7613056063246094*leg5_Q_01 + 0.6482443370509813*leg5_Q_02
+    leg5_e2_y = -0.013894360728465758*leg5_Q_10 - 0.7613056063246094*leg5_Q_11 + 0.6482443370509813*leg5_Q_12
+    leg5_e2_z = -0.013894360728465758*leg5_Q_20 - 0.7613056063246094*leg5_Q_21 + 0.6482443370509813*leg5_Q_22
     leg5_Cd4_1 = -leg5_B1_21*leg5_e2_x + leg5_e2_z*leg5_u_s2
     leg5_Cd4_2 = -leg5_e2_x*leg5_roll_c
     leg5_Ci4_x = leg5_Q_00*leg5_e2_z - leg5_Q_20*leg5_e2_x
     leg5_Ci4_y = leg5_Q_01*leg5_e2_z - leg5_Q_21*leg5_e2_x
     leg5_Ci4_z = leg5_Q_02*leg5_e2_z - leg5_Q_22*leg5_e2_x
-    if not (leg5_e2_z*leg5_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_e2_z*leg5_e2_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_e2_z
-    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg5_lu_f21 = leg5_TL1_y*leg5_lu_inv3
     leg5_lu_u22 = leg5_TL2_y - leg5_TL2_z*leg5_lu_f21
-    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
+    if not (leg5_lu_u22*leg5_lu_u22 - 5.217502775722071e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 4 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv4 = 1.0/leg5_lu_u22
     leg6_B1_10 = -leg6_roll_c*leg6_u_s2
     leg6_B1_11 = leg6_roll_c*leg6_u_c2
     leg6_B1_20 = leg6_roll_s*leg6_u_s2
     leg6_B1_21 = -leg6_roll_s*leg6_u_c2
-    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.5157196875168393*leg6_u_s2
-    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040012*leg6_u_s2
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2
+    leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.5157196875168393*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
-    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040012*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 - 0.515719687516839*leg6_B1_11 + leg6_beta1_20*leg6_roll_s
+    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + 0.8567573775040014*leg6_B1_11 + leg6_beta1_21*leg6_roll_s
     leg6_B0_12 = leg6_B1_10*leg6_beta1_02 + leg6_beta1_22*leg6_roll_s
-    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.5157196875168393*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
-    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040012*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
+    leg6_B0_20 = leg6_B1_20*leg6_beta1_00 - 0.515719687516839*leg6_B1_21 + leg6_beta1_20*leg6_roll_c
+    leg6_B0_21 = leg6_B1_20*leg6_beta1_01 + 0.8567573775040014*leg6_B1_21 + leg6_beta1_21*leg6_roll_c
     leg6_B0_22 = leg6_B1_20*leg6_beta1_02 + leg6_beta1_22*leg6_roll_c
-    leg6_rho3_x = leg6_stroke + 0.7223228347298779
+    leg6_rho3_x = leg6_stroke + 0.7223228347298781
     leg6_TL1_y = leg6_B1_21*leg6_rho3_x
     leg6_TL1_z = -leg6_B1_11*leg6_rho3_x
     leg6_TL2_y = leg6_rho3_x*leg6_roll_c
@@ -12663,35 +13283,35 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
     leg6_Ci1_x = -0.6278517870878945*leg6_Q_02
-    leg6_Ci1_y = -0.1682323793166382*leg6_Q_02
-    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.1682323793166382*leg6_Q_01
+    leg6_Ci1_y = -0.16823237931663848*leg6_Q_02
+    leg6_Ci1_z = 0.6278517870878945*leg6_Q_00 + 0.16823237931663848*leg6_Q_01
     leg6_Ci2_x = -0.6278517870878945*leg6_Q_12
-    leg6_Ci2_y = -0.1682323793166382*leg6_Q_12
-    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.1682323793166382*leg6_Q_11
+    leg6_Ci2_y = -0.16823237931663848*leg6_Q_12
+    leg6_Ci2_z = 0.6278517870878945*leg6_Q_10 + 0.16823237931663848*leg6_Q_11
     leg6_Ci3_x = -0.6278517870878945*leg6_Q_22
-    leg6_Ci3_y = -0.1682323793166382*leg6_Q_22
-    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.1682323793166382*leg6_Q_21
-    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.39268567252250125*leg6_Q_01 + 0.6482443370509808*leg6_Q_02
-    leg6_e2_y = -0.6523628147563939*leg6_Q_10 - 0.39268567252250125*leg6_Q_11 + 0.6482443370509808*leg6_Q_12
-    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.39268567252250125*leg6_Q_21 + 0.6482443370509808*leg6_Q_22
+    leg6_Ci3_y = -0.16823237931663848*leg6_Q_22
+    leg6_Ci3_z = 0.6278517870878945*leg6_Q_20 + 0.16823237931663848*leg6_Q_21
+    leg6_e2_x = -0.6523628147563939*leg6_Q_00 - 0.3926856725225009*leg6_Q_01 + 0.6482443370509812*leg6_Q_02
+    leg6_e2_y = -0.6523628147563939*leg6_Q_10 - 0.3926856725225009*leg6_Q_11 + 0.6482443370509812*leg6_Q_12
+    leg6_e2_z = -0.6523628147563939*leg6_Q_20 - 0.3926856725225009*leg6_Q_21 + 0.6482443370509812*leg6_Q_22
     leg6_Cd4_1 = -leg6_B1_21*leg6_e2_x + leg6_e2_z*leg6_u_s2
     leg6_Cd4_2 = -leg6_e2_x*leg6_roll_c
     leg6_Ci4_x = leg6_Q_00*leg6_e2_z - leg6_Q_20*leg6_e2_x
     leg6_Ci4_y = leg6_Q_01*leg6_e2_z - leg6_Q_21*leg6_e2_x
     leg6_Ci4_z = leg6_Q_02*leg6_e2_z - leg6_Q_22*leg6_e2_x
-    if not (leg6_e2_z*leg6_e2_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    if not (leg6_e2_z*leg6_e2_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_e2_z
-    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg6_lu_f21 = leg6_TL1_y*leg6_lu_inv3
     leg6_lu_u22 = leg6_TL2_y - leg6_TL2_z*leg6_lu_f21
-    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722065e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
+    if not (leg6_lu_u22*leg6_lu_u22 - 5.217502775722069e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 4 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv4 = 1.0/leg6_lu_u22
     leg1_H1__e2 = leg1_B0_10 - leg1_B0_20*leg1_lu_f21
     leg1_H1_2 = leg1_H1__e2*leg1_lu_inv4
@@ -12708,11 +13328,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_H4__e2 = leg1_Ci2_x - leg1_Ci3_x*leg1_lu_f21
     leg1_H4_2 = leg1_H4__e2*leg1_lu_inv4
     leg1_H4_1 = leg1_lu_inv3*(leg1_Ci3_x - leg1_H4_2*leg1_TL2_z)
-    leg1_H4_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H4_1 - leg1_Cd4_2*leg1_H4_2 + leg1_Ci4_x)
-    leg1_H5__e2 = leg1_Ci2_y - leg1_Ci3_y*leg1_lu_f21
-    leg1_H5_2 = leg1_H5__e2*leg1_lu_inv4
-    leg1_H5_1 = leg1_lu_inv3*(leg1_Ci3_y - leg1_H5_2*leg1_TL2_z)
-    leg1_H5_3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_H5_1 - leg1_Cd4_2*leg1_H5_2 + leg1_Ci4_y)
+    cse111 = leg1_Cd4_1*leg1_H4_1 + leg1_Cd4_2*leg1_H4_2
+    leg1_H4_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_x)
+    leg1_H5_3 = leg1_lu_inv2*(-cse111 + leg1_Ci4_y)
     leg1_H6__e2 = leg1_Ci2_z - leg1_Ci3_z*leg1_lu_f21
     leg1_H6_2 = leg1_H6__e2*leg1_lu_inv4
     leg1_H6_1 = leg1_lu_inv3*(leg1_Ci3_z - leg1_H6_2*leg1_TL2_z)
@@ -12837,10 +13455,10 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_H6_2 = leg6_H6__e2*leg6_lu_inv4
     leg6_H6_1 = leg6_lu_inv3*(leg6_Ci3_z - leg6_H6_2*leg6_TL2_z)
     leg6_H6_3 = leg6_lu_inv2*(-leg6_Cd4_1*leg6_H6_1 - leg6_Cd4_2*leg6_H6_2 + leg6_Ci4_z)
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H4_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H4_2*omega_y + leg1_H6_2*omega_z
     leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
-    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z
+    leg1_qd4 = leg1_B0_00*v_x + leg1_B0_01*v_y + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_x*omega_y + leg1_Ci1_z*omega_z
     leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
     leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
     leg2_qd3 = leg2_H1_3*v_x + leg2_H2_3*v_y + leg2_H3_3*v_z + leg2_H4_3*omega_x + leg2_H5_3*omega_y + leg2_H6_3*omega_z
@@ -12864,10 +13482,10 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_omega_p2_x = leg1_qd1*leg1_u_s2
     leg1_omega_p2_y = leg1_qd1*leg1_u_c2
     leg1_epsd2_x = leg1_omega_p2_y*leg1_qd2
-    cse87 = leg1_omega_p2_x*leg1_qd2
-    leg1_epsd2_y = -cse87
+    cse112 = leg1_omega_p2_x*leg1_qd2
+    leg1_epsd2_y = -cse112
     leg1_oo2_xy = leg1_omega_p2_x*leg1_omega_p2_y
-    leg1_oo2_xz = cse87
+    leg1_oo2_xz = cse112
     leg1_omega_p3_y = leg1_omega_p2_y*leg1_roll_c + leg1_qd2*leg1_roll_s
     leg1_omega_p3_z = -leg1_omega_p2_y*leg1_roll_s + leg1_qd2*leg1_roll_c
     leg1_omega3_x = leg1_omega_p2_x + leg1_qd3
@@ -12878,21 +13496,21 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_oo3_xy = leg1_omega3_x*leg1_omega_p3_y
     leg1_oo3_xz = leg1_omega3_x*leg1_omega_p3_z
     leg1_oo3_W_00 = -leg1_oo3_yy - leg1_oo3_zz
-    cse88 = leg1_oo3_W_00*leg1_stroke
-    leg1_a4_x = cse88
-    cse89 = 2.0*leg1_qd4
-    cse90 = cse89*leg1_omega_p3_z + leg1_epsd3_z*leg1_stroke + leg1_oo3_xy*leg1_stroke
-    leg1_a4_y = cse90
-    cse91 = leg1_epsd3_y*leg1_stroke
-    cse92 = cse89*leg1_omega_p3_y
-    leg1_a4_z = -cse91 - cse92 + leg1_oo3_xz*leg1_stroke
+    cse113 = leg1_oo3_W_00*leg1_stroke
+    leg1_a4_x = cse113
+    cse114 = 2.0*leg1_qd4
+    cse115 = cse114*leg1_omega_p3_z + leg1_epsd3_z*leg1_stroke + leg1_oo3_xy*leg1_stroke
+    leg1_a4_y = cse115
+    cse116 = leg1_epsd3_y*leg1_stroke
+    cse117 = cse114*leg1_omega_p3_y
+    leg1_a4_z = -cse116 - cse117 + leg1_oo3_xz*leg1_stroke
     leg2_omega_p2_x = leg2_qd1*leg2_u_s2
     leg2_omega_p2_y = leg2_qd1*leg2_u_c2
     leg2_epsd2_x = leg2_omega_p2_y*leg2_qd2
-    cse93 = leg2_omega_p2_x*leg2_qd2
-    leg2_epsd2_y = -cse93
+    cse118 = leg2_omega_p2_x*leg2_qd2
+    leg2_epsd2_y = -cse118
     leg2_oo2_xy = leg2_omega_p2_x*leg2_omega_p2_y
-    leg2_oo2_xz = cse93
+    leg2_oo2_xz = cse118
     leg2_omega_p3_y = leg2_omega_p2_y*leg2_roll_c + leg2_qd2*leg2_roll_s
     leg2_omega_p3_z = -leg2_omega_p2_y*leg2_roll_s + leg2_qd2*leg2_roll_c
     leg2_omega3_x = leg2_omega_p2_x + leg2_qd3
@@ -12903,21 +13521,21 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_oo3_xy = leg2_omega3_x*leg2_omega_p3_y
     leg2_oo3_xz = leg2_omega3_x*leg2_omega_p3_z
     leg2_oo3_W_00 = -leg2_oo3_yy - leg2_oo3_zz
-    cse94 = leg2_oo3_W_00*leg2_stroke
-    leg2_a4_x = cse94
-    cse95 = 2.0*leg2_qd4
-    cse96 = cse95*leg2_omega_p3_z + leg2_epsd3_z*leg2_stroke + leg2_oo3_xy*leg2_stroke
-    leg2_a4_y = cse96
-    cse97 = leg2_epsd3_y*leg2_stroke
-    cse98 = cse95*leg2_omega_p3_y
-    leg2_a4_z = -cse97 - cse98 + leg2_oo3_xz*leg2_stroke
+    cse119 = leg2_oo3_W_00*leg2_stroke
+    leg2_a4_x = cse119
+    cse120 = 2.0*leg2_qd4
+    cse121 = cse120*leg2_omega_p3_z + leg2_epsd3_z*leg2_stroke + leg2_oo3_xy*leg2_stroke
+    leg2_a4_y = cse121
+    cse122 = leg2_epsd3_y*leg2_stroke
+    cse123 = cse120*leg2_omega_p3_y
+    leg2_a4_z = -cse122 - cse123 + leg2_oo3_xz*leg2_stroke
     leg3_omega_p2_x = leg3_qd1*leg3_u_s2
     leg3_omega_p2_y = leg3_qd1*leg3_u_c2
     leg3_epsd2_x = leg3_omega_p2_y*leg3_qd2
-    cse99 = leg3_omega_p2_x*leg3_qd2
-    leg3_epsd2_y = -cse99
+    cse124 = leg3_omega_p2_x*leg3_qd2
+    leg3_epsd2_y = -cse124
     leg3_oo2_xy = leg3_omega_p2_x*leg3_omega_p2_y
-    leg3_oo2_xz = cse99
+    leg3_oo2_xz = cse124
     leg3_omega_p3_y = leg3_omega_p2_y*leg3_roll_c + leg3_qd2*leg3_roll_s
     leg3_omega_p3_z = -leg3_omega_p2_y*leg3_roll_s + leg3_qd2*leg3_roll_c
     leg3_omega3_x = leg3_omega_p2_x + leg3_qd3
@@ -12928,21 +13546,21 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_oo3_xy = leg3_omega3_x*leg3_omega_p3_y
     leg3_oo3_xz = leg3_omega3_x*leg3_omega_p3_z
     leg3_oo3_W_00 = -leg3_oo3_yy - leg3_oo3_zz
-    cse100 = leg3_oo3_W_00*leg3_stroke
-    leg3_a4_x = cse100
-    cse101 = 2.0*leg3_qd4
-    cse102 = cse101*leg3_omega_p3_z + leg3_epsd3_z*leg3_stroke + leg3_oo3_xy*leg3_stroke
-    leg3_a4_y = cse102
-    cse103 = leg3_epsd3_y*leg3_stroke
-    cse104 = cse101*leg3_omega_p3_y
-    leg3_a4_z = -cse103 - cse104 + leg3_oo3_xz*leg3_stroke
+    cse125 = leg3_oo3_W_00*leg3_stroke
+    leg3_a4_x = cse125
+    cse126 = 2.0*leg3_qd4
+    cse127 = cse126*leg3_omega_p3_z + leg3_epsd3_z*leg3_stroke + leg3_oo3_xy*leg3_stroke
+    leg3_a4_y = cse127
+    cse128 = leg3_epsd3_y*leg3_stroke
+    cse129 = cse126*leg3_omega_p3_y
+    leg3_a4_z = -cse128 - cse129 + leg3_oo3_xz*leg3_stroke
     leg4_omega_p2_x = leg4_qd1*leg4_u_s2
     leg4_omega_p2_y = leg4_qd1*leg4_u_c2
     leg4_epsd2_x = leg4_omega_p2_y*leg4_qd2
-    cse105 = leg4_omega_p2_x*leg4_qd2
-    leg4_epsd2_y = -cse105
+    cse130 = leg4_omega_p2_x*leg4_qd2
+    leg4_epsd2_y = -cse130
     leg4_oo2_xy = leg4_omega_p2_x*leg4_omega_p2_y
-    leg4_oo2_xz = cse105
+    leg4_oo2_xz = cse130
     leg4_omega_p3_y = leg4_omega_p2_y*leg4_roll_c + leg4_qd2*leg4_roll_s
     leg4_omega_p3_z = -leg4_omega_p2_y*leg4_roll_s + leg4_qd2*leg4_roll_c
     leg4_omega3_x = leg4_omega_p2_x + leg4_qd3
@@ -12953,21 +13571,21 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_oo3_xy = leg4_omega3_x*leg4_omega_p3_y
     leg4_oo3_xz = leg4_omega3_x*leg4_omega_p3_z
     leg4_oo3_W_00 = -leg4_oo3_yy - leg4_oo3_zz
-    cse106 = leg4_oo3_W_00*leg4_stroke
-    leg4_a4_x = cse106
-    cse107 = 2.0*leg4_qd4
-    cse108 = cse107*leg4_omega_p3_z + leg4_epsd3_z*leg4_stroke + leg4_oo3_xy*leg4_stroke
-    leg4_a4_y = cse108
-    cse109 = leg4_epsd3_y*leg4_stroke
-    cse110 = cse107*leg4_omega_p3_y
-    leg4_a4_z = -cse109 - cse110 + leg4_oo3_xz*leg4_stroke
+    cse131 = leg4_oo3_W_00*leg4_stroke
+    leg4_a4_x = cse131
+    cse132 = 2.0*leg4_qd4
+    cse133 = cse132*leg4_omega_p3_z + leg4_epsd3_z*leg4_stroke + leg4_oo3_xy*leg4_stroke
+    leg4_a4_y = cse133
+    cse134 = leg4_epsd3_y*leg4_stroke
+    cse135 = cse132*leg4_omega_p3_y
+    leg4_a4_z = -cse134 - cse135 + leg4_oo3_xz*leg4_stroke
     leg5_omega_p2_x = leg5_qd1*leg5_u_s2
     leg5_omega_p2_y = leg5_qd1*leg5_u_c2
     leg5_epsd2_x = leg5_omega_p2_y*leg5_qd2
-    cse111 = leg5_omega_p2_x*leg5_qd2
-    leg5_epsd2_y = -cse111
+    cse136 = leg5_omega_p2_x*leg5_qd2
+    leg5_epsd2_y = -cse136
     leg5_oo2_xy = leg5_omega_p2_x*leg5_omega_p2_y
-    leg5_oo2_xz = cse111
+    leg5_oo2_xz = cse136
     leg5_omega_p3_y = leg5_omega_p2_y*leg5_roll_c + leg5_qd2*leg5_roll_s
     leg5_omega_p3_z = -leg5_omega_p2_y*leg5_roll_s + leg5_qd2*leg5_roll_c
     leg5_omega3_x = leg5_omega_p2_x + leg5_qd3
@@ -12978,21 +13596,21 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_oo3_xy = leg5_omega3_x*leg5_omega_p3_y
     leg5_oo3_xz = leg5_omega3_x*leg5_omega_p3_z
     leg5_oo3_W_00 = -leg5_oo3_yy - leg5_oo3_zz
-    cse112 = leg5_oo3_W_00*leg5_stroke
-    leg5_a4_x = cse112
-    cse113 = 2.0*leg5_qd4
-    cse114 = cse113*leg5_omega_p3_z + leg5_epsd3_z*leg5_stroke + leg5_oo3_xy*leg5_stroke
-    leg5_a4_y = cse114
-    cse115 = leg5_epsd3_y*leg5_stroke
-    cse116 = cse113*leg5_omega_p3_y
-    leg5_a4_z = -cse115 - cse116 + leg5_oo3_xz*leg5_stroke
+    cse137 = leg5_oo3_W_00*leg5_stroke
+    leg5_a4_x = cse137
+    cse138 = 2.0*leg5_qd4
+    cse139 = cse138*leg5_omega_p3_z + leg5_epsd3_z*leg5_stroke + leg5_oo3_xy*leg5_stroke
+    leg5_a4_y = cse139
+    cse140 = leg5_epsd3_y*leg5_stroke
+    cse141 = cse138*leg5_omega_p3_y
+    leg5_a4_z = -cse140 - cse141 + leg5_oo3_xz*leg5_stroke
     leg6_omega_p2_x = leg6_qd1*leg6_u_s2
     leg6_omega_p2_y = leg6_qd1*leg6_u_c2
     leg6_epsd2_x = leg6_omega_p2_y*leg6_qd2
-    cse117 = leg6_omega_p2_x*leg6_qd2
-    leg6_epsd2_y = -cse117
+    cse142 = leg6_omega_p2_x*leg6_qd2
+    leg6_epsd2_y = -cse142
     leg6_oo2_xy = leg6_omega_p2_x*leg6_omega_p2_y
-    leg6_oo2_xz = cse117
+    leg6_oo2_xz = cse142
     leg6_omega_p3_y = leg6_omega_p2_y*leg6_roll_c + leg6_qd2*leg6_roll_s
     leg6_omega_p3_z = -leg6_omega_p2_y*leg6_roll_s + leg6_qd2*leg6_roll_c
     leg6_omega3_x = leg6_omega_p2_x + leg6_qd3
@@ -13003,25 +13621,26 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_oo3_xy = leg6_omega3_x*leg6_omega_p3_y
     leg6_oo3_xz = leg6_omega3_x*leg6_omega_p3_z
     leg6_oo3_W_00 = -leg6_oo3_yy - leg6_oo3_zz
-    cse118 = leg6_oo3_W_00*leg6_stroke
-    leg6_a4_x = cse118
-    cse119 = 2.0*leg6_qd4
-    cse120 = cse119*leg6_omega_p3_z + leg6_epsd3_z*leg6_stroke + leg6_oo3_xy*leg6_stroke
-    leg6_a4_y = cse120
-    cse121 = leg6_epsd3_y*leg6_stroke
-    cse122 = cse119*leg6_omega_p3_y
-    leg6_a4_z = -cse121 - cse122 + leg6_oo3_xz*leg6_stroke
-    cse123 = 0.45961940777125593*oo_C_W_00
-    cse124 = 0.4596194077712559*oo_C_xy
-    cse125 = cse123 - cse124
-    cse126 = 0.4596194077712559*oo_C_W_11
-    cse127 = -cse126 + 0.45961940777125593*oo_C_xy
-    cse128 = 0.45961940777125593*oo_C_xz
-    cse129 = 0.4596194077712559*oo_C_yz
-    cse130 = cse128 - cse129
-    leg1_cC_x = cse125*leg1_Q_00 + cse127*leg1_Q_01 + cse130*leg1_Q_02
-    leg1_cC_y = cse125*leg1_Q_10 + cse127*leg1_Q_11 + cse130*leg1_Q_12
-    leg1_cC_z = cse125*leg1_Q_20 + cse127*leg1_Q_21 + cse130*leg1_Q_22
+    cse143 = leg6_oo3_W_00*leg6_stroke
+    leg6_a4_x = cse143
+    cse144 = 2.0*leg6_qd4
+    cse145 = cse144*leg6_omega_p3_z + leg6_epsd3_z*leg6_stroke + leg6_oo3_xy*leg6_stroke
+    leg6_a4_y = cse145
+    cse146 = leg6_epsd3_y*leg6_stroke
+    cse147 = cse144*leg6_omega_p3_y
+    leg6_a4_z = -cse146 - cse147 + leg6_oo3_xz*leg6_stroke
+    cse148 = 0.45961940777125593*oo_C_W_00
+    cse149 = 0.45961940777125593*oo_C_xy
+    cse150 = -cse149
+    cse151 = cse148 + cse150
+    cse152 = 0.45961940777125593*oo_C_W_11
+    cse153 = -cse150 - cse152
+    cse154 = 0.45961940777125593*oo_C_xz
+    cse155 = 0.45961940777125593*oo_C_yz
+    cse156 = cse154 - cse155
+    leg1_cC_x = cse151*leg1_Q_00 + cse153*leg1_Q_01 + cse156*leg1_Q_02
+    leg1_cC_y = cse151*leg1_Q_10 + cse153*leg1_Q_11 + cse156*leg1_Q_12
+    leg1_cC_z = cse151*leg1_Q_20 + cse153*leg1_Q_21 + cse156*leg1_Q_22
     leg1_c1 = -leg1_a4_x + leg1_cC_x - 0.7223228347298781*leg1_oo3_W_00
     leg1_c2 = -leg1_a4_y + leg1_cC_y - 0.7223228347298781*leg1_epsd3_z - 0.7223228347298781*leg1_oo3_xy
     leg1_c3 = -leg1_a4_z + leg1_cC_z + 0.7223228347298781*leg1_epsd3_y - 0.7223228347298781*leg1_oo3_xz
@@ -13039,12 +13658,12 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_h2 = leg1_h_e2*leg1_lu_inv4
     leg1_h1 = leg1_lu_inv3*(-leg1_TL2_z*leg1_h2 + leg1_c3)
     leg1_h3 = leg1_lu_inv2*(-leg1_Cd4_1*leg1_h1 - leg1_Cd4_2*leg1_h2 + leg1_c4)
-    cse131 = cse123 + cse124
-    cse132 = cse126 + 0.45961940777125593*oo_C_xy
-    cse133 = cse128 + cse129
-    leg2_cC_x = cse131*leg2_Q_00 + cse132*leg2_Q_01 + cse133*leg2_Q_02
-    leg2_cC_y = cse131*leg2_Q_10 + cse132*leg2_Q_11 + cse133*leg2_Q_12
-    leg2_cC_z = cse131*leg2_Q_20 + cse132*leg2_Q_21 + cse133*leg2_Q_22
+    cse157 = cse148 + cse149
+    cse158 = cse149 + cse152
+    cse159 = cse154 + cse155
+    leg2_cC_x = cse157*leg2_Q_00 + cse158*leg2_Q_01 + cse159*leg2_Q_02
+    leg2_cC_y = cse157*leg2_Q_10 + cse158*leg2_Q_11 + cse159*leg2_Q_12
+    leg2_cC_z = cse157*leg2_Q_20 + cse158*leg2_Q_21 + cse159*leg2_Q_22
     leg2_c1 = -leg2_a4_x + leg2_cC_x - 0.7223228347298781*leg2_oo3_W_00
     leg2_c2 = -leg2_a4_y + leg2_cC_y - 0.7223228347298781*leg2_epsd3_z - 0.7223228347298781*leg2_oo3_xy
     leg2_c3 = -leg2_a4_z + leg2_cC_z + 0.7223228347298781*leg2_epsd3_y - 0.7223228347298781*leg2_oo3_xz
@@ -13062,18 +13681,21 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_h2 = leg2_h_e2*leg2_lu_inv4
     leg2_h1 = leg2_lu_inv3*(-leg2_TL2_z*leg2_h2 + leg2_c3)
     leg2_h3 = leg2_lu_inv2*(-leg2_Cd4_1*leg2_h1 - leg2_Cd4_2*leg2_h2 + leg2_c4)
-    cse134 = 0.6278517870878945*oo_C_xy
-    cse135 = cse134 + 0.16823237931663848*oo_C_W_00
-    cse136 = 0.6278517870878945*oo_C_W_11
-    cse137 = cse136 + 0.16823237931663848*oo_C_xy
-    cse138 = 0.6278517870878945*oo_C_yz
-    cse139 = cse138 + 0.16823237931663848*oo_C_xz
-    leg3_cC_x = cse135*leg3_Q_00 + cse137*leg3_Q_01 + cse139*leg3_Q_02
-    leg3_cC_y = cse135*leg3_Q_10 + cse137*leg3_Q_11 + cse139*leg3_Q_12
-    leg3_cC_z = cse135*leg3_Q_20 + cse137*leg3_Q_21 + cse139*leg3_Q_22
-    leg3_c1 = -leg3_a4_x + leg3_cC_x - 0.7223228347298782*leg3_oo3_W_00
-    leg3_c2 = -leg3_a4_y + leg3_cC_y - 0.7223228347298782*leg3_epsd3_z - 0.7223228347298782*leg3_oo3_xy
-    leg3_c3 = -leg3_a4_z + leg3_cC_z + 0.7223228347298782*leg3_epsd3_y - 0.7223228347298782*leg3_oo3_xz
+    cse160 = 0.16823237931663848*oo_C_W_00
+    cse161 = 0.6278517870878945*oo_C_xy
+    cse162 = cse160 + cse161
+    cse163 = 0.16823237931663848*oo_C_xy
+    cse164 = 0.6278517870878945*oo_C_W_11
+    cse165 = cse163 + cse164
+    cse166 = 0.16823237931663848*oo_C_xz
+    cse167 = 0.6278517870878945*oo_C_yz
+    cse168 = cse166 + cse167
+    leg3_cC_x = cse162*leg3_Q_00 + cse165*leg3_Q_01 + cse168*leg3_Q_02
+    leg3_cC_y = cse162*leg3_Q_10 + cse165*leg3_Q_11 + cse168*leg3_Q_12
+    leg3_cC_z = cse162*leg3_Q_20 + cse165*leg3_Q_21 + cse168*leg3_Q_22
+    leg3_c1 = -leg3_a4_x + leg3_cC_x - 0.7223228347298781*leg3_oo3_W_00
+    leg3_c2 = -leg3_a4_y + leg3_cC_y - 0.7223228347298781*leg3_epsd3_z - 0.7223228347298781*leg3_oo3_xy
+    leg3_c3 = -leg3_a4_z + leg3_cC_z + 0.7223228347298781*leg3_epsd3_y - 0.7223228347298781*leg3_oo3_xz
     leg3_omega_Cn_x = leg3_Q_00*omega_x + leg3_Q_01*omega_y + leg3_Q_02*omega_z
     leg3_omega_Cn_y = leg3_Q_10*omega_x + leg3_Q_11*omega_y + leg3_Q_12*omega_z
     leg3_omega_Cn_z = leg3_Q_20*omega_x + leg3_Q_21*omega_y + leg3_Q_22*omega_z
@@ -13088,15 +13710,21 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_h2 = leg3_h_e2*leg3_lu_inv4
     leg3_h1 = leg3_lu_inv3*(-leg3_TL2_z*leg3_h2 + leg3_c3)
     leg3_h3 = leg3_lu_inv2*(-leg3_Cd4_1*leg3_h1 - leg3_Cd4_2*leg3_h2 + leg3_c4)
-    cse140 = -0.6278517870878944*oo_C_W_00 + 0.16823237931663867*oo_C_xy
-    cse141 = 0.16823237931663867*oo_C_W_11 - 0.6278517870878944*oo_C_xy
-    cse142 = -0.6278517870878944*oo_C_xz + 0.16823237931663867*oo_C_yz
-    leg4_cC_x = cse140*leg4_Q_00 + cse141*leg4_Q_01 + cse142*leg4_Q_02
-    leg4_cC_y = cse140*leg4_Q_10 + cse141*leg4_Q_11 + cse142*leg4_Q_12
-    leg4_cC_z = cse140*leg4_Q_20 + cse141*leg4_Q_21 + cse142*leg4_Q_22
-    leg4_c1 = -leg4_a4_x + leg4_cC_x - 0.722322834729878*leg4_oo3_W_00
-    leg4_c2 = -leg4_a4_y + leg4_cC_y - 0.722322834729878*leg4_epsd3_z - 0.722322834729878*leg4_oo3_xy
-    leg4_c3 = -leg4_a4_z + leg4_cC_z + 0.722322834729878*leg4_epsd3_y - 0.722322834729878*leg4_oo3_xz
+    cse169 = 0.6278517870878945*oo_C_W_00
+    cse170 = -cse163
+    cse171 = -cse169 - cse170
+    cse172 = 0.16823237931663848*oo_C_W_11
+    cse173 = -cse161
+    cse174 = cse172 + cse173
+    cse175 = 0.6278517870878945*oo_C_xz
+    cse176 = 0.16823237931663848*oo_C_yz
+    cse177 = -cse175 + cse176
+    leg4_cC_x = cse171*leg4_Q_00 + cse174*leg4_Q_01 + cse177*leg4_Q_02
+    leg4_cC_y = cse171*leg4_Q_10 + cse174*leg4_Q_11 + cse177*leg4_Q_12
+    leg4_cC_z = cse171*leg4_Q_20 + cse174*leg4_Q_21 + cse177*leg4_Q_22
+    leg4_c1 = -leg4_a4_x + leg4_cC_x - 0.7223228347298782*leg4_oo3_W_00
+    leg4_c2 = -leg4_a4_y + leg4_cC_y - 0.7223228347298782*leg4_epsd3_z - 0.7223228347298782*leg4_oo3_xy
+    leg4_c3 = -leg4_a4_z + leg4_cC_z + 0.7223228347298782*leg4_epsd3_y - 0.7223228347298782*leg4_oo3_xz
     leg4_omega_Cn_x = leg4_Q_00*omega_x + leg4_Q_01*omega_y + leg4_Q_02*omega_z
     leg4_omega_Cn_y = leg4_Q_10*omega_x + leg4_Q_11*omega_y + leg4_Q_12*omega_z
     leg4_omega_Cn_z = leg4_Q_20*omega_x + leg4_Q_21*omega_y + leg4_Q_22*omega_z
@@ -13111,15 +13739,15 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_h2 = leg4_h_e2*leg4_lu_inv4
     leg4_h1 = leg4_lu_inv3*(-leg4_TL2_z*leg4_h2 + leg4_c3)
     leg4_h3 = leg4_lu_inv2*(-leg4_Cd4_1*leg4_h1 - leg4_Cd4_2*leg4_h2 + leg4_c4)
-    cse143 = -0.6278517870878945*oo_C_W_00 - 0.16823237931663854*oo_C_xy
-    cse144 = -cse134 - 0.16823237931663854*oo_C_W_11
-    cse145 = -0.6278517870878945*oo_C_xz - 0.16823237931663854*oo_C_yz
-    leg5_cC_x = cse143*leg5_Q_00 + cse144*leg5_Q_01 + cse145*leg5_Q_02
-    leg5_cC_y = cse143*leg5_Q_10 + cse144*leg5_Q_11 + cse145*leg5_Q_12
-    leg5_cC_z = cse143*leg5_Q_20 + cse144*leg5_Q_21 + cse145*leg5_Q_22
-    leg5_c1 = -leg5_a4_x + leg5_cC_x - 0.7223228347298781*leg5_oo3_W_00
-    leg5_c2 = -leg5_a4_y + leg5_cC_y - 0.7223228347298781*leg5_epsd3_z - 0.7223228347298781*leg5_oo3_xy
-    leg5_c3 = -leg5_a4_z + leg5_cC_z + 0.7223228347298781*leg5_epsd3_y - 0.7223228347298781*leg5_oo3_xz
+    cse178 = -cse163 - cse169
+    cse179 = -cse161 - cse172
+    cse180 = -cse175 - cse176
+    leg5_cC_x = cse178*leg5_Q_00 + cse179*leg5_Q_01 + cse180*leg5_Q_02
+    leg5_cC_y = cse178*leg5_Q_10 + cse179*leg5_Q_11 + cse180*leg5_Q_12
+    leg5_cC_z = cse178*leg5_Q_20 + cse179*leg5_Q_21 + cse180*leg5_Q_22
+    leg5_c1 = -leg5_a4_x + leg5_cC_x - 0.7223228347298782*leg5_oo3_W_00
+    leg5_c2 = -leg5_a4_y + leg5_cC_y - 0.7223228347298782*leg5_epsd3_z - 0.7223228347298782*leg5_oo3_xy
+    leg5_c3 = -leg5_a4_z + leg5_cC_z + 0.7223228347298782*leg5_epsd3_y - 0.7223228347298782*leg5_oo3_xz
     leg5_omega_Cn_x = leg5_Q_00*omega_x + leg5_Q_01*omega_y + leg5_Q_02*omega_z
     leg5_omega_Cn_y = leg5_Q_10*omega_x + leg5_Q_11*omega_y + leg5_Q_12*omega_z
     leg5_omega_Cn_z = leg5_Q_20*omega_x + leg5_Q_21*omega_y + leg5_Q_22*omega_z
@@ -13134,15 +13762,15 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_h2 = leg5_h_e2*leg5_lu_inv4
     leg5_h1 = leg5_lu_inv3*(-leg5_TL2_z*leg5_h2 + leg5_c3)
     leg5_h3 = leg5_lu_inv2*(-leg5_Cd4_1*leg5_h1 - leg5_Cd4_2*leg5_h2 + leg5_c4)
-    cse146 = -cse134 + 0.1682323793166382*oo_C_W_00
-    cse147 = -cse136 + 0.1682323793166382*oo_C_xy
-    cse148 = -cse138 + 0.1682323793166382*oo_C_xz
-    leg6_cC_x = cse146*leg6_Q_00 + cse147*leg6_Q_01 + cse148*leg6_Q_02
-    leg6_cC_y = cse146*leg6_Q_10 + cse147*leg6_Q_11 + cse148*leg6_Q_12
-    leg6_cC_z = cse146*leg6_Q_20 + cse147*leg6_Q_21 + cse148*leg6_Q_22
-    leg6_c1 = -leg6_a4_x + leg6_cC_x - 0.7223228347298779*leg6_oo3_W_00
-    leg6_c2 = -leg6_a4_y + leg6_cC_y - 0.7223228347298779*leg6_epsd3_z - 0.7223228347298779*leg6_oo3_xy
-    leg6_c3 = -leg6_a4_z + leg6_cC_z + 0.7223228347298779*leg6_epsd3_y - 0.7223228347298779*leg6_oo3_xz
+    cse181 = cse160 + cse173
+    cse182 = -cse164 - cse170
+    cse183 = cse166 - cse167
+    leg6_cC_x = cse181*leg6_Q_00 + cse182*leg6_Q_01 + cse183*leg6_Q_02
+    leg6_cC_y = cse181*leg6_Q_10 + cse182*leg6_Q_11 + cse183*leg6_Q_12
+    leg6_cC_z = cse181*leg6_Q_20 + cse182*leg6_Q_21 + cse183*leg6_Q_22
+    leg6_c1 = -leg6_a4_x + leg6_cC_x - 0.7223228347298781*leg6_oo3_W_00
+    leg6_c2 = -leg6_a4_y + leg6_cC_y - 0.7223228347298781*leg6_epsd3_z - 0.7223228347298781*leg6_oo3_xy
+    leg6_c3 = -leg6_a4_z + leg6_cC_z + 0.7223228347298781*leg6_epsd3_y - 0.7223228347298781*leg6_oo3_xz
     leg6_omega_Cn_x = leg6_Q_00*omega_x + leg6_Q_01*omega_y + leg6_Q_02*omega_z
     leg6_omega_Cn_y = leg6_Q_10*omega_x + leg6_Q_11*omega_y + leg6_Q_12*omega_z
     leg6_omega_Cn_z = leg6_Q_20*omega_x + leg6_Q_21*omega_y + leg6_Q_22*omega_z
@@ -13230,29 +13858,29 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_IJ2_11 = -leg6_IJ2_00 + leg6_IJ2_Sum
     leg6_Nm3_1_y = (0.0005)*leg6_u_s2
     leg1_Qa3 = -0.2*leg1_qd3
-    cse149 = -p_preload
-    leg1_Qa4 = -cse149 - leg1_qd4*p_c_leg - leg1_stroke*p_k_leg
+    cse184 = -p_preload
+    leg1_Qa4 = -cse184 - leg1_qd4*p_c_leg - leg1_stroke*p_k_leg
     leg2_Qa3 = -0.2*leg2_qd3
-    leg2_Qa4 = -cse149 - leg2_qd4*p_c_leg - leg2_stroke*p_k_leg
+    leg2_Qa4 = -cse184 - leg2_qd4*p_c_leg - leg2_stroke*p_k_leg
     leg3_Qa3 = -0.2*leg3_qd3
-    leg3_Qa4 = -cse149 - leg3_qd4*p_c_leg - leg3_stroke*p_k_leg
+    leg3_Qa4 = -cse184 - leg3_qd4*p_c_leg - leg3_stroke*p_k_leg
     leg4_Qa3 = -0.2*leg4_qd3
-    leg4_Qa4 = -cse149 - leg4_qd4*p_c_leg - leg4_stroke*p_k_leg
+    leg4_Qa4 = -cse184 - leg4_qd4*p_c_leg - leg4_stroke*p_k_leg
     leg5_Qa3 = -0.2*leg5_qd3
-    leg5_Qa4 = -cse149 - leg5_qd4*p_c_leg - leg5_stroke*p_k_leg
+    leg5_Qa4 = -cse184 - leg5_qd4*p_c_leg - leg5_stroke*p_k_leg
     leg6_Qa3 = -0.2*leg6_qd3
-    leg6_Qa4 = -cse149 - leg6_qd4*p_c_leg - leg6_stroke*p_k_leg
+    leg6_Qa4 = -cse184 - leg6_qd4*p_c_leg - leg6_stroke*p_k_leg
     leg1_a1_x = -g_x*leg1_beta1_00 - g_y*leg1_beta1_01 - g_z*leg1_beta1_02
-    cse150 = 0.48411381003978005*g_x
-    leg1_a1_y = -cse150 + 0.8750050393733557*g_y
+    cse185 = 0.4841138100397801*g_x
+    leg1_a1_y = -cse185 + 0.8750050393733557*g_y
     leg1_a1_z = -g_x*leg1_beta1_20 - g_y*leg1_beta1_21 - g_z*leg1_beta1_22
     leg1_a2_x = leg1_a1_x*leg1_u_c2 + leg1_a1_y*leg1_u_s2
     leg1_a2_y = -leg1_a1_x*leg1_u_s2 + leg1_a1_y*leg1_u_c2
     leg1_a3_y = leg1_a1_z*leg1_roll_s + leg1_a2_y*leg1_roll_c
     leg1_a3_z = leg1_a1_z*leg1_roll_c - leg1_a2_y*leg1_roll_s
-    leg1_a4_x_2 = cse88 + leg1_a2_x
-    leg1_a4_y_2 = cse90 + leg1_a3_y
-    leg1_a4_z_2 = -cse91 - cse92 + leg1_a3_z + leg1_oo3_xz*leg1_stroke
+    leg1_a4_x_2 = cse113 + leg1_a2_x
+    leg1_a4_y_2 = cse115 + leg1_a3_y
+    leg1_a4_z_2 = -cse116 - cse117 + leg1_a3_z + leg1_oo3_xz*leg1_stroke
     leg1_F4_x = 2.0*leg1_a4_x_2 + (0.9)*leg1_oo3_W_00
     leg1_F4_y = 2.0*leg1_a4_y_2 + (0.9)*leg1_epsd3_z + (0.9)*leg1_oo3_xy
     leg1_F4_z = 2.0*leg1_a4_z_2 - 0.9*leg1_epsd3_y + (0.9)*leg1_oo3_xz
@@ -13268,15 +13896,15 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_b3 = -leg1_N4_x + leg1_Qa3
     leg1_b4 = -leg1_F4_x + leg1_Qa4
     leg2_a1_x = -g_x*leg2_beta1_00 - g_y*leg2_beta1_01 - g_z*leg2_beta1_02
-    leg2_a1_y = cse150 + 0.8750050393733557*g_y
+    leg2_a1_y = cse185 + 0.8750050393733557*g_y
     leg2_a1_z = -g_x*leg2_beta1_20 - g_y*leg2_beta1_21 - g_z*leg2_beta1_22
     leg2_a2_x = leg2_a1_x*leg2_u_c2 + leg2_a1_y*leg2_u_s2
     leg2_a2_y = -leg2_a1_x*leg2_u_s2 + leg2_a1_y*leg2_u_c2
     leg2_a3_y = leg2_a1_z*leg2_roll_s + leg2_a2_y*leg2_roll_c
     leg2_a3_z = leg2_a1_z*leg2_roll_c - leg2_a2_y*leg2_roll_s
-    leg2_a4_x_2 = cse94 + leg2_a2_x
-    leg2_a4_y_2 = cse96 + leg2_a3_y
-    leg2_a4_z_2 = -cse97 - cse98 + leg2_a3_z + leg2_oo3_xz*leg2_stroke
+    leg2_a4_x_2 = cse119 + leg2_a2_x
+    leg2_a4_y_2 = cse121 + leg2_a3_y
+    leg2_a4_z_2 = -cse122 - cse123 + leg2_a3_z + leg2_oo3_xz*leg2_stroke
     leg2_F4_x = 2.0*leg2_a4_x_2 + (0.9)*leg2_oo3_W_00
     leg2_F4_y = 2.0*leg2_a4_y_2 + (0.9)*leg2_epsd3_z + (0.9)*leg2_oo3_xy
     leg2_F4_z = 2.0*leg2_a4_z_2 - 0.9*leg2_epsd3_y + (0.9)*leg2_oo3_xz
@@ -13292,15 +13920,17 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_b3 = -leg2_N4_x + leg2_Qa3
     leg2_b4 = -leg2_F4_x + leg2_Qa4
     leg3_a1_x = -g_x*leg3_beta1_00 - g_y*leg3_beta1_01 - g_z*leg3_beta1_02
-    leg3_a1_y = -0.5157196875168388*g_x - 0.8567573775040014*g_y
+    cse186 = 0.8567573775040014*g_y
+    cse187 = 0.515719687516839*g_x
+    leg3_a1_y = -cse186 - cse187
     leg3_a1_z = -g_x*leg3_beta1_20 - g_y*leg3_beta1_21 - g_z*leg3_beta1_22
     leg3_a2_x = leg3_a1_x*leg3_u_c2 + leg3_a1_y*leg3_u_s2
     leg3_a2_y = -leg3_a1_x*leg3_u_s2 + leg3_a1_y*leg3_u_c2
     leg3_a3_y = leg3_a1_z*leg3_roll_s + leg3_a2_y*leg3_roll_c
     leg3_a3_z = leg3_a1_z*leg3_roll_c - leg3_a2_y*leg3_roll_s
-    leg3_a4_x_2 = cse100 + leg3_a2_x
-    leg3_a4_y_2 = cse102 + leg3_a3_y
-    leg3_a4_z_2 = -cse103 - cse104 + leg3_a3_z + leg3_oo3_xz*leg3_stroke
+    leg3_a4_x_2 = cse125 + leg3_a2_x
+    leg3_a4_y_2 = cse127 + leg3_a3_y
+    leg3_a4_z_2 = -cse128 - cse129 + leg3_a3_z + leg3_oo3_xz*leg3_stroke
     leg3_F4_x = 2.0*leg3_a4_x_2 + (0.9)*leg3_oo3_W_00
     leg3_F4_y = 2.0*leg3_a4_y_2 + (0.9)*leg3_epsd3_z + (0.9)*leg3_oo3_xy
     leg3_F4_z = 2.0*leg3_a4_z_2 - 0.9*leg3_epsd3_y + (0.9)*leg3_oo3_xz
@@ -13316,16 +13946,17 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_b3 = -leg3_N4_x + leg3_Qa3
     leg3_b4 = -leg3_F4_x + leg3_Qa4
     leg4_a1_x = -g_x*leg4_beta1_00 - g_y*leg4_beta1_01 - g_z*leg4_beta1_02
-    cse151 = 0.999833497556619*g_x
-    leg4_a1_y = -cse151 - 0.018247661869354333*g_y
+    cse188 = 0.999833497556619*g_x
+    cse189 = 0.018247661869354326*g_y
+    leg4_a1_y = -cse188 - cse189
     leg4_a1_z = -g_x*leg4_beta1_20 - g_y*leg4_beta1_21 - g_z*leg4_beta1_22
     leg4_a2_x = leg4_a1_x*leg4_u_c2 + leg4_a1_y*leg4_u_s2
     leg4_a2_y = -leg4_a1_x*leg4_u_s2 + leg4_a1_y*leg4_u_c2
     leg4_a3_y = leg4_a1_z*leg4_roll_s + leg4_a2_y*leg4_roll_c
     leg4_a3_z = leg4_a1_z*leg4_roll_c - leg4_a2_y*leg4_roll_s
-    leg4_a4_x_2 = cse106 + leg4_a2_x
-    leg4_a4_y_2 = cse108 + leg4_a3_y
-    leg4_a4_z_2 = -cse109 - cse110 + leg4_a3_z + leg4_oo3_xz*leg4_stroke
+    leg4_a4_x_2 = cse131 + leg4_a2_x
+    leg4_a4_y_2 = cse133 + leg4_a3_y
+    leg4_a4_z_2 = -cse134 - cse135 + leg4_a3_z + leg4_oo3_xz*leg4_stroke
     leg4_F4_x = 2.0*leg4_a4_x_2 + (0.9)*leg4_oo3_W_00
     leg4_F4_y = 2.0*leg4_a4_y_2 + (0.9)*leg4_epsd3_z + (0.9)*leg4_oo3_xy
     leg4_F4_z = 2.0*leg4_a4_z_2 - 0.9*leg4_epsd3_y + (0.9)*leg4_oo3_xz
@@ -13341,15 +13972,15 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_b3 = -leg4_N4_x + leg4_Qa3
     leg4_b4 = -leg4_F4_x + leg4_Qa4
     leg5_a1_x = -g_x*leg5_beta1_00 - g_y*leg5_beta1_01 - g_z*leg5_beta1_02
-    leg5_a1_y = cse151 - 0.018247661869354566*g_y
+    leg5_a1_y = cse188 - cse189
     leg5_a1_z = -g_x*leg5_beta1_20 - g_y*leg5_beta1_21 - g_z*leg5_beta1_22
     leg5_a2_x = leg5_a1_x*leg5_u_c2 + leg5_a1_y*leg5_u_s2
     leg5_a2_y = -leg5_a1_x*leg5_u_s2 + leg5_a1_y*leg5_u_c2
     leg5_a3_y = leg5_a1_z*leg5_roll_s + leg5_a2_y*leg5_roll_c
     leg5_a3_z = leg5_a1_z*leg5_roll_c - leg5_a2_y*leg5_roll_s
-    leg5_a4_x_2 = cse112 + leg5_a2_x
-    leg5_a4_y_2 = cse114 + leg5_a3_y
-    leg5_a4_z_2 = -cse115 - cse116 + leg5_a3_z + leg5_oo3_xz*leg5_stroke
+    leg5_a4_x_2 = cse137 + leg5_a2_x
+    leg5_a4_y_2 = cse139 + leg5_a3_y
+    leg5_a4_z_2 = -cse140 - cse141 + leg5_a3_z + leg5_oo3_xz*leg5_stroke
     leg5_F4_x = 2.0*leg5_a4_x_2 + (0.9)*leg5_oo3_W_00
     leg5_F4_y = 2.0*leg5_a4_y_2 + (0.9)*leg5_epsd3_z + (0.9)*leg5_oo3_xy
     leg5_F4_z = 2.0*leg5_a4_z_2 - 0.9*leg5_epsd3_y + (0.9)*leg5_oo3_xz
@@ -13365,15 +13996,15 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_b3 = -leg5_N4_x + leg5_Qa3
     leg5_b4 = -leg5_F4_x + leg5_Qa4
     leg6_a1_x = -g_x*leg6_beta1_00 - g_y*leg6_beta1_01 - g_z*leg6_beta1_02
-    leg6_a1_y = 0.5157196875168393*g_x - 0.8567573775040012*g_y
+    leg6_a1_y = -cse186 + cse187
     leg6_a1_z = -g_x*leg6_beta1_20 - g_y*leg6_beta1_21 - g_z*leg6_beta1_22
     leg6_a2_x = leg6_a1_x*leg6_u_c2 + leg6_a1_y*leg6_u_s2
     leg6_a2_y = -leg6_a1_x*leg6_u_s2 + leg6_a1_y*leg6_u_c2
     leg6_a3_y = leg6_a1_z*leg6_roll_s + leg6_a2_y*leg6_roll_c
     leg6_a3_z = leg6_a1_z*leg6_roll_c - leg6_a2_y*leg6_roll_s
-    leg6_a4_x_2 = cse118 + leg6_a2_x
-    leg6_a4_y_2 = cse120 + leg6_a3_y
-    leg6_a4_z_2 = -cse121 - cse122 + leg6_a3_z + leg6_oo3_xz*leg6_stroke
+    leg6_a4_x_2 = cse143 + leg6_a2_x
+    leg6_a4_y_2 = cse145 + leg6_a3_y
+    leg6_a4_z_2 = -cse146 - cse147 + leg6_a3_z + leg6_oo3_xz*leg6_stroke
     leg6_F4_x = 2.0*leg6_a4_x_2 + (0.9)*leg6_oo3_W_00
     leg6_F4_y = 2.0*leg6_a4_y_2 + (0.9)*leg6_epsd3_z + (0.9)*leg6_oo3_xy
     leg6_F4_z = 2.0*leg6_a4_z_2 - 0.9*leg6_epsd3_y + (0.9)*leg6_oo3_xz
@@ -13391,26 +14022,26 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_AH11 = leg1_H1_1*leg1_IJ2_11 + leg1_H1_3*leg1_Nm3_1_y
     leg1_AH12 = leg1_H2_1*leg1_IJ2_11 + leg1_H2_3*leg1_Nm3_1_y
     leg1_AH13 = leg1_H3_1*leg1_IJ2_11 + leg1_H3_3*leg1_Nm3_1_y
-    leg1_AH14 = leg1_H4_1*leg1_IJ2_11 + leg1_H4_3*leg1_Nm3_1_y
-    leg1_AH15 = leg1_H5_1*leg1_IJ2_11 + leg1_H5_3*leg1_Nm3_1_y
+    cse190 = leg1_H4_1*leg1_IJ2_11
+    leg1_AH14 = cse190 + leg1_H4_3*leg1_Nm3_1_y
+    leg1_AH15 = cse190 + leg1_H5_3*leg1_Nm3_1_y
     leg1_AH16 = leg1_H6_1*leg1_IJ2_11 + leg1_H6_3*leg1_Nm3_1_y
     leg1_AH21 = leg1_H1_2*leg1_Ic2_22
     leg1_AH22 = leg1_H2_2*leg1_Ic2_22
     leg1_AH23 = leg1_H3_2*leg1_Ic2_22
     leg1_AH24 = leg1_H4_2*leg1_Ic2_22
-    leg1_AH25 = leg1_H5_2*leg1_Ic2_22
     leg1_AH26 = leg1_H6_2*leg1_Ic2_22
     leg1_AH31 = leg1_H1_1*leg1_Nm3_1_y + (0.0005)*leg1_H1_3
     leg1_AH32 = leg1_H2_1*leg1_Nm3_1_y + (0.0005)*leg1_H2_3
     leg1_AH33 = leg1_H3_1*leg1_Nm3_1_y + (0.0005)*leg1_H3_3
-    leg1_AH34 = leg1_H4_1*leg1_Nm3_1_y + (0.0005)*leg1_H4_3
-    leg1_AH35 = leg1_H5_1*leg1_Nm3_1_y + (0.0005)*leg1_H5_3
+    cse191 = leg1_H4_1*leg1_Nm3_1_y
+    leg1_AH34 = cse191 + (0.0005)*leg1_H4_3
+    leg1_AH35 = cse191 + (0.0005)*leg1_H5_3
     leg1_AH36 = leg1_H6_1*leg1_Nm3_1_y + (0.0005)*leg1_H6_3
     leg1_AH41 = 2.0*leg1_B0_00
     leg1_AH42 = 2.0*leg1_B0_01
     leg1_AH43 = 2.0*leg1_B0_02
     leg1_AH44 = 2.0*leg1_Ci1_x
-    leg1_AH45 = 2.0*leg1_Ci1_y
     leg1_AH46 = 2.0*leg1_Ci1_z
     leg1_r1 = -leg1_IJ2_11*leg1_h1 - leg1_N1_y - leg1_Nm3_1_y*leg1_h3
     leg1_r2 = -leg1_Ic2_22*leg1_h2 - leg1_N2_z
@@ -13559,29 +14190,36 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     A_star11 = leg1_AH11*leg1_H1_1 + leg1_AH21*leg1_H1_2 + leg1_AH31*leg1_H1_3 + leg1_AH41*leg1_B0_00 + leg2_AH11*leg2_H1_1 + leg2_AH21*leg2_H1_2 + leg2_AH31*leg2_H1_3 + leg2_AH41*leg2_B0_00 + leg3_AH11*leg3_H1_1 + leg3_AH21*leg3_H1_2 + leg3_AH31*leg3_H1_3 + leg3_AH41*leg3_B0_00 + leg4_AH11*leg4_H1_1 + leg4_AH21*leg4_H1_2 + leg4_AH31*leg4_H1_3 + leg4_AH41*leg4_B0_00 + leg5_AH11*leg5_H1_1 + leg5_AH21*leg5_H1_2 + leg5_AH31*leg5_H1_3 + leg5_AH41*leg5_B0_00 + leg6_AH11*leg6_H1_1 + leg6_AH21*leg6_H1_2 + leg6_AH31*leg6_H1_3 + leg6_AH41*leg6_B0_00 + p_m_ring
     A_star12 = leg1_AH12*leg1_H1_1 + leg1_AH22*leg1_H1_2 + leg1_AH32*leg1_H1_3 + leg1_AH42*leg1_B0_00 + leg2_AH12*leg2_H1_1 + leg2_AH22*leg2_H1_2 + leg2_AH32*leg2_H1_3 + leg2_AH42*leg2_B0_00 + leg3_AH12*leg3_H1_1 + leg3_AH22*leg3_H1_2 + leg3_AH32*leg3_H1_3 + leg3_AH42*leg3_B0_00 + leg4_AH12*leg4_H1_1 + leg4_AH22*leg4_H1_2 + leg4_AH32*leg4_H1_3 + leg4_AH42*leg4_B0_00 + leg5_AH12*leg5_H1_1 + leg5_AH22*leg5_H1_2 + leg5_AH32*leg5_H1_3 + leg5_AH42*leg5_B0_00 + leg6_AH12*leg6_H1_1 + leg6_AH22*leg6_H1_2 + leg6_AH32*leg6_H1_3 + leg6_AH42*leg6_B0_00
     A_star13 = leg1_AH13*leg1_H1_1 + leg1_AH23*leg1_H1_2 + leg1_AH33*leg1_H1_3 + leg1_AH43*leg1_B0_00 + leg2_AH13*leg2_H1_1 + leg2_AH23*leg2_H1_2 + leg2_AH33*leg2_H1_3 + leg2_AH43*leg2_B0_00 + leg3_AH13*leg3_H1_1 + leg3_AH23*leg3_H1_2 + leg3_AH33*leg3_H1_3 + leg3_AH43*leg3_B0_00 + leg4_AH13*leg4_H1_1 + leg4_AH23*leg4_H1_2 + leg4_AH33*leg4_H1_3 + leg4_AH43*leg4_B0_00 + leg5_AH13*leg5_H1_1 + leg5_AH23*leg5_H1_2 + leg5_AH33*leg5_H1_3 + leg5_AH43*leg5_B0_00 + leg6_AH13*leg6_H1_1 + leg6_AH23*leg6_H1_2 + leg6_AH33*leg6_H1_3 + leg6_AH43*leg6_B0_00
-    A_star14 = leg1_AH14*leg1_H1_1 + leg1_AH24*leg1_H1_2 + leg1_AH34*leg1_H1_3 + leg1_AH44*leg1_B0_00 + leg2_AH14*leg2_H1_1 + leg2_AH24*leg2_H1_2 + leg2_AH34*leg2_H1_3 + leg2_AH44*leg2_B0_00 + leg3_AH14*leg3_H1_1 + leg3_AH24*leg3_H1_2 + leg3_AH34*leg3_H1_3 + leg3_AH44*leg3_B0_00 + leg4_AH14*leg4_H1_1 + leg4_AH24*leg4_H1_2 + leg4_AH34*leg4_H1_3 + leg4_AH44*leg4_B0_00 + leg5_AH14*leg5_H1_1 + leg5_AH24*leg5_H1_2 + leg5_AH34*leg5_H1_3 + leg5_AH44*leg5_B0_00 + leg6_AH14*leg6_H1_1 + leg6_AH24*leg6_H1_2 + leg6_AH34*leg6_H1_3 + leg6_AH44*leg6_B0_00
-    A_star15 = leg1_AH15*leg1_H1_1 + leg1_AH25*leg1_H1_2 + leg1_AH35*leg1_H1_3 + leg1_AH45*leg1_B0_00 + leg2_AH15*leg2_H1_1 + leg2_AH25*leg2_H1_2 + leg2_AH35*leg2_H1_3 + leg2_AH45*leg2_B0_00 + leg3_AH15*leg3_H1_1 + leg3_AH25*leg3_H1_2 + leg3_AH35*leg3_H1_3 + leg3_AH45*leg3_B0_00 + leg4_AH15*leg4_H1_1 + leg4_AH25*leg4_H1_2 + leg4_AH35*leg4_H1_3 + leg4_AH45*leg4_B0_00 + leg5_AH15*leg5_H1_1 + leg5_AH25*leg5_H1_2 + leg5_AH35*leg5_H1_3 + leg5_AH45*leg5_B0_00 + leg6_AH15*leg6_H1_1 + leg6_AH25*leg6_H1_2 + leg6_AH35*leg6_H1_3 + leg6_AH45*leg6_B0_00
+    cse192 = leg1_AH24*leg1_H1_2 + leg1_AH44*leg1_B0_00
+    A_star14 = cse192 + leg1_AH14*leg1_H1_1 + leg1_AH34*leg1_H1_3 + leg2_AH14*leg2_H1_1 + leg2_AH24*leg2_H1_2 + leg2_AH34*leg2_H1_3 + leg2_AH44*leg2_B0_00 + leg3_AH14*leg3_H1_1 + leg3_AH24*leg3_H1_2 + leg3_AH34*leg3_H1_3 + leg3_AH44*leg3_B0_00 + leg4_AH14*leg4_H1_1 + leg4_AH24*leg4_H1_2 + leg4_AH34*leg4_H1_3 + leg4_AH44*leg4_B0_00 + leg5_AH14*leg5_H1_1 + leg5_AH24*leg5_H1_2 + leg5_AH34*leg5_H1_3 + leg5_AH44*leg5_B0_00 + leg6_AH14*leg6_H1_1 + leg6_AH24*leg6_H1_2 + leg6_AH34*leg6_H1_3 + leg6_AH44*leg6_B0_00
+    A_star15 = cse192 + leg1_AH15*leg1_H1_1 + leg1_AH35*leg1_H1_3 + leg2_AH15*leg2_H1_1 + leg2_AH25*leg2_H1_2 + leg2_AH35*leg2_H1_3 + leg2_AH45*leg2_B0_00 + leg3_AH15*leg3_H1_1 + leg3_AH25*leg3_H1_2 + leg3_AH35*leg3_H1_3 + leg3_AH45*leg3_B0_00 + leg4_AH15*leg4_H1_1 + leg4_AH25*leg4_H1_2 + leg4_AH35*leg4_H1_3 + leg4_AH45*leg4_B0_00 + leg5_AH15*leg5_H1_1 + leg5_AH25*leg5_H1_2 + leg5_AH35*leg5_H1_3 + leg5_AH45*leg5_B0_00 + leg6_AH15*leg6_H1_1 + leg6_AH25*leg6_H1_2 + leg6_AH35*leg6_H1_3 + leg6_AH45*leg6_B0_00
     A_star16 = leg1_AH16*leg1_H1_1 + leg1_AH26*leg1_H1_2 + leg1_AH36*leg1_H1_3 + leg1_AH46*leg1_B0_00 + leg2_AH16*leg2_H1_1 + leg2_AH26*leg2_H1_2 + leg2_AH36*leg2_H1_3 + leg2_AH46*leg2_B0_00 + leg3_AH16*leg3_H1_1 + leg3_AH26*leg3_H1_2 + leg3_AH36*leg3_H1_3 + leg3_AH46*leg3_B0_00 + leg4_AH16*leg4_H1_1 + leg4_AH26*leg4_H1_2 + leg4_AH36*leg4_H1_3 + leg4_AH46*leg4_B0_00 + leg5_AH16*leg5_H1_1 + leg5_AH26*leg5_H1_2 + leg5_AH36*leg5_H1_3 + leg5_AH46*leg5_B0_00 + leg6_AH16*leg6_H1_1 + leg6_AH26*leg6_H1_2 + leg6_AH36*leg6_H1_3 + leg6_AH46*leg6_B0_00
     A_star22 = leg1_AH12*leg1_H2_1 + leg1_AH22*leg1_H2_2 + leg1_AH32*leg1_H2_3 + leg1_AH42*leg1_B0_01 + leg2_AH12*leg2_H2_1 + leg2_AH22*leg2_H2_2 + leg2_AH32*leg2_H2_3 + leg2_AH42*leg2_B0_01 + leg3_AH12*leg3_H2_1 + leg3_AH22*leg3_H2_2 + leg3_AH32*leg3_H2_3 + leg3_AH42*leg3_B0_01 + leg4_AH12*leg4_H2_1 + leg4_AH22*leg4_H2_2 + leg4_AH32*leg4_H2_3 + leg4_AH42*leg4_B0_01 + leg5_AH12*leg5_H2_1 + leg5_AH22*leg5_H2_2 + leg5_AH32*leg5_H2_3 + leg5_AH42*leg5_B0_01 + leg6_AH12*leg6_H2_1 + leg6_AH22*leg6_H2_2 + leg6_AH32*leg6_H2_3 + leg6_AH42*leg6_B0_01 + p_m_ring
     A_star23 = leg1_AH13*leg1_H2_1 + leg1_AH23*leg1_H2_2 + leg1_AH33*leg1_H2_3 + leg1_AH43*leg1_B0_01 + leg2_AH13*leg2_H2_1 + leg2_AH23*leg2_H2_2 + leg2_AH33*leg2_H2_3 + leg2_AH43*leg2_B0_01 + leg3_AH13*leg3_H2_1 + leg3_AH23*leg3_H2_2 + leg3_AH33*leg3_H2_3 + leg3_AH43*leg3_B0_01 + leg4_AH13*leg4_H2_1 + leg4_AH23*leg4_H2_2 + leg4_AH33*leg4_H2_3 + leg4_AH43*leg4_B0_01 + leg5_AH13*leg5_H2_1 + leg5_AH23*leg5_H2_2 + leg5_AH33*leg5_H2_3 + leg5_AH43*leg5_B0_01 + leg6_AH13*leg6_H2_1 + leg6_AH23*leg6_H2_2 + leg6_AH33*leg6_H2_3 + leg6_AH43*leg6_B0_01
-    A_star24 = leg1_AH14*leg1_H2_1 + leg1_AH24*leg1_H2_2 + leg1_AH34*leg1_H2_3 + leg1_AH44*leg1_B0_01 + leg2_AH14*leg2_H2_1 + leg2_AH24*leg2_H2_2 + leg2_AH34*leg2_H2_3 + leg2_AH44*leg2_B0_01 + leg3_AH14*leg3_H2_1 + leg3_AH24*leg3_H2_2 + leg3_AH34*leg3_H2_3 + leg3_AH44*leg3_B0_01 + leg4_AH14*leg4_H2_1 + leg4_AH24*leg4_H2_2 + leg4_AH34*leg4_H2_3 + leg4_AH44*leg4_B0_01 + leg5_AH14*leg5_H2_1 + leg5_AH24*leg5_H2_2 + leg5_AH34*leg5_H2_3 + leg5_AH44*leg5_B0_01 + leg6_AH14*leg6_H2_1 + leg6_AH24*leg6_H2_2 + leg6_AH34*leg6_H2_3 + leg6_AH44*leg6_B0_01
-    A_star25 = leg1_AH15*leg1_H2_1 + leg1_AH25*leg1_H2_2 + leg1_AH35*leg1_H2_3 + leg1_AH45*leg1_B0_01 + leg2_AH15*leg2_H2_1 + leg2_AH25*leg2_H2_2 + leg2_AH35*leg2_H2_3 + leg2_AH45*leg2_B0_01 + leg3_AH15*leg3_H2_1 + leg3_AH25*leg3_H2_2 + leg3_AH35*leg3_H2_3 + leg3_AH45*leg3_B0_01 + leg4_AH15*leg4_H2_1 + leg4_AH25*leg4_H2_2 + leg4_AH35*leg4_H2_3 + leg4_AH45*leg4_B0_01 + leg5_AH15*leg5_H2_1 + leg5_AH25*leg5_H2_2 + leg5_AH35*leg5_H2_3 + leg5_AH45*leg5_B0_01 + leg6_AH15*leg6_H2_1 + leg6_AH25*leg6_H2_2 + leg6_AH35*leg6_H2_3 + leg6_AH45*leg6_B0_01
+    cse193 = leg1_AH24*leg1_H2_2 + leg1_AH44*leg1_B0_01
+    A_star24 = cse193 + leg1_AH14*leg1_H2_1 + leg1_AH34*leg1_H2_3 + leg2_AH14*leg2_H2_1 + leg2_AH24*leg2_H2_2 + leg2_AH34*leg2_H2_3 + leg2_AH44*leg2_B0_01 + leg3_AH14*leg3_H2_1 + leg3_AH24*leg3_H2_2 + leg3_AH34*leg3_H2_3 + leg3_AH44*leg3_B0_01 + leg4_AH14*leg4_H2_1 + leg4_AH24*leg4_H2_2 + leg4_AH34*leg4_H2_3 + leg4_AH44*leg4_B0_01 + leg5_AH14*leg5_H2_1 + leg5_AH24*leg5_H2_2 + leg5_AH34*leg5_H2_3 + leg5_AH44*leg5_B0_01 + leg6_AH14*leg6_H2_1 + leg6_AH24*leg6_H2_2 + leg6_AH34*leg6_H2_3 + leg6_AH44*leg6_B0_01
+    A_star25 = cse193 + leg1_AH15*leg1_H2_1 + leg1_AH35*leg1_H2_3 + leg2_AH15*leg2_H2_1 + leg2_AH25*leg2_H2_2 + leg2_AH35*leg2_H2_3 + leg2_AH45*leg2_B0_01 + leg3_AH15*leg3_H2_1 + leg3_AH25*leg3_H2_2 + leg3_AH35*leg3_H2_3 + leg3_AH45*leg3_B0_01 + leg4_AH15*leg4_H2_1 + leg4_AH25*leg4_H2_2 + leg4_AH35*leg4_H2_3 + leg4_AH45*leg4_B0_01 + leg5_AH15*leg5_H2_1 + leg5_AH25*leg5_H2_2 + leg5_AH35*leg5_H2_3 + leg5_AH45*leg5_B0_01 + leg6_AH15*leg6_H2_1 + leg6_AH25*leg6_H2_2 + leg6_AH35*leg6_H2_3 + leg6_AH45*leg6_B0_01
     A_star26 = leg1_AH16*leg1_H2_1 + leg1_AH26*leg1_H2_2 + leg1_AH36*leg1_H2_3 + leg1_AH46*leg1_B0_01 + leg2_AH16*leg2_H2_1 + leg2_AH26*leg2_H2_2 + leg2_AH36*leg2_H2_3 + leg2_AH46*leg2_B0_01 + leg3_AH16*leg3_H2_1 + leg3_AH26*leg3_H2_2 + leg3_AH36*leg3_H2_3 + leg3_AH46*leg3_B0_01 + leg4_AH16*leg4_H2_1 + leg4_AH26*leg4_H2_2 + leg4_AH36*leg4_H2_3 + leg4_AH46*leg4_B0_01 + leg5_AH16*leg5_H2_1 + leg5_AH26*leg5_H2_2 + leg5_AH36*leg5_H2_3 + leg5_AH46*leg5_B0_01 + leg6_AH16*leg6_H2_1 + leg6_AH26*leg6_H2_2 + leg6_AH36*leg6_H2_3 + leg6_AH46*leg6_B0_01
     A_star33 = leg1_AH13*leg1_H3_1 + leg1_AH23*leg1_H3_2 + leg1_AH33*leg1_H3_3 + leg1_AH43*leg1_B0_02 + leg2_AH13*leg2_H3_1 + leg2_AH23*leg2_H3_2 + leg2_AH33*leg2_H3_3 + leg2_AH43*leg2_B0_02 + leg3_AH13*leg3_H3_1 + leg3_AH23*leg3_H3_2 + leg3_AH33*leg3_H3_3 + leg3_AH43*leg3_B0_02 + leg4_AH13*leg4_H3_1 + leg4_AH23*leg4_H3_2 + leg4_AH33*leg4_H3_3 + leg4_AH43*leg4_B0_02 + leg5_AH13*leg5_H3_1 + leg5_AH23*leg5_H3_2 + leg5_AH33*leg5_H3_3 + leg5_AH43*leg5_B0_02 + leg6_AH13*leg6_H3_1 + leg6_AH23*leg6_H3_2 + leg6_AH33*leg6_H3_3 + leg6_AH43*leg6_B0_02 + p_m_ring
-    A_star34 = leg1_AH14*leg1_H3_1 + leg1_AH24*leg1_H3_2 + leg1_AH34*leg1_H3_3 + leg1_AH44*leg1_B0_02 + leg2_AH14*leg2_H3_1 + leg2_AH24*leg2_H3_2 + leg2_AH34*leg2_H3_3 + leg2_AH44*leg2_B0_02 + leg3_AH14*leg3_H3_1 + leg3_AH24*leg3_H3_2 + leg3_AH34*leg3_H3_3 + leg3_AH44*leg3_B0_02 + leg4_AH14*leg4_H3_1 + leg4_AH24*leg4_H3_2 + leg4_AH34*leg4_H3_3 + leg4_AH44*leg4_B0_02 + leg5_AH14*leg5_H3_1 + leg5_AH24*leg5_H3_2 + leg5_AH34*leg5_H3_3 + leg5_AH44*leg5_B0_02 + leg6_AH14*leg6_H3_1 + leg6_AH24*leg6_H3_2 + leg6_AH34*leg6_H3_3 + leg6_AH44*leg6_B0_02
-    A_star35 = leg1_AH15*leg1_H3_1 + leg1_AH25*leg1_H3_2 + leg1_AH35*leg1_H3_3 + leg1_AH45*leg1_B0_02 + leg2_AH15*leg2_H3_1 + leg2_AH25*leg2_H3_2 + leg2_AH35*leg2_H3_3 + leg2_AH45*leg2_B0_02 + leg3_AH15*leg3_H3_1 + leg3_AH25*leg3_H3_2 + leg3_AH35*leg3_H3_3 + leg3_AH45*leg3_B0_02 + leg4_AH15*leg4_H3_1 + leg4_AH25*leg4_H3_2 + leg4_AH35*leg4_H3_3 + leg4_AH45*leg4_B0_02 + leg5_AH15*leg5_H3_1 + leg5_AH25*leg5_H3_2 + leg5_AH35*leg5_H3_3 + leg5_AH45*leg5_B0_02 + leg6_AH15*leg6_H3_1 + leg6_AH25*leg6_H3_2 + leg6_AH35*leg6_H3_3 + leg6_AH45*leg6_B0_02
+    cse194 = leg1_AH24*leg1_H3_2 + leg1_AH44*leg1_B0_02
+    A_star34 = cse194 + leg1_AH14*leg1_H3_1 + leg1_AH34*leg1_H3_3 + leg2_AH14*leg2_H3_1 + leg2_AH24*leg2_H3_2 + leg2_AH34*leg2_H3_3 + leg2_AH44*leg2_B0_02 + leg3_AH14*leg3_H3_1 + leg3_AH24*leg3_H3_2 + leg3_AH34*leg3_H3_3 + leg3_AH44*leg3_B0_02 + leg4_AH14*leg4_H3_1 + leg4_AH24*leg4_H3_2 + leg4_AH34*leg4_H3_3 + leg4_AH44*leg4_B0_02 + leg5_AH14*leg5_H3_1 + leg5_AH24*leg5_H3_2 + leg5_AH34*leg5_H3_3 + leg5_AH44*leg5_B0_02 + leg6_AH14*leg6_H3_1 + leg6_AH24*leg6_H3_2 + leg6_AH34*leg6_H3_3 + leg6_AH44*leg6_B0_02
+    A_star35 = cse194 + leg1_AH15*leg1_H3_1 + leg1_AH35*leg1_H3_3 + leg2_AH15*leg2_H3_1 + leg2_AH25*leg2_H3_2 + leg2_AH35*leg2_H3_3 + leg2_AH45*leg2_B0_02 + leg3_AH15*leg3_H3_1 + leg3_AH25*leg3_H3_2 + leg3_AH35*leg3_H3_3 + leg3_AH45*leg3_B0_02 + leg4_AH15*leg4_H3_1 + leg4_AH25*leg4_H3_2 + leg4_AH35*leg4_H3_3 + leg4_AH45*leg4_B0_02 + leg5_AH15*leg5_H3_1 + leg5_AH25*leg5_H3_2 + leg5_AH35*leg5_H3_3 + leg5_AH45*leg5_B0_02 + leg6_AH15*leg6_H3_1 + leg6_AH25*leg6_H3_2 + leg6_AH35*leg6_H3_3 + leg6_AH45*leg6_B0_02
     A_star36 = leg1_AH16*leg1_H3_1 + leg1_AH26*leg1_H3_2 + leg1_AH36*leg1_H3_3 + leg1_AH46*leg1_B0_02 + leg2_AH16*leg2_H3_1 + leg2_AH26*leg2_H3_2 + leg2_AH36*leg2_H3_3 + leg2_AH46*leg2_B0_02 + leg3_AH16*leg3_H3_1 + leg3_AH26*leg3_H3_2 + leg3_AH36*leg3_H3_3 + leg3_AH46*leg3_B0_02 + leg4_AH16*leg4_H3_1 + leg4_AH26*leg4_H3_2 + leg4_AH36*leg4_H3_3 + leg4_AH46*leg4_B0_02 + leg5_AH16*leg5_H3_1 + leg5_AH26*leg5_H3_2 + leg5_AH36*leg5_H3_3 + leg5_AH46*leg5_B0_02 + leg6_AH16*leg6_H3_1 + leg6_AH26*leg6_H3_2 + leg6_AH36*leg6_H3_3 + leg6_AH46*leg6_B0_02
-    A_star44 = leg1_AH14*leg1_H4_1 + leg1_AH24*leg1_H4_2 + leg1_AH34*leg1_H4_3 + leg1_AH44*leg1_Ci1_x + leg2_AH14*leg2_H4_1 + leg2_AH24*leg2_H4_2 + leg2_AH34*leg2_H4_3 + leg2_AH44*leg2_Ci1_x + leg3_AH14*leg3_H4_1 + leg3_AH24*leg3_H4_2 + leg3_AH34*leg3_H4_3 + leg3_AH44*leg3_Ci1_x + leg4_AH14*leg4_H4_1 + leg4_AH24*leg4_H4_2 + leg4_AH34*leg4_H4_3 + leg4_AH44*leg4_Ci1_x + leg5_AH14*leg5_H4_1 + leg5_AH24*leg5_H4_2 + leg5_AH34*leg5_H4_3 + leg5_AH44*leg5_Ci1_x + leg6_AH14*leg6_H4_1 + leg6_AH24*leg6_H4_2 + leg6_AH34*leg6_H4_3 + leg6_AH44*leg6_Ci1_x + 30.0
-    A_star45 = leg1_AH15*leg1_H4_1 + leg1_AH25*leg1_H4_2 + leg1_AH35*leg1_H4_3 + leg1_AH45*leg1_Ci1_x + leg2_AH15*leg2_H4_1 + leg2_AH25*leg2_H4_2 + leg2_AH35*leg2_H4_3 + leg2_AH45*leg2_Ci1_x + leg3_AH15*leg3_H4_1 + leg3_AH25*leg3_H4_2 + leg3_AH35*leg3_H4_3 + leg3_AH45*leg3_Ci1_x + leg4_AH15*leg4_H4_1 + leg4_AH25*leg4_H4_2 + leg4_AH35*leg4_H4_3 + leg4_AH45*leg4_Ci1_x + leg5_AH15*leg5_H4_1 + leg5_AH25*leg5_H4_2 + leg5_AH35*leg5_H4_3 + leg5_AH45*leg5_Ci1_x + leg6_AH15*leg6_H4_1 + leg6_AH25*leg6_H4_2 + leg6_AH35*leg6_H4_3 + leg6_AH45*leg6_Ci1_x
-    A_star46 = leg1_AH16*leg1_H4_1 + leg1_AH26*leg1_H4_2 + leg1_AH36*leg1_H4_3 + leg1_AH46*leg1_Ci1_x + leg2_AH16*leg2_H4_1 + leg2_AH26*leg2_H4_2 + leg2_AH36*leg2_H4_3 + leg2_AH46*leg2_Ci1_x + leg3_AH16*leg3_H4_1 + leg3_AH26*leg3_H4_2 + leg3_AH36*leg3_H4_3 + leg3_AH46*leg3_Ci1_x + leg4_AH16*leg4_H4_1 + leg4_AH26*leg4_H4_2 + leg4_AH36*leg4_H4_3 + leg4_AH46*leg4_Ci1_x + leg5_AH16*leg5_H4_1 + leg5_AH26*leg5_H4_2 + leg5_AH36*leg5_H4_3 + leg5_AH46*leg5_Ci1_x + leg6_AH16*leg6_H4_1 + leg6_AH26*leg6_H4_2 + leg6_AH36*leg6_H4_3 + leg6_AH46*leg6_Ci1_x
-    A_star55 = leg1_AH15*leg1_H5_1 + leg1_AH25*leg1_H5_2 + leg1_AH35*leg1_H5_3 + leg1_AH45*leg1_Ci1_y + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_H5_3 + leg2_AH45*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_H5_3 + leg3_AH45*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_H5_3 + leg4_AH45*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_H5_3 + leg5_AH45*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_H5_3 + leg6_AH45*leg6_Ci1_y + 30.0
-    A_star56 = leg1_AH16*leg1_H5_1 + leg1_AH26*leg1_H5_2 + leg1_AH36*leg1_H5_3 + leg1_AH46*leg1_Ci1_y + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_H5_3 + leg2_AH46*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_H5_3 + leg3_AH46*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_H5_3 + leg4_AH46*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_H5_3 + leg5_AH46*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_H5_3 + leg6_AH46*leg6_Ci1_y
+    cse195 = leg1_AH24*leg1_H4_2 + leg1_AH44*leg1_Ci1_x
+    A_star44 = cse195 + leg1_AH14*leg1_H4_1 + leg1_AH34*leg1_H4_3 + leg2_AH14*leg2_H4_1 + leg2_AH24*leg2_H4_2 + leg2_AH34*leg2_H4_3 + leg2_AH44*leg2_Ci1_x + leg3_AH14*leg3_H4_1 + leg3_AH24*leg3_H4_2 + leg3_AH34*leg3_H4_3 + leg3_AH44*leg3_Ci1_x + leg4_AH14*leg4_H4_1 + leg4_AH24*leg4_H4_2 + leg4_AH34*leg4_H4_3 + leg4_AH44*leg4_Ci1_x + leg5_AH14*leg5_H4_1 + leg5_AH24*leg5_H4_2 + leg5_AH34*leg5_H4_3 + leg5_AH44*leg5_Ci1_x + leg6_AH14*leg6_H4_1 + leg6_AH24*leg6_H4_2 + leg6_AH34*leg6_H4_3 + leg6_AH44*leg6_Ci1_x + 30.0
+    cse196 = cse195 + leg1_AH15*leg1_H4_1
+    A_star45 = cse196 + leg1_AH35*leg1_H4_3 + leg2_AH15*leg2_H4_1 + leg2_AH25*leg2_H4_2 + leg2_AH35*leg2_H4_3 + leg2_AH45*leg2_Ci1_x + leg3_AH15*leg3_H4_1 + leg3_AH25*leg3_H4_2 + leg3_AH35*leg3_H4_3 + leg3_AH45*leg3_Ci1_x + leg4_AH15*leg4_H4_1 + leg4_AH25*leg4_H4_2 + leg4_AH35*leg4_H4_3 + leg4_AH45*leg4_Ci1_x + leg5_AH15*leg5_H4_1 + leg5_AH25*leg5_H4_2 + leg5_AH35*leg5_H4_3 + leg5_AH45*leg5_Ci1_x + leg6_AH15*leg6_H4_1 + leg6_AH25*leg6_H4_2 + leg6_AH35*leg6_H4_3 + leg6_AH45*leg6_Ci1_x
+    cse197 = leg1_AH16*leg1_H4_1 + leg1_AH26*leg1_H4_2 + leg1_AH46*leg1_Ci1_x
+    A_star46 = cse197 + leg1_AH36*leg1_H4_3 + leg2_AH16*leg2_H4_1 + leg2_AH26*leg2_H4_2 + leg2_AH36*leg2_H4_3 + leg2_AH46*leg2_Ci1_x + leg3_AH16*leg3_H4_1 + leg3_AH26*leg3_H4_2 + leg3_AH36*leg3_H4_3 + leg3_AH46*leg3_Ci1_x + leg4_AH16*leg4_H4_1 + leg4_AH26*leg4_H4_2 + leg4_AH36*leg4_H4_3 + leg4_AH46*leg4_Ci1_x + leg5_AH16*leg5_H4_1 + leg5_AH26*leg5_H4_2 + leg5_AH36*leg5_H4_3 + leg5_AH46*leg5_Ci1_x + leg6_AH16*leg6_H4_1 + leg6_AH26*leg6_H4_2 + leg6_AH36*leg6_H4_3 + leg6_AH46*leg6_Ci1_x
+    A_star55 = cse196 + leg1_AH35*leg1_H5_3 + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_H5_3 + leg2_AH45*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_H5_3 + leg3_AH45*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_H5_3 + leg4_AH45*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_H5_3 + leg5_AH45*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_H5_3 + leg6_AH45*leg6_Ci1_y + 30.0
+    A_star56 = cse197 + leg1_AH36*leg1_H5_3 + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_H5_3 + leg2_AH46*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_H5_3 + leg3_AH46*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_H5_3 + leg4_AH46*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_H5_3 + leg5_AH46*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_H5_3 + leg6_AH46*leg6_Ci1_y
     A_star66 = leg1_AH16*leg1_H6_1 + leg1_AH26*leg1_H6_2 + leg1_AH36*leg1_H6_3 + leg1_AH46*leg1_Ci1_z + leg2_AH16*leg2_H6_1 + leg2_AH26*leg2_H6_2 + leg2_AH36*leg2_H6_3 + leg2_AH46*leg2_Ci1_z + leg3_AH16*leg3_H6_1 + leg3_AH26*leg3_H6_2 + leg3_AH36*leg3_H6_3 + leg3_AH46*leg3_Ci1_z + leg4_AH16*leg4_H6_1 + leg4_AH26*leg4_H6_2 + leg4_AH36*leg4_H6_3 + leg4_AH46*leg4_Ci1_z + leg5_AH16*leg5_H6_1 + leg5_AH26*leg5_H6_2 + leg5_AH36*leg5_H6_3 + leg5_AH46*leg5_Ci1_z + leg6_AH16*leg6_H6_1 + leg6_AH26*leg6_H6_2 + leg6_AH36*leg6_H6_3 + leg6_AH46*leg6_Ci1_z + 55.0
     b_star1 = leg1_B0_00*leg1_r4 + leg1_H1_1*leg1_r1 + leg1_H1_2*leg1_r2 + leg1_H1_3*leg1_r3 + leg2_B0_00*leg2_r4 + leg2_H1_1*leg2_r1 + leg2_H1_2*leg2_r2 + leg2_H1_3*leg2_r3 + leg3_B0_00*leg3_r4 + leg3_H1_1*leg3_r1 + leg3_H1_2*leg3_r2 + leg3_H1_3*leg3_r3 + leg4_B0_00*leg4_r4 + leg4_H1_1*leg4_r1 + leg4_H1_2*leg4_r2 + leg4_H1_3*leg4_r3 + leg5_B0_00*leg5_r4 + leg5_H1_1*leg5_r1 + leg5_H1_2*leg5_r2 + leg5_H1_3*leg5_r3 + leg6_B0_00*leg6_r4 + leg6_H1_1*leg6_r1 + leg6_H1_2*leg6_r2 + leg6_H1_3*leg6_r3 + s_C_f_x
     b_star2 = leg1_B0_01*leg1_r4 + leg1_H2_1*leg1_r1 + leg1_H2_2*leg1_r2 + leg1_H2_3*leg1_r3 + leg2_B0_01*leg2_r4 + leg2_H2_1*leg2_r1 + leg2_H2_2*leg2_r2 + leg2_H2_3*leg2_r3 + leg3_B0_01*leg3_r4 + leg3_H2_1*leg3_r1 + leg3_H2_2*leg3_r2 + leg3_H2_3*leg3_r3 + leg4_B0_01*leg4_r4 + leg4_H2_1*leg4_r1 + leg4_H2_2*leg4_r2 + leg4_H2_3*leg4_r3 + leg5_B0_01*leg5_r4 + leg5_H2_1*leg5_r1 + leg5_H2_2*leg5_r2 + leg5_H2_3*leg5_r3 + leg6_B0_01*leg6_r4 + leg6_H2_1*leg6_r1 + leg6_H2_2*leg6_r2 + leg6_H2_3*leg6_r3 + s_C_f_y
     b_star3 = leg1_B0_02*leg1_r4 + leg1_H3_1*leg1_r1 + leg1_H3_2*leg1_r2 + leg1_H3_3*leg1_r3 + leg2_B0_02*leg2_r4 + leg2_H3_1*leg2_r1 + leg2_H3_2*leg2_r2 + leg2_H3_3*leg2_r3 + leg3_B0_02*leg3_r4 + leg3_H3_1*leg3_r1 + leg3_H3_2*leg3_r2 + leg3_H3_3*leg3_r3 + leg4_B0_02*leg4_r4 + leg4_H3_1*leg4_r1 + leg4_H3_2*leg4_r2 + leg4_H3_3*leg4_r3 + leg5_B0_02*leg5_r4 + leg5_H3_1*leg5_r1 + leg5_H3_2*leg5_r2 + leg5_H3_3*leg5_r3 + leg6_B0_02*leg6_r4 + leg6_H3_1*leg6_r1 + leg6_H3_2*leg6_r2 + leg6_H3_3*leg6_r3 + s_C_f_z
-    b_star4 = leg1_Ci1_x*leg1_r4 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2 + leg1_H4_3*leg1_r3 + leg2_Ci1_x*leg2_r4 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg2_H4_3*leg2_r3 + leg3_Ci1_x*leg3_r4 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg3_H4_3*leg3_r3 + leg4_Ci1_x*leg4_r4 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg4_H4_3*leg4_r3 + leg5_Ci1_x*leg5_r4 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg5_H4_3*leg5_r3 + leg6_Ci1_x*leg6_r4 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + leg6_H4_3*leg6_r3 + s_C_m_x
-    b_star5 = leg1_Ci1_y*leg1_r4 + leg1_H5_1*leg1_r1 + leg1_H5_2*leg1_r2 + leg1_H5_3*leg1_r3 + leg2_Ci1_y*leg2_r4 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg2_H5_3*leg2_r3 + leg3_Ci1_y*leg3_r4 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg3_H5_3*leg3_r3 + leg4_Ci1_y*leg4_r4 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg4_H5_3*leg4_r3 + leg5_Ci1_y*leg5_r4 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg5_H5_3*leg5_r3 + leg6_Ci1_y*leg6_r4 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + leg6_H5_3*leg6_r3 + s_C_m_y
+    cse198 = leg1_Ci1_x*leg1_r4 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2
+    b_star4 = cse198 + leg1_H4_3*leg1_r3 + leg2_Ci1_x*leg2_r4 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg2_H4_3*leg2_r3 + leg3_Ci1_x*leg3_r4 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg3_H4_3*leg3_r3 + leg4_Ci1_x*leg4_r4 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg4_H4_3*leg4_r3 + leg5_Ci1_x*leg5_r4 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg5_H4_3*leg5_r3 + leg6_Ci1_x*leg6_r4 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + leg6_H4_3*leg6_r3 + s_C_m_x
+    b_star5 = cse198 + leg1_H5_3*leg1_r3 + leg2_Ci1_y*leg2_r4 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg2_H5_3*leg2_r3 + leg3_Ci1_y*leg3_r4 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg3_H5_3*leg3_r3 + leg4_Ci1_y*leg4_r4 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg4_H5_3*leg4_r3 + leg5_Ci1_y*leg5_r4 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg5_H5_3*leg5_r3 + leg6_Ci1_y*leg6_r4 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + leg6_H5_3*leg6_r3 + s_C_m_y
     b_star6 = leg1_Ci1_z*leg1_r4 + leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg1_H6_3*leg1_r3 + leg2_Ci1_z*leg2_r4 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg2_H6_3*leg2_r3 + leg3_Ci1_z*leg3_r4 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg3_H6_3*leg3_r3 + leg4_Ci1_z*leg4_r4 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg4_H6_3*leg4_r3 + leg5_Ci1_z*leg5_r4 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg5_H6_3*leg5_r3 + leg6_Ci1_z*leg6_r4 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + leg6_H6_3*leg6_r3 + mE_z
     G_rhs1 = A_star11*vdot_x + A_star12*vdot_y + A_star13*vdot_z + A_star14*omegadot_x + A_star15*omegadot_y + A_star16*omegadot_z - b_star1
     G_rhs2 = A_star12*vdot_x + A_star22*vdot_y + A_star23*vdot_z + A_star24*omegadot_x + A_star25*omegadot_y + A_star26*omegadot_z - b_star2
@@ -13589,12 +14227,12 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     G_rhs4 = A_star14*vdot_x + A_star24*vdot_y + A_star34*vdot_z + A_star44*omegadot_x + A_star45*omegadot_y + A_star46*omegadot_z - b_star4
     G_rhs5 = A_star15*vdot_x + A_star25*vdot_y + A_star35*vdot_z + A_star45*omegadot_x + A_star55*omegadot_y + A_star56*omegadot_z - b_star5
     G_rhs6 = A_star16*vdot_x + A_star26*vdot_y + A_star36*vdot_z + A_star46*omegadot_x + A_star56*omegadot_y + A_star66*omegadot_z - b_star6
-    GtG11 = leg1_B0_00*leg1_B0_00 + leg1_B0_01*leg1_B0_01 + leg1_B0_02*leg1_B0_02 + leg1_Ci1_x*leg1_Ci1_x + leg1_Ci1_y*leg1_Ci1_y + leg1_Ci1_z*leg1_Ci1_z
-    GtG12 = leg1_B0_00*leg2_B0_00 + leg1_B0_01*leg2_B0_01 + leg1_B0_02*leg2_B0_02 + leg1_Ci1_x*leg2_Ci1_x + leg1_Ci1_y*leg2_Ci1_y + leg1_Ci1_z*leg2_Ci1_z
-    GtG13 = leg1_B0_00*leg3_B0_00 + leg1_B0_01*leg3_B0_01 + leg1_B0_02*leg3_B0_02 + leg1_Ci1_x*leg3_Ci1_x + leg1_Ci1_y*leg3_Ci1_y + leg1_Ci1_z*leg3_Ci1_z
-    GtG14 = leg1_B0_00*leg4_B0_00 + leg1_B0_01*leg4_B0_01 + leg1_B0_02*leg4_B0_02 + leg1_Ci1_x*leg4_Ci1_x + leg1_Ci1_y*leg4_Ci1_y + leg1_Ci1_z*leg4_Ci1_z
-    GtG15 = leg1_B0_00*leg5_B0_00 + leg1_B0_01*leg5_B0_01 + leg1_B0_02*leg5_B0_02 + leg1_Ci1_x*leg5_Ci1_x + leg1_Ci1_y*leg5_Ci1_y + leg1_Ci1_z*leg5_Ci1_z
-    GtG16 = leg1_B0_00*leg6_B0_00 + leg1_B0_01*leg6_B0_01 + leg1_B0_02*leg6_B0_02 + leg1_Ci1_x*leg6_Ci1_x + leg1_Ci1_y*leg6_Ci1_y + leg1_Ci1_z*leg6_Ci1_z
+    GtG11 = leg1_B0_00*leg1_B0_00 + leg1_B0_01*leg1_B0_01 + leg1_B0_02*leg1_B0_02 + 2.0*leg1_Ci1_x*leg1_Ci1_x + leg1_Ci1_z*leg1_Ci1_z
+    GtG12 = leg1_B0_00*leg2_B0_00 + leg1_B0_01*leg2_B0_01 + leg1_B0_02*leg2_B0_02 + leg1_Ci1_x*leg2_Ci1_x + leg1_Ci1_x*leg2_Ci1_y + leg1_Ci1_z*leg2_Ci1_z
+    GtG13 = leg1_B0_00*leg3_B0_00 + leg1_B0_01*leg3_B0_01 + leg1_B0_02*leg3_B0_02 + leg1_Ci1_x*leg3_Ci1_x + leg1_Ci1_x*leg3_Ci1_y + leg1_Ci1_z*leg3_Ci1_z
+    GtG14 = leg1_B0_00*leg4_B0_00 + leg1_B0_01*leg4_B0_01 + leg1_B0_02*leg4_B0_02 + leg1_Ci1_x*leg4_Ci1_x + leg1_Ci1_x*leg4_Ci1_y + leg1_Ci1_z*leg4_Ci1_z
+    GtG15 = leg1_B0_00*leg5_B0_00 + leg1_B0_01*leg5_B0_01 + leg1_B0_02*leg5_B0_02 + leg1_Ci1_x*leg5_Ci1_x + leg1_Ci1_x*leg5_Ci1_y + leg1_Ci1_z*leg5_Ci1_z
+    GtG16 = leg1_B0_00*leg6_B0_00 + leg1_B0_01*leg6_B0_01 + leg1_B0_02*leg6_B0_02 + leg1_Ci1_x*leg6_Ci1_x + leg1_Ci1_x*leg6_Ci1_y + leg1_Ci1_z*leg6_Ci1_z
     GtG22 = leg2_B0_00*leg2_B0_00 + leg2_B0_01*leg2_B0_01 + leg2_B0_02*leg2_B0_02 + leg2_Ci1_x*leg2_Ci1_x + leg2_Ci1_y*leg2_Ci1_y + leg2_Ci1_z*leg2_Ci1_z
     GtG23 = leg2_B0_00*leg3_B0_00 + leg2_B0_01*leg3_B0_01 + leg2_B0_02*leg3_B0_02 + leg2_Ci1_x*leg3_Ci1_x + leg2_Ci1_y*leg3_Ci1_y + leg2_Ci1_z*leg3_Ci1_z
     GtG24 = leg2_B0_00*leg4_B0_00 + leg2_B0_01*leg4_B0_01 + leg2_B0_02*leg4_B0_02 + leg2_Ci1_x*leg4_Ci1_x + leg2_Ci1_y*leg4_Ci1_y + leg2_Ci1_z*leg4_Ci1_z
@@ -13610,7 +14248,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     GtG55 = leg5_B0_00*leg5_B0_00 + leg5_B0_01*leg5_B0_01 + leg5_B0_02*leg5_B0_02 + leg5_Ci1_x*leg5_Ci1_x + leg5_Ci1_y*leg5_Ci1_y + leg5_Ci1_z*leg5_Ci1_z
     GtG56 = leg5_B0_00*leg6_B0_00 + leg5_B0_01*leg6_B0_01 + leg5_B0_02*leg6_B0_02 + leg5_Ci1_x*leg6_Ci1_x + leg5_Ci1_y*leg6_Ci1_y + leg5_Ci1_z*leg6_Ci1_z
     GtG66 = leg6_B0_00*leg6_B0_00 + leg6_B0_01*leg6_B0_01 + leg6_B0_02*leg6_B0_02 + leg6_Ci1_x*leg6_Ci1_x + leg6_Ci1_y*leg6_Ci1_y + leg6_Ci1_z*leg6_Ci1_z
-    Gt_rhs1 = G_rhs1*leg1_B0_00 + G_rhs2*leg1_B0_01 + G_rhs3*leg1_B0_02 + G_rhs4*leg1_Ci1_x + G_rhs5*leg1_Ci1_y + G_rhs6*leg1_Ci1_z
+    Gt_rhs1 = G_rhs1*leg1_B0_00 + G_rhs2*leg1_B0_01 + G_rhs3*leg1_B0_02 + G_rhs4*leg1_Ci1_x + G_rhs5*leg1_Ci1_x + G_rhs6*leg1_Ci1_z
     Gt_rhs2 = G_rhs1*leg2_B0_00 + G_rhs2*leg2_B0_01 + G_rhs3*leg2_B0_02 + G_rhs4*leg2_Ci1_x + G_rhs5*leg2_Ci1_y + G_rhs6*leg2_Ci1_z
     Gt_rhs3 = G_rhs1*leg3_B0_00 + G_rhs2*leg3_B0_01 + G_rhs3*leg3_B0_02 + G_rhs4*leg3_Ci1_x + G_rhs5*leg3_Ci1_y + G_rhs6*leg3_Ci1_z
     Gt_rhs4 = G_rhs1*leg4_B0_00 + G_rhs2*leg4_B0_01 + G_rhs3*leg4_B0_02 + G_rhs4*leg4_Ci1_x + G_rhs5*leg4_Ci1_y + G_rhs6*leg4_Ci1_z

@@ -3,6 +3,14 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
+ *
+ * Coordinates, in the order of q: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2,
+ * leg3_crank, leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2,
+ * leg6_crank, leg6_u1, leg6_u2.
+ * Legs, in the order of the rows of per-leg outputs: leg1 (RUS: leg1_crank, leg1_u1, leg1_u2);
+ * leg2 (RUS: leg2_crank, leg2_u1, leg2_u2); leg3 (RUS: leg3_crank, leg3_u1, leg3_u2); leg4
+ * (RUS: leg4_crank, leg4_u1, leg4_u2); leg5 (RUS: leg5_crank, leg5_u1, leg5_u2); leg6 (RUS:
+ * leg6_crank, leg6_u1, leg6_u2).
  */
 #ifndef MECHGEN_HUNT_RUS_DOCKING_H
 #define MECHGEN_HUNT_RUS_DOCKING_H
@@ -10,171 +18,583 @@
 #include <stdint.h>
 
 /* inverse_kinematics: Leg joint coordinates q from the pose of C, in closed form (square roots, no iteration).
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  p[3]: named spec parameters: c_crank, k_crank, m_ring
- *   out q[18] shape 18
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 185 adds, 248 muls, 18 divs, 18 sqrt, 24 trig (493 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+ *       leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+ *       leg6_u1, leg6_u2
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   ops: 182 adds, 242 muls, 18 divs, 18 sqrt, 24 trig (484 total)
  */
-int hunt_rus_docking_inverse_kinematics(const double *x, const double *p, double *q);
-int64_t hunt_rus_docking_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status);
+int mechgen_hunt_rus_docking_inverse_kinematics(const double *x, const double *p, double *q);
+int64_t mechgen_hunt_rus_docking_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status);
 
-/* newton_step: One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  q[18]: leg joint coordinates, leg by leg
- *   in  p[3]: named spec parameters: c_crank, k_crank, m_ring
- *   out q_next[18] shape 18
- *   out residual[18] shape 18
- *   status 2: a leg is at a singular configuration
+/* newton_step: One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the
+ *   last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  q[18]: leg joint coordinates (rad, m for a stroke), leg by leg, shape (18,): leg1_crank, leg1_u1,
+ *       leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank, leg3_u1, leg3_u2, leg4_crank, leg4_u1,
+ *       leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank, leg6_u1, leg6_u2
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out q_next[18] shape 18: q after one Newton step (rad, m for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+ *       leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+ *       leg6_u1, leg6_u2
+ *   out residual[18] shape 18: closure residual f before the step, leg by leg: the cut point of the leg minus that of C (m,
+ *       last body's frame), then e1.e2 for a universal cut; shape (18,), entries per leg: leg1 3,
+ *       leg2 3, leg3 3, leg4 3, leg5 3, leg6 3
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
  *   ops: 416 adds, 650 muls, 12 divs, 42 trig (1120 total)
  */
-int hunt_rus_docking_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
-int64_t hunt_rus_docking_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
+int mechgen_hunt_rus_docking_newton_step(const double *x, const double *q, const double *p, double *q_next, double *residual);
+int64_t mechgen_hunt_rus_docking_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status);
 
 /* velocity_constraints: H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: qd = H u.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  p[3]: named spec parameters: c_crank, k_crank, m_ring
- *   out H[108] shape 18x6
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 571 adds, 1045 muls, 30 divs, 18 sqrt, 12 trig (1676 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out H[108] shape 18x6: H_k of the legs stacked, shape (18, 6): row i maps u to the rate of coordinate i; rows in
+ *       the order of the leg coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1,
+ *       leg2_u2, leg3_crank, leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1,
+ *       leg5_u2, leg6_crank, leg6_u1, leg6_u2
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 568 adds, 1039 muls, 30 divs, 18 sqrt, 12 trig (1667 total)
  */
-int hunt_rus_docking_velocity_constraints(const double *x, const double *p, double *H);
-int64_t hunt_rus_docking_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
+int mechgen_hunt_rus_docking_velocity_constraints(const double *x, const double *p, double *H);
+int64_t mechgen_hunt_rus_docking_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
 
 /* leg_rates: Leg joint coordinates q and rates qd = H u.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  p[3]: named spec parameters: c_crank, k_crank, m_ring
- *   out q[18] shape 18
- *   out qd[18] shape 18
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 661 adds, 1153 muls, 30 divs, 18 sqrt, 24 trig (1886 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+ *       leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+ *       leg6_u1, leg6_u2
+ *   out qd[18] shape 18: leg joint rates (rad/s, m/s for a stroke), shape (18,), in the order of q
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 658 adds, 1147 muls, 30 divs, 18 sqrt, 24 trig (1877 total)
  */
-int hunt_rus_docking_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
-int64_t hunt_rus_docking_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
+int mechgen_hunt_rus_docking_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
+int64_t mechgen_hunt_rus_docking_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
 
 /* acceleration_terms: h_k of every leg: qdd = H udot + h.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  p[3]: named spec parameters: c_crank, k_crank, m_ring
- *   out h[18] shape 18
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 825 adds, 1442 muls, 30 divs, 18 sqrt, 12 trig (2327 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out h[18] shape 18: acceleration terms (rad/s^2, m/s^2 for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+ *       leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+ *       leg6_u1, leg6_u2
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 822 adds, 1431 muls, 30 divs, 18 sqrt, 12 trig (2313 total)
  */
-int hunt_rus_docking_acceleration_terms(const double *x, const double *u, const double *p, double *h);
-int64_t hunt_rus_docking_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
+int mechgen_hunt_rus_docking_acceleration_terms(const double *x, const double *u, const double *p, double *h);
+int64_t mechgen_hunt_rus_docking_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
 
 /* leg_forces: Active force of every leg joint: spring, damper and drive.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  F[6]: drive force/torque of each leg's drive joint
- *   in  p[3]: named spec parameters: c_crank, k_crank, m_ring
- *   out Q[18] shape 18
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 367 adds, 637 muls, 24 divs, 18 sqrt, 12 trig (1058 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out Q[18] shape 18: active force of each leg joint (N m, N for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+ *       leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+ *       leg6_u1, leg6_u2
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 364 adds, 631 muls, 24 divs, 18 sqrt, 12 trig (1049 total)
  */
-int hunt_rus_docking_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
-int64_t hunt_rus_docking_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
+int mechgen_hunt_rus_docking_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
+int64_t mechgen_hunt_rus_docking_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
 
-/* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler), stacked.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  F[6]: drive force/torque of each leg's drive joint
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[3]: named spec parameters: c_crank, k_crank, m_ring
- *   out A_leg1[9] shape 3x3
- *   out A_leg2[9] shape 3x3
- *   out A_leg3[9] shape 3x3
- *   out A_leg4[9] shape 3x3
- *   out A_leg5[9] shape 3x3
- *   out A_leg6[9] shape 3x3
- *   out b[18] shape 18
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 1027 adds, 1756 muls, 30 divs, 18 sqrt, 12 trig (2843 total)
+/* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler),
+ *   stacked.
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out A_leg1[9] shape 3x3: mass matrix of leg leg1, symmetric, shape (3, 3); rows and columns: leg1_crank, leg1_u1,
+ *       leg1_u2
+ *   out A_leg2[9] shape 3x3: mass matrix of leg leg2, symmetric, shape (3, 3); rows and columns: leg2_crank, leg2_u1,
+ *       leg2_u2
+ *   out A_leg3[9] shape 3x3: mass matrix of leg leg3, symmetric, shape (3, 3); rows and columns: leg3_crank, leg3_u1,
+ *       leg3_u2
+ *   out A_leg4[9] shape 3x3: mass matrix of leg leg4, symmetric, shape (3, 3); rows and columns: leg4_crank, leg4_u1,
+ *       leg4_u2
+ *   out A_leg5[9] shape 3x3: mass matrix of leg leg5, symmetric, shape (3, 3); rows and columns: leg5_crank, leg5_u1,
+ *       leg5_u2
+ *   out A_leg6[9] shape 3x3: mass matrix of leg leg6, symmetric, shape (3, 3); rows and columns: leg6_crank, leg6_u1,
+ *       leg6_u2
+ *   out b[18] shape 18: b_k = Q_active - h_k of the legs stacked (N m, N for a stroke), shape (18,), in the order of
+ *       the leg coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+ *       leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+ *       leg6_u1, leg6_u2
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 1024 adds, 1749 muls, 30 divs, 18 sqrt, 12 trig (2833 total)
  */
-int hunt_rus_docking_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
-int64_t hunt_rus_docking_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
+int mechgen_hunt_rus_docking_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
+int64_t mechgen_hunt_rus_docking_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
 
-/* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C = b*_C (unrolled L D L^T).
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  F[6]: drive force/torque of each leg's drive joint
- *   in  fE[3]: external force on C through its centre of mass (frame 0)
- *   in  mE[3]: external moment on C (frame C)
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[3]: named spec parameters: c_crank, k_crank, m_ring
- *   out A_star[36] shape 6x6
- *   out b_star[6] shape 6
- *   out udot[6] shape 6
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
+/* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C =
+ *   b*_C (unrolled L D L^T).
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out A_star[36] shape 6x6: reduced mass matrix A*_C, shape (6, 6); rows and columns in the order of u: v_C (frame 0),
+ *       omega_C (frame C)
+ *   out b_star[6] shape 6: reduced forces b*_C, shape (6,): force (N, frame 0), then moment (N m, frame C)
+ *   out udot[6] shape 6: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,)
  *   status 3: reduced mass matrix A*_C not positive definite
- *   ops: 1887 adds, 2817 muls, 36 divs, 18 sqrt, 12 trig (4770 total)
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 1884 adds, 2805 muls, 36 divs, 18 sqrt, 12 trig (4755 total)
  */
-int hunt_rus_docking_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
-int64_t hunt_rus_docking_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
+int mechgen_hunt_rus_docking_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
+int64_t mechgen_hunt_rus_docking_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
 
-/* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates, rates and accelerations, the loads of each leg on C, the force and moment on the base (about O_0, frame 0), damper power.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  F[6]: drive force/torque of each leg's drive joint
- *   in  fE[3]: external force on C through its centre of mass (frame 0)
- *   in  mE[3]: external moment on C (frame C)
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[3]: named spec parameters: c_crank, k_crank, m_ring
- *   out xdot[12] shape 12
- *   out q[18] shape 18
- *   out qd[18] shape 18
- *   out qdd[18] shape 18
- *   out F_on_C[18] shape 6x3
- *   out M_on_C[18] shape 6x3
- *   out base_force[3] shape 3
- *   out base_moment[3] shape 3
- *   out damping_power[1] shape 1
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
+/* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates,
+ *   rates and accelerations, the loads of each leg on C, the force and moment on the base (about
+ *   O_0, frame 0), damper power.
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+ *       (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
+ *   out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+ *       leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+ *       leg6_u1, leg6_u2
+ *   out qd[18] shape 18: leg joint rates (rad/s, m/s for a stroke), shape (18,), in the order of q
+ *   out qdd[18] shape 18: leg joint accelerations (rad/s^2, m/s^2 for a stroke), shape (18,), in the order of q
+ *   out F_on_C[18] shape 6x3: force of each leg on C (N, frame 0), shape (6, 3); rows: leg1, leg2, leg3, leg4, leg5, leg6
+ *   out M_on_C[18] shape 6x3: moment of each leg on C (N m, frame 0; zero for a spherical cut), shape (6, 3); rows: leg1,
+ *       leg2, leg3, leg4, leg5, leg6
+ *   out base_force[3] shape 3: force of the mechanism on the base (N, frame 0), shape (3,)
+ *   out base_moment[3] shape 3: moment of the mechanism on the base about O_0 (N m, frame 0), shape (3,)
+ *   out damping_power[1] shape 1: power taken out by the dampers (W), shape (1,)
  *   status 3: reduced mass matrix A*_C not positive definite
  *   status 4: y-z-x angles singular (psi_z = +-90 deg)
- *   ops: 2532 adds, 3555 muls, 37 divs, 18 sqrt, 24 trig (6166 total)
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 2529 adds, 3543 muls, 37 divs, 18 sqrt, 24 trig (6151 total)
  */
-int hunt_rus_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
-int64_t hunt_rus_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
+int mechgen_hunt_rus_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
+int64_t mechgen_hunt_rus_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
 
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[3]: named spec parameters: c_crank, k_crank, m_ring
- *   out T[1] shape 1
- *   out V[1] shape 1
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
- *   ops: 1010 adds, 1714 muls, 30 divs, 18 sqrt, 12 trig (2784 total)
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out T[1] shape 1: kinetic energy of C and the legs (J), shape (1,)
+ *   out V[1] shape 1: potential energy of gravity (zero at the origin of frame 0) and of the springs (J), shape
+ *       (1,)
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 1007 adds, 1708 muls, 30 divs, 18 sqrt, 12 trig (2775 total)
  */
-int hunt_rus_docking_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
-int64_t hunt_rus_docking_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
+int mechgen_hunt_rus_docking_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
+int64_t mechgen_hunt_rus_docking_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
 
 /* drive_forces: Inverse dynamics: the drive forces F giving C the acceleration udot.
- *   in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
- *   in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
- *   in  udot[6]: acceleration of C: dv_C/dt (frame 0), domega_C/dt (frame C)
- *   in  fE[3]: external force on C through its centre of mass (frame 0)
- *   in  mE[3]: external moment on C (frame C)
- *   in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
- *   in  p[3]: named spec parameters: c_crank, k_crank, m_ring
- *   out F[6] shape 6
- *   status 1: pose out of reach of a leg (or a joint limit)
- *   status 2: a leg is at a singular configuration
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  udot[6]: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,):
+ *       vdot_x, vdot_y, vdot_z, omegadot_x, omegadot_y, omegadot_z
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out F[6] shape 6: drive force or torque of each leg's drive joint (N or N m), shape (6,), one per leg: leg1,
+ *       leg2, leg3, leg4, leg5, leg6
  *   status 5: drive Jacobian singular (parallel singularity)
- *   ops: 2052 adds, 3015 muls, 36 divs, 18 sqrt, 12 trig (5133 total)
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 2049 adds, 3003 muls, 36 divs, 18 sqrt, 12 trig (5118 total)
  */
-int hunt_rus_docking_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
-int64_t hunt_rus_docking_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
+int mechgen_hunt_rus_docking_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
+int64_t mechgen_hunt_rus_docking_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
 
 #endif

@@ -3,6 +3,14 @@
 Mechanism hunt_rus_docking: flat scalar kernels, importable without SymPy. Each kernel reads its
 inputs from flat sequences, writes its outputs into flat mutable sequences (row-major), and
 returns 0 or a status code (the outputs are then NaN).
+
+Coordinates, in the order of q: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2,
+leg3_crank, leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2,
+leg6_crank, leg6_u1, leg6_u2.
+Legs, in the order of the rows of per-leg outputs: leg1 (RUS: leg1_crank, leg1_u1, leg1_u2);
+leg2 (RUS: leg2_crank, leg2_u1, leg2_u2); leg3 (RUS: leg3_crank, leg3_u1, leg3_u2); leg4
+(RUS: leg4_crank, leg4_u1, leg4_u2); leg5 (RUS: leg5_crank, leg5_u1, leg5_u2); leg6 (RUS:
+leg6_crank, leg6_u1, leg6_u2).
 """
 
 import math
@@ -13,12 +21,44 @@ NAN = float("nan")
 def inverse_kinematics(x, p, q):
     """Leg joint coordinates q from the pose of C, in closed form (square roots, no iteration).
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  p[3]: named spec parameters: c_crank, k_crank, m_ring
-    out q[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 185 adds, 248 muls, 18 divs, 18 sqrt, 24 trig (493 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+    out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+        leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+        leg6_u1, leg6_u2
+    status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+    status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+    status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+    status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+    status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+    status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+    status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    ops: 182 adds, 242 muls, 18 divs, 18 sqrt, 24 trig (484 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     p_c_crank, p_k_crank, p_m_ring = p
@@ -43,19 +83,19 @@ def inverse_kinematics(x, p, q):
     cse5 = 0.4213244437154379*leg1_alpha_C_12
     cse6 = 0.3535331853275967*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse5 + cse6
-    leg1_d_x = 0.9396926207859083*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8
-    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859083*leg1_s0_y - 8.673617379884035e-18
+    leg1_d_x = 0.9396926207859084*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8000000000000002
+    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859084*leg1_s0_y + 2.168404344971009e-17
     cse7 = leg1_d_x*leg1_d_x
     cse8 = leg1_s0_z*leg1_s0_z
     leg1_crank_K = 2.0*cse7 + 2.0*cse8 + 2.0*leg1_d_z*leg1_d_z - 1.1844813172579467
     leg1_crank_rho2 = cse7 + cse8
     leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
-    if not (leg1_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg1_crank_w2 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
-        return 1
-    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 101
+    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
@@ -63,15 +103,15 @@ def inverse_kinematics(x, p, q):
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x = leg1_crank_c*leg1_d_x - leg1_crank_s*leg1_s0_z - 0.25
     leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
-    cse9 = 0.657033253384418*leg1_e_c_x - 0.7538615946890297*leg1_e_c_y
-    cse10 = -0.33985842337577077*leg1_d_z - 0.7089891962222173*leg1_e_c_x - 0.6179244061377648*leg1_e_c_y
+    cse9 = 0.6570332533844182*leg1_e_c_x - 0.7538615946890298*leg1_e_c_y
+    cse10 = -0.33985842337577077*leg1_d_z - 0.7089891962222175*leg1_e_c_x - 0.6179244061377649*leg1_e_c_y
     leg1_u_Lxz2 = cse10*cse10 + cse9*cse9
-    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 122
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    cse11 = 0.9404766089917045*leg1_d_z - 0.2562062130145579*leg1_e_c_x - 0.2232982856006816*leg1_e_c_y
+    cse11 = 0.9404766089917045*leg1_d_z - 0.256206213014558*leg1_e_c_x - 0.22329828560068166*leg1_e_c_y
     leg1_u_L = math.sqrt(cse11*cse11 + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c1 = cse10*leg1_u_inv_Lxz
@@ -80,28 +120,28 @@ def inverse_kinematics(x, p, q):
     leg1_u_s2 = cse11*leg1_u_inv_L
     leg1_q2 = math.atan2(leg1_u_s1, leg1_u_c1)
     leg1_q3 = math.atan2(leg1_u_s2, leg1_u_c2)
-    if not (leg1_q1 + 1.2 > 0.0):  # leg1_crank below its limit -1.2
+    if not (leg1_q1 + 1.2 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg1_q1 > 0.0):  # leg1_crank above its limit 1.2
+        return 103
+    if not (1.2 - leg1_q1 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
-        return 1
+        return 104
     leg2_s0_x = cse1 + cse2
     leg2_s0_y = cse3 + cse4
     leg2_s0_z = cse5 + cse6
-    leg2_d_x = 0.9396926207859083*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8
-    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859083*leg2_s0_y + 8.673617379884035e-18
+    leg2_d_x = 0.9396926207859084*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8000000000000002
+    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
     cse12 = leg2_d_x*leg2_d_x
     cse13 = leg2_s0_z*leg2_s0_z
     leg2_crank_K = 2.0*cse12 + 2.0*cse13 + 2.0*leg2_d_z*leg2_d_z - 1.1844813172579467
     leg2_crank_rho2 = cse12 + cse13
     leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
-    if not (leg2_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg2_crank_w2 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
-        return 1
-    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 201
+    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
     leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
@@ -109,15 +149,15 @@ def inverse_kinematics(x, p, q):
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x = leg2_crank_c*leg2_d_x - leg2_crank_s*leg2_s0_z - 0.25
     leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
-    cse14 = 0.657033253384418*leg2_e_c_x - 0.7538615946890297*leg2_e_c_y
-    cse15 = 0.33985842337577077*leg2_d_z - 0.7089891962222173*leg2_e_c_x - 0.6179244061377648*leg2_e_c_y
+    cse14 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
+    cse15 = 0.33985842337577077*leg2_d_z - 0.7089891962222175*leg2_e_c_x - 0.6179244061377649*leg2_e_c_y
     leg2_u_Lxz2 = cse14*cse14 + cse15*cse15
-    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 222
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    cse16 = 0.9404766089917045*leg2_d_z + 0.2562062130145579*leg2_e_c_x + 0.2232982856006816*leg2_e_c_y
+    cse16 = 0.9404766089917045*leg2_d_z + 0.256206213014558*leg2_e_c_x + 0.22329828560068166*leg2_e_c_y
     leg2_u_L = math.sqrt(cse16*cse16 + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c1 = cse15*leg2_u_inv_Lxz
@@ -126,31 +166,34 @@ def inverse_kinematics(x, p, q):
     leg2_u_s2 = cse16*leg2_u_inv_L
     leg2_q2 = math.atan2(leg2_u_s1, leg2_u_c1)
     leg2_q3 = math.atan2(leg2_u_s2, leg2_u_c2)
-    if not (leg2_q1 + 1.2 > 0.0):  # leg2_crank below its limit -1.2
+    if not (leg2_q1 + 1.2 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg2_q1 > 0.0):  # leg2_crank above its limit 1.2
+        return 203
+    if not (1.2 - leg2_q1 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
-        return 1
-    cse17 = 0.5168309414322496*leg1_alpha_C_10
-    leg3_s0_x = cse17 + 0.18811107882911787*leg1_alpha_C_00 + x_C
-    cse18 = 0.5168309414322496*leg1_alpha_C_11
-    leg3_s0_y = cse18 + 0.18811107882911787*leg1_s_psi_z + y_C
-    cse19 = 0.5168309414322496*leg1_alpha_C_12
-    leg3_s0_z = cse19 + 0.18811107882911787*leg1_alpha_C_02 + z_C
-    leg3_d_x = -0.17364817766693028*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
-    leg3_d_z = -0.9848077530122081*leg3_s0_x - 0.1736481776669303*leg3_s0_y - 6.071532165918825e-18
-    cse20 = leg3_d_x*leg3_d_x
-    cse21 = leg3_s0_z*leg3_s0_z
-    leg3_crank_K = 2.0*cse20 + 2.0*cse21 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
-    leg3_crank_rho2 = cse20 + cse21
+        return 204
+    cse17 = 0.5168309414322497*leg1_alpha_C_10
+    cse18 = 0.18811107882911782*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse17 + cse18
+    cse19 = 0.5168309414322497*leg1_alpha_C_11
+    cse20 = 0.18811107882911782*leg1_s_psi_z + y_C
+    leg3_s0_y = cse19 + cse20
+    cse21 = 0.5168309414322497*leg1_alpha_C_12
+    cse22 = 0.18811107882911782*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse21 + cse22
+    leg3_d_x = -0.17364817766693036*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
+    leg3_d_z = -0.984807753012208*leg3_s0_x - 0.17364817766693036*leg3_s0_y - 1.5178830414797062e-18
+    cse23 = leg3_d_x*leg3_d_x
+    cse24 = leg3_s0_z*leg3_s0_z
+    leg3_crank_K = 2.0*cse23 + 2.0*cse24 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
+    leg3_crank_rho2 = cse23 + cse24
     leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
-    if not (leg3_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg3_crank_w2 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
-        return 1
-    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 301
+    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
     leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
@@ -158,48 +201,51 @@ def inverse_kinematics(x, p, q):
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x = leg3_crank_c*leg3_d_x - leg3_crank_s*leg3_s0_z - 0.25
     leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
-    cse22 = 0.6570332533844183*leg3_e_c_x - 0.7538615946890297*leg3_e_c_y
-    cse23 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.617924406137765*leg3_e_c_y
-    leg3_u_Lxz2 = cse22*cse22 + cse23*cse23
-    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse25 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
+    cse26 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.6179244061377651*leg3_e_c_y
+    leg3_u_Lxz2 = cse25*cse25 + cse26*cse26
+    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 322
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    cse24 = 0.9404766089917045*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068182*leg3_e_c_y
-    leg3_u_L = math.sqrt(cse24*cse24 + leg3_u_Lxz2)
+    cse27 = 0.9404766089917044*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068185*leg3_e_c_y
+    leg3_u_L = math.sqrt(cse27*cse27 + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c1 = cse23*leg3_u_inv_Lxz
-    leg3_u_s1 = cse22*leg3_u_inv_Lxz
+    leg3_u_c1 = cse26*leg3_u_inv_Lxz
+    leg3_u_s1 = cse25*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = cse24*leg3_u_inv_L
+    leg3_u_s2 = cse27*leg3_u_inv_L
     leg3_q2 = math.atan2(leg3_u_s1, leg3_u_c1)
     leg3_q3 = math.atan2(leg3_u_s2, leg3_u_c2)
-    if not (leg3_q1 + 1.2 > 0.0):  # leg3_crank below its limit -1.2
+    if not (leg3_q1 + 1.2 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg3_q1 > 0.0):  # leg3_crank above its limit 1.2
+        return 303
+    if not (1.2 - leg3_q1 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
-        return 1
-    cse25 = 0.5416442641567144*leg1_alpha_C_00
-    leg4_s0_x = -cse25 + 0.09550649771681166*leg1_alpha_C_10 + x_C
-    cse26 = 0.5416442641567144*leg1_s_psi_z
-    leg4_s0_y = -cse26 + 0.09550649771681166*leg1_alpha_C_11 + y_C
-    cse27 = 0.5416442641567144*leg1_alpha_C_02
-    leg4_s0_z = -cse27 + 0.09550649771681166*leg1_alpha_C_12 + z_C
-    leg4_d_x = -0.7660444431189779*leg4_s0_x + 0.6427876096865395*leg4_s0_y - 0.8
-    leg4_d_z = -0.6427876096865395*leg4_s0_x - 0.7660444431189779*leg4_s0_y + 1.9949319973733282e-17
-    cse28 = leg4_d_x*leg4_d_x
-    cse29 = leg4_s0_z*leg4_s0_z
-    leg4_crank_K = 2.0*cse28 + 2.0*cse29 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579476
-    leg4_crank_rho2 = cse28 + cse29
+        return 304
+    cse28 = 0.0955064977168117*leg1_alpha_C_10
+    cse29 = 0.5416442641567144*leg1_alpha_C_00
+    leg4_s0_x = cse28 - cse29 + x_C
+    cse30 = 0.0955064977168117*leg1_alpha_C_11
+    cse31 = 0.5416442641567144*leg1_s_psi_z
+    leg4_s0_y = cse30 - cse31 + y_C
+    cse32 = 0.0955064977168117*leg1_alpha_C_12
+    cse33 = 0.5416442641567144*leg1_alpha_C_02
+    leg4_s0_z = cse32 - cse33 + z_C
+    leg4_d_x = -0.766044443118978*leg4_s0_x + 0.6427876096865394*leg4_s0_y - 0.8
+    leg4_d_z = -0.6427876096865394*leg4_s0_x - 0.766044443118978*leg4_s0_y - 1.1275702593849246e-17
+    cse34 = leg4_d_x*leg4_d_x
+    cse35 = leg4_s0_z*leg4_s0_z
+    leg4_crank_K = 2.0*cse34 + 2.0*cse35 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579467
+    leg4_crank_rho2 = cse34 + cse35
     leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
-    if not (leg4_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg4_crank_w2 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
-        return 1
-    if not (leg4_crank_w2 - 6.547406586289738e-17 > 0.0):  # crank: crank and rod aligned
+        return 401
+    if not (leg4_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
     leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
@@ -207,45 +253,45 @@ def inverse_kinematics(x, p, q):
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x = leg4_crank_c*leg4_d_x - leg4_crank_s*leg4_s0_z - 0.25
     leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
-    cse30 = 0.6570332533844181*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
-    cse31 = 0.3398584233757709*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.6179244061377648*leg4_e_c_y
-    leg4_u_Lxz2 = cse30*cse30 + cse31*cse31
-    if not (leg4_u_Lxz2 - 6.547406586289738e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse36 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
+    cse37 = 0.3398584233757707*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.617924406137765*leg4_e_c_y
+    leg4_u_Lxz2 = cse36*cse36 + cse37*cse37
+    if not (leg4_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 422
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    cse32 = 0.9404766089917045*leg4_d_z + 0.25620621301455804*leg4_e_c_x + 0.2232982856006817*leg4_e_c_y
-    leg4_u_L = math.sqrt(cse32*cse32 + leg4_u_Lxz2)
+    cse38 = 0.9404766089917045*leg4_d_z + 0.25620621301455787*leg4_e_c_x + 0.22329828560068166*leg4_e_c_y
+    leg4_u_L = math.sqrt(cse38*cse38 + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c1 = cse31*leg4_u_inv_Lxz
-    leg4_u_s1 = cse30*leg4_u_inv_Lxz
+    leg4_u_c1 = cse37*leg4_u_inv_Lxz
+    leg4_u_s1 = cse36*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = cse32*leg4_u_inv_L
+    leg4_u_s2 = cse38*leg4_u_inv_L
     leg4_q2 = math.atan2(leg4_u_s1, leg4_u_c1)
     leg4_q3 = math.atan2(leg4_u_s2, leg4_u_c2)
-    if not (leg4_q1 + 1.2 > 0.0):  # leg4_crank below its limit -1.2
+    if not (leg4_q1 + 1.2 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg4_q1 > 0.0):  # leg4_crank above its limit 1.2
+        return 403
+    if not (1.2 - leg4_q1 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
-        return 1
-    leg5_s0_x = -cse25 - 0.09550649771681177*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -cse26 - 0.09550649771681177*leg1_alpha_C_11 + y_C
-    leg5_s0_z = -cse27 - 0.09550649771681177*leg1_alpha_C_12 + z_C
-    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865393*leg5_s0_y - 0.7999999999999999
-    leg5_d_z = 0.6427876096865393*leg5_s0_x - 0.766044443118978*leg5_s0_y + 2.862293735361732e-17
-    cse33 = leg5_d_x*leg5_d_x
-    cse34 = leg5_s0_z*leg5_s0_z
-    leg5_crank_K = 2.0*cse33 + 2.0*cse34 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579465
-    leg5_crank_rho2 = cse33 + cse34
+        return 404
+    leg5_s0_x = -cse28 - cse29 + x_C
+    leg5_s0_y = -cse30 - cse31 + y_C
+    leg5_s0_z = -cse32 - cse33 + z_C
+    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865394*leg5_s0_y - 0.8
+    leg5_d_z = 0.6427876096865394*leg5_s0_x - 0.766044443118978*leg5_s0_y + 1.1275702593849246e-17
+    cse39 = leg5_d_x*leg5_d_x
+    cse40 = leg5_s0_z*leg5_s0_z
+    leg5_crank_K = 2.0*cse39 + 2.0*cse40 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579467
+    leg5_crank_rho2 = cse39 + cse40
     leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
-    if not (leg5_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg5_crank_w2 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
-        return 1
-    if not (leg5_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 501
+    if not (leg5_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
     leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
@@ -253,45 +299,45 @@ def inverse_kinematics(x, p, q):
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x = leg5_crank_c*leg5_d_x - leg5_crank_s*leg5_s0_z - 0.25
     leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
-    cse35 = 0.6570332533844183*leg5_e_c_x - 0.7538615946890296*leg5_e_c_y
-    cse36 = -0.33985842337577066*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.6179244061377651*leg5_e_c_y
-    leg5_u_Lxz2 = cse35*cse35 + cse36*cse36
-    if not (leg5_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse41 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
+    cse42 = -0.3398584233757707*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.617924406137765*leg5_e_c_y
+    leg5_u_Lxz2 = cse41*cse41 + cse42*cse42
+    if not (leg5_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 522
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    cse37 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
-    leg5_u_L = math.sqrt(cse37*cse37 + leg5_u_Lxz2)
+    cse43 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
+    leg5_u_L = math.sqrt(cse43*cse43 + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c1 = cse36*leg5_u_inv_Lxz
-    leg5_u_s1 = cse35*leg5_u_inv_Lxz
+    leg5_u_c1 = cse42*leg5_u_inv_Lxz
+    leg5_u_s1 = cse41*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = cse37*leg5_u_inv_L
+    leg5_u_s2 = cse43*leg5_u_inv_L
     leg5_q2 = math.atan2(leg5_u_s1, leg5_u_c1)
     leg5_q3 = math.atan2(leg5_u_s2, leg5_u_c2)
-    if not (leg5_q1 + 1.2 > 0.0):  # leg5_crank below its limit -1.2
+    if not (leg5_q1 + 1.2 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg5_q1 > 0.0):  # leg5_crank above its limit 1.2
+        return 503
+    if not (1.2 - leg5_q1 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
-        return 1
-    leg6_s0_x = -cse17 + 0.18811107882911796*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse18 + 0.18811107882911796*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse19 + 0.18811107882911796*leg1_alpha_C_02 + z_C
-    leg6_d_x = -0.17364817766693033*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
-    leg6_d_z = 0.9848077530122081*leg6_s0_x - 0.17364817766693036*leg6_s0_y - 1.0408340855860843e-17
-    cse38 = leg6_d_x*leg6_d_x
-    cse39 = leg6_s0_z*leg6_s0_z
-    leg6_crank_K = 2.0*cse38 + 2.0*cse39 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579467
-    leg6_crank_rho2 = cse38 + cse39
+        return 504
+    leg6_s0_x = -cse17 + cse18
+    leg6_s0_y = -cse19 + cse20
+    leg6_s0_z = -cse21 + cse22
+    leg6_d_x = -0.17364817766693036*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
+    leg6_d_z = 0.984807753012208*leg6_s0_x - 0.17364817766693036*leg6_s0_y + 1.5178830414797062e-18
+    cse44 = leg6_d_x*leg6_d_x
+    cse45 = leg6_s0_z*leg6_s0_z
+    leg6_crank_K = 2.0*cse44 + 2.0*cse45 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579465
+    leg6_crank_rho2 = cse44 + cse45
     leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
-    if not (leg6_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg6_crank_w2 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
-        return 1
-    if not (leg6_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 601
+    if not (leg6_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
     leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
@@ -299,29 +345,29 @@ def inverse_kinematics(x, p, q):
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x = leg6_crank_c*leg6_d_x - leg6_crank_s*leg6_s0_z - 0.25
     leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
-    cse40 = 0.6570332533844183*leg6_e_c_x - 0.7538615946890297*leg6_e_c_y
-    cse41 = 0.339858423375771*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.617924406137765*leg6_e_c_y
-    leg6_u_Lxz2 = cse40*cse40 + cse41*cse41
-    if not (leg6_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse46 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
+    cse47 = 0.33985842337577093*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.6179244061377651*leg6_e_c_y
+    leg6_u_Lxz2 = cse46*cse46 + cse47*cse47
+    if not (leg6_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 622
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    cse42 = 0.9404766089917044*leg6_d_z + 0.2562062130145581*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
-    leg6_u_L = math.sqrt(cse42*cse42 + leg6_u_Lxz2)
+    cse48 = 0.9404766089917044*leg6_d_z + 0.25620621301455804*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
+    leg6_u_L = math.sqrt(cse48*cse48 + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_u_c1 = cse41*leg6_u_inv_Lxz
-    leg6_u_s1 = cse40*leg6_u_inv_Lxz
+    leg6_u_c1 = cse47*leg6_u_inv_Lxz
+    leg6_u_s1 = cse46*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = cse42*leg6_u_inv_L
+    leg6_u_s2 = cse48*leg6_u_inv_L
     leg6_q2 = math.atan2(leg6_u_s1, leg6_u_c1)
     leg6_q3 = math.atan2(leg6_u_s2, leg6_u_c2)
-    if not (leg6_q1 + 1.2 > 0.0):  # leg6_crank below its limit -1.2
+    if not (leg6_q1 + 1.2 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg6_q1 > 0.0):  # leg6_crank above its limit 1.2
+        return 603
+    if not (1.2 - leg6_q1 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
-        return 1
+        return 604
     q[0] = leg1_q1
     q[1] = leg1_q2
     q[2] = leg1_q3
@@ -344,14 +390,28 @@ def inverse_kinematics(x, p, q):
 
 
 def newton_step(x, q, p, q_next, residual):
-    """One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
+    """One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the
+    last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  q[18]: leg joint coordinates, leg by leg
-    in  p[3]: named spec parameters: c_crank, k_crank, m_ring
-    out q_next[18] shape 18
-    out residual[18] shape 18
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  q[18]: leg joint coordinates (rad, m for a stroke), leg by leg, shape (18,): leg1_crank, leg1_u1,
+        leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank, leg3_u1, leg3_u2, leg4_crank, leg4_u1,
+        leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank, leg6_u1, leg6_u2
+    in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+    out q_next[18] shape 18: q after one Newton step (rad, m for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+        leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+        leg6_u1, leg6_u2
+    out residual[18] shape 18: closure residual f before the step, leg by leg: the cut point of the leg minus that of C (m,
+        last body's frame), then e1.e2 for a universal cut; shape (18,), entries per leg: leg1 3,
+        leg2 3, leg3 3, leg4 3, leg5 3, leg6 3
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
     ops: 416 adds, 650 muls, 12 divs, 42 trig (1120 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
@@ -359,98 +419,98 @@ def newton_step(x, q, p, q_next, residual):
     p_c_crank, p_k_crank, p_m_ring = p
     leg1_c1 = math.cos(leg1_crank)
     leg1_s1 = math.sin(leg1_crank)
-    leg1_beta1_00 = 0.9396926207859083*leg1_c1
+    leg1_beta1_00 = 0.9396926207859084*leg1_c1
     leg1_beta1_01 = -0.34202014332566866*leg1_c1
-    leg1_beta1_10 = -0.9396926207859083*leg1_s1
+    leg1_beta1_10 = -0.9396926207859084*leg1_s1
     leg1_beta1_11 = 0.34202014332566866*leg1_s1
     leg1_c2 = math.cos(leg1_u1)
     leg1_s2 = math.sin(leg1_u1)
-    leg1_beta2_00 = -0.7089891962222173*leg1_c2 + 0.657033253384418*leg1_s2
-    leg1_beta2_01 = -0.6179244061377648*leg1_c2 - 0.7538615946890297*leg1_s2
+    leg1_beta2_00 = -0.7089891962222175*leg1_c2 + 0.6570332533844182*leg1_s2
+    leg1_beta2_01 = -0.6179244061377649*leg1_c2 - 0.7538615946890298*leg1_s2
     leg1_beta2_02 = -0.33985842337577077*leg1_c2
-    leg1_beta2_20 = -0.657033253384418*leg1_c2 - 0.7089891962222173*leg1_s2
-    leg1_beta2_21 = 0.7538615946890297*leg1_c2 - 0.6179244061377648*leg1_s2
+    leg1_beta2_20 = -0.6570332533844182*leg1_c2 - 0.7089891962222175*leg1_s2
+    leg1_beta2_21 = 0.7538615946890298*leg1_c2 - 0.6179244061377649*leg1_s2
     leg1_beta2_22 = -0.33985842337577077*leg1_s2
     leg1_c3 = math.cos(leg1_u2)
     leg1_s3 = math.sin(leg1_u2)
     leg2_c1 = math.cos(leg2_crank)
     leg2_s1 = math.sin(leg2_crank)
-    leg2_beta1_00 = 0.9396926207859083*leg2_c1
+    leg2_beta1_00 = 0.9396926207859084*leg2_c1
     leg2_beta1_01 = 0.34202014332566866*leg2_c1
-    leg2_beta1_10 = -0.9396926207859083*leg2_s1
+    leg2_beta1_10 = -0.9396926207859084*leg2_s1
     leg2_beta1_11 = -0.34202014332566866*leg2_s1
     leg2_c2 = math.cos(leg2_u1)
     leg2_s2 = math.sin(leg2_u1)
-    leg2_beta2_00 = -0.7089891962222173*leg2_c2 + 0.657033253384418*leg2_s2
-    leg2_beta2_01 = -0.6179244061377648*leg2_c2 - 0.7538615946890297*leg2_s2
+    leg2_beta2_00 = -0.7089891962222175*leg2_c2 + 0.6570332533844182*leg2_s2
+    leg2_beta2_01 = -0.6179244061377649*leg2_c2 - 0.7538615946890298*leg2_s2
     leg2_beta2_02 = 0.33985842337577077*leg2_c2
-    leg2_beta2_20 = -0.657033253384418*leg2_c2 - 0.7089891962222173*leg2_s2
-    leg2_beta2_21 = 0.7538615946890297*leg2_c2 - 0.6179244061377648*leg2_s2
+    leg2_beta2_20 = -0.6570332533844182*leg2_c2 - 0.7089891962222175*leg2_s2
+    leg2_beta2_21 = 0.7538615946890298*leg2_c2 - 0.6179244061377649*leg2_s2
     leg2_beta2_22 = 0.33985842337577077*leg2_s2
     leg2_c3 = math.cos(leg2_u2)
     leg2_s3 = math.sin(leg2_u2)
     leg3_c1 = math.cos(leg3_crank)
     leg3_s1 = math.sin(leg3_crank)
-    leg3_beta1_00 = -0.17364817766693028*leg3_c1
+    leg3_beta1_00 = -0.17364817766693036*leg3_c1
     leg3_beta1_01 = 0.984807753012208*leg3_c1
-    leg3_beta1_10 = 0.17364817766693028*leg3_s1
+    leg3_beta1_10 = 0.17364817766693036*leg3_s1
     leg3_beta1_11 = -0.984807753012208*leg3_s1
     leg3_c2 = math.cos(leg3_u1)
     leg3_s2 = math.sin(leg3_u1)
-    leg3_beta2_00 = -0.7089891962222172*leg3_c2 + 0.6570332533844183*leg3_s2
-    leg3_beta2_01 = -0.617924406137765*leg3_c2 - 0.7538615946890297*leg3_s2
+    leg3_beta2_00 = -0.7089891962222172*leg3_c2 + 0.6570332533844184*leg3_s2
+    leg3_beta2_01 = -0.6179244061377651*leg3_c2 - 0.7538615946890296*leg3_s2
     leg3_beta2_02 = -0.33985842337577093*leg3_c2
-    leg3_beta2_20 = -0.6570332533844183*leg3_c2 - 0.7089891962222172*leg3_s2
-    leg3_beta2_21 = 0.7538615946890297*leg3_c2 - 0.617924406137765*leg3_s2
+    leg3_beta2_20 = -0.6570332533844184*leg3_c2 - 0.7089891962222172*leg3_s2
+    leg3_beta2_21 = 0.7538615946890296*leg3_c2 - 0.6179244061377651*leg3_s2
     leg3_beta2_22 = -0.33985842337577093*leg3_s2
     leg3_c3 = math.cos(leg3_u2)
     leg3_s3 = math.sin(leg3_u2)
     leg4_c1 = math.cos(leg4_crank)
     leg4_s1 = math.sin(leg4_crank)
-    leg4_beta1_00 = -0.7660444431189779*leg4_c1
-    leg4_beta1_01 = 0.6427876096865395*leg4_c1
-    leg4_beta1_10 = 0.7660444431189779*leg4_s1
-    leg4_beta1_11 = -0.6427876096865395*leg4_s1
+    leg4_beta1_00 = -0.766044443118978*leg4_c1
+    leg4_beta1_01 = 0.6427876096865394*leg4_c1
+    leg4_beta1_10 = 0.766044443118978*leg4_s1
+    leg4_beta1_11 = -0.6427876096865394*leg4_s1
     leg4_c2 = math.cos(leg4_u1)
     leg4_s2 = math.sin(leg4_u1)
-    leg4_beta2_00 = -0.7089891962222173*leg4_c2 + 0.6570332533844181*leg4_s2
-    leg4_beta2_01 = -0.6179244061377648*leg4_c2 - 0.7538615946890297*leg4_s2
-    leg4_beta2_02 = 0.3398584233757709*leg4_c2
-    leg4_beta2_20 = -0.6570332533844181*leg4_c2 - 0.7089891962222173*leg4_s2
-    leg4_beta2_21 = 0.7538615946890297*leg4_c2 - 0.6179244061377648*leg4_s2
-    leg4_beta2_22 = 0.3398584233757709*leg4_s2
+    leg4_beta2_00 = -0.7089891962222173*leg4_c2 + 0.6570332533844182*leg4_s2
+    leg4_beta2_01 = -0.617924406137765*leg4_c2 - 0.7538615946890297*leg4_s2
+    leg4_beta2_02 = 0.3398584233757707*leg4_c2
+    leg4_beta2_20 = -0.6570332533844182*leg4_c2 - 0.7089891962222173*leg4_s2
+    leg4_beta2_21 = 0.7538615946890297*leg4_c2 - 0.617924406137765*leg4_s2
+    leg4_beta2_22 = 0.3398584233757707*leg4_s2
     leg4_c3 = math.cos(leg4_u2)
     leg4_s3 = math.sin(leg4_u2)
     leg5_c1 = math.cos(leg5_crank)
     leg5_s1 = math.sin(leg5_crank)
     leg5_beta1_00 = -0.766044443118978*leg5_c1
-    leg5_beta1_01 = -0.6427876096865393*leg5_c1
+    leg5_beta1_01 = -0.6427876096865394*leg5_c1
     leg5_beta1_10 = 0.766044443118978*leg5_s1
-    leg5_beta1_11 = 0.6427876096865393*leg5_s1
+    leg5_beta1_11 = 0.6427876096865394*leg5_s1
     leg5_c2 = math.cos(leg5_u1)
     leg5_s2 = math.sin(leg5_u1)
-    leg5_beta2_00 = -0.7089891962222173*leg5_c2 + 0.6570332533844183*leg5_s2
-    leg5_beta2_01 = -0.6179244061377651*leg5_c2 - 0.7538615946890296*leg5_s2
-    leg5_beta2_02 = -0.33985842337577066*leg5_c2
-    leg5_beta2_20 = -0.6570332533844183*leg5_c2 - 0.7089891962222173*leg5_s2
-    leg5_beta2_21 = 0.7538615946890296*leg5_c2 - 0.6179244061377651*leg5_s2
-    leg5_beta2_22 = -0.33985842337577066*leg5_s2
+    leg5_beta2_00 = -0.7089891962222173*leg5_c2 + 0.6570332533844182*leg5_s2
+    leg5_beta2_01 = -0.617924406137765*leg5_c2 - 0.7538615946890297*leg5_s2
+    leg5_beta2_02 = -0.3398584233757707*leg5_c2
+    leg5_beta2_20 = -0.6570332533844182*leg5_c2 - 0.7089891962222173*leg5_s2
+    leg5_beta2_21 = 0.7538615946890297*leg5_c2 - 0.617924406137765*leg5_s2
+    leg5_beta2_22 = -0.3398584233757707*leg5_s2
     leg5_c3 = math.cos(leg5_u2)
     leg5_s3 = math.sin(leg5_u2)
     leg6_c1 = math.cos(leg6_crank)
     leg6_s1 = math.sin(leg6_crank)
-    leg6_beta1_00 = -0.17364817766693033*leg6_c1
+    leg6_beta1_00 = -0.17364817766693036*leg6_c1
     leg6_beta1_01 = -0.984807753012208*leg6_c1
-    leg6_beta1_10 = 0.17364817766693033*leg6_s1
+    leg6_beta1_10 = 0.17364817766693036*leg6_s1
     leg6_beta1_11 = 0.984807753012208*leg6_s1
     leg6_c2 = math.cos(leg6_u1)
     leg6_s2 = math.sin(leg6_u1)
-    leg6_beta2_00 = -0.7089891962222172*leg6_c2 + 0.6570332533844183*leg6_s2
-    leg6_beta2_01 = -0.617924406137765*leg6_c2 - 0.7538615946890297*leg6_s2
-    leg6_beta2_02 = 0.339858423375771*leg6_c2
-    leg6_beta2_20 = -0.6570332533844183*leg6_c2 - 0.7089891962222172*leg6_s2
-    leg6_beta2_21 = 0.7538615946890297*leg6_c2 - 0.617924406137765*leg6_s2
-    leg6_beta2_22 = 0.339858423375771*leg6_s2
+    leg6_beta2_00 = -0.7089891962222172*leg6_c2 + 0.6570332533844184*leg6_s2
+    leg6_beta2_01 = -0.6179244061377651*leg6_c2 - 0.7538615946890296*leg6_s2
+    leg6_beta2_02 = 0.33985842337577093*leg6_c2
+    leg6_beta2_20 = -0.6570332533844184*leg6_c2 - 0.7089891962222172*leg6_s2
+    leg6_beta2_21 = 0.7538615946890296*leg6_c2 - 0.6179244061377651*leg6_s2
+    leg6_beta2_22 = 0.33985842337577093*leg6_s2
     leg6_c3 = math.cos(leg6_u2)
     leg6_s3 = math.sin(leg6_u2)
     leg1_c_psi_y = math.cos(psi_y)
@@ -465,20 +525,20 @@ def newton_step(x, q, p, q_next, residual):
     leg1_alpha_C_10 = -cse0*leg1_c_psi_y + leg1_s_psi_x*leg1_s_psi_y
     leg1_alpha_C_11 = leg1_c_psi_x*leg1_c_psi_z
     leg1_alpha_C_12 = cse0*leg1_s_psi_y + leg1_c_psi_y*leg1_s_psi_x
-    leg1_B1_00 = leg1_beta2_00*leg1_c3 - 0.2562062130145579*leg1_s3
-    leg1_B1_01 = leg1_beta2_01*leg1_c3 - 0.2232982856006816*leg1_s3
+    leg1_B1_00 = leg1_beta2_00*leg1_c3 - 0.256206213014558*leg1_s3
+    leg1_B1_01 = leg1_beta2_01*leg1_c3 - 0.22329828560068166*leg1_s3
     leg1_B1_02 = leg1_beta2_02*leg1_c3 + 0.9404766089917045*leg1_s3
-    leg1_B1_10 = -leg1_beta2_00*leg1_s3 - 0.2562062130145579*leg1_c3
-    leg1_B1_11 = -leg1_beta2_01*leg1_s3 - 0.2232982856006816*leg1_c3
+    leg1_B1_10 = -leg1_beta2_00*leg1_s3 - 0.256206213014558*leg1_c3
+    leg1_B1_11 = -leg1_beta2_01*leg1_s3 - 0.22329828560068166*leg1_c3
     leg1_B1_12 = -leg1_beta2_02*leg1_s3 + 0.9404766089917045*leg1_c3
     leg1_B0_00 = leg1_B1_00*leg1_beta1_00 + leg1_B1_01*leg1_beta1_10 + 0.34202014332566866*leg1_B1_02
-    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859083*leg1_B1_02
+    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859084*leg1_B1_02
     leg1_B0_02 = -leg1_B1_00*leg1_s1 - leg1_B1_01*leg1_c1
     leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + leg1_B1_11*leg1_beta1_10 + 0.34202014332566866*leg1_B1_12
-    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859083*leg1_B1_12
+    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859084*leg1_B1_12
     leg1_B0_12 = -leg1_B1_10*leg1_s1 - leg1_B1_11*leg1_c1
     leg1_B0_20 = leg1_beta1_00*leg1_beta2_20 + leg1_beta1_10*leg1_beta2_21 + 0.34202014332566866*leg1_beta2_22
-    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859083*leg1_beta2_22
+    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859084*leg1_beta2_22
     leg1_B0_22 = -leg1_beta2_20*leg1_s1 - leg1_beta2_21*leg1_c1
     leg1_rho1_x = 0.25*leg1_B1_00 + 0.809160465315115
     leg1_rho1_y = 0.25*leg1_B1_10
@@ -499,27 +559,27 @@ def newton_step(x, q, p, q_next, residual):
     if not (leg1_TL2_z*leg1_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL2_z
     if not (leg1_TL1_x*leg1_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_x
-    leg2_B1_00 = leg2_beta2_00*leg2_c3 + 0.2562062130145579*leg2_s3
-    leg2_B1_01 = leg2_beta2_01*leg2_c3 + 0.2232982856006816*leg2_s3
+    leg2_B1_00 = leg2_beta2_00*leg2_c3 + 0.256206213014558*leg2_s3
+    leg2_B1_01 = leg2_beta2_01*leg2_c3 + 0.22329828560068166*leg2_s3
     leg2_B1_02 = leg2_beta2_02*leg2_c3 + 0.9404766089917045*leg2_s3
-    leg2_B1_10 = -leg2_beta2_00*leg2_s3 + 0.2562062130145579*leg2_c3
-    leg2_B1_11 = -leg2_beta2_01*leg2_s3 + 0.2232982856006816*leg2_c3
+    leg2_B1_10 = -leg2_beta2_00*leg2_s3 + 0.256206213014558*leg2_c3
+    leg2_B1_11 = -leg2_beta2_01*leg2_s3 + 0.22329828560068166*leg2_c3
     leg2_B1_12 = -leg2_beta2_02*leg2_s3 + 0.9404766089917045*leg2_c3
     leg2_B0_00 = leg2_B1_00*leg2_beta1_00 + leg2_B1_01*leg2_beta1_10 - 0.34202014332566866*leg2_B1_02
-    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859083*leg2_B1_02
+    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859084*leg2_B1_02
     leg2_B0_02 = -leg2_B1_00*leg2_s1 - leg2_B1_01*leg2_c1
     leg2_B0_10 = leg2_B1_10*leg2_beta1_00 + leg2_B1_11*leg2_beta1_10 - 0.34202014332566866*leg2_B1_12
-    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859083*leg2_B1_12
+    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859084*leg2_B1_12
     leg2_B0_12 = -leg2_B1_10*leg2_s1 - leg2_B1_11*leg2_c1
     leg2_B0_20 = leg2_beta1_00*leg2_beta2_20 + leg2_beta1_10*leg2_beta2_21 - 0.34202014332566866*leg2_beta2_22
-    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859083*leg2_beta2_22
+    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859084*leg2_beta2_22
     leg2_B0_22 = -leg2_beta2_20*leg2_s1 - leg2_beta2_21*leg2_c1
     leg2_rho1_x = 0.25*leg2_B1_00 + 0.809160465315115
     leg2_rho1_y = 0.25*leg2_B1_10
@@ -540,34 +600,34 @@ def newton_step(x, q, p, q_next, residual):
     if not (leg2_TL2_z*leg2_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL2_z
     if not (leg2_TL1_x*leg2_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_x
     leg3_B1_00 = leg3_beta2_00*leg3_c3 - 0.25620621301455804*leg3_s3
-    leg3_B1_01 = leg3_beta2_01*leg3_c3 - 0.22329828560068182*leg3_s3
-    leg3_B1_02 = leg3_beta2_02*leg3_c3 + 0.9404766089917045*leg3_s3
+    leg3_B1_01 = leg3_beta2_01*leg3_c3 - 0.22329828560068185*leg3_s3
+    leg3_B1_02 = leg3_beta2_02*leg3_c3 + 0.9404766089917044*leg3_s3
     leg3_B1_10 = -leg3_beta2_00*leg3_s3 - 0.25620621301455804*leg3_c3
-    leg3_B1_11 = -leg3_beta2_01*leg3_s3 - 0.22329828560068182*leg3_c3
-    leg3_B1_12 = -leg3_beta2_02*leg3_s3 + 0.9404766089917045*leg3_c3
-    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.9848077530122081*leg3_B1_02
-    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.1736481776669303*leg3_B1_02
+    leg3_B1_11 = -leg3_beta2_01*leg3_s3 - 0.22329828560068185*leg3_c3
+    leg3_B1_12 = -leg3_beta2_02*leg3_s3 + 0.9404766089917044*leg3_c3
+    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.984807753012208*leg3_B1_02
+    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.17364817766693036*leg3_B1_02
     leg3_B0_02 = -leg3_B1_00*leg3_s1 - leg3_B1_01*leg3_c1
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.9848077530122081*leg3_B1_12
-    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.1736481776669303*leg3_B1_12
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.984807753012208*leg3_B1_12
+    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.17364817766693036*leg3_B1_12
     leg3_B0_12 = -leg3_B1_10*leg3_s1 - leg3_B1_11*leg3_c1
-    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.9848077530122081*leg3_beta2_22
-    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.1736481776669303*leg3_beta2_22
+    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.984807753012208*leg3_beta2_22
+    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.17364817766693036*leg3_beta2_22
     leg3_B0_22 = -leg3_beta2_20*leg3_s1 - leg3_beta2_21*leg3_c1
     leg3_rho1_x = 0.25*leg3_B1_00 + 0.8091604653151149
     leg3_rho1_y = 0.25*leg3_B1_10
     leg3_rho1_z = 0.25*leg3_beta2_20
-    leg3_rho0_x = -0.13891854213354424*leg3_B0_00 + 0.7878462024097664*leg3_B0_01 + leg3_rho1_x
-    leg3_rho0_y = -0.13891854213354424*leg3_B0_10 + 0.7878462024097664*leg3_B0_11 + leg3_rho1_y
-    leg3_rho0_z = -0.13891854213354424*leg3_B0_20 + 0.7878462024097664*leg3_B0_21 + leg3_rho1_z
+    leg3_rho0_x = -0.1389185421335443*leg3_B0_00 + 0.7878462024097664*leg3_B0_01 + leg3_rho1_x
+    leg3_rho0_y = -0.1389185421335443*leg3_B0_10 + 0.7878462024097664*leg3_B0_11 + leg3_rho1_y
+    leg3_rho0_z = -0.1389185421335443*leg3_B0_20 + 0.7878462024097664*leg3_B0_21 + leg3_rho1_z
     leg3_TL1_x = leg3_B1_12*leg3_rho1_z - leg3_beta2_22*leg3_rho1_y
     leg3_TL1_y = -leg3_B1_02*leg3_rho1_z + leg3_beta2_22*leg3_rho1_x
     leg3_TL1_z = leg3_B1_02*leg3_rho1_y - leg3_B1_12*leg3_rho1_x
@@ -581,53 +641,53 @@ def newton_step(x, q, p, q_next, residual):
     if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL2_z
     if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_x
-    leg4_B1_00 = leg4_beta2_00*leg4_c3 + 0.25620621301455804*leg4_s3
-    leg4_B1_01 = leg4_beta2_01*leg4_c3 + 0.2232982856006817*leg4_s3
+    leg4_B1_00 = leg4_beta2_00*leg4_c3 + 0.25620621301455787*leg4_s3
+    leg4_B1_01 = leg4_beta2_01*leg4_c3 + 0.22329828560068166*leg4_s3
     leg4_B1_02 = leg4_beta2_02*leg4_c3 + 0.9404766089917045*leg4_s3
-    leg4_B1_10 = -leg4_beta2_00*leg4_s3 + 0.25620621301455804*leg4_c3
-    leg4_B1_11 = -leg4_beta2_01*leg4_s3 + 0.2232982856006817*leg4_c3
+    leg4_B1_10 = -leg4_beta2_00*leg4_s3 + 0.25620621301455787*leg4_c3
+    leg4_B1_11 = -leg4_beta2_01*leg4_s3 + 0.22329828560068166*leg4_c3
     leg4_B1_12 = -leg4_beta2_02*leg4_s3 + 0.9404766089917045*leg4_c3
-    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865395*leg4_B1_02
-    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.7660444431189779*leg4_B1_02
+    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865394*leg4_B1_02
+    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.766044443118978*leg4_B1_02
     leg4_B0_02 = -leg4_B1_00*leg4_s1 - leg4_B1_01*leg4_c1
-    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865395*leg4_B1_12
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.7660444431189779*leg4_B1_12
+    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865394*leg4_B1_12
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.766044443118978*leg4_B1_12
     leg4_B0_12 = -leg4_B1_10*leg4_s1 - leg4_B1_11*leg4_c1
-    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865395*leg4_beta2_22
-    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.7660444431189779*leg4_beta2_22
+    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865394*leg4_beta2_22
+    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.766044443118978*leg4_beta2_22
     leg4_B0_22 = -leg4_beta2_20*leg4_s1 - leg4_beta2_21*leg4_c1
-    leg4_rho1_x = 0.25*leg4_B1_00 + 0.8091604653151152
+    leg4_rho1_x = 0.25*leg4_B1_00 + 0.809160465315115
     leg4_rho1_y = 0.25*leg4_B1_10
     leg4_rho1_z = 0.25*leg4_beta2_20
-    leg4_rho0_x = -0.6128355544951823*leg4_B0_00 + 0.5142300877492316*leg4_B0_01 + leg4_rho1_x
-    leg4_rho0_y = -0.6128355544951823*leg4_B0_10 + 0.5142300877492316*leg4_B0_11 + leg4_rho1_y
-    leg4_rho0_z = -0.6128355544951823*leg4_B0_20 + 0.5142300877492316*leg4_B0_21 + leg4_rho1_z
+    leg4_rho0_x = -0.6128355544951825*leg4_B0_00 + 0.5142300877492315*leg4_B0_01 + leg4_rho1_x
+    leg4_rho0_y = -0.6128355544951825*leg4_B0_10 + 0.5142300877492315*leg4_B0_11 + leg4_rho1_y
+    leg4_rho0_z = -0.6128355544951825*leg4_B0_20 + 0.5142300877492315*leg4_B0_21 + leg4_rho1_z
     leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
     leg4_TL1_y = -leg4_B1_02*leg4_rho1_z + leg4_beta2_22*leg4_rho1_x
     leg4_TL1_z = leg4_B1_02*leg4_rho1_y - leg4_B1_12*leg4_rho1_x
-    leg4_TL2_z = -0.8091604653151152*leg4_c3
+    leg4_TL2_z = -0.809160465315115*leg4_c3
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
     leg4_Q_10 = leg1_alpha_C_00*leg4_B0_10 + leg1_alpha_C_02*leg4_B0_12 + leg1_s_psi_z*leg4_B0_11
     leg4_Q_11 = leg1_alpha_C_10*leg4_B0_10 + leg1_alpha_C_11*leg4_B0_11 + leg1_alpha_C_12*leg4_B0_12
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
-    if not (leg4_TL2_z*leg4_TL2_z - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL2_z
-    if not (leg4_TL1_x*leg4_TL1_x - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_x*leg4_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_x
     leg5_B1_00 = leg5_beta2_00*leg5_c3 - 0.25620621301455787*leg5_s3
     leg5_B1_01 = leg5_beta2_01*leg5_c3 - 0.22329828560068166*leg5_s3
@@ -635,81 +695,81 @@ def newton_step(x, q, p, q_next, residual):
     leg5_B1_10 = -leg5_beta2_00*leg5_s3 - 0.25620621301455787*leg5_c3
     leg5_B1_11 = -leg5_beta2_01*leg5_s3 - 0.22329828560068166*leg5_c3
     leg5_B1_12 = -leg5_beta2_02*leg5_s3 + 0.9404766089917045*leg5_c3
-    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865393*leg5_B1_02
+    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865394*leg5_B1_02
     leg5_B0_01 = leg5_B1_00*leg5_beta1_01 + leg5_B1_01*leg5_beta1_11 - 0.766044443118978*leg5_B1_02
     leg5_B0_02 = -leg5_B1_00*leg5_s1 - leg5_B1_01*leg5_c1
-    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865393*leg5_B1_12
+    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865394*leg5_B1_12
     leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + leg5_B1_11*leg5_beta1_11 - 0.766044443118978*leg5_B1_12
     leg5_B0_12 = -leg5_B1_10*leg5_s1 - leg5_B1_11*leg5_c1
-    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865393*leg5_beta2_22
+    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865394*leg5_beta2_22
     leg5_B0_21 = leg5_beta1_01*leg5_beta2_20 + leg5_beta1_11*leg5_beta2_21 - 0.766044443118978*leg5_beta2_22
     leg5_B0_22 = -leg5_beta2_20*leg5_s1 - leg5_beta2_21*leg5_c1
-    leg5_rho1_x = 0.25*leg5_B1_00 + 0.8091604653151149
+    leg5_rho1_x = 0.25*leg5_B1_00 + 0.809160465315115
     leg5_rho1_y = 0.25*leg5_B1_10
     leg5_rho1_z = 0.25*leg5_beta2_20
-    leg5_rho0_x = -0.6128355544951825*leg5_B0_00 - 0.5142300877492314*leg5_B0_01 + leg5_rho1_x
-    leg5_rho0_y = -0.6128355544951825*leg5_B0_10 - 0.5142300877492314*leg5_B0_11 + leg5_rho1_y
-    leg5_rho0_z = -0.6128355544951825*leg5_B0_20 - 0.5142300877492314*leg5_B0_21 + leg5_rho1_z
+    leg5_rho0_x = -0.6128355544951825*leg5_B0_00 - 0.5142300877492315*leg5_B0_01 + leg5_rho1_x
+    leg5_rho0_y = -0.6128355544951825*leg5_B0_10 - 0.5142300877492315*leg5_B0_11 + leg5_rho1_y
+    leg5_rho0_z = -0.6128355544951825*leg5_B0_20 - 0.5142300877492315*leg5_B0_21 + leg5_rho1_z
     leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
     leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
     leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
-    leg5_TL2_z = -0.8091604653151149*leg5_c3
+    leg5_TL2_z = -0.809160465315115*leg5_c3
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
     leg5_Q_10 = leg1_alpha_C_00*leg5_B0_10 + leg1_alpha_C_02*leg5_B0_12 + leg1_s_psi_z*leg5_B0_11
     leg5_Q_11 = leg1_alpha_C_10*leg5_B0_10 + leg1_alpha_C_11*leg5_B0_11 + leg1_alpha_C_12*leg5_B0_12
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
-    if not (leg5_TL2_z*leg5_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL2_z
-    if not (leg5_TL1_x*leg5_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_x*leg5_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_x
-    leg6_B1_00 = leg6_beta2_00*leg6_c3 + 0.2562062130145581*leg6_s3
+    leg6_B1_00 = leg6_beta2_00*leg6_c3 + 0.25620621301455804*leg6_s3
     leg6_B1_01 = leg6_beta2_01*leg6_c3 + 0.22329828560068185*leg6_s3
     leg6_B1_02 = leg6_beta2_02*leg6_c3 + 0.9404766089917044*leg6_s3
-    leg6_B1_10 = -leg6_beta2_00*leg6_s3 + 0.2562062130145581*leg6_c3
+    leg6_B1_10 = -leg6_beta2_00*leg6_s3 + 0.25620621301455804*leg6_c3
     leg6_B1_11 = -leg6_beta2_01*leg6_s3 + 0.22329828560068185*leg6_c3
     leg6_B1_12 = -leg6_beta2_02*leg6_s3 + 0.9404766089917044*leg6_c3
-    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.9848077530122081*leg6_B1_02
+    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.984807753012208*leg6_B1_02
     leg6_B0_01 = leg6_B1_00*leg6_beta1_01 + leg6_B1_01*leg6_beta1_11 - 0.17364817766693036*leg6_B1_02
     leg6_B0_02 = -leg6_B1_00*leg6_s1 - leg6_B1_01*leg6_c1
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.9848077530122081*leg6_B1_12
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.984807753012208*leg6_B1_12
     leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + leg6_B1_11*leg6_beta1_11 - 0.17364817766693036*leg6_B1_12
     leg6_B0_12 = -leg6_B1_10*leg6_s1 - leg6_B1_11*leg6_c1
-    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.9848077530122081*leg6_beta2_22
+    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.984807753012208*leg6_beta2_22
     leg6_B0_21 = leg6_beta1_01*leg6_beta2_20 + leg6_beta1_11*leg6_beta2_21 - 0.17364817766693036*leg6_beta2_22
     leg6_B0_22 = -leg6_beta2_20*leg6_s1 - leg6_beta2_21*leg6_c1
-    leg6_rho1_x = 0.25*leg6_B1_00 + 0.809160465315115
+    leg6_rho1_x = 0.25*leg6_B1_00 + 0.8091604653151149
     leg6_rho1_y = 0.25*leg6_B1_10
     leg6_rho1_z = 0.25*leg6_beta2_20
-    leg6_rho0_x = -0.13891854213354426*leg6_B0_00 - 0.7878462024097664*leg6_B0_01 + leg6_rho1_x
-    leg6_rho0_y = -0.13891854213354426*leg6_B0_10 - 0.7878462024097664*leg6_B0_11 + leg6_rho1_y
-    leg6_rho0_z = -0.13891854213354426*leg6_B0_20 - 0.7878462024097664*leg6_B0_21 + leg6_rho1_z
+    leg6_rho0_x = -0.1389185421335443*leg6_B0_00 - 0.7878462024097664*leg6_B0_01 + leg6_rho1_x
+    leg6_rho0_y = -0.1389185421335443*leg6_B0_10 - 0.7878462024097664*leg6_B0_11 + leg6_rho1_y
+    leg6_rho0_z = -0.1389185421335443*leg6_B0_20 - 0.7878462024097664*leg6_B0_21 + leg6_rho1_z
     leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
     leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
     leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
-    leg6_TL2_z = -0.809160465315115*leg6_c3
+    leg6_TL2_z = -0.8091604653151149*leg6_c3
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
     leg6_Q_10 = leg1_alpha_C_00*leg6_B0_10 + leg1_alpha_C_02*leg6_B0_12 + leg1_s_psi_z*leg6_B0_11
     leg6_Q_11 = leg1_alpha_C_10*leg6_B0_10 + leg1_alpha_C_11*leg6_B0_11 + leg1_alpha_C_12*leg6_B0_12
     leg6_Q_20 = leg1_alpha_C_00*leg6_B0_20 + leg1_alpha_C_02*leg6_B0_22 + leg1_s_psi_z*leg6_B0_21
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
-    if not (leg6_TL2_z*leg6_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL2_z
-    if not (leg6_TL1_x*leg6_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_x*leg6_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_x
     leg1_f1 = -leg1_B0_00*x_C - leg1_B0_01*y_C - leg1_B0_02*z_C - 0.3535331853275967*leg1_Q_00 + 0.4213244437154379*leg1_Q_01 + leg1_rho0_x
     leg1_f2 = -leg1_B0_10*x_C - leg1_B0_11*y_C - leg1_B0_12*z_C - 0.3535331853275967*leg1_Q_10 + 0.4213244437154379*leg1_Q_11 + leg1_rho0_y
@@ -729,36 +789,36 @@ def newton_step(x, q, p, q_next, residual):
     leg2_q_next1 = leg2_crank - leg2_dq1
     leg2_q_next2 = -leg2_dq2 + leg2_u1
     leg2_q_next3 = -leg2_dq3 + leg2_u2
-    leg3_f1 = -leg3_B0_00*x_C - leg3_B0_01*y_C - leg3_B0_02*z_C - 0.18811107882911787*leg3_Q_00 - 0.5168309414322496*leg3_Q_01 + leg3_rho0_x
-    leg3_f2 = -leg3_B0_10*x_C - leg3_B0_11*y_C - leg3_B0_12*z_C - 0.18811107882911787*leg3_Q_10 - 0.5168309414322496*leg3_Q_11 + leg3_rho0_y
-    leg3_f3 = -leg3_B0_20*x_C - leg3_B0_21*y_C - leg3_B0_22*z_C - 0.18811107882911787*leg3_Q_20 - 0.5168309414322496*leg3_Q_21 + leg3_rho0_z
+    leg3_f1 = -leg3_B0_00*x_C - leg3_B0_01*y_C - leg3_B0_02*z_C - 0.18811107882911782*leg3_Q_00 - 0.5168309414322497*leg3_Q_01 + leg3_rho0_x
+    leg3_f2 = -leg3_B0_10*x_C - leg3_B0_11*y_C - leg3_B0_12*z_C - 0.18811107882911782*leg3_Q_10 - 0.5168309414322497*leg3_Q_11 + leg3_rho0_y
+    leg3_f3 = -leg3_B0_20*x_C - leg3_B0_21*y_C - leg3_B0_22*z_C - 0.18811107882911782*leg3_Q_20 - 0.5168309414322497*leg3_Q_21 + leg3_rho0_z
     leg3_dq1 = leg3_f1*leg3_lu_inv3
     leg3_dq2 = leg3_lu_inv2*(-leg3_TL1_z*leg3_dq1 + leg3_f3)
     leg3_dq3 = -1.23584881227553*leg3_TL1_y*leg3_dq1 + 1.23584881227553*leg3_f2
     leg3_q_next1 = leg3_crank - leg3_dq1
     leg3_q_next2 = -leg3_dq2 + leg3_u1
     leg3_q_next3 = -leg3_dq3 + leg3_u2
-    leg4_f1 = -leg4_B0_00*x_C - leg4_B0_01*y_C - leg4_B0_02*z_C + 0.5416442641567144*leg4_Q_00 - 0.09550649771681166*leg4_Q_01 + leg4_rho0_x
-    leg4_f2 = -leg4_B0_10*x_C - leg4_B0_11*y_C - leg4_B0_12*z_C + 0.5416442641567144*leg4_Q_10 - 0.09550649771681166*leg4_Q_11 + leg4_rho0_y
-    leg4_f3 = -leg4_B0_20*x_C - leg4_B0_21*y_C - leg4_B0_22*z_C + 0.5416442641567144*leg4_Q_20 - 0.09550649771681166*leg4_Q_21 + leg4_rho0_z
+    leg4_f1 = -leg4_B0_00*x_C - leg4_B0_01*y_C - leg4_B0_02*z_C + 0.5416442641567144*leg4_Q_00 - 0.0955064977168117*leg4_Q_01 + leg4_rho0_x
+    leg4_f2 = -leg4_B0_10*x_C - leg4_B0_11*y_C - leg4_B0_12*z_C + 0.5416442641567144*leg4_Q_10 - 0.0955064977168117*leg4_Q_11 + leg4_rho0_y
+    leg4_f3 = -leg4_B0_20*x_C - leg4_B0_21*y_C - leg4_B0_22*z_C + 0.5416442641567144*leg4_Q_20 - 0.0955064977168117*leg4_Q_21 + leg4_rho0_z
     leg4_dq1 = leg4_f1*leg4_lu_inv3
     leg4_dq2 = leg4_lu_inv2*(-leg4_TL1_z*leg4_dq1 + leg4_f3)
-    leg4_dq3 = -1.2358488122755296*leg4_TL1_y*leg4_dq1 + 1.2358488122755296*leg4_f2
+    leg4_dq3 = -1.23584881227553*leg4_TL1_y*leg4_dq1 + 1.23584881227553*leg4_f2
     leg4_q_next1 = leg4_crank - leg4_dq1
     leg4_q_next2 = -leg4_dq2 + leg4_u1
     leg4_q_next3 = -leg4_dq3 + leg4_u2
-    leg5_f1 = -leg5_B0_00*x_C - leg5_B0_01*y_C - leg5_B0_02*z_C + 0.5416442641567144*leg5_Q_00 + 0.09550649771681177*leg5_Q_01 + leg5_rho0_x
-    leg5_f2 = -leg5_B0_10*x_C - leg5_B0_11*y_C - leg5_B0_12*z_C + 0.5416442641567144*leg5_Q_10 + 0.09550649771681177*leg5_Q_11 + leg5_rho0_y
-    leg5_f3 = -leg5_B0_20*x_C - leg5_B0_21*y_C - leg5_B0_22*z_C + 0.5416442641567144*leg5_Q_20 + 0.09550649771681177*leg5_Q_21 + leg5_rho0_z
+    leg5_f1 = -leg5_B0_00*x_C - leg5_B0_01*y_C - leg5_B0_02*z_C + 0.5416442641567144*leg5_Q_00 + 0.0955064977168117*leg5_Q_01 + leg5_rho0_x
+    leg5_f2 = -leg5_B0_10*x_C - leg5_B0_11*y_C - leg5_B0_12*z_C + 0.5416442641567144*leg5_Q_10 + 0.0955064977168117*leg5_Q_11 + leg5_rho0_y
+    leg5_f3 = -leg5_B0_20*x_C - leg5_B0_21*y_C - leg5_B0_22*z_C + 0.5416442641567144*leg5_Q_20 + 0.0955064977168117*leg5_Q_21 + leg5_rho0_z
     leg5_dq1 = leg5_f1*leg5_lu_inv3
     leg5_dq2 = leg5_lu_inv2*(-leg5_TL1_z*leg5_dq1 + leg5_f3)
     leg5_dq3 = -1.23584881227553*leg5_TL1_y*leg5_dq1 + 1.23584881227553*leg5_f2
     leg5_q_next1 = leg5_crank - leg5_dq1
     leg5_q_next2 = -leg5_dq2 + leg5_u1
     leg5_q_next3 = -leg5_dq3 + leg5_u2
-    leg6_f1 = -leg6_B0_00*x_C - leg6_B0_01*y_C - leg6_B0_02*z_C - 0.18811107882911796*leg6_Q_00 + 0.5168309414322496*leg6_Q_01 + leg6_rho0_x
-    leg6_f2 = -leg6_B0_10*x_C - leg6_B0_11*y_C - leg6_B0_12*z_C - 0.18811107882911796*leg6_Q_10 + 0.5168309414322496*leg6_Q_11 + leg6_rho0_y
-    leg6_f3 = -leg6_B0_20*x_C - leg6_B0_21*y_C - leg6_B0_22*z_C - 0.18811107882911796*leg6_Q_20 + 0.5168309414322496*leg6_Q_21 + leg6_rho0_z
+    leg6_f1 = -leg6_B0_00*x_C - leg6_B0_01*y_C - leg6_B0_02*z_C - 0.18811107882911782*leg6_Q_00 + 0.5168309414322497*leg6_Q_01 + leg6_rho0_x
+    leg6_f2 = -leg6_B0_10*x_C - leg6_B0_11*y_C - leg6_B0_12*z_C - 0.18811107882911782*leg6_Q_10 + 0.5168309414322497*leg6_Q_11 + leg6_rho0_y
+    leg6_f3 = -leg6_B0_20*x_C - leg6_B0_21*y_C - leg6_B0_22*z_C - 0.18811107882911782*leg6_Q_20 + 0.5168309414322497*leg6_Q_21 + leg6_rho0_z
     leg6_dq1 = leg6_f1*leg6_lu_inv3
     leg6_dq2 = leg6_lu_inv2*(-leg6_TL1_z*leg6_dq1 + leg6_f3)
     leg6_dq3 = -1.23584881227553*leg6_TL1_y*leg6_dq1 + 1.23584881227553*leg6_f2
@@ -807,12 +867,50 @@ def newton_step(x, q, p, q_next, residual):
 def velocity_constraints(x, p, H):
     """H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: qd = H u.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  p[3]: named spec parameters: c_crank, k_crank, m_ring
-    out H[108] shape 18x6
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 571 adds, 1045 muls, 30 divs, 18 sqrt, 12 trig (1676 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+    out H[108] shape 18x6: H_k of the legs stacked, shape (18, 6): row i maps u to the rate of coordinate i; rows in
+        the order of the leg coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1,
+        leg2_u2, leg3_crank, leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1,
+        leg5_u2, leg6_crank, leg6_u1, leg6_u2
+    status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+    status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+    status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+    status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+    status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+    status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+    status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 568 adds, 1039 muls, 30 divs, 18 sqrt, 12 trig (1667 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     p_c_crank, p_k_crank, p_m_ring = p
@@ -842,19 +940,19 @@ def velocity_constraints(x, p, H):
     cse7 = 0.4213244437154379*leg1_alpha_C_12
     cse8 = 0.3535331853275967*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = 0.9396926207859083*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8
-    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859083*leg1_s0_y - 8.673617379884035e-18
+    leg1_d_x = 0.9396926207859084*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8000000000000002
+    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859084*leg1_s0_y + 2.168404344971009e-17
     cse9 = leg1_d_x*leg1_d_x
     cse10 = leg1_s0_z*leg1_s0_z
     leg1_crank_K = 2.0*cse10 + 2.0*cse9 + 2.0*leg1_d_z*leg1_d_z - 1.1844813172579467
     leg1_crank_rho2 = cse10 + cse9
     leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
-    if not (leg1_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg1_crank_w2 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         H[:] = [NAN] * 108
-        return 1
-    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 101
+    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
@@ -862,43 +960,43 @@ def velocity_constraints(x, p, H):
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x = leg1_crank_c*leg1_d_x - leg1_crank_s*leg1_s0_z - 0.25
     leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
-    cse11 = 0.657033253384418*leg1_e_c_x - 0.7538615946890297*leg1_e_c_y
-    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222173*leg1_e_c_x - 0.6179244061377648*leg1_e_c_y
+    cse11 = 0.6570332533844182*leg1_e_c_x - 0.7538615946890298*leg1_e_c_y
+    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222175*leg1_e_c_x - 0.6179244061377649*leg1_e_c_y
     leg1_u_Lxz2 = cse11*cse11 + cse12*cse12
-    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 122
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    cse13 = 0.9404766089917045*leg1_d_z - 0.2562062130145579*leg1_e_c_x - 0.2232982856006816*leg1_e_c_y
+    cse13 = 0.9404766089917045*leg1_d_z - 0.256206213014558*leg1_e_c_x - 0.22329828560068166*leg1_e_c_y
     leg1_u_L = math.sqrt(cse13*cse13 + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c1 = cse12*leg1_u_inv_Lxz
     leg1_u_s1 = cse11*leg1_u_inv_Lxz
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = cse13*leg1_u_inv_L
-    if not (leg1_q1 + 1.2 > 0.0):  # leg1_crank below its limit -1.2
+    if not (leg1_q1 + 1.2 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         H[:] = [NAN] * 108
-        return 1
-    if not (1.2 - leg1_q1 > 0.0):  # leg1_crank above its limit 1.2
+        return 103
+    if not (1.2 - leg1_q1 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
         H[:] = [NAN] * 108
-        return 1
+        return 104
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = 0.9396926207859083*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8
-    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859083*leg2_s0_y + 8.673617379884035e-18
+    leg2_d_x = 0.9396926207859084*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8000000000000002
+    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
     cse14 = leg2_d_x*leg2_d_x
     cse15 = leg2_s0_z*leg2_s0_z
     leg2_crank_K = 2.0*cse14 + 2.0*cse15 + 2.0*leg2_d_z*leg2_d_z - 1.1844813172579467
     leg2_crank_rho2 = cse14 + cse15
     leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
-    if not (leg2_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg2_crank_w2 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         H[:] = [NAN] * 108
-        return 1
-    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 201
+    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
     leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
@@ -906,46 +1004,49 @@ def velocity_constraints(x, p, H):
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x = leg2_crank_c*leg2_d_x - leg2_crank_s*leg2_s0_z - 0.25
     leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
-    cse16 = 0.657033253384418*leg2_e_c_x - 0.7538615946890297*leg2_e_c_y
-    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222173*leg2_e_c_x - 0.6179244061377648*leg2_e_c_y
+    cse16 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
+    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222175*leg2_e_c_x - 0.6179244061377649*leg2_e_c_y
     leg2_u_Lxz2 = cse16*cse16 + cse17*cse17
-    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 222
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    cse18 = 0.9404766089917045*leg2_d_z + 0.2562062130145579*leg2_e_c_x + 0.2232982856006816*leg2_e_c_y
+    cse18 = 0.9404766089917045*leg2_d_z + 0.256206213014558*leg2_e_c_x + 0.22329828560068166*leg2_e_c_y
     leg2_u_L = math.sqrt(cse18*cse18 + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c1 = cse17*leg2_u_inv_Lxz
     leg2_u_s1 = cse16*leg2_u_inv_Lxz
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = cse18*leg2_u_inv_L
-    if not (leg2_q1 + 1.2 > 0.0):  # leg2_crank below its limit -1.2
+    if not (leg2_q1 + 1.2 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         H[:] = [NAN] * 108
-        return 1
-    if not (1.2 - leg2_q1 > 0.0):  # leg2_crank above its limit 1.2
+        return 203
+    if not (1.2 - leg2_q1 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
         H[:] = [NAN] * 108
-        return 1
-    cse19 = 0.5168309414322496*leg1_alpha_C_10
-    leg3_s0_x = cse19 + 0.18811107882911787*leg1_alpha_C_00 + x_C
-    cse20 = 0.5168309414322496*leg1_alpha_C_11
-    leg3_s0_y = cse20 + 0.18811107882911787*leg1_s_psi_z + y_C
-    cse21 = 0.5168309414322496*leg1_alpha_C_12
-    leg3_s0_z = cse21 + 0.18811107882911787*leg1_alpha_C_02 + z_C
-    leg3_d_x = -0.17364817766693028*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
-    leg3_d_z = -0.9848077530122081*leg3_s0_x - 0.1736481776669303*leg3_s0_y - 6.071532165918825e-18
-    cse22 = leg3_d_x*leg3_d_x
-    cse23 = leg3_s0_z*leg3_s0_z
-    leg3_crank_K = 2.0*cse22 + 2.0*cse23 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
-    leg3_crank_rho2 = cse22 + cse23
+        return 204
+    cse19 = 0.5168309414322497*leg1_alpha_C_10
+    cse20 = 0.18811107882911782*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse19 + cse20
+    cse21 = 0.5168309414322497*leg1_alpha_C_11
+    cse22 = 0.18811107882911782*leg1_s_psi_z + y_C
+    leg3_s0_y = cse21 + cse22
+    cse23 = 0.5168309414322497*leg1_alpha_C_12
+    cse24 = 0.18811107882911782*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse23 + cse24
+    leg3_d_x = -0.17364817766693036*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
+    leg3_d_z = -0.984807753012208*leg3_s0_x - 0.17364817766693036*leg3_s0_y - 1.5178830414797062e-18
+    cse25 = leg3_d_x*leg3_d_x
+    cse26 = leg3_s0_z*leg3_s0_z
+    leg3_crank_K = 2.0*cse25 + 2.0*cse26 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
+    leg3_crank_rho2 = cse25 + cse26
     leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
-    if not (leg3_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg3_crank_w2 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         H[:] = [NAN] * 108
-        return 1
-    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 301
+    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
     leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
@@ -953,46 +1054,49 @@ def velocity_constraints(x, p, H):
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x = leg3_crank_c*leg3_d_x - leg3_crank_s*leg3_s0_z - 0.25
     leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
-    cse24 = 0.6570332533844183*leg3_e_c_x - 0.7538615946890297*leg3_e_c_y
-    cse25 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.617924406137765*leg3_e_c_y
-    leg3_u_Lxz2 = cse24*cse24 + cse25*cse25
-    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse27 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
+    cse28 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.6179244061377651*leg3_e_c_y
+    leg3_u_Lxz2 = cse27*cse27 + cse28*cse28
+    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 322
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    cse26 = 0.9404766089917045*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068182*leg3_e_c_y
-    leg3_u_L = math.sqrt(cse26*cse26 + leg3_u_Lxz2)
+    cse29 = 0.9404766089917044*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068185*leg3_e_c_y
+    leg3_u_L = math.sqrt(cse29*cse29 + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c1 = cse25*leg3_u_inv_Lxz
-    leg3_u_s1 = cse24*leg3_u_inv_Lxz
+    leg3_u_c1 = cse28*leg3_u_inv_Lxz
+    leg3_u_s1 = cse27*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = cse26*leg3_u_inv_L
-    if not (leg3_q1 + 1.2 > 0.0):  # leg3_crank below its limit -1.2
+    leg3_u_s2 = cse29*leg3_u_inv_L
+    if not (leg3_q1 + 1.2 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         H[:] = [NAN] * 108
-        return 1
-    if not (1.2 - leg3_q1 > 0.0):  # leg3_crank above its limit 1.2
+        return 303
+    if not (1.2 - leg3_q1 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
         H[:] = [NAN] * 108
-        return 1
-    cse27 = 0.5416442641567144*leg1_alpha_C_00
-    leg4_s0_x = -cse27 + 0.09550649771681166*leg1_alpha_C_10 + x_C
-    cse28 = 0.5416442641567144*leg1_s_psi_z
-    leg4_s0_y = -cse28 + 0.09550649771681166*leg1_alpha_C_11 + y_C
-    cse29 = 0.5416442641567144*leg1_alpha_C_02
-    leg4_s0_z = -cse29 + 0.09550649771681166*leg1_alpha_C_12 + z_C
-    leg4_d_x = -0.7660444431189779*leg4_s0_x + 0.6427876096865395*leg4_s0_y - 0.8
-    leg4_d_z = -0.6427876096865395*leg4_s0_x - 0.7660444431189779*leg4_s0_y + 1.9949319973733282e-17
-    cse30 = leg4_d_x*leg4_d_x
-    cse31 = leg4_s0_z*leg4_s0_z
-    leg4_crank_K = 2.0*cse30 + 2.0*cse31 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579476
-    leg4_crank_rho2 = cse30 + cse31
+        return 304
+    cse30 = 0.0955064977168117*leg1_alpha_C_10
+    cse31 = 0.5416442641567144*leg1_alpha_C_00
+    leg4_s0_x = cse30 - cse31 + x_C
+    cse32 = 0.0955064977168117*leg1_alpha_C_11
+    cse33 = 0.5416442641567144*leg1_s_psi_z
+    leg4_s0_y = cse32 - cse33 + y_C
+    cse34 = 0.0955064977168117*leg1_alpha_C_12
+    cse35 = 0.5416442641567144*leg1_alpha_C_02
+    leg4_s0_z = cse34 - cse35 + z_C
+    leg4_d_x = -0.766044443118978*leg4_s0_x + 0.6427876096865394*leg4_s0_y - 0.8
+    leg4_d_z = -0.6427876096865394*leg4_s0_x - 0.766044443118978*leg4_s0_y - 1.1275702593849246e-17
+    cse36 = leg4_d_x*leg4_d_x
+    cse37 = leg4_s0_z*leg4_s0_z
+    leg4_crank_K = 2.0*cse36 + 2.0*cse37 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579467
+    leg4_crank_rho2 = cse36 + cse37
     leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
-    if not (leg4_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg4_crank_w2 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         H[:] = [NAN] * 108
-        return 1
-    if not (leg4_crank_w2 - 6.547406586289738e-17 > 0.0):  # crank: crank and rod aligned
+        return 401
+    if not (leg4_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
     leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
@@ -1000,43 +1104,43 @@ def velocity_constraints(x, p, H):
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x = leg4_crank_c*leg4_d_x - leg4_crank_s*leg4_s0_z - 0.25
     leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
-    cse32 = 0.6570332533844181*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
-    cse33 = 0.3398584233757709*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.6179244061377648*leg4_e_c_y
-    leg4_u_Lxz2 = cse32*cse32 + cse33*cse33
-    if not (leg4_u_Lxz2 - 6.547406586289738e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse38 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
+    cse39 = 0.3398584233757707*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.617924406137765*leg4_e_c_y
+    leg4_u_Lxz2 = cse38*cse38 + cse39*cse39
+    if not (leg4_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 422
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    cse34 = 0.9404766089917045*leg4_d_z + 0.25620621301455804*leg4_e_c_x + 0.2232982856006817*leg4_e_c_y
-    leg4_u_L = math.sqrt(cse34*cse34 + leg4_u_Lxz2)
+    cse40 = 0.9404766089917045*leg4_d_z + 0.25620621301455787*leg4_e_c_x + 0.22329828560068166*leg4_e_c_y
+    leg4_u_L = math.sqrt(cse40*cse40 + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c1 = cse33*leg4_u_inv_Lxz
-    leg4_u_s1 = cse32*leg4_u_inv_Lxz
+    leg4_u_c1 = cse39*leg4_u_inv_Lxz
+    leg4_u_s1 = cse38*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = cse34*leg4_u_inv_L
-    if not (leg4_q1 + 1.2 > 0.0):  # leg4_crank below its limit -1.2
+    leg4_u_s2 = cse40*leg4_u_inv_L
+    if not (leg4_q1 + 1.2 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         H[:] = [NAN] * 108
-        return 1
-    if not (1.2 - leg4_q1 > 0.0):  # leg4_crank above its limit 1.2
+        return 403
+    if not (1.2 - leg4_q1 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
         H[:] = [NAN] * 108
-        return 1
-    leg5_s0_x = -cse27 - 0.09550649771681177*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -cse28 - 0.09550649771681177*leg1_alpha_C_11 + y_C
-    leg5_s0_z = -cse29 - 0.09550649771681177*leg1_alpha_C_12 + z_C
-    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865393*leg5_s0_y - 0.7999999999999999
-    leg5_d_z = 0.6427876096865393*leg5_s0_x - 0.766044443118978*leg5_s0_y + 2.862293735361732e-17
-    cse35 = leg5_d_x*leg5_d_x
-    cse36 = leg5_s0_z*leg5_s0_z
-    leg5_crank_K = 2.0*cse35 + 2.0*cse36 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579465
-    leg5_crank_rho2 = cse35 + cse36
+        return 404
+    leg5_s0_x = -cse30 - cse31 + x_C
+    leg5_s0_y = -cse32 - cse33 + y_C
+    leg5_s0_z = -cse34 - cse35 + z_C
+    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865394*leg5_s0_y - 0.8
+    leg5_d_z = 0.6427876096865394*leg5_s0_x - 0.766044443118978*leg5_s0_y + 1.1275702593849246e-17
+    cse41 = leg5_d_x*leg5_d_x
+    cse42 = leg5_s0_z*leg5_s0_z
+    leg5_crank_K = 2.0*cse41 + 2.0*cse42 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579467
+    leg5_crank_rho2 = cse41 + cse42
     leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
-    if not (leg5_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg5_crank_w2 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         H[:] = [NAN] * 108
-        return 1
-    if not (leg5_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 501
+    if not (leg5_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
     leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
@@ -1044,43 +1148,43 @@ def velocity_constraints(x, p, H):
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x = leg5_crank_c*leg5_d_x - leg5_crank_s*leg5_s0_z - 0.25
     leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
-    cse37 = 0.6570332533844183*leg5_e_c_x - 0.7538615946890296*leg5_e_c_y
-    cse38 = -0.33985842337577066*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.6179244061377651*leg5_e_c_y
-    leg5_u_Lxz2 = cse37*cse37 + cse38*cse38
-    if not (leg5_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse43 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
+    cse44 = -0.3398584233757707*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.617924406137765*leg5_e_c_y
+    leg5_u_Lxz2 = cse43*cse43 + cse44*cse44
+    if not (leg5_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 522
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    cse39 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
-    leg5_u_L = math.sqrt(cse39*cse39 + leg5_u_Lxz2)
+    cse45 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
+    leg5_u_L = math.sqrt(cse45*cse45 + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c1 = cse38*leg5_u_inv_Lxz
-    leg5_u_s1 = cse37*leg5_u_inv_Lxz
+    leg5_u_c1 = cse44*leg5_u_inv_Lxz
+    leg5_u_s1 = cse43*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = cse39*leg5_u_inv_L
-    if not (leg5_q1 + 1.2 > 0.0):  # leg5_crank below its limit -1.2
+    leg5_u_s2 = cse45*leg5_u_inv_L
+    if not (leg5_q1 + 1.2 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         H[:] = [NAN] * 108
-        return 1
-    if not (1.2 - leg5_q1 > 0.0):  # leg5_crank above its limit 1.2
+        return 503
+    if not (1.2 - leg5_q1 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
         H[:] = [NAN] * 108
-        return 1
-    leg6_s0_x = -cse19 + 0.18811107882911796*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse20 + 0.18811107882911796*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse21 + 0.18811107882911796*leg1_alpha_C_02 + z_C
-    leg6_d_x = -0.17364817766693033*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
-    leg6_d_z = 0.9848077530122081*leg6_s0_x - 0.17364817766693036*leg6_s0_y - 1.0408340855860843e-17
-    cse40 = leg6_d_x*leg6_d_x
-    cse41 = leg6_s0_z*leg6_s0_z
-    leg6_crank_K = 2.0*cse40 + 2.0*cse41 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579467
-    leg6_crank_rho2 = cse40 + cse41
+        return 504
+    leg6_s0_x = -cse19 + cse20
+    leg6_s0_y = -cse21 + cse22
+    leg6_s0_z = -cse23 + cse24
+    leg6_d_x = -0.17364817766693036*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
+    leg6_d_z = 0.984807753012208*leg6_s0_x - 0.17364817766693036*leg6_s0_y + 1.5178830414797062e-18
+    cse46 = leg6_d_x*leg6_d_x
+    cse47 = leg6_s0_z*leg6_s0_z
+    leg6_crank_K = 2.0*cse46 + 2.0*cse47 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579465
+    leg6_crank_rho2 = cse46 + cse47
     leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
-    if not (leg6_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg6_crank_w2 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         H[:] = [NAN] * 108
-        return 1
-    if not (leg6_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 601
+    if not (leg6_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
     leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
@@ -1088,101 +1192,101 @@ def velocity_constraints(x, p, H):
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x = leg6_crank_c*leg6_d_x - leg6_crank_s*leg6_s0_z - 0.25
     leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
-    cse42 = 0.6570332533844183*leg6_e_c_x - 0.7538615946890297*leg6_e_c_y
-    cse43 = 0.339858423375771*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.617924406137765*leg6_e_c_y
-    leg6_u_Lxz2 = cse42*cse42 + cse43*cse43
-    if not (leg6_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse48 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
+    cse49 = 0.33985842337577093*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.6179244061377651*leg6_e_c_y
+    leg6_u_Lxz2 = cse48*cse48 + cse49*cse49
+    if not (leg6_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 622
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    cse44 = 0.9404766089917044*leg6_d_z + 0.2562062130145581*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
-    leg6_u_L = math.sqrt(cse44*cse44 + leg6_u_Lxz2)
+    cse50 = 0.9404766089917044*leg6_d_z + 0.25620621301455804*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
+    leg6_u_L = math.sqrt(cse50*cse50 + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_u_c1 = cse43*leg6_u_inv_Lxz
-    leg6_u_s1 = cse42*leg6_u_inv_Lxz
+    leg6_u_c1 = cse49*leg6_u_inv_Lxz
+    leg6_u_s1 = cse48*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = cse44*leg6_u_inv_L
-    if not (leg6_q1 + 1.2 > 0.0):  # leg6_crank below its limit -1.2
+    leg6_u_s2 = cse50*leg6_u_inv_L
+    if not (leg6_q1 + 1.2 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         H[:] = [NAN] * 108
-        return 1
-    if not (1.2 - leg6_q1 > 0.0):  # leg6_crank above its limit 1.2
+        return 603
+    if not (1.2 - leg6_q1 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
         H[:] = [NAN] * 108
-        return 1
-    leg1_beta1_00 = 0.9396926207859083*leg1_crank_c
+        return 604
+    leg1_beta1_00 = 0.9396926207859084*leg1_crank_c
     leg1_beta1_01 = -0.34202014332566866*leg1_crank_c
-    leg1_beta1_10 = -0.9396926207859083*leg1_crank_s
+    leg1_beta1_10 = -0.9396926207859084*leg1_crank_s
     leg1_beta1_11 = 0.34202014332566866*leg1_crank_s
-    leg1_beta2_00 = -0.7089891962222173*leg1_u_c1 + 0.657033253384418*leg1_u_s1
-    leg1_beta2_01 = -0.6179244061377648*leg1_u_c1 - 0.7538615946890297*leg1_u_s1
+    leg1_beta2_00 = -0.7089891962222175*leg1_u_c1 + 0.6570332533844182*leg1_u_s1
+    leg1_beta2_01 = -0.6179244061377649*leg1_u_c1 - 0.7538615946890298*leg1_u_s1
     leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
-    leg1_beta2_20 = -0.657033253384418*leg1_u_c1 - 0.7089891962222173*leg1_u_s1
-    leg1_beta2_21 = 0.7538615946890297*leg1_u_c1 - 0.6179244061377648*leg1_u_s1
+    leg1_beta2_20 = -0.6570332533844182*leg1_u_c1 - 0.7089891962222175*leg1_u_s1
+    leg1_beta2_21 = 0.7538615946890298*leg1_u_c1 - 0.6179244061377649*leg1_u_s1
     leg1_beta2_22 = -0.33985842337577077*leg1_u_s1
-    leg2_beta1_00 = 0.9396926207859083*leg2_crank_c
+    leg2_beta1_00 = 0.9396926207859084*leg2_crank_c
     leg2_beta1_01 = 0.34202014332566866*leg2_crank_c
-    leg2_beta1_10 = -0.9396926207859083*leg2_crank_s
+    leg2_beta1_10 = -0.9396926207859084*leg2_crank_s
     leg2_beta1_11 = -0.34202014332566866*leg2_crank_s
-    leg2_beta2_00 = -0.7089891962222173*leg2_u_c1 + 0.657033253384418*leg2_u_s1
-    leg2_beta2_01 = -0.6179244061377648*leg2_u_c1 - 0.7538615946890297*leg2_u_s1
+    leg2_beta2_00 = -0.7089891962222175*leg2_u_c1 + 0.6570332533844182*leg2_u_s1
+    leg2_beta2_01 = -0.6179244061377649*leg2_u_c1 - 0.7538615946890298*leg2_u_s1
     leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
-    leg2_beta2_20 = -0.657033253384418*leg2_u_c1 - 0.7089891962222173*leg2_u_s1
-    leg2_beta2_21 = 0.7538615946890297*leg2_u_c1 - 0.6179244061377648*leg2_u_s1
+    leg2_beta2_20 = -0.6570332533844182*leg2_u_c1 - 0.7089891962222175*leg2_u_s1
+    leg2_beta2_21 = 0.7538615946890298*leg2_u_c1 - 0.6179244061377649*leg2_u_s1
     leg2_beta2_22 = 0.33985842337577077*leg2_u_s1
-    leg3_beta1_00 = -0.17364817766693028*leg3_crank_c
+    leg3_beta1_00 = -0.17364817766693036*leg3_crank_c
     leg3_beta1_01 = 0.984807753012208*leg3_crank_c
-    leg3_beta1_10 = 0.17364817766693028*leg3_crank_s
+    leg3_beta1_10 = 0.17364817766693036*leg3_crank_s
     leg3_beta1_11 = -0.984807753012208*leg3_crank_s
-    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844183*leg3_u_s1
-    leg3_beta2_01 = -0.617924406137765*leg3_u_c1 - 0.7538615946890297*leg3_u_s1
+    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844184*leg3_u_s1
+    leg3_beta2_01 = -0.6179244061377651*leg3_u_c1 - 0.7538615946890296*leg3_u_s1
     leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
-    leg3_beta2_20 = -0.6570332533844183*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
-    leg3_beta2_21 = 0.7538615946890297*leg3_u_c1 - 0.617924406137765*leg3_u_s1
+    leg3_beta2_20 = -0.6570332533844184*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
+    leg3_beta2_21 = 0.7538615946890296*leg3_u_c1 - 0.6179244061377651*leg3_u_s1
     leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
-    leg4_beta1_00 = -0.7660444431189779*leg4_crank_c
-    leg4_beta1_01 = 0.6427876096865395*leg4_crank_c
-    leg4_beta1_10 = 0.7660444431189779*leg4_crank_s
-    leg4_beta1_11 = -0.6427876096865395*leg4_crank_s
-    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844181*leg4_u_s1
-    leg4_beta2_01 = -0.6179244061377648*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
-    leg4_beta2_02 = 0.3398584233757709*leg4_u_c1
-    leg4_beta2_20 = -0.6570332533844181*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
-    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.6179244061377648*leg4_u_s1
-    leg4_beta2_22 = 0.3398584233757709*leg4_u_s1
+    leg4_beta1_00 = -0.766044443118978*leg4_crank_c
+    leg4_beta1_01 = 0.6427876096865394*leg4_crank_c
+    leg4_beta1_10 = 0.766044443118978*leg4_crank_s
+    leg4_beta1_11 = -0.6427876096865394*leg4_crank_s
+    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
+    leg4_beta2_01 = -0.617924406137765*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
+    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
+    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
+    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.617924406137765*leg4_u_s1
+    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
     leg5_beta1_00 = -0.766044443118978*leg5_crank_c
-    leg5_beta1_01 = -0.6427876096865393*leg5_crank_c
+    leg5_beta1_01 = -0.6427876096865394*leg5_crank_c
     leg5_beta1_10 = 0.766044443118978*leg5_crank_s
-    leg5_beta1_11 = 0.6427876096865393*leg5_crank_s
-    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844183*leg5_u_s1
-    leg5_beta2_01 = -0.6179244061377651*leg5_u_c1 - 0.7538615946890296*leg5_u_s1
-    leg5_beta2_02 = -0.33985842337577066*leg5_u_c1
-    leg5_beta2_20 = -0.6570332533844183*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
-    leg5_beta2_21 = 0.7538615946890296*leg5_u_c1 - 0.6179244061377651*leg5_u_s1
-    leg5_beta2_22 = -0.33985842337577066*leg5_u_s1
-    leg6_beta1_00 = -0.17364817766693033*leg6_crank_c
+    leg5_beta1_11 = 0.6427876096865394*leg5_crank_s
+    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
+    leg5_beta2_01 = -0.617924406137765*leg5_u_c1 - 0.7538615946890297*leg5_u_s1
+    leg5_beta2_02 = -0.3398584233757707*leg5_u_c1
+    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
+    leg5_beta2_21 = 0.7538615946890297*leg5_u_c1 - 0.617924406137765*leg5_u_s1
+    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
+    leg6_beta1_00 = -0.17364817766693036*leg6_crank_c
     leg6_beta1_01 = -0.984807753012208*leg6_crank_c
-    leg6_beta1_10 = 0.17364817766693033*leg6_crank_s
+    leg6_beta1_10 = 0.17364817766693036*leg6_crank_s
     leg6_beta1_11 = 0.984807753012208*leg6_crank_s
-    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844183*leg6_u_s1
-    leg6_beta2_01 = -0.617924406137765*leg6_u_c1 - 0.7538615946890297*leg6_u_s1
-    leg6_beta2_02 = 0.339858423375771*leg6_u_c1
-    leg6_beta2_20 = -0.6570332533844183*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
-    leg6_beta2_21 = 0.7538615946890297*leg6_u_c1 - 0.617924406137765*leg6_u_s1
-    leg6_beta2_22 = 0.339858423375771*leg6_u_s1
-    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.2562062130145579*leg1_u_s2
-    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.2232982856006816*leg1_u_s2
+    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
+    leg6_beta2_01 = -0.6179244061377651*leg6_u_c1 - 0.7538615946890296*leg6_u_s1
+    leg6_beta2_02 = 0.33985842337577093*leg6_u_c1
+    leg6_beta2_20 = -0.6570332533844184*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
+    leg6_beta2_21 = 0.7538615946890296*leg6_u_c1 - 0.6179244061377651*leg6_u_s1
+    leg6_beta2_22 = 0.33985842337577093*leg6_u_s1
+    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.256206213014558*leg1_u_s2
+    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.22329828560068166*leg1_u_s2
     leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.9404766089917045*leg1_u_s2
-    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.2562062130145579*leg1_u_c2
-    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.2232982856006816*leg1_u_c2
+    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.256206213014558*leg1_u_c2
+    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.22329828560068166*leg1_u_c2
     leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
     leg1_B0_00 = leg1_B1_00*leg1_beta1_00 + leg1_B1_01*leg1_beta1_10 + 0.34202014332566866*leg1_B1_02
-    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859083*leg1_B1_02
+    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859084*leg1_B1_02
     leg1_B0_02 = -leg1_B1_00*leg1_crank_s - leg1_B1_01*leg1_crank_c
     leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + leg1_B1_11*leg1_beta1_10 + 0.34202014332566866*leg1_B1_12
-    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859083*leg1_B1_12
+    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859084*leg1_B1_12
     leg1_B0_12 = -leg1_B1_10*leg1_crank_s - leg1_B1_11*leg1_crank_c
     leg1_B0_20 = leg1_beta1_00*leg1_beta2_20 + leg1_beta1_10*leg1_beta2_21 + 0.34202014332566866*leg1_beta2_22
-    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859083*leg1_beta2_22
+    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859084*leg1_beta2_22
     leg1_B0_22 = -leg1_beta2_20*leg1_crank_s - leg1_beta2_21*leg1_crank_c
     leg1_rho1_x = 0.25*leg1_B1_00 + 0.809160465315115
     leg1_rho1_y = 0.25*leg1_B1_10
@@ -1211,26 +1315,26 @@ def velocity_constraints(x, p, H):
     leg1_Ci3_z = 0.4213244437154379*leg1_Q_20 + 0.3535331853275967*leg1_Q_21
     if not (leg1_TL2_z*leg1_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL2_z
     if not (leg1_TL1_x*leg1_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_x
-    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.2562062130145579*leg2_u_s2
-    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.2232982856006816*leg2_u_s2
+    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.256206213014558*leg2_u_s2
+    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.22329828560068166*leg2_u_s2
     leg2_B1_02 = leg2_beta2_02*leg2_u_c2 + 0.9404766089917045*leg2_u_s2
-    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.2562062130145579*leg2_u_c2
-    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.2232982856006816*leg2_u_c2
+    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.256206213014558*leg2_u_c2
+    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.22329828560068166*leg2_u_c2
     leg2_B1_12 = -leg2_beta2_02*leg2_u_s2 + 0.9404766089917045*leg2_u_c2
     leg2_B0_00 = leg2_B1_00*leg2_beta1_00 + leg2_B1_01*leg2_beta1_10 - 0.34202014332566866*leg2_B1_02
-    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859083*leg2_B1_02
+    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859084*leg2_B1_02
     leg2_B0_02 = -leg2_B1_00*leg2_crank_s - leg2_B1_01*leg2_crank_c
     leg2_B0_10 = leg2_B1_10*leg2_beta1_00 + leg2_B1_11*leg2_beta1_10 - 0.34202014332566866*leg2_B1_12
-    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859083*leg2_B1_12
+    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859084*leg2_B1_12
     leg2_B0_12 = -leg2_B1_10*leg2_crank_s - leg2_B1_11*leg2_crank_c
     leg2_B0_20 = leg2_beta1_00*leg2_beta2_20 + leg2_beta1_10*leg2_beta2_21 - 0.34202014332566866*leg2_beta2_22
-    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859083*leg2_beta2_22
+    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859084*leg2_beta2_22
     leg2_B0_22 = -leg2_beta2_20*leg2_crank_s - leg2_beta2_21*leg2_crank_c
     leg2_rho1_x = 0.25*leg2_B1_00 + 0.809160465315115
     leg2_rho1_y = 0.25*leg2_B1_10
@@ -1259,26 +1363,26 @@ def velocity_constraints(x, p, H):
     leg2_Ci3_z = -0.4213244437154379*leg2_Q_20 + 0.3535331853275967*leg2_Q_21
     if not (leg2_TL2_z*leg2_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL2_z
     if not (leg2_TL1_x*leg2_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_x
     leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.25620621301455804*leg3_u_s2
-    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068182*leg3_u_s2
-    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917045*leg3_u_s2
+    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068185*leg3_u_s2
+    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917044*leg3_u_s2
     leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
-    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068182*leg3_u_c2
-    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917045*leg3_u_c2
-    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.9848077530122081*leg3_B1_02
-    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.1736481776669303*leg3_B1_02
+    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068185*leg3_u_c2
+    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917044*leg3_u_c2
+    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.984807753012208*leg3_B1_02
+    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.17364817766693036*leg3_B1_02
     leg3_B0_02 = -leg3_B1_00*leg3_crank_s - leg3_B1_01*leg3_crank_c
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.9848077530122081*leg3_B1_12
-    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.1736481776669303*leg3_B1_12
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.984807753012208*leg3_B1_12
+    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.17364817766693036*leg3_B1_12
     leg3_B0_12 = -leg3_B1_10*leg3_crank_s - leg3_B1_11*leg3_crank_c
-    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.9848077530122081*leg3_beta2_22
-    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.1736481776669303*leg3_beta2_22
+    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.984807753012208*leg3_beta2_22
+    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.17364817766693036*leg3_beta2_22
     leg3_B0_22 = -leg3_beta2_20*leg3_crank_s - leg3_beta2_21*leg3_crank_c
     leg3_rho1_x = 0.25*leg3_B1_00 + 0.8091604653151149
     leg3_rho1_y = 0.25*leg3_B1_10
@@ -1296,45 +1400,45 @@ def velocity_constraints(x, p, H):
     leg3_Q_20 = leg1_alpha_C_00*leg3_B0_20 + leg1_alpha_C_02*leg3_B0_22 + leg1_s_psi_z*leg3_B0_21
     leg3_Q_21 = leg1_alpha_C_10*leg3_B0_20 + leg1_alpha_C_11*leg3_B0_21 + leg1_alpha_C_12*leg3_B0_22
     leg3_Q_22 = leg1_alpha_C_20*leg3_B0_20 + leg1_alpha_C_21*leg3_B0_21 + leg1_alpha_C_22*leg3_B0_22
-    leg3_Ci1_x = 0.5168309414322496*leg3_Q_02
-    leg3_Ci1_y = -0.18811107882911787*leg3_Q_02
-    leg3_Ci1_z = -0.5168309414322496*leg3_Q_00 + 0.18811107882911787*leg3_Q_01
-    leg3_Ci2_x = 0.5168309414322496*leg3_Q_12
-    leg3_Ci2_y = -0.18811107882911787*leg3_Q_12
-    leg3_Ci2_z = -0.5168309414322496*leg3_Q_10 + 0.18811107882911787*leg3_Q_11
-    leg3_Ci3_x = 0.5168309414322496*leg3_Q_22
-    leg3_Ci3_y = -0.18811107882911787*leg3_Q_22
-    leg3_Ci3_z = -0.5168309414322496*leg3_Q_20 + 0.18811107882911787*leg3_Q_21
+    leg3_Ci1_x = 0.5168309414322497*leg3_Q_02
+    leg3_Ci1_y = -0.18811107882911782*leg3_Q_02
+    leg3_Ci1_z = -0.5168309414322497*leg3_Q_00 + 0.18811107882911782*leg3_Q_01
+    leg3_Ci2_x = 0.5168309414322497*leg3_Q_12
+    leg3_Ci2_y = -0.18811107882911782*leg3_Q_12
+    leg3_Ci2_z = -0.5168309414322497*leg3_Q_10 + 0.18811107882911782*leg3_Q_11
+    leg3_Ci3_x = 0.5168309414322497*leg3_Q_22
+    leg3_Ci3_y = -0.18811107882911782*leg3_Q_22
+    leg3_Ci3_z = -0.5168309414322497*leg3_Q_20 + 0.18811107882911782*leg3_Q_21
     if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL2_z
     if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_x
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455804*leg4_u_s2
-    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.2232982856006817*leg4_u_s2
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455787*leg4_u_s2
+    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.22329828560068166*leg4_u_s2
     leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
-    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455804*leg4_u_c2
-    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.2232982856006817*leg4_u_c2
+    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455787*leg4_u_c2
+    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.22329828560068166*leg4_u_c2
     leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
-    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865395*leg4_B1_02
-    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.7660444431189779*leg4_B1_02
+    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865394*leg4_B1_02
+    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.766044443118978*leg4_B1_02
     leg4_B0_02 = -leg4_B1_00*leg4_crank_s - leg4_B1_01*leg4_crank_c
-    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865395*leg4_B1_12
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.7660444431189779*leg4_B1_12
+    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865394*leg4_B1_12
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.766044443118978*leg4_B1_12
     leg4_B0_12 = -leg4_B1_10*leg4_crank_s - leg4_B1_11*leg4_crank_c
-    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865395*leg4_beta2_22
-    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.7660444431189779*leg4_beta2_22
+    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865394*leg4_beta2_22
+    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.766044443118978*leg4_beta2_22
     leg4_B0_22 = -leg4_beta2_20*leg4_crank_s - leg4_beta2_21*leg4_crank_c
-    leg4_rho1_x = 0.25*leg4_B1_00 + 0.8091604653151152
+    leg4_rho1_x = 0.25*leg4_B1_00 + 0.809160465315115
     leg4_rho1_y = 0.25*leg4_B1_10
     leg4_rho1_z = 0.25*leg4_beta2_20
     leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
     leg4_TL1_y = -leg4_B1_02*leg4_rho1_z + leg4_beta2_22*leg4_rho1_x
     leg4_TL1_z = leg4_B1_02*leg4_rho1_y - leg4_B1_12*leg4_rho1_x
-    leg4_TL2_z = -0.8091604653151152*leg4_u_c2
+    leg4_TL2_z = -0.809160465315115*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
     leg4_Q_02 = leg1_alpha_C_20*leg4_B0_00 + leg1_alpha_C_21*leg4_B0_01 + leg1_alpha_C_22*leg4_B0_02
@@ -1344,22 +1448,22 @@ def velocity_constraints(x, p, H):
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.09550649771681166*leg4_Q_02
+    leg4_Ci1_x = 0.0955064977168117*leg4_Q_02
     leg4_Ci1_y = 0.5416442641567144*leg4_Q_02
-    leg4_Ci1_z = -0.09550649771681166*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
-    leg4_Ci2_x = 0.09550649771681166*leg4_Q_12
+    leg4_Ci1_z = -0.0955064977168117*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
+    leg4_Ci2_x = 0.0955064977168117*leg4_Q_12
     leg4_Ci2_y = 0.5416442641567144*leg4_Q_12
-    leg4_Ci2_z = -0.09550649771681166*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
-    leg4_Ci3_x = 0.09550649771681166*leg4_Q_22
+    leg4_Ci2_z = -0.0955064977168117*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
+    leg4_Ci3_x = 0.0955064977168117*leg4_Q_22
     leg4_Ci3_y = 0.5416442641567144*leg4_Q_22
-    leg4_Ci3_z = -0.09550649771681166*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
-    if not (leg4_TL2_z*leg4_TL2_z - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci3_z = -0.0955064977168117*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
+    if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL2_z
-    if not (leg4_TL1_x*leg4_TL1_x - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_x*leg4_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_x
     leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
     leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
@@ -1367,22 +1471,22 @@ def velocity_constraints(x, p, H):
     leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
     leg5_B1_11 = -leg5_beta2_01*leg5_u_s2 - 0.22329828560068166*leg5_u_c2
     leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
-    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865393*leg5_B1_02
+    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865394*leg5_B1_02
     leg5_B0_01 = leg5_B1_00*leg5_beta1_01 + leg5_B1_01*leg5_beta1_11 - 0.766044443118978*leg5_B1_02
     leg5_B0_02 = -leg5_B1_00*leg5_crank_s - leg5_B1_01*leg5_crank_c
-    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865393*leg5_B1_12
+    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865394*leg5_B1_12
     leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + leg5_B1_11*leg5_beta1_11 - 0.766044443118978*leg5_B1_12
     leg5_B0_12 = -leg5_B1_10*leg5_crank_s - leg5_B1_11*leg5_crank_c
-    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865393*leg5_beta2_22
+    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865394*leg5_beta2_22
     leg5_B0_21 = leg5_beta1_01*leg5_beta2_20 + leg5_beta1_11*leg5_beta2_21 - 0.766044443118978*leg5_beta2_22
     leg5_B0_22 = -leg5_beta2_20*leg5_crank_s - leg5_beta2_21*leg5_crank_c
-    leg5_rho1_x = 0.25*leg5_B1_00 + 0.8091604653151149
+    leg5_rho1_x = 0.25*leg5_B1_00 + 0.809160465315115
     leg5_rho1_y = 0.25*leg5_B1_10
     leg5_rho1_z = 0.25*leg5_beta2_20
     leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
     leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
     leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
-    leg5_TL2_z = -0.8091604653151149*leg5_u_c2
+    leg5_TL2_z = -0.809160465315115*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
     leg5_Q_02 = leg1_alpha_C_20*leg5_B0_00 + leg1_alpha_C_21*leg5_B0_01 + leg1_alpha_C_22*leg5_B0_02
@@ -1392,45 +1496,45 @@ def velocity_constraints(x, p, H):
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.09550649771681177*leg5_Q_02
+    leg5_Ci1_x = -0.0955064977168117*leg5_Q_02
     leg5_Ci1_y = 0.5416442641567144*leg5_Q_02
-    leg5_Ci1_z = 0.09550649771681177*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
-    leg5_Ci2_x = -0.09550649771681177*leg5_Q_12
+    leg5_Ci1_z = 0.0955064977168117*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
+    leg5_Ci2_x = -0.0955064977168117*leg5_Q_12
     leg5_Ci2_y = 0.5416442641567144*leg5_Q_12
-    leg5_Ci2_z = 0.09550649771681177*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
-    leg5_Ci3_x = -0.09550649771681177*leg5_Q_22
+    leg5_Ci2_z = 0.0955064977168117*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
+    leg5_Ci3_x = -0.0955064977168117*leg5_Q_22
     leg5_Ci3_y = 0.5416442641567144*leg5_Q_22
-    leg5_Ci3_z = 0.09550649771681177*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
-    if not (leg5_TL2_z*leg5_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.0955064977168117*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
+    if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL2_z
-    if not (leg5_TL1_x*leg5_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_x*leg5_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_x
-    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.2562062130145581*leg6_u_s2
+    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.25620621301455804*leg6_u_s2
     leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
     leg6_B1_02 = leg6_beta2_02*leg6_u_c2 + 0.9404766089917044*leg6_u_s2
-    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.2562062130145581*leg6_u_c2
+    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.25620621301455804*leg6_u_c2
     leg6_B1_11 = -leg6_beta2_01*leg6_u_s2 + 0.22329828560068185*leg6_u_c2
     leg6_B1_12 = -leg6_beta2_02*leg6_u_s2 + 0.9404766089917044*leg6_u_c2
-    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.9848077530122081*leg6_B1_02
+    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.984807753012208*leg6_B1_02
     leg6_B0_01 = leg6_B1_00*leg6_beta1_01 + leg6_B1_01*leg6_beta1_11 - 0.17364817766693036*leg6_B1_02
     leg6_B0_02 = -leg6_B1_00*leg6_crank_s - leg6_B1_01*leg6_crank_c
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.9848077530122081*leg6_B1_12
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.984807753012208*leg6_B1_12
     leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + leg6_B1_11*leg6_beta1_11 - 0.17364817766693036*leg6_B1_12
     leg6_B0_12 = -leg6_B1_10*leg6_crank_s - leg6_B1_11*leg6_crank_c
-    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.9848077530122081*leg6_beta2_22
+    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.984807753012208*leg6_beta2_22
     leg6_B0_21 = leg6_beta1_01*leg6_beta2_20 + leg6_beta1_11*leg6_beta2_21 - 0.17364817766693036*leg6_beta2_22
     leg6_B0_22 = -leg6_beta2_20*leg6_crank_s - leg6_beta2_21*leg6_crank_c
-    leg6_rho1_x = 0.25*leg6_B1_00 + 0.809160465315115
+    leg6_rho1_x = 0.25*leg6_B1_00 + 0.8091604653151149
     leg6_rho1_y = 0.25*leg6_B1_10
     leg6_rho1_z = 0.25*leg6_beta2_20
     leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
     leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
     leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
-    leg6_TL2_z = -0.809160465315115*leg6_u_c2
+    leg6_TL2_z = -0.8091604653151149*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
     leg6_Q_02 = leg1_alpha_C_20*leg6_B0_00 + leg1_alpha_C_21*leg6_B0_01 + leg1_alpha_C_22*leg6_B0_02
@@ -1440,137 +1544,137 @@ def velocity_constraints(x, p, H):
     leg6_Q_20 = leg1_alpha_C_00*leg6_B0_20 + leg1_alpha_C_02*leg6_B0_22 + leg1_s_psi_z*leg6_B0_21
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
-    leg6_Ci1_x = -0.5168309414322496*leg6_Q_02
-    leg6_Ci1_y = -0.18811107882911796*leg6_Q_02
-    leg6_Ci1_z = 0.5168309414322496*leg6_Q_00 + 0.18811107882911796*leg6_Q_01
-    leg6_Ci2_x = -0.5168309414322496*leg6_Q_12
-    leg6_Ci2_y = -0.18811107882911796*leg6_Q_12
-    leg6_Ci2_z = 0.5168309414322496*leg6_Q_10 + 0.18811107882911796*leg6_Q_11
-    leg6_Ci3_x = -0.5168309414322496*leg6_Q_22
-    leg6_Ci3_y = -0.18811107882911796*leg6_Q_22
-    leg6_Ci3_z = 0.5168309414322496*leg6_Q_20 + 0.18811107882911796*leg6_Q_21
-    if not (leg6_TL2_z*leg6_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci1_x = -0.5168309414322497*leg6_Q_02
+    leg6_Ci1_y = -0.18811107882911782*leg6_Q_02
+    leg6_Ci1_z = 0.5168309414322497*leg6_Q_00 + 0.18811107882911782*leg6_Q_01
+    leg6_Ci2_x = -0.5168309414322497*leg6_Q_12
+    leg6_Ci2_y = -0.18811107882911782*leg6_Q_12
+    leg6_Ci2_z = 0.5168309414322497*leg6_Q_10 + 0.18811107882911782*leg6_Q_11
+    leg6_Ci3_x = -0.5168309414322497*leg6_Q_22
+    leg6_Ci3_y = -0.18811107882911782*leg6_Q_22
+    leg6_Ci3_z = 0.5168309414322497*leg6_Q_20 + 0.18811107882911782*leg6_Q_21
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL2_z
-    if not (leg6_TL1_x*leg6_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_x*leg6_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_x
     leg1_H1_1 = leg1_B0_00*leg1_lu_inv3
     leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_TL1_z)
-    cse45 = 1.23584881227553*leg1_TL1_y
-    leg1_H1_3 = -cse45*leg1_H1_1 + 1.23584881227553*leg1_B0_10
+    cse51 = 1.23584881227553*leg1_TL1_y
+    leg1_H1_3 = -cse51*leg1_H1_1 + 1.23584881227553*leg1_B0_10
     leg1_H2_1 = leg1_B0_01*leg1_lu_inv3
     leg1_H2_2 = leg1_lu_inv2*(leg1_B0_21 - leg1_H2_1*leg1_TL1_z)
-    leg1_H2_3 = -cse45*leg1_H2_1 + 1.23584881227553*leg1_B0_11
+    leg1_H2_3 = -cse51*leg1_H2_1 + 1.23584881227553*leg1_B0_11
     leg1_H3_1 = leg1_B0_02*leg1_lu_inv3
     leg1_H3_2 = leg1_lu_inv2*(leg1_B0_22 - leg1_H3_1*leg1_TL1_z)
-    leg1_H3_3 = -cse45*leg1_H3_1 + 1.23584881227553*leg1_B0_12
+    leg1_H3_3 = -cse51*leg1_H3_1 + 1.23584881227553*leg1_B0_12
     leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv3
     leg1_H4_2 = leg1_lu_inv2*(leg1_Ci3_x - leg1_H4_1*leg1_TL1_z)
-    leg1_H4_3 = -cse45*leg1_H4_1 + 1.23584881227553*leg1_Ci2_x
+    leg1_H4_3 = -cse51*leg1_H4_1 + 1.23584881227553*leg1_Ci2_x
     leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv3
     leg1_H5_2 = leg1_lu_inv2*(leg1_Ci3_y - leg1_H5_1*leg1_TL1_z)
-    leg1_H5_3 = -cse45*leg1_H5_1 + 1.23584881227553*leg1_Ci2_y
+    leg1_H5_3 = -cse51*leg1_H5_1 + 1.23584881227553*leg1_Ci2_y
     leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv3
     leg1_H6_2 = leg1_lu_inv2*(leg1_Ci3_z - leg1_H6_1*leg1_TL1_z)
-    leg1_H6_3 = -cse45*leg1_H6_1 + 1.23584881227553*leg1_Ci2_z
+    leg1_H6_3 = -cse51*leg1_H6_1 + 1.23584881227553*leg1_Ci2_z
     leg2_H1_1 = leg2_B0_00*leg2_lu_inv3
     leg2_H1_2 = leg2_lu_inv2*(leg2_B0_20 - leg2_H1_1*leg2_TL1_z)
-    cse46 = 1.23584881227553*leg2_TL1_y
-    leg2_H1_3 = -cse46*leg2_H1_1 + 1.23584881227553*leg2_B0_10
+    cse52 = 1.23584881227553*leg2_TL1_y
+    leg2_H1_3 = -cse52*leg2_H1_1 + 1.23584881227553*leg2_B0_10
     leg2_H2_1 = leg2_B0_01*leg2_lu_inv3
     leg2_H2_2 = leg2_lu_inv2*(leg2_B0_21 - leg2_H2_1*leg2_TL1_z)
-    leg2_H2_3 = -cse46*leg2_H2_1 + 1.23584881227553*leg2_B0_11
+    leg2_H2_3 = -cse52*leg2_H2_1 + 1.23584881227553*leg2_B0_11
     leg2_H3_1 = leg2_B0_02*leg2_lu_inv3
     leg2_H3_2 = leg2_lu_inv2*(leg2_B0_22 - leg2_H3_1*leg2_TL1_z)
-    leg2_H3_3 = -cse46*leg2_H3_1 + 1.23584881227553*leg2_B0_12
+    leg2_H3_3 = -cse52*leg2_H3_1 + 1.23584881227553*leg2_B0_12
     leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv3
     leg2_H4_2 = leg2_lu_inv2*(leg2_Ci3_x - leg2_H4_1*leg2_TL1_z)
-    leg2_H4_3 = -cse46*leg2_H4_1 + 1.23584881227553*leg2_Ci2_x
+    leg2_H4_3 = -cse52*leg2_H4_1 + 1.23584881227553*leg2_Ci2_x
     leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv3
     leg2_H5_2 = leg2_lu_inv2*(leg2_Ci3_y - leg2_H5_1*leg2_TL1_z)
-    leg2_H5_3 = -cse46*leg2_H5_1 + 1.23584881227553*leg2_Ci2_y
+    leg2_H5_3 = -cse52*leg2_H5_1 + 1.23584881227553*leg2_Ci2_y
     leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv3
     leg2_H6_2 = leg2_lu_inv2*(leg2_Ci3_z - leg2_H6_1*leg2_TL1_z)
-    leg2_H6_3 = -cse46*leg2_H6_1 + 1.23584881227553*leg2_Ci2_z
+    leg2_H6_3 = -cse52*leg2_H6_1 + 1.23584881227553*leg2_Ci2_z
     leg3_H1_1 = leg3_B0_00*leg3_lu_inv3
     leg3_H1_2 = leg3_lu_inv2*(leg3_B0_20 - leg3_H1_1*leg3_TL1_z)
-    cse47 = 1.23584881227553*leg3_TL1_y
-    leg3_H1_3 = -cse47*leg3_H1_1 + 1.23584881227553*leg3_B0_10
+    cse53 = 1.23584881227553*leg3_TL1_y
+    leg3_H1_3 = -cse53*leg3_H1_1 + 1.23584881227553*leg3_B0_10
     leg3_H2_1 = leg3_B0_01*leg3_lu_inv3
     leg3_H2_2 = leg3_lu_inv2*(leg3_B0_21 - leg3_H2_1*leg3_TL1_z)
-    leg3_H2_3 = -cse47*leg3_H2_1 + 1.23584881227553*leg3_B0_11
+    leg3_H2_3 = -cse53*leg3_H2_1 + 1.23584881227553*leg3_B0_11
     leg3_H3_1 = leg3_B0_02*leg3_lu_inv3
     leg3_H3_2 = leg3_lu_inv2*(leg3_B0_22 - leg3_H3_1*leg3_TL1_z)
-    leg3_H3_3 = -cse47*leg3_H3_1 + 1.23584881227553*leg3_B0_12
+    leg3_H3_3 = -cse53*leg3_H3_1 + 1.23584881227553*leg3_B0_12
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv3
     leg3_H4_2 = leg3_lu_inv2*(leg3_Ci3_x - leg3_H4_1*leg3_TL1_z)
-    leg3_H4_3 = -cse47*leg3_H4_1 + 1.23584881227553*leg3_Ci2_x
+    leg3_H4_3 = -cse53*leg3_H4_1 + 1.23584881227553*leg3_Ci2_x
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv3
     leg3_H5_2 = leg3_lu_inv2*(leg3_Ci3_y - leg3_H5_1*leg3_TL1_z)
-    leg3_H5_3 = -cse47*leg3_H5_1 + 1.23584881227553*leg3_Ci2_y
+    leg3_H5_3 = -cse53*leg3_H5_1 + 1.23584881227553*leg3_Ci2_y
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv3
     leg3_H6_2 = leg3_lu_inv2*(leg3_Ci3_z - leg3_H6_1*leg3_TL1_z)
-    leg3_H6_3 = -cse47*leg3_H6_1 + 1.23584881227553*leg3_Ci2_z
+    leg3_H6_3 = -cse53*leg3_H6_1 + 1.23584881227553*leg3_Ci2_z
     leg4_H1_1 = leg4_B0_00*leg4_lu_inv3
     leg4_H1_2 = leg4_lu_inv2*(leg4_B0_20 - leg4_H1_1*leg4_TL1_z)
-    cse48 = 1.2358488122755296*leg4_TL1_y
-    leg4_H1_3 = -cse48*leg4_H1_1 + 1.2358488122755296*leg4_B0_10
+    cse54 = 1.23584881227553*leg4_TL1_y
+    leg4_H1_3 = -cse54*leg4_H1_1 + 1.23584881227553*leg4_B0_10
     leg4_H2_1 = leg4_B0_01*leg4_lu_inv3
     leg4_H2_2 = leg4_lu_inv2*(leg4_B0_21 - leg4_H2_1*leg4_TL1_z)
-    leg4_H2_3 = -cse48*leg4_H2_1 + 1.2358488122755296*leg4_B0_11
+    leg4_H2_3 = -cse54*leg4_H2_1 + 1.23584881227553*leg4_B0_11
     leg4_H3_1 = leg4_B0_02*leg4_lu_inv3
     leg4_H3_2 = leg4_lu_inv2*(leg4_B0_22 - leg4_H3_1*leg4_TL1_z)
-    leg4_H3_3 = -cse48*leg4_H3_1 + 1.2358488122755296*leg4_B0_12
+    leg4_H3_3 = -cse54*leg4_H3_1 + 1.23584881227553*leg4_B0_12
     leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv3
     leg4_H4_2 = leg4_lu_inv2*(leg4_Ci3_x - leg4_H4_1*leg4_TL1_z)
-    leg4_H4_3 = -cse48*leg4_H4_1 + 1.2358488122755296*leg4_Ci2_x
+    leg4_H4_3 = -cse54*leg4_H4_1 + 1.23584881227553*leg4_Ci2_x
     leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv3
     leg4_H5_2 = leg4_lu_inv2*(leg4_Ci3_y - leg4_H5_1*leg4_TL1_z)
-    leg4_H5_3 = -cse48*leg4_H5_1 + 1.2358488122755296*leg4_Ci2_y
+    leg4_H5_3 = -cse54*leg4_H5_1 + 1.23584881227553*leg4_Ci2_y
     leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv3
     leg4_H6_2 = leg4_lu_inv2*(leg4_Ci3_z - leg4_H6_1*leg4_TL1_z)
-    leg4_H6_3 = -cse48*leg4_H6_1 + 1.2358488122755296*leg4_Ci2_z
+    leg4_H6_3 = -cse54*leg4_H6_1 + 1.23584881227553*leg4_Ci2_z
     leg5_H1_1 = leg5_B0_00*leg5_lu_inv3
     leg5_H1_2 = leg5_lu_inv2*(leg5_B0_20 - leg5_H1_1*leg5_TL1_z)
-    cse49 = 1.23584881227553*leg5_TL1_y
-    leg5_H1_3 = -cse49*leg5_H1_1 + 1.23584881227553*leg5_B0_10
+    cse55 = 1.23584881227553*leg5_TL1_y
+    leg5_H1_3 = -cse55*leg5_H1_1 + 1.23584881227553*leg5_B0_10
     leg5_H2_1 = leg5_B0_01*leg5_lu_inv3
     leg5_H2_2 = leg5_lu_inv2*(leg5_B0_21 - leg5_H2_1*leg5_TL1_z)
-    leg5_H2_3 = -cse49*leg5_H2_1 + 1.23584881227553*leg5_B0_11
+    leg5_H2_3 = -cse55*leg5_H2_1 + 1.23584881227553*leg5_B0_11
     leg5_H3_1 = leg5_B0_02*leg5_lu_inv3
     leg5_H3_2 = leg5_lu_inv2*(leg5_B0_22 - leg5_H3_1*leg5_TL1_z)
-    leg5_H3_3 = -cse49*leg5_H3_1 + 1.23584881227553*leg5_B0_12
+    leg5_H3_3 = -cse55*leg5_H3_1 + 1.23584881227553*leg5_B0_12
     leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv3
     leg5_H4_2 = leg5_lu_inv2*(leg5_Ci3_x - leg5_H4_1*leg5_TL1_z)
-    leg5_H4_3 = -cse49*leg5_H4_1 + 1.23584881227553*leg5_Ci2_x
+    leg5_H4_3 = -cse55*leg5_H4_1 + 1.23584881227553*leg5_Ci2_x
     leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv3
     leg5_H5_2 = leg5_lu_inv2*(leg5_Ci3_y - leg5_H5_1*leg5_TL1_z)
-    leg5_H5_3 = -cse49*leg5_H5_1 + 1.23584881227553*leg5_Ci2_y
+    leg5_H5_3 = -cse55*leg5_H5_1 + 1.23584881227553*leg5_Ci2_y
     leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv3
     leg5_H6_2 = leg5_lu_inv2*(leg5_Ci3_z - leg5_H6_1*leg5_TL1_z)
-    leg5_H6_3 = -cse49*leg5_H6_1 + 1.23584881227553*leg5_Ci2_z
+    leg5_H6_3 = -cse55*leg5_H6_1 + 1.23584881227553*leg5_Ci2_z
     leg6_H1_1 = leg6_B0_00*leg6_lu_inv3
     leg6_H1_2 = leg6_lu_inv2*(leg6_B0_20 - leg6_H1_1*leg6_TL1_z)
-    cse50 = 1.23584881227553*leg6_TL1_y
-    leg6_H1_3 = -cse50*leg6_H1_1 + 1.23584881227553*leg6_B0_10
+    cse56 = 1.23584881227553*leg6_TL1_y
+    leg6_H1_3 = -cse56*leg6_H1_1 + 1.23584881227553*leg6_B0_10
     leg6_H2_1 = leg6_B0_01*leg6_lu_inv3
     leg6_H2_2 = leg6_lu_inv2*(leg6_B0_21 - leg6_H2_1*leg6_TL1_z)
-    leg6_H2_3 = -cse50*leg6_H2_1 + 1.23584881227553*leg6_B0_11
+    leg6_H2_3 = -cse56*leg6_H2_1 + 1.23584881227553*leg6_B0_11
     leg6_H3_1 = leg6_B0_02*leg6_lu_inv3
     leg6_H3_2 = leg6_lu_inv2*(leg6_B0_22 - leg6_H3_1*leg6_TL1_z)
-    leg6_H3_3 = -cse50*leg6_H3_1 + 1.23584881227553*leg6_B0_12
+    leg6_H3_3 = -cse56*leg6_H3_1 + 1.23584881227553*leg6_B0_12
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv3
     leg6_H4_2 = leg6_lu_inv2*(leg6_Ci3_x - leg6_H4_1*leg6_TL1_z)
-    leg6_H4_3 = -cse50*leg6_H4_1 + 1.23584881227553*leg6_Ci2_x
+    leg6_H4_3 = -cse56*leg6_H4_1 + 1.23584881227553*leg6_Ci2_x
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv3
     leg6_H5_2 = leg6_lu_inv2*(leg6_Ci3_y - leg6_H5_1*leg6_TL1_z)
-    leg6_H5_3 = -cse50*leg6_H5_1 + 1.23584881227553*leg6_Ci2_y
+    leg6_H5_3 = -cse56*leg6_H5_1 + 1.23584881227553*leg6_Ci2_y
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv3
     leg6_H6_2 = leg6_lu_inv2*(leg6_Ci3_z - leg6_H6_1*leg6_TL1_z)
-    leg6_H6_3 = -cse50*leg6_H6_1 + 1.23584881227553*leg6_Ci2_z
+    leg6_H6_3 = -cse56*leg6_H6_1 + 1.23584881227553*leg6_Ci2_z
     H[0] = leg1_H1_1
     H[1] = leg1_H2_1
     H[2] = leg1_H3_1
@@ -1685,14 +1789,53 @@ def velocity_constraints(x, p, H):
 def leg_rates(x, u, p, q, qd):
     """Leg joint coordinates q and rates qd = H u.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  p[3]: named spec parameters: c_crank, k_crank, m_ring
-    out q[18] shape 18
-    out qd[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 661 adds, 1153 muls, 30 divs, 18 sqrt, 24 trig (1886 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+    out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+        leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+        leg6_u1, leg6_u2
+    out qd[18] shape 18: leg joint rates (rad/s, m/s for a stroke), shape (18,), in the order of q
+    status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+    status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+    status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+    status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+    status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+    status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+    status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 658 adds, 1147 muls, 30 divs, 18 sqrt, 24 trig (1877 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -1723,21 +1866,21 @@ def leg_rates(x, u, p, q, qd):
     cse7 = 0.4213244437154379*leg1_alpha_C_12
     cse8 = 0.3535331853275967*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = 0.9396926207859083*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8
-    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859083*leg1_s0_y - 8.673617379884035e-18
+    leg1_d_x = 0.9396926207859084*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8000000000000002
+    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859084*leg1_s0_y + 2.168404344971009e-17
     cse9 = leg1_d_x*leg1_d_x
     cse10 = leg1_s0_z*leg1_s0_z
     leg1_crank_K = 2.0*cse10 + 2.0*cse9 + 2.0*leg1_d_z*leg1_d_z - 1.1844813172579467
     leg1_crank_rho2 = cse10 + cse9
     leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
-    if not (leg1_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg1_crank_w2 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 101
+    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
@@ -1745,16 +1888,16 @@ def leg_rates(x, u, p, q, qd):
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x = leg1_crank_c*leg1_d_x - leg1_crank_s*leg1_s0_z - 0.25
     leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
-    cse11 = 0.657033253384418*leg1_e_c_x - 0.7538615946890297*leg1_e_c_y
-    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222173*leg1_e_c_x - 0.6179244061377648*leg1_e_c_y
+    cse11 = 0.6570332533844182*leg1_e_c_x - 0.7538615946890298*leg1_e_c_y
+    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222175*leg1_e_c_x - 0.6179244061377649*leg1_e_c_y
     leg1_u_Lxz2 = cse11*cse11 + cse12*cse12
-    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 122
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    cse13 = 0.9404766089917045*leg1_d_z - 0.2562062130145579*leg1_e_c_x - 0.2232982856006816*leg1_e_c_y
+    cse13 = 0.9404766089917045*leg1_d_z - 0.256206213014558*leg1_e_c_x - 0.22329828560068166*leg1_e_c_y
     leg1_u_L = math.sqrt(cse13*cse13 + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c1 = cse12*leg1_u_inv_Lxz
@@ -1763,32 +1906,32 @@ def leg_rates(x, u, p, q, qd):
     leg1_u_s2 = cse13*leg1_u_inv_L
     leg1_q2 = math.atan2(leg1_u_s1, leg1_u_c1)
     leg1_q3 = math.atan2(leg1_u_s2, leg1_u_c2)
-    if not (leg1_q1 + 1.2 > 0.0):  # leg1_crank below its limit -1.2
+    if not (leg1_q1 + 1.2 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg1_q1 > 0.0):  # leg1_crank above its limit 1.2
+        return 103
+    if not (1.2 - leg1_q1 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
+        return 104
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = 0.9396926207859083*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8
-    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859083*leg2_s0_y + 8.673617379884035e-18
+    leg2_d_x = 0.9396926207859084*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8000000000000002
+    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
     cse14 = leg2_d_x*leg2_d_x
     cse15 = leg2_s0_z*leg2_s0_z
     leg2_crank_K = 2.0*cse14 + 2.0*cse15 + 2.0*leg2_d_z*leg2_d_z - 1.1844813172579467
     leg2_crank_rho2 = cse14 + cse15
     leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
-    if not (leg2_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg2_crank_w2 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 201
+    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
     leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
@@ -1796,16 +1939,16 @@ def leg_rates(x, u, p, q, qd):
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x = leg2_crank_c*leg2_d_x - leg2_crank_s*leg2_s0_z - 0.25
     leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
-    cse16 = 0.657033253384418*leg2_e_c_x - 0.7538615946890297*leg2_e_c_y
-    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222173*leg2_e_c_x - 0.6179244061377648*leg2_e_c_y
+    cse16 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
+    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222175*leg2_e_c_x - 0.6179244061377649*leg2_e_c_y
     leg2_u_Lxz2 = cse16*cse16 + cse17*cse17
-    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 222
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    cse18 = 0.9404766089917045*leg2_d_z + 0.2562062130145579*leg2_e_c_x + 0.2232982856006816*leg2_e_c_y
+    cse18 = 0.9404766089917045*leg2_d_z + 0.256206213014558*leg2_e_c_x + 0.22329828560068166*leg2_e_c_y
     leg2_u_L = math.sqrt(cse18*cse18 + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c1 = cse17*leg2_u_inv_Lxz
@@ -1814,35 +1957,38 @@ def leg_rates(x, u, p, q, qd):
     leg2_u_s2 = cse18*leg2_u_inv_L
     leg2_q2 = math.atan2(leg2_u_s1, leg2_u_c1)
     leg2_q3 = math.atan2(leg2_u_s2, leg2_u_c2)
-    if not (leg2_q1 + 1.2 > 0.0):  # leg2_crank below its limit -1.2
+    if not (leg2_q1 + 1.2 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg2_q1 > 0.0):  # leg2_crank above its limit 1.2
+        return 203
+    if not (1.2 - leg2_q1 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    cse19 = 0.5168309414322496*leg1_alpha_C_10
-    leg3_s0_x = cse19 + 0.18811107882911787*leg1_alpha_C_00 + x_C
-    cse20 = 0.5168309414322496*leg1_alpha_C_11
-    leg3_s0_y = cse20 + 0.18811107882911787*leg1_s_psi_z + y_C
-    cse21 = 0.5168309414322496*leg1_alpha_C_12
-    leg3_s0_z = cse21 + 0.18811107882911787*leg1_alpha_C_02 + z_C
-    leg3_d_x = -0.17364817766693028*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
-    leg3_d_z = -0.9848077530122081*leg3_s0_x - 0.1736481776669303*leg3_s0_y - 6.071532165918825e-18
-    cse22 = leg3_d_x*leg3_d_x
-    cse23 = leg3_s0_z*leg3_s0_z
-    leg3_crank_K = 2.0*cse22 + 2.0*cse23 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
-    leg3_crank_rho2 = cse22 + cse23
+        return 204
+    cse19 = 0.5168309414322497*leg1_alpha_C_10
+    cse20 = 0.18811107882911782*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse19 + cse20
+    cse21 = 0.5168309414322497*leg1_alpha_C_11
+    cse22 = 0.18811107882911782*leg1_s_psi_z + y_C
+    leg3_s0_y = cse21 + cse22
+    cse23 = 0.5168309414322497*leg1_alpha_C_12
+    cse24 = 0.18811107882911782*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse23 + cse24
+    leg3_d_x = -0.17364817766693036*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
+    leg3_d_z = -0.984807753012208*leg3_s0_x - 0.17364817766693036*leg3_s0_y - 1.5178830414797062e-18
+    cse25 = leg3_d_x*leg3_d_x
+    cse26 = leg3_s0_z*leg3_s0_z
+    leg3_crank_K = 2.0*cse25 + 2.0*cse26 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
+    leg3_crank_rho2 = cse25 + cse26
     leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
-    if not (leg3_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg3_crank_w2 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 301
+    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
     leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
@@ -1850,53 +1996,56 @@ def leg_rates(x, u, p, q, qd):
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x = leg3_crank_c*leg3_d_x - leg3_crank_s*leg3_s0_z - 0.25
     leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
-    cse24 = 0.6570332533844183*leg3_e_c_x - 0.7538615946890297*leg3_e_c_y
-    cse25 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.617924406137765*leg3_e_c_y
-    leg3_u_Lxz2 = cse24*cse24 + cse25*cse25
-    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse27 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
+    cse28 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.6179244061377651*leg3_e_c_y
+    leg3_u_Lxz2 = cse27*cse27 + cse28*cse28
+    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 322
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    cse26 = 0.9404766089917045*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068182*leg3_e_c_y
-    leg3_u_L = math.sqrt(cse26*cse26 + leg3_u_Lxz2)
+    cse29 = 0.9404766089917044*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068185*leg3_e_c_y
+    leg3_u_L = math.sqrt(cse29*cse29 + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c1 = cse25*leg3_u_inv_Lxz
-    leg3_u_s1 = cse24*leg3_u_inv_Lxz
+    leg3_u_c1 = cse28*leg3_u_inv_Lxz
+    leg3_u_s1 = cse27*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = cse26*leg3_u_inv_L
+    leg3_u_s2 = cse29*leg3_u_inv_L
     leg3_q2 = math.atan2(leg3_u_s1, leg3_u_c1)
     leg3_q3 = math.atan2(leg3_u_s2, leg3_u_c2)
-    if not (leg3_q1 + 1.2 > 0.0):  # leg3_crank below its limit -1.2
+    if not (leg3_q1 + 1.2 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg3_q1 > 0.0):  # leg3_crank above its limit 1.2
+        return 303
+    if not (1.2 - leg3_q1 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    cse27 = 0.5416442641567144*leg1_alpha_C_00
-    leg4_s0_x = -cse27 + 0.09550649771681166*leg1_alpha_C_10 + x_C
-    cse28 = 0.5416442641567144*leg1_s_psi_z
-    leg4_s0_y = -cse28 + 0.09550649771681166*leg1_alpha_C_11 + y_C
-    cse29 = 0.5416442641567144*leg1_alpha_C_02
-    leg4_s0_z = -cse29 + 0.09550649771681166*leg1_alpha_C_12 + z_C
-    leg4_d_x = -0.7660444431189779*leg4_s0_x + 0.6427876096865395*leg4_s0_y - 0.8
-    leg4_d_z = -0.6427876096865395*leg4_s0_x - 0.7660444431189779*leg4_s0_y + 1.9949319973733282e-17
-    cse30 = leg4_d_x*leg4_d_x
-    cse31 = leg4_s0_z*leg4_s0_z
-    leg4_crank_K = 2.0*cse30 + 2.0*cse31 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579476
-    leg4_crank_rho2 = cse30 + cse31
+        return 304
+    cse30 = 0.0955064977168117*leg1_alpha_C_10
+    cse31 = 0.5416442641567144*leg1_alpha_C_00
+    leg4_s0_x = cse30 - cse31 + x_C
+    cse32 = 0.0955064977168117*leg1_alpha_C_11
+    cse33 = 0.5416442641567144*leg1_s_psi_z
+    leg4_s0_y = cse32 - cse33 + y_C
+    cse34 = 0.0955064977168117*leg1_alpha_C_12
+    cse35 = 0.5416442641567144*leg1_alpha_C_02
+    leg4_s0_z = cse34 - cse35 + z_C
+    leg4_d_x = -0.766044443118978*leg4_s0_x + 0.6427876096865394*leg4_s0_y - 0.8
+    leg4_d_z = -0.6427876096865394*leg4_s0_x - 0.766044443118978*leg4_s0_y - 1.1275702593849246e-17
+    cse36 = leg4_d_x*leg4_d_x
+    cse37 = leg4_s0_z*leg4_s0_z
+    leg4_crank_K = 2.0*cse36 + 2.0*cse37 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579467
+    leg4_crank_rho2 = cse36 + cse37
     leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
-    if not (leg4_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg4_crank_w2 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (leg4_crank_w2 - 6.547406586289738e-17 > 0.0):  # crank: crank and rod aligned
+        return 401
+    if not (leg4_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
     leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
@@ -1904,50 +2053,50 @@ def leg_rates(x, u, p, q, qd):
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x = leg4_crank_c*leg4_d_x - leg4_crank_s*leg4_s0_z - 0.25
     leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
-    cse32 = 0.6570332533844181*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
-    cse33 = 0.3398584233757709*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.6179244061377648*leg4_e_c_y
-    leg4_u_Lxz2 = cse32*cse32 + cse33*cse33
-    if not (leg4_u_Lxz2 - 6.547406586289738e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse38 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
+    cse39 = 0.3398584233757707*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.617924406137765*leg4_e_c_y
+    leg4_u_Lxz2 = cse38*cse38 + cse39*cse39
+    if not (leg4_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 422
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    cse34 = 0.9404766089917045*leg4_d_z + 0.25620621301455804*leg4_e_c_x + 0.2232982856006817*leg4_e_c_y
-    leg4_u_L = math.sqrt(cse34*cse34 + leg4_u_Lxz2)
+    cse40 = 0.9404766089917045*leg4_d_z + 0.25620621301455787*leg4_e_c_x + 0.22329828560068166*leg4_e_c_y
+    leg4_u_L = math.sqrt(cse40*cse40 + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c1 = cse33*leg4_u_inv_Lxz
-    leg4_u_s1 = cse32*leg4_u_inv_Lxz
+    leg4_u_c1 = cse39*leg4_u_inv_Lxz
+    leg4_u_s1 = cse38*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = cse34*leg4_u_inv_L
+    leg4_u_s2 = cse40*leg4_u_inv_L
     leg4_q2 = math.atan2(leg4_u_s1, leg4_u_c1)
     leg4_q3 = math.atan2(leg4_u_s2, leg4_u_c2)
-    if not (leg4_q1 + 1.2 > 0.0):  # leg4_crank below its limit -1.2
+    if not (leg4_q1 + 1.2 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg4_q1 > 0.0):  # leg4_crank above its limit 1.2
+        return 403
+    if not (1.2 - leg4_q1 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    leg5_s0_x = -cse27 - 0.09550649771681177*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -cse28 - 0.09550649771681177*leg1_alpha_C_11 + y_C
-    leg5_s0_z = -cse29 - 0.09550649771681177*leg1_alpha_C_12 + z_C
-    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865393*leg5_s0_y - 0.7999999999999999
-    leg5_d_z = 0.6427876096865393*leg5_s0_x - 0.766044443118978*leg5_s0_y + 2.862293735361732e-17
-    cse35 = leg5_d_x*leg5_d_x
-    cse36 = leg5_s0_z*leg5_s0_z
-    leg5_crank_K = 2.0*cse35 + 2.0*cse36 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579465
-    leg5_crank_rho2 = cse35 + cse36
+        return 404
+    leg5_s0_x = -cse30 - cse31 + x_C
+    leg5_s0_y = -cse32 - cse33 + y_C
+    leg5_s0_z = -cse34 - cse35 + z_C
+    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865394*leg5_s0_y - 0.8
+    leg5_d_z = 0.6427876096865394*leg5_s0_x - 0.766044443118978*leg5_s0_y + 1.1275702593849246e-17
+    cse41 = leg5_d_x*leg5_d_x
+    cse42 = leg5_s0_z*leg5_s0_z
+    leg5_crank_K = 2.0*cse41 + 2.0*cse42 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579467
+    leg5_crank_rho2 = cse41 + cse42
     leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
-    if not (leg5_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg5_crank_w2 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (leg5_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 501
+    if not (leg5_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
     leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
@@ -1955,50 +2104,50 @@ def leg_rates(x, u, p, q, qd):
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x = leg5_crank_c*leg5_d_x - leg5_crank_s*leg5_s0_z - 0.25
     leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
-    cse37 = 0.6570332533844183*leg5_e_c_x - 0.7538615946890296*leg5_e_c_y
-    cse38 = -0.33985842337577066*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.6179244061377651*leg5_e_c_y
-    leg5_u_Lxz2 = cse37*cse37 + cse38*cse38
-    if not (leg5_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse43 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
+    cse44 = -0.3398584233757707*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.617924406137765*leg5_e_c_y
+    leg5_u_Lxz2 = cse43*cse43 + cse44*cse44
+    if not (leg5_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 522
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    cse39 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
-    leg5_u_L = math.sqrt(cse39*cse39 + leg5_u_Lxz2)
+    cse45 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
+    leg5_u_L = math.sqrt(cse45*cse45 + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c1 = cse38*leg5_u_inv_Lxz
-    leg5_u_s1 = cse37*leg5_u_inv_Lxz
+    leg5_u_c1 = cse44*leg5_u_inv_Lxz
+    leg5_u_s1 = cse43*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = cse39*leg5_u_inv_L
+    leg5_u_s2 = cse45*leg5_u_inv_L
     leg5_q2 = math.atan2(leg5_u_s1, leg5_u_c1)
     leg5_q3 = math.atan2(leg5_u_s2, leg5_u_c2)
-    if not (leg5_q1 + 1.2 > 0.0):  # leg5_crank below its limit -1.2
+    if not (leg5_q1 + 1.2 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg5_q1 > 0.0):  # leg5_crank above its limit 1.2
+        return 503
+    if not (1.2 - leg5_q1 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    leg6_s0_x = -cse19 + 0.18811107882911796*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse20 + 0.18811107882911796*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse21 + 0.18811107882911796*leg1_alpha_C_02 + z_C
-    leg6_d_x = -0.17364817766693033*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
-    leg6_d_z = 0.9848077530122081*leg6_s0_x - 0.17364817766693036*leg6_s0_y - 1.0408340855860843e-17
-    cse40 = leg6_d_x*leg6_d_x
-    cse41 = leg6_s0_z*leg6_s0_z
-    leg6_crank_K = 2.0*cse40 + 2.0*cse41 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579467
-    leg6_crank_rho2 = cse40 + cse41
+        return 504
+    leg6_s0_x = -cse19 + cse20
+    leg6_s0_y = -cse21 + cse22
+    leg6_s0_z = -cse23 + cse24
+    leg6_d_x = -0.17364817766693036*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
+    leg6_d_z = 0.984807753012208*leg6_s0_x - 0.17364817766693036*leg6_s0_y + 1.5178830414797062e-18
+    cse46 = leg6_d_x*leg6_d_x
+    cse47 = leg6_s0_z*leg6_s0_z
+    leg6_crank_K = 2.0*cse46 + 2.0*cse47 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579465
+    leg6_crank_rho2 = cse46 + cse47
     leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
-    if not (leg6_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg6_crank_w2 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (leg6_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 601
+    if not (leg6_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
     leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
@@ -2006,106 +2155,106 @@ def leg_rates(x, u, p, q, qd):
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x = leg6_crank_c*leg6_d_x - leg6_crank_s*leg6_s0_z - 0.25
     leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
-    cse42 = 0.6570332533844183*leg6_e_c_x - 0.7538615946890297*leg6_e_c_y
-    cse43 = 0.339858423375771*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.617924406137765*leg6_e_c_y
-    leg6_u_Lxz2 = cse42*cse42 + cse43*cse43
-    if not (leg6_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse48 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
+    cse49 = 0.33985842337577093*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.6179244061377651*leg6_e_c_y
+    leg6_u_Lxz2 = cse48*cse48 + cse49*cse49
+    if not (leg6_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 622
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    cse44 = 0.9404766089917044*leg6_d_z + 0.2562062130145581*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
-    leg6_u_L = math.sqrt(cse44*cse44 + leg6_u_Lxz2)
+    cse50 = 0.9404766089917044*leg6_d_z + 0.25620621301455804*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
+    leg6_u_L = math.sqrt(cse50*cse50 + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_u_c1 = cse43*leg6_u_inv_Lxz
-    leg6_u_s1 = cse42*leg6_u_inv_Lxz
+    leg6_u_c1 = cse49*leg6_u_inv_Lxz
+    leg6_u_s1 = cse48*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = cse44*leg6_u_inv_L
+    leg6_u_s2 = cse50*leg6_u_inv_L
     leg6_q2 = math.atan2(leg6_u_s1, leg6_u_c1)
     leg6_q3 = math.atan2(leg6_u_s2, leg6_u_c2)
-    if not (leg6_q1 + 1.2 > 0.0):  # leg6_crank below its limit -1.2
+    if not (leg6_q1 + 1.2 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg6_q1 > 0.0):  # leg6_crank above its limit 1.2
+        return 603
+    if not (1.2 - leg6_q1 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    leg1_beta1_00 = 0.9396926207859083*leg1_crank_c
+        return 604
+    leg1_beta1_00 = 0.9396926207859084*leg1_crank_c
     leg1_beta1_01 = -0.34202014332566866*leg1_crank_c
-    leg1_beta1_10 = -0.9396926207859083*leg1_crank_s
+    leg1_beta1_10 = -0.9396926207859084*leg1_crank_s
     leg1_beta1_11 = 0.34202014332566866*leg1_crank_s
-    leg1_beta2_00 = -0.7089891962222173*leg1_u_c1 + 0.657033253384418*leg1_u_s1
-    leg1_beta2_01 = -0.6179244061377648*leg1_u_c1 - 0.7538615946890297*leg1_u_s1
+    leg1_beta2_00 = -0.7089891962222175*leg1_u_c1 + 0.6570332533844182*leg1_u_s1
+    leg1_beta2_01 = -0.6179244061377649*leg1_u_c1 - 0.7538615946890298*leg1_u_s1
     leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
-    leg1_beta2_20 = -0.657033253384418*leg1_u_c1 - 0.7089891962222173*leg1_u_s1
-    leg1_beta2_21 = 0.7538615946890297*leg1_u_c1 - 0.6179244061377648*leg1_u_s1
+    leg1_beta2_20 = -0.6570332533844182*leg1_u_c1 - 0.7089891962222175*leg1_u_s1
+    leg1_beta2_21 = 0.7538615946890298*leg1_u_c1 - 0.6179244061377649*leg1_u_s1
     leg1_beta2_22 = -0.33985842337577077*leg1_u_s1
-    leg2_beta1_00 = 0.9396926207859083*leg2_crank_c
+    leg2_beta1_00 = 0.9396926207859084*leg2_crank_c
     leg2_beta1_01 = 0.34202014332566866*leg2_crank_c
-    leg2_beta1_10 = -0.9396926207859083*leg2_crank_s
+    leg2_beta1_10 = -0.9396926207859084*leg2_crank_s
     leg2_beta1_11 = -0.34202014332566866*leg2_crank_s
-    leg2_beta2_00 = -0.7089891962222173*leg2_u_c1 + 0.657033253384418*leg2_u_s1
-    leg2_beta2_01 = -0.6179244061377648*leg2_u_c1 - 0.7538615946890297*leg2_u_s1
+    leg2_beta2_00 = -0.7089891962222175*leg2_u_c1 + 0.6570332533844182*leg2_u_s1
+    leg2_beta2_01 = -0.6179244061377649*leg2_u_c1 - 0.7538615946890298*leg2_u_s1
     leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
-    leg2_beta2_20 = -0.657033253384418*leg2_u_c1 - 0.7089891962222173*leg2_u_s1
-    leg2_beta2_21 = 0.7538615946890297*leg2_u_c1 - 0.6179244061377648*leg2_u_s1
+    leg2_beta2_20 = -0.6570332533844182*leg2_u_c1 - 0.7089891962222175*leg2_u_s1
+    leg2_beta2_21 = 0.7538615946890298*leg2_u_c1 - 0.6179244061377649*leg2_u_s1
     leg2_beta2_22 = 0.33985842337577077*leg2_u_s1
-    leg3_beta1_00 = -0.17364817766693028*leg3_crank_c
+    leg3_beta1_00 = -0.17364817766693036*leg3_crank_c
     leg3_beta1_01 = 0.984807753012208*leg3_crank_c
-    leg3_beta1_10 = 0.17364817766693028*leg3_crank_s
+    leg3_beta1_10 = 0.17364817766693036*leg3_crank_s
     leg3_beta1_11 = -0.984807753012208*leg3_crank_s
-    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844183*leg3_u_s1
-    leg3_beta2_01 = -0.617924406137765*leg3_u_c1 - 0.7538615946890297*leg3_u_s1
+    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844184*leg3_u_s1
+    leg3_beta2_01 = -0.6179244061377651*leg3_u_c1 - 0.7538615946890296*leg3_u_s1
     leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
-    leg3_beta2_20 = -0.6570332533844183*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
-    leg3_beta2_21 = 0.7538615946890297*leg3_u_c1 - 0.617924406137765*leg3_u_s1
+    leg3_beta2_20 = -0.6570332533844184*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
+    leg3_beta2_21 = 0.7538615946890296*leg3_u_c1 - 0.6179244061377651*leg3_u_s1
     leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
-    leg4_beta1_00 = -0.7660444431189779*leg4_crank_c
-    leg4_beta1_01 = 0.6427876096865395*leg4_crank_c
-    leg4_beta1_10 = 0.7660444431189779*leg4_crank_s
-    leg4_beta1_11 = -0.6427876096865395*leg4_crank_s
-    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844181*leg4_u_s1
-    leg4_beta2_01 = -0.6179244061377648*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
-    leg4_beta2_02 = 0.3398584233757709*leg4_u_c1
-    leg4_beta2_20 = -0.6570332533844181*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
-    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.6179244061377648*leg4_u_s1
-    leg4_beta2_22 = 0.3398584233757709*leg4_u_s1
+    leg4_beta1_00 = -0.766044443118978*leg4_crank_c
+    leg4_beta1_01 = 0.6427876096865394*leg4_crank_c
+    leg4_beta1_10 = 0.766044443118978*leg4_crank_s
+    leg4_beta1_11 = -0.6427876096865394*leg4_crank_s
+    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
+    leg4_beta2_01 = -0.617924406137765*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
+    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
+    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
+    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.617924406137765*leg4_u_s1
+    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
     leg5_beta1_00 = -0.766044443118978*leg5_crank_c
-    leg5_beta1_01 = -0.6427876096865393*leg5_crank_c
+    leg5_beta1_01 = -0.6427876096865394*leg5_crank_c
     leg5_beta1_10 = 0.766044443118978*leg5_crank_s
-    leg5_beta1_11 = 0.6427876096865393*leg5_crank_s
-    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844183*leg5_u_s1
-    leg5_beta2_01 = -0.6179244061377651*leg5_u_c1 - 0.7538615946890296*leg5_u_s1
-    leg5_beta2_02 = -0.33985842337577066*leg5_u_c1
-    leg5_beta2_20 = -0.6570332533844183*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
-    leg5_beta2_21 = 0.7538615946890296*leg5_u_c1 - 0.6179244061377651*leg5_u_s1
-    leg5_beta2_22 = -0.33985842337577066*leg5_u_s1
-    leg6_beta1_00 = -0.17364817766693033*leg6_crank_c
+    leg5_beta1_11 = 0.6427876096865394*leg5_crank_s
+    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
+    leg5_beta2_01 = -0.617924406137765*leg5_u_c1 - 0.7538615946890297*leg5_u_s1
+    leg5_beta2_02 = -0.3398584233757707*leg5_u_c1
+    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
+    leg5_beta2_21 = 0.7538615946890297*leg5_u_c1 - 0.617924406137765*leg5_u_s1
+    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
+    leg6_beta1_00 = -0.17364817766693036*leg6_crank_c
     leg6_beta1_01 = -0.984807753012208*leg6_crank_c
-    leg6_beta1_10 = 0.17364817766693033*leg6_crank_s
+    leg6_beta1_10 = 0.17364817766693036*leg6_crank_s
     leg6_beta1_11 = 0.984807753012208*leg6_crank_s
-    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844183*leg6_u_s1
-    leg6_beta2_01 = -0.617924406137765*leg6_u_c1 - 0.7538615946890297*leg6_u_s1
-    leg6_beta2_02 = 0.339858423375771*leg6_u_c1
-    leg6_beta2_20 = -0.6570332533844183*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
-    leg6_beta2_21 = 0.7538615946890297*leg6_u_c1 - 0.617924406137765*leg6_u_s1
-    leg6_beta2_22 = 0.339858423375771*leg6_u_s1
-    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.2562062130145579*leg1_u_s2
-    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.2232982856006816*leg1_u_s2
+    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
+    leg6_beta2_01 = -0.6179244061377651*leg6_u_c1 - 0.7538615946890296*leg6_u_s1
+    leg6_beta2_02 = 0.33985842337577093*leg6_u_c1
+    leg6_beta2_20 = -0.6570332533844184*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
+    leg6_beta2_21 = 0.7538615946890296*leg6_u_c1 - 0.6179244061377651*leg6_u_s1
+    leg6_beta2_22 = 0.33985842337577093*leg6_u_s1
+    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.256206213014558*leg1_u_s2
+    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.22329828560068166*leg1_u_s2
     leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.9404766089917045*leg1_u_s2
-    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.2562062130145579*leg1_u_c2
-    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.2232982856006816*leg1_u_c2
+    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.256206213014558*leg1_u_c2
+    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.22329828560068166*leg1_u_c2
     leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
     leg1_B0_00 = leg1_B1_00*leg1_beta1_00 + leg1_B1_01*leg1_beta1_10 + 0.34202014332566866*leg1_B1_02
-    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859083*leg1_B1_02
+    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859084*leg1_B1_02
     leg1_B0_02 = -leg1_B1_00*leg1_crank_s - leg1_B1_01*leg1_crank_c
     leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + leg1_B1_11*leg1_beta1_10 + 0.34202014332566866*leg1_B1_12
-    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859083*leg1_B1_12
+    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859084*leg1_B1_12
     leg1_B0_12 = -leg1_B1_10*leg1_crank_s - leg1_B1_11*leg1_crank_c
     leg1_B0_20 = leg1_beta1_00*leg1_beta2_20 + leg1_beta1_10*leg1_beta2_21 + 0.34202014332566866*leg1_beta2_22
-    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859083*leg1_beta2_22
+    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859084*leg1_beta2_22
     leg1_B0_22 = -leg1_beta2_20*leg1_crank_s - leg1_beta2_21*leg1_crank_c
     leg1_rho1_x = 0.25*leg1_B1_00 + 0.809160465315115
     leg1_rho1_y = 0.25*leg1_B1_10
@@ -2135,27 +2284,27 @@ def leg_rates(x, u, p, q, qd):
     if not (leg1_TL2_z*leg1_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL2_z
     if not (leg1_TL1_x*leg1_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_x
-    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.2562062130145579*leg2_u_s2
-    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.2232982856006816*leg2_u_s2
+    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.256206213014558*leg2_u_s2
+    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.22329828560068166*leg2_u_s2
     leg2_B1_02 = leg2_beta2_02*leg2_u_c2 + 0.9404766089917045*leg2_u_s2
-    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.2562062130145579*leg2_u_c2
-    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.2232982856006816*leg2_u_c2
+    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.256206213014558*leg2_u_c2
+    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.22329828560068166*leg2_u_c2
     leg2_B1_12 = -leg2_beta2_02*leg2_u_s2 + 0.9404766089917045*leg2_u_c2
     leg2_B0_00 = leg2_B1_00*leg2_beta1_00 + leg2_B1_01*leg2_beta1_10 - 0.34202014332566866*leg2_B1_02
-    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859083*leg2_B1_02
+    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859084*leg2_B1_02
     leg2_B0_02 = -leg2_B1_00*leg2_crank_s - leg2_B1_01*leg2_crank_c
     leg2_B0_10 = leg2_B1_10*leg2_beta1_00 + leg2_B1_11*leg2_beta1_10 - 0.34202014332566866*leg2_B1_12
-    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859083*leg2_B1_12
+    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859084*leg2_B1_12
     leg2_B0_12 = -leg2_B1_10*leg2_crank_s - leg2_B1_11*leg2_crank_c
     leg2_B0_20 = leg2_beta1_00*leg2_beta2_20 + leg2_beta1_10*leg2_beta2_21 - 0.34202014332566866*leg2_beta2_22
-    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859083*leg2_beta2_22
+    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859084*leg2_beta2_22
     leg2_B0_22 = -leg2_beta2_20*leg2_crank_s - leg2_beta2_21*leg2_crank_c
     leg2_rho1_x = 0.25*leg2_B1_00 + 0.809160465315115
     leg2_rho1_y = 0.25*leg2_B1_10
@@ -2185,27 +2334,27 @@ def leg_rates(x, u, p, q, qd):
     if not (leg2_TL2_z*leg2_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL2_z
     if not (leg2_TL1_x*leg2_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_x
     leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.25620621301455804*leg3_u_s2
-    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068182*leg3_u_s2
-    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917045*leg3_u_s2
+    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068185*leg3_u_s2
+    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917044*leg3_u_s2
     leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
-    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068182*leg3_u_c2
-    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917045*leg3_u_c2
-    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.9848077530122081*leg3_B1_02
-    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.1736481776669303*leg3_B1_02
+    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068185*leg3_u_c2
+    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917044*leg3_u_c2
+    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.984807753012208*leg3_B1_02
+    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.17364817766693036*leg3_B1_02
     leg3_B0_02 = -leg3_B1_00*leg3_crank_s - leg3_B1_01*leg3_crank_c
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.9848077530122081*leg3_B1_12
-    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.1736481776669303*leg3_B1_12
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.984807753012208*leg3_B1_12
+    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.17364817766693036*leg3_B1_12
     leg3_B0_12 = -leg3_B1_10*leg3_crank_s - leg3_B1_11*leg3_crank_c
-    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.9848077530122081*leg3_beta2_22
-    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.1736481776669303*leg3_beta2_22
+    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.984807753012208*leg3_beta2_22
+    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.17364817766693036*leg3_beta2_22
     leg3_B0_22 = -leg3_beta2_20*leg3_crank_s - leg3_beta2_21*leg3_crank_c
     leg3_rho1_x = 0.25*leg3_B1_00 + 0.8091604653151149
     leg3_rho1_y = 0.25*leg3_B1_10
@@ -2223,47 +2372,47 @@ def leg_rates(x, u, p, q, qd):
     leg3_Q_20 = leg1_alpha_C_00*leg3_B0_20 + leg1_alpha_C_02*leg3_B0_22 + leg1_s_psi_z*leg3_B0_21
     leg3_Q_21 = leg1_alpha_C_10*leg3_B0_20 + leg1_alpha_C_11*leg3_B0_21 + leg1_alpha_C_12*leg3_B0_22
     leg3_Q_22 = leg1_alpha_C_20*leg3_B0_20 + leg1_alpha_C_21*leg3_B0_21 + leg1_alpha_C_22*leg3_B0_22
-    leg3_Ci1_x = 0.5168309414322496*leg3_Q_02
-    leg3_Ci1_y = -0.18811107882911787*leg3_Q_02
-    leg3_Ci1_z = -0.5168309414322496*leg3_Q_00 + 0.18811107882911787*leg3_Q_01
-    leg3_Ci2_x = 0.5168309414322496*leg3_Q_12
-    leg3_Ci2_y = -0.18811107882911787*leg3_Q_12
-    leg3_Ci2_z = -0.5168309414322496*leg3_Q_10 + 0.18811107882911787*leg3_Q_11
-    leg3_Ci3_x = 0.5168309414322496*leg3_Q_22
-    leg3_Ci3_y = -0.18811107882911787*leg3_Q_22
-    leg3_Ci3_z = -0.5168309414322496*leg3_Q_20 + 0.18811107882911787*leg3_Q_21
+    leg3_Ci1_x = 0.5168309414322497*leg3_Q_02
+    leg3_Ci1_y = -0.18811107882911782*leg3_Q_02
+    leg3_Ci1_z = -0.5168309414322497*leg3_Q_00 + 0.18811107882911782*leg3_Q_01
+    leg3_Ci2_x = 0.5168309414322497*leg3_Q_12
+    leg3_Ci2_y = -0.18811107882911782*leg3_Q_12
+    leg3_Ci2_z = -0.5168309414322497*leg3_Q_10 + 0.18811107882911782*leg3_Q_11
+    leg3_Ci3_x = 0.5168309414322497*leg3_Q_22
+    leg3_Ci3_y = -0.18811107882911782*leg3_Q_22
+    leg3_Ci3_z = -0.5168309414322497*leg3_Q_20 + 0.18811107882911782*leg3_Q_21
     if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL2_z
     if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_x
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455804*leg4_u_s2
-    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.2232982856006817*leg4_u_s2
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455787*leg4_u_s2
+    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.22329828560068166*leg4_u_s2
     leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
-    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455804*leg4_u_c2
-    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.2232982856006817*leg4_u_c2
+    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455787*leg4_u_c2
+    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.22329828560068166*leg4_u_c2
     leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
-    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865395*leg4_B1_02
-    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.7660444431189779*leg4_B1_02
+    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865394*leg4_B1_02
+    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.766044443118978*leg4_B1_02
     leg4_B0_02 = -leg4_B1_00*leg4_crank_s - leg4_B1_01*leg4_crank_c
-    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865395*leg4_B1_12
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.7660444431189779*leg4_B1_12
+    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865394*leg4_B1_12
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.766044443118978*leg4_B1_12
     leg4_B0_12 = -leg4_B1_10*leg4_crank_s - leg4_B1_11*leg4_crank_c
-    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865395*leg4_beta2_22
-    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.7660444431189779*leg4_beta2_22
+    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865394*leg4_beta2_22
+    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.766044443118978*leg4_beta2_22
     leg4_B0_22 = -leg4_beta2_20*leg4_crank_s - leg4_beta2_21*leg4_crank_c
-    leg4_rho1_x = 0.25*leg4_B1_00 + 0.8091604653151152
+    leg4_rho1_x = 0.25*leg4_B1_00 + 0.809160465315115
     leg4_rho1_y = 0.25*leg4_B1_10
     leg4_rho1_z = 0.25*leg4_beta2_20
     leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
     leg4_TL1_y = -leg4_B1_02*leg4_rho1_z + leg4_beta2_22*leg4_rho1_x
     leg4_TL1_z = leg4_B1_02*leg4_rho1_y - leg4_B1_12*leg4_rho1_x
-    leg4_TL2_z = -0.8091604653151152*leg4_u_c2
+    leg4_TL2_z = -0.809160465315115*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
     leg4_Q_02 = leg1_alpha_C_20*leg4_B0_00 + leg1_alpha_C_21*leg4_B0_01 + leg1_alpha_C_22*leg4_B0_02
@@ -2273,24 +2422,24 @@ def leg_rates(x, u, p, q, qd):
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.09550649771681166*leg4_Q_02
+    leg4_Ci1_x = 0.0955064977168117*leg4_Q_02
     leg4_Ci1_y = 0.5416442641567144*leg4_Q_02
-    leg4_Ci1_z = -0.09550649771681166*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
-    leg4_Ci2_x = 0.09550649771681166*leg4_Q_12
+    leg4_Ci1_z = -0.0955064977168117*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
+    leg4_Ci2_x = 0.0955064977168117*leg4_Q_12
     leg4_Ci2_y = 0.5416442641567144*leg4_Q_12
-    leg4_Ci2_z = -0.09550649771681166*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
-    leg4_Ci3_x = 0.09550649771681166*leg4_Q_22
+    leg4_Ci2_z = -0.0955064977168117*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
+    leg4_Ci3_x = 0.0955064977168117*leg4_Q_22
     leg4_Ci3_y = 0.5416442641567144*leg4_Q_22
-    leg4_Ci3_z = -0.09550649771681166*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
-    if not (leg4_TL2_z*leg4_TL2_z - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci3_z = -0.0955064977168117*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
+    if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL2_z
-    if not (leg4_TL1_x*leg4_TL1_x - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_x*leg4_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_x
     leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
     leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
@@ -2298,22 +2447,22 @@ def leg_rates(x, u, p, q, qd):
     leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
     leg5_B1_11 = -leg5_beta2_01*leg5_u_s2 - 0.22329828560068166*leg5_u_c2
     leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
-    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865393*leg5_B1_02
+    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865394*leg5_B1_02
     leg5_B0_01 = leg5_B1_00*leg5_beta1_01 + leg5_B1_01*leg5_beta1_11 - 0.766044443118978*leg5_B1_02
     leg5_B0_02 = -leg5_B1_00*leg5_crank_s - leg5_B1_01*leg5_crank_c
-    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865393*leg5_B1_12
+    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865394*leg5_B1_12
     leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + leg5_B1_11*leg5_beta1_11 - 0.766044443118978*leg5_B1_12
     leg5_B0_12 = -leg5_B1_10*leg5_crank_s - leg5_B1_11*leg5_crank_c
-    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865393*leg5_beta2_22
+    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865394*leg5_beta2_22
     leg5_B0_21 = leg5_beta1_01*leg5_beta2_20 + leg5_beta1_11*leg5_beta2_21 - 0.766044443118978*leg5_beta2_22
     leg5_B0_22 = -leg5_beta2_20*leg5_crank_s - leg5_beta2_21*leg5_crank_c
-    leg5_rho1_x = 0.25*leg5_B1_00 + 0.8091604653151149
+    leg5_rho1_x = 0.25*leg5_B1_00 + 0.809160465315115
     leg5_rho1_y = 0.25*leg5_B1_10
     leg5_rho1_z = 0.25*leg5_beta2_20
     leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
     leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
     leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
-    leg5_TL2_z = -0.8091604653151149*leg5_u_c2
+    leg5_TL2_z = -0.809160465315115*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
     leg5_Q_02 = leg1_alpha_C_20*leg5_B0_00 + leg1_alpha_C_21*leg5_B0_01 + leg1_alpha_C_22*leg5_B0_02
@@ -2323,47 +2472,47 @@ def leg_rates(x, u, p, q, qd):
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.09550649771681177*leg5_Q_02
+    leg5_Ci1_x = -0.0955064977168117*leg5_Q_02
     leg5_Ci1_y = 0.5416442641567144*leg5_Q_02
-    leg5_Ci1_z = 0.09550649771681177*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
-    leg5_Ci2_x = -0.09550649771681177*leg5_Q_12
+    leg5_Ci1_z = 0.0955064977168117*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
+    leg5_Ci2_x = -0.0955064977168117*leg5_Q_12
     leg5_Ci2_y = 0.5416442641567144*leg5_Q_12
-    leg5_Ci2_z = 0.09550649771681177*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
-    leg5_Ci3_x = -0.09550649771681177*leg5_Q_22
+    leg5_Ci2_z = 0.0955064977168117*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
+    leg5_Ci3_x = -0.0955064977168117*leg5_Q_22
     leg5_Ci3_y = 0.5416442641567144*leg5_Q_22
-    leg5_Ci3_z = 0.09550649771681177*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
-    if not (leg5_TL2_z*leg5_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.0955064977168117*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
+    if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL2_z
-    if not (leg5_TL1_x*leg5_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_x*leg5_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_x
-    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.2562062130145581*leg6_u_s2
+    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.25620621301455804*leg6_u_s2
     leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
     leg6_B1_02 = leg6_beta2_02*leg6_u_c2 + 0.9404766089917044*leg6_u_s2
-    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.2562062130145581*leg6_u_c2
+    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.25620621301455804*leg6_u_c2
     leg6_B1_11 = -leg6_beta2_01*leg6_u_s2 + 0.22329828560068185*leg6_u_c2
     leg6_B1_12 = -leg6_beta2_02*leg6_u_s2 + 0.9404766089917044*leg6_u_c2
-    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.9848077530122081*leg6_B1_02
+    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.984807753012208*leg6_B1_02
     leg6_B0_01 = leg6_B1_00*leg6_beta1_01 + leg6_B1_01*leg6_beta1_11 - 0.17364817766693036*leg6_B1_02
     leg6_B0_02 = -leg6_B1_00*leg6_crank_s - leg6_B1_01*leg6_crank_c
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.9848077530122081*leg6_B1_12
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.984807753012208*leg6_B1_12
     leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + leg6_B1_11*leg6_beta1_11 - 0.17364817766693036*leg6_B1_12
     leg6_B0_12 = -leg6_B1_10*leg6_crank_s - leg6_B1_11*leg6_crank_c
-    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.9848077530122081*leg6_beta2_22
+    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.984807753012208*leg6_beta2_22
     leg6_B0_21 = leg6_beta1_01*leg6_beta2_20 + leg6_beta1_11*leg6_beta2_21 - 0.17364817766693036*leg6_beta2_22
     leg6_B0_22 = -leg6_beta2_20*leg6_crank_s - leg6_beta2_21*leg6_crank_c
-    leg6_rho1_x = 0.25*leg6_B1_00 + 0.809160465315115
+    leg6_rho1_x = 0.25*leg6_B1_00 + 0.8091604653151149
     leg6_rho1_y = 0.25*leg6_B1_10
     leg6_rho1_z = 0.25*leg6_beta2_20
     leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
     leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
     leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
-    leg6_TL2_z = -0.809160465315115*leg6_u_c2
+    leg6_TL2_z = -0.8091604653151149*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
     leg6_Q_02 = leg1_alpha_C_20*leg6_B0_00 + leg1_alpha_C_21*leg6_B0_01 + leg1_alpha_C_22*leg6_B0_02
@@ -2373,856 +2522,24 @@ def leg_rates(x, u, p, q, qd):
     leg6_Q_20 = leg1_alpha_C_00*leg6_B0_20 + leg1_alpha_C_02*leg6_B0_22 + leg1_s_psi_z*leg6_B0_21
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
-    leg6_Ci1_x = -0.5168309414322496*leg6_Q_02
-    leg6_Ci1_y = -0.18811107882911796*leg6_Q_02
-    leg6_Ci1_z = 0.5168309414322496*leg6_Q_00 + 0.18811107882911796*leg6_Q_01
-    leg6_Ci2_x = -0.5168309414322496*leg6_Q_12
-    leg6_Ci2_y = -0.18811107882911796*leg6_Q_12
-    leg6_Ci2_z = 0.5168309414322496*leg6_Q_10 + 0.18811107882911796*leg6_Q_11
-    leg6_Ci3_x = -0.5168309414322496*leg6_Q_22
-    leg6_Ci3_y = -0.18811107882911796*leg6_Q_22
-    leg6_Ci3_z = 0.5168309414322496*leg6_Q_20 + 0.18811107882911796*leg6_Q_21
-    if not (leg6_TL2_z*leg6_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci1_x = -0.5168309414322497*leg6_Q_02
+    leg6_Ci1_y = -0.18811107882911782*leg6_Q_02
+    leg6_Ci1_z = 0.5168309414322497*leg6_Q_00 + 0.18811107882911782*leg6_Q_01
+    leg6_Ci2_x = -0.5168309414322497*leg6_Q_12
+    leg6_Ci2_y = -0.18811107882911782*leg6_Q_12
+    leg6_Ci2_z = 0.5168309414322497*leg6_Q_10 + 0.18811107882911782*leg6_Q_11
+    leg6_Ci3_x = -0.5168309414322497*leg6_Q_22
+    leg6_Ci3_y = -0.18811107882911782*leg6_Q_22
+    leg6_Ci3_z = 0.5168309414322497*leg6_Q_20 + 0.18811107882911782*leg6_Q_21
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL2_z
-    if not (leg6_TL1_x*leg6_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_x*leg6_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
-    leg6_lu_inv3 = 1.0/leg6_TL1_x
-    leg1_H1_1 = leg1_B0_00*leg1_lu_inv3
-    leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_TL1_z)
-    cse45 = 1.23584881227553*leg1_TL1_y
-    leg1_H1_3 = -cse45*leg1_H1_1 + 1.23584881227553*leg1_B0_10
-    leg1_H2_1 = leg1_B0_01*leg1_lu_inv3
-    leg1_H2_2 = leg1_lu_inv2*(leg1_B0_21 - leg1_H2_1*leg1_TL1_z)
-    leg1_H2_3 = -cse45*leg1_H2_1 + 1.23584881227553*leg1_B0_11
-    leg1_H3_1 = leg1_B0_02*leg1_lu_inv3
-    leg1_H3_2 = leg1_lu_inv2*(leg1_B0_22 - leg1_H3_1*leg1_TL1_z)
-    leg1_H3_3 = -cse45*leg1_H3_1 + 1.23584881227553*leg1_B0_12
-    leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv3
-    leg1_H4_2 = leg1_lu_inv2*(leg1_Ci3_x - leg1_H4_1*leg1_TL1_z)
-    leg1_H4_3 = -cse45*leg1_H4_1 + 1.23584881227553*leg1_Ci2_x
-    leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv3
-    leg1_H5_2 = leg1_lu_inv2*(leg1_Ci3_y - leg1_H5_1*leg1_TL1_z)
-    leg1_H5_3 = -cse45*leg1_H5_1 + 1.23584881227553*leg1_Ci2_y
-    leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv3
-    leg1_H6_2 = leg1_lu_inv2*(leg1_Ci3_z - leg1_H6_1*leg1_TL1_z)
-    leg1_H6_3 = -cse45*leg1_H6_1 + 1.23584881227553*leg1_Ci2_z
-    leg2_H1_1 = leg2_B0_00*leg2_lu_inv3
-    leg2_H1_2 = leg2_lu_inv2*(leg2_B0_20 - leg2_H1_1*leg2_TL1_z)
-    cse46 = 1.23584881227553*leg2_TL1_y
-    leg2_H1_3 = -cse46*leg2_H1_1 + 1.23584881227553*leg2_B0_10
-    leg2_H2_1 = leg2_B0_01*leg2_lu_inv3
-    leg2_H2_2 = leg2_lu_inv2*(leg2_B0_21 - leg2_H2_1*leg2_TL1_z)
-    leg2_H2_3 = -cse46*leg2_H2_1 + 1.23584881227553*leg2_B0_11
-    leg2_H3_1 = leg2_B0_02*leg2_lu_inv3
-    leg2_H3_2 = leg2_lu_inv2*(leg2_B0_22 - leg2_H3_1*leg2_TL1_z)
-    leg2_H3_3 = -cse46*leg2_H3_1 + 1.23584881227553*leg2_B0_12
-    leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv3
-    leg2_H4_2 = leg2_lu_inv2*(leg2_Ci3_x - leg2_H4_1*leg2_TL1_z)
-    leg2_H4_3 = -cse46*leg2_H4_1 + 1.23584881227553*leg2_Ci2_x
-    leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv3
-    leg2_H5_2 = leg2_lu_inv2*(leg2_Ci3_y - leg2_H5_1*leg2_TL1_z)
-    leg2_H5_3 = -cse46*leg2_H5_1 + 1.23584881227553*leg2_Ci2_y
-    leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv3
-    leg2_H6_2 = leg2_lu_inv2*(leg2_Ci3_z - leg2_H6_1*leg2_TL1_z)
-    leg2_H6_3 = -cse46*leg2_H6_1 + 1.23584881227553*leg2_Ci2_z
-    leg3_H1_1 = leg3_B0_00*leg3_lu_inv3
-    leg3_H1_2 = leg3_lu_inv2*(leg3_B0_20 - leg3_H1_1*leg3_TL1_z)
-    cse47 = 1.23584881227553*leg3_TL1_y
-    leg3_H1_3 = -cse47*leg3_H1_1 + 1.23584881227553*leg3_B0_10
-    leg3_H2_1 = leg3_B0_01*leg3_lu_inv3
-    leg3_H2_2 = leg3_lu_inv2*(leg3_B0_21 - leg3_H2_1*leg3_TL1_z)
-    leg3_H2_3 = -cse47*leg3_H2_1 + 1.23584881227553*leg3_B0_11
-    leg3_H3_1 = leg3_B0_02*leg3_lu_inv3
-    leg3_H3_2 = leg3_lu_inv2*(leg3_B0_22 - leg3_H3_1*leg3_TL1_z)
-    leg3_H3_3 = -cse47*leg3_H3_1 + 1.23584881227553*leg3_B0_12
-    leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv3
-    leg3_H4_2 = leg3_lu_inv2*(leg3_Ci3_x - leg3_H4_1*leg3_TL1_z)
-    leg3_H4_3 = -cse47*leg3_H4_1 + 1.23584881227553*leg3_Ci2_x
-    leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv3
-    leg3_H5_2 = leg3_lu_inv2*(leg3_Ci3_y - leg3_H5_1*leg3_TL1_z)
-    leg3_H5_3 = -cse47*leg3_H5_1 + 1.23584881227553*leg3_Ci2_y
-    leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv3
-    leg3_H6_2 = leg3_lu_inv2*(leg3_Ci3_z - leg3_H6_1*leg3_TL1_z)
-    leg3_H6_3 = -cse47*leg3_H6_1 + 1.23584881227553*leg3_Ci2_z
-    leg4_H1_1 = leg4_B0_00*leg4_lu_inv3
-    leg4_H1_2 = leg4_lu_inv2*(leg4_B0_20 - leg4_H1_1*leg4_TL1_z)
-    cse48 = 1.2358488122755296*leg4_TL1_y
-    leg4_H1_3 = -cse48*leg4_H1_1 + 1.2358488122755296*leg4_B0_10
-    leg4_H2_1 = leg4_B0_01*leg4_lu_inv3
-    leg4_H2_2 = leg4_lu_inv2*(leg4_B0_21 - leg4_H2_1*leg4_TL1_z)
-    leg4_H2_3 = -cse48*leg4_H2_1 + 1.2358488122755296*leg4_B0_11
-    leg4_H3_1 = leg4_B0_02*leg4_lu_inv3
-    leg4_H3_2 = leg4_lu_inv2*(leg4_B0_22 - leg4_H3_1*leg4_TL1_z)
-    leg4_H3_3 = -cse48*leg4_H3_1 + 1.2358488122755296*leg4_B0_12
-    leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv3
-    leg4_H4_2 = leg4_lu_inv2*(leg4_Ci3_x - leg4_H4_1*leg4_TL1_z)
-    leg4_H4_3 = -cse48*leg4_H4_1 + 1.2358488122755296*leg4_Ci2_x
-    leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv3
-    leg4_H5_2 = leg4_lu_inv2*(leg4_Ci3_y - leg4_H5_1*leg4_TL1_z)
-    leg4_H5_3 = -cse48*leg4_H5_1 + 1.2358488122755296*leg4_Ci2_y
-    leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv3
-    leg4_H6_2 = leg4_lu_inv2*(leg4_Ci3_z - leg4_H6_1*leg4_TL1_z)
-    leg4_H6_3 = -cse48*leg4_H6_1 + 1.2358488122755296*leg4_Ci2_z
-    leg5_H1_1 = leg5_B0_00*leg5_lu_inv3
-    leg5_H1_2 = leg5_lu_inv2*(leg5_B0_20 - leg5_H1_1*leg5_TL1_z)
-    cse49 = 1.23584881227553*leg5_TL1_y
-    leg5_H1_3 = -cse49*leg5_H1_1 + 1.23584881227553*leg5_B0_10
-    leg5_H2_1 = leg5_B0_01*leg5_lu_inv3
-    leg5_H2_2 = leg5_lu_inv2*(leg5_B0_21 - leg5_H2_1*leg5_TL1_z)
-    leg5_H2_3 = -cse49*leg5_H2_1 + 1.23584881227553*leg5_B0_11
-    leg5_H3_1 = leg5_B0_02*leg5_lu_inv3
-    leg5_H3_2 = leg5_lu_inv2*(leg5_B0_22 - leg5_H3_1*leg5_TL1_z)
-    leg5_H3_3 = -cse49*leg5_H3_1 + 1.23584881227553*leg5_B0_12
-    leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv3
-    leg5_H4_2 = leg5_lu_inv2*(leg5_Ci3_x - leg5_H4_1*leg5_TL1_z)
-    leg5_H4_3 = -cse49*leg5_H4_1 + 1.23584881227553*leg5_Ci2_x
-    leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv3
-    leg5_H5_2 = leg5_lu_inv2*(leg5_Ci3_y - leg5_H5_1*leg5_TL1_z)
-    leg5_H5_3 = -cse49*leg5_H5_1 + 1.23584881227553*leg5_Ci2_y
-    leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv3
-    leg5_H6_2 = leg5_lu_inv2*(leg5_Ci3_z - leg5_H6_1*leg5_TL1_z)
-    leg5_H6_3 = -cse49*leg5_H6_1 + 1.23584881227553*leg5_Ci2_z
-    leg6_H1_1 = leg6_B0_00*leg6_lu_inv3
-    leg6_H1_2 = leg6_lu_inv2*(leg6_B0_20 - leg6_H1_1*leg6_TL1_z)
-    cse50 = 1.23584881227553*leg6_TL1_y
-    leg6_H1_3 = -cse50*leg6_H1_1 + 1.23584881227553*leg6_B0_10
-    leg6_H2_1 = leg6_B0_01*leg6_lu_inv3
-    leg6_H2_2 = leg6_lu_inv2*(leg6_B0_21 - leg6_H2_1*leg6_TL1_z)
-    leg6_H2_3 = -cse50*leg6_H2_1 + 1.23584881227553*leg6_B0_11
-    leg6_H3_1 = leg6_B0_02*leg6_lu_inv3
-    leg6_H3_2 = leg6_lu_inv2*(leg6_B0_22 - leg6_H3_1*leg6_TL1_z)
-    leg6_H3_3 = -cse50*leg6_H3_1 + 1.23584881227553*leg6_B0_12
-    leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv3
-    leg6_H4_2 = leg6_lu_inv2*(leg6_Ci3_x - leg6_H4_1*leg6_TL1_z)
-    leg6_H4_3 = -cse50*leg6_H4_1 + 1.23584881227553*leg6_Ci2_x
-    leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv3
-    leg6_H5_2 = leg6_lu_inv2*(leg6_Ci3_y - leg6_H5_1*leg6_TL1_z)
-    leg6_H5_3 = -cse50*leg6_H5_1 + 1.23584881227553*leg6_Ci2_y
-    leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv3
-    leg6_H6_2 = leg6_lu_inv2*(leg6_Ci3_z - leg6_H6_1*leg6_TL1_z)
-    leg6_H6_3 = -cse50*leg6_H6_1 + 1.23584881227553*leg6_Ci2_z
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
-    leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
-    leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
-    leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
-    leg2_qd3 = leg2_H1_3*v_x + leg2_H2_3*v_y + leg2_H3_3*v_z + leg2_H4_3*omega_x + leg2_H5_3*omega_y + leg2_H6_3*omega_z
-    leg3_qd1 = leg3_H1_1*v_x + leg3_H2_1*v_y + leg3_H3_1*v_z + leg3_H4_1*omega_x + leg3_H5_1*omega_y + leg3_H6_1*omega_z
-    leg3_qd2 = leg3_H1_2*v_x + leg3_H2_2*v_y + leg3_H3_2*v_z + leg3_H4_2*omega_x + leg3_H5_2*omega_y + leg3_H6_2*omega_z
-    leg3_qd3 = leg3_H1_3*v_x + leg3_H2_3*v_y + leg3_H3_3*v_z + leg3_H4_3*omega_x + leg3_H5_3*omega_y + leg3_H6_3*omega_z
-    leg4_qd1 = leg4_H1_1*v_x + leg4_H2_1*v_y + leg4_H3_1*v_z + leg4_H4_1*omega_x + leg4_H5_1*omega_y + leg4_H6_1*omega_z
-    leg4_qd2 = leg4_H1_2*v_x + leg4_H2_2*v_y + leg4_H3_2*v_z + leg4_H4_2*omega_x + leg4_H5_2*omega_y + leg4_H6_2*omega_z
-    leg4_qd3 = leg4_H1_3*v_x + leg4_H2_3*v_y + leg4_H3_3*v_z + leg4_H4_3*omega_x + leg4_H5_3*omega_y + leg4_H6_3*omega_z
-    leg5_qd1 = leg5_H1_1*v_x + leg5_H2_1*v_y + leg5_H3_1*v_z + leg5_H4_1*omega_x + leg5_H5_1*omega_y + leg5_H6_1*omega_z
-    leg5_qd2 = leg5_H1_2*v_x + leg5_H2_2*v_y + leg5_H3_2*v_z + leg5_H4_2*omega_x + leg5_H5_2*omega_y + leg5_H6_2*omega_z
-    leg5_qd3 = leg5_H1_3*v_x + leg5_H2_3*v_y + leg5_H3_3*v_z + leg5_H4_3*omega_x + leg5_H5_3*omega_y + leg5_H6_3*omega_z
-    leg6_qd1 = leg6_H1_1*v_x + leg6_H2_1*v_y + leg6_H3_1*v_z + leg6_H4_1*omega_x + leg6_H5_1*omega_y + leg6_H6_1*omega_z
-    leg6_qd2 = leg6_H1_2*v_x + leg6_H2_2*v_y + leg6_H3_2*v_z + leg6_H4_2*omega_x + leg6_H5_2*omega_y + leg6_H6_2*omega_z
-    leg6_qd3 = leg6_H1_3*v_x + leg6_H2_3*v_y + leg6_H3_3*v_z + leg6_H4_3*omega_x + leg6_H5_3*omega_y + leg6_H6_3*omega_z
-    q[0] = leg1_q1
-    q[1] = leg1_q2
-    q[2] = leg1_q3
-    q[3] = leg2_q1
-    q[4] = leg2_q2
-    q[5] = leg2_q3
-    q[6] = leg3_q1
-    q[7] = leg3_q2
-    q[8] = leg3_q3
-    q[9] = leg4_q1
-    q[10] = leg4_q2
-    q[11] = leg4_q3
-    q[12] = leg5_q1
-    q[13] = leg5_q2
-    q[14] = leg5_q3
-    q[15] = leg6_q1
-    q[16] = leg6_q2
-    q[17] = leg6_q3
-    qd[0] = leg1_qd1
-    qd[1] = leg1_qd2
-    qd[2] = leg1_qd3
-    qd[3] = leg2_qd1
-    qd[4] = leg2_qd2
-    qd[5] = leg2_qd3
-    qd[6] = leg3_qd1
-    qd[7] = leg3_qd2
-    qd[8] = leg3_qd3
-    qd[9] = leg4_qd1
-    qd[10] = leg4_qd2
-    qd[11] = leg4_qd3
-    qd[12] = leg5_qd1
-    qd[13] = leg5_qd2
-    qd[14] = leg5_qd3
-    qd[15] = leg6_qd1
-    qd[16] = leg6_qd2
-    qd[17] = leg6_qd3
-    return 0
-
-
-def acceleration_terms(x, u, p, h):
-    """h_k of every leg: qdd = H udot + h.
-
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  p[3]: named spec parameters: c_crank, k_crank, m_ring
-    out h[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 825 adds, 1442 muls, 30 divs, 18 sqrt, 12 trig (2327 total)
-    """
-    x_C, y_C, z_C, psi_y, psi_z, psi_x = x
-    v_x, v_y, v_z, omega_x, omega_y, omega_z = u
-    p_c_crank, p_k_crank, p_m_ring = p
-    leg1_c_psi_y = math.cos(psi_y)
-    leg1_s_psi_y = math.sin(psi_y)
-    leg1_c_psi_z = math.cos(psi_z)
-    leg1_s_psi_z = math.sin(psi_z)
-    leg1_c_psi_x = math.cos(psi_x)
-    leg1_s_psi_x = math.sin(psi_x)
-    leg1_alpha_C_00 = leg1_c_psi_y*leg1_c_psi_z
-    leg1_alpha_C_02 = -leg1_c_psi_z*leg1_s_psi_y
-    cse0 = leg1_c_psi_x*leg1_c_psi_y
-    leg1_alpha_C_10 = -cse0*leg1_s_psi_z + leg1_s_psi_x*leg1_s_psi_y
-    leg1_alpha_C_11 = leg1_c_psi_x*leg1_c_psi_z
-    cse1 = leg1_c_psi_y*leg1_s_psi_x
-    cse2 = leg1_c_psi_x*leg1_s_psi_y
-    leg1_alpha_C_12 = cse1 + cse2*leg1_s_psi_z
-    leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
-    leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
-    leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4213244437154379*leg1_alpha_C_10
-    cse4 = 0.3535331853275967*leg1_alpha_C_00 + x_C
-    leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4213244437154379*leg1_alpha_C_11
-    cse6 = 0.3535331853275967*leg1_s_psi_z + y_C
-    leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4213244437154379*leg1_alpha_C_12
-    cse8 = 0.3535331853275967*leg1_alpha_C_02 + z_C
-    leg1_s0_z = -cse7 + cse8
-    leg1_d_x = 0.9396926207859083*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8
-    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859083*leg1_s0_y - 8.673617379884035e-18
-    cse9 = leg1_d_x*leg1_d_x
-    cse10 = leg1_s0_z*leg1_s0_z
-    leg1_crank_K = 2.0*cse10 + 2.0*cse9 + 2.0*leg1_d_z*leg1_d_z - 1.1844813172579467
-    leg1_crank_rho2 = cse10 + cse9
-    leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
-    if not (leg1_crank_w2 > 0.0):  # crank: pose out of reach of the crank
-        h[:] = [NAN] * 18
-        return 1
-    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
-        h[:] = [NAN] * 18
-        return 2
-    leg1_crank_w = math.sqrt(leg1_crank_w2)
-    leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
-    leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
-    leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
-    leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
-    leg1_e_c_x = leg1_crank_c*leg1_d_x - leg1_crank_s*leg1_s0_z - 0.25
-    leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
-    cse11 = 0.657033253384418*leg1_e_c_x - 0.7538615946890297*leg1_e_c_y
-    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222173*leg1_e_c_x - 0.6179244061377648*leg1_e_c_y
-    leg1_u_Lxz2 = cse11*cse11 + cse12*cse12
-    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
-        h[:] = [NAN] * 18
-        return 2
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    cse13 = 0.9404766089917045*leg1_d_z - 0.2562062130145579*leg1_e_c_x - 0.2232982856006816*leg1_e_c_y
-    leg1_u_L = math.sqrt(cse13*cse13 + leg1_u_Lxz2)
-    leg1_u_inv_L = 1.0/leg1_u_L
-    leg1_u_c1 = cse12*leg1_u_inv_Lxz
-    leg1_u_s1 = cse11*leg1_u_inv_Lxz
-    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
-    leg1_u_s2 = cse13*leg1_u_inv_L
-    if not (leg1_q1 + 1.2 > 0.0):  # leg1_crank below its limit -1.2
-        h[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg1_q1 > 0.0):  # leg1_crank above its limit 1.2
-        h[:] = [NAN] * 18
-        return 1
-    leg2_s0_x = cse3 + cse4
-    leg2_s0_y = cse5 + cse6
-    leg2_s0_z = cse7 + cse8
-    leg2_d_x = 0.9396926207859083*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8
-    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859083*leg2_s0_y + 8.673617379884035e-18
-    cse14 = leg2_d_x*leg2_d_x
-    cse15 = leg2_s0_z*leg2_s0_z
-    leg2_crank_K = 2.0*cse14 + 2.0*cse15 + 2.0*leg2_d_z*leg2_d_z - 1.1844813172579467
-    leg2_crank_rho2 = cse14 + cse15
-    leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
-    if not (leg2_crank_w2 > 0.0):  # crank: pose out of reach of the crank
-        h[:] = [NAN] * 18
-        return 1
-    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
-        h[:] = [NAN] * 18
-        return 2
-    leg2_crank_w = math.sqrt(leg2_crank_w2)
-    leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
-    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
-    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
-    leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
-    leg2_e_c_x = leg2_crank_c*leg2_d_x - leg2_crank_s*leg2_s0_z - 0.25
-    leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
-    cse16 = 0.657033253384418*leg2_e_c_x - 0.7538615946890297*leg2_e_c_y
-    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222173*leg2_e_c_x - 0.6179244061377648*leg2_e_c_y
-    leg2_u_Lxz2 = cse16*cse16 + cse17*cse17
-    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
-        h[:] = [NAN] * 18
-        return 2
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    cse18 = 0.9404766089917045*leg2_d_z + 0.2562062130145579*leg2_e_c_x + 0.2232982856006816*leg2_e_c_y
-    leg2_u_L = math.sqrt(cse18*cse18 + leg2_u_Lxz2)
-    leg2_u_inv_L = 1.0/leg2_u_L
-    leg2_u_c1 = cse17*leg2_u_inv_Lxz
-    leg2_u_s1 = cse16*leg2_u_inv_Lxz
-    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
-    leg2_u_s2 = cse18*leg2_u_inv_L
-    if not (leg2_q1 + 1.2 > 0.0):  # leg2_crank below its limit -1.2
-        h[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg2_q1 > 0.0):  # leg2_crank above its limit 1.2
-        h[:] = [NAN] * 18
-        return 1
-    cse19 = 0.5168309414322496*leg1_alpha_C_10
-    leg3_s0_x = cse19 + 0.18811107882911787*leg1_alpha_C_00 + x_C
-    cse20 = 0.5168309414322496*leg1_alpha_C_11
-    leg3_s0_y = cse20 + 0.18811107882911787*leg1_s_psi_z + y_C
-    cse21 = 0.5168309414322496*leg1_alpha_C_12
-    leg3_s0_z = cse21 + 0.18811107882911787*leg1_alpha_C_02 + z_C
-    leg3_d_x = -0.17364817766693028*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
-    leg3_d_z = -0.9848077530122081*leg3_s0_x - 0.1736481776669303*leg3_s0_y - 6.071532165918825e-18
-    cse22 = leg3_d_x*leg3_d_x
-    cse23 = leg3_s0_z*leg3_s0_z
-    leg3_crank_K = 2.0*cse22 + 2.0*cse23 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
-    leg3_crank_rho2 = cse22 + cse23
-    leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
-    if not (leg3_crank_w2 > 0.0):  # crank: pose out of reach of the crank
-        h[:] = [NAN] * 18
-        return 1
-    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
-        h[:] = [NAN] * 18
-        return 2
-    leg3_crank_w = math.sqrt(leg3_crank_w2)
-    leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
-    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
-    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
-    leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
-    leg3_e_c_x = leg3_crank_c*leg3_d_x - leg3_crank_s*leg3_s0_z - 0.25
-    leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
-    cse24 = 0.6570332533844183*leg3_e_c_x - 0.7538615946890297*leg3_e_c_y
-    cse25 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.617924406137765*leg3_e_c_y
-    leg3_u_Lxz2 = cse24*cse24 + cse25*cse25
-    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
-        h[:] = [NAN] * 18
-        return 2
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    cse26 = 0.9404766089917045*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068182*leg3_e_c_y
-    leg3_u_L = math.sqrt(cse26*cse26 + leg3_u_Lxz2)
-    leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c1 = cse25*leg3_u_inv_Lxz
-    leg3_u_s1 = cse24*leg3_u_inv_Lxz
-    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = cse26*leg3_u_inv_L
-    if not (leg3_q1 + 1.2 > 0.0):  # leg3_crank below its limit -1.2
-        h[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg3_q1 > 0.0):  # leg3_crank above its limit 1.2
-        h[:] = [NAN] * 18
-        return 1
-    cse27 = 0.5416442641567144*leg1_alpha_C_00
-    leg4_s0_x = -cse27 + 0.09550649771681166*leg1_alpha_C_10 + x_C
-    cse28 = 0.5416442641567144*leg1_s_psi_z
-    leg4_s0_y = -cse28 + 0.09550649771681166*leg1_alpha_C_11 + y_C
-    cse29 = 0.5416442641567144*leg1_alpha_C_02
-    leg4_s0_z = -cse29 + 0.09550649771681166*leg1_alpha_C_12 + z_C
-    leg4_d_x = -0.7660444431189779*leg4_s0_x + 0.6427876096865395*leg4_s0_y - 0.8
-    leg4_d_z = -0.6427876096865395*leg4_s0_x - 0.7660444431189779*leg4_s0_y + 1.9949319973733282e-17
-    cse30 = leg4_d_x*leg4_d_x
-    cse31 = leg4_s0_z*leg4_s0_z
-    leg4_crank_K = 2.0*cse30 + 2.0*cse31 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579476
-    leg4_crank_rho2 = cse30 + cse31
-    leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
-    if not (leg4_crank_w2 > 0.0):  # crank: pose out of reach of the crank
-        h[:] = [NAN] * 18
-        return 1
-    if not (leg4_crank_w2 - 6.547406586289738e-17 > 0.0):  # crank: crank and rod aligned
-        h[:] = [NAN] * 18
-        return 2
-    leg4_crank_w = math.sqrt(leg4_crank_w2)
-    leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
-    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
-    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
-    leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
-    leg4_e_c_x = leg4_crank_c*leg4_d_x - leg4_crank_s*leg4_s0_z - 0.25
-    leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
-    cse32 = 0.6570332533844181*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
-    cse33 = 0.3398584233757709*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.6179244061377648*leg4_e_c_y
-    leg4_u_Lxz2 = cse32*cse32 + cse33*cse33
-    if not (leg4_u_Lxz2 - 6.547406586289738e-17 > 0.0):  # u: universal joint at 90 degrees
-        h[:] = [NAN] * 18
-        return 2
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    cse34 = 0.9404766089917045*leg4_d_z + 0.25620621301455804*leg4_e_c_x + 0.2232982856006817*leg4_e_c_y
-    leg4_u_L = math.sqrt(cse34*cse34 + leg4_u_Lxz2)
-    leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c1 = cse33*leg4_u_inv_Lxz
-    leg4_u_s1 = cse32*leg4_u_inv_Lxz
-    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = cse34*leg4_u_inv_L
-    if not (leg4_q1 + 1.2 > 0.0):  # leg4_crank below its limit -1.2
-        h[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg4_q1 > 0.0):  # leg4_crank above its limit 1.2
-        h[:] = [NAN] * 18
-        return 1
-    leg5_s0_x = -cse27 - 0.09550649771681177*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -cse28 - 0.09550649771681177*leg1_alpha_C_11 + y_C
-    leg5_s0_z = -cse29 - 0.09550649771681177*leg1_alpha_C_12 + z_C
-    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865393*leg5_s0_y - 0.7999999999999999
-    leg5_d_z = 0.6427876096865393*leg5_s0_x - 0.766044443118978*leg5_s0_y + 2.862293735361732e-17
-    cse35 = leg5_d_x*leg5_d_x
-    cse36 = leg5_s0_z*leg5_s0_z
-    leg5_crank_K = 2.0*cse35 + 2.0*cse36 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579465
-    leg5_crank_rho2 = cse35 + cse36
-    leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
-    if not (leg5_crank_w2 > 0.0):  # crank: pose out of reach of the crank
-        h[:] = [NAN] * 18
-        return 1
-    if not (leg5_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
-        h[:] = [NAN] * 18
-        return 2
-    leg5_crank_w = math.sqrt(leg5_crank_w2)
-    leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
-    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
-    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
-    leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
-    leg5_e_c_x = leg5_crank_c*leg5_d_x - leg5_crank_s*leg5_s0_z - 0.25
-    leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
-    cse37 = 0.6570332533844183*leg5_e_c_x - 0.7538615946890296*leg5_e_c_y
-    cse38 = -0.33985842337577066*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.6179244061377651*leg5_e_c_y
-    leg5_u_Lxz2 = cse37*cse37 + cse38*cse38
-    if not (leg5_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
-        h[:] = [NAN] * 18
-        return 2
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    cse39 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
-    leg5_u_L = math.sqrt(cse39*cse39 + leg5_u_Lxz2)
-    leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c1 = cse38*leg5_u_inv_Lxz
-    leg5_u_s1 = cse37*leg5_u_inv_Lxz
-    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = cse39*leg5_u_inv_L
-    if not (leg5_q1 + 1.2 > 0.0):  # leg5_crank below its limit -1.2
-        h[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg5_q1 > 0.0):  # leg5_crank above its limit 1.2
-        h[:] = [NAN] * 18
-        return 1
-    leg6_s0_x = -cse19 + 0.18811107882911796*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse20 + 0.18811107882911796*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse21 + 0.18811107882911796*leg1_alpha_C_02 + z_C
-    leg6_d_x = -0.17364817766693033*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
-    leg6_d_z = 0.9848077530122081*leg6_s0_x - 0.17364817766693036*leg6_s0_y - 1.0408340855860843e-17
-    cse40 = leg6_d_x*leg6_d_x
-    cse41 = leg6_s0_z*leg6_s0_z
-    leg6_crank_K = 2.0*cse40 + 2.0*cse41 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579467
-    leg6_crank_rho2 = cse40 + cse41
-    leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
-    if not (leg6_crank_w2 > 0.0):  # crank: pose out of reach of the crank
-        h[:] = [NAN] * 18
-        return 1
-    if not (leg6_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
-        h[:] = [NAN] * 18
-        return 2
-    leg6_crank_w = math.sqrt(leg6_crank_w2)
-    leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
-    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
-    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
-    leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
-    leg6_e_c_x = leg6_crank_c*leg6_d_x - leg6_crank_s*leg6_s0_z - 0.25
-    leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
-    cse42 = 0.6570332533844183*leg6_e_c_x - 0.7538615946890297*leg6_e_c_y
-    cse43 = 0.339858423375771*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.617924406137765*leg6_e_c_y
-    leg6_u_Lxz2 = cse42*cse42 + cse43*cse43
-    if not (leg6_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
-        h[:] = [NAN] * 18
-        return 2
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    cse44 = 0.9404766089917044*leg6_d_z + 0.2562062130145581*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
-    leg6_u_L = math.sqrt(cse44*cse44 + leg6_u_Lxz2)
-    leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_u_c1 = cse43*leg6_u_inv_Lxz
-    leg6_u_s1 = cse42*leg6_u_inv_Lxz
-    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = cse44*leg6_u_inv_L
-    if not (leg6_q1 + 1.2 > 0.0):  # leg6_crank below its limit -1.2
-        h[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg6_q1 > 0.0):  # leg6_crank above its limit 1.2
-        h[:] = [NAN] * 18
-        return 1
-    leg1_beta1_00 = 0.9396926207859083*leg1_crank_c
-    leg1_beta1_01 = -0.34202014332566866*leg1_crank_c
-    leg1_beta1_10 = -0.9396926207859083*leg1_crank_s
-    leg1_beta1_11 = 0.34202014332566866*leg1_crank_s
-    leg1_beta2_00 = -0.7089891962222173*leg1_u_c1 + 0.657033253384418*leg1_u_s1
-    leg1_beta2_01 = -0.6179244061377648*leg1_u_c1 - 0.7538615946890297*leg1_u_s1
-    leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
-    leg1_beta2_20 = -0.657033253384418*leg1_u_c1 - 0.7089891962222173*leg1_u_s1
-    leg1_beta2_21 = 0.7538615946890297*leg1_u_c1 - 0.6179244061377648*leg1_u_s1
-    leg1_beta2_22 = -0.33985842337577077*leg1_u_s1
-    leg2_beta1_00 = 0.9396926207859083*leg2_crank_c
-    leg2_beta1_01 = 0.34202014332566866*leg2_crank_c
-    leg2_beta1_10 = -0.9396926207859083*leg2_crank_s
-    leg2_beta1_11 = -0.34202014332566866*leg2_crank_s
-    leg2_beta2_00 = -0.7089891962222173*leg2_u_c1 + 0.657033253384418*leg2_u_s1
-    leg2_beta2_01 = -0.6179244061377648*leg2_u_c1 - 0.7538615946890297*leg2_u_s1
-    leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
-    leg2_beta2_20 = -0.657033253384418*leg2_u_c1 - 0.7089891962222173*leg2_u_s1
-    leg2_beta2_21 = 0.7538615946890297*leg2_u_c1 - 0.6179244061377648*leg2_u_s1
-    leg2_beta2_22 = 0.33985842337577077*leg2_u_s1
-    leg3_beta1_00 = -0.17364817766693028*leg3_crank_c
-    leg3_beta1_01 = 0.984807753012208*leg3_crank_c
-    leg3_beta1_10 = 0.17364817766693028*leg3_crank_s
-    leg3_beta1_11 = -0.984807753012208*leg3_crank_s
-    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844183*leg3_u_s1
-    leg3_beta2_01 = -0.617924406137765*leg3_u_c1 - 0.7538615946890297*leg3_u_s1
-    leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
-    leg3_beta2_20 = -0.6570332533844183*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
-    leg3_beta2_21 = 0.7538615946890297*leg3_u_c1 - 0.617924406137765*leg3_u_s1
-    leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
-    leg4_beta1_00 = -0.7660444431189779*leg4_crank_c
-    leg4_beta1_01 = 0.6427876096865395*leg4_crank_c
-    leg4_beta1_10 = 0.7660444431189779*leg4_crank_s
-    leg4_beta1_11 = -0.6427876096865395*leg4_crank_s
-    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844181*leg4_u_s1
-    leg4_beta2_01 = -0.6179244061377648*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
-    leg4_beta2_02 = 0.3398584233757709*leg4_u_c1
-    leg4_beta2_20 = -0.6570332533844181*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
-    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.6179244061377648*leg4_u_s1
-    leg4_beta2_22 = 0.3398584233757709*leg4_u_s1
-    leg5_beta1_00 = -0.766044443118978*leg5_crank_c
-    leg5_beta1_01 = -0.6427876096865393*leg5_crank_c
-    leg5_beta1_10 = 0.766044443118978*leg5_crank_s
-    leg5_beta1_11 = 0.6427876096865393*leg5_crank_s
-    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844183*leg5_u_s1
-    leg5_beta2_01 = -0.6179244061377651*leg5_u_c1 - 0.7538615946890296*leg5_u_s1
-    leg5_beta2_02 = -0.33985842337577066*leg5_u_c1
-    leg5_beta2_20 = -0.6570332533844183*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
-    leg5_beta2_21 = 0.7538615946890296*leg5_u_c1 - 0.6179244061377651*leg5_u_s1
-    leg5_beta2_22 = -0.33985842337577066*leg5_u_s1
-    leg6_beta1_00 = -0.17364817766693033*leg6_crank_c
-    leg6_beta1_01 = -0.984807753012208*leg6_crank_c
-    leg6_beta1_10 = 0.17364817766693033*leg6_crank_s
-    leg6_beta1_11 = 0.984807753012208*leg6_crank_s
-    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844183*leg6_u_s1
-    leg6_beta2_01 = -0.617924406137765*leg6_u_c1 - 0.7538615946890297*leg6_u_s1
-    leg6_beta2_02 = 0.339858423375771*leg6_u_c1
-    leg6_beta2_20 = -0.6570332533844183*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
-    leg6_beta2_21 = 0.7538615946890297*leg6_u_c1 - 0.617924406137765*leg6_u_s1
-    leg6_beta2_22 = 0.339858423375771*leg6_u_s1
-    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.2562062130145579*leg1_u_s2
-    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.2232982856006816*leg1_u_s2
-    leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.9404766089917045*leg1_u_s2
-    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.2562062130145579*leg1_u_c2
-    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.2232982856006816*leg1_u_c2
-    leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
-    leg1_B0_00 = leg1_B1_00*leg1_beta1_00 + leg1_B1_01*leg1_beta1_10 + 0.34202014332566866*leg1_B1_02
-    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859083*leg1_B1_02
-    leg1_B0_02 = -leg1_B1_00*leg1_crank_s - leg1_B1_01*leg1_crank_c
-    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + leg1_B1_11*leg1_beta1_10 + 0.34202014332566866*leg1_B1_12
-    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859083*leg1_B1_12
-    leg1_B0_12 = -leg1_B1_10*leg1_crank_s - leg1_B1_11*leg1_crank_c
-    leg1_B0_20 = leg1_beta1_00*leg1_beta2_20 + leg1_beta1_10*leg1_beta2_21 + 0.34202014332566866*leg1_beta2_22
-    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859083*leg1_beta2_22
-    leg1_B0_22 = -leg1_beta2_20*leg1_crank_s - leg1_beta2_21*leg1_crank_c
-    leg1_rho1_x = 0.25*leg1_B1_00 + 0.809160465315115
-    leg1_rho1_y = 0.25*leg1_B1_10
-    cse45 = 0.25*leg1_beta2_20
-    leg1_rho1_z = cse45
-    leg1_TL1_x = leg1_B1_12*leg1_rho1_z - leg1_beta2_22*leg1_rho1_y
-    leg1_TL1_y = -leg1_B1_02*leg1_rho1_z + leg1_beta2_22*leg1_rho1_x
-    leg1_TL1_z = leg1_B1_02*leg1_rho1_y - leg1_B1_12*leg1_rho1_x
-    leg1_TL2_z = -0.809160465315115*leg1_u_c2
-    leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_01*leg1_s_psi_z + leg1_B0_02*leg1_alpha_C_02
-    leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_01*leg1_alpha_C_11 + leg1_B0_02*leg1_alpha_C_12
-    leg1_Q_02 = leg1_B0_00*leg1_alpha_C_20 + leg1_B0_01*leg1_alpha_C_21 + leg1_B0_02*leg1_alpha_C_22
-    leg1_Q_10 = leg1_B0_10*leg1_alpha_C_00 + leg1_B0_11*leg1_s_psi_z + leg1_B0_12*leg1_alpha_C_02
-    leg1_Q_11 = leg1_B0_10*leg1_alpha_C_10 + leg1_B0_11*leg1_alpha_C_11 + leg1_B0_12*leg1_alpha_C_12
-    leg1_Q_12 = leg1_B0_10*leg1_alpha_C_20 + leg1_B0_11*leg1_alpha_C_21 + leg1_B0_12*leg1_alpha_C_22
-    leg1_Q_20 = leg1_B0_20*leg1_alpha_C_00 + leg1_B0_21*leg1_s_psi_z + leg1_B0_22*leg1_alpha_C_02
-    leg1_Q_21 = leg1_B0_20*leg1_alpha_C_10 + leg1_B0_21*leg1_alpha_C_11 + leg1_B0_22*leg1_alpha_C_12
-    leg1_Q_22 = leg1_B0_20*leg1_alpha_C_20 + leg1_B0_21*leg1_alpha_C_21 + leg1_B0_22*leg1_alpha_C_22
-    leg1_Ci1_x = -0.4213244437154379*leg1_Q_02
-    leg1_Ci1_y = -0.3535331853275967*leg1_Q_02
-    leg1_Ci1_z = 0.4213244437154379*leg1_Q_00 + 0.3535331853275967*leg1_Q_01
-    leg1_Ci2_x = -0.4213244437154379*leg1_Q_12
-    leg1_Ci2_y = -0.3535331853275967*leg1_Q_12
-    leg1_Ci2_z = 0.4213244437154379*leg1_Q_10 + 0.3535331853275967*leg1_Q_11
-    leg1_Ci3_x = -0.4213244437154379*leg1_Q_22
-    leg1_Ci3_y = -0.3535331853275967*leg1_Q_22
-    leg1_Ci3_z = 0.4213244437154379*leg1_Q_20 + 0.3535331853275967*leg1_Q_21
-    if not (leg1_TL2_z*leg1_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
-        h[:] = [NAN] * 18
-        return 2
-    leg1_lu_inv2 = 1.0/leg1_TL2_z
-    if not (leg1_TL1_x*leg1_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
-        h[:] = [NAN] * 18
-        return 2
-    leg1_lu_inv3 = 1.0/leg1_TL1_x
-    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.2562062130145579*leg2_u_s2
-    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.2232982856006816*leg2_u_s2
-    leg2_B1_02 = leg2_beta2_02*leg2_u_c2 + 0.9404766089917045*leg2_u_s2
-    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.2562062130145579*leg2_u_c2
-    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.2232982856006816*leg2_u_c2
-    leg2_B1_12 = -leg2_beta2_02*leg2_u_s2 + 0.9404766089917045*leg2_u_c2
-    leg2_B0_00 = leg2_B1_00*leg2_beta1_00 + leg2_B1_01*leg2_beta1_10 - 0.34202014332566866*leg2_B1_02
-    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859083*leg2_B1_02
-    leg2_B0_02 = -leg2_B1_00*leg2_crank_s - leg2_B1_01*leg2_crank_c
-    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 + leg2_B1_11*leg2_beta1_10 - 0.34202014332566866*leg2_B1_12
-    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859083*leg2_B1_12
-    leg2_B0_12 = -leg2_B1_10*leg2_crank_s - leg2_B1_11*leg2_crank_c
-    leg2_B0_20 = leg2_beta1_00*leg2_beta2_20 + leg2_beta1_10*leg2_beta2_21 - 0.34202014332566866*leg2_beta2_22
-    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859083*leg2_beta2_22
-    leg2_B0_22 = -leg2_beta2_20*leg2_crank_s - leg2_beta2_21*leg2_crank_c
-    leg2_rho1_x = 0.25*leg2_B1_00 + 0.809160465315115
-    leg2_rho1_y = 0.25*leg2_B1_10
-    cse46 = 0.25*leg2_beta2_20
-    leg2_rho1_z = cse46
-    leg2_TL1_x = leg2_B1_12*leg2_rho1_z - leg2_beta2_22*leg2_rho1_y
-    leg2_TL1_y = -leg2_B1_02*leg2_rho1_z + leg2_beta2_22*leg2_rho1_x
-    leg2_TL1_z = leg2_B1_02*leg2_rho1_y - leg2_B1_12*leg2_rho1_x
-    leg2_TL2_z = -0.809160465315115*leg2_u_c2
-    leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_B0_01
-    leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_B0_01 + leg1_alpha_C_12*leg2_B0_02
-    leg2_Q_02 = leg1_alpha_C_20*leg2_B0_00 + leg1_alpha_C_21*leg2_B0_01 + leg1_alpha_C_22*leg2_B0_02
-    leg2_Q_10 = leg1_alpha_C_00*leg2_B0_10 + leg1_alpha_C_02*leg2_B0_12 + leg1_s_psi_z*leg2_B0_11
-    leg2_Q_11 = leg1_alpha_C_10*leg2_B0_10 + leg1_alpha_C_11*leg2_B0_11 + leg1_alpha_C_12*leg2_B0_12
-    leg2_Q_12 = leg1_alpha_C_20*leg2_B0_10 + leg1_alpha_C_21*leg2_B0_11 + leg1_alpha_C_22*leg2_B0_12
-    leg2_Q_20 = leg1_alpha_C_00*leg2_B0_20 + leg1_alpha_C_02*leg2_B0_22 + leg1_s_psi_z*leg2_B0_21
-    leg2_Q_21 = leg1_alpha_C_10*leg2_B0_20 + leg1_alpha_C_11*leg2_B0_21 + leg1_alpha_C_12*leg2_B0_22
-    leg2_Q_22 = leg1_alpha_C_20*leg2_B0_20 + leg1_alpha_C_21*leg2_B0_21 + leg1_alpha_C_22*leg2_B0_22
-    leg2_Ci1_x = 0.4213244437154379*leg2_Q_02
-    leg2_Ci1_y = -0.3535331853275967*leg2_Q_02
-    leg2_Ci1_z = -0.4213244437154379*leg2_Q_00 + 0.3535331853275967*leg2_Q_01
-    leg2_Ci2_x = 0.4213244437154379*leg2_Q_12
-    leg2_Ci2_y = -0.3535331853275967*leg2_Q_12
-    leg2_Ci2_z = -0.4213244437154379*leg2_Q_10 + 0.3535331853275967*leg2_Q_11
-    leg2_Ci3_x = 0.4213244437154379*leg2_Q_22
-    leg2_Ci3_y = -0.3535331853275967*leg2_Q_22
-    leg2_Ci3_z = -0.4213244437154379*leg2_Q_20 + 0.3535331853275967*leg2_Q_21
-    if not (leg2_TL2_z*leg2_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
-        h[:] = [NAN] * 18
-        return 2
-    leg2_lu_inv2 = 1.0/leg2_TL2_z
-    if not (leg2_TL1_x*leg2_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
-        h[:] = [NAN] * 18
-        return 2
-    leg2_lu_inv3 = 1.0/leg2_TL1_x
-    leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.25620621301455804*leg3_u_s2
-    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068182*leg3_u_s2
-    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917045*leg3_u_s2
-    leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
-    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068182*leg3_u_c2
-    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917045*leg3_u_c2
-    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.9848077530122081*leg3_B1_02
-    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.1736481776669303*leg3_B1_02
-    leg3_B0_02 = -leg3_B1_00*leg3_crank_s - leg3_B1_01*leg3_crank_c
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.9848077530122081*leg3_B1_12
-    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.1736481776669303*leg3_B1_12
-    leg3_B0_12 = -leg3_B1_10*leg3_crank_s - leg3_B1_11*leg3_crank_c
-    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.9848077530122081*leg3_beta2_22
-    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.1736481776669303*leg3_beta2_22
-    leg3_B0_22 = -leg3_beta2_20*leg3_crank_s - leg3_beta2_21*leg3_crank_c
-    leg3_rho1_x = 0.25*leg3_B1_00 + 0.8091604653151149
-    leg3_rho1_y = 0.25*leg3_B1_10
-    cse47 = 0.25*leg3_beta2_20
-    leg3_rho1_z = cse47
-    leg3_TL1_x = leg3_B1_12*leg3_rho1_z - leg3_beta2_22*leg3_rho1_y
-    leg3_TL1_y = -leg3_B1_02*leg3_rho1_z + leg3_beta2_22*leg3_rho1_x
-    leg3_TL1_z = leg3_B1_02*leg3_rho1_y - leg3_B1_12*leg3_rho1_x
-    leg3_TL2_z = -0.8091604653151149*leg3_u_c2
-    leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
-    leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
-    leg3_Q_02 = leg1_alpha_C_20*leg3_B0_00 + leg1_alpha_C_21*leg3_B0_01 + leg1_alpha_C_22*leg3_B0_02
-    leg3_Q_10 = leg1_alpha_C_00*leg3_B0_10 + leg1_alpha_C_02*leg3_B0_12 + leg1_s_psi_z*leg3_B0_11
-    leg3_Q_11 = leg1_alpha_C_10*leg3_B0_10 + leg1_alpha_C_11*leg3_B0_11 + leg1_alpha_C_12*leg3_B0_12
-    leg3_Q_12 = leg1_alpha_C_20*leg3_B0_10 + leg1_alpha_C_21*leg3_B0_11 + leg1_alpha_C_22*leg3_B0_12
-    leg3_Q_20 = leg1_alpha_C_00*leg3_B0_20 + leg1_alpha_C_02*leg3_B0_22 + leg1_s_psi_z*leg3_B0_21
-    leg3_Q_21 = leg1_alpha_C_10*leg3_B0_20 + leg1_alpha_C_11*leg3_B0_21 + leg1_alpha_C_12*leg3_B0_22
-    leg3_Q_22 = leg1_alpha_C_20*leg3_B0_20 + leg1_alpha_C_21*leg3_B0_21 + leg1_alpha_C_22*leg3_B0_22
-    leg3_Ci1_x = 0.5168309414322496*leg3_Q_02
-    leg3_Ci1_y = -0.18811107882911787*leg3_Q_02
-    leg3_Ci1_z = -0.5168309414322496*leg3_Q_00 + 0.18811107882911787*leg3_Q_01
-    leg3_Ci2_x = 0.5168309414322496*leg3_Q_12
-    leg3_Ci2_y = -0.18811107882911787*leg3_Q_12
-    leg3_Ci2_z = -0.5168309414322496*leg3_Q_10 + 0.18811107882911787*leg3_Q_11
-    leg3_Ci3_x = 0.5168309414322496*leg3_Q_22
-    leg3_Ci3_y = -0.18811107882911787*leg3_Q_22
-    leg3_Ci3_z = -0.5168309414322496*leg3_Q_20 + 0.18811107882911787*leg3_Q_21
-    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
-        h[:] = [NAN] * 18
-        return 2
-    leg3_lu_inv2 = 1.0/leg3_TL2_z
-    if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        h[:] = [NAN] * 18
-        return 2
-    leg3_lu_inv3 = 1.0/leg3_TL1_x
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455804*leg4_u_s2
-    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.2232982856006817*leg4_u_s2
-    leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
-    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455804*leg4_u_c2
-    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.2232982856006817*leg4_u_c2
-    leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
-    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865395*leg4_B1_02
-    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.7660444431189779*leg4_B1_02
-    leg4_B0_02 = -leg4_B1_00*leg4_crank_s - leg4_B1_01*leg4_crank_c
-    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865395*leg4_B1_12
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.7660444431189779*leg4_B1_12
-    leg4_B0_12 = -leg4_B1_10*leg4_crank_s - leg4_B1_11*leg4_crank_c
-    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865395*leg4_beta2_22
-    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.7660444431189779*leg4_beta2_22
-    leg4_B0_22 = -leg4_beta2_20*leg4_crank_s - leg4_beta2_21*leg4_crank_c
-    leg4_rho1_x = 0.25*leg4_B1_00 + 0.8091604653151152
-    leg4_rho1_y = 0.25*leg4_B1_10
-    cse48 = 0.25*leg4_beta2_20
-    leg4_rho1_z = cse48
-    leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
-    leg4_TL1_y = -leg4_B1_02*leg4_rho1_z + leg4_beta2_22*leg4_rho1_x
-    leg4_TL1_z = leg4_B1_02*leg4_rho1_y - leg4_B1_12*leg4_rho1_x
-    leg4_TL2_z = -0.8091604653151152*leg4_u_c2
-    leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
-    leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
-    leg4_Q_02 = leg1_alpha_C_20*leg4_B0_00 + leg1_alpha_C_21*leg4_B0_01 + leg1_alpha_C_22*leg4_B0_02
-    leg4_Q_10 = leg1_alpha_C_00*leg4_B0_10 + leg1_alpha_C_02*leg4_B0_12 + leg1_s_psi_z*leg4_B0_11
-    leg4_Q_11 = leg1_alpha_C_10*leg4_B0_10 + leg1_alpha_C_11*leg4_B0_11 + leg1_alpha_C_12*leg4_B0_12
-    leg4_Q_12 = leg1_alpha_C_20*leg4_B0_10 + leg1_alpha_C_21*leg4_B0_11 + leg1_alpha_C_22*leg4_B0_12
-    leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
-    leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
-    leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.09550649771681166*leg4_Q_02
-    leg4_Ci1_y = 0.5416442641567144*leg4_Q_02
-    leg4_Ci1_z = -0.09550649771681166*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
-    leg4_Ci2_x = 0.09550649771681166*leg4_Q_12
-    leg4_Ci2_y = 0.5416442641567144*leg4_Q_12
-    leg4_Ci2_z = -0.09550649771681166*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
-    leg4_Ci3_x = 0.09550649771681166*leg4_Q_22
-    leg4_Ci3_y = 0.5416442641567144*leg4_Q_22
-    leg4_Ci3_z = -0.09550649771681166*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
-    if not (leg4_TL2_z*leg4_TL2_z - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        h[:] = [NAN] * 18
-        return 2
-    leg4_lu_inv2 = 1.0/leg4_TL2_z
-    if not (leg4_TL1_x*leg4_TL1_x - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        h[:] = [NAN] * 18
-        return 2
-    leg4_lu_inv3 = 1.0/leg4_TL1_x
-    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
-    leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
-    leg5_B1_02 = leg5_beta2_02*leg5_u_c2 + 0.9404766089917045*leg5_u_s2
-    leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
-    leg5_B1_11 = -leg5_beta2_01*leg5_u_s2 - 0.22329828560068166*leg5_u_c2
-    leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
-    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865393*leg5_B1_02
-    leg5_B0_01 = leg5_B1_00*leg5_beta1_01 + leg5_B1_01*leg5_beta1_11 - 0.766044443118978*leg5_B1_02
-    leg5_B0_02 = -leg5_B1_00*leg5_crank_s - leg5_B1_01*leg5_crank_c
-    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865393*leg5_B1_12
-    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + leg5_B1_11*leg5_beta1_11 - 0.766044443118978*leg5_B1_12
-    leg5_B0_12 = -leg5_B1_10*leg5_crank_s - leg5_B1_11*leg5_crank_c
-    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865393*leg5_beta2_22
-    leg5_B0_21 = leg5_beta1_01*leg5_beta2_20 + leg5_beta1_11*leg5_beta2_21 - 0.766044443118978*leg5_beta2_22
-    leg5_B0_22 = -leg5_beta2_20*leg5_crank_s - leg5_beta2_21*leg5_crank_c
-    leg5_rho1_x = 0.25*leg5_B1_00 + 0.8091604653151149
-    leg5_rho1_y = 0.25*leg5_B1_10
-    cse49 = 0.25*leg5_beta2_20
-    leg5_rho1_z = cse49
-    leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
-    leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
-    leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
-    leg5_TL2_z = -0.8091604653151149*leg5_u_c2
-    leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
-    leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
-    leg5_Q_02 = leg1_alpha_C_20*leg5_B0_00 + leg1_alpha_C_21*leg5_B0_01 + leg1_alpha_C_22*leg5_B0_02
-    leg5_Q_10 = leg1_alpha_C_00*leg5_B0_10 + leg1_alpha_C_02*leg5_B0_12 + leg1_s_psi_z*leg5_B0_11
-    leg5_Q_11 = leg1_alpha_C_10*leg5_B0_10 + leg1_alpha_C_11*leg5_B0_11 + leg1_alpha_C_12*leg5_B0_12
-    leg5_Q_12 = leg1_alpha_C_20*leg5_B0_10 + leg1_alpha_C_21*leg5_B0_11 + leg1_alpha_C_22*leg5_B0_12
-    leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
-    leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
-    leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.09550649771681177*leg5_Q_02
-    leg5_Ci1_y = 0.5416442641567144*leg5_Q_02
-    leg5_Ci1_z = 0.09550649771681177*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
-    leg5_Ci2_x = -0.09550649771681177*leg5_Q_12
-    leg5_Ci2_y = 0.5416442641567144*leg5_Q_12
-    leg5_Ci2_z = 0.09550649771681177*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
-    leg5_Ci3_x = -0.09550649771681177*leg5_Q_22
-    leg5_Ci3_y = 0.5416442641567144*leg5_Q_22
-    leg5_Ci3_z = 0.09550649771681177*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
-    if not (leg5_TL2_z*leg5_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        h[:] = [NAN] * 18
-        return 2
-    leg5_lu_inv2 = 1.0/leg5_TL2_z
-    if not (leg5_TL1_x*leg5_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        h[:] = [NAN] * 18
-        return 2
-    leg5_lu_inv3 = 1.0/leg5_TL1_x
-    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.2562062130145581*leg6_u_s2
-    leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
-    leg6_B1_02 = leg6_beta2_02*leg6_u_c2 + 0.9404766089917044*leg6_u_s2
-    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.2562062130145581*leg6_u_c2
-    leg6_B1_11 = -leg6_beta2_01*leg6_u_s2 + 0.22329828560068185*leg6_u_c2
-    leg6_B1_12 = -leg6_beta2_02*leg6_u_s2 + 0.9404766089917044*leg6_u_c2
-    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.9848077530122081*leg6_B1_02
-    leg6_B0_01 = leg6_B1_00*leg6_beta1_01 + leg6_B1_01*leg6_beta1_11 - 0.17364817766693036*leg6_B1_02
-    leg6_B0_02 = -leg6_B1_00*leg6_crank_s - leg6_B1_01*leg6_crank_c
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.9848077530122081*leg6_B1_12
-    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + leg6_B1_11*leg6_beta1_11 - 0.17364817766693036*leg6_B1_12
-    leg6_B0_12 = -leg6_B1_10*leg6_crank_s - leg6_B1_11*leg6_crank_c
-    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.9848077530122081*leg6_beta2_22
-    leg6_B0_21 = leg6_beta1_01*leg6_beta2_20 + leg6_beta1_11*leg6_beta2_21 - 0.17364817766693036*leg6_beta2_22
-    leg6_B0_22 = -leg6_beta2_20*leg6_crank_s - leg6_beta2_21*leg6_crank_c
-    leg6_rho1_x = 0.25*leg6_B1_00 + 0.809160465315115
-    leg6_rho1_y = 0.25*leg6_B1_10
-    cse50 = 0.25*leg6_beta2_20
-    leg6_rho1_z = cse50
-    leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
-    leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
-    leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
-    leg6_TL2_z = -0.809160465315115*leg6_u_c2
-    leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
-    leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
-    leg6_Q_02 = leg1_alpha_C_20*leg6_B0_00 + leg1_alpha_C_21*leg6_B0_01 + leg1_alpha_C_22*leg6_B0_02
-    leg6_Q_10 = leg1_alpha_C_00*leg6_B0_10 + leg1_alpha_C_02*leg6_B0_12 + leg1_s_psi_z*leg6_B0_11
-    leg6_Q_11 = leg1_alpha_C_10*leg6_B0_10 + leg1_alpha_C_11*leg6_B0_11 + leg1_alpha_C_12*leg6_B0_12
-    leg6_Q_12 = leg1_alpha_C_20*leg6_B0_10 + leg1_alpha_C_21*leg6_B0_11 + leg1_alpha_C_22*leg6_B0_12
-    leg6_Q_20 = leg1_alpha_C_00*leg6_B0_20 + leg1_alpha_C_02*leg6_B0_22 + leg1_s_psi_z*leg6_B0_21
-    leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
-    leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
-    leg6_Ci1_x = -0.5168309414322496*leg6_Q_02
-    leg6_Ci1_y = -0.18811107882911796*leg6_Q_02
-    leg6_Ci1_z = 0.5168309414322496*leg6_Q_00 + 0.18811107882911796*leg6_Q_01
-    leg6_Ci2_x = -0.5168309414322496*leg6_Q_12
-    leg6_Ci2_y = -0.18811107882911796*leg6_Q_12
-    leg6_Ci2_z = 0.5168309414322496*leg6_Q_10 + 0.18811107882911796*leg6_Q_11
-    leg6_Ci3_x = -0.5168309414322496*leg6_Q_22
-    leg6_Ci3_y = -0.18811107882911796*leg6_Q_22
-    leg6_Ci3_z = 0.5168309414322496*leg6_Q_20 + 0.18811107882911796*leg6_Q_21
-    if not (leg6_TL2_z*leg6_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        h[:] = [NAN] * 18
-        return 2
-    leg6_lu_inv2 = 1.0/leg6_TL2_z
-    if not (leg6_TL1_x*leg6_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        h[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_x
     leg1_H1_1 = leg1_B0_00*leg1_lu_inv3
     leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_TL1_z)
@@ -3283,23 +2600,23 @@ def acceleration_terms(x, u, p, h):
     leg3_H6_3 = -cse53*leg3_H6_1 + 1.23584881227553*leg3_Ci2_z
     leg4_H1_1 = leg4_B0_00*leg4_lu_inv3
     leg4_H1_2 = leg4_lu_inv2*(leg4_B0_20 - leg4_H1_1*leg4_TL1_z)
-    cse54 = 1.2358488122755296*leg4_TL1_y
-    leg4_H1_3 = -cse54*leg4_H1_1 + 1.2358488122755296*leg4_B0_10
+    cse54 = 1.23584881227553*leg4_TL1_y
+    leg4_H1_3 = -cse54*leg4_H1_1 + 1.23584881227553*leg4_B0_10
     leg4_H2_1 = leg4_B0_01*leg4_lu_inv3
     leg4_H2_2 = leg4_lu_inv2*(leg4_B0_21 - leg4_H2_1*leg4_TL1_z)
-    leg4_H2_3 = -cse54*leg4_H2_1 + 1.2358488122755296*leg4_B0_11
+    leg4_H2_3 = -cse54*leg4_H2_1 + 1.23584881227553*leg4_B0_11
     leg4_H3_1 = leg4_B0_02*leg4_lu_inv3
     leg4_H3_2 = leg4_lu_inv2*(leg4_B0_22 - leg4_H3_1*leg4_TL1_z)
-    leg4_H3_3 = -cse54*leg4_H3_1 + 1.2358488122755296*leg4_B0_12
+    leg4_H3_3 = -cse54*leg4_H3_1 + 1.23584881227553*leg4_B0_12
     leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv3
     leg4_H4_2 = leg4_lu_inv2*(leg4_Ci3_x - leg4_H4_1*leg4_TL1_z)
-    leg4_H4_3 = -cse54*leg4_H4_1 + 1.2358488122755296*leg4_Ci2_x
+    leg4_H4_3 = -cse54*leg4_H4_1 + 1.23584881227553*leg4_Ci2_x
     leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv3
     leg4_H5_2 = leg4_lu_inv2*(leg4_Ci3_y - leg4_H5_1*leg4_TL1_z)
-    leg4_H5_3 = -cse54*leg4_H5_1 + 1.2358488122755296*leg4_Ci2_y
+    leg4_H5_3 = -cse54*leg4_H5_1 + 1.23584881227553*leg4_Ci2_y
     leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv3
     leg4_H6_2 = leg4_lu_inv2*(leg4_Ci3_z - leg4_H6_1*leg4_TL1_z)
-    leg4_H6_3 = -cse54*leg4_H6_1 + 1.2358488122755296*leg4_Ci2_z
+    leg4_H6_3 = -cse54*leg4_H6_1 + 1.23584881227553*leg4_Ci2_z
     leg5_H1_1 = leg5_B0_00*leg5_lu_inv3
     leg5_H1_2 = leg5_lu_inv2*(leg5_B0_20 - leg5_H1_1*leg5_TL1_z)
     cse55 = 1.23584881227553*leg5_TL1_y
@@ -3356,6 +2673,883 @@ def acceleration_terms(x, u, p, h):
     leg6_qd1 = leg6_H1_1*v_x + leg6_H2_1*v_y + leg6_H3_1*v_z + leg6_H4_1*omega_x + leg6_H5_1*omega_y + leg6_H6_1*omega_z
     leg6_qd2 = leg6_H1_2*v_x + leg6_H2_2*v_y + leg6_H3_2*v_z + leg6_H4_2*omega_x + leg6_H5_2*omega_y + leg6_H6_2*omega_z
     leg6_qd3 = leg6_H1_3*v_x + leg6_H2_3*v_y + leg6_H3_3*v_z + leg6_H4_3*omega_x + leg6_H5_3*omega_y + leg6_H6_3*omega_z
+    q[0] = leg1_q1
+    q[1] = leg1_q2
+    q[2] = leg1_q3
+    q[3] = leg2_q1
+    q[4] = leg2_q2
+    q[5] = leg2_q3
+    q[6] = leg3_q1
+    q[7] = leg3_q2
+    q[8] = leg3_q3
+    q[9] = leg4_q1
+    q[10] = leg4_q2
+    q[11] = leg4_q3
+    q[12] = leg5_q1
+    q[13] = leg5_q2
+    q[14] = leg5_q3
+    q[15] = leg6_q1
+    q[16] = leg6_q2
+    q[17] = leg6_q3
+    qd[0] = leg1_qd1
+    qd[1] = leg1_qd2
+    qd[2] = leg1_qd3
+    qd[3] = leg2_qd1
+    qd[4] = leg2_qd2
+    qd[5] = leg2_qd3
+    qd[6] = leg3_qd1
+    qd[7] = leg3_qd2
+    qd[8] = leg3_qd3
+    qd[9] = leg4_qd1
+    qd[10] = leg4_qd2
+    qd[11] = leg4_qd3
+    qd[12] = leg5_qd1
+    qd[13] = leg5_qd2
+    qd[14] = leg5_qd3
+    qd[15] = leg6_qd1
+    qd[16] = leg6_qd2
+    qd[17] = leg6_qd3
+    return 0
+
+
+def acceleration_terms(x, u, p, h):
+    """h_k of every leg: qdd = H udot + h.
+
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+    out h[18] shape 18: acceleration terms (rad/s^2, m/s^2 for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+        leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+        leg6_u1, leg6_u2
+    status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+    status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+    status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+    status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+    status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+    status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+    status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 822 adds, 1431 muls, 30 divs, 18 sqrt, 12 trig (2313 total)
+    """
+    x_C, y_C, z_C, psi_y, psi_z, psi_x = x
+    v_x, v_y, v_z, omega_x, omega_y, omega_z = u
+    p_c_crank, p_k_crank, p_m_ring = p
+    leg1_c_psi_y = math.cos(psi_y)
+    leg1_s_psi_y = math.sin(psi_y)
+    leg1_c_psi_z = math.cos(psi_z)
+    leg1_s_psi_z = math.sin(psi_z)
+    leg1_c_psi_x = math.cos(psi_x)
+    leg1_s_psi_x = math.sin(psi_x)
+    leg1_alpha_C_00 = leg1_c_psi_y*leg1_c_psi_z
+    leg1_alpha_C_02 = -leg1_c_psi_z*leg1_s_psi_y
+    cse0 = leg1_c_psi_x*leg1_c_psi_y
+    leg1_alpha_C_10 = -cse0*leg1_s_psi_z + leg1_s_psi_x*leg1_s_psi_y
+    leg1_alpha_C_11 = leg1_c_psi_x*leg1_c_psi_z
+    cse1 = leg1_c_psi_y*leg1_s_psi_x
+    cse2 = leg1_c_psi_x*leg1_s_psi_y
+    leg1_alpha_C_12 = cse1 + cse2*leg1_s_psi_z
+    leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
+    leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
+    leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
+    cse3 = 0.4213244437154379*leg1_alpha_C_10
+    cse4 = 0.3535331853275967*leg1_alpha_C_00 + x_C
+    leg1_s0_x = -cse3 + cse4
+    cse5 = 0.4213244437154379*leg1_alpha_C_11
+    cse6 = 0.3535331853275967*leg1_s_psi_z + y_C
+    leg1_s0_y = -cse5 + cse6
+    cse7 = 0.4213244437154379*leg1_alpha_C_12
+    cse8 = 0.3535331853275967*leg1_alpha_C_02 + z_C
+    leg1_s0_z = -cse7 + cse8
+    leg1_d_x = 0.9396926207859084*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8000000000000002
+    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859084*leg1_s0_y + 2.168404344971009e-17
+    cse9 = leg1_d_x*leg1_d_x
+    cse10 = leg1_s0_z*leg1_s0_z
+    leg1_crank_K = 2.0*cse10 + 2.0*cse9 + 2.0*leg1_d_z*leg1_d_z - 1.1844813172579467
+    leg1_crank_rho2 = cse10 + cse9
+    leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
+    if not (leg1_crank_w2 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        h[:] = [NAN] * 18
+        return 101
+    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        h[:] = [NAN] * 18
+        return 102
+    leg1_crank_w = math.sqrt(leg1_crank_w2)
+    leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
+    leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
+    leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
+    leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
+    leg1_e_c_x = leg1_crank_c*leg1_d_x - leg1_crank_s*leg1_s0_z - 0.25
+    leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
+    cse11 = 0.6570332533844182*leg1_e_c_x - 0.7538615946890298*leg1_e_c_y
+    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222175*leg1_e_c_x - 0.6179244061377649*leg1_e_c_y
+    leg1_u_Lxz2 = cse11*cse11 + cse12*cse12
+    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
+        h[:] = [NAN] * 18
+        return 122
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    cse13 = 0.9404766089917045*leg1_d_z - 0.256206213014558*leg1_e_c_x - 0.22329828560068166*leg1_e_c_y
+    leg1_u_L = math.sqrt(cse13*cse13 + leg1_u_Lxz2)
+    leg1_u_inv_L = 1.0/leg1_u_L
+    leg1_u_c1 = cse12*leg1_u_inv_Lxz
+    leg1_u_s1 = cse11*leg1_u_inv_Lxz
+    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
+    leg1_u_s2 = cse13*leg1_u_inv_L
+    if not (leg1_q1 + 1.2 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+        h[:] = [NAN] * 18
+        return 103
+    if not (1.2 - leg1_q1 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
+        h[:] = [NAN] * 18
+        return 104
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_z = cse7 + cse8
+    leg2_d_x = 0.9396926207859084*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8000000000000002
+    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
+    cse14 = leg2_d_x*leg2_d_x
+    cse15 = leg2_s0_z*leg2_s0_z
+    leg2_crank_K = 2.0*cse14 + 2.0*cse15 + 2.0*leg2_d_z*leg2_d_z - 1.1844813172579467
+    leg2_crank_rho2 = cse14 + cse15
+    leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
+    if not (leg2_crank_w2 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        h[:] = [NAN] * 18
+        return 201
+    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        h[:] = [NAN] * 18
+        return 202
+    leg2_crank_w = math.sqrt(leg2_crank_w2)
+    leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
+    leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
+    leg2_e_c_x = leg2_crank_c*leg2_d_x - leg2_crank_s*leg2_s0_z - 0.25
+    leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
+    cse16 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
+    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222175*leg2_e_c_x - 0.6179244061377649*leg2_e_c_y
+    leg2_u_Lxz2 = cse16*cse16 + cse17*cse17
+    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
+        h[:] = [NAN] * 18
+        return 222
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
+    cse18 = 0.9404766089917045*leg2_d_z + 0.256206213014558*leg2_e_c_x + 0.22329828560068166*leg2_e_c_y
+    leg2_u_L = math.sqrt(cse18*cse18 + leg2_u_Lxz2)
+    leg2_u_inv_L = 1.0/leg2_u_L
+    leg2_u_c1 = cse17*leg2_u_inv_Lxz
+    leg2_u_s1 = cse16*leg2_u_inv_Lxz
+    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
+    leg2_u_s2 = cse18*leg2_u_inv_L
+    if not (leg2_q1 + 1.2 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+        h[:] = [NAN] * 18
+        return 203
+    if not (1.2 - leg2_q1 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
+        h[:] = [NAN] * 18
+        return 204
+    cse19 = 0.5168309414322497*leg1_alpha_C_10
+    cse20 = 0.18811107882911782*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse19 + cse20
+    cse21 = 0.5168309414322497*leg1_alpha_C_11
+    cse22 = 0.18811107882911782*leg1_s_psi_z + y_C
+    leg3_s0_y = cse21 + cse22
+    cse23 = 0.5168309414322497*leg1_alpha_C_12
+    cse24 = 0.18811107882911782*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse23 + cse24
+    leg3_d_x = -0.17364817766693036*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
+    leg3_d_z = -0.984807753012208*leg3_s0_x - 0.17364817766693036*leg3_s0_y - 1.5178830414797062e-18
+    cse25 = leg3_d_x*leg3_d_x
+    cse26 = leg3_s0_z*leg3_s0_z
+    leg3_crank_K = 2.0*cse25 + 2.0*cse26 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
+    leg3_crank_rho2 = cse25 + cse26
+    leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
+    if not (leg3_crank_w2 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        h[:] = [NAN] * 18
+        return 301
+    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        h[:] = [NAN] * 18
+        return 302
+    leg3_crank_w = math.sqrt(leg3_crank_w2)
+    leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
+    leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
+    leg3_e_c_x = leg3_crank_c*leg3_d_x - leg3_crank_s*leg3_s0_z - 0.25
+    leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
+    cse27 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
+    cse28 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.6179244061377651*leg3_e_c_y
+    leg3_u_Lxz2 = cse27*cse27 + cse28*cse28
+    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        h[:] = [NAN] * 18
+        return 322
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
+    cse29 = 0.9404766089917044*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068185*leg3_e_c_y
+    leg3_u_L = math.sqrt(cse29*cse29 + leg3_u_Lxz2)
+    leg3_u_inv_L = 1.0/leg3_u_L
+    leg3_u_c1 = cse28*leg3_u_inv_Lxz
+    leg3_u_s1 = cse27*leg3_u_inv_Lxz
+    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
+    leg3_u_s2 = cse29*leg3_u_inv_L
+    if not (leg3_q1 + 1.2 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+        h[:] = [NAN] * 18
+        return 303
+    if not (1.2 - leg3_q1 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
+        h[:] = [NAN] * 18
+        return 304
+    cse30 = 0.0955064977168117*leg1_alpha_C_10
+    cse31 = 0.5416442641567144*leg1_alpha_C_00
+    leg4_s0_x = cse30 - cse31 + x_C
+    cse32 = 0.0955064977168117*leg1_alpha_C_11
+    cse33 = 0.5416442641567144*leg1_s_psi_z
+    leg4_s0_y = cse32 - cse33 + y_C
+    cse34 = 0.0955064977168117*leg1_alpha_C_12
+    cse35 = 0.5416442641567144*leg1_alpha_C_02
+    leg4_s0_z = cse34 - cse35 + z_C
+    leg4_d_x = -0.766044443118978*leg4_s0_x + 0.6427876096865394*leg4_s0_y - 0.8
+    leg4_d_z = -0.6427876096865394*leg4_s0_x - 0.766044443118978*leg4_s0_y - 1.1275702593849246e-17
+    cse36 = leg4_d_x*leg4_d_x
+    cse37 = leg4_s0_z*leg4_s0_z
+    leg4_crank_K = 2.0*cse36 + 2.0*cse37 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579467
+    leg4_crank_rho2 = cse36 + cse37
+    leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
+    if not (leg4_crank_w2 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        h[:] = [NAN] * 18
+        return 401
+    if not (leg4_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        h[:] = [NAN] * 18
+        return 402
+    leg4_crank_w = math.sqrt(leg4_crank_w2)
+    leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
+    leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
+    leg4_e_c_x = leg4_crank_c*leg4_d_x - leg4_crank_s*leg4_s0_z - 0.25
+    leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
+    cse38 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
+    cse39 = 0.3398584233757707*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.617924406137765*leg4_e_c_y
+    leg4_u_Lxz2 = cse38*cse38 + cse39*cse39
+    if not (leg4_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+        h[:] = [NAN] * 18
+        return 422
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
+    cse40 = 0.9404766089917045*leg4_d_z + 0.25620621301455787*leg4_e_c_x + 0.22329828560068166*leg4_e_c_y
+    leg4_u_L = math.sqrt(cse40*cse40 + leg4_u_Lxz2)
+    leg4_u_inv_L = 1.0/leg4_u_L
+    leg4_u_c1 = cse39*leg4_u_inv_Lxz
+    leg4_u_s1 = cse38*leg4_u_inv_Lxz
+    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
+    leg4_u_s2 = cse40*leg4_u_inv_L
+    if not (leg4_q1 + 1.2 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+        h[:] = [NAN] * 18
+        return 403
+    if not (1.2 - leg4_q1 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
+        h[:] = [NAN] * 18
+        return 404
+    leg5_s0_x = -cse30 - cse31 + x_C
+    leg5_s0_y = -cse32 - cse33 + y_C
+    leg5_s0_z = -cse34 - cse35 + z_C
+    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865394*leg5_s0_y - 0.8
+    leg5_d_z = 0.6427876096865394*leg5_s0_x - 0.766044443118978*leg5_s0_y + 1.1275702593849246e-17
+    cse41 = leg5_d_x*leg5_d_x
+    cse42 = leg5_s0_z*leg5_s0_z
+    leg5_crank_K = 2.0*cse41 + 2.0*cse42 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579467
+    leg5_crank_rho2 = cse41 + cse42
+    leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
+    if not (leg5_crank_w2 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        h[:] = [NAN] * 18
+        return 501
+    if not (leg5_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        h[:] = [NAN] * 18
+        return 502
+    leg5_crank_w = math.sqrt(leg5_crank_w2)
+    leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
+    leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
+    leg5_e_c_x = leg5_crank_c*leg5_d_x - leg5_crank_s*leg5_s0_z - 0.25
+    leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
+    cse43 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
+    cse44 = -0.3398584233757707*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.617924406137765*leg5_e_c_y
+    leg5_u_Lxz2 = cse43*cse43 + cse44*cse44
+    if not (leg5_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        h[:] = [NAN] * 18
+        return 522
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    cse45 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
+    leg5_u_L = math.sqrt(cse45*cse45 + leg5_u_Lxz2)
+    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_u_c1 = cse44*leg5_u_inv_Lxz
+    leg5_u_s1 = cse43*leg5_u_inv_Lxz
+    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
+    leg5_u_s2 = cse45*leg5_u_inv_L
+    if not (leg5_q1 + 1.2 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+        h[:] = [NAN] * 18
+        return 503
+    if not (1.2 - leg5_q1 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
+        h[:] = [NAN] * 18
+        return 504
+    leg6_s0_x = -cse19 + cse20
+    leg6_s0_y = -cse21 + cse22
+    leg6_s0_z = -cse23 + cse24
+    leg6_d_x = -0.17364817766693036*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
+    leg6_d_z = 0.984807753012208*leg6_s0_x - 0.17364817766693036*leg6_s0_y + 1.5178830414797062e-18
+    cse46 = leg6_d_x*leg6_d_x
+    cse47 = leg6_s0_z*leg6_s0_z
+    leg6_crank_K = 2.0*cse46 + 2.0*cse47 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579465
+    leg6_crank_rho2 = cse46 + cse47
+    leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
+    if not (leg6_crank_w2 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        h[:] = [NAN] * 18
+        return 601
+    if not (leg6_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        h[:] = [NAN] * 18
+        return 602
+    leg6_crank_w = math.sqrt(leg6_crank_w2)
+    leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
+    leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
+    leg6_e_c_x = leg6_crank_c*leg6_d_x - leg6_crank_s*leg6_s0_z - 0.25
+    leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
+    cse48 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
+    cse49 = 0.33985842337577093*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.6179244061377651*leg6_e_c_y
+    leg6_u_Lxz2 = cse48*cse48 + cse49*cse49
+    if not (leg6_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
+        h[:] = [NAN] * 18
+        return 622
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    cse50 = 0.9404766089917044*leg6_d_z + 0.25620621301455804*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
+    leg6_u_L = math.sqrt(cse50*cse50 + leg6_u_Lxz2)
+    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_c1 = cse49*leg6_u_inv_Lxz
+    leg6_u_s1 = cse48*leg6_u_inv_Lxz
+    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_s2 = cse50*leg6_u_inv_L
+    if not (leg6_q1 + 1.2 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+        h[:] = [NAN] * 18
+        return 603
+    if not (1.2 - leg6_q1 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
+        h[:] = [NAN] * 18
+        return 604
+    leg1_beta1_00 = 0.9396926207859084*leg1_crank_c
+    leg1_beta1_01 = -0.34202014332566866*leg1_crank_c
+    leg1_beta1_10 = -0.9396926207859084*leg1_crank_s
+    leg1_beta1_11 = 0.34202014332566866*leg1_crank_s
+    leg1_beta2_00 = -0.7089891962222175*leg1_u_c1 + 0.6570332533844182*leg1_u_s1
+    leg1_beta2_01 = -0.6179244061377649*leg1_u_c1 - 0.7538615946890298*leg1_u_s1
+    leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
+    leg1_beta2_20 = -0.6570332533844182*leg1_u_c1 - 0.7089891962222175*leg1_u_s1
+    leg1_beta2_21 = 0.7538615946890298*leg1_u_c1 - 0.6179244061377649*leg1_u_s1
+    leg1_beta2_22 = -0.33985842337577077*leg1_u_s1
+    leg2_beta1_00 = 0.9396926207859084*leg2_crank_c
+    leg2_beta1_01 = 0.34202014332566866*leg2_crank_c
+    leg2_beta1_10 = -0.9396926207859084*leg2_crank_s
+    leg2_beta1_11 = -0.34202014332566866*leg2_crank_s
+    leg2_beta2_00 = -0.7089891962222175*leg2_u_c1 + 0.6570332533844182*leg2_u_s1
+    leg2_beta2_01 = -0.6179244061377649*leg2_u_c1 - 0.7538615946890298*leg2_u_s1
+    leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
+    leg2_beta2_20 = -0.6570332533844182*leg2_u_c1 - 0.7089891962222175*leg2_u_s1
+    leg2_beta2_21 = 0.7538615946890298*leg2_u_c1 - 0.6179244061377649*leg2_u_s1
+    leg2_beta2_22 = 0.33985842337577077*leg2_u_s1
+    leg3_beta1_00 = -0.17364817766693036*leg3_crank_c
+    leg3_beta1_01 = 0.984807753012208*leg3_crank_c
+    leg3_beta1_10 = 0.17364817766693036*leg3_crank_s
+    leg3_beta1_11 = -0.984807753012208*leg3_crank_s
+    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844184*leg3_u_s1
+    leg3_beta2_01 = -0.6179244061377651*leg3_u_c1 - 0.7538615946890296*leg3_u_s1
+    leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
+    leg3_beta2_20 = -0.6570332533844184*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
+    leg3_beta2_21 = 0.7538615946890296*leg3_u_c1 - 0.6179244061377651*leg3_u_s1
+    leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
+    leg4_beta1_00 = -0.766044443118978*leg4_crank_c
+    leg4_beta1_01 = 0.6427876096865394*leg4_crank_c
+    leg4_beta1_10 = 0.766044443118978*leg4_crank_s
+    leg4_beta1_11 = -0.6427876096865394*leg4_crank_s
+    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
+    leg4_beta2_01 = -0.617924406137765*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
+    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
+    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
+    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.617924406137765*leg4_u_s1
+    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
+    leg5_beta1_00 = -0.766044443118978*leg5_crank_c
+    leg5_beta1_01 = -0.6427876096865394*leg5_crank_c
+    leg5_beta1_10 = 0.766044443118978*leg5_crank_s
+    leg5_beta1_11 = 0.6427876096865394*leg5_crank_s
+    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
+    leg5_beta2_01 = -0.617924406137765*leg5_u_c1 - 0.7538615946890297*leg5_u_s1
+    leg5_beta2_02 = -0.3398584233757707*leg5_u_c1
+    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
+    leg5_beta2_21 = 0.7538615946890297*leg5_u_c1 - 0.617924406137765*leg5_u_s1
+    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
+    leg6_beta1_00 = -0.17364817766693036*leg6_crank_c
+    leg6_beta1_01 = -0.984807753012208*leg6_crank_c
+    leg6_beta1_10 = 0.17364817766693036*leg6_crank_s
+    leg6_beta1_11 = 0.984807753012208*leg6_crank_s
+    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
+    leg6_beta2_01 = -0.6179244061377651*leg6_u_c1 - 0.7538615946890296*leg6_u_s1
+    leg6_beta2_02 = 0.33985842337577093*leg6_u_c1
+    leg6_beta2_20 = -0.6570332533844184*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
+    leg6_beta2_21 = 0.7538615946890296*leg6_u_c1 - 0.6179244061377651*leg6_u_s1
+    leg6_beta2_22 = 0.33985842337577093*leg6_u_s1
+    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.256206213014558*leg1_u_s2
+    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.22329828560068166*leg1_u_s2
+    leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.9404766089917045*leg1_u_s2
+    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.256206213014558*leg1_u_c2
+    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.22329828560068166*leg1_u_c2
+    leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
+    leg1_B0_00 = leg1_B1_00*leg1_beta1_00 + leg1_B1_01*leg1_beta1_10 + 0.34202014332566866*leg1_B1_02
+    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859084*leg1_B1_02
+    leg1_B0_02 = -leg1_B1_00*leg1_crank_s - leg1_B1_01*leg1_crank_c
+    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + leg1_B1_11*leg1_beta1_10 + 0.34202014332566866*leg1_B1_12
+    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859084*leg1_B1_12
+    leg1_B0_12 = -leg1_B1_10*leg1_crank_s - leg1_B1_11*leg1_crank_c
+    leg1_B0_20 = leg1_beta1_00*leg1_beta2_20 + leg1_beta1_10*leg1_beta2_21 + 0.34202014332566866*leg1_beta2_22
+    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859084*leg1_beta2_22
+    leg1_B0_22 = -leg1_beta2_20*leg1_crank_s - leg1_beta2_21*leg1_crank_c
+    leg1_rho1_x = 0.25*leg1_B1_00 + 0.809160465315115
+    leg1_rho1_y = 0.25*leg1_B1_10
+    cse51 = 0.25*leg1_beta2_20
+    leg1_rho1_z = cse51
+    leg1_TL1_x = leg1_B1_12*leg1_rho1_z - leg1_beta2_22*leg1_rho1_y
+    leg1_TL1_y = -leg1_B1_02*leg1_rho1_z + leg1_beta2_22*leg1_rho1_x
+    leg1_TL1_z = leg1_B1_02*leg1_rho1_y - leg1_B1_12*leg1_rho1_x
+    leg1_TL2_z = -0.809160465315115*leg1_u_c2
+    leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_01*leg1_s_psi_z + leg1_B0_02*leg1_alpha_C_02
+    leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_01*leg1_alpha_C_11 + leg1_B0_02*leg1_alpha_C_12
+    leg1_Q_02 = leg1_B0_00*leg1_alpha_C_20 + leg1_B0_01*leg1_alpha_C_21 + leg1_B0_02*leg1_alpha_C_22
+    leg1_Q_10 = leg1_B0_10*leg1_alpha_C_00 + leg1_B0_11*leg1_s_psi_z + leg1_B0_12*leg1_alpha_C_02
+    leg1_Q_11 = leg1_B0_10*leg1_alpha_C_10 + leg1_B0_11*leg1_alpha_C_11 + leg1_B0_12*leg1_alpha_C_12
+    leg1_Q_12 = leg1_B0_10*leg1_alpha_C_20 + leg1_B0_11*leg1_alpha_C_21 + leg1_B0_12*leg1_alpha_C_22
+    leg1_Q_20 = leg1_B0_20*leg1_alpha_C_00 + leg1_B0_21*leg1_s_psi_z + leg1_B0_22*leg1_alpha_C_02
+    leg1_Q_21 = leg1_B0_20*leg1_alpha_C_10 + leg1_B0_21*leg1_alpha_C_11 + leg1_B0_22*leg1_alpha_C_12
+    leg1_Q_22 = leg1_B0_20*leg1_alpha_C_20 + leg1_B0_21*leg1_alpha_C_21 + leg1_B0_22*leg1_alpha_C_22
+    leg1_Ci1_x = -0.4213244437154379*leg1_Q_02
+    leg1_Ci1_y = -0.3535331853275967*leg1_Q_02
+    leg1_Ci1_z = 0.4213244437154379*leg1_Q_00 + 0.3535331853275967*leg1_Q_01
+    leg1_Ci2_x = -0.4213244437154379*leg1_Q_12
+    leg1_Ci2_y = -0.3535331853275967*leg1_Q_12
+    leg1_Ci2_z = 0.4213244437154379*leg1_Q_10 + 0.3535331853275967*leg1_Q_11
+    leg1_Ci3_x = -0.4213244437154379*leg1_Q_22
+    leg1_Ci3_y = -0.3535331853275967*leg1_Q_22
+    leg1_Ci3_z = 0.4213244437154379*leg1_Q_20 + 0.3535331853275967*leg1_Q_21
+    if not (leg1_TL2_z*leg1_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+        h[:] = [NAN] * 18
+        return 192
+    leg1_lu_inv2 = 1.0/leg1_TL2_z
+    if not (leg1_TL1_x*leg1_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+        h[:] = [NAN] * 18
+        return 192
+    leg1_lu_inv3 = 1.0/leg1_TL1_x
+    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.256206213014558*leg2_u_s2
+    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.22329828560068166*leg2_u_s2
+    leg2_B1_02 = leg2_beta2_02*leg2_u_c2 + 0.9404766089917045*leg2_u_s2
+    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.256206213014558*leg2_u_c2
+    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.22329828560068166*leg2_u_c2
+    leg2_B1_12 = -leg2_beta2_02*leg2_u_s2 + 0.9404766089917045*leg2_u_c2
+    leg2_B0_00 = leg2_B1_00*leg2_beta1_00 + leg2_B1_01*leg2_beta1_10 - 0.34202014332566866*leg2_B1_02
+    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859084*leg2_B1_02
+    leg2_B0_02 = -leg2_B1_00*leg2_crank_s - leg2_B1_01*leg2_crank_c
+    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 + leg2_B1_11*leg2_beta1_10 - 0.34202014332566866*leg2_B1_12
+    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859084*leg2_B1_12
+    leg2_B0_12 = -leg2_B1_10*leg2_crank_s - leg2_B1_11*leg2_crank_c
+    leg2_B0_20 = leg2_beta1_00*leg2_beta2_20 + leg2_beta1_10*leg2_beta2_21 - 0.34202014332566866*leg2_beta2_22
+    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859084*leg2_beta2_22
+    leg2_B0_22 = -leg2_beta2_20*leg2_crank_s - leg2_beta2_21*leg2_crank_c
+    leg2_rho1_x = 0.25*leg2_B1_00 + 0.809160465315115
+    leg2_rho1_y = 0.25*leg2_B1_10
+    cse52 = 0.25*leg2_beta2_20
+    leg2_rho1_z = cse52
+    leg2_TL1_x = leg2_B1_12*leg2_rho1_z - leg2_beta2_22*leg2_rho1_y
+    leg2_TL1_y = -leg2_B1_02*leg2_rho1_z + leg2_beta2_22*leg2_rho1_x
+    leg2_TL1_z = leg2_B1_02*leg2_rho1_y - leg2_B1_12*leg2_rho1_x
+    leg2_TL2_z = -0.809160465315115*leg2_u_c2
+    leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_B0_01
+    leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_B0_01 + leg1_alpha_C_12*leg2_B0_02
+    leg2_Q_02 = leg1_alpha_C_20*leg2_B0_00 + leg1_alpha_C_21*leg2_B0_01 + leg1_alpha_C_22*leg2_B0_02
+    leg2_Q_10 = leg1_alpha_C_00*leg2_B0_10 + leg1_alpha_C_02*leg2_B0_12 + leg1_s_psi_z*leg2_B0_11
+    leg2_Q_11 = leg1_alpha_C_10*leg2_B0_10 + leg1_alpha_C_11*leg2_B0_11 + leg1_alpha_C_12*leg2_B0_12
+    leg2_Q_12 = leg1_alpha_C_20*leg2_B0_10 + leg1_alpha_C_21*leg2_B0_11 + leg1_alpha_C_22*leg2_B0_12
+    leg2_Q_20 = leg1_alpha_C_00*leg2_B0_20 + leg1_alpha_C_02*leg2_B0_22 + leg1_s_psi_z*leg2_B0_21
+    leg2_Q_21 = leg1_alpha_C_10*leg2_B0_20 + leg1_alpha_C_11*leg2_B0_21 + leg1_alpha_C_12*leg2_B0_22
+    leg2_Q_22 = leg1_alpha_C_20*leg2_B0_20 + leg1_alpha_C_21*leg2_B0_21 + leg1_alpha_C_22*leg2_B0_22
+    leg2_Ci1_x = 0.4213244437154379*leg2_Q_02
+    leg2_Ci1_y = -0.3535331853275967*leg2_Q_02
+    leg2_Ci1_z = -0.4213244437154379*leg2_Q_00 + 0.3535331853275967*leg2_Q_01
+    leg2_Ci2_x = 0.4213244437154379*leg2_Q_12
+    leg2_Ci2_y = -0.3535331853275967*leg2_Q_12
+    leg2_Ci2_z = -0.4213244437154379*leg2_Q_10 + 0.3535331853275967*leg2_Q_11
+    leg2_Ci3_x = 0.4213244437154379*leg2_Q_22
+    leg2_Ci3_y = -0.3535331853275967*leg2_Q_22
+    leg2_Ci3_z = -0.4213244437154379*leg2_Q_20 + 0.3535331853275967*leg2_Q_21
+    if not (leg2_TL2_z*leg2_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+        h[:] = [NAN] * 18
+        return 292
+    leg2_lu_inv2 = 1.0/leg2_TL2_z
+    if not (leg2_TL1_x*leg2_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        h[:] = [NAN] * 18
+        return 292
+    leg2_lu_inv3 = 1.0/leg2_TL1_x
+    leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.25620621301455804*leg3_u_s2
+    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068185*leg3_u_s2
+    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917044*leg3_u_s2
+    leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
+    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068185*leg3_u_c2
+    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917044*leg3_u_c2
+    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.984807753012208*leg3_B1_02
+    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.17364817766693036*leg3_B1_02
+    leg3_B0_02 = -leg3_B1_00*leg3_crank_s - leg3_B1_01*leg3_crank_c
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.984807753012208*leg3_B1_12
+    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.17364817766693036*leg3_B1_12
+    leg3_B0_12 = -leg3_B1_10*leg3_crank_s - leg3_B1_11*leg3_crank_c
+    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.984807753012208*leg3_beta2_22
+    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.17364817766693036*leg3_beta2_22
+    leg3_B0_22 = -leg3_beta2_20*leg3_crank_s - leg3_beta2_21*leg3_crank_c
+    leg3_rho1_x = 0.25*leg3_B1_00 + 0.8091604653151149
+    leg3_rho1_y = 0.25*leg3_B1_10
+    cse53 = 0.25*leg3_beta2_20
+    leg3_rho1_z = cse53
+    leg3_TL1_x = leg3_B1_12*leg3_rho1_z - leg3_beta2_22*leg3_rho1_y
+    leg3_TL1_y = -leg3_B1_02*leg3_rho1_z + leg3_beta2_22*leg3_rho1_x
+    leg3_TL1_z = leg3_B1_02*leg3_rho1_y - leg3_B1_12*leg3_rho1_x
+    leg3_TL2_z = -0.8091604653151149*leg3_u_c2
+    leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
+    leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
+    leg3_Q_02 = leg1_alpha_C_20*leg3_B0_00 + leg1_alpha_C_21*leg3_B0_01 + leg1_alpha_C_22*leg3_B0_02
+    leg3_Q_10 = leg1_alpha_C_00*leg3_B0_10 + leg1_alpha_C_02*leg3_B0_12 + leg1_s_psi_z*leg3_B0_11
+    leg3_Q_11 = leg1_alpha_C_10*leg3_B0_10 + leg1_alpha_C_11*leg3_B0_11 + leg1_alpha_C_12*leg3_B0_12
+    leg3_Q_12 = leg1_alpha_C_20*leg3_B0_10 + leg1_alpha_C_21*leg3_B0_11 + leg1_alpha_C_22*leg3_B0_12
+    leg3_Q_20 = leg1_alpha_C_00*leg3_B0_20 + leg1_alpha_C_02*leg3_B0_22 + leg1_s_psi_z*leg3_B0_21
+    leg3_Q_21 = leg1_alpha_C_10*leg3_B0_20 + leg1_alpha_C_11*leg3_B0_21 + leg1_alpha_C_12*leg3_B0_22
+    leg3_Q_22 = leg1_alpha_C_20*leg3_B0_20 + leg1_alpha_C_21*leg3_B0_21 + leg1_alpha_C_22*leg3_B0_22
+    leg3_Ci1_x = 0.5168309414322497*leg3_Q_02
+    leg3_Ci1_y = -0.18811107882911782*leg3_Q_02
+    leg3_Ci1_z = -0.5168309414322497*leg3_Q_00 + 0.18811107882911782*leg3_Q_01
+    leg3_Ci2_x = 0.5168309414322497*leg3_Q_12
+    leg3_Ci2_y = -0.18811107882911782*leg3_Q_12
+    leg3_Ci2_z = -0.5168309414322497*leg3_Q_10 + 0.18811107882911782*leg3_Q_11
+    leg3_Ci3_x = 0.5168309414322497*leg3_Q_22
+    leg3_Ci3_y = -0.18811107882911782*leg3_Q_22
+    leg3_Ci3_z = -0.5168309414322497*leg3_Q_20 + 0.18811107882911782*leg3_Q_21
+    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+        h[:] = [NAN] * 18
+        return 392
+    leg3_lu_inv2 = 1.0/leg3_TL2_z
+    if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        h[:] = [NAN] * 18
+        return 392
+    leg3_lu_inv3 = 1.0/leg3_TL1_x
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455787*leg4_u_s2
+    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.22329828560068166*leg4_u_s2
+    leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
+    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455787*leg4_u_c2
+    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.22329828560068166*leg4_u_c2
+    leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
+    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865394*leg4_B1_02
+    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.766044443118978*leg4_B1_02
+    leg4_B0_02 = -leg4_B1_00*leg4_crank_s - leg4_B1_01*leg4_crank_c
+    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865394*leg4_B1_12
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.766044443118978*leg4_B1_12
+    leg4_B0_12 = -leg4_B1_10*leg4_crank_s - leg4_B1_11*leg4_crank_c
+    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865394*leg4_beta2_22
+    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.766044443118978*leg4_beta2_22
+    leg4_B0_22 = -leg4_beta2_20*leg4_crank_s - leg4_beta2_21*leg4_crank_c
+    leg4_rho1_x = 0.25*leg4_B1_00 + 0.809160465315115
+    leg4_rho1_y = 0.25*leg4_B1_10
+    cse54 = 0.25*leg4_beta2_20
+    leg4_rho1_z = cse54
+    leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
+    leg4_TL1_y = -leg4_B1_02*leg4_rho1_z + leg4_beta2_22*leg4_rho1_x
+    leg4_TL1_z = leg4_B1_02*leg4_rho1_y - leg4_B1_12*leg4_rho1_x
+    leg4_TL2_z = -0.809160465315115*leg4_u_c2
+    leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
+    leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
+    leg4_Q_02 = leg1_alpha_C_20*leg4_B0_00 + leg1_alpha_C_21*leg4_B0_01 + leg1_alpha_C_22*leg4_B0_02
+    leg4_Q_10 = leg1_alpha_C_00*leg4_B0_10 + leg1_alpha_C_02*leg4_B0_12 + leg1_s_psi_z*leg4_B0_11
+    leg4_Q_11 = leg1_alpha_C_10*leg4_B0_10 + leg1_alpha_C_11*leg4_B0_11 + leg1_alpha_C_12*leg4_B0_12
+    leg4_Q_12 = leg1_alpha_C_20*leg4_B0_10 + leg1_alpha_C_21*leg4_B0_11 + leg1_alpha_C_22*leg4_B0_12
+    leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
+    leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
+    leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
+    leg4_Ci1_x = 0.0955064977168117*leg4_Q_02
+    leg4_Ci1_y = 0.5416442641567144*leg4_Q_02
+    leg4_Ci1_z = -0.0955064977168117*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
+    leg4_Ci2_x = 0.0955064977168117*leg4_Q_12
+    leg4_Ci2_y = 0.5416442641567144*leg4_Q_12
+    leg4_Ci2_z = -0.0955064977168117*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
+    leg4_Ci3_x = 0.0955064977168117*leg4_Q_22
+    leg4_Ci3_y = 0.5416442641567144*leg4_Q_22
+    leg4_Ci3_z = -0.0955064977168117*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
+    if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        h[:] = [NAN] * 18
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_TL2_z
+    if not (leg4_TL1_x*leg4_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        h[:] = [NAN] * 18
+        return 492
+    leg4_lu_inv3 = 1.0/leg4_TL1_x
+    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
+    leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
+    leg5_B1_02 = leg5_beta2_02*leg5_u_c2 + 0.9404766089917045*leg5_u_s2
+    leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
+    leg5_B1_11 = -leg5_beta2_01*leg5_u_s2 - 0.22329828560068166*leg5_u_c2
+    leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
+    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865394*leg5_B1_02
+    leg5_B0_01 = leg5_B1_00*leg5_beta1_01 + leg5_B1_01*leg5_beta1_11 - 0.766044443118978*leg5_B1_02
+    leg5_B0_02 = -leg5_B1_00*leg5_crank_s - leg5_B1_01*leg5_crank_c
+    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865394*leg5_B1_12
+    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + leg5_B1_11*leg5_beta1_11 - 0.766044443118978*leg5_B1_12
+    leg5_B0_12 = -leg5_B1_10*leg5_crank_s - leg5_B1_11*leg5_crank_c
+    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865394*leg5_beta2_22
+    leg5_B0_21 = leg5_beta1_01*leg5_beta2_20 + leg5_beta1_11*leg5_beta2_21 - 0.766044443118978*leg5_beta2_22
+    leg5_B0_22 = -leg5_beta2_20*leg5_crank_s - leg5_beta2_21*leg5_crank_c
+    leg5_rho1_x = 0.25*leg5_B1_00 + 0.809160465315115
+    leg5_rho1_y = 0.25*leg5_B1_10
+    cse55 = 0.25*leg5_beta2_20
+    leg5_rho1_z = cse55
+    leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
+    leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
+    leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
+    leg5_TL2_z = -0.809160465315115*leg5_u_c2
+    leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
+    leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
+    leg5_Q_02 = leg1_alpha_C_20*leg5_B0_00 + leg1_alpha_C_21*leg5_B0_01 + leg1_alpha_C_22*leg5_B0_02
+    leg5_Q_10 = leg1_alpha_C_00*leg5_B0_10 + leg1_alpha_C_02*leg5_B0_12 + leg1_s_psi_z*leg5_B0_11
+    leg5_Q_11 = leg1_alpha_C_10*leg5_B0_10 + leg1_alpha_C_11*leg5_B0_11 + leg1_alpha_C_12*leg5_B0_12
+    leg5_Q_12 = leg1_alpha_C_20*leg5_B0_10 + leg1_alpha_C_21*leg5_B0_11 + leg1_alpha_C_22*leg5_B0_12
+    leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
+    leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
+    leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
+    leg5_Ci1_x = -0.0955064977168117*leg5_Q_02
+    leg5_Ci1_y = 0.5416442641567144*leg5_Q_02
+    leg5_Ci1_z = 0.0955064977168117*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
+    leg5_Ci2_x = -0.0955064977168117*leg5_Q_12
+    leg5_Ci2_y = 0.5416442641567144*leg5_Q_12
+    leg5_Ci2_z = 0.0955064977168117*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
+    leg5_Ci3_x = -0.0955064977168117*leg5_Q_22
+    leg5_Ci3_y = 0.5416442641567144*leg5_Q_22
+    leg5_Ci3_z = 0.0955064977168117*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
+    if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        h[:] = [NAN] * 18
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_TL2_z
+    if not (leg5_TL1_x*leg5_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        h[:] = [NAN] * 18
+        return 592
+    leg5_lu_inv3 = 1.0/leg5_TL1_x
+    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.25620621301455804*leg6_u_s2
+    leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
+    leg6_B1_02 = leg6_beta2_02*leg6_u_c2 + 0.9404766089917044*leg6_u_s2
+    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.25620621301455804*leg6_u_c2
+    leg6_B1_11 = -leg6_beta2_01*leg6_u_s2 + 0.22329828560068185*leg6_u_c2
+    leg6_B1_12 = -leg6_beta2_02*leg6_u_s2 + 0.9404766089917044*leg6_u_c2
+    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.984807753012208*leg6_B1_02
+    leg6_B0_01 = leg6_B1_00*leg6_beta1_01 + leg6_B1_01*leg6_beta1_11 - 0.17364817766693036*leg6_B1_02
+    leg6_B0_02 = -leg6_B1_00*leg6_crank_s - leg6_B1_01*leg6_crank_c
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.984807753012208*leg6_B1_12
+    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + leg6_B1_11*leg6_beta1_11 - 0.17364817766693036*leg6_B1_12
+    leg6_B0_12 = -leg6_B1_10*leg6_crank_s - leg6_B1_11*leg6_crank_c
+    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.984807753012208*leg6_beta2_22
+    leg6_B0_21 = leg6_beta1_01*leg6_beta2_20 + leg6_beta1_11*leg6_beta2_21 - 0.17364817766693036*leg6_beta2_22
+    leg6_B0_22 = -leg6_beta2_20*leg6_crank_s - leg6_beta2_21*leg6_crank_c
+    leg6_rho1_x = 0.25*leg6_B1_00 + 0.8091604653151149
+    leg6_rho1_y = 0.25*leg6_B1_10
+    cse56 = 0.25*leg6_beta2_20
+    leg6_rho1_z = cse56
+    leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
+    leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
+    leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
+    leg6_TL2_z = -0.8091604653151149*leg6_u_c2
+    leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
+    leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
+    leg6_Q_02 = leg1_alpha_C_20*leg6_B0_00 + leg1_alpha_C_21*leg6_B0_01 + leg1_alpha_C_22*leg6_B0_02
+    leg6_Q_10 = leg1_alpha_C_00*leg6_B0_10 + leg1_alpha_C_02*leg6_B0_12 + leg1_s_psi_z*leg6_B0_11
+    leg6_Q_11 = leg1_alpha_C_10*leg6_B0_10 + leg1_alpha_C_11*leg6_B0_11 + leg1_alpha_C_12*leg6_B0_12
+    leg6_Q_12 = leg1_alpha_C_20*leg6_B0_10 + leg1_alpha_C_21*leg6_B0_11 + leg1_alpha_C_22*leg6_B0_12
+    leg6_Q_20 = leg1_alpha_C_00*leg6_B0_20 + leg1_alpha_C_02*leg6_B0_22 + leg1_s_psi_z*leg6_B0_21
+    leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
+    leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
+    leg6_Ci1_x = -0.5168309414322497*leg6_Q_02
+    leg6_Ci1_y = -0.18811107882911782*leg6_Q_02
+    leg6_Ci1_z = 0.5168309414322497*leg6_Q_00 + 0.18811107882911782*leg6_Q_01
+    leg6_Ci2_x = -0.5168309414322497*leg6_Q_12
+    leg6_Ci2_y = -0.18811107882911782*leg6_Q_12
+    leg6_Ci2_z = 0.5168309414322497*leg6_Q_10 + 0.18811107882911782*leg6_Q_11
+    leg6_Ci3_x = -0.5168309414322497*leg6_Q_22
+    leg6_Ci3_y = -0.18811107882911782*leg6_Q_22
+    leg6_Ci3_z = 0.5168309414322497*leg6_Q_20 + 0.18811107882911782*leg6_Q_21
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        h[:] = [NAN] * 18
+        return 692
+    leg6_lu_inv2 = 1.0/leg6_TL2_z
+    if not (leg6_TL1_x*leg6_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        h[:] = [NAN] * 18
+        return 692
+    leg6_lu_inv3 = 1.0/leg6_TL1_x
+    leg1_H1_1 = leg1_B0_00*leg1_lu_inv3
+    leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_TL1_z)
+    cse57 = 1.23584881227553*leg1_TL1_y
+    leg1_H1_3 = -cse57*leg1_H1_1 + 1.23584881227553*leg1_B0_10
+    leg1_H2_1 = leg1_B0_01*leg1_lu_inv3
+    leg1_H2_2 = leg1_lu_inv2*(leg1_B0_21 - leg1_H2_1*leg1_TL1_z)
+    leg1_H2_3 = -cse57*leg1_H2_1 + 1.23584881227553*leg1_B0_11
+    leg1_H3_1 = leg1_B0_02*leg1_lu_inv3
+    leg1_H3_2 = leg1_lu_inv2*(leg1_B0_22 - leg1_H3_1*leg1_TL1_z)
+    leg1_H3_3 = -cse57*leg1_H3_1 + 1.23584881227553*leg1_B0_12
+    leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv3
+    leg1_H4_2 = leg1_lu_inv2*(leg1_Ci3_x - leg1_H4_1*leg1_TL1_z)
+    leg1_H4_3 = -cse57*leg1_H4_1 + 1.23584881227553*leg1_Ci2_x
+    leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv3
+    leg1_H5_2 = leg1_lu_inv2*(leg1_Ci3_y - leg1_H5_1*leg1_TL1_z)
+    leg1_H5_3 = -cse57*leg1_H5_1 + 1.23584881227553*leg1_Ci2_y
+    leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv3
+    leg1_H6_2 = leg1_lu_inv2*(leg1_Ci3_z - leg1_H6_1*leg1_TL1_z)
+    leg1_H6_3 = -cse57*leg1_H6_1 + 1.23584881227553*leg1_Ci2_z
+    leg2_H1_1 = leg2_B0_00*leg2_lu_inv3
+    leg2_H1_2 = leg2_lu_inv2*(leg2_B0_20 - leg2_H1_1*leg2_TL1_z)
+    cse58 = 1.23584881227553*leg2_TL1_y
+    leg2_H1_3 = -cse58*leg2_H1_1 + 1.23584881227553*leg2_B0_10
+    leg2_H2_1 = leg2_B0_01*leg2_lu_inv3
+    leg2_H2_2 = leg2_lu_inv2*(leg2_B0_21 - leg2_H2_1*leg2_TL1_z)
+    leg2_H2_3 = -cse58*leg2_H2_1 + 1.23584881227553*leg2_B0_11
+    leg2_H3_1 = leg2_B0_02*leg2_lu_inv3
+    leg2_H3_2 = leg2_lu_inv2*(leg2_B0_22 - leg2_H3_1*leg2_TL1_z)
+    leg2_H3_3 = -cse58*leg2_H3_1 + 1.23584881227553*leg2_B0_12
+    leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv3
+    leg2_H4_2 = leg2_lu_inv2*(leg2_Ci3_x - leg2_H4_1*leg2_TL1_z)
+    leg2_H4_3 = -cse58*leg2_H4_1 + 1.23584881227553*leg2_Ci2_x
+    leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv3
+    leg2_H5_2 = leg2_lu_inv2*(leg2_Ci3_y - leg2_H5_1*leg2_TL1_z)
+    leg2_H5_3 = -cse58*leg2_H5_1 + 1.23584881227553*leg2_Ci2_y
+    leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv3
+    leg2_H6_2 = leg2_lu_inv2*(leg2_Ci3_z - leg2_H6_1*leg2_TL1_z)
+    leg2_H6_3 = -cse58*leg2_H6_1 + 1.23584881227553*leg2_Ci2_z
+    leg3_H1_1 = leg3_B0_00*leg3_lu_inv3
+    leg3_H1_2 = leg3_lu_inv2*(leg3_B0_20 - leg3_H1_1*leg3_TL1_z)
+    cse59 = 1.23584881227553*leg3_TL1_y
+    leg3_H1_3 = -cse59*leg3_H1_1 + 1.23584881227553*leg3_B0_10
+    leg3_H2_1 = leg3_B0_01*leg3_lu_inv3
+    leg3_H2_2 = leg3_lu_inv2*(leg3_B0_21 - leg3_H2_1*leg3_TL1_z)
+    leg3_H2_3 = -cse59*leg3_H2_1 + 1.23584881227553*leg3_B0_11
+    leg3_H3_1 = leg3_B0_02*leg3_lu_inv3
+    leg3_H3_2 = leg3_lu_inv2*(leg3_B0_22 - leg3_H3_1*leg3_TL1_z)
+    leg3_H3_3 = -cse59*leg3_H3_1 + 1.23584881227553*leg3_B0_12
+    leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv3
+    leg3_H4_2 = leg3_lu_inv2*(leg3_Ci3_x - leg3_H4_1*leg3_TL1_z)
+    leg3_H4_3 = -cse59*leg3_H4_1 + 1.23584881227553*leg3_Ci2_x
+    leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv3
+    leg3_H5_2 = leg3_lu_inv2*(leg3_Ci3_y - leg3_H5_1*leg3_TL1_z)
+    leg3_H5_3 = -cse59*leg3_H5_1 + 1.23584881227553*leg3_Ci2_y
+    leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv3
+    leg3_H6_2 = leg3_lu_inv2*(leg3_Ci3_z - leg3_H6_1*leg3_TL1_z)
+    leg3_H6_3 = -cse59*leg3_H6_1 + 1.23584881227553*leg3_Ci2_z
+    leg4_H1_1 = leg4_B0_00*leg4_lu_inv3
+    leg4_H1_2 = leg4_lu_inv2*(leg4_B0_20 - leg4_H1_1*leg4_TL1_z)
+    cse60 = 1.23584881227553*leg4_TL1_y
+    leg4_H1_3 = -cse60*leg4_H1_1 + 1.23584881227553*leg4_B0_10
+    leg4_H2_1 = leg4_B0_01*leg4_lu_inv3
+    leg4_H2_2 = leg4_lu_inv2*(leg4_B0_21 - leg4_H2_1*leg4_TL1_z)
+    leg4_H2_3 = -cse60*leg4_H2_1 + 1.23584881227553*leg4_B0_11
+    leg4_H3_1 = leg4_B0_02*leg4_lu_inv3
+    leg4_H3_2 = leg4_lu_inv2*(leg4_B0_22 - leg4_H3_1*leg4_TL1_z)
+    leg4_H3_3 = -cse60*leg4_H3_1 + 1.23584881227553*leg4_B0_12
+    leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv3
+    leg4_H4_2 = leg4_lu_inv2*(leg4_Ci3_x - leg4_H4_1*leg4_TL1_z)
+    leg4_H4_3 = -cse60*leg4_H4_1 + 1.23584881227553*leg4_Ci2_x
+    leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv3
+    leg4_H5_2 = leg4_lu_inv2*(leg4_Ci3_y - leg4_H5_1*leg4_TL1_z)
+    leg4_H5_3 = -cse60*leg4_H5_1 + 1.23584881227553*leg4_Ci2_y
+    leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv3
+    leg4_H6_2 = leg4_lu_inv2*(leg4_Ci3_z - leg4_H6_1*leg4_TL1_z)
+    leg4_H6_3 = -cse60*leg4_H6_1 + 1.23584881227553*leg4_Ci2_z
+    leg5_H1_1 = leg5_B0_00*leg5_lu_inv3
+    leg5_H1_2 = leg5_lu_inv2*(leg5_B0_20 - leg5_H1_1*leg5_TL1_z)
+    cse61 = 1.23584881227553*leg5_TL1_y
+    leg5_H1_3 = -cse61*leg5_H1_1 + 1.23584881227553*leg5_B0_10
+    leg5_H2_1 = leg5_B0_01*leg5_lu_inv3
+    leg5_H2_2 = leg5_lu_inv2*(leg5_B0_21 - leg5_H2_1*leg5_TL1_z)
+    leg5_H2_3 = -cse61*leg5_H2_1 + 1.23584881227553*leg5_B0_11
+    leg5_H3_1 = leg5_B0_02*leg5_lu_inv3
+    leg5_H3_2 = leg5_lu_inv2*(leg5_B0_22 - leg5_H3_1*leg5_TL1_z)
+    leg5_H3_3 = -cse61*leg5_H3_1 + 1.23584881227553*leg5_B0_12
+    leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv3
+    leg5_H4_2 = leg5_lu_inv2*(leg5_Ci3_x - leg5_H4_1*leg5_TL1_z)
+    leg5_H4_3 = -cse61*leg5_H4_1 + 1.23584881227553*leg5_Ci2_x
+    leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv3
+    leg5_H5_2 = leg5_lu_inv2*(leg5_Ci3_y - leg5_H5_1*leg5_TL1_z)
+    leg5_H5_3 = -cse61*leg5_H5_1 + 1.23584881227553*leg5_Ci2_y
+    leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv3
+    leg5_H6_2 = leg5_lu_inv2*(leg5_Ci3_z - leg5_H6_1*leg5_TL1_z)
+    leg5_H6_3 = -cse61*leg5_H6_1 + 1.23584881227553*leg5_Ci2_z
+    leg6_H1_1 = leg6_B0_00*leg6_lu_inv3
+    leg6_H1_2 = leg6_lu_inv2*(leg6_B0_20 - leg6_H1_1*leg6_TL1_z)
+    cse62 = 1.23584881227553*leg6_TL1_y
+    leg6_H1_3 = -cse62*leg6_H1_1 + 1.23584881227553*leg6_B0_10
+    leg6_H2_1 = leg6_B0_01*leg6_lu_inv3
+    leg6_H2_2 = leg6_lu_inv2*(leg6_B0_21 - leg6_H2_1*leg6_TL1_z)
+    leg6_H2_3 = -cse62*leg6_H2_1 + 1.23584881227553*leg6_B0_11
+    leg6_H3_1 = leg6_B0_02*leg6_lu_inv3
+    leg6_H3_2 = leg6_lu_inv2*(leg6_B0_22 - leg6_H3_1*leg6_TL1_z)
+    leg6_H3_3 = -cse62*leg6_H3_1 + 1.23584881227553*leg6_B0_12
+    leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv3
+    leg6_H4_2 = leg6_lu_inv2*(leg6_Ci3_x - leg6_H4_1*leg6_TL1_z)
+    leg6_H4_3 = -cse62*leg6_H4_1 + 1.23584881227553*leg6_Ci2_x
+    leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv3
+    leg6_H5_2 = leg6_lu_inv2*(leg6_Ci3_y - leg6_H5_1*leg6_TL1_z)
+    leg6_H5_3 = -cse62*leg6_H5_1 + 1.23584881227553*leg6_Ci2_y
+    leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv3
+    leg6_H6_2 = leg6_lu_inv2*(leg6_Ci3_z - leg6_H6_1*leg6_TL1_z)
+    leg6_H6_3 = -cse62*leg6_H6_1 + 1.23584881227553*leg6_Ci2_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
+    leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
+    leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
+    leg2_qd3 = leg2_H1_3*v_x + leg2_H2_3*v_y + leg2_H3_3*v_z + leg2_H4_3*omega_x + leg2_H5_3*omega_y + leg2_H6_3*omega_z
+    leg3_qd1 = leg3_H1_1*v_x + leg3_H2_1*v_y + leg3_H3_1*v_z + leg3_H4_1*omega_x + leg3_H5_1*omega_y + leg3_H6_1*omega_z
+    leg3_qd2 = leg3_H1_2*v_x + leg3_H2_2*v_y + leg3_H3_2*v_z + leg3_H4_2*omega_x + leg3_H5_2*omega_y + leg3_H6_2*omega_z
+    leg3_qd3 = leg3_H1_3*v_x + leg3_H2_3*v_y + leg3_H3_3*v_z + leg3_H4_3*omega_x + leg3_H5_3*omega_y + leg3_H6_3*omega_z
+    leg4_qd1 = leg4_H1_1*v_x + leg4_H2_1*v_y + leg4_H3_1*v_z + leg4_H4_1*omega_x + leg4_H5_1*omega_y + leg4_H6_1*omega_z
+    leg4_qd2 = leg4_H1_2*v_x + leg4_H2_2*v_y + leg4_H3_2*v_z + leg4_H4_2*omega_x + leg4_H5_2*omega_y + leg4_H6_2*omega_z
+    leg4_qd3 = leg4_H1_3*v_x + leg4_H2_3*v_y + leg4_H3_3*v_z + leg4_H4_3*omega_x + leg4_H5_3*omega_y + leg4_H6_3*omega_z
+    leg5_qd1 = leg5_H1_1*v_x + leg5_H2_1*v_y + leg5_H3_1*v_z + leg5_H4_1*omega_x + leg5_H5_1*omega_y + leg5_H6_1*omega_z
+    leg5_qd2 = leg5_H1_2*v_x + leg5_H2_2*v_y + leg5_H3_2*v_z + leg5_H4_2*omega_x + leg5_H5_2*omega_y + leg5_H6_2*omega_z
+    leg5_qd3 = leg5_H1_3*v_x + leg5_H2_3*v_y + leg5_H3_3*v_z + leg5_H4_3*omega_x + leg5_H5_3*omega_y + leg5_H6_3*omega_z
+    leg6_qd1 = leg6_H1_1*v_x + leg6_H2_1*v_y + leg6_H3_1*v_z + leg6_H4_1*omega_x + leg6_H5_1*omega_y + leg6_H6_1*omega_z
+    leg6_qd2 = leg6_H1_2*v_x + leg6_H2_2*v_y + leg6_H3_2*v_z + leg6_H4_2*omega_x + leg6_H5_2*omega_y + leg6_H6_2*omega_z
+    leg6_qd3 = leg6_H1_3*v_x + leg6_H2_3*v_y + leg6_H3_3*v_z + leg6_H4_3*omega_x + leg6_H5_3*omega_y + leg6_H6_3*omega_z
     leg1_oo1_zz = leg1_qd1*leg1_qd1
     leg1_omega_p2_x = leg1_beta2_02*leg1_qd1
     leg1_omega_p2_y = 0.9404766089917045*leg1_qd1
@@ -3364,8 +3558,8 @@ def acceleration_terms(x, u, p, h):
     leg1_epsd2_x = -leg1_omega_p2_z*leg1_qd2
     leg1_epsd2_z = leg1_omega_p2_x*leg1_qd2
     leg1_a2_x = -0.25*leg1_beta2_00*leg1_oo1_zz
-    leg1_a2_y = 0.06405155325363948*leg1_oo1_zz
-    leg1_a2_z = -cse45*leg1_oo1_zz
+    leg1_a2_y = 0.0640515532536395*leg1_oo1_zz
+    leg1_a2_z = -cse51*leg1_oo1_zz
     leg1_omega_p3_x = leg1_omega2_y*leg1_u_s2 + leg1_omega_p2_x*leg1_u_c2
     leg1_omega_p3_y = leg1_omega2_y*leg1_u_c2 - leg1_omega_p2_x*leg1_u_s2
     leg1_omega3_z = leg1_omega_p2_z + leg1_qd3
@@ -3385,8 +3579,8 @@ def acceleration_terms(x, u, p, h):
     leg2_epsd2_x = -leg2_omega_p2_z*leg2_qd2
     leg2_epsd2_z = leg2_omega_p2_x*leg2_qd2
     leg2_a2_x = -0.25*leg2_beta2_00*leg2_oo1_zz
-    leg2_a2_y = -0.06405155325363948*leg2_oo1_zz
-    leg2_a2_z = -cse46*leg2_oo1_zz
+    leg2_a2_y = -0.0640515532536395*leg2_oo1_zz
+    leg2_a2_z = -cse52*leg2_oo1_zz
     leg2_omega_p3_x = leg2_omega2_y*leg2_u_s2 + leg2_omega_p2_x*leg2_u_c2
     leg2_omega_p3_y = leg2_omega2_y*leg2_u_c2 - leg2_omega_p2_x*leg2_u_s2
     leg2_omega3_z = leg2_omega_p2_z + leg2_qd3
@@ -3400,14 +3594,14 @@ def acceleration_terms(x, u, p, h):
     leg2_oo3_W_00 = -leg2_oo3_yy - leg2_oo3_zz
     leg3_oo1_zz = leg3_qd1*leg3_qd1
     leg3_omega_p2_x = leg3_beta2_02*leg3_qd1
-    leg3_omega_p2_y = 0.9404766089917045*leg3_qd1
+    leg3_omega_p2_y = 0.9404766089917044*leg3_qd1
     leg3_omega_p2_z = leg3_beta2_22*leg3_qd1
     leg3_omega2_y = leg3_omega_p2_y + leg3_qd2
     leg3_epsd2_x = -leg3_omega_p2_z*leg3_qd2
     leg3_epsd2_z = leg3_omega_p2_x*leg3_qd2
     leg3_a2_x = -0.25*leg3_beta2_00*leg3_oo1_zz
     leg3_a2_y = 0.06405155325363951*leg3_oo1_zz
-    leg3_a2_z = -cse47*leg3_oo1_zz
+    leg3_a2_z = -cse53*leg3_oo1_zz
     leg3_omega_p3_x = leg3_omega2_y*leg3_u_s2 + leg3_omega_p2_x*leg3_u_c2
     leg3_omega_p3_y = leg3_omega2_y*leg3_u_c2 - leg3_omega_p2_x*leg3_u_s2
     leg3_omega3_z = leg3_omega_p2_z + leg3_qd3
@@ -3427,8 +3621,8 @@ def acceleration_terms(x, u, p, h):
     leg4_epsd2_x = -leg4_omega_p2_z*leg4_qd2
     leg4_epsd2_z = leg4_omega_p2_x*leg4_qd2
     leg4_a2_x = -0.25*leg4_beta2_00*leg4_oo1_zz
-    leg4_a2_y = -0.06405155325363951*leg4_oo1_zz
-    leg4_a2_z = -cse48*leg4_oo1_zz
+    leg4_a2_y = -0.06405155325363947*leg4_oo1_zz
+    leg4_a2_z = -cse54*leg4_oo1_zz
     leg4_omega_p3_x = leg4_omega2_y*leg4_u_s2 + leg4_omega_p2_x*leg4_u_c2
     leg4_omega_p3_y = leg4_omega2_y*leg4_u_c2 - leg4_omega_p2_x*leg4_u_s2
     leg4_omega3_z = leg4_omega_p2_z + leg4_qd3
@@ -3449,7 +3643,7 @@ def acceleration_terms(x, u, p, h):
     leg5_epsd2_z = leg5_omega_p2_x*leg5_qd2
     leg5_a2_x = -0.25*leg5_beta2_00*leg5_oo1_zz
     leg5_a2_y = 0.06405155325363947*leg5_oo1_zz
-    leg5_a2_z = -cse49*leg5_oo1_zz
+    leg5_a2_z = -cse55*leg5_oo1_zz
     leg5_omega_p3_x = leg5_omega2_y*leg5_u_s2 + leg5_omega_p2_x*leg5_u_c2
     leg5_omega_p3_y = leg5_omega2_y*leg5_u_c2 - leg5_omega_p2_x*leg5_u_s2
     leg5_omega3_z = leg5_omega_p2_z + leg5_qd3
@@ -3469,8 +3663,8 @@ def acceleration_terms(x, u, p, h):
     leg6_epsd2_x = -leg6_omega_p2_z*leg6_qd2
     leg6_epsd2_z = leg6_omega_p2_x*leg6_qd2
     leg6_a2_x = -0.25*leg6_beta2_00*leg6_oo1_zz
-    leg6_a2_y = -0.06405155325363952*leg6_oo1_zz
-    leg6_a2_z = -cse50*leg6_oo1_zz
+    leg6_a2_y = -0.06405155325363951*leg6_oo1_zz
+    leg6_a2_z = -cse56*leg6_oo1_zz
     leg6_omega_p3_x = leg6_omega2_y*leg6_u_s2 + leg6_omega_p2_x*leg6_u_c2
     leg6_omega_p3_y = leg6_omega2_y*leg6_u_c2 - leg6_omega_p2_x*leg6_u_s2
     leg6_omega3_z = leg6_omega_p2_z + leg6_qd3
@@ -3490,89 +3684,94 @@ def acceleration_terms(x, u, p, h):
     leg1_oo_C_yz = omega_y*omega_z
     leg1_oo_C_W_00 = -leg1_oo_C_yy - leg1_oo_C_zz
     leg1_oo_C_W_11 = -leg1_oo_C_xx - leg1_oo_C_zz
-    cse57 = 0.3535331853275967*leg1_oo_C_W_00
-    cse58 = 0.4213244437154379*leg1_oo_C_xy
-    cse59 = cse57 - cse58
-    cse60 = 0.4213244437154379*leg1_oo_C_W_11
-    cse61 = -cse60 + 0.3535331853275967*leg1_oo_C_xy
-    cse62 = 0.3535331853275967*leg1_oo_C_xz
-    cse63 = 0.4213244437154379*leg1_oo_C_yz
-    cse64 = cse62 - cse63
-    leg1_cC_x = cse59*leg1_Q_00 + cse61*leg1_Q_01 + cse64*leg1_Q_02
-    leg1_cC_y = cse59*leg1_Q_10 + cse61*leg1_Q_11 + cse64*leg1_Q_12
-    leg1_cC_z = cse59*leg1_Q_20 + cse61*leg1_Q_21 + cse64*leg1_Q_22
+    cse63 = 0.3535331853275967*leg1_oo_C_W_00
+    cse64 = 0.4213244437154379*leg1_oo_C_xy
+    cse65 = cse63 - cse64
+    cse66 = 0.4213244437154379*leg1_oo_C_W_11
+    cse67 = -cse66 + 0.3535331853275967*leg1_oo_C_xy
+    cse68 = 0.3535331853275967*leg1_oo_C_xz
+    cse69 = 0.4213244437154379*leg1_oo_C_yz
+    cse70 = cse68 - cse69
+    leg1_cC_x = cse65*leg1_Q_00 + cse67*leg1_Q_01 + cse70*leg1_Q_02
+    leg1_cC_y = cse65*leg1_Q_10 + cse67*leg1_Q_11 + cse70*leg1_Q_12
+    leg1_cC_z = cse65*leg1_Q_20 + cse67*leg1_Q_21 + cse70*leg1_Q_22
     leg1_c1 = -leg1_a3_x + leg1_cC_x - 0.809160465315115*leg1_oo3_W_00
     leg1_c2 = -leg1_a3_y + leg1_cC_y - 0.809160465315115*leg1_epsd2_z - 0.809160465315115*leg1_oo3_xy
     leg1_c3 = -leg1_a2_z + leg1_cC_z + 0.809160465315115*leg1_epsd3_y - 0.809160465315115*leg1_oo3_xz
     leg1_h1 = leg1_c1*leg1_lu_inv3
     leg1_h2 = leg1_lu_inv2*(-leg1_TL1_z*leg1_h1 + leg1_c3)
-    leg1_h3 = -cse51*leg1_h1 + 1.23584881227553*leg1_c2
-    cse65 = cse57 + cse58
-    cse66 = cse60 + 0.3535331853275967*leg1_oo_C_xy
-    cse67 = cse62 + cse63
-    leg2_cC_x = cse65*leg2_Q_00 + cse66*leg2_Q_01 + cse67*leg2_Q_02
-    leg2_cC_y = cse65*leg2_Q_10 + cse66*leg2_Q_11 + cse67*leg2_Q_12
-    leg2_cC_z = cse65*leg2_Q_20 + cse66*leg2_Q_21 + cse67*leg2_Q_22
+    leg1_h3 = -cse57*leg1_h1 + 1.23584881227553*leg1_c2
+    cse71 = cse63 + cse64
+    cse72 = cse66 + 0.3535331853275967*leg1_oo_C_xy
+    cse73 = cse68 + cse69
+    leg2_cC_x = cse71*leg2_Q_00 + cse72*leg2_Q_01 + cse73*leg2_Q_02
+    leg2_cC_y = cse71*leg2_Q_10 + cse72*leg2_Q_11 + cse73*leg2_Q_12
+    leg2_cC_z = cse71*leg2_Q_20 + cse72*leg2_Q_21 + cse73*leg2_Q_22
     leg2_c1 = -leg2_a3_x + leg2_cC_x - 0.809160465315115*leg2_oo3_W_00
     leg2_c2 = -leg2_a3_y + leg2_cC_y - 0.809160465315115*leg2_epsd2_z - 0.809160465315115*leg2_oo3_xy
     leg2_c3 = -leg2_a2_z + leg2_cC_z + 0.809160465315115*leg2_epsd3_y - 0.809160465315115*leg2_oo3_xz
     leg2_h1 = leg2_c1*leg2_lu_inv3
     leg2_h2 = leg2_lu_inv2*(-leg2_TL1_z*leg2_h1 + leg2_c3)
-    leg2_h3 = -cse52*leg2_h1 + 1.23584881227553*leg2_c2
-    cse68 = 0.5168309414322496*leg1_oo_C_xy
-    cse69 = cse68 + 0.18811107882911787*leg1_oo_C_W_00
-    cse70 = 0.5168309414322496*leg1_oo_C_W_11
-    cse71 = cse70 + 0.18811107882911787*leg1_oo_C_xy
-    cse72 = 0.5168309414322496*leg1_oo_C_yz
-    cse73 = cse72 + 0.18811107882911787*leg1_oo_C_xz
-    leg3_cC_x = cse69*leg3_Q_00 + cse71*leg3_Q_01 + cse73*leg3_Q_02
-    leg3_cC_y = cse69*leg3_Q_10 + cse71*leg3_Q_11 + cse73*leg3_Q_12
-    leg3_cC_z = cse69*leg3_Q_20 + cse71*leg3_Q_21 + cse73*leg3_Q_22
+    leg2_h3 = -cse58*leg2_h1 + 1.23584881227553*leg2_c2
+    cse74 = 0.18811107882911782*leg1_oo_C_W_00
+    cse75 = 0.5168309414322497*leg1_oo_C_xy
+    cse76 = cse74 + cse75
+    cse77 = 0.5168309414322497*leg1_oo_C_W_11
+    cse78 = cse77 + 0.18811107882911782*leg1_oo_C_xy
+    cse79 = 0.18811107882911782*leg1_oo_C_xz
+    cse80 = 0.5168309414322497*leg1_oo_C_yz
+    cse81 = cse79 + cse80
+    leg3_cC_x = cse76*leg3_Q_00 + cse78*leg3_Q_01 + cse81*leg3_Q_02
+    leg3_cC_y = cse76*leg3_Q_10 + cse78*leg3_Q_11 + cse81*leg3_Q_12
+    leg3_cC_z = cse76*leg3_Q_20 + cse78*leg3_Q_21 + cse81*leg3_Q_22
     leg3_c1 = -leg3_a3_x + leg3_cC_x - 0.8091604653151149*leg3_oo3_W_00
     leg3_c2 = -leg3_a3_y + leg3_cC_y - 0.8091604653151149*leg3_epsd2_z - 0.8091604653151149*leg3_oo3_xy
     leg3_c3 = -leg3_a2_z + leg3_cC_z + 0.8091604653151149*leg3_epsd3_y - 0.8091604653151149*leg3_oo3_xz
     leg3_h1 = leg3_c1*leg3_lu_inv3
     leg3_h2 = leg3_lu_inv2*(-leg3_TL1_z*leg3_h1 + leg3_c3)
-    leg3_h3 = -cse53*leg3_h1 + 1.23584881227553*leg3_c2
-    cse74 = 0.5416442641567144*leg1_oo_C_W_00
-    cse75 = -cse74 + 0.09550649771681166*leg1_oo_C_xy
-    cse76 = 0.5416442641567144*leg1_oo_C_xy
-    cse77 = -cse76 + 0.09550649771681166*leg1_oo_C_W_11
-    cse78 = 0.5416442641567144*leg1_oo_C_xz
-    cse79 = -cse78 + 0.09550649771681166*leg1_oo_C_yz
-    leg4_cC_x = cse75*leg4_Q_00 + cse77*leg4_Q_01 + cse79*leg4_Q_02
-    leg4_cC_y = cse75*leg4_Q_10 + cse77*leg4_Q_11 + cse79*leg4_Q_12
-    leg4_cC_z = cse75*leg4_Q_20 + cse77*leg4_Q_21 + cse79*leg4_Q_22
-    leg4_c1 = -leg4_a3_x + leg4_cC_x - 0.8091604653151152*leg4_oo3_W_00
-    leg4_c2 = -leg4_a3_y + leg4_cC_y - 0.8091604653151152*leg4_epsd2_z - 0.8091604653151152*leg4_oo3_xy
-    leg4_c3 = -leg4_a2_z + leg4_cC_z + 0.8091604653151152*leg4_epsd3_y - 0.8091604653151152*leg4_oo3_xz
+    leg3_h3 = -cse59*leg3_h1 + 1.23584881227553*leg3_c2
+    cse82 = 0.5416442641567144*leg1_oo_C_W_00
+    cse83 = 0.0955064977168117*leg1_oo_C_xy
+    cse84 = -cse82 + cse83
+    cse85 = 0.0955064977168117*leg1_oo_C_W_11
+    cse86 = 0.5416442641567144*leg1_oo_C_xy
+    cse87 = cse85 - cse86
+    cse88 = 0.5416442641567144*leg1_oo_C_xz
+    cse89 = 0.0955064977168117*leg1_oo_C_yz
+    cse90 = -cse88 + cse89
+    leg4_cC_x = cse84*leg4_Q_00 + cse87*leg4_Q_01 + cse90*leg4_Q_02
+    leg4_cC_y = cse84*leg4_Q_10 + cse87*leg4_Q_11 + cse90*leg4_Q_12
+    leg4_cC_z = cse84*leg4_Q_20 + cse87*leg4_Q_21 + cse90*leg4_Q_22
+    leg4_c1 = -leg4_a3_x + leg4_cC_x - 0.809160465315115*leg4_oo3_W_00
+    leg4_c2 = -leg4_a3_y + leg4_cC_y - 0.809160465315115*leg4_epsd2_z - 0.809160465315115*leg4_oo3_xy
+    leg4_c3 = -leg4_a2_z + leg4_cC_z + 0.809160465315115*leg4_epsd3_y - 0.809160465315115*leg4_oo3_xz
     leg4_h1 = leg4_c1*leg4_lu_inv3
     leg4_h2 = leg4_lu_inv2*(-leg4_TL1_z*leg4_h1 + leg4_c3)
-    leg4_h3 = -cse54*leg4_h1 + 1.2358488122755296*leg4_c2
-    cse80 = -cse74 - 0.09550649771681177*leg1_oo_C_xy
-    cse81 = -cse76 - 0.09550649771681177*leg1_oo_C_W_11
-    cse82 = -cse78 - 0.09550649771681177*leg1_oo_C_yz
-    leg5_cC_x = cse80*leg5_Q_00 + cse81*leg5_Q_01 + cse82*leg5_Q_02
-    leg5_cC_y = cse80*leg5_Q_10 + cse81*leg5_Q_11 + cse82*leg5_Q_12
-    leg5_cC_z = cse80*leg5_Q_20 + cse81*leg5_Q_21 + cse82*leg5_Q_22
-    leg5_c1 = -leg5_a3_x + leg5_cC_x - 0.8091604653151149*leg5_oo3_W_00
-    leg5_c2 = -leg5_a3_y + leg5_cC_y - 0.8091604653151149*leg5_epsd2_z - 0.8091604653151149*leg5_oo3_xy
-    leg5_c3 = -leg5_a2_z + leg5_cC_z + 0.8091604653151149*leg5_epsd3_y - 0.8091604653151149*leg5_oo3_xz
+    leg4_h3 = -cse60*leg4_h1 + 1.23584881227553*leg4_c2
+    cse91 = -cse82 - cse83
+    cse92 = -cse85 - cse86
+    cse93 = -cse88 - cse89
+    leg5_cC_x = cse91*leg5_Q_00 + cse92*leg5_Q_01 + cse93*leg5_Q_02
+    leg5_cC_y = cse91*leg5_Q_10 + cse92*leg5_Q_11 + cse93*leg5_Q_12
+    leg5_cC_z = cse91*leg5_Q_20 + cse92*leg5_Q_21 + cse93*leg5_Q_22
+    leg5_c1 = -leg5_a3_x + leg5_cC_x - 0.809160465315115*leg5_oo3_W_00
+    leg5_c2 = -leg5_a3_y + leg5_cC_y - 0.809160465315115*leg5_epsd2_z - 0.809160465315115*leg5_oo3_xy
+    leg5_c3 = -leg5_a2_z + leg5_cC_z + 0.809160465315115*leg5_epsd3_y - 0.809160465315115*leg5_oo3_xz
     leg5_h1 = leg5_c1*leg5_lu_inv3
     leg5_h2 = leg5_lu_inv2*(-leg5_TL1_z*leg5_h1 + leg5_c3)
-    leg5_h3 = -cse55*leg5_h1 + 1.23584881227553*leg5_c2
-    cse83 = -cse68 + 0.18811107882911796*leg1_oo_C_W_00
-    cse84 = -cse70 + 0.18811107882911796*leg1_oo_C_xy
-    cse85 = -cse72 + 0.18811107882911796*leg1_oo_C_xz
-    leg6_cC_x = cse83*leg6_Q_00 + cse84*leg6_Q_01 + cse85*leg6_Q_02
-    leg6_cC_y = cse83*leg6_Q_10 + cse84*leg6_Q_11 + cse85*leg6_Q_12
-    leg6_cC_z = cse83*leg6_Q_20 + cse84*leg6_Q_21 + cse85*leg6_Q_22
-    leg6_c1 = -leg6_a3_x + leg6_cC_x - 0.809160465315115*leg6_oo3_W_00
-    leg6_c2 = -leg6_a3_y + leg6_cC_y - 0.809160465315115*leg6_epsd2_z - 0.809160465315115*leg6_oo3_xy
-    leg6_c3 = -leg6_a2_z + leg6_cC_z + 0.809160465315115*leg6_epsd3_y - 0.809160465315115*leg6_oo3_xz
+    leg5_h3 = -cse61*leg5_h1 + 1.23584881227553*leg5_c2
+    cse94 = cse74 - cse75
+    cse95 = -cse77 + 0.18811107882911782*leg1_oo_C_xy
+    cse96 = cse79 - cse80
+    leg6_cC_x = cse94*leg6_Q_00 + cse95*leg6_Q_01 + cse96*leg6_Q_02
+    leg6_cC_y = cse94*leg6_Q_10 + cse95*leg6_Q_11 + cse96*leg6_Q_12
+    leg6_cC_z = cse94*leg6_Q_20 + cse95*leg6_Q_21 + cse96*leg6_Q_22
+    leg6_c1 = -leg6_a3_x + leg6_cC_x - 0.8091604653151149*leg6_oo3_W_00
+    leg6_c2 = -leg6_a3_y + leg6_cC_y - 0.8091604653151149*leg6_epsd2_z - 0.8091604653151149*leg6_oo3_xy
+    leg6_c3 = -leg6_a2_z + leg6_cC_z + 0.8091604653151149*leg6_epsd3_y - 0.8091604653151149*leg6_oo3_xz
     leg6_h1 = leg6_c1*leg6_lu_inv3
     leg6_h2 = leg6_lu_inv2*(-leg6_TL1_z*leg6_h1 + leg6_c3)
-    leg6_h3 = -cse56*leg6_h1 + 1.23584881227553*leg6_c2
+    leg6_h3 = -cse62*leg6_h1 + 1.23584881227553*leg6_c2
     h[0] = leg1_h1
     h[1] = leg1_h2
     h[2] = leg1_h3
@@ -3597,14 +3796,54 @@ def acceleration_terms(x, u, p, h):
 def leg_forces(x, u, F, p, Q):
     """Active force of every leg joint: spring, damper and drive.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  p[3]: named spec parameters: c_crank, k_crank, m_ring
-    out Q[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 367 adds, 637 muls, 24 divs, 18 sqrt, 12 trig (1058 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+    out Q[18] shape 18: active force of each leg joint (N m, N for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+        leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+        leg6_u1, leg6_u2
+    status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+    status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+    status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+    status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+    status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+    status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+    status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 364 adds, 631 muls, 24 divs, 18 sqrt, 12 trig (1049 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -3636,19 +3875,19 @@ def leg_forces(x, u, F, p, Q):
     cse7 = 0.4213244437154379*leg1_alpha_C_12
     cse8 = 0.3535331853275967*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = 0.9396926207859083*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8
-    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859083*leg1_s0_y - 8.673617379884035e-18
+    leg1_d_x = 0.9396926207859084*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8000000000000002
+    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859084*leg1_s0_y + 2.168404344971009e-17
     cse9 = leg1_d_x*leg1_d_x
     cse10 = leg1_s0_z*leg1_s0_z
     leg1_crank_K = 2.0*cse10 + 2.0*cse9 + 2.0*leg1_d_z*leg1_d_z - 1.1844813172579467
     leg1_crank_rho2 = cse10 + cse9
     leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
-    if not (leg1_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg1_crank_w2 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         Q[:] = [NAN] * 18
-        return 1
-    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 101
+    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
@@ -3656,43 +3895,43 @@ def leg_forces(x, u, F, p, Q):
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x = leg1_crank_c*leg1_d_x - leg1_crank_s*leg1_s0_z - 0.25
     leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
-    cse11 = 0.657033253384418*leg1_e_c_x - 0.7538615946890297*leg1_e_c_y
-    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222173*leg1_e_c_x - 0.6179244061377648*leg1_e_c_y
+    cse11 = 0.6570332533844182*leg1_e_c_x - 0.7538615946890298*leg1_e_c_y
+    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222175*leg1_e_c_x - 0.6179244061377649*leg1_e_c_y
     leg1_u_Lxz2 = cse11*cse11 + cse12*cse12
-    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 122
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    cse13 = 0.9404766089917045*leg1_d_z - 0.2562062130145579*leg1_e_c_x - 0.2232982856006816*leg1_e_c_y
+    cse13 = 0.9404766089917045*leg1_d_z - 0.256206213014558*leg1_e_c_x - 0.22329828560068166*leg1_e_c_y
     leg1_u_L = math.sqrt(cse13*cse13 + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c1 = cse12*leg1_u_inv_Lxz
     leg1_u_s1 = cse11*leg1_u_inv_Lxz
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = cse13*leg1_u_inv_L
-    if not (leg1_q1 + 1.2 > 0.0):  # leg1_crank below its limit -1.2
+    if not (leg1_q1 + 1.2 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         Q[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg1_q1 > 0.0):  # leg1_crank above its limit 1.2
+        return 103
+    if not (1.2 - leg1_q1 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
         Q[:] = [NAN] * 18
-        return 1
+        return 104
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = 0.9396926207859083*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8
-    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859083*leg2_s0_y + 8.673617379884035e-18
+    leg2_d_x = 0.9396926207859084*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8000000000000002
+    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
     cse14 = leg2_d_x*leg2_d_x
     cse15 = leg2_s0_z*leg2_s0_z
     leg2_crank_K = 2.0*cse14 + 2.0*cse15 + 2.0*leg2_d_z*leg2_d_z - 1.1844813172579467
     leg2_crank_rho2 = cse14 + cse15
     leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
-    if not (leg2_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg2_crank_w2 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         Q[:] = [NAN] * 18
-        return 1
-    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 201
+    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
     leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
@@ -3700,46 +3939,49 @@ def leg_forces(x, u, F, p, Q):
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x = leg2_crank_c*leg2_d_x - leg2_crank_s*leg2_s0_z - 0.25
     leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
-    cse16 = 0.657033253384418*leg2_e_c_x - 0.7538615946890297*leg2_e_c_y
-    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222173*leg2_e_c_x - 0.6179244061377648*leg2_e_c_y
+    cse16 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
+    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222175*leg2_e_c_x - 0.6179244061377649*leg2_e_c_y
     leg2_u_Lxz2 = cse16*cse16 + cse17*cse17
-    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 222
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    cse18 = 0.9404766089917045*leg2_d_z + 0.2562062130145579*leg2_e_c_x + 0.2232982856006816*leg2_e_c_y
+    cse18 = 0.9404766089917045*leg2_d_z + 0.256206213014558*leg2_e_c_x + 0.22329828560068166*leg2_e_c_y
     leg2_u_L = math.sqrt(cse18*cse18 + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c1 = cse17*leg2_u_inv_Lxz
     leg2_u_s1 = cse16*leg2_u_inv_Lxz
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = cse18*leg2_u_inv_L
-    if not (leg2_q1 + 1.2 > 0.0):  # leg2_crank below its limit -1.2
+    if not (leg2_q1 + 1.2 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         Q[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg2_q1 > 0.0):  # leg2_crank above its limit 1.2
+        return 203
+    if not (1.2 - leg2_q1 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
         Q[:] = [NAN] * 18
-        return 1
-    cse19 = 0.5168309414322496*leg1_alpha_C_10
-    leg3_s0_x = cse19 + 0.18811107882911787*leg1_alpha_C_00 + x_C
-    cse20 = 0.5168309414322496*leg1_alpha_C_11
-    leg3_s0_y = cse20 + 0.18811107882911787*leg1_s_psi_z + y_C
-    cse21 = 0.5168309414322496*leg1_alpha_C_12
-    leg3_s0_z = cse21 + 0.18811107882911787*leg1_alpha_C_02 + z_C
-    leg3_d_x = -0.17364817766693028*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
-    leg3_d_z = -0.9848077530122081*leg3_s0_x - 0.1736481776669303*leg3_s0_y - 6.071532165918825e-18
-    cse22 = leg3_d_x*leg3_d_x
-    cse23 = leg3_s0_z*leg3_s0_z
-    leg3_crank_K = 2.0*cse22 + 2.0*cse23 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
-    leg3_crank_rho2 = cse22 + cse23
+        return 204
+    cse19 = 0.5168309414322497*leg1_alpha_C_10
+    cse20 = 0.18811107882911782*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse19 + cse20
+    cse21 = 0.5168309414322497*leg1_alpha_C_11
+    cse22 = 0.18811107882911782*leg1_s_psi_z + y_C
+    leg3_s0_y = cse21 + cse22
+    cse23 = 0.5168309414322497*leg1_alpha_C_12
+    cse24 = 0.18811107882911782*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse23 + cse24
+    leg3_d_x = -0.17364817766693036*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
+    leg3_d_z = -0.984807753012208*leg3_s0_x - 0.17364817766693036*leg3_s0_y - 1.5178830414797062e-18
+    cse25 = leg3_d_x*leg3_d_x
+    cse26 = leg3_s0_z*leg3_s0_z
+    leg3_crank_K = 2.0*cse25 + 2.0*cse26 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
+    leg3_crank_rho2 = cse25 + cse26
     leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
-    if not (leg3_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg3_crank_w2 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         Q[:] = [NAN] * 18
-        return 1
-    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 301
+    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
     leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
@@ -3747,46 +3989,49 @@ def leg_forces(x, u, F, p, Q):
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x = leg3_crank_c*leg3_d_x - leg3_crank_s*leg3_s0_z - 0.25
     leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
-    cse24 = 0.6570332533844183*leg3_e_c_x - 0.7538615946890297*leg3_e_c_y
-    cse25 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.617924406137765*leg3_e_c_y
-    leg3_u_Lxz2 = cse24*cse24 + cse25*cse25
-    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse27 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
+    cse28 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.6179244061377651*leg3_e_c_y
+    leg3_u_Lxz2 = cse27*cse27 + cse28*cse28
+    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 322
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    cse26 = 0.9404766089917045*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068182*leg3_e_c_y
-    leg3_u_L = math.sqrt(cse26*cse26 + leg3_u_Lxz2)
+    cse29 = 0.9404766089917044*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068185*leg3_e_c_y
+    leg3_u_L = math.sqrt(cse29*cse29 + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c1 = cse25*leg3_u_inv_Lxz
-    leg3_u_s1 = cse24*leg3_u_inv_Lxz
+    leg3_u_c1 = cse28*leg3_u_inv_Lxz
+    leg3_u_s1 = cse27*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = cse26*leg3_u_inv_L
-    if not (leg3_q1 + 1.2 > 0.0):  # leg3_crank below its limit -1.2
+    leg3_u_s2 = cse29*leg3_u_inv_L
+    if not (leg3_q1 + 1.2 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         Q[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg3_q1 > 0.0):  # leg3_crank above its limit 1.2
+        return 303
+    if not (1.2 - leg3_q1 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
         Q[:] = [NAN] * 18
-        return 1
-    cse27 = 0.5416442641567144*leg1_alpha_C_00
-    leg4_s0_x = -cse27 + 0.09550649771681166*leg1_alpha_C_10 + x_C
-    cse28 = 0.5416442641567144*leg1_s_psi_z
-    leg4_s0_y = -cse28 + 0.09550649771681166*leg1_alpha_C_11 + y_C
-    cse29 = 0.5416442641567144*leg1_alpha_C_02
-    leg4_s0_z = -cse29 + 0.09550649771681166*leg1_alpha_C_12 + z_C
-    leg4_d_x = -0.7660444431189779*leg4_s0_x + 0.6427876096865395*leg4_s0_y - 0.8
-    leg4_d_z = -0.6427876096865395*leg4_s0_x - 0.7660444431189779*leg4_s0_y + 1.9949319973733282e-17
-    cse30 = leg4_d_x*leg4_d_x
-    cse31 = leg4_s0_z*leg4_s0_z
-    leg4_crank_K = 2.0*cse30 + 2.0*cse31 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579476
-    leg4_crank_rho2 = cse30 + cse31
+        return 304
+    cse30 = 0.0955064977168117*leg1_alpha_C_10
+    cse31 = 0.5416442641567144*leg1_alpha_C_00
+    leg4_s0_x = cse30 - cse31 + x_C
+    cse32 = 0.0955064977168117*leg1_alpha_C_11
+    cse33 = 0.5416442641567144*leg1_s_psi_z
+    leg4_s0_y = cse32 - cse33 + y_C
+    cse34 = 0.0955064977168117*leg1_alpha_C_12
+    cse35 = 0.5416442641567144*leg1_alpha_C_02
+    leg4_s0_z = cse34 - cse35 + z_C
+    leg4_d_x = -0.766044443118978*leg4_s0_x + 0.6427876096865394*leg4_s0_y - 0.8
+    leg4_d_z = -0.6427876096865394*leg4_s0_x - 0.766044443118978*leg4_s0_y - 1.1275702593849246e-17
+    cse36 = leg4_d_x*leg4_d_x
+    cse37 = leg4_s0_z*leg4_s0_z
+    leg4_crank_K = 2.0*cse36 + 2.0*cse37 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579467
+    leg4_crank_rho2 = cse36 + cse37
     leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
-    if not (leg4_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg4_crank_w2 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         Q[:] = [NAN] * 18
-        return 1
-    if not (leg4_crank_w2 - 6.547406586289738e-17 > 0.0):  # crank: crank and rod aligned
+        return 401
+    if not (leg4_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
     leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
@@ -3794,43 +4039,43 @@ def leg_forces(x, u, F, p, Q):
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x = leg4_crank_c*leg4_d_x - leg4_crank_s*leg4_s0_z - 0.25
     leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
-    cse32 = 0.6570332533844181*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
-    cse33 = 0.3398584233757709*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.6179244061377648*leg4_e_c_y
-    leg4_u_Lxz2 = cse32*cse32 + cse33*cse33
-    if not (leg4_u_Lxz2 - 6.547406586289738e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse38 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
+    cse39 = 0.3398584233757707*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.617924406137765*leg4_e_c_y
+    leg4_u_Lxz2 = cse38*cse38 + cse39*cse39
+    if not (leg4_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 422
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    cse34 = 0.9404766089917045*leg4_d_z + 0.25620621301455804*leg4_e_c_x + 0.2232982856006817*leg4_e_c_y
-    leg4_u_L = math.sqrt(cse34*cse34 + leg4_u_Lxz2)
+    cse40 = 0.9404766089917045*leg4_d_z + 0.25620621301455787*leg4_e_c_x + 0.22329828560068166*leg4_e_c_y
+    leg4_u_L = math.sqrt(cse40*cse40 + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c1 = cse33*leg4_u_inv_Lxz
-    leg4_u_s1 = cse32*leg4_u_inv_Lxz
+    leg4_u_c1 = cse39*leg4_u_inv_Lxz
+    leg4_u_s1 = cse38*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = cse34*leg4_u_inv_L
-    if not (leg4_q1 + 1.2 > 0.0):  # leg4_crank below its limit -1.2
+    leg4_u_s2 = cse40*leg4_u_inv_L
+    if not (leg4_q1 + 1.2 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         Q[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg4_q1 > 0.0):  # leg4_crank above its limit 1.2
+        return 403
+    if not (1.2 - leg4_q1 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
         Q[:] = [NAN] * 18
-        return 1
-    leg5_s0_x = -cse27 - 0.09550649771681177*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -cse28 - 0.09550649771681177*leg1_alpha_C_11 + y_C
-    leg5_s0_z = -cse29 - 0.09550649771681177*leg1_alpha_C_12 + z_C
-    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865393*leg5_s0_y - 0.7999999999999999
-    leg5_d_z = 0.6427876096865393*leg5_s0_x - 0.766044443118978*leg5_s0_y + 2.862293735361732e-17
-    cse35 = leg5_d_x*leg5_d_x
-    cse36 = leg5_s0_z*leg5_s0_z
-    leg5_crank_K = 2.0*cse35 + 2.0*cse36 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579465
-    leg5_crank_rho2 = cse35 + cse36
+        return 404
+    leg5_s0_x = -cse30 - cse31 + x_C
+    leg5_s0_y = -cse32 - cse33 + y_C
+    leg5_s0_z = -cse34 - cse35 + z_C
+    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865394*leg5_s0_y - 0.8
+    leg5_d_z = 0.6427876096865394*leg5_s0_x - 0.766044443118978*leg5_s0_y + 1.1275702593849246e-17
+    cse41 = leg5_d_x*leg5_d_x
+    cse42 = leg5_s0_z*leg5_s0_z
+    leg5_crank_K = 2.0*cse41 + 2.0*cse42 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579467
+    leg5_crank_rho2 = cse41 + cse42
     leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
-    if not (leg5_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg5_crank_w2 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         Q[:] = [NAN] * 18
-        return 1
-    if not (leg5_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 501
+    if not (leg5_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
     leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
@@ -3838,43 +4083,43 @@ def leg_forces(x, u, F, p, Q):
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x = leg5_crank_c*leg5_d_x - leg5_crank_s*leg5_s0_z - 0.25
     leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
-    cse37 = 0.6570332533844183*leg5_e_c_x - 0.7538615946890296*leg5_e_c_y
-    cse38 = -0.33985842337577066*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.6179244061377651*leg5_e_c_y
-    leg5_u_Lxz2 = cse37*cse37 + cse38*cse38
-    if not (leg5_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse43 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
+    cse44 = -0.3398584233757707*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.617924406137765*leg5_e_c_y
+    leg5_u_Lxz2 = cse43*cse43 + cse44*cse44
+    if not (leg5_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 522
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    cse39 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
-    leg5_u_L = math.sqrt(cse39*cse39 + leg5_u_Lxz2)
+    cse45 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
+    leg5_u_L = math.sqrt(cse45*cse45 + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c1 = cse38*leg5_u_inv_Lxz
-    leg5_u_s1 = cse37*leg5_u_inv_Lxz
+    leg5_u_c1 = cse44*leg5_u_inv_Lxz
+    leg5_u_s1 = cse43*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = cse39*leg5_u_inv_L
-    if not (leg5_q1 + 1.2 > 0.0):  # leg5_crank below its limit -1.2
+    leg5_u_s2 = cse45*leg5_u_inv_L
+    if not (leg5_q1 + 1.2 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         Q[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg5_q1 > 0.0):  # leg5_crank above its limit 1.2
+        return 503
+    if not (1.2 - leg5_q1 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
         Q[:] = [NAN] * 18
-        return 1
-    leg6_s0_x = -cse19 + 0.18811107882911796*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse20 + 0.18811107882911796*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse21 + 0.18811107882911796*leg1_alpha_C_02 + z_C
-    leg6_d_x = -0.17364817766693033*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
-    leg6_d_z = 0.9848077530122081*leg6_s0_x - 0.17364817766693036*leg6_s0_y - 1.0408340855860843e-17
-    cse40 = leg6_d_x*leg6_d_x
-    cse41 = leg6_s0_z*leg6_s0_z
-    leg6_crank_K = 2.0*cse40 + 2.0*cse41 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579467
-    leg6_crank_rho2 = cse40 + cse41
+        return 504
+    leg6_s0_x = -cse19 + cse20
+    leg6_s0_y = -cse21 + cse22
+    leg6_s0_z = -cse23 + cse24
+    leg6_d_x = -0.17364817766693036*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
+    leg6_d_z = 0.984807753012208*leg6_s0_x - 0.17364817766693036*leg6_s0_y + 1.5178830414797062e-18
+    cse46 = leg6_d_x*leg6_d_x
+    cse47 = leg6_s0_z*leg6_s0_z
+    leg6_crank_K = 2.0*cse46 + 2.0*cse47 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579465
+    leg6_crank_rho2 = cse46 + cse47
     leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
-    if not (leg6_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg6_crank_w2 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         Q[:] = [NAN] * 18
-        return 1
-    if not (leg6_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 601
+    if not (leg6_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
     leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
@@ -3882,88 +4127,88 @@ def leg_forces(x, u, F, p, Q):
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x = leg6_crank_c*leg6_d_x - leg6_crank_s*leg6_s0_z - 0.25
     leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
-    cse42 = 0.6570332533844183*leg6_e_c_x - 0.7538615946890297*leg6_e_c_y
-    cse43 = 0.339858423375771*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.617924406137765*leg6_e_c_y
-    leg6_u_Lxz2 = cse42*cse42 + cse43*cse43
-    if not (leg6_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse48 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
+    cse49 = 0.33985842337577093*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.6179244061377651*leg6_e_c_y
+    leg6_u_Lxz2 = cse48*cse48 + cse49*cse49
+    if not (leg6_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 622
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    cse44 = 0.9404766089917044*leg6_d_z + 0.2562062130145581*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
-    leg6_u_L = math.sqrt(cse44*cse44 + leg6_u_Lxz2)
+    cse50 = 0.9404766089917044*leg6_d_z + 0.25620621301455804*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
+    leg6_u_L = math.sqrt(cse50*cse50 + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_u_c1 = cse43*leg6_u_inv_Lxz
-    leg6_u_s1 = cse42*leg6_u_inv_Lxz
+    leg6_u_c1 = cse49*leg6_u_inv_Lxz
+    leg6_u_s1 = cse48*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = cse44*leg6_u_inv_L
-    if not (leg6_q1 + 1.2 > 0.0):  # leg6_crank below its limit -1.2
+    leg6_u_s2 = cse50*leg6_u_inv_L
+    if not (leg6_q1 + 1.2 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         Q[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg6_q1 > 0.0):  # leg6_crank above its limit 1.2
+        return 603
+    if not (1.2 - leg6_q1 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
         Q[:] = [NAN] * 18
-        return 1
-    leg1_beta1_00 = 0.9396926207859083*leg1_crank_c
+        return 604
+    leg1_beta1_00 = 0.9396926207859084*leg1_crank_c
     leg1_beta1_01 = -0.34202014332566866*leg1_crank_c
-    leg1_beta1_10 = -0.9396926207859083*leg1_crank_s
+    leg1_beta1_10 = -0.9396926207859084*leg1_crank_s
     leg1_beta1_11 = 0.34202014332566866*leg1_crank_s
-    leg1_beta2_00 = -0.7089891962222173*leg1_u_c1 + 0.657033253384418*leg1_u_s1
-    leg1_beta2_01 = -0.6179244061377648*leg1_u_c1 - 0.7538615946890297*leg1_u_s1
+    leg1_beta2_00 = -0.7089891962222175*leg1_u_c1 + 0.6570332533844182*leg1_u_s1
+    leg1_beta2_01 = -0.6179244061377649*leg1_u_c1 - 0.7538615946890298*leg1_u_s1
     leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
-    leg1_beta2_20 = -0.657033253384418*leg1_u_c1 - 0.7089891962222173*leg1_u_s1
+    leg1_beta2_20 = -0.6570332533844182*leg1_u_c1 - 0.7089891962222175*leg1_u_s1
     leg1_beta2_22 = -0.33985842337577077*leg1_u_s1
-    leg2_beta1_00 = 0.9396926207859083*leg2_crank_c
+    leg2_beta1_00 = 0.9396926207859084*leg2_crank_c
     leg2_beta1_01 = 0.34202014332566866*leg2_crank_c
-    leg2_beta1_10 = -0.9396926207859083*leg2_crank_s
+    leg2_beta1_10 = -0.9396926207859084*leg2_crank_s
     leg2_beta1_11 = -0.34202014332566866*leg2_crank_s
-    leg2_beta2_00 = -0.7089891962222173*leg2_u_c1 + 0.657033253384418*leg2_u_s1
-    leg2_beta2_01 = -0.6179244061377648*leg2_u_c1 - 0.7538615946890297*leg2_u_s1
+    leg2_beta2_00 = -0.7089891962222175*leg2_u_c1 + 0.6570332533844182*leg2_u_s1
+    leg2_beta2_01 = -0.6179244061377649*leg2_u_c1 - 0.7538615946890298*leg2_u_s1
     leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
-    leg2_beta2_20 = -0.657033253384418*leg2_u_c1 - 0.7089891962222173*leg2_u_s1
+    leg2_beta2_20 = -0.6570332533844182*leg2_u_c1 - 0.7089891962222175*leg2_u_s1
     leg2_beta2_22 = 0.33985842337577077*leg2_u_s1
-    leg3_beta1_00 = -0.17364817766693028*leg3_crank_c
+    leg3_beta1_00 = -0.17364817766693036*leg3_crank_c
     leg3_beta1_01 = 0.984807753012208*leg3_crank_c
-    leg3_beta1_10 = 0.17364817766693028*leg3_crank_s
+    leg3_beta1_10 = 0.17364817766693036*leg3_crank_s
     leg3_beta1_11 = -0.984807753012208*leg3_crank_s
-    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844183*leg3_u_s1
-    leg3_beta2_01 = -0.617924406137765*leg3_u_c1 - 0.7538615946890297*leg3_u_s1
+    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844184*leg3_u_s1
+    leg3_beta2_01 = -0.6179244061377651*leg3_u_c1 - 0.7538615946890296*leg3_u_s1
     leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
-    leg3_beta2_20 = -0.6570332533844183*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
+    leg3_beta2_20 = -0.6570332533844184*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
     leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
-    leg4_beta1_00 = -0.7660444431189779*leg4_crank_c
-    leg4_beta1_01 = 0.6427876096865395*leg4_crank_c
-    leg4_beta1_10 = 0.7660444431189779*leg4_crank_s
-    leg4_beta1_11 = -0.6427876096865395*leg4_crank_s
-    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844181*leg4_u_s1
-    leg4_beta2_01 = -0.6179244061377648*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
-    leg4_beta2_02 = 0.3398584233757709*leg4_u_c1
-    leg4_beta2_20 = -0.6570332533844181*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
-    leg4_beta2_22 = 0.3398584233757709*leg4_u_s1
+    leg4_beta1_00 = -0.766044443118978*leg4_crank_c
+    leg4_beta1_01 = 0.6427876096865394*leg4_crank_c
+    leg4_beta1_10 = 0.766044443118978*leg4_crank_s
+    leg4_beta1_11 = -0.6427876096865394*leg4_crank_s
+    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
+    leg4_beta2_01 = -0.617924406137765*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
+    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
+    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
+    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
     leg5_beta1_00 = -0.766044443118978*leg5_crank_c
-    leg5_beta1_01 = -0.6427876096865393*leg5_crank_c
+    leg5_beta1_01 = -0.6427876096865394*leg5_crank_c
     leg5_beta1_10 = 0.766044443118978*leg5_crank_s
-    leg5_beta1_11 = 0.6427876096865393*leg5_crank_s
-    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844183*leg5_u_s1
-    leg5_beta2_01 = -0.6179244061377651*leg5_u_c1 - 0.7538615946890296*leg5_u_s1
-    leg5_beta2_02 = -0.33985842337577066*leg5_u_c1
-    leg5_beta2_20 = -0.6570332533844183*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
-    leg5_beta2_22 = -0.33985842337577066*leg5_u_s1
-    leg6_beta1_00 = -0.17364817766693033*leg6_crank_c
+    leg5_beta1_11 = 0.6427876096865394*leg5_crank_s
+    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
+    leg5_beta2_01 = -0.617924406137765*leg5_u_c1 - 0.7538615946890297*leg5_u_s1
+    leg5_beta2_02 = -0.3398584233757707*leg5_u_c1
+    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
+    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
+    leg6_beta1_00 = -0.17364817766693036*leg6_crank_c
     leg6_beta1_01 = -0.984807753012208*leg6_crank_c
-    leg6_beta1_10 = 0.17364817766693033*leg6_crank_s
+    leg6_beta1_10 = 0.17364817766693036*leg6_crank_s
     leg6_beta1_11 = 0.984807753012208*leg6_crank_s
-    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844183*leg6_u_s1
-    leg6_beta2_01 = -0.617924406137765*leg6_u_c1 - 0.7538615946890297*leg6_u_s1
-    leg6_beta2_02 = 0.339858423375771*leg6_u_c1
-    leg6_beta2_20 = -0.6570332533844183*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
-    leg6_beta2_22 = 0.339858423375771*leg6_u_s1
-    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.2562062130145579*leg1_u_s2
-    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.2232982856006816*leg1_u_s2
+    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
+    leg6_beta2_01 = -0.6179244061377651*leg6_u_c1 - 0.7538615946890296*leg6_u_s1
+    leg6_beta2_02 = 0.33985842337577093*leg6_u_c1
+    leg6_beta2_20 = -0.6570332533844184*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
+    leg6_beta2_22 = 0.33985842337577093*leg6_u_s1
+    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.256206213014558*leg1_u_s2
+    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.22329828560068166*leg1_u_s2
     leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.9404766089917045*leg1_u_s2
-    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.2562062130145579*leg1_u_c2
+    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.256206213014558*leg1_u_c2
     leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
     leg1_B0_00 = leg1_B1_00*leg1_beta1_00 + leg1_B1_01*leg1_beta1_10 + 0.34202014332566866*leg1_B1_02
-    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859083*leg1_B1_02
+    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859084*leg1_B1_02
     leg1_B0_02 = -leg1_B1_00*leg1_crank_s - leg1_B1_01*leg1_crank_c
     leg1_rho1_y = 0.25*leg1_B1_10
     leg1_rho1_z = 0.25*leg1_beta2_20
@@ -3977,18 +4222,18 @@ def leg_forces(x, u, F, p, Q):
     leg1_Ci1_z = 0.4213244437154379*leg1_Q_00 + 0.3535331853275967*leg1_Q_01
     if not (leg1_TL2_z*leg1_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 192
     if not (leg1_TL1_x*leg1_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_x
-    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.2562062130145579*leg2_u_s2
-    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.2232982856006816*leg2_u_s2
+    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.256206213014558*leg2_u_s2
+    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.22329828560068166*leg2_u_s2
     leg2_B1_02 = leg2_beta2_02*leg2_u_c2 + 0.9404766089917045*leg2_u_s2
-    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.2562062130145579*leg2_u_c2
+    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.256206213014558*leg2_u_c2
     leg2_B1_12 = -leg2_beta2_02*leg2_u_s2 + 0.9404766089917045*leg2_u_c2
     leg2_B0_00 = leg2_B1_00*leg2_beta1_00 + leg2_B1_01*leg2_beta1_10 - 0.34202014332566866*leg2_B1_02
-    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859083*leg2_B1_02
+    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859084*leg2_B1_02
     leg2_B0_02 = -leg2_B1_00*leg2_crank_s - leg2_B1_01*leg2_crank_c
     leg2_rho1_y = 0.25*leg2_B1_10
     leg2_rho1_z = 0.25*leg2_beta2_20
@@ -4002,18 +4247,18 @@ def leg_forces(x, u, F, p, Q):
     leg2_Ci1_z = -0.4213244437154379*leg2_Q_00 + 0.3535331853275967*leg2_Q_01
     if not (leg2_TL2_z*leg2_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 292
     if not (leg2_TL1_x*leg2_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_x
     leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.25620621301455804*leg3_u_s2
-    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068182*leg3_u_s2
-    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917045*leg3_u_s2
+    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068185*leg3_u_s2
+    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917044*leg3_u_s2
     leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
-    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917045*leg3_u_c2
-    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.9848077530122081*leg3_B1_02
-    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.1736481776669303*leg3_B1_02
+    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917044*leg3_u_c2
+    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.984807753012208*leg3_B1_02
+    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.17364817766693036*leg3_B1_02
     leg3_B0_02 = -leg3_B1_00*leg3_crank_s - leg3_B1_01*leg3_crank_c
     leg3_rho1_y = 0.25*leg3_B1_10
     leg3_rho1_z = 0.25*leg3_beta2_20
@@ -4022,90 +4267,90 @@ def leg_forces(x, u, F, p, Q):
     leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
     leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
     leg3_Q_02 = leg1_alpha_C_20*leg3_B0_00 + leg1_alpha_C_21*leg3_B0_01 + leg1_alpha_C_22*leg3_B0_02
-    leg3_Ci1_x = 0.5168309414322496*leg3_Q_02
-    leg3_Ci1_y = -0.18811107882911787*leg3_Q_02
-    leg3_Ci1_z = -0.5168309414322496*leg3_Q_00 + 0.18811107882911787*leg3_Q_01
+    leg3_Ci1_x = 0.5168309414322497*leg3_Q_02
+    leg3_Ci1_y = -0.18811107882911782*leg3_Q_02
+    leg3_Ci1_z = -0.5168309414322497*leg3_Q_00 + 0.18811107882911782*leg3_Q_01
     if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 392
     if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_x
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455804*leg4_u_s2
-    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.2232982856006817*leg4_u_s2
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455787*leg4_u_s2
+    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.22329828560068166*leg4_u_s2
     leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
-    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455804*leg4_u_c2
+    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455787*leg4_u_c2
     leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
-    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865395*leg4_B1_02
-    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.7660444431189779*leg4_B1_02
+    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865394*leg4_B1_02
+    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.766044443118978*leg4_B1_02
     leg4_B0_02 = -leg4_B1_00*leg4_crank_s - leg4_B1_01*leg4_crank_c
     leg4_rho1_y = 0.25*leg4_B1_10
     leg4_rho1_z = 0.25*leg4_beta2_20
     leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
-    leg4_TL2_z = -0.8091604653151152*leg4_u_c2
+    leg4_TL2_z = -0.809160465315115*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
     leg4_Q_02 = leg1_alpha_C_20*leg4_B0_00 + leg1_alpha_C_21*leg4_B0_01 + leg1_alpha_C_22*leg4_B0_02
-    leg4_Ci1_x = 0.09550649771681166*leg4_Q_02
+    leg4_Ci1_x = 0.0955064977168117*leg4_Q_02
     leg4_Ci1_y = 0.5416442641567144*leg4_Q_02
-    leg4_Ci1_z = -0.09550649771681166*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
-    if not (leg4_TL2_z*leg4_TL2_z - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci1_z = -0.0955064977168117*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
+    if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
-    if not (leg4_TL1_x*leg4_TL1_x - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        return 492
+    if not (leg4_TL1_x*leg4_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_x
     leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
     leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
     leg5_B1_02 = leg5_beta2_02*leg5_u_c2 + 0.9404766089917045*leg5_u_s2
     leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
     leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
-    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865393*leg5_B1_02
+    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865394*leg5_B1_02
     leg5_B0_01 = leg5_B1_00*leg5_beta1_01 + leg5_B1_01*leg5_beta1_11 - 0.766044443118978*leg5_B1_02
     leg5_B0_02 = -leg5_B1_00*leg5_crank_s - leg5_B1_01*leg5_crank_c
     leg5_rho1_y = 0.25*leg5_B1_10
     leg5_rho1_z = 0.25*leg5_beta2_20
     leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
-    leg5_TL2_z = -0.8091604653151149*leg5_u_c2
+    leg5_TL2_z = -0.809160465315115*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
     leg5_Q_02 = leg1_alpha_C_20*leg5_B0_00 + leg1_alpha_C_21*leg5_B0_01 + leg1_alpha_C_22*leg5_B0_02
-    leg5_Ci1_x = -0.09550649771681177*leg5_Q_02
+    leg5_Ci1_x = -0.0955064977168117*leg5_Q_02
     leg5_Ci1_y = 0.5416442641567144*leg5_Q_02
-    leg5_Ci1_z = 0.09550649771681177*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
-    if not (leg5_TL2_z*leg5_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci1_z = 0.0955064977168117*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
+    if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
-    if not (leg5_TL1_x*leg5_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        return 592
+    if not (leg5_TL1_x*leg5_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_x
-    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.2562062130145581*leg6_u_s2
+    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.25620621301455804*leg6_u_s2
     leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
     leg6_B1_02 = leg6_beta2_02*leg6_u_c2 + 0.9404766089917044*leg6_u_s2
-    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.2562062130145581*leg6_u_c2
+    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.25620621301455804*leg6_u_c2
     leg6_B1_12 = -leg6_beta2_02*leg6_u_s2 + 0.9404766089917044*leg6_u_c2
-    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.9848077530122081*leg6_B1_02
+    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.984807753012208*leg6_B1_02
     leg6_B0_01 = leg6_B1_00*leg6_beta1_01 + leg6_B1_01*leg6_beta1_11 - 0.17364817766693036*leg6_B1_02
     leg6_B0_02 = -leg6_B1_00*leg6_crank_s - leg6_B1_01*leg6_crank_c
     leg6_rho1_y = 0.25*leg6_B1_10
     leg6_rho1_z = 0.25*leg6_beta2_20
     leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
-    leg6_TL2_z = -0.809160465315115*leg6_u_c2
+    leg6_TL2_z = -0.8091604653151149*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
     leg6_Q_02 = leg1_alpha_C_20*leg6_B0_00 + leg1_alpha_C_21*leg6_B0_01 + leg1_alpha_C_22*leg6_B0_02
-    leg6_Ci1_x = -0.5168309414322496*leg6_Q_02
-    leg6_Ci1_y = -0.18811107882911796*leg6_Q_02
-    leg6_Ci1_z = 0.5168309414322496*leg6_Q_00 + 0.18811107882911796*leg6_Q_01
-    if not (leg6_TL2_z*leg6_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci1_x = -0.5168309414322497*leg6_Q_02
+    leg6_Ci1_y = -0.18811107882911782*leg6_Q_02
+    leg6_Ci1_z = 0.5168309414322497*leg6_Q_00 + 0.18811107882911782*leg6_Q_01
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
-    if not (leg6_TL1_x*leg6_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        return 692
+    if not (leg6_TL1_x*leg6_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_x
     leg1_H1_1 = leg1_B0_00*leg1_lu_inv3
     leg1_H2_1 = leg1_B0_01*leg1_lu_inv3
@@ -4177,23 +4422,71 @@ def leg_forces(x, u, F, p, Q):
 
 
 def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, b):
-    """Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler), stacked.
+    """Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler),
+    stacked.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[3]: named spec parameters: c_crank, k_crank, m_ring
-    out A_leg1[9] shape 3x3
-    out A_leg2[9] shape 3x3
-    out A_leg3[9] shape 3x3
-    out A_leg4[9] shape 3x3
-    out A_leg5[9] shape 3x3
-    out A_leg6[9] shape 3x3
-    out b[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 1027 adds, 1756 muls, 30 divs, 18 sqrt, 12 trig (2843 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+    out A_leg1[9] shape 3x3: mass matrix of leg leg1, symmetric, shape (3, 3); rows and columns: leg1_crank, leg1_u1,
+        leg1_u2
+    out A_leg2[9] shape 3x3: mass matrix of leg leg2, symmetric, shape (3, 3); rows and columns: leg2_crank, leg2_u1,
+        leg2_u2
+    out A_leg3[9] shape 3x3: mass matrix of leg leg3, symmetric, shape (3, 3); rows and columns: leg3_crank, leg3_u1,
+        leg3_u2
+    out A_leg4[9] shape 3x3: mass matrix of leg leg4, symmetric, shape (3, 3); rows and columns: leg4_crank, leg4_u1,
+        leg4_u2
+    out A_leg5[9] shape 3x3: mass matrix of leg leg5, symmetric, shape (3, 3); rows and columns: leg5_crank, leg5_u1,
+        leg5_u2
+    out A_leg6[9] shape 3x3: mass matrix of leg leg6, symmetric, shape (3, 3); rows and columns: leg6_crank, leg6_u1,
+        leg6_u2
+    out b[18] shape 18: b_k = Q_active - h_k of the legs stacked (N m, N for a stroke), shape (18,), in the order of
+        the leg coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+        leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+        leg6_u1, leg6_u2
+    status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+    status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+    status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+    status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+    status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+    status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+    status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 1024 adds, 1749 muls, 30 divs, 18 sqrt, 12 trig (2833 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -4226,14 +4519,14 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     cse7 = 0.4213244437154379*leg1_alpha_C_12
     cse8 = 0.3535331853275967*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = 0.9396926207859083*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8
-    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859083*leg1_s0_y - 8.673617379884035e-18
+    leg1_d_x = 0.9396926207859084*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8000000000000002
+    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859084*leg1_s0_y + 2.168404344971009e-17
     cse9 = leg1_d_x*leg1_d_x
     cse10 = leg1_s0_z*leg1_s0_z
     leg1_crank_K = 2.0*cse10 + 2.0*cse9 + 2.0*leg1_d_z*leg1_d_z - 1.1844813172579467
     leg1_crank_rho2 = cse10 + cse9
     leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
-    if not (leg1_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg1_crank_w2 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4241,8 +4534,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 101
+    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4250,7 +4543,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
@@ -4258,10 +4551,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x = leg1_crank_c*leg1_d_x - leg1_crank_s*leg1_s0_z - 0.25
     leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
-    cse11 = 0.657033253384418*leg1_e_c_x - 0.7538615946890297*leg1_e_c_y
-    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222173*leg1_e_c_x - 0.6179244061377648*leg1_e_c_y
+    cse11 = 0.6570332533844182*leg1_e_c_x - 0.7538615946890298*leg1_e_c_y
+    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222175*leg1_e_c_x - 0.6179244061377649*leg1_e_c_y
     leg1_u_Lxz2 = cse11*cse11 + cse12*cse12
-    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4269,17 +4562,17 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 122
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    cse13 = 0.9404766089917045*leg1_d_z - 0.2562062130145579*leg1_e_c_x - 0.2232982856006816*leg1_e_c_y
+    cse13 = 0.9404766089917045*leg1_d_z - 0.256206213014558*leg1_e_c_x - 0.22329828560068166*leg1_e_c_y
     leg1_u_L = math.sqrt(cse13*cse13 + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c1 = cse12*leg1_u_inv_Lxz
     leg1_u_s1 = cse11*leg1_u_inv_Lxz
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = cse13*leg1_u_inv_L
-    if not (leg1_q1 + 1.2 > 0.0):  # leg1_crank below its limit -1.2
+    if not (leg1_q1 + 1.2 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4287,8 +4580,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg1_q1 > 0.0):  # leg1_crank above its limit 1.2
+        return 103
+    if not (1.2 - leg1_q1 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4296,18 +4589,18 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
+        return 104
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = 0.9396926207859083*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8
-    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859083*leg2_s0_y + 8.673617379884035e-18
+    leg2_d_x = 0.9396926207859084*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8000000000000002
+    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
     cse14 = leg2_d_x*leg2_d_x
     cse15 = leg2_s0_z*leg2_s0_z
     leg2_crank_K = 2.0*cse14 + 2.0*cse15 + 2.0*leg2_d_z*leg2_d_z - 1.1844813172579467
     leg2_crank_rho2 = cse14 + cse15
     leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
-    if not (leg2_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg2_crank_w2 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4315,8 +4608,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 201
+    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4324,7 +4617,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
     leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
@@ -4332,10 +4625,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x = leg2_crank_c*leg2_d_x - leg2_crank_s*leg2_s0_z - 0.25
     leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
-    cse16 = 0.657033253384418*leg2_e_c_x - 0.7538615946890297*leg2_e_c_y
-    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222173*leg2_e_c_x - 0.6179244061377648*leg2_e_c_y
+    cse16 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
+    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222175*leg2_e_c_x - 0.6179244061377649*leg2_e_c_y
     leg2_u_Lxz2 = cse16*cse16 + cse17*cse17
-    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4343,17 +4636,17 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 222
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    cse18 = 0.9404766089917045*leg2_d_z + 0.2562062130145579*leg2_e_c_x + 0.2232982856006816*leg2_e_c_y
+    cse18 = 0.9404766089917045*leg2_d_z + 0.256206213014558*leg2_e_c_x + 0.22329828560068166*leg2_e_c_y
     leg2_u_L = math.sqrt(cse18*cse18 + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c1 = cse17*leg2_u_inv_Lxz
     leg2_u_s1 = cse16*leg2_u_inv_Lxz
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = cse18*leg2_u_inv_L
-    if not (leg2_q1 + 1.2 > 0.0):  # leg2_crank below its limit -1.2
+    if not (leg2_q1 + 1.2 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4361,8 +4654,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg2_q1 > 0.0):  # leg2_crank above its limit 1.2
+        return 203
+    if not (1.2 - leg2_q1 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4370,21 +4663,24 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    cse19 = 0.5168309414322496*leg1_alpha_C_10
-    leg3_s0_x = cse19 + 0.18811107882911787*leg1_alpha_C_00 + x_C
-    cse20 = 0.5168309414322496*leg1_alpha_C_11
-    leg3_s0_y = cse20 + 0.18811107882911787*leg1_s_psi_z + y_C
-    cse21 = 0.5168309414322496*leg1_alpha_C_12
-    leg3_s0_z = cse21 + 0.18811107882911787*leg1_alpha_C_02 + z_C
-    leg3_d_x = -0.17364817766693028*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
-    leg3_d_z = -0.9848077530122081*leg3_s0_x - 0.1736481776669303*leg3_s0_y - 6.071532165918825e-18
-    cse22 = leg3_d_x*leg3_d_x
-    cse23 = leg3_s0_z*leg3_s0_z
-    leg3_crank_K = 2.0*cse22 + 2.0*cse23 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
-    leg3_crank_rho2 = cse22 + cse23
+        return 204
+    cse19 = 0.5168309414322497*leg1_alpha_C_10
+    cse20 = 0.18811107882911782*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse19 + cse20
+    cse21 = 0.5168309414322497*leg1_alpha_C_11
+    cse22 = 0.18811107882911782*leg1_s_psi_z + y_C
+    leg3_s0_y = cse21 + cse22
+    cse23 = 0.5168309414322497*leg1_alpha_C_12
+    cse24 = 0.18811107882911782*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse23 + cse24
+    leg3_d_x = -0.17364817766693036*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
+    leg3_d_z = -0.984807753012208*leg3_s0_x - 0.17364817766693036*leg3_s0_y - 1.5178830414797062e-18
+    cse25 = leg3_d_x*leg3_d_x
+    cse26 = leg3_s0_z*leg3_s0_z
+    leg3_crank_K = 2.0*cse25 + 2.0*cse26 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
+    leg3_crank_rho2 = cse25 + cse26
     leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
-    if not (leg3_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg3_crank_w2 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4392,8 +4688,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 301
+    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4401,7 +4697,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
     leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
@@ -4409,10 +4705,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x = leg3_crank_c*leg3_d_x - leg3_crank_s*leg3_s0_z - 0.25
     leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
-    cse24 = 0.6570332533844183*leg3_e_c_x - 0.7538615946890297*leg3_e_c_y
-    cse25 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.617924406137765*leg3_e_c_y
-    leg3_u_Lxz2 = cse24*cse24 + cse25*cse25
-    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse27 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
+    cse28 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.6179244061377651*leg3_e_c_y
+    leg3_u_Lxz2 = cse27*cse27 + cse28*cse28
+    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4420,17 +4716,17 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 322
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    cse26 = 0.9404766089917045*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068182*leg3_e_c_y
-    leg3_u_L = math.sqrt(cse26*cse26 + leg3_u_Lxz2)
+    cse29 = 0.9404766089917044*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068185*leg3_e_c_y
+    leg3_u_L = math.sqrt(cse29*cse29 + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c1 = cse25*leg3_u_inv_Lxz
-    leg3_u_s1 = cse24*leg3_u_inv_Lxz
+    leg3_u_c1 = cse28*leg3_u_inv_Lxz
+    leg3_u_s1 = cse27*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = cse26*leg3_u_inv_L
-    if not (leg3_q1 + 1.2 > 0.0):  # leg3_crank below its limit -1.2
+    leg3_u_s2 = cse29*leg3_u_inv_L
+    if not (leg3_q1 + 1.2 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4438,8 +4734,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg3_q1 > 0.0):  # leg3_crank above its limit 1.2
+        return 303
+    if not (1.2 - leg3_q1 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4447,21 +4743,24 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    cse27 = 0.5416442641567144*leg1_alpha_C_00
-    leg4_s0_x = -cse27 + 0.09550649771681166*leg1_alpha_C_10 + x_C
-    cse28 = 0.5416442641567144*leg1_s_psi_z
-    leg4_s0_y = -cse28 + 0.09550649771681166*leg1_alpha_C_11 + y_C
-    cse29 = 0.5416442641567144*leg1_alpha_C_02
-    leg4_s0_z = -cse29 + 0.09550649771681166*leg1_alpha_C_12 + z_C
-    leg4_d_x = -0.7660444431189779*leg4_s0_x + 0.6427876096865395*leg4_s0_y - 0.8
-    leg4_d_z = -0.6427876096865395*leg4_s0_x - 0.7660444431189779*leg4_s0_y + 1.9949319973733282e-17
-    cse30 = leg4_d_x*leg4_d_x
-    cse31 = leg4_s0_z*leg4_s0_z
-    leg4_crank_K = 2.0*cse30 + 2.0*cse31 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579476
-    leg4_crank_rho2 = cse30 + cse31
+        return 304
+    cse30 = 0.0955064977168117*leg1_alpha_C_10
+    cse31 = 0.5416442641567144*leg1_alpha_C_00
+    leg4_s0_x = cse30 - cse31 + x_C
+    cse32 = 0.0955064977168117*leg1_alpha_C_11
+    cse33 = 0.5416442641567144*leg1_s_psi_z
+    leg4_s0_y = cse32 - cse33 + y_C
+    cse34 = 0.0955064977168117*leg1_alpha_C_12
+    cse35 = 0.5416442641567144*leg1_alpha_C_02
+    leg4_s0_z = cse34 - cse35 + z_C
+    leg4_d_x = -0.766044443118978*leg4_s0_x + 0.6427876096865394*leg4_s0_y - 0.8
+    leg4_d_z = -0.6427876096865394*leg4_s0_x - 0.766044443118978*leg4_s0_y - 1.1275702593849246e-17
+    cse36 = leg4_d_x*leg4_d_x
+    cse37 = leg4_s0_z*leg4_s0_z
+    leg4_crank_K = 2.0*cse36 + 2.0*cse37 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579467
+    leg4_crank_rho2 = cse36 + cse37
     leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
-    if not (leg4_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg4_crank_w2 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4469,8 +4768,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (leg4_crank_w2 - 6.547406586289738e-17 > 0.0):  # crank: crank and rod aligned
+        return 401
+    if not (leg4_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4478,7 +4777,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
     leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
@@ -4486,10 +4785,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x = leg4_crank_c*leg4_d_x - leg4_crank_s*leg4_s0_z - 0.25
     leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
-    cse32 = 0.6570332533844181*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
-    cse33 = 0.3398584233757709*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.6179244061377648*leg4_e_c_y
-    leg4_u_Lxz2 = cse32*cse32 + cse33*cse33
-    if not (leg4_u_Lxz2 - 6.547406586289738e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse38 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
+    cse39 = 0.3398584233757707*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.617924406137765*leg4_e_c_y
+    leg4_u_Lxz2 = cse38*cse38 + cse39*cse39
+    if not (leg4_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4497,17 +4796,17 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 422
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    cse34 = 0.9404766089917045*leg4_d_z + 0.25620621301455804*leg4_e_c_x + 0.2232982856006817*leg4_e_c_y
-    leg4_u_L = math.sqrt(cse34*cse34 + leg4_u_Lxz2)
+    cse40 = 0.9404766089917045*leg4_d_z + 0.25620621301455787*leg4_e_c_x + 0.22329828560068166*leg4_e_c_y
+    leg4_u_L = math.sqrt(cse40*cse40 + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c1 = cse33*leg4_u_inv_Lxz
-    leg4_u_s1 = cse32*leg4_u_inv_Lxz
+    leg4_u_c1 = cse39*leg4_u_inv_Lxz
+    leg4_u_s1 = cse38*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = cse34*leg4_u_inv_L
-    if not (leg4_q1 + 1.2 > 0.0):  # leg4_crank below its limit -1.2
+    leg4_u_s2 = cse40*leg4_u_inv_L
+    if not (leg4_q1 + 1.2 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4515,8 +4814,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg4_q1 > 0.0):  # leg4_crank above its limit 1.2
+        return 403
+    if not (1.2 - leg4_q1 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4524,18 +4823,18 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    leg5_s0_x = -cse27 - 0.09550649771681177*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -cse28 - 0.09550649771681177*leg1_alpha_C_11 + y_C
-    leg5_s0_z = -cse29 - 0.09550649771681177*leg1_alpha_C_12 + z_C
-    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865393*leg5_s0_y - 0.7999999999999999
-    leg5_d_z = 0.6427876096865393*leg5_s0_x - 0.766044443118978*leg5_s0_y + 2.862293735361732e-17
-    cse35 = leg5_d_x*leg5_d_x
-    cse36 = leg5_s0_z*leg5_s0_z
-    leg5_crank_K = 2.0*cse35 + 2.0*cse36 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579465
-    leg5_crank_rho2 = cse35 + cse36
+        return 404
+    leg5_s0_x = -cse30 - cse31 + x_C
+    leg5_s0_y = -cse32 - cse33 + y_C
+    leg5_s0_z = -cse34 - cse35 + z_C
+    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865394*leg5_s0_y - 0.8
+    leg5_d_z = 0.6427876096865394*leg5_s0_x - 0.766044443118978*leg5_s0_y + 1.1275702593849246e-17
+    cse41 = leg5_d_x*leg5_d_x
+    cse42 = leg5_s0_z*leg5_s0_z
+    leg5_crank_K = 2.0*cse41 + 2.0*cse42 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579467
+    leg5_crank_rho2 = cse41 + cse42
     leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
-    if not (leg5_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg5_crank_w2 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4543,8 +4842,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (leg5_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 501
+    if not (leg5_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4552,7 +4851,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
     leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
@@ -4560,10 +4859,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x = leg5_crank_c*leg5_d_x - leg5_crank_s*leg5_s0_z - 0.25
     leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
-    cse37 = 0.6570332533844183*leg5_e_c_x - 0.7538615946890296*leg5_e_c_y
-    cse38 = -0.33985842337577066*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.6179244061377651*leg5_e_c_y
-    leg5_u_Lxz2 = cse37*cse37 + cse38*cse38
-    if not (leg5_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse43 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
+    cse44 = -0.3398584233757707*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.617924406137765*leg5_e_c_y
+    leg5_u_Lxz2 = cse43*cse43 + cse44*cse44
+    if not (leg5_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4571,17 +4870,17 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 522
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    cse39 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
-    leg5_u_L = math.sqrt(cse39*cse39 + leg5_u_Lxz2)
+    cse45 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
+    leg5_u_L = math.sqrt(cse45*cse45 + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c1 = cse38*leg5_u_inv_Lxz
-    leg5_u_s1 = cse37*leg5_u_inv_Lxz
+    leg5_u_c1 = cse44*leg5_u_inv_Lxz
+    leg5_u_s1 = cse43*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = cse39*leg5_u_inv_L
-    if not (leg5_q1 + 1.2 > 0.0):  # leg5_crank below its limit -1.2
+    leg5_u_s2 = cse45*leg5_u_inv_L
+    if not (leg5_q1 + 1.2 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4589,8 +4888,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg5_q1 > 0.0):  # leg5_crank above its limit 1.2
+        return 503
+    if not (1.2 - leg5_q1 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4598,18 +4897,18 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    leg6_s0_x = -cse19 + 0.18811107882911796*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse20 + 0.18811107882911796*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse21 + 0.18811107882911796*leg1_alpha_C_02 + z_C
-    leg6_d_x = -0.17364817766693033*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
-    leg6_d_z = 0.9848077530122081*leg6_s0_x - 0.17364817766693036*leg6_s0_y - 1.0408340855860843e-17
-    cse40 = leg6_d_x*leg6_d_x
-    cse41 = leg6_s0_z*leg6_s0_z
-    leg6_crank_K = 2.0*cse40 + 2.0*cse41 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579467
-    leg6_crank_rho2 = cse40 + cse41
+        return 504
+    leg6_s0_x = -cse19 + cse20
+    leg6_s0_y = -cse21 + cse22
+    leg6_s0_z = -cse23 + cse24
+    leg6_d_x = -0.17364817766693036*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
+    leg6_d_z = 0.984807753012208*leg6_s0_x - 0.17364817766693036*leg6_s0_y + 1.5178830414797062e-18
+    cse46 = leg6_d_x*leg6_d_x
+    cse47 = leg6_s0_z*leg6_s0_z
+    leg6_crank_K = 2.0*cse46 + 2.0*cse47 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579465
+    leg6_crank_rho2 = cse46 + cse47
     leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
-    if not (leg6_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg6_crank_w2 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4617,8 +4916,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (leg6_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 601
+    if not (leg6_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4626,7 +4925,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
     leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
@@ -4634,10 +4933,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x = leg6_crank_c*leg6_d_x - leg6_crank_s*leg6_s0_z - 0.25
     leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
-    cse42 = 0.6570332533844183*leg6_e_c_x - 0.7538615946890297*leg6_e_c_y
-    cse43 = 0.339858423375771*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.617924406137765*leg6_e_c_y
-    leg6_u_Lxz2 = cse42*cse42 + cse43*cse43
-    if not (leg6_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse48 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
+    cse49 = 0.33985842337577093*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.6179244061377651*leg6_e_c_y
+    leg6_u_Lxz2 = cse48*cse48 + cse49*cse49
+    if not (leg6_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4645,17 +4944,17 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 622
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    cse44 = 0.9404766089917044*leg6_d_z + 0.2562062130145581*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
-    leg6_u_L = math.sqrt(cse44*cse44 + leg6_u_Lxz2)
+    cse50 = 0.9404766089917044*leg6_d_z + 0.25620621301455804*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
+    leg6_u_L = math.sqrt(cse50*cse50 + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_u_c1 = cse43*leg6_u_inv_Lxz
-    leg6_u_s1 = cse42*leg6_u_inv_Lxz
+    leg6_u_c1 = cse49*leg6_u_inv_Lxz
+    leg6_u_s1 = cse48*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = cse44*leg6_u_inv_L
-    if not (leg6_q1 + 1.2 > 0.0):  # leg6_crank below its limit -1.2
+    leg6_u_s2 = cse50*leg6_u_inv_L
+    if not (leg6_q1 + 1.2 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4663,8 +4962,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (1.2 - leg6_q1 > 0.0):  # leg6_crank above its limit 1.2
+        return 603
+    if not (1.2 - leg6_q1 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -4672,76 +4971,76 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    leg1_beta1_00 = 0.9396926207859083*leg1_crank_c
+        return 604
+    leg1_beta1_00 = 0.9396926207859084*leg1_crank_c
     leg1_beta1_01 = -0.34202014332566866*leg1_crank_c
-    leg1_beta1_10 = -0.9396926207859083*leg1_crank_s
+    leg1_beta1_10 = -0.9396926207859084*leg1_crank_s
     leg1_beta1_11 = 0.34202014332566866*leg1_crank_s
-    leg1_beta2_00 = -0.7089891962222173*leg1_u_c1 + 0.657033253384418*leg1_u_s1
-    leg1_beta2_01 = -0.6179244061377648*leg1_u_c1 - 0.7538615946890297*leg1_u_s1
+    leg1_beta2_00 = -0.7089891962222175*leg1_u_c1 + 0.6570332533844182*leg1_u_s1
+    leg1_beta2_01 = -0.6179244061377649*leg1_u_c1 - 0.7538615946890298*leg1_u_s1
     leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
-    leg1_beta2_20 = -0.657033253384418*leg1_u_c1 - 0.7089891962222173*leg1_u_s1
-    leg1_beta2_21 = 0.7538615946890297*leg1_u_c1 - 0.6179244061377648*leg1_u_s1
+    leg1_beta2_20 = -0.6570332533844182*leg1_u_c1 - 0.7089891962222175*leg1_u_s1
+    leg1_beta2_21 = 0.7538615946890298*leg1_u_c1 - 0.6179244061377649*leg1_u_s1
     leg1_beta2_22 = -0.33985842337577077*leg1_u_s1
-    leg2_beta1_00 = 0.9396926207859083*leg2_crank_c
+    leg2_beta1_00 = 0.9396926207859084*leg2_crank_c
     leg2_beta1_01 = 0.34202014332566866*leg2_crank_c
-    leg2_beta1_10 = -0.9396926207859083*leg2_crank_s
+    leg2_beta1_10 = -0.9396926207859084*leg2_crank_s
     leg2_beta1_11 = -0.34202014332566866*leg2_crank_s
-    leg2_beta2_00 = -0.7089891962222173*leg2_u_c1 + 0.657033253384418*leg2_u_s1
-    leg2_beta2_01 = -0.6179244061377648*leg2_u_c1 - 0.7538615946890297*leg2_u_s1
+    leg2_beta2_00 = -0.7089891962222175*leg2_u_c1 + 0.6570332533844182*leg2_u_s1
+    leg2_beta2_01 = -0.6179244061377649*leg2_u_c1 - 0.7538615946890298*leg2_u_s1
     leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
-    leg2_beta2_20 = -0.657033253384418*leg2_u_c1 - 0.7089891962222173*leg2_u_s1
-    leg2_beta2_21 = 0.7538615946890297*leg2_u_c1 - 0.6179244061377648*leg2_u_s1
+    leg2_beta2_20 = -0.6570332533844182*leg2_u_c1 - 0.7089891962222175*leg2_u_s1
+    leg2_beta2_21 = 0.7538615946890298*leg2_u_c1 - 0.6179244061377649*leg2_u_s1
     leg2_beta2_22 = 0.33985842337577077*leg2_u_s1
-    leg3_beta1_00 = -0.17364817766693028*leg3_crank_c
+    leg3_beta1_00 = -0.17364817766693036*leg3_crank_c
     leg3_beta1_01 = 0.984807753012208*leg3_crank_c
-    leg3_beta1_10 = 0.17364817766693028*leg3_crank_s
+    leg3_beta1_10 = 0.17364817766693036*leg3_crank_s
     leg3_beta1_11 = -0.984807753012208*leg3_crank_s
-    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844183*leg3_u_s1
-    leg3_beta2_01 = -0.617924406137765*leg3_u_c1 - 0.7538615946890297*leg3_u_s1
+    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844184*leg3_u_s1
+    leg3_beta2_01 = -0.6179244061377651*leg3_u_c1 - 0.7538615946890296*leg3_u_s1
     leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
-    leg3_beta2_20 = -0.6570332533844183*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
-    leg3_beta2_21 = 0.7538615946890297*leg3_u_c1 - 0.617924406137765*leg3_u_s1
+    leg3_beta2_20 = -0.6570332533844184*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
+    leg3_beta2_21 = 0.7538615946890296*leg3_u_c1 - 0.6179244061377651*leg3_u_s1
     leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
-    leg4_beta1_00 = -0.7660444431189779*leg4_crank_c
-    leg4_beta1_01 = 0.6427876096865395*leg4_crank_c
-    leg4_beta1_10 = 0.7660444431189779*leg4_crank_s
-    leg4_beta1_11 = -0.6427876096865395*leg4_crank_s
-    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844181*leg4_u_s1
-    leg4_beta2_01 = -0.6179244061377648*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
-    leg4_beta2_02 = 0.3398584233757709*leg4_u_c1
-    leg4_beta2_20 = -0.6570332533844181*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
-    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.6179244061377648*leg4_u_s1
-    leg4_beta2_22 = 0.3398584233757709*leg4_u_s1
+    leg4_beta1_00 = -0.766044443118978*leg4_crank_c
+    leg4_beta1_01 = 0.6427876096865394*leg4_crank_c
+    leg4_beta1_10 = 0.766044443118978*leg4_crank_s
+    leg4_beta1_11 = -0.6427876096865394*leg4_crank_s
+    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
+    leg4_beta2_01 = -0.617924406137765*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
+    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
+    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
+    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.617924406137765*leg4_u_s1
+    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
     leg5_beta1_00 = -0.766044443118978*leg5_crank_c
-    leg5_beta1_01 = -0.6427876096865393*leg5_crank_c
+    leg5_beta1_01 = -0.6427876096865394*leg5_crank_c
     leg5_beta1_10 = 0.766044443118978*leg5_crank_s
-    leg5_beta1_11 = 0.6427876096865393*leg5_crank_s
-    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844183*leg5_u_s1
-    leg5_beta2_01 = -0.6179244061377651*leg5_u_c1 - 0.7538615946890296*leg5_u_s1
-    leg5_beta2_02 = -0.33985842337577066*leg5_u_c1
-    leg5_beta2_20 = -0.6570332533844183*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
-    leg5_beta2_21 = 0.7538615946890296*leg5_u_c1 - 0.6179244061377651*leg5_u_s1
-    leg5_beta2_22 = -0.33985842337577066*leg5_u_s1
-    leg6_beta1_00 = -0.17364817766693033*leg6_crank_c
+    leg5_beta1_11 = 0.6427876096865394*leg5_crank_s
+    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
+    leg5_beta2_01 = -0.617924406137765*leg5_u_c1 - 0.7538615946890297*leg5_u_s1
+    leg5_beta2_02 = -0.3398584233757707*leg5_u_c1
+    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
+    leg5_beta2_21 = 0.7538615946890297*leg5_u_c1 - 0.617924406137765*leg5_u_s1
+    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
+    leg6_beta1_00 = -0.17364817766693036*leg6_crank_c
     leg6_beta1_01 = -0.984807753012208*leg6_crank_c
-    leg6_beta1_10 = 0.17364817766693033*leg6_crank_s
+    leg6_beta1_10 = 0.17364817766693036*leg6_crank_s
     leg6_beta1_11 = 0.984807753012208*leg6_crank_s
-    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844183*leg6_u_s1
-    leg6_beta2_01 = -0.617924406137765*leg6_u_c1 - 0.7538615946890297*leg6_u_s1
-    leg6_beta2_02 = 0.339858423375771*leg6_u_c1
-    leg6_beta2_20 = -0.6570332533844183*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
-    leg6_beta2_21 = 0.7538615946890297*leg6_u_c1 - 0.617924406137765*leg6_u_s1
-    leg6_beta2_22 = 0.339858423375771*leg6_u_s1
+    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
+    leg6_beta2_01 = -0.6179244061377651*leg6_u_c1 - 0.7538615946890296*leg6_u_s1
+    leg6_beta2_02 = 0.33985842337577093*leg6_u_c1
+    leg6_beta2_20 = -0.6570332533844184*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
+    leg6_beta2_21 = 0.7538615946890296*leg6_u_c1 - 0.6179244061377651*leg6_u_s1
+    leg6_beta2_22 = 0.33985842337577093*leg6_u_s1
     leg1_cp3_x = (0.75)*leg1_u_c2
-    cse45 = (0.75)*leg1_u_s2
-    leg1_cp3_y = cse45
+    cse51 = (0.75)*leg1_u_s2
+    leg1_cp3_y = cse51
     leg1_IJ3_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2
     leg1_IJ3_cs = leg1_u_c2*leg1_u_s2
     leg1_IJ3_00 = 0.153 - 0.152*leg1_IJ3_C2
     leg1_IJ3_11 = 0.306 - leg1_IJ3_00
     leg1_IJ3_01 = -0.304*leg1_IJ3_cs
-    leg1_cp2_x = leg1_beta2_00*leg1_cp3_x - 0.2562062130145579*leg1_cp3_y
+    leg1_cp2_x = leg1_beta2_00*leg1_cp3_x - 0.256206213014558*leg1_cp3_y
     leg1_IJ2_C2 = leg1_u_c1*leg1_u_c1 - leg1_u_s1*leg1_u_s1
     leg1_IJ2_D = 0.305 - leg1_IJ3_00
     leg1_IJ2_Sum = leg1_IJ3_00 + 0.305
@@ -4749,20 +5048,20 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_IJ2_00 = -leg1_IJ2_22 + leg1_IJ2_Sum
     leg1_IJ2_01 = leg1_IJ3_01*leg1_u_c1
     leg1_Ic1_22 = 0.11550374793946465*leg1_IJ2_00 - 0.6392577951074239*leg1_IJ2_01 + 0.8844962520605354*leg1_IJ3_11 + 0.5*leg1_cp2_x + 0.21945
-    leg1_Fm3_2_x = -cse45
-    leg1_Fm3_1_y = leg1_Fm3_2_x*leg1_beta2_01 - 0.2232982856006816*leg1_cp3_x
+    leg1_Fm3_2_x = -cse51
+    leg1_Fm3_1_y = leg1_Fm3_2_x*leg1_beta2_01 - 0.22329828560068166*leg1_cp3_x
     leg1_Nm3_1_z = 0.25*leg1_Fm3_1_y + (0.305)*leg1_beta2_22
     leg1_Fm2_1_y = -leg1_beta2_21*leg1_cp3_x
     leg1_Nm2_1_z = 0.25*leg1_Fm2_1_y + leg1_IJ3_01*leg1_beta2_02 + 0.9404766089917045*leg1_IJ3_11
     leg2_cp3_x = (0.75)*leg2_u_c2
-    cse46 = (0.75)*leg2_u_s2
-    leg2_cp3_y = cse46
+    cse52 = (0.75)*leg2_u_s2
+    leg2_cp3_y = cse52
     leg2_IJ3_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2
     leg2_IJ3_cs = leg2_u_c2*leg2_u_s2
     leg2_IJ3_00 = 0.153 - 0.152*leg2_IJ3_C2
     leg2_IJ3_11 = 0.306 - leg2_IJ3_00
     leg2_IJ3_01 = -0.304*leg2_IJ3_cs
-    leg2_cp2_x = leg2_beta2_00*leg2_cp3_x + 0.2562062130145579*leg2_cp3_y
+    leg2_cp2_x = leg2_beta2_00*leg2_cp3_x + 0.256206213014558*leg2_cp3_y
     leg2_IJ2_C2 = leg2_u_c1*leg2_u_c1 - leg2_u_s1*leg2_u_s1
     leg2_IJ2_D = 0.305 - leg2_IJ3_00
     leg2_IJ2_Sum = leg2_IJ3_00 + 0.305
@@ -4770,14 +5069,14 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_IJ2_00 = -leg2_IJ2_22 + leg2_IJ2_Sum
     leg2_IJ2_01 = leg2_IJ3_01*leg2_u_c1
     leg2_Ic1_22 = 0.11550374793946465*leg2_IJ2_00 + 0.6392577951074239*leg2_IJ2_01 + 0.8844962520605354*leg2_IJ3_11 + 0.5*leg2_cp2_x + 0.21945
-    leg2_Fm3_2_x = -cse46
-    leg2_Fm3_1_y = leg2_Fm3_2_x*leg2_beta2_01 + 0.2232982856006816*leg2_cp3_x
+    leg2_Fm3_2_x = -cse52
+    leg2_Fm3_1_y = leg2_Fm3_2_x*leg2_beta2_01 + 0.22329828560068166*leg2_cp3_x
     leg2_Nm3_1_z = 0.25*leg2_Fm3_1_y + (0.305)*leg2_beta2_22
     leg2_Fm2_1_y = -leg2_beta2_21*leg2_cp3_x
     leg2_Nm2_1_z = 0.25*leg2_Fm2_1_y + leg2_IJ3_01*leg2_beta2_02 + 0.9404766089917045*leg2_IJ3_11
     leg3_cp3_x = (0.75)*leg3_u_c2
-    cse47 = (0.75)*leg3_u_s2
-    leg3_cp3_y = cse47
+    cse53 = (0.75)*leg3_u_s2
+    leg3_cp3_y = cse53
     leg3_IJ3_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2
     leg3_IJ3_cs = leg3_u_c2*leg3_u_s2
     leg3_IJ3_00 = 0.153 - 0.152*leg3_IJ3_C2
@@ -4790,36 +5089,36 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_IJ2_22 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum
     leg3_IJ2_00 = -leg3_IJ2_22 + leg3_IJ2_Sum
     leg3_IJ2_01 = leg3_IJ3_01*leg3_u_c1
-    leg3_Ic1_22 = 0.11550374793946476*leg3_IJ2_00 - 0.6392577951074242*leg3_IJ2_01 + 0.8844962520605354*leg3_IJ3_11 + 0.5*leg3_cp2_x + 0.21945
-    leg3_Fm3_2_x = -cse47
-    leg3_Fm3_1_y = leg3_Fm3_2_x*leg3_beta2_01 - 0.22329828560068182*leg3_cp3_x
+    leg3_Ic1_22 = 0.11550374793946476*leg3_IJ2_00 - 0.6392577951074241*leg3_IJ2_01 + 0.8844962520605352*leg3_IJ3_11 + 0.5*leg3_cp2_x + 0.21945
+    leg3_Fm3_2_x = -cse53
+    leg3_Fm3_1_y = leg3_Fm3_2_x*leg3_beta2_01 - 0.22329828560068185*leg3_cp3_x
     leg3_Nm3_1_z = 0.25*leg3_Fm3_1_y + (0.305)*leg3_beta2_22
     leg3_Fm2_1_y = -leg3_beta2_21*leg3_cp3_x
-    leg3_Nm2_1_z = 0.25*leg3_Fm2_1_y + leg3_IJ3_01*leg3_beta2_02 + 0.9404766089917045*leg3_IJ3_11
+    leg3_Nm2_1_z = 0.25*leg3_Fm2_1_y + leg3_IJ3_01*leg3_beta2_02 + 0.9404766089917044*leg3_IJ3_11
     leg4_cp3_x = (0.75)*leg4_u_c2
-    cse48 = (0.75)*leg4_u_s2
-    leg4_cp3_y = cse48
+    cse54 = (0.75)*leg4_u_s2
+    leg4_cp3_y = cse54
     leg4_IJ3_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2
     leg4_IJ3_cs = leg4_u_c2*leg4_u_s2
     leg4_IJ3_00 = 0.153 - 0.152*leg4_IJ3_C2
     leg4_IJ3_11 = 0.306 - leg4_IJ3_00
     leg4_IJ3_01 = -0.304*leg4_IJ3_cs
-    leg4_cp2_x = leg4_beta2_00*leg4_cp3_x + 0.25620621301455804*leg4_cp3_y
+    leg4_cp2_x = leg4_beta2_00*leg4_cp3_x + 0.25620621301455787*leg4_cp3_y
     leg4_IJ2_C2 = leg4_u_c1*leg4_u_c1 - leg4_u_s1*leg4_u_s1
     leg4_IJ2_D = 0.305 - leg4_IJ3_00
     leg4_IJ2_Sum = leg4_IJ3_00 + 0.305
     leg4_IJ2_22 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum
     leg4_IJ2_00 = -leg4_IJ2_22 + leg4_IJ2_Sum
     leg4_IJ2_01 = leg4_IJ3_01*leg4_u_c1
-    leg4_Ic1_22 = 0.11550374793946473*leg4_IJ2_00 + 0.6392577951074241*leg4_IJ2_01 + 0.8844962520605354*leg4_IJ3_11 + 0.5*leg4_cp2_x + 0.21945
-    leg4_Fm3_2_x = -cse48
-    leg4_Fm3_1_y = leg4_Fm3_2_x*leg4_beta2_01 + 0.2232982856006817*leg4_cp3_x
+    leg4_Ic1_22 = 0.11550374793946461*leg4_IJ2_00 + 0.6392577951074238*leg4_IJ2_01 + 0.8844962520605354*leg4_IJ3_11 + 0.5*leg4_cp2_x + 0.21945
+    leg4_Fm3_2_x = -cse54
+    leg4_Fm3_1_y = leg4_Fm3_2_x*leg4_beta2_01 + 0.22329828560068166*leg4_cp3_x
     leg4_Nm3_1_z = 0.25*leg4_Fm3_1_y + (0.305)*leg4_beta2_22
     leg4_Fm2_1_y = -leg4_beta2_21*leg4_cp3_x
     leg4_Nm2_1_z = 0.25*leg4_Fm2_1_y + leg4_IJ3_01*leg4_beta2_02 + 0.9404766089917045*leg4_IJ3_11
     leg5_cp3_x = (0.75)*leg5_u_c2
-    cse49 = (0.75)*leg5_u_s2
-    leg5_cp3_y = cse49
+    cse55 = (0.75)*leg5_u_s2
+    leg5_cp3_y = cse55
     leg5_IJ3_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2
     leg5_IJ3_cs = leg5_u_c2*leg5_u_s2
     leg5_IJ3_00 = 0.153 - 0.152*leg5_IJ3_C2
@@ -4832,47 +5131,47 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_IJ2_22 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum
     leg5_IJ2_00 = -leg5_IJ2_22 + leg5_IJ2_Sum
     leg5_IJ2_01 = leg5_IJ3_01*leg5_u_c1
-    leg5_Ic1_22 = 0.11550374793946458*leg5_IJ2_00 - 0.6392577951074236*leg5_IJ2_01 + 0.8844962520605354*leg5_IJ3_11 + 0.5*leg5_cp2_x + 0.21945
-    leg5_Fm3_2_x = -cse49
+    leg5_Ic1_22 = 0.11550374793946461*leg5_IJ2_00 - 0.6392577951074238*leg5_IJ2_01 + 0.8844962520605354*leg5_IJ3_11 + 0.5*leg5_cp2_x + 0.21945
+    leg5_Fm3_2_x = -cse55
     leg5_Fm3_1_y = leg5_Fm3_2_x*leg5_beta2_01 - 0.22329828560068166*leg5_cp3_x
     leg5_Nm3_1_z = 0.25*leg5_Fm3_1_y + (0.305)*leg5_beta2_22
     leg5_Fm2_1_y = -leg5_beta2_21*leg5_cp3_x
     leg5_Nm2_1_z = 0.25*leg5_Fm2_1_y + leg5_IJ3_01*leg5_beta2_02 + 0.9404766089917045*leg5_IJ3_11
     leg6_cp3_x = (0.75)*leg6_u_c2
-    cse50 = (0.75)*leg6_u_s2
-    leg6_cp3_y = cse50
+    cse56 = (0.75)*leg6_u_s2
+    leg6_cp3_y = cse56
     leg6_IJ3_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2
     leg6_IJ3_cs = leg6_u_c2*leg6_u_s2
     leg6_IJ3_00 = 0.153 - 0.152*leg6_IJ3_C2
     leg6_IJ3_11 = 0.306 - leg6_IJ3_00
     leg6_IJ3_01 = -0.304*leg6_IJ3_cs
-    leg6_cp2_x = leg6_beta2_00*leg6_cp3_x + 0.2562062130145581*leg6_cp3_y
+    leg6_cp2_x = leg6_beta2_00*leg6_cp3_x + 0.25620621301455804*leg6_cp3_y
     leg6_IJ2_C2 = leg6_u_c1*leg6_u_c1 - leg6_u_s1*leg6_u_s1
     leg6_IJ2_D = 0.305 - leg6_IJ3_00
     leg6_IJ2_Sum = leg6_IJ3_00 + 0.305
     leg6_IJ2_22 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum
     leg6_IJ2_00 = -leg6_IJ2_22 + leg6_IJ2_Sum
     leg6_IJ2_01 = leg6_IJ3_01*leg6_u_c1
-    leg6_Ic1_22 = 0.1155037479394648*leg6_IJ2_00 + 0.6392577951074242*leg6_IJ2_01 + 0.8844962520605352*leg6_IJ3_11 + 0.5*leg6_cp2_x + 0.21945
-    leg6_Fm3_2_x = -cse50
+    leg6_Ic1_22 = 0.11550374793946476*leg6_IJ2_00 + 0.6392577951074241*leg6_IJ2_01 + 0.8844962520605352*leg6_IJ3_11 + 0.5*leg6_cp2_x + 0.21945
+    leg6_Fm3_2_x = -cse56
     leg6_Fm3_1_y = leg6_Fm3_2_x*leg6_beta2_01 + 0.22329828560068185*leg6_cp3_x
     leg6_Nm3_1_z = 0.25*leg6_Fm3_1_y + (0.305)*leg6_beta2_22
     leg6_Fm2_1_y = -leg6_beta2_21*leg6_cp3_x
     leg6_Nm2_1_z = 0.25*leg6_Fm2_1_y + leg6_IJ3_01*leg6_beta2_02 + 0.9404766089917044*leg6_IJ3_11
-    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.2562062130145579*leg1_u_s2
-    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.2232982856006816*leg1_u_s2
+    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.256206213014558*leg1_u_s2
+    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.22329828560068166*leg1_u_s2
     leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.9404766089917045*leg1_u_s2
-    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.2562062130145579*leg1_u_c2
-    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.2232982856006816*leg1_u_c2
+    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.256206213014558*leg1_u_c2
+    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.22329828560068166*leg1_u_c2
     leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
     leg1_B0_00 = leg1_B1_00*leg1_beta1_00 + leg1_B1_01*leg1_beta1_10 + 0.34202014332566866*leg1_B1_02
-    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859083*leg1_B1_02
+    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859084*leg1_B1_02
     leg1_B0_02 = -leg1_B1_00*leg1_crank_s - leg1_B1_01*leg1_crank_c
     leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + leg1_B1_11*leg1_beta1_10 + 0.34202014332566866*leg1_B1_12
-    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859083*leg1_B1_12
+    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859084*leg1_B1_12
     leg1_B0_12 = -leg1_B1_10*leg1_crank_s - leg1_B1_11*leg1_crank_c
     leg1_B0_20 = leg1_beta1_00*leg1_beta2_20 + leg1_beta1_10*leg1_beta2_21 + 0.34202014332566866*leg1_beta2_22
-    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859083*leg1_beta2_22
+    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859084*leg1_beta2_22
     leg1_B0_22 = -leg1_beta2_20*leg1_crank_s - leg1_beta2_21*leg1_crank_c
     leg1_rho1_x = 0.25*leg1_B1_00 + 0.809160465315115
     leg1_rho1_y = 0.25*leg1_B1_10
@@ -4907,7 +5206,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL2_z
     if not (leg1_TL1_x*leg1_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
@@ -4917,22 +5216,22 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_x
-    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.2562062130145579*leg2_u_s2
-    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.2232982856006816*leg2_u_s2
+    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.256206213014558*leg2_u_s2
+    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.22329828560068166*leg2_u_s2
     leg2_B1_02 = leg2_beta2_02*leg2_u_c2 + 0.9404766089917045*leg2_u_s2
-    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.2562062130145579*leg2_u_c2
-    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.2232982856006816*leg2_u_c2
+    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.256206213014558*leg2_u_c2
+    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.22329828560068166*leg2_u_c2
     leg2_B1_12 = -leg2_beta2_02*leg2_u_s2 + 0.9404766089917045*leg2_u_c2
     leg2_B0_00 = leg2_B1_00*leg2_beta1_00 + leg2_B1_01*leg2_beta1_10 - 0.34202014332566866*leg2_B1_02
-    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859083*leg2_B1_02
+    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859084*leg2_B1_02
     leg2_B0_02 = -leg2_B1_00*leg2_crank_s - leg2_B1_01*leg2_crank_c
     leg2_B0_10 = leg2_B1_10*leg2_beta1_00 + leg2_B1_11*leg2_beta1_10 - 0.34202014332566866*leg2_B1_12
-    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859083*leg2_B1_12
+    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859084*leg2_B1_12
     leg2_B0_12 = -leg2_B1_10*leg2_crank_s - leg2_B1_11*leg2_crank_c
     leg2_B0_20 = leg2_beta1_00*leg2_beta2_20 + leg2_beta1_10*leg2_beta2_21 - 0.34202014332566866*leg2_beta2_22
-    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859083*leg2_beta2_22
+    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859084*leg2_beta2_22
     leg2_B0_22 = -leg2_beta2_20*leg2_crank_s - leg2_beta2_21*leg2_crank_c
     leg2_rho1_x = 0.25*leg2_B1_00 + 0.809160465315115
     leg2_rho1_y = 0.25*leg2_B1_10
@@ -4967,7 +5266,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL2_z
     if not (leg2_TL1_x*leg2_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
@@ -4977,22 +5276,22 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_x
     leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.25620621301455804*leg3_u_s2
-    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068182*leg3_u_s2
-    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917045*leg3_u_s2
+    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068185*leg3_u_s2
+    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917044*leg3_u_s2
     leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
-    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068182*leg3_u_c2
-    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917045*leg3_u_c2
-    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.9848077530122081*leg3_B1_02
-    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.1736481776669303*leg3_B1_02
+    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068185*leg3_u_c2
+    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917044*leg3_u_c2
+    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.984807753012208*leg3_B1_02
+    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.17364817766693036*leg3_B1_02
     leg3_B0_02 = -leg3_B1_00*leg3_crank_s - leg3_B1_01*leg3_crank_c
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.9848077530122081*leg3_B1_12
-    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.1736481776669303*leg3_B1_12
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.984807753012208*leg3_B1_12
+    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.17364817766693036*leg3_B1_12
     leg3_B0_12 = -leg3_B1_10*leg3_crank_s - leg3_B1_11*leg3_crank_c
-    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.9848077530122081*leg3_beta2_22
-    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.1736481776669303*leg3_beta2_22
+    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.984807753012208*leg3_beta2_22
+    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.17364817766693036*leg3_beta2_22
     leg3_B0_22 = -leg3_beta2_20*leg3_crank_s - leg3_beta2_21*leg3_crank_c
     leg3_rho1_x = 0.25*leg3_B1_00 + 0.8091604653151149
     leg3_rho1_y = 0.25*leg3_B1_10
@@ -5010,15 +5309,15 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_Q_20 = leg1_alpha_C_00*leg3_B0_20 + leg1_alpha_C_02*leg3_B0_22 + leg1_s_psi_z*leg3_B0_21
     leg3_Q_21 = leg1_alpha_C_10*leg3_B0_20 + leg1_alpha_C_11*leg3_B0_21 + leg1_alpha_C_12*leg3_B0_22
     leg3_Q_22 = leg1_alpha_C_20*leg3_B0_20 + leg1_alpha_C_21*leg3_B0_21 + leg1_alpha_C_22*leg3_B0_22
-    leg3_Ci1_x = 0.5168309414322496*leg3_Q_02
-    leg3_Ci1_y = -0.18811107882911787*leg3_Q_02
-    leg3_Ci1_z = -0.5168309414322496*leg3_Q_00 + 0.18811107882911787*leg3_Q_01
-    leg3_Ci2_x = 0.5168309414322496*leg3_Q_12
-    leg3_Ci2_y = -0.18811107882911787*leg3_Q_12
-    leg3_Ci2_z = -0.5168309414322496*leg3_Q_10 + 0.18811107882911787*leg3_Q_11
-    leg3_Ci3_x = 0.5168309414322496*leg3_Q_22
-    leg3_Ci3_y = -0.18811107882911787*leg3_Q_22
-    leg3_Ci3_z = -0.5168309414322496*leg3_Q_20 + 0.18811107882911787*leg3_Q_21
+    leg3_Ci1_x = 0.5168309414322497*leg3_Q_02
+    leg3_Ci1_y = -0.18811107882911782*leg3_Q_02
+    leg3_Ci1_z = -0.5168309414322497*leg3_Q_00 + 0.18811107882911782*leg3_Q_01
+    leg3_Ci2_x = 0.5168309414322497*leg3_Q_12
+    leg3_Ci2_y = -0.18811107882911782*leg3_Q_12
+    leg3_Ci2_z = -0.5168309414322497*leg3_Q_10 + 0.18811107882911782*leg3_Q_11
+    leg3_Ci3_x = 0.5168309414322497*leg3_Q_22
+    leg3_Ci3_y = -0.18811107882911782*leg3_Q_22
+    leg3_Ci3_z = -0.5168309414322497*leg3_Q_20 + 0.18811107882911782*leg3_Q_21
     if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
@@ -5027,7 +5326,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL2_z
     if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
@@ -5037,30 +5336,30 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_x
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455804*leg4_u_s2
-    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.2232982856006817*leg4_u_s2
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455787*leg4_u_s2
+    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.22329828560068166*leg4_u_s2
     leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
-    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455804*leg4_u_c2
-    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.2232982856006817*leg4_u_c2
+    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455787*leg4_u_c2
+    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.22329828560068166*leg4_u_c2
     leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
-    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865395*leg4_B1_02
-    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.7660444431189779*leg4_B1_02
+    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865394*leg4_B1_02
+    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.766044443118978*leg4_B1_02
     leg4_B0_02 = -leg4_B1_00*leg4_crank_s - leg4_B1_01*leg4_crank_c
-    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865395*leg4_B1_12
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.7660444431189779*leg4_B1_12
+    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865394*leg4_B1_12
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.766044443118978*leg4_B1_12
     leg4_B0_12 = -leg4_B1_10*leg4_crank_s - leg4_B1_11*leg4_crank_c
-    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865395*leg4_beta2_22
-    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.7660444431189779*leg4_beta2_22
+    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865394*leg4_beta2_22
+    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.766044443118978*leg4_beta2_22
     leg4_B0_22 = -leg4_beta2_20*leg4_crank_s - leg4_beta2_21*leg4_crank_c
-    leg4_rho1_x = 0.25*leg4_B1_00 + 0.8091604653151152
+    leg4_rho1_x = 0.25*leg4_B1_00 + 0.809160465315115
     leg4_rho1_y = 0.25*leg4_B1_10
     leg4_rho1_z = 0.25*leg4_beta2_20
     leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
     leg4_TL1_y = -leg4_B1_02*leg4_rho1_z + leg4_beta2_22*leg4_rho1_x
     leg4_TL1_z = leg4_B1_02*leg4_rho1_y - leg4_B1_12*leg4_rho1_x
-    leg4_TL2_z = -0.8091604653151152*leg4_u_c2
+    leg4_TL2_z = -0.809160465315115*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
     leg4_Q_02 = leg1_alpha_C_20*leg4_B0_00 + leg1_alpha_C_21*leg4_B0_01 + leg1_alpha_C_22*leg4_B0_02
@@ -5070,16 +5369,16 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.09550649771681166*leg4_Q_02
+    leg4_Ci1_x = 0.0955064977168117*leg4_Q_02
     leg4_Ci1_y = 0.5416442641567144*leg4_Q_02
-    leg4_Ci1_z = -0.09550649771681166*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
-    leg4_Ci2_x = 0.09550649771681166*leg4_Q_12
+    leg4_Ci1_z = -0.0955064977168117*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
+    leg4_Ci2_x = 0.0955064977168117*leg4_Q_12
     leg4_Ci2_y = 0.5416442641567144*leg4_Q_12
-    leg4_Ci2_z = -0.09550649771681166*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
-    leg4_Ci3_x = 0.09550649771681166*leg4_Q_22
+    leg4_Ci2_z = -0.0955064977168117*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
+    leg4_Ci3_x = 0.0955064977168117*leg4_Q_22
     leg4_Ci3_y = 0.5416442641567144*leg4_Q_22
-    leg4_Ci3_z = -0.09550649771681166*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
-    if not (leg4_TL2_z*leg4_TL2_z - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci3_z = -0.0955064977168117*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
+    if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -5087,9 +5386,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL2_z
-    if not (leg4_TL1_x*leg4_TL1_x - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_x*leg4_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -5097,7 +5396,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_x
     leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
     leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
@@ -5105,22 +5404,22 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
     leg5_B1_11 = -leg5_beta2_01*leg5_u_s2 - 0.22329828560068166*leg5_u_c2
     leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
-    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865393*leg5_B1_02
+    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865394*leg5_B1_02
     leg5_B0_01 = leg5_B1_00*leg5_beta1_01 + leg5_B1_01*leg5_beta1_11 - 0.766044443118978*leg5_B1_02
     leg5_B0_02 = -leg5_B1_00*leg5_crank_s - leg5_B1_01*leg5_crank_c
-    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865393*leg5_B1_12
+    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865394*leg5_B1_12
     leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + leg5_B1_11*leg5_beta1_11 - 0.766044443118978*leg5_B1_12
     leg5_B0_12 = -leg5_B1_10*leg5_crank_s - leg5_B1_11*leg5_crank_c
-    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865393*leg5_beta2_22
+    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865394*leg5_beta2_22
     leg5_B0_21 = leg5_beta1_01*leg5_beta2_20 + leg5_beta1_11*leg5_beta2_21 - 0.766044443118978*leg5_beta2_22
     leg5_B0_22 = -leg5_beta2_20*leg5_crank_s - leg5_beta2_21*leg5_crank_c
-    leg5_rho1_x = 0.25*leg5_B1_00 + 0.8091604653151149
+    leg5_rho1_x = 0.25*leg5_B1_00 + 0.809160465315115
     leg5_rho1_y = 0.25*leg5_B1_10
     leg5_rho1_z = 0.25*leg5_beta2_20
     leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
     leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
     leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
-    leg5_TL2_z = -0.8091604653151149*leg5_u_c2
+    leg5_TL2_z = -0.809160465315115*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
     leg5_Q_02 = leg1_alpha_C_20*leg5_B0_00 + leg1_alpha_C_21*leg5_B0_01 + leg1_alpha_C_22*leg5_B0_02
@@ -5130,16 +5429,16 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.09550649771681177*leg5_Q_02
+    leg5_Ci1_x = -0.0955064977168117*leg5_Q_02
     leg5_Ci1_y = 0.5416442641567144*leg5_Q_02
-    leg5_Ci1_z = 0.09550649771681177*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
-    leg5_Ci2_x = -0.09550649771681177*leg5_Q_12
+    leg5_Ci1_z = 0.0955064977168117*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
+    leg5_Ci2_x = -0.0955064977168117*leg5_Q_12
     leg5_Ci2_y = 0.5416442641567144*leg5_Q_12
-    leg5_Ci2_z = 0.09550649771681177*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
-    leg5_Ci3_x = -0.09550649771681177*leg5_Q_22
+    leg5_Ci2_z = 0.0955064977168117*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
+    leg5_Ci3_x = -0.0955064977168117*leg5_Q_22
     leg5_Ci3_y = 0.5416442641567144*leg5_Q_22
-    leg5_Ci3_z = 0.09550649771681177*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
-    if not (leg5_TL2_z*leg5_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.0955064977168117*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
+    if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -5147,9 +5446,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL2_z
-    if not (leg5_TL1_x*leg5_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_x*leg5_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -5157,30 +5456,30 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_x
-    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.2562062130145581*leg6_u_s2
+    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.25620621301455804*leg6_u_s2
     leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
     leg6_B1_02 = leg6_beta2_02*leg6_u_c2 + 0.9404766089917044*leg6_u_s2
-    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.2562062130145581*leg6_u_c2
+    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.25620621301455804*leg6_u_c2
     leg6_B1_11 = -leg6_beta2_01*leg6_u_s2 + 0.22329828560068185*leg6_u_c2
     leg6_B1_12 = -leg6_beta2_02*leg6_u_s2 + 0.9404766089917044*leg6_u_c2
-    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.9848077530122081*leg6_B1_02
+    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.984807753012208*leg6_B1_02
     leg6_B0_01 = leg6_B1_00*leg6_beta1_01 + leg6_B1_01*leg6_beta1_11 - 0.17364817766693036*leg6_B1_02
     leg6_B0_02 = -leg6_B1_00*leg6_crank_s - leg6_B1_01*leg6_crank_c
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.9848077530122081*leg6_B1_12
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.984807753012208*leg6_B1_12
     leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + leg6_B1_11*leg6_beta1_11 - 0.17364817766693036*leg6_B1_12
     leg6_B0_12 = -leg6_B1_10*leg6_crank_s - leg6_B1_11*leg6_crank_c
-    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.9848077530122081*leg6_beta2_22
+    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.984807753012208*leg6_beta2_22
     leg6_B0_21 = leg6_beta1_01*leg6_beta2_20 + leg6_beta1_11*leg6_beta2_21 - 0.17364817766693036*leg6_beta2_22
     leg6_B0_22 = -leg6_beta2_20*leg6_crank_s - leg6_beta2_21*leg6_crank_c
-    leg6_rho1_x = 0.25*leg6_B1_00 + 0.809160465315115
+    leg6_rho1_x = 0.25*leg6_B1_00 + 0.8091604653151149
     leg6_rho1_y = 0.25*leg6_B1_10
     leg6_rho1_z = 0.25*leg6_beta2_20
     leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
     leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
     leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
-    leg6_TL2_z = -0.809160465315115*leg6_u_c2
+    leg6_TL2_z = -0.8091604653151149*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
     leg6_Q_02 = leg1_alpha_C_20*leg6_B0_00 + leg1_alpha_C_21*leg6_B0_01 + leg1_alpha_C_22*leg6_B0_02
@@ -5190,16 +5489,16 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_Q_20 = leg1_alpha_C_00*leg6_B0_20 + leg1_alpha_C_02*leg6_B0_22 + leg1_s_psi_z*leg6_B0_21
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
-    leg6_Ci1_x = -0.5168309414322496*leg6_Q_02
-    leg6_Ci1_y = -0.18811107882911796*leg6_Q_02
-    leg6_Ci1_z = 0.5168309414322496*leg6_Q_00 + 0.18811107882911796*leg6_Q_01
-    leg6_Ci2_x = -0.5168309414322496*leg6_Q_12
-    leg6_Ci2_y = -0.18811107882911796*leg6_Q_12
-    leg6_Ci2_z = 0.5168309414322496*leg6_Q_10 + 0.18811107882911796*leg6_Q_11
-    leg6_Ci3_x = -0.5168309414322496*leg6_Q_22
-    leg6_Ci3_y = -0.18811107882911796*leg6_Q_22
-    leg6_Ci3_z = 0.5168309414322496*leg6_Q_20 + 0.18811107882911796*leg6_Q_21
-    if not (leg6_TL2_z*leg6_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci1_x = -0.5168309414322497*leg6_Q_02
+    leg6_Ci1_y = -0.18811107882911782*leg6_Q_02
+    leg6_Ci1_z = 0.5168309414322497*leg6_Q_00 + 0.18811107882911782*leg6_Q_01
+    leg6_Ci2_x = -0.5168309414322497*leg6_Q_12
+    leg6_Ci2_y = -0.18811107882911782*leg6_Q_12
+    leg6_Ci2_z = 0.5168309414322497*leg6_Q_10 + 0.18811107882911782*leg6_Q_11
+    leg6_Ci3_x = -0.5168309414322497*leg6_Q_22
+    leg6_Ci3_y = -0.18811107882911782*leg6_Q_22
+    leg6_Ci3_z = 0.5168309414322497*leg6_Q_20 + 0.18811107882911782*leg6_Q_21
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -5207,9 +5506,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL2_z
-    if not (leg6_TL1_x*leg6_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_x*leg6_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -5217,122 +5516,122 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_x
     leg1_H1_1 = leg1_B0_00*leg1_lu_inv3
     leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_TL1_z)
-    cse51 = 1.23584881227553*leg1_TL1_y
-    leg1_H1_3 = -cse51*leg1_H1_1 + 1.23584881227553*leg1_B0_10
+    cse57 = 1.23584881227553*leg1_TL1_y
+    leg1_H1_3 = -cse57*leg1_H1_1 + 1.23584881227553*leg1_B0_10
     leg1_H2_1 = leg1_B0_01*leg1_lu_inv3
     leg1_H2_2 = leg1_lu_inv2*(leg1_B0_21 - leg1_H2_1*leg1_TL1_z)
-    leg1_H2_3 = -cse51*leg1_H2_1 + 1.23584881227553*leg1_B0_11
+    leg1_H2_3 = -cse57*leg1_H2_1 + 1.23584881227553*leg1_B0_11
     leg1_H3_1 = leg1_B0_02*leg1_lu_inv3
     leg1_H3_2 = leg1_lu_inv2*(leg1_B0_22 - leg1_H3_1*leg1_TL1_z)
-    leg1_H3_3 = -cse51*leg1_H3_1 + 1.23584881227553*leg1_B0_12
+    leg1_H3_3 = -cse57*leg1_H3_1 + 1.23584881227553*leg1_B0_12
     leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv3
     leg1_H4_2 = leg1_lu_inv2*(leg1_Ci3_x - leg1_H4_1*leg1_TL1_z)
-    leg1_H4_3 = -cse51*leg1_H4_1 + 1.23584881227553*leg1_Ci2_x
+    leg1_H4_3 = -cse57*leg1_H4_1 + 1.23584881227553*leg1_Ci2_x
     leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv3
     leg1_H5_2 = leg1_lu_inv2*(leg1_Ci3_y - leg1_H5_1*leg1_TL1_z)
-    leg1_H5_3 = -cse51*leg1_H5_1 + 1.23584881227553*leg1_Ci2_y
+    leg1_H5_3 = -cse57*leg1_H5_1 + 1.23584881227553*leg1_Ci2_y
     leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv3
     leg1_H6_2 = leg1_lu_inv2*(leg1_Ci3_z - leg1_H6_1*leg1_TL1_z)
-    leg1_H6_3 = -cse51*leg1_H6_1 + 1.23584881227553*leg1_Ci2_z
+    leg1_H6_3 = -cse57*leg1_H6_1 + 1.23584881227553*leg1_Ci2_z
     leg2_H1_1 = leg2_B0_00*leg2_lu_inv3
     leg2_H1_2 = leg2_lu_inv2*(leg2_B0_20 - leg2_H1_1*leg2_TL1_z)
-    cse52 = 1.23584881227553*leg2_TL1_y
-    leg2_H1_3 = -cse52*leg2_H1_1 + 1.23584881227553*leg2_B0_10
+    cse58 = 1.23584881227553*leg2_TL1_y
+    leg2_H1_3 = -cse58*leg2_H1_1 + 1.23584881227553*leg2_B0_10
     leg2_H2_1 = leg2_B0_01*leg2_lu_inv3
     leg2_H2_2 = leg2_lu_inv2*(leg2_B0_21 - leg2_H2_1*leg2_TL1_z)
-    leg2_H2_3 = -cse52*leg2_H2_1 + 1.23584881227553*leg2_B0_11
+    leg2_H2_3 = -cse58*leg2_H2_1 + 1.23584881227553*leg2_B0_11
     leg2_H3_1 = leg2_B0_02*leg2_lu_inv3
     leg2_H3_2 = leg2_lu_inv2*(leg2_B0_22 - leg2_H3_1*leg2_TL1_z)
-    leg2_H3_3 = -cse52*leg2_H3_1 + 1.23584881227553*leg2_B0_12
+    leg2_H3_3 = -cse58*leg2_H3_1 + 1.23584881227553*leg2_B0_12
     leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv3
     leg2_H4_2 = leg2_lu_inv2*(leg2_Ci3_x - leg2_H4_1*leg2_TL1_z)
-    leg2_H4_3 = -cse52*leg2_H4_1 + 1.23584881227553*leg2_Ci2_x
+    leg2_H4_3 = -cse58*leg2_H4_1 + 1.23584881227553*leg2_Ci2_x
     leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv3
     leg2_H5_2 = leg2_lu_inv2*(leg2_Ci3_y - leg2_H5_1*leg2_TL1_z)
-    leg2_H5_3 = -cse52*leg2_H5_1 + 1.23584881227553*leg2_Ci2_y
+    leg2_H5_3 = -cse58*leg2_H5_1 + 1.23584881227553*leg2_Ci2_y
     leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv3
     leg2_H6_2 = leg2_lu_inv2*(leg2_Ci3_z - leg2_H6_1*leg2_TL1_z)
-    leg2_H6_3 = -cse52*leg2_H6_1 + 1.23584881227553*leg2_Ci2_z
+    leg2_H6_3 = -cse58*leg2_H6_1 + 1.23584881227553*leg2_Ci2_z
     leg3_H1_1 = leg3_B0_00*leg3_lu_inv3
     leg3_H1_2 = leg3_lu_inv2*(leg3_B0_20 - leg3_H1_1*leg3_TL1_z)
-    cse53 = 1.23584881227553*leg3_TL1_y
-    leg3_H1_3 = -cse53*leg3_H1_1 + 1.23584881227553*leg3_B0_10
+    cse59 = 1.23584881227553*leg3_TL1_y
+    leg3_H1_3 = -cse59*leg3_H1_1 + 1.23584881227553*leg3_B0_10
     leg3_H2_1 = leg3_B0_01*leg3_lu_inv3
     leg3_H2_2 = leg3_lu_inv2*(leg3_B0_21 - leg3_H2_1*leg3_TL1_z)
-    leg3_H2_3 = -cse53*leg3_H2_1 + 1.23584881227553*leg3_B0_11
+    leg3_H2_3 = -cse59*leg3_H2_1 + 1.23584881227553*leg3_B0_11
     leg3_H3_1 = leg3_B0_02*leg3_lu_inv3
     leg3_H3_2 = leg3_lu_inv2*(leg3_B0_22 - leg3_H3_1*leg3_TL1_z)
-    leg3_H3_3 = -cse53*leg3_H3_1 + 1.23584881227553*leg3_B0_12
+    leg3_H3_3 = -cse59*leg3_H3_1 + 1.23584881227553*leg3_B0_12
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv3
     leg3_H4_2 = leg3_lu_inv2*(leg3_Ci3_x - leg3_H4_1*leg3_TL1_z)
-    leg3_H4_3 = -cse53*leg3_H4_1 + 1.23584881227553*leg3_Ci2_x
+    leg3_H4_3 = -cse59*leg3_H4_1 + 1.23584881227553*leg3_Ci2_x
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv3
     leg3_H5_2 = leg3_lu_inv2*(leg3_Ci3_y - leg3_H5_1*leg3_TL1_z)
-    leg3_H5_3 = -cse53*leg3_H5_1 + 1.23584881227553*leg3_Ci2_y
+    leg3_H5_3 = -cse59*leg3_H5_1 + 1.23584881227553*leg3_Ci2_y
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv3
     leg3_H6_2 = leg3_lu_inv2*(leg3_Ci3_z - leg3_H6_1*leg3_TL1_z)
-    leg3_H6_3 = -cse53*leg3_H6_1 + 1.23584881227553*leg3_Ci2_z
+    leg3_H6_3 = -cse59*leg3_H6_1 + 1.23584881227553*leg3_Ci2_z
     leg4_H1_1 = leg4_B0_00*leg4_lu_inv3
     leg4_H1_2 = leg4_lu_inv2*(leg4_B0_20 - leg4_H1_1*leg4_TL1_z)
-    cse54 = 1.2358488122755296*leg4_TL1_y
-    leg4_H1_3 = -cse54*leg4_H1_1 + 1.2358488122755296*leg4_B0_10
+    cse60 = 1.23584881227553*leg4_TL1_y
+    leg4_H1_3 = -cse60*leg4_H1_1 + 1.23584881227553*leg4_B0_10
     leg4_H2_1 = leg4_B0_01*leg4_lu_inv3
     leg4_H2_2 = leg4_lu_inv2*(leg4_B0_21 - leg4_H2_1*leg4_TL1_z)
-    leg4_H2_3 = -cse54*leg4_H2_1 + 1.2358488122755296*leg4_B0_11
+    leg4_H2_3 = -cse60*leg4_H2_1 + 1.23584881227553*leg4_B0_11
     leg4_H3_1 = leg4_B0_02*leg4_lu_inv3
     leg4_H3_2 = leg4_lu_inv2*(leg4_B0_22 - leg4_H3_1*leg4_TL1_z)
-    leg4_H3_3 = -cse54*leg4_H3_1 + 1.2358488122755296*leg4_B0_12
+    leg4_H3_3 = -cse60*leg4_H3_1 + 1.23584881227553*leg4_B0_12
     leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv3
     leg4_H4_2 = leg4_lu_inv2*(leg4_Ci3_x - leg4_H4_1*leg4_TL1_z)
-    leg4_H4_3 = -cse54*leg4_H4_1 + 1.2358488122755296*leg4_Ci2_x
+    leg4_H4_3 = -cse60*leg4_H4_1 + 1.23584881227553*leg4_Ci2_x
     leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv3
     leg4_H5_2 = leg4_lu_inv2*(leg4_Ci3_y - leg4_H5_1*leg4_TL1_z)
-    leg4_H5_3 = -cse54*leg4_H5_1 + 1.2358488122755296*leg4_Ci2_y
+    leg4_H5_3 = -cse60*leg4_H5_1 + 1.23584881227553*leg4_Ci2_y
     leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv3
     leg4_H6_2 = leg4_lu_inv2*(leg4_Ci3_z - leg4_H6_1*leg4_TL1_z)
-    leg4_H6_3 = -cse54*leg4_H6_1 + 1.2358488122755296*leg4_Ci2_z
+    leg4_H6_3 = -cse60*leg4_H6_1 + 1.23584881227553*leg4_Ci2_z
     leg5_H1_1 = leg5_B0_00*leg5_lu_inv3
     leg5_H1_2 = leg5_lu_inv2*(leg5_B0_20 - leg5_H1_1*leg5_TL1_z)
-    cse55 = 1.23584881227553*leg5_TL1_y
-    leg5_H1_3 = -cse55*leg5_H1_1 + 1.23584881227553*leg5_B0_10
+    cse61 = 1.23584881227553*leg5_TL1_y
+    leg5_H1_3 = -cse61*leg5_H1_1 + 1.23584881227553*leg5_B0_10
     leg5_H2_1 = leg5_B0_01*leg5_lu_inv3
     leg5_H2_2 = leg5_lu_inv2*(leg5_B0_21 - leg5_H2_1*leg5_TL1_z)
-    leg5_H2_3 = -cse55*leg5_H2_1 + 1.23584881227553*leg5_B0_11
+    leg5_H2_3 = -cse61*leg5_H2_1 + 1.23584881227553*leg5_B0_11
     leg5_H3_1 = leg5_B0_02*leg5_lu_inv3
     leg5_H3_2 = leg5_lu_inv2*(leg5_B0_22 - leg5_H3_1*leg5_TL1_z)
-    leg5_H3_3 = -cse55*leg5_H3_1 + 1.23584881227553*leg5_B0_12
+    leg5_H3_3 = -cse61*leg5_H3_1 + 1.23584881227553*leg5_B0_12
     leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv3
     leg5_H4_2 = leg5_lu_inv2*(leg5_Ci3_x - leg5_H4_1*leg5_TL1_z)
-    leg5_H4_3 = -cse55*leg5_H4_1 + 1.23584881227553*leg5_Ci2_x
+    leg5_H4_3 = -cse61*leg5_H4_1 + 1.23584881227553*leg5_Ci2_x
     leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv3
     leg5_H5_2 = leg5_lu_inv2*(leg5_Ci3_y - leg5_H5_1*leg5_TL1_z)
-    leg5_H5_3 = -cse55*leg5_H5_1 + 1.23584881227553*leg5_Ci2_y
+    leg5_H5_3 = -cse61*leg5_H5_1 + 1.23584881227553*leg5_Ci2_y
     leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv3
     leg5_H6_2 = leg5_lu_inv2*(leg5_Ci3_z - leg5_H6_1*leg5_TL1_z)
-    leg5_H6_3 = -cse55*leg5_H6_1 + 1.23584881227553*leg5_Ci2_z
+    leg5_H6_3 = -cse61*leg5_H6_1 + 1.23584881227553*leg5_Ci2_z
     leg6_H1_1 = leg6_B0_00*leg6_lu_inv3
     leg6_H1_2 = leg6_lu_inv2*(leg6_B0_20 - leg6_H1_1*leg6_TL1_z)
-    cse56 = 1.23584881227553*leg6_TL1_y
-    leg6_H1_3 = -cse56*leg6_H1_1 + 1.23584881227553*leg6_B0_10
+    cse62 = 1.23584881227553*leg6_TL1_y
+    leg6_H1_3 = -cse62*leg6_H1_1 + 1.23584881227553*leg6_B0_10
     leg6_H2_1 = leg6_B0_01*leg6_lu_inv3
     leg6_H2_2 = leg6_lu_inv2*(leg6_B0_21 - leg6_H2_1*leg6_TL1_z)
-    leg6_H2_3 = -cse56*leg6_H2_1 + 1.23584881227553*leg6_B0_11
+    leg6_H2_3 = -cse62*leg6_H2_1 + 1.23584881227553*leg6_B0_11
     leg6_H3_1 = leg6_B0_02*leg6_lu_inv3
     leg6_H3_2 = leg6_lu_inv2*(leg6_B0_22 - leg6_H3_1*leg6_TL1_z)
-    leg6_H3_3 = -cse56*leg6_H3_1 + 1.23584881227553*leg6_B0_12
+    leg6_H3_3 = -cse62*leg6_H3_1 + 1.23584881227553*leg6_B0_12
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv3
     leg6_H4_2 = leg6_lu_inv2*(leg6_Ci3_x - leg6_H4_1*leg6_TL1_z)
-    leg6_H4_3 = -cse56*leg6_H4_1 + 1.23584881227553*leg6_Ci2_x
+    leg6_H4_3 = -cse62*leg6_H4_1 + 1.23584881227553*leg6_Ci2_x
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv3
     leg6_H5_2 = leg6_lu_inv2*(leg6_Ci3_y - leg6_H5_1*leg6_TL1_z)
-    leg6_H5_3 = -cse56*leg6_H5_1 + 1.23584881227553*leg6_Ci2_y
+    leg6_H5_3 = -cse62*leg6_H5_1 + 1.23584881227553*leg6_Ci2_y
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv3
     leg6_H6_2 = leg6_lu_inv2*(leg6_Ci3_z - leg6_H6_1*leg6_TL1_z)
-    leg6_H6_3 = -cse56*leg6_H6_1 + 1.23584881227553*leg6_Ci2_z
+    leg6_H6_3 = -cse62*leg6_H6_1 + 1.23584881227553*leg6_Ci2_z
     leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
     leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
     leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
@@ -5359,9 +5658,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_Qa1 = F_leg6 - leg6_q1*p_k_crank - leg6_qd1*p_c_crank
     leg1_a1_x = -g_x*leg1_beta1_00 - g_y*leg1_beta1_01 + g_z*leg1_crank_s
     leg1_a1_y = -g_x*leg1_beta1_10 - g_y*leg1_beta1_11 + g_z*leg1_crank_c
-    cse57 = 0.34202014332566866*g_x
-    cse58 = 0.9396926207859083*g_y
-    leg1_a1_z = -cse57 - cse58
+    cse63 = 0.34202014332566866*g_x
+    cse64 = 0.9396926207859084*g_y
+    leg1_a1_z = -cse63 - cse64
     leg1_oo1_zz = leg1_qd1*leg1_qd1
     leg1_omega_p2_x = leg1_beta2_02*leg1_qd1
     leg1_omega_p2_y = 0.9404766089917045*leg1_qd1
@@ -5369,10 +5668,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_omega2_y = leg1_omega_p2_y + leg1_qd2
     leg1_epsd2_x = -leg1_omega_p2_z*leg1_qd2
     leg1_epsd2_z = leg1_omega_p2_x*leg1_qd2
-    cse59 = leg1_a1_x - 0.25*leg1_oo1_zz
-    leg1_a2_x = cse59*leg1_beta2_00 + leg1_a1_y*leg1_beta2_01 + leg1_a1_z*leg1_beta2_02
-    leg1_a2_y = -0.2562062130145579*leg1_a1_x - 0.2232982856006816*leg1_a1_y + 0.9404766089917045*leg1_a1_z + 0.06405155325363948*leg1_oo1_zz
-    leg1_a2_z = cse59*leg1_beta2_20 + leg1_a1_y*leg1_beta2_21 + leg1_a1_z*leg1_beta2_22
+    cse65 = leg1_a1_x - 0.25*leg1_oo1_zz
+    leg1_a2_x = cse65*leg1_beta2_00 + leg1_a1_y*leg1_beta2_01 + leg1_a1_z*leg1_beta2_02
+    leg1_a2_y = -0.256206213014558*leg1_a1_x - 0.22329828560068166*leg1_a1_y + 0.9404766089917045*leg1_a1_z + 0.0640515532536395*leg1_oo1_zz
+    leg1_a2_z = cse65*leg1_beta2_20 + leg1_a1_y*leg1_beta2_21 + leg1_a1_z*leg1_beta2_22
     leg1_omega_p3_x = leg1_omega2_y*leg1_u_s2 + leg1_omega_p2_x*leg1_u_c2
     leg1_omega_p3_y = leg1_omega2_y*leg1_u_c2 - leg1_omega_p2_x*leg1_u_s2
     leg1_omega3_z = leg1_omega_p2_z + leg1_qd3
@@ -5395,12 +5694,12 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_F_c3_y = leg1_F3_x*leg1_u_s2 + leg1_F3_y*leg1_u_c2
     leg1_N2_x = leg1_N3_x*leg1_u_c2 - leg1_N3_y*leg1_u_s2
     leg1_N2_y = leg1_N3_x*leg1_u_s2 + leg1_N3_y*leg1_u_c2
-    leg1_F_c2_y = leg1_F3_z*leg1_beta2_21 + leg1_F_c3_x*leg1_beta2_01 - 0.2232982856006816*leg1_F_c3_y
+    leg1_F_c2_y = leg1_F3_z*leg1_beta2_21 + leg1_F_c3_x*leg1_beta2_01 - 0.22329828560068166*leg1_F_c3_y
     leg1_N1_z = 0.25*leg1_F_c2_y + leg1_N2_x*leg1_beta2_02 + 0.9404766089917045*leg1_N2_y + leg1_N3_z*leg1_beta2_22 + (0.36)*leg1_a1_y
     leg1_b1 = -leg1_N1_z + leg1_Qa1
     leg2_a1_x = -g_x*leg2_beta1_00 - g_y*leg2_beta1_01 + g_z*leg2_crank_s
     leg2_a1_y = -g_x*leg2_beta1_10 - g_y*leg2_beta1_11 + g_z*leg2_crank_c
-    leg2_a1_z = cse57 - cse58
+    leg2_a1_z = cse63 - cse64
     leg2_oo1_zz = leg2_qd1*leg2_qd1
     leg2_omega_p2_x = leg2_beta2_02*leg2_qd1
     leg2_omega_p2_y = 0.9404766089917045*leg2_qd1
@@ -5408,10 +5707,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_omega2_y = leg2_omega_p2_y + leg2_qd2
     leg2_epsd2_x = -leg2_omega_p2_z*leg2_qd2
     leg2_epsd2_z = leg2_omega_p2_x*leg2_qd2
-    cse60 = leg2_a1_x - 0.25*leg2_oo1_zz
-    leg2_a2_x = cse60*leg2_beta2_00 + leg2_a1_y*leg2_beta2_01 + leg2_a1_z*leg2_beta2_02
-    leg2_a2_y = 0.2562062130145579*leg2_a1_x + 0.2232982856006816*leg2_a1_y + 0.9404766089917045*leg2_a1_z - 0.06405155325363948*leg2_oo1_zz
-    leg2_a2_z = cse60*leg2_beta2_20 + leg2_a1_y*leg2_beta2_21 + leg2_a1_z*leg2_beta2_22
+    cse66 = leg2_a1_x - 0.25*leg2_oo1_zz
+    leg2_a2_x = cse66*leg2_beta2_00 + leg2_a1_y*leg2_beta2_01 + leg2_a1_z*leg2_beta2_02
+    leg2_a2_y = 0.256206213014558*leg2_a1_x + 0.22329828560068166*leg2_a1_y + 0.9404766089917045*leg2_a1_z - 0.0640515532536395*leg2_oo1_zz
+    leg2_a2_z = cse66*leg2_beta2_20 + leg2_a1_y*leg2_beta2_21 + leg2_a1_z*leg2_beta2_22
     leg2_omega_p3_x = leg2_omega2_y*leg2_u_s2 + leg2_omega_p2_x*leg2_u_c2
     leg2_omega_p3_y = leg2_omega2_y*leg2_u_c2 - leg2_omega_p2_x*leg2_u_s2
     leg2_omega3_z = leg2_omega_p2_z + leg2_qd3
@@ -5434,24 +5733,24 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_F_c3_y = leg2_F3_x*leg2_u_s2 + leg2_F3_y*leg2_u_c2
     leg2_N2_x = leg2_N3_x*leg2_u_c2 - leg2_N3_y*leg2_u_s2
     leg2_N2_y = leg2_N3_x*leg2_u_s2 + leg2_N3_y*leg2_u_c2
-    leg2_F_c2_y = leg2_F3_z*leg2_beta2_21 + leg2_F_c3_x*leg2_beta2_01 + 0.2232982856006816*leg2_F_c3_y
+    leg2_F_c2_y = leg2_F3_z*leg2_beta2_21 + leg2_F_c3_x*leg2_beta2_01 + 0.22329828560068166*leg2_F_c3_y
     leg2_N1_z = 0.25*leg2_F_c2_y + leg2_N2_x*leg2_beta2_02 + 0.9404766089917045*leg2_N2_y + leg2_N3_z*leg2_beta2_22 + (0.36)*leg2_a1_y
     leg2_b1 = -leg2_N1_z + leg2_Qa1
     leg3_a1_x = -g_x*leg3_beta1_00 - g_y*leg3_beta1_01 + g_z*leg3_crank_s
     leg3_a1_y = -g_x*leg3_beta1_10 - g_y*leg3_beta1_11 + g_z*leg3_crank_c
-    cse61 = 0.9848077530122081*g_x
-    leg3_a1_z = cse61 + 0.1736481776669303*g_y
+    cse67 = 0.984807753012208*g_x
+    leg3_a1_z = cse67 + 0.17364817766693036*g_y
     leg3_oo1_zz = leg3_qd1*leg3_qd1
     leg3_omega_p2_x = leg3_beta2_02*leg3_qd1
-    leg3_omega_p2_y = 0.9404766089917045*leg3_qd1
+    leg3_omega_p2_y = 0.9404766089917044*leg3_qd1
     leg3_omega_p2_z = leg3_beta2_22*leg3_qd1
     leg3_omega2_y = leg3_omega_p2_y + leg3_qd2
     leg3_epsd2_x = -leg3_omega_p2_z*leg3_qd2
     leg3_epsd2_z = leg3_omega_p2_x*leg3_qd2
-    cse62 = leg3_a1_x - 0.25*leg3_oo1_zz
-    leg3_a2_x = cse62*leg3_beta2_00 + leg3_a1_y*leg3_beta2_01 + leg3_a1_z*leg3_beta2_02
-    leg3_a2_y = -0.25620621301455804*leg3_a1_x - 0.22329828560068182*leg3_a1_y + 0.9404766089917045*leg3_a1_z + 0.06405155325363951*leg3_oo1_zz
-    leg3_a2_z = cse62*leg3_beta2_20 + leg3_a1_y*leg3_beta2_21 + leg3_a1_z*leg3_beta2_22
+    cse68 = leg3_a1_x - 0.25*leg3_oo1_zz
+    leg3_a2_x = cse68*leg3_beta2_00 + leg3_a1_y*leg3_beta2_01 + leg3_a1_z*leg3_beta2_02
+    leg3_a2_y = -0.25620621301455804*leg3_a1_x - 0.22329828560068185*leg3_a1_y + 0.9404766089917044*leg3_a1_z + 0.06405155325363951*leg3_oo1_zz
+    leg3_a2_z = cse68*leg3_beta2_20 + leg3_a1_y*leg3_beta2_21 + leg3_a1_z*leg3_beta2_22
     leg3_omega_p3_x = leg3_omega2_y*leg3_u_s2 + leg3_omega_p2_x*leg3_u_c2
     leg3_omega_p3_y = leg3_omega2_y*leg3_u_c2 - leg3_omega_p2_x*leg3_u_s2
     leg3_omega3_z = leg3_omega_p2_z + leg3_qd3
@@ -5474,12 +5773,13 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_F_c3_y = leg3_F3_x*leg3_u_s2 + leg3_F3_y*leg3_u_c2
     leg3_N2_x = leg3_N3_x*leg3_u_c2 - leg3_N3_y*leg3_u_s2
     leg3_N2_y = leg3_N3_x*leg3_u_s2 + leg3_N3_y*leg3_u_c2
-    leg3_F_c2_y = leg3_F3_z*leg3_beta2_21 + leg3_F_c3_x*leg3_beta2_01 - 0.22329828560068182*leg3_F_c3_y
-    leg3_N1_z = 0.25*leg3_F_c2_y + leg3_N2_x*leg3_beta2_02 + 0.9404766089917045*leg3_N2_y + leg3_N3_z*leg3_beta2_22 + (0.36)*leg3_a1_y
+    leg3_F_c2_y = leg3_F3_z*leg3_beta2_21 + leg3_F_c3_x*leg3_beta2_01 - 0.22329828560068185*leg3_F_c3_y
+    leg3_N1_z = 0.25*leg3_F_c2_y + leg3_N2_x*leg3_beta2_02 + 0.9404766089917044*leg3_N2_y + leg3_N3_z*leg3_beta2_22 + (0.36)*leg3_a1_y
     leg3_b1 = -leg3_N1_z + leg3_Qa1
     leg4_a1_x = -g_x*leg4_beta1_00 - g_y*leg4_beta1_01 + g_z*leg4_crank_s
     leg4_a1_y = -g_x*leg4_beta1_10 - g_y*leg4_beta1_11 + g_z*leg4_crank_c
-    leg4_a1_z = 0.6427876096865395*g_x + 0.7660444431189779*g_y
+    cse69 = 0.6427876096865394*g_x
+    leg4_a1_z = cse69 + 0.766044443118978*g_y
     leg4_oo1_zz = leg4_qd1*leg4_qd1
     leg4_omega_p2_x = leg4_beta2_02*leg4_qd1
     leg4_omega_p2_y = 0.9404766089917045*leg4_qd1
@@ -5487,10 +5787,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_omega2_y = leg4_omega_p2_y + leg4_qd2
     leg4_epsd2_x = -leg4_omega_p2_z*leg4_qd2
     leg4_epsd2_z = leg4_omega_p2_x*leg4_qd2
-    cse63 = leg4_a1_x - 0.25*leg4_oo1_zz
-    leg4_a2_x = cse63*leg4_beta2_00 + leg4_a1_y*leg4_beta2_01 + leg4_a1_z*leg4_beta2_02
-    leg4_a2_y = 0.25620621301455804*leg4_a1_x + 0.2232982856006817*leg4_a1_y + 0.9404766089917045*leg4_a1_z - 0.06405155325363951*leg4_oo1_zz
-    leg4_a2_z = cse63*leg4_beta2_20 + leg4_a1_y*leg4_beta2_21 + leg4_a1_z*leg4_beta2_22
+    cse70 = leg4_a1_x - 0.25*leg4_oo1_zz
+    leg4_a2_x = cse70*leg4_beta2_00 + leg4_a1_y*leg4_beta2_01 + leg4_a1_z*leg4_beta2_02
+    leg4_a2_y = 0.25620621301455787*leg4_a1_x + 0.22329828560068166*leg4_a1_y + 0.9404766089917045*leg4_a1_z - 0.06405155325363947*leg4_oo1_zz
+    leg4_a2_z = cse70*leg4_beta2_20 + leg4_a1_y*leg4_beta2_21 + leg4_a1_z*leg4_beta2_22
     leg4_omega_p3_x = leg4_omega2_y*leg4_u_s2 + leg4_omega_p2_x*leg4_u_c2
     leg4_omega_p3_y = leg4_omega2_y*leg4_u_c2 - leg4_omega_p2_x*leg4_u_s2
     leg4_omega3_z = leg4_omega_p2_z + leg4_qd3
@@ -5513,12 +5813,12 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_F_c3_y = leg4_F3_x*leg4_u_s2 + leg4_F3_y*leg4_u_c2
     leg4_N2_x = leg4_N3_x*leg4_u_c2 - leg4_N3_y*leg4_u_s2
     leg4_N2_y = leg4_N3_x*leg4_u_s2 + leg4_N3_y*leg4_u_c2
-    leg4_F_c2_y = leg4_F3_z*leg4_beta2_21 + leg4_F_c3_x*leg4_beta2_01 + 0.2232982856006817*leg4_F_c3_y
+    leg4_F_c2_y = leg4_F3_z*leg4_beta2_21 + leg4_F_c3_x*leg4_beta2_01 + 0.22329828560068166*leg4_F_c3_y
     leg4_N1_z = 0.25*leg4_F_c2_y + leg4_N2_x*leg4_beta2_02 + 0.9404766089917045*leg4_N2_y + leg4_N3_z*leg4_beta2_22 + (0.36)*leg4_a1_y
     leg4_b1 = -leg4_N1_z + leg4_Qa1
     leg5_a1_x = -g_x*leg5_beta1_00 - g_y*leg5_beta1_01 + g_z*leg5_crank_s
     leg5_a1_y = -g_x*leg5_beta1_10 - g_y*leg5_beta1_11 + g_z*leg5_crank_c
-    leg5_a1_z = -0.6427876096865393*g_x + 0.766044443118978*g_y
+    leg5_a1_z = -cse69 + 0.766044443118978*g_y
     leg5_oo1_zz = leg5_qd1*leg5_qd1
     leg5_omega_p2_x = leg5_beta2_02*leg5_qd1
     leg5_omega_p2_y = 0.9404766089917045*leg5_qd1
@@ -5526,10 +5826,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_omega2_y = leg5_omega_p2_y + leg5_qd2
     leg5_epsd2_x = -leg5_omega_p2_z*leg5_qd2
     leg5_epsd2_z = leg5_omega_p2_x*leg5_qd2
-    cse64 = leg5_a1_x - 0.25*leg5_oo1_zz
-    leg5_a2_x = cse64*leg5_beta2_00 + leg5_a1_y*leg5_beta2_01 + leg5_a1_z*leg5_beta2_02
+    cse71 = leg5_a1_x - 0.25*leg5_oo1_zz
+    leg5_a2_x = cse71*leg5_beta2_00 + leg5_a1_y*leg5_beta2_01 + leg5_a1_z*leg5_beta2_02
     leg5_a2_y = -0.25620621301455787*leg5_a1_x - 0.22329828560068166*leg5_a1_y + 0.9404766089917045*leg5_a1_z + 0.06405155325363947*leg5_oo1_zz
-    leg5_a2_z = cse64*leg5_beta2_20 + leg5_a1_y*leg5_beta2_21 + leg5_a1_z*leg5_beta2_22
+    leg5_a2_z = cse71*leg5_beta2_20 + leg5_a1_y*leg5_beta2_21 + leg5_a1_z*leg5_beta2_22
     leg5_omega_p3_x = leg5_omega2_y*leg5_u_s2 + leg5_omega_p2_x*leg5_u_c2
     leg5_omega_p3_y = leg5_omega2_y*leg5_u_c2 - leg5_omega_p2_x*leg5_u_s2
     leg5_omega3_z = leg5_omega_p2_z + leg5_qd3
@@ -5557,7 +5857,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_b1 = -leg5_N1_z + leg5_Qa1
     leg6_a1_x = -g_x*leg6_beta1_00 - g_y*leg6_beta1_01 + g_z*leg6_crank_s
     leg6_a1_y = -g_x*leg6_beta1_10 - g_y*leg6_beta1_11 + g_z*leg6_crank_c
-    leg6_a1_z = -cse61 + 0.17364817766693036*g_y
+    leg6_a1_z = -cse67 + 0.17364817766693036*g_y
     leg6_oo1_zz = leg6_qd1*leg6_qd1
     leg6_omega_p2_x = leg6_beta2_02*leg6_qd1
     leg6_omega_p2_y = 0.9404766089917044*leg6_qd1
@@ -5565,10 +5865,10 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_omega2_y = leg6_omega_p2_y + leg6_qd2
     leg6_epsd2_x = -leg6_omega_p2_z*leg6_qd2
     leg6_epsd2_z = leg6_omega_p2_x*leg6_qd2
-    cse65 = leg6_a1_x - 0.25*leg6_oo1_zz
-    leg6_a2_x = cse65*leg6_beta2_00 + leg6_a1_y*leg6_beta2_01 + leg6_a1_z*leg6_beta2_02
-    leg6_a2_y = 0.2562062130145581*leg6_a1_x + 0.22329828560068185*leg6_a1_y + 0.9404766089917044*leg6_a1_z - 0.06405155325363952*leg6_oo1_zz
-    leg6_a2_z = cse65*leg6_beta2_20 + leg6_a1_y*leg6_beta2_21 + leg6_a1_z*leg6_beta2_22
+    cse72 = leg6_a1_x - 0.25*leg6_oo1_zz
+    leg6_a2_x = cse72*leg6_beta2_00 + leg6_a1_y*leg6_beta2_01 + leg6_a1_z*leg6_beta2_02
+    leg6_a2_y = 0.25620621301455804*leg6_a1_x + 0.22329828560068185*leg6_a1_y + 0.9404766089917044*leg6_a1_z - 0.06405155325363951*leg6_oo1_zz
+    leg6_a2_z = cse72*leg6_beta2_20 + leg6_a1_y*leg6_beta2_21 + leg6_a1_z*leg6_beta2_22
     leg6_omega_p3_x = leg6_omega2_y*leg6_u_s2 + leg6_omega_p2_x*leg6_u_c2
     leg6_omega_p3_y = leg6_omega2_y*leg6_u_c2 - leg6_omega_p2_x*leg6_u_s2
     leg6_omega3_z = leg6_omega_p2_z + leg6_qd3
@@ -5670,22 +5970,62 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
 
 
 def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
-    """A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C = b*_C (unrolled L D L^T).
+    """A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C =
+    b*_C (unrolled L D L^T).
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  fE[3]: external force on C through its centre of mass (frame 0)
-    in  mE[3]: external moment on C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[3]: named spec parameters: c_crank, k_crank, m_ring
-    out A_star[36] shape 6x6
-    out b_star[6] shape 6
-    out udot[6] shape 6
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+    in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+    out A_star[36] shape 6x6: reduced mass matrix A*_C, shape (6, 6); rows and columns in the order of u: v_C (frame 0),
+        omega_C (frame C)
+    out b_star[6] shape 6: reduced forces b*_C, shape (6,): force (N, frame 0), then moment (N m, frame C)
+    out udot[6] shape 6: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,)
     status 3: reduced mass matrix A*_C not positive definite
-    ops: 1887 adds, 2817 muls, 36 divs, 18 sqrt, 12 trig (4770 total)
+    status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+    status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+    status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+    status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+    status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+    status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+    status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 1884 adds, 2805 muls, 36 divs, 18 sqrt, 12 trig (4755 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -5733,23 +6073,23 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     cse7 = 0.4213244437154379*leg1_alpha_C_12
     cse8 = 0.3535331853275967*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = 0.9396926207859083*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8
-    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859083*leg1_s0_y - 8.673617379884035e-18
+    leg1_d_x = 0.9396926207859084*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8000000000000002
+    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859084*leg1_s0_y + 2.168404344971009e-17
     cse9 = leg1_d_x*leg1_d_x
     cse10 = leg1_s0_z*leg1_s0_z
     leg1_crank_K = 2.0*cse10 + 2.0*cse9 + 2.0*leg1_d_z*leg1_d_z - 1.1844813172579467
     leg1_crank_rho2 = cse10 + cse9
     leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
-    if not (leg1_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg1_crank_w2 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 101
+    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
@@ -5757,53 +6097,53 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x = leg1_crank_c*leg1_d_x - leg1_crank_s*leg1_s0_z - 0.25
     leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
-    cse11 = 0.657033253384418*leg1_e_c_x - 0.7538615946890297*leg1_e_c_y
-    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222173*leg1_e_c_x - 0.6179244061377648*leg1_e_c_y
+    cse11 = 0.6570332533844182*leg1_e_c_x - 0.7538615946890298*leg1_e_c_y
+    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222175*leg1_e_c_x - 0.6179244061377649*leg1_e_c_y
     leg1_u_Lxz2 = cse11*cse11 + cse12*cse12
-    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 122
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    cse13 = 0.9404766089917045*leg1_d_z - 0.2562062130145579*leg1_e_c_x - 0.2232982856006816*leg1_e_c_y
+    cse13 = 0.9404766089917045*leg1_d_z - 0.256206213014558*leg1_e_c_x - 0.22329828560068166*leg1_e_c_y
     leg1_u_L = math.sqrt(cse13*cse13 + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c1 = cse12*leg1_u_inv_Lxz
     leg1_u_s1 = cse11*leg1_u_inv_Lxz
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = cse13*leg1_u_inv_L
-    if not (leg1_q1 + 1.2 > 0.0):  # leg1_crank below its limit -1.2
+    if not (leg1_q1 + 1.2 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (1.2 - leg1_q1 > 0.0):  # leg1_crank above its limit 1.2
+        return 103
+    if not (1.2 - leg1_q1 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
+        return 104
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = 0.9396926207859083*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8
-    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859083*leg2_s0_y + 8.673617379884035e-18
+    leg2_d_x = 0.9396926207859084*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8000000000000002
+    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
     cse14 = leg2_d_x*leg2_d_x
     cse15 = leg2_s0_z*leg2_s0_z
     leg2_crank_K = 2.0*cse14 + 2.0*cse15 + 2.0*leg2_d_z*leg2_d_z - 1.1844813172579467
     leg2_crank_rho2 = cse14 + cse15
     leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
-    if not (leg2_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg2_crank_w2 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 201
+    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
     leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
@@ -5811,56 +6151,59 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x = leg2_crank_c*leg2_d_x - leg2_crank_s*leg2_s0_z - 0.25
     leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
-    cse16 = 0.657033253384418*leg2_e_c_x - 0.7538615946890297*leg2_e_c_y
-    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222173*leg2_e_c_x - 0.6179244061377648*leg2_e_c_y
+    cse16 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
+    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222175*leg2_e_c_x - 0.6179244061377649*leg2_e_c_y
     leg2_u_Lxz2 = cse16*cse16 + cse17*cse17
-    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 222
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    cse18 = 0.9404766089917045*leg2_d_z + 0.2562062130145579*leg2_e_c_x + 0.2232982856006816*leg2_e_c_y
+    cse18 = 0.9404766089917045*leg2_d_z + 0.256206213014558*leg2_e_c_x + 0.22329828560068166*leg2_e_c_y
     leg2_u_L = math.sqrt(cse18*cse18 + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c1 = cse17*leg2_u_inv_Lxz
     leg2_u_s1 = cse16*leg2_u_inv_Lxz
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = cse18*leg2_u_inv_L
-    if not (leg2_q1 + 1.2 > 0.0):  # leg2_crank below its limit -1.2
+    if not (leg2_q1 + 1.2 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (1.2 - leg2_q1 > 0.0):  # leg2_crank above its limit 1.2
+        return 203
+    if not (1.2 - leg2_q1 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    cse19 = 0.5168309414322496*leg1_alpha_C_10
-    leg3_s0_x = cse19 + 0.18811107882911787*leg1_alpha_C_00 + x_C
-    cse20 = 0.5168309414322496*leg1_alpha_C_11
-    leg3_s0_y = cse20 + 0.18811107882911787*leg1_s_psi_z + y_C
-    cse21 = 0.5168309414322496*leg1_alpha_C_12
-    leg3_s0_z = cse21 + 0.18811107882911787*leg1_alpha_C_02 + z_C
-    leg3_d_x = -0.17364817766693028*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
-    leg3_d_z = -0.9848077530122081*leg3_s0_x - 0.1736481776669303*leg3_s0_y - 6.071532165918825e-18
-    cse22 = leg3_d_x*leg3_d_x
-    cse23 = leg3_s0_z*leg3_s0_z
-    leg3_crank_K = 2.0*cse22 + 2.0*cse23 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
-    leg3_crank_rho2 = cse22 + cse23
+        return 204
+    cse19 = 0.5168309414322497*leg1_alpha_C_10
+    cse20 = 0.18811107882911782*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse19 + cse20
+    cse21 = 0.5168309414322497*leg1_alpha_C_11
+    cse22 = 0.18811107882911782*leg1_s_psi_z + y_C
+    leg3_s0_y = cse21 + cse22
+    cse23 = 0.5168309414322497*leg1_alpha_C_12
+    cse24 = 0.18811107882911782*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse23 + cse24
+    leg3_d_x = -0.17364817766693036*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
+    leg3_d_z = -0.984807753012208*leg3_s0_x - 0.17364817766693036*leg3_s0_y - 1.5178830414797062e-18
+    cse25 = leg3_d_x*leg3_d_x
+    cse26 = leg3_s0_z*leg3_s0_z
+    leg3_crank_K = 2.0*cse25 + 2.0*cse26 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
+    leg3_crank_rho2 = cse25 + cse26
     leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
-    if not (leg3_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg3_crank_w2 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 301
+    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
     leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
@@ -5868,56 +6211,59 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x = leg3_crank_c*leg3_d_x - leg3_crank_s*leg3_s0_z - 0.25
     leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
-    cse24 = 0.6570332533844183*leg3_e_c_x - 0.7538615946890297*leg3_e_c_y
-    cse25 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.617924406137765*leg3_e_c_y
-    leg3_u_Lxz2 = cse24*cse24 + cse25*cse25
-    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse27 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
+    cse28 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.6179244061377651*leg3_e_c_y
+    leg3_u_Lxz2 = cse27*cse27 + cse28*cse28
+    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 322
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    cse26 = 0.9404766089917045*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068182*leg3_e_c_y
-    leg3_u_L = math.sqrt(cse26*cse26 + leg3_u_Lxz2)
+    cse29 = 0.9404766089917044*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068185*leg3_e_c_y
+    leg3_u_L = math.sqrt(cse29*cse29 + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c1 = cse25*leg3_u_inv_Lxz
-    leg3_u_s1 = cse24*leg3_u_inv_Lxz
+    leg3_u_c1 = cse28*leg3_u_inv_Lxz
+    leg3_u_s1 = cse27*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = cse26*leg3_u_inv_L
-    if not (leg3_q1 + 1.2 > 0.0):  # leg3_crank below its limit -1.2
+    leg3_u_s2 = cse29*leg3_u_inv_L
+    if not (leg3_q1 + 1.2 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (1.2 - leg3_q1 > 0.0):  # leg3_crank above its limit 1.2
+        return 303
+    if not (1.2 - leg3_q1 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    cse27 = 0.5416442641567144*leg1_alpha_C_00
-    leg4_s0_x = -cse27 + 0.09550649771681166*leg1_alpha_C_10 + x_C
-    cse28 = 0.5416442641567144*leg1_s_psi_z
-    leg4_s0_y = -cse28 + 0.09550649771681166*leg1_alpha_C_11 + y_C
-    cse29 = 0.5416442641567144*leg1_alpha_C_02
-    leg4_s0_z = -cse29 + 0.09550649771681166*leg1_alpha_C_12 + z_C
-    leg4_d_x = -0.7660444431189779*leg4_s0_x + 0.6427876096865395*leg4_s0_y - 0.8
-    leg4_d_z = -0.6427876096865395*leg4_s0_x - 0.7660444431189779*leg4_s0_y + 1.9949319973733282e-17
-    cse30 = leg4_d_x*leg4_d_x
-    cse31 = leg4_s0_z*leg4_s0_z
-    leg4_crank_K = 2.0*cse30 + 2.0*cse31 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579476
-    leg4_crank_rho2 = cse30 + cse31
+        return 304
+    cse30 = 0.0955064977168117*leg1_alpha_C_10
+    cse31 = 0.5416442641567144*leg1_alpha_C_00
+    leg4_s0_x = cse30 - cse31 + x_C
+    cse32 = 0.0955064977168117*leg1_alpha_C_11
+    cse33 = 0.5416442641567144*leg1_s_psi_z
+    leg4_s0_y = cse32 - cse33 + y_C
+    cse34 = 0.0955064977168117*leg1_alpha_C_12
+    cse35 = 0.5416442641567144*leg1_alpha_C_02
+    leg4_s0_z = cse34 - cse35 + z_C
+    leg4_d_x = -0.766044443118978*leg4_s0_x + 0.6427876096865394*leg4_s0_y - 0.8
+    leg4_d_z = -0.6427876096865394*leg4_s0_x - 0.766044443118978*leg4_s0_y - 1.1275702593849246e-17
+    cse36 = leg4_d_x*leg4_d_x
+    cse37 = leg4_s0_z*leg4_s0_z
+    leg4_crank_K = 2.0*cse36 + 2.0*cse37 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579467
+    leg4_crank_rho2 = cse36 + cse37
     leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
-    if not (leg4_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg4_crank_w2 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (leg4_crank_w2 - 6.547406586289738e-17 > 0.0):  # crank: crank and rod aligned
+        return 401
+    if not (leg4_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
     leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
@@ -5925,53 +6271,53 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x = leg4_crank_c*leg4_d_x - leg4_crank_s*leg4_s0_z - 0.25
     leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
-    cse32 = 0.6570332533844181*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
-    cse33 = 0.3398584233757709*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.6179244061377648*leg4_e_c_y
-    leg4_u_Lxz2 = cse32*cse32 + cse33*cse33
-    if not (leg4_u_Lxz2 - 6.547406586289738e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse38 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
+    cse39 = 0.3398584233757707*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.617924406137765*leg4_e_c_y
+    leg4_u_Lxz2 = cse38*cse38 + cse39*cse39
+    if not (leg4_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 422
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    cse34 = 0.9404766089917045*leg4_d_z + 0.25620621301455804*leg4_e_c_x + 0.2232982856006817*leg4_e_c_y
-    leg4_u_L = math.sqrt(cse34*cse34 + leg4_u_Lxz2)
+    cse40 = 0.9404766089917045*leg4_d_z + 0.25620621301455787*leg4_e_c_x + 0.22329828560068166*leg4_e_c_y
+    leg4_u_L = math.sqrt(cse40*cse40 + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c1 = cse33*leg4_u_inv_Lxz
-    leg4_u_s1 = cse32*leg4_u_inv_Lxz
+    leg4_u_c1 = cse39*leg4_u_inv_Lxz
+    leg4_u_s1 = cse38*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = cse34*leg4_u_inv_L
-    if not (leg4_q1 + 1.2 > 0.0):  # leg4_crank below its limit -1.2
+    leg4_u_s2 = cse40*leg4_u_inv_L
+    if not (leg4_q1 + 1.2 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (1.2 - leg4_q1 > 0.0):  # leg4_crank above its limit 1.2
+        return 403
+    if not (1.2 - leg4_q1 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    leg5_s0_x = -cse27 - 0.09550649771681177*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -cse28 - 0.09550649771681177*leg1_alpha_C_11 + y_C
-    leg5_s0_z = -cse29 - 0.09550649771681177*leg1_alpha_C_12 + z_C
-    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865393*leg5_s0_y - 0.7999999999999999
-    leg5_d_z = 0.6427876096865393*leg5_s0_x - 0.766044443118978*leg5_s0_y + 2.862293735361732e-17
-    cse35 = leg5_d_x*leg5_d_x
-    cse36 = leg5_s0_z*leg5_s0_z
-    leg5_crank_K = 2.0*cse35 + 2.0*cse36 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579465
-    leg5_crank_rho2 = cse35 + cse36
+        return 404
+    leg5_s0_x = -cse30 - cse31 + x_C
+    leg5_s0_y = -cse32 - cse33 + y_C
+    leg5_s0_z = -cse34 - cse35 + z_C
+    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865394*leg5_s0_y - 0.8
+    leg5_d_z = 0.6427876096865394*leg5_s0_x - 0.766044443118978*leg5_s0_y + 1.1275702593849246e-17
+    cse41 = leg5_d_x*leg5_d_x
+    cse42 = leg5_s0_z*leg5_s0_z
+    leg5_crank_K = 2.0*cse41 + 2.0*cse42 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579467
+    leg5_crank_rho2 = cse41 + cse42
     leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
-    if not (leg5_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg5_crank_w2 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (leg5_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 501
+    if not (leg5_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
     leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
@@ -5979,53 +6325,53 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x = leg5_crank_c*leg5_d_x - leg5_crank_s*leg5_s0_z - 0.25
     leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
-    cse37 = 0.6570332533844183*leg5_e_c_x - 0.7538615946890296*leg5_e_c_y
-    cse38 = -0.33985842337577066*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.6179244061377651*leg5_e_c_y
-    leg5_u_Lxz2 = cse37*cse37 + cse38*cse38
-    if not (leg5_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse43 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
+    cse44 = -0.3398584233757707*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.617924406137765*leg5_e_c_y
+    leg5_u_Lxz2 = cse43*cse43 + cse44*cse44
+    if not (leg5_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 522
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    cse39 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
-    leg5_u_L = math.sqrt(cse39*cse39 + leg5_u_Lxz2)
+    cse45 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
+    leg5_u_L = math.sqrt(cse45*cse45 + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c1 = cse38*leg5_u_inv_Lxz
-    leg5_u_s1 = cse37*leg5_u_inv_Lxz
+    leg5_u_c1 = cse44*leg5_u_inv_Lxz
+    leg5_u_s1 = cse43*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = cse39*leg5_u_inv_L
-    if not (leg5_q1 + 1.2 > 0.0):  # leg5_crank below its limit -1.2
+    leg5_u_s2 = cse45*leg5_u_inv_L
+    if not (leg5_q1 + 1.2 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (1.2 - leg5_q1 > 0.0):  # leg5_crank above its limit 1.2
+        return 503
+    if not (1.2 - leg5_q1 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    leg6_s0_x = -cse19 + 0.18811107882911796*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse20 + 0.18811107882911796*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse21 + 0.18811107882911796*leg1_alpha_C_02 + z_C
-    leg6_d_x = -0.17364817766693033*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
-    leg6_d_z = 0.9848077530122081*leg6_s0_x - 0.17364817766693036*leg6_s0_y - 1.0408340855860843e-17
-    cse40 = leg6_d_x*leg6_d_x
-    cse41 = leg6_s0_z*leg6_s0_z
-    leg6_crank_K = 2.0*cse40 + 2.0*cse41 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579467
-    leg6_crank_rho2 = cse40 + cse41
+        return 504
+    leg6_s0_x = -cse19 + cse20
+    leg6_s0_y = -cse21 + cse22
+    leg6_s0_z = -cse23 + cse24
+    leg6_d_x = -0.17364817766693036*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
+    leg6_d_z = 0.984807753012208*leg6_s0_x - 0.17364817766693036*leg6_s0_y + 1.5178830414797062e-18
+    cse46 = leg6_d_x*leg6_d_x
+    cse47 = leg6_s0_z*leg6_s0_z
+    leg6_crank_K = 2.0*cse46 + 2.0*cse47 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579465
+    leg6_crank_rho2 = cse46 + cse47
     leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
-    if not (leg6_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg6_crank_w2 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (leg6_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 601
+    if not (leg6_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
     leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
@@ -6033,112 +6379,112 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x = leg6_crank_c*leg6_d_x - leg6_crank_s*leg6_s0_z - 0.25
     leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
-    cse42 = 0.6570332533844183*leg6_e_c_x - 0.7538615946890297*leg6_e_c_y
-    cse43 = 0.339858423375771*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.617924406137765*leg6_e_c_y
-    leg6_u_Lxz2 = cse42*cse42 + cse43*cse43
-    if not (leg6_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse48 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
+    cse49 = 0.33985842337577093*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.6179244061377651*leg6_e_c_y
+    leg6_u_Lxz2 = cse48*cse48 + cse49*cse49
+    if not (leg6_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 622
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    cse44 = 0.9404766089917044*leg6_d_z + 0.2562062130145581*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
-    leg6_u_L = math.sqrt(cse44*cse44 + leg6_u_Lxz2)
+    cse50 = 0.9404766089917044*leg6_d_z + 0.25620621301455804*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
+    leg6_u_L = math.sqrt(cse50*cse50 + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_u_c1 = cse43*leg6_u_inv_Lxz
-    leg6_u_s1 = cse42*leg6_u_inv_Lxz
+    leg6_u_c1 = cse49*leg6_u_inv_Lxz
+    leg6_u_s1 = cse48*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = cse44*leg6_u_inv_L
-    if not (leg6_q1 + 1.2 > 0.0):  # leg6_crank below its limit -1.2
+    leg6_u_s2 = cse50*leg6_u_inv_L
+    if not (leg6_q1 + 1.2 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (1.2 - leg6_q1 > 0.0):  # leg6_crank above its limit 1.2
+        return 603
+    if not (1.2 - leg6_q1 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    leg1_beta1_00 = 0.9396926207859083*leg1_crank_c
+        return 604
+    leg1_beta1_00 = 0.9396926207859084*leg1_crank_c
     leg1_beta1_01 = -0.34202014332566866*leg1_crank_c
-    leg1_beta1_10 = -0.9396926207859083*leg1_crank_s
+    leg1_beta1_10 = -0.9396926207859084*leg1_crank_s
     leg1_beta1_11 = 0.34202014332566866*leg1_crank_s
-    leg1_beta2_00 = -0.7089891962222173*leg1_u_c1 + 0.657033253384418*leg1_u_s1
-    leg1_beta2_01 = -0.6179244061377648*leg1_u_c1 - 0.7538615946890297*leg1_u_s1
+    leg1_beta2_00 = -0.7089891962222175*leg1_u_c1 + 0.6570332533844182*leg1_u_s1
+    leg1_beta2_01 = -0.6179244061377649*leg1_u_c1 - 0.7538615946890298*leg1_u_s1
     leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
-    leg1_beta2_20 = -0.657033253384418*leg1_u_c1 - 0.7089891962222173*leg1_u_s1
-    leg1_beta2_21 = 0.7538615946890297*leg1_u_c1 - 0.6179244061377648*leg1_u_s1
+    leg1_beta2_20 = -0.6570332533844182*leg1_u_c1 - 0.7089891962222175*leg1_u_s1
+    leg1_beta2_21 = 0.7538615946890298*leg1_u_c1 - 0.6179244061377649*leg1_u_s1
     leg1_beta2_22 = -0.33985842337577077*leg1_u_s1
-    leg2_beta1_00 = 0.9396926207859083*leg2_crank_c
+    leg2_beta1_00 = 0.9396926207859084*leg2_crank_c
     leg2_beta1_01 = 0.34202014332566866*leg2_crank_c
-    leg2_beta1_10 = -0.9396926207859083*leg2_crank_s
+    leg2_beta1_10 = -0.9396926207859084*leg2_crank_s
     leg2_beta1_11 = -0.34202014332566866*leg2_crank_s
-    leg2_beta2_00 = -0.7089891962222173*leg2_u_c1 + 0.657033253384418*leg2_u_s1
-    leg2_beta2_01 = -0.6179244061377648*leg2_u_c1 - 0.7538615946890297*leg2_u_s1
+    leg2_beta2_00 = -0.7089891962222175*leg2_u_c1 + 0.6570332533844182*leg2_u_s1
+    leg2_beta2_01 = -0.6179244061377649*leg2_u_c1 - 0.7538615946890298*leg2_u_s1
     leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
-    leg2_beta2_20 = -0.657033253384418*leg2_u_c1 - 0.7089891962222173*leg2_u_s1
-    leg2_beta2_21 = 0.7538615946890297*leg2_u_c1 - 0.6179244061377648*leg2_u_s1
+    leg2_beta2_20 = -0.6570332533844182*leg2_u_c1 - 0.7089891962222175*leg2_u_s1
+    leg2_beta2_21 = 0.7538615946890298*leg2_u_c1 - 0.6179244061377649*leg2_u_s1
     leg2_beta2_22 = 0.33985842337577077*leg2_u_s1
-    leg3_beta1_00 = -0.17364817766693028*leg3_crank_c
+    leg3_beta1_00 = -0.17364817766693036*leg3_crank_c
     leg3_beta1_01 = 0.984807753012208*leg3_crank_c
-    leg3_beta1_10 = 0.17364817766693028*leg3_crank_s
+    leg3_beta1_10 = 0.17364817766693036*leg3_crank_s
     leg3_beta1_11 = -0.984807753012208*leg3_crank_s
-    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844183*leg3_u_s1
-    leg3_beta2_01 = -0.617924406137765*leg3_u_c1 - 0.7538615946890297*leg3_u_s1
+    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844184*leg3_u_s1
+    leg3_beta2_01 = -0.6179244061377651*leg3_u_c1 - 0.7538615946890296*leg3_u_s1
     leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
-    leg3_beta2_20 = -0.6570332533844183*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
-    leg3_beta2_21 = 0.7538615946890297*leg3_u_c1 - 0.617924406137765*leg3_u_s1
+    leg3_beta2_20 = -0.6570332533844184*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
+    leg3_beta2_21 = 0.7538615946890296*leg3_u_c1 - 0.6179244061377651*leg3_u_s1
     leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
-    leg4_beta1_00 = -0.7660444431189779*leg4_crank_c
-    leg4_beta1_01 = 0.6427876096865395*leg4_crank_c
-    leg4_beta1_10 = 0.7660444431189779*leg4_crank_s
-    leg4_beta1_11 = -0.6427876096865395*leg4_crank_s
-    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844181*leg4_u_s1
-    leg4_beta2_01 = -0.6179244061377648*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
-    leg4_beta2_02 = 0.3398584233757709*leg4_u_c1
-    leg4_beta2_20 = -0.6570332533844181*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
-    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.6179244061377648*leg4_u_s1
-    leg4_beta2_22 = 0.3398584233757709*leg4_u_s1
+    leg4_beta1_00 = -0.766044443118978*leg4_crank_c
+    leg4_beta1_01 = 0.6427876096865394*leg4_crank_c
+    leg4_beta1_10 = 0.766044443118978*leg4_crank_s
+    leg4_beta1_11 = -0.6427876096865394*leg4_crank_s
+    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
+    leg4_beta2_01 = -0.617924406137765*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
+    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
+    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
+    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.617924406137765*leg4_u_s1
+    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
     leg5_beta1_00 = -0.766044443118978*leg5_crank_c
-    leg5_beta1_01 = -0.6427876096865393*leg5_crank_c
+    leg5_beta1_01 = -0.6427876096865394*leg5_crank_c
     leg5_beta1_10 = 0.766044443118978*leg5_crank_s
-    leg5_beta1_11 = 0.6427876096865393*leg5_crank_s
-    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844183*leg5_u_s1
-    leg5_beta2_01 = -0.6179244061377651*leg5_u_c1 - 0.7538615946890296*leg5_u_s1
-    leg5_beta2_02 = -0.33985842337577066*leg5_u_c1
-    leg5_beta2_20 = -0.6570332533844183*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
-    leg5_beta2_21 = 0.7538615946890296*leg5_u_c1 - 0.6179244061377651*leg5_u_s1
-    leg5_beta2_22 = -0.33985842337577066*leg5_u_s1
-    leg6_beta1_00 = -0.17364817766693033*leg6_crank_c
+    leg5_beta1_11 = 0.6427876096865394*leg5_crank_s
+    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
+    leg5_beta2_01 = -0.617924406137765*leg5_u_c1 - 0.7538615946890297*leg5_u_s1
+    leg5_beta2_02 = -0.3398584233757707*leg5_u_c1
+    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
+    leg5_beta2_21 = 0.7538615946890297*leg5_u_c1 - 0.617924406137765*leg5_u_s1
+    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
+    leg6_beta1_00 = -0.17364817766693036*leg6_crank_c
     leg6_beta1_01 = -0.984807753012208*leg6_crank_c
-    leg6_beta1_10 = 0.17364817766693033*leg6_crank_s
+    leg6_beta1_10 = 0.17364817766693036*leg6_crank_s
     leg6_beta1_11 = 0.984807753012208*leg6_crank_s
-    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844183*leg6_u_s1
-    leg6_beta2_01 = -0.617924406137765*leg6_u_c1 - 0.7538615946890297*leg6_u_s1
-    leg6_beta2_02 = 0.339858423375771*leg6_u_c1
-    leg6_beta2_20 = -0.6570332533844183*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
-    leg6_beta2_21 = 0.7538615946890297*leg6_u_c1 - 0.617924406137765*leg6_u_s1
-    leg6_beta2_22 = 0.339858423375771*leg6_u_s1
-    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.2562062130145579*leg1_u_s2
-    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.2232982856006816*leg1_u_s2
+    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
+    leg6_beta2_01 = -0.6179244061377651*leg6_u_c1 - 0.7538615946890296*leg6_u_s1
+    leg6_beta2_02 = 0.33985842337577093*leg6_u_c1
+    leg6_beta2_20 = -0.6570332533844184*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
+    leg6_beta2_21 = 0.7538615946890296*leg6_u_c1 - 0.6179244061377651*leg6_u_s1
+    leg6_beta2_22 = 0.33985842337577093*leg6_u_s1
+    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.256206213014558*leg1_u_s2
+    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.22329828560068166*leg1_u_s2
     leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.9404766089917045*leg1_u_s2
-    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.2562062130145579*leg1_u_c2
-    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.2232982856006816*leg1_u_c2
+    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.256206213014558*leg1_u_c2
+    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.22329828560068166*leg1_u_c2
     leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
     leg1_B0_00 = leg1_B1_00*leg1_beta1_00 + leg1_B1_01*leg1_beta1_10 + 0.34202014332566866*leg1_B1_02
-    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859083*leg1_B1_02
+    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859084*leg1_B1_02
     leg1_B0_02 = -leg1_B1_00*leg1_crank_s - leg1_B1_01*leg1_crank_c
     leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + leg1_B1_11*leg1_beta1_10 + 0.34202014332566866*leg1_B1_12
-    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859083*leg1_B1_12
+    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859084*leg1_B1_12
     leg1_B0_12 = -leg1_B1_10*leg1_crank_s - leg1_B1_11*leg1_crank_c
     leg1_B0_20 = leg1_beta1_00*leg1_beta2_20 + leg1_beta1_10*leg1_beta2_21 + 0.34202014332566866*leg1_beta2_22
-    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859083*leg1_beta2_22
+    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859084*leg1_beta2_22
     leg1_B0_22 = -leg1_beta2_20*leg1_crank_s - leg1_beta2_21*leg1_crank_c
     leg1_rho1_x = 0.25*leg1_B1_00 + 0.809160465315115
     leg1_rho1_y = 0.25*leg1_B1_10
-    cse45 = 0.25*leg1_beta2_20
-    leg1_rho1_z = cse45
+    cse51 = 0.25*leg1_beta2_20
+    leg1_rho1_z = cse51
     leg1_TL1_x = leg1_B1_12*leg1_rho1_z - leg1_beta2_22*leg1_rho1_y
     leg1_TL1_y = -leg1_B1_02*leg1_rho1_z + leg1_beta2_22*leg1_rho1_x
     leg1_TL1_z = leg1_B1_02*leg1_rho1_y - leg1_B1_12*leg1_rho1_x
@@ -6165,33 +6511,33 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL2_z
     if not (leg1_TL1_x*leg1_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_x
-    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.2562062130145579*leg2_u_s2
-    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.2232982856006816*leg2_u_s2
+    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.256206213014558*leg2_u_s2
+    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.22329828560068166*leg2_u_s2
     leg2_B1_02 = leg2_beta2_02*leg2_u_c2 + 0.9404766089917045*leg2_u_s2
-    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.2562062130145579*leg2_u_c2
-    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.2232982856006816*leg2_u_c2
+    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.256206213014558*leg2_u_c2
+    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.22329828560068166*leg2_u_c2
     leg2_B1_12 = -leg2_beta2_02*leg2_u_s2 + 0.9404766089917045*leg2_u_c2
     leg2_B0_00 = leg2_B1_00*leg2_beta1_00 + leg2_B1_01*leg2_beta1_10 - 0.34202014332566866*leg2_B1_02
-    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859083*leg2_B1_02
+    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859084*leg2_B1_02
     leg2_B0_02 = -leg2_B1_00*leg2_crank_s - leg2_B1_01*leg2_crank_c
     leg2_B0_10 = leg2_B1_10*leg2_beta1_00 + leg2_B1_11*leg2_beta1_10 - 0.34202014332566866*leg2_B1_12
-    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859083*leg2_B1_12
+    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859084*leg2_B1_12
     leg2_B0_12 = -leg2_B1_10*leg2_crank_s - leg2_B1_11*leg2_crank_c
     leg2_B0_20 = leg2_beta1_00*leg2_beta2_20 + leg2_beta1_10*leg2_beta2_21 - 0.34202014332566866*leg2_beta2_22
-    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859083*leg2_beta2_22
+    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859084*leg2_beta2_22
     leg2_B0_22 = -leg2_beta2_20*leg2_crank_s - leg2_beta2_21*leg2_crank_c
     leg2_rho1_x = 0.25*leg2_B1_00 + 0.809160465315115
     leg2_rho1_y = 0.25*leg2_B1_10
-    cse46 = 0.25*leg2_beta2_20
-    leg2_rho1_z = cse46
+    cse52 = 0.25*leg2_beta2_20
+    leg2_rho1_z = cse52
     leg2_TL1_x = leg2_B1_12*leg2_rho1_z - leg2_beta2_22*leg2_rho1_y
     leg2_TL1_y = -leg2_B1_02*leg2_rho1_z + leg2_beta2_22*leg2_rho1_x
     leg2_TL1_z = leg2_B1_02*leg2_rho1_y - leg2_B1_12*leg2_rho1_x
@@ -6218,33 +6564,33 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL2_z
     if not (leg2_TL1_x*leg2_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_x
     leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.25620621301455804*leg3_u_s2
-    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068182*leg3_u_s2
-    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917045*leg3_u_s2
+    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068185*leg3_u_s2
+    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917044*leg3_u_s2
     leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
-    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068182*leg3_u_c2
-    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917045*leg3_u_c2
-    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.9848077530122081*leg3_B1_02
-    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.1736481776669303*leg3_B1_02
+    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068185*leg3_u_c2
+    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917044*leg3_u_c2
+    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.984807753012208*leg3_B1_02
+    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.17364817766693036*leg3_B1_02
     leg3_B0_02 = -leg3_B1_00*leg3_crank_s - leg3_B1_01*leg3_crank_c
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.9848077530122081*leg3_B1_12
-    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.1736481776669303*leg3_B1_12
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.984807753012208*leg3_B1_12
+    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.17364817766693036*leg3_B1_12
     leg3_B0_12 = -leg3_B1_10*leg3_crank_s - leg3_B1_11*leg3_crank_c
-    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.9848077530122081*leg3_beta2_22
-    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.1736481776669303*leg3_beta2_22
+    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.984807753012208*leg3_beta2_22
+    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.17364817766693036*leg3_beta2_22
     leg3_B0_22 = -leg3_beta2_20*leg3_crank_s - leg3_beta2_21*leg3_crank_c
     leg3_rho1_x = 0.25*leg3_B1_00 + 0.8091604653151149
     leg3_rho1_y = 0.25*leg3_B1_10
-    cse47 = 0.25*leg3_beta2_20
-    leg3_rho1_z = cse47
+    cse53 = 0.25*leg3_beta2_20
+    leg3_rho1_z = cse53
     leg3_TL1_x = leg3_B1_12*leg3_rho1_z - leg3_beta2_22*leg3_rho1_y
     leg3_TL1_y = -leg3_B1_02*leg3_rho1_z + leg3_beta2_22*leg3_rho1_x
     leg3_TL1_z = leg3_B1_02*leg3_rho1_y - leg3_B1_12*leg3_rho1_x
@@ -6258,50 +6604,50 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_Q_20 = leg1_alpha_C_00*leg3_B0_20 + leg1_alpha_C_02*leg3_B0_22 + leg1_s_psi_z*leg3_B0_21
     leg3_Q_21 = leg1_alpha_C_10*leg3_B0_20 + leg1_alpha_C_11*leg3_B0_21 + leg1_alpha_C_12*leg3_B0_22
     leg3_Q_22 = leg1_alpha_C_20*leg3_B0_20 + leg1_alpha_C_21*leg3_B0_21 + leg1_alpha_C_22*leg3_B0_22
-    leg3_Ci1_x = 0.5168309414322496*leg3_Q_02
-    leg3_Ci1_y = -0.18811107882911787*leg3_Q_02
-    leg3_Ci1_z = -0.5168309414322496*leg3_Q_00 + 0.18811107882911787*leg3_Q_01
-    leg3_Ci2_x = 0.5168309414322496*leg3_Q_12
-    leg3_Ci2_y = -0.18811107882911787*leg3_Q_12
-    leg3_Ci2_z = -0.5168309414322496*leg3_Q_10 + 0.18811107882911787*leg3_Q_11
-    leg3_Ci3_x = 0.5168309414322496*leg3_Q_22
-    leg3_Ci3_y = -0.18811107882911787*leg3_Q_22
-    leg3_Ci3_z = -0.5168309414322496*leg3_Q_20 + 0.18811107882911787*leg3_Q_21
+    leg3_Ci1_x = 0.5168309414322497*leg3_Q_02
+    leg3_Ci1_y = -0.18811107882911782*leg3_Q_02
+    leg3_Ci1_z = -0.5168309414322497*leg3_Q_00 + 0.18811107882911782*leg3_Q_01
+    leg3_Ci2_x = 0.5168309414322497*leg3_Q_12
+    leg3_Ci2_y = -0.18811107882911782*leg3_Q_12
+    leg3_Ci2_z = -0.5168309414322497*leg3_Q_10 + 0.18811107882911782*leg3_Q_11
+    leg3_Ci3_x = 0.5168309414322497*leg3_Q_22
+    leg3_Ci3_y = -0.18811107882911782*leg3_Q_22
+    leg3_Ci3_z = -0.5168309414322497*leg3_Q_20 + 0.18811107882911782*leg3_Q_21
     if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL2_z
     if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_x
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455804*leg4_u_s2
-    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.2232982856006817*leg4_u_s2
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455787*leg4_u_s2
+    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.22329828560068166*leg4_u_s2
     leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
-    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455804*leg4_u_c2
-    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.2232982856006817*leg4_u_c2
+    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455787*leg4_u_c2
+    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.22329828560068166*leg4_u_c2
     leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
-    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865395*leg4_B1_02
-    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.7660444431189779*leg4_B1_02
+    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865394*leg4_B1_02
+    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.766044443118978*leg4_B1_02
     leg4_B0_02 = -leg4_B1_00*leg4_crank_s - leg4_B1_01*leg4_crank_c
-    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865395*leg4_B1_12
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.7660444431189779*leg4_B1_12
+    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865394*leg4_B1_12
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.766044443118978*leg4_B1_12
     leg4_B0_12 = -leg4_B1_10*leg4_crank_s - leg4_B1_11*leg4_crank_c
-    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865395*leg4_beta2_22
-    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.7660444431189779*leg4_beta2_22
+    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865394*leg4_beta2_22
+    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.766044443118978*leg4_beta2_22
     leg4_B0_22 = -leg4_beta2_20*leg4_crank_s - leg4_beta2_21*leg4_crank_c
-    leg4_rho1_x = 0.25*leg4_B1_00 + 0.8091604653151152
+    leg4_rho1_x = 0.25*leg4_B1_00 + 0.809160465315115
     leg4_rho1_y = 0.25*leg4_B1_10
-    cse48 = 0.25*leg4_beta2_20
-    leg4_rho1_z = cse48
+    cse54 = 0.25*leg4_beta2_20
+    leg4_rho1_z = cse54
     leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
     leg4_TL1_y = -leg4_B1_02*leg4_rho1_z + leg4_beta2_22*leg4_rho1_x
     leg4_TL1_z = leg4_B1_02*leg4_rho1_y - leg4_B1_12*leg4_rho1_x
-    leg4_TL2_z = -0.8091604653151152*leg4_u_c2
+    leg4_TL2_z = -0.809160465315115*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
     leg4_Q_02 = leg1_alpha_C_20*leg4_B0_00 + leg1_alpha_C_21*leg4_B0_01 + leg1_alpha_C_22*leg4_B0_02
@@ -6311,26 +6657,26 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.09550649771681166*leg4_Q_02
+    leg4_Ci1_x = 0.0955064977168117*leg4_Q_02
     leg4_Ci1_y = 0.5416442641567144*leg4_Q_02
-    leg4_Ci1_z = -0.09550649771681166*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
-    leg4_Ci2_x = 0.09550649771681166*leg4_Q_12
+    leg4_Ci1_z = -0.0955064977168117*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
+    leg4_Ci2_x = 0.0955064977168117*leg4_Q_12
     leg4_Ci2_y = 0.5416442641567144*leg4_Q_12
-    leg4_Ci2_z = -0.09550649771681166*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
-    leg4_Ci3_x = 0.09550649771681166*leg4_Q_22
+    leg4_Ci2_z = -0.0955064977168117*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
+    leg4_Ci3_x = 0.0955064977168117*leg4_Q_22
     leg4_Ci3_y = 0.5416442641567144*leg4_Q_22
-    leg4_Ci3_z = -0.09550649771681166*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
-    if not (leg4_TL2_z*leg4_TL2_z - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci3_z = -0.0955064977168117*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
+    if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL2_z
-    if not (leg4_TL1_x*leg4_TL1_x - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_x*leg4_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_x
     leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
     leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
@@ -6338,23 +6684,23 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
     leg5_B1_11 = -leg5_beta2_01*leg5_u_s2 - 0.22329828560068166*leg5_u_c2
     leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
-    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865393*leg5_B1_02
+    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865394*leg5_B1_02
     leg5_B0_01 = leg5_B1_00*leg5_beta1_01 + leg5_B1_01*leg5_beta1_11 - 0.766044443118978*leg5_B1_02
     leg5_B0_02 = -leg5_B1_00*leg5_crank_s - leg5_B1_01*leg5_crank_c
-    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865393*leg5_B1_12
+    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865394*leg5_B1_12
     leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + leg5_B1_11*leg5_beta1_11 - 0.766044443118978*leg5_B1_12
     leg5_B0_12 = -leg5_B1_10*leg5_crank_s - leg5_B1_11*leg5_crank_c
-    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865393*leg5_beta2_22
+    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865394*leg5_beta2_22
     leg5_B0_21 = leg5_beta1_01*leg5_beta2_20 + leg5_beta1_11*leg5_beta2_21 - 0.766044443118978*leg5_beta2_22
     leg5_B0_22 = -leg5_beta2_20*leg5_crank_s - leg5_beta2_21*leg5_crank_c
-    leg5_rho1_x = 0.25*leg5_B1_00 + 0.8091604653151149
+    leg5_rho1_x = 0.25*leg5_B1_00 + 0.809160465315115
     leg5_rho1_y = 0.25*leg5_B1_10
-    cse49 = 0.25*leg5_beta2_20
-    leg5_rho1_z = cse49
+    cse55 = 0.25*leg5_beta2_20
+    leg5_rho1_z = cse55
     leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
     leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
     leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
-    leg5_TL2_z = -0.8091604653151149*leg5_u_c2
+    leg5_TL2_z = -0.809160465315115*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
     leg5_Q_02 = leg1_alpha_C_20*leg5_B0_00 + leg1_alpha_C_21*leg5_B0_01 + leg1_alpha_C_22*leg5_B0_02
@@ -6364,50 +6710,50 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.09550649771681177*leg5_Q_02
+    leg5_Ci1_x = -0.0955064977168117*leg5_Q_02
     leg5_Ci1_y = 0.5416442641567144*leg5_Q_02
-    leg5_Ci1_z = 0.09550649771681177*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
-    leg5_Ci2_x = -0.09550649771681177*leg5_Q_12
+    leg5_Ci1_z = 0.0955064977168117*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
+    leg5_Ci2_x = -0.0955064977168117*leg5_Q_12
     leg5_Ci2_y = 0.5416442641567144*leg5_Q_12
-    leg5_Ci2_z = 0.09550649771681177*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
-    leg5_Ci3_x = -0.09550649771681177*leg5_Q_22
+    leg5_Ci2_z = 0.0955064977168117*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
+    leg5_Ci3_x = -0.0955064977168117*leg5_Q_22
     leg5_Ci3_y = 0.5416442641567144*leg5_Q_22
-    leg5_Ci3_z = 0.09550649771681177*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
-    if not (leg5_TL2_z*leg5_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.0955064977168117*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
+    if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL2_z
-    if not (leg5_TL1_x*leg5_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_x*leg5_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_x
-    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.2562062130145581*leg6_u_s2
+    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.25620621301455804*leg6_u_s2
     leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
     leg6_B1_02 = leg6_beta2_02*leg6_u_c2 + 0.9404766089917044*leg6_u_s2
-    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.2562062130145581*leg6_u_c2
+    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.25620621301455804*leg6_u_c2
     leg6_B1_11 = -leg6_beta2_01*leg6_u_s2 + 0.22329828560068185*leg6_u_c2
     leg6_B1_12 = -leg6_beta2_02*leg6_u_s2 + 0.9404766089917044*leg6_u_c2
-    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.9848077530122081*leg6_B1_02
+    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.984807753012208*leg6_B1_02
     leg6_B0_01 = leg6_B1_00*leg6_beta1_01 + leg6_B1_01*leg6_beta1_11 - 0.17364817766693036*leg6_B1_02
     leg6_B0_02 = -leg6_B1_00*leg6_crank_s - leg6_B1_01*leg6_crank_c
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.9848077530122081*leg6_B1_12
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.984807753012208*leg6_B1_12
     leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + leg6_B1_11*leg6_beta1_11 - 0.17364817766693036*leg6_B1_12
     leg6_B0_12 = -leg6_B1_10*leg6_crank_s - leg6_B1_11*leg6_crank_c
-    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.9848077530122081*leg6_beta2_22
+    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.984807753012208*leg6_beta2_22
     leg6_B0_21 = leg6_beta1_01*leg6_beta2_20 + leg6_beta1_11*leg6_beta2_21 - 0.17364817766693036*leg6_beta2_22
     leg6_B0_22 = -leg6_beta2_20*leg6_crank_s - leg6_beta2_21*leg6_crank_c
-    leg6_rho1_x = 0.25*leg6_B1_00 + 0.809160465315115
+    leg6_rho1_x = 0.25*leg6_B1_00 + 0.8091604653151149
     leg6_rho1_y = 0.25*leg6_B1_10
-    cse50 = 0.25*leg6_beta2_20
-    leg6_rho1_z = cse50
+    cse56 = 0.25*leg6_beta2_20
+    leg6_rho1_z = cse56
     leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
     leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
     leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
-    leg6_TL2_z = -0.809160465315115*leg6_u_c2
+    leg6_TL2_z = -0.8091604653151149*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
     leg6_Q_02 = leg1_alpha_C_20*leg6_B0_00 + leg1_alpha_C_21*leg6_B0_01 + leg1_alpha_C_22*leg6_B0_02
@@ -6417,141 +6763,141 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_Q_20 = leg1_alpha_C_00*leg6_B0_20 + leg1_alpha_C_02*leg6_B0_22 + leg1_s_psi_z*leg6_B0_21
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
-    leg6_Ci1_x = -0.5168309414322496*leg6_Q_02
-    leg6_Ci1_y = -0.18811107882911796*leg6_Q_02
-    leg6_Ci1_z = 0.5168309414322496*leg6_Q_00 + 0.18811107882911796*leg6_Q_01
-    leg6_Ci2_x = -0.5168309414322496*leg6_Q_12
-    leg6_Ci2_y = -0.18811107882911796*leg6_Q_12
-    leg6_Ci2_z = 0.5168309414322496*leg6_Q_10 + 0.18811107882911796*leg6_Q_11
-    leg6_Ci3_x = -0.5168309414322496*leg6_Q_22
-    leg6_Ci3_y = -0.18811107882911796*leg6_Q_22
-    leg6_Ci3_z = 0.5168309414322496*leg6_Q_20 + 0.18811107882911796*leg6_Q_21
-    if not (leg6_TL2_z*leg6_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci1_x = -0.5168309414322497*leg6_Q_02
+    leg6_Ci1_y = -0.18811107882911782*leg6_Q_02
+    leg6_Ci1_z = 0.5168309414322497*leg6_Q_00 + 0.18811107882911782*leg6_Q_01
+    leg6_Ci2_x = -0.5168309414322497*leg6_Q_12
+    leg6_Ci2_y = -0.18811107882911782*leg6_Q_12
+    leg6_Ci2_z = 0.5168309414322497*leg6_Q_10 + 0.18811107882911782*leg6_Q_11
+    leg6_Ci3_x = -0.5168309414322497*leg6_Q_22
+    leg6_Ci3_y = -0.18811107882911782*leg6_Q_22
+    leg6_Ci3_z = 0.5168309414322497*leg6_Q_20 + 0.18811107882911782*leg6_Q_21
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL2_z
-    if not (leg6_TL1_x*leg6_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_x*leg6_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_x
     leg1_H1_1 = leg1_B0_00*leg1_lu_inv3
     leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_TL1_z)
-    cse51 = 1.23584881227553*leg1_TL1_y
-    leg1_H1_3 = -cse51*leg1_H1_1 + 1.23584881227553*leg1_B0_10
+    cse57 = 1.23584881227553*leg1_TL1_y
+    leg1_H1_3 = -cse57*leg1_H1_1 + 1.23584881227553*leg1_B0_10
     leg1_H2_1 = leg1_B0_01*leg1_lu_inv3
     leg1_H2_2 = leg1_lu_inv2*(leg1_B0_21 - leg1_H2_1*leg1_TL1_z)
-    leg1_H2_3 = -cse51*leg1_H2_1 + 1.23584881227553*leg1_B0_11
+    leg1_H2_3 = -cse57*leg1_H2_1 + 1.23584881227553*leg1_B0_11
     leg1_H3_1 = leg1_B0_02*leg1_lu_inv3
     leg1_H3_2 = leg1_lu_inv2*(leg1_B0_22 - leg1_H3_1*leg1_TL1_z)
-    leg1_H3_3 = -cse51*leg1_H3_1 + 1.23584881227553*leg1_B0_12
+    leg1_H3_3 = -cse57*leg1_H3_1 + 1.23584881227553*leg1_B0_12
     leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv3
     leg1_H4_2 = leg1_lu_inv2*(leg1_Ci3_x - leg1_H4_1*leg1_TL1_z)
-    leg1_H4_3 = -cse51*leg1_H4_1 + 1.23584881227553*leg1_Ci2_x
+    leg1_H4_3 = -cse57*leg1_H4_1 + 1.23584881227553*leg1_Ci2_x
     leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv3
     leg1_H5_2 = leg1_lu_inv2*(leg1_Ci3_y - leg1_H5_1*leg1_TL1_z)
-    leg1_H5_3 = -cse51*leg1_H5_1 + 1.23584881227553*leg1_Ci2_y
+    leg1_H5_3 = -cse57*leg1_H5_1 + 1.23584881227553*leg1_Ci2_y
     leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv3
     leg1_H6_2 = leg1_lu_inv2*(leg1_Ci3_z - leg1_H6_1*leg1_TL1_z)
-    leg1_H6_3 = -cse51*leg1_H6_1 + 1.23584881227553*leg1_Ci2_z
+    leg1_H6_3 = -cse57*leg1_H6_1 + 1.23584881227553*leg1_Ci2_z
     leg2_H1_1 = leg2_B0_00*leg2_lu_inv3
     leg2_H1_2 = leg2_lu_inv2*(leg2_B0_20 - leg2_H1_1*leg2_TL1_z)
-    cse52 = 1.23584881227553*leg2_TL1_y
-    leg2_H1_3 = -cse52*leg2_H1_1 + 1.23584881227553*leg2_B0_10
+    cse58 = 1.23584881227553*leg2_TL1_y
+    leg2_H1_3 = -cse58*leg2_H1_1 + 1.23584881227553*leg2_B0_10
     leg2_H2_1 = leg2_B0_01*leg2_lu_inv3
     leg2_H2_2 = leg2_lu_inv2*(leg2_B0_21 - leg2_H2_1*leg2_TL1_z)
-    leg2_H2_3 = -cse52*leg2_H2_1 + 1.23584881227553*leg2_B0_11
+    leg2_H2_3 = -cse58*leg2_H2_1 + 1.23584881227553*leg2_B0_11
     leg2_H3_1 = leg2_B0_02*leg2_lu_inv3
     leg2_H3_2 = leg2_lu_inv2*(leg2_B0_22 - leg2_H3_1*leg2_TL1_z)
-    leg2_H3_3 = -cse52*leg2_H3_1 + 1.23584881227553*leg2_B0_12
+    leg2_H3_3 = -cse58*leg2_H3_1 + 1.23584881227553*leg2_B0_12
     leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv3
     leg2_H4_2 = leg2_lu_inv2*(leg2_Ci3_x - leg2_H4_1*leg2_TL1_z)
-    leg2_H4_3 = -cse52*leg2_H4_1 + 1.23584881227553*leg2_Ci2_x
+    leg2_H4_3 = -cse58*leg2_H4_1 + 1.23584881227553*leg2_Ci2_x
     leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv3
     leg2_H5_2 = leg2_lu_inv2*(leg2_Ci3_y - leg2_H5_1*leg2_TL1_z)
-    leg2_H5_3 = -cse52*leg2_H5_1 + 1.23584881227553*leg2_Ci2_y
+    leg2_H5_3 = -cse58*leg2_H5_1 + 1.23584881227553*leg2_Ci2_y
     leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv3
     leg2_H6_2 = leg2_lu_inv2*(leg2_Ci3_z - leg2_H6_1*leg2_TL1_z)
-    leg2_H6_3 = -cse52*leg2_H6_1 + 1.23584881227553*leg2_Ci2_z
+    leg2_H6_3 = -cse58*leg2_H6_1 + 1.23584881227553*leg2_Ci2_z
     leg3_H1_1 = leg3_B0_00*leg3_lu_inv3
     leg3_H1_2 = leg3_lu_inv2*(leg3_B0_20 - leg3_H1_1*leg3_TL1_z)
-    cse53 = 1.23584881227553*leg3_TL1_y
-    leg3_H1_3 = -cse53*leg3_H1_1 + 1.23584881227553*leg3_B0_10
+    cse59 = 1.23584881227553*leg3_TL1_y
+    leg3_H1_3 = -cse59*leg3_H1_1 + 1.23584881227553*leg3_B0_10
     leg3_H2_1 = leg3_B0_01*leg3_lu_inv3
     leg3_H2_2 = leg3_lu_inv2*(leg3_B0_21 - leg3_H2_1*leg3_TL1_z)
-    leg3_H2_3 = -cse53*leg3_H2_1 + 1.23584881227553*leg3_B0_11
+    leg3_H2_3 = -cse59*leg3_H2_1 + 1.23584881227553*leg3_B0_11
     leg3_H3_1 = leg3_B0_02*leg3_lu_inv3
     leg3_H3_2 = leg3_lu_inv2*(leg3_B0_22 - leg3_H3_1*leg3_TL1_z)
-    leg3_H3_3 = -cse53*leg3_H3_1 + 1.23584881227553*leg3_B0_12
+    leg3_H3_3 = -cse59*leg3_H3_1 + 1.23584881227553*leg3_B0_12
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv3
     leg3_H4_2 = leg3_lu_inv2*(leg3_Ci3_x - leg3_H4_1*leg3_TL1_z)
-    leg3_H4_3 = -cse53*leg3_H4_1 + 1.23584881227553*leg3_Ci2_x
+    leg3_H4_3 = -cse59*leg3_H4_1 + 1.23584881227553*leg3_Ci2_x
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv3
     leg3_H5_2 = leg3_lu_inv2*(leg3_Ci3_y - leg3_H5_1*leg3_TL1_z)
-    leg3_H5_3 = -cse53*leg3_H5_1 + 1.23584881227553*leg3_Ci2_y
+    leg3_H5_3 = -cse59*leg3_H5_1 + 1.23584881227553*leg3_Ci2_y
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv3
     leg3_H6_2 = leg3_lu_inv2*(leg3_Ci3_z - leg3_H6_1*leg3_TL1_z)
-    leg3_H6_3 = -cse53*leg3_H6_1 + 1.23584881227553*leg3_Ci2_z
+    leg3_H6_3 = -cse59*leg3_H6_1 + 1.23584881227553*leg3_Ci2_z
     leg4_H1_1 = leg4_B0_00*leg4_lu_inv3
     leg4_H1_2 = leg4_lu_inv2*(leg4_B0_20 - leg4_H1_1*leg4_TL1_z)
-    cse54 = 1.2358488122755296*leg4_TL1_y
-    leg4_H1_3 = -cse54*leg4_H1_1 + 1.2358488122755296*leg4_B0_10
+    cse60 = 1.23584881227553*leg4_TL1_y
+    leg4_H1_3 = -cse60*leg4_H1_1 + 1.23584881227553*leg4_B0_10
     leg4_H2_1 = leg4_B0_01*leg4_lu_inv3
     leg4_H2_2 = leg4_lu_inv2*(leg4_B0_21 - leg4_H2_1*leg4_TL1_z)
-    leg4_H2_3 = -cse54*leg4_H2_1 + 1.2358488122755296*leg4_B0_11
+    leg4_H2_3 = -cse60*leg4_H2_1 + 1.23584881227553*leg4_B0_11
     leg4_H3_1 = leg4_B0_02*leg4_lu_inv3
     leg4_H3_2 = leg4_lu_inv2*(leg4_B0_22 - leg4_H3_1*leg4_TL1_z)
-    leg4_H3_3 = -cse54*leg4_H3_1 + 1.2358488122755296*leg4_B0_12
+    leg4_H3_3 = -cse60*leg4_H3_1 + 1.23584881227553*leg4_B0_12
     leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv3
     leg4_H4_2 = leg4_lu_inv2*(leg4_Ci3_x - leg4_H4_1*leg4_TL1_z)
-    leg4_H4_3 = -cse54*leg4_H4_1 + 1.2358488122755296*leg4_Ci2_x
+    leg4_H4_3 = -cse60*leg4_H4_1 + 1.23584881227553*leg4_Ci2_x
     leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv3
     leg4_H5_2 = leg4_lu_inv2*(leg4_Ci3_y - leg4_H5_1*leg4_TL1_z)
-    leg4_H5_3 = -cse54*leg4_H5_1 + 1.2358488122755296*leg4_Ci2_y
+    leg4_H5_3 = -cse60*leg4_H5_1 + 1.23584881227553*leg4_Ci2_y
     leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv3
     leg4_H6_2 = leg4_lu_inv2*(leg4_Ci3_z - leg4_H6_1*leg4_TL1_z)
-    leg4_H6_3 = -cse54*leg4_H6_1 + 1.2358488122755296*leg4_Ci2_z
+    leg4_H6_3 = -cse60*leg4_H6_1 + 1.23584881227553*leg4_Ci2_z
     leg5_H1_1 = leg5_B0_00*leg5_lu_inv3
     leg5_H1_2 = leg5_lu_inv2*(leg5_B0_20 - leg5_H1_1*leg5_TL1_z)
-    cse55 = 1.23584881227553*leg5_TL1_y
-    leg5_H1_3 = -cse55*leg5_H1_1 + 1.23584881227553*leg5_B0_10
+    cse61 = 1.23584881227553*leg5_TL1_y
+    leg5_H1_3 = -cse61*leg5_H1_1 + 1.23584881227553*leg5_B0_10
     leg5_H2_1 = leg5_B0_01*leg5_lu_inv3
     leg5_H2_2 = leg5_lu_inv2*(leg5_B0_21 - leg5_H2_1*leg5_TL1_z)
-    leg5_H2_3 = -cse55*leg5_H2_1 + 1.23584881227553*leg5_B0_11
+    leg5_H2_3 = -cse61*leg5_H2_1 + 1.23584881227553*leg5_B0_11
     leg5_H3_1 = leg5_B0_02*leg5_lu_inv3
     leg5_H3_2 = leg5_lu_inv2*(leg5_B0_22 - leg5_H3_1*leg5_TL1_z)
-    leg5_H3_3 = -cse55*leg5_H3_1 + 1.23584881227553*leg5_B0_12
+    leg5_H3_3 = -cse61*leg5_H3_1 + 1.23584881227553*leg5_B0_12
     leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv3
     leg5_H4_2 = leg5_lu_inv2*(leg5_Ci3_x - leg5_H4_1*leg5_TL1_z)
-    leg5_H4_3 = -cse55*leg5_H4_1 + 1.23584881227553*leg5_Ci2_x
+    leg5_H4_3 = -cse61*leg5_H4_1 + 1.23584881227553*leg5_Ci2_x
     leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv3
     leg5_H5_2 = leg5_lu_inv2*(leg5_Ci3_y - leg5_H5_1*leg5_TL1_z)
-    leg5_H5_3 = -cse55*leg5_H5_1 + 1.23584881227553*leg5_Ci2_y
+    leg5_H5_3 = -cse61*leg5_H5_1 + 1.23584881227553*leg5_Ci2_y
     leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv3
     leg5_H6_2 = leg5_lu_inv2*(leg5_Ci3_z - leg5_H6_1*leg5_TL1_z)
-    leg5_H6_3 = -cse55*leg5_H6_1 + 1.23584881227553*leg5_Ci2_z
+    leg5_H6_3 = -cse61*leg5_H6_1 + 1.23584881227553*leg5_Ci2_z
     leg6_H1_1 = leg6_B0_00*leg6_lu_inv3
     leg6_H1_2 = leg6_lu_inv2*(leg6_B0_20 - leg6_H1_1*leg6_TL1_z)
-    cse56 = 1.23584881227553*leg6_TL1_y
-    leg6_H1_3 = -cse56*leg6_H1_1 + 1.23584881227553*leg6_B0_10
+    cse62 = 1.23584881227553*leg6_TL1_y
+    leg6_H1_3 = -cse62*leg6_H1_1 + 1.23584881227553*leg6_B0_10
     leg6_H2_1 = leg6_B0_01*leg6_lu_inv3
     leg6_H2_2 = leg6_lu_inv2*(leg6_B0_21 - leg6_H2_1*leg6_TL1_z)
-    leg6_H2_3 = -cse56*leg6_H2_1 + 1.23584881227553*leg6_B0_11
+    leg6_H2_3 = -cse62*leg6_H2_1 + 1.23584881227553*leg6_B0_11
     leg6_H3_1 = leg6_B0_02*leg6_lu_inv3
     leg6_H3_2 = leg6_lu_inv2*(leg6_B0_22 - leg6_H3_1*leg6_TL1_z)
-    leg6_H3_3 = -cse56*leg6_H3_1 + 1.23584881227553*leg6_B0_12
+    leg6_H3_3 = -cse62*leg6_H3_1 + 1.23584881227553*leg6_B0_12
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv3
     leg6_H4_2 = leg6_lu_inv2*(leg6_Ci3_x - leg6_H4_1*leg6_TL1_z)
-    leg6_H4_3 = -cse56*leg6_H4_1 + 1.23584881227553*leg6_Ci2_x
+    leg6_H4_3 = -cse62*leg6_H4_1 + 1.23584881227553*leg6_Ci2_x
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv3
     leg6_H5_2 = leg6_lu_inv2*(leg6_Ci3_y - leg6_H5_1*leg6_TL1_z)
-    leg6_H5_3 = -cse56*leg6_H5_1 + 1.23584881227553*leg6_Ci2_y
+    leg6_H5_3 = -cse62*leg6_H5_1 + 1.23584881227553*leg6_Ci2_y
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv3
     leg6_H6_2 = leg6_lu_inv2*(leg6_Ci3_z - leg6_H6_1*leg6_TL1_z)
-    leg6_H6_3 = -cse56*leg6_H6_1 + 1.23584881227553*leg6_Ci2_z
+    leg6_H6_3 = -cse62*leg6_H6_1 + 1.23584881227553*leg6_Ci2_z
     leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
     leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
     leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
@@ -6577,10 +6923,10 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_omega2_y = leg1_omega_p2_y + leg1_qd2
     leg1_epsd2_x = -leg1_omega_p2_z*leg1_qd2
     leg1_epsd2_z = leg1_omega_p2_x*leg1_qd2
-    cse57 = 0.25*leg1_oo1_zz
-    leg1_a2_x = -cse57*leg1_beta2_00
-    leg1_a2_y = 0.06405155325363948*leg1_oo1_zz
-    leg1_a2_z = -cse45*leg1_oo1_zz
+    cse63 = 0.25*leg1_oo1_zz
+    leg1_a2_x = -cse63*leg1_beta2_00
+    leg1_a2_y = 0.0640515532536395*leg1_oo1_zz
+    leg1_a2_z = -cse51*leg1_oo1_zz
     leg1_omega_p3_x = leg1_omega2_y*leg1_u_s2 + leg1_omega_p2_x*leg1_u_c2
     leg1_omega_p3_y = leg1_omega2_y*leg1_u_c2 - leg1_omega_p2_x*leg1_u_s2
     leg1_omega3_z = leg1_omega_p2_z + leg1_qd3
@@ -6600,11 +6946,11 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_omega2_y = leg2_omega_p2_y + leg2_qd2
     leg2_epsd2_x = -leg2_omega_p2_z*leg2_qd2
     leg2_epsd2_z = leg2_omega_p2_x*leg2_qd2
-    cse58 = 0.25*leg2_oo1_zz
-    leg2_a2_x = -cse58*leg2_beta2_00
-    cse59 = -0.06405155325363948*leg2_oo1_zz
-    leg2_a2_y = cse59
-    leg2_a2_z = -cse46*leg2_oo1_zz
+    cse64 = 0.25*leg2_oo1_zz
+    leg2_a2_x = -cse64*leg2_beta2_00
+    cse65 = -0.0640515532536395*leg2_oo1_zz
+    leg2_a2_y = cse65
+    leg2_a2_z = -cse52*leg2_oo1_zz
     leg2_omega_p3_x = leg2_omega2_y*leg2_u_s2 + leg2_omega_p2_x*leg2_u_c2
     leg2_omega_p3_y = leg2_omega2_y*leg2_u_c2 - leg2_omega_p2_x*leg2_u_s2
     leg2_omega3_z = leg2_omega_p2_z + leg2_qd3
@@ -6619,15 +6965,15 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_oo3_W_00 = -leg2_oo3_yy - leg2_oo3_zz
     leg3_oo1_zz = leg3_qd1*leg3_qd1
     leg3_omega_p2_x = leg3_beta2_02*leg3_qd1
-    leg3_omega_p2_y = 0.9404766089917045*leg3_qd1
+    leg3_omega_p2_y = 0.9404766089917044*leg3_qd1
     leg3_omega_p2_z = leg3_beta2_22*leg3_qd1
     leg3_omega2_y = leg3_omega_p2_y + leg3_qd2
     leg3_epsd2_x = -leg3_omega_p2_z*leg3_qd2
     leg3_epsd2_z = leg3_omega_p2_x*leg3_qd2
-    cse60 = 0.25*leg3_oo1_zz
-    leg3_a2_x = -cse60*leg3_beta2_00
+    cse66 = 0.25*leg3_oo1_zz
+    leg3_a2_x = -cse66*leg3_beta2_00
     leg3_a2_y = 0.06405155325363951*leg3_oo1_zz
-    leg3_a2_z = -cse47*leg3_oo1_zz
+    leg3_a2_z = -cse53*leg3_oo1_zz
     leg3_omega_p3_x = leg3_omega2_y*leg3_u_s2 + leg3_omega_p2_x*leg3_u_c2
     leg3_omega_p3_y = leg3_omega2_y*leg3_u_c2 - leg3_omega_p2_x*leg3_u_s2
     leg3_omega3_z = leg3_omega_p2_z + leg3_qd3
@@ -6647,11 +6993,11 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_omega2_y = leg4_omega_p2_y + leg4_qd2
     leg4_epsd2_x = -leg4_omega_p2_z*leg4_qd2
     leg4_epsd2_z = leg4_omega_p2_x*leg4_qd2
-    cse61 = 0.25*leg4_oo1_zz
-    leg4_a2_x = -cse61*leg4_beta2_00
-    cse62 = -0.06405155325363951*leg4_oo1_zz
-    leg4_a2_y = cse62
-    leg4_a2_z = -cse48*leg4_oo1_zz
+    cse67 = 0.25*leg4_oo1_zz
+    leg4_a2_x = -cse67*leg4_beta2_00
+    cse68 = -0.06405155325363947*leg4_oo1_zz
+    leg4_a2_y = cse68
+    leg4_a2_z = -cse54*leg4_oo1_zz
     leg4_omega_p3_x = leg4_omega2_y*leg4_u_s2 + leg4_omega_p2_x*leg4_u_c2
     leg4_omega_p3_y = leg4_omega2_y*leg4_u_c2 - leg4_omega_p2_x*leg4_u_s2
     leg4_omega3_z = leg4_omega_p2_z + leg4_qd3
@@ -6671,10 +7017,10 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_omega2_y = leg5_omega_p2_y + leg5_qd2
     leg5_epsd2_x = -leg5_omega_p2_z*leg5_qd2
     leg5_epsd2_z = leg5_omega_p2_x*leg5_qd2
-    cse63 = 0.25*leg5_oo1_zz
-    leg5_a2_x = -cse63*leg5_beta2_00
+    cse69 = 0.25*leg5_oo1_zz
+    leg5_a2_x = -cse69*leg5_beta2_00
     leg5_a2_y = 0.06405155325363947*leg5_oo1_zz
-    leg5_a2_z = -cse49*leg5_oo1_zz
+    leg5_a2_z = -cse55*leg5_oo1_zz
     leg5_omega_p3_x = leg5_omega2_y*leg5_u_s2 + leg5_omega_p2_x*leg5_u_c2
     leg5_omega_p3_y = leg5_omega2_y*leg5_u_c2 - leg5_omega_p2_x*leg5_u_s2
     leg5_omega3_z = leg5_omega_p2_z + leg5_qd3
@@ -6694,11 +7040,11 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_omega2_y = leg6_omega_p2_y + leg6_qd2
     leg6_epsd2_x = -leg6_omega_p2_z*leg6_qd2
     leg6_epsd2_z = leg6_omega_p2_x*leg6_qd2
-    cse64 = 0.25*leg6_oo1_zz
-    leg6_a2_x = -cse64*leg6_beta2_00
-    cse65 = -0.06405155325363952*leg6_oo1_zz
-    leg6_a2_y = cse65
-    leg6_a2_z = -cse50*leg6_oo1_zz
+    cse70 = 0.25*leg6_oo1_zz
+    leg6_a2_x = -cse70*leg6_beta2_00
+    cse71 = -0.06405155325363951*leg6_oo1_zz
+    leg6_a2_y = cse71
+    leg6_a2_z = -cse56*leg6_oo1_zz
     leg6_omega_p3_x = leg6_omega2_y*leg6_u_s2 + leg6_omega_p2_x*leg6_u_c2
     leg6_omega_p3_y = leg6_omega2_y*leg6_u_c2 - leg6_omega_p2_x*leg6_u_s2
     leg6_omega3_z = leg6_omega_p2_z + leg6_qd3
@@ -6711,98 +7057,103 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_oo3_xy = leg6_omega_p3_x*leg6_omega_p3_y
     leg6_oo3_xz = leg6_omega3_z*leg6_omega_p3_x
     leg6_oo3_W_00 = -leg6_oo3_yy - leg6_oo3_zz
-    cse66 = 0.3535331853275967*oo_C_W_00
-    cse67 = 0.4213244437154379*oo_C_xy
-    cse68 = cse66 - cse67
-    cse69 = 0.4213244437154379*oo_C_W_11
-    cse70 = -cse69 + 0.3535331853275967*oo_C_xy
-    cse71 = 0.3535331853275967*oo_C_xz
-    cse72 = 0.4213244437154379*oo_C_yz
-    cse73 = cse71 - cse72
-    leg1_cC_x = cse68*leg1_Q_00 + cse70*leg1_Q_01 + cse73*leg1_Q_02
-    leg1_cC_y = cse68*leg1_Q_10 + cse70*leg1_Q_11 + cse73*leg1_Q_12
-    leg1_cC_z = cse68*leg1_Q_20 + cse70*leg1_Q_21 + cse73*leg1_Q_22
+    cse72 = 0.3535331853275967*oo_C_W_00
+    cse73 = 0.4213244437154379*oo_C_xy
+    cse74 = cse72 - cse73
+    cse75 = 0.4213244437154379*oo_C_W_11
+    cse76 = -cse75 + 0.3535331853275967*oo_C_xy
+    cse77 = 0.3535331853275967*oo_C_xz
+    cse78 = 0.4213244437154379*oo_C_yz
+    cse79 = cse77 - cse78
+    leg1_cC_x = cse74*leg1_Q_00 + cse76*leg1_Q_01 + cse79*leg1_Q_02
+    leg1_cC_y = cse74*leg1_Q_10 + cse76*leg1_Q_11 + cse79*leg1_Q_12
+    leg1_cC_z = cse74*leg1_Q_20 + cse76*leg1_Q_21 + cse79*leg1_Q_22
     leg1_c1 = -leg1_a3_x + leg1_cC_x - 0.809160465315115*leg1_oo3_W_00
     leg1_c2 = -leg1_a3_y + leg1_cC_y - 0.809160465315115*leg1_epsd2_z - 0.809160465315115*leg1_oo3_xy
     leg1_c3 = -leg1_a2_z + leg1_cC_z + 0.809160465315115*leg1_epsd3_y - 0.809160465315115*leg1_oo3_xz
     leg1_h1 = leg1_c1*leg1_lu_inv3
     leg1_h2 = leg1_lu_inv2*(-leg1_TL1_z*leg1_h1 + leg1_c3)
-    leg1_h3 = -cse51*leg1_h1 + 1.23584881227553*leg1_c2
-    cse74 = cse66 + cse67
-    cse75 = cse69 + 0.3535331853275967*oo_C_xy
-    cse76 = cse71 + cse72
-    leg2_cC_x = cse74*leg2_Q_00 + cse75*leg2_Q_01 + cse76*leg2_Q_02
-    leg2_cC_y = cse74*leg2_Q_10 + cse75*leg2_Q_11 + cse76*leg2_Q_12
-    leg2_cC_z = cse74*leg2_Q_20 + cse75*leg2_Q_21 + cse76*leg2_Q_22
+    leg1_h3 = -cse57*leg1_h1 + 1.23584881227553*leg1_c2
+    cse80 = cse72 + cse73
+    cse81 = cse75 + 0.3535331853275967*oo_C_xy
+    cse82 = cse77 + cse78
+    leg2_cC_x = cse80*leg2_Q_00 + cse81*leg2_Q_01 + cse82*leg2_Q_02
+    leg2_cC_y = cse80*leg2_Q_10 + cse81*leg2_Q_11 + cse82*leg2_Q_12
+    leg2_cC_z = cse80*leg2_Q_20 + cse81*leg2_Q_21 + cse82*leg2_Q_22
     leg2_c1 = -leg2_a3_x + leg2_cC_x - 0.809160465315115*leg2_oo3_W_00
     leg2_c2 = -leg2_a3_y + leg2_cC_y - 0.809160465315115*leg2_epsd2_z - 0.809160465315115*leg2_oo3_xy
     leg2_c3 = -leg2_a2_z + leg2_cC_z + 0.809160465315115*leg2_epsd3_y - 0.809160465315115*leg2_oo3_xz
     leg2_h1 = leg2_c1*leg2_lu_inv3
     leg2_h2 = leg2_lu_inv2*(-leg2_TL1_z*leg2_h1 + leg2_c3)
-    leg2_h3 = -cse52*leg2_h1 + 1.23584881227553*leg2_c2
-    cse77 = 0.5168309414322496*oo_C_xy
-    cse78 = cse77 + 0.18811107882911787*oo_C_W_00
-    cse79 = 0.5168309414322496*oo_C_W_11
-    cse80 = cse79 + 0.18811107882911787*oo_C_xy
-    cse81 = 0.5168309414322496*oo_C_yz
-    cse82 = cse81 + 0.18811107882911787*oo_C_xz
-    leg3_cC_x = cse78*leg3_Q_00 + cse80*leg3_Q_01 + cse82*leg3_Q_02
-    leg3_cC_y = cse78*leg3_Q_10 + cse80*leg3_Q_11 + cse82*leg3_Q_12
-    leg3_cC_z = cse78*leg3_Q_20 + cse80*leg3_Q_21 + cse82*leg3_Q_22
+    leg2_h3 = -cse58*leg2_h1 + 1.23584881227553*leg2_c2
+    cse83 = 0.18811107882911782*oo_C_W_00
+    cse84 = 0.5168309414322497*oo_C_xy
+    cse85 = cse83 + cse84
+    cse86 = 0.5168309414322497*oo_C_W_11
+    cse87 = cse86 + 0.18811107882911782*oo_C_xy
+    cse88 = 0.18811107882911782*oo_C_xz
+    cse89 = 0.5168309414322497*oo_C_yz
+    cse90 = cse88 + cse89
+    leg3_cC_x = cse85*leg3_Q_00 + cse87*leg3_Q_01 + cse90*leg3_Q_02
+    leg3_cC_y = cse85*leg3_Q_10 + cse87*leg3_Q_11 + cse90*leg3_Q_12
+    leg3_cC_z = cse85*leg3_Q_20 + cse87*leg3_Q_21 + cse90*leg3_Q_22
     leg3_c1 = -leg3_a3_x + leg3_cC_x - 0.8091604653151149*leg3_oo3_W_00
     leg3_c2 = -leg3_a3_y + leg3_cC_y - 0.8091604653151149*leg3_epsd2_z - 0.8091604653151149*leg3_oo3_xy
     leg3_c3 = -leg3_a2_z + leg3_cC_z + 0.8091604653151149*leg3_epsd3_y - 0.8091604653151149*leg3_oo3_xz
     leg3_h1 = leg3_c1*leg3_lu_inv3
     leg3_h2 = leg3_lu_inv2*(-leg3_TL1_z*leg3_h1 + leg3_c3)
-    leg3_h3 = -cse53*leg3_h1 + 1.23584881227553*leg3_c2
-    cse83 = 0.5416442641567144*oo_C_W_00
-    cse84 = -cse83 + 0.09550649771681166*oo_C_xy
-    cse85 = 0.5416442641567144*oo_C_xy
-    cse86 = -cse85 + 0.09550649771681166*oo_C_W_11
-    cse87 = 0.5416442641567144*oo_C_xz
-    cse88 = -cse87 + 0.09550649771681166*oo_C_yz
-    leg4_cC_x = cse84*leg4_Q_00 + cse86*leg4_Q_01 + cse88*leg4_Q_02
-    leg4_cC_y = cse84*leg4_Q_10 + cse86*leg4_Q_11 + cse88*leg4_Q_12
-    leg4_cC_z = cse84*leg4_Q_20 + cse86*leg4_Q_21 + cse88*leg4_Q_22
-    leg4_c1 = -leg4_a3_x + leg4_cC_x - 0.8091604653151152*leg4_oo3_W_00
-    leg4_c2 = -leg4_a3_y + leg4_cC_y - 0.8091604653151152*leg4_epsd2_z - 0.8091604653151152*leg4_oo3_xy
-    leg4_c3 = -leg4_a2_z + leg4_cC_z + 0.8091604653151152*leg4_epsd3_y - 0.8091604653151152*leg4_oo3_xz
+    leg3_h3 = -cse59*leg3_h1 + 1.23584881227553*leg3_c2
+    cse91 = 0.5416442641567144*oo_C_W_00
+    cse92 = 0.0955064977168117*oo_C_xy
+    cse93 = -cse91 + cse92
+    cse94 = 0.0955064977168117*oo_C_W_11
+    cse95 = 0.5416442641567144*oo_C_xy
+    cse96 = cse94 - cse95
+    cse97 = 0.5416442641567144*oo_C_xz
+    cse98 = 0.0955064977168117*oo_C_yz
+    cse99 = -cse97 + cse98
+    leg4_cC_x = cse93*leg4_Q_00 + cse96*leg4_Q_01 + cse99*leg4_Q_02
+    leg4_cC_y = cse93*leg4_Q_10 + cse96*leg4_Q_11 + cse99*leg4_Q_12
+    leg4_cC_z = cse93*leg4_Q_20 + cse96*leg4_Q_21 + cse99*leg4_Q_22
+    leg4_c1 = -leg4_a3_x + leg4_cC_x - 0.809160465315115*leg4_oo3_W_00
+    leg4_c2 = -leg4_a3_y + leg4_cC_y - 0.809160465315115*leg4_epsd2_z - 0.809160465315115*leg4_oo3_xy
+    leg4_c3 = -leg4_a2_z + leg4_cC_z + 0.809160465315115*leg4_epsd3_y - 0.809160465315115*leg4_oo3_xz
     leg4_h1 = leg4_c1*leg4_lu_inv3
     leg4_h2 = leg4_lu_inv2*(-leg4_TL1_z*leg4_h1 + leg4_c3)
-    leg4_h3 = -cse54*leg4_h1 + 1.2358488122755296*leg4_c2
-    cse89 = -cse83 - 0.09550649771681177*oo_C_xy
-    cse90 = -cse85 - 0.09550649771681177*oo_C_W_11
-    cse91 = -cse87 - 0.09550649771681177*oo_C_yz
-    leg5_cC_x = cse89*leg5_Q_00 + cse90*leg5_Q_01 + cse91*leg5_Q_02
-    leg5_cC_y = cse89*leg5_Q_10 + cse90*leg5_Q_11 + cse91*leg5_Q_12
-    leg5_cC_z = cse89*leg5_Q_20 + cse90*leg5_Q_21 + cse91*leg5_Q_22
-    leg5_c1 = -leg5_a3_x + leg5_cC_x - 0.8091604653151149*leg5_oo3_W_00
-    leg5_c2 = -leg5_a3_y + leg5_cC_y - 0.8091604653151149*leg5_epsd2_z - 0.8091604653151149*leg5_oo3_xy
-    leg5_c3 = -leg5_a2_z + leg5_cC_z + 0.8091604653151149*leg5_epsd3_y - 0.8091604653151149*leg5_oo3_xz
+    leg4_h3 = -cse60*leg4_h1 + 1.23584881227553*leg4_c2
+    cse100 = -cse91 - cse92
+    cse101 = -cse94 - cse95
+    cse102 = -cse97 - cse98
+    leg5_cC_x = cse100*leg5_Q_00 + cse101*leg5_Q_01 + cse102*leg5_Q_02
+    leg5_cC_y = cse100*leg5_Q_10 + cse101*leg5_Q_11 + cse102*leg5_Q_12
+    leg5_cC_z = cse100*leg5_Q_20 + cse101*leg5_Q_21 + cse102*leg5_Q_22
+    leg5_c1 = -leg5_a3_x + leg5_cC_x - 0.809160465315115*leg5_oo3_W_00
+    leg5_c2 = -leg5_a3_y + leg5_cC_y - 0.809160465315115*leg5_epsd2_z - 0.809160465315115*leg5_oo3_xy
+    leg5_c3 = -leg5_a2_z + leg5_cC_z + 0.809160465315115*leg5_epsd3_y - 0.809160465315115*leg5_oo3_xz
     leg5_h1 = leg5_c1*leg5_lu_inv3
     leg5_h2 = leg5_lu_inv2*(-leg5_TL1_z*leg5_h1 + leg5_c3)
-    leg5_h3 = -cse55*leg5_h1 + 1.23584881227553*leg5_c2
-    cse92 = -cse77 + 0.18811107882911796*oo_C_W_00
-    cse93 = -cse79 + 0.18811107882911796*oo_C_xy
-    cse94 = -cse81 + 0.18811107882911796*oo_C_xz
-    leg6_cC_x = cse92*leg6_Q_00 + cse93*leg6_Q_01 + cse94*leg6_Q_02
-    leg6_cC_y = cse92*leg6_Q_10 + cse93*leg6_Q_11 + cse94*leg6_Q_12
-    leg6_cC_z = cse92*leg6_Q_20 + cse93*leg6_Q_21 + cse94*leg6_Q_22
-    leg6_c1 = -leg6_a3_x + leg6_cC_x - 0.809160465315115*leg6_oo3_W_00
-    leg6_c2 = -leg6_a3_y + leg6_cC_y - 0.809160465315115*leg6_epsd2_z - 0.809160465315115*leg6_oo3_xy
-    leg6_c3 = -leg6_a2_z + leg6_cC_z + 0.809160465315115*leg6_epsd3_y - 0.809160465315115*leg6_oo3_xz
+    leg5_h3 = -cse61*leg5_h1 + 1.23584881227553*leg5_c2
+    cse103 = cse83 - cse84
+    cse104 = -cse86 + 0.18811107882911782*oo_C_xy
+    cse105 = cse88 - cse89
+    leg6_cC_x = cse103*leg6_Q_00 + cse104*leg6_Q_01 + cse105*leg6_Q_02
+    leg6_cC_y = cse103*leg6_Q_10 + cse104*leg6_Q_11 + cse105*leg6_Q_12
+    leg6_cC_z = cse103*leg6_Q_20 + cse104*leg6_Q_21 + cse105*leg6_Q_22
+    leg6_c1 = -leg6_a3_x + leg6_cC_x - 0.8091604653151149*leg6_oo3_W_00
+    leg6_c2 = -leg6_a3_y + leg6_cC_y - 0.8091604653151149*leg6_epsd2_z - 0.8091604653151149*leg6_oo3_xy
+    leg6_c3 = -leg6_a2_z + leg6_cC_z + 0.8091604653151149*leg6_epsd3_y - 0.8091604653151149*leg6_oo3_xz
     leg6_h1 = leg6_c1*leg6_lu_inv3
     leg6_h2 = leg6_lu_inv2*(-leg6_TL1_z*leg6_h1 + leg6_c3)
-    leg6_h3 = -cse56*leg6_h1 + 1.23584881227553*leg6_c2
+    leg6_h3 = -cse62*leg6_h1 + 1.23584881227553*leg6_c2
     leg1_cp3_x = (0.75)*leg1_u_c2
-    cse95 = (0.75)*leg1_u_s2
-    leg1_cp3_y = cse95
+    cse106 = (0.75)*leg1_u_s2
+    leg1_cp3_y = cse106
     leg1_IJ3_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2
     leg1_IJ3_cs = leg1_u_c2*leg1_u_s2
     leg1_IJ3_00 = 0.153 - 0.152*leg1_IJ3_C2
     leg1_IJ3_11 = 0.306 - leg1_IJ3_00
     leg1_IJ3_01 = -0.304*leg1_IJ3_cs
-    leg1_cp2_x = leg1_beta2_00*leg1_cp3_x - 0.2562062130145579*leg1_cp3_y
+    leg1_cp2_x = leg1_beta2_00*leg1_cp3_x - 0.256206213014558*leg1_cp3_y
     leg1_IJ2_C2 = leg1_u_c1*leg1_u_c1 - leg1_u_s1*leg1_u_s1
     leg1_IJ2_D = 0.305 - leg1_IJ3_00
     leg1_IJ2_Sum = leg1_IJ3_00 + 0.305
@@ -6810,20 +7161,20 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_IJ2_00 = -leg1_IJ2_22 + leg1_IJ2_Sum
     leg1_IJ2_01 = leg1_IJ3_01*leg1_u_c1
     leg1_Ic1_22 = 0.11550374793946465*leg1_IJ2_00 - 0.6392577951074239*leg1_IJ2_01 + 0.8844962520605354*leg1_IJ3_11 + 0.5*leg1_cp2_x + 0.21945
-    leg1_Fm3_2_x = -cse95
-    leg1_Fm3_1_y = leg1_Fm3_2_x*leg1_beta2_01 - 0.2232982856006816*leg1_cp3_x
+    leg1_Fm3_2_x = -cse106
+    leg1_Fm3_1_y = leg1_Fm3_2_x*leg1_beta2_01 - 0.22329828560068166*leg1_cp3_x
     leg1_Nm3_1_z = 0.25*leg1_Fm3_1_y + (0.305)*leg1_beta2_22
     leg1_Fm2_1_y = -leg1_beta2_21*leg1_cp3_x
     leg1_Nm2_1_z = 0.25*leg1_Fm2_1_y + leg1_IJ3_01*leg1_beta2_02 + 0.9404766089917045*leg1_IJ3_11
     leg2_cp3_x = (0.75)*leg2_u_c2
-    cse96 = (0.75)*leg2_u_s2
-    leg2_cp3_y = cse96
+    cse107 = (0.75)*leg2_u_s2
+    leg2_cp3_y = cse107
     leg2_IJ3_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2
     leg2_IJ3_cs = leg2_u_c2*leg2_u_s2
     leg2_IJ3_00 = 0.153 - 0.152*leg2_IJ3_C2
     leg2_IJ3_11 = 0.306 - leg2_IJ3_00
     leg2_IJ3_01 = -0.304*leg2_IJ3_cs
-    leg2_cp2_x = leg2_beta2_00*leg2_cp3_x + 0.2562062130145579*leg2_cp3_y
+    leg2_cp2_x = leg2_beta2_00*leg2_cp3_x + 0.256206213014558*leg2_cp3_y
     leg2_IJ2_C2 = leg2_u_c1*leg2_u_c1 - leg2_u_s1*leg2_u_s1
     leg2_IJ2_D = 0.305 - leg2_IJ3_00
     leg2_IJ2_Sum = leg2_IJ3_00 + 0.305
@@ -6831,14 +7182,14 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_IJ2_00 = -leg2_IJ2_22 + leg2_IJ2_Sum
     leg2_IJ2_01 = leg2_IJ3_01*leg2_u_c1
     leg2_Ic1_22 = 0.11550374793946465*leg2_IJ2_00 + 0.6392577951074239*leg2_IJ2_01 + 0.8844962520605354*leg2_IJ3_11 + 0.5*leg2_cp2_x + 0.21945
-    leg2_Fm3_2_x = -cse96
-    leg2_Fm3_1_y = leg2_Fm3_2_x*leg2_beta2_01 + 0.2232982856006816*leg2_cp3_x
+    leg2_Fm3_2_x = -cse107
+    leg2_Fm3_1_y = leg2_Fm3_2_x*leg2_beta2_01 + 0.22329828560068166*leg2_cp3_x
     leg2_Nm3_1_z = 0.25*leg2_Fm3_1_y + (0.305)*leg2_beta2_22
     leg2_Fm2_1_y = -leg2_beta2_21*leg2_cp3_x
     leg2_Nm2_1_z = 0.25*leg2_Fm2_1_y + leg2_IJ3_01*leg2_beta2_02 + 0.9404766089917045*leg2_IJ3_11
     leg3_cp3_x = (0.75)*leg3_u_c2
-    cse97 = (0.75)*leg3_u_s2
-    leg3_cp3_y = cse97
+    cse108 = (0.75)*leg3_u_s2
+    leg3_cp3_y = cse108
     leg3_IJ3_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2
     leg3_IJ3_cs = leg3_u_c2*leg3_u_s2
     leg3_IJ3_00 = 0.153 - 0.152*leg3_IJ3_C2
@@ -6851,36 +7202,36 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_IJ2_22 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum
     leg3_IJ2_00 = -leg3_IJ2_22 + leg3_IJ2_Sum
     leg3_IJ2_01 = leg3_IJ3_01*leg3_u_c1
-    leg3_Ic1_22 = 0.11550374793946476*leg3_IJ2_00 - 0.6392577951074242*leg3_IJ2_01 + 0.8844962520605354*leg3_IJ3_11 + 0.5*leg3_cp2_x + 0.21945
-    leg3_Fm3_2_x = -cse97
-    leg3_Fm3_1_y = leg3_Fm3_2_x*leg3_beta2_01 - 0.22329828560068182*leg3_cp3_x
+    leg3_Ic1_22 = 0.11550374793946476*leg3_IJ2_00 - 0.6392577951074241*leg3_IJ2_01 + 0.8844962520605352*leg3_IJ3_11 + 0.5*leg3_cp2_x + 0.21945
+    leg3_Fm3_2_x = -cse108
+    leg3_Fm3_1_y = leg3_Fm3_2_x*leg3_beta2_01 - 0.22329828560068185*leg3_cp3_x
     leg3_Nm3_1_z = 0.25*leg3_Fm3_1_y + (0.305)*leg3_beta2_22
     leg3_Fm2_1_y = -leg3_beta2_21*leg3_cp3_x
-    leg3_Nm2_1_z = 0.25*leg3_Fm2_1_y + leg3_IJ3_01*leg3_beta2_02 + 0.9404766089917045*leg3_IJ3_11
+    leg3_Nm2_1_z = 0.25*leg3_Fm2_1_y + leg3_IJ3_01*leg3_beta2_02 + 0.9404766089917044*leg3_IJ3_11
     leg4_cp3_x = (0.75)*leg4_u_c2
-    cse98 = (0.75)*leg4_u_s2
-    leg4_cp3_y = cse98
+    cse109 = (0.75)*leg4_u_s2
+    leg4_cp3_y = cse109
     leg4_IJ3_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2
     leg4_IJ3_cs = leg4_u_c2*leg4_u_s2
     leg4_IJ3_00 = 0.153 - 0.152*leg4_IJ3_C2
     leg4_IJ3_11 = 0.306 - leg4_IJ3_00
     leg4_IJ3_01 = -0.304*leg4_IJ3_cs
-    leg4_cp2_x = leg4_beta2_00*leg4_cp3_x + 0.25620621301455804*leg4_cp3_y
+    leg4_cp2_x = leg4_beta2_00*leg4_cp3_x + 0.25620621301455787*leg4_cp3_y
     leg4_IJ2_C2 = leg4_u_c1*leg4_u_c1 - leg4_u_s1*leg4_u_s1
     leg4_IJ2_D = 0.305 - leg4_IJ3_00
     leg4_IJ2_Sum = leg4_IJ3_00 + 0.305
     leg4_IJ2_22 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum
     leg4_IJ2_00 = -leg4_IJ2_22 + leg4_IJ2_Sum
     leg4_IJ2_01 = leg4_IJ3_01*leg4_u_c1
-    leg4_Ic1_22 = 0.11550374793946473*leg4_IJ2_00 + 0.6392577951074241*leg4_IJ2_01 + 0.8844962520605354*leg4_IJ3_11 + 0.5*leg4_cp2_x + 0.21945
-    leg4_Fm3_2_x = -cse98
-    leg4_Fm3_1_y = leg4_Fm3_2_x*leg4_beta2_01 + 0.2232982856006817*leg4_cp3_x
+    leg4_Ic1_22 = 0.11550374793946461*leg4_IJ2_00 + 0.6392577951074238*leg4_IJ2_01 + 0.8844962520605354*leg4_IJ3_11 + 0.5*leg4_cp2_x + 0.21945
+    leg4_Fm3_2_x = -cse109
+    leg4_Fm3_1_y = leg4_Fm3_2_x*leg4_beta2_01 + 0.22329828560068166*leg4_cp3_x
     leg4_Nm3_1_z = 0.25*leg4_Fm3_1_y + (0.305)*leg4_beta2_22
     leg4_Fm2_1_y = -leg4_beta2_21*leg4_cp3_x
     leg4_Nm2_1_z = 0.25*leg4_Fm2_1_y + leg4_IJ3_01*leg4_beta2_02 + 0.9404766089917045*leg4_IJ3_11
     leg5_cp3_x = (0.75)*leg5_u_c2
-    cse99 = (0.75)*leg5_u_s2
-    leg5_cp3_y = cse99
+    cse110 = (0.75)*leg5_u_s2
+    leg5_cp3_y = cse110
     leg5_IJ3_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2
     leg5_IJ3_cs = leg5_u_c2*leg5_u_s2
     leg5_IJ3_00 = 0.153 - 0.152*leg5_IJ3_C2
@@ -6893,29 +7244,29 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_IJ2_22 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum
     leg5_IJ2_00 = -leg5_IJ2_22 + leg5_IJ2_Sum
     leg5_IJ2_01 = leg5_IJ3_01*leg5_u_c1
-    leg5_Ic1_22 = 0.11550374793946458*leg5_IJ2_00 - 0.6392577951074236*leg5_IJ2_01 + 0.8844962520605354*leg5_IJ3_11 + 0.5*leg5_cp2_x + 0.21945
-    leg5_Fm3_2_x = -cse99
+    leg5_Ic1_22 = 0.11550374793946461*leg5_IJ2_00 - 0.6392577951074238*leg5_IJ2_01 + 0.8844962520605354*leg5_IJ3_11 + 0.5*leg5_cp2_x + 0.21945
+    leg5_Fm3_2_x = -cse110
     leg5_Fm3_1_y = leg5_Fm3_2_x*leg5_beta2_01 - 0.22329828560068166*leg5_cp3_x
     leg5_Nm3_1_z = 0.25*leg5_Fm3_1_y + (0.305)*leg5_beta2_22
     leg5_Fm2_1_y = -leg5_beta2_21*leg5_cp3_x
     leg5_Nm2_1_z = 0.25*leg5_Fm2_1_y + leg5_IJ3_01*leg5_beta2_02 + 0.9404766089917045*leg5_IJ3_11
     leg6_cp3_x = (0.75)*leg6_u_c2
-    cse100 = (0.75)*leg6_u_s2
-    leg6_cp3_y = cse100
+    cse111 = (0.75)*leg6_u_s2
+    leg6_cp3_y = cse111
     leg6_IJ3_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2
     leg6_IJ3_cs = leg6_u_c2*leg6_u_s2
     leg6_IJ3_00 = 0.153 - 0.152*leg6_IJ3_C2
     leg6_IJ3_11 = 0.306 - leg6_IJ3_00
     leg6_IJ3_01 = -0.304*leg6_IJ3_cs
-    leg6_cp2_x = leg6_beta2_00*leg6_cp3_x + 0.2562062130145581*leg6_cp3_y
+    leg6_cp2_x = leg6_beta2_00*leg6_cp3_x + 0.25620621301455804*leg6_cp3_y
     leg6_IJ2_C2 = leg6_u_c1*leg6_u_c1 - leg6_u_s1*leg6_u_s1
     leg6_IJ2_D = 0.305 - leg6_IJ3_00
     leg6_IJ2_Sum = leg6_IJ3_00 + 0.305
     leg6_IJ2_22 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum
     leg6_IJ2_00 = -leg6_IJ2_22 + leg6_IJ2_Sum
     leg6_IJ2_01 = leg6_IJ3_01*leg6_u_c1
-    leg6_Ic1_22 = 0.1155037479394648*leg6_IJ2_00 + 0.6392577951074242*leg6_IJ2_01 + 0.8844962520605352*leg6_IJ3_11 + 0.5*leg6_cp2_x + 0.21945
-    leg6_Fm3_2_x = -cse100
+    leg6_Ic1_22 = 0.11550374793946476*leg6_IJ2_00 + 0.6392577951074241*leg6_IJ2_01 + 0.8844962520605352*leg6_IJ3_11 + 0.5*leg6_cp2_x + 0.21945
+    leg6_Fm3_2_x = -cse111
     leg6_Fm3_1_y = leg6_Fm3_2_x*leg6_beta2_01 + 0.22329828560068185*leg6_cp3_x
     leg6_Nm3_1_z = 0.25*leg6_Fm3_1_y + (0.305)*leg6_beta2_22
     leg6_Fm2_1_y = -leg6_beta2_21*leg6_cp3_x
@@ -6928,13 +7279,13 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_Qa1 = F_leg6 - leg6_q1*p_k_crank - leg6_qd1*p_c_crank
     leg1_a1_x = -g_x*leg1_beta1_00 - g_y*leg1_beta1_01 + g_z*leg1_crank_s
     leg1_a1_y = -g_x*leg1_beta1_10 - g_y*leg1_beta1_11 + g_z*leg1_crank_c
-    cse101 = 0.34202014332566866*g_x
-    cse102 = 0.9396926207859083*g_y
-    leg1_a1_z = -cse101 - cse102
-    cse103 = -cse57 + leg1_a1_x
-    leg1_a2_x_2 = cse103*leg1_beta2_00 + leg1_a1_y*leg1_beta2_01 + leg1_a1_z*leg1_beta2_02
-    leg1_a2_y_2 = -0.2562062130145579*leg1_a1_x - 0.2232982856006816*leg1_a1_y + 0.9404766089917045*leg1_a1_z + 0.06405155325363948*leg1_oo1_zz
-    leg1_a2_z_2 = cse103*leg1_beta2_20 + leg1_a1_y*leg1_beta2_21 + leg1_a1_z*leg1_beta2_22
+    cse112 = 0.34202014332566866*g_x
+    cse113 = 0.9396926207859084*g_y
+    leg1_a1_z = -cse112 - cse113
+    cse114 = -cse63 + leg1_a1_x
+    leg1_a2_x_2 = cse114*leg1_beta2_00 + leg1_a1_y*leg1_beta2_01 + leg1_a1_z*leg1_beta2_02
+    leg1_a2_y_2 = -0.256206213014558*leg1_a1_x - 0.22329828560068166*leg1_a1_y + 0.9404766089917045*leg1_a1_z + 0.0640515532536395*leg1_oo1_zz
+    leg1_a2_z_2 = cse114*leg1_beta2_20 + leg1_a1_y*leg1_beta2_21 + leg1_a1_z*leg1_beta2_22
     leg1_a3_x_2 = leg1_a2_x_2*leg1_u_c2 + leg1_a2_y_2*leg1_u_s2
     leg1_a3_y_2 = -leg1_a2_x_2*leg1_u_s2 + leg1_a2_y_2*leg1_u_c2
     leg1_F3_x = (2.5)*leg1_a3_x_2 + (0.75)*leg1_oo3_W_00
@@ -6947,16 +7298,16 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_F_c3_y = leg1_F3_x*leg1_u_s2 + leg1_F3_y*leg1_u_c2
     leg1_N2_x = leg1_N3_x*leg1_u_c2 - leg1_N3_y*leg1_u_s2
     leg1_N2_y = leg1_N3_x*leg1_u_s2 + leg1_N3_y*leg1_u_c2
-    leg1_F_c2_y = leg1_F3_z*leg1_beta2_21 + leg1_F_c3_x*leg1_beta2_01 - 0.2232982856006816*leg1_F_c3_y
+    leg1_F_c2_y = leg1_F3_z*leg1_beta2_21 + leg1_F_c3_x*leg1_beta2_01 - 0.22329828560068166*leg1_F_c3_y
     leg1_N1_z = 0.25*leg1_F_c2_y + leg1_N2_x*leg1_beta2_02 + 0.9404766089917045*leg1_N2_y + leg1_N3_z*leg1_beta2_22 + (0.36)*leg1_a1_y
     leg1_b1 = -leg1_N1_z + leg1_Qa1
     leg2_a1_x = -g_x*leg2_beta1_00 - g_y*leg2_beta1_01 + g_z*leg2_crank_s
     leg2_a1_y = -g_x*leg2_beta1_10 - g_y*leg2_beta1_11 + g_z*leg2_crank_c
-    leg2_a1_z = cse101 - cse102
-    cse104 = -cse58 + leg2_a1_x
-    leg2_a2_x_2 = cse104*leg2_beta2_00 + leg2_a1_y*leg2_beta2_01 + leg2_a1_z*leg2_beta2_02
-    leg2_a2_y_2 = cse59 + 0.2562062130145579*leg2_a1_x + 0.2232982856006816*leg2_a1_y + 0.9404766089917045*leg2_a1_z
-    leg2_a2_z_2 = cse104*leg2_beta2_20 + leg2_a1_y*leg2_beta2_21 + leg2_a1_z*leg2_beta2_22
+    leg2_a1_z = cse112 - cse113
+    cse115 = -cse64 + leg2_a1_x
+    leg2_a2_x_2 = cse115*leg2_beta2_00 + leg2_a1_y*leg2_beta2_01 + leg2_a1_z*leg2_beta2_02
+    leg2_a2_y_2 = cse65 + 0.256206213014558*leg2_a1_x + 0.22329828560068166*leg2_a1_y + 0.9404766089917045*leg2_a1_z
+    leg2_a2_z_2 = cse115*leg2_beta2_20 + leg2_a1_y*leg2_beta2_21 + leg2_a1_z*leg2_beta2_22
     leg2_a3_x_2 = leg2_a2_x_2*leg2_u_c2 + leg2_a2_y_2*leg2_u_s2
     leg2_a3_y_2 = -leg2_a2_x_2*leg2_u_s2 + leg2_a2_y_2*leg2_u_c2
     leg2_F3_x = (2.5)*leg2_a3_x_2 + (0.75)*leg2_oo3_W_00
@@ -6969,17 +7320,17 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_F_c3_y = leg2_F3_x*leg2_u_s2 + leg2_F3_y*leg2_u_c2
     leg2_N2_x = leg2_N3_x*leg2_u_c2 - leg2_N3_y*leg2_u_s2
     leg2_N2_y = leg2_N3_x*leg2_u_s2 + leg2_N3_y*leg2_u_c2
-    leg2_F_c2_y = leg2_F3_z*leg2_beta2_21 + leg2_F_c3_x*leg2_beta2_01 + 0.2232982856006816*leg2_F_c3_y
+    leg2_F_c2_y = leg2_F3_z*leg2_beta2_21 + leg2_F_c3_x*leg2_beta2_01 + 0.22329828560068166*leg2_F_c3_y
     leg2_N1_z = 0.25*leg2_F_c2_y + leg2_N2_x*leg2_beta2_02 + 0.9404766089917045*leg2_N2_y + leg2_N3_z*leg2_beta2_22 + (0.36)*leg2_a1_y
     leg2_b1 = -leg2_N1_z + leg2_Qa1
     leg3_a1_x = -g_x*leg3_beta1_00 - g_y*leg3_beta1_01 + g_z*leg3_crank_s
     leg3_a1_y = -g_x*leg3_beta1_10 - g_y*leg3_beta1_11 + g_z*leg3_crank_c
-    cse105 = 0.9848077530122081*g_x
-    leg3_a1_z = cse105 + 0.1736481776669303*g_y
-    cse106 = -cse60 + leg3_a1_x
-    leg3_a2_x_2 = cse106*leg3_beta2_00 + leg3_a1_y*leg3_beta2_01 + leg3_a1_z*leg3_beta2_02
-    leg3_a2_y_2 = -0.25620621301455804*leg3_a1_x - 0.22329828560068182*leg3_a1_y + 0.9404766089917045*leg3_a1_z + 0.06405155325363951*leg3_oo1_zz
-    leg3_a2_z_2 = cse106*leg3_beta2_20 + leg3_a1_y*leg3_beta2_21 + leg3_a1_z*leg3_beta2_22
+    cse116 = 0.984807753012208*g_x
+    leg3_a1_z = cse116 + 0.17364817766693036*g_y
+    cse117 = -cse66 + leg3_a1_x
+    leg3_a2_x_2 = cse117*leg3_beta2_00 + leg3_a1_y*leg3_beta2_01 + leg3_a1_z*leg3_beta2_02
+    leg3_a2_y_2 = -0.25620621301455804*leg3_a1_x - 0.22329828560068185*leg3_a1_y + 0.9404766089917044*leg3_a1_z + 0.06405155325363951*leg3_oo1_zz
+    leg3_a2_z_2 = cse117*leg3_beta2_20 + leg3_a1_y*leg3_beta2_21 + leg3_a1_z*leg3_beta2_22
     leg3_a3_x_2 = leg3_a2_x_2*leg3_u_c2 + leg3_a2_y_2*leg3_u_s2
     leg3_a3_y_2 = -leg3_a2_x_2*leg3_u_s2 + leg3_a2_y_2*leg3_u_c2
     leg3_F3_x = (2.5)*leg3_a3_x_2 + (0.75)*leg3_oo3_W_00
@@ -6992,16 +7343,17 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_F_c3_y = leg3_F3_x*leg3_u_s2 + leg3_F3_y*leg3_u_c2
     leg3_N2_x = leg3_N3_x*leg3_u_c2 - leg3_N3_y*leg3_u_s2
     leg3_N2_y = leg3_N3_x*leg3_u_s2 + leg3_N3_y*leg3_u_c2
-    leg3_F_c2_y = leg3_F3_z*leg3_beta2_21 + leg3_F_c3_x*leg3_beta2_01 - 0.22329828560068182*leg3_F_c3_y
-    leg3_N1_z = 0.25*leg3_F_c2_y + leg3_N2_x*leg3_beta2_02 + 0.9404766089917045*leg3_N2_y + leg3_N3_z*leg3_beta2_22 + (0.36)*leg3_a1_y
+    leg3_F_c2_y = leg3_F3_z*leg3_beta2_21 + leg3_F_c3_x*leg3_beta2_01 - 0.22329828560068185*leg3_F_c3_y
+    leg3_N1_z = 0.25*leg3_F_c2_y + leg3_N2_x*leg3_beta2_02 + 0.9404766089917044*leg3_N2_y + leg3_N3_z*leg3_beta2_22 + (0.36)*leg3_a1_y
     leg3_b1 = -leg3_N1_z + leg3_Qa1
     leg4_a1_x = -g_x*leg4_beta1_00 - g_y*leg4_beta1_01 + g_z*leg4_crank_s
     leg4_a1_y = -g_x*leg4_beta1_10 - g_y*leg4_beta1_11 + g_z*leg4_crank_c
-    leg4_a1_z = 0.6427876096865395*g_x + 0.7660444431189779*g_y
-    cse107 = -cse61 + leg4_a1_x
-    leg4_a2_x_2 = cse107*leg4_beta2_00 + leg4_a1_y*leg4_beta2_01 + leg4_a1_z*leg4_beta2_02
-    leg4_a2_y_2 = cse62 + 0.25620621301455804*leg4_a1_x + 0.2232982856006817*leg4_a1_y + 0.9404766089917045*leg4_a1_z
-    leg4_a2_z_2 = cse107*leg4_beta2_20 + leg4_a1_y*leg4_beta2_21 + leg4_a1_z*leg4_beta2_22
+    cse118 = 0.6427876096865394*g_x
+    leg4_a1_z = cse118 + 0.766044443118978*g_y
+    cse119 = -cse67 + leg4_a1_x
+    leg4_a2_x_2 = cse119*leg4_beta2_00 + leg4_a1_y*leg4_beta2_01 + leg4_a1_z*leg4_beta2_02
+    leg4_a2_y_2 = cse68 + 0.25620621301455787*leg4_a1_x + 0.22329828560068166*leg4_a1_y + 0.9404766089917045*leg4_a1_z
+    leg4_a2_z_2 = cse119*leg4_beta2_20 + leg4_a1_y*leg4_beta2_21 + leg4_a1_z*leg4_beta2_22
     leg4_a3_x_2 = leg4_a2_x_2*leg4_u_c2 + leg4_a2_y_2*leg4_u_s2
     leg4_a3_y_2 = -leg4_a2_x_2*leg4_u_s2 + leg4_a2_y_2*leg4_u_c2
     leg4_F3_x = (2.5)*leg4_a3_x_2 + (0.75)*leg4_oo3_W_00
@@ -7014,16 +7366,16 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_F_c3_y = leg4_F3_x*leg4_u_s2 + leg4_F3_y*leg4_u_c2
     leg4_N2_x = leg4_N3_x*leg4_u_c2 - leg4_N3_y*leg4_u_s2
     leg4_N2_y = leg4_N3_x*leg4_u_s2 + leg4_N3_y*leg4_u_c2
-    leg4_F_c2_y = leg4_F3_z*leg4_beta2_21 + leg4_F_c3_x*leg4_beta2_01 + 0.2232982856006817*leg4_F_c3_y
+    leg4_F_c2_y = leg4_F3_z*leg4_beta2_21 + leg4_F_c3_x*leg4_beta2_01 + 0.22329828560068166*leg4_F_c3_y
     leg4_N1_z = 0.25*leg4_F_c2_y + leg4_N2_x*leg4_beta2_02 + 0.9404766089917045*leg4_N2_y + leg4_N3_z*leg4_beta2_22 + (0.36)*leg4_a1_y
     leg4_b1 = -leg4_N1_z + leg4_Qa1
     leg5_a1_x = -g_x*leg5_beta1_00 - g_y*leg5_beta1_01 + g_z*leg5_crank_s
     leg5_a1_y = -g_x*leg5_beta1_10 - g_y*leg5_beta1_11 + g_z*leg5_crank_c
-    leg5_a1_z = -0.6427876096865393*g_x + 0.766044443118978*g_y
-    cse108 = -cse63 + leg5_a1_x
-    leg5_a2_x_2 = cse108*leg5_beta2_00 + leg5_a1_y*leg5_beta2_01 + leg5_a1_z*leg5_beta2_02
+    leg5_a1_z = -cse118 + 0.766044443118978*g_y
+    cse120 = -cse69 + leg5_a1_x
+    leg5_a2_x_2 = cse120*leg5_beta2_00 + leg5_a1_y*leg5_beta2_01 + leg5_a1_z*leg5_beta2_02
     leg5_a2_y_2 = -0.25620621301455787*leg5_a1_x - 0.22329828560068166*leg5_a1_y + 0.9404766089917045*leg5_a1_z + 0.06405155325363947*leg5_oo1_zz
-    leg5_a2_z_2 = cse108*leg5_beta2_20 + leg5_a1_y*leg5_beta2_21 + leg5_a1_z*leg5_beta2_22
+    leg5_a2_z_2 = cse120*leg5_beta2_20 + leg5_a1_y*leg5_beta2_21 + leg5_a1_z*leg5_beta2_22
     leg5_a3_x_2 = leg5_a2_x_2*leg5_u_c2 + leg5_a2_y_2*leg5_u_s2
     leg5_a3_y_2 = -leg5_a2_x_2*leg5_u_s2 + leg5_a2_y_2*leg5_u_c2
     leg5_F3_x = (2.5)*leg5_a3_x_2 + (0.75)*leg5_oo3_W_00
@@ -7041,11 +7393,11 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_b1 = -leg5_N1_z + leg5_Qa1
     leg6_a1_x = -g_x*leg6_beta1_00 - g_y*leg6_beta1_01 + g_z*leg6_crank_s
     leg6_a1_y = -g_x*leg6_beta1_10 - g_y*leg6_beta1_11 + g_z*leg6_crank_c
-    leg6_a1_z = -cse105 + 0.17364817766693036*g_y
-    cse109 = -cse64 + leg6_a1_x
-    leg6_a2_x_2 = cse109*leg6_beta2_00 + leg6_a1_y*leg6_beta2_01 + leg6_a1_z*leg6_beta2_02
-    leg6_a2_y_2 = cse65 + 0.2562062130145581*leg6_a1_x + 0.22329828560068185*leg6_a1_y + 0.9404766089917044*leg6_a1_z
-    leg6_a2_z_2 = cse109*leg6_beta2_20 + leg6_a1_y*leg6_beta2_21 + leg6_a1_z*leg6_beta2_22
+    leg6_a1_z = -cse116 + 0.17364817766693036*g_y
+    cse121 = -cse70 + leg6_a1_x
+    leg6_a2_x_2 = cse121*leg6_beta2_00 + leg6_a1_y*leg6_beta2_01 + leg6_a1_z*leg6_beta2_02
+    leg6_a2_y_2 = cse71 + 0.25620621301455804*leg6_a1_x + 0.22329828560068185*leg6_a1_y + 0.9404766089917044*leg6_a1_z
+    leg6_a2_z_2 = cse121*leg6_beta2_20 + leg6_a1_y*leg6_beta2_21 + leg6_a1_z*leg6_beta2_22
     leg6_a3_x_2 = leg6_a2_x_2*leg6_u_c2 + leg6_a2_y_2*leg6_u_s2
     leg6_a3_y_2 = -leg6_a2_x_2*leg6_u_s2 + leg6_a2_y_2*leg6_u_c2
     leg6_F3_x = (2.5)*leg6_a3_x_2 + (0.75)*leg6_oo3_W_00
@@ -7343,29 +7695,74 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
 
 
 def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, base_moment, damping_power):
-    """One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates, rates and accelerations, the loads of each leg on C, the force and moment on the base (about O_0, frame 0), damper power.
+    """One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates,
+    rates and accelerations, the loads of each leg on C, the force and moment on the base (about
+    O_0, frame 0), damper power.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  fE[3]: external force on C through its centre of mass (frame 0)
-    in  mE[3]: external moment on C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[3]: named spec parameters: c_crank, k_crank, m_ring
-    out xdot[12] shape 12
-    out q[18] shape 18
-    out qd[18] shape 18
-    out qdd[18] shape 18
-    out F_on_C[18] shape 6x3
-    out M_on_C[18] shape 6x3
-    out base_force[3] shape 3
-    out base_moment[3] shape 3
-    out damping_power[1] shape 1
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+    in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+    out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+        (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
+    out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+        leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+        leg6_u1, leg6_u2
+    out qd[18] shape 18: leg joint rates (rad/s, m/s for a stroke), shape (18,), in the order of q
+    out qdd[18] shape 18: leg joint accelerations (rad/s^2, m/s^2 for a stroke), shape (18,), in the order of q
+    out F_on_C[18] shape 6x3: force of each leg on C (N, frame 0), shape (6, 3); rows: leg1, leg2, leg3, leg4, leg5, leg6
+    out M_on_C[18] shape 6x3: moment of each leg on C (N m, frame 0; zero for a spherical cut), shape (6, 3); rows: leg1,
+        leg2, leg3, leg4, leg5, leg6
+    out base_force[3] shape 3: force of the mechanism on the base (N, frame 0), shape (3,)
+    out base_moment[3] shape 3: moment of the mechanism on the base about O_0 (N m, frame 0), shape (3,)
+    out damping_power[1] shape 1: power taken out by the dampers (W), shape (1,)
     status 3: reduced mass matrix A*_C not positive definite
     status 4: y-z-x angles singular (psi_z = +-90 deg)
-    ops: 2532 adds, 3555 muls, 37 divs, 18 sqrt, 24 trig (6166 total)
+    status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+    status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+    status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+    status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+    status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+    status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+    status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 2529 adds, 3543 muls, 37 divs, 18 sqrt, 24 trig (6151 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -7400,14 +7797,14 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     cse7 = 0.4213244437154379*leg1_alpha_C_12
     cse8 = 0.3535331853275967*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = 0.9396926207859083*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8
-    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859083*leg1_s0_y - 8.673617379884035e-18
+    leg1_d_x = 0.9396926207859084*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8000000000000002
+    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859084*leg1_s0_y + 2.168404344971009e-17
     cse9 = leg1_d_x*leg1_d_x
     cse10 = leg1_s0_z*leg1_s0_z
     leg1_crank_K = 2.0*cse10 + 2.0*cse9 + 2.0*leg1_d_z*leg1_d_z - 1.1844813172579467
     leg1_crank_rho2 = cse10 + cse9
     leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
-    if not (leg1_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg1_crank_w2 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7417,8 +7814,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 101
+    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7428,7 +7825,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
@@ -7436,10 +7833,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x = leg1_crank_c*leg1_d_x - leg1_crank_s*leg1_s0_z - 0.25
     leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
-    cse11 = 0.657033253384418*leg1_e_c_x - 0.7538615946890297*leg1_e_c_y
-    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222173*leg1_e_c_x - 0.6179244061377648*leg1_e_c_y
+    cse11 = 0.6570332533844182*leg1_e_c_x - 0.7538615946890298*leg1_e_c_y
+    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222175*leg1_e_c_x - 0.6179244061377649*leg1_e_c_y
     leg1_u_Lxz2 = cse11*cse11 + cse12*cse12
-    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7449,10 +7846,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 122
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    cse13 = 0.9404766089917045*leg1_d_z - 0.2562062130145579*leg1_e_c_x - 0.2232982856006816*leg1_e_c_y
+    cse13 = 0.9404766089917045*leg1_d_z - 0.256206213014558*leg1_e_c_x - 0.22329828560068166*leg1_e_c_y
     leg1_u_L = math.sqrt(cse13*cse13 + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c1 = cse12*leg1_u_inv_Lxz
@@ -7461,7 +7858,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_u_s2 = cse13*leg1_u_inv_L
     leg1_q2 = math.atan2(leg1_u_s1, leg1_u_c1)
     leg1_q3 = math.atan2(leg1_u_s2, leg1_u_c2)
-    if not (leg1_q1 + 1.2 > 0.0):  # leg1_crank below its limit -1.2
+    if not (leg1_q1 + 1.2 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7471,8 +7868,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (1.2 - leg1_q1 > 0.0):  # leg1_crank above its limit 1.2
+        return 103
+    if not (1.2 - leg1_q1 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7482,18 +7879,18 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
+        return 104
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = 0.9396926207859083*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8
-    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859083*leg2_s0_y + 8.673617379884035e-18
+    leg2_d_x = 0.9396926207859084*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8000000000000002
+    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
     cse14 = leg2_d_x*leg2_d_x
     cse15 = leg2_s0_z*leg2_s0_z
     leg2_crank_K = 2.0*cse14 + 2.0*cse15 + 2.0*leg2_d_z*leg2_d_z - 1.1844813172579467
     leg2_crank_rho2 = cse14 + cse15
     leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
-    if not (leg2_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg2_crank_w2 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7503,8 +7900,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 201
+    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7514,7 +7911,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
     leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
@@ -7522,10 +7919,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x = leg2_crank_c*leg2_d_x - leg2_crank_s*leg2_s0_z - 0.25
     leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
-    cse16 = 0.657033253384418*leg2_e_c_x - 0.7538615946890297*leg2_e_c_y
-    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222173*leg2_e_c_x - 0.6179244061377648*leg2_e_c_y
+    cse16 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
+    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222175*leg2_e_c_x - 0.6179244061377649*leg2_e_c_y
     leg2_u_Lxz2 = cse16*cse16 + cse17*cse17
-    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7535,10 +7932,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 222
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    cse18 = 0.9404766089917045*leg2_d_z + 0.2562062130145579*leg2_e_c_x + 0.2232982856006816*leg2_e_c_y
+    cse18 = 0.9404766089917045*leg2_d_z + 0.256206213014558*leg2_e_c_x + 0.22329828560068166*leg2_e_c_y
     leg2_u_L = math.sqrt(cse18*cse18 + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c1 = cse17*leg2_u_inv_Lxz
@@ -7547,7 +7944,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_u_s2 = cse18*leg2_u_inv_L
     leg2_q2 = math.atan2(leg2_u_s1, leg2_u_c1)
     leg2_q3 = math.atan2(leg2_u_s2, leg2_u_c2)
-    if not (leg2_q1 + 1.2 > 0.0):  # leg2_crank below its limit -1.2
+    if not (leg2_q1 + 1.2 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7557,8 +7954,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (1.2 - leg2_q1 > 0.0):  # leg2_crank above its limit 1.2
+        return 203
+    if not (1.2 - leg2_q1 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7568,21 +7965,24 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    cse19 = 0.5168309414322496*leg1_alpha_C_10
-    leg3_s0_x = cse19 + 0.18811107882911787*leg1_alpha_C_00 + x_C
-    cse20 = 0.5168309414322496*leg1_alpha_C_11
-    leg3_s0_y = cse20 + 0.18811107882911787*leg1_s_psi_z + y_C
-    cse21 = 0.5168309414322496*leg1_alpha_C_12
-    leg3_s0_z = cse21 + 0.18811107882911787*leg1_alpha_C_02 + z_C
-    leg3_d_x = -0.17364817766693028*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
-    leg3_d_z = -0.9848077530122081*leg3_s0_x - 0.1736481776669303*leg3_s0_y - 6.071532165918825e-18
-    cse22 = leg3_d_x*leg3_d_x
-    cse23 = leg3_s0_z*leg3_s0_z
-    leg3_crank_K = 2.0*cse22 + 2.0*cse23 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
-    leg3_crank_rho2 = cse22 + cse23
+        return 204
+    cse19 = 0.5168309414322497*leg1_alpha_C_10
+    cse20 = 0.18811107882911782*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse19 + cse20
+    cse21 = 0.5168309414322497*leg1_alpha_C_11
+    cse22 = 0.18811107882911782*leg1_s_psi_z + y_C
+    leg3_s0_y = cse21 + cse22
+    cse23 = 0.5168309414322497*leg1_alpha_C_12
+    cse24 = 0.18811107882911782*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse23 + cse24
+    leg3_d_x = -0.17364817766693036*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
+    leg3_d_z = -0.984807753012208*leg3_s0_x - 0.17364817766693036*leg3_s0_y - 1.5178830414797062e-18
+    cse25 = leg3_d_x*leg3_d_x
+    cse26 = leg3_s0_z*leg3_s0_z
+    leg3_crank_K = 2.0*cse25 + 2.0*cse26 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
+    leg3_crank_rho2 = cse25 + cse26
     leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
-    if not (leg3_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg3_crank_w2 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7592,8 +7992,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 301
+    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7603,7 +8003,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
     leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
@@ -7611,10 +8011,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x = leg3_crank_c*leg3_d_x - leg3_crank_s*leg3_s0_z - 0.25
     leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
-    cse24 = 0.6570332533844183*leg3_e_c_x - 0.7538615946890297*leg3_e_c_y
-    cse25 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.617924406137765*leg3_e_c_y
-    leg3_u_Lxz2 = cse24*cse24 + cse25*cse25
-    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse27 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
+    cse28 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.6179244061377651*leg3_e_c_y
+    leg3_u_Lxz2 = cse27*cse27 + cse28*cse28
+    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7624,19 +8024,19 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 322
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    cse26 = 0.9404766089917045*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068182*leg3_e_c_y
-    leg3_u_L = math.sqrt(cse26*cse26 + leg3_u_Lxz2)
+    cse29 = 0.9404766089917044*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068185*leg3_e_c_y
+    leg3_u_L = math.sqrt(cse29*cse29 + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c1 = cse25*leg3_u_inv_Lxz
-    leg3_u_s1 = cse24*leg3_u_inv_Lxz
+    leg3_u_c1 = cse28*leg3_u_inv_Lxz
+    leg3_u_s1 = cse27*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = cse26*leg3_u_inv_L
+    leg3_u_s2 = cse29*leg3_u_inv_L
     leg3_q2 = math.atan2(leg3_u_s1, leg3_u_c1)
     leg3_q3 = math.atan2(leg3_u_s2, leg3_u_c2)
-    if not (leg3_q1 + 1.2 > 0.0):  # leg3_crank below its limit -1.2
+    if not (leg3_q1 + 1.2 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7646,8 +8046,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (1.2 - leg3_q1 > 0.0):  # leg3_crank above its limit 1.2
+        return 303
+    if not (1.2 - leg3_q1 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7657,21 +8057,24 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    cse27 = 0.5416442641567144*leg1_alpha_C_00
-    leg4_s0_x = -cse27 + 0.09550649771681166*leg1_alpha_C_10 + x_C
-    cse28 = 0.5416442641567144*leg1_s_psi_z
-    leg4_s0_y = -cse28 + 0.09550649771681166*leg1_alpha_C_11 + y_C
-    cse29 = 0.5416442641567144*leg1_alpha_C_02
-    leg4_s0_z = -cse29 + 0.09550649771681166*leg1_alpha_C_12 + z_C
-    leg4_d_x = -0.7660444431189779*leg4_s0_x + 0.6427876096865395*leg4_s0_y - 0.8
-    leg4_d_z = -0.6427876096865395*leg4_s0_x - 0.7660444431189779*leg4_s0_y + 1.9949319973733282e-17
-    cse30 = leg4_d_x*leg4_d_x
-    cse31 = leg4_s0_z*leg4_s0_z
-    leg4_crank_K = 2.0*cse30 + 2.0*cse31 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579476
-    leg4_crank_rho2 = cse30 + cse31
+        return 304
+    cse30 = 0.0955064977168117*leg1_alpha_C_10
+    cse31 = 0.5416442641567144*leg1_alpha_C_00
+    leg4_s0_x = cse30 - cse31 + x_C
+    cse32 = 0.0955064977168117*leg1_alpha_C_11
+    cse33 = 0.5416442641567144*leg1_s_psi_z
+    leg4_s0_y = cse32 - cse33 + y_C
+    cse34 = 0.0955064977168117*leg1_alpha_C_12
+    cse35 = 0.5416442641567144*leg1_alpha_C_02
+    leg4_s0_z = cse34 - cse35 + z_C
+    leg4_d_x = -0.766044443118978*leg4_s0_x + 0.6427876096865394*leg4_s0_y - 0.8
+    leg4_d_z = -0.6427876096865394*leg4_s0_x - 0.766044443118978*leg4_s0_y - 1.1275702593849246e-17
+    cse36 = leg4_d_x*leg4_d_x
+    cse37 = leg4_s0_z*leg4_s0_z
+    leg4_crank_K = 2.0*cse36 + 2.0*cse37 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579467
+    leg4_crank_rho2 = cse36 + cse37
     leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
-    if not (leg4_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg4_crank_w2 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7681,8 +8084,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (leg4_crank_w2 - 6.547406586289738e-17 > 0.0):  # crank: crank and rod aligned
+        return 401
+    if not (leg4_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7692,7 +8095,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
     leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
@@ -7700,10 +8103,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x = leg4_crank_c*leg4_d_x - leg4_crank_s*leg4_s0_z - 0.25
     leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
-    cse32 = 0.6570332533844181*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
-    cse33 = 0.3398584233757709*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.6179244061377648*leg4_e_c_y
-    leg4_u_Lxz2 = cse32*cse32 + cse33*cse33
-    if not (leg4_u_Lxz2 - 6.547406586289738e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse38 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
+    cse39 = 0.3398584233757707*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.617924406137765*leg4_e_c_y
+    leg4_u_Lxz2 = cse38*cse38 + cse39*cse39
+    if not (leg4_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7713,19 +8116,19 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 422
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    cse34 = 0.9404766089917045*leg4_d_z + 0.25620621301455804*leg4_e_c_x + 0.2232982856006817*leg4_e_c_y
-    leg4_u_L = math.sqrt(cse34*cse34 + leg4_u_Lxz2)
+    cse40 = 0.9404766089917045*leg4_d_z + 0.25620621301455787*leg4_e_c_x + 0.22329828560068166*leg4_e_c_y
+    leg4_u_L = math.sqrt(cse40*cse40 + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c1 = cse33*leg4_u_inv_Lxz
-    leg4_u_s1 = cse32*leg4_u_inv_Lxz
+    leg4_u_c1 = cse39*leg4_u_inv_Lxz
+    leg4_u_s1 = cse38*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = cse34*leg4_u_inv_L
+    leg4_u_s2 = cse40*leg4_u_inv_L
     leg4_q2 = math.atan2(leg4_u_s1, leg4_u_c1)
     leg4_q3 = math.atan2(leg4_u_s2, leg4_u_c2)
-    if not (leg4_q1 + 1.2 > 0.0):  # leg4_crank below its limit -1.2
+    if not (leg4_q1 + 1.2 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7735,8 +8138,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (1.2 - leg4_q1 > 0.0):  # leg4_crank above its limit 1.2
+        return 403
+    if not (1.2 - leg4_q1 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7746,18 +8149,18 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    leg5_s0_x = -cse27 - 0.09550649771681177*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -cse28 - 0.09550649771681177*leg1_alpha_C_11 + y_C
-    leg5_s0_z = -cse29 - 0.09550649771681177*leg1_alpha_C_12 + z_C
-    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865393*leg5_s0_y - 0.7999999999999999
-    leg5_d_z = 0.6427876096865393*leg5_s0_x - 0.766044443118978*leg5_s0_y + 2.862293735361732e-17
-    cse35 = leg5_d_x*leg5_d_x
-    cse36 = leg5_s0_z*leg5_s0_z
-    leg5_crank_K = 2.0*cse35 + 2.0*cse36 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579465
-    leg5_crank_rho2 = cse35 + cse36
+        return 404
+    leg5_s0_x = -cse30 - cse31 + x_C
+    leg5_s0_y = -cse32 - cse33 + y_C
+    leg5_s0_z = -cse34 - cse35 + z_C
+    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865394*leg5_s0_y - 0.8
+    leg5_d_z = 0.6427876096865394*leg5_s0_x - 0.766044443118978*leg5_s0_y + 1.1275702593849246e-17
+    cse41 = leg5_d_x*leg5_d_x
+    cse42 = leg5_s0_z*leg5_s0_z
+    leg5_crank_K = 2.0*cse41 + 2.0*cse42 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579467
+    leg5_crank_rho2 = cse41 + cse42
     leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
-    if not (leg5_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg5_crank_w2 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7767,8 +8170,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (leg5_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 501
+    if not (leg5_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7778,7 +8181,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
     leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
@@ -7786,10 +8189,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x = leg5_crank_c*leg5_d_x - leg5_crank_s*leg5_s0_z - 0.25
     leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
-    cse37 = 0.6570332533844183*leg5_e_c_x - 0.7538615946890296*leg5_e_c_y
-    cse38 = -0.33985842337577066*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.6179244061377651*leg5_e_c_y
-    leg5_u_Lxz2 = cse37*cse37 + cse38*cse38
-    if not (leg5_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse43 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
+    cse44 = -0.3398584233757707*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.617924406137765*leg5_e_c_y
+    leg5_u_Lxz2 = cse43*cse43 + cse44*cse44
+    if not (leg5_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7799,19 +8202,19 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 522
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    cse39 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
-    leg5_u_L = math.sqrt(cse39*cse39 + leg5_u_Lxz2)
+    cse45 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
+    leg5_u_L = math.sqrt(cse45*cse45 + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c1 = cse38*leg5_u_inv_Lxz
-    leg5_u_s1 = cse37*leg5_u_inv_Lxz
+    leg5_u_c1 = cse44*leg5_u_inv_Lxz
+    leg5_u_s1 = cse43*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = cse39*leg5_u_inv_L
+    leg5_u_s2 = cse45*leg5_u_inv_L
     leg5_q2 = math.atan2(leg5_u_s1, leg5_u_c1)
     leg5_q3 = math.atan2(leg5_u_s2, leg5_u_c2)
-    if not (leg5_q1 + 1.2 > 0.0):  # leg5_crank below its limit -1.2
+    if not (leg5_q1 + 1.2 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7821,8 +8224,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (1.2 - leg5_q1 > 0.0):  # leg5_crank above its limit 1.2
+        return 503
+    if not (1.2 - leg5_q1 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7832,18 +8235,18 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    leg6_s0_x = -cse19 + 0.18811107882911796*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse20 + 0.18811107882911796*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse21 + 0.18811107882911796*leg1_alpha_C_02 + z_C
-    leg6_d_x = -0.17364817766693033*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
-    leg6_d_z = 0.9848077530122081*leg6_s0_x - 0.17364817766693036*leg6_s0_y - 1.0408340855860843e-17
-    cse40 = leg6_d_x*leg6_d_x
-    cse41 = leg6_s0_z*leg6_s0_z
-    leg6_crank_K = 2.0*cse40 + 2.0*cse41 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579467
-    leg6_crank_rho2 = cse40 + cse41
+        return 504
+    leg6_s0_x = -cse19 + cse20
+    leg6_s0_y = -cse21 + cse22
+    leg6_s0_z = -cse23 + cse24
+    leg6_d_x = -0.17364817766693036*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
+    leg6_d_z = 0.984807753012208*leg6_s0_x - 0.17364817766693036*leg6_s0_y + 1.5178830414797062e-18
+    cse46 = leg6_d_x*leg6_d_x
+    cse47 = leg6_s0_z*leg6_s0_z
+    leg6_crank_K = 2.0*cse46 + 2.0*cse47 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579465
+    leg6_crank_rho2 = cse46 + cse47
     leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
-    if not (leg6_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg6_crank_w2 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7853,8 +8256,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (leg6_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 601
+    if not (leg6_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7864,7 +8267,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
     leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
@@ -7872,10 +8275,10 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x = leg6_crank_c*leg6_d_x - leg6_crank_s*leg6_s0_z - 0.25
     leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
-    cse42 = 0.6570332533844183*leg6_e_c_x - 0.7538615946890297*leg6_e_c_y
-    cse43 = 0.339858423375771*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.617924406137765*leg6_e_c_y
-    leg6_u_Lxz2 = cse42*cse42 + cse43*cse43
-    if not (leg6_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse48 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
+    cse49 = 0.33985842337577093*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.6179244061377651*leg6_e_c_y
+    leg6_u_Lxz2 = cse48*cse48 + cse49*cse49
+    if not (leg6_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7885,19 +8288,19 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 622
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    cse44 = 0.9404766089917044*leg6_d_z + 0.2562062130145581*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
-    leg6_u_L = math.sqrt(cse44*cse44 + leg6_u_Lxz2)
+    cse50 = 0.9404766089917044*leg6_d_z + 0.25620621301455804*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
+    leg6_u_L = math.sqrt(cse50*cse50 + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_u_c1 = cse43*leg6_u_inv_Lxz
-    leg6_u_s1 = cse42*leg6_u_inv_Lxz
+    leg6_u_c1 = cse49*leg6_u_inv_Lxz
+    leg6_u_s1 = cse48*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = cse44*leg6_u_inv_L
+    leg6_u_s2 = cse50*leg6_u_inv_L
     leg6_q2 = math.atan2(leg6_u_s1, leg6_u_c1)
     leg6_q3 = math.atan2(leg6_u_s2, leg6_u_c2)
-    if not (leg6_q1 + 1.2 > 0.0):  # leg6_crank below its limit -1.2
+    if not (leg6_q1 + 1.2 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7907,8 +8310,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (1.2 - leg6_q1 > 0.0):  # leg6_crank above its limit 1.2
+        return 603
+    if not (1.2 - leg6_q1 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -7918,86 +8321,86 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    leg1_beta1_00 = 0.9396926207859083*leg1_crank_c
+        return 604
+    leg1_beta1_00 = 0.9396926207859084*leg1_crank_c
     leg1_beta1_01 = -0.34202014332566866*leg1_crank_c
-    leg1_beta1_10 = -0.9396926207859083*leg1_crank_s
+    leg1_beta1_10 = -0.9396926207859084*leg1_crank_s
     leg1_beta1_11 = 0.34202014332566866*leg1_crank_s
-    leg1_beta2_00 = -0.7089891962222173*leg1_u_c1 + 0.657033253384418*leg1_u_s1
-    leg1_beta2_01 = -0.6179244061377648*leg1_u_c1 - 0.7538615946890297*leg1_u_s1
+    leg1_beta2_00 = -0.7089891962222175*leg1_u_c1 + 0.6570332533844182*leg1_u_s1
+    leg1_beta2_01 = -0.6179244061377649*leg1_u_c1 - 0.7538615946890298*leg1_u_s1
     leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
-    leg1_beta2_20 = -0.657033253384418*leg1_u_c1 - 0.7089891962222173*leg1_u_s1
-    leg1_beta2_21 = 0.7538615946890297*leg1_u_c1 - 0.6179244061377648*leg1_u_s1
+    leg1_beta2_20 = -0.6570332533844182*leg1_u_c1 - 0.7089891962222175*leg1_u_s1
+    leg1_beta2_21 = 0.7538615946890298*leg1_u_c1 - 0.6179244061377649*leg1_u_s1
     leg1_beta2_22 = -0.33985842337577077*leg1_u_s1
-    leg2_beta1_00 = 0.9396926207859083*leg2_crank_c
+    leg2_beta1_00 = 0.9396926207859084*leg2_crank_c
     leg2_beta1_01 = 0.34202014332566866*leg2_crank_c
-    leg2_beta1_10 = -0.9396926207859083*leg2_crank_s
+    leg2_beta1_10 = -0.9396926207859084*leg2_crank_s
     leg2_beta1_11 = -0.34202014332566866*leg2_crank_s
-    leg2_beta2_00 = -0.7089891962222173*leg2_u_c1 + 0.657033253384418*leg2_u_s1
-    leg2_beta2_01 = -0.6179244061377648*leg2_u_c1 - 0.7538615946890297*leg2_u_s1
+    leg2_beta2_00 = -0.7089891962222175*leg2_u_c1 + 0.6570332533844182*leg2_u_s1
+    leg2_beta2_01 = -0.6179244061377649*leg2_u_c1 - 0.7538615946890298*leg2_u_s1
     leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
-    leg2_beta2_20 = -0.657033253384418*leg2_u_c1 - 0.7089891962222173*leg2_u_s1
-    leg2_beta2_21 = 0.7538615946890297*leg2_u_c1 - 0.6179244061377648*leg2_u_s1
+    leg2_beta2_20 = -0.6570332533844182*leg2_u_c1 - 0.7089891962222175*leg2_u_s1
+    leg2_beta2_21 = 0.7538615946890298*leg2_u_c1 - 0.6179244061377649*leg2_u_s1
     leg2_beta2_22 = 0.33985842337577077*leg2_u_s1
-    leg3_beta1_00 = -0.17364817766693028*leg3_crank_c
+    leg3_beta1_00 = -0.17364817766693036*leg3_crank_c
     leg3_beta1_01 = 0.984807753012208*leg3_crank_c
-    leg3_beta1_10 = 0.17364817766693028*leg3_crank_s
+    leg3_beta1_10 = 0.17364817766693036*leg3_crank_s
     leg3_beta1_11 = -0.984807753012208*leg3_crank_s
-    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844183*leg3_u_s1
-    leg3_beta2_01 = -0.617924406137765*leg3_u_c1 - 0.7538615946890297*leg3_u_s1
+    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844184*leg3_u_s1
+    leg3_beta2_01 = -0.6179244061377651*leg3_u_c1 - 0.7538615946890296*leg3_u_s1
     leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
-    leg3_beta2_20 = -0.6570332533844183*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
-    leg3_beta2_21 = 0.7538615946890297*leg3_u_c1 - 0.617924406137765*leg3_u_s1
+    leg3_beta2_20 = -0.6570332533844184*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
+    leg3_beta2_21 = 0.7538615946890296*leg3_u_c1 - 0.6179244061377651*leg3_u_s1
     leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
-    leg4_beta1_00 = -0.7660444431189779*leg4_crank_c
-    leg4_beta1_01 = 0.6427876096865395*leg4_crank_c
-    leg4_beta1_10 = 0.7660444431189779*leg4_crank_s
-    leg4_beta1_11 = -0.6427876096865395*leg4_crank_s
-    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844181*leg4_u_s1
-    leg4_beta2_01 = -0.6179244061377648*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
-    leg4_beta2_02 = 0.3398584233757709*leg4_u_c1
-    leg4_beta2_20 = -0.6570332533844181*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
-    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.6179244061377648*leg4_u_s1
-    leg4_beta2_22 = 0.3398584233757709*leg4_u_s1
+    leg4_beta1_00 = -0.766044443118978*leg4_crank_c
+    leg4_beta1_01 = 0.6427876096865394*leg4_crank_c
+    leg4_beta1_10 = 0.766044443118978*leg4_crank_s
+    leg4_beta1_11 = -0.6427876096865394*leg4_crank_s
+    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
+    leg4_beta2_01 = -0.617924406137765*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
+    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
+    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
+    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.617924406137765*leg4_u_s1
+    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
     leg5_beta1_00 = -0.766044443118978*leg5_crank_c
-    leg5_beta1_01 = -0.6427876096865393*leg5_crank_c
+    leg5_beta1_01 = -0.6427876096865394*leg5_crank_c
     leg5_beta1_10 = 0.766044443118978*leg5_crank_s
-    leg5_beta1_11 = 0.6427876096865393*leg5_crank_s
-    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844183*leg5_u_s1
-    leg5_beta2_01 = -0.6179244061377651*leg5_u_c1 - 0.7538615946890296*leg5_u_s1
-    leg5_beta2_02 = -0.33985842337577066*leg5_u_c1
-    leg5_beta2_20 = -0.6570332533844183*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
-    leg5_beta2_21 = 0.7538615946890296*leg5_u_c1 - 0.6179244061377651*leg5_u_s1
-    leg5_beta2_22 = -0.33985842337577066*leg5_u_s1
-    leg6_beta1_00 = -0.17364817766693033*leg6_crank_c
+    leg5_beta1_11 = 0.6427876096865394*leg5_crank_s
+    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
+    leg5_beta2_01 = -0.617924406137765*leg5_u_c1 - 0.7538615946890297*leg5_u_s1
+    leg5_beta2_02 = -0.3398584233757707*leg5_u_c1
+    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
+    leg5_beta2_21 = 0.7538615946890297*leg5_u_c1 - 0.617924406137765*leg5_u_s1
+    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
+    leg6_beta1_00 = -0.17364817766693036*leg6_crank_c
     leg6_beta1_01 = -0.984807753012208*leg6_crank_c
-    leg6_beta1_10 = 0.17364817766693033*leg6_crank_s
+    leg6_beta1_10 = 0.17364817766693036*leg6_crank_s
     leg6_beta1_11 = 0.984807753012208*leg6_crank_s
-    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844183*leg6_u_s1
-    leg6_beta2_01 = -0.617924406137765*leg6_u_c1 - 0.7538615946890297*leg6_u_s1
-    leg6_beta2_02 = 0.339858423375771*leg6_u_c1
-    leg6_beta2_20 = -0.6570332533844183*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
-    leg6_beta2_21 = 0.7538615946890297*leg6_u_c1 - 0.617924406137765*leg6_u_s1
-    leg6_beta2_22 = 0.339858423375771*leg6_u_s1
-    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.2562062130145579*leg1_u_s2
-    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.2232982856006816*leg1_u_s2
+    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
+    leg6_beta2_01 = -0.6179244061377651*leg6_u_c1 - 0.7538615946890296*leg6_u_s1
+    leg6_beta2_02 = 0.33985842337577093*leg6_u_c1
+    leg6_beta2_20 = -0.6570332533844184*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
+    leg6_beta2_21 = 0.7538615946890296*leg6_u_c1 - 0.6179244061377651*leg6_u_s1
+    leg6_beta2_22 = 0.33985842337577093*leg6_u_s1
+    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.256206213014558*leg1_u_s2
+    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.22329828560068166*leg1_u_s2
     leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.9404766089917045*leg1_u_s2
-    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.2562062130145579*leg1_u_c2
-    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.2232982856006816*leg1_u_c2
+    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.256206213014558*leg1_u_c2
+    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.22329828560068166*leg1_u_c2
     leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
     leg1_B0_00 = leg1_B1_00*leg1_beta1_00 + leg1_B1_01*leg1_beta1_10 + 0.34202014332566866*leg1_B1_02
-    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859083*leg1_B1_02
+    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859084*leg1_B1_02
     leg1_B0_02 = -leg1_B1_00*leg1_crank_s - leg1_B1_01*leg1_crank_c
     leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + leg1_B1_11*leg1_beta1_10 + 0.34202014332566866*leg1_B1_12
-    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859083*leg1_B1_12
+    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859084*leg1_B1_12
     leg1_B0_12 = -leg1_B1_10*leg1_crank_s - leg1_B1_11*leg1_crank_c
     leg1_B0_20 = leg1_beta1_00*leg1_beta2_20 + leg1_beta1_10*leg1_beta2_21 + 0.34202014332566866*leg1_beta2_22
-    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859083*leg1_beta2_22
+    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859084*leg1_beta2_22
     leg1_B0_22 = -leg1_beta2_20*leg1_crank_s - leg1_beta2_21*leg1_crank_c
     leg1_rho1_x = 0.25*leg1_B1_00 + 0.809160465315115
     leg1_rho1_y = 0.25*leg1_B1_10
-    cse45 = 0.25*leg1_beta2_20
-    leg1_rho1_z = cse45
+    cse51 = 0.25*leg1_beta2_20
+    leg1_rho1_z = cse51
     leg1_TL1_x = leg1_B1_12*leg1_rho1_z - leg1_beta2_22*leg1_rho1_y
     leg1_TL1_y = -leg1_B1_02*leg1_rho1_z + leg1_beta2_22*leg1_rho1_x
     leg1_TL1_z = leg1_B1_02*leg1_rho1_y - leg1_B1_12*leg1_rho1_x
@@ -8030,7 +8433,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL2_z
     if not (leg1_TL1_x*leg1_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
@@ -8042,27 +8445,27 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_x
-    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.2562062130145579*leg2_u_s2
-    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.2232982856006816*leg2_u_s2
+    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.256206213014558*leg2_u_s2
+    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.22329828560068166*leg2_u_s2
     leg2_B1_02 = leg2_beta2_02*leg2_u_c2 + 0.9404766089917045*leg2_u_s2
-    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.2562062130145579*leg2_u_c2
-    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.2232982856006816*leg2_u_c2
+    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.256206213014558*leg2_u_c2
+    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.22329828560068166*leg2_u_c2
     leg2_B1_12 = -leg2_beta2_02*leg2_u_s2 + 0.9404766089917045*leg2_u_c2
     leg2_B0_00 = leg2_B1_00*leg2_beta1_00 + leg2_B1_01*leg2_beta1_10 - 0.34202014332566866*leg2_B1_02
-    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859083*leg2_B1_02
+    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859084*leg2_B1_02
     leg2_B0_02 = -leg2_B1_00*leg2_crank_s - leg2_B1_01*leg2_crank_c
     leg2_B0_10 = leg2_B1_10*leg2_beta1_00 + leg2_B1_11*leg2_beta1_10 - 0.34202014332566866*leg2_B1_12
-    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859083*leg2_B1_12
+    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859084*leg2_B1_12
     leg2_B0_12 = -leg2_B1_10*leg2_crank_s - leg2_B1_11*leg2_crank_c
     leg2_B0_20 = leg2_beta1_00*leg2_beta2_20 + leg2_beta1_10*leg2_beta2_21 - 0.34202014332566866*leg2_beta2_22
-    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859083*leg2_beta2_22
+    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859084*leg2_beta2_22
     leg2_B0_22 = -leg2_beta2_20*leg2_crank_s - leg2_beta2_21*leg2_crank_c
     leg2_rho1_x = 0.25*leg2_B1_00 + 0.809160465315115
     leg2_rho1_y = 0.25*leg2_B1_10
-    cse46 = 0.25*leg2_beta2_20
-    leg2_rho1_z = cse46
+    cse52 = 0.25*leg2_beta2_20
+    leg2_rho1_z = cse52
     leg2_TL1_x = leg2_B1_12*leg2_rho1_z - leg2_beta2_22*leg2_rho1_y
     leg2_TL1_y = -leg2_B1_02*leg2_rho1_z + leg2_beta2_22*leg2_rho1_x
     leg2_TL1_z = leg2_B1_02*leg2_rho1_y - leg2_B1_12*leg2_rho1_x
@@ -8095,7 +8498,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL2_z
     if not (leg2_TL1_x*leg2_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
@@ -8107,27 +8510,27 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_x
     leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.25620621301455804*leg3_u_s2
-    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068182*leg3_u_s2
-    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917045*leg3_u_s2
+    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068185*leg3_u_s2
+    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917044*leg3_u_s2
     leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
-    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068182*leg3_u_c2
-    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917045*leg3_u_c2
-    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.9848077530122081*leg3_B1_02
-    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.1736481776669303*leg3_B1_02
+    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068185*leg3_u_c2
+    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917044*leg3_u_c2
+    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.984807753012208*leg3_B1_02
+    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.17364817766693036*leg3_B1_02
     leg3_B0_02 = -leg3_B1_00*leg3_crank_s - leg3_B1_01*leg3_crank_c
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.9848077530122081*leg3_B1_12
-    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.1736481776669303*leg3_B1_12
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.984807753012208*leg3_B1_12
+    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.17364817766693036*leg3_B1_12
     leg3_B0_12 = -leg3_B1_10*leg3_crank_s - leg3_B1_11*leg3_crank_c
-    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.9848077530122081*leg3_beta2_22
-    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.1736481776669303*leg3_beta2_22
+    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.984807753012208*leg3_beta2_22
+    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.17364817766693036*leg3_beta2_22
     leg3_B0_22 = -leg3_beta2_20*leg3_crank_s - leg3_beta2_21*leg3_crank_c
     leg3_rho1_x = 0.25*leg3_B1_00 + 0.8091604653151149
     leg3_rho1_y = 0.25*leg3_B1_10
-    cse47 = 0.25*leg3_beta2_20
-    leg3_rho1_z = cse47
+    cse53 = 0.25*leg3_beta2_20
+    leg3_rho1_z = cse53
     leg3_TL1_x = leg3_B1_12*leg3_rho1_z - leg3_beta2_22*leg3_rho1_y
     leg3_TL1_y = -leg3_B1_02*leg3_rho1_z + leg3_beta2_22*leg3_rho1_x
     leg3_TL1_z = leg3_B1_02*leg3_rho1_y - leg3_B1_12*leg3_rho1_x
@@ -8141,15 +8544,15 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_Q_20 = leg1_alpha_C_00*leg3_B0_20 + leg1_alpha_C_02*leg3_B0_22 + leg1_s_psi_z*leg3_B0_21
     leg3_Q_21 = leg1_alpha_C_10*leg3_B0_20 + leg1_alpha_C_11*leg3_B0_21 + leg1_alpha_C_12*leg3_B0_22
     leg3_Q_22 = leg1_alpha_C_20*leg3_B0_20 + leg1_alpha_C_21*leg3_B0_21 + leg1_alpha_C_22*leg3_B0_22
-    leg3_Ci1_x = 0.5168309414322496*leg3_Q_02
-    leg3_Ci1_y = -0.18811107882911787*leg3_Q_02
-    leg3_Ci1_z = -0.5168309414322496*leg3_Q_00 + 0.18811107882911787*leg3_Q_01
-    leg3_Ci2_x = 0.5168309414322496*leg3_Q_12
-    leg3_Ci2_y = -0.18811107882911787*leg3_Q_12
-    leg3_Ci2_z = -0.5168309414322496*leg3_Q_10 + 0.18811107882911787*leg3_Q_11
-    leg3_Ci3_x = 0.5168309414322496*leg3_Q_22
-    leg3_Ci3_y = -0.18811107882911787*leg3_Q_22
-    leg3_Ci3_z = -0.5168309414322496*leg3_Q_20 + 0.18811107882911787*leg3_Q_21
+    leg3_Ci1_x = 0.5168309414322497*leg3_Q_02
+    leg3_Ci1_y = -0.18811107882911782*leg3_Q_02
+    leg3_Ci1_z = -0.5168309414322497*leg3_Q_00 + 0.18811107882911782*leg3_Q_01
+    leg3_Ci2_x = 0.5168309414322497*leg3_Q_12
+    leg3_Ci2_y = -0.18811107882911782*leg3_Q_12
+    leg3_Ci2_z = -0.5168309414322497*leg3_Q_10 + 0.18811107882911782*leg3_Q_11
+    leg3_Ci3_x = 0.5168309414322497*leg3_Q_22
+    leg3_Ci3_y = -0.18811107882911782*leg3_Q_22
+    leg3_Ci3_z = -0.5168309414322497*leg3_Q_20 + 0.18811107882911782*leg3_Q_21
     if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -8160,7 +8563,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL2_z
     if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
@@ -8172,31 +8575,31 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_x
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455804*leg4_u_s2
-    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.2232982856006817*leg4_u_s2
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455787*leg4_u_s2
+    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.22329828560068166*leg4_u_s2
     leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
-    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455804*leg4_u_c2
-    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.2232982856006817*leg4_u_c2
+    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455787*leg4_u_c2
+    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.22329828560068166*leg4_u_c2
     leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
-    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865395*leg4_B1_02
-    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.7660444431189779*leg4_B1_02
+    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865394*leg4_B1_02
+    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.766044443118978*leg4_B1_02
     leg4_B0_02 = -leg4_B1_00*leg4_crank_s - leg4_B1_01*leg4_crank_c
-    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865395*leg4_B1_12
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.7660444431189779*leg4_B1_12
+    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865394*leg4_B1_12
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.766044443118978*leg4_B1_12
     leg4_B0_12 = -leg4_B1_10*leg4_crank_s - leg4_B1_11*leg4_crank_c
-    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865395*leg4_beta2_22
-    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.7660444431189779*leg4_beta2_22
+    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865394*leg4_beta2_22
+    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.766044443118978*leg4_beta2_22
     leg4_B0_22 = -leg4_beta2_20*leg4_crank_s - leg4_beta2_21*leg4_crank_c
-    leg4_rho1_x = 0.25*leg4_B1_00 + 0.8091604653151152
+    leg4_rho1_x = 0.25*leg4_B1_00 + 0.809160465315115
     leg4_rho1_y = 0.25*leg4_B1_10
-    cse48 = 0.25*leg4_beta2_20
-    leg4_rho1_z = cse48
+    cse54 = 0.25*leg4_beta2_20
+    leg4_rho1_z = cse54
     leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
     leg4_TL1_y = -leg4_B1_02*leg4_rho1_z + leg4_beta2_22*leg4_rho1_x
     leg4_TL1_z = leg4_B1_02*leg4_rho1_y - leg4_B1_12*leg4_rho1_x
-    leg4_TL2_z = -0.8091604653151152*leg4_u_c2
+    leg4_TL2_z = -0.809160465315115*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
     leg4_Q_02 = leg1_alpha_C_20*leg4_B0_00 + leg1_alpha_C_21*leg4_B0_01 + leg1_alpha_C_22*leg4_B0_02
@@ -8206,16 +8609,16 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.09550649771681166*leg4_Q_02
+    leg4_Ci1_x = 0.0955064977168117*leg4_Q_02
     leg4_Ci1_y = 0.5416442641567144*leg4_Q_02
-    leg4_Ci1_z = -0.09550649771681166*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
-    leg4_Ci2_x = 0.09550649771681166*leg4_Q_12
+    leg4_Ci1_z = -0.0955064977168117*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
+    leg4_Ci2_x = 0.0955064977168117*leg4_Q_12
     leg4_Ci2_y = 0.5416442641567144*leg4_Q_12
-    leg4_Ci2_z = -0.09550649771681166*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
-    leg4_Ci3_x = 0.09550649771681166*leg4_Q_22
+    leg4_Ci2_z = -0.0955064977168117*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
+    leg4_Ci3_x = 0.0955064977168117*leg4_Q_22
     leg4_Ci3_y = 0.5416442641567144*leg4_Q_22
-    leg4_Ci3_z = -0.09550649771681166*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
-    if not (leg4_TL2_z*leg4_TL2_z - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci3_z = -0.0955064977168117*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
+    if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8225,9 +8628,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL2_z
-    if not (leg4_TL1_x*leg4_TL1_x - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_x*leg4_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8237,7 +8640,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_x
     leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
     leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
@@ -8245,23 +8648,23 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
     leg5_B1_11 = -leg5_beta2_01*leg5_u_s2 - 0.22329828560068166*leg5_u_c2
     leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
-    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865393*leg5_B1_02
+    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865394*leg5_B1_02
     leg5_B0_01 = leg5_B1_00*leg5_beta1_01 + leg5_B1_01*leg5_beta1_11 - 0.766044443118978*leg5_B1_02
     leg5_B0_02 = -leg5_B1_00*leg5_crank_s - leg5_B1_01*leg5_crank_c
-    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865393*leg5_B1_12
+    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865394*leg5_B1_12
     leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + leg5_B1_11*leg5_beta1_11 - 0.766044443118978*leg5_B1_12
     leg5_B0_12 = -leg5_B1_10*leg5_crank_s - leg5_B1_11*leg5_crank_c
-    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865393*leg5_beta2_22
+    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865394*leg5_beta2_22
     leg5_B0_21 = leg5_beta1_01*leg5_beta2_20 + leg5_beta1_11*leg5_beta2_21 - 0.766044443118978*leg5_beta2_22
     leg5_B0_22 = -leg5_beta2_20*leg5_crank_s - leg5_beta2_21*leg5_crank_c
-    leg5_rho1_x = 0.25*leg5_B1_00 + 0.8091604653151149
+    leg5_rho1_x = 0.25*leg5_B1_00 + 0.809160465315115
     leg5_rho1_y = 0.25*leg5_B1_10
-    cse49 = 0.25*leg5_beta2_20
-    leg5_rho1_z = cse49
+    cse55 = 0.25*leg5_beta2_20
+    leg5_rho1_z = cse55
     leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
     leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
     leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
-    leg5_TL2_z = -0.8091604653151149*leg5_u_c2
+    leg5_TL2_z = -0.809160465315115*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
     leg5_Q_02 = leg1_alpha_C_20*leg5_B0_00 + leg1_alpha_C_21*leg5_B0_01 + leg1_alpha_C_22*leg5_B0_02
@@ -8271,16 +8674,16 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.09550649771681177*leg5_Q_02
+    leg5_Ci1_x = -0.0955064977168117*leg5_Q_02
     leg5_Ci1_y = 0.5416442641567144*leg5_Q_02
-    leg5_Ci1_z = 0.09550649771681177*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
-    leg5_Ci2_x = -0.09550649771681177*leg5_Q_12
+    leg5_Ci1_z = 0.0955064977168117*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
+    leg5_Ci2_x = -0.0955064977168117*leg5_Q_12
     leg5_Ci2_y = 0.5416442641567144*leg5_Q_12
-    leg5_Ci2_z = 0.09550649771681177*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
-    leg5_Ci3_x = -0.09550649771681177*leg5_Q_22
+    leg5_Ci2_z = 0.0955064977168117*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
+    leg5_Ci3_x = -0.0955064977168117*leg5_Q_22
     leg5_Ci3_y = 0.5416442641567144*leg5_Q_22
-    leg5_Ci3_z = 0.09550649771681177*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
-    if not (leg5_TL2_z*leg5_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.0955064977168117*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
+    if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8290,9 +8693,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL2_z
-    if not (leg5_TL1_x*leg5_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_x*leg5_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8302,31 +8705,31 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_x
-    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.2562062130145581*leg6_u_s2
+    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.25620621301455804*leg6_u_s2
     leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
     leg6_B1_02 = leg6_beta2_02*leg6_u_c2 + 0.9404766089917044*leg6_u_s2
-    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.2562062130145581*leg6_u_c2
+    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.25620621301455804*leg6_u_c2
     leg6_B1_11 = -leg6_beta2_01*leg6_u_s2 + 0.22329828560068185*leg6_u_c2
     leg6_B1_12 = -leg6_beta2_02*leg6_u_s2 + 0.9404766089917044*leg6_u_c2
-    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.9848077530122081*leg6_B1_02
+    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.984807753012208*leg6_B1_02
     leg6_B0_01 = leg6_B1_00*leg6_beta1_01 + leg6_B1_01*leg6_beta1_11 - 0.17364817766693036*leg6_B1_02
     leg6_B0_02 = -leg6_B1_00*leg6_crank_s - leg6_B1_01*leg6_crank_c
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.9848077530122081*leg6_B1_12
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.984807753012208*leg6_B1_12
     leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + leg6_B1_11*leg6_beta1_11 - 0.17364817766693036*leg6_B1_12
     leg6_B0_12 = -leg6_B1_10*leg6_crank_s - leg6_B1_11*leg6_crank_c
-    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.9848077530122081*leg6_beta2_22
+    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.984807753012208*leg6_beta2_22
     leg6_B0_21 = leg6_beta1_01*leg6_beta2_20 + leg6_beta1_11*leg6_beta2_21 - 0.17364817766693036*leg6_beta2_22
     leg6_B0_22 = -leg6_beta2_20*leg6_crank_s - leg6_beta2_21*leg6_crank_c
-    leg6_rho1_x = 0.25*leg6_B1_00 + 0.809160465315115
+    leg6_rho1_x = 0.25*leg6_B1_00 + 0.8091604653151149
     leg6_rho1_y = 0.25*leg6_B1_10
-    cse50 = 0.25*leg6_beta2_20
-    leg6_rho1_z = cse50
+    cse56 = 0.25*leg6_beta2_20
+    leg6_rho1_z = cse56
     leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
     leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
     leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
-    leg6_TL2_z = -0.809160465315115*leg6_u_c2
+    leg6_TL2_z = -0.8091604653151149*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
     leg6_Q_02 = leg1_alpha_C_20*leg6_B0_00 + leg1_alpha_C_21*leg6_B0_01 + leg1_alpha_C_22*leg6_B0_02
@@ -8336,16 +8739,16 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_Q_20 = leg1_alpha_C_00*leg6_B0_20 + leg1_alpha_C_02*leg6_B0_22 + leg1_s_psi_z*leg6_B0_21
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
-    leg6_Ci1_x = -0.5168309414322496*leg6_Q_02
-    leg6_Ci1_y = -0.18811107882911796*leg6_Q_02
-    leg6_Ci1_z = 0.5168309414322496*leg6_Q_00 + 0.18811107882911796*leg6_Q_01
-    leg6_Ci2_x = -0.5168309414322496*leg6_Q_12
-    leg6_Ci2_y = -0.18811107882911796*leg6_Q_12
-    leg6_Ci2_z = 0.5168309414322496*leg6_Q_10 + 0.18811107882911796*leg6_Q_11
-    leg6_Ci3_x = -0.5168309414322496*leg6_Q_22
-    leg6_Ci3_y = -0.18811107882911796*leg6_Q_22
-    leg6_Ci3_z = 0.5168309414322496*leg6_Q_20 + 0.18811107882911796*leg6_Q_21
-    if not (leg6_TL2_z*leg6_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci1_x = -0.5168309414322497*leg6_Q_02
+    leg6_Ci1_y = -0.18811107882911782*leg6_Q_02
+    leg6_Ci1_z = 0.5168309414322497*leg6_Q_00 + 0.18811107882911782*leg6_Q_01
+    leg6_Ci2_x = -0.5168309414322497*leg6_Q_12
+    leg6_Ci2_y = -0.18811107882911782*leg6_Q_12
+    leg6_Ci2_z = 0.5168309414322497*leg6_Q_10 + 0.18811107882911782*leg6_Q_11
+    leg6_Ci3_x = -0.5168309414322497*leg6_Q_22
+    leg6_Ci3_y = -0.18811107882911782*leg6_Q_22
+    leg6_Ci3_z = 0.5168309414322497*leg6_Q_20 + 0.18811107882911782*leg6_Q_21
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8355,9 +8758,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL2_z
-    if not (leg6_TL1_x*leg6_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_x*leg6_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -8367,17 +8770,17 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_x
     leg1_cp3_x = (0.75)*leg1_u_c2
-    cse51 = (0.75)*leg1_u_s2
-    leg1_cp3_y = cse51
+    cse57 = (0.75)*leg1_u_s2
+    leg1_cp3_y = cse57
     leg1_IJ3_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2
     leg1_IJ3_cs = leg1_u_c2*leg1_u_s2
     leg1_IJ3_00 = 0.153 - 0.152*leg1_IJ3_C2
     leg1_IJ3_11 = 0.306 - leg1_IJ3_00
     leg1_IJ3_01 = -0.304*leg1_IJ3_cs
-    leg1_cp2_x = leg1_beta2_00*leg1_cp3_x - 0.2562062130145579*leg1_cp3_y
+    leg1_cp2_x = leg1_beta2_00*leg1_cp3_x - 0.256206213014558*leg1_cp3_y
     leg1_IJ2_C2 = leg1_u_c1*leg1_u_c1 - leg1_u_s1*leg1_u_s1
     leg1_IJ2_D = 0.305 - leg1_IJ3_00
     leg1_IJ2_Sum = leg1_IJ3_00 + 0.305
@@ -8385,20 +8788,20 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_IJ2_00 = -leg1_IJ2_22 + leg1_IJ2_Sum
     leg1_IJ2_01 = leg1_IJ3_01*leg1_u_c1
     leg1_Ic1_22 = 0.11550374793946465*leg1_IJ2_00 - 0.6392577951074239*leg1_IJ2_01 + 0.8844962520605354*leg1_IJ3_11 + 0.5*leg1_cp2_x + 0.21945
-    leg1_Fm3_2_x = -cse51
-    leg1_Fm3_1_y = leg1_Fm3_2_x*leg1_beta2_01 - 0.2232982856006816*leg1_cp3_x
+    leg1_Fm3_2_x = -cse57
+    leg1_Fm3_1_y = leg1_Fm3_2_x*leg1_beta2_01 - 0.22329828560068166*leg1_cp3_x
     leg1_Nm3_1_z = 0.25*leg1_Fm3_1_y + (0.305)*leg1_beta2_22
     leg1_Fm2_1_y = -leg1_beta2_21*leg1_cp3_x
     leg1_Nm2_1_z = 0.25*leg1_Fm2_1_y + leg1_IJ3_01*leg1_beta2_02 + 0.9404766089917045*leg1_IJ3_11
     leg2_cp3_x = (0.75)*leg2_u_c2
-    cse52 = (0.75)*leg2_u_s2
-    leg2_cp3_y = cse52
+    cse58 = (0.75)*leg2_u_s2
+    leg2_cp3_y = cse58
     leg2_IJ3_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2
     leg2_IJ3_cs = leg2_u_c2*leg2_u_s2
     leg2_IJ3_00 = 0.153 - 0.152*leg2_IJ3_C2
     leg2_IJ3_11 = 0.306 - leg2_IJ3_00
     leg2_IJ3_01 = -0.304*leg2_IJ3_cs
-    leg2_cp2_x = leg2_beta2_00*leg2_cp3_x + 0.2562062130145579*leg2_cp3_y
+    leg2_cp2_x = leg2_beta2_00*leg2_cp3_x + 0.256206213014558*leg2_cp3_y
     leg2_IJ2_C2 = leg2_u_c1*leg2_u_c1 - leg2_u_s1*leg2_u_s1
     leg2_IJ2_D = 0.305 - leg2_IJ3_00
     leg2_IJ2_Sum = leg2_IJ3_00 + 0.305
@@ -8406,14 +8809,14 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_IJ2_00 = -leg2_IJ2_22 + leg2_IJ2_Sum
     leg2_IJ2_01 = leg2_IJ3_01*leg2_u_c1
     leg2_Ic1_22 = 0.11550374793946465*leg2_IJ2_00 + 0.6392577951074239*leg2_IJ2_01 + 0.8844962520605354*leg2_IJ3_11 + 0.5*leg2_cp2_x + 0.21945
-    leg2_Fm3_2_x = -cse52
-    leg2_Fm3_1_y = leg2_Fm3_2_x*leg2_beta2_01 + 0.2232982856006816*leg2_cp3_x
+    leg2_Fm3_2_x = -cse58
+    leg2_Fm3_1_y = leg2_Fm3_2_x*leg2_beta2_01 + 0.22329828560068166*leg2_cp3_x
     leg2_Nm3_1_z = 0.25*leg2_Fm3_1_y + (0.305)*leg2_beta2_22
     leg2_Fm2_1_y = -leg2_beta2_21*leg2_cp3_x
     leg2_Nm2_1_z = 0.25*leg2_Fm2_1_y + leg2_IJ3_01*leg2_beta2_02 + 0.9404766089917045*leg2_IJ3_11
     leg3_cp3_x = (0.75)*leg3_u_c2
-    cse53 = (0.75)*leg3_u_s2
-    leg3_cp3_y = cse53
+    cse59 = (0.75)*leg3_u_s2
+    leg3_cp3_y = cse59
     leg3_IJ3_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2
     leg3_IJ3_cs = leg3_u_c2*leg3_u_s2
     leg3_IJ3_00 = 0.153 - 0.152*leg3_IJ3_C2
@@ -8426,36 +8829,36 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_IJ2_22 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum
     leg3_IJ2_00 = -leg3_IJ2_22 + leg3_IJ2_Sum
     leg3_IJ2_01 = leg3_IJ3_01*leg3_u_c1
-    leg3_Ic1_22 = 0.11550374793946476*leg3_IJ2_00 - 0.6392577951074242*leg3_IJ2_01 + 0.8844962520605354*leg3_IJ3_11 + 0.5*leg3_cp2_x + 0.21945
-    leg3_Fm3_2_x = -cse53
-    leg3_Fm3_1_y = leg3_Fm3_2_x*leg3_beta2_01 - 0.22329828560068182*leg3_cp3_x
+    leg3_Ic1_22 = 0.11550374793946476*leg3_IJ2_00 - 0.6392577951074241*leg3_IJ2_01 + 0.8844962520605352*leg3_IJ3_11 + 0.5*leg3_cp2_x + 0.21945
+    leg3_Fm3_2_x = -cse59
+    leg3_Fm3_1_y = leg3_Fm3_2_x*leg3_beta2_01 - 0.22329828560068185*leg3_cp3_x
     leg3_Nm3_1_z = 0.25*leg3_Fm3_1_y + (0.305)*leg3_beta2_22
     leg3_Fm2_1_y = -leg3_beta2_21*leg3_cp3_x
-    leg3_Nm2_1_z = 0.25*leg3_Fm2_1_y + leg3_IJ3_01*leg3_beta2_02 + 0.9404766089917045*leg3_IJ3_11
+    leg3_Nm2_1_z = 0.25*leg3_Fm2_1_y + leg3_IJ3_01*leg3_beta2_02 + 0.9404766089917044*leg3_IJ3_11
     leg4_cp3_x = (0.75)*leg4_u_c2
-    cse54 = (0.75)*leg4_u_s2
-    leg4_cp3_y = cse54
+    cse60 = (0.75)*leg4_u_s2
+    leg4_cp3_y = cse60
     leg4_IJ3_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2
     leg4_IJ3_cs = leg4_u_c2*leg4_u_s2
     leg4_IJ3_00 = 0.153 - 0.152*leg4_IJ3_C2
     leg4_IJ3_11 = 0.306 - leg4_IJ3_00
     leg4_IJ3_01 = -0.304*leg4_IJ3_cs
-    leg4_cp2_x = leg4_beta2_00*leg4_cp3_x + 0.25620621301455804*leg4_cp3_y
+    leg4_cp2_x = leg4_beta2_00*leg4_cp3_x + 0.25620621301455787*leg4_cp3_y
     leg4_IJ2_C2 = leg4_u_c1*leg4_u_c1 - leg4_u_s1*leg4_u_s1
     leg4_IJ2_D = 0.305 - leg4_IJ3_00
     leg4_IJ2_Sum = leg4_IJ3_00 + 0.305
     leg4_IJ2_22 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum
     leg4_IJ2_00 = -leg4_IJ2_22 + leg4_IJ2_Sum
     leg4_IJ2_01 = leg4_IJ3_01*leg4_u_c1
-    leg4_Ic1_22 = 0.11550374793946473*leg4_IJ2_00 + 0.6392577951074241*leg4_IJ2_01 + 0.8844962520605354*leg4_IJ3_11 + 0.5*leg4_cp2_x + 0.21945
-    leg4_Fm3_2_x = -cse54
-    leg4_Fm3_1_y = leg4_Fm3_2_x*leg4_beta2_01 + 0.2232982856006817*leg4_cp3_x
+    leg4_Ic1_22 = 0.11550374793946461*leg4_IJ2_00 + 0.6392577951074238*leg4_IJ2_01 + 0.8844962520605354*leg4_IJ3_11 + 0.5*leg4_cp2_x + 0.21945
+    leg4_Fm3_2_x = -cse60
+    leg4_Fm3_1_y = leg4_Fm3_2_x*leg4_beta2_01 + 0.22329828560068166*leg4_cp3_x
     leg4_Nm3_1_z = 0.25*leg4_Fm3_1_y + (0.305)*leg4_beta2_22
     leg4_Fm2_1_y = -leg4_beta2_21*leg4_cp3_x
     leg4_Nm2_1_z = 0.25*leg4_Fm2_1_y + leg4_IJ3_01*leg4_beta2_02 + 0.9404766089917045*leg4_IJ3_11
     leg5_cp3_x = (0.75)*leg5_u_c2
-    cse55 = (0.75)*leg5_u_s2
-    leg5_cp3_y = cse55
+    cse61 = (0.75)*leg5_u_s2
+    leg5_cp3_y = cse61
     leg5_IJ3_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2
     leg5_IJ3_cs = leg5_u_c2*leg5_u_s2
     leg5_IJ3_00 = 0.153 - 0.152*leg5_IJ3_C2
@@ -8468,147 +8871,147 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_IJ2_22 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum
     leg5_IJ2_00 = -leg5_IJ2_22 + leg5_IJ2_Sum
     leg5_IJ2_01 = leg5_IJ3_01*leg5_u_c1
-    leg5_Ic1_22 = 0.11550374793946458*leg5_IJ2_00 - 0.6392577951074236*leg5_IJ2_01 + 0.8844962520605354*leg5_IJ3_11 + 0.5*leg5_cp2_x + 0.21945
-    leg5_Fm3_2_x = -cse55
+    leg5_Ic1_22 = 0.11550374793946461*leg5_IJ2_00 - 0.6392577951074238*leg5_IJ2_01 + 0.8844962520605354*leg5_IJ3_11 + 0.5*leg5_cp2_x + 0.21945
+    leg5_Fm3_2_x = -cse61
     leg5_Fm3_1_y = leg5_Fm3_2_x*leg5_beta2_01 - 0.22329828560068166*leg5_cp3_x
     leg5_Nm3_1_z = 0.25*leg5_Fm3_1_y + (0.305)*leg5_beta2_22
     leg5_Fm2_1_y = -leg5_beta2_21*leg5_cp3_x
     leg5_Nm2_1_z = 0.25*leg5_Fm2_1_y + leg5_IJ3_01*leg5_beta2_02 + 0.9404766089917045*leg5_IJ3_11
     leg6_cp3_x = (0.75)*leg6_u_c2
-    cse56 = (0.75)*leg6_u_s2
-    leg6_cp3_y = cse56
+    cse62 = (0.75)*leg6_u_s2
+    leg6_cp3_y = cse62
     leg6_IJ3_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2
     leg6_IJ3_cs = leg6_u_c2*leg6_u_s2
     leg6_IJ3_00 = 0.153 - 0.152*leg6_IJ3_C2
     leg6_IJ3_11 = 0.306 - leg6_IJ3_00
     leg6_IJ3_01 = -0.304*leg6_IJ3_cs
-    leg6_cp2_x = leg6_beta2_00*leg6_cp3_x + 0.2562062130145581*leg6_cp3_y
+    leg6_cp2_x = leg6_beta2_00*leg6_cp3_x + 0.25620621301455804*leg6_cp3_y
     leg6_IJ2_C2 = leg6_u_c1*leg6_u_c1 - leg6_u_s1*leg6_u_s1
     leg6_IJ2_D = 0.305 - leg6_IJ3_00
     leg6_IJ2_Sum = leg6_IJ3_00 + 0.305
     leg6_IJ2_22 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum
     leg6_IJ2_00 = -leg6_IJ2_22 + leg6_IJ2_Sum
     leg6_IJ2_01 = leg6_IJ3_01*leg6_u_c1
-    leg6_Ic1_22 = 0.1155037479394648*leg6_IJ2_00 + 0.6392577951074242*leg6_IJ2_01 + 0.8844962520605352*leg6_IJ3_11 + 0.5*leg6_cp2_x + 0.21945
-    leg6_Fm3_2_x = -cse56
+    leg6_Ic1_22 = 0.11550374793946476*leg6_IJ2_00 + 0.6392577951074241*leg6_IJ2_01 + 0.8844962520605352*leg6_IJ3_11 + 0.5*leg6_cp2_x + 0.21945
+    leg6_Fm3_2_x = -cse62
     leg6_Fm3_1_y = leg6_Fm3_2_x*leg6_beta2_01 + 0.22329828560068185*leg6_cp3_x
     leg6_Nm3_1_z = 0.25*leg6_Fm3_1_y + (0.305)*leg6_beta2_22
     leg6_Fm2_1_y = -leg6_beta2_21*leg6_cp3_x
     leg6_Nm2_1_z = 0.25*leg6_Fm2_1_y + leg6_IJ3_01*leg6_beta2_02 + 0.9404766089917044*leg6_IJ3_11
     leg1_H1_1 = leg1_B0_00*leg1_lu_inv3
     leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_TL1_z)
-    cse57 = 1.23584881227553*leg1_TL1_y
-    leg1_H1_3 = -cse57*leg1_H1_1 + 1.23584881227553*leg1_B0_10
+    cse63 = 1.23584881227553*leg1_TL1_y
+    leg1_H1_3 = -cse63*leg1_H1_1 + 1.23584881227553*leg1_B0_10
     leg1_H2_1 = leg1_B0_01*leg1_lu_inv3
     leg1_H2_2 = leg1_lu_inv2*(leg1_B0_21 - leg1_H2_1*leg1_TL1_z)
-    leg1_H2_3 = -cse57*leg1_H2_1 + 1.23584881227553*leg1_B0_11
+    leg1_H2_3 = -cse63*leg1_H2_1 + 1.23584881227553*leg1_B0_11
     leg1_H3_1 = leg1_B0_02*leg1_lu_inv3
     leg1_H3_2 = leg1_lu_inv2*(leg1_B0_22 - leg1_H3_1*leg1_TL1_z)
-    leg1_H3_3 = -cse57*leg1_H3_1 + 1.23584881227553*leg1_B0_12
+    leg1_H3_3 = -cse63*leg1_H3_1 + 1.23584881227553*leg1_B0_12
     leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv3
     leg1_H4_2 = leg1_lu_inv2*(leg1_Ci3_x - leg1_H4_1*leg1_TL1_z)
-    leg1_H4_3 = -cse57*leg1_H4_1 + 1.23584881227553*leg1_Ci2_x
+    leg1_H4_3 = -cse63*leg1_H4_1 + 1.23584881227553*leg1_Ci2_x
     leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv3
     leg1_H5_2 = leg1_lu_inv2*(leg1_Ci3_y - leg1_H5_1*leg1_TL1_z)
-    leg1_H5_3 = -cse57*leg1_H5_1 + 1.23584881227553*leg1_Ci2_y
+    leg1_H5_3 = -cse63*leg1_H5_1 + 1.23584881227553*leg1_Ci2_y
     leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv3
     leg1_H6_2 = leg1_lu_inv2*(leg1_Ci3_z - leg1_H6_1*leg1_TL1_z)
-    leg1_H6_3 = -cse57*leg1_H6_1 + 1.23584881227553*leg1_Ci2_z
+    leg1_H6_3 = -cse63*leg1_H6_1 + 1.23584881227553*leg1_Ci2_z
     leg2_H1_1 = leg2_B0_00*leg2_lu_inv3
     leg2_H1_2 = leg2_lu_inv2*(leg2_B0_20 - leg2_H1_1*leg2_TL1_z)
-    cse58 = 1.23584881227553*leg2_TL1_y
-    leg2_H1_3 = -cse58*leg2_H1_1 + 1.23584881227553*leg2_B0_10
+    cse64 = 1.23584881227553*leg2_TL1_y
+    leg2_H1_3 = -cse64*leg2_H1_1 + 1.23584881227553*leg2_B0_10
     leg2_H2_1 = leg2_B0_01*leg2_lu_inv3
     leg2_H2_2 = leg2_lu_inv2*(leg2_B0_21 - leg2_H2_1*leg2_TL1_z)
-    leg2_H2_3 = -cse58*leg2_H2_1 + 1.23584881227553*leg2_B0_11
+    leg2_H2_3 = -cse64*leg2_H2_1 + 1.23584881227553*leg2_B0_11
     leg2_H3_1 = leg2_B0_02*leg2_lu_inv3
     leg2_H3_2 = leg2_lu_inv2*(leg2_B0_22 - leg2_H3_1*leg2_TL1_z)
-    leg2_H3_3 = -cse58*leg2_H3_1 + 1.23584881227553*leg2_B0_12
+    leg2_H3_3 = -cse64*leg2_H3_1 + 1.23584881227553*leg2_B0_12
     leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv3
     leg2_H4_2 = leg2_lu_inv2*(leg2_Ci3_x - leg2_H4_1*leg2_TL1_z)
-    leg2_H4_3 = -cse58*leg2_H4_1 + 1.23584881227553*leg2_Ci2_x
+    leg2_H4_3 = -cse64*leg2_H4_1 + 1.23584881227553*leg2_Ci2_x
     leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv3
     leg2_H5_2 = leg2_lu_inv2*(leg2_Ci3_y - leg2_H5_1*leg2_TL1_z)
-    leg2_H5_3 = -cse58*leg2_H5_1 + 1.23584881227553*leg2_Ci2_y
+    leg2_H5_3 = -cse64*leg2_H5_1 + 1.23584881227553*leg2_Ci2_y
     leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv3
     leg2_H6_2 = leg2_lu_inv2*(leg2_Ci3_z - leg2_H6_1*leg2_TL1_z)
-    leg2_H6_3 = -cse58*leg2_H6_1 + 1.23584881227553*leg2_Ci2_z
+    leg2_H6_3 = -cse64*leg2_H6_1 + 1.23584881227553*leg2_Ci2_z
     leg3_H1_1 = leg3_B0_00*leg3_lu_inv3
     leg3_H1_2 = leg3_lu_inv2*(leg3_B0_20 - leg3_H1_1*leg3_TL1_z)
-    cse59 = 1.23584881227553*leg3_TL1_y
-    leg3_H1_3 = -cse59*leg3_H1_1 + 1.23584881227553*leg3_B0_10
+    cse65 = 1.23584881227553*leg3_TL1_y
+    leg3_H1_3 = -cse65*leg3_H1_1 + 1.23584881227553*leg3_B0_10
     leg3_H2_1 = leg3_B0_01*leg3_lu_inv3
     leg3_H2_2 = leg3_lu_inv2*(leg3_B0_21 - leg3_H2_1*leg3_TL1_z)
-    leg3_H2_3 = -cse59*leg3_H2_1 + 1.23584881227553*leg3_B0_11
+    leg3_H2_3 = -cse65*leg3_H2_1 + 1.23584881227553*leg3_B0_11
     leg3_H3_1 = leg3_B0_02*leg3_lu_inv3
     leg3_H3_2 = leg3_lu_inv2*(leg3_B0_22 - leg3_H3_1*leg3_TL1_z)
-    leg3_H3_3 = -cse59*leg3_H3_1 + 1.23584881227553*leg3_B0_12
+    leg3_H3_3 = -cse65*leg3_H3_1 + 1.23584881227553*leg3_B0_12
     leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv3
     leg3_H4_2 = leg3_lu_inv2*(leg3_Ci3_x - leg3_H4_1*leg3_TL1_z)
-    leg3_H4_3 = -cse59*leg3_H4_1 + 1.23584881227553*leg3_Ci2_x
+    leg3_H4_3 = -cse65*leg3_H4_1 + 1.23584881227553*leg3_Ci2_x
     leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv3
     leg3_H5_2 = leg3_lu_inv2*(leg3_Ci3_y - leg3_H5_1*leg3_TL1_z)
-    leg3_H5_3 = -cse59*leg3_H5_1 + 1.23584881227553*leg3_Ci2_y
+    leg3_H5_3 = -cse65*leg3_H5_1 + 1.23584881227553*leg3_Ci2_y
     leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv3
     leg3_H6_2 = leg3_lu_inv2*(leg3_Ci3_z - leg3_H6_1*leg3_TL1_z)
-    leg3_H6_3 = -cse59*leg3_H6_1 + 1.23584881227553*leg3_Ci2_z
+    leg3_H6_3 = -cse65*leg3_H6_1 + 1.23584881227553*leg3_Ci2_z
     leg4_H1_1 = leg4_B0_00*leg4_lu_inv3
     leg4_H1_2 = leg4_lu_inv2*(leg4_B0_20 - leg4_H1_1*leg4_TL1_z)
-    cse60 = 1.2358488122755296*leg4_TL1_y
-    leg4_H1_3 = -cse60*leg4_H1_1 + 1.2358488122755296*leg4_B0_10
+    cse66 = 1.23584881227553*leg4_TL1_y
+    leg4_H1_3 = -cse66*leg4_H1_1 + 1.23584881227553*leg4_B0_10
     leg4_H2_1 = leg4_B0_01*leg4_lu_inv3
     leg4_H2_2 = leg4_lu_inv2*(leg4_B0_21 - leg4_H2_1*leg4_TL1_z)
-    leg4_H2_3 = -cse60*leg4_H2_1 + 1.2358488122755296*leg4_B0_11
+    leg4_H2_3 = -cse66*leg4_H2_1 + 1.23584881227553*leg4_B0_11
     leg4_H3_1 = leg4_B0_02*leg4_lu_inv3
     leg4_H3_2 = leg4_lu_inv2*(leg4_B0_22 - leg4_H3_1*leg4_TL1_z)
-    leg4_H3_3 = -cse60*leg4_H3_1 + 1.2358488122755296*leg4_B0_12
+    leg4_H3_3 = -cse66*leg4_H3_1 + 1.23584881227553*leg4_B0_12
     leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv3
     leg4_H4_2 = leg4_lu_inv2*(leg4_Ci3_x - leg4_H4_1*leg4_TL1_z)
-    leg4_H4_3 = -cse60*leg4_H4_1 + 1.2358488122755296*leg4_Ci2_x
+    leg4_H4_3 = -cse66*leg4_H4_1 + 1.23584881227553*leg4_Ci2_x
     leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv3
     leg4_H5_2 = leg4_lu_inv2*(leg4_Ci3_y - leg4_H5_1*leg4_TL1_z)
-    leg4_H5_3 = -cse60*leg4_H5_1 + 1.2358488122755296*leg4_Ci2_y
+    leg4_H5_3 = -cse66*leg4_H5_1 + 1.23584881227553*leg4_Ci2_y
     leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv3
     leg4_H6_2 = leg4_lu_inv2*(leg4_Ci3_z - leg4_H6_1*leg4_TL1_z)
-    leg4_H6_3 = -cse60*leg4_H6_1 + 1.2358488122755296*leg4_Ci2_z
+    leg4_H6_3 = -cse66*leg4_H6_1 + 1.23584881227553*leg4_Ci2_z
     leg5_H1_1 = leg5_B0_00*leg5_lu_inv3
     leg5_H1_2 = leg5_lu_inv2*(leg5_B0_20 - leg5_H1_1*leg5_TL1_z)
-    cse61 = 1.23584881227553*leg5_TL1_y
-    leg5_H1_3 = -cse61*leg5_H1_1 + 1.23584881227553*leg5_B0_10
+    cse67 = 1.23584881227553*leg5_TL1_y
+    leg5_H1_3 = -cse67*leg5_H1_1 + 1.23584881227553*leg5_B0_10
     leg5_H2_1 = leg5_B0_01*leg5_lu_inv3
     leg5_H2_2 = leg5_lu_inv2*(leg5_B0_21 - leg5_H2_1*leg5_TL1_z)
-    leg5_H2_3 = -cse61*leg5_H2_1 + 1.23584881227553*leg5_B0_11
+    leg5_H2_3 = -cse67*leg5_H2_1 + 1.23584881227553*leg5_B0_11
     leg5_H3_1 = leg5_B0_02*leg5_lu_inv3
     leg5_H3_2 = leg5_lu_inv2*(leg5_B0_22 - leg5_H3_1*leg5_TL1_z)
-    leg5_H3_3 = -cse61*leg5_H3_1 + 1.23584881227553*leg5_B0_12
+    leg5_H3_3 = -cse67*leg5_H3_1 + 1.23584881227553*leg5_B0_12
     leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv3
     leg5_H4_2 = leg5_lu_inv2*(leg5_Ci3_x - leg5_H4_1*leg5_TL1_z)
-    leg5_H4_3 = -cse61*leg5_H4_1 + 1.23584881227553*leg5_Ci2_x
+    leg5_H4_3 = -cse67*leg5_H4_1 + 1.23584881227553*leg5_Ci2_x
     leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv3
     leg5_H5_2 = leg5_lu_inv2*(leg5_Ci3_y - leg5_H5_1*leg5_TL1_z)
-    leg5_H5_3 = -cse61*leg5_H5_1 + 1.23584881227553*leg5_Ci2_y
+    leg5_H5_3 = -cse67*leg5_H5_1 + 1.23584881227553*leg5_Ci2_y
     leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv3
     leg5_H6_2 = leg5_lu_inv2*(leg5_Ci3_z - leg5_H6_1*leg5_TL1_z)
-    leg5_H6_3 = -cse61*leg5_H6_1 + 1.23584881227553*leg5_Ci2_z
+    leg5_H6_3 = -cse67*leg5_H6_1 + 1.23584881227553*leg5_Ci2_z
     leg6_H1_1 = leg6_B0_00*leg6_lu_inv3
     leg6_H1_2 = leg6_lu_inv2*(leg6_B0_20 - leg6_H1_1*leg6_TL1_z)
-    cse62 = 1.23584881227553*leg6_TL1_y
-    leg6_H1_3 = -cse62*leg6_H1_1 + 1.23584881227553*leg6_B0_10
+    cse68 = 1.23584881227553*leg6_TL1_y
+    leg6_H1_3 = -cse68*leg6_H1_1 + 1.23584881227553*leg6_B0_10
     leg6_H2_1 = leg6_B0_01*leg6_lu_inv3
     leg6_H2_2 = leg6_lu_inv2*(leg6_B0_21 - leg6_H2_1*leg6_TL1_z)
-    leg6_H2_3 = -cse62*leg6_H2_1 + 1.23584881227553*leg6_B0_11
+    leg6_H2_3 = -cse68*leg6_H2_1 + 1.23584881227553*leg6_B0_11
     leg6_H3_1 = leg6_B0_02*leg6_lu_inv3
     leg6_H3_2 = leg6_lu_inv2*(leg6_B0_22 - leg6_H3_1*leg6_TL1_z)
-    leg6_H3_3 = -cse62*leg6_H3_1 + 1.23584881227553*leg6_B0_12
+    leg6_H3_3 = -cse68*leg6_H3_1 + 1.23584881227553*leg6_B0_12
     leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv3
     leg6_H4_2 = leg6_lu_inv2*(leg6_Ci3_x - leg6_H4_1*leg6_TL1_z)
-    leg6_H4_3 = -cse62*leg6_H4_1 + 1.23584881227553*leg6_Ci2_x
+    leg6_H4_3 = -cse68*leg6_H4_1 + 1.23584881227553*leg6_Ci2_x
     leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv3
     leg6_H5_2 = leg6_lu_inv2*(leg6_Ci3_y - leg6_H5_1*leg6_TL1_z)
-    leg6_H5_3 = -cse62*leg6_H5_1 + 1.23584881227553*leg6_Ci2_y
+    leg6_H5_3 = -cse68*leg6_H5_1 + 1.23584881227553*leg6_Ci2_y
     leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv3
     leg6_H6_2 = leg6_lu_inv2*(leg6_Ci3_z - leg6_H6_1*leg6_TL1_z)
-    leg6_H6_3 = -cse62*leg6_H6_1 + 1.23584881227553*leg6_Ci2_z
+    leg6_H6_3 = -cse68*leg6_H6_1 + 1.23584881227553*leg6_Ci2_z
     leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
     leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
     leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
@@ -8635,34 +9038,34 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_Qa1 = F_leg6 - leg6_q1*p_k_crank - leg6_qd1*p_c_crank
     leg1_a1_x = -g_x*leg1_beta1_00 - g_y*leg1_beta1_01 + g_z*leg1_crank_s
     leg1_a1_y = -g_x*leg1_beta1_10 - g_y*leg1_beta1_11 + g_z*leg1_crank_c
-    cse63 = 0.34202014332566866*g_x
-    cse64 = 0.9396926207859083*g_y
-    leg1_a1_z = -cse63 - cse64
-    cse65 = leg1_qd1*leg1_qd1
-    leg1_oo1_zz = cse65
+    cse69 = 0.34202014332566866*g_x
+    cse70 = 0.9396926207859084*g_y
+    leg1_a1_z = -cse69 - cse70
+    cse71 = leg1_qd1*leg1_qd1
+    leg1_oo1_zz = cse71
     leg1_omega_p2_x = leg1_beta2_02*leg1_qd1
     leg1_omega_p2_y = 0.9404766089917045*leg1_qd1
     leg1_omega_p2_z = leg1_beta2_22*leg1_qd1
     leg1_omega2_y = leg1_omega_p2_y + leg1_qd2
-    cse66 = -leg1_omega_p2_z*leg1_qd2
-    leg1_epsd2_x = cse66
-    cse67 = leg1_omega_p2_x*leg1_qd2
-    leg1_epsd2_z = cse67
-    cse68 = 0.25*leg1_oo1_zz
-    cse69 = -cse68 + leg1_a1_x
-    cse70 = cse69*leg1_beta2_00 + leg1_a1_z*leg1_beta2_02
-    leg1_a2_x = cse70 + leg1_a1_y*leg1_beta2_01
-    cse71 = 0.2562062130145579*leg1_a1_x + 0.2232982856006816*leg1_a1_y - 0.9404766089917045*leg1_a1_z - 0.06405155325363948*leg1_oo1_zz
-    leg1_a2_y = -cse71
-    cse72 = cse69*leg1_beta2_20 + leg1_a1_z*leg1_beta2_22
-    leg1_a2_z = cse72 + leg1_a1_y*leg1_beta2_21
+    cse72 = -leg1_omega_p2_z*leg1_qd2
+    leg1_epsd2_x = cse72
+    cse73 = leg1_omega_p2_x*leg1_qd2
+    leg1_epsd2_z = cse73
+    cse74 = 0.25*leg1_oo1_zz
+    cse75 = -cse74 + leg1_a1_x
+    cse76 = cse75*leg1_beta2_00 + leg1_a1_z*leg1_beta2_02
+    leg1_a2_x = cse76 + leg1_a1_y*leg1_beta2_01
+    cse77 = 0.256206213014558*leg1_a1_x + 0.22329828560068166*leg1_a1_y - 0.9404766089917045*leg1_a1_z - 0.0640515532536395*leg1_oo1_zz
+    leg1_a2_y = -cse77
+    cse78 = cse75*leg1_beta2_20 + leg1_a1_z*leg1_beta2_22
+    leg1_a2_z = cse78 + leg1_a1_y*leg1_beta2_21
     leg1_omega_p3_x = leg1_omega2_y*leg1_u_s2 + leg1_omega_p2_x*leg1_u_c2
     leg1_omega_p3_y = leg1_omega2_y*leg1_u_c2 - leg1_omega_p2_x*leg1_u_s2
     leg1_omega3_z = leg1_omega_p2_z + leg1_qd3
-    cse73 = leg1_omega_p3_y*leg1_qd3
-    leg1_epsd3_x = cse73 + leg1_epsd2_x*leg1_u_c2
-    cse74 = leg1_omega_p3_x*leg1_qd3
-    leg1_epsd3_y = -cse74 - leg1_epsd2_x*leg1_u_s2
+    cse79 = leg1_omega_p3_y*leg1_qd3
+    leg1_epsd3_x = cse79 + leg1_epsd2_x*leg1_u_c2
+    cse80 = leg1_omega_p3_x*leg1_qd3
+    leg1_epsd3_y = -cse80 - leg1_epsd2_x*leg1_u_s2
     leg1_a3_x = leg1_a2_x*leg1_u_c2 + leg1_a2_y*leg1_u_s2
     leg1_a3_y = -leg1_a2_x*leg1_u_s2 + leg1_a2_y*leg1_u_c2
     leg1_oo3_yy = leg1_omega_p3_y*leg1_omega_p3_y
@@ -8670,54 +9073,54 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_oo3_xy = leg1_omega_p3_x*leg1_omega_p3_y
     leg1_oo3_xz = leg1_omega3_z*leg1_omega_p3_x
     leg1_oo3_W_00 = -leg1_oo3_yy - leg1_oo3_zz
-    cse75 = (0.75)*leg1_oo3_W_00
-    leg1_F3_x = cse75 + (2.5)*leg1_a3_x
-    cse76 = (0.75)*leg1_oo3_xy
-    leg1_F3_y = cse76 + (2.5)*leg1_a3_y + (0.75)*leg1_epsd2_z
-    cse77 = (0.75)*leg1_oo3_xz
-    leg1_F3_z = cse77 + (2.5)*leg1_a2_z - 0.75*leg1_epsd3_y
+    cse81 = (0.75)*leg1_oo3_W_00
+    leg1_F3_x = cse81 + (2.5)*leg1_a3_x
+    cse82 = (0.75)*leg1_oo3_xy
+    leg1_F3_y = cse82 + (2.5)*leg1_a3_y + (0.75)*leg1_epsd2_z
+    cse83 = (0.75)*leg1_oo3_xz
+    leg1_F3_z = cse83 + (2.5)*leg1_a2_z - 0.75*leg1_epsd3_y
     leg1_N3_x = (0.001)*leg1_epsd3_x
-    cse78 = (0.304)*leg1_oo3_xz
-    leg1_N3_y = -cse78 - 0.75*leg1_a2_z + (0.305)*leg1_epsd3_y
-    cse79 = (0.304)*leg1_oo3_xy
-    leg1_N3_z = cse79 + (0.75)*leg1_a3_y + (0.305)*leg1_epsd2_z
+    cse84 = (0.304)*leg1_oo3_xz
+    leg1_N3_y = -cse84 - 0.75*leg1_a2_z + (0.305)*leg1_epsd3_y
+    cse85 = (0.304)*leg1_oo3_xy
+    leg1_N3_z = cse85 + (0.75)*leg1_a3_y + (0.305)*leg1_epsd2_z
     leg1_F_c3_x = leg1_F3_x*leg1_u_c2 - leg1_F3_y*leg1_u_s2
     leg1_F_c3_y = leg1_F3_x*leg1_u_s2 + leg1_F3_y*leg1_u_c2
     leg1_N2_x = leg1_N3_x*leg1_u_c2 - leg1_N3_y*leg1_u_s2
     leg1_N2_y = leg1_N3_x*leg1_u_s2 + leg1_N3_y*leg1_u_c2
-    leg1_F_c2_y = leg1_F3_z*leg1_beta2_21 + leg1_F_c3_x*leg1_beta2_01 - 0.2232982856006816*leg1_F_c3_y
-    cse80 = (0.36)*leg1_a1_y
-    leg1_N1_z = cse80 + 0.25*leg1_F_c2_y + leg1_N2_x*leg1_beta2_02 + 0.9404766089917045*leg1_N2_y + leg1_N3_z*leg1_beta2_22
+    leg1_F_c2_y = leg1_F3_z*leg1_beta2_21 + leg1_F_c3_x*leg1_beta2_01 - 0.22329828560068166*leg1_F_c3_y
+    cse86 = (0.36)*leg1_a1_y
+    leg1_N1_z = cse86 + 0.25*leg1_F_c2_y + leg1_N2_x*leg1_beta2_02 + 0.9404766089917045*leg1_N2_y + leg1_N3_z*leg1_beta2_22
     leg1_b1 = -leg1_N1_z + leg1_Qa1
     leg2_a1_x = -g_x*leg2_beta1_00 - g_y*leg2_beta1_01 + g_z*leg2_crank_s
     leg2_a1_y = -g_x*leg2_beta1_10 - g_y*leg2_beta1_11 + g_z*leg2_crank_c
-    leg2_a1_z = cse63 - cse64
-    cse81 = leg2_qd1*leg2_qd1
-    leg2_oo1_zz = cse81
+    leg2_a1_z = cse69 - cse70
+    cse87 = leg2_qd1*leg2_qd1
+    leg2_oo1_zz = cse87
     leg2_omega_p2_x = leg2_beta2_02*leg2_qd1
     leg2_omega_p2_y = 0.9404766089917045*leg2_qd1
     leg2_omega_p2_z = leg2_beta2_22*leg2_qd1
     leg2_omega2_y = leg2_omega_p2_y + leg2_qd2
-    cse82 = -leg2_omega_p2_z*leg2_qd2
-    leg2_epsd2_x = cse82
-    cse83 = leg2_omega_p2_x*leg2_qd2
-    leg2_epsd2_z = cse83
-    cse84 = 0.25*leg2_oo1_zz
-    cse85 = -cse84 + leg2_a1_x
-    cse86 = cse85*leg2_beta2_00 + leg2_a1_z*leg2_beta2_02
-    leg2_a2_x = cse86 + leg2_a1_y*leg2_beta2_01
-    cse87 = -0.06405155325363948*leg2_oo1_zz
-    cse88 = cse87 + 0.2562062130145579*leg2_a1_x + 0.2232982856006816*leg2_a1_y + 0.9404766089917045*leg2_a1_z
-    leg2_a2_y = cse88
-    cse89 = cse85*leg2_beta2_20 + leg2_a1_z*leg2_beta2_22
-    leg2_a2_z = cse89 + leg2_a1_y*leg2_beta2_21
+    cse88 = -leg2_omega_p2_z*leg2_qd2
+    leg2_epsd2_x = cse88
+    cse89 = leg2_omega_p2_x*leg2_qd2
+    leg2_epsd2_z = cse89
+    cse90 = 0.25*leg2_oo1_zz
+    cse91 = -cse90 + leg2_a1_x
+    cse92 = cse91*leg2_beta2_00 + leg2_a1_z*leg2_beta2_02
+    leg2_a2_x = cse92 + leg2_a1_y*leg2_beta2_01
+    cse93 = -0.0640515532536395*leg2_oo1_zz
+    cse94 = cse93 + 0.256206213014558*leg2_a1_x + 0.22329828560068166*leg2_a1_y + 0.9404766089917045*leg2_a1_z
+    leg2_a2_y = cse94
+    cse95 = cse91*leg2_beta2_20 + leg2_a1_z*leg2_beta2_22
+    leg2_a2_z = cse95 + leg2_a1_y*leg2_beta2_21
     leg2_omega_p3_x = leg2_omega2_y*leg2_u_s2 + leg2_omega_p2_x*leg2_u_c2
     leg2_omega_p3_y = leg2_omega2_y*leg2_u_c2 - leg2_omega_p2_x*leg2_u_s2
     leg2_omega3_z = leg2_omega_p2_z + leg2_qd3
-    cse90 = leg2_omega_p3_y*leg2_qd3
-    leg2_epsd3_x = cse90 + leg2_epsd2_x*leg2_u_c2
-    cse91 = leg2_omega_p3_x*leg2_qd3
-    leg2_epsd3_y = -cse91 - leg2_epsd2_x*leg2_u_s2
+    cse96 = leg2_omega_p3_y*leg2_qd3
+    leg2_epsd3_x = cse96 + leg2_epsd2_x*leg2_u_c2
+    cse97 = leg2_omega_p3_x*leg2_qd3
+    leg2_epsd3_y = -cse97 - leg2_epsd2_x*leg2_u_s2
     leg2_a3_x = leg2_a2_x*leg2_u_c2 + leg2_a2_y*leg2_u_s2
     leg2_a3_y = -leg2_a2_x*leg2_u_s2 + leg2_a2_y*leg2_u_c2
     leg2_oo3_yy = leg2_omega_p3_y*leg2_omega_p3_y
@@ -8725,54 +9128,54 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_oo3_xy = leg2_omega_p3_x*leg2_omega_p3_y
     leg2_oo3_xz = leg2_omega3_z*leg2_omega_p3_x
     leg2_oo3_W_00 = -leg2_oo3_yy - leg2_oo3_zz
-    cse92 = (0.75)*leg2_oo3_W_00
-    leg2_F3_x = cse92 + (2.5)*leg2_a3_x
-    cse93 = (0.75)*leg2_oo3_xy
-    leg2_F3_y = cse93 + (2.5)*leg2_a3_y + (0.75)*leg2_epsd2_z
-    cse94 = (0.75)*leg2_oo3_xz
-    leg2_F3_z = cse94 + (2.5)*leg2_a2_z - 0.75*leg2_epsd3_y
+    cse98 = (0.75)*leg2_oo3_W_00
+    leg2_F3_x = cse98 + (2.5)*leg2_a3_x
+    cse99 = (0.75)*leg2_oo3_xy
+    leg2_F3_y = cse99 + (2.5)*leg2_a3_y + (0.75)*leg2_epsd2_z
+    cse100 = (0.75)*leg2_oo3_xz
+    leg2_F3_z = cse100 + (2.5)*leg2_a2_z - 0.75*leg2_epsd3_y
     leg2_N3_x = (0.001)*leg2_epsd3_x
-    cse95 = (0.304)*leg2_oo3_xz
-    leg2_N3_y = -cse95 - 0.75*leg2_a2_z + (0.305)*leg2_epsd3_y
-    cse96 = (0.304)*leg2_oo3_xy
-    leg2_N3_z = cse96 + (0.75)*leg2_a3_y + (0.305)*leg2_epsd2_z
+    cse101 = (0.304)*leg2_oo3_xz
+    leg2_N3_y = -cse101 - 0.75*leg2_a2_z + (0.305)*leg2_epsd3_y
+    cse102 = (0.304)*leg2_oo3_xy
+    leg2_N3_z = cse102 + (0.75)*leg2_a3_y + (0.305)*leg2_epsd2_z
     leg2_F_c3_x = leg2_F3_x*leg2_u_c2 - leg2_F3_y*leg2_u_s2
     leg2_F_c3_y = leg2_F3_x*leg2_u_s2 + leg2_F3_y*leg2_u_c2
     leg2_N2_x = leg2_N3_x*leg2_u_c2 - leg2_N3_y*leg2_u_s2
     leg2_N2_y = leg2_N3_x*leg2_u_s2 + leg2_N3_y*leg2_u_c2
-    leg2_F_c2_y = leg2_F3_z*leg2_beta2_21 + leg2_F_c3_x*leg2_beta2_01 + 0.2232982856006816*leg2_F_c3_y
-    cse97 = (0.36)*leg2_a1_y
-    leg2_N1_z = cse97 + 0.25*leg2_F_c2_y + leg2_N2_x*leg2_beta2_02 + 0.9404766089917045*leg2_N2_y + leg2_N3_z*leg2_beta2_22
+    leg2_F_c2_y = leg2_F3_z*leg2_beta2_21 + leg2_F_c3_x*leg2_beta2_01 + 0.22329828560068166*leg2_F_c3_y
+    cse103 = (0.36)*leg2_a1_y
+    leg2_N1_z = cse103 + 0.25*leg2_F_c2_y + leg2_N2_x*leg2_beta2_02 + 0.9404766089917045*leg2_N2_y + leg2_N3_z*leg2_beta2_22
     leg2_b1 = -leg2_N1_z + leg2_Qa1
     leg3_a1_x = -g_x*leg3_beta1_00 - g_y*leg3_beta1_01 + g_z*leg3_crank_s
     leg3_a1_y = -g_x*leg3_beta1_10 - g_y*leg3_beta1_11 + g_z*leg3_crank_c
-    cse98 = 0.9848077530122081*g_x
-    leg3_a1_z = cse98 + 0.1736481776669303*g_y
-    cse99 = leg3_qd1*leg3_qd1
-    leg3_oo1_zz = cse99
+    cse104 = 0.984807753012208*g_x
+    leg3_a1_z = cse104 + 0.17364817766693036*g_y
+    cse105 = leg3_qd1*leg3_qd1
+    leg3_oo1_zz = cse105
     leg3_omega_p2_x = leg3_beta2_02*leg3_qd1
-    leg3_omega_p2_y = 0.9404766089917045*leg3_qd1
+    leg3_omega_p2_y = 0.9404766089917044*leg3_qd1
     leg3_omega_p2_z = leg3_beta2_22*leg3_qd1
     leg3_omega2_y = leg3_omega_p2_y + leg3_qd2
-    cse100 = -leg3_omega_p2_z*leg3_qd2
-    leg3_epsd2_x = cse100
-    cse101 = leg3_omega_p2_x*leg3_qd2
-    leg3_epsd2_z = cse101
-    cse102 = 0.25*leg3_oo1_zz
-    cse103 = -cse102 + leg3_a1_x
-    cse104 = cse103*leg3_beta2_00 + leg3_a1_z*leg3_beta2_02
-    leg3_a2_x = cse104 + leg3_a1_y*leg3_beta2_01
-    cse105 = 0.25620621301455804*leg3_a1_x + 0.22329828560068182*leg3_a1_y - 0.9404766089917045*leg3_a1_z - 0.06405155325363951*leg3_oo1_zz
-    leg3_a2_y = -cse105
-    cse106 = cse103*leg3_beta2_20 + leg3_a1_z*leg3_beta2_22
-    leg3_a2_z = cse106 + leg3_a1_y*leg3_beta2_21
+    cse106 = -leg3_omega_p2_z*leg3_qd2
+    leg3_epsd2_x = cse106
+    cse107 = leg3_omega_p2_x*leg3_qd2
+    leg3_epsd2_z = cse107
+    cse108 = 0.25*leg3_oo1_zz
+    cse109 = -cse108 + leg3_a1_x
+    cse110 = cse109*leg3_beta2_00 + leg3_a1_z*leg3_beta2_02
+    leg3_a2_x = cse110 + leg3_a1_y*leg3_beta2_01
+    cse111 = 0.25620621301455804*leg3_a1_x + 0.22329828560068185*leg3_a1_y - 0.9404766089917044*leg3_a1_z - 0.06405155325363951*leg3_oo1_zz
+    leg3_a2_y = -cse111
+    cse112 = cse109*leg3_beta2_20 + leg3_a1_z*leg3_beta2_22
+    leg3_a2_z = cse112 + leg3_a1_y*leg3_beta2_21
     leg3_omega_p3_x = leg3_omega2_y*leg3_u_s2 + leg3_omega_p2_x*leg3_u_c2
     leg3_omega_p3_y = leg3_omega2_y*leg3_u_c2 - leg3_omega_p2_x*leg3_u_s2
     leg3_omega3_z = leg3_omega_p2_z + leg3_qd3
-    cse107 = leg3_omega_p3_y*leg3_qd3
-    leg3_epsd3_x = cse107 + leg3_epsd2_x*leg3_u_c2
-    cse108 = leg3_omega_p3_x*leg3_qd3
-    leg3_epsd3_y = -cse108 - leg3_epsd2_x*leg3_u_s2
+    cse113 = leg3_omega_p3_y*leg3_qd3
+    leg3_epsd3_x = cse113 + leg3_epsd2_x*leg3_u_c2
+    cse114 = leg3_omega_p3_x*leg3_qd3
+    leg3_epsd3_y = -cse114 - leg3_epsd2_x*leg3_u_s2
     leg3_a3_x = leg3_a2_x*leg3_u_c2 + leg3_a2_y*leg3_u_s2
     leg3_a3_y = -leg3_a2_x*leg3_u_s2 + leg3_a2_y*leg3_u_c2
     leg3_oo3_yy = leg3_omega_p3_y*leg3_omega_p3_y
@@ -8780,54 +9183,55 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_oo3_xy = leg3_omega_p3_x*leg3_omega_p3_y
     leg3_oo3_xz = leg3_omega3_z*leg3_omega_p3_x
     leg3_oo3_W_00 = -leg3_oo3_yy - leg3_oo3_zz
-    cse109 = (0.75)*leg3_oo3_W_00
-    leg3_F3_x = cse109 + (2.5)*leg3_a3_x
-    cse110 = (0.75)*leg3_oo3_xy
-    leg3_F3_y = cse110 + (2.5)*leg3_a3_y + (0.75)*leg3_epsd2_z
-    cse111 = (0.75)*leg3_oo3_xz
-    leg3_F3_z = cse111 + (2.5)*leg3_a2_z - 0.75*leg3_epsd3_y
+    cse115 = (0.75)*leg3_oo3_W_00
+    leg3_F3_x = cse115 + (2.5)*leg3_a3_x
+    cse116 = (0.75)*leg3_oo3_xy
+    leg3_F3_y = cse116 + (2.5)*leg3_a3_y + (0.75)*leg3_epsd2_z
+    cse117 = (0.75)*leg3_oo3_xz
+    leg3_F3_z = cse117 + (2.5)*leg3_a2_z - 0.75*leg3_epsd3_y
     leg3_N3_x = (0.001)*leg3_epsd3_x
-    cse112 = (0.304)*leg3_oo3_xz
-    leg3_N3_y = -cse112 - 0.75*leg3_a2_z + (0.305)*leg3_epsd3_y
-    cse113 = (0.304)*leg3_oo3_xy
-    leg3_N3_z = cse113 + (0.75)*leg3_a3_y + (0.305)*leg3_epsd2_z
+    cse118 = (0.304)*leg3_oo3_xz
+    leg3_N3_y = -cse118 - 0.75*leg3_a2_z + (0.305)*leg3_epsd3_y
+    cse119 = (0.304)*leg3_oo3_xy
+    leg3_N3_z = cse119 + (0.75)*leg3_a3_y + (0.305)*leg3_epsd2_z
     leg3_F_c3_x = leg3_F3_x*leg3_u_c2 - leg3_F3_y*leg3_u_s2
     leg3_F_c3_y = leg3_F3_x*leg3_u_s2 + leg3_F3_y*leg3_u_c2
     leg3_N2_x = leg3_N3_x*leg3_u_c2 - leg3_N3_y*leg3_u_s2
     leg3_N2_y = leg3_N3_x*leg3_u_s2 + leg3_N3_y*leg3_u_c2
-    leg3_F_c2_y = leg3_F3_z*leg3_beta2_21 + leg3_F_c3_x*leg3_beta2_01 - 0.22329828560068182*leg3_F_c3_y
-    cse114 = (0.36)*leg3_a1_y
-    leg3_N1_z = cse114 + 0.25*leg3_F_c2_y + leg3_N2_x*leg3_beta2_02 + 0.9404766089917045*leg3_N2_y + leg3_N3_z*leg3_beta2_22
+    leg3_F_c2_y = leg3_F3_z*leg3_beta2_21 + leg3_F_c3_x*leg3_beta2_01 - 0.22329828560068185*leg3_F_c3_y
+    cse120 = (0.36)*leg3_a1_y
+    leg3_N1_z = cse120 + 0.25*leg3_F_c2_y + leg3_N2_x*leg3_beta2_02 + 0.9404766089917044*leg3_N2_y + leg3_N3_z*leg3_beta2_22
     leg3_b1 = -leg3_N1_z + leg3_Qa1
     leg4_a1_x = -g_x*leg4_beta1_00 - g_y*leg4_beta1_01 + g_z*leg4_crank_s
     leg4_a1_y = -g_x*leg4_beta1_10 - g_y*leg4_beta1_11 + g_z*leg4_crank_c
-    leg4_a1_z = 0.6427876096865395*g_x + 0.7660444431189779*g_y
-    cse115 = leg4_qd1*leg4_qd1
-    leg4_oo1_zz = cse115
+    cse121 = 0.6427876096865394*g_x
+    leg4_a1_z = cse121 + 0.766044443118978*g_y
+    cse122 = leg4_qd1*leg4_qd1
+    leg4_oo1_zz = cse122
     leg4_omega_p2_x = leg4_beta2_02*leg4_qd1
     leg4_omega_p2_y = 0.9404766089917045*leg4_qd1
     leg4_omega_p2_z = leg4_beta2_22*leg4_qd1
     leg4_omega2_y = leg4_omega_p2_y + leg4_qd2
-    cse116 = -leg4_omega_p2_z*leg4_qd2
-    leg4_epsd2_x = cse116
-    cse117 = leg4_omega_p2_x*leg4_qd2
-    leg4_epsd2_z = cse117
-    cse118 = 0.25*leg4_oo1_zz
-    cse119 = -cse118 + leg4_a1_x
-    cse120 = cse119*leg4_beta2_00 + leg4_a1_z*leg4_beta2_02
-    leg4_a2_x = cse120 + leg4_a1_y*leg4_beta2_01
-    cse121 = -0.06405155325363951*leg4_oo1_zz
-    cse122 = cse121 + 0.25620621301455804*leg4_a1_x + 0.2232982856006817*leg4_a1_y + 0.9404766089917045*leg4_a1_z
-    leg4_a2_y = cse122
-    cse123 = cse119*leg4_beta2_20 + leg4_a1_z*leg4_beta2_22
-    leg4_a2_z = cse123 + leg4_a1_y*leg4_beta2_21
+    cse123 = -leg4_omega_p2_z*leg4_qd2
+    leg4_epsd2_x = cse123
+    cse124 = leg4_omega_p2_x*leg4_qd2
+    leg4_epsd2_z = cse124
+    cse125 = 0.25*leg4_oo1_zz
+    cse126 = -cse125 + leg4_a1_x
+    cse127 = cse126*leg4_beta2_00 + leg4_a1_z*leg4_beta2_02
+    leg4_a2_x = cse127 + leg4_a1_y*leg4_beta2_01
+    cse128 = -0.06405155325363947*leg4_oo1_zz
+    cse129 = cse128 + 0.25620621301455787*leg4_a1_x + 0.22329828560068166*leg4_a1_y + 0.9404766089917045*leg4_a1_z
+    leg4_a2_y = cse129
+    cse130 = cse126*leg4_beta2_20 + leg4_a1_z*leg4_beta2_22
+    leg4_a2_z = cse130 + leg4_a1_y*leg4_beta2_21
     leg4_omega_p3_x = leg4_omega2_y*leg4_u_s2 + leg4_omega_p2_x*leg4_u_c2
     leg4_omega_p3_y = leg4_omega2_y*leg4_u_c2 - leg4_omega_p2_x*leg4_u_s2
     leg4_omega3_z = leg4_omega_p2_z + leg4_qd3
-    cse124 = leg4_omega_p3_y*leg4_qd3
-    leg4_epsd3_x = cse124 + leg4_epsd2_x*leg4_u_c2
-    cse125 = leg4_omega_p3_x*leg4_qd3
-    leg4_epsd3_y = -cse125 - leg4_epsd2_x*leg4_u_s2
+    cse131 = leg4_omega_p3_y*leg4_qd3
+    leg4_epsd3_x = cse131 + leg4_epsd2_x*leg4_u_c2
+    cse132 = leg4_omega_p3_x*leg4_qd3
+    leg4_epsd3_y = -cse132 - leg4_epsd2_x*leg4_u_s2
     leg4_a3_x = leg4_a2_x*leg4_u_c2 + leg4_a2_y*leg4_u_s2
     leg4_a3_y = -leg4_a2_x*leg4_u_s2 + leg4_a2_y*leg4_u_c2
     leg4_oo3_yy = leg4_omega_p3_y*leg4_omega_p3_y
@@ -8835,53 +9239,53 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_oo3_xy = leg4_omega_p3_x*leg4_omega_p3_y
     leg4_oo3_xz = leg4_omega3_z*leg4_omega_p3_x
     leg4_oo3_W_00 = -leg4_oo3_yy - leg4_oo3_zz
-    cse126 = (0.75)*leg4_oo3_W_00
-    leg4_F3_x = cse126 + (2.5)*leg4_a3_x
-    cse127 = (0.75)*leg4_oo3_xy
-    leg4_F3_y = cse127 + (2.5)*leg4_a3_y + (0.75)*leg4_epsd2_z
-    cse128 = (0.75)*leg4_oo3_xz
-    leg4_F3_z = cse128 + (2.5)*leg4_a2_z - 0.75*leg4_epsd3_y
+    cse133 = (0.75)*leg4_oo3_W_00
+    leg4_F3_x = cse133 + (2.5)*leg4_a3_x
+    cse134 = (0.75)*leg4_oo3_xy
+    leg4_F3_y = cse134 + (2.5)*leg4_a3_y + (0.75)*leg4_epsd2_z
+    cse135 = (0.75)*leg4_oo3_xz
+    leg4_F3_z = cse135 + (2.5)*leg4_a2_z - 0.75*leg4_epsd3_y
     leg4_N3_x = (0.001)*leg4_epsd3_x
-    cse129 = (0.304)*leg4_oo3_xz
-    leg4_N3_y = -cse129 - 0.75*leg4_a2_z + (0.305)*leg4_epsd3_y
-    cse130 = (0.304)*leg4_oo3_xy
-    leg4_N3_z = cse130 + (0.75)*leg4_a3_y + (0.305)*leg4_epsd2_z
+    cse136 = (0.304)*leg4_oo3_xz
+    leg4_N3_y = -cse136 - 0.75*leg4_a2_z + (0.305)*leg4_epsd3_y
+    cse137 = (0.304)*leg4_oo3_xy
+    leg4_N3_z = cse137 + (0.75)*leg4_a3_y + (0.305)*leg4_epsd2_z
     leg4_F_c3_x = leg4_F3_x*leg4_u_c2 - leg4_F3_y*leg4_u_s2
     leg4_F_c3_y = leg4_F3_x*leg4_u_s2 + leg4_F3_y*leg4_u_c2
     leg4_N2_x = leg4_N3_x*leg4_u_c2 - leg4_N3_y*leg4_u_s2
     leg4_N2_y = leg4_N3_x*leg4_u_s2 + leg4_N3_y*leg4_u_c2
-    leg4_F_c2_y = leg4_F3_z*leg4_beta2_21 + leg4_F_c3_x*leg4_beta2_01 + 0.2232982856006817*leg4_F_c3_y
-    cse131 = (0.36)*leg4_a1_y
-    leg4_N1_z = cse131 + 0.25*leg4_F_c2_y + leg4_N2_x*leg4_beta2_02 + 0.9404766089917045*leg4_N2_y + leg4_N3_z*leg4_beta2_22
+    leg4_F_c2_y = leg4_F3_z*leg4_beta2_21 + leg4_F_c3_x*leg4_beta2_01 + 0.22329828560068166*leg4_F_c3_y
+    cse138 = (0.36)*leg4_a1_y
+    leg4_N1_z = cse138 + 0.25*leg4_F_c2_y + leg4_N2_x*leg4_beta2_02 + 0.9404766089917045*leg4_N2_y + leg4_N3_z*leg4_beta2_22
     leg4_b1 = -leg4_N1_z + leg4_Qa1
     leg5_a1_x = -g_x*leg5_beta1_00 - g_y*leg5_beta1_01 + g_z*leg5_crank_s
     leg5_a1_y = -g_x*leg5_beta1_10 - g_y*leg5_beta1_11 + g_z*leg5_crank_c
-    leg5_a1_z = -0.6427876096865393*g_x + 0.766044443118978*g_y
-    cse132 = leg5_qd1*leg5_qd1
-    leg5_oo1_zz = cse132
+    leg5_a1_z = -cse121 + 0.766044443118978*g_y
+    cse139 = leg5_qd1*leg5_qd1
+    leg5_oo1_zz = cse139
     leg5_omega_p2_x = leg5_beta2_02*leg5_qd1
     leg5_omega_p2_y = 0.9404766089917045*leg5_qd1
     leg5_omega_p2_z = leg5_beta2_22*leg5_qd1
     leg5_omega2_y = leg5_omega_p2_y + leg5_qd2
-    cse133 = -leg5_omega_p2_z*leg5_qd2
-    leg5_epsd2_x = cse133
-    cse134 = leg5_omega_p2_x*leg5_qd2
-    leg5_epsd2_z = cse134
-    cse135 = 0.25*leg5_oo1_zz
-    cse136 = -cse135 + leg5_a1_x
-    cse137 = cse136*leg5_beta2_00 + leg5_a1_z*leg5_beta2_02
-    leg5_a2_x = cse137 + leg5_a1_y*leg5_beta2_01
-    cse138 = 0.25620621301455787*leg5_a1_x + 0.22329828560068166*leg5_a1_y - 0.9404766089917045*leg5_a1_z - 0.06405155325363947*leg5_oo1_zz
-    leg5_a2_y = -cse138
-    cse139 = cse136*leg5_beta2_20 + leg5_a1_z*leg5_beta2_22
-    leg5_a2_z = cse139 + leg5_a1_y*leg5_beta2_21
+    cse140 = -leg5_omega_p2_z*leg5_qd2
+    leg5_epsd2_x = cse140
+    cse141 = leg5_omega_p2_x*leg5_qd2
+    leg5_epsd2_z = cse141
+    cse142 = 0.25*leg5_oo1_zz
+    cse143 = -cse142 + leg5_a1_x
+    cse144 = cse143*leg5_beta2_00 + leg5_a1_z*leg5_beta2_02
+    leg5_a2_x = cse144 + leg5_a1_y*leg5_beta2_01
+    cse145 = 0.25620621301455787*leg5_a1_x + 0.22329828560068166*leg5_a1_y - 0.9404766089917045*leg5_a1_z - 0.06405155325363947*leg5_oo1_zz
+    leg5_a2_y = -cse145
+    cse146 = cse143*leg5_beta2_20 + leg5_a1_z*leg5_beta2_22
+    leg5_a2_z = cse146 + leg5_a1_y*leg5_beta2_21
     leg5_omega_p3_x = leg5_omega2_y*leg5_u_s2 + leg5_omega_p2_x*leg5_u_c2
     leg5_omega_p3_y = leg5_omega2_y*leg5_u_c2 - leg5_omega_p2_x*leg5_u_s2
     leg5_omega3_z = leg5_omega_p2_z + leg5_qd3
-    cse140 = leg5_omega_p3_y*leg5_qd3
-    leg5_epsd3_x = cse140 + leg5_epsd2_x*leg5_u_c2
-    cse141 = leg5_omega_p3_x*leg5_qd3
-    leg5_epsd3_y = -cse141 - leg5_epsd2_x*leg5_u_s2
+    cse147 = leg5_omega_p3_y*leg5_qd3
+    leg5_epsd3_x = cse147 + leg5_epsd2_x*leg5_u_c2
+    cse148 = leg5_omega_p3_x*leg5_qd3
+    leg5_epsd3_y = -cse148 - leg5_epsd2_x*leg5_u_s2
     leg5_a3_x = leg5_a2_x*leg5_u_c2 + leg5_a2_y*leg5_u_s2
     leg5_a3_y = -leg5_a2_x*leg5_u_s2 + leg5_a2_y*leg5_u_c2
     leg5_oo3_yy = leg5_omega_p3_y*leg5_omega_p3_y
@@ -8889,54 +9293,54 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_oo3_xy = leg5_omega_p3_x*leg5_omega_p3_y
     leg5_oo3_xz = leg5_omega3_z*leg5_omega_p3_x
     leg5_oo3_W_00 = -leg5_oo3_yy - leg5_oo3_zz
-    cse142 = (0.75)*leg5_oo3_W_00
-    leg5_F3_x = cse142 + (2.5)*leg5_a3_x
-    cse143 = (0.75)*leg5_oo3_xy
-    leg5_F3_y = cse143 + (2.5)*leg5_a3_y + (0.75)*leg5_epsd2_z
-    cse144 = (0.75)*leg5_oo3_xz
-    leg5_F3_z = cse144 + (2.5)*leg5_a2_z - 0.75*leg5_epsd3_y
+    cse149 = (0.75)*leg5_oo3_W_00
+    leg5_F3_x = cse149 + (2.5)*leg5_a3_x
+    cse150 = (0.75)*leg5_oo3_xy
+    leg5_F3_y = cse150 + (2.5)*leg5_a3_y + (0.75)*leg5_epsd2_z
+    cse151 = (0.75)*leg5_oo3_xz
+    leg5_F3_z = cse151 + (2.5)*leg5_a2_z - 0.75*leg5_epsd3_y
     leg5_N3_x = (0.001)*leg5_epsd3_x
-    cse145 = (0.304)*leg5_oo3_xz
-    leg5_N3_y = -cse145 - 0.75*leg5_a2_z + (0.305)*leg5_epsd3_y
-    cse146 = (0.304)*leg5_oo3_xy
-    leg5_N3_z = cse146 + (0.75)*leg5_a3_y + (0.305)*leg5_epsd2_z
+    cse152 = (0.304)*leg5_oo3_xz
+    leg5_N3_y = -cse152 - 0.75*leg5_a2_z + (0.305)*leg5_epsd3_y
+    cse153 = (0.304)*leg5_oo3_xy
+    leg5_N3_z = cse153 + (0.75)*leg5_a3_y + (0.305)*leg5_epsd2_z
     leg5_F_c3_x = leg5_F3_x*leg5_u_c2 - leg5_F3_y*leg5_u_s2
     leg5_F_c3_y = leg5_F3_x*leg5_u_s2 + leg5_F3_y*leg5_u_c2
     leg5_N2_x = leg5_N3_x*leg5_u_c2 - leg5_N3_y*leg5_u_s2
     leg5_N2_y = leg5_N3_x*leg5_u_s2 + leg5_N3_y*leg5_u_c2
     leg5_F_c2_y = leg5_F3_z*leg5_beta2_21 + leg5_F_c3_x*leg5_beta2_01 - 0.22329828560068166*leg5_F_c3_y
-    cse147 = (0.36)*leg5_a1_y
-    leg5_N1_z = cse147 + 0.25*leg5_F_c2_y + leg5_N2_x*leg5_beta2_02 + 0.9404766089917045*leg5_N2_y + leg5_N3_z*leg5_beta2_22
+    cse154 = (0.36)*leg5_a1_y
+    leg5_N1_z = cse154 + 0.25*leg5_F_c2_y + leg5_N2_x*leg5_beta2_02 + 0.9404766089917045*leg5_N2_y + leg5_N3_z*leg5_beta2_22
     leg5_b1 = -leg5_N1_z + leg5_Qa1
     leg6_a1_x = -g_x*leg6_beta1_00 - g_y*leg6_beta1_01 + g_z*leg6_crank_s
     leg6_a1_y = -g_x*leg6_beta1_10 - g_y*leg6_beta1_11 + g_z*leg6_crank_c
-    leg6_a1_z = -cse98 + 0.17364817766693036*g_y
-    cse148 = leg6_qd1*leg6_qd1
-    leg6_oo1_zz = cse148
+    leg6_a1_z = -cse104 + 0.17364817766693036*g_y
+    cse155 = leg6_qd1*leg6_qd1
+    leg6_oo1_zz = cse155
     leg6_omega_p2_x = leg6_beta2_02*leg6_qd1
     leg6_omega_p2_y = 0.9404766089917044*leg6_qd1
     leg6_omega_p2_z = leg6_beta2_22*leg6_qd1
     leg6_omega2_y = leg6_omega_p2_y + leg6_qd2
-    cse149 = -leg6_omega_p2_z*leg6_qd2
-    leg6_epsd2_x = cse149
-    cse150 = leg6_omega_p2_x*leg6_qd2
-    leg6_epsd2_z = cse150
-    cse151 = 0.25*leg6_oo1_zz
-    cse152 = -cse151 + leg6_a1_x
-    cse153 = cse152*leg6_beta2_00 + leg6_a1_z*leg6_beta2_02
-    leg6_a2_x = cse153 + leg6_a1_y*leg6_beta2_01
-    cse154 = -0.06405155325363952*leg6_oo1_zz
-    cse155 = cse154 + 0.2562062130145581*leg6_a1_x + 0.22329828560068185*leg6_a1_y + 0.9404766089917044*leg6_a1_z
-    leg6_a2_y = cse155
-    cse156 = cse152*leg6_beta2_20 + leg6_a1_z*leg6_beta2_22
-    leg6_a2_z = cse156 + leg6_a1_y*leg6_beta2_21
+    cse156 = -leg6_omega_p2_z*leg6_qd2
+    leg6_epsd2_x = cse156
+    cse157 = leg6_omega_p2_x*leg6_qd2
+    leg6_epsd2_z = cse157
+    cse158 = 0.25*leg6_oo1_zz
+    cse159 = -cse158 + leg6_a1_x
+    cse160 = cse159*leg6_beta2_00 + leg6_a1_z*leg6_beta2_02
+    leg6_a2_x = cse160 + leg6_a1_y*leg6_beta2_01
+    cse161 = -0.06405155325363951*leg6_oo1_zz
+    cse162 = cse161 + 0.25620621301455804*leg6_a1_x + 0.22329828560068185*leg6_a1_y + 0.9404766089917044*leg6_a1_z
+    leg6_a2_y = cse162
+    cse163 = cse159*leg6_beta2_20 + leg6_a1_z*leg6_beta2_22
+    leg6_a2_z = cse163 + leg6_a1_y*leg6_beta2_21
     leg6_omega_p3_x = leg6_omega2_y*leg6_u_s2 + leg6_omega_p2_x*leg6_u_c2
     leg6_omega_p3_y = leg6_omega2_y*leg6_u_c2 - leg6_omega_p2_x*leg6_u_s2
     leg6_omega3_z = leg6_omega_p2_z + leg6_qd3
-    cse157 = leg6_omega_p3_y*leg6_qd3
-    leg6_epsd3_x = cse157 + leg6_epsd2_x*leg6_u_c2
-    cse158 = leg6_omega_p3_x*leg6_qd3
-    leg6_epsd3_y = -cse158 - leg6_epsd2_x*leg6_u_s2
+    cse164 = leg6_omega_p3_y*leg6_qd3
+    leg6_epsd3_x = cse164 + leg6_epsd2_x*leg6_u_c2
+    cse165 = leg6_omega_p3_x*leg6_qd3
+    leg6_epsd3_y = -cse165 - leg6_epsd2_x*leg6_u_s2
     leg6_a3_x = leg6_a2_x*leg6_u_c2 + leg6_a2_y*leg6_u_s2
     leg6_a3_y = -leg6_a2_x*leg6_u_s2 + leg6_a2_y*leg6_u_c2
     leg6_oo3_yy = leg6_omega_p3_y*leg6_omega_p3_y
@@ -8944,53 +9348,53 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_oo3_xy = leg6_omega_p3_x*leg6_omega_p3_y
     leg6_oo3_xz = leg6_omega3_z*leg6_omega_p3_x
     leg6_oo3_W_00 = -leg6_oo3_yy - leg6_oo3_zz
-    cse159 = (0.75)*leg6_oo3_W_00
-    leg6_F3_x = cse159 + (2.5)*leg6_a3_x
-    cse160 = (0.75)*leg6_oo3_xy
-    leg6_F3_y = cse160 + (2.5)*leg6_a3_y + (0.75)*leg6_epsd2_z
-    cse161 = (0.75)*leg6_oo3_xz
-    leg6_F3_z = cse161 + (2.5)*leg6_a2_z - 0.75*leg6_epsd3_y
+    cse166 = (0.75)*leg6_oo3_W_00
+    leg6_F3_x = cse166 + (2.5)*leg6_a3_x
+    cse167 = (0.75)*leg6_oo3_xy
+    leg6_F3_y = cse167 + (2.5)*leg6_a3_y + (0.75)*leg6_epsd2_z
+    cse168 = (0.75)*leg6_oo3_xz
+    leg6_F3_z = cse168 + (2.5)*leg6_a2_z - 0.75*leg6_epsd3_y
     leg6_N3_x = (0.001)*leg6_epsd3_x
-    cse162 = (0.304)*leg6_oo3_xz
-    leg6_N3_y = -cse162 - 0.75*leg6_a2_z + (0.305)*leg6_epsd3_y
-    cse163 = (0.304)*leg6_oo3_xy
-    leg6_N3_z = cse163 + (0.75)*leg6_a3_y + (0.305)*leg6_epsd2_z
+    cse169 = (0.304)*leg6_oo3_xz
+    leg6_N3_y = -cse169 - 0.75*leg6_a2_z + (0.305)*leg6_epsd3_y
+    cse170 = (0.304)*leg6_oo3_xy
+    leg6_N3_z = cse170 + (0.75)*leg6_a3_y + (0.305)*leg6_epsd2_z
     leg6_F_c3_x = leg6_F3_x*leg6_u_c2 - leg6_F3_y*leg6_u_s2
     leg6_F_c3_y = leg6_F3_x*leg6_u_s2 + leg6_F3_y*leg6_u_c2
     leg6_N2_x = leg6_N3_x*leg6_u_c2 - leg6_N3_y*leg6_u_s2
     leg6_N2_y = leg6_N3_x*leg6_u_s2 + leg6_N3_y*leg6_u_c2
     leg6_F_c2_y = leg6_F3_z*leg6_beta2_21 + leg6_F_c3_x*leg6_beta2_01 + 0.22329828560068185*leg6_F_c3_y
-    cse164 = (0.36)*leg6_a1_y
-    leg6_N1_z = cse164 + 0.25*leg6_F_c2_y + leg6_N2_x*leg6_beta2_02 + 0.9404766089917044*leg6_N2_y + leg6_N3_z*leg6_beta2_22
+    cse171 = (0.36)*leg6_a1_y
+    leg6_N1_z = cse171 + 0.25*leg6_F_c2_y + leg6_N2_x*leg6_beta2_02 + 0.9404766089917044*leg6_N2_y + leg6_N3_z*leg6_beta2_22
     leg6_b1 = -leg6_N1_z + leg6_Qa1
-    leg1_a2_x_2 = -cse68*leg1_beta2_00
-    leg1_a2_y_2 = 0.06405155325363948*leg1_oo1_zz
-    leg1_a2_z_2 = -cse45*leg1_oo1_zz
+    leg1_a2_x_2 = -cse74*leg1_beta2_00
+    leg1_a2_y_2 = 0.0640515532536395*leg1_oo1_zz
+    leg1_a2_z_2 = -cse51*leg1_oo1_zz
     leg1_a3_x_2 = leg1_a2_x_2*leg1_u_c2 + leg1_a2_y_2*leg1_u_s2
     leg1_a3_y_2 = -leg1_a2_x_2*leg1_u_s2 + leg1_a2_y_2*leg1_u_c2
-    leg2_a2_x_2 = -cse84*leg2_beta2_00
-    leg2_a2_y_2 = cse87
-    leg2_a2_z_2 = -cse46*leg2_oo1_zz
+    leg2_a2_x_2 = -cse90*leg2_beta2_00
+    leg2_a2_y_2 = cse93
+    leg2_a2_z_2 = -cse52*leg2_oo1_zz
     leg2_a3_x_2 = leg2_a2_x_2*leg2_u_c2 + leg2_a2_y_2*leg2_u_s2
     leg2_a3_y_2 = -leg2_a2_x_2*leg2_u_s2 + leg2_a2_y_2*leg2_u_c2
-    leg3_a2_x_2 = -cse102*leg3_beta2_00
+    leg3_a2_x_2 = -cse108*leg3_beta2_00
     leg3_a2_y_2 = 0.06405155325363951*leg3_oo1_zz
-    leg3_a2_z_2 = -cse47*leg3_oo1_zz
+    leg3_a2_z_2 = -cse53*leg3_oo1_zz
     leg3_a3_x_2 = leg3_a2_x_2*leg3_u_c2 + leg3_a2_y_2*leg3_u_s2
     leg3_a3_y_2 = -leg3_a2_x_2*leg3_u_s2 + leg3_a2_y_2*leg3_u_c2
-    leg4_a2_x_2 = -cse118*leg4_beta2_00
-    leg4_a2_y_2 = cse121
-    leg4_a2_z_2 = -cse48*leg4_oo1_zz
+    leg4_a2_x_2 = -cse125*leg4_beta2_00
+    leg4_a2_y_2 = cse128
+    leg4_a2_z_2 = -cse54*leg4_oo1_zz
     leg4_a3_x_2 = leg4_a2_x_2*leg4_u_c2 + leg4_a2_y_2*leg4_u_s2
     leg4_a3_y_2 = -leg4_a2_x_2*leg4_u_s2 + leg4_a2_y_2*leg4_u_c2
-    leg5_a2_x_2 = -cse135*leg5_beta2_00
+    leg5_a2_x_2 = -cse142*leg5_beta2_00
     leg5_a2_y_2 = 0.06405155325363947*leg5_oo1_zz
-    leg5_a2_z_2 = -cse49*leg5_oo1_zz
+    leg5_a2_z_2 = -cse55*leg5_oo1_zz
     leg5_a3_x_2 = leg5_a2_x_2*leg5_u_c2 + leg5_a2_y_2*leg5_u_s2
     leg5_a3_y_2 = -leg5_a2_x_2*leg5_u_s2 + leg5_a2_y_2*leg5_u_c2
-    leg6_a2_x_2 = -cse151*leg6_beta2_00
-    leg6_a2_y_2 = cse154
-    leg6_a2_z_2 = -cse50*leg6_oo1_zz
+    leg6_a2_x_2 = -cse158*leg6_beta2_00
+    leg6_a2_y_2 = cse161
+    leg6_a2_z_2 = -cse56*leg6_oo1_zz
     leg6_a3_x_2 = leg6_a2_x_2*leg6_u_c2 + leg6_a2_y_2*leg6_u_s2
     leg6_a3_y_2 = -leg6_a2_x_2*leg6_u_s2 + leg6_a2_y_2*leg6_u_c2
     leg1_oo_C_xx = omega_x*omega_x
@@ -9001,89 +9405,94 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_oo_C_yz = omega_y*omega_z
     leg1_oo_C_W_00 = -leg1_oo_C_yy - leg1_oo_C_zz
     leg1_oo_C_W_11 = -leg1_oo_C_xx - leg1_oo_C_zz
-    cse165 = 0.3535331853275967*leg1_oo_C_W_00
-    cse166 = 0.4213244437154379*leg1_oo_C_xy
-    cse167 = cse165 - cse166
-    cse168 = 0.4213244437154379*leg1_oo_C_W_11
-    cse169 = -cse168 + 0.3535331853275967*leg1_oo_C_xy
-    cse170 = 0.3535331853275967*leg1_oo_C_xz
-    cse171 = 0.4213244437154379*leg1_oo_C_yz
-    cse172 = cse170 - cse171
-    leg1_cC_x = cse167*leg1_Q_00 + cse169*leg1_Q_01 + cse172*leg1_Q_02
-    leg1_cC_y = cse167*leg1_Q_10 + cse169*leg1_Q_11 + cse172*leg1_Q_12
-    leg1_cC_z = cse167*leg1_Q_20 + cse169*leg1_Q_21 + cse172*leg1_Q_22
+    cse172 = 0.3535331853275967*leg1_oo_C_W_00
+    cse173 = 0.4213244437154379*leg1_oo_C_xy
+    cse174 = cse172 - cse173
+    cse175 = 0.4213244437154379*leg1_oo_C_W_11
+    cse176 = -cse175 + 0.3535331853275967*leg1_oo_C_xy
+    cse177 = 0.3535331853275967*leg1_oo_C_xz
+    cse178 = 0.4213244437154379*leg1_oo_C_yz
+    cse179 = cse177 - cse178
+    leg1_cC_x = cse174*leg1_Q_00 + cse176*leg1_Q_01 + cse179*leg1_Q_02
+    leg1_cC_y = cse174*leg1_Q_10 + cse176*leg1_Q_11 + cse179*leg1_Q_12
+    leg1_cC_z = cse174*leg1_Q_20 + cse176*leg1_Q_21 + cse179*leg1_Q_22
     leg1_c1 = -leg1_a3_x_2 + leg1_cC_x - 0.809160465315115*leg1_oo3_W_00
     leg1_c2 = -leg1_a3_y_2 + leg1_cC_y - 0.809160465315115*leg1_epsd2_z - 0.809160465315115*leg1_oo3_xy
     leg1_c3 = -leg1_a2_z_2 + leg1_cC_z + 0.809160465315115*leg1_epsd3_y - 0.809160465315115*leg1_oo3_xz
     leg1_h1 = leg1_c1*leg1_lu_inv3
     leg1_h2 = leg1_lu_inv2*(-leg1_TL1_z*leg1_h1 + leg1_c3)
-    leg1_h3 = -cse57*leg1_h1 + 1.23584881227553*leg1_c2
-    cse173 = cse165 + cse166
-    cse174 = cse168 + 0.3535331853275967*leg1_oo_C_xy
-    cse175 = cse170 + cse171
-    leg2_cC_x = cse173*leg2_Q_00 + cse174*leg2_Q_01 + cse175*leg2_Q_02
-    leg2_cC_y = cse173*leg2_Q_10 + cse174*leg2_Q_11 + cse175*leg2_Q_12
-    leg2_cC_z = cse173*leg2_Q_20 + cse174*leg2_Q_21 + cse175*leg2_Q_22
+    leg1_h3 = -cse63*leg1_h1 + 1.23584881227553*leg1_c2
+    cse180 = cse172 + cse173
+    cse181 = cse175 + 0.3535331853275967*leg1_oo_C_xy
+    cse182 = cse177 + cse178
+    leg2_cC_x = cse180*leg2_Q_00 + cse181*leg2_Q_01 + cse182*leg2_Q_02
+    leg2_cC_y = cse180*leg2_Q_10 + cse181*leg2_Q_11 + cse182*leg2_Q_12
+    leg2_cC_z = cse180*leg2_Q_20 + cse181*leg2_Q_21 + cse182*leg2_Q_22
     leg2_c1 = -leg2_a3_x_2 + leg2_cC_x - 0.809160465315115*leg2_oo3_W_00
     leg2_c2 = -leg2_a3_y_2 + leg2_cC_y - 0.809160465315115*leg2_epsd2_z - 0.809160465315115*leg2_oo3_xy
     leg2_c3 = -leg2_a2_z_2 + leg2_cC_z + 0.809160465315115*leg2_epsd3_y - 0.809160465315115*leg2_oo3_xz
     leg2_h1 = leg2_c1*leg2_lu_inv3
     leg2_h2 = leg2_lu_inv2*(-leg2_TL1_z*leg2_h1 + leg2_c3)
-    leg2_h3 = -cse58*leg2_h1 + 1.23584881227553*leg2_c2
-    cse176 = 0.5168309414322496*leg1_oo_C_xy
-    cse177 = cse176 + 0.18811107882911787*leg1_oo_C_W_00
-    cse178 = 0.5168309414322496*leg1_oo_C_W_11
-    cse179 = cse178 + 0.18811107882911787*leg1_oo_C_xy
-    cse180 = 0.5168309414322496*leg1_oo_C_yz
-    cse181 = cse180 + 0.18811107882911787*leg1_oo_C_xz
-    leg3_cC_x = cse177*leg3_Q_00 + cse179*leg3_Q_01 + cse181*leg3_Q_02
-    leg3_cC_y = cse177*leg3_Q_10 + cse179*leg3_Q_11 + cse181*leg3_Q_12
-    leg3_cC_z = cse177*leg3_Q_20 + cse179*leg3_Q_21 + cse181*leg3_Q_22
+    leg2_h3 = -cse64*leg2_h1 + 1.23584881227553*leg2_c2
+    cse183 = 0.18811107882911782*leg1_oo_C_W_00
+    cse184 = 0.5168309414322497*leg1_oo_C_xy
+    cse185 = cse183 + cse184
+    cse186 = 0.5168309414322497*leg1_oo_C_W_11
+    cse187 = cse186 + 0.18811107882911782*leg1_oo_C_xy
+    cse188 = 0.18811107882911782*leg1_oo_C_xz
+    cse189 = 0.5168309414322497*leg1_oo_C_yz
+    cse190 = cse188 + cse189
+    leg3_cC_x = cse185*leg3_Q_00 + cse187*leg3_Q_01 + cse190*leg3_Q_02
+    leg3_cC_y = cse185*leg3_Q_10 + cse187*leg3_Q_11 + cse190*leg3_Q_12
+    leg3_cC_z = cse185*leg3_Q_20 + cse187*leg3_Q_21 + cse190*leg3_Q_22
     leg3_c1 = -leg3_a3_x_2 + leg3_cC_x - 0.8091604653151149*leg3_oo3_W_00
     leg3_c2 = -leg3_a3_y_2 + leg3_cC_y - 0.8091604653151149*leg3_epsd2_z - 0.8091604653151149*leg3_oo3_xy
     leg3_c3 = -leg3_a2_z_2 + leg3_cC_z + 0.8091604653151149*leg3_epsd3_y - 0.8091604653151149*leg3_oo3_xz
     leg3_h1 = leg3_c1*leg3_lu_inv3
     leg3_h2 = leg3_lu_inv2*(-leg3_TL1_z*leg3_h1 + leg3_c3)
-    leg3_h3 = -cse59*leg3_h1 + 1.23584881227553*leg3_c2
-    cse182 = 0.5416442641567144*leg1_oo_C_W_00
-    cse183 = -cse182 + 0.09550649771681166*leg1_oo_C_xy
-    cse184 = 0.5416442641567144*leg1_oo_C_xy
-    cse185 = -cse184 + 0.09550649771681166*leg1_oo_C_W_11
-    cse186 = 0.5416442641567144*leg1_oo_C_xz
-    cse187 = -cse186 + 0.09550649771681166*leg1_oo_C_yz
-    leg4_cC_x = cse183*leg4_Q_00 + cse185*leg4_Q_01 + cse187*leg4_Q_02
-    leg4_cC_y = cse183*leg4_Q_10 + cse185*leg4_Q_11 + cse187*leg4_Q_12
-    leg4_cC_z = cse183*leg4_Q_20 + cse185*leg4_Q_21 + cse187*leg4_Q_22
-    leg4_c1 = -leg4_a3_x_2 + leg4_cC_x - 0.8091604653151152*leg4_oo3_W_00
-    leg4_c2 = -leg4_a3_y_2 + leg4_cC_y - 0.8091604653151152*leg4_epsd2_z - 0.8091604653151152*leg4_oo3_xy
-    leg4_c3 = -leg4_a2_z_2 + leg4_cC_z + 0.8091604653151152*leg4_epsd3_y - 0.8091604653151152*leg4_oo3_xz
+    leg3_h3 = -cse65*leg3_h1 + 1.23584881227553*leg3_c2
+    cse191 = 0.5416442641567144*leg1_oo_C_W_00
+    cse192 = 0.0955064977168117*leg1_oo_C_xy
+    cse193 = -cse191 + cse192
+    cse194 = 0.0955064977168117*leg1_oo_C_W_11
+    cse195 = 0.5416442641567144*leg1_oo_C_xy
+    cse196 = cse194 - cse195
+    cse197 = 0.5416442641567144*leg1_oo_C_xz
+    cse198 = 0.0955064977168117*leg1_oo_C_yz
+    cse199 = -cse197 + cse198
+    leg4_cC_x = cse193*leg4_Q_00 + cse196*leg4_Q_01 + cse199*leg4_Q_02
+    leg4_cC_y = cse193*leg4_Q_10 + cse196*leg4_Q_11 + cse199*leg4_Q_12
+    leg4_cC_z = cse193*leg4_Q_20 + cse196*leg4_Q_21 + cse199*leg4_Q_22
+    leg4_c1 = -leg4_a3_x_2 + leg4_cC_x - 0.809160465315115*leg4_oo3_W_00
+    leg4_c2 = -leg4_a3_y_2 + leg4_cC_y - 0.809160465315115*leg4_epsd2_z - 0.809160465315115*leg4_oo3_xy
+    leg4_c3 = -leg4_a2_z_2 + leg4_cC_z + 0.809160465315115*leg4_epsd3_y - 0.809160465315115*leg4_oo3_xz
     leg4_h1 = leg4_c1*leg4_lu_inv3
     leg4_h2 = leg4_lu_inv2*(-leg4_TL1_z*leg4_h1 + leg4_c3)
-    leg4_h3 = -cse60*leg4_h1 + 1.2358488122755296*leg4_c2
-    cse188 = -cse182 - 0.09550649771681177*leg1_oo_C_xy
-    cse189 = -cse184 - 0.09550649771681177*leg1_oo_C_W_11
-    cse190 = -cse186 - 0.09550649771681177*leg1_oo_C_yz
-    leg5_cC_x = cse188*leg5_Q_00 + cse189*leg5_Q_01 + cse190*leg5_Q_02
-    leg5_cC_y = cse188*leg5_Q_10 + cse189*leg5_Q_11 + cse190*leg5_Q_12
-    leg5_cC_z = cse188*leg5_Q_20 + cse189*leg5_Q_21 + cse190*leg5_Q_22
-    leg5_c1 = -leg5_a3_x_2 + leg5_cC_x - 0.8091604653151149*leg5_oo3_W_00
-    leg5_c2 = -leg5_a3_y_2 + leg5_cC_y - 0.8091604653151149*leg5_epsd2_z - 0.8091604653151149*leg5_oo3_xy
-    leg5_c3 = -leg5_a2_z_2 + leg5_cC_z + 0.8091604653151149*leg5_epsd3_y - 0.8091604653151149*leg5_oo3_xz
+    leg4_h3 = -cse66*leg4_h1 + 1.23584881227553*leg4_c2
+    cse200 = -cse191 - cse192
+    cse201 = -cse194 - cse195
+    cse202 = -cse197 - cse198
+    leg5_cC_x = cse200*leg5_Q_00 + cse201*leg5_Q_01 + cse202*leg5_Q_02
+    leg5_cC_y = cse200*leg5_Q_10 + cse201*leg5_Q_11 + cse202*leg5_Q_12
+    leg5_cC_z = cse200*leg5_Q_20 + cse201*leg5_Q_21 + cse202*leg5_Q_22
+    leg5_c1 = -leg5_a3_x_2 + leg5_cC_x - 0.809160465315115*leg5_oo3_W_00
+    leg5_c2 = -leg5_a3_y_2 + leg5_cC_y - 0.809160465315115*leg5_epsd2_z - 0.809160465315115*leg5_oo3_xy
+    leg5_c3 = -leg5_a2_z_2 + leg5_cC_z + 0.809160465315115*leg5_epsd3_y - 0.809160465315115*leg5_oo3_xz
     leg5_h1 = leg5_c1*leg5_lu_inv3
     leg5_h2 = leg5_lu_inv2*(-leg5_TL1_z*leg5_h1 + leg5_c3)
-    leg5_h3 = -cse61*leg5_h1 + 1.23584881227553*leg5_c2
-    cse191 = -cse176 + 0.18811107882911796*leg1_oo_C_W_00
-    cse192 = -cse178 + 0.18811107882911796*leg1_oo_C_xy
-    cse193 = -cse180 + 0.18811107882911796*leg1_oo_C_xz
-    leg6_cC_x = cse191*leg6_Q_00 + cse192*leg6_Q_01 + cse193*leg6_Q_02
-    leg6_cC_y = cse191*leg6_Q_10 + cse192*leg6_Q_11 + cse193*leg6_Q_12
-    leg6_cC_z = cse191*leg6_Q_20 + cse192*leg6_Q_21 + cse193*leg6_Q_22
-    leg6_c1 = -leg6_a3_x_2 + leg6_cC_x - 0.809160465315115*leg6_oo3_W_00
-    leg6_c2 = -leg6_a3_y_2 + leg6_cC_y - 0.809160465315115*leg6_epsd2_z - 0.809160465315115*leg6_oo3_xy
-    leg6_c3 = -leg6_a2_z_2 + leg6_cC_z + 0.809160465315115*leg6_epsd3_y - 0.809160465315115*leg6_oo3_xz
+    leg5_h3 = -cse67*leg5_h1 + 1.23584881227553*leg5_c2
+    cse203 = cse183 - cse184
+    cse204 = -cse186 + 0.18811107882911782*leg1_oo_C_xy
+    cse205 = cse188 - cse189
+    leg6_cC_x = cse203*leg6_Q_00 + cse204*leg6_Q_01 + cse205*leg6_Q_02
+    leg6_cC_y = cse203*leg6_Q_10 + cse204*leg6_Q_11 + cse205*leg6_Q_12
+    leg6_cC_z = cse203*leg6_Q_20 + cse204*leg6_Q_21 + cse205*leg6_Q_22
+    leg6_c1 = -leg6_a3_x_2 + leg6_cC_x - 0.8091604653151149*leg6_oo3_W_00
+    leg6_c2 = -leg6_a3_y_2 + leg6_cC_y - 0.8091604653151149*leg6_epsd2_z - 0.8091604653151149*leg6_oo3_xy
+    leg6_c3 = -leg6_a2_z_2 + leg6_cC_z + 0.8091604653151149*leg6_epsd3_y - 0.8091604653151149*leg6_oo3_xz
     leg6_h1 = leg6_c1*leg6_lu_inv3
     leg6_h2 = leg6_lu_inv2*(-leg6_TL1_z*leg6_h1 + leg6_c3)
-    leg6_h3 = -cse62*leg6_h1 + 1.23584881227553*leg6_c2
+    leg6_h3 = -cse68*leg6_h1 + 1.23584881227553*leg6_c2
     leg1_s_C_f_x = fE_x + g_x*p_m_ring
     leg1_s_C_f_y = fE_y + g_y*p_m_ring
     leg1_s_C_f_z = fE_z + g_z*p_m_ring
@@ -9107,8 +9516,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_AH34 = leg1_H4_1*leg1_Nm3_1_z + (0.305)*leg1_H4_3
     leg1_AH35 = leg1_H5_1*leg1_Nm3_1_z + (0.305)*leg1_H5_3
     leg1_AH36 = leg1_H6_1*leg1_Nm3_1_z + (0.305)*leg1_H6_3
-    cse194 = -leg1_b1
-    leg1_r1 = -cse194 - leg1_Ic1_22*leg1_h1 - leg1_Nm2_1_z*leg1_h2 - leg1_Nm3_1_z*leg1_h3
+    cse206 = -leg1_b1
+    leg1_r1 = -cse206 - leg1_Ic1_22*leg1_h1 - leg1_Nm2_1_z*leg1_h2 - leg1_Nm3_1_z*leg1_h3
     leg1_r2 = -leg1_IJ3_11*leg1_h2 - leg1_N2_y - leg1_Nm2_1_z*leg1_h1
     leg1_r3 = -leg1_N3_z - leg1_Nm3_1_z*leg1_h1 - 0.305*leg1_h3
     leg2_AH11 = leg2_H1_1*leg2_Ic1_22 + leg2_H1_2*leg2_Nm2_1_z + leg2_H1_3*leg2_Nm3_1_z
@@ -9129,8 +9538,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_AH34 = leg2_H4_1*leg2_Nm3_1_z + (0.305)*leg2_H4_3
     leg2_AH35 = leg2_H5_1*leg2_Nm3_1_z + (0.305)*leg2_H5_3
     leg2_AH36 = leg2_H6_1*leg2_Nm3_1_z + (0.305)*leg2_H6_3
-    cse195 = -leg2_b1
-    leg2_r1 = -cse195 - leg2_Ic1_22*leg2_h1 - leg2_Nm2_1_z*leg2_h2 - leg2_Nm3_1_z*leg2_h3
+    cse207 = -leg2_b1
+    leg2_r1 = -cse207 - leg2_Ic1_22*leg2_h1 - leg2_Nm2_1_z*leg2_h2 - leg2_Nm3_1_z*leg2_h3
     leg2_r2 = -leg2_IJ3_11*leg2_h2 - leg2_N2_y - leg2_Nm2_1_z*leg2_h1
     leg2_r3 = -leg2_N3_z - leg2_Nm3_1_z*leg2_h1 - 0.305*leg2_h3
     leg3_AH11 = leg3_H1_1*leg3_Ic1_22 + leg3_H1_2*leg3_Nm2_1_z + leg3_H1_3*leg3_Nm3_1_z
@@ -9151,8 +9560,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_AH34 = leg3_H4_1*leg3_Nm3_1_z + (0.305)*leg3_H4_3
     leg3_AH35 = leg3_H5_1*leg3_Nm3_1_z + (0.305)*leg3_H5_3
     leg3_AH36 = leg3_H6_1*leg3_Nm3_1_z + (0.305)*leg3_H6_3
-    cse196 = -leg3_b1
-    leg3_r1 = -cse196 - leg3_Ic1_22*leg3_h1 - leg3_Nm2_1_z*leg3_h2 - leg3_Nm3_1_z*leg3_h3
+    cse208 = -leg3_b1
+    leg3_r1 = -cse208 - leg3_Ic1_22*leg3_h1 - leg3_Nm2_1_z*leg3_h2 - leg3_Nm3_1_z*leg3_h3
     leg3_r2 = -leg3_IJ3_11*leg3_h2 - leg3_N2_y - leg3_Nm2_1_z*leg3_h1
     leg3_r3 = -leg3_N3_z - leg3_Nm3_1_z*leg3_h1 - 0.305*leg3_h3
     leg4_AH11 = leg4_H1_1*leg4_Ic1_22 + leg4_H1_2*leg4_Nm2_1_z + leg4_H1_3*leg4_Nm3_1_z
@@ -9173,8 +9582,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_AH34 = leg4_H4_1*leg4_Nm3_1_z + (0.305)*leg4_H4_3
     leg4_AH35 = leg4_H5_1*leg4_Nm3_1_z + (0.305)*leg4_H5_3
     leg4_AH36 = leg4_H6_1*leg4_Nm3_1_z + (0.305)*leg4_H6_3
-    cse197 = -leg4_b1
-    leg4_r1 = -cse197 - leg4_Ic1_22*leg4_h1 - leg4_Nm2_1_z*leg4_h2 - leg4_Nm3_1_z*leg4_h3
+    cse209 = -leg4_b1
+    leg4_r1 = -cse209 - leg4_Ic1_22*leg4_h1 - leg4_Nm2_1_z*leg4_h2 - leg4_Nm3_1_z*leg4_h3
     leg4_r2 = -leg4_IJ3_11*leg4_h2 - leg4_N2_y - leg4_Nm2_1_z*leg4_h1
     leg4_r3 = -leg4_N3_z - leg4_Nm3_1_z*leg4_h1 - 0.305*leg4_h3
     leg5_AH11 = leg5_H1_1*leg5_Ic1_22 + leg5_H1_2*leg5_Nm2_1_z + leg5_H1_3*leg5_Nm3_1_z
@@ -9195,8 +9604,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_AH34 = leg5_H4_1*leg5_Nm3_1_z + (0.305)*leg5_H4_3
     leg5_AH35 = leg5_H5_1*leg5_Nm3_1_z + (0.305)*leg5_H5_3
     leg5_AH36 = leg5_H6_1*leg5_Nm3_1_z + (0.305)*leg5_H6_3
-    cse198 = -leg5_b1
-    leg5_r1 = -cse198 - leg5_Ic1_22*leg5_h1 - leg5_Nm2_1_z*leg5_h2 - leg5_Nm3_1_z*leg5_h3
+    cse210 = -leg5_b1
+    leg5_r1 = -cse210 - leg5_Ic1_22*leg5_h1 - leg5_Nm2_1_z*leg5_h2 - leg5_Nm3_1_z*leg5_h3
     leg5_r2 = -leg5_IJ3_11*leg5_h2 - leg5_N2_y - leg5_Nm2_1_z*leg5_h1
     leg5_r3 = -leg5_N3_z - leg5_Nm3_1_z*leg5_h1 - 0.305*leg5_h3
     leg6_AH11 = leg6_H1_1*leg6_Ic1_22 + leg6_H1_2*leg6_Nm2_1_z + leg6_H1_3*leg6_Nm3_1_z
@@ -9217,8 +9626,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_AH34 = leg6_H4_1*leg6_Nm3_1_z + (0.305)*leg6_H4_3
     leg6_AH35 = leg6_H5_1*leg6_Nm3_1_z + (0.305)*leg6_H5_3
     leg6_AH36 = leg6_H6_1*leg6_Nm3_1_z + (0.305)*leg6_H6_3
-    cse199 = -leg6_b1
-    leg6_r1 = -cse199 - leg6_Ic1_22*leg6_h1 - leg6_Nm2_1_z*leg6_h2 - leg6_Nm3_1_z*leg6_h3
+    cse211 = -leg6_b1
+    leg6_r1 = -cse211 - leg6_Ic1_22*leg6_h1 - leg6_Nm2_1_z*leg6_h2 - leg6_Nm3_1_z*leg6_h3
     leg6_r2 = -leg6_IJ3_11*leg6_h2 - leg6_N2_y - leg6_Nm2_1_z*leg6_h1
     leg6_r3 = -leg6_N3_z - leg6_Nm3_1_z*leg6_h1 - 0.305*leg6_h3
     A_star11 = leg1_AH11*leg1_H1_1 + leg1_AH21*leg1_H1_2 + leg1_AH31*leg1_H1_3 + leg2_AH11*leg2_H1_1 + leg2_AH21*leg2_H1_2 + leg2_AH31*leg2_H1_3 + leg3_AH11*leg3_H1_1 + leg3_AH21*leg3_H1_2 + leg3_AH31*leg3_H1_3 + leg4_AH11*leg4_H1_1 + leg4_AH21*leg4_H1_2 + leg4_AH31*leg4_H1_3 + leg5_AH11*leg5_H1_1 + leg5_AH21*leg5_H1_2 + leg5_AH31*leg5_H1_3 + leg6_AH11*leg6_H1_1 + leg6_AH21*leg6_H1_2 + leg6_AH31*leg6_H1_3 + p_m_ring
@@ -9379,37 +9788,37 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_qdd1 = leg6_H1_1*udot1 + leg6_H2_1*udot2 + leg6_H3_1*udot3 + leg6_H4_1*udot4 + leg6_H5_1*udot5 + leg6_H6_1*udot6 + leg6_h1
     leg6_qdd2 = leg6_H1_2*udot1 + leg6_H2_2*udot2 + leg6_H3_2*udot3 + leg6_H4_2*udot4 + leg6_H5_2*udot5 + leg6_H6_2*udot6 + leg6_h2
     leg6_qdd3 = leg6_H1_3*udot1 + leg6_H2_3*udot2 + leg6_H3_3*udot3 + leg6_H4_3*udot4 + leg6_H5_3*udot5 + leg6_H6_3*udot6 + leg6_h3
-    leg1_Aqdd_b1 = cse194 + leg1_Ic1_22*qdd1 + leg1_Nm2_1_z*qdd2 + leg1_Nm3_1_z*qdd3
+    leg1_Aqdd_b1 = cse206 + leg1_Ic1_22*qdd1 + leg1_Nm2_1_z*qdd2 + leg1_Nm3_1_z*qdd3
     leg1_Aqdd_b2 = leg1_IJ3_11*qdd2 + leg1_N2_y + leg1_Nm2_1_z*qdd1
     leg1_Aqdd_b3 = leg1_N3_z + leg1_Nm3_1_z*qdd1 + (0.305)*qdd3
     leg1_lambda_z2 = 1.23584881227553*leg1_Aqdd_b3
     leg1_lambda_z3 = leg1_Aqdd_b2*leg1_lu_inv2
     leg1_lambda_z1 = leg1_lu_inv3*(leg1_Aqdd_b1 - leg1_TL1_y*leg1_lambda_z2 - leg1_TL1_z*leg1_lambda_z3)
-    leg2_Aqdd_b1 = cse195 + leg2_Ic1_22*leg2_qdd1 + leg2_Nm2_1_z*leg2_qdd2 + leg2_Nm3_1_z*leg2_qdd3
+    leg2_Aqdd_b1 = cse207 + leg2_Ic1_22*leg2_qdd1 + leg2_Nm2_1_z*leg2_qdd2 + leg2_Nm3_1_z*leg2_qdd3
     leg2_Aqdd_b2 = leg2_IJ3_11*leg2_qdd2 + leg2_N2_y + leg2_Nm2_1_z*leg2_qdd1
     leg2_Aqdd_b3 = leg2_N3_z + leg2_Nm3_1_z*leg2_qdd1 + (0.305)*leg2_qdd3
     leg2_lambda_z2 = 1.23584881227553*leg2_Aqdd_b3
     leg2_lambda_z3 = leg2_Aqdd_b2*leg2_lu_inv2
     leg2_lambda_z1 = leg2_lu_inv3*(leg2_Aqdd_b1 - leg2_TL1_y*leg2_lambda_z2 - leg2_TL1_z*leg2_lambda_z3)
-    leg3_Aqdd_b1 = cse196 + leg3_Ic1_22*leg3_qdd1 + leg3_Nm2_1_z*leg3_qdd2 + leg3_Nm3_1_z*leg3_qdd3
+    leg3_Aqdd_b1 = cse208 + leg3_Ic1_22*leg3_qdd1 + leg3_Nm2_1_z*leg3_qdd2 + leg3_Nm3_1_z*leg3_qdd3
     leg3_Aqdd_b2 = leg3_IJ3_11*leg3_qdd2 + leg3_N2_y + leg3_Nm2_1_z*leg3_qdd1
     leg3_Aqdd_b3 = leg3_N3_z + leg3_Nm3_1_z*leg3_qdd1 + (0.305)*leg3_qdd3
     leg3_lambda_z2 = 1.23584881227553*leg3_Aqdd_b3
     leg3_lambda_z3 = leg3_Aqdd_b2*leg3_lu_inv2
     leg3_lambda_z1 = leg3_lu_inv3*(leg3_Aqdd_b1 - leg3_TL1_y*leg3_lambda_z2 - leg3_TL1_z*leg3_lambda_z3)
-    leg4_Aqdd_b1 = cse197 + leg4_Ic1_22*leg4_qdd1 + leg4_Nm2_1_z*leg4_qdd2 + leg4_Nm3_1_z*leg4_qdd3
+    leg4_Aqdd_b1 = cse209 + leg4_Ic1_22*leg4_qdd1 + leg4_Nm2_1_z*leg4_qdd2 + leg4_Nm3_1_z*leg4_qdd3
     leg4_Aqdd_b2 = leg4_IJ3_11*leg4_qdd2 + leg4_N2_y + leg4_Nm2_1_z*leg4_qdd1
     leg4_Aqdd_b3 = leg4_N3_z + leg4_Nm3_1_z*leg4_qdd1 + (0.305)*leg4_qdd3
-    leg4_lambda_z2 = 1.2358488122755296*leg4_Aqdd_b3
+    leg4_lambda_z2 = 1.23584881227553*leg4_Aqdd_b3
     leg4_lambda_z3 = leg4_Aqdd_b2*leg4_lu_inv2
     leg4_lambda_z1 = leg4_lu_inv3*(leg4_Aqdd_b1 - leg4_TL1_y*leg4_lambda_z2 - leg4_TL1_z*leg4_lambda_z3)
-    leg5_Aqdd_b1 = cse198 + leg5_Ic1_22*leg5_qdd1 + leg5_Nm2_1_z*leg5_qdd2 + leg5_Nm3_1_z*leg5_qdd3
+    leg5_Aqdd_b1 = cse210 + leg5_Ic1_22*leg5_qdd1 + leg5_Nm2_1_z*leg5_qdd2 + leg5_Nm3_1_z*leg5_qdd3
     leg5_Aqdd_b2 = leg5_IJ3_11*leg5_qdd2 + leg5_N2_y + leg5_Nm2_1_z*leg5_qdd1
     leg5_Aqdd_b3 = leg5_N3_z + leg5_Nm3_1_z*leg5_qdd1 + (0.305)*leg5_qdd3
     leg5_lambda_z2 = 1.23584881227553*leg5_Aqdd_b3
     leg5_lambda_z3 = leg5_Aqdd_b2*leg5_lu_inv2
     leg5_lambda_z1 = leg5_lu_inv3*(leg5_Aqdd_b1 - leg5_TL1_y*leg5_lambda_z2 - leg5_TL1_z*leg5_lambda_z3)
-    leg6_Aqdd_b1 = cse199 + leg6_Ic1_22*leg6_qdd1 + leg6_Nm2_1_z*leg6_qdd2 + leg6_Nm3_1_z*leg6_qdd3
+    leg6_Aqdd_b1 = cse211 + leg6_Ic1_22*leg6_qdd1 + leg6_Nm2_1_z*leg6_qdd2 + leg6_Nm3_1_z*leg6_qdd3
     leg6_Aqdd_b2 = leg6_IJ3_11*leg6_qdd2 + leg6_N2_y + leg6_Nm2_1_z*leg6_qdd1
     leg6_Aqdd_b3 = leg6_N3_z + leg6_Nm3_1_z*leg6_qdd1 + (0.305)*leg6_qdd3
     leg6_lambda_z2 = 1.23584881227553*leg6_Aqdd_b3
@@ -9433,160 +9842,160 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_F_on_C_x = -leg6_B0_00*leg6_lambda_z1 - leg6_B0_10*leg6_lambda_z2 - leg6_B0_20*leg6_lambda_z3
     leg6_F_on_C_y = -leg6_B0_01*leg6_lambda_z1 - leg6_B0_11*leg6_lambda_z2 - leg6_B0_21*leg6_lambda_z3
     leg6_F_on_C_z = -leg6_B0_02*leg6_lambda_z1 - leg6_B0_12*leg6_lambda_z2 - leg6_B0_22*leg6_lambda_z3
-    leg1_epsd2_x_2 = cse66 + leg1_beta2_02*qdd1
+    leg1_epsd2_x_2 = cse72 + leg1_beta2_02*qdd1
     leg1_epsd2_y = 0.9404766089917045*qdd1 + qdd2
-    leg1_epsd2_z_2 = cse67 + leg1_beta2_22*qdd1
-    cse200 = leg1_a1_y + 0.25*qdd1
-    leg1_a2_x_3 = cse200*leg1_beta2_01 + cse70
-    leg1_a2_y_3 = -cse71 - 0.0558245714001704*qdd1
-    leg1_a2_z_3 = cse200*leg1_beta2_21 + cse72
-    leg1_epsd3_x_2 = cse73 + leg1_epsd2_x_2*leg1_u_c2 + leg1_epsd2_y*leg1_u_s2
-    leg1_epsd3_y_2 = -cse74 - leg1_epsd2_x_2*leg1_u_s2 + leg1_epsd2_y*leg1_u_c2
+    leg1_epsd2_z_2 = cse73 + leg1_beta2_22*qdd1
+    cse212 = leg1_a1_y + 0.25*qdd1
+    leg1_a2_x_3 = cse212*leg1_beta2_01 + cse76
+    leg1_a2_y_3 = -cse77 - 0.055824571400170414*qdd1
+    leg1_a2_z_3 = cse212*leg1_beta2_21 + cse78
+    leg1_epsd3_x_2 = cse79 + leg1_epsd2_x_2*leg1_u_c2 + leg1_epsd2_y*leg1_u_s2
+    leg1_epsd3_y_2 = -cse80 - leg1_epsd2_x_2*leg1_u_s2 + leg1_epsd2_y*leg1_u_c2
     leg1_epsd3_z = leg1_epsd2_z_2 + qdd3
     leg1_a3_x_3 = leg1_a2_x_3*leg1_u_c2 + leg1_a2_y_3*leg1_u_s2
     leg1_a3_y_3 = -leg1_a2_x_3*leg1_u_s2 + leg1_a2_y_3*leg1_u_c2
-    leg1_F3_x_2 = cse75 + (2.5)*leg1_a3_x_3 - leg1_lambda_z1
-    leg1_F3_y_2 = cse76 + (2.5)*leg1_a3_y_3 + (0.75)*leg1_epsd3_z - leg1_lambda_z2
-    leg1_F3_z_2 = cse77 + (2.5)*leg1_a2_z_3 - 0.75*leg1_epsd3_y_2 - leg1_lambda_z3
+    leg1_F3_x_2 = cse81 + (2.5)*leg1_a3_x_3 - leg1_lambda_z1
+    leg1_F3_y_2 = cse82 + (2.5)*leg1_a3_y_3 + (0.75)*leg1_epsd3_z - leg1_lambda_z2
+    leg1_F3_z_2 = cse83 + (2.5)*leg1_a2_z_3 - 0.75*leg1_epsd3_y_2 - leg1_lambda_z3
     leg1_N3_x_2 = (0.001)*leg1_epsd3_x_2
-    leg1_N3_y_2 = -cse78 - 0.75*leg1_a2_z_3 + (0.305)*leg1_epsd3_y_2 + 0.809160465315115*leg1_lambda_z3
-    leg1_N3_z_2 = cse79 + (0.75)*leg1_a3_y_3 + (0.305)*leg1_epsd3_z - 0.809160465315115*leg1_lambda_z2
+    leg1_N3_y_2 = -cse84 - 0.75*leg1_a2_z_3 + (0.305)*leg1_epsd3_y_2 + 0.809160465315115*leg1_lambda_z3
+    leg1_N3_z_2 = cse85 + (0.75)*leg1_a3_y_3 + (0.305)*leg1_epsd3_z - 0.809160465315115*leg1_lambda_z2
     leg1_F_c3_x_2 = leg1_F3_x_2*leg1_u_c2 - leg1_F3_y_2*leg1_u_s2
     leg1_F_c3_y_2 = leg1_F3_x_2*leg1_u_s2 + leg1_F3_y_2*leg1_u_c2
     leg1_N2_x_2 = leg1_N3_x_2*leg1_u_c2 - leg1_N3_y_2*leg1_u_s2
     leg1_N2_y_2 = leg1_N3_x_2*leg1_u_s2 + leg1_N3_y_2*leg1_u_c2
-    leg1_F_c2_x_2 = leg1_F3_z_2*leg1_beta2_20 + leg1_F_c3_x_2*leg1_beta2_00 - 0.2562062130145579*leg1_F_c3_y_2
-    leg1_F_c2_y_2 = leg1_F3_z_2*leg1_beta2_21 + leg1_F_c3_x_2*leg1_beta2_01 - 0.2232982856006816*leg1_F_c3_y_2
+    leg1_F_c2_x_2 = leg1_F3_z_2*leg1_beta2_20 + leg1_F_c3_x_2*leg1_beta2_00 - 0.256206213014558*leg1_F_c3_y_2
+    leg1_F_c2_y_2 = leg1_F3_z_2*leg1_beta2_21 + leg1_F_c3_x_2*leg1_beta2_01 - 0.22329828560068166*leg1_F_c3_y_2
     leg1_F_c2_z_2 = leg1_F3_z_2*leg1_beta2_22 + leg1_F_c3_x_2*leg1_beta2_02 + 0.9404766089917045*leg1_F_c3_y_2
     leg1_F1_x_2 = leg1_F_c2_x_2 + 3.0*leg1_a1_x - 0.36*leg1_oo1_zz
     leg1_F1_y_2 = leg1_F_c2_y_2 + 3.0*leg1_a1_y + (0.36)*qdd1
     leg1_F1_z_2 = leg1_F_c2_z_2 + 3.0*leg1_a1_z
-    leg1_N1_x_2 = leg1_N2_x_2*leg1_beta2_00 - 0.2562062130145579*leg1_N2_y_2 + leg1_N3_z_2*leg1_beta2_20
-    leg1_N1_y_2 = -0.25*leg1_F_c2_z_2 + leg1_N2_x_2*leg1_beta2_01 - 0.2232982856006816*leg1_N2_y_2 + leg1_N3_z_2*leg1_beta2_21 - 0.36*leg1_a1_z
-    leg1_N1_z_2 = cse80 + 0.25*leg1_F_c2_y_2 + leg1_N2_x_2*leg1_beta2_02 + 0.9404766089917045*leg1_N2_y_2 + leg1_N3_z_2*leg1_beta2_22 + (0.0632)*qdd1
+    leg1_N1_x_2 = leg1_N2_x_2*leg1_beta2_00 - 0.256206213014558*leg1_N2_y_2 + leg1_N3_z_2*leg1_beta2_20
+    leg1_N1_y_2 = -0.25*leg1_F_c2_z_2 + leg1_N2_x_2*leg1_beta2_01 - 0.22329828560068166*leg1_N2_y_2 + leg1_N3_z_2*leg1_beta2_21 - 0.36*leg1_a1_z
+    leg1_N1_z_2 = cse86 + 0.25*leg1_F_c2_y_2 + leg1_N2_x_2*leg1_beta2_02 + 0.9404766089917045*leg1_N2_y_2 + leg1_N3_z_2*leg1_beta2_22 + (0.0632)*qdd1
     leg1_F_base_x = leg1_F1_x_2*leg1_beta1_00 + leg1_F1_y_2*leg1_beta1_10 + 0.34202014332566866*leg1_F1_z_2
-    leg1_F_base_y = leg1_F1_x_2*leg1_beta1_01 + leg1_F1_y_2*leg1_beta1_11 + 0.9396926207859083*leg1_F1_z_2
+    leg1_F_base_y = leg1_F1_x_2*leg1_beta1_01 + leg1_F1_y_2*leg1_beta1_11 + 0.9396926207859084*leg1_F1_z_2
     leg1_F_base_z = -leg1_F1_x_2*leg1_crank_s - leg1_F1_y_2*leg1_crank_c
-    leg2_epsd2_x_2 = cse82 + leg2_beta2_02*leg2_qdd1
+    leg2_epsd2_x_2 = cse88 + leg2_beta2_02*leg2_qdd1
     leg2_epsd2_y = 0.9404766089917045*leg2_qdd1 + leg2_qdd2
-    leg2_epsd2_z_2 = cse83 + leg2_beta2_22*leg2_qdd1
-    cse201 = leg2_a1_y + 0.25*leg2_qdd1
-    leg2_a2_x_3 = cse201*leg2_beta2_01 + cse86
-    leg2_a2_y_3 = cse88 + 0.0558245714001704*leg2_qdd1
-    leg2_a2_z_3 = cse201*leg2_beta2_21 + cse89
-    leg2_epsd3_x_2 = cse90 + leg2_epsd2_x_2*leg2_u_c2 + leg2_epsd2_y*leg2_u_s2
-    leg2_epsd3_y_2 = -cse91 - leg2_epsd2_x_2*leg2_u_s2 + leg2_epsd2_y*leg2_u_c2
+    leg2_epsd2_z_2 = cse89 + leg2_beta2_22*leg2_qdd1
+    cse213 = leg2_a1_y + 0.25*leg2_qdd1
+    leg2_a2_x_3 = cse213*leg2_beta2_01 + cse92
+    leg2_a2_y_3 = cse94 + 0.055824571400170414*leg2_qdd1
+    leg2_a2_z_3 = cse213*leg2_beta2_21 + cse95
+    leg2_epsd3_x_2 = cse96 + leg2_epsd2_x_2*leg2_u_c2 + leg2_epsd2_y*leg2_u_s2
+    leg2_epsd3_y_2 = -cse97 - leg2_epsd2_x_2*leg2_u_s2 + leg2_epsd2_y*leg2_u_c2
     leg2_epsd3_z = leg2_epsd2_z_2 + leg2_qdd3
     leg2_a3_x_3 = leg2_a2_x_3*leg2_u_c2 + leg2_a2_y_3*leg2_u_s2
     leg2_a3_y_3 = -leg2_a2_x_3*leg2_u_s2 + leg2_a2_y_3*leg2_u_c2
-    leg2_F3_x_2 = cse92 + (2.5)*leg2_a3_x_3 - leg2_lambda_z1
-    leg2_F3_y_2 = cse93 + (2.5)*leg2_a3_y_3 + (0.75)*leg2_epsd3_z - leg2_lambda_z2
-    leg2_F3_z_2 = cse94 + (2.5)*leg2_a2_z_3 - 0.75*leg2_epsd3_y_2 - leg2_lambda_z3
+    leg2_F3_x_2 = cse98 + (2.5)*leg2_a3_x_3 - leg2_lambda_z1
+    leg2_F3_y_2 = cse99 + (2.5)*leg2_a3_y_3 + (0.75)*leg2_epsd3_z - leg2_lambda_z2
+    leg2_F3_z_2 = cse100 + (2.5)*leg2_a2_z_3 - 0.75*leg2_epsd3_y_2 - leg2_lambda_z3
     leg2_N3_x_2 = (0.001)*leg2_epsd3_x_2
-    leg2_N3_y_2 = -cse95 - 0.75*leg2_a2_z_3 + (0.305)*leg2_epsd3_y_2 + 0.809160465315115*leg2_lambda_z3
-    leg2_N3_z_2 = cse96 + (0.75)*leg2_a3_y_3 + (0.305)*leg2_epsd3_z - 0.809160465315115*leg2_lambda_z2
+    leg2_N3_y_2 = -cse101 - 0.75*leg2_a2_z_3 + (0.305)*leg2_epsd3_y_2 + 0.809160465315115*leg2_lambda_z3
+    leg2_N3_z_2 = cse102 + (0.75)*leg2_a3_y_3 + (0.305)*leg2_epsd3_z - 0.809160465315115*leg2_lambda_z2
     leg2_F_c3_x_2 = leg2_F3_x_2*leg2_u_c2 - leg2_F3_y_2*leg2_u_s2
     leg2_F_c3_y_2 = leg2_F3_x_2*leg2_u_s2 + leg2_F3_y_2*leg2_u_c2
     leg2_N2_x_2 = leg2_N3_x_2*leg2_u_c2 - leg2_N3_y_2*leg2_u_s2
     leg2_N2_y_2 = leg2_N3_x_2*leg2_u_s2 + leg2_N3_y_2*leg2_u_c2
-    leg2_F_c2_x_2 = leg2_F3_z_2*leg2_beta2_20 + leg2_F_c3_x_2*leg2_beta2_00 + 0.2562062130145579*leg2_F_c3_y_2
-    leg2_F_c2_y_2 = leg2_F3_z_2*leg2_beta2_21 + leg2_F_c3_x_2*leg2_beta2_01 + 0.2232982856006816*leg2_F_c3_y_2
+    leg2_F_c2_x_2 = leg2_F3_z_2*leg2_beta2_20 + leg2_F_c3_x_2*leg2_beta2_00 + 0.256206213014558*leg2_F_c3_y_2
+    leg2_F_c2_y_2 = leg2_F3_z_2*leg2_beta2_21 + leg2_F_c3_x_2*leg2_beta2_01 + 0.22329828560068166*leg2_F_c3_y_2
     leg2_F_c2_z_2 = leg2_F3_z_2*leg2_beta2_22 + leg2_F_c3_x_2*leg2_beta2_02 + 0.9404766089917045*leg2_F_c3_y_2
     leg2_F1_x_2 = leg2_F_c2_x_2 + 3.0*leg2_a1_x - 0.36*leg2_oo1_zz
     leg2_F1_y_2 = leg2_F_c2_y_2 + 3.0*leg2_a1_y + (0.36)*leg2_qdd1
     leg2_F1_z_2 = leg2_F_c2_z_2 + 3.0*leg2_a1_z
-    leg2_N1_x_2 = leg2_N2_x_2*leg2_beta2_00 + 0.2562062130145579*leg2_N2_y_2 + leg2_N3_z_2*leg2_beta2_20
-    leg2_N1_y_2 = -0.25*leg2_F_c2_z_2 + leg2_N2_x_2*leg2_beta2_01 + 0.2232982856006816*leg2_N2_y_2 + leg2_N3_z_2*leg2_beta2_21 - 0.36*leg2_a1_z
-    leg2_N1_z_2 = cse97 + 0.25*leg2_F_c2_y_2 + leg2_N2_x_2*leg2_beta2_02 + 0.9404766089917045*leg2_N2_y_2 + leg2_N3_z_2*leg2_beta2_22 + (0.0632)*leg2_qdd1
+    leg2_N1_x_2 = leg2_N2_x_2*leg2_beta2_00 + 0.256206213014558*leg2_N2_y_2 + leg2_N3_z_2*leg2_beta2_20
+    leg2_N1_y_2 = -0.25*leg2_F_c2_z_2 + leg2_N2_x_2*leg2_beta2_01 + 0.22329828560068166*leg2_N2_y_2 + leg2_N3_z_2*leg2_beta2_21 - 0.36*leg2_a1_z
+    leg2_N1_z_2 = cse103 + 0.25*leg2_F_c2_y_2 + leg2_N2_x_2*leg2_beta2_02 + 0.9404766089917045*leg2_N2_y_2 + leg2_N3_z_2*leg2_beta2_22 + (0.0632)*leg2_qdd1
     leg2_F_base_x = leg2_F1_x_2*leg2_beta1_00 + leg2_F1_y_2*leg2_beta1_10 - 0.34202014332566866*leg2_F1_z_2
-    leg2_F_base_y = leg2_F1_x_2*leg2_beta1_01 + leg2_F1_y_2*leg2_beta1_11 + 0.9396926207859083*leg2_F1_z_2
+    leg2_F_base_y = leg2_F1_x_2*leg2_beta1_01 + leg2_F1_y_2*leg2_beta1_11 + 0.9396926207859084*leg2_F1_z_2
     leg2_F_base_z = -leg2_F1_x_2*leg2_crank_s - leg2_F1_y_2*leg2_crank_c
-    leg3_epsd2_x_2 = cse100 + leg3_beta2_02*leg3_qdd1
-    leg3_epsd2_y = 0.9404766089917045*leg3_qdd1 + leg3_qdd2
-    leg3_epsd2_z_2 = cse101 + leg3_beta2_22*leg3_qdd1
-    cse202 = leg3_a1_y + 0.25*leg3_qdd1
-    leg3_a2_x_3 = cse104 + cse202*leg3_beta2_01
-    leg3_a2_y_3 = -cse105 - 0.055824571400170456*leg3_qdd1
-    leg3_a2_z_3 = cse106 + cse202*leg3_beta2_21
-    leg3_epsd3_x_2 = cse107 + leg3_epsd2_x_2*leg3_u_c2 + leg3_epsd2_y*leg3_u_s2
-    leg3_epsd3_y_2 = -cse108 - leg3_epsd2_x_2*leg3_u_s2 + leg3_epsd2_y*leg3_u_c2
+    leg3_epsd2_x_2 = cse106 + leg3_beta2_02*leg3_qdd1
+    leg3_epsd2_y = 0.9404766089917044*leg3_qdd1 + leg3_qdd2
+    leg3_epsd2_z_2 = cse107 + leg3_beta2_22*leg3_qdd1
+    cse214 = leg3_a1_y + 0.25*leg3_qdd1
+    leg3_a2_x_3 = cse110 + cse214*leg3_beta2_01
+    leg3_a2_y_3 = -cse111 - 0.05582457140017046*leg3_qdd1
+    leg3_a2_z_3 = cse112 + cse214*leg3_beta2_21
+    leg3_epsd3_x_2 = cse113 + leg3_epsd2_x_2*leg3_u_c2 + leg3_epsd2_y*leg3_u_s2
+    leg3_epsd3_y_2 = -cse114 - leg3_epsd2_x_2*leg3_u_s2 + leg3_epsd2_y*leg3_u_c2
     leg3_epsd3_z = leg3_epsd2_z_2 + leg3_qdd3
     leg3_a3_x_3 = leg3_a2_x_3*leg3_u_c2 + leg3_a2_y_3*leg3_u_s2
     leg3_a3_y_3 = -leg3_a2_x_3*leg3_u_s2 + leg3_a2_y_3*leg3_u_c2
-    leg3_F3_x_2 = cse109 + (2.5)*leg3_a3_x_3 - leg3_lambda_z1
-    leg3_F3_y_2 = cse110 + (2.5)*leg3_a3_y_3 + (0.75)*leg3_epsd3_z - leg3_lambda_z2
-    leg3_F3_z_2 = cse111 + (2.5)*leg3_a2_z_3 - 0.75*leg3_epsd3_y_2 - leg3_lambda_z3
+    leg3_F3_x_2 = cse115 + (2.5)*leg3_a3_x_3 - leg3_lambda_z1
+    leg3_F3_y_2 = cse116 + (2.5)*leg3_a3_y_3 + (0.75)*leg3_epsd3_z - leg3_lambda_z2
+    leg3_F3_z_2 = cse117 + (2.5)*leg3_a2_z_3 - 0.75*leg3_epsd3_y_2 - leg3_lambda_z3
     leg3_N3_x_2 = (0.001)*leg3_epsd3_x_2
-    leg3_N3_y_2 = -cse112 - 0.75*leg3_a2_z_3 + (0.305)*leg3_epsd3_y_2 + 0.8091604653151149*leg3_lambda_z3
-    leg3_N3_z_2 = cse113 + (0.75)*leg3_a3_y_3 + (0.305)*leg3_epsd3_z - 0.8091604653151149*leg3_lambda_z2
+    leg3_N3_y_2 = -cse118 - 0.75*leg3_a2_z_3 + (0.305)*leg3_epsd3_y_2 + 0.8091604653151149*leg3_lambda_z3
+    leg3_N3_z_2 = cse119 + (0.75)*leg3_a3_y_3 + (0.305)*leg3_epsd3_z - 0.8091604653151149*leg3_lambda_z2
     leg3_F_c3_x_2 = leg3_F3_x_2*leg3_u_c2 - leg3_F3_y_2*leg3_u_s2
     leg3_F_c3_y_2 = leg3_F3_x_2*leg3_u_s2 + leg3_F3_y_2*leg3_u_c2
     leg3_N2_x_2 = leg3_N3_x_2*leg3_u_c2 - leg3_N3_y_2*leg3_u_s2
     leg3_N2_y_2 = leg3_N3_x_2*leg3_u_s2 + leg3_N3_y_2*leg3_u_c2
     leg3_F_c2_x_2 = leg3_F3_z_2*leg3_beta2_20 + leg3_F_c3_x_2*leg3_beta2_00 - 0.25620621301455804*leg3_F_c3_y_2
-    leg3_F_c2_y_2 = leg3_F3_z_2*leg3_beta2_21 + leg3_F_c3_x_2*leg3_beta2_01 - 0.22329828560068182*leg3_F_c3_y_2
-    leg3_F_c2_z_2 = leg3_F3_z_2*leg3_beta2_22 + leg3_F_c3_x_2*leg3_beta2_02 + 0.9404766089917045*leg3_F_c3_y_2
+    leg3_F_c2_y_2 = leg3_F3_z_2*leg3_beta2_21 + leg3_F_c3_x_2*leg3_beta2_01 - 0.22329828560068185*leg3_F_c3_y_2
+    leg3_F_c2_z_2 = leg3_F3_z_2*leg3_beta2_22 + leg3_F_c3_x_2*leg3_beta2_02 + 0.9404766089917044*leg3_F_c3_y_2
     leg3_F1_x_2 = leg3_F_c2_x_2 + 3.0*leg3_a1_x - 0.36*leg3_oo1_zz
     leg3_F1_y_2 = leg3_F_c2_y_2 + 3.0*leg3_a1_y + (0.36)*leg3_qdd1
     leg3_F1_z_2 = leg3_F_c2_z_2 + 3.0*leg3_a1_z
     leg3_N1_x_2 = leg3_N2_x_2*leg3_beta2_00 - 0.25620621301455804*leg3_N2_y_2 + leg3_N3_z_2*leg3_beta2_20
-    leg3_N1_y_2 = -0.25*leg3_F_c2_z_2 + leg3_N2_x_2*leg3_beta2_01 - 0.22329828560068182*leg3_N2_y_2 + leg3_N3_z_2*leg3_beta2_21 - 0.36*leg3_a1_z
-    leg3_N1_z_2 = cse114 + 0.25*leg3_F_c2_y_2 + leg3_N2_x_2*leg3_beta2_02 + 0.9404766089917045*leg3_N2_y_2 + leg3_N3_z_2*leg3_beta2_22 + (0.0632)*leg3_qdd1
-    leg3_F_base_x = leg3_F1_x_2*leg3_beta1_00 + leg3_F1_y_2*leg3_beta1_10 - 0.9848077530122081*leg3_F1_z_2
-    leg3_F_base_y = leg3_F1_x_2*leg3_beta1_01 + leg3_F1_y_2*leg3_beta1_11 - 0.1736481776669303*leg3_F1_z_2
+    leg3_N1_y_2 = -0.25*leg3_F_c2_z_2 + leg3_N2_x_2*leg3_beta2_01 - 0.22329828560068185*leg3_N2_y_2 + leg3_N3_z_2*leg3_beta2_21 - 0.36*leg3_a1_z
+    leg3_N1_z_2 = cse120 + 0.25*leg3_F_c2_y_2 + leg3_N2_x_2*leg3_beta2_02 + 0.9404766089917044*leg3_N2_y_2 + leg3_N3_z_2*leg3_beta2_22 + (0.0632)*leg3_qdd1
+    leg3_F_base_x = leg3_F1_x_2*leg3_beta1_00 + leg3_F1_y_2*leg3_beta1_10 - 0.984807753012208*leg3_F1_z_2
+    leg3_F_base_y = leg3_F1_x_2*leg3_beta1_01 + leg3_F1_y_2*leg3_beta1_11 - 0.17364817766693036*leg3_F1_z_2
     leg3_F_base_z = -leg3_F1_x_2*leg3_crank_s - leg3_F1_y_2*leg3_crank_c
-    leg4_epsd2_x_2 = cse116 + leg4_beta2_02*leg4_qdd1
+    leg4_epsd2_x_2 = cse123 + leg4_beta2_02*leg4_qdd1
     leg4_epsd2_y = 0.9404766089917045*leg4_qdd1 + leg4_qdd2
-    leg4_epsd2_z_2 = cse117 + leg4_beta2_22*leg4_qdd1
-    cse203 = leg4_a1_y + 0.25*leg4_qdd1
-    leg4_a2_x_3 = cse120 + cse203*leg4_beta2_01
-    leg4_a2_y_3 = cse122 + 0.05582457140017043*leg4_qdd1
-    leg4_a2_z_3 = cse123 + cse203*leg4_beta2_21
-    leg4_epsd3_x_2 = cse124 + leg4_epsd2_x_2*leg4_u_c2 + leg4_epsd2_y*leg4_u_s2
-    leg4_epsd3_y_2 = -cse125 - leg4_epsd2_x_2*leg4_u_s2 + leg4_epsd2_y*leg4_u_c2
+    leg4_epsd2_z_2 = cse124 + leg4_beta2_22*leg4_qdd1
+    cse215 = leg4_a1_y + 0.25*leg4_qdd1
+    leg4_a2_x_3 = cse127 + cse215*leg4_beta2_01
+    leg4_a2_y_3 = cse129 + 0.055824571400170414*leg4_qdd1
+    leg4_a2_z_3 = cse130 + cse215*leg4_beta2_21
+    leg4_epsd3_x_2 = cse131 + leg4_epsd2_x_2*leg4_u_c2 + leg4_epsd2_y*leg4_u_s2
+    leg4_epsd3_y_2 = -cse132 - leg4_epsd2_x_2*leg4_u_s2 + leg4_epsd2_y*leg4_u_c2
     leg4_epsd3_z = leg4_epsd2_z_2 + leg4_qdd3
     leg4_a3_x_3 = leg4_a2_x_3*leg4_u_c2 + leg4_a2_y_3*leg4_u_s2
     leg4_a3_y_3 = -leg4_a2_x_3*leg4_u_s2 + leg4_a2_y_3*leg4_u_c2
-    leg4_F3_x_2 = cse126 + (2.5)*leg4_a3_x_3 - leg4_lambda_z1
-    leg4_F3_y_2 = cse127 + (2.5)*leg4_a3_y_3 + (0.75)*leg4_epsd3_z - leg4_lambda_z2
-    leg4_F3_z_2 = cse128 + (2.5)*leg4_a2_z_3 - 0.75*leg4_epsd3_y_2 - leg4_lambda_z3
+    leg4_F3_x_2 = cse133 + (2.5)*leg4_a3_x_3 - leg4_lambda_z1
+    leg4_F3_y_2 = cse134 + (2.5)*leg4_a3_y_3 + (0.75)*leg4_epsd3_z - leg4_lambda_z2
+    leg4_F3_z_2 = cse135 + (2.5)*leg4_a2_z_3 - 0.75*leg4_epsd3_y_2 - leg4_lambda_z3
     leg4_N3_x_2 = (0.001)*leg4_epsd3_x_2
-    leg4_N3_y_2 = -cse129 - 0.75*leg4_a2_z_3 + (0.305)*leg4_epsd3_y_2 + 0.8091604653151152*leg4_lambda_z3
-    leg4_N3_z_2 = cse130 + (0.75)*leg4_a3_y_3 + (0.305)*leg4_epsd3_z - 0.8091604653151152*leg4_lambda_z2
+    leg4_N3_y_2 = -cse136 - 0.75*leg4_a2_z_3 + (0.305)*leg4_epsd3_y_2 + 0.809160465315115*leg4_lambda_z3
+    leg4_N3_z_2 = cse137 + (0.75)*leg4_a3_y_3 + (0.305)*leg4_epsd3_z - 0.809160465315115*leg4_lambda_z2
     leg4_F_c3_x_2 = leg4_F3_x_2*leg4_u_c2 - leg4_F3_y_2*leg4_u_s2
     leg4_F_c3_y_2 = leg4_F3_x_2*leg4_u_s2 + leg4_F3_y_2*leg4_u_c2
     leg4_N2_x_2 = leg4_N3_x_2*leg4_u_c2 - leg4_N3_y_2*leg4_u_s2
     leg4_N2_y_2 = leg4_N3_x_2*leg4_u_s2 + leg4_N3_y_2*leg4_u_c2
-    leg4_F_c2_x_2 = leg4_F3_z_2*leg4_beta2_20 + leg4_F_c3_x_2*leg4_beta2_00 + 0.25620621301455804*leg4_F_c3_y_2
-    leg4_F_c2_y_2 = leg4_F3_z_2*leg4_beta2_21 + leg4_F_c3_x_2*leg4_beta2_01 + 0.2232982856006817*leg4_F_c3_y_2
+    leg4_F_c2_x_2 = leg4_F3_z_2*leg4_beta2_20 + leg4_F_c3_x_2*leg4_beta2_00 + 0.25620621301455787*leg4_F_c3_y_2
+    leg4_F_c2_y_2 = leg4_F3_z_2*leg4_beta2_21 + leg4_F_c3_x_2*leg4_beta2_01 + 0.22329828560068166*leg4_F_c3_y_2
     leg4_F_c2_z_2 = leg4_F3_z_2*leg4_beta2_22 + leg4_F_c3_x_2*leg4_beta2_02 + 0.9404766089917045*leg4_F_c3_y_2
     leg4_F1_x_2 = leg4_F_c2_x_2 + 3.0*leg4_a1_x - 0.36*leg4_oo1_zz
     leg4_F1_y_2 = leg4_F_c2_y_2 + 3.0*leg4_a1_y + (0.36)*leg4_qdd1
     leg4_F1_z_2 = leg4_F_c2_z_2 + 3.0*leg4_a1_z
-    leg4_N1_x_2 = leg4_N2_x_2*leg4_beta2_00 + 0.25620621301455804*leg4_N2_y_2 + leg4_N3_z_2*leg4_beta2_20
-    leg4_N1_y_2 = -0.25*leg4_F_c2_z_2 + leg4_N2_x_2*leg4_beta2_01 + 0.2232982856006817*leg4_N2_y_2 + leg4_N3_z_2*leg4_beta2_21 - 0.36*leg4_a1_z
-    leg4_N1_z_2 = cse131 + 0.25*leg4_F_c2_y_2 + leg4_N2_x_2*leg4_beta2_02 + 0.9404766089917045*leg4_N2_y_2 + leg4_N3_z_2*leg4_beta2_22 + (0.0632)*leg4_qdd1
-    leg4_F_base_x = leg4_F1_x_2*leg4_beta1_00 + leg4_F1_y_2*leg4_beta1_10 - 0.6427876096865395*leg4_F1_z_2
-    leg4_F_base_y = leg4_F1_x_2*leg4_beta1_01 + leg4_F1_y_2*leg4_beta1_11 - 0.7660444431189779*leg4_F1_z_2
+    leg4_N1_x_2 = leg4_N2_x_2*leg4_beta2_00 + 0.25620621301455787*leg4_N2_y_2 + leg4_N3_z_2*leg4_beta2_20
+    leg4_N1_y_2 = -0.25*leg4_F_c2_z_2 + leg4_N2_x_2*leg4_beta2_01 + 0.22329828560068166*leg4_N2_y_2 + leg4_N3_z_2*leg4_beta2_21 - 0.36*leg4_a1_z
+    leg4_N1_z_2 = cse138 + 0.25*leg4_F_c2_y_2 + leg4_N2_x_2*leg4_beta2_02 + 0.9404766089917045*leg4_N2_y_2 + leg4_N3_z_2*leg4_beta2_22 + (0.0632)*leg4_qdd1
+    leg4_F_base_x = leg4_F1_x_2*leg4_beta1_00 + leg4_F1_y_2*leg4_beta1_10 - 0.6427876096865394*leg4_F1_z_2
+    leg4_F_base_y = leg4_F1_x_2*leg4_beta1_01 + leg4_F1_y_2*leg4_beta1_11 - 0.766044443118978*leg4_F1_z_2
     leg4_F_base_z = -leg4_F1_x_2*leg4_crank_s - leg4_F1_y_2*leg4_crank_c
-    leg5_epsd2_x_2 = cse133 + leg5_beta2_02*leg5_qdd1
+    leg5_epsd2_x_2 = cse140 + leg5_beta2_02*leg5_qdd1
     leg5_epsd2_y = 0.9404766089917045*leg5_qdd1 + leg5_qdd2
-    leg5_epsd2_z_2 = cse134 + leg5_beta2_22*leg5_qdd1
-    cse204 = leg5_a1_y + 0.25*leg5_qdd1
-    leg5_a2_x_3 = cse137 + cse204*leg5_beta2_01
-    leg5_a2_y_3 = -cse138 - 0.055824571400170414*leg5_qdd1
-    leg5_a2_z_3 = cse139 + cse204*leg5_beta2_21
-    leg5_epsd3_x_2 = cse140 + leg5_epsd2_x_2*leg5_u_c2 + leg5_epsd2_y*leg5_u_s2
-    leg5_epsd3_y_2 = -cse141 - leg5_epsd2_x_2*leg5_u_s2 + leg5_epsd2_y*leg5_u_c2
+    leg5_epsd2_z_2 = cse141 + leg5_beta2_22*leg5_qdd1
+    cse216 = leg5_a1_y + 0.25*leg5_qdd1
+    leg5_a2_x_3 = cse144 + cse216*leg5_beta2_01
+    leg5_a2_y_3 = -cse145 - 0.055824571400170414*leg5_qdd1
+    leg5_a2_z_3 = cse146 + cse216*leg5_beta2_21
+    leg5_epsd3_x_2 = cse147 + leg5_epsd2_x_2*leg5_u_c2 + leg5_epsd2_y*leg5_u_s2
+    leg5_epsd3_y_2 = -cse148 - leg5_epsd2_x_2*leg5_u_s2 + leg5_epsd2_y*leg5_u_c2
     leg5_epsd3_z = leg5_epsd2_z_2 + leg5_qdd3
     leg5_a3_x_3 = leg5_a2_x_3*leg5_u_c2 + leg5_a2_y_3*leg5_u_s2
     leg5_a3_y_3 = -leg5_a2_x_3*leg5_u_s2 + leg5_a2_y_3*leg5_u_c2
-    leg5_F3_x_2 = cse142 + (2.5)*leg5_a3_x_3 - leg5_lambda_z1
-    leg5_F3_y_2 = cse143 + (2.5)*leg5_a3_y_3 + (0.75)*leg5_epsd3_z - leg5_lambda_z2
-    leg5_F3_z_2 = cse144 + (2.5)*leg5_a2_z_3 - 0.75*leg5_epsd3_y_2 - leg5_lambda_z3
+    leg5_F3_x_2 = cse149 + (2.5)*leg5_a3_x_3 - leg5_lambda_z1
+    leg5_F3_y_2 = cse150 + (2.5)*leg5_a3_y_3 + (0.75)*leg5_epsd3_z - leg5_lambda_z2
+    leg5_F3_z_2 = cse151 + (2.5)*leg5_a2_z_3 - 0.75*leg5_epsd3_y_2 - leg5_lambda_z3
     leg5_N3_x_2 = (0.001)*leg5_epsd3_x_2
-    leg5_N3_y_2 = -cse145 - 0.75*leg5_a2_z_3 + (0.305)*leg5_epsd3_y_2 + 0.8091604653151149*leg5_lambda_z3
-    leg5_N3_z_2 = cse146 + (0.75)*leg5_a3_y_3 + (0.305)*leg5_epsd3_z - 0.8091604653151149*leg5_lambda_z2
+    leg5_N3_y_2 = -cse152 - 0.75*leg5_a2_z_3 + (0.305)*leg5_epsd3_y_2 + 0.809160465315115*leg5_lambda_z3
+    leg5_N3_z_2 = cse153 + (0.75)*leg5_a3_y_3 + (0.305)*leg5_epsd3_z - 0.809160465315115*leg5_lambda_z2
     leg5_F_c3_x_2 = leg5_F3_x_2*leg5_u_c2 - leg5_F3_y_2*leg5_u_s2
     leg5_F_c3_y_2 = leg5_F3_x_2*leg5_u_s2 + leg5_F3_y_2*leg5_u_c2
     leg5_N2_x_2 = leg5_N3_x_2*leg5_u_c2 - leg5_N3_y_2*leg5_u_s2
@@ -9599,50 +10008,50 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_F1_z_2 = leg5_F_c2_z_2 + 3.0*leg5_a1_z
     leg5_N1_x_2 = leg5_N2_x_2*leg5_beta2_00 - 0.25620621301455787*leg5_N2_y_2 + leg5_N3_z_2*leg5_beta2_20
     leg5_N1_y_2 = -0.25*leg5_F_c2_z_2 + leg5_N2_x_2*leg5_beta2_01 - 0.22329828560068166*leg5_N2_y_2 + leg5_N3_z_2*leg5_beta2_21 - 0.36*leg5_a1_z
-    leg5_N1_z_2 = cse147 + 0.25*leg5_F_c2_y_2 + leg5_N2_x_2*leg5_beta2_02 + 0.9404766089917045*leg5_N2_y_2 + leg5_N3_z_2*leg5_beta2_22 + (0.0632)*leg5_qdd1
-    leg5_F_base_x = leg5_F1_x_2*leg5_beta1_00 + leg5_F1_y_2*leg5_beta1_10 + 0.6427876096865393*leg5_F1_z_2
+    leg5_N1_z_2 = cse154 + 0.25*leg5_F_c2_y_2 + leg5_N2_x_2*leg5_beta2_02 + 0.9404766089917045*leg5_N2_y_2 + leg5_N3_z_2*leg5_beta2_22 + (0.0632)*leg5_qdd1
+    leg5_F_base_x = leg5_F1_x_2*leg5_beta1_00 + leg5_F1_y_2*leg5_beta1_10 + 0.6427876096865394*leg5_F1_z_2
     leg5_F_base_y = leg5_F1_x_2*leg5_beta1_01 + leg5_F1_y_2*leg5_beta1_11 - 0.766044443118978*leg5_F1_z_2
     leg5_F_base_z = -leg5_F1_x_2*leg5_crank_s - leg5_F1_y_2*leg5_crank_c
-    leg6_epsd2_x_2 = cse149 + leg6_beta2_02*leg6_qdd1
+    leg6_epsd2_x_2 = cse156 + leg6_beta2_02*leg6_qdd1
     leg6_epsd2_y = 0.9404766089917044*leg6_qdd1 + leg6_qdd2
-    leg6_epsd2_z_2 = cse150 + leg6_beta2_22*leg6_qdd1
-    cse205 = leg6_a1_y + 0.25*leg6_qdd1
-    leg6_a2_x_3 = cse153 + cse205*leg6_beta2_01
-    leg6_a2_y_3 = cse155 + 0.05582457140017046*leg6_qdd1
-    leg6_a2_z_3 = cse156 + cse205*leg6_beta2_21
-    leg6_epsd3_x_2 = cse157 + leg6_epsd2_x_2*leg6_u_c2 + leg6_epsd2_y*leg6_u_s2
-    leg6_epsd3_y_2 = -cse158 - leg6_epsd2_x_2*leg6_u_s2 + leg6_epsd2_y*leg6_u_c2
+    leg6_epsd2_z_2 = cse157 + leg6_beta2_22*leg6_qdd1
+    cse217 = leg6_a1_y + 0.25*leg6_qdd1
+    leg6_a2_x_3 = cse160 + cse217*leg6_beta2_01
+    leg6_a2_y_3 = cse162 + 0.05582457140017046*leg6_qdd1
+    leg6_a2_z_3 = cse163 + cse217*leg6_beta2_21
+    leg6_epsd3_x_2 = cse164 + leg6_epsd2_x_2*leg6_u_c2 + leg6_epsd2_y*leg6_u_s2
+    leg6_epsd3_y_2 = -cse165 - leg6_epsd2_x_2*leg6_u_s2 + leg6_epsd2_y*leg6_u_c2
     leg6_epsd3_z = leg6_epsd2_z_2 + leg6_qdd3
     leg6_a3_x_3 = leg6_a2_x_3*leg6_u_c2 + leg6_a2_y_3*leg6_u_s2
     leg6_a3_y_3 = -leg6_a2_x_3*leg6_u_s2 + leg6_a2_y_3*leg6_u_c2
-    leg6_F3_x_2 = cse159 + (2.5)*leg6_a3_x_3 - leg6_lambda_z1
-    leg6_F3_y_2 = cse160 + (2.5)*leg6_a3_y_3 + (0.75)*leg6_epsd3_z - leg6_lambda_z2
-    leg6_F3_z_2 = cse161 + (2.5)*leg6_a2_z_3 - 0.75*leg6_epsd3_y_2 - leg6_lambda_z3
+    leg6_F3_x_2 = cse166 + (2.5)*leg6_a3_x_3 - leg6_lambda_z1
+    leg6_F3_y_2 = cse167 + (2.5)*leg6_a3_y_3 + (0.75)*leg6_epsd3_z - leg6_lambda_z2
+    leg6_F3_z_2 = cse168 + (2.5)*leg6_a2_z_3 - 0.75*leg6_epsd3_y_2 - leg6_lambda_z3
     leg6_N3_x_2 = (0.001)*leg6_epsd3_x_2
-    leg6_N3_y_2 = -cse162 - 0.75*leg6_a2_z_3 + (0.305)*leg6_epsd3_y_2 + 0.809160465315115*leg6_lambda_z3
-    leg6_N3_z_2 = cse163 + (0.75)*leg6_a3_y_3 + (0.305)*leg6_epsd3_z - 0.809160465315115*leg6_lambda_z2
+    leg6_N3_y_2 = -cse169 - 0.75*leg6_a2_z_3 + (0.305)*leg6_epsd3_y_2 + 0.8091604653151149*leg6_lambda_z3
+    leg6_N3_z_2 = cse170 + (0.75)*leg6_a3_y_3 + (0.305)*leg6_epsd3_z - 0.8091604653151149*leg6_lambda_z2
     leg6_F_c3_x_2 = leg6_F3_x_2*leg6_u_c2 - leg6_F3_y_2*leg6_u_s2
     leg6_F_c3_y_2 = leg6_F3_x_2*leg6_u_s2 + leg6_F3_y_2*leg6_u_c2
     leg6_N2_x_2 = leg6_N3_x_2*leg6_u_c2 - leg6_N3_y_2*leg6_u_s2
     leg6_N2_y_2 = leg6_N3_x_2*leg6_u_s2 + leg6_N3_y_2*leg6_u_c2
-    leg6_F_c2_x_2 = leg6_F3_z_2*leg6_beta2_20 + leg6_F_c3_x_2*leg6_beta2_00 + 0.2562062130145581*leg6_F_c3_y_2
+    leg6_F_c2_x_2 = leg6_F3_z_2*leg6_beta2_20 + leg6_F_c3_x_2*leg6_beta2_00 + 0.25620621301455804*leg6_F_c3_y_2
     leg6_F_c2_y_2 = leg6_F3_z_2*leg6_beta2_21 + leg6_F_c3_x_2*leg6_beta2_01 + 0.22329828560068185*leg6_F_c3_y_2
     leg6_F_c2_z_2 = leg6_F3_z_2*leg6_beta2_22 + leg6_F_c3_x_2*leg6_beta2_02 + 0.9404766089917044*leg6_F_c3_y_2
     leg6_F1_x_2 = leg6_F_c2_x_2 + 3.0*leg6_a1_x - 0.36*leg6_oo1_zz
     leg6_F1_y_2 = leg6_F_c2_y_2 + 3.0*leg6_a1_y + (0.36)*leg6_qdd1
     leg6_F1_z_2 = leg6_F_c2_z_2 + 3.0*leg6_a1_z
-    leg6_N1_x_2 = leg6_N2_x_2*leg6_beta2_00 + 0.2562062130145581*leg6_N2_y_2 + leg6_N3_z_2*leg6_beta2_20
+    leg6_N1_x_2 = leg6_N2_x_2*leg6_beta2_00 + 0.25620621301455804*leg6_N2_y_2 + leg6_N3_z_2*leg6_beta2_20
     leg6_N1_y_2 = -0.25*leg6_F_c2_z_2 + leg6_N2_x_2*leg6_beta2_01 + 0.22329828560068185*leg6_N2_y_2 + leg6_N3_z_2*leg6_beta2_21 - 0.36*leg6_a1_z
-    leg6_N1_z_2 = cse164 + 0.25*leg6_F_c2_y_2 + leg6_N2_x_2*leg6_beta2_02 + 0.9404766089917044*leg6_N2_y_2 + leg6_N3_z_2*leg6_beta2_22 + (0.0632)*leg6_qdd1
-    leg6_F_base_x = leg6_F1_x_2*leg6_beta1_00 + leg6_F1_y_2*leg6_beta1_10 + 0.9848077530122081*leg6_F1_z_2
+    leg6_N1_z_2 = cse171 + 0.25*leg6_F_c2_y_2 + leg6_N2_x_2*leg6_beta2_02 + 0.9404766089917044*leg6_N2_y_2 + leg6_N3_z_2*leg6_beta2_22 + (0.0632)*leg6_qdd1
+    leg6_F_base_x = leg6_F1_x_2*leg6_beta1_00 + leg6_F1_y_2*leg6_beta1_10 + 0.984807753012208*leg6_F1_z_2
     leg6_F_base_y = leg6_F1_x_2*leg6_beta1_01 + leg6_F1_y_2*leg6_beta1_11 - 0.17364817766693036*leg6_F1_z_2
     leg6_F_base_z = -leg6_F1_x_2*leg6_crank_s - leg6_F1_y_2*leg6_crank_c
     base_force_x = -leg1_F_base_x - leg2_F_base_x - leg3_F_base_x - leg4_F_base_x - leg5_F_base_x - leg6_F_base_x
     base_force_y = -leg1_F_base_y - leg2_F_base_y - leg3_F_base_y - leg4_F_base_y - leg5_F_base_y - leg6_F_base_y
     base_force_z = -leg1_F_base_z - leg2_F_base_z - leg3_F_base_z - leg4_F_base_z - leg5_F_base_z - leg6_F_base_z
-    base_moment_x = 0.273616114660535*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_00 - leg1_N1_y_2*leg1_beta1_10 - 0.34202014332566866*leg1_N1_z_2 - 0.273616114660535*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_00 - leg2_N1_y_2*leg2_beta1_10 + 0.34202014332566866*leg2_N1_z_2 - 0.7878462024097664*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_00 - leg3_N1_y_2*leg3_beta1_10 + 0.9848077530122081*leg3_N1_z_2 - 0.5142300877492316*leg4_F_base_z - leg4_N1_x_2*leg4_beta1_00 - leg4_N1_y_2*leg4_beta1_10 + 0.6427876096865395*leg4_N1_z_2 + 0.5142300877492314*leg5_F_base_z - leg5_N1_x_2*leg5_beta1_00 - leg5_N1_y_2*leg5_beta1_10 - 0.6427876096865393*leg5_N1_z_2 + 0.7878462024097664*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_00 - leg6_N1_y_2*leg6_beta1_10 - 0.9848077530122081*leg6_N1_z_2
-    base_moment_y = 0.7517540966287268*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_01 - leg1_N1_y_2*leg1_beta1_11 - 0.9396926207859083*leg1_N1_z_2 + 0.7517540966287268*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_01 - leg2_N1_y_2*leg2_beta1_11 - 0.9396926207859083*leg2_N1_z_2 - 0.13891854213354424*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_01 - leg3_N1_y_2*leg3_beta1_11 + 0.1736481776669303*leg3_N1_z_2 - 0.6128355544951823*leg4_F_base_z - leg4_N1_x_2*leg4_beta1_01 - leg4_N1_y_2*leg4_beta1_11 + 0.7660444431189779*leg4_N1_z_2 - 0.6128355544951825*leg5_F_base_z - leg5_N1_x_2*leg5_beta1_01 - leg5_N1_y_2*leg5_beta1_11 + 0.766044443118978*leg5_N1_z_2 - 0.13891854213354426*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_01 - leg6_N1_y_2*leg6_beta1_11 + 0.17364817766693036*leg6_N1_z_2
-    base_moment_z = -0.273616114660535*leg1_F_base_x - 0.7517540966287268*leg1_F_base_y + leg1_N1_x_2*leg1_crank_s + leg1_N1_y_2*leg1_crank_c + 0.273616114660535*leg2_F_base_x - 0.7517540966287268*leg2_F_base_y + leg2_N1_x_2*leg2_crank_s + leg2_N1_y_2*leg2_crank_c + 0.7878462024097664*leg3_F_base_x + 0.13891854213354424*leg3_F_base_y + leg3_N1_x_2*leg3_crank_s + leg3_N1_y_2*leg3_crank_c + 0.5142300877492316*leg4_F_base_x + 0.6128355544951823*leg4_F_base_y + leg4_N1_x_2*leg4_crank_s + leg4_N1_y_2*leg4_crank_c - 0.5142300877492314*leg5_F_base_x + 0.6128355544951825*leg5_F_base_y + leg5_N1_x_2*leg5_crank_s + leg5_N1_y_2*leg5_crank_c - 0.7878462024097664*leg6_F_base_x + 0.13891854213354426*leg6_F_base_y + leg6_N1_x_2*leg6_crank_s + leg6_N1_y_2*leg6_crank_c
+    base_moment_x = 0.273616114660535*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_00 - leg1_N1_y_2*leg1_beta1_10 - 0.34202014332566866*leg1_N1_z_2 - 0.273616114660535*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_00 - leg2_N1_y_2*leg2_beta1_10 + 0.34202014332566866*leg2_N1_z_2 - 0.7878462024097664*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_00 - leg3_N1_y_2*leg3_beta1_10 + 0.984807753012208*leg3_N1_z_2 - 0.5142300877492315*leg4_F_base_z - leg4_N1_x_2*leg4_beta1_00 - leg4_N1_y_2*leg4_beta1_10 + 0.6427876096865394*leg4_N1_z_2 + 0.5142300877492315*leg5_F_base_z - leg5_N1_x_2*leg5_beta1_00 - leg5_N1_y_2*leg5_beta1_10 - 0.6427876096865394*leg5_N1_z_2 + 0.7878462024097664*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_00 - leg6_N1_y_2*leg6_beta1_10 - 0.984807753012208*leg6_N1_z_2
+    base_moment_y = 0.7517540966287268*leg1_F_base_z - leg1_N1_x_2*leg1_beta1_01 - leg1_N1_y_2*leg1_beta1_11 - 0.9396926207859084*leg1_N1_z_2 + 0.7517540966287268*leg2_F_base_z - leg2_N1_x_2*leg2_beta1_01 - leg2_N1_y_2*leg2_beta1_11 - 0.9396926207859084*leg2_N1_z_2 - 0.1389185421335443*leg3_F_base_z - leg3_N1_x_2*leg3_beta1_01 - leg3_N1_y_2*leg3_beta1_11 + 0.17364817766693036*leg3_N1_z_2 - 0.6128355544951825*leg4_F_base_z - leg4_N1_x_2*leg4_beta1_01 - leg4_N1_y_2*leg4_beta1_11 + 0.766044443118978*leg4_N1_z_2 - 0.6128355544951825*leg5_F_base_z - leg5_N1_x_2*leg5_beta1_01 - leg5_N1_y_2*leg5_beta1_11 + 0.766044443118978*leg5_N1_z_2 - 0.1389185421335443*leg6_F_base_z - leg6_N1_x_2*leg6_beta1_01 - leg6_N1_y_2*leg6_beta1_11 + 0.17364817766693036*leg6_N1_z_2
+    base_moment_z = -0.273616114660535*leg1_F_base_x - 0.7517540966287268*leg1_F_base_y + leg1_N1_x_2*leg1_crank_s + leg1_N1_y_2*leg1_crank_c + 0.273616114660535*leg2_F_base_x - 0.7517540966287268*leg2_F_base_y + leg2_N1_x_2*leg2_crank_s + leg2_N1_y_2*leg2_crank_c + 0.7878462024097664*leg3_F_base_x + 0.1389185421335443*leg3_F_base_y + leg3_N1_x_2*leg3_crank_s + leg3_N1_y_2*leg3_crank_c + 0.5142300877492315*leg4_F_base_x + 0.6128355544951825*leg4_F_base_y + leg4_N1_x_2*leg4_crank_s + leg4_N1_y_2*leg4_crank_c - 0.5142300877492315*leg5_F_base_x + 0.6128355544951825*leg5_F_base_y + leg5_N1_x_2*leg5_crank_s + leg5_N1_y_2*leg5_crank_c - 0.7878462024097664*leg6_F_base_x + 0.1389185421335443*leg6_F_base_y + leg6_N1_x_2*leg6_crank_s + leg6_N1_y_2*leg6_crank_c
     if not (leg1_c_psi_z*leg1_c_psi_z - 1e-12 > 0.0):  # cos psi_z = 0
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
@@ -9657,7 +10066,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     psi_y_dot = (leg1_c_psi_x*omega_y - leg1_s_psi_x*omega_z)/leg1_c_psi_z
     psi_z_dot = leg1_c_psi_x*omega_z + leg1_s_psi_x*omega_y
     psi_x_dot = -leg1_s_psi_z*psi_y_dot + omega_x
-    damping_power_2 = cse115*p_c_crank + cse132*p_c_crank + cse148*p_c_crank + cse65*p_c_crank + cse81*p_c_crank + cse99*p_c_crank
+    damping_power_2 = cse105*p_c_crank + cse122*p_c_crank + cse139*p_c_crank + cse155*p_c_crank + cse71*p_c_crank + cse87*p_c_crank
     xdot[0] = v_x
     xdot[1] = v_y
     xdot[2] = v_z
@@ -9773,15 +10182,53 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
 def energy(x, u, g, p, T, V):
     """Kinetic energy T and potential energy V (gravity and springs).
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[3]: named spec parameters: c_crank, k_crank, m_ring
-    out T[1] shape 1
-    out V[1] shape 1
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    ops: 1010 adds, 1714 muls, 30 divs, 18 sqrt, 12 trig (2784 total)
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+    out T[1] shape 1: kinetic energy of C and the legs (J), shape (1,)
+    out V[1] shape 1: potential energy of gravity (zero at the origin of frame 0) and of the springs (J), shape
+        (1,)
+    status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+    status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+    status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+    status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+    status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+    status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+    status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 1007 adds, 1708 muls, 30 divs, 18 sqrt, 12 trig (2775 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
     v_x, v_y, v_z, omega_x, omega_y, omega_z = u
@@ -9813,21 +10260,21 @@ def energy(x, u, g, p, T, V):
     cse7 = 0.4213244437154379*leg1_alpha_C_12
     cse8 = 0.3535331853275967*leg1_alpha_C_02 + z_C
     leg1_s0_z = -cse7 + cse8
-    leg1_d_x = 0.9396926207859083*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8
-    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859083*leg1_s0_y - 8.673617379884035e-18
+    leg1_d_x = 0.9396926207859084*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8000000000000002
+    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859084*leg1_s0_y + 2.168404344971009e-17
     cse9 = leg1_d_x*leg1_d_x
     cse10 = leg1_s0_z*leg1_s0_z
     leg1_crank_K = 2.0*cse10 + 2.0*cse9 + 2.0*leg1_d_z*leg1_d_z - 1.1844813172579467
     leg1_crank_rho2 = cse10 + cse9
     leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
-    if not (leg1_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg1_crank_w2 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 101
+    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 102
     leg1_crank_w = math.sqrt(leg1_crank_w2)
     leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
     leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
@@ -9835,48 +10282,48 @@ def energy(x, u, g, p, T, V):
     leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
     leg1_e_c_x = leg1_crank_c*leg1_d_x - leg1_crank_s*leg1_s0_z - 0.25
     leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
-    cse11 = 0.657033253384418*leg1_e_c_x - 0.7538615946890297*leg1_e_c_y
-    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222173*leg1_e_c_x - 0.6179244061377648*leg1_e_c_y
+    cse11 = 0.6570332533844182*leg1_e_c_x - 0.7538615946890298*leg1_e_c_y
+    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222175*leg1_e_c_x - 0.6179244061377649*leg1_e_c_y
     leg1_u_Lxz2 = cse11*cse11 + cse12*cse12
-    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 122
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    cse13 = 0.9404766089917045*leg1_d_z - 0.2562062130145579*leg1_e_c_x - 0.2232982856006816*leg1_e_c_y
+    cse13 = 0.9404766089917045*leg1_d_z - 0.256206213014558*leg1_e_c_x - 0.22329828560068166*leg1_e_c_y
     leg1_u_L = math.sqrt(cse13*cse13 + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c1 = cse12*leg1_u_inv_Lxz
     leg1_u_s1 = cse11*leg1_u_inv_Lxz
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = cse13*leg1_u_inv_L
-    if not (leg1_q1 + 1.2 > 0.0):  # leg1_crank below its limit -1.2
+    if not (leg1_q1 + 1.2 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (1.2 - leg1_q1 > 0.0):  # leg1_crank above its limit 1.2
+        return 103
+    if not (1.2 - leg1_q1 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
+        return 104
     leg2_s0_x = cse3 + cse4
     leg2_s0_y = cse5 + cse6
     leg2_s0_z = cse7 + cse8
-    leg2_d_x = 0.9396926207859083*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8
-    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859083*leg2_s0_y + 8.673617379884035e-18
+    leg2_d_x = 0.9396926207859084*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8000000000000002
+    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
     cse14 = leg2_d_x*leg2_d_x
     cse15 = leg2_s0_z*leg2_s0_z
     leg2_crank_K = 2.0*cse14 + 2.0*cse15 + 2.0*leg2_d_z*leg2_d_z - 1.1844813172579467
     leg2_crank_rho2 = cse14 + cse15
     leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
-    if not (leg2_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg2_crank_w2 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 201
+    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 202
     leg2_crank_w = math.sqrt(leg2_crank_w2)
     leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
     leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
@@ -9884,51 +10331,54 @@ def energy(x, u, g, p, T, V):
     leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
     leg2_e_c_x = leg2_crank_c*leg2_d_x - leg2_crank_s*leg2_s0_z - 0.25
     leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
-    cse16 = 0.657033253384418*leg2_e_c_x - 0.7538615946890297*leg2_e_c_y
-    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222173*leg2_e_c_x - 0.6179244061377648*leg2_e_c_y
+    cse16 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
+    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222175*leg2_e_c_x - 0.6179244061377649*leg2_e_c_y
     leg2_u_Lxz2 = cse16*cse16 + cse17*cse17
-    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 222
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    cse18 = 0.9404766089917045*leg2_d_z + 0.2562062130145579*leg2_e_c_x + 0.2232982856006816*leg2_e_c_y
+    cse18 = 0.9404766089917045*leg2_d_z + 0.256206213014558*leg2_e_c_x + 0.22329828560068166*leg2_e_c_y
     leg2_u_L = math.sqrt(cse18*cse18 + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c1 = cse17*leg2_u_inv_Lxz
     leg2_u_s1 = cse16*leg2_u_inv_Lxz
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = cse18*leg2_u_inv_L
-    if not (leg2_q1 + 1.2 > 0.0):  # leg2_crank below its limit -1.2
+    if not (leg2_q1 + 1.2 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (1.2 - leg2_q1 > 0.0):  # leg2_crank above its limit 1.2
+        return 203
+    if not (1.2 - leg2_q1 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    cse19 = 0.5168309414322496*leg1_alpha_C_10
-    leg3_s0_x = cse19 + 0.18811107882911787*leg1_alpha_C_00 + x_C
-    cse20 = 0.5168309414322496*leg1_alpha_C_11
-    leg3_s0_y = cse20 + 0.18811107882911787*leg1_s_psi_z + y_C
-    cse21 = 0.5168309414322496*leg1_alpha_C_12
-    leg3_s0_z = cse21 + 0.18811107882911787*leg1_alpha_C_02 + z_C
-    leg3_d_x = -0.17364817766693028*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
-    leg3_d_z = -0.9848077530122081*leg3_s0_x - 0.1736481776669303*leg3_s0_y - 6.071532165918825e-18
-    cse22 = leg3_d_x*leg3_d_x
-    cse23 = leg3_s0_z*leg3_s0_z
-    leg3_crank_K = 2.0*cse22 + 2.0*cse23 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
-    leg3_crank_rho2 = cse22 + cse23
+        return 204
+    cse19 = 0.5168309414322497*leg1_alpha_C_10
+    cse20 = 0.18811107882911782*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse19 + cse20
+    cse21 = 0.5168309414322497*leg1_alpha_C_11
+    cse22 = 0.18811107882911782*leg1_s_psi_z + y_C
+    leg3_s0_y = cse21 + cse22
+    cse23 = 0.5168309414322497*leg1_alpha_C_12
+    cse24 = 0.18811107882911782*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse23 + cse24
+    leg3_d_x = -0.17364817766693036*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
+    leg3_d_z = -0.984807753012208*leg3_s0_x - 0.17364817766693036*leg3_s0_y - 1.5178830414797062e-18
+    cse25 = leg3_d_x*leg3_d_x
+    cse26 = leg3_s0_z*leg3_s0_z
+    leg3_crank_K = 2.0*cse25 + 2.0*cse26 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
+    leg3_crank_rho2 = cse25 + cse26
     leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
-    if not (leg3_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg3_crank_w2 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 301
+    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 302
     leg3_crank_w = math.sqrt(leg3_crank_w2)
     leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
     leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
@@ -9936,51 +10386,54 @@ def energy(x, u, g, p, T, V):
     leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
     leg3_e_c_x = leg3_crank_c*leg3_d_x - leg3_crank_s*leg3_s0_z - 0.25
     leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
-    cse24 = 0.6570332533844183*leg3_e_c_x - 0.7538615946890297*leg3_e_c_y
-    cse25 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.617924406137765*leg3_e_c_y
-    leg3_u_Lxz2 = cse24*cse24 + cse25*cse25
-    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse27 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
+    cse28 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.6179244061377651*leg3_e_c_y
+    leg3_u_Lxz2 = cse27*cse27 + cse28*cse28
+    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 322
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    cse26 = 0.9404766089917045*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068182*leg3_e_c_y
-    leg3_u_L = math.sqrt(cse26*cse26 + leg3_u_Lxz2)
+    cse29 = 0.9404766089917044*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068185*leg3_e_c_y
+    leg3_u_L = math.sqrt(cse29*cse29 + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c1 = cse25*leg3_u_inv_Lxz
-    leg3_u_s1 = cse24*leg3_u_inv_Lxz
+    leg3_u_c1 = cse28*leg3_u_inv_Lxz
+    leg3_u_s1 = cse27*leg3_u_inv_Lxz
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = cse26*leg3_u_inv_L
-    if not (leg3_q1 + 1.2 > 0.0):  # leg3_crank below its limit -1.2
+    leg3_u_s2 = cse29*leg3_u_inv_L
+    if not (leg3_q1 + 1.2 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (1.2 - leg3_q1 > 0.0):  # leg3_crank above its limit 1.2
+        return 303
+    if not (1.2 - leg3_q1 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    cse27 = 0.5416442641567144*leg1_alpha_C_00
-    leg4_s0_x = -cse27 + 0.09550649771681166*leg1_alpha_C_10 + x_C
-    cse28 = 0.5416442641567144*leg1_s_psi_z
-    leg4_s0_y = -cse28 + 0.09550649771681166*leg1_alpha_C_11 + y_C
-    cse29 = 0.5416442641567144*leg1_alpha_C_02
-    leg4_s0_z = -cse29 + 0.09550649771681166*leg1_alpha_C_12 + z_C
-    leg4_d_x = -0.7660444431189779*leg4_s0_x + 0.6427876096865395*leg4_s0_y - 0.8
-    leg4_d_z = -0.6427876096865395*leg4_s0_x - 0.7660444431189779*leg4_s0_y + 1.9949319973733282e-17
-    cse30 = leg4_d_x*leg4_d_x
-    cse31 = leg4_s0_z*leg4_s0_z
-    leg4_crank_K = 2.0*cse30 + 2.0*cse31 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579476
-    leg4_crank_rho2 = cse30 + cse31
+        return 304
+    cse30 = 0.0955064977168117*leg1_alpha_C_10
+    cse31 = 0.5416442641567144*leg1_alpha_C_00
+    leg4_s0_x = cse30 - cse31 + x_C
+    cse32 = 0.0955064977168117*leg1_alpha_C_11
+    cse33 = 0.5416442641567144*leg1_s_psi_z
+    leg4_s0_y = cse32 - cse33 + y_C
+    cse34 = 0.0955064977168117*leg1_alpha_C_12
+    cse35 = 0.5416442641567144*leg1_alpha_C_02
+    leg4_s0_z = cse34 - cse35 + z_C
+    leg4_d_x = -0.766044443118978*leg4_s0_x + 0.6427876096865394*leg4_s0_y - 0.8
+    leg4_d_z = -0.6427876096865394*leg4_s0_x - 0.766044443118978*leg4_s0_y - 1.1275702593849246e-17
+    cse36 = leg4_d_x*leg4_d_x
+    cse37 = leg4_s0_z*leg4_s0_z
+    leg4_crank_K = 2.0*cse36 + 2.0*cse37 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579467
+    leg4_crank_rho2 = cse36 + cse37
     leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
-    if not (leg4_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg4_crank_w2 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (leg4_crank_w2 - 6.547406586289738e-17 > 0.0):  # crank: crank and rod aligned
+        return 401
+    if not (leg4_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 402
     leg4_crank_w = math.sqrt(leg4_crank_w2)
     leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
     leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
@@ -9988,48 +10441,48 @@ def energy(x, u, g, p, T, V):
     leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
     leg4_e_c_x = leg4_crank_c*leg4_d_x - leg4_crank_s*leg4_s0_z - 0.25
     leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
-    cse32 = 0.6570332533844181*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
-    cse33 = 0.3398584233757709*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.6179244061377648*leg4_e_c_y
-    leg4_u_Lxz2 = cse32*cse32 + cse33*cse33
-    if not (leg4_u_Lxz2 - 6.547406586289738e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse38 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
+    cse39 = 0.3398584233757707*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.617924406137765*leg4_e_c_y
+    leg4_u_Lxz2 = cse38*cse38 + cse39*cse39
+    if not (leg4_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 422
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    cse34 = 0.9404766089917045*leg4_d_z + 0.25620621301455804*leg4_e_c_x + 0.2232982856006817*leg4_e_c_y
-    leg4_u_L = math.sqrt(cse34*cse34 + leg4_u_Lxz2)
+    cse40 = 0.9404766089917045*leg4_d_z + 0.25620621301455787*leg4_e_c_x + 0.22329828560068166*leg4_e_c_y
+    leg4_u_L = math.sqrt(cse40*cse40 + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c1 = cse33*leg4_u_inv_Lxz
-    leg4_u_s1 = cse32*leg4_u_inv_Lxz
+    leg4_u_c1 = cse39*leg4_u_inv_Lxz
+    leg4_u_s1 = cse38*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = cse34*leg4_u_inv_L
-    if not (leg4_q1 + 1.2 > 0.0):  # leg4_crank below its limit -1.2
+    leg4_u_s2 = cse40*leg4_u_inv_L
+    if not (leg4_q1 + 1.2 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (1.2 - leg4_q1 > 0.0):  # leg4_crank above its limit 1.2
+        return 403
+    if not (1.2 - leg4_q1 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    leg5_s0_x = -cse27 - 0.09550649771681177*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -cse28 - 0.09550649771681177*leg1_alpha_C_11 + y_C
-    leg5_s0_z = -cse29 - 0.09550649771681177*leg1_alpha_C_12 + z_C
-    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865393*leg5_s0_y - 0.7999999999999999
-    leg5_d_z = 0.6427876096865393*leg5_s0_x - 0.766044443118978*leg5_s0_y + 2.862293735361732e-17
-    cse35 = leg5_d_x*leg5_d_x
-    cse36 = leg5_s0_z*leg5_s0_z
-    leg5_crank_K = 2.0*cse35 + 2.0*cse36 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579465
-    leg5_crank_rho2 = cse35 + cse36
+        return 404
+    leg5_s0_x = -cse30 - cse31 + x_C
+    leg5_s0_y = -cse32 - cse33 + y_C
+    leg5_s0_z = -cse34 - cse35 + z_C
+    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865394*leg5_s0_y - 0.8
+    leg5_d_z = 0.6427876096865394*leg5_s0_x - 0.766044443118978*leg5_s0_y + 1.1275702593849246e-17
+    cse41 = leg5_d_x*leg5_d_x
+    cse42 = leg5_s0_z*leg5_s0_z
+    leg5_crank_K = 2.0*cse41 + 2.0*cse42 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579467
+    leg5_crank_rho2 = cse41 + cse42
     leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
-    if not (leg5_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg5_crank_w2 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (leg5_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
+        return 501
+    if not (leg5_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 502
     leg5_crank_w = math.sqrt(leg5_crank_w2)
     leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
     leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
@@ -10037,48 +10490,48 @@ def energy(x, u, g, p, T, V):
     leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
     leg5_e_c_x = leg5_crank_c*leg5_d_x - leg5_crank_s*leg5_s0_z - 0.25
     leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
-    cse37 = 0.6570332533844183*leg5_e_c_x - 0.7538615946890296*leg5_e_c_y
-    cse38 = -0.33985842337577066*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.6179244061377651*leg5_e_c_y
-    leg5_u_Lxz2 = cse37*cse37 + cse38*cse38
-    if not (leg5_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse43 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
+    cse44 = -0.3398584233757707*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.617924406137765*leg5_e_c_y
+    leg5_u_Lxz2 = cse43*cse43 + cse44*cse44
+    if not (leg5_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 522
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    cse39 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
-    leg5_u_L = math.sqrt(cse39*cse39 + leg5_u_Lxz2)
+    cse45 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
+    leg5_u_L = math.sqrt(cse45*cse45 + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c1 = cse38*leg5_u_inv_Lxz
-    leg5_u_s1 = cse37*leg5_u_inv_Lxz
+    leg5_u_c1 = cse44*leg5_u_inv_Lxz
+    leg5_u_s1 = cse43*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = cse39*leg5_u_inv_L
-    if not (leg5_q1 + 1.2 > 0.0):  # leg5_crank below its limit -1.2
+    leg5_u_s2 = cse45*leg5_u_inv_L
+    if not (leg5_q1 + 1.2 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (1.2 - leg5_q1 > 0.0):  # leg5_crank above its limit 1.2
+        return 503
+    if not (1.2 - leg5_q1 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    leg6_s0_x = -cse19 + 0.18811107882911796*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse20 + 0.18811107882911796*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse21 + 0.18811107882911796*leg1_alpha_C_02 + z_C
-    leg6_d_x = -0.17364817766693033*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
-    leg6_d_z = 0.9848077530122081*leg6_s0_x - 0.17364817766693036*leg6_s0_y - 1.0408340855860843e-17
-    cse40 = leg6_d_x*leg6_d_x
-    cse41 = leg6_s0_z*leg6_s0_z
-    leg6_crank_K = 2.0*cse40 + 2.0*cse41 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579467
-    leg6_crank_rho2 = cse40 + cse41
+        return 504
+    leg6_s0_x = -cse19 + cse20
+    leg6_s0_y = -cse21 + cse22
+    leg6_s0_z = -cse23 + cse24
+    leg6_d_x = -0.17364817766693036*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
+    leg6_d_z = 0.984807753012208*leg6_s0_x - 0.17364817766693036*leg6_s0_y + 1.5178830414797062e-18
+    cse46 = leg6_d_x*leg6_d_x
+    cse47 = leg6_s0_z*leg6_s0_z
+    leg6_crank_K = 2.0*cse46 + 2.0*cse47 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579465
+    leg6_crank_rho2 = cse46 + cse47
     leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
-    if not (leg6_crank_w2 > 0.0):  # crank: pose out of reach of the crank
+    if not (leg6_crank_w2 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (leg6_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
+        return 601
+    if not (leg6_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 602
     leg6_crank_w = math.sqrt(leg6_crank_w2)
     leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
     leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
@@ -10086,104 +10539,104 @@ def energy(x, u, g, p, T, V):
     leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
     leg6_e_c_x = leg6_crank_c*leg6_d_x - leg6_crank_s*leg6_s0_z - 0.25
     leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
-    cse42 = 0.6570332533844183*leg6_e_c_x - 0.7538615946890297*leg6_e_c_y
-    cse43 = 0.339858423375771*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.617924406137765*leg6_e_c_y
-    leg6_u_Lxz2 = cse42*cse42 + cse43*cse43
-    if not (leg6_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
+    cse48 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
+    cse49 = 0.33985842337577093*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.6179244061377651*leg6_e_c_y
+    leg6_u_Lxz2 = cse48*cse48 + cse49*cse49
+    if not (leg6_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 622
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    cse44 = 0.9404766089917044*leg6_d_z + 0.2562062130145581*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
-    leg6_u_L = math.sqrt(cse44*cse44 + leg6_u_Lxz2)
+    cse50 = 0.9404766089917044*leg6_d_z + 0.25620621301455804*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
+    leg6_u_L = math.sqrt(cse50*cse50 + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_u_c1 = cse43*leg6_u_inv_Lxz
-    leg6_u_s1 = cse42*leg6_u_inv_Lxz
+    leg6_u_c1 = cse49*leg6_u_inv_Lxz
+    leg6_u_s1 = cse48*leg6_u_inv_Lxz
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = cse44*leg6_u_inv_L
-    if not (leg6_q1 + 1.2 > 0.0):  # leg6_crank below its limit -1.2
+    leg6_u_s2 = cse50*leg6_u_inv_L
+    if not (leg6_q1 + 1.2 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (1.2 - leg6_q1 > 0.0):  # leg6_crank above its limit 1.2
+        return 603
+    if not (1.2 - leg6_q1 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    leg1_beta1_00 = 0.9396926207859083*leg1_crank_c
+        return 604
+    leg1_beta1_00 = 0.9396926207859084*leg1_crank_c
     leg1_beta1_01 = -0.34202014332566866*leg1_crank_c
-    leg1_beta1_10 = -0.9396926207859083*leg1_crank_s
+    leg1_beta1_10 = -0.9396926207859084*leg1_crank_s
     leg1_beta1_11 = 0.34202014332566866*leg1_crank_s
-    leg1_beta2_00 = -0.7089891962222173*leg1_u_c1 + 0.657033253384418*leg1_u_s1
-    leg1_beta2_01 = -0.6179244061377648*leg1_u_c1 - 0.7538615946890297*leg1_u_s1
+    leg1_beta2_00 = -0.7089891962222175*leg1_u_c1 + 0.6570332533844182*leg1_u_s1
+    leg1_beta2_01 = -0.6179244061377649*leg1_u_c1 - 0.7538615946890298*leg1_u_s1
     leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
-    leg1_beta2_20 = -0.657033253384418*leg1_u_c1 - 0.7089891962222173*leg1_u_s1
-    leg1_beta2_21 = 0.7538615946890297*leg1_u_c1 - 0.6179244061377648*leg1_u_s1
+    leg1_beta2_20 = -0.6570332533844182*leg1_u_c1 - 0.7089891962222175*leg1_u_s1
+    leg1_beta2_21 = 0.7538615946890298*leg1_u_c1 - 0.6179244061377649*leg1_u_s1
     leg1_beta2_22 = -0.33985842337577077*leg1_u_s1
-    leg2_beta1_00 = 0.9396926207859083*leg2_crank_c
+    leg2_beta1_00 = 0.9396926207859084*leg2_crank_c
     leg2_beta1_01 = 0.34202014332566866*leg2_crank_c
-    leg2_beta1_10 = -0.9396926207859083*leg2_crank_s
+    leg2_beta1_10 = -0.9396926207859084*leg2_crank_s
     leg2_beta1_11 = -0.34202014332566866*leg2_crank_s
-    leg2_beta2_00 = -0.7089891962222173*leg2_u_c1 + 0.657033253384418*leg2_u_s1
-    leg2_beta2_01 = -0.6179244061377648*leg2_u_c1 - 0.7538615946890297*leg2_u_s1
+    leg2_beta2_00 = -0.7089891962222175*leg2_u_c1 + 0.6570332533844182*leg2_u_s1
+    leg2_beta2_01 = -0.6179244061377649*leg2_u_c1 - 0.7538615946890298*leg2_u_s1
     leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
-    leg2_beta2_20 = -0.657033253384418*leg2_u_c1 - 0.7089891962222173*leg2_u_s1
-    leg2_beta2_21 = 0.7538615946890297*leg2_u_c1 - 0.6179244061377648*leg2_u_s1
+    leg2_beta2_20 = -0.6570332533844182*leg2_u_c1 - 0.7089891962222175*leg2_u_s1
+    leg2_beta2_21 = 0.7538615946890298*leg2_u_c1 - 0.6179244061377649*leg2_u_s1
     leg2_beta2_22 = 0.33985842337577077*leg2_u_s1
-    leg3_beta1_00 = -0.17364817766693028*leg3_crank_c
+    leg3_beta1_00 = -0.17364817766693036*leg3_crank_c
     leg3_beta1_01 = 0.984807753012208*leg3_crank_c
-    leg3_beta1_10 = 0.17364817766693028*leg3_crank_s
+    leg3_beta1_10 = 0.17364817766693036*leg3_crank_s
     leg3_beta1_11 = -0.984807753012208*leg3_crank_s
-    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844183*leg3_u_s1
-    leg3_beta2_01 = -0.617924406137765*leg3_u_c1 - 0.7538615946890297*leg3_u_s1
+    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844184*leg3_u_s1
+    leg3_beta2_01 = -0.6179244061377651*leg3_u_c1 - 0.7538615946890296*leg3_u_s1
     leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
-    leg3_beta2_20 = -0.6570332533844183*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
-    leg3_beta2_21 = 0.7538615946890297*leg3_u_c1 - 0.617924406137765*leg3_u_s1
+    leg3_beta2_20 = -0.6570332533844184*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
+    leg3_beta2_21 = 0.7538615946890296*leg3_u_c1 - 0.6179244061377651*leg3_u_s1
     leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
-    leg4_beta1_00 = -0.7660444431189779*leg4_crank_c
-    leg4_beta1_01 = 0.6427876096865395*leg4_crank_c
-    leg4_beta1_10 = 0.7660444431189779*leg4_crank_s
-    leg4_beta1_11 = -0.6427876096865395*leg4_crank_s
-    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844181*leg4_u_s1
-    leg4_beta2_01 = -0.6179244061377648*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
-    leg4_beta2_02 = 0.3398584233757709*leg4_u_c1
-    leg4_beta2_20 = -0.6570332533844181*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
-    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.6179244061377648*leg4_u_s1
-    leg4_beta2_22 = 0.3398584233757709*leg4_u_s1
+    leg4_beta1_00 = -0.766044443118978*leg4_crank_c
+    leg4_beta1_01 = 0.6427876096865394*leg4_crank_c
+    leg4_beta1_10 = 0.766044443118978*leg4_crank_s
+    leg4_beta1_11 = -0.6427876096865394*leg4_crank_s
+    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
+    leg4_beta2_01 = -0.617924406137765*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
+    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
+    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
+    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.617924406137765*leg4_u_s1
+    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
     leg5_beta1_00 = -0.766044443118978*leg5_crank_c
-    leg5_beta1_01 = -0.6427876096865393*leg5_crank_c
+    leg5_beta1_01 = -0.6427876096865394*leg5_crank_c
     leg5_beta1_10 = 0.766044443118978*leg5_crank_s
-    leg5_beta1_11 = 0.6427876096865393*leg5_crank_s
-    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844183*leg5_u_s1
-    leg5_beta2_01 = -0.6179244061377651*leg5_u_c1 - 0.7538615946890296*leg5_u_s1
-    leg5_beta2_02 = -0.33985842337577066*leg5_u_c1
-    leg5_beta2_20 = -0.6570332533844183*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
-    leg5_beta2_21 = 0.7538615946890296*leg5_u_c1 - 0.6179244061377651*leg5_u_s1
-    leg5_beta2_22 = -0.33985842337577066*leg5_u_s1
-    leg6_beta1_00 = -0.17364817766693033*leg6_crank_c
+    leg5_beta1_11 = 0.6427876096865394*leg5_crank_s
+    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
+    leg5_beta2_01 = -0.617924406137765*leg5_u_c1 - 0.7538615946890297*leg5_u_s1
+    leg5_beta2_02 = -0.3398584233757707*leg5_u_c1
+    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
+    leg5_beta2_21 = 0.7538615946890297*leg5_u_c1 - 0.617924406137765*leg5_u_s1
+    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
+    leg6_beta1_00 = -0.17364817766693036*leg6_crank_c
     leg6_beta1_01 = -0.984807753012208*leg6_crank_c
-    leg6_beta1_10 = 0.17364817766693033*leg6_crank_s
+    leg6_beta1_10 = 0.17364817766693036*leg6_crank_s
     leg6_beta1_11 = 0.984807753012208*leg6_crank_s
-    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844183*leg6_u_s1
-    leg6_beta2_01 = -0.617924406137765*leg6_u_c1 - 0.7538615946890297*leg6_u_s1
-    leg6_beta2_02 = 0.339858423375771*leg6_u_c1
-    leg6_beta2_20 = -0.6570332533844183*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
-    leg6_beta2_21 = 0.7538615946890297*leg6_u_c1 - 0.617924406137765*leg6_u_s1
-    leg6_beta2_22 = 0.339858423375771*leg6_u_s1
-    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.2562062130145579*leg1_u_s2
-    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.2232982856006816*leg1_u_s2
+    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
+    leg6_beta2_01 = -0.6179244061377651*leg6_u_c1 - 0.7538615946890296*leg6_u_s1
+    leg6_beta2_02 = 0.33985842337577093*leg6_u_c1
+    leg6_beta2_20 = -0.6570332533844184*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
+    leg6_beta2_21 = 0.7538615946890296*leg6_u_c1 - 0.6179244061377651*leg6_u_s1
+    leg6_beta2_22 = 0.33985842337577093*leg6_u_s1
+    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.256206213014558*leg1_u_s2
+    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.22329828560068166*leg1_u_s2
     leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.9404766089917045*leg1_u_s2
-    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.2562062130145579*leg1_u_c2
-    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.2232982856006816*leg1_u_c2
+    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.256206213014558*leg1_u_c2
+    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.22329828560068166*leg1_u_c2
     leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
     leg1_B0_00 = leg1_B1_00*leg1_beta1_00 + leg1_B1_01*leg1_beta1_10 + 0.34202014332566866*leg1_B1_02
-    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859083*leg1_B1_02
+    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859084*leg1_B1_02
     leg1_B0_02 = -leg1_B1_00*leg1_crank_s - leg1_B1_01*leg1_crank_c
     leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + leg1_B1_11*leg1_beta1_10 + 0.34202014332566866*leg1_B1_12
-    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859083*leg1_B1_12
+    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859084*leg1_B1_12
     leg1_B0_12 = -leg1_B1_10*leg1_crank_s - leg1_B1_11*leg1_crank_c
     leg1_B0_20 = leg1_beta1_00*leg1_beta2_20 + leg1_beta1_10*leg1_beta2_21 + 0.34202014332566866*leg1_beta2_22
-    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859083*leg1_beta2_22
+    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859084*leg1_beta2_22
     leg1_B0_22 = -leg1_beta2_20*leg1_crank_s - leg1_beta2_21*leg1_crank_c
     leg1_rho1_x = 0.25*leg1_B1_00 + 0.809160465315115
     leg1_rho1_y = 0.25*leg1_B1_10
@@ -10213,27 +10666,27 @@ def energy(x, u, g, p, T, V):
     if not (leg1_TL2_z*leg1_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_TL2_z
     if not (leg1_TL1_x*leg1_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_x
-    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.2562062130145579*leg2_u_s2
-    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.2232982856006816*leg2_u_s2
+    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.256206213014558*leg2_u_s2
+    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.22329828560068166*leg2_u_s2
     leg2_B1_02 = leg2_beta2_02*leg2_u_c2 + 0.9404766089917045*leg2_u_s2
-    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.2562062130145579*leg2_u_c2
-    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.2232982856006816*leg2_u_c2
+    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.256206213014558*leg2_u_c2
+    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.22329828560068166*leg2_u_c2
     leg2_B1_12 = -leg2_beta2_02*leg2_u_s2 + 0.9404766089917045*leg2_u_c2
     leg2_B0_00 = leg2_B1_00*leg2_beta1_00 + leg2_B1_01*leg2_beta1_10 - 0.34202014332566866*leg2_B1_02
-    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859083*leg2_B1_02
+    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859084*leg2_B1_02
     leg2_B0_02 = -leg2_B1_00*leg2_crank_s - leg2_B1_01*leg2_crank_c
     leg2_B0_10 = leg2_B1_10*leg2_beta1_00 + leg2_B1_11*leg2_beta1_10 - 0.34202014332566866*leg2_B1_12
-    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859083*leg2_B1_12
+    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859084*leg2_B1_12
     leg2_B0_12 = -leg2_B1_10*leg2_crank_s - leg2_B1_11*leg2_crank_c
     leg2_B0_20 = leg2_beta1_00*leg2_beta2_20 + leg2_beta1_10*leg2_beta2_21 - 0.34202014332566866*leg2_beta2_22
-    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859083*leg2_beta2_22
+    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859084*leg2_beta2_22
     leg2_B0_22 = -leg2_beta2_20*leg2_crank_s - leg2_beta2_21*leg2_crank_c
     leg2_rho1_x = 0.25*leg2_B1_00 + 0.809160465315115
     leg2_rho1_y = 0.25*leg2_B1_10
@@ -10263,27 +10716,27 @@ def energy(x, u, g, p, T, V):
     if not (leg2_TL2_z*leg2_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_TL2_z
     if not (leg2_TL1_x*leg2_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_x
     leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.25620621301455804*leg3_u_s2
-    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068182*leg3_u_s2
-    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917045*leg3_u_s2
+    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068185*leg3_u_s2
+    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917044*leg3_u_s2
     leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
-    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068182*leg3_u_c2
-    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917045*leg3_u_c2
-    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.9848077530122081*leg3_B1_02
-    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.1736481776669303*leg3_B1_02
+    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068185*leg3_u_c2
+    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917044*leg3_u_c2
+    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.984807753012208*leg3_B1_02
+    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.17364817766693036*leg3_B1_02
     leg3_B0_02 = -leg3_B1_00*leg3_crank_s - leg3_B1_01*leg3_crank_c
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.9848077530122081*leg3_B1_12
-    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.1736481776669303*leg3_B1_12
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.984807753012208*leg3_B1_12
+    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.17364817766693036*leg3_B1_12
     leg3_B0_12 = -leg3_B1_10*leg3_crank_s - leg3_B1_11*leg3_crank_c
-    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.9848077530122081*leg3_beta2_22
-    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.1736481776669303*leg3_beta2_22
+    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.984807753012208*leg3_beta2_22
+    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.17364817766693036*leg3_beta2_22
     leg3_B0_22 = -leg3_beta2_20*leg3_crank_s - leg3_beta2_21*leg3_crank_c
     leg3_rho1_x = 0.25*leg3_B1_00 + 0.8091604653151149
     leg3_rho1_y = 0.25*leg3_B1_10
@@ -10301,47 +10754,47 @@ def energy(x, u, g, p, T, V):
     leg3_Q_20 = leg1_alpha_C_00*leg3_B0_20 + leg1_alpha_C_02*leg3_B0_22 + leg1_s_psi_z*leg3_B0_21
     leg3_Q_21 = leg1_alpha_C_10*leg3_B0_20 + leg1_alpha_C_11*leg3_B0_21 + leg1_alpha_C_12*leg3_B0_22
     leg3_Q_22 = leg1_alpha_C_20*leg3_B0_20 + leg1_alpha_C_21*leg3_B0_21 + leg1_alpha_C_22*leg3_B0_22
-    leg3_Ci1_x = 0.5168309414322496*leg3_Q_02
-    leg3_Ci1_y = -0.18811107882911787*leg3_Q_02
-    leg3_Ci1_z = -0.5168309414322496*leg3_Q_00 + 0.18811107882911787*leg3_Q_01
-    leg3_Ci2_x = 0.5168309414322496*leg3_Q_12
-    leg3_Ci2_y = -0.18811107882911787*leg3_Q_12
-    leg3_Ci2_z = -0.5168309414322496*leg3_Q_10 + 0.18811107882911787*leg3_Q_11
-    leg3_Ci3_x = 0.5168309414322496*leg3_Q_22
-    leg3_Ci3_y = -0.18811107882911787*leg3_Q_22
-    leg3_Ci3_z = -0.5168309414322496*leg3_Q_20 + 0.18811107882911787*leg3_Q_21
+    leg3_Ci1_x = 0.5168309414322497*leg3_Q_02
+    leg3_Ci1_y = -0.18811107882911782*leg3_Q_02
+    leg3_Ci1_z = -0.5168309414322497*leg3_Q_00 + 0.18811107882911782*leg3_Q_01
+    leg3_Ci2_x = 0.5168309414322497*leg3_Q_12
+    leg3_Ci2_y = -0.18811107882911782*leg3_Q_12
+    leg3_Ci2_z = -0.5168309414322497*leg3_Q_10 + 0.18811107882911782*leg3_Q_11
+    leg3_Ci3_x = 0.5168309414322497*leg3_Q_22
+    leg3_Ci3_y = -0.18811107882911782*leg3_Q_22
+    leg3_Ci3_z = -0.5168309414322497*leg3_Q_20 + 0.18811107882911782*leg3_Q_21
     if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_TL2_z
     if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_x
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455804*leg4_u_s2
-    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.2232982856006817*leg4_u_s2
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455787*leg4_u_s2
+    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.22329828560068166*leg4_u_s2
     leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
-    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455804*leg4_u_c2
-    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.2232982856006817*leg4_u_c2
+    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455787*leg4_u_c2
+    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.22329828560068166*leg4_u_c2
     leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
-    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865395*leg4_B1_02
-    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.7660444431189779*leg4_B1_02
+    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865394*leg4_B1_02
+    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.766044443118978*leg4_B1_02
     leg4_B0_02 = -leg4_B1_00*leg4_crank_s - leg4_B1_01*leg4_crank_c
-    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865395*leg4_B1_12
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.7660444431189779*leg4_B1_12
+    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865394*leg4_B1_12
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.766044443118978*leg4_B1_12
     leg4_B0_12 = -leg4_B1_10*leg4_crank_s - leg4_B1_11*leg4_crank_c
-    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865395*leg4_beta2_22
-    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.7660444431189779*leg4_beta2_22
+    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865394*leg4_beta2_22
+    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.766044443118978*leg4_beta2_22
     leg4_B0_22 = -leg4_beta2_20*leg4_crank_s - leg4_beta2_21*leg4_crank_c
-    leg4_rho1_x = 0.25*leg4_B1_00 + 0.8091604653151152
+    leg4_rho1_x = 0.25*leg4_B1_00 + 0.809160465315115
     leg4_rho1_y = 0.25*leg4_B1_10
     leg4_rho1_z = 0.25*leg4_beta2_20
     leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
     leg4_TL1_y = -leg4_B1_02*leg4_rho1_z + leg4_beta2_22*leg4_rho1_x
     leg4_TL1_z = leg4_B1_02*leg4_rho1_y - leg4_B1_12*leg4_rho1_x
-    leg4_TL2_z = -0.8091604653151152*leg4_u_c2
+    leg4_TL2_z = -0.809160465315115*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
     leg4_Q_02 = leg1_alpha_C_20*leg4_B0_00 + leg1_alpha_C_21*leg4_B0_01 + leg1_alpha_C_22*leg4_B0_02
@@ -10351,24 +10804,24 @@ def energy(x, u, g, p, T, V):
     leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
     leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
     leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.09550649771681166*leg4_Q_02
+    leg4_Ci1_x = 0.0955064977168117*leg4_Q_02
     leg4_Ci1_y = 0.5416442641567144*leg4_Q_02
-    leg4_Ci1_z = -0.09550649771681166*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
-    leg4_Ci2_x = 0.09550649771681166*leg4_Q_12
+    leg4_Ci1_z = -0.0955064977168117*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
+    leg4_Ci2_x = 0.0955064977168117*leg4_Q_12
     leg4_Ci2_y = 0.5416442641567144*leg4_Q_12
-    leg4_Ci2_z = -0.09550649771681166*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
-    leg4_Ci3_x = 0.09550649771681166*leg4_Q_22
+    leg4_Ci2_z = -0.0955064977168117*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
+    leg4_Ci3_x = 0.0955064977168117*leg4_Q_22
     leg4_Ci3_y = 0.5416442641567144*leg4_Q_22
-    leg4_Ci3_z = -0.09550649771681166*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
-    if not (leg4_TL2_z*leg4_TL2_z - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    leg4_Ci3_z = -0.0955064977168117*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
+    if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_TL2_z
-    if not (leg4_TL1_x*leg4_TL1_x - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_x*leg4_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_x
     leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
     leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
@@ -10376,22 +10829,22 @@ def energy(x, u, g, p, T, V):
     leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
     leg5_B1_11 = -leg5_beta2_01*leg5_u_s2 - 0.22329828560068166*leg5_u_c2
     leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
-    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865393*leg5_B1_02
+    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865394*leg5_B1_02
     leg5_B0_01 = leg5_B1_00*leg5_beta1_01 + leg5_B1_01*leg5_beta1_11 - 0.766044443118978*leg5_B1_02
     leg5_B0_02 = -leg5_B1_00*leg5_crank_s - leg5_B1_01*leg5_crank_c
-    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865393*leg5_B1_12
+    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865394*leg5_B1_12
     leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + leg5_B1_11*leg5_beta1_11 - 0.766044443118978*leg5_B1_12
     leg5_B0_12 = -leg5_B1_10*leg5_crank_s - leg5_B1_11*leg5_crank_c
-    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865393*leg5_beta2_22
+    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865394*leg5_beta2_22
     leg5_B0_21 = leg5_beta1_01*leg5_beta2_20 + leg5_beta1_11*leg5_beta2_21 - 0.766044443118978*leg5_beta2_22
     leg5_B0_22 = -leg5_beta2_20*leg5_crank_s - leg5_beta2_21*leg5_crank_c
-    leg5_rho1_x = 0.25*leg5_B1_00 + 0.8091604653151149
+    leg5_rho1_x = 0.25*leg5_B1_00 + 0.809160465315115
     leg5_rho1_y = 0.25*leg5_B1_10
     leg5_rho1_z = 0.25*leg5_beta2_20
     leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
     leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
     leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
-    leg5_TL2_z = -0.8091604653151149*leg5_u_c2
+    leg5_TL2_z = -0.809160465315115*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
     leg5_Q_02 = leg1_alpha_C_20*leg5_B0_00 + leg1_alpha_C_21*leg5_B0_01 + leg1_alpha_C_22*leg5_B0_02
@@ -10401,47 +10854,47 @@ def energy(x, u, g, p, T, V):
     leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
     leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
     leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.09550649771681177*leg5_Q_02
+    leg5_Ci1_x = -0.0955064977168117*leg5_Q_02
     leg5_Ci1_y = 0.5416442641567144*leg5_Q_02
-    leg5_Ci1_z = 0.09550649771681177*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
-    leg5_Ci2_x = -0.09550649771681177*leg5_Q_12
+    leg5_Ci1_z = 0.0955064977168117*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
+    leg5_Ci2_x = -0.0955064977168117*leg5_Q_12
     leg5_Ci2_y = 0.5416442641567144*leg5_Q_12
-    leg5_Ci2_z = 0.09550649771681177*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
-    leg5_Ci3_x = -0.09550649771681177*leg5_Q_22
+    leg5_Ci2_z = 0.0955064977168117*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
+    leg5_Ci3_x = -0.0955064977168117*leg5_Q_22
     leg5_Ci3_y = 0.5416442641567144*leg5_Q_22
-    leg5_Ci3_z = 0.09550649771681177*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
-    if not (leg5_TL2_z*leg5_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    leg5_Ci3_z = 0.0955064977168117*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
+    if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_TL2_z
-    if not (leg5_TL1_x*leg5_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_x*leg5_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_x
-    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.2562062130145581*leg6_u_s2
+    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.25620621301455804*leg6_u_s2
     leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
     leg6_B1_02 = leg6_beta2_02*leg6_u_c2 + 0.9404766089917044*leg6_u_s2
-    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.2562062130145581*leg6_u_c2
+    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.25620621301455804*leg6_u_c2
     leg6_B1_11 = -leg6_beta2_01*leg6_u_s2 + 0.22329828560068185*leg6_u_c2
     leg6_B1_12 = -leg6_beta2_02*leg6_u_s2 + 0.9404766089917044*leg6_u_c2
-    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.9848077530122081*leg6_B1_02
+    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.984807753012208*leg6_B1_02
     leg6_B0_01 = leg6_B1_00*leg6_beta1_01 + leg6_B1_01*leg6_beta1_11 - 0.17364817766693036*leg6_B1_02
     leg6_B0_02 = -leg6_B1_00*leg6_crank_s - leg6_B1_01*leg6_crank_c
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.9848077530122081*leg6_B1_12
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.984807753012208*leg6_B1_12
     leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + leg6_B1_11*leg6_beta1_11 - 0.17364817766693036*leg6_B1_12
     leg6_B0_12 = -leg6_B1_10*leg6_crank_s - leg6_B1_11*leg6_crank_c
-    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.9848077530122081*leg6_beta2_22
+    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.984807753012208*leg6_beta2_22
     leg6_B0_21 = leg6_beta1_01*leg6_beta2_20 + leg6_beta1_11*leg6_beta2_21 - 0.17364817766693036*leg6_beta2_22
     leg6_B0_22 = -leg6_beta2_20*leg6_crank_s - leg6_beta2_21*leg6_crank_c
-    leg6_rho1_x = 0.25*leg6_B1_00 + 0.809160465315115
+    leg6_rho1_x = 0.25*leg6_B1_00 + 0.8091604653151149
     leg6_rho1_y = 0.25*leg6_B1_10
     leg6_rho1_z = 0.25*leg6_beta2_20
     leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
     leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
     leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
-    leg6_TL2_z = -0.809160465315115*leg6_u_c2
+    leg6_TL2_z = -0.8091604653151149*leg6_u_c2
     leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
     leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
     leg6_Q_02 = leg1_alpha_C_20*leg6_B0_00 + leg1_alpha_C_21*leg6_B0_01 + leg1_alpha_C_22*leg6_B0_02
@@ -10451,1090 +10904,24 @@ def energy(x, u, g, p, T, V):
     leg6_Q_20 = leg1_alpha_C_00*leg6_B0_20 + leg1_alpha_C_02*leg6_B0_22 + leg1_s_psi_z*leg6_B0_21
     leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
     leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
-    leg6_Ci1_x = -0.5168309414322496*leg6_Q_02
-    leg6_Ci1_y = -0.18811107882911796*leg6_Q_02
-    leg6_Ci1_z = 0.5168309414322496*leg6_Q_00 + 0.18811107882911796*leg6_Q_01
-    leg6_Ci2_x = -0.5168309414322496*leg6_Q_12
-    leg6_Ci2_y = -0.18811107882911796*leg6_Q_12
-    leg6_Ci2_z = 0.5168309414322496*leg6_Q_10 + 0.18811107882911796*leg6_Q_11
-    leg6_Ci3_x = -0.5168309414322496*leg6_Q_22
-    leg6_Ci3_y = -0.18811107882911796*leg6_Q_22
-    leg6_Ci3_z = 0.5168309414322496*leg6_Q_20 + 0.18811107882911796*leg6_Q_21
-    if not (leg6_TL2_z*leg6_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    leg6_Ci1_x = -0.5168309414322497*leg6_Q_02
+    leg6_Ci1_y = -0.18811107882911782*leg6_Q_02
+    leg6_Ci1_z = 0.5168309414322497*leg6_Q_00 + 0.18811107882911782*leg6_Q_01
+    leg6_Ci2_x = -0.5168309414322497*leg6_Q_12
+    leg6_Ci2_y = -0.18811107882911782*leg6_Q_12
+    leg6_Ci2_z = 0.5168309414322497*leg6_Q_10 + 0.18811107882911782*leg6_Q_11
+    leg6_Ci3_x = -0.5168309414322497*leg6_Q_22
+    leg6_Ci3_y = -0.18811107882911782*leg6_Q_22
+    leg6_Ci3_z = 0.5168309414322497*leg6_Q_20 + 0.18811107882911782*leg6_Q_21
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_TL2_z
-    if not (leg6_TL1_x*leg6_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+    if not (leg6_TL1_x*leg6_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
-    leg6_lu_inv3 = 1.0/leg6_TL1_x
-    leg1_H1_1 = leg1_B0_00*leg1_lu_inv3
-    leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_TL1_z)
-    cse45 = 1.23584881227553*leg1_TL1_y
-    leg1_H1_3 = -cse45*leg1_H1_1 + 1.23584881227553*leg1_B0_10
-    leg1_H2_1 = leg1_B0_01*leg1_lu_inv3
-    leg1_H2_2 = leg1_lu_inv2*(leg1_B0_21 - leg1_H2_1*leg1_TL1_z)
-    leg1_H2_3 = -cse45*leg1_H2_1 + 1.23584881227553*leg1_B0_11
-    leg1_H3_1 = leg1_B0_02*leg1_lu_inv3
-    leg1_H3_2 = leg1_lu_inv2*(leg1_B0_22 - leg1_H3_1*leg1_TL1_z)
-    leg1_H3_3 = -cse45*leg1_H3_1 + 1.23584881227553*leg1_B0_12
-    leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv3
-    leg1_H4_2 = leg1_lu_inv2*(leg1_Ci3_x - leg1_H4_1*leg1_TL1_z)
-    leg1_H4_3 = -cse45*leg1_H4_1 + 1.23584881227553*leg1_Ci2_x
-    leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv3
-    leg1_H5_2 = leg1_lu_inv2*(leg1_Ci3_y - leg1_H5_1*leg1_TL1_z)
-    leg1_H5_3 = -cse45*leg1_H5_1 + 1.23584881227553*leg1_Ci2_y
-    leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv3
-    leg1_H6_2 = leg1_lu_inv2*(leg1_Ci3_z - leg1_H6_1*leg1_TL1_z)
-    leg1_H6_3 = -cse45*leg1_H6_1 + 1.23584881227553*leg1_Ci2_z
-    leg2_H1_1 = leg2_B0_00*leg2_lu_inv3
-    leg2_H1_2 = leg2_lu_inv2*(leg2_B0_20 - leg2_H1_1*leg2_TL1_z)
-    cse46 = 1.23584881227553*leg2_TL1_y
-    leg2_H1_3 = -cse46*leg2_H1_1 + 1.23584881227553*leg2_B0_10
-    leg2_H2_1 = leg2_B0_01*leg2_lu_inv3
-    leg2_H2_2 = leg2_lu_inv2*(leg2_B0_21 - leg2_H2_1*leg2_TL1_z)
-    leg2_H2_3 = -cse46*leg2_H2_1 + 1.23584881227553*leg2_B0_11
-    leg2_H3_1 = leg2_B0_02*leg2_lu_inv3
-    leg2_H3_2 = leg2_lu_inv2*(leg2_B0_22 - leg2_H3_1*leg2_TL1_z)
-    leg2_H3_3 = -cse46*leg2_H3_1 + 1.23584881227553*leg2_B0_12
-    leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv3
-    leg2_H4_2 = leg2_lu_inv2*(leg2_Ci3_x - leg2_H4_1*leg2_TL1_z)
-    leg2_H4_3 = -cse46*leg2_H4_1 + 1.23584881227553*leg2_Ci2_x
-    leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv3
-    leg2_H5_2 = leg2_lu_inv2*(leg2_Ci3_y - leg2_H5_1*leg2_TL1_z)
-    leg2_H5_3 = -cse46*leg2_H5_1 + 1.23584881227553*leg2_Ci2_y
-    leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv3
-    leg2_H6_2 = leg2_lu_inv2*(leg2_Ci3_z - leg2_H6_1*leg2_TL1_z)
-    leg2_H6_3 = -cse46*leg2_H6_1 + 1.23584881227553*leg2_Ci2_z
-    leg3_H1_1 = leg3_B0_00*leg3_lu_inv3
-    leg3_H1_2 = leg3_lu_inv2*(leg3_B0_20 - leg3_H1_1*leg3_TL1_z)
-    cse47 = 1.23584881227553*leg3_TL1_y
-    leg3_H1_3 = -cse47*leg3_H1_1 + 1.23584881227553*leg3_B0_10
-    leg3_H2_1 = leg3_B0_01*leg3_lu_inv3
-    leg3_H2_2 = leg3_lu_inv2*(leg3_B0_21 - leg3_H2_1*leg3_TL1_z)
-    leg3_H2_3 = -cse47*leg3_H2_1 + 1.23584881227553*leg3_B0_11
-    leg3_H3_1 = leg3_B0_02*leg3_lu_inv3
-    leg3_H3_2 = leg3_lu_inv2*(leg3_B0_22 - leg3_H3_1*leg3_TL1_z)
-    leg3_H3_3 = -cse47*leg3_H3_1 + 1.23584881227553*leg3_B0_12
-    leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv3
-    leg3_H4_2 = leg3_lu_inv2*(leg3_Ci3_x - leg3_H4_1*leg3_TL1_z)
-    leg3_H4_3 = -cse47*leg3_H4_1 + 1.23584881227553*leg3_Ci2_x
-    leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv3
-    leg3_H5_2 = leg3_lu_inv2*(leg3_Ci3_y - leg3_H5_1*leg3_TL1_z)
-    leg3_H5_3 = -cse47*leg3_H5_1 + 1.23584881227553*leg3_Ci2_y
-    leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv3
-    leg3_H6_2 = leg3_lu_inv2*(leg3_Ci3_z - leg3_H6_1*leg3_TL1_z)
-    leg3_H6_3 = -cse47*leg3_H6_1 + 1.23584881227553*leg3_Ci2_z
-    leg4_H1_1 = leg4_B0_00*leg4_lu_inv3
-    leg4_H1_2 = leg4_lu_inv2*(leg4_B0_20 - leg4_H1_1*leg4_TL1_z)
-    cse48 = 1.2358488122755296*leg4_TL1_y
-    leg4_H1_3 = -cse48*leg4_H1_1 + 1.2358488122755296*leg4_B0_10
-    leg4_H2_1 = leg4_B0_01*leg4_lu_inv3
-    leg4_H2_2 = leg4_lu_inv2*(leg4_B0_21 - leg4_H2_1*leg4_TL1_z)
-    leg4_H2_3 = -cse48*leg4_H2_1 + 1.2358488122755296*leg4_B0_11
-    leg4_H3_1 = leg4_B0_02*leg4_lu_inv3
-    leg4_H3_2 = leg4_lu_inv2*(leg4_B0_22 - leg4_H3_1*leg4_TL1_z)
-    leg4_H3_3 = -cse48*leg4_H3_1 + 1.2358488122755296*leg4_B0_12
-    leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv3
-    leg4_H4_2 = leg4_lu_inv2*(leg4_Ci3_x - leg4_H4_1*leg4_TL1_z)
-    leg4_H4_3 = -cse48*leg4_H4_1 + 1.2358488122755296*leg4_Ci2_x
-    leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv3
-    leg4_H5_2 = leg4_lu_inv2*(leg4_Ci3_y - leg4_H5_1*leg4_TL1_z)
-    leg4_H5_3 = -cse48*leg4_H5_1 + 1.2358488122755296*leg4_Ci2_y
-    leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv3
-    leg4_H6_2 = leg4_lu_inv2*(leg4_Ci3_z - leg4_H6_1*leg4_TL1_z)
-    leg4_H6_3 = -cse48*leg4_H6_1 + 1.2358488122755296*leg4_Ci2_z
-    leg5_H1_1 = leg5_B0_00*leg5_lu_inv3
-    leg5_H1_2 = leg5_lu_inv2*(leg5_B0_20 - leg5_H1_1*leg5_TL1_z)
-    cse49 = 1.23584881227553*leg5_TL1_y
-    leg5_H1_3 = -cse49*leg5_H1_1 + 1.23584881227553*leg5_B0_10
-    leg5_H2_1 = leg5_B0_01*leg5_lu_inv3
-    leg5_H2_2 = leg5_lu_inv2*(leg5_B0_21 - leg5_H2_1*leg5_TL1_z)
-    leg5_H2_3 = -cse49*leg5_H2_1 + 1.23584881227553*leg5_B0_11
-    leg5_H3_1 = leg5_B0_02*leg5_lu_inv3
-    leg5_H3_2 = leg5_lu_inv2*(leg5_B0_22 - leg5_H3_1*leg5_TL1_z)
-    leg5_H3_3 = -cse49*leg5_H3_1 + 1.23584881227553*leg5_B0_12
-    leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv3
-    leg5_H4_2 = leg5_lu_inv2*(leg5_Ci3_x - leg5_H4_1*leg5_TL1_z)
-    leg5_H4_3 = -cse49*leg5_H4_1 + 1.23584881227553*leg5_Ci2_x
-    leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv3
-    leg5_H5_2 = leg5_lu_inv2*(leg5_Ci3_y - leg5_H5_1*leg5_TL1_z)
-    leg5_H5_3 = -cse49*leg5_H5_1 + 1.23584881227553*leg5_Ci2_y
-    leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv3
-    leg5_H6_2 = leg5_lu_inv2*(leg5_Ci3_z - leg5_H6_1*leg5_TL1_z)
-    leg5_H6_3 = -cse49*leg5_H6_1 + 1.23584881227553*leg5_Ci2_z
-    leg6_H1_1 = leg6_B0_00*leg6_lu_inv3
-    leg6_H1_2 = leg6_lu_inv2*(leg6_B0_20 - leg6_H1_1*leg6_TL1_z)
-    cse50 = 1.23584881227553*leg6_TL1_y
-    leg6_H1_3 = -cse50*leg6_H1_1 + 1.23584881227553*leg6_B0_10
-    leg6_H2_1 = leg6_B0_01*leg6_lu_inv3
-    leg6_H2_2 = leg6_lu_inv2*(leg6_B0_21 - leg6_H2_1*leg6_TL1_z)
-    leg6_H2_3 = -cse50*leg6_H2_1 + 1.23584881227553*leg6_B0_11
-    leg6_H3_1 = leg6_B0_02*leg6_lu_inv3
-    leg6_H3_2 = leg6_lu_inv2*(leg6_B0_22 - leg6_H3_1*leg6_TL1_z)
-    leg6_H3_3 = -cse50*leg6_H3_1 + 1.23584881227553*leg6_B0_12
-    leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv3
-    leg6_H4_2 = leg6_lu_inv2*(leg6_Ci3_x - leg6_H4_1*leg6_TL1_z)
-    leg6_H4_3 = -cse50*leg6_H4_1 + 1.23584881227553*leg6_Ci2_x
-    leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv3
-    leg6_H5_2 = leg6_lu_inv2*(leg6_Ci3_y - leg6_H5_1*leg6_TL1_z)
-    leg6_H5_3 = -cse50*leg6_H5_1 + 1.23584881227553*leg6_Ci2_y
-    leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv3
-    leg6_H6_2 = leg6_lu_inv2*(leg6_Ci3_z - leg6_H6_1*leg6_TL1_z)
-    leg6_H6_3 = -cse50*leg6_H6_1 + 1.23584881227553*leg6_Ci2_z
-    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
-    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
-    leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
-    leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
-    leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
-    leg2_qd3 = leg2_H1_3*v_x + leg2_H2_3*v_y + leg2_H3_3*v_z + leg2_H4_3*omega_x + leg2_H5_3*omega_y + leg2_H6_3*omega_z
-    leg3_qd1 = leg3_H1_1*v_x + leg3_H2_1*v_y + leg3_H3_1*v_z + leg3_H4_1*omega_x + leg3_H5_1*omega_y + leg3_H6_1*omega_z
-    leg3_qd2 = leg3_H1_2*v_x + leg3_H2_2*v_y + leg3_H3_2*v_z + leg3_H4_2*omega_x + leg3_H5_2*omega_y + leg3_H6_2*omega_z
-    leg3_qd3 = leg3_H1_3*v_x + leg3_H2_3*v_y + leg3_H3_3*v_z + leg3_H4_3*omega_x + leg3_H5_3*omega_y + leg3_H6_3*omega_z
-    leg4_qd1 = leg4_H1_1*v_x + leg4_H2_1*v_y + leg4_H3_1*v_z + leg4_H4_1*omega_x + leg4_H5_1*omega_y + leg4_H6_1*omega_z
-    leg4_qd2 = leg4_H1_2*v_x + leg4_H2_2*v_y + leg4_H3_2*v_z + leg4_H4_2*omega_x + leg4_H5_2*omega_y + leg4_H6_2*omega_z
-    leg4_qd3 = leg4_H1_3*v_x + leg4_H2_3*v_y + leg4_H3_3*v_z + leg4_H4_3*omega_x + leg4_H5_3*omega_y + leg4_H6_3*omega_z
-    leg5_qd1 = leg5_H1_1*v_x + leg5_H2_1*v_y + leg5_H3_1*v_z + leg5_H4_1*omega_x + leg5_H5_1*omega_y + leg5_H6_1*omega_z
-    leg5_qd2 = leg5_H1_2*v_x + leg5_H2_2*v_y + leg5_H3_2*v_z + leg5_H4_2*omega_x + leg5_H5_2*omega_y + leg5_H6_2*omega_z
-    leg5_qd3 = leg5_H1_3*v_x + leg5_H2_3*v_y + leg5_H3_3*v_z + leg5_H4_3*omega_x + leg5_H5_3*omega_y + leg5_H6_3*omega_z
-    leg6_qd1 = leg6_H1_1*v_x + leg6_H2_1*v_y + leg6_H3_1*v_z + leg6_H4_1*omega_x + leg6_H5_1*omega_y + leg6_H6_1*omega_z
-    leg6_qd2 = leg6_H1_2*v_x + leg6_H2_2*v_y + leg6_H3_2*v_z + leg6_H4_2*omega_x + leg6_H5_2*omega_y + leg6_H6_2*omega_z
-    leg6_qd3 = leg6_H1_3*v_x + leg6_H2_3*v_y + leg6_H3_3*v_z + leg6_H4_3*omega_x + leg6_H5_3*omega_y + leg6_H6_3*omega_z
-    leg1_cp3_x = (0.75)*leg1_u_c2
-    cse51 = (0.75)*leg1_u_s2
-    leg1_cp3_y = cse51
-    leg1_IJ3_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2
-    leg1_IJ3_cs = leg1_u_c2*leg1_u_s2
-    leg1_IJ3_00 = 0.153 - 0.152*leg1_IJ3_C2
-    leg1_IJ3_11 = 0.306 - leg1_IJ3_00
-    leg1_IJ3_01 = -0.304*leg1_IJ3_cs
-    leg1_cp2_x = leg1_beta2_00*leg1_cp3_x - 0.2562062130145579*leg1_cp3_y
-    leg1_IJ2_C2 = leg1_u_c1*leg1_u_c1 - leg1_u_s1*leg1_u_s1
-    leg1_IJ2_D = 0.305 - leg1_IJ3_00
-    leg1_IJ2_Sum = leg1_IJ3_00 + 0.305
-    leg1_IJ2_22 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum
-    leg1_IJ2_00 = -leg1_IJ2_22 + leg1_IJ2_Sum
-    leg1_IJ2_01 = leg1_IJ3_01*leg1_u_c1
-    leg1_Ic1_22 = 0.11550374793946465*leg1_IJ2_00 - 0.6392577951074239*leg1_IJ2_01 + 0.8844962520605354*leg1_IJ3_11 + 0.5*leg1_cp2_x + 0.21945
-    leg1_Fm3_2_x = -cse51
-    leg1_Fm3_1_y = leg1_Fm3_2_x*leg1_beta2_01 - 0.2232982856006816*leg1_cp3_x
-    leg1_Nm3_1_z = 0.25*leg1_Fm3_1_y + (0.305)*leg1_beta2_22
-    leg1_Fm2_1_y = -leg1_beta2_21*leg1_cp3_x
-    leg1_Nm2_1_z = 0.25*leg1_Fm2_1_y + leg1_IJ3_01*leg1_beta2_02 + 0.9404766089917045*leg1_IJ3_11
-    leg2_cp3_x = (0.75)*leg2_u_c2
-    cse52 = (0.75)*leg2_u_s2
-    leg2_cp3_y = cse52
-    leg2_IJ3_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2
-    leg2_IJ3_cs = leg2_u_c2*leg2_u_s2
-    leg2_IJ3_00 = 0.153 - 0.152*leg2_IJ3_C2
-    leg2_IJ3_11 = 0.306 - leg2_IJ3_00
-    leg2_IJ3_01 = -0.304*leg2_IJ3_cs
-    leg2_cp2_x = leg2_beta2_00*leg2_cp3_x + 0.2562062130145579*leg2_cp3_y
-    leg2_IJ2_C2 = leg2_u_c1*leg2_u_c1 - leg2_u_s1*leg2_u_s1
-    leg2_IJ2_D = 0.305 - leg2_IJ3_00
-    leg2_IJ2_Sum = leg2_IJ3_00 + 0.305
-    leg2_IJ2_22 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum
-    leg2_IJ2_00 = -leg2_IJ2_22 + leg2_IJ2_Sum
-    leg2_IJ2_01 = leg2_IJ3_01*leg2_u_c1
-    leg2_Ic1_22 = 0.11550374793946465*leg2_IJ2_00 + 0.6392577951074239*leg2_IJ2_01 + 0.8844962520605354*leg2_IJ3_11 + 0.5*leg2_cp2_x + 0.21945
-    leg2_Fm3_2_x = -cse52
-    leg2_Fm3_1_y = leg2_Fm3_2_x*leg2_beta2_01 + 0.2232982856006816*leg2_cp3_x
-    leg2_Nm3_1_z = 0.25*leg2_Fm3_1_y + (0.305)*leg2_beta2_22
-    leg2_Fm2_1_y = -leg2_beta2_21*leg2_cp3_x
-    leg2_Nm2_1_z = 0.25*leg2_Fm2_1_y + leg2_IJ3_01*leg2_beta2_02 + 0.9404766089917045*leg2_IJ3_11
-    leg3_cp3_x = (0.75)*leg3_u_c2
-    cse53 = (0.75)*leg3_u_s2
-    leg3_cp3_y = cse53
-    leg3_IJ3_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2
-    leg3_IJ3_cs = leg3_u_c2*leg3_u_s2
-    leg3_IJ3_00 = 0.153 - 0.152*leg3_IJ3_C2
-    leg3_IJ3_11 = 0.306 - leg3_IJ3_00
-    leg3_IJ3_01 = -0.304*leg3_IJ3_cs
-    leg3_cp2_x = leg3_beta2_00*leg3_cp3_x - 0.25620621301455804*leg3_cp3_y
-    leg3_IJ2_C2 = leg3_u_c1*leg3_u_c1 - leg3_u_s1*leg3_u_s1
-    leg3_IJ2_D = 0.305 - leg3_IJ3_00
-    leg3_IJ2_Sum = leg3_IJ3_00 + 0.305
-    leg3_IJ2_22 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum
-    leg3_IJ2_00 = -leg3_IJ2_22 + leg3_IJ2_Sum
-    leg3_IJ2_01 = leg3_IJ3_01*leg3_u_c1
-    leg3_Ic1_22 = 0.11550374793946476*leg3_IJ2_00 - 0.6392577951074242*leg3_IJ2_01 + 0.8844962520605354*leg3_IJ3_11 + 0.5*leg3_cp2_x + 0.21945
-    leg3_Fm3_2_x = -cse53
-    leg3_Fm3_1_y = leg3_Fm3_2_x*leg3_beta2_01 - 0.22329828560068182*leg3_cp3_x
-    leg3_Nm3_1_z = 0.25*leg3_Fm3_1_y + (0.305)*leg3_beta2_22
-    leg3_Fm2_1_y = -leg3_beta2_21*leg3_cp3_x
-    leg3_Nm2_1_z = 0.25*leg3_Fm2_1_y + leg3_IJ3_01*leg3_beta2_02 + 0.9404766089917045*leg3_IJ3_11
-    leg4_cp3_x = (0.75)*leg4_u_c2
-    cse54 = (0.75)*leg4_u_s2
-    leg4_cp3_y = cse54
-    leg4_IJ3_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2
-    leg4_IJ3_cs = leg4_u_c2*leg4_u_s2
-    leg4_IJ3_00 = 0.153 - 0.152*leg4_IJ3_C2
-    leg4_IJ3_11 = 0.306 - leg4_IJ3_00
-    leg4_IJ3_01 = -0.304*leg4_IJ3_cs
-    leg4_cp2_x = leg4_beta2_00*leg4_cp3_x + 0.25620621301455804*leg4_cp3_y
-    leg4_IJ2_C2 = leg4_u_c1*leg4_u_c1 - leg4_u_s1*leg4_u_s1
-    leg4_IJ2_D = 0.305 - leg4_IJ3_00
-    leg4_IJ2_Sum = leg4_IJ3_00 + 0.305
-    leg4_IJ2_22 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum
-    leg4_IJ2_00 = -leg4_IJ2_22 + leg4_IJ2_Sum
-    leg4_IJ2_01 = leg4_IJ3_01*leg4_u_c1
-    leg4_Ic1_22 = 0.11550374793946473*leg4_IJ2_00 + 0.6392577951074241*leg4_IJ2_01 + 0.8844962520605354*leg4_IJ3_11 + 0.5*leg4_cp2_x + 0.21945
-    leg4_Fm3_2_x = -cse54
-    leg4_Fm3_1_y = leg4_Fm3_2_x*leg4_beta2_01 + 0.2232982856006817*leg4_cp3_x
-    leg4_Nm3_1_z = 0.25*leg4_Fm3_1_y + (0.305)*leg4_beta2_22
-    leg4_Fm2_1_y = -leg4_beta2_21*leg4_cp3_x
-    leg4_Nm2_1_z = 0.25*leg4_Fm2_1_y + leg4_IJ3_01*leg4_beta2_02 + 0.9404766089917045*leg4_IJ3_11
-    leg5_cp3_x = (0.75)*leg5_u_c2
-    cse55 = (0.75)*leg5_u_s2
-    leg5_cp3_y = cse55
-    leg5_IJ3_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2
-    leg5_IJ3_cs = leg5_u_c2*leg5_u_s2
-    leg5_IJ3_00 = 0.153 - 0.152*leg5_IJ3_C2
-    leg5_IJ3_11 = 0.306 - leg5_IJ3_00
-    leg5_IJ3_01 = -0.304*leg5_IJ3_cs
-    leg5_cp2_x = leg5_beta2_00*leg5_cp3_x - 0.25620621301455787*leg5_cp3_y
-    leg5_IJ2_C2 = leg5_u_c1*leg5_u_c1 - leg5_u_s1*leg5_u_s1
-    leg5_IJ2_D = 0.305 - leg5_IJ3_00
-    leg5_IJ2_Sum = leg5_IJ3_00 + 0.305
-    leg5_IJ2_22 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum
-    leg5_IJ2_00 = -leg5_IJ2_22 + leg5_IJ2_Sum
-    leg5_IJ2_01 = leg5_IJ3_01*leg5_u_c1
-    leg5_Ic1_22 = 0.11550374793946458*leg5_IJ2_00 - 0.6392577951074236*leg5_IJ2_01 + 0.8844962520605354*leg5_IJ3_11 + 0.5*leg5_cp2_x + 0.21945
-    leg5_Fm3_2_x = -cse55
-    leg5_Fm3_1_y = leg5_Fm3_2_x*leg5_beta2_01 - 0.22329828560068166*leg5_cp3_x
-    leg5_Nm3_1_z = 0.25*leg5_Fm3_1_y + (0.305)*leg5_beta2_22
-    leg5_Fm2_1_y = -leg5_beta2_21*leg5_cp3_x
-    leg5_Nm2_1_z = 0.25*leg5_Fm2_1_y + leg5_IJ3_01*leg5_beta2_02 + 0.9404766089917045*leg5_IJ3_11
-    leg6_cp3_x = (0.75)*leg6_u_c2
-    cse56 = (0.75)*leg6_u_s2
-    leg6_cp3_y = cse56
-    leg6_IJ3_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2
-    leg6_IJ3_cs = leg6_u_c2*leg6_u_s2
-    leg6_IJ3_00 = 0.153 - 0.152*leg6_IJ3_C2
-    leg6_IJ3_11 = 0.306 - leg6_IJ3_00
-    leg6_IJ3_01 = -0.304*leg6_IJ3_cs
-    leg6_cp2_x = leg6_beta2_00*leg6_cp3_x + 0.2562062130145581*leg6_cp3_y
-    leg6_IJ2_C2 = leg6_u_c1*leg6_u_c1 - leg6_u_s1*leg6_u_s1
-    leg6_IJ2_D = 0.305 - leg6_IJ3_00
-    leg6_IJ2_Sum = leg6_IJ3_00 + 0.305
-    leg6_IJ2_22 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum
-    leg6_IJ2_00 = -leg6_IJ2_22 + leg6_IJ2_Sum
-    leg6_IJ2_01 = leg6_IJ3_01*leg6_u_c1
-    leg6_Ic1_22 = 0.1155037479394648*leg6_IJ2_00 + 0.6392577951074242*leg6_IJ2_01 + 0.8844962520605352*leg6_IJ3_11 + 0.5*leg6_cp2_x + 0.21945
-    leg6_Fm3_2_x = -cse56
-    leg6_Fm3_1_y = leg6_Fm3_2_x*leg6_beta2_01 + 0.22329828560068185*leg6_cp3_x
-    leg6_Nm3_1_z = 0.25*leg6_Fm3_1_y + (0.305)*leg6_beta2_22
-    leg6_Fm2_1_y = -leg6_beta2_21*leg6_cp3_x
-    leg6_Nm2_1_z = 0.25*leg6_Fm2_1_y + leg6_IJ3_01*leg6_beta2_02 + 0.9404766089917044*leg6_IJ3_11
-    leg1_theta_J2_00 = -0.7089891962222173*leg1_beta1_00 - 0.6179244061377648*leg1_beta1_10 - 0.1162384266734169
-    leg1_theta_J2_01 = -0.7089891962222173*leg1_beta1_01 - 0.6179244061377648*leg1_beta1_11 - 0.3193624525581448
-    leg1_theta_J2_02 = 0.6179244061377648*leg1_crank_c + 0.7089891962222173*leg1_crank_s
-    leg1_theta_J2_10 = -0.2562062130145579*leg1_beta1_00 - 0.2232982856006816*leg1_beta1_10 + 0.3216619446017816
-    leg1_theta_J2_11 = -0.2562062130145579*leg1_beta1_01 - 0.2232982856006816*leg1_beta1_11 + 0.8837589294912588
-    leg1_theta_J2_12 = 0.2232982856006816*leg1_crank_c + 0.2562062130145579*leg1_crank_s
-    leg1_theta_J2_20 = -0.657033253384418*leg1_beta1_00 + 0.7538615946890297*leg1_beta1_10
-    leg1_theta_J2_21 = -0.657033253384418*leg1_beta1_01 + 0.7538615946890297*leg1_beta1_11
-    leg1_theta_J2_22 = -0.7538615946890297*leg1_crank_c + 0.657033253384418*leg1_crank_s
-    leg1_tau2_00 = leg1_theta_J2_00*leg1_u_c1 - leg1_theta_J2_20*leg1_u_s1
-    leg1_tau2_01 = leg1_theta_J2_01*leg1_u_c1 - leg1_theta_J2_21*leg1_u_s1
-    leg1_tau2_02 = leg1_theta_J2_02*leg1_u_c1 - leg1_theta_J2_22*leg1_u_s1
-    leg1_r_rel0_2_x = 0.25*leg1_beta1_00
-    leg1_r_rel0_2_y = 0.25*leg1_beta1_01
-    leg1_r_rel0_2_z = -0.25*leg1_crank_s
-    leg1_r2_x = leg1_r_rel0_2_x + 0.7517540966287268
-    leg1_r2_y = leg1_r_rel0_2_y - 0.273616114660535
-    leg1_tau3_00 = leg1_tau2_00*leg1_u_c2 + leg1_theta_J2_10*leg1_u_s2
-    leg1_tau3_01 = leg1_tau2_01*leg1_u_c2 + leg1_theta_J2_11*leg1_u_s2
-    leg1_tau3_02 = leg1_tau2_02*leg1_u_c2 + leg1_theta_J2_12*leg1_u_s2
-    leg2_theta_J2_00 = -0.7089891962222173*leg2_beta1_00 - 0.6179244061377648*leg2_beta1_10 - 0.1162384266734169
-    leg2_theta_J2_01 = -0.7089891962222173*leg2_beta1_01 - 0.6179244061377648*leg2_beta1_11 + 0.3193624525581448
-    leg2_theta_J2_02 = 0.6179244061377648*leg2_crank_c + 0.7089891962222173*leg2_crank_s
-    leg2_theta_J2_10 = 0.2562062130145579*leg2_beta1_00 + 0.2232982856006816*leg2_beta1_10 - 0.3216619446017816
-    leg2_theta_J2_11 = 0.2562062130145579*leg2_beta1_01 + 0.2232982856006816*leg2_beta1_11 + 0.8837589294912588
-    leg2_theta_J2_12 = -0.2232982856006816*leg2_crank_c - 0.2562062130145579*leg2_crank_s
-    leg2_theta_J2_20 = -0.657033253384418*leg2_beta1_00 + 0.7538615946890297*leg2_beta1_10
-    leg2_theta_J2_21 = -0.657033253384418*leg2_beta1_01 + 0.7538615946890297*leg2_beta1_11
-    leg2_theta_J2_22 = -0.7538615946890297*leg2_crank_c + 0.657033253384418*leg2_crank_s
-    leg2_tau2_00 = leg2_theta_J2_00*leg2_u_c1 - leg2_theta_J2_20*leg2_u_s1
-    leg2_tau2_01 = leg2_theta_J2_01*leg2_u_c1 - leg2_theta_J2_21*leg2_u_s1
-    leg2_tau2_02 = leg2_theta_J2_02*leg2_u_c1 - leg2_theta_J2_22*leg2_u_s1
-    leg2_r_rel0_2_x = 0.25*leg2_beta1_00
-    leg2_r_rel0_2_y = 0.25*leg2_beta1_01
-    leg2_r_rel0_2_z = -0.25*leg2_crank_s
-    leg2_r2_x = leg2_r_rel0_2_x + 0.7517540966287268
-    leg2_r2_y = leg2_r_rel0_2_y + 0.273616114660535
-    leg2_tau3_00 = leg2_tau2_00*leg2_u_c2 + leg2_theta_J2_10*leg2_u_s2
-    leg2_tau3_01 = leg2_tau2_01*leg2_u_c2 + leg2_theta_J2_11*leg2_u_s2
-    leg2_tau3_02 = leg2_tau2_02*leg2_u_c2 + leg2_theta_J2_12*leg2_u_s2
-    leg3_theta_J2_00 = -0.7089891962222172*leg3_beta1_00 - 0.617924406137765*leg3_beta1_10 + 0.3346952102669647
-    leg3_theta_J2_01 = -0.7089891962222172*leg3_beta1_01 - 0.617924406137765*leg3_beta1_11 + 0.05901579588395869
-    leg3_theta_J2_02 = 0.617924406137765*leg3_crank_c + 0.7089891962222172*leg3_crank_s
-    leg3_theta_J2_10 = -0.25620621301455804*leg3_beta1_00 - 0.22329828560068182*leg3_beta1_10 - 0.9261886560616616
-    leg3_theta_J2_11 = -0.25620621301455804*leg3_beta1_01 - 0.22329828560068182*leg3_beta1_11 - 0.16331204928978366
-    leg3_theta_J2_12 = 0.22329828560068182*leg3_crank_c + 0.25620621301455804*leg3_crank_s
-    leg3_theta_J2_20 = -0.6570332533844183*leg3_beta1_00 + 0.7538615946890297*leg3_beta1_10
-    leg3_theta_J2_21 = -0.6570332533844183*leg3_beta1_01 + 0.7538615946890297*leg3_beta1_11
-    leg3_theta_J2_22 = -0.7538615946890297*leg3_crank_c + 0.6570332533844183*leg3_crank_s
-    leg3_tau2_00 = leg3_theta_J2_00*leg3_u_c1 - leg3_theta_J2_20*leg3_u_s1
-    leg3_tau2_01 = leg3_theta_J2_01*leg3_u_c1 - leg3_theta_J2_21*leg3_u_s1
-    leg3_tau2_02 = leg3_theta_J2_02*leg3_u_c1 - leg3_theta_J2_22*leg3_u_s1
-    leg3_r_rel0_2_x = 0.25*leg3_beta1_00
-    leg3_r_rel0_2_y = 0.25*leg3_beta1_01
-    leg3_r_rel0_2_z = -0.25*leg3_crank_s
-    leg3_r2_x = leg3_r_rel0_2_x - 0.13891854213354424
-    leg3_r2_y = leg3_r_rel0_2_y + 0.7878462024097664
-    leg3_tau3_00 = leg3_tau2_00*leg3_u_c2 + leg3_theta_J2_10*leg3_u_s2
-    leg3_tau3_01 = leg3_tau2_01*leg3_u_c2 + leg3_theta_J2_11*leg3_u_s2
-    leg3_tau3_02 = leg3_tau2_02*leg3_u_c2 + leg3_theta_J2_12*leg3_u_s2
-    leg4_theta_J2_00 = -0.7089891962222173*leg4_beta1_00 - 0.6179244061377648*leg4_beta1_10 - 0.2184567835935477
-    leg4_theta_J2_01 = -0.7089891962222173*leg4_beta1_01 - 0.6179244061377648*leg4_beta1_11 - 0.2603466566741862
-    leg4_theta_J2_02 = 0.6179244061377648*leg4_crank_c + 0.7089891962222173*leg4_crank_s
-    leg4_theta_J2_10 = 0.25620621301455804*leg4_beta1_00 + 0.2232982856006817*leg4_beta1_10 - 0.6045267114598799
-    leg4_theta_J2_11 = 0.25620621301455804*leg4_beta1_01 + 0.2232982856006817*leg4_beta1_11 - 0.720446880201475
-    leg4_theta_J2_12 = -0.2232982856006817*leg4_crank_c - 0.25620621301455804*leg4_crank_s
-    leg4_theta_J2_20 = -0.6570332533844181*leg4_beta1_00 + 0.7538615946890297*leg4_beta1_10
-    leg4_theta_J2_21 = -0.6570332533844181*leg4_beta1_01 + 0.7538615946890297*leg4_beta1_11
-    leg4_theta_J2_22 = -0.7538615946890297*leg4_crank_c + 0.6570332533844181*leg4_crank_s
-    leg4_tau2_00 = leg4_theta_J2_00*leg4_u_c1 - leg4_theta_J2_20*leg4_u_s1
-    leg4_tau2_01 = leg4_theta_J2_01*leg4_u_c1 - leg4_theta_J2_21*leg4_u_s1
-    leg4_tau2_02 = leg4_theta_J2_02*leg4_u_c1 - leg4_theta_J2_22*leg4_u_s1
-    leg4_r_rel0_2_x = 0.25*leg4_beta1_00
-    leg4_r_rel0_2_y = 0.25*leg4_beta1_01
-    leg4_r_rel0_2_z = -0.25*leg4_crank_s
-    leg4_r2_x = leg4_r_rel0_2_x - 0.6128355544951823
-    leg4_r2_y = leg4_r_rel0_2_y + 0.5142300877492316
-    leg4_tau3_00 = leg4_tau2_00*leg4_u_c2 + leg4_theta_J2_10*leg4_u_s2
-    leg4_tau3_01 = leg4_tau2_01*leg4_u_c2 + leg4_theta_J2_11*leg4_u_s2
-    leg4_tau3_02 = leg4_tau2_02*leg4_u_c2 + leg4_theta_J2_12*leg4_u_s2
-    leg5_theta_J2_00 = -0.7089891962222173*leg5_beta1_00 - 0.6179244061377651*leg5_beta1_10 - 0.21845678359354748
-    leg5_theta_J2_01 = -0.7089891962222173*leg5_beta1_01 - 0.6179244061377651*leg5_beta1_11 + 0.2603466566741861
-    leg5_theta_J2_02 = 0.6179244061377651*leg5_crank_c + 0.7089891962222173*leg5_crank_s
-    leg5_theta_J2_10 = -0.25620621301455787*leg5_beta1_00 - 0.22329828560068166*leg5_beta1_10 + 0.6045267114598797
-    leg5_theta_J2_11 = -0.25620621301455787*leg5_beta1_01 - 0.22329828560068166*leg5_beta1_11 - 0.7204468802014751
-    leg5_theta_J2_12 = 0.22329828560068166*leg5_crank_c + 0.25620621301455787*leg5_crank_s
-    leg5_theta_J2_20 = -0.6570332533844183*leg5_beta1_00 + 0.7538615946890296*leg5_beta1_10
-    leg5_theta_J2_21 = -0.6570332533844183*leg5_beta1_01 + 0.7538615946890296*leg5_beta1_11
-    leg5_theta_J2_22 = -0.7538615946890296*leg5_crank_c + 0.6570332533844183*leg5_crank_s
-    leg5_tau2_00 = leg5_theta_J2_00*leg5_u_c1 - leg5_theta_J2_20*leg5_u_s1
-    leg5_tau2_01 = leg5_theta_J2_01*leg5_u_c1 - leg5_theta_J2_21*leg5_u_s1
-    leg5_tau2_02 = leg5_theta_J2_02*leg5_u_c1 - leg5_theta_J2_22*leg5_u_s1
-    leg5_r_rel0_2_x = 0.25*leg5_beta1_00
-    leg5_r_rel0_2_y = 0.25*leg5_beta1_01
-    leg5_r_rel0_2_z = -0.25*leg5_crank_s
-    leg5_r2_x = leg5_r_rel0_2_x - 0.6128355544951825
-    leg5_r2_y = leg5_r_rel0_2_y - 0.5142300877492314
-    leg5_tau3_00 = leg5_tau2_00*leg5_u_c2 + leg5_theta_J2_10*leg5_u_s2
-    leg5_tau3_01 = leg5_tau2_01*leg5_u_c2 + leg5_theta_J2_11*leg5_u_s2
-    leg5_tau3_02 = leg5_tau2_02*leg5_u_c2 + leg5_theta_J2_12*leg5_u_s2
-    leg6_theta_J2_00 = -0.7089891962222172*leg6_beta1_00 - 0.617924406137765*leg6_beta1_10 + 0.33469521026696475
-    leg6_theta_J2_01 = -0.7089891962222172*leg6_beta1_01 - 0.617924406137765*leg6_beta1_11 - 0.05901579588395872
-    leg6_theta_J2_02 = 0.617924406137765*leg6_crank_c + 0.7089891962222172*leg6_crank_s
-    leg6_theta_J2_10 = 0.2562062130145581*leg6_beta1_00 + 0.22329828560068185*leg6_beta1_10 + 0.9261886560616615
-    leg6_theta_J2_11 = 0.2562062130145581*leg6_beta1_01 + 0.22329828560068185*leg6_beta1_11 - 0.16331204928978368
-    leg6_theta_J2_12 = -0.22329828560068185*leg6_crank_c - 0.2562062130145581*leg6_crank_s
-    leg6_theta_J2_20 = -0.6570332533844183*leg6_beta1_00 + 0.7538615946890297*leg6_beta1_10
-    leg6_theta_J2_21 = -0.6570332533844183*leg6_beta1_01 + 0.7538615946890297*leg6_beta1_11
-    leg6_theta_J2_22 = -0.7538615946890297*leg6_crank_c + 0.6570332533844183*leg6_crank_s
-    leg6_tau2_00 = leg6_theta_J2_00*leg6_u_c1 - leg6_theta_J2_20*leg6_u_s1
-    leg6_tau2_01 = leg6_theta_J2_01*leg6_u_c1 - leg6_theta_J2_21*leg6_u_s1
-    leg6_tau2_02 = leg6_theta_J2_02*leg6_u_c1 - leg6_theta_J2_22*leg6_u_s1
-    leg6_r_rel0_2_x = 0.25*leg6_beta1_00
-    leg6_r_rel0_2_y = 0.25*leg6_beta1_01
-    leg6_r_rel0_2_z = -0.25*leg6_crank_s
-    leg6_r2_x = leg6_r_rel0_2_x - 0.13891854213354426
-    leg6_r2_y = leg6_r_rel0_2_y - 0.7878462024097664
-    leg6_tau3_00 = leg6_tau2_00*leg6_u_c2 + leg6_theta_J2_10*leg6_u_s2
-    leg6_tau3_01 = leg6_tau2_01*leg6_u_c2 + leg6_theta_J2_11*leg6_u_s2
-    leg6_tau3_02 = leg6_tau2_02*leg6_u_c2 + leg6_theta_J2_12*leg6_u_s2
-    T[0] = (0.5)*leg1_qd1*(leg1_Ic1_22*leg1_qd1 + leg1_Nm2_1_z*leg1_qd2 + leg1_Nm3_1_z*leg1_qd3) + (0.5)*leg1_qd2*(leg1_IJ3_11*leg1_qd2 + leg1_Nm2_1_z*leg1_qd1) + (0.5)*leg1_qd3*(leg1_Nm3_1_z*leg1_qd1 + (0.305)*leg1_qd3) + (0.5)*leg2_qd1*(leg2_Ic1_22*leg2_qd1 + leg2_Nm2_1_z*leg2_qd2 + leg2_Nm3_1_z*leg2_qd3) + (0.5)*leg2_qd2*(leg2_IJ3_11*leg2_qd2 + leg2_Nm2_1_z*leg2_qd1) + (0.5)*leg2_qd3*(leg2_Nm3_1_z*leg2_qd1 + (0.305)*leg2_qd3) + (0.5)*leg3_qd1*(leg3_Ic1_22*leg3_qd1 + leg3_Nm2_1_z*leg3_qd2 + leg3_Nm3_1_z*leg3_qd3) + (0.5)*leg3_qd2*(leg3_IJ3_11*leg3_qd2 + leg3_Nm2_1_z*leg3_qd1) + (0.5)*leg3_qd3*(leg3_Nm3_1_z*leg3_qd1 + (0.305)*leg3_qd3) + (0.5)*leg4_qd1*(leg4_Ic1_22*leg4_qd1 + leg4_Nm2_1_z*leg4_qd2 + leg4_Nm3_1_z*leg4_qd3) + (0.5)*leg4_qd2*(leg4_IJ3_11*leg4_qd2 + leg4_Nm2_1_z*leg4_qd1) + (0.5)*leg4_qd3*(leg4_Nm3_1_z*leg4_qd1 + (0.305)*leg4_qd3) + (0.5)*leg5_qd1*(leg5_Ic1_22*leg5_qd1 + leg5_Nm2_1_z*leg5_qd2 + leg5_Nm3_1_z*leg5_qd3) + (0.5)*leg5_qd2*(leg5_IJ3_11*leg5_qd2 + leg5_Nm2_1_z*leg5_qd1) + (0.5)*leg5_qd3*(leg5_Nm3_1_z*leg5_qd1 + (0.305)*leg5_qd3) + (0.5)*leg6_qd1*(leg6_Ic1_22*leg6_qd1 + leg6_Nm2_1_z*leg6_qd2 + leg6_Nm3_1_z*leg6_qd3) + (0.5)*leg6_qd2*(leg6_IJ3_11*leg6_qd2 + leg6_Nm2_1_z*leg6_qd1) + (0.5)*leg6_qd3*(leg6_Nm3_1_z*leg6_qd1 + (0.305)*leg6_qd3) + 10.0*omega_x*omega_x + 10.0*omega_y*omega_y + 19.0*omega_z*omega_z + (0.5)*p_m_ring*(v_x*v_x + v_y*v_y + v_z*v_z)
-    V[0] = -g_x*((0.36)*leg1_beta1_00 + 2.2552622898861805) - g_x*((2.5)*leg1_r2_x + (0.75)*leg1_tau3_00) - g_x*((0.36)*leg2_beta1_00 + 2.2552622898861805) - g_x*((2.5)*leg2_r2_x + (0.75)*leg2_tau3_00) - g_x*((0.36)*leg3_beta1_00 - 0.4167556264006327) - g_x*((2.5)*leg3_r2_x + (0.75)*leg3_tau3_00) - g_x*((0.36)*leg4_beta1_00 - 1.8385066634855471) - g_x*((2.5)*leg4_r2_x + (0.75)*leg4_tau3_00) - g_x*((0.36)*leg5_beta1_00 - 1.8385066634855474) - g_x*((2.5)*leg5_r2_x + (0.75)*leg5_tau3_00) - g_x*((0.36)*leg6_beta1_00 - 0.4167556264006328) - g_x*((2.5)*leg6_r2_x + (0.75)*leg6_tau3_00) - g_y*((0.36)*leg1_beta1_01 - 0.820848343981605) - g_y*((2.5)*leg1_r2_y + (0.75)*leg1_tau3_01) - g_y*((0.36)*leg2_beta1_01 + 0.820848343981605) - g_y*((2.5)*leg2_r2_y + (0.75)*leg2_tau3_01) - g_y*((0.36)*leg3_beta1_01 + 2.3635386072292994) - g_y*((2.5)*leg3_r2_y + (0.75)*leg3_tau3_01) - g_y*((0.36)*leg4_beta1_01 + 1.5426902632476949) - g_y*((2.5)*leg4_r2_y + (0.75)*leg4_tau3_01) - g_y*((0.36)*leg5_beta1_01 - 1.5426902632476942) - g_y*((2.5)*leg5_r2_y + (0.75)*leg5_tau3_01) - g_y*((0.36)*leg6_beta1_01 - 2.3635386072292994) - g_y*((2.5)*leg6_r2_y + (0.75)*leg6_tau3_01) + (0.36)*g_z*leg1_crank_s + (0.36)*g_z*leg2_crank_s + (0.36)*g_z*leg3_crank_s + (0.36)*g_z*leg4_crank_s + (0.36)*g_z*leg5_crank_s + (0.36)*g_z*leg6_crank_s - g_z*((2.5)*leg1_r_rel0_2_z + (0.75)*leg1_tau3_02) - g_z*((2.5)*leg2_r_rel0_2_z + (0.75)*leg2_tau3_02) - g_z*((2.5)*leg3_r_rel0_2_z + (0.75)*leg3_tau3_02) - g_z*((2.5)*leg4_r_rel0_2_z + (0.75)*leg4_tau3_02) - g_z*((2.5)*leg5_r_rel0_2_z + (0.75)*leg5_tau3_02) - g_z*((2.5)*leg6_r_rel0_2_z + (0.75)*leg6_tau3_02) + (0.5)*leg1_q1*leg1_q1*p_k_crank + (0.5)*leg2_q1*leg2_q1*p_k_crank + (0.5)*leg3_q1*leg3_q1*p_k_crank + (0.5)*leg4_q1*leg4_q1*p_k_crank + (0.5)*leg5_q1*leg5_q1*p_k_crank + (0.5)*leg6_q1*leg6_q1*p_k_crank - p_m_ring*(g_x*x_C + g_y*y_C + g_z*z_C)
-    return 0
-
-
-def drive_forces(x, u, udot, fE, mE, g, p, F):
-    """Inverse dynamics: the drive forces F giving C the acceleration udot.
-
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  udot[6]: acceleration of C: dv_C/dt (frame 0), domega_C/dt (frame C)
-    in  fE[3]: external force on C through its centre of mass (frame 0)
-    in  mE[3]: external moment on C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[3]: named spec parameters: c_crank, k_crank, m_ring
-    out F[6] shape 6
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
-    status 5: drive Jacobian singular (parallel singularity)
-    ops: 2052 adds, 3015 muls, 36 divs, 18 sqrt, 12 trig (5133 total)
-    """
-    x_C, y_C, z_C, psi_y, psi_z, psi_x = x
-    v_x, v_y, v_z, omega_x, omega_y, omega_z = u
-    vdot_x, vdot_y, vdot_z, omegadot_x, omegadot_y, omegadot_z = udot
-    fE_x, fE_y, fE_z = fE
-    mE_x, mE_y, mE_z = mE
-    g_x, g_y, g_z = g
-    p_c_crank, p_k_crank, p_m_ring = p
-    oo_C_xx = omega_x*omega_x
-    oo_C_yy = omega_y*omega_y
-    oo_C_zz = omega_z*omega_z
-    oo_C_xy = omega_x*omega_y
-    oo_C_xz = omega_x*omega_z
-    oo_C_yz = omega_y*omega_z
-    oo_C_W_00 = -oo_C_yy - oo_C_zz
-    oo_C_W_11 = -oo_C_xx - oo_C_zz
-    s_C_f_x = fE_x + g_x*p_m_ring
-    s_C_f_y = fE_y + g_y*p_m_ring
-    s_C_f_z = fE_z + g_z*p_m_ring
-    s_C_m_x = mE_x - 18.0*oo_C_yz
-    s_C_m_y = mE_y + 18.0*oo_C_xz
-    leg1_c_psi_y = math.cos(psi_y)
-    leg1_s_psi_y = math.sin(psi_y)
-    leg1_c_psi_z = math.cos(psi_z)
-    leg1_s_psi_z = math.sin(psi_z)
-    leg1_c_psi_x = math.cos(psi_x)
-    leg1_s_psi_x = math.sin(psi_x)
-    leg1_alpha_C_00 = leg1_c_psi_y*leg1_c_psi_z
-    leg1_alpha_C_02 = -leg1_c_psi_z*leg1_s_psi_y
-    cse0 = leg1_c_psi_x*leg1_c_psi_y
-    leg1_alpha_C_10 = -cse0*leg1_s_psi_z + leg1_s_psi_x*leg1_s_psi_y
-    leg1_alpha_C_11 = leg1_c_psi_x*leg1_c_psi_z
-    cse1 = leg1_c_psi_y*leg1_s_psi_x
-    cse2 = leg1_c_psi_x*leg1_s_psi_y
-    leg1_alpha_C_12 = cse1 + cse2*leg1_s_psi_z
-    leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
-    leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
-    leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
-    cse3 = 0.4213244437154379*leg1_alpha_C_10
-    cse4 = 0.3535331853275967*leg1_alpha_C_00 + x_C
-    leg1_s0_x = -cse3 + cse4
-    cse5 = 0.4213244437154379*leg1_alpha_C_11
-    cse6 = 0.3535331853275967*leg1_s_psi_z + y_C
-    leg1_s0_y = -cse5 + cse6
-    cse7 = 0.4213244437154379*leg1_alpha_C_12
-    cse8 = 0.3535331853275967*leg1_alpha_C_02 + z_C
-    leg1_s0_z = -cse7 + cse8
-    leg1_d_x = 0.9396926207859083*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8
-    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859083*leg1_s0_y - 8.673617379884035e-18
-    cse9 = leg1_d_x*leg1_d_x
-    cse10 = leg1_s0_z*leg1_s0_z
-    leg1_crank_K = 2.0*cse10 + 2.0*cse9 + 2.0*leg1_d_z*leg1_d_z - 1.1844813172579467
-    leg1_crank_rho2 = cse10 + cse9
-    leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
-    if not (leg1_crank_w2 > 0.0):  # crank: pose out of reach of the crank
-        F[:] = [NAN] * 6
-        return 1
-    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
-        F[:] = [NAN] * 6
-        return 2
-    leg1_crank_w = math.sqrt(leg1_crank_w2)
-    leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
-    leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
-    leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
-    leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
-    leg1_e_c_x = leg1_crank_c*leg1_d_x - leg1_crank_s*leg1_s0_z - 0.25
-    leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
-    cse11 = 0.657033253384418*leg1_e_c_x - 0.7538615946890297*leg1_e_c_y
-    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222173*leg1_e_c_x - 0.6179244061377648*leg1_e_c_y
-    leg1_u_Lxz2 = cse11*cse11 + cse12*cse12
-    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
-        F[:] = [NAN] * 6
-        return 2
-    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
-    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
-    cse13 = 0.9404766089917045*leg1_d_z - 0.2562062130145579*leg1_e_c_x - 0.2232982856006816*leg1_e_c_y
-    leg1_u_L = math.sqrt(cse13*cse13 + leg1_u_Lxz2)
-    leg1_u_inv_L = 1.0/leg1_u_L
-    leg1_u_c1 = cse12*leg1_u_inv_Lxz
-    leg1_u_s1 = cse11*leg1_u_inv_Lxz
-    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
-    leg1_u_s2 = cse13*leg1_u_inv_L
-    if not (leg1_q1 + 1.2 > 0.0):  # leg1_crank below its limit -1.2
-        F[:] = [NAN] * 6
-        return 1
-    if not (1.2 - leg1_q1 > 0.0):  # leg1_crank above its limit 1.2
-        F[:] = [NAN] * 6
-        return 1
-    leg2_s0_x = cse3 + cse4
-    leg2_s0_y = cse5 + cse6
-    leg2_s0_z = cse7 + cse8
-    leg2_d_x = 0.9396926207859083*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8
-    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859083*leg2_s0_y + 8.673617379884035e-18
-    cse14 = leg2_d_x*leg2_d_x
-    cse15 = leg2_s0_z*leg2_s0_z
-    leg2_crank_K = 2.0*cse14 + 2.0*cse15 + 2.0*leg2_d_z*leg2_d_z - 1.1844813172579467
-    leg2_crank_rho2 = cse14 + cse15
-    leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
-    if not (leg2_crank_w2 > 0.0):  # crank: pose out of reach of the crank
-        F[:] = [NAN] * 6
-        return 1
-    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
-        F[:] = [NAN] * 6
-        return 2
-    leg2_crank_w = math.sqrt(leg2_crank_w2)
-    leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
-    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
-    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
-    leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
-    leg2_e_c_x = leg2_crank_c*leg2_d_x - leg2_crank_s*leg2_s0_z - 0.25
-    leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
-    cse16 = 0.657033253384418*leg2_e_c_x - 0.7538615946890297*leg2_e_c_y
-    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222173*leg2_e_c_x - 0.6179244061377648*leg2_e_c_y
-    leg2_u_Lxz2 = cse16*cse16 + cse17*cse17
-    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
-        F[:] = [NAN] * 6
-        return 2
-    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
-    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
-    cse18 = 0.9404766089917045*leg2_d_z + 0.2562062130145579*leg2_e_c_x + 0.2232982856006816*leg2_e_c_y
-    leg2_u_L = math.sqrt(cse18*cse18 + leg2_u_Lxz2)
-    leg2_u_inv_L = 1.0/leg2_u_L
-    leg2_u_c1 = cse17*leg2_u_inv_Lxz
-    leg2_u_s1 = cse16*leg2_u_inv_Lxz
-    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
-    leg2_u_s2 = cse18*leg2_u_inv_L
-    if not (leg2_q1 + 1.2 > 0.0):  # leg2_crank below its limit -1.2
-        F[:] = [NAN] * 6
-        return 1
-    if not (1.2 - leg2_q1 > 0.0):  # leg2_crank above its limit 1.2
-        F[:] = [NAN] * 6
-        return 1
-    cse19 = 0.5168309414322496*leg1_alpha_C_10
-    leg3_s0_x = cse19 + 0.18811107882911787*leg1_alpha_C_00 + x_C
-    cse20 = 0.5168309414322496*leg1_alpha_C_11
-    leg3_s0_y = cse20 + 0.18811107882911787*leg1_s_psi_z + y_C
-    cse21 = 0.5168309414322496*leg1_alpha_C_12
-    leg3_s0_z = cse21 + 0.18811107882911787*leg1_alpha_C_02 + z_C
-    leg3_d_x = -0.17364817766693028*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
-    leg3_d_z = -0.9848077530122081*leg3_s0_x - 0.1736481776669303*leg3_s0_y - 6.071532165918825e-18
-    cse22 = leg3_d_x*leg3_d_x
-    cse23 = leg3_s0_z*leg3_s0_z
-    leg3_crank_K = 2.0*cse22 + 2.0*cse23 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
-    leg3_crank_rho2 = cse22 + cse23
-    leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
-    if not (leg3_crank_w2 > 0.0):  # crank: pose out of reach of the crank
-        F[:] = [NAN] * 6
-        return 1
-    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
-        F[:] = [NAN] * 6
-        return 2
-    leg3_crank_w = math.sqrt(leg3_crank_w2)
-    leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
-    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
-    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
-    leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
-    leg3_e_c_x = leg3_crank_c*leg3_d_x - leg3_crank_s*leg3_s0_z - 0.25
-    leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
-    cse24 = 0.6570332533844183*leg3_e_c_x - 0.7538615946890297*leg3_e_c_y
-    cse25 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.617924406137765*leg3_e_c_y
-    leg3_u_Lxz2 = cse24*cse24 + cse25*cse25
-    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
-        F[:] = [NAN] * 6
-        return 2
-    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
-    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
-    cse26 = 0.9404766089917045*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068182*leg3_e_c_y
-    leg3_u_L = math.sqrt(cse26*cse26 + leg3_u_Lxz2)
-    leg3_u_inv_L = 1.0/leg3_u_L
-    leg3_u_c1 = cse25*leg3_u_inv_Lxz
-    leg3_u_s1 = cse24*leg3_u_inv_Lxz
-    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
-    leg3_u_s2 = cse26*leg3_u_inv_L
-    if not (leg3_q1 + 1.2 > 0.0):  # leg3_crank below its limit -1.2
-        F[:] = [NAN] * 6
-        return 1
-    if not (1.2 - leg3_q1 > 0.0):  # leg3_crank above its limit 1.2
-        F[:] = [NAN] * 6
-        return 1
-    cse27 = 0.5416442641567144*leg1_alpha_C_00
-    leg4_s0_x = -cse27 + 0.09550649771681166*leg1_alpha_C_10 + x_C
-    cse28 = 0.5416442641567144*leg1_s_psi_z
-    leg4_s0_y = -cse28 + 0.09550649771681166*leg1_alpha_C_11 + y_C
-    cse29 = 0.5416442641567144*leg1_alpha_C_02
-    leg4_s0_z = -cse29 + 0.09550649771681166*leg1_alpha_C_12 + z_C
-    leg4_d_x = -0.7660444431189779*leg4_s0_x + 0.6427876096865395*leg4_s0_y - 0.8
-    leg4_d_z = -0.6427876096865395*leg4_s0_x - 0.7660444431189779*leg4_s0_y + 1.9949319973733282e-17
-    cse30 = leg4_d_x*leg4_d_x
-    cse31 = leg4_s0_z*leg4_s0_z
-    leg4_crank_K = 2.0*cse30 + 2.0*cse31 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579476
-    leg4_crank_rho2 = cse30 + cse31
-    leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
-    if not (leg4_crank_w2 > 0.0):  # crank: pose out of reach of the crank
-        F[:] = [NAN] * 6
-        return 1
-    if not (leg4_crank_w2 - 6.547406586289738e-17 > 0.0):  # crank: crank and rod aligned
-        F[:] = [NAN] * 6
-        return 2
-    leg4_crank_w = math.sqrt(leg4_crank_w2)
-    leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
-    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
-    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
-    leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
-    leg4_e_c_x = leg4_crank_c*leg4_d_x - leg4_crank_s*leg4_s0_z - 0.25
-    leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
-    cse32 = 0.6570332533844181*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
-    cse33 = 0.3398584233757709*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.6179244061377648*leg4_e_c_y
-    leg4_u_Lxz2 = cse32*cse32 + cse33*cse33
-    if not (leg4_u_Lxz2 - 6.547406586289738e-17 > 0.0):  # u: universal joint at 90 degrees
-        F[:] = [NAN] * 6
-        return 2
-    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
-    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
-    cse34 = 0.9404766089917045*leg4_d_z + 0.25620621301455804*leg4_e_c_x + 0.2232982856006817*leg4_e_c_y
-    leg4_u_L = math.sqrt(cse34*cse34 + leg4_u_Lxz2)
-    leg4_u_inv_L = 1.0/leg4_u_L
-    leg4_u_c1 = cse33*leg4_u_inv_Lxz
-    leg4_u_s1 = cse32*leg4_u_inv_Lxz
-    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_u_s2 = cse34*leg4_u_inv_L
-    if not (leg4_q1 + 1.2 > 0.0):  # leg4_crank below its limit -1.2
-        F[:] = [NAN] * 6
-        return 1
-    if not (1.2 - leg4_q1 > 0.0):  # leg4_crank above its limit 1.2
-        F[:] = [NAN] * 6
-        return 1
-    leg5_s0_x = -cse27 - 0.09550649771681177*leg1_alpha_C_10 + x_C
-    leg5_s0_y = -cse28 - 0.09550649771681177*leg1_alpha_C_11 + y_C
-    leg5_s0_z = -cse29 - 0.09550649771681177*leg1_alpha_C_12 + z_C
-    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865393*leg5_s0_y - 0.7999999999999999
-    leg5_d_z = 0.6427876096865393*leg5_s0_x - 0.766044443118978*leg5_s0_y + 2.862293735361732e-17
-    cse35 = leg5_d_x*leg5_d_x
-    cse36 = leg5_s0_z*leg5_s0_z
-    leg5_crank_K = 2.0*cse35 + 2.0*cse36 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579465
-    leg5_crank_rho2 = cse35 + cse36
-    leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
-    if not (leg5_crank_w2 > 0.0):  # crank: pose out of reach of the crank
-        F[:] = [NAN] * 6
-        return 1
-    if not (leg5_crank_w2 - 6.547406586289733e-17 > 0.0):  # crank: crank and rod aligned
-        F[:] = [NAN] * 6
-        return 2
-    leg5_crank_w = math.sqrt(leg5_crank_w2)
-    leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
-    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
-    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
-    leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
-    leg5_e_c_x = leg5_crank_c*leg5_d_x - leg5_crank_s*leg5_s0_z - 0.25
-    leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
-    cse37 = 0.6570332533844183*leg5_e_c_x - 0.7538615946890296*leg5_e_c_y
-    cse38 = -0.33985842337577066*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.6179244061377651*leg5_e_c_y
-    leg5_u_Lxz2 = cse37*cse37 + cse38*cse38
-    if not (leg5_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # u: universal joint at 90 degrees
-        F[:] = [NAN] * 6
-        return 2
-    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
-    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
-    cse39 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
-    leg5_u_L = math.sqrt(cse39*cse39 + leg5_u_Lxz2)
-    leg5_u_inv_L = 1.0/leg5_u_L
-    leg5_u_c1 = cse38*leg5_u_inv_Lxz
-    leg5_u_s1 = cse37*leg5_u_inv_Lxz
-    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_u_s2 = cse39*leg5_u_inv_L
-    if not (leg5_q1 + 1.2 > 0.0):  # leg5_crank below its limit -1.2
-        F[:] = [NAN] * 6
-        return 1
-    if not (1.2 - leg5_q1 > 0.0):  # leg5_crank above its limit 1.2
-        F[:] = [NAN] * 6
-        return 1
-    leg6_s0_x = -cse19 + 0.18811107882911796*leg1_alpha_C_00 + x_C
-    leg6_s0_y = -cse20 + 0.18811107882911796*leg1_s_psi_z + y_C
-    leg6_s0_z = -cse21 + 0.18811107882911796*leg1_alpha_C_02 + z_C
-    leg6_d_x = -0.17364817766693033*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
-    leg6_d_z = 0.9848077530122081*leg6_s0_x - 0.17364817766693036*leg6_s0_y - 1.0408340855860843e-17
-    cse40 = leg6_d_x*leg6_d_x
-    cse41 = leg6_s0_z*leg6_s0_z
-    leg6_crank_K = 2.0*cse40 + 2.0*cse41 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579467
-    leg6_crank_rho2 = cse40 + cse41
-    leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
-    if not (leg6_crank_w2 > 0.0):  # crank: pose out of reach of the crank
-        F[:] = [NAN] * 6
-        return 1
-    if not (leg6_crank_w2 - 6.547406586289735e-17 > 0.0):  # crank: crank and rod aligned
-        F[:] = [NAN] * 6
-        return 2
-    leg6_crank_w = math.sqrt(leg6_crank_w2)
-    leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
-    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
-    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
-    leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
-    leg6_e_c_x = leg6_crank_c*leg6_d_x - leg6_crank_s*leg6_s0_z - 0.25
-    leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
-    cse42 = 0.6570332533844183*leg6_e_c_x - 0.7538615946890297*leg6_e_c_y
-    cse43 = 0.339858423375771*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.617924406137765*leg6_e_c_y
-    leg6_u_Lxz2 = cse42*cse42 + cse43*cse43
-    if not (leg6_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # u: universal joint at 90 degrees
-        F[:] = [NAN] * 6
-        return 2
-    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
-    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
-    cse44 = 0.9404766089917044*leg6_d_z + 0.2562062130145581*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
-    leg6_u_L = math.sqrt(cse44*cse44 + leg6_u_Lxz2)
-    leg6_u_inv_L = 1.0/leg6_u_L
-    leg6_u_c1 = cse43*leg6_u_inv_Lxz
-    leg6_u_s1 = cse42*leg6_u_inv_Lxz
-    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
-    leg6_u_s2 = cse44*leg6_u_inv_L
-    if not (leg6_q1 + 1.2 > 0.0):  # leg6_crank below its limit -1.2
-        F[:] = [NAN] * 6
-        return 1
-    if not (1.2 - leg6_q1 > 0.0):  # leg6_crank above its limit 1.2
-        F[:] = [NAN] * 6
-        return 1
-    leg1_beta1_00 = 0.9396926207859083*leg1_crank_c
-    leg1_beta1_01 = -0.34202014332566866*leg1_crank_c
-    leg1_beta1_10 = -0.9396926207859083*leg1_crank_s
-    leg1_beta1_11 = 0.34202014332566866*leg1_crank_s
-    leg1_beta2_00 = -0.7089891962222173*leg1_u_c1 + 0.657033253384418*leg1_u_s1
-    leg1_beta2_01 = -0.6179244061377648*leg1_u_c1 - 0.7538615946890297*leg1_u_s1
-    leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
-    leg1_beta2_20 = -0.657033253384418*leg1_u_c1 - 0.7089891962222173*leg1_u_s1
-    leg1_beta2_21 = 0.7538615946890297*leg1_u_c1 - 0.6179244061377648*leg1_u_s1
-    leg1_beta2_22 = -0.33985842337577077*leg1_u_s1
-    leg2_beta1_00 = 0.9396926207859083*leg2_crank_c
-    leg2_beta1_01 = 0.34202014332566866*leg2_crank_c
-    leg2_beta1_10 = -0.9396926207859083*leg2_crank_s
-    leg2_beta1_11 = -0.34202014332566866*leg2_crank_s
-    leg2_beta2_00 = -0.7089891962222173*leg2_u_c1 + 0.657033253384418*leg2_u_s1
-    leg2_beta2_01 = -0.6179244061377648*leg2_u_c1 - 0.7538615946890297*leg2_u_s1
-    leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
-    leg2_beta2_20 = -0.657033253384418*leg2_u_c1 - 0.7089891962222173*leg2_u_s1
-    leg2_beta2_21 = 0.7538615946890297*leg2_u_c1 - 0.6179244061377648*leg2_u_s1
-    leg2_beta2_22 = 0.33985842337577077*leg2_u_s1
-    leg3_beta1_00 = -0.17364817766693028*leg3_crank_c
-    leg3_beta1_01 = 0.984807753012208*leg3_crank_c
-    leg3_beta1_10 = 0.17364817766693028*leg3_crank_s
-    leg3_beta1_11 = -0.984807753012208*leg3_crank_s
-    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844183*leg3_u_s1
-    leg3_beta2_01 = -0.617924406137765*leg3_u_c1 - 0.7538615946890297*leg3_u_s1
-    leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
-    leg3_beta2_20 = -0.6570332533844183*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
-    leg3_beta2_21 = 0.7538615946890297*leg3_u_c1 - 0.617924406137765*leg3_u_s1
-    leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
-    leg4_beta1_00 = -0.7660444431189779*leg4_crank_c
-    leg4_beta1_01 = 0.6427876096865395*leg4_crank_c
-    leg4_beta1_10 = 0.7660444431189779*leg4_crank_s
-    leg4_beta1_11 = -0.6427876096865395*leg4_crank_s
-    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844181*leg4_u_s1
-    leg4_beta2_01 = -0.6179244061377648*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
-    leg4_beta2_02 = 0.3398584233757709*leg4_u_c1
-    leg4_beta2_20 = -0.6570332533844181*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
-    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.6179244061377648*leg4_u_s1
-    leg4_beta2_22 = 0.3398584233757709*leg4_u_s1
-    leg5_beta1_00 = -0.766044443118978*leg5_crank_c
-    leg5_beta1_01 = -0.6427876096865393*leg5_crank_c
-    leg5_beta1_10 = 0.766044443118978*leg5_crank_s
-    leg5_beta1_11 = 0.6427876096865393*leg5_crank_s
-    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844183*leg5_u_s1
-    leg5_beta2_01 = -0.6179244061377651*leg5_u_c1 - 0.7538615946890296*leg5_u_s1
-    leg5_beta2_02 = -0.33985842337577066*leg5_u_c1
-    leg5_beta2_20 = -0.6570332533844183*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
-    leg5_beta2_21 = 0.7538615946890296*leg5_u_c1 - 0.6179244061377651*leg5_u_s1
-    leg5_beta2_22 = -0.33985842337577066*leg5_u_s1
-    leg6_beta1_00 = -0.17364817766693033*leg6_crank_c
-    leg6_beta1_01 = -0.984807753012208*leg6_crank_c
-    leg6_beta1_10 = 0.17364817766693033*leg6_crank_s
-    leg6_beta1_11 = 0.984807753012208*leg6_crank_s
-    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844183*leg6_u_s1
-    leg6_beta2_01 = -0.617924406137765*leg6_u_c1 - 0.7538615946890297*leg6_u_s1
-    leg6_beta2_02 = 0.339858423375771*leg6_u_c1
-    leg6_beta2_20 = -0.6570332533844183*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
-    leg6_beta2_21 = 0.7538615946890297*leg6_u_c1 - 0.617924406137765*leg6_u_s1
-    leg6_beta2_22 = 0.339858423375771*leg6_u_s1
-    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.2562062130145579*leg1_u_s2
-    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.2232982856006816*leg1_u_s2
-    leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.9404766089917045*leg1_u_s2
-    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.2562062130145579*leg1_u_c2
-    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.2232982856006816*leg1_u_c2
-    leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
-    leg1_B0_00 = leg1_B1_00*leg1_beta1_00 + leg1_B1_01*leg1_beta1_10 + 0.34202014332566866*leg1_B1_02
-    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859083*leg1_B1_02
-    leg1_B0_02 = -leg1_B1_00*leg1_crank_s - leg1_B1_01*leg1_crank_c
-    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + leg1_B1_11*leg1_beta1_10 + 0.34202014332566866*leg1_B1_12
-    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859083*leg1_B1_12
-    leg1_B0_12 = -leg1_B1_10*leg1_crank_s - leg1_B1_11*leg1_crank_c
-    leg1_B0_20 = leg1_beta1_00*leg1_beta2_20 + leg1_beta1_10*leg1_beta2_21 + 0.34202014332566866*leg1_beta2_22
-    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859083*leg1_beta2_22
-    leg1_B0_22 = -leg1_beta2_20*leg1_crank_s - leg1_beta2_21*leg1_crank_c
-    leg1_rho1_x = 0.25*leg1_B1_00 + 0.809160465315115
-    leg1_rho1_y = 0.25*leg1_B1_10
-    cse45 = 0.25*leg1_beta2_20
-    leg1_rho1_z = cse45
-    leg1_TL1_x = leg1_B1_12*leg1_rho1_z - leg1_beta2_22*leg1_rho1_y
-    leg1_TL1_y = -leg1_B1_02*leg1_rho1_z + leg1_beta2_22*leg1_rho1_x
-    leg1_TL1_z = leg1_B1_02*leg1_rho1_y - leg1_B1_12*leg1_rho1_x
-    leg1_TL2_z = -0.809160465315115*leg1_u_c2
-    leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_01*leg1_s_psi_z + leg1_B0_02*leg1_alpha_C_02
-    leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_01*leg1_alpha_C_11 + leg1_B0_02*leg1_alpha_C_12
-    leg1_Q_02 = leg1_B0_00*leg1_alpha_C_20 + leg1_B0_01*leg1_alpha_C_21 + leg1_B0_02*leg1_alpha_C_22
-    leg1_Q_10 = leg1_B0_10*leg1_alpha_C_00 + leg1_B0_11*leg1_s_psi_z + leg1_B0_12*leg1_alpha_C_02
-    leg1_Q_11 = leg1_B0_10*leg1_alpha_C_10 + leg1_B0_11*leg1_alpha_C_11 + leg1_B0_12*leg1_alpha_C_12
-    leg1_Q_12 = leg1_B0_10*leg1_alpha_C_20 + leg1_B0_11*leg1_alpha_C_21 + leg1_B0_12*leg1_alpha_C_22
-    leg1_Q_20 = leg1_B0_20*leg1_alpha_C_00 + leg1_B0_21*leg1_s_psi_z + leg1_B0_22*leg1_alpha_C_02
-    leg1_Q_21 = leg1_B0_20*leg1_alpha_C_10 + leg1_B0_21*leg1_alpha_C_11 + leg1_B0_22*leg1_alpha_C_12
-    leg1_Q_22 = leg1_B0_20*leg1_alpha_C_20 + leg1_B0_21*leg1_alpha_C_21 + leg1_B0_22*leg1_alpha_C_22
-    leg1_Ci1_x = -0.4213244437154379*leg1_Q_02
-    leg1_Ci1_y = -0.3535331853275967*leg1_Q_02
-    leg1_Ci1_z = 0.4213244437154379*leg1_Q_00 + 0.3535331853275967*leg1_Q_01
-    leg1_Ci2_x = -0.4213244437154379*leg1_Q_12
-    leg1_Ci2_y = -0.3535331853275967*leg1_Q_12
-    leg1_Ci2_z = 0.4213244437154379*leg1_Q_10 + 0.3535331853275967*leg1_Q_11
-    leg1_Ci3_x = -0.4213244437154379*leg1_Q_22
-    leg1_Ci3_y = -0.3535331853275967*leg1_Q_22
-    leg1_Ci3_z = 0.4213244437154379*leg1_Q_20 + 0.3535331853275967*leg1_Q_21
-    if not (leg1_TL2_z*leg1_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
-        F[:] = [NAN] * 6
-        return 2
-    leg1_lu_inv2 = 1.0/leg1_TL2_z
-    if not (leg1_TL1_x*leg1_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
-        F[:] = [NAN] * 6
-        return 2
-    leg1_lu_inv3 = 1.0/leg1_TL1_x
-    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.2562062130145579*leg2_u_s2
-    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.2232982856006816*leg2_u_s2
-    leg2_B1_02 = leg2_beta2_02*leg2_u_c2 + 0.9404766089917045*leg2_u_s2
-    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.2562062130145579*leg2_u_c2
-    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.2232982856006816*leg2_u_c2
-    leg2_B1_12 = -leg2_beta2_02*leg2_u_s2 + 0.9404766089917045*leg2_u_c2
-    leg2_B0_00 = leg2_B1_00*leg2_beta1_00 + leg2_B1_01*leg2_beta1_10 - 0.34202014332566866*leg2_B1_02
-    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859083*leg2_B1_02
-    leg2_B0_02 = -leg2_B1_00*leg2_crank_s - leg2_B1_01*leg2_crank_c
-    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 + leg2_B1_11*leg2_beta1_10 - 0.34202014332566866*leg2_B1_12
-    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859083*leg2_B1_12
-    leg2_B0_12 = -leg2_B1_10*leg2_crank_s - leg2_B1_11*leg2_crank_c
-    leg2_B0_20 = leg2_beta1_00*leg2_beta2_20 + leg2_beta1_10*leg2_beta2_21 - 0.34202014332566866*leg2_beta2_22
-    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859083*leg2_beta2_22
-    leg2_B0_22 = -leg2_beta2_20*leg2_crank_s - leg2_beta2_21*leg2_crank_c
-    leg2_rho1_x = 0.25*leg2_B1_00 + 0.809160465315115
-    leg2_rho1_y = 0.25*leg2_B1_10
-    cse46 = 0.25*leg2_beta2_20
-    leg2_rho1_z = cse46
-    leg2_TL1_x = leg2_B1_12*leg2_rho1_z - leg2_beta2_22*leg2_rho1_y
-    leg2_TL1_y = -leg2_B1_02*leg2_rho1_z + leg2_beta2_22*leg2_rho1_x
-    leg2_TL1_z = leg2_B1_02*leg2_rho1_y - leg2_B1_12*leg2_rho1_x
-    leg2_TL2_z = -0.809160465315115*leg2_u_c2
-    leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_B0_01
-    leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_B0_01 + leg1_alpha_C_12*leg2_B0_02
-    leg2_Q_02 = leg1_alpha_C_20*leg2_B0_00 + leg1_alpha_C_21*leg2_B0_01 + leg1_alpha_C_22*leg2_B0_02
-    leg2_Q_10 = leg1_alpha_C_00*leg2_B0_10 + leg1_alpha_C_02*leg2_B0_12 + leg1_s_psi_z*leg2_B0_11
-    leg2_Q_11 = leg1_alpha_C_10*leg2_B0_10 + leg1_alpha_C_11*leg2_B0_11 + leg1_alpha_C_12*leg2_B0_12
-    leg2_Q_12 = leg1_alpha_C_20*leg2_B0_10 + leg1_alpha_C_21*leg2_B0_11 + leg1_alpha_C_22*leg2_B0_12
-    leg2_Q_20 = leg1_alpha_C_00*leg2_B0_20 + leg1_alpha_C_02*leg2_B0_22 + leg1_s_psi_z*leg2_B0_21
-    leg2_Q_21 = leg1_alpha_C_10*leg2_B0_20 + leg1_alpha_C_11*leg2_B0_21 + leg1_alpha_C_12*leg2_B0_22
-    leg2_Q_22 = leg1_alpha_C_20*leg2_B0_20 + leg1_alpha_C_21*leg2_B0_21 + leg1_alpha_C_22*leg2_B0_22
-    leg2_Ci1_x = 0.4213244437154379*leg2_Q_02
-    leg2_Ci1_y = -0.3535331853275967*leg2_Q_02
-    leg2_Ci1_z = -0.4213244437154379*leg2_Q_00 + 0.3535331853275967*leg2_Q_01
-    leg2_Ci2_x = 0.4213244437154379*leg2_Q_12
-    leg2_Ci2_y = -0.3535331853275967*leg2_Q_12
-    leg2_Ci2_z = -0.4213244437154379*leg2_Q_10 + 0.3535331853275967*leg2_Q_11
-    leg2_Ci3_x = 0.4213244437154379*leg2_Q_22
-    leg2_Ci3_y = -0.3535331853275967*leg2_Q_22
-    leg2_Ci3_z = -0.4213244437154379*leg2_Q_20 + 0.3535331853275967*leg2_Q_21
-    if not (leg2_TL2_z*leg2_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
-        F[:] = [NAN] * 6
-        return 2
-    leg2_lu_inv2 = 1.0/leg2_TL2_z
-    if not (leg2_TL1_x*leg2_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
-        F[:] = [NAN] * 6
-        return 2
-    leg2_lu_inv3 = 1.0/leg2_TL1_x
-    leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.25620621301455804*leg3_u_s2
-    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068182*leg3_u_s2
-    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917045*leg3_u_s2
-    leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
-    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068182*leg3_u_c2
-    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917045*leg3_u_c2
-    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.9848077530122081*leg3_B1_02
-    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.1736481776669303*leg3_B1_02
-    leg3_B0_02 = -leg3_B1_00*leg3_crank_s - leg3_B1_01*leg3_crank_c
-    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.9848077530122081*leg3_B1_12
-    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.1736481776669303*leg3_B1_12
-    leg3_B0_12 = -leg3_B1_10*leg3_crank_s - leg3_B1_11*leg3_crank_c
-    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.9848077530122081*leg3_beta2_22
-    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.1736481776669303*leg3_beta2_22
-    leg3_B0_22 = -leg3_beta2_20*leg3_crank_s - leg3_beta2_21*leg3_crank_c
-    leg3_rho1_x = 0.25*leg3_B1_00 + 0.8091604653151149
-    leg3_rho1_y = 0.25*leg3_B1_10
-    cse47 = 0.25*leg3_beta2_20
-    leg3_rho1_z = cse47
-    leg3_TL1_x = leg3_B1_12*leg3_rho1_z - leg3_beta2_22*leg3_rho1_y
-    leg3_TL1_y = -leg3_B1_02*leg3_rho1_z + leg3_beta2_22*leg3_rho1_x
-    leg3_TL1_z = leg3_B1_02*leg3_rho1_y - leg3_B1_12*leg3_rho1_x
-    leg3_TL2_z = -0.8091604653151149*leg3_u_c2
-    leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
-    leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
-    leg3_Q_02 = leg1_alpha_C_20*leg3_B0_00 + leg1_alpha_C_21*leg3_B0_01 + leg1_alpha_C_22*leg3_B0_02
-    leg3_Q_10 = leg1_alpha_C_00*leg3_B0_10 + leg1_alpha_C_02*leg3_B0_12 + leg1_s_psi_z*leg3_B0_11
-    leg3_Q_11 = leg1_alpha_C_10*leg3_B0_10 + leg1_alpha_C_11*leg3_B0_11 + leg1_alpha_C_12*leg3_B0_12
-    leg3_Q_12 = leg1_alpha_C_20*leg3_B0_10 + leg1_alpha_C_21*leg3_B0_11 + leg1_alpha_C_22*leg3_B0_12
-    leg3_Q_20 = leg1_alpha_C_00*leg3_B0_20 + leg1_alpha_C_02*leg3_B0_22 + leg1_s_psi_z*leg3_B0_21
-    leg3_Q_21 = leg1_alpha_C_10*leg3_B0_20 + leg1_alpha_C_11*leg3_B0_21 + leg1_alpha_C_12*leg3_B0_22
-    leg3_Q_22 = leg1_alpha_C_20*leg3_B0_20 + leg1_alpha_C_21*leg3_B0_21 + leg1_alpha_C_22*leg3_B0_22
-    leg3_Ci1_x = 0.5168309414322496*leg3_Q_02
-    leg3_Ci1_y = -0.18811107882911787*leg3_Q_02
-    leg3_Ci1_z = -0.5168309414322496*leg3_Q_00 + 0.18811107882911787*leg3_Q_01
-    leg3_Ci2_x = 0.5168309414322496*leg3_Q_12
-    leg3_Ci2_y = -0.18811107882911787*leg3_Q_12
-    leg3_Ci2_z = -0.5168309414322496*leg3_Q_10 + 0.18811107882911787*leg3_Q_11
-    leg3_Ci3_x = 0.5168309414322496*leg3_Q_22
-    leg3_Ci3_y = -0.18811107882911787*leg3_Q_22
-    leg3_Ci3_z = -0.5168309414322496*leg3_Q_20 + 0.18811107882911787*leg3_Q_21
-    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
-        F[:] = [NAN] * 6
-        return 2
-    leg3_lu_inv2 = 1.0/leg3_TL2_z
-    if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
-        F[:] = [NAN] * 6
-        return 2
-    leg3_lu_inv3 = 1.0/leg3_TL1_x
-    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455804*leg4_u_s2
-    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.2232982856006817*leg4_u_s2
-    leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
-    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455804*leg4_u_c2
-    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.2232982856006817*leg4_u_c2
-    leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
-    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865395*leg4_B1_02
-    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.7660444431189779*leg4_B1_02
-    leg4_B0_02 = -leg4_B1_00*leg4_crank_s - leg4_B1_01*leg4_crank_c
-    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865395*leg4_B1_12
-    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.7660444431189779*leg4_B1_12
-    leg4_B0_12 = -leg4_B1_10*leg4_crank_s - leg4_B1_11*leg4_crank_c
-    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865395*leg4_beta2_22
-    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.7660444431189779*leg4_beta2_22
-    leg4_B0_22 = -leg4_beta2_20*leg4_crank_s - leg4_beta2_21*leg4_crank_c
-    leg4_rho1_x = 0.25*leg4_B1_00 + 0.8091604653151152
-    leg4_rho1_y = 0.25*leg4_B1_10
-    cse48 = 0.25*leg4_beta2_20
-    leg4_rho1_z = cse48
-    leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
-    leg4_TL1_y = -leg4_B1_02*leg4_rho1_z + leg4_beta2_22*leg4_rho1_x
-    leg4_TL1_z = leg4_B1_02*leg4_rho1_y - leg4_B1_12*leg4_rho1_x
-    leg4_TL2_z = -0.8091604653151152*leg4_u_c2
-    leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
-    leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
-    leg4_Q_02 = leg1_alpha_C_20*leg4_B0_00 + leg1_alpha_C_21*leg4_B0_01 + leg1_alpha_C_22*leg4_B0_02
-    leg4_Q_10 = leg1_alpha_C_00*leg4_B0_10 + leg1_alpha_C_02*leg4_B0_12 + leg1_s_psi_z*leg4_B0_11
-    leg4_Q_11 = leg1_alpha_C_10*leg4_B0_10 + leg1_alpha_C_11*leg4_B0_11 + leg1_alpha_C_12*leg4_B0_12
-    leg4_Q_12 = leg1_alpha_C_20*leg4_B0_10 + leg1_alpha_C_21*leg4_B0_11 + leg1_alpha_C_22*leg4_B0_12
-    leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
-    leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
-    leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
-    leg4_Ci1_x = 0.09550649771681166*leg4_Q_02
-    leg4_Ci1_y = 0.5416442641567144*leg4_Q_02
-    leg4_Ci1_z = -0.09550649771681166*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
-    leg4_Ci2_x = 0.09550649771681166*leg4_Q_12
-    leg4_Ci2_y = 0.5416442641567144*leg4_Q_12
-    leg4_Ci2_z = -0.09550649771681166*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
-    leg4_Ci3_x = 0.09550649771681166*leg4_Q_22
-    leg4_Ci3_y = 0.5416442641567144*leg4_Q_22
-    leg4_Ci3_z = -0.09550649771681166*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
-    if not (leg4_TL2_z*leg4_TL2_z - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
-        F[:] = [NAN] * 6
-        return 2
-    leg4_lu_inv2 = 1.0/leg4_TL2_z
-    if not (leg4_TL1_x*leg4_TL1_x - 6.5474065862897385e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
-        F[:] = [NAN] * 6
-        return 2
-    leg4_lu_inv3 = 1.0/leg4_TL1_x
-    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
-    leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
-    leg5_B1_02 = leg5_beta2_02*leg5_u_c2 + 0.9404766089917045*leg5_u_s2
-    leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
-    leg5_B1_11 = -leg5_beta2_01*leg5_u_s2 - 0.22329828560068166*leg5_u_c2
-    leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
-    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865393*leg5_B1_02
-    leg5_B0_01 = leg5_B1_00*leg5_beta1_01 + leg5_B1_01*leg5_beta1_11 - 0.766044443118978*leg5_B1_02
-    leg5_B0_02 = -leg5_B1_00*leg5_crank_s - leg5_B1_01*leg5_crank_c
-    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865393*leg5_B1_12
-    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + leg5_B1_11*leg5_beta1_11 - 0.766044443118978*leg5_B1_12
-    leg5_B0_12 = -leg5_B1_10*leg5_crank_s - leg5_B1_11*leg5_crank_c
-    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865393*leg5_beta2_22
-    leg5_B0_21 = leg5_beta1_01*leg5_beta2_20 + leg5_beta1_11*leg5_beta2_21 - 0.766044443118978*leg5_beta2_22
-    leg5_B0_22 = -leg5_beta2_20*leg5_crank_s - leg5_beta2_21*leg5_crank_c
-    leg5_rho1_x = 0.25*leg5_B1_00 + 0.8091604653151149
-    leg5_rho1_y = 0.25*leg5_B1_10
-    cse49 = 0.25*leg5_beta2_20
-    leg5_rho1_z = cse49
-    leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
-    leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
-    leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
-    leg5_TL2_z = -0.8091604653151149*leg5_u_c2
-    leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
-    leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
-    leg5_Q_02 = leg1_alpha_C_20*leg5_B0_00 + leg1_alpha_C_21*leg5_B0_01 + leg1_alpha_C_22*leg5_B0_02
-    leg5_Q_10 = leg1_alpha_C_00*leg5_B0_10 + leg1_alpha_C_02*leg5_B0_12 + leg1_s_psi_z*leg5_B0_11
-    leg5_Q_11 = leg1_alpha_C_10*leg5_B0_10 + leg1_alpha_C_11*leg5_B0_11 + leg1_alpha_C_12*leg5_B0_12
-    leg5_Q_12 = leg1_alpha_C_20*leg5_B0_10 + leg1_alpha_C_21*leg5_B0_11 + leg1_alpha_C_22*leg5_B0_12
-    leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
-    leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
-    leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
-    leg5_Ci1_x = -0.09550649771681177*leg5_Q_02
-    leg5_Ci1_y = 0.5416442641567144*leg5_Q_02
-    leg5_Ci1_z = 0.09550649771681177*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
-    leg5_Ci2_x = -0.09550649771681177*leg5_Q_12
-    leg5_Ci2_y = 0.5416442641567144*leg5_Q_12
-    leg5_Ci2_z = 0.09550649771681177*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
-    leg5_Ci3_x = -0.09550649771681177*leg5_Q_22
-    leg5_Ci3_y = 0.5416442641567144*leg5_Q_22
-    leg5_Ci3_z = 0.09550649771681177*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
-    if not (leg5_TL2_z*leg5_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
-        F[:] = [NAN] * 6
-        return 2
-    leg5_lu_inv2 = 1.0/leg5_TL2_z
-    if not (leg5_TL1_x*leg5_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
-        F[:] = [NAN] * 6
-        return 2
-    leg5_lu_inv3 = 1.0/leg5_TL1_x
-    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.2562062130145581*leg6_u_s2
-    leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
-    leg6_B1_02 = leg6_beta2_02*leg6_u_c2 + 0.9404766089917044*leg6_u_s2
-    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.2562062130145581*leg6_u_c2
-    leg6_B1_11 = -leg6_beta2_01*leg6_u_s2 + 0.22329828560068185*leg6_u_c2
-    leg6_B1_12 = -leg6_beta2_02*leg6_u_s2 + 0.9404766089917044*leg6_u_c2
-    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.9848077530122081*leg6_B1_02
-    leg6_B0_01 = leg6_B1_00*leg6_beta1_01 + leg6_B1_01*leg6_beta1_11 - 0.17364817766693036*leg6_B1_02
-    leg6_B0_02 = -leg6_B1_00*leg6_crank_s - leg6_B1_01*leg6_crank_c
-    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.9848077530122081*leg6_B1_12
-    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + leg6_B1_11*leg6_beta1_11 - 0.17364817766693036*leg6_B1_12
-    leg6_B0_12 = -leg6_B1_10*leg6_crank_s - leg6_B1_11*leg6_crank_c
-    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.9848077530122081*leg6_beta2_22
-    leg6_B0_21 = leg6_beta1_01*leg6_beta2_20 + leg6_beta1_11*leg6_beta2_21 - 0.17364817766693036*leg6_beta2_22
-    leg6_B0_22 = -leg6_beta2_20*leg6_crank_s - leg6_beta2_21*leg6_crank_c
-    leg6_rho1_x = 0.25*leg6_B1_00 + 0.809160465315115
-    leg6_rho1_y = 0.25*leg6_B1_10
-    cse50 = 0.25*leg6_beta2_20
-    leg6_rho1_z = cse50
-    leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
-    leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
-    leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
-    leg6_TL2_z = -0.809160465315115*leg6_u_c2
-    leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
-    leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
-    leg6_Q_02 = leg1_alpha_C_20*leg6_B0_00 + leg1_alpha_C_21*leg6_B0_01 + leg1_alpha_C_22*leg6_B0_02
-    leg6_Q_10 = leg1_alpha_C_00*leg6_B0_10 + leg1_alpha_C_02*leg6_B0_12 + leg1_s_psi_z*leg6_B0_11
-    leg6_Q_11 = leg1_alpha_C_10*leg6_B0_10 + leg1_alpha_C_11*leg6_B0_11 + leg1_alpha_C_12*leg6_B0_12
-    leg6_Q_12 = leg1_alpha_C_20*leg6_B0_10 + leg1_alpha_C_21*leg6_B0_11 + leg1_alpha_C_22*leg6_B0_12
-    leg6_Q_20 = leg1_alpha_C_00*leg6_B0_20 + leg1_alpha_C_02*leg6_B0_22 + leg1_s_psi_z*leg6_B0_21
-    leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
-    leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
-    leg6_Ci1_x = -0.5168309414322496*leg6_Q_02
-    leg6_Ci1_y = -0.18811107882911796*leg6_Q_02
-    leg6_Ci1_z = 0.5168309414322496*leg6_Q_00 + 0.18811107882911796*leg6_Q_01
-    leg6_Ci2_x = -0.5168309414322496*leg6_Q_12
-    leg6_Ci2_y = -0.18811107882911796*leg6_Q_12
-    leg6_Ci2_z = 0.5168309414322496*leg6_Q_10 + 0.18811107882911796*leg6_Q_11
-    leg6_Ci3_x = -0.5168309414322496*leg6_Q_22
-    leg6_Ci3_y = -0.18811107882911796*leg6_Q_22
-    leg6_Ci3_z = 0.5168309414322496*leg6_Q_20 + 0.18811107882911796*leg6_Q_21
-    if not (leg6_TL2_z*leg6_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
-        F[:] = [NAN] * 6
-        return 2
-    leg6_lu_inv2 = 1.0/leg6_TL2_z
-    if not (leg6_TL1_x*leg6_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
-        F[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_x
     leg1_H1_1 = leg1_B0_00*leg1_lu_inv3
     leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_TL1_z)
@@ -11595,23 +10982,23 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_H6_3 = -cse53*leg3_H6_1 + 1.23584881227553*leg3_Ci2_z
     leg4_H1_1 = leg4_B0_00*leg4_lu_inv3
     leg4_H1_2 = leg4_lu_inv2*(leg4_B0_20 - leg4_H1_1*leg4_TL1_z)
-    cse54 = 1.2358488122755296*leg4_TL1_y
-    leg4_H1_3 = -cse54*leg4_H1_1 + 1.2358488122755296*leg4_B0_10
+    cse54 = 1.23584881227553*leg4_TL1_y
+    leg4_H1_3 = -cse54*leg4_H1_1 + 1.23584881227553*leg4_B0_10
     leg4_H2_1 = leg4_B0_01*leg4_lu_inv3
     leg4_H2_2 = leg4_lu_inv2*(leg4_B0_21 - leg4_H2_1*leg4_TL1_z)
-    leg4_H2_3 = -cse54*leg4_H2_1 + 1.2358488122755296*leg4_B0_11
+    leg4_H2_3 = -cse54*leg4_H2_1 + 1.23584881227553*leg4_B0_11
     leg4_H3_1 = leg4_B0_02*leg4_lu_inv3
     leg4_H3_2 = leg4_lu_inv2*(leg4_B0_22 - leg4_H3_1*leg4_TL1_z)
-    leg4_H3_3 = -cse54*leg4_H3_1 + 1.2358488122755296*leg4_B0_12
+    leg4_H3_3 = -cse54*leg4_H3_1 + 1.23584881227553*leg4_B0_12
     leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv3
     leg4_H4_2 = leg4_lu_inv2*(leg4_Ci3_x - leg4_H4_1*leg4_TL1_z)
-    leg4_H4_3 = -cse54*leg4_H4_1 + 1.2358488122755296*leg4_Ci2_x
+    leg4_H4_3 = -cse54*leg4_H4_1 + 1.23584881227553*leg4_Ci2_x
     leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv3
     leg4_H5_2 = leg4_lu_inv2*(leg4_Ci3_y - leg4_H5_1*leg4_TL1_z)
-    leg4_H5_3 = -cse54*leg4_H5_1 + 1.2358488122755296*leg4_Ci2_y
+    leg4_H5_3 = -cse54*leg4_H5_1 + 1.23584881227553*leg4_Ci2_y
     leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv3
     leg4_H6_2 = leg4_lu_inv2*(leg4_Ci3_z - leg4_H6_1*leg4_TL1_z)
-    leg4_H6_3 = -cse54*leg4_H6_1 + 1.2358488122755296*leg4_Ci2_z
+    leg4_H6_3 = -cse54*leg4_H6_1 + 1.23584881227553*leg4_Ci2_z
     leg5_H1_1 = leg5_B0_00*leg5_lu_inv3
     leg5_H1_2 = leg5_lu_inv2*(leg5_B0_20 - leg5_H1_1*leg5_TL1_z)
     cse55 = 1.23584881227553*leg5_TL1_y
@@ -11668,6 +11055,1117 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_qd1 = leg6_H1_1*v_x + leg6_H2_1*v_y + leg6_H3_1*v_z + leg6_H4_1*omega_x + leg6_H5_1*omega_y + leg6_H6_1*omega_z
     leg6_qd2 = leg6_H1_2*v_x + leg6_H2_2*v_y + leg6_H3_2*v_z + leg6_H4_2*omega_x + leg6_H5_2*omega_y + leg6_H6_2*omega_z
     leg6_qd3 = leg6_H1_3*v_x + leg6_H2_3*v_y + leg6_H3_3*v_z + leg6_H4_3*omega_x + leg6_H5_3*omega_y + leg6_H6_3*omega_z
+    leg1_cp3_x = (0.75)*leg1_u_c2
+    cse57 = (0.75)*leg1_u_s2
+    leg1_cp3_y = cse57
+    leg1_IJ3_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2
+    leg1_IJ3_cs = leg1_u_c2*leg1_u_s2
+    leg1_IJ3_00 = 0.153 - 0.152*leg1_IJ3_C2
+    leg1_IJ3_11 = 0.306 - leg1_IJ3_00
+    leg1_IJ3_01 = -0.304*leg1_IJ3_cs
+    leg1_cp2_x = leg1_beta2_00*leg1_cp3_x - 0.256206213014558*leg1_cp3_y
+    leg1_IJ2_C2 = leg1_u_c1*leg1_u_c1 - leg1_u_s1*leg1_u_s1
+    leg1_IJ2_D = 0.305 - leg1_IJ3_00
+    leg1_IJ2_Sum = leg1_IJ3_00 + 0.305
+    leg1_IJ2_22 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum
+    leg1_IJ2_00 = -leg1_IJ2_22 + leg1_IJ2_Sum
+    leg1_IJ2_01 = leg1_IJ3_01*leg1_u_c1
+    leg1_Ic1_22 = 0.11550374793946465*leg1_IJ2_00 - 0.6392577951074239*leg1_IJ2_01 + 0.8844962520605354*leg1_IJ3_11 + 0.5*leg1_cp2_x + 0.21945
+    leg1_Fm3_2_x = -cse57
+    leg1_Fm3_1_y = leg1_Fm3_2_x*leg1_beta2_01 - 0.22329828560068166*leg1_cp3_x
+    leg1_Nm3_1_z = 0.25*leg1_Fm3_1_y + (0.305)*leg1_beta2_22
+    leg1_Fm2_1_y = -leg1_beta2_21*leg1_cp3_x
+    leg1_Nm2_1_z = 0.25*leg1_Fm2_1_y + leg1_IJ3_01*leg1_beta2_02 + 0.9404766089917045*leg1_IJ3_11
+    leg2_cp3_x = (0.75)*leg2_u_c2
+    cse58 = (0.75)*leg2_u_s2
+    leg2_cp3_y = cse58
+    leg2_IJ3_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2
+    leg2_IJ3_cs = leg2_u_c2*leg2_u_s2
+    leg2_IJ3_00 = 0.153 - 0.152*leg2_IJ3_C2
+    leg2_IJ3_11 = 0.306 - leg2_IJ3_00
+    leg2_IJ3_01 = -0.304*leg2_IJ3_cs
+    leg2_cp2_x = leg2_beta2_00*leg2_cp3_x + 0.256206213014558*leg2_cp3_y
+    leg2_IJ2_C2 = leg2_u_c1*leg2_u_c1 - leg2_u_s1*leg2_u_s1
+    leg2_IJ2_D = 0.305 - leg2_IJ3_00
+    leg2_IJ2_Sum = leg2_IJ3_00 + 0.305
+    leg2_IJ2_22 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum
+    leg2_IJ2_00 = -leg2_IJ2_22 + leg2_IJ2_Sum
+    leg2_IJ2_01 = leg2_IJ3_01*leg2_u_c1
+    leg2_Ic1_22 = 0.11550374793946465*leg2_IJ2_00 + 0.6392577951074239*leg2_IJ2_01 + 0.8844962520605354*leg2_IJ3_11 + 0.5*leg2_cp2_x + 0.21945
+    leg2_Fm3_2_x = -cse58
+    leg2_Fm3_1_y = leg2_Fm3_2_x*leg2_beta2_01 + 0.22329828560068166*leg2_cp3_x
+    leg2_Nm3_1_z = 0.25*leg2_Fm3_1_y + (0.305)*leg2_beta2_22
+    leg2_Fm2_1_y = -leg2_beta2_21*leg2_cp3_x
+    leg2_Nm2_1_z = 0.25*leg2_Fm2_1_y + leg2_IJ3_01*leg2_beta2_02 + 0.9404766089917045*leg2_IJ3_11
+    leg3_cp3_x = (0.75)*leg3_u_c2
+    cse59 = (0.75)*leg3_u_s2
+    leg3_cp3_y = cse59
+    leg3_IJ3_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2
+    leg3_IJ3_cs = leg3_u_c2*leg3_u_s2
+    leg3_IJ3_00 = 0.153 - 0.152*leg3_IJ3_C2
+    leg3_IJ3_11 = 0.306 - leg3_IJ3_00
+    leg3_IJ3_01 = -0.304*leg3_IJ3_cs
+    leg3_cp2_x = leg3_beta2_00*leg3_cp3_x - 0.25620621301455804*leg3_cp3_y
+    leg3_IJ2_C2 = leg3_u_c1*leg3_u_c1 - leg3_u_s1*leg3_u_s1
+    leg3_IJ2_D = 0.305 - leg3_IJ3_00
+    leg3_IJ2_Sum = leg3_IJ3_00 + 0.305
+    leg3_IJ2_22 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum
+    leg3_IJ2_00 = -leg3_IJ2_22 + leg3_IJ2_Sum
+    leg3_IJ2_01 = leg3_IJ3_01*leg3_u_c1
+    leg3_Ic1_22 = 0.11550374793946476*leg3_IJ2_00 - 0.6392577951074241*leg3_IJ2_01 + 0.8844962520605352*leg3_IJ3_11 + 0.5*leg3_cp2_x + 0.21945
+    leg3_Fm3_2_x = -cse59
+    leg3_Fm3_1_y = leg3_Fm3_2_x*leg3_beta2_01 - 0.22329828560068185*leg3_cp3_x
+    leg3_Nm3_1_z = 0.25*leg3_Fm3_1_y + (0.305)*leg3_beta2_22
+    leg3_Fm2_1_y = -leg3_beta2_21*leg3_cp3_x
+    leg3_Nm2_1_z = 0.25*leg3_Fm2_1_y + leg3_IJ3_01*leg3_beta2_02 + 0.9404766089917044*leg3_IJ3_11
+    leg4_cp3_x = (0.75)*leg4_u_c2
+    cse60 = (0.75)*leg4_u_s2
+    leg4_cp3_y = cse60
+    leg4_IJ3_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2
+    leg4_IJ3_cs = leg4_u_c2*leg4_u_s2
+    leg4_IJ3_00 = 0.153 - 0.152*leg4_IJ3_C2
+    leg4_IJ3_11 = 0.306 - leg4_IJ3_00
+    leg4_IJ3_01 = -0.304*leg4_IJ3_cs
+    leg4_cp2_x = leg4_beta2_00*leg4_cp3_x + 0.25620621301455787*leg4_cp3_y
+    leg4_IJ2_C2 = leg4_u_c1*leg4_u_c1 - leg4_u_s1*leg4_u_s1
+    leg4_IJ2_D = 0.305 - leg4_IJ3_00
+    leg4_IJ2_Sum = leg4_IJ3_00 + 0.305
+    leg4_IJ2_22 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum
+    leg4_IJ2_00 = -leg4_IJ2_22 + leg4_IJ2_Sum
+    leg4_IJ2_01 = leg4_IJ3_01*leg4_u_c1
+    leg4_Ic1_22 = 0.11550374793946461*leg4_IJ2_00 + 0.6392577951074238*leg4_IJ2_01 + 0.8844962520605354*leg4_IJ3_11 + 0.5*leg4_cp2_x + 0.21945
+    leg4_Fm3_2_x = -cse60
+    leg4_Fm3_1_y = leg4_Fm3_2_x*leg4_beta2_01 + 0.22329828560068166*leg4_cp3_x
+    leg4_Nm3_1_z = 0.25*leg4_Fm3_1_y + (0.305)*leg4_beta2_22
+    leg4_Fm2_1_y = -leg4_beta2_21*leg4_cp3_x
+    leg4_Nm2_1_z = 0.25*leg4_Fm2_1_y + leg4_IJ3_01*leg4_beta2_02 + 0.9404766089917045*leg4_IJ3_11
+    leg5_cp3_x = (0.75)*leg5_u_c2
+    cse61 = (0.75)*leg5_u_s2
+    leg5_cp3_y = cse61
+    leg5_IJ3_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2
+    leg5_IJ3_cs = leg5_u_c2*leg5_u_s2
+    leg5_IJ3_00 = 0.153 - 0.152*leg5_IJ3_C2
+    leg5_IJ3_11 = 0.306 - leg5_IJ3_00
+    leg5_IJ3_01 = -0.304*leg5_IJ3_cs
+    leg5_cp2_x = leg5_beta2_00*leg5_cp3_x - 0.25620621301455787*leg5_cp3_y
+    leg5_IJ2_C2 = leg5_u_c1*leg5_u_c1 - leg5_u_s1*leg5_u_s1
+    leg5_IJ2_D = 0.305 - leg5_IJ3_00
+    leg5_IJ2_Sum = leg5_IJ3_00 + 0.305
+    leg5_IJ2_22 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum
+    leg5_IJ2_00 = -leg5_IJ2_22 + leg5_IJ2_Sum
+    leg5_IJ2_01 = leg5_IJ3_01*leg5_u_c1
+    leg5_Ic1_22 = 0.11550374793946461*leg5_IJ2_00 - 0.6392577951074238*leg5_IJ2_01 + 0.8844962520605354*leg5_IJ3_11 + 0.5*leg5_cp2_x + 0.21945
+    leg5_Fm3_2_x = -cse61
+    leg5_Fm3_1_y = leg5_Fm3_2_x*leg5_beta2_01 - 0.22329828560068166*leg5_cp3_x
+    leg5_Nm3_1_z = 0.25*leg5_Fm3_1_y + (0.305)*leg5_beta2_22
+    leg5_Fm2_1_y = -leg5_beta2_21*leg5_cp3_x
+    leg5_Nm2_1_z = 0.25*leg5_Fm2_1_y + leg5_IJ3_01*leg5_beta2_02 + 0.9404766089917045*leg5_IJ3_11
+    leg6_cp3_x = (0.75)*leg6_u_c2
+    cse62 = (0.75)*leg6_u_s2
+    leg6_cp3_y = cse62
+    leg6_IJ3_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2
+    leg6_IJ3_cs = leg6_u_c2*leg6_u_s2
+    leg6_IJ3_00 = 0.153 - 0.152*leg6_IJ3_C2
+    leg6_IJ3_11 = 0.306 - leg6_IJ3_00
+    leg6_IJ3_01 = -0.304*leg6_IJ3_cs
+    leg6_cp2_x = leg6_beta2_00*leg6_cp3_x + 0.25620621301455804*leg6_cp3_y
+    leg6_IJ2_C2 = leg6_u_c1*leg6_u_c1 - leg6_u_s1*leg6_u_s1
+    leg6_IJ2_D = 0.305 - leg6_IJ3_00
+    leg6_IJ2_Sum = leg6_IJ3_00 + 0.305
+    leg6_IJ2_22 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum
+    leg6_IJ2_00 = -leg6_IJ2_22 + leg6_IJ2_Sum
+    leg6_IJ2_01 = leg6_IJ3_01*leg6_u_c1
+    leg6_Ic1_22 = 0.11550374793946476*leg6_IJ2_00 + 0.6392577951074241*leg6_IJ2_01 + 0.8844962520605352*leg6_IJ3_11 + 0.5*leg6_cp2_x + 0.21945
+    leg6_Fm3_2_x = -cse62
+    leg6_Fm3_1_y = leg6_Fm3_2_x*leg6_beta2_01 + 0.22329828560068185*leg6_cp3_x
+    leg6_Nm3_1_z = 0.25*leg6_Fm3_1_y + (0.305)*leg6_beta2_22
+    leg6_Fm2_1_y = -leg6_beta2_21*leg6_cp3_x
+    leg6_Nm2_1_z = 0.25*leg6_Fm2_1_y + leg6_IJ3_01*leg6_beta2_02 + 0.9404766089917044*leg6_IJ3_11
+    leg1_theta_J2_00 = -0.7089891962222175*leg1_beta1_00 - 0.6179244061377649*leg1_beta1_10 - 0.1162384266734169
+    leg1_theta_J2_01 = -0.7089891962222175*leg1_beta1_01 - 0.6179244061377649*leg1_beta1_11 - 0.3193624525581449
+    leg1_theta_J2_02 = 0.6179244061377649*leg1_crank_c + 0.7089891962222175*leg1_crank_s
+    leg1_theta_J2_10 = -0.256206213014558*leg1_beta1_00 - 0.22329828560068166*leg1_beta1_10 + 0.3216619446017816
+    leg1_theta_J2_11 = -0.256206213014558*leg1_beta1_01 - 0.22329828560068166*leg1_beta1_11 + 0.8837589294912589
+    leg1_theta_J2_12 = 0.22329828560068166*leg1_crank_c + 0.256206213014558*leg1_crank_s
+    leg1_theta_J2_20 = -0.6570332533844182*leg1_beta1_00 + 0.7538615946890298*leg1_beta1_10
+    leg1_theta_J2_21 = -0.6570332533844182*leg1_beta1_01 + 0.7538615946890298*leg1_beta1_11
+    leg1_theta_J2_22 = -0.7538615946890298*leg1_crank_c + 0.6570332533844182*leg1_crank_s
+    leg1_tau2_00 = leg1_theta_J2_00*leg1_u_c1 - leg1_theta_J2_20*leg1_u_s1
+    leg1_tau2_01 = leg1_theta_J2_01*leg1_u_c1 - leg1_theta_J2_21*leg1_u_s1
+    leg1_tau2_02 = leg1_theta_J2_02*leg1_u_c1 - leg1_theta_J2_22*leg1_u_s1
+    leg1_r_rel0_2_x = 0.25*leg1_beta1_00
+    leg1_r_rel0_2_y = 0.25*leg1_beta1_01
+    leg1_r_rel0_2_z = -0.25*leg1_crank_s
+    leg1_r2_x = leg1_r_rel0_2_x + 0.7517540966287268
+    leg1_r2_y = leg1_r_rel0_2_y - 0.273616114660535
+    leg1_tau3_00 = leg1_tau2_00*leg1_u_c2 + leg1_theta_J2_10*leg1_u_s2
+    leg1_tau3_01 = leg1_tau2_01*leg1_u_c2 + leg1_theta_J2_11*leg1_u_s2
+    leg1_tau3_02 = leg1_tau2_02*leg1_u_c2 + leg1_theta_J2_12*leg1_u_s2
+    leg2_theta_J2_00 = -0.7089891962222175*leg2_beta1_00 - 0.6179244061377649*leg2_beta1_10 - 0.1162384266734169
+    leg2_theta_J2_01 = -0.7089891962222175*leg2_beta1_01 - 0.6179244061377649*leg2_beta1_11 + 0.3193624525581449
+    leg2_theta_J2_02 = 0.6179244061377649*leg2_crank_c + 0.7089891962222175*leg2_crank_s
+    leg2_theta_J2_10 = 0.256206213014558*leg2_beta1_00 + 0.22329828560068166*leg2_beta1_10 - 0.3216619446017816
+    leg2_theta_J2_11 = 0.256206213014558*leg2_beta1_01 + 0.22329828560068166*leg2_beta1_11 + 0.8837589294912589
+    leg2_theta_J2_12 = -0.22329828560068166*leg2_crank_c - 0.256206213014558*leg2_crank_s
+    leg2_theta_J2_20 = -0.6570332533844182*leg2_beta1_00 + 0.7538615946890298*leg2_beta1_10
+    leg2_theta_J2_21 = -0.6570332533844182*leg2_beta1_01 + 0.7538615946890298*leg2_beta1_11
+    leg2_theta_J2_22 = -0.7538615946890298*leg2_crank_c + 0.6570332533844182*leg2_crank_s
+    leg2_tau2_00 = leg2_theta_J2_00*leg2_u_c1 - leg2_theta_J2_20*leg2_u_s1
+    leg2_tau2_01 = leg2_theta_J2_01*leg2_u_c1 - leg2_theta_J2_21*leg2_u_s1
+    leg2_tau2_02 = leg2_theta_J2_02*leg2_u_c1 - leg2_theta_J2_22*leg2_u_s1
+    leg2_r_rel0_2_x = 0.25*leg2_beta1_00
+    leg2_r_rel0_2_y = 0.25*leg2_beta1_01
+    leg2_r_rel0_2_z = -0.25*leg2_crank_s
+    leg2_r2_x = leg2_r_rel0_2_x + 0.7517540966287268
+    leg2_r2_y = leg2_r_rel0_2_y + 0.273616114660535
+    leg2_tau3_00 = leg2_tau2_00*leg2_u_c2 + leg2_theta_J2_10*leg2_u_s2
+    leg2_tau3_01 = leg2_tau2_01*leg2_u_c2 + leg2_theta_J2_11*leg2_u_s2
+    leg2_tau3_02 = leg2_tau2_02*leg2_u_c2 + leg2_theta_J2_12*leg2_u_s2
+    leg3_theta_J2_00 = -0.7089891962222172*leg3_beta1_00 - 0.6179244061377651*leg3_beta1_10 + 0.33469521026696464
+    leg3_theta_J2_01 = -0.7089891962222172*leg3_beta1_01 - 0.6179244061377651*leg3_beta1_11 + 0.05901579588395871
+    leg3_theta_J2_02 = 0.6179244061377651*leg3_crank_c + 0.7089891962222172*leg3_crank_s
+    leg3_theta_J2_10 = -0.25620621301455804*leg3_beta1_00 - 0.22329828560068185*leg3_beta1_10 - 0.9261886560616613
+    leg3_theta_J2_11 = -0.25620621301455804*leg3_beta1_01 - 0.22329828560068185*leg3_beta1_11 - 0.16331204928978368
+    leg3_theta_J2_12 = 0.22329828560068185*leg3_crank_c + 0.25620621301455804*leg3_crank_s
+    leg3_theta_J2_20 = -0.6570332533844184*leg3_beta1_00 + 0.7538615946890296*leg3_beta1_10
+    leg3_theta_J2_21 = -0.6570332533844184*leg3_beta1_01 + 0.7538615946890296*leg3_beta1_11
+    leg3_theta_J2_22 = -0.7538615946890296*leg3_crank_c + 0.6570332533844184*leg3_crank_s
+    leg3_tau2_00 = leg3_theta_J2_00*leg3_u_c1 - leg3_theta_J2_20*leg3_u_s1
+    leg3_tau2_01 = leg3_theta_J2_01*leg3_u_c1 - leg3_theta_J2_21*leg3_u_s1
+    leg3_tau2_02 = leg3_theta_J2_02*leg3_u_c1 - leg3_theta_J2_22*leg3_u_s1
+    leg3_r_rel0_2_x = 0.25*leg3_beta1_00
+    leg3_r_rel0_2_y = 0.25*leg3_beta1_01
+    leg3_r_rel0_2_z = -0.25*leg3_crank_s
+    leg3_r2_x = leg3_r_rel0_2_x - 0.1389185421335443
+    leg3_r2_y = leg3_r_rel0_2_y + 0.7878462024097664
+    leg3_tau3_00 = leg3_tau2_00*leg3_u_c2 + leg3_theta_J2_10*leg3_u_s2
+    leg3_tau3_01 = leg3_tau2_01*leg3_u_c2 + leg3_theta_J2_11*leg3_u_s2
+    leg3_tau3_02 = leg3_tau2_02*leg3_u_c2 + leg3_theta_J2_12*leg3_u_s2
+    leg4_theta_J2_00 = -0.7089891962222173*leg4_beta1_00 - 0.617924406137765*leg4_beta1_10 - 0.21845678359354756
+    leg4_theta_J2_01 = -0.7089891962222173*leg4_beta1_01 - 0.617924406137765*leg4_beta1_11 - 0.26034665667418616
+    leg4_theta_J2_02 = 0.617924406137765*leg4_crank_c + 0.7089891962222173*leg4_crank_s
+    leg4_theta_J2_10 = 0.25620621301455787*leg4_beta1_00 + 0.22329828560068166*leg4_beta1_10 - 0.6045267114598798
+    leg4_theta_J2_11 = 0.25620621301455787*leg4_beta1_01 + 0.22329828560068166*leg4_beta1_11 - 0.7204468802014751
+    leg4_theta_J2_12 = -0.22329828560068166*leg4_crank_c - 0.25620621301455787*leg4_crank_s
+    leg4_theta_J2_20 = -0.6570332533844182*leg4_beta1_00 + 0.7538615946890297*leg4_beta1_10
+    leg4_theta_J2_21 = -0.6570332533844182*leg4_beta1_01 + 0.7538615946890297*leg4_beta1_11
+    leg4_theta_J2_22 = -0.7538615946890297*leg4_crank_c + 0.6570332533844182*leg4_crank_s
+    leg4_tau2_00 = leg4_theta_J2_00*leg4_u_c1 - leg4_theta_J2_20*leg4_u_s1
+    leg4_tau2_01 = leg4_theta_J2_01*leg4_u_c1 - leg4_theta_J2_21*leg4_u_s1
+    leg4_tau2_02 = leg4_theta_J2_02*leg4_u_c1 - leg4_theta_J2_22*leg4_u_s1
+    leg4_r_rel0_2_x = 0.25*leg4_beta1_00
+    leg4_r_rel0_2_y = 0.25*leg4_beta1_01
+    leg4_r_rel0_2_z = -0.25*leg4_crank_s
+    leg4_r2_x = leg4_r_rel0_2_x - 0.6128355544951825
+    leg4_r2_y = leg4_r_rel0_2_y + 0.5142300877492315
+    leg4_tau3_00 = leg4_tau2_00*leg4_u_c2 + leg4_theta_J2_10*leg4_u_s2
+    leg4_tau3_01 = leg4_tau2_01*leg4_u_c2 + leg4_theta_J2_11*leg4_u_s2
+    leg4_tau3_02 = leg4_tau2_02*leg4_u_c2 + leg4_theta_J2_12*leg4_u_s2
+    leg5_theta_J2_00 = -0.7089891962222173*leg5_beta1_00 - 0.617924406137765*leg5_beta1_10 - 0.21845678359354756
+    leg5_theta_J2_01 = -0.7089891962222173*leg5_beta1_01 - 0.617924406137765*leg5_beta1_11 + 0.26034665667418616
+    leg5_theta_J2_02 = 0.617924406137765*leg5_crank_c + 0.7089891962222173*leg5_crank_s
+    leg5_theta_J2_10 = -0.25620621301455787*leg5_beta1_00 - 0.22329828560068166*leg5_beta1_10 + 0.6045267114598798
+    leg5_theta_J2_11 = -0.25620621301455787*leg5_beta1_01 - 0.22329828560068166*leg5_beta1_11 - 0.7204468802014751
+    leg5_theta_J2_12 = 0.22329828560068166*leg5_crank_c + 0.25620621301455787*leg5_crank_s
+    leg5_theta_J2_20 = -0.6570332533844182*leg5_beta1_00 + 0.7538615946890297*leg5_beta1_10
+    leg5_theta_J2_21 = -0.6570332533844182*leg5_beta1_01 + 0.7538615946890297*leg5_beta1_11
+    leg5_theta_J2_22 = -0.7538615946890297*leg5_crank_c + 0.6570332533844182*leg5_crank_s
+    leg5_tau2_00 = leg5_theta_J2_00*leg5_u_c1 - leg5_theta_J2_20*leg5_u_s1
+    leg5_tau2_01 = leg5_theta_J2_01*leg5_u_c1 - leg5_theta_J2_21*leg5_u_s1
+    leg5_tau2_02 = leg5_theta_J2_02*leg5_u_c1 - leg5_theta_J2_22*leg5_u_s1
+    leg5_r_rel0_2_x = 0.25*leg5_beta1_00
+    leg5_r_rel0_2_y = 0.25*leg5_beta1_01
+    leg5_r_rel0_2_z = -0.25*leg5_crank_s
+    leg5_r2_x = leg5_r_rel0_2_x - 0.6128355544951825
+    leg5_r2_y = leg5_r_rel0_2_y - 0.5142300877492315
+    leg5_tau3_00 = leg5_tau2_00*leg5_u_c2 + leg5_theta_J2_10*leg5_u_s2
+    leg5_tau3_01 = leg5_tau2_01*leg5_u_c2 + leg5_theta_J2_11*leg5_u_s2
+    leg5_tau3_02 = leg5_tau2_02*leg5_u_c2 + leg5_theta_J2_12*leg5_u_s2
+    leg6_theta_J2_00 = -0.7089891962222172*leg6_beta1_00 - 0.6179244061377651*leg6_beta1_10 + 0.33469521026696464
+    leg6_theta_J2_01 = -0.7089891962222172*leg6_beta1_01 - 0.6179244061377651*leg6_beta1_11 - 0.05901579588395871
+    leg6_theta_J2_02 = 0.6179244061377651*leg6_crank_c + 0.7089891962222172*leg6_crank_s
+    leg6_theta_J2_10 = 0.25620621301455804*leg6_beta1_00 + 0.22329828560068185*leg6_beta1_10 + 0.9261886560616613
+    leg6_theta_J2_11 = 0.25620621301455804*leg6_beta1_01 + 0.22329828560068185*leg6_beta1_11 - 0.16331204928978368
+    leg6_theta_J2_12 = -0.22329828560068185*leg6_crank_c - 0.25620621301455804*leg6_crank_s
+    leg6_theta_J2_20 = -0.6570332533844184*leg6_beta1_00 + 0.7538615946890296*leg6_beta1_10
+    leg6_theta_J2_21 = -0.6570332533844184*leg6_beta1_01 + 0.7538615946890296*leg6_beta1_11
+    leg6_theta_J2_22 = -0.7538615946890296*leg6_crank_c + 0.6570332533844184*leg6_crank_s
+    leg6_tau2_00 = leg6_theta_J2_00*leg6_u_c1 - leg6_theta_J2_20*leg6_u_s1
+    leg6_tau2_01 = leg6_theta_J2_01*leg6_u_c1 - leg6_theta_J2_21*leg6_u_s1
+    leg6_tau2_02 = leg6_theta_J2_02*leg6_u_c1 - leg6_theta_J2_22*leg6_u_s1
+    leg6_r_rel0_2_x = 0.25*leg6_beta1_00
+    leg6_r_rel0_2_y = 0.25*leg6_beta1_01
+    leg6_r_rel0_2_z = -0.25*leg6_crank_s
+    leg6_r2_x = leg6_r_rel0_2_x - 0.1389185421335443
+    leg6_r2_y = leg6_r_rel0_2_y - 0.7878462024097664
+    leg6_tau3_00 = leg6_tau2_00*leg6_u_c2 + leg6_theta_J2_10*leg6_u_s2
+    leg6_tau3_01 = leg6_tau2_01*leg6_u_c2 + leg6_theta_J2_11*leg6_u_s2
+    leg6_tau3_02 = leg6_tau2_02*leg6_u_c2 + leg6_theta_J2_12*leg6_u_s2
+    T[0] = (0.5)*leg1_qd1*(leg1_Ic1_22*leg1_qd1 + leg1_Nm2_1_z*leg1_qd2 + leg1_Nm3_1_z*leg1_qd3) + (0.5)*leg1_qd2*(leg1_IJ3_11*leg1_qd2 + leg1_Nm2_1_z*leg1_qd1) + (0.5)*leg1_qd3*(leg1_Nm3_1_z*leg1_qd1 + (0.305)*leg1_qd3) + (0.5)*leg2_qd1*(leg2_Ic1_22*leg2_qd1 + leg2_Nm2_1_z*leg2_qd2 + leg2_Nm3_1_z*leg2_qd3) + (0.5)*leg2_qd2*(leg2_IJ3_11*leg2_qd2 + leg2_Nm2_1_z*leg2_qd1) + (0.5)*leg2_qd3*(leg2_Nm3_1_z*leg2_qd1 + (0.305)*leg2_qd3) + (0.5)*leg3_qd1*(leg3_Ic1_22*leg3_qd1 + leg3_Nm2_1_z*leg3_qd2 + leg3_Nm3_1_z*leg3_qd3) + (0.5)*leg3_qd2*(leg3_IJ3_11*leg3_qd2 + leg3_Nm2_1_z*leg3_qd1) + (0.5)*leg3_qd3*(leg3_Nm3_1_z*leg3_qd1 + (0.305)*leg3_qd3) + (0.5)*leg4_qd1*(leg4_Ic1_22*leg4_qd1 + leg4_Nm2_1_z*leg4_qd2 + leg4_Nm3_1_z*leg4_qd3) + (0.5)*leg4_qd2*(leg4_IJ3_11*leg4_qd2 + leg4_Nm2_1_z*leg4_qd1) + (0.5)*leg4_qd3*(leg4_Nm3_1_z*leg4_qd1 + (0.305)*leg4_qd3) + (0.5)*leg5_qd1*(leg5_Ic1_22*leg5_qd1 + leg5_Nm2_1_z*leg5_qd2 + leg5_Nm3_1_z*leg5_qd3) + (0.5)*leg5_qd2*(leg5_IJ3_11*leg5_qd2 + leg5_Nm2_1_z*leg5_qd1) + (0.5)*leg5_qd3*(leg5_Nm3_1_z*leg5_qd1 + (0.305)*leg5_qd3) + (0.5)*leg6_qd1*(leg6_Ic1_22*leg6_qd1 + leg6_Nm2_1_z*leg6_qd2 + leg6_Nm3_1_z*leg6_qd3) + (0.5)*leg6_qd2*(leg6_IJ3_11*leg6_qd2 + leg6_Nm2_1_z*leg6_qd1) + (0.5)*leg6_qd3*(leg6_Nm3_1_z*leg6_qd1 + (0.305)*leg6_qd3) + 10.0*omega_x*omega_x + 10.0*omega_y*omega_y + 19.0*omega_z*omega_z + (0.5)*p_m_ring*(v_x*v_x + v_y*v_y + v_z*v_z)
+    V[0] = -g_x*((0.36)*leg1_beta1_00 + 2.2552622898861805) - g_x*((2.5)*leg1_r2_x + (0.75)*leg1_tau3_00) - g_x*((0.36)*leg2_beta1_00 + 2.2552622898861805) - g_x*((2.5)*leg2_r2_x + (0.75)*leg2_tau3_00) - g_x*((0.36)*leg3_beta1_00 - 0.4167556264006329) - g_x*((2.5)*leg3_r2_x + (0.75)*leg3_tau3_00) - g_x*((0.36)*leg4_beta1_00 - 1.8385066634855474) - g_x*((2.5)*leg4_r2_x + (0.75)*leg4_tau3_00) - g_x*((0.36)*leg5_beta1_00 - 1.8385066634855474) - g_x*((2.5)*leg5_r2_x + (0.75)*leg5_tau3_00) - g_x*((0.36)*leg6_beta1_00 - 0.4167556264006329) - g_x*((2.5)*leg6_r2_x + (0.75)*leg6_tau3_00) - g_y*((0.36)*leg1_beta1_01 - 0.820848343981605) - g_y*((2.5)*leg1_r2_y + (0.75)*leg1_tau3_01) - g_y*((0.36)*leg2_beta1_01 + 0.820848343981605) - g_y*((2.5)*leg2_r2_y + (0.75)*leg2_tau3_01) - g_y*((0.36)*leg3_beta1_01 + 2.3635386072292994) - g_y*((2.5)*leg3_r2_y + (0.75)*leg3_tau3_01) - g_y*((0.36)*leg4_beta1_01 + 1.5426902632476946) - g_y*((2.5)*leg4_r2_y + (0.75)*leg4_tau3_01) - g_y*((0.36)*leg5_beta1_01 - 1.5426902632476946) - g_y*((2.5)*leg5_r2_y + (0.75)*leg5_tau3_01) - g_y*((0.36)*leg6_beta1_01 - 2.3635386072292994) - g_y*((2.5)*leg6_r2_y + (0.75)*leg6_tau3_01) + (0.36)*g_z*leg1_crank_s + (0.36)*g_z*leg2_crank_s + (0.36)*g_z*leg3_crank_s + (0.36)*g_z*leg4_crank_s + (0.36)*g_z*leg5_crank_s + (0.36)*g_z*leg6_crank_s - g_z*((2.5)*leg1_r_rel0_2_z + (0.75)*leg1_tau3_02) - g_z*((2.5)*leg2_r_rel0_2_z + (0.75)*leg2_tau3_02) - g_z*((2.5)*leg3_r_rel0_2_z + (0.75)*leg3_tau3_02) - g_z*((2.5)*leg4_r_rel0_2_z + (0.75)*leg4_tau3_02) - g_z*((2.5)*leg5_r_rel0_2_z + (0.75)*leg5_tau3_02) - g_z*((2.5)*leg6_r_rel0_2_z + (0.75)*leg6_tau3_02) + (0.5)*leg1_q1*leg1_q1*p_k_crank + (0.5)*leg2_q1*leg2_q1*p_k_crank + (0.5)*leg3_q1*leg3_q1*p_k_crank + (0.5)*leg4_q1*leg4_q1*p_k_crank + (0.5)*leg5_q1*leg5_q1*p_k_crank + (0.5)*leg6_q1*leg6_q1*p_k_crank - p_m_ring*(g_x*x_C + g_y*y_C + g_z*z_C)
+    return 0
+
+
+def drive_forces(x, u, udot, fE, mE, g, p, F):
+    """Inverse dynamics: the drive forces F giving C the acceleration udot.
+
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  udot[6]: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,):
+        vdot_x, vdot_y, vdot_z, omegadot_x, omegadot_y, omegadot_z
+    in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+    in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+    out F[6] shape 6: drive force or torque of each leg's drive joint (N or N m), shape (6,), one per leg: leg1,
+        leg2, leg3, leg4, leg5, leg6
+    status 5: drive Jacobian singular (parallel singularity)
+    status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+    status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+    status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+    status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+    status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+    status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+    status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+    status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+    status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+    status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 2049 adds, 3003 muls, 36 divs, 18 sqrt, 12 trig (5118 total)
+    """
+    x_C, y_C, z_C, psi_y, psi_z, psi_x = x
+    v_x, v_y, v_z, omega_x, omega_y, omega_z = u
+    vdot_x, vdot_y, vdot_z, omegadot_x, omegadot_y, omegadot_z = udot
+    fE_x, fE_y, fE_z = fE
+    mE_x, mE_y, mE_z = mE
+    g_x, g_y, g_z = g
+    p_c_crank, p_k_crank, p_m_ring = p
+    oo_C_xx = omega_x*omega_x
+    oo_C_yy = omega_y*omega_y
+    oo_C_zz = omega_z*omega_z
+    oo_C_xy = omega_x*omega_y
+    oo_C_xz = omega_x*omega_z
+    oo_C_yz = omega_y*omega_z
+    oo_C_W_00 = -oo_C_yy - oo_C_zz
+    oo_C_W_11 = -oo_C_xx - oo_C_zz
+    s_C_f_x = fE_x + g_x*p_m_ring
+    s_C_f_y = fE_y + g_y*p_m_ring
+    s_C_f_z = fE_z + g_z*p_m_ring
+    s_C_m_x = mE_x - 18.0*oo_C_yz
+    s_C_m_y = mE_y + 18.0*oo_C_xz
+    leg1_c_psi_y = math.cos(psi_y)
+    leg1_s_psi_y = math.sin(psi_y)
+    leg1_c_psi_z = math.cos(psi_z)
+    leg1_s_psi_z = math.sin(psi_z)
+    leg1_c_psi_x = math.cos(psi_x)
+    leg1_s_psi_x = math.sin(psi_x)
+    leg1_alpha_C_00 = leg1_c_psi_y*leg1_c_psi_z
+    leg1_alpha_C_02 = -leg1_c_psi_z*leg1_s_psi_y
+    cse0 = leg1_c_psi_x*leg1_c_psi_y
+    leg1_alpha_C_10 = -cse0*leg1_s_psi_z + leg1_s_psi_x*leg1_s_psi_y
+    leg1_alpha_C_11 = leg1_c_psi_x*leg1_c_psi_z
+    cse1 = leg1_c_psi_y*leg1_s_psi_x
+    cse2 = leg1_c_psi_x*leg1_s_psi_y
+    leg1_alpha_C_12 = cse1 + cse2*leg1_s_psi_z
+    leg1_alpha_C_20 = cse1*leg1_s_psi_z + cse2
+    leg1_alpha_C_21 = -leg1_c_psi_z*leg1_s_psi_x
+    leg1_alpha_C_22 = cse0 - leg1_s_psi_x*leg1_s_psi_y*leg1_s_psi_z
+    cse3 = 0.4213244437154379*leg1_alpha_C_10
+    cse4 = 0.3535331853275967*leg1_alpha_C_00 + x_C
+    leg1_s0_x = -cse3 + cse4
+    cse5 = 0.4213244437154379*leg1_alpha_C_11
+    cse6 = 0.3535331853275967*leg1_s_psi_z + y_C
+    leg1_s0_y = -cse5 + cse6
+    cse7 = 0.4213244437154379*leg1_alpha_C_12
+    cse8 = 0.3535331853275967*leg1_alpha_C_02 + z_C
+    leg1_s0_z = -cse7 + cse8
+    leg1_d_x = 0.9396926207859084*leg1_s0_x - 0.34202014332566866*leg1_s0_y - 0.8000000000000002
+    leg1_d_z = 0.34202014332566866*leg1_s0_x + 0.9396926207859084*leg1_s0_y + 2.168404344971009e-17
+    cse9 = leg1_d_x*leg1_d_x
+    cse10 = leg1_s0_z*leg1_s0_z
+    leg1_crank_K = 2.0*cse10 + 2.0*cse9 + 2.0*leg1_d_z*leg1_d_z - 1.1844813172579467
+    leg1_crank_rho2 = cse10 + cse9
+    leg1_crank_w2 = -leg1_crank_K*leg1_crank_K + leg1_crank_rho2
+    if not (leg1_crank_w2 > 0.0):  # leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        F[:] = [NAN] * 6
+        return 101
+    if not (leg1_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        F[:] = [NAN] * 6
+        return 102
+    leg1_crank_w = math.sqrt(leg1_crank_w2)
+    leg1_crank_inv_rho2 = 1.0/leg1_crank_rho2
+    leg1_crank_c = leg1_crank_inv_rho2*(leg1_crank_K*leg1_d_x + leg1_crank_w*leg1_s0_z)
+    leg1_crank_s = leg1_crank_inv_rho2*(-leg1_crank_K*leg1_s0_z + leg1_crank_w*leg1_d_x)
+    leg1_q1 = math.atan2(leg1_crank_s, leg1_crank_c)
+    leg1_e_c_x = leg1_crank_c*leg1_d_x - leg1_crank_s*leg1_s0_z - 0.25
+    leg1_e_c_y = -leg1_crank_c*leg1_s0_z - leg1_crank_s*leg1_d_x
+    cse11 = 0.6570332533844182*leg1_e_c_x - 0.7538615946890298*leg1_e_c_y
+    cse12 = -0.33985842337577077*leg1_d_z - 0.7089891962222175*leg1_e_c_x - 0.6179244061377649*leg1_e_c_y
+    leg1_u_Lxz2 = cse11*cse11 + cse12*cse12
+    if not (leg1_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
+        F[:] = [NAN] * 6
+        return 122
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    cse13 = 0.9404766089917045*leg1_d_z - 0.256206213014558*leg1_e_c_x - 0.22329828560068166*leg1_e_c_y
+    leg1_u_L = math.sqrt(cse13*cse13 + leg1_u_Lxz2)
+    leg1_u_inv_L = 1.0/leg1_u_L
+    leg1_u_c1 = cse12*leg1_u_inv_Lxz
+    leg1_u_s1 = cse11*leg1_u_inv_Lxz
+    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
+    leg1_u_s2 = cse13*leg1_u_inv_L
+    if not (leg1_q1 + 1.2 > 0.0):  # leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+        F[:] = [NAN] * 6
+        return 103
+    if not (1.2 - leg1_q1 > 0.0):  # leg1 crank above its upper limit 1.2 rad (68.75 deg)
+        F[:] = [NAN] * 6
+        return 104
+    leg2_s0_x = cse3 + cse4
+    leg2_s0_y = cse5 + cse6
+    leg2_s0_z = cse7 + cse8
+    leg2_d_x = 0.9396926207859084*leg2_s0_x + 0.34202014332566866*leg2_s0_y - 0.8000000000000002
+    leg2_d_z = -0.34202014332566866*leg2_s0_x + 0.9396926207859084*leg2_s0_y - 2.168404344971009e-17
+    cse14 = leg2_d_x*leg2_d_x
+    cse15 = leg2_s0_z*leg2_s0_z
+    leg2_crank_K = 2.0*cse14 + 2.0*cse15 + 2.0*leg2_d_z*leg2_d_z - 1.1844813172579467
+    leg2_crank_rho2 = cse14 + cse15
+    leg2_crank_w2 = -leg2_crank_K*leg2_crank_K + leg2_crank_rho2
+    if not (leg2_crank_w2 > 0.0):  # leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        F[:] = [NAN] * 6
+        return 201
+    if not (leg2_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        F[:] = [NAN] * 6
+        return 202
+    leg2_crank_w = math.sqrt(leg2_crank_w2)
+    leg2_crank_inv_rho2 = 1.0/leg2_crank_rho2
+    leg2_crank_c = leg2_crank_inv_rho2*(leg2_crank_K*leg2_d_x + leg2_crank_w*leg2_s0_z)
+    leg2_crank_s = leg2_crank_inv_rho2*(-leg2_crank_K*leg2_s0_z + leg2_crank_w*leg2_d_x)
+    leg2_q1 = math.atan2(leg2_crank_s, leg2_crank_c)
+    leg2_e_c_x = leg2_crank_c*leg2_d_x - leg2_crank_s*leg2_s0_z - 0.25
+    leg2_e_c_y = -leg2_crank_c*leg2_s0_z - leg2_crank_s*leg2_d_x
+    cse16 = 0.6570332533844182*leg2_e_c_x - 0.7538615946890298*leg2_e_c_y
+    cse17 = 0.33985842337577077*leg2_d_z - 0.7089891962222175*leg2_e_c_x - 0.6179244061377649*leg2_e_c_y
+    leg2_u_Lxz2 = cse16*cse16 + cse17*cse17
+    if not (leg2_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
+        F[:] = [NAN] * 6
+        return 222
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
+    cse18 = 0.9404766089917045*leg2_d_z + 0.256206213014558*leg2_e_c_x + 0.22329828560068166*leg2_e_c_y
+    leg2_u_L = math.sqrt(cse18*cse18 + leg2_u_Lxz2)
+    leg2_u_inv_L = 1.0/leg2_u_L
+    leg2_u_c1 = cse17*leg2_u_inv_Lxz
+    leg2_u_s1 = cse16*leg2_u_inv_Lxz
+    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
+    leg2_u_s2 = cse18*leg2_u_inv_L
+    if not (leg2_q1 + 1.2 > 0.0):  # leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+        F[:] = [NAN] * 6
+        return 203
+    if not (1.2 - leg2_q1 > 0.0):  # leg2 crank above its upper limit 1.2 rad (68.75 deg)
+        F[:] = [NAN] * 6
+        return 204
+    cse19 = 0.5168309414322497*leg1_alpha_C_10
+    cse20 = 0.18811107882911782*leg1_alpha_C_00 + x_C
+    leg3_s0_x = cse19 + cse20
+    cse21 = 0.5168309414322497*leg1_alpha_C_11
+    cse22 = 0.18811107882911782*leg1_s_psi_z + y_C
+    leg3_s0_y = cse21 + cse22
+    cse23 = 0.5168309414322497*leg1_alpha_C_12
+    cse24 = 0.18811107882911782*leg1_alpha_C_02 + z_C
+    leg3_s0_z = cse23 + cse24
+    leg3_d_x = -0.17364817766693036*leg3_s0_x + 0.984807753012208*leg3_s0_y - 0.7999999999999999
+    leg3_d_z = -0.984807753012208*leg3_s0_x - 0.17364817766693036*leg3_s0_y - 1.5178830414797062e-18
+    cse25 = leg3_d_x*leg3_d_x
+    cse26 = leg3_s0_z*leg3_s0_z
+    leg3_crank_K = 2.0*cse25 + 2.0*cse26 + 2.0*leg3_d_z*leg3_d_z - 1.1844813172579465
+    leg3_crank_rho2 = cse25 + cse26
+    leg3_crank_w2 = -leg3_crank_K*leg3_crank_K + leg3_crank_rho2
+    if not (leg3_crank_w2 > 0.0):  # leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        F[:] = [NAN] * 6
+        return 301
+    if not (leg3_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        F[:] = [NAN] * 6
+        return 302
+    leg3_crank_w = math.sqrt(leg3_crank_w2)
+    leg3_crank_inv_rho2 = 1.0/leg3_crank_rho2
+    leg3_crank_c = leg3_crank_inv_rho2*(leg3_crank_K*leg3_d_x + leg3_crank_w*leg3_s0_z)
+    leg3_crank_s = leg3_crank_inv_rho2*(-leg3_crank_K*leg3_s0_z + leg3_crank_w*leg3_d_x)
+    leg3_q1 = math.atan2(leg3_crank_s, leg3_crank_c)
+    leg3_e_c_x = leg3_crank_c*leg3_d_x - leg3_crank_s*leg3_s0_z - 0.25
+    leg3_e_c_y = -leg3_crank_c*leg3_s0_z - leg3_crank_s*leg3_d_x
+    cse27 = 0.6570332533844184*leg3_e_c_x - 0.7538615946890296*leg3_e_c_y
+    cse28 = -0.33985842337577093*leg3_d_z - 0.7089891962222172*leg3_e_c_x - 0.6179244061377651*leg3_e_c_y
+    leg3_u_Lxz2 = cse27*cse27 + cse28*cse28
+    if not (leg3_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        F[:] = [NAN] * 6
+        return 322
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
+    cse29 = 0.9404766089917044*leg3_d_z - 0.25620621301455804*leg3_e_c_x - 0.22329828560068185*leg3_e_c_y
+    leg3_u_L = math.sqrt(cse29*cse29 + leg3_u_Lxz2)
+    leg3_u_inv_L = 1.0/leg3_u_L
+    leg3_u_c1 = cse28*leg3_u_inv_Lxz
+    leg3_u_s1 = cse27*leg3_u_inv_Lxz
+    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
+    leg3_u_s2 = cse29*leg3_u_inv_L
+    if not (leg3_q1 + 1.2 > 0.0):  # leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+        F[:] = [NAN] * 6
+        return 303
+    if not (1.2 - leg3_q1 > 0.0):  # leg3 crank above its upper limit 1.2 rad (68.75 deg)
+        F[:] = [NAN] * 6
+        return 304
+    cse30 = 0.0955064977168117*leg1_alpha_C_10
+    cse31 = 0.5416442641567144*leg1_alpha_C_00
+    leg4_s0_x = cse30 - cse31 + x_C
+    cse32 = 0.0955064977168117*leg1_alpha_C_11
+    cse33 = 0.5416442641567144*leg1_s_psi_z
+    leg4_s0_y = cse32 - cse33 + y_C
+    cse34 = 0.0955064977168117*leg1_alpha_C_12
+    cse35 = 0.5416442641567144*leg1_alpha_C_02
+    leg4_s0_z = cse34 - cse35 + z_C
+    leg4_d_x = -0.766044443118978*leg4_s0_x + 0.6427876096865394*leg4_s0_y - 0.8
+    leg4_d_z = -0.6427876096865394*leg4_s0_x - 0.766044443118978*leg4_s0_y - 1.1275702593849246e-17
+    cse36 = leg4_d_x*leg4_d_x
+    cse37 = leg4_s0_z*leg4_s0_z
+    leg4_crank_K = 2.0*cse36 + 2.0*cse37 + 2.0*leg4_d_z*leg4_d_z - 1.1844813172579467
+    leg4_crank_rho2 = cse36 + cse37
+    leg4_crank_w2 = -leg4_crank_K*leg4_crank_K + leg4_crank_rho2
+    if not (leg4_crank_w2 > 0.0):  # leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        F[:] = [NAN] * 6
+        return 401
+    if not (leg4_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        F[:] = [NAN] * 6
+        return 402
+    leg4_crank_w = math.sqrt(leg4_crank_w2)
+    leg4_crank_inv_rho2 = 1.0/leg4_crank_rho2
+    leg4_crank_c = leg4_crank_inv_rho2*(leg4_crank_K*leg4_d_x + leg4_crank_w*leg4_s0_z)
+    leg4_crank_s = leg4_crank_inv_rho2*(-leg4_crank_K*leg4_s0_z + leg4_crank_w*leg4_d_x)
+    leg4_q1 = math.atan2(leg4_crank_s, leg4_crank_c)
+    leg4_e_c_x = leg4_crank_c*leg4_d_x - leg4_crank_s*leg4_s0_z - 0.25
+    leg4_e_c_y = -leg4_crank_c*leg4_s0_z - leg4_crank_s*leg4_d_x
+    cse38 = 0.6570332533844182*leg4_e_c_x - 0.7538615946890297*leg4_e_c_y
+    cse39 = 0.3398584233757707*leg4_d_z - 0.7089891962222173*leg4_e_c_x - 0.617924406137765*leg4_e_c_y
+    leg4_u_Lxz2 = cse38*cse38 + cse39*cse39
+    if not (leg4_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+        F[:] = [NAN] * 6
+        return 422
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
+    cse40 = 0.9404766089917045*leg4_d_z + 0.25620621301455787*leg4_e_c_x + 0.22329828560068166*leg4_e_c_y
+    leg4_u_L = math.sqrt(cse40*cse40 + leg4_u_Lxz2)
+    leg4_u_inv_L = 1.0/leg4_u_L
+    leg4_u_c1 = cse39*leg4_u_inv_Lxz
+    leg4_u_s1 = cse38*leg4_u_inv_Lxz
+    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
+    leg4_u_s2 = cse40*leg4_u_inv_L
+    if not (leg4_q1 + 1.2 > 0.0):  # leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+        F[:] = [NAN] * 6
+        return 403
+    if not (1.2 - leg4_q1 > 0.0):  # leg4 crank above its upper limit 1.2 rad (68.75 deg)
+        F[:] = [NAN] * 6
+        return 404
+    leg5_s0_x = -cse30 - cse31 + x_C
+    leg5_s0_y = -cse32 - cse33 + y_C
+    leg5_s0_z = -cse34 - cse35 + z_C
+    leg5_d_x = -0.766044443118978*leg5_s0_x - 0.6427876096865394*leg5_s0_y - 0.8
+    leg5_d_z = 0.6427876096865394*leg5_s0_x - 0.766044443118978*leg5_s0_y + 1.1275702593849246e-17
+    cse41 = leg5_d_x*leg5_d_x
+    cse42 = leg5_s0_z*leg5_s0_z
+    leg5_crank_K = 2.0*cse41 + 2.0*cse42 + 2.0*leg5_d_z*leg5_d_z - 1.1844813172579467
+    leg5_crank_rho2 = cse41 + cse42
+    leg5_crank_w2 = -leg5_crank_K*leg5_crank_K + leg5_crank_rho2
+    if not (leg5_crank_w2 > 0.0):  # leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        F[:] = [NAN] * 6
+        return 501
+    if not (leg5_crank_w2 - 6.547406586289735e-17 > 0.0):  # leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        F[:] = [NAN] * 6
+        return 502
+    leg5_crank_w = math.sqrt(leg5_crank_w2)
+    leg5_crank_inv_rho2 = 1.0/leg5_crank_rho2
+    leg5_crank_c = leg5_crank_inv_rho2*(leg5_crank_K*leg5_d_x + leg5_crank_w*leg5_s0_z)
+    leg5_crank_s = leg5_crank_inv_rho2*(-leg5_crank_K*leg5_s0_z + leg5_crank_w*leg5_d_x)
+    leg5_q1 = math.atan2(leg5_crank_s, leg5_crank_c)
+    leg5_e_c_x = leg5_crank_c*leg5_d_x - leg5_crank_s*leg5_s0_z - 0.25
+    leg5_e_c_y = -leg5_crank_c*leg5_s0_z - leg5_crank_s*leg5_d_x
+    cse43 = 0.6570332533844182*leg5_e_c_x - 0.7538615946890297*leg5_e_c_y
+    cse44 = -0.3398584233757707*leg5_d_z - 0.7089891962222173*leg5_e_c_x - 0.617924406137765*leg5_e_c_y
+    leg5_u_Lxz2 = cse43*cse43 + cse44*cse44
+    if not (leg5_u_Lxz2 - 6.547406586289735e-17 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        F[:] = [NAN] * 6
+        return 522
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    cse45 = 0.9404766089917045*leg5_d_z - 0.25620621301455787*leg5_e_c_x - 0.22329828560068166*leg5_e_c_y
+    leg5_u_L = math.sqrt(cse45*cse45 + leg5_u_Lxz2)
+    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_u_c1 = cse44*leg5_u_inv_Lxz
+    leg5_u_s1 = cse43*leg5_u_inv_Lxz
+    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
+    leg5_u_s2 = cse45*leg5_u_inv_L
+    if not (leg5_q1 + 1.2 > 0.0):  # leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+        F[:] = [NAN] * 6
+        return 503
+    if not (1.2 - leg5_q1 > 0.0):  # leg5 crank above its upper limit 1.2 rad (68.75 deg)
+        F[:] = [NAN] * 6
+        return 504
+    leg6_s0_x = -cse19 + cse20
+    leg6_s0_y = -cse21 + cse22
+    leg6_s0_z = -cse23 + cse24
+    leg6_d_x = -0.17364817766693036*leg6_s0_x - 0.984807753012208*leg6_s0_y - 0.7999999999999999
+    leg6_d_z = 0.984807753012208*leg6_s0_x - 0.17364817766693036*leg6_s0_y + 1.5178830414797062e-18
+    cse46 = leg6_d_x*leg6_d_x
+    cse47 = leg6_s0_z*leg6_s0_z
+    leg6_crank_K = 2.0*cse46 + 2.0*cse47 + 2.0*leg6_d_z*leg6_d_z - 1.1844813172579465
+    leg6_crank_rho2 = cse46 + cse47
+    leg6_crank_w2 = -leg6_crank_K*leg6_crank_K + leg6_crank_rho2
+    if not (leg6_crank_w2 > 0.0):  # leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+        F[:] = [NAN] * 6
+        return 601
+    if not (leg6_crank_w2 - 6.547406586289733e-17 > 0.0):  # leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+        F[:] = [NAN] * 6
+        return 602
+    leg6_crank_w = math.sqrt(leg6_crank_w2)
+    leg6_crank_inv_rho2 = 1.0/leg6_crank_rho2
+    leg6_crank_c = leg6_crank_inv_rho2*(leg6_crank_K*leg6_d_x + leg6_crank_w*leg6_s0_z)
+    leg6_crank_s = leg6_crank_inv_rho2*(-leg6_crank_K*leg6_s0_z + leg6_crank_w*leg6_d_x)
+    leg6_q1 = math.atan2(leg6_crank_s, leg6_crank_c)
+    leg6_e_c_x = leg6_crank_c*leg6_d_x - leg6_crank_s*leg6_s0_z - 0.25
+    leg6_e_c_y = -leg6_crank_c*leg6_s0_z - leg6_crank_s*leg6_d_x
+    cse48 = 0.6570332533844184*leg6_e_c_x - 0.7538615946890296*leg6_e_c_y
+    cse49 = 0.33985842337577093*leg6_d_z - 0.7089891962222172*leg6_e_c_x - 0.6179244061377651*leg6_e_c_y
+    leg6_u_Lxz2 = cse48*cse48 + cse49*cse49
+    if not (leg6_u_Lxz2 - 6.547406586289733e-17 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
+        F[:] = [NAN] * 6
+        return 622
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    cse50 = 0.9404766089917044*leg6_d_z + 0.25620621301455804*leg6_e_c_x + 0.22329828560068185*leg6_e_c_y
+    leg6_u_L = math.sqrt(cse50*cse50 + leg6_u_Lxz2)
+    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_c1 = cse49*leg6_u_inv_Lxz
+    leg6_u_s1 = cse48*leg6_u_inv_Lxz
+    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_s2 = cse50*leg6_u_inv_L
+    if not (leg6_q1 + 1.2 > 0.0):  # leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+        F[:] = [NAN] * 6
+        return 603
+    if not (1.2 - leg6_q1 > 0.0):  # leg6 crank above its upper limit 1.2 rad (68.75 deg)
+        F[:] = [NAN] * 6
+        return 604
+    leg1_beta1_00 = 0.9396926207859084*leg1_crank_c
+    leg1_beta1_01 = -0.34202014332566866*leg1_crank_c
+    leg1_beta1_10 = -0.9396926207859084*leg1_crank_s
+    leg1_beta1_11 = 0.34202014332566866*leg1_crank_s
+    leg1_beta2_00 = -0.7089891962222175*leg1_u_c1 + 0.6570332533844182*leg1_u_s1
+    leg1_beta2_01 = -0.6179244061377649*leg1_u_c1 - 0.7538615946890298*leg1_u_s1
+    leg1_beta2_02 = -0.33985842337577077*leg1_u_c1
+    leg1_beta2_20 = -0.6570332533844182*leg1_u_c1 - 0.7089891962222175*leg1_u_s1
+    leg1_beta2_21 = 0.7538615946890298*leg1_u_c1 - 0.6179244061377649*leg1_u_s1
+    leg1_beta2_22 = -0.33985842337577077*leg1_u_s1
+    leg2_beta1_00 = 0.9396926207859084*leg2_crank_c
+    leg2_beta1_01 = 0.34202014332566866*leg2_crank_c
+    leg2_beta1_10 = -0.9396926207859084*leg2_crank_s
+    leg2_beta1_11 = -0.34202014332566866*leg2_crank_s
+    leg2_beta2_00 = -0.7089891962222175*leg2_u_c1 + 0.6570332533844182*leg2_u_s1
+    leg2_beta2_01 = -0.6179244061377649*leg2_u_c1 - 0.7538615946890298*leg2_u_s1
+    leg2_beta2_02 = 0.33985842337577077*leg2_u_c1
+    leg2_beta2_20 = -0.6570332533844182*leg2_u_c1 - 0.7089891962222175*leg2_u_s1
+    leg2_beta2_21 = 0.7538615946890298*leg2_u_c1 - 0.6179244061377649*leg2_u_s1
+    leg2_beta2_22 = 0.33985842337577077*leg2_u_s1
+    leg3_beta1_00 = -0.17364817766693036*leg3_crank_c
+    leg3_beta1_01 = 0.984807753012208*leg3_crank_c
+    leg3_beta1_10 = 0.17364817766693036*leg3_crank_s
+    leg3_beta1_11 = -0.984807753012208*leg3_crank_s
+    leg3_beta2_00 = -0.7089891962222172*leg3_u_c1 + 0.6570332533844184*leg3_u_s1
+    leg3_beta2_01 = -0.6179244061377651*leg3_u_c1 - 0.7538615946890296*leg3_u_s1
+    leg3_beta2_02 = -0.33985842337577093*leg3_u_c1
+    leg3_beta2_20 = -0.6570332533844184*leg3_u_c1 - 0.7089891962222172*leg3_u_s1
+    leg3_beta2_21 = 0.7538615946890296*leg3_u_c1 - 0.6179244061377651*leg3_u_s1
+    leg3_beta2_22 = -0.33985842337577093*leg3_u_s1
+    leg4_beta1_00 = -0.766044443118978*leg4_crank_c
+    leg4_beta1_01 = 0.6427876096865394*leg4_crank_c
+    leg4_beta1_10 = 0.766044443118978*leg4_crank_s
+    leg4_beta1_11 = -0.6427876096865394*leg4_crank_s
+    leg4_beta2_00 = -0.7089891962222173*leg4_u_c1 + 0.6570332533844182*leg4_u_s1
+    leg4_beta2_01 = -0.617924406137765*leg4_u_c1 - 0.7538615946890297*leg4_u_s1
+    leg4_beta2_02 = 0.3398584233757707*leg4_u_c1
+    leg4_beta2_20 = -0.6570332533844182*leg4_u_c1 - 0.7089891962222173*leg4_u_s1
+    leg4_beta2_21 = 0.7538615946890297*leg4_u_c1 - 0.617924406137765*leg4_u_s1
+    leg4_beta2_22 = 0.3398584233757707*leg4_u_s1
+    leg5_beta1_00 = -0.766044443118978*leg5_crank_c
+    leg5_beta1_01 = -0.6427876096865394*leg5_crank_c
+    leg5_beta1_10 = 0.766044443118978*leg5_crank_s
+    leg5_beta1_11 = 0.6427876096865394*leg5_crank_s
+    leg5_beta2_00 = -0.7089891962222173*leg5_u_c1 + 0.6570332533844182*leg5_u_s1
+    leg5_beta2_01 = -0.617924406137765*leg5_u_c1 - 0.7538615946890297*leg5_u_s1
+    leg5_beta2_02 = -0.3398584233757707*leg5_u_c1
+    leg5_beta2_20 = -0.6570332533844182*leg5_u_c1 - 0.7089891962222173*leg5_u_s1
+    leg5_beta2_21 = 0.7538615946890297*leg5_u_c1 - 0.617924406137765*leg5_u_s1
+    leg5_beta2_22 = -0.3398584233757707*leg5_u_s1
+    leg6_beta1_00 = -0.17364817766693036*leg6_crank_c
+    leg6_beta1_01 = -0.984807753012208*leg6_crank_c
+    leg6_beta1_10 = 0.17364817766693036*leg6_crank_s
+    leg6_beta1_11 = 0.984807753012208*leg6_crank_s
+    leg6_beta2_00 = -0.7089891962222172*leg6_u_c1 + 0.6570332533844184*leg6_u_s1
+    leg6_beta2_01 = -0.6179244061377651*leg6_u_c1 - 0.7538615946890296*leg6_u_s1
+    leg6_beta2_02 = 0.33985842337577093*leg6_u_c1
+    leg6_beta2_20 = -0.6570332533844184*leg6_u_c1 - 0.7089891962222172*leg6_u_s1
+    leg6_beta2_21 = 0.7538615946890296*leg6_u_c1 - 0.6179244061377651*leg6_u_s1
+    leg6_beta2_22 = 0.33985842337577093*leg6_u_s1
+    leg1_B1_00 = leg1_beta2_00*leg1_u_c2 - 0.256206213014558*leg1_u_s2
+    leg1_B1_01 = leg1_beta2_01*leg1_u_c2 - 0.22329828560068166*leg1_u_s2
+    leg1_B1_02 = leg1_beta2_02*leg1_u_c2 + 0.9404766089917045*leg1_u_s2
+    leg1_B1_10 = -leg1_beta2_00*leg1_u_s2 - 0.256206213014558*leg1_u_c2
+    leg1_B1_11 = -leg1_beta2_01*leg1_u_s2 - 0.22329828560068166*leg1_u_c2
+    leg1_B1_12 = -leg1_beta2_02*leg1_u_s2 + 0.9404766089917045*leg1_u_c2
+    leg1_B0_00 = leg1_B1_00*leg1_beta1_00 + leg1_B1_01*leg1_beta1_10 + 0.34202014332566866*leg1_B1_02
+    leg1_B0_01 = leg1_B1_00*leg1_beta1_01 + leg1_B1_01*leg1_beta1_11 + 0.9396926207859084*leg1_B1_02
+    leg1_B0_02 = -leg1_B1_00*leg1_crank_s - leg1_B1_01*leg1_crank_c
+    leg1_B0_10 = leg1_B1_10*leg1_beta1_00 + leg1_B1_11*leg1_beta1_10 + 0.34202014332566866*leg1_B1_12
+    leg1_B0_11 = leg1_B1_10*leg1_beta1_01 + leg1_B1_11*leg1_beta1_11 + 0.9396926207859084*leg1_B1_12
+    leg1_B0_12 = -leg1_B1_10*leg1_crank_s - leg1_B1_11*leg1_crank_c
+    leg1_B0_20 = leg1_beta1_00*leg1_beta2_20 + leg1_beta1_10*leg1_beta2_21 + 0.34202014332566866*leg1_beta2_22
+    leg1_B0_21 = leg1_beta1_01*leg1_beta2_20 + leg1_beta1_11*leg1_beta2_21 + 0.9396926207859084*leg1_beta2_22
+    leg1_B0_22 = -leg1_beta2_20*leg1_crank_s - leg1_beta2_21*leg1_crank_c
+    leg1_rho1_x = 0.25*leg1_B1_00 + 0.809160465315115
+    leg1_rho1_y = 0.25*leg1_B1_10
+    cse51 = 0.25*leg1_beta2_20
+    leg1_rho1_z = cse51
+    leg1_TL1_x = leg1_B1_12*leg1_rho1_z - leg1_beta2_22*leg1_rho1_y
+    leg1_TL1_y = -leg1_B1_02*leg1_rho1_z + leg1_beta2_22*leg1_rho1_x
+    leg1_TL1_z = leg1_B1_02*leg1_rho1_y - leg1_B1_12*leg1_rho1_x
+    leg1_TL2_z = -0.809160465315115*leg1_u_c2
+    leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_01*leg1_s_psi_z + leg1_B0_02*leg1_alpha_C_02
+    leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_01*leg1_alpha_C_11 + leg1_B0_02*leg1_alpha_C_12
+    leg1_Q_02 = leg1_B0_00*leg1_alpha_C_20 + leg1_B0_01*leg1_alpha_C_21 + leg1_B0_02*leg1_alpha_C_22
+    leg1_Q_10 = leg1_B0_10*leg1_alpha_C_00 + leg1_B0_11*leg1_s_psi_z + leg1_B0_12*leg1_alpha_C_02
+    leg1_Q_11 = leg1_B0_10*leg1_alpha_C_10 + leg1_B0_11*leg1_alpha_C_11 + leg1_B0_12*leg1_alpha_C_12
+    leg1_Q_12 = leg1_B0_10*leg1_alpha_C_20 + leg1_B0_11*leg1_alpha_C_21 + leg1_B0_12*leg1_alpha_C_22
+    leg1_Q_20 = leg1_B0_20*leg1_alpha_C_00 + leg1_B0_21*leg1_s_psi_z + leg1_B0_22*leg1_alpha_C_02
+    leg1_Q_21 = leg1_B0_20*leg1_alpha_C_10 + leg1_B0_21*leg1_alpha_C_11 + leg1_B0_22*leg1_alpha_C_12
+    leg1_Q_22 = leg1_B0_20*leg1_alpha_C_20 + leg1_B0_21*leg1_alpha_C_21 + leg1_B0_22*leg1_alpha_C_22
+    leg1_Ci1_x = -0.4213244437154379*leg1_Q_02
+    leg1_Ci1_y = -0.3535331853275967*leg1_Q_02
+    leg1_Ci1_z = 0.4213244437154379*leg1_Q_00 + 0.3535331853275967*leg1_Q_01
+    leg1_Ci2_x = -0.4213244437154379*leg1_Q_12
+    leg1_Ci2_y = -0.3535331853275967*leg1_Q_12
+    leg1_Ci2_z = 0.4213244437154379*leg1_Q_10 + 0.3535331853275967*leg1_Q_11
+    leg1_Ci3_x = -0.4213244437154379*leg1_Q_22
+    leg1_Ci3_y = -0.3535331853275967*leg1_Q_22
+    leg1_Ci3_z = 0.4213244437154379*leg1_Q_20 + 0.3535331853275967*leg1_Q_21
+    if not (leg1_TL2_z*leg1_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+        F[:] = [NAN] * 6
+        return 192
+    leg1_lu_inv2 = 1.0/leg1_TL2_z
+    if not (leg1_TL1_x*leg1_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+        F[:] = [NAN] * 6
+        return 192
+    leg1_lu_inv3 = 1.0/leg1_TL1_x
+    leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.256206213014558*leg2_u_s2
+    leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.22329828560068166*leg2_u_s2
+    leg2_B1_02 = leg2_beta2_02*leg2_u_c2 + 0.9404766089917045*leg2_u_s2
+    leg2_B1_10 = -leg2_beta2_00*leg2_u_s2 + 0.256206213014558*leg2_u_c2
+    leg2_B1_11 = -leg2_beta2_01*leg2_u_s2 + 0.22329828560068166*leg2_u_c2
+    leg2_B1_12 = -leg2_beta2_02*leg2_u_s2 + 0.9404766089917045*leg2_u_c2
+    leg2_B0_00 = leg2_B1_00*leg2_beta1_00 + leg2_B1_01*leg2_beta1_10 - 0.34202014332566866*leg2_B1_02
+    leg2_B0_01 = leg2_B1_00*leg2_beta1_01 + leg2_B1_01*leg2_beta1_11 + 0.9396926207859084*leg2_B1_02
+    leg2_B0_02 = -leg2_B1_00*leg2_crank_s - leg2_B1_01*leg2_crank_c
+    leg2_B0_10 = leg2_B1_10*leg2_beta1_00 + leg2_B1_11*leg2_beta1_10 - 0.34202014332566866*leg2_B1_12
+    leg2_B0_11 = leg2_B1_10*leg2_beta1_01 + leg2_B1_11*leg2_beta1_11 + 0.9396926207859084*leg2_B1_12
+    leg2_B0_12 = -leg2_B1_10*leg2_crank_s - leg2_B1_11*leg2_crank_c
+    leg2_B0_20 = leg2_beta1_00*leg2_beta2_20 + leg2_beta1_10*leg2_beta2_21 - 0.34202014332566866*leg2_beta2_22
+    leg2_B0_21 = leg2_beta1_01*leg2_beta2_20 + leg2_beta1_11*leg2_beta2_21 + 0.9396926207859084*leg2_beta2_22
+    leg2_B0_22 = -leg2_beta2_20*leg2_crank_s - leg2_beta2_21*leg2_crank_c
+    leg2_rho1_x = 0.25*leg2_B1_00 + 0.809160465315115
+    leg2_rho1_y = 0.25*leg2_B1_10
+    cse52 = 0.25*leg2_beta2_20
+    leg2_rho1_z = cse52
+    leg2_TL1_x = leg2_B1_12*leg2_rho1_z - leg2_beta2_22*leg2_rho1_y
+    leg2_TL1_y = -leg2_B1_02*leg2_rho1_z + leg2_beta2_22*leg2_rho1_x
+    leg2_TL1_z = leg2_B1_02*leg2_rho1_y - leg2_B1_12*leg2_rho1_x
+    leg2_TL2_z = -0.809160465315115*leg2_u_c2
+    leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_B0_01
+    leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_B0_01 + leg1_alpha_C_12*leg2_B0_02
+    leg2_Q_02 = leg1_alpha_C_20*leg2_B0_00 + leg1_alpha_C_21*leg2_B0_01 + leg1_alpha_C_22*leg2_B0_02
+    leg2_Q_10 = leg1_alpha_C_00*leg2_B0_10 + leg1_alpha_C_02*leg2_B0_12 + leg1_s_psi_z*leg2_B0_11
+    leg2_Q_11 = leg1_alpha_C_10*leg2_B0_10 + leg1_alpha_C_11*leg2_B0_11 + leg1_alpha_C_12*leg2_B0_12
+    leg2_Q_12 = leg1_alpha_C_20*leg2_B0_10 + leg1_alpha_C_21*leg2_B0_11 + leg1_alpha_C_22*leg2_B0_12
+    leg2_Q_20 = leg1_alpha_C_00*leg2_B0_20 + leg1_alpha_C_02*leg2_B0_22 + leg1_s_psi_z*leg2_B0_21
+    leg2_Q_21 = leg1_alpha_C_10*leg2_B0_20 + leg1_alpha_C_11*leg2_B0_21 + leg1_alpha_C_12*leg2_B0_22
+    leg2_Q_22 = leg1_alpha_C_20*leg2_B0_20 + leg1_alpha_C_21*leg2_B0_21 + leg1_alpha_C_22*leg2_B0_22
+    leg2_Ci1_x = 0.4213244437154379*leg2_Q_02
+    leg2_Ci1_y = -0.3535331853275967*leg2_Q_02
+    leg2_Ci1_z = -0.4213244437154379*leg2_Q_00 + 0.3535331853275967*leg2_Q_01
+    leg2_Ci2_x = 0.4213244437154379*leg2_Q_12
+    leg2_Ci2_y = -0.3535331853275967*leg2_Q_12
+    leg2_Ci2_z = -0.4213244437154379*leg2_Q_10 + 0.3535331853275967*leg2_Q_11
+    leg2_Ci3_x = 0.4213244437154379*leg2_Q_22
+    leg2_Ci3_y = -0.3535331853275967*leg2_Q_22
+    leg2_Ci3_z = -0.4213244437154379*leg2_Q_20 + 0.3535331853275967*leg2_Q_21
+    if not (leg2_TL2_z*leg2_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+        F[:] = [NAN] * 6
+        return 292
+    leg2_lu_inv2 = 1.0/leg2_TL2_z
+    if not (leg2_TL1_x*leg2_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        F[:] = [NAN] * 6
+        return 292
+    leg2_lu_inv3 = 1.0/leg2_TL1_x
+    leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.25620621301455804*leg3_u_s2
+    leg3_B1_01 = leg3_beta2_01*leg3_u_c2 - 0.22329828560068185*leg3_u_s2
+    leg3_B1_02 = leg3_beta2_02*leg3_u_c2 + 0.9404766089917044*leg3_u_s2
+    leg3_B1_10 = -leg3_beta2_00*leg3_u_s2 - 0.25620621301455804*leg3_u_c2
+    leg3_B1_11 = -leg3_beta2_01*leg3_u_s2 - 0.22329828560068185*leg3_u_c2
+    leg3_B1_12 = -leg3_beta2_02*leg3_u_s2 + 0.9404766089917044*leg3_u_c2
+    leg3_B0_00 = leg3_B1_00*leg3_beta1_00 + leg3_B1_01*leg3_beta1_10 - 0.984807753012208*leg3_B1_02
+    leg3_B0_01 = leg3_B1_00*leg3_beta1_01 + leg3_B1_01*leg3_beta1_11 - 0.17364817766693036*leg3_B1_02
+    leg3_B0_02 = -leg3_B1_00*leg3_crank_s - leg3_B1_01*leg3_crank_c
+    leg3_B0_10 = leg3_B1_10*leg3_beta1_00 + leg3_B1_11*leg3_beta1_10 - 0.984807753012208*leg3_B1_12
+    leg3_B0_11 = leg3_B1_10*leg3_beta1_01 + leg3_B1_11*leg3_beta1_11 - 0.17364817766693036*leg3_B1_12
+    leg3_B0_12 = -leg3_B1_10*leg3_crank_s - leg3_B1_11*leg3_crank_c
+    leg3_B0_20 = leg3_beta1_00*leg3_beta2_20 + leg3_beta1_10*leg3_beta2_21 - 0.984807753012208*leg3_beta2_22
+    leg3_B0_21 = leg3_beta1_01*leg3_beta2_20 + leg3_beta1_11*leg3_beta2_21 - 0.17364817766693036*leg3_beta2_22
+    leg3_B0_22 = -leg3_beta2_20*leg3_crank_s - leg3_beta2_21*leg3_crank_c
+    leg3_rho1_x = 0.25*leg3_B1_00 + 0.8091604653151149
+    leg3_rho1_y = 0.25*leg3_B1_10
+    cse53 = 0.25*leg3_beta2_20
+    leg3_rho1_z = cse53
+    leg3_TL1_x = leg3_B1_12*leg3_rho1_z - leg3_beta2_22*leg3_rho1_y
+    leg3_TL1_y = -leg3_B1_02*leg3_rho1_z + leg3_beta2_22*leg3_rho1_x
+    leg3_TL1_z = leg3_B1_02*leg3_rho1_y - leg3_B1_12*leg3_rho1_x
+    leg3_TL2_z = -0.8091604653151149*leg3_u_c2
+    leg3_Q_00 = leg1_alpha_C_00*leg3_B0_00 + leg1_alpha_C_02*leg3_B0_02 + leg1_s_psi_z*leg3_B0_01
+    leg3_Q_01 = leg1_alpha_C_10*leg3_B0_00 + leg1_alpha_C_11*leg3_B0_01 + leg1_alpha_C_12*leg3_B0_02
+    leg3_Q_02 = leg1_alpha_C_20*leg3_B0_00 + leg1_alpha_C_21*leg3_B0_01 + leg1_alpha_C_22*leg3_B0_02
+    leg3_Q_10 = leg1_alpha_C_00*leg3_B0_10 + leg1_alpha_C_02*leg3_B0_12 + leg1_s_psi_z*leg3_B0_11
+    leg3_Q_11 = leg1_alpha_C_10*leg3_B0_10 + leg1_alpha_C_11*leg3_B0_11 + leg1_alpha_C_12*leg3_B0_12
+    leg3_Q_12 = leg1_alpha_C_20*leg3_B0_10 + leg1_alpha_C_21*leg3_B0_11 + leg1_alpha_C_22*leg3_B0_12
+    leg3_Q_20 = leg1_alpha_C_00*leg3_B0_20 + leg1_alpha_C_02*leg3_B0_22 + leg1_s_psi_z*leg3_B0_21
+    leg3_Q_21 = leg1_alpha_C_10*leg3_B0_20 + leg1_alpha_C_11*leg3_B0_21 + leg1_alpha_C_12*leg3_B0_22
+    leg3_Q_22 = leg1_alpha_C_20*leg3_B0_20 + leg1_alpha_C_21*leg3_B0_21 + leg1_alpha_C_22*leg3_B0_22
+    leg3_Ci1_x = 0.5168309414322497*leg3_Q_02
+    leg3_Ci1_y = -0.18811107882911782*leg3_Q_02
+    leg3_Ci1_z = -0.5168309414322497*leg3_Q_00 + 0.18811107882911782*leg3_Q_01
+    leg3_Ci2_x = 0.5168309414322497*leg3_Q_12
+    leg3_Ci2_y = -0.18811107882911782*leg3_Q_12
+    leg3_Ci2_z = -0.5168309414322497*leg3_Q_10 + 0.18811107882911782*leg3_Q_11
+    leg3_Ci3_x = 0.5168309414322497*leg3_Q_22
+    leg3_Ci3_y = -0.18811107882911782*leg3_Q_22
+    leg3_Ci3_z = -0.5168309414322497*leg3_Q_20 + 0.18811107882911782*leg3_Q_21
+    if not (leg3_TL2_z*leg3_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+        F[:] = [NAN] * 6
+        return 392
+    leg3_lu_inv2 = 1.0/leg3_TL2_z
+    if not (leg3_TL1_x*leg3_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        F[:] = [NAN] * 6
+        return 392
+    leg3_lu_inv3 = 1.0/leg3_TL1_x
+    leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.25620621301455787*leg4_u_s2
+    leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.22329828560068166*leg4_u_s2
+    leg4_B1_02 = leg4_beta2_02*leg4_u_c2 + 0.9404766089917045*leg4_u_s2
+    leg4_B1_10 = -leg4_beta2_00*leg4_u_s2 + 0.25620621301455787*leg4_u_c2
+    leg4_B1_11 = -leg4_beta2_01*leg4_u_s2 + 0.22329828560068166*leg4_u_c2
+    leg4_B1_12 = -leg4_beta2_02*leg4_u_s2 + 0.9404766089917045*leg4_u_c2
+    leg4_B0_00 = leg4_B1_00*leg4_beta1_00 + leg4_B1_01*leg4_beta1_10 - 0.6427876096865394*leg4_B1_02
+    leg4_B0_01 = leg4_B1_00*leg4_beta1_01 + leg4_B1_01*leg4_beta1_11 - 0.766044443118978*leg4_B1_02
+    leg4_B0_02 = -leg4_B1_00*leg4_crank_s - leg4_B1_01*leg4_crank_c
+    leg4_B0_10 = leg4_B1_10*leg4_beta1_00 + leg4_B1_11*leg4_beta1_10 - 0.6427876096865394*leg4_B1_12
+    leg4_B0_11 = leg4_B1_10*leg4_beta1_01 + leg4_B1_11*leg4_beta1_11 - 0.766044443118978*leg4_B1_12
+    leg4_B0_12 = -leg4_B1_10*leg4_crank_s - leg4_B1_11*leg4_crank_c
+    leg4_B0_20 = leg4_beta1_00*leg4_beta2_20 + leg4_beta1_10*leg4_beta2_21 - 0.6427876096865394*leg4_beta2_22
+    leg4_B0_21 = leg4_beta1_01*leg4_beta2_20 + leg4_beta1_11*leg4_beta2_21 - 0.766044443118978*leg4_beta2_22
+    leg4_B0_22 = -leg4_beta2_20*leg4_crank_s - leg4_beta2_21*leg4_crank_c
+    leg4_rho1_x = 0.25*leg4_B1_00 + 0.809160465315115
+    leg4_rho1_y = 0.25*leg4_B1_10
+    cse54 = 0.25*leg4_beta2_20
+    leg4_rho1_z = cse54
+    leg4_TL1_x = leg4_B1_12*leg4_rho1_z - leg4_beta2_22*leg4_rho1_y
+    leg4_TL1_y = -leg4_B1_02*leg4_rho1_z + leg4_beta2_22*leg4_rho1_x
+    leg4_TL1_z = leg4_B1_02*leg4_rho1_y - leg4_B1_12*leg4_rho1_x
+    leg4_TL2_z = -0.809160465315115*leg4_u_c2
+    leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_B0_01
+    leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_B0_01 + leg1_alpha_C_12*leg4_B0_02
+    leg4_Q_02 = leg1_alpha_C_20*leg4_B0_00 + leg1_alpha_C_21*leg4_B0_01 + leg1_alpha_C_22*leg4_B0_02
+    leg4_Q_10 = leg1_alpha_C_00*leg4_B0_10 + leg1_alpha_C_02*leg4_B0_12 + leg1_s_psi_z*leg4_B0_11
+    leg4_Q_11 = leg1_alpha_C_10*leg4_B0_10 + leg1_alpha_C_11*leg4_B0_11 + leg1_alpha_C_12*leg4_B0_12
+    leg4_Q_12 = leg1_alpha_C_20*leg4_B0_10 + leg1_alpha_C_21*leg4_B0_11 + leg1_alpha_C_22*leg4_B0_12
+    leg4_Q_20 = leg1_alpha_C_00*leg4_B0_20 + leg1_alpha_C_02*leg4_B0_22 + leg1_s_psi_z*leg4_B0_21
+    leg4_Q_21 = leg1_alpha_C_10*leg4_B0_20 + leg1_alpha_C_11*leg4_B0_21 + leg1_alpha_C_12*leg4_B0_22
+    leg4_Q_22 = leg1_alpha_C_20*leg4_B0_20 + leg1_alpha_C_21*leg4_B0_21 + leg1_alpha_C_22*leg4_B0_22
+    leg4_Ci1_x = 0.0955064977168117*leg4_Q_02
+    leg4_Ci1_y = 0.5416442641567144*leg4_Q_02
+    leg4_Ci1_z = -0.0955064977168117*leg4_Q_00 - 0.5416442641567144*leg4_Q_01
+    leg4_Ci2_x = 0.0955064977168117*leg4_Q_12
+    leg4_Ci2_y = 0.5416442641567144*leg4_Q_12
+    leg4_Ci2_z = -0.0955064977168117*leg4_Q_10 - 0.5416442641567144*leg4_Q_11
+    leg4_Ci3_x = 0.0955064977168117*leg4_Q_22
+    leg4_Ci3_y = 0.5416442641567144*leg4_Q_22
+    leg4_Ci3_z = -0.0955064977168117*leg4_Q_20 - 0.5416442641567144*leg4_Q_21
+    if not (leg4_TL2_z*leg4_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        F[:] = [NAN] * 6
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_TL2_z
+    if not (leg4_TL1_x*leg4_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        F[:] = [NAN] * 6
+        return 492
+    leg4_lu_inv3 = 1.0/leg4_TL1_x
+    leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.25620621301455787*leg5_u_s2
+    leg5_B1_01 = leg5_beta2_01*leg5_u_c2 - 0.22329828560068166*leg5_u_s2
+    leg5_B1_02 = leg5_beta2_02*leg5_u_c2 + 0.9404766089917045*leg5_u_s2
+    leg5_B1_10 = -leg5_beta2_00*leg5_u_s2 - 0.25620621301455787*leg5_u_c2
+    leg5_B1_11 = -leg5_beta2_01*leg5_u_s2 - 0.22329828560068166*leg5_u_c2
+    leg5_B1_12 = -leg5_beta2_02*leg5_u_s2 + 0.9404766089917045*leg5_u_c2
+    leg5_B0_00 = leg5_B1_00*leg5_beta1_00 + leg5_B1_01*leg5_beta1_10 + 0.6427876096865394*leg5_B1_02
+    leg5_B0_01 = leg5_B1_00*leg5_beta1_01 + leg5_B1_01*leg5_beta1_11 - 0.766044443118978*leg5_B1_02
+    leg5_B0_02 = -leg5_B1_00*leg5_crank_s - leg5_B1_01*leg5_crank_c
+    leg5_B0_10 = leg5_B1_10*leg5_beta1_00 + leg5_B1_11*leg5_beta1_10 + 0.6427876096865394*leg5_B1_12
+    leg5_B0_11 = leg5_B1_10*leg5_beta1_01 + leg5_B1_11*leg5_beta1_11 - 0.766044443118978*leg5_B1_12
+    leg5_B0_12 = -leg5_B1_10*leg5_crank_s - leg5_B1_11*leg5_crank_c
+    leg5_B0_20 = leg5_beta1_00*leg5_beta2_20 + leg5_beta1_10*leg5_beta2_21 + 0.6427876096865394*leg5_beta2_22
+    leg5_B0_21 = leg5_beta1_01*leg5_beta2_20 + leg5_beta1_11*leg5_beta2_21 - 0.766044443118978*leg5_beta2_22
+    leg5_B0_22 = -leg5_beta2_20*leg5_crank_s - leg5_beta2_21*leg5_crank_c
+    leg5_rho1_x = 0.25*leg5_B1_00 + 0.809160465315115
+    leg5_rho1_y = 0.25*leg5_B1_10
+    cse55 = 0.25*leg5_beta2_20
+    leg5_rho1_z = cse55
+    leg5_TL1_x = leg5_B1_12*leg5_rho1_z - leg5_beta2_22*leg5_rho1_y
+    leg5_TL1_y = -leg5_B1_02*leg5_rho1_z + leg5_beta2_22*leg5_rho1_x
+    leg5_TL1_z = leg5_B1_02*leg5_rho1_y - leg5_B1_12*leg5_rho1_x
+    leg5_TL2_z = -0.809160465315115*leg5_u_c2
+    leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_B0_01
+    leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_B0_01 + leg1_alpha_C_12*leg5_B0_02
+    leg5_Q_02 = leg1_alpha_C_20*leg5_B0_00 + leg1_alpha_C_21*leg5_B0_01 + leg1_alpha_C_22*leg5_B0_02
+    leg5_Q_10 = leg1_alpha_C_00*leg5_B0_10 + leg1_alpha_C_02*leg5_B0_12 + leg1_s_psi_z*leg5_B0_11
+    leg5_Q_11 = leg1_alpha_C_10*leg5_B0_10 + leg1_alpha_C_11*leg5_B0_11 + leg1_alpha_C_12*leg5_B0_12
+    leg5_Q_12 = leg1_alpha_C_20*leg5_B0_10 + leg1_alpha_C_21*leg5_B0_11 + leg1_alpha_C_22*leg5_B0_12
+    leg5_Q_20 = leg1_alpha_C_00*leg5_B0_20 + leg1_alpha_C_02*leg5_B0_22 + leg1_s_psi_z*leg5_B0_21
+    leg5_Q_21 = leg1_alpha_C_10*leg5_B0_20 + leg1_alpha_C_11*leg5_B0_21 + leg1_alpha_C_12*leg5_B0_22
+    leg5_Q_22 = leg1_alpha_C_20*leg5_B0_20 + leg1_alpha_C_21*leg5_B0_21 + leg1_alpha_C_22*leg5_B0_22
+    leg5_Ci1_x = -0.0955064977168117*leg5_Q_02
+    leg5_Ci1_y = 0.5416442641567144*leg5_Q_02
+    leg5_Ci1_z = 0.0955064977168117*leg5_Q_00 - 0.5416442641567144*leg5_Q_01
+    leg5_Ci2_x = -0.0955064977168117*leg5_Q_12
+    leg5_Ci2_y = 0.5416442641567144*leg5_Q_12
+    leg5_Ci2_z = 0.0955064977168117*leg5_Q_10 - 0.5416442641567144*leg5_Q_11
+    leg5_Ci3_x = -0.0955064977168117*leg5_Q_22
+    leg5_Ci3_y = 0.5416442641567144*leg5_Q_22
+    leg5_Ci3_z = 0.0955064977168117*leg5_Q_20 - 0.5416442641567144*leg5_Q_21
+    if not (leg5_TL2_z*leg5_TL2_z - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        F[:] = [NAN] * 6
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_TL2_z
+    if not (leg5_TL1_x*leg5_TL1_x - 6.547406586289735e-21 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        F[:] = [NAN] * 6
+        return 592
+    leg5_lu_inv3 = 1.0/leg5_TL1_x
+    leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.25620621301455804*leg6_u_s2
+    leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.22329828560068185*leg6_u_s2
+    leg6_B1_02 = leg6_beta2_02*leg6_u_c2 + 0.9404766089917044*leg6_u_s2
+    leg6_B1_10 = -leg6_beta2_00*leg6_u_s2 + 0.25620621301455804*leg6_u_c2
+    leg6_B1_11 = -leg6_beta2_01*leg6_u_s2 + 0.22329828560068185*leg6_u_c2
+    leg6_B1_12 = -leg6_beta2_02*leg6_u_s2 + 0.9404766089917044*leg6_u_c2
+    leg6_B0_00 = leg6_B1_00*leg6_beta1_00 + leg6_B1_01*leg6_beta1_10 + 0.984807753012208*leg6_B1_02
+    leg6_B0_01 = leg6_B1_00*leg6_beta1_01 + leg6_B1_01*leg6_beta1_11 - 0.17364817766693036*leg6_B1_02
+    leg6_B0_02 = -leg6_B1_00*leg6_crank_s - leg6_B1_01*leg6_crank_c
+    leg6_B0_10 = leg6_B1_10*leg6_beta1_00 + leg6_B1_11*leg6_beta1_10 + 0.984807753012208*leg6_B1_12
+    leg6_B0_11 = leg6_B1_10*leg6_beta1_01 + leg6_B1_11*leg6_beta1_11 - 0.17364817766693036*leg6_B1_12
+    leg6_B0_12 = -leg6_B1_10*leg6_crank_s - leg6_B1_11*leg6_crank_c
+    leg6_B0_20 = leg6_beta1_00*leg6_beta2_20 + leg6_beta1_10*leg6_beta2_21 + 0.984807753012208*leg6_beta2_22
+    leg6_B0_21 = leg6_beta1_01*leg6_beta2_20 + leg6_beta1_11*leg6_beta2_21 - 0.17364817766693036*leg6_beta2_22
+    leg6_B0_22 = -leg6_beta2_20*leg6_crank_s - leg6_beta2_21*leg6_crank_c
+    leg6_rho1_x = 0.25*leg6_B1_00 + 0.8091604653151149
+    leg6_rho1_y = 0.25*leg6_B1_10
+    cse56 = 0.25*leg6_beta2_20
+    leg6_rho1_z = cse56
+    leg6_TL1_x = leg6_B1_12*leg6_rho1_z - leg6_beta2_22*leg6_rho1_y
+    leg6_TL1_y = -leg6_B1_02*leg6_rho1_z + leg6_beta2_22*leg6_rho1_x
+    leg6_TL1_z = leg6_B1_02*leg6_rho1_y - leg6_B1_12*leg6_rho1_x
+    leg6_TL2_z = -0.8091604653151149*leg6_u_c2
+    leg6_Q_00 = leg1_alpha_C_00*leg6_B0_00 + leg1_alpha_C_02*leg6_B0_02 + leg1_s_psi_z*leg6_B0_01
+    leg6_Q_01 = leg1_alpha_C_10*leg6_B0_00 + leg1_alpha_C_11*leg6_B0_01 + leg1_alpha_C_12*leg6_B0_02
+    leg6_Q_02 = leg1_alpha_C_20*leg6_B0_00 + leg1_alpha_C_21*leg6_B0_01 + leg1_alpha_C_22*leg6_B0_02
+    leg6_Q_10 = leg1_alpha_C_00*leg6_B0_10 + leg1_alpha_C_02*leg6_B0_12 + leg1_s_psi_z*leg6_B0_11
+    leg6_Q_11 = leg1_alpha_C_10*leg6_B0_10 + leg1_alpha_C_11*leg6_B0_11 + leg1_alpha_C_12*leg6_B0_12
+    leg6_Q_12 = leg1_alpha_C_20*leg6_B0_10 + leg1_alpha_C_21*leg6_B0_11 + leg1_alpha_C_22*leg6_B0_12
+    leg6_Q_20 = leg1_alpha_C_00*leg6_B0_20 + leg1_alpha_C_02*leg6_B0_22 + leg1_s_psi_z*leg6_B0_21
+    leg6_Q_21 = leg1_alpha_C_10*leg6_B0_20 + leg1_alpha_C_11*leg6_B0_21 + leg1_alpha_C_12*leg6_B0_22
+    leg6_Q_22 = leg1_alpha_C_20*leg6_B0_20 + leg1_alpha_C_21*leg6_B0_21 + leg1_alpha_C_22*leg6_B0_22
+    leg6_Ci1_x = -0.5168309414322497*leg6_Q_02
+    leg6_Ci1_y = -0.18811107882911782*leg6_Q_02
+    leg6_Ci1_z = 0.5168309414322497*leg6_Q_00 + 0.18811107882911782*leg6_Q_01
+    leg6_Ci2_x = -0.5168309414322497*leg6_Q_12
+    leg6_Ci2_y = -0.18811107882911782*leg6_Q_12
+    leg6_Ci2_z = 0.5168309414322497*leg6_Q_10 + 0.18811107882911782*leg6_Q_11
+    leg6_Ci3_x = -0.5168309414322497*leg6_Q_22
+    leg6_Ci3_y = -0.18811107882911782*leg6_Q_22
+    leg6_Ci3_z = 0.5168309414322497*leg6_Q_20 + 0.18811107882911782*leg6_Q_21
+    if not (leg6_TL2_z*leg6_TL2_z - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        F[:] = [NAN] * 6
+        return 692
+    leg6_lu_inv2 = 1.0/leg6_TL2_z
+    if not (leg6_TL1_x*leg6_TL1_x - 6.5474065862897325e-21 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        F[:] = [NAN] * 6
+        return 692
+    leg6_lu_inv3 = 1.0/leg6_TL1_x
+    leg1_H1_1 = leg1_B0_00*leg1_lu_inv3
+    leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_TL1_z)
+    cse57 = 1.23584881227553*leg1_TL1_y
+    leg1_H1_3 = -cse57*leg1_H1_1 + 1.23584881227553*leg1_B0_10
+    leg1_H2_1 = leg1_B0_01*leg1_lu_inv3
+    leg1_H2_2 = leg1_lu_inv2*(leg1_B0_21 - leg1_H2_1*leg1_TL1_z)
+    leg1_H2_3 = -cse57*leg1_H2_1 + 1.23584881227553*leg1_B0_11
+    leg1_H3_1 = leg1_B0_02*leg1_lu_inv3
+    leg1_H3_2 = leg1_lu_inv2*(leg1_B0_22 - leg1_H3_1*leg1_TL1_z)
+    leg1_H3_3 = -cse57*leg1_H3_1 + 1.23584881227553*leg1_B0_12
+    leg1_H4_1 = leg1_Ci1_x*leg1_lu_inv3
+    leg1_H4_2 = leg1_lu_inv2*(leg1_Ci3_x - leg1_H4_1*leg1_TL1_z)
+    leg1_H4_3 = -cse57*leg1_H4_1 + 1.23584881227553*leg1_Ci2_x
+    leg1_H5_1 = leg1_Ci1_y*leg1_lu_inv3
+    leg1_H5_2 = leg1_lu_inv2*(leg1_Ci3_y - leg1_H5_1*leg1_TL1_z)
+    leg1_H5_3 = -cse57*leg1_H5_1 + 1.23584881227553*leg1_Ci2_y
+    leg1_H6_1 = leg1_Ci1_z*leg1_lu_inv3
+    leg1_H6_2 = leg1_lu_inv2*(leg1_Ci3_z - leg1_H6_1*leg1_TL1_z)
+    leg1_H6_3 = -cse57*leg1_H6_1 + 1.23584881227553*leg1_Ci2_z
+    leg2_H1_1 = leg2_B0_00*leg2_lu_inv3
+    leg2_H1_2 = leg2_lu_inv2*(leg2_B0_20 - leg2_H1_1*leg2_TL1_z)
+    cse58 = 1.23584881227553*leg2_TL1_y
+    leg2_H1_3 = -cse58*leg2_H1_1 + 1.23584881227553*leg2_B0_10
+    leg2_H2_1 = leg2_B0_01*leg2_lu_inv3
+    leg2_H2_2 = leg2_lu_inv2*(leg2_B0_21 - leg2_H2_1*leg2_TL1_z)
+    leg2_H2_3 = -cse58*leg2_H2_1 + 1.23584881227553*leg2_B0_11
+    leg2_H3_1 = leg2_B0_02*leg2_lu_inv3
+    leg2_H3_2 = leg2_lu_inv2*(leg2_B0_22 - leg2_H3_1*leg2_TL1_z)
+    leg2_H3_3 = -cse58*leg2_H3_1 + 1.23584881227553*leg2_B0_12
+    leg2_H4_1 = leg2_Ci1_x*leg2_lu_inv3
+    leg2_H4_2 = leg2_lu_inv2*(leg2_Ci3_x - leg2_H4_1*leg2_TL1_z)
+    leg2_H4_3 = -cse58*leg2_H4_1 + 1.23584881227553*leg2_Ci2_x
+    leg2_H5_1 = leg2_Ci1_y*leg2_lu_inv3
+    leg2_H5_2 = leg2_lu_inv2*(leg2_Ci3_y - leg2_H5_1*leg2_TL1_z)
+    leg2_H5_3 = -cse58*leg2_H5_1 + 1.23584881227553*leg2_Ci2_y
+    leg2_H6_1 = leg2_Ci1_z*leg2_lu_inv3
+    leg2_H6_2 = leg2_lu_inv2*(leg2_Ci3_z - leg2_H6_1*leg2_TL1_z)
+    leg2_H6_3 = -cse58*leg2_H6_1 + 1.23584881227553*leg2_Ci2_z
+    leg3_H1_1 = leg3_B0_00*leg3_lu_inv3
+    leg3_H1_2 = leg3_lu_inv2*(leg3_B0_20 - leg3_H1_1*leg3_TL1_z)
+    cse59 = 1.23584881227553*leg3_TL1_y
+    leg3_H1_3 = -cse59*leg3_H1_1 + 1.23584881227553*leg3_B0_10
+    leg3_H2_1 = leg3_B0_01*leg3_lu_inv3
+    leg3_H2_2 = leg3_lu_inv2*(leg3_B0_21 - leg3_H2_1*leg3_TL1_z)
+    leg3_H2_3 = -cse59*leg3_H2_1 + 1.23584881227553*leg3_B0_11
+    leg3_H3_1 = leg3_B0_02*leg3_lu_inv3
+    leg3_H3_2 = leg3_lu_inv2*(leg3_B0_22 - leg3_H3_1*leg3_TL1_z)
+    leg3_H3_3 = -cse59*leg3_H3_1 + 1.23584881227553*leg3_B0_12
+    leg3_H4_1 = leg3_Ci1_x*leg3_lu_inv3
+    leg3_H4_2 = leg3_lu_inv2*(leg3_Ci3_x - leg3_H4_1*leg3_TL1_z)
+    leg3_H4_3 = -cse59*leg3_H4_1 + 1.23584881227553*leg3_Ci2_x
+    leg3_H5_1 = leg3_Ci1_y*leg3_lu_inv3
+    leg3_H5_2 = leg3_lu_inv2*(leg3_Ci3_y - leg3_H5_1*leg3_TL1_z)
+    leg3_H5_3 = -cse59*leg3_H5_1 + 1.23584881227553*leg3_Ci2_y
+    leg3_H6_1 = leg3_Ci1_z*leg3_lu_inv3
+    leg3_H6_2 = leg3_lu_inv2*(leg3_Ci3_z - leg3_H6_1*leg3_TL1_z)
+    leg3_H6_3 = -cse59*leg3_H6_1 + 1.23584881227553*leg3_Ci2_z
+    leg4_H1_1 = leg4_B0_00*leg4_lu_inv3
+    leg4_H1_2 = leg4_lu_inv2*(leg4_B0_20 - leg4_H1_1*leg4_TL1_z)
+    cse60 = 1.23584881227553*leg4_TL1_y
+    leg4_H1_3 = -cse60*leg4_H1_1 + 1.23584881227553*leg4_B0_10
+    leg4_H2_1 = leg4_B0_01*leg4_lu_inv3
+    leg4_H2_2 = leg4_lu_inv2*(leg4_B0_21 - leg4_H2_1*leg4_TL1_z)
+    leg4_H2_3 = -cse60*leg4_H2_1 + 1.23584881227553*leg4_B0_11
+    leg4_H3_1 = leg4_B0_02*leg4_lu_inv3
+    leg4_H3_2 = leg4_lu_inv2*(leg4_B0_22 - leg4_H3_1*leg4_TL1_z)
+    leg4_H3_3 = -cse60*leg4_H3_1 + 1.23584881227553*leg4_B0_12
+    leg4_H4_1 = leg4_Ci1_x*leg4_lu_inv3
+    leg4_H4_2 = leg4_lu_inv2*(leg4_Ci3_x - leg4_H4_1*leg4_TL1_z)
+    leg4_H4_3 = -cse60*leg4_H4_1 + 1.23584881227553*leg4_Ci2_x
+    leg4_H5_1 = leg4_Ci1_y*leg4_lu_inv3
+    leg4_H5_2 = leg4_lu_inv2*(leg4_Ci3_y - leg4_H5_1*leg4_TL1_z)
+    leg4_H5_3 = -cse60*leg4_H5_1 + 1.23584881227553*leg4_Ci2_y
+    leg4_H6_1 = leg4_Ci1_z*leg4_lu_inv3
+    leg4_H6_2 = leg4_lu_inv2*(leg4_Ci3_z - leg4_H6_1*leg4_TL1_z)
+    leg4_H6_3 = -cse60*leg4_H6_1 + 1.23584881227553*leg4_Ci2_z
+    leg5_H1_1 = leg5_B0_00*leg5_lu_inv3
+    leg5_H1_2 = leg5_lu_inv2*(leg5_B0_20 - leg5_H1_1*leg5_TL1_z)
+    cse61 = 1.23584881227553*leg5_TL1_y
+    leg5_H1_3 = -cse61*leg5_H1_1 + 1.23584881227553*leg5_B0_10
+    leg5_H2_1 = leg5_B0_01*leg5_lu_inv3
+    leg5_H2_2 = leg5_lu_inv2*(leg5_B0_21 - leg5_H2_1*leg5_TL1_z)
+    leg5_H2_3 = -cse61*leg5_H2_1 + 1.23584881227553*leg5_B0_11
+    leg5_H3_1 = leg5_B0_02*leg5_lu_inv3
+    leg5_H3_2 = leg5_lu_inv2*(leg5_B0_22 - leg5_H3_1*leg5_TL1_z)
+    leg5_H3_3 = -cse61*leg5_H3_1 + 1.23584881227553*leg5_B0_12
+    leg5_H4_1 = leg5_Ci1_x*leg5_lu_inv3
+    leg5_H4_2 = leg5_lu_inv2*(leg5_Ci3_x - leg5_H4_1*leg5_TL1_z)
+    leg5_H4_3 = -cse61*leg5_H4_1 + 1.23584881227553*leg5_Ci2_x
+    leg5_H5_1 = leg5_Ci1_y*leg5_lu_inv3
+    leg5_H5_2 = leg5_lu_inv2*(leg5_Ci3_y - leg5_H5_1*leg5_TL1_z)
+    leg5_H5_3 = -cse61*leg5_H5_1 + 1.23584881227553*leg5_Ci2_y
+    leg5_H6_1 = leg5_Ci1_z*leg5_lu_inv3
+    leg5_H6_2 = leg5_lu_inv2*(leg5_Ci3_z - leg5_H6_1*leg5_TL1_z)
+    leg5_H6_3 = -cse61*leg5_H6_1 + 1.23584881227553*leg5_Ci2_z
+    leg6_H1_1 = leg6_B0_00*leg6_lu_inv3
+    leg6_H1_2 = leg6_lu_inv2*(leg6_B0_20 - leg6_H1_1*leg6_TL1_z)
+    cse62 = 1.23584881227553*leg6_TL1_y
+    leg6_H1_3 = -cse62*leg6_H1_1 + 1.23584881227553*leg6_B0_10
+    leg6_H2_1 = leg6_B0_01*leg6_lu_inv3
+    leg6_H2_2 = leg6_lu_inv2*(leg6_B0_21 - leg6_H2_1*leg6_TL1_z)
+    leg6_H2_3 = -cse62*leg6_H2_1 + 1.23584881227553*leg6_B0_11
+    leg6_H3_1 = leg6_B0_02*leg6_lu_inv3
+    leg6_H3_2 = leg6_lu_inv2*(leg6_B0_22 - leg6_H3_1*leg6_TL1_z)
+    leg6_H3_3 = -cse62*leg6_H3_1 + 1.23584881227553*leg6_B0_12
+    leg6_H4_1 = leg6_Ci1_x*leg6_lu_inv3
+    leg6_H4_2 = leg6_lu_inv2*(leg6_Ci3_x - leg6_H4_1*leg6_TL1_z)
+    leg6_H4_3 = -cse62*leg6_H4_1 + 1.23584881227553*leg6_Ci2_x
+    leg6_H5_1 = leg6_Ci1_y*leg6_lu_inv3
+    leg6_H5_2 = leg6_lu_inv2*(leg6_Ci3_y - leg6_H5_1*leg6_TL1_z)
+    leg6_H5_3 = -cse62*leg6_H5_1 + 1.23584881227553*leg6_Ci2_y
+    leg6_H6_1 = leg6_Ci1_z*leg6_lu_inv3
+    leg6_H6_2 = leg6_lu_inv2*(leg6_Ci3_z - leg6_H6_1*leg6_TL1_z)
+    leg6_H6_3 = -cse62*leg6_H6_1 + 1.23584881227553*leg6_Ci2_z
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H2_1*v_y + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd3 = leg1_H1_3*v_x + leg1_H2_3*v_y + leg1_H3_3*v_z + leg1_H4_3*omega_x + leg1_H5_3*omega_y + leg1_H6_3*omega_z
+    leg2_qd1 = leg2_H1_1*v_x + leg2_H2_1*v_y + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
+    leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
+    leg2_qd3 = leg2_H1_3*v_x + leg2_H2_3*v_y + leg2_H3_3*v_z + leg2_H4_3*omega_x + leg2_H5_3*omega_y + leg2_H6_3*omega_z
+    leg3_qd1 = leg3_H1_1*v_x + leg3_H2_1*v_y + leg3_H3_1*v_z + leg3_H4_1*omega_x + leg3_H5_1*omega_y + leg3_H6_1*omega_z
+    leg3_qd2 = leg3_H1_2*v_x + leg3_H2_2*v_y + leg3_H3_2*v_z + leg3_H4_2*omega_x + leg3_H5_2*omega_y + leg3_H6_2*omega_z
+    leg3_qd3 = leg3_H1_3*v_x + leg3_H2_3*v_y + leg3_H3_3*v_z + leg3_H4_3*omega_x + leg3_H5_3*omega_y + leg3_H6_3*omega_z
+    leg4_qd1 = leg4_H1_1*v_x + leg4_H2_1*v_y + leg4_H3_1*v_z + leg4_H4_1*omega_x + leg4_H5_1*omega_y + leg4_H6_1*omega_z
+    leg4_qd2 = leg4_H1_2*v_x + leg4_H2_2*v_y + leg4_H3_2*v_z + leg4_H4_2*omega_x + leg4_H5_2*omega_y + leg4_H6_2*omega_z
+    leg4_qd3 = leg4_H1_3*v_x + leg4_H2_3*v_y + leg4_H3_3*v_z + leg4_H4_3*omega_x + leg4_H5_3*omega_y + leg4_H6_3*omega_z
+    leg5_qd1 = leg5_H1_1*v_x + leg5_H2_1*v_y + leg5_H3_1*v_z + leg5_H4_1*omega_x + leg5_H5_1*omega_y + leg5_H6_1*omega_z
+    leg5_qd2 = leg5_H1_2*v_x + leg5_H2_2*v_y + leg5_H3_2*v_z + leg5_H4_2*omega_x + leg5_H5_2*omega_y + leg5_H6_2*omega_z
+    leg5_qd3 = leg5_H1_3*v_x + leg5_H2_3*v_y + leg5_H3_3*v_z + leg5_H4_3*omega_x + leg5_H5_3*omega_y + leg5_H6_3*omega_z
+    leg6_qd1 = leg6_H1_1*v_x + leg6_H2_1*v_y + leg6_H3_1*v_z + leg6_H4_1*omega_x + leg6_H5_1*omega_y + leg6_H6_1*omega_z
+    leg6_qd2 = leg6_H1_2*v_x + leg6_H2_2*v_y + leg6_H3_2*v_z + leg6_H4_2*omega_x + leg6_H5_2*omega_y + leg6_H6_2*omega_z
+    leg6_qd3 = leg6_H1_3*v_x + leg6_H2_3*v_y + leg6_H3_3*v_z + leg6_H4_3*omega_x + leg6_H5_3*omega_y + leg6_H6_3*omega_z
     leg1_oo1_zz = leg1_qd1*leg1_qd1
     leg1_omega_p2_x = leg1_beta2_02*leg1_qd1
     leg1_omega_p2_y = 0.9404766089917045*leg1_qd1
@@ -11675,10 +12173,10 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_omega2_y = leg1_omega_p2_y + leg1_qd2
     leg1_epsd2_x = -leg1_omega_p2_z*leg1_qd2
     leg1_epsd2_z = leg1_omega_p2_x*leg1_qd2
-    cse57 = 0.25*leg1_oo1_zz
-    leg1_a2_x = -cse57*leg1_beta2_00
-    leg1_a2_y = 0.06405155325363948*leg1_oo1_zz
-    leg1_a2_z = -cse45*leg1_oo1_zz
+    cse63 = 0.25*leg1_oo1_zz
+    leg1_a2_x = -cse63*leg1_beta2_00
+    leg1_a2_y = 0.0640515532536395*leg1_oo1_zz
+    leg1_a2_z = -cse51*leg1_oo1_zz
     leg1_omega_p3_x = leg1_omega2_y*leg1_u_s2 + leg1_omega_p2_x*leg1_u_c2
     leg1_omega_p3_y = leg1_omega2_y*leg1_u_c2 - leg1_omega_p2_x*leg1_u_s2
     leg1_omega3_z = leg1_omega_p2_z + leg1_qd3
@@ -11698,11 +12196,11 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_omega2_y = leg2_omega_p2_y + leg2_qd2
     leg2_epsd2_x = -leg2_omega_p2_z*leg2_qd2
     leg2_epsd2_z = leg2_omega_p2_x*leg2_qd2
-    cse58 = 0.25*leg2_oo1_zz
-    leg2_a2_x = -cse58*leg2_beta2_00
-    cse59 = -0.06405155325363948*leg2_oo1_zz
-    leg2_a2_y = cse59
-    leg2_a2_z = -cse46*leg2_oo1_zz
+    cse64 = 0.25*leg2_oo1_zz
+    leg2_a2_x = -cse64*leg2_beta2_00
+    cse65 = -0.0640515532536395*leg2_oo1_zz
+    leg2_a2_y = cse65
+    leg2_a2_z = -cse52*leg2_oo1_zz
     leg2_omega_p3_x = leg2_omega2_y*leg2_u_s2 + leg2_omega_p2_x*leg2_u_c2
     leg2_omega_p3_y = leg2_omega2_y*leg2_u_c2 - leg2_omega_p2_x*leg2_u_s2
     leg2_omega3_z = leg2_omega_p2_z + leg2_qd3
@@ -11717,15 +12215,15 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_oo3_W_00 = -leg2_oo3_yy - leg2_oo3_zz
     leg3_oo1_zz = leg3_qd1*leg3_qd1
     leg3_omega_p2_x = leg3_beta2_02*leg3_qd1
-    leg3_omega_p2_y = 0.9404766089917045*leg3_qd1
+    leg3_omega_p2_y = 0.9404766089917044*leg3_qd1
     leg3_omega_p2_z = leg3_beta2_22*leg3_qd1
     leg3_omega2_y = leg3_omega_p2_y + leg3_qd2
     leg3_epsd2_x = -leg3_omega_p2_z*leg3_qd2
     leg3_epsd2_z = leg3_omega_p2_x*leg3_qd2
-    cse60 = 0.25*leg3_oo1_zz
-    leg3_a2_x = -cse60*leg3_beta2_00
+    cse66 = 0.25*leg3_oo1_zz
+    leg3_a2_x = -cse66*leg3_beta2_00
     leg3_a2_y = 0.06405155325363951*leg3_oo1_zz
-    leg3_a2_z = -cse47*leg3_oo1_zz
+    leg3_a2_z = -cse53*leg3_oo1_zz
     leg3_omega_p3_x = leg3_omega2_y*leg3_u_s2 + leg3_omega_p2_x*leg3_u_c2
     leg3_omega_p3_y = leg3_omega2_y*leg3_u_c2 - leg3_omega_p2_x*leg3_u_s2
     leg3_omega3_z = leg3_omega_p2_z + leg3_qd3
@@ -11745,11 +12243,11 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_omega2_y = leg4_omega_p2_y + leg4_qd2
     leg4_epsd2_x = -leg4_omega_p2_z*leg4_qd2
     leg4_epsd2_z = leg4_omega_p2_x*leg4_qd2
-    cse61 = 0.25*leg4_oo1_zz
-    leg4_a2_x = -cse61*leg4_beta2_00
-    cse62 = -0.06405155325363951*leg4_oo1_zz
-    leg4_a2_y = cse62
-    leg4_a2_z = -cse48*leg4_oo1_zz
+    cse67 = 0.25*leg4_oo1_zz
+    leg4_a2_x = -cse67*leg4_beta2_00
+    cse68 = -0.06405155325363947*leg4_oo1_zz
+    leg4_a2_y = cse68
+    leg4_a2_z = -cse54*leg4_oo1_zz
     leg4_omega_p3_x = leg4_omega2_y*leg4_u_s2 + leg4_omega_p2_x*leg4_u_c2
     leg4_omega_p3_y = leg4_omega2_y*leg4_u_c2 - leg4_omega_p2_x*leg4_u_s2
     leg4_omega3_z = leg4_omega_p2_z + leg4_qd3
@@ -11769,10 +12267,10 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_omega2_y = leg5_omega_p2_y + leg5_qd2
     leg5_epsd2_x = -leg5_omega_p2_z*leg5_qd2
     leg5_epsd2_z = leg5_omega_p2_x*leg5_qd2
-    cse63 = 0.25*leg5_oo1_zz
-    leg5_a2_x = -cse63*leg5_beta2_00
+    cse69 = 0.25*leg5_oo1_zz
+    leg5_a2_x = -cse69*leg5_beta2_00
     leg5_a2_y = 0.06405155325363947*leg5_oo1_zz
-    leg5_a2_z = -cse49*leg5_oo1_zz
+    leg5_a2_z = -cse55*leg5_oo1_zz
     leg5_omega_p3_x = leg5_omega2_y*leg5_u_s2 + leg5_omega_p2_x*leg5_u_c2
     leg5_omega_p3_y = leg5_omega2_y*leg5_u_c2 - leg5_omega_p2_x*leg5_u_s2
     leg5_omega3_z = leg5_omega_p2_z + leg5_qd3
@@ -11792,11 +12290,11 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_omega2_y = leg6_omega_p2_y + leg6_qd2
     leg6_epsd2_x = -leg6_omega_p2_z*leg6_qd2
     leg6_epsd2_z = leg6_omega_p2_x*leg6_qd2
-    cse64 = 0.25*leg6_oo1_zz
-    leg6_a2_x = -cse64*leg6_beta2_00
-    cse65 = -0.06405155325363952*leg6_oo1_zz
-    leg6_a2_y = cse65
-    leg6_a2_z = -cse50*leg6_oo1_zz
+    cse70 = 0.25*leg6_oo1_zz
+    leg6_a2_x = -cse70*leg6_beta2_00
+    cse71 = -0.06405155325363951*leg6_oo1_zz
+    leg6_a2_y = cse71
+    leg6_a2_z = -cse56*leg6_oo1_zz
     leg6_omega_p3_x = leg6_omega2_y*leg6_u_s2 + leg6_omega_p2_x*leg6_u_c2
     leg6_omega_p3_y = leg6_omega2_y*leg6_u_c2 - leg6_omega_p2_x*leg6_u_s2
     leg6_omega3_z = leg6_omega_p2_z + leg6_qd3
@@ -11809,98 +12307,103 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_oo3_xy = leg6_omega_p3_x*leg6_omega_p3_y
     leg6_oo3_xz = leg6_omega3_z*leg6_omega_p3_x
     leg6_oo3_W_00 = -leg6_oo3_yy - leg6_oo3_zz
-    cse66 = 0.3535331853275967*oo_C_W_00
-    cse67 = 0.4213244437154379*oo_C_xy
-    cse68 = cse66 - cse67
-    cse69 = 0.4213244437154379*oo_C_W_11
-    cse70 = -cse69 + 0.3535331853275967*oo_C_xy
-    cse71 = 0.3535331853275967*oo_C_xz
-    cse72 = 0.4213244437154379*oo_C_yz
-    cse73 = cse71 - cse72
-    leg1_cC_x = cse68*leg1_Q_00 + cse70*leg1_Q_01 + cse73*leg1_Q_02
-    leg1_cC_y = cse68*leg1_Q_10 + cse70*leg1_Q_11 + cse73*leg1_Q_12
-    leg1_cC_z = cse68*leg1_Q_20 + cse70*leg1_Q_21 + cse73*leg1_Q_22
+    cse72 = 0.3535331853275967*oo_C_W_00
+    cse73 = 0.4213244437154379*oo_C_xy
+    cse74 = cse72 - cse73
+    cse75 = 0.4213244437154379*oo_C_W_11
+    cse76 = -cse75 + 0.3535331853275967*oo_C_xy
+    cse77 = 0.3535331853275967*oo_C_xz
+    cse78 = 0.4213244437154379*oo_C_yz
+    cse79 = cse77 - cse78
+    leg1_cC_x = cse74*leg1_Q_00 + cse76*leg1_Q_01 + cse79*leg1_Q_02
+    leg1_cC_y = cse74*leg1_Q_10 + cse76*leg1_Q_11 + cse79*leg1_Q_12
+    leg1_cC_z = cse74*leg1_Q_20 + cse76*leg1_Q_21 + cse79*leg1_Q_22
     leg1_c1 = -leg1_a3_x + leg1_cC_x - 0.809160465315115*leg1_oo3_W_00
     leg1_c2 = -leg1_a3_y + leg1_cC_y - 0.809160465315115*leg1_epsd2_z - 0.809160465315115*leg1_oo3_xy
     leg1_c3 = -leg1_a2_z + leg1_cC_z + 0.809160465315115*leg1_epsd3_y - 0.809160465315115*leg1_oo3_xz
     leg1_h1 = leg1_c1*leg1_lu_inv3
     leg1_h2 = leg1_lu_inv2*(-leg1_TL1_z*leg1_h1 + leg1_c3)
-    leg1_h3 = -cse51*leg1_h1 + 1.23584881227553*leg1_c2
-    cse74 = cse66 + cse67
-    cse75 = cse69 + 0.3535331853275967*oo_C_xy
-    cse76 = cse71 + cse72
-    leg2_cC_x = cse74*leg2_Q_00 + cse75*leg2_Q_01 + cse76*leg2_Q_02
-    leg2_cC_y = cse74*leg2_Q_10 + cse75*leg2_Q_11 + cse76*leg2_Q_12
-    leg2_cC_z = cse74*leg2_Q_20 + cse75*leg2_Q_21 + cse76*leg2_Q_22
+    leg1_h3 = -cse57*leg1_h1 + 1.23584881227553*leg1_c2
+    cse80 = cse72 + cse73
+    cse81 = cse75 + 0.3535331853275967*oo_C_xy
+    cse82 = cse77 + cse78
+    leg2_cC_x = cse80*leg2_Q_00 + cse81*leg2_Q_01 + cse82*leg2_Q_02
+    leg2_cC_y = cse80*leg2_Q_10 + cse81*leg2_Q_11 + cse82*leg2_Q_12
+    leg2_cC_z = cse80*leg2_Q_20 + cse81*leg2_Q_21 + cse82*leg2_Q_22
     leg2_c1 = -leg2_a3_x + leg2_cC_x - 0.809160465315115*leg2_oo3_W_00
     leg2_c2 = -leg2_a3_y + leg2_cC_y - 0.809160465315115*leg2_epsd2_z - 0.809160465315115*leg2_oo3_xy
     leg2_c3 = -leg2_a2_z + leg2_cC_z + 0.809160465315115*leg2_epsd3_y - 0.809160465315115*leg2_oo3_xz
     leg2_h1 = leg2_c1*leg2_lu_inv3
     leg2_h2 = leg2_lu_inv2*(-leg2_TL1_z*leg2_h1 + leg2_c3)
-    leg2_h3 = -cse52*leg2_h1 + 1.23584881227553*leg2_c2
-    cse77 = 0.5168309414322496*oo_C_xy
-    cse78 = cse77 + 0.18811107882911787*oo_C_W_00
-    cse79 = 0.5168309414322496*oo_C_W_11
-    cse80 = cse79 + 0.18811107882911787*oo_C_xy
-    cse81 = 0.5168309414322496*oo_C_yz
-    cse82 = cse81 + 0.18811107882911787*oo_C_xz
-    leg3_cC_x = cse78*leg3_Q_00 + cse80*leg3_Q_01 + cse82*leg3_Q_02
-    leg3_cC_y = cse78*leg3_Q_10 + cse80*leg3_Q_11 + cse82*leg3_Q_12
-    leg3_cC_z = cse78*leg3_Q_20 + cse80*leg3_Q_21 + cse82*leg3_Q_22
+    leg2_h3 = -cse58*leg2_h1 + 1.23584881227553*leg2_c2
+    cse83 = 0.18811107882911782*oo_C_W_00
+    cse84 = 0.5168309414322497*oo_C_xy
+    cse85 = cse83 + cse84
+    cse86 = 0.5168309414322497*oo_C_W_11
+    cse87 = cse86 + 0.18811107882911782*oo_C_xy
+    cse88 = 0.18811107882911782*oo_C_xz
+    cse89 = 0.5168309414322497*oo_C_yz
+    cse90 = cse88 + cse89
+    leg3_cC_x = cse85*leg3_Q_00 + cse87*leg3_Q_01 + cse90*leg3_Q_02
+    leg3_cC_y = cse85*leg3_Q_10 + cse87*leg3_Q_11 + cse90*leg3_Q_12
+    leg3_cC_z = cse85*leg3_Q_20 + cse87*leg3_Q_21 + cse90*leg3_Q_22
     leg3_c1 = -leg3_a3_x + leg3_cC_x - 0.8091604653151149*leg3_oo3_W_00
     leg3_c2 = -leg3_a3_y + leg3_cC_y - 0.8091604653151149*leg3_epsd2_z - 0.8091604653151149*leg3_oo3_xy
     leg3_c3 = -leg3_a2_z + leg3_cC_z + 0.8091604653151149*leg3_epsd3_y - 0.8091604653151149*leg3_oo3_xz
     leg3_h1 = leg3_c1*leg3_lu_inv3
     leg3_h2 = leg3_lu_inv2*(-leg3_TL1_z*leg3_h1 + leg3_c3)
-    leg3_h3 = -cse53*leg3_h1 + 1.23584881227553*leg3_c2
-    cse83 = 0.5416442641567144*oo_C_W_00
-    cse84 = -cse83 + 0.09550649771681166*oo_C_xy
-    cse85 = 0.5416442641567144*oo_C_xy
-    cse86 = -cse85 + 0.09550649771681166*oo_C_W_11
-    cse87 = 0.5416442641567144*oo_C_xz
-    cse88 = -cse87 + 0.09550649771681166*oo_C_yz
-    leg4_cC_x = cse84*leg4_Q_00 + cse86*leg4_Q_01 + cse88*leg4_Q_02
-    leg4_cC_y = cse84*leg4_Q_10 + cse86*leg4_Q_11 + cse88*leg4_Q_12
-    leg4_cC_z = cse84*leg4_Q_20 + cse86*leg4_Q_21 + cse88*leg4_Q_22
-    leg4_c1 = -leg4_a3_x + leg4_cC_x - 0.8091604653151152*leg4_oo3_W_00
-    leg4_c2 = -leg4_a3_y + leg4_cC_y - 0.8091604653151152*leg4_epsd2_z - 0.8091604653151152*leg4_oo3_xy
-    leg4_c3 = -leg4_a2_z + leg4_cC_z + 0.8091604653151152*leg4_epsd3_y - 0.8091604653151152*leg4_oo3_xz
+    leg3_h3 = -cse59*leg3_h1 + 1.23584881227553*leg3_c2
+    cse91 = 0.5416442641567144*oo_C_W_00
+    cse92 = 0.0955064977168117*oo_C_xy
+    cse93 = -cse91 + cse92
+    cse94 = 0.0955064977168117*oo_C_W_11
+    cse95 = 0.5416442641567144*oo_C_xy
+    cse96 = cse94 - cse95
+    cse97 = 0.5416442641567144*oo_C_xz
+    cse98 = 0.0955064977168117*oo_C_yz
+    cse99 = -cse97 + cse98
+    leg4_cC_x = cse93*leg4_Q_00 + cse96*leg4_Q_01 + cse99*leg4_Q_02
+    leg4_cC_y = cse93*leg4_Q_10 + cse96*leg4_Q_11 + cse99*leg4_Q_12
+    leg4_cC_z = cse93*leg4_Q_20 + cse96*leg4_Q_21 + cse99*leg4_Q_22
+    leg4_c1 = -leg4_a3_x + leg4_cC_x - 0.809160465315115*leg4_oo3_W_00
+    leg4_c2 = -leg4_a3_y + leg4_cC_y - 0.809160465315115*leg4_epsd2_z - 0.809160465315115*leg4_oo3_xy
+    leg4_c3 = -leg4_a2_z + leg4_cC_z + 0.809160465315115*leg4_epsd3_y - 0.809160465315115*leg4_oo3_xz
     leg4_h1 = leg4_c1*leg4_lu_inv3
     leg4_h2 = leg4_lu_inv2*(-leg4_TL1_z*leg4_h1 + leg4_c3)
-    leg4_h3 = -cse54*leg4_h1 + 1.2358488122755296*leg4_c2
-    cse89 = -cse83 - 0.09550649771681177*oo_C_xy
-    cse90 = -cse85 - 0.09550649771681177*oo_C_W_11
-    cse91 = -cse87 - 0.09550649771681177*oo_C_yz
-    leg5_cC_x = cse89*leg5_Q_00 + cse90*leg5_Q_01 + cse91*leg5_Q_02
-    leg5_cC_y = cse89*leg5_Q_10 + cse90*leg5_Q_11 + cse91*leg5_Q_12
-    leg5_cC_z = cse89*leg5_Q_20 + cse90*leg5_Q_21 + cse91*leg5_Q_22
-    leg5_c1 = -leg5_a3_x + leg5_cC_x - 0.8091604653151149*leg5_oo3_W_00
-    leg5_c2 = -leg5_a3_y + leg5_cC_y - 0.8091604653151149*leg5_epsd2_z - 0.8091604653151149*leg5_oo3_xy
-    leg5_c3 = -leg5_a2_z + leg5_cC_z + 0.8091604653151149*leg5_epsd3_y - 0.8091604653151149*leg5_oo3_xz
+    leg4_h3 = -cse60*leg4_h1 + 1.23584881227553*leg4_c2
+    cse100 = -cse91 - cse92
+    cse101 = -cse94 - cse95
+    cse102 = -cse97 - cse98
+    leg5_cC_x = cse100*leg5_Q_00 + cse101*leg5_Q_01 + cse102*leg5_Q_02
+    leg5_cC_y = cse100*leg5_Q_10 + cse101*leg5_Q_11 + cse102*leg5_Q_12
+    leg5_cC_z = cse100*leg5_Q_20 + cse101*leg5_Q_21 + cse102*leg5_Q_22
+    leg5_c1 = -leg5_a3_x + leg5_cC_x - 0.809160465315115*leg5_oo3_W_00
+    leg5_c2 = -leg5_a3_y + leg5_cC_y - 0.809160465315115*leg5_epsd2_z - 0.809160465315115*leg5_oo3_xy
+    leg5_c3 = -leg5_a2_z + leg5_cC_z + 0.809160465315115*leg5_epsd3_y - 0.809160465315115*leg5_oo3_xz
     leg5_h1 = leg5_c1*leg5_lu_inv3
     leg5_h2 = leg5_lu_inv2*(-leg5_TL1_z*leg5_h1 + leg5_c3)
-    leg5_h3 = -cse55*leg5_h1 + 1.23584881227553*leg5_c2
-    cse92 = -cse77 + 0.18811107882911796*oo_C_W_00
-    cse93 = -cse79 + 0.18811107882911796*oo_C_xy
-    cse94 = -cse81 + 0.18811107882911796*oo_C_xz
-    leg6_cC_x = cse92*leg6_Q_00 + cse93*leg6_Q_01 + cse94*leg6_Q_02
-    leg6_cC_y = cse92*leg6_Q_10 + cse93*leg6_Q_11 + cse94*leg6_Q_12
-    leg6_cC_z = cse92*leg6_Q_20 + cse93*leg6_Q_21 + cse94*leg6_Q_22
-    leg6_c1 = -leg6_a3_x + leg6_cC_x - 0.809160465315115*leg6_oo3_W_00
-    leg6_c2 = -leg6_a3_y + leg6_cC_y - 0.809160465315115*leg6_epsd2_z - 0.809160465315115*leg6_oo3_xy
-    leg6_c3 = -leg6_a2_z + leg6_cC_z + 0.809160465315115*leg6_epsd3_y - 0.809160465315115*leg6_oo3_xz
+    leg5_h3 = -cse61*leg5_h1 + 1.23584881227553*leg5_c2
+    cse103 = cse83 - cse84
+    cse104 = -cse86 + 0.18811107882911782*oo_C_xy
+    cse105 = cse88 - cse89
+    leg6_cC_x = cse103*leg6_Q_00 + cse104*leg6_Q_01 + cse105*leg6_Q_02
+    leg6_cC_y = cse103*leg6_Q_10 + cse104*leg6_Q_11 + cse105*leg6_Q_12
+    leg6_cC_z = cse103*leg6_Q_20 + cse104*leg6_Q_21 + cse105*leg6_Q_22
+    leg6_c1 = -leg6_a3_x + leg6_cC_x - 0.8091604653151149*leg6_oo3_W_00
+    leg6_c2 = -leg6_a3_y + leg6_cC_y - 0.8091604653151149*leg6_epsd2_z - 0.8091604653151149*leg6_oo3_xy
+    leg6_c3 = -leg6_a2_z + leg6_cC_z + 0.8091604653151149*leg6_epsd3_y - 0.8091604653151149*leg6_oo3_xz
     leg6_h1 = leg6_c1*leg6_lu_inv3
     leg6_h2 = leg6_lu_inv2*(-leg6_TL1_z*leg6_h1 + leg6_c3)
-    leg6_h3 = -cse56*leg6_h1 + 1.23584881227553*leg6_c2
+    leg6_h3 = -cse62*leg6_h1 + 1.23584881227553*leg6_c2
     leg1_cp3_x = (0.75)*leg1_u_c2
-    cse95 = (0.75)*leg1_u_s2
-    leg1_cp3_y = cse95
+    cse106 = (0.75)*leg1_u_s2
+    leg1_cp3_y = cse106
     leg1_IJ3_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2
     leg1_IJ3_cs = leg1_u_c2*leg1_u_s2
     leg1_IJ3_00 = 0.153 - 0.152*leg1_IJ3_C2
     leg1_IJ3_11 = 0.306 - leg1_IJ3_00
     leg1_IJ3_01 = -0.304*leg1_IJ3_cs
-    leg1_cp2_x = leg1_beta2_00*leg1_cp3_x - 0.2562062130145579*leg1_cp3_y
+    leg1_cp2_x = leg1_beta2_00*leg1_cp3_x - 0.256206213014558*leg1_cp3_y
     leg1_IJ2_C2 = leg1_u_c1*leg1_u_c1 - leg1_u_s1*leg1_u_s1
     leg1_IJ2_D = 0.305 - leg1_IJ3_00
     leg1_IJ2_Sum = leg1_IJ3_00 + 0.305
@@ -11908,20 +12411,20 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_IJ2_00 = -leg1_IJ2_22 + leg1_IJ2_Sum
     leg1_IJ2_01 = leg1_IJ3_01*leg1_u_c1
     leg1_Ic1_22 = 0.11550374793946465*leg1_IJ2_00 - 0.6392577951074239*leg1_IJ2_01 + 0.8844962520605354*leg1_IJ3_11 + 0.5*leg1_cp2_x + 0.21945
-    leg1_Fm3_2_x = -cse95
-    leg1_Fm3_1_y = leg1_Fm3_2_x*leg1_beta2_01 - 0.2232982856006816*leg1_cp3_x
+    leg1_Fm3_2_x = -cse106
+    leg1_Fm3_1_y = leg1_Fm3_2_x*leg1_beta2_01 - 0.22329828560068166*leg1_cp3_x
     leg1_Nm3_1_z = 0.25*leg1_Fm3_1_y + (0.305)*leg1_beta2_22
     leg1_Fm2_1_y = -leg1_beta2_21*leg1_cp3_x
     leg1_Nm2_1_z = 0.25*leg1_Fm2_1_y + leg1_IJ3_01*leg1_beta2_02 + 0.9404766089917045*leg1_IJ3_11
     leg2_cp3_x = (0.75)*leg2_u_c2
-    cse96 = (0.75)*leg2_u_s2
-    leg2_cp3_y = cse96
+    cse107 = (0.75)*leg2_u_s2
+    leg2_cp3_y = cse107
     leg2_IJ3_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2
     leg2_IJ3_cs = leg2_u_c2*leg2_u_s2
     leg2_IJ3_00 = 0.153 - 0.152*leg2_IJ3_C2
     leg2_IJ3_11 = 0.306 - leg2_IJ3_00
     leg2_IJ3_01 = -0.304*leg2_IJ3_cs
-    leg2_cp2_x = leg2_beta2_00*leg2_cp3_x + 0.2562062130145579*leg2_cp3_y
+    leg2_cp2_x = leg2_beta2_00*leg2_cp3_x + 0.256206213014558*leg2_cp3_y
     leg2_IJ2_C2 = leg2_u_c1*leg2_u_c1 - leg2_u_s1*leg2_u_s1
     leg2_IJ2_D = 0.305 - leg2_IJ3_00
     leg2_IJ2_Sum = leg2_IJ3_00 + 0.305
@@ -11929,14 +12432,14 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_IJ2_00 = -leg2_IJ2_22 + leg2_IJ2_Sum
     leg2_IJ2_01 = leg2_IJ3_01*leg2_u_c1
     leg2_Ic1_22 = 0.11550374793946465*leg2_IJ2_00 + 0.6392577951074239*leg2_IJ2_01 + 0.8844962520605354*leg2_IJ3_11 + 0.5*leg2_cp2_x + 0.21945
-    leg2_Fm3_2_x = -cse96
-    leg2_Fm3_1_y = leg2_Fm3_2_x*leg2_beta2_01 + 0.2232982856006816*leg2_cp3_x
+    leg2_Fm3_2_x = -cse107
+    leg2_Fm3_1_y = leg2_Fm3_2_x*leg2_beta2_01 + 0.22329828560068166*leg2_cp3_x
     leg2_Nm3_1_z = 0.25*leg2_Fm3_1_y + (0.305)*leg2_beta2_22
     leg2_Fm2_1_y = -leg2_beta2_21*leg2_cp3_x
     leg2_Nm2_1_z = 0.25*leg2_Fm2_1_y + leg2_IJ3_01*leg2_beta2_02 + 0.9404766089917045*leg2_IJ3_11
     leg3_cp3_x = (0.75)*leg3_u_c2
-    cse97 = (0.75)*leg3_u_s2
-    leg3_cp3_y = cse97
+    cse108 = (0.75)*leg3_u_s2
+    leg3_cp3_y = cse108
     leg3_IJ3_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2
     leg3_IJ3_cs = leg3_u_c2*leg3_u_s2
     leg3_IJ3_00 = 0.153 - 0.152*leg3_IJ3_C2
@@ -11949,36 +12452,36 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_IJ2_22 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum
     leg3_IJ2_00 = -leg3_IJ2_22 + leg3_IJ2_Sum
     leg3_IJ2_01 = leg3_IJ3_01*leg3_u_c1
-    leg3_Ic1_22 = 0.11550374793946476*leg3_IJ2_00 - 0.6392577951074242*leg3_IJ2_01 + 0.8844962520605354*leg3_IJ3_11 + 0.5*leg3_cp2_x + 0.21945
-    leg3_Fm3_2_x = -cse97
-    leg3_Fm3_1_y = leg3_Fm3_2_x*leg3_beta2_01 - 0.22329828560068182*leg3_cp3_x
+    leg3_Ic1_22 = 0.11550374793946476*leg3_IJ2_00 - 0.6392577951074241*leg3_IJ2_01 + 0.8844962520605352*leg3_IJ3_11 + 0.5*leg3_cp2_x + 0.21945
+    leg3_Fm3_2_x = -cse108
+    leg3_Fm3_1_y = leg3_Fm3_2_x*leg3_beta2_01 - 0.22329828560068185*leg3_cp3_x
     leg3_Nm3_1_z = 0.25*leg3_Fm3_1_y + (0.305)*leg3_beta2_22
     leg3_Fm2_1_y = -leg3_beta2_21*leg3_cp3_x
-    leg3_Nm2_1_z = 0.25*leg3_Fm2_1_y + leg3_IJ3_01*leg3_beta2_02 + 0.9404766089917045*leg3_IJ3_11
+    leg3_Nm2_1_z = 0.25*leg3_Fm2_1_y + leg3_IJ3_01*leg3_beta2_02 + 0.9404766089917044*leg3_IJ3_11
     leg4_cp3_x = (0.75)*leg4_u_c2
-    cse98 = (0.75)*leg4_u_s2
-    leg4_cp3_y = cse98
+    cse109 = (0.75)*leg4_u_s2
+    leg4_cp3_y = cse109
     leg4_IJ3_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2
     leg4_IJ3_cs = leg4_u_c2*leg4_u_s2
     leg4_IJ3_00 = 0.153 - 0.152*leg4_IJ3_C2
     leg4_IJ3_11 = 0.306 - leg4_IJ3_00
     leg4_IJ3_01 = -0.304*leg4_IJ3_cs
-    leg4_cp2_x = leg4_beta2_00*leg4_cp3_x + 0.25620621301455804*leg4_cp3_y
+    leg4_cp2_x = leg4_beta2_00*leg4_cp3_x + 0.25620621301455787*leg4_cp3_y
     leg4_IJ2_C2 = leg4_u_c1*leg4_u_c1 - leg4_u_s1*leg4_u_s1
     leg4_IJ2_D = 0.305 - leg4_IJ3_00
     leg4_IJ2_Sum = leg4_IJ3_00 + 0.305
     leg4_IJ2_22 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum
     leg4_IJ2_00 = -leg4_IJ2_22 + leg4_IJ2_Sum
     leg4_IJ2_01 = leg4_IJ3_01*leg4_u_c1
-    leg4_Ic1_22 = 0.11550374793946473*leg4_IJ2_00 + 0.6392577951074241*leg4_IJ2_01 + 0.8844962520605354*leg4_IJ3_11 + 0.5*leg4_cp2_x + 0.21945
-    leg4_Fm3_2_x = -cse98
-    leg4_Fm3_1_y = leg4_Fm3_2_x*leg4_beta2_01 + 0.2232982856006817*leg4_cp3_x
+    leg4_Ic1_22 = 0.11550374793946461*leg4_IJ2_00 + 0.6392577951074238*leg4_IJ2_01 + 0.8844962520605354*leg4_IJ3_11 + 0.5*leg4_cp2_x + 0.21945
+    leg4_Fm3_2_x = -cse109
+    leg4_Fm3_1_y = leg4_Fm3_2_x*leg4_beta2_01 + 0.22329828560068166*leg4_cp3_x
     leg4_Nm3_1_z = 0.25*leg4_Fm3_1_y + (0.305)*leg4_beta2_22
     leg4_Fm2_1_y = -leg4_beta2_21*leg4_cp3_x
     leg4_Nm2_1_z = 0.25*leg4_Fm2_1_y + leg4_IJ3_01*leg4_beta2_02 + 0.9404766089917045*leg4_IJ3_11
     leg5_cp3_x = (0.75)*leg5_u_c2
-    cse99 = (0.75)*leg5_u_s2
-    leg5_cp3_y = cse99
+    cse110 = (0.75)*leg5_u_s2
+    leg5_cp3_y = cse110
     leg5_IJ3_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2
     leg5_IJ3_cs = leg5_u_c2*leg5_u_s2
     leg5_IJ3_00 = 0.153 - 0.152*leg5_IJ3_C2
@@ -11991,29 +12494,29 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_IJ2_22 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum
     leg5_IJ2_00 = -leg5_IJ2_22 + leg5_IJ2_Sum
     leg5_IJ2_01 = leg5_IJ3_01*leg5_u_c1
-    leg5_Ic1_22 = 0.11550374793946458*leg5_IJ2_00 - 0.6392577951074236*leg5_IJ2_01 + 0.8844962520605354*leg5_IJ3_11 + 0.5*leg5_cp2_x + 0.21945
-    leg5_Fm3_2_x = -cse99
+    leg5_Ic1_22 = 0.11550374793946461*leg5_IJ2_00 - 0.6392577951074238*leg5_IJ2_01 + 0.8844962520605354*leg5_IJ3_11 + 0.5*leg5_cp2_x + 0.21945
+    leg5_Fm3_2_x = -cse110
     leg5_Fm3_1_y = leg5_Fm3_2_x*leg5_beta2_01 - 0.22329828560068166*leg5_cp3_x
     leg5_Nm3_1_z = 0.25*leg5_Fm3_1_y + (0.305)*leg5_beta2_22
     leg5_Fm2_1_y = -leg5_beta2_21*leg5_cp3_x
     leg5_Nm2_1_z = 0.25*leg5_Fm2_1_y + leg5_IJ3_01*leg5_beta2_02 + 0.9404766089917045*leg5_IJ3_11
     leg6_cp3_x = (0.75)*leg6_u_c2
-    cse100 = (0.75)*leg6_u_s2
-    leg6_cp3_y = cse100
+    cse111 = (0.75)*leg6_u_s2
+    leg6_cp3_y = cse111
     leg6_IJ3_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2
     leg6_IJ3_cs = leg6_u_c2*leg6_u_s2
     leg6_IJ3_00 = 0.153 - 0.152*leg6_IJ3_C2
     leg6_IJ3_11 = 0.306 - leg6_IJ3_00
     leg6_IJ3_01 = -0.304*leg6_IJ3_cs
-    leg6_cp2_x = leg6_beta2_00*leg6_cp3_x + 0.2562062130145581*leg6_cp3_y
+    leg6_cp2_x = leg6_beta2_00*leg6_cp3_x + 0.25620621301455804*leg6_cp3_y
     leg6_IJ2_C2 = leg6_u_c1*leg6_u_c1 - leg6_u_s1*leg6_u_s1
     leg6_IJ2_D = 0.305 - leg6_IJ3_00
     leg6_IJ2_Sum = leg6_IJ3_00 + 0.305
     leg6_IJ2_22 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum
     leg6_IJ2_00 = -leg6_IJ2_22 + leg6_IJ2_Sum
     leg6_IJ2_01 = leg6_IJ3_01*leg6_u_c1
-    leg6_Ic1_22 = 0.1155037479394648*leg6_IJ2_00 + 0.6392577951074242*leg6_IJ2_01 + 0.8844962520605352*leg6_IJ3_11 + 0.5*leg6_cp2_x + 0.21945
-    leg6_Fm3_2_x = -cse100
+    leg6_Ic1_22 = 0.11550374793946476*leg6_IJ2_00 + 0.6392577951074241*leg6_IJ2_01 + 0.8844962520605352*leg6_IJ3_11 + 0.5*leg6_cp2_x + 0.21945
+    leg6_Fm3_2_x = -cse111
     leg6_Fm3_1_y = leg6_Fm3_2_x*leg6_beta2_01 + 0.22329828560068185*leg6_cp3_x
     leg6_Nm3_1_z = 0.25*leg6_Fm3_1_y + (0.305)*leg6_beta2_22
     leg6_Fm2_1_y = -leg6_beta2_21*leg6_cp3_x
@@ -12026,13 +12529,13 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_Qa1 = -leg6_q1*p_k_crank - leg6_qd1*p_c_crank
     leg1_a1_x = -g_x*leg1_beta1_00 - g_y*leg1_beta1_01 + g_z*leg1_crank_s
     leg1_a1_y = -g_x*leg1_beta1_10 - g_y*leg1_beta1_11 + g_z*leg1_crank_c
-    cse101 = 0.34202014332566866*g_x
-    cse102 = 0.9396926207859083*g_y
-    leg1_a1_z = -cse101 - cse102
-    cse103 = -cse57 + leg1_a1_x
-    leg1_a2_x_2 = cse103*leg1_beta2_00 + leg1_a1_y*leg1_beta2_01 + leg1_a1_z*leg1_beta2_02
-    leg1_a2_y_2 = -0.2562062130145579*leg1_a1_x - 0.2232982856006816*leg1_a1_y + 0.9404766089917045*leg1_a1_z + 0.06405155325363948*leg1_oo1_zz
-    leg1_a2_z_2 = cse103*leg1_beta2_20 + leg1_a1_y*leg1_beta2_21 + leg1_a1_z*leg1_beta2_22
+    cse112 = 0.34202014332566866*g_x
+    cse113 = 0.9396926207859084*g_y
+    leg1_a1_z = -cse112 - cse113
+    cse114 = -cse63 + leg1_a1_x
+    leg1_a2_x_2 = cse114*leg1_beta2_00 + leg1_a1_y*leg1_beta2_01 + leg1_a1_z*leg1_beta2_02
+    leg1_a2_y_2 = -0.256206213014558*leg1_a1_x - 0.22329828560068166*leg1_a1_y + 0.9404766089917045*leg1_a1_z + 0.0640515532536395*leg1_oo1_zz
+    leg1_a2_z_2 = cse114*leg1_beta2_20 + leg1_a1_y*leg1_beta2_21 + leg1_a1_z*leg1_beta2_22
     leg1_a3_x_2 = leg1_a2_x_2*leg1_u_c2 + leg1_a2_y_2*leg1_u_s2
     leg1_a3_y_2 = -leg1_a2_x_2*leg1_u_s2 + leg1_a2_y_2*leg1_u_c2
     leg1_F3_x = (2.5)*leg1_a3_x_2 + (0.75)*leg1_oo3_W_00
@@ -12045,16 +12548,16 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_F_c3_y = leg1_F3_x*leg1_u_s2 + leg1_F3_y*leg1_u_c2
     leg1_N2_x = leg1_N3_x*leg1_u_c2 - leg1_N3_y*leg1_u_s2
     leg1_N2_y = leg1_N3_x*leg1_u_s2 + leg1_N3_y*leg1_u_c2
-    leg1_F_c2_y = leg1_F3_z*leg1_beta2_21 + leg1_F_c3_x*leg1_beta2_01 - 0.2232982856006816*leg1_F_c3_y
+    leg1_F_c2_y = leg1_F3_z*leg1_beta2_21 + leg1_F_c3_x*leg1_beta2_01 - 0.22329828560068166*leg1_F_c3_y
     leg1_N1_z = 0.25*leg1_F_c2_y + leg1_N2_x*leg1_beta2_02 + 0.9404766089917045*leg1_N2_y + leg1_N3_z*leg1_beta2_22 + (0.36)*leg1_a1_y
     leg1_b1 = -leg1_N1_z + leg1_Qa1
     leg2_a1_x = -g_x*leg2_beta1_00 - g_y*leg2_beta1_01 + g_z*leg2_crank_s
     leg2_a1_y = -g_x*leg2_beta1_10 - g_y*leg2_beta1_11 + g_z*leg2_crank_c
-    leg2_a1_z = cse101 - cse102
-    cse104 = -cse58 + leg2_a1_x
-    leg2_a2_x_2 = cse104*leg2_beta2_00 + leg2_a1_y*leg2_beta2_01 + leg2_a1_z*leg2_beta2_02
-    leg2_a2_y_2 = cse59 + 0.2562062130145579*leg2_a1_x + 0.2232982856006816*leg2_a1_y + 0.9404766089917045*leg2_a1_z
-    leg2_a2_z_2 = cse104*leg2_beta2_20 + leg2_a1_y*leg2_beta2_21 + leg2_a1_z*leg2_beta2_22
+    leg2_a1_z = cse112 - cse113
+    cse115 = -cse64 + leg2_a1_x
+    leg2_a2_x_2 = cse115*leg2_beta2_00 + leg2_a1_y*leg2_beta2_01 + leg2_a1_z*leg2_beta2_02
+    leg2_a2_y_2 = cse65 + 0.256206213014558*leg2_a1_x + 0.22329828560068166*leg2_a1_y + 0.9404766089917045*leg2_a1_z
+    leg2_a2_z_2 = cse115*leg2_beta2_20 + leg2_a1_y*leg2_beta2_21 + leg2_a1_z*leg2_beta2_22
     leg2_a3_x_2 = leg2_a2_x_2*leg2_u_c2 + leg2_a2_y_2*leg2_u_s2
     leg2_a3_y_2 = -leg2_a2_x_2*leg2_u_s2 + leg2_a2_y_2*leg2_u_c2
     leg2_F3_x = (2.5)*leg2_a3_x_2 + (0.75)*leg2_oo3_W_00
@@ -12067,17 +12570,17 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_F_c3_y = leg2_F3_x*leg2_u_s2 + leg2_F3_y*leg2_u_c2
     leg2_N2_x = leg2_N3_x*leg2_u_c2 - leg2_N3_y*leg2_u_s2
     leg2_N2_y = leg2_N3_x*leg2_u_s2 + leg2_N3_y*leg2_u_c2
-    leg2_F_c2_y = leg2_F3_z*leg2_beta2_21 + leg2_F_c3_x*leg2_beta2_01 + 0.2232982856006816*leg2_F_c3_y
+    leg2_F_c2_y = leg2_F3_z*leg2_beta2_21 + leg2_F_c3_x*leg2_beta2_01 + 0.22329828560068166*leg2_F_c3_y
     leg2_N1_z = 0.25*leg2_F_c2_y + leg2_N2_x*leg2_beta2_02 + 0.9404766089917045*leg2_N2_y + leg2_N3_z*leg2_beta2_22 + (0.36)*leg2_a1_y
     leg2_b1 = -leg2_N1_z + leg2_Qa1
     leg3_a1_x = -g_x*leg3_beta1_00 - g_y*leg3_beta1_01 + g_z*leg3_crank_s
     leg3_a1_y = -g_x*leg3_beta1_10 - g_y*leg3_beta1_11 + g_z*leg3_crank_c
-    cse105 = 0.9848077530122081*g_x
-    leg3_a1_z = cse105 + 0.1736481776669303*g_y
-    cse106 = -cse60 + leg3_a1_x
-    leg3_a2_x_2 = cse106*leg3_beta2_00 + leg3_a1_y*leg3_beta2_01 + leg3_a1_z*leg3_beta2_02
-    leg3_a2_y_2 = -0.25620621301455804*leg3_a1_x - 0.22329828560068182*leg3_a1_y + 0.9404766089917045*leg3_a1_z + 0.06405155325363951*leg3_oo1_zz
-    leg3_a2_z_2 = cse106*leg3_beta2_20 + leg3_a1_y*leg3_beta2_21 + leg3_a1_z*leg3_beta2_22
+    cse116 = 0.984807753012208*g_x
+    leg3_a1_z = cse116 + 0.17364817766693036*g_y
+    cse117 = -cse66 + leg3_a1_x
+    leg3_a2_x_2 = cse117*leg3_beta2_00 + leg3_a1_y*leg3_beta2_01 + leg3_a1_z*leg3_beta2_02
+    leg3_a2_y_2 = -0.25620621301455804*leg3_a1_x - 0.22329828560068185*leg3_a1_y + 0.9404766089917044*leg3_a1_z + 0.06405155325363951*leg3_oo1_zz
+    leg3_a2_z_2 = cse117*leg3_beta2_20 + leg3_a1_y*leg3_beta2_21 + leg3_a1_z*leg3_beta2_22
     leg3_a3_x_2 = leg3_a2_x_2*leg3_u_c2 + leg3_a2_y_2*leg3_u_s2
     leg3_a3_y_2 = -leg3_a2_x_2*leg3_u_s2 + leg3_a2_y_2*leg3_u_c2
     leg3_F3_x = (2.5)*leg3_a3_x_2 + (0.75)*leg3_oo3_W_00
@@ -12090,16 +12593,17 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_F_c3_y = leg3_F3_x*leg3_u_s2 + leg3_F3_y*leg3_u_c2
     leg3_N2_x = leg3_N3_x*leg3_u_c2 - leg3_N3_y*leg3_u_s2
     leg3_N2_y = leg3_N3_x*leg3_u_s2 + leg3_N3_y*leg3_u_c2
-    leg3_F_c2_y = leg3_F3_z*leg3_beta2_21 + leg3_F_c3_x*leg3_beta2_01 - 0.22329828560068182*leg3_F_c3_y
-    leg3_N1_z = 0.25*leg3_F_c2_y + leg3_N2_x*leg3_beta2_02 + 0.9404766089917045*leg3_N2_y + leg3_N3_z*leg3_beta2_22 + (0.36)*leg3_a1_y
+    leg3_F_c2_y = leg3_F3_z*leg3_beta2_21 + leg3_F_c3_x*leg3_beta2_01 - 0.22329828560068185*leg3_F_c3_y
+    leg3_N1_z = 0.25*leg3_F_c2_y + leg3_N2_x*leg3_beta2_02 + 0.9404766089917044*leg3_N2_y + leg3_N3_z*leg3_beta2_22 + (0.36)*leg3_a1_y
     leg3_b1 = -leg3_N1_z + leg3_Qa1
     leg4_a1_x = -g_x*leg4_beta1_00 - g_y*leg4_beta1_01 + g_z*leg4_crank_s
     leg4_a1_y = -g_x*leg4_beta1_10 - g_y*leg4_beta1_11 + g_z*leg4_crank_c
-    leg4_a1_z = 0.6427876096865395*g_x + 0.7660444431189779*g_y
-    cse107 = -cse61 + leg4_a1_x
-    leg4_a2_x_2 = cse107*leg4_beta2_00 + leg4_a1_y*leg4_beta2_01 + leg4_a1_z*leg4_beta2_02
-    leg4_a2_y_2 = cse62 + 0.25620621301455804*leg4_a1_x + 0.2232982856006817*leg4_a1_y + 0.9404766089917045*leg4_a1_z
-    leg4_a2_z_2 = cse107*leg4_beta2_20 + leg4_a1_y*leg4_beta2_21 + leg4_a1_z*leg4_beta2_22
+    cse118 = 0.6427876096865394*g_x
+    leg4_a1_z = cse118 + 0.766044443118978*g_y
+    cse119 = -cse67 + leg4_a1_x
+    leg4_a2_x_2 = cse119*leg4_beta2_00 + leg4_a1_y*leg4_beta2_01 + leg4_a1_z*leg4_beta2_02
+    leg4_a2_y_2 = cse68 + 0.25620621301455787*leg4_a1_x + 0.22329828560068166*leg4_a1_y + 0.9404766089917045*leg4_a1_z
+    leg4_a2_z_2 = cse119*leg4_beta2_20 + leg4_a1_y*leg4_beta2_21 + leg4_a1_z*leg4_beta2_22
     leg4_a3_x_2 = leg4_a2_x_2*leg4_u_c2 + leg4_a2_y_2*leg4_u_s2
     leg4_a3_y_2 = -leg4_a2_x_2*leg4_u_s2 + leg4_a2_y_2*leg4_u_c2
     leg4_F3_x = (2.5)*leg4_a3_x_2 + (0.75)*leg4_oo3_W_00
@@ -12112,16 +12616,16 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_F_c3_y = leg4_F3_x*leg4_u_s2 + leg4_F3_y*leg4_u_c2
     leg4_N2_x = leg4_N3_x*leg4_u_c2 - leg4_N3_y*leg4_u_s2
     leg4_N2_y = leg4_N3_x*leg4_u_s2 + leg4_N3_y*leg4_u_c2
-    leg4_F_c2_y = leg4_F3_z*leg4_beta2_21 + leg4_F_c3_x*leg4_beta2_01 + 0.2232982856006817*leg4_F_c3_y
+    leg4_F_c2_y = leg4_F3_z*leg4_beta2_21 + leg4_F_c3_x*leg4_beta2_01 + 0.22329828560068166*leg4_F_c3_y
     leg4_N1_z = 0.25*leg4_F_c2_y + leg4_N2_x*leg4_beta2_02 + 0.9404766089917045*leg4_N2_y + leg4_N3_z*leg4_beta2_22 + (0.36)*leg4_a1_y
     leg4_b1 = -leg4_N1_z + leg4_Qa1
     leg5_a1_x = -g_x*leg5_beta1_00 - g_y*leg5_beta1_01 + g_z*leg5_crank_s
     leg5_a1_y = -g_x*leg5_beta1_10 - g_y*leg5_beta1_11 + g_z*leg5_crank_c
-    leg5_a1_z = -0.6427876096865393*g_x + 0.766044443118978*g_y
-    cse108 = -cse63 + leg5_a1_x
-    leg5_a2_x_2 = cse108*leg5_beta2_00 + leg5_a1_y*leg5_beta2_01 + leg5_a1_z*leg5_beta2_02
+    leg5_a1_z = -cse118 + 0.766044443118978*g_y
+    cse120 = -cse69 + leg5_a1_x
+    leg5_a2_x_2 = cse120*leg5_beta2_00 + leg5_a1_y*leg5_beta2_01 + leg5_a1_z*leg5_beta2_02
     leg5_a2_y_2 = -0.25620621301455787*leg5_a1_x - 0.22329828560068166*leg5_a1_y + 0.9404766089917045*leg5_a1_z + 0.06405155325363947*leg5_oo1_zz
-    leg5_a2_z_2 = cse108*leg5_beta2_20 + leg5_a1_y*leg5_beta2_21 + leg5_a1_z*leg5_beta2_22
+    leg5_a2_z_2 = cse120*leg5_beta2_20 + leg5_a1_y*leg5_beta2_21 + leg5_a1_z*leg5_beta2_22
     leg5_a3_x_2 = leg5_a2_x_2*leg5_u_c2 + leg5_a2_y_2*leg5_u_s2
     leg5_a3_y_2 = -leg5_a2_x_2*leg5_u_s2 + leg5_a2_y_2*leg5_u_c2
     leg5_F3_x = (2.5)*leg5_a3_x_2 + (0.75)*leg5_oo3_W_00
@@ -12139,11 +12643,11 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_b1 = -leg5_N1_z + leg5_Qa1
     leg6_a1_x = -g_x*leg6_beta1_00 - g_y*leg6_beta1_01 + g_z*leg6_crank_s
     leg6_a1_y = -g_x*leg6_beta1_10 - g_y*leg6_beta1_11 + g_z*leg6_crank_c
-    leg6_a1_z = -cse105 + 0.17364817766693036*g_y
-    cse109 = -cse64 + leg6_a1_x
-    leg6_a2_x_2 = cse109*leg6_beta2_00 + leg6_a1_y*leg6_beta2_01 + leg6_a1_z*leg6_beta2_02
-    leg6_a2_y_2 = cse65 + 0.2562062130145581*leg6_a1_x + 0.22329828560068185*leg6_a1_y + 0.9404766089917044*leg6_a1_z
-    leg6_a2_z_2 = cse109*leg6_beta2_20 + leg6_a1_y*leg6_beta2_21 + leg6_a1_z*leg6_beta2_22
+    leg6_a1_z = -cse116 + 0.17364817766693036*g_y
+    cse121 = -cse70 + leg6_a1_x
+    leg6_a2_x_2 = cse121*leg6_beta2_00 + leg6_a1_y*leg6_beta2_01 + leg6_a1_z*leg6_beta2_02
+    leg6_a2_y_2 = cse71 + 0.25620621301455804*leg6_a1_x + 0.22329828560068185*leg6_a1_y + 0.9404766089917044*leg6_a1_z
+    leg6_a2_z_2 = cse121*leg6_beta2_20 + leg6_a1_y*leg6_beta2_21 + leg6_a1_z*leg6_beta2_22
     leg6_a3_x_2 = leg6_a2_x_2*leg6_u_c2 + leg6_a2_y_2*leg6_u_s2
     leg6_a3_y_2 = -leg6_a2_x_2*leg6_u_s2 + leg6_a2_y_2*leg6_u_c2
     leg6_F3_x = (2.5)*leg6_a3_x_2 + (0.75)*leg6_oo3_W_00

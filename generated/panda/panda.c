@@ -7,7 +7,7 @@
 
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 41 adds, 77 muls, 14 trig (132 total) */
-int panda_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
+int mechgen_panda_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
 {
     const double q1 = q[0];
     const double q2 = q[1];
@@ -174,20 +174,21 @@ int panda_forward_kinematics(const double *restrict q, double *restrict r, doubl
     return 0;
 }
 
-int64_t panda_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status)
+int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = panda_forward_kinematics(q + i * 7, r + i * 21, tau + i * 63);
+        const int s = mechgen_panda_forward_kinematics(q + i * 7, r + i * 21, tau + i * 63);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and point.
+/* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
+ * point.
  * ops: 74 adds, 123 muls, 12 trig (209 total) */
-int panda_jacobians(const double *restrict q, double *restrict T, double *restrict R)
+int mechgen_panda_jacobians(const double *restrict q, double *restrict T, double *restrict R)
 {
     const double q1 = q[0];
     const double q2 = q[1];
@@ -592,20 +593,21 @@ int panda_jacobians(const double *restrict q, double *restrict T, double *restri
     return 0;
 }
 
-int64_t panda_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status)
+int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = panda_jacobians(q + i * 7, T + i * 147, R + i * 147);
+        const int s = mechgen_panda_jacobians(q + i * 7, T + i * 147, R + i * 147);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
+/* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
+ * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 157 adds, 221 muls, 12 trig (390 total) */
-int panda_velocities(const double *restrict q, const double *restrict qd, double *restrict v, double *restrict omega, double *restrict w, double *restrict eps)
+int mechgen_panda_velocities(const double *restrict q, const double *restrict qd, double *restrict v, double *restrict omega, double *restrict w, double *restrict eps)
 {
     const double q1 = q[0];
     const double q2 = q[1];
@@ -870,11 +872,11 @@ int panda_velocities(const double *restrict q, const double *restrict qd, double
     return 0;
 }
 
-int64_t panda_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status)
+int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = panda_velocities(q + i * 7, qd + i * 7, v + i * 21, omega + i * 21, w + i * 21, eps + i * 21);
+        const int s = mechgen_panda_velocities(q + i * 7, qd + i * 7, v + i * 21, omega + i * 21, w + i * 21, eps + i * 21);
         status[i] = s;
         failed += (s != 0);
     }
@@ -883,7 +885,7 @@ int64_t panda_velocities_batch(int64_t n, const double *q, const double *qd, dou
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  * ops: 187 adds, 218 muls, 12 trig (417 total) */
-int panda_mass_matrix(const double *restrict q, double *restrict A)
+int mechgen_panda_mass_matrix(const double *restrict q, double *restrict A)
 {
     const double q2 = q[1];
     const double q3 = q[2];
@@ -908,18 +910,18 @@ int panda_mass_matrix(const double *restrict q, double *restrict A)
     const double cp7_z = cse0;
     const double IJ7_C2 = c7*c7 - s7*s7;
     const double IJ7_cs = c7*s7;
-    const double IJ7_00 = (0.001210471889260612)*IJ7_C2 - 0.0007827825633684957*IJ7_cs + 0.030422871301688973;
+    const double IJ7_00 = (0.001210471889260612)*IJ7_C2 - 0.0007827825633684959*IJ7_cs + 0.030422871301688973;
     const double IJ7_11 = 0.060845742603377946 - IJ7_00;
-    const double IJ7_01 = (0.00039139128168424786)*IJ7_C2 + (0.002420943778521224)*IJ7_cs;
-    const double IJ7_02 = -0.0009653051699191117*c7 + (0.0012555365982728983)*s7;
-    const double IJ7_12 = -0.0012555365982728983*c7 - 0.0009653051699191117*s7;
+    const double IJ7_01 = (0.00039139128168424797)*IJ7_C2 + (0.002420943778521224)*IJ7_cs;
+    const double IJ7_02 = -0.0009653051699191117*c7 + (0.001255536598272898)*s7;
+    const double IJ7_12 = -0.001255536598272898*c7 - 0.0009653051699191117*s7;
     const double cc6_x = cp7_x + 0.231847552695;
     const double cc6_z = cp7_z - 0.017527158935000002;
-    const double Ic6_00 = IJ7_00 + 0.0024804603581707893;
+    const double Ic6_00 = IJ7_00 + 0.00248046035817079;
     const double Ic6_01 = 0.014748570382675314 - IJ7_02;
     const double Ic6_02 = IJ7_01 - 0.088*cp7_z - 0.00010375891721868492;
     const double cse1 = (0.176)*cp7_x;
-    const double Ic6_11 = cse1 + 0.028833240468467893;
+    const double Ic6_11 = cse1 + 0.028833240468467896;
     const double Ic6_12 = 9.3569097314605e-05 - IJ7_12;
     const double Ic6_22 = IJ7_11 + cse1 + 0.02337588259823895;
     const double cp6_x = c6*cc6_x + (0.173804705569)*s6;
@@ -1021,7 +1023,7 @@ int panda_mass_matrix(const double *restrict q, double *restrict A)
     const double IJ2_11 = -IJ2_00 + IJ2_Sum;
     const double Ic1_22 = IJ2_11 + 0.009213163777211224;
     const double Fm7_6_x = -cse0;
-    const double Nm7_6_y = -0.088*cp7_x - 0.006684151967360945;
+    const double Nm7_6_y = -0.088*cp7_x - 0.006684151967360946;
     const double Fm7_5_x = Fm7_6_x*c6;
     const double Fm7_5_z = Fm7_6_x*s6;
     const double Nm7_5_x = IJ7_02*c6 - Nm7_6_y*s6;
@@ -1134,15 +1136,15 @@ int panda_mass_matrix(const double *restrict q, double *restrict A)
     A[45] = Nm7_4_z;
     A[46] = Nm7_5_z;
     A[47] = IJ7_12;
-    A[48] = 0.006684151967360945;
+    A[48] = 0.006684151967360946;
     return 0;
 }
 
-int64_t panda_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status)
+int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = panda_mass_matrix(q + i * 7, A + i * 49);
+        const int s = mechgen_panda_mass_matrix(q + i * 7, A + i * 49);
         status[i] = s;
         failed += (s != 0);
     }
@@ -1151,7 +1153,7 @@ int64_t panda_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
  * ops: 367 adds, 436 muls, 12 trig (815 total) */
-int panda_bias(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict b)
+int mechgen_panda_bias(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict b)
 {
     const double q2 = q[1];
     const double q3 = q[2];
@@ -1294,17 +1296,17 @@ int panda_bias(const double *restrict q, const double *restrict qd, const double
     const double F7_x = (1.4955219999999998)*a7_x + (0.0020344399586617965)*epsd6_y + (0.15027794863399999)*epsd7_y + (0.002573605371338202)*oo7_W_00 + (0.0020344399586617965)*oo7_xy + (0.15027794863399999)*oo7_xz;
     const double F7_y = (1.4955219999999998)*a7_y - 0.002573605371338202*epsd6_y - 0.15027794863399999*epsd7_x + (0.0020344399586617965)*oo7_W_11 + (0.002573605371338202)*oo7_xy + (0.15027794863399999)*oo7_yz;
     const double F7_z = (1.4955219999999998)*a7_z + (0.0020344399586617965)*epsd7_x - 0.002573605371338202*epsd7_y + (0.15027794863399999)*oo7_W_22 + (0.002573605371338202)*oo7_xz + (0.0020344399586617965)*oo7_yz;
-    const double N7_x = -0.15027794863399999*a7_y + (0.0020344399586617965)*a7_z + (0.0009653051699191117)*epsd6_y + (0.031633343190949584)*epsd7_x + (0.00039139128168424786)*epsd7_y - 0.0009653051699191117*oo7_xy - 0.00039139128168424786*oo7_xz - 0.0012555365982728983*oo7_yy - 0.022528247445067415*oo7_yz + (0.0012555365982728983)*oo7_zz;
-    const double N7_y = (0.15027794863399999)*a7_x - 0.002573605371338202*a7_z + (0.0012555365982728983)*epsd6_y + (0.00039139128168424797)*epsd7_x + (0.02921239941242836)*epsd7_y + (0.0009653051699191117)*oo7_xx + (0.0012555365982728983)*oo7_xy + (0.02494919122358864)*oo7_xz + (0.00039139128168424786)*oo7_yz - 0.0009653051699191117*oo7_zz;
-    const double N7_z = -0.0020344399586617965*a7_x + (0.002573605371338202)*a7_y - 0.006684151967360945*epsd6_y - 0.0009653051699191117*epsd7_x - 0.0012555365982728983*epsd7_y + (0.00039139128168424786)*oo7_xx - 0.002420943778521224*oo7_xy - 0.0012555365982728983*oo7_xz - 0.00039139128168424786*oo7_yy + (0.0009653051699191117)*oo7_yz;
+    const double N7_x = -0.15027794863399999*a7_y + (0.0020344399586617965)*a7_z + (0.0009653051699191117)*epsd6_y + (0.031633343190949584)*epsd7_x + (0.00039139128168424797)*epsd7_y - 0.0009653051699191117*oo7_xy - 0.00039139128168424797*oo7_xz - 0.001255536598272898*oo7_yy - 0.022528247445067415*oo7_yz + (0.001255536598272898)*oo7_zz;
+    const double N7_y = (0.15027794863399999)*a7_x - 0.002573605371338202*a7_z + (0.001255536598272898)*epsd6_y + (0.00039139128168424797)*epsd7_x + (0.02921239941242836)*epsd7_y + (0.0009653051699191117)*oo7_xx + (0.001255536598272898)*oo7_xy + (0.02494919122358864)*oo7_xz + (0.00039139128168424797)*oo7_yz - 0.0009653051699191117*oo7_zz;
+    const double N7_z = -0.0020344399586617965*a7_x + (0.002573605371338202)*a7_y - 0.006684151967360946*epsd6_y - 0.0009653051699191117*epsd7_x - 0.001255536598272898*epsd7_y + (0.00039139128168424797)*oo7_xx - 0.002420943778521224*oo7_xy - 0.001255536598272898*oo7_xz - 0.00039139128168424797*oo7_yy + (0.0009653051699191117)*oo7_yz;
     const double F_c7_x = F7_x*c7 - F7_y*s7;
     const double F_c7_z = F7_x*s7 + F7_y*c7;
     const double F6_x = F_c7_x + (1.666555)*a6_x - 0.023526756935*epsd5_y - 0.017527158935000002*epsd6_y + (0.100241616695)*oo6_W_00 - 0.023526756935*oo6_xy - 0.017527158935000002*oo6_xz;
     const double F6_y = -F7_z + (1.666555)*a6_y - 0.100241616695*epsd5_y + (0.017527158935000002)*epsd6_x - 0.023526756935*oo6_W_11 + (0.100241616695)*oo6_xy - 0.017527158935000002*oo6_yz;
     const double F6_z = F_c7_z - 1.666555*a5_y - 0.023526756935*epsd6_x - 0.100241616695*epsd6_y - 0.017527158935000002*oo6_W_22 + (0.100241616695)*oo6_xz - 0.023526756935*oo6_yz;
-    const double N6_x = N7_x*c7 - N7_y*s7 + (0.023526756935)*a5_y + (0.017527158935000002)*a6_y + (0.00010375891721868492)*epsd5_y + (0.0024804603581707893)*epsd6_x + (0.001524110902883315)*epsd6_y - 0.00010375891721868492*oo6_xy - 0.001524110902883315*oo6_xz + (9.3569097314605e-05)*oo6_yy + (0.001226794097131999)*oo6_yz - 9.3569097314605e-05*oo6_zz;
+    const double N6_x = N7_x*c7 - N7_y*s7 + (0.023526756935)*a5_y + (0.017527158935000002)*a6_y + (0.00010375891721868492)*epsd5_y + (0.00248046035817079)*epsd6_x + (0.001524110902883315)*epsd6_y - 0.00010375891721868492*oo6_xy - 0.001524110902883315*oo6_xz + (9.3569097314605e-05)*oo6_yy + (0.001226794097132)*oo6_yz - 9.3569097314605e-05*oo6_zz;
     const double N6_y = -0.088*F_c7_z - N7_z + (0.100241616695)*a5_y - 0.017527158935000002*a6_x - 9.3569097314605e-05*epsd5_y + (0.001524110902883315)*epsd6_x + (0.01056776613310695)*epsd6_y + (0.00010375891721868492)*oo6_xx - 9.3569097314605e-05*oo6_xy - 0.00931409987206816*oo6_xz + (0.001524110902883315)*oo6_yz - 0.00010375891721868492*oo6_zz;
-    const double N6_z = -0.088*F7_z + N7_x*s7 + N7_y*c7 + (0.023526756935)*a6_x + (0.100241616695)*a6_y - 0.011794560230238949*epsd5_y - 0.00010375891721868492*epsd6_x + (9.3569097314605e-05)*epsd6_y + (0.001524110902883315)*oo6_xx + (0.00808730577493616)*oo6_xy + (9.3569097314605e-05)*oo6_xz - 0.001524110902883315*oo6_yy + (0.00010375891721868492)*oo6_yz;
+    const double N6_z = -0.088*F7_z + N7_x*s7 + N7_y*c7 + (0.023526756935)*a6_x + (0.100241616695)*a6_y - 0.01179456023023895*epsd5_y - 0.00010375891721868492*epsd6_x + (9.3569097314605e-05)*epsd6_y + (0.001524110902883315)*oo6_xx + (0.00808730577493616)*oo6_xy + (9.3569097314605e-05)*oo6_xz - 0.001524110902883315*oo6_yy + (0.00010375891721868492)*oo6_yz;
     const double F_c6_x = F6_x*c6 - F6_y*s6;
     const double F_c6_z = F6_x*s6 + F6_y*c6;
     const double F5_x = F_c6_x + (1.225946)*a5_x - 0.05034347249*epsd4_y - 0.047121686402*epsd5_y - 0.014653732538*oo5_W_00 + (0.05034347249)*oo5_xy - 0.047121686402*oo5_xz;
@@ -1325,9 +1327,9 @@ int panda_bias(const double *restrict q, const double *restrict qd, const double
     const double F_c4_z = F4_x*s4 + F4_y*c4;
     const double F3_x = F_c4_x + (3.228604)*a3_x + (0.12672916420800004)*epsd2_y - 0.214708623208*epsd3_y + (0.088844724872)*oo3_W_00 + (0.12672916420800004)*oo3_xy - 0.214708623208*oo3_xz;
     const double F3_y = -F4_z + (3.228604)*a3_y - 0.088844724872*epsd2_y + (0.214708623208)*epsd3_x + (0.12672916420800004)*oo3_W_11 + (0.088844724872)*oo3_xy - 0.214708623208*oo3_yz;
-    const double N3_x = N4_x*c4 - N4_y*s4 + (0.214708623208)*a3_y + (0.12672916420800004)*a3_z + (0.005487648106562256)*epsd2_y + (0.05649492601407083)*epsd3_x - 0.008248333140675744*epsd3_y - 0.005487648106562256*oo3_xy + (0.008248333140675744)*oo3_xz - 0.004377257121839584*oo3_yy - 0.034629179707086004*oo3_yz + (0.004377257121839584)*oo3_zz;
-    const double N3_y = -0.0825*F_c4_z - N4_z - 0.214708623208*a3_x - 0.088844724872*a3_z + (0.004377257121839584)*epsd2_y - 0.008248333140675744*epsd3_x + (0.052878381999606115)*epsd3_y + (0.005487648106562256)*oo3_xx + (0.004377257121839584)*oo3_xy + (0.03824572372155072)*oo3_xz - 0.008248333140675744*oo3_yz - 0.005487648106562256*oo3_zz;
-    const double N3_z = -0.0825*F4_z + N4_x*s4 + N4_y*c4 - 0.12672916420800004*a3_x + (0.088844724872)*a3_y - 0.01824920229252011*epsd2_y - 0.005487648106562256*epsd3_x - 0.004377257121839584*epsd3_y - 0.008248333140675744*oo3_xx - 0.003616544014464715*oo3_xy - 0.004377257121839584*oo3_xz + (0.008248333140675744)*oo3_yy + (0.005487648106562256)*oo3_yz;
+    const double N3_x = N4_x*c4 - N4_y*s4 + (0.214708623208)*a3_y + (0.12672916420800004)*a3_z + (0.005487648106562256)*epsd2_y + (0.05649492601407083)*epsd3_x - 0.008248333140675744*epsd3_y - 0.005487648106562256*oo3_xy + (0.008248333140675744)*oo3_xz - 0.004377257121839584*oo3_yy - 0.034629179707086*oo3_yz + (0.004377257121839584)*oo3_zz;
+    const double N3_y = -0.0825*F_c4_z - N4_z - 0.214708623208*a3_x - 0.088844724872*a3_z + (0.004377257121839584)*epsd2_y - 0.008248333140675744*epsd3_x + (0.05287838199960611)*epsd3_y + (0.005487648106562256)*oo3_xx + (0.004377257121839584)*oo3_xy + (0.03824572372155072)*oo3_xz - 0.008248333140675744*oo3_yz - 0.005487648106562256*oo3_zz;
+    const double N3_z = -0.0825*F4_z + N4_x*s4 + N4_y*c4 - 0.12672916420800004*a3_x + (0.088844724872)*a3_y - 0.01824920229252011*epsd2_y - 0.005487648106562256*epsd3_x - 0.004377257121839584*epsd3_y - 0.008248333140675744*oo3_xx - 0.00361654401446472*oo3_xy - 0.004377257121839584*oo3_xz + (0.008248333140675744)*oo3_yy + (0.005487648106562256)*oo3_yz;
     const double F_c3_x = F3_x*c3 - F3_y*s3;
     const double F_c3_z = F3_x*s3 + F3_y*c3;
     const double N2_x = -0.316*F_c3_z + N3_x*c3 - N3_y*s3 - 0.0022610063699999997*a2_y + (0.006914218813516801)*epsd2_x - 0.00398335888393552*epsd2_y + (0.01026110182100817)*oo2_xy + (0.00398335888393552)*oo2_xz + (0.0007689361029464)*oo2_yy - 0.0007689361029464*oo2_zz;
@@ -1351,11 +1353,11 @@ int panda_bias(const double *restrict q, const double *restrict qd, const double
     return 0;
 }
 
-int64_t panda_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status)
+int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = panda_bias(q + i * 7, qd + i * 7, Q + i * 7, b + i * 7);
+        const int s = mechgen_panda_bias(q + i * 7, qd + i * 7, Q + i * 7, b + i * 7);
         status[i] = s;
         failed += (s != 0);
     }
@@ -1364,7 +1366,7 @@ int64_t panda_bias_batch(int64_t n, const double *q, const double *qd, const dou
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
  * ops: 379 adds, 452 muls, 12 trig (843 total) */
-int panda_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict Q)
+int mechgen_panda_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict Q)
 {
     const double q2 = q[1];
     const double q3 = q[2];
@@ -1512,17 +1514,17 @@ int panda_inverse_dynamics(const double *restrict q, const double *restrict qd, 
     const double F7_x = (1.4955219999999998)*a7_x + (0.15027794863399999)*epsd7_y - 0.0020344399586617965*epsd7_z + (0.002573605371338202)*oo7_W_00 + (0.0020344399586617965)*oo7_xy + (0.15027794863399999)*oo7_xz;
     const double F7_y = (1.4955219999999998)*a7_y - 0.15027794863399999*epsd7_x + (0.002573605371338202)*epsd7_z + (0.0020344399586617965)*oo7_W_11 + (0.002573605371338202)*oo7_xy + (0.15027794863399999)*oo7_yz;
     const double F7_z = (1.4955219999999998)*a7_z + (0.0020344399586617965)*epsd7_x - 0.002573605371338202*epsd7_y + (0.15027794863399999)*oo7_W_22 + (0.002573605371338202)*oo7_xz + (0.0020344399586617965)*oo7_yz;
-    const double N7_x = -0.15027794863399999*a7_y + (0.0020344399586617965)*a7_z + (0.031633343190949584)*epsd7_x + (0.00039139128168424786)*epsd7_y - 0.0009653051699191117*epsd7_z - 0.0009653051699191117*oo7_xy - 0.00039139128168424786*oo7_xz - 0.0012555365982728983*oo7_yy - 0.022528247445067415*oo7_yz + (0.0012555365982728983)*oo7_zz;
-    const double N7_y = (0.15027794863399999)*a7_x - 0.002573605371338202*a7_z + (0.00039139128168424797)*epsd7_x + (0.02921239941242836)*epsd7_y - 0.0012555365982728983*epsd7_z + (0.0009653051699191117)*oo7_xx + (0.0012555365982728983)*oo7_xy + (0.02494919122358864)*oo7_xz + (0.00039139128168424786)*oo7_yz - 0.0009653051699191117*oo7_zz;
-    const double N7_z = -0.0020344399586617965*a7_x + (0.002573605371338202)*a7_y - 0.0009653051699191117*epsd7_x - 0.0012555365982728983*epsd7_y + (0.006684151967360945)*epsd7_z + (0.00039139128168424786)*oo7_xx - 0.002420943778521224*oo7_xy - 0.0012555365982728983*oo7_xz - 0.00039139128168424786*oo7_yy + (0.0009653051699191117)*oo7_yz;
+    const double N7_x = -0.15027794863399999*a7_y + (0.0020344399586617965)*a7_z + (0.031633343190949584)*epsd7_x + (0.00039139128168424797)*epsd7_y - 0.0009653051699191117*epsd7_z - 0.0009653051699191117*oo7_xy - 0.00039139128168424797*oo7_xz - 0.001255536598272898*oo7_yy - 0.022528247445067415*oo7_yz + (0.001255536598272898)*oo7_zz;
+    const double N7_y = (0.15027794863399999)*a7_x - 0.002573605371338202*a7_z + (0.00039139128168424797)*epsd7_x + (0.02921239941242836)*epsd7_y - 0.001255536598272898*epsd7_z + (0.0009653051699191117)*oo7_xx + (0.001255536598272898)*oo7_xy + (0.02494919122358864)*oo7_xz + (0.00039139128168424797)*oo7_yz - 0.0009653051699191117*oo7_zz;
+    const double N7_z = -0.0020344399586617965*a7_x + (0.002573605371338202)*a7_y - 0.0009653051699191117*epsd7_x - 0.001255536598272898*epsd7_y + (0.006684151967360946)*epsd7_z + (0.00039139128168424797)*oo7_xx - 0.002420943778521224*oo7_xy - 0.001255536598272898*oo7_xz - 0.00039139128168424797*oo7_yy + (0.0009653051699191117)*oo7_yz;
     const double F_c7_x = F7_x*c7 - F7_y*s7;
     const double F_c7_z = F7_x*s7 + F7_y*c7;
     const double F6_x = F_c7_x + (1.666555)*a6_x - 0.017527158935000002*epsd6_y + (0.023526756935)*epsd6_z + (0.100241616695)*oo6_W_00 - 0.023526756935*oo6_xy - 0.017527158935000002*oo6_xz;
     const double F6_y = -F7_z + (1.666555)*a6_y + (0.017527158935000002)*epsd6_x + (0.100241616695)*epsd6_z - 0.023526756935*oo6_W_11 + (0.100241616695)*oo6_xy - 0.017527158935000002*oo6_yz;
     const double F6_z = F_c7_z - 1.666555*a5_y - 0.023526756935*epsd6_x - 0.100241616695*epsd6_y - 0.017527158935000002*oo6_W_22 + (0.100241616695)*oo6_xz - 0.023526756935*oo6_yz;
-    const double N6_x = N7_x*c7 - N7_y*s7 + (0.023526756935)*a5_y + (0.017527158935000002)*a6_y + (0.0024804603581707893)*epsd6_x + (0.001524110902883315)*epsd6_y - 0.00010375891721868492*epsd6_z - 0.00010375891721868492*oo6_xy - 0.001524110902883315*oo6_xz + (9.3569097314605e-05)*oo6_yy + (0.001226794097131999)*oo6_yz - 9.3569097314605e-05*oo6_zz;
+    const double N6_x = N7_x*c7 - N7_y*s7 + (0.023526756935)*a5_y + (0.017527158935000002)*a6_y + (0.00248046035817079)*epsd6_x + (0.001524110902883315)*epsd6_y - 0.00010375891721868492*epsd6_z - 0.00010375891721868492*oo6_xy - 0.001524110902883315*oo6_xz + (9.3569097314605e-05)*oo6_yy + (0.001226794097132)*oo6_yz - 9.3569097314605e-05*oo6_zz;
     const double N6_y = -0.088*F_c7_z - N7_z + (0.100241616695)*a5_y - 0.017527158935000002*a6_x + (0.001524110902883315)*epsd6_x + (0.01056776613310695)*epsd6_y + (9.3569097314605e-05)*epsd6_z + (0.00010375891721868492)*oo6_xx - 9.3569097314605e-05*oo6_xy - 0.00931409987206816*oo6_xz + (0.001524110902883315)*oo6_yz - 0.00010375891721868492*oo6_zz;
-    const double N6_z = -0.088*F7_z + N7_x*s7 + N7_y*c7 + (0.023526756935)*a6_x + (0.100241616695)*a6_y - 0.00010375891721868492*epsd6_x + (9.3569097314605e-05)*epsd6_y + (0.011794560230238949)*epsd6_z + (0.001524110902883315)*oo6_xx + (0.00808730577493616)*oo6_xy + (9.3569097314605e-05)*oo6_xz - 0.001524110902883315*oo6_yy + (0.00010375891721868492)*oo6_yz;
+    const double N6_z = -0.088*F7_z + N7_x*s7 + N7_y*c7 + (0.023526756935)*a6_x + (0.100241616695)*a6_y - 0.00010375891721868492*epsd6_x + (9.3569097314605e-05)*epsd6_y + (0.01179456023023895)*epsd6_z + (0.001524110902883315)*oo6_xx + (0.00808730577493616)*oo6_xy + (9.3569097314605e-05)*oo6_xz - 0.001524110902883315*oo6_yy + (0.00010375891721868492)*oo6_yz;
     const double F_c6_x = F6_x*c6 - F6_y*s6;
     const double F_c6_z = F6_x*s6 + F6_y*c6;
     const double F5_x = F_c6_x + (1.225946)*a5_x - 0.047121686402*epsd5_y - 0.05034347249*epsd5_z - 0.014653732538*oo5_W_00 + (0.05034347249)*oo5_xy - 0.047121686402*oo5_xz;
@@ -1543,9 +1545,9 @@ int panda_inverse_dynamics(const double *restrict q, const double *restrict qd, 
     const double F_c4_z = F4_x*s4 + F4_y*c4;
     const double F3_x = F_c4_x + (3.228604)*a3_x - 0.214708623208*epsd3_y - 0.12672916420800004*epsd3_z + (0.088844724872)*oo3_W_00 + (0.12672916420800004)*oo3_xy - 0.214708623208*oo3_xz;
     const double F3_y = -F4_z + (3.228604)*a3_y + (0.214708623208)*epsd3_x + (0.088844724872)*epsd3_z + (0.12672916420800004)*oo3_W_11 + (0.088844724872)*oo3_xy - 0.214708623208*oo3_yz;
-    const double N3_x = N4_x*c4 - N4_y*s4 + (0.214708623208)*a3_y + (0.12672916420800004)*a3_z + (0.05649492601407083)*epsd3_x - 0.008248333140675744*epsd3_y - 0.005487648106562256*epsd3_z - 0.005487648106562256*oo3_xy + (0.008248333140675744)*oo3_xz - 0.004377257121839584*oo3_yy - 0.034629179707086004*oo3_yz + (0.004377257121839584)*oo3_zz;
-    const double N3_y = -0.0825*F_c4_z - N4_z - 0.214708623208*a3_x - 0.088844724872*a3_z - 0.008248333140675744*epsd3_x + (0.052878381999606115)*epsd3_y - 0.004377257121839584*epsd3_z + (0.005487648106562256)*oo3_xx + (0.004377257121839584)*oo3_xy + (0.03824572372155072)*oo3_xz - 0.008248333140675744*oo3_yz - 0.005487648106562256*oo3_zz;
-    const double N3_z = -0.0825*F4_z + N4_x*s4 + N4_y*c4 - 0.12672916420800004*a3_x + (0.088844724872)*a3_y - 0.005487648106562256*epsd3_x - 0.004377257121839584*epsd3_y + (0.01824920229252011)*epsd3_z - 0.008248333140675744*oo3_xx - 0.003616544014464715*oo3_xy - 0.004377257121839584*oo3_xz + (0.008248333140675744)*oo3_yy + (0.005487648106562256)*oo3_yz;
+    const double N3_x = N4_x*c4 - N4_y*s4 + (0.214708623208)*a3_y + (0.12672916420800004)*a3_z + (0.05649492601407083)*epsd3_x - 0.008248333140675744*epsd3_y - 0.005487648106562256*epsd3_z - 0.005487648106562256*oo3_xy + (0.008248333140675744)*oo3_xz - 0.004377257121839584*oo3_yy - 0.034629179707086*oo3_yz + (0.004377257121839584)*oo3_zz;
+    const double N3_y = -0.0825*F_c4_z - N4_z - 0.214708623208*a3_x - 0.088844724872*a3_z - 0.008248333140675744*epsd3_x + (0.05287838199960611)*epsd3_y - 0.004377257121839584*epsd3_z + (0.005487648106562256)*oo3_xx + (0.004377257121839584)*oo3_xy + (0.03824572372155072)*oo3_xz - 0.008248333140675744*oo3_yz - 0.005487648106562256*oo3_zz;
+    const double N3_z = -0.0825*F4_z + N4_x*s4 + N4_y*c4 - 0.12672916420800004*a3_x + (0.088844724872)*a3_y - 0.005487648106562256*epsd3_x - 0.004377257121839584*epsd3_y + (0.01824920229252011)*epsd3_z - 0.008248333140675744*oo3_xx - 0.00361654401446472*oo3_xy - 0.004377257121839584*oo3_xz + (0.008248333140675744)*oo3_yy + (0.005487648106562256)*oo3_yz;
     const double F_c3_x = F3_x*c3 - F3_y*s3;
     const double F_c3_z = F3_x*s3 + F3_y*c3;
     const double N2_x = -0.316*F_c3_z + N3_x*c3 - N3_y*s3 - 0.0022610063699999997*a2_y + (0.00850351162402155)*epsd2_x - 0.00398335888393552*epsd2_y + (0.01026110182100817)*oo2_xy + (0.00398335888393552)*oo2_xz + (0.0007689361029464)*oo2_yy - 0.001589292810504749*oo2_yz - 0.0007689361029464*oo2_zz + (0.01026110182100817)*qdd2;
@@ -1562,11 +1564,11 @@ int panda_inverse_dynamics(const double *restrict q, const double *restrict qd, 
     return 0;
 }
 
-int64_t panda_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status)
+int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = panda_inverse_dynamics(q + i * 7, qd + i * 7, qdd + i * 7, Q + i * 7);
+        const int s = mechgen_panda_inverse_dynamics(q + i * 7, qd + i * 7, qdd + i * 7, Q + i * 7);
         status[i] = s;
         failed += (s != 0);
     }
@@ -1575,7 +1577,7 @@ int64_t panda_inverse_dynamics_batch(int64_t n, const double *q, const double *q
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
  * ops: 658 adds, 786 muls, 6 divs, 12 trig (1462 total) */
-int panda_forward_dynamics(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict qdd)
+int mechgen_panda_forward_dynamics(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict qdd)
 {
     int status = 0;
     const double q2 = q[1];
@@ -1615,18 +1617,18 @@ int panda_forward_dynamics(const double *restrict q, const double *restrict qd, 
     const double cp7_z = cse0;
     const double IJ7_C2 = c7*c7 - s7*s7;
     const double IJ7_cs = c7*s7;
-    const double IJ7_00 = (0.001210471889260612)*IJ7_C2 - 0.0007827825633684957*IJ7_cs + 0.030422871301688973;
+    const double IJ7_00 = (0.001210471889260612)*IJ7_C2 - 0.0007827825633684959*IJ7_cs + 0.030422871301688973;
     const double IJ7_11 = 0.060845742603377946 - IJ7_00;
-    const double IJ7_01 = (0.00039139128168424786)*IJ7_C2 + (0.002420943778521224)*IJ7_cs;
-    const double IJ7_02 = -0.0009653051699191117*c7 + (0.0012555365982728983)*s7;
-    const double IJ7_12 = -0.0012555365982728983*c7 - 0.0009653051699191117*s7;
+    const double IJ7_01 = (0.00039139128168424797)*IJ7_C2 + (0.002420943778521224)*IJ7_cs;
+    const double IJ7_02 = -0.0009653051699191117*c7 + (0.001255536598272898)*s7;
+    const double IJ7_12 = -0.001255536598272898*c7 - 0.0009653051699191117*s7;
     const double cc6_x = cp7_x + 0.231847552695;
     const double cc6_z = cp7_z - 0.017527158935000002;
-    const double Ic6_00 = IJ7_00 + 0.0024804603581707893;
+    const double Ic6_00 = IJ7_00 + 0.00248046035817079;
     const double Ic6_01 = 0.014748570382675314 - IJ7_02;
     const double Ic6_02 = IJ7_01 - 0.088*cp7_z - 0.00010375891721868492;
     const double cse1 = (0.176)*cp7_x;
-    const double Ic6_11 = cse1 + 0.028833240468467893;
+    const double Ic6_11 = cse1 + 0.028833240468467896;
     const double Ic6_12 = 9.3569097314605e-05 - IJ7_12;
     const double Ic6_22 = IJ7_11 + cse1 + 0.02337588259823895;
     const double cp6_x = c6*cc6_x + (0.173804705569)*s6;
@@ -1728,7 +1730,7 @@ int panda_forward_dynamics(const double *restrict q, const double *restrict qd, 
     const double IJ2_11 = -IJ2_00 + IJ2_Sum;
     const double Ic1_22 = IJ2_11 + 0.009213163777211224;
     const double Fm7_6_x = -cse0;
-    const double Nm7_6_y = -0.088*cp7_x - 0.006684151967360945;
+    const double Nm7_6_y = -0.088*cp7_x - 0.006684151967360946;
     const double Fm7_5_x = Fm7_6_x*c6;
     const double Fm7_5_z = Fm7_6_x*s6;
     const double Nm7_5_x = IJ7_02*c6 - Nm7_6_y*s6;
@@ -1902,17 +1904,17 @@ int panda_forward_dynamics(const double *restrict q, const double *restrict qd, 
     const double F7_x = (1.4955219999999998)*a7_x + (0.0020344399586617965)*epsd6_y + (0.15027794863399999)*epsd7_y + (0.002573605371338202)*oo7_W_00 + (0.0020344399586617965)*oo7_xy + (0.15027794863399999)*oo7_xz;
     const double F7_y = (1.4955219999999998)*a7_y - 0.002573605371338202*epsd6_y - 0.15027794863399999*epsd7_x + (0.0020344399586617965)*oo7_W_11 + (0.002573605371338202)*oo7_xy + (0.15027794863399999)*oo7_yz;
     const double F7_z = (1.4955219999999998)*a7_z + (0.0020344399586617965)*epsd7_x - 0.002573605371338202*epsd7_y + (0.15027794863399999)*oo7_W_22 + (0.002573605371338202)*oo7_xz + (0.0020344399586617965)*oo7_yz;
-    const double N7_x = -0.15027794863399999*a7_y + (0.0020344399586617965)*a7_z + (0.0009653051699191117)*epsd6_y + (0.031633343190949584)*epsd7_x + (0.00039139128168424786)*epsd7_y - 0.0009653051699191117*oo7_xy - 0.00039139128168424786*oo7_xz - 0.0012555365982728983*oo7_yy - 0.022528247445067415*oo7_yz + (0.0012555365982728983)*oo7_zz;
-    const double N7_y = (0.15027794863399999)*a7_x - 0.002573605371338202*a7_z + (0.0012555365982728983)*epsd6_y + (0.00039139128168424797)*epsd7_x + (0.02921239941242836)*epsd7_y + (0.0009653051699191117)*oo7_xx + (0.0012555365982728983)*oo7_xy + (0.02494919122358864)*oo7_xz + (0.00039139128168424786)*oo7_yz - 0.0009653051699191117*oo7_zz;
-    const double N7_z = -0.0020344399586617965*a7_x + (0.002573605371338202)*a7_y - 0.006684151967360945*epsd6_y - 0.0009653051699191117*epsd7_x - 0.0012555365982728983*epsd7_y + (0.00039139128168424786)*oo7_xx - 0.002420943778521224*oo7_xy - 0.0012555365982728983*oo7_xz - 0.00039139128168424786*oo7_yy + (0.0009653051699191117)*oo7_yz;
+    const double N7_x = -0.15027794863399999*a7_y + (0.0020344399586617965)*a7_z + (0.0009653051699191117)*epsd6_y + (0.031633343190949584)*epsd7_x + (0.00039139128168424797)*epsd7_y - 0.0009653051699191117*oo7_xy - 0.00039139128168424797*oo7_xz - 0.001255536598272898*oo7_yy - 0.022528247445067415*oo7_yz + (0.001255536598272898)*oo7_zz;
+    const double N7_y = (0.15027794863399999)*a7_x - 0.002573605371338202*a7_z + (0.001255536598272898)*epsd6_y + (0.00039139128168424797)*epsd7_x + (0.02921239941242836)*epsd7_y + (0.0009653051699191117)*oo7_xx + (0.001255536598272898)*oo7_xy + (0.02494919122358864)*oo7_xz + (0.00039139128168424797)*oo7_yz - 0.0009653051699191117*oo7_zz;
+    const double N7_z = -0.0020344399586617965*a7_x + (0.002573605371338202)*a7_y - 0.006684151967360946*epsd6_y - 0.0009653051699191117*epsd7_x - 0.001255536598272898*epsd7_y + (0.00039139128168424797)*oo7_xx - 0.002420943778521224*oo7_xy - 0.001255536598272898*oo7_xz - 0.00039139128168424797*oo7_yy + (0.0009653051699191117)*oo7_yz;
     const double F_c7_x = F7_x*c7 - F7_y*s7;
     const double F_c7_z = F7_x*s7 + F7_y*c7;
     const double F6_x = F_c7_x + (1.666555)*a6_x - 0.023526756935*epsd5_y - 0.017527158935000002*epsd6_y + (0.100241616695)*oo6_W_00 - 0.023526756935*oo6_xy - 0.017527158935000002*oo6_xz;
     const double F6_y = -F7_z + (1.666555)*a6_y - 0.100241616695*epsd5_y + (0.017527158935000002)*epsd6_x - 0.023526756935*oo6_W_11 + (0.100241616695)*oo6_xy - 0.017527158935000002*oo6_yz;
     const double F6_z = F_c7_z - 1.666555*a5_y - 0.023526756935*epsd6_x - 0.100241616695*epsd6_y - 0.017527158935000002*oo6_W_22 + (0.100241616695)*oo6_xz - 0.023526756935*oo6_yz;
-    const double N6_x = N7_x*c7 - N7_y*s7 + (0.023526756935)*a5_y + (0.017527158935000002)*a6_y + (0.00010375891721868492)*epsd5_y + (0.0024804603581707893)*epsd6_x + (0.001524110902883315)*epsd6_y - 0.00010375891721868492*oo6_xy - 0.001524110902883315*oo6_xz + (9.3569097314605e-05)*oo6_yy + (0.001226794097131999)*oo6_yz - 9.3569097314605e-05*oo6_zz;
+    const double N6_x = N7_x*c7 - N7_y*s7 + (0.023526756935)*a5_y + (0.017527158935000002)*a6_y + (0.00010375891721868492)*epsd5_y + (0.00248046035817079)*epsd6_x + (0.001524110902883315)*epsd6_y - 0.00010375891721868492*oo6_xy - 0.001524110902883315*oo6_xz + (9.3569097314605e-05)*oo6_yy + (0.001226794097132)*oo6_yz - 9.3569097314605e-05*oo6_zz;
     const double N6_y = -0.088*F_c7_z - N7_z + (0.100241616695)*a5_y - 0.017527158935000002*a6_x - 9.3569097314605e-05*epsd5_y + (0.001524110902883315)*epsd6_x + (0.01056776613310695)*epsd6_y + (0.00010375891721868492)*oo6_xx - 9.3569097314605e-05*oo6_xy - 0.00931409987206816*oo6_xz + (0.001524110902883315)*oo6_yz - 0.00010375891721868492*oo6_zz;
-    const double N6_z = -0.088*F7_z + N7_x*s7 + N7_y*c7 + (0.023526756935)*a6_x + (0.100241616695)*a6_y - 0.011794560230238949*epsd5_y - 0.00010375891721868492*epsd6_x + (9.3569097314605e-05)*epsd6_y + (0.001524110902883315)*oo6_xx + (0.00808730577493616)*oo6_xy + (9.3569097314605e-05)*oo6_xz - 0.001524110902883315*oo6_yy + (0.00010375891721868492)*oo6_yz;
+    const double N6_z = -0.088*F7_z + N7_x*s7 + N7_y*c7 + (0.023526756935)*a6_x + (0.100241616695)*a6_y - 0.01179456023023895*epsd5_y - 0.00010375891721868492*epsd6_x + (9.3569097314605e-05)*epsd6_y + (0.001524110902883315)*oo6_xx + (0.00808730577493616)*oo6_xy + (9.3569097314605e-05)*oo6_xz - 0.001524110902883315*oo6_yy + (0.00010375891721868492)*oo6_yz;
     const double F_c6_x = F6_x*c6 - F6_y*s6;
     const double F_c6_z = F6_x*s6 + F6_y*c6;
     const double F5_x = F_c6_x + (1.225946)*a5_x - 0.05034347249*epsd4_y - 0.047121686402*epsd5_y - 0.014653732538*oo5_W_00 + (0.05034347249)*oo5_xy - 0.047121686402*oo5_xz;
@@ -1933,9 +1935,9 @@ int panda_forward_dynamics(const double *restrict q, const double *restrict qd, 
     const double F_c4_z = F4_x*s4 + F4_y*c4;
     const double F3_x = F_c4_x + (3.228604)*a3_x + (0.12672916420800004)*epsd2_y - 0.214708623208*epsd3_y + (0.088844724872)*oo3_W_00 + (0.12672916420800004)*oo3_xy - 0.214708623208*oo3_xz;
     const double F3_y = -F4_z + (3.228604)*a3_y - 0.088844724872*epsd2_y + (0.214708623208)*epsd3_x + (0.12672916420800004)*oo3_W_11 + (0.088844724872)*oo3_xy - 0.214708623208*oo3_yz;
-    const double N3_x = N4_x*c4 - N4_y*s4 + (0.214708623208)*a3_y + (0.12672916420800004)*a3_z + (0.005487648106562256)*epsd2_y + (0.05649492601407083)*epsd3_x - 0.008248333140675744*epsd3_y - 0.005487648106562256*oo3_xy + (0.008248333140675744)*oo3_xz - 0.004377257121839584*oo3_yy - 0.034629179707086004*oo3_yz + (0.004377257121839584)*oo3_zz;
-    const double N3_y = -0.0825*F_c4_z - N4_z - 0.214708623208*a3_x - 0.088844724872*a3_z + (0.004377257121839584)*epsd2_y - 0.008248333140675744*epsd3_x + (0.052878381999606115)*epsd3_y + (0.005487648106562256)*oo3_xx + (0.004377257121839584)*oo3_xy + (0.03824572372155072)*oo3_xz - 0.008248333140675744*oo3_yz - 0.005487648106562256*oo3_zz;
-    const double N3_z = -0.0825*F4_z + N4_x*s4 + N4_y*c4 - 0.12672916420800004*a3_x + (0.088844724872)*a3_y - 0.01824920229252011*epsd2_y - 0.005487648106562256*epsd3_x - 0.004377257121839584*epsd3_y - 0.008248333140675744*oo3_xx - 0.003616544014464715*oo3_xy - 0.004377257121839584*oo3_xz + (0.008248333140675744)*oo3_yy + (0.005487648106562256)*oo3_yz;
+    const double N3_x = N4_x*c4 - N4_y*s4 + (0.214708623208)*a3_y + (0.12672916420800004)*a3_z + (0.005487648106562256)*epsd2_y + (0.05649492601407083)*epsd3_x - 0.008248333140675744*epsd3_y - 0.005487648106562256*oo3_xy + (0.008248333140675744)*oo3_xz - 0.004377257121839584*oo3_yy - 0.034629179707086*oo3_yz + (0.004377257121839584)*oo3_zz;
+    const double N3_y = -0.0825*F_c4_z - N4_z - 0.214708623208*a3_x - 0.088844724872*a3_z + (0.004377257121839584)*epsd2_y - 0.008248333140675744*epsd3_x + (0.05287838199960611)*epsd3_y + (0.005487648106562256)*oo3_xx + (0.004377257121839584)*oo3_xy + (0.03824572372155072)*oo3_xz - 0.008248333140675744*oo3_yz - 0.005487648106562256*oo3_zz;
+    const double N3_z = -0.0825*F4_z + N4_x*s4 + N4_y*c4 - 0.12672916420800004*a3_x + (0.088844724872)*a3_y - 0.01824920229252011*epsd2_y - 0.005487648106562256*epsd3_x - 0.004377257121839584*epsd3_y - 0.008248333140675744*oo3_xx - 0.00361654401446472*oo3_xy - 0.004377257121839584*oo3_xz + (0.008248333140675744)*oo3_yy + (0.005487648106562256)*oo3_yz;
     const double F_c3_x = F3_x*c3 - F3_y*s3;
     const double F_c3_z = F3_x*s3 + F3_y*c3;
     const double N2_x = -0.316*F_c3_z + N3_x*c3 - N3_y*s3 - 0.0022610063699999997*a2_y + (0.006914218813516801)*epsd2_x - 0.00398335888393552*epsd2_y + (0.01026110182100817)*oo2_xy + (0.00398335888393552)*oo2_xz + (0.0007689361029464)*oo2_yy - 0.0007689361029464*oo2_zz;
@@ -1949,32 +1951,32 @@ int panda_forward_dynamics(const double *restrict q, const double *restrict qd, 
     const double b5 = -N5_z + Q5;
     const double b6 = -N6_z + Q6;
     const double b7 = -N7_z + Q7;
-    const double L7_6 = (149.6076098932297)*IJ7_12;
+    const double L7_6 = (149.60760989322966)*IJ7_12;
     const double H6_6 = -IJ7_12*L7_6 + Ic6_22;
     const double H6_5 = IJ6_12 - L7_6*Nm7_5_z;
     const double H6_4 = -L7_6*Nm7_4_z + Nm6_4_z;
     const double H6_3 = -L7_6*Nm7_3_z + Nm6_3_z;
     const double H6_2 = -L7_6*Nm7_2_z + Nm6_2_z;
     const double H6_1 = -L7_6*Nm7_1_z + Nm6_1_z;
-    const double L7_5 = (149.6076098932297)*Nm7_5_z;
+    const double L7_5 = (149.60760989322966)*Nm7_5_z;
     const double H5_5 = Ic5_22 - L7_5*Nm7_5_z;
     const double H5_4 = -L7_5*Nm7_4_z + Nm5_4_z;
     const double H5_3 = -L7_5*Nm7_3_z + Nm5_3_z;
     const double H5_2 = -L7_5*Nm7_2_z + Nm5_2_z;
     const double H5_1 = -L7_5*Nm7_1_z + Nm5_1_z;
-    const double L7_4 = (149.6076098932297)*Nm7_4_z;
+    const double L7_4 = (149.60760989322966)*Nm7_4_z;
     const double H4_4 = Ic4_22 - L7_4*Nm7_4_z;
     const double H4_3 = IJ4_12 - L7_4*Nm7_3_z;
     const double H4_2 = -L7_4*Nm7_2_z + Nm4_2_z;
     const double H4_1 = -L7_4*Nm7_1_z + Nm4_1_z;
-    const double L7_3 = (149.6076098932297)*Nm7_3_z;
+    const double L7_3 = (149.60760989322966)*Nm7_3_z;
     const double H3_3 = Ic3_22 - L7_3*Nm7_3_z;
     const double H3_2 = -L7_3*Nm7_2_z + Nm3_2_z;
     const double H3_1 = -L7_3*Nm7_1_z + Nm3_1_z;
-    const double L7_2 = (149.6076098932297)*Nm7_2_z;
+    const double L7_2 = (149.60760989322966)*Nm7_2_z;
     const double H2_2 = Ic2_22 - L7_2*Nm7_2_z;
     const double H2_1 = -L7_2*Nm7_1_z + Nm2_1_z;
-    const double L7_1 = (149.6076098932297)*Nm7_1_z;
+    const double L7_1 = (149.60760989322966)*Nm7_1_z;
     const double H1_1 = Ic1_22 - L7_1*Nm7_1_z;
     if (!(H6_6 - 1e-13*Ic6_22 > 0.0)) { status = 1; goto fail; } /* pivot D6 of the mass matrix */
     const double invD6 = 1.0/H6_6;
@@ -2050,7 +2052,7 @@ int panda_forward_dynamics(const double *restrict q, const double *restrict qd, 
     const double qdd4 = -L4_1*qdd1 - L4_2*qdd2 - L4_3*qdd3 + invD4*y4;
     const double qdd5 = -L5_1*qdd1 - L5_2*qdd2 - L5_3*qdd3 - L5_4*qdd4 + invD5*y5;
     const double qdd6 = -L6_1*qdd1 - L6_2*qdd2 - L6_3*qdd3 - L6_4*qdd4 - L6_5*qdd5 + invD6*y6;
-    const double qdd7 = -L7_1*qdd1 - L7_2*qdd2 - L7_3*qdd3 - L7_4*qdd4 - L7_5*qdd5 - L7_6*qdd6 + (149.6076098932297)*b7;
+    const double qdd7 = -L7_1*qdd1 - L7_2*qdd2 - L7_3*qdd3 - L7_4*qdd4 - L7_5*qdd5 - L7_6*qdd6 + (149.60760989322966)*b7;
     qdd[0] = qdd1;
     qdd[1] = qdd2;
     qdd[2] = qdd3;
@@ -2064,20 +2066,21 @@ fail:
     return status;
 }
 
-int64_t panda_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status)
+int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = panda_forward_dynamics(q + i * 7, qd + i * 7, Q + i * 7, qdd + i * 7);
+        const int s = mechgen_panda_forward_dynamics(q + i * 7, qd + i * 7, Q + i * 7, qdd + i * 7);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to monitor: T + V - work of Q is constant).
+/* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
+ * monitor: T + V - work of Q is constant).
  * ops: 249 adds, 396 muls, 14 trig (659 total) */
-int panda_energy(const double *restrict q, const double *restrict qd, double *restrict T, double *restrict V)
+int mechgen_panda_energy(const double *restrict q, const double *restrict qd, double *restrict T, double *restrict V)
 {
     const double q1 = q[0];
     const double q2 = q[1];
@@ -2220,16 +2223,16 @@ int panda_energy(const double *restrict q, const double *restrict qd, double *re
     const double omega_loc7_x = omega7_x*tau7_00 + omega7_y*tau7_01 + omega7_z*tau7_02;
     const double omega_loc7_y = omega7_x*tau7_10 + omega7_y*tau7_11 + omega7_z*tau7_12;
     const double omega_loc7_z = -omega7_x*tau6_10 - omega7_y*tau6_11 - omega7_z*tau6_12;
-    T[0] = (0.5)*omega_loc2_x*((0.00850351162402155)*omega_loc2_x - 0.00398335888393552*omega_loc2_y + (0.01026110182100817)*omega_loc2_z) + (0.5)*omega_loc2_y*(-0.00398335888393552*omega_loc2_x + (0.028124284712194955)*omega_loc2_y + (0.0007689361029464)*omega_loc2_z) + (0.5)*omega_loc2_z*((0.01026110182100817)*omega_loc2_x + (0.0007689361029464)*omega_loc2_y + (0.026534991901690206)*omega_loc2_z) + (0.5)*omega_loc3_x*((0.05649492601407083)*omega_loc3_x - 0.008248333140675744*omega_loc3_y - 0.005487648106562256*omega_loc3_z) + (0.5)*omega_loc3_y*(-0.008248333140675744*omega_loc3_x + (0.052878381999606115)*omega_loc3_y - 0.004377257121839584*omega_loc3_z) + (0.5)*omega_loc3_z*(-0.005487648106562256*omega_loc3_x - 0.004377257121839584*omega_loc3_y + (0.01824920229252011)*omega_loc3_z) + (0.5)*omega_loc4_x*((0.06767727025085991)*omega_loc4_x + (0.02771584317362585)*omega_loc4_y + (0.0039053550262761003)*omega_loc4_z) + (0.5)*omega_loc4_y*((0.02771584317362585)*omega_loc4_x + (0.03239943042445132)*omega_loc4_y - 0.0016444875773692705*omega_loc4_z) + (0.5)*omega_loc4_z*((0.0039053550262761003)*omega_loc4_x - 0.0016444875773692705*omega_loc4_y + (0.0775861490525396)*omega_loc4_z) + (0.5)*omega_loc5_x*((0.03942757095803552)*omega_loc5_x - 0.0015152444733270301*omega_loc5_y - 0.004600245517563105*omega_loc5_z) + (0.5)*omega_loc5_y*(-0.0015152444733270301*omega_loc5_x + (0.03146037232526039)*omega_loc5_y + (0.0021640520520981297)*omega_loc5_z) + (0.5)*omega_loc5_z*(-0.004600245517563105*omega_loc5_x + (0.0021640520520981297)*omega_loc5_y + (0.010869510762828563)*omega_loc5_z) + (0.5)*omega_loc6_x*((0.0024804603581707893)*omega_loc6_x + (0.001524110902883315)*omega_loc6_y - 0.00010375891721868492*omega_loc6_z) + (0.5)*omega_loc6_y*((0.001524110902883315)*omega_loc6_x + (0.01056776613310695)*omega_loc6_y + (9.3569097314605e-05)*omega_loc6_z) + (0.5)*omega_loc6_z*(-0.00010375891721868492*omega_loc6_x + (9.3569097314605e-05)*omega_loc6_y + (0.011794560230238949)*omega_loc6_z) + (0.5)*omega_loc7_x*((0.031633343190949584)*omega_loc7_x + (0.00039139128168424786)*omega_loc7_y - 0.0009653051699191117*omega_loc7_z) + (0.5)*omega_loc7_y*((0.00039139128168424797)*omega_loc7_x + (0.02921239941242836)*omega_loc7_y - 0.0012555365982728983*omega_loc7_z) + (0.5)*omega_loc7_z*(-0.0009653051699191117*omega_loc7_x - 0.0012555365982728983*omega_loc7_y + (0.006684151967360945)*omega_loc7_z) + (0.004606581888605612)*qd1*qd1 + (1.614302)*v_loc3_x*v_loc3_x + v_loc3_x*(-0.214708623208*omega_loc3_y - 0.12672916420800004*omega_loc3_z) + (1.614302)*v_loc3_y*v_loc3_y + v_loc3_y*((0.214708623208)*omega_loc3_x + (0.088844724872)*omega_loc3_z) + (1.614302)*v_loc3_z*v_loc3_z + v_loc3_z*((0.12672916420800004)*omega_loc3_x - 0.088844724872*omega_loc3_y) + (1.7939475)*v_loc4_x*v_loc4_x + v_loc4_x*((0.09850206933)*omega_loc4_y - 0.374644408005*omega_loc4_z) + (1.7939475)*v_loc4_y*v_loc4_y + v_loc4_y*(-0.09850206933*omega_loc4_x - 0.19076837715*omega_loc4_z) + (1.7939475)*v_loc4_z*v_loc4_z + v_loc4_z*((0.374644408005)*omega_loc4_x + (0.19076837715)*omega_loc4_y) + (0.612973)*v_loc5_x*v_loc5_x + v_loc5_x*(-0.047121686402*omega_loc5_y - 0.05034347249*omega_loc5_z) + (0.612973)*v_loc5_y*v_loc5_y + v_loc5_y*((0.047121686402)*omega_loc5_x - 0.014653732538*omega_loc5_z) + (0.612973)*v_loc5_z*v_loc5_z + v_loc5_z*((0.05034347249)*omega_loc5_x + (0.014653732538)*omega_loc5_y) + (0.8332775)*v_loc6_x*v_loc6_x + v_loc6_x*(-0.017527158935000002*omega_loc6_y + (0.023526756935)*omega_loc6_z) + (0.8332775)*v_loc6_y*v_loc6_y + v_loc6_y*((0.017527158935000002)*omega_loc6_x + (0.100241616695)*omega_loc6_z) + (0.8332775)*v_loc6_z*v_loc6_z + v_loc6_z*(-0.023526756935*omega_loc6_x - 0.100241616695*omega_loc6_y) + (0.7477609999999999)*v_loc7_x*v_loc7_x + v_loc7_x*((0.15027794863399999)*omega_loc7_y - 0.0020344399586617965*omega_loc7_z) + (0.7477609999999999)*v_loc7_y*v_loc7_y + v_loc7_y*(-0.15027794863399999*omega_loc7_x + (0.002573605371338202)*omega_loc7_z) + (0.7477609999999999)*v_loc7_z*v_loc7_z + v_loc7_z*((0.0020344399586617965)*omega_loc7_x - 0.002573605371338202*omega_loc7_y);
+    T[0] = (0.5)*omega_loc2_x*((0.00850351162402155)*omega_loc2_x - 0.00398335888393552*omega_loc2_y + (0.01026110182100817)*omega_loc2_z) + (0.5)*omega_loc2_y*(-0.00398335888393552*omega_loc2_x + (0.028124284712194955)*omega_loc2_y + (0.0007689361029464)*omega_loc2_z) + (0.5)*omega_loc2_z*((0.01026110182100817)*omega_loc2_x + (0.0007689361029464)*omega_loc2_y + (0.026534991901690206)*omega_loc2_z) + (0.5)*omega_loc3_x*((0.05649492601407083)*omega_loc3_x - 0.008248333140675744*omega_loc3_y - 0.005487648106562256*omega_loc3_z) + (0.5)*omega_loc3_y*(-0.008248333140675744*omega_loc3_x + (0.05287838199960611)*omega_loc3_y - 0.004377257121839584*omega_loc3_z) + (0.5)*omega_loc3_z*(-0.005487648106562256*omega_loc3_x - 0.004377257121839584*omega_loc3_y + (0.01824920229252011)*omega_loc3_z) + (0.5)*omega_loc4_x*((0.06767727025085991)*omega_loc4_x + (0.02771584317362585)*omega_loc4_y + (0.0039053550262761003)*omega_loc4_z) + (0.5)*omega_loc4_y*((0.02771584317362585)*omega_loc4_x + (0.03239943042445132)*omega_loc4_y - 0.0016444875773692705*omega_loc4_z) + (0.5)*omega_loc4_z*((0.0039053550262761003)*omega_loc4_x - 0.0016444875773692705*omega_loc4_y + (0.0775861490525396)*omega_loc4_z) + (0.5)*omega_loc5_x*((0.03942757095803552)*omega_loc5_x - 0.0015152444733270301*omega_loc5_y - 0.004600245517563105*omega_loc5_z) + (0.5)*omega_loc5_y*(-0.0015152444733270301*omega_loc5_x + (0.03146037232526039)*omega_loc5_y + (0.0021640520520981297)*omega_loc5_z) + (0.5)*omega_loc5_z*(-0.004600245517563105*omega_loc5_x + (0.0021640520520981297)*omega_loc5_y + (0.010869510762828563)*omega_loc5_z) + (0.5)*omega_loc6_x*((0.00248046035817079)*omega_loc6_x + (0.001524110902883315)*omega_loc6_y - 0.00010375891721868492*omega_loc6_z) + (0.5)*omega_loc6_y*((0.001524110902883315)*omega_loc6_x + (0.01056776613310695)*omega_loc6_y + (9.3569097314605e-05)*omega_loc6_z) + (0.5)*omega_loc6_z*(-0.00010375891721868492*omega_loc6_x + (9.3569097314605e-05)*omega_loc6_y + (0.01179456023023895)*omega_loc6_z) + (0.5)*omega_loc7_x*((0.031633343190949584)*omega_loc7_x + (0.00039139128168424797)*omega_loc7_y - 0.0009653051699191117*omega_loc7_z) + (0.5)*omega_loc7_y*((0.00039139128168424797)*omega_loc7_x + (0.02921239941242836)*omega_loc7_y - 0.001255536598272898*omega_loc7_z) + (0.5)*omega_loc7_z*(-0.0009653051699191117*omega_loc7_x - 0.001255536598272898*omega_loc7_y + (0.006684151967360946)*omega_loc7_z) + (0.004606581888605612)*qd1*qd1 + (1.614302)*v_loc3_x*v_loc3_x + v_loc3_x*(-0.214708623208*omega_loc3_y - 0.12672916420800004*omega_loc3_z) + (1.614302)*v_loc3_y*v_loc3_y + v_loc3_y*((0.214708623208)*omega_loc3_x + (0.088844724872)*omega_loc3_z) + (1.614302)*v_loc3_z*v_loc3_z + v_loc3_z*((0.12672916420800004)*omega_loc3_x - 0.088844724872*omega_loc3_y) + (1.7939475)*v_loc4_x*v_loc4_x + v_loc4_x*((0.09850206933)*omega_loc4_y - 0.374644408005*omega_loc4_z) + (1.7939475)*v_loc4_y*v_loc4_y + v_loc4_y*(-0.09850206933*omega_loc4_x - 0.19076837715*omega_loc4_z) + (1.7939475)*v_loc4_z*v_loc4_z + v_loc4_z*((0.374644408005)*omega_loc4_x + (0.19076837715)*omega_loc4_y) + (0.612973)*v_loc5_x*v_loc5_x + v_loc5_x*(-0.047121686402*omega_loc5_y - 0.05034347249*omega_loc5_z) + (0.612973)*v_loc5_y*v_loc5_y + v_loc5_y*((0.047121686402)*omega_loc5_x - 0.014653732538*omega_loc5_z) + (0.612973)*v_loc5_z*v_loc5_z + v_loc5_z*((0.05034347249)*omega_loc5_x + (0.014653732538)*omega_loc5_y) + (0.8332775)*v_loc6_x*v_loc6_x + v_loc6_x*(-0.017527158935000002*omega_loc6_y + (0.023526756935)*omega_loc6_z) + (0.8332775)*v_loc6_y*v_loc6_y + v_loc6_y*((0.017527158935000002)*omega_loc6_x + (0.100241616695)*omega_loc6_z) + (0.8332775)*v_loc6_z*v_loc6_z + v_loc6_z*(-0.023526756935*omega_loc6_x - 0.100241616695*omega_loc6_y) + (0.7477609999999999)*v_loc7_x*v_loc7_x + v_loc7_x*((0.15027794863399999)*omega_loc7_y - 0.0020344399586617965*omega_loc7_z) + (0.7477609999999999)*v_loc7_y*v_loc7_y + v_loc7_y*(-0.15027794863399999*omega_loc7_x + (0.002573605371338202)*omega_loc7_z) + (0.7477609999999999)*v_loc7_z*v_loc7_z + v_loc7_z*((0.0020344399586617965)*omega_loc7_x - 0.002573605371338202*omega_loc7_y);
     V[0] = -1.92402459226728*c2 + (31.67260524)*r3_z + (35.19724995)*r4_z + (28.37543481)*r5_z + (14.671070819999999)*r7_z + (0.01993386669246)*s2 + (0.87156675099432)*tau3_02 + (0.27690780075318033)*tau3_12 - 1.8714377798415*tau4_02 + (3.21299789892543)*tau4_12 - 0.14375311619778*tau5_02 + (0.66581089427925)*tau5_12 + (0.98337025977795)*tau6_02 - 1.70502416163189*tau6_12 + (0.02524706869282776)*tau7_02 + (0.019957855994472223)*tau7_12 + 16.0291491491952;
     return 0;
 }
 
-int64_t panda_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status)
+int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = panda_energy(q + i * 7, qd + i * 7, T + i * 1, V + i * 1);
+        const int s = mechgen_panda_energy(q + i * 7, qd + i * 7, T + i * 1, V + i * 1);
         status[i] = s;
         failed += (s != 0);
     }

@@ -3,6 +3,11 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
+ *
+ * Coordinates, in the order of q: panda_joint1, panda_joint2, panda_joint3, panda_joint4,
+ * panda_joint5, panda_joint6, panda_joint7.
+ * Bodies, in the order of the rows of the stacked outputs (r, tau, T, R, v, omega, w, eps):
+ * panda_link1, panda_link2, panda_link3, panda_link4, panda_link5, panda_link6, panda_link7.
  */
 #ifndef MECHGEN_PANDA_H
 #define MECHGEN_PANDA_H
@@ -10,82 +15,117 @@
 #include <stdint.h>
 
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
- *   in  q[7]: joint coordinates
- *   out r[21] shape 7x3
- *   out tau[63] shape 7x3x3
+ *   in  q[7]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (7,), in this
+ *       order: panda_joint1, panda_joint2, panda_joint3, panda_joint4, panda_joint5, panda_joint6,
+ *       panda_joint7
+ *   out r[21] shape 7x3: positions of the body origins then the points, frame 0, m, shape (bodies+points, 3) = (7,
+ *       3); rows: panda_link1, panda_link2, panda_link3, panda_link4, panda_link5, panda_link6,
+ *       panda_link7
+ *   out tau[63] shape 7x3x3: rotation matrices of the bodies then the points (coordinate transform frame 0 -> that frame;
+ *       its rows are that frame's axes in frame 0), shape (7, 3, 3); rows in the order of r
  *   ops: 41 adds, 77 muls, 14 trig (132 total)
  */
-int panda_forward_kinematics(const double *q, double *r, double *tau);
-int64_t panda_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status);
+int mechgen_panda_forward_kinematics(const double *q, double *r, double *tau);
+int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status);
 
-/* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and point.
- *   in  q[7]: joint coordinates
- *   out T[147] shape 7x3x7
- *   out R[147] shape 7x3x7
+/* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
+ *   point.
+ *   in  q[7]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (7,), in this
+ *       order: panda_joint1, panda_joint2, panda_joint3, panda_joint4, panda_joint5, panda_joint6,
+ *       panda_joint7
+ *   out T[147] shape 7x3x7: translational Jacobians dv/dqd of the body origins then the points, frame 0 (m per rad, 1
+ *       per m), shape (7, 3, 7); column j is coordinate j of q; rows: panda_link1, panda_link2,
+ *       panda_link3, panda_link4, panda_link5, panda_link6, panda_link7
+ *   out R[147] shape 7x3x7: rotational Jacobians domega/dqd of the bodies then the points, frame 0 (1 per rad, 0 per m),
+ *       shape (7, 3, 7); rows in the order of T
  *   ops: 74 adds, 123 muls, 12 trig (209 total)
  */
-int panda_jacobians(const double *q, double *T, double *R);
-int64_t panda_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status);
+int mechgen_panda_jacobians(const double *q, double *T, double *R);
+int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status);
 
-/* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
- *   in  q[7]: joint coordinates
- *   in  qd[7]: joint rates
- *   out v[21] shape 7x3
- *   out omega[21] shape 7x3
- *   out w[21] shape 7x3
- *   out eps[21] shape 7x3
+/* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
+ *   accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
+ *   in  q[7]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (7,), in this
+ *       order: panda_joint1, panda_joint2, panda_joint3, panda_joint4, panda_joint5, panda_joint6,
+ *       panda_joint7
+ *   in  qd[7]: joint rates (rad/s or m/s), shape (7,), in the order of q
+ *   out v[21] shape 7x3: velocity of each body origin, m/s, frame 0, shape (7, 3); rows: panda_link1, panda_link2,
+ *       panda_link3, panda_link4, panda_link5, panda_link6, panda_link7
+ *   out omega[21] shape 7x3: angular velocity of each body, rad/s, frame 0, shape (7, 3); rows: panda_link1, panda_link2,
+ *       panda_link3, panda_link4, panda_link5, panda_link6, panda_link7
+ *   out w[21] shape 7x3: velocity-product acceleration of each body origin (a = T qdd + w), m/s^2, frame 0, shape (7,
+ *       3); rows: panda_link1, panda_link2, panda_link3, panda_link4, panda_link5, panda_link6,
+ *       panda_link7
+ *   out eps[21] shape 7x3: velocity-product angular acceleration of each body (R qdd + eps), rad/s^2, frame 0, shape
+ *       (7, 3); rows: panda_link1, panda_link2, panda_link3, panda_link4, panda_link5, panda_link6,
+ *       panda_link7
  *   ops: 157 adds, 221 muls, 12 trig (390 total)
  */
-int panda_velocities(const double *q, const double *qd, double *v, double *omega, double *w, double *eps);
-int64_t panda_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status);
+int mechgen_panda_velocities(const double *q, const double *qd, double *v, double *omega, double *w, double *eps);
+int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status);
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
- *   in  q[7]: joint coordinates
- *   out A[49] shape 7x7
+ *   in  q[7]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (7,), in this
+ *       order: panda_joint1, panda_joint2, panda_joint3, panda_joint4, panda_joint5, panda_joint6,
+ *       panda_joint7
+ *   out A[49] shape 7x7: joint-space mass matrix, symmetric, shape (7, 7); rows and columns in the order of q (kg
+ *       m^2, kg m or kg)
  *   ops: 187 adds, 218 muls, 12 trig (417 total)
  */
-int panda_mass_matrix(const double *q, double *A);
-int64_t panda_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
+int mechgen_panda_mass_matrix(const double *q, double *A);
+int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
- *   in  q[7]: joint coordinates
- *   in  qd[7]: joint rates
- *   in  Q[7]: joint drive forces/torques (added to the spring-damper laws)
- *   out b[7] shape 7
+ *   in  q[7]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (7,), in this
+ *       order: panda_joint1, panda_joint2, panda_joint3, panda_joint4, panda_joint5, panda_joint6,
+ *       panda_joint7
+ *   in  qd[7]: joint rates (rad/s or m/s), shape (7,), in the order of q
+ *   in  Q[7]: joint drive torques or forces (N m or N; added to the spring-damper laws), shape (7,), in
+ *       the order of q
+ *   out b[7] shape 7: bias forces (N m or N), shape (7,), in the order of q
  *   ops: 367 adds, 436 muls, 12 trig (815 total)
  */
-int panda_bias(const double *q, const double *qd, const double *Q, double *b);
-int64_t panda_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status);
+int mechgen_panda_bias(const double *q, const double *qd, const double *Q, double *b);
+int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status);
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
- *   in  q[7]: joint coordinates
- *   in  qd[7]: joint rates
- *   in  qdd[7]: joint accelerations
- *   out Q[7] shape 7
+ *   in  q[7]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (7,), in this
+ *       order: panda_joint1, panda_joint2, panda_joint3, panda_joint4, panda_joint5, panda_joint6,
+ *       panda_joint7
+ *   in  qd[7]: joint rates (rad/s or m/s), shape (7,), in the order of q
+ *   in  qdd[7]: joint accelerations (rad/s^2 or m/s^2), shape (7,), in the order of q
+ *   out Q[7] shape 7: drive torques or forces (N m or N), shape (7,), in the order of q
  *   ops: 379 adds, 452 muls, 12 trig (843 total)
  */
-int panda_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *Q);
-int64_t panda_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status);
+int mechgen_panda_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *Q);
+int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status);
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
- *   in  q[7]: joint coordinates
- *   in  qd[7]: joint rates
- *   in  Q[7]: joint drive forces/torques (added to the spring-damper laws)
- *   out qdd[7] shape 7
+ *   in  q[7]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (7,), in this
+ *       order: panda_joint1, panda_joint2, panda_joint3, panda_joint4, panda_joint5, panda_joint6,
+ *       panda_joint7
+ *   in  qd[7]: joint rates (rad/s or m/s), shape (7,), in the order of q
+ *   in  Q[7]: joint drive torques or forces (N m or N; added to the spring-damper laws), shape (7,), in
+ *       the order of q
+ *   out qdd[7] shape 7: joint accelerations (rad/s^2 or m/s^2), shape (7,), in the order of q
  *   status 1: mass matrix not positive definite
  *   ops: 658 adds, 786 muls, 6 divs, 12 trig (1462 total)
  */
-int panda_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
-int64_t panda_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);
+int mechgen_panda_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
+int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);
 
-/* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to monitor: T + V - work of Q is constant).
- *   in  q[7]: joint coordinates
- *   in  qd[7]: joint rates
- *   out T[1] shape 1
- *   out V[1] shape 1
+/* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
+ *   monitor: T + V - work of Q is constant).
+ *   in  q[7]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (7,), in this
+ *       order: panda_joint1, panda_joint2, panda_joint3, panda_joint4, panda_joint5, panda_joint6,
+ *       panda_joint7
+ *   in  qd[7]: joint rates (rad/s or m/s), shape (7,), in the order of q
+ *   out T[1] shape 1: kinetic energy, J, shape (1,)
+ *   out V[1] shape 1: potential energy of gravity (zero for every centre of mass at the origin of frame 0), J,
+ *       shape (1,)
  *   ops: 249 adds, 396 muls, 14 trig (659 total)
  */
-int panda_energy(const double *q, const double *qd, double *T, double *V);
-int64_t panda_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status);
+int mechgen_panda_energy(const double *q, const double *qd, double *T, double *V);
+int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status);
 
 #endif

@@ -7,7 +7,7 @@
 
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 154 adds, 224 muls, 30 trig (408 total) */
-int solo12_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
+int mechgen_solo12_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
 {
     const double q1 = q[0];
     const double q2 = q[1];
@@ -454,20 +454,21 @@ int solo12_forward_kinematics(const double *restrict q, double *restrict r, doub
     return 0;
 }
 
-int64_t solo12_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status)
+int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = solo12_forward_kinematics(q + i * 18, r + i * 51, tau + i * 153);
+        const int s = mechgen_solo12_forward_kinematics(q + i * 18, r + i * 51, tau + i * 153);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and point.
+/* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
+ * point.
  * ops: 330 adds, 424 muls, 30 trig (784 total) */
-int solo12_jacobians(const double *restrict q, double *restrict T, double *restrict R)
+int mechgen_solo12_jacobians(const double *restrict q, double *restrict T, double *restrict R)
 {
     const double q4 = q[3];
     const double q5 = q[4];
@@ -2723,20 +2724,21 @@ int solo12_jacobians(const double *restrict q, double *restrict T, double *restr
     return 0;
 }
 
-int64_t solo12_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status)
+int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = solo12_jacobians(q + i * 18, T + i * 918, R + i * 918);
+        const int s = mechgen_solo12_jacobians(q + i * 18, T + i * 918, R + i * 918);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
+/* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
+ * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 441 adds, 556 muls, 22 trig (1019 total) */
-int solo12_velocities(const double *restrict q, const double *restrict qd, double *restrict v, double *restrict omega, double *restrict w, double *restrict eps)
+int mechgen_solo12_velocities(const double *restrict q, const double *restrict qd, double *restrict v, double *restrict omega, double *restrict w, double *restrict eps)
 {
     const double q4 = q[3];
     const double q5 = q[4];
@@ -3318,11 +3320,11 @@ int solo12_velocities(const double *restrict q, const double *restrict qd, doubl
     return 0;
 }
 
-int64_t solo12_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status)
+int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = solo12_velocities(q + i * 18, qd + i * 18, v + i * 39, omega + i * 39, w + i * 39, eps + i * 39);
+        const int s = mechgen_solo12_velocities(q + i * 18, qd + i * 18, v + i * 39, omega + i * 39, w + i * 39, eps + i * 39);
         status[i] = s;
         failed += (s != 0);
     }
@@ -3331,7 +3333,7 @@ int64_t solo12_velocities_batch(int64_t n, const double *q, const double *qd, do
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  * ops: 465 adds, 628 muls, 30 trig (1123 total) */
-int solo12_mass_matrix(const double *restrict q, double *restrict A)
+int mechgen_solo12_mass_matrix(const double *restrict q, double *restrict A)
 {
     const double q4 = q[3];
     const double q5 = q[4];
@@ -3383,9 +3385,9 @@ int solo12_mass_matrix(const double *restrict q, double *restrict A)
     const double cp18_z = -0.0038482516772413*c18;
     const double IJ18_C2 = c18*c18 - s18*s18;
     const double IJ18_cs = c18*s18;
-    const double IJ18_22 = 0.0002748430951461261 - 0.00026980461065858344*IJ18_C2;
-    const double IJ18_00 = 0.0005496861902922522 - IJ18_22;
-    const double IJ18_02 = -0.0005396092213171669*IJ18_cs;
+    const double IJ18_22 = 0.000274843095146126 - 0.0002698046106585834*IJ18_C2;
+    const double IJ18_00 = 0.000549686190292252 - IJ18_22;
+    const double IJ18_02 = -0.0005396092213171668*IJ18_cs;
     const double cse1 = (3.3497340042275575e-05)*c18;
     const double IJ18_12 = -cse1;
     const double cse2 = (3.3497340042275575e-05)*s18;
@@ -3395,10 +3397,10 @@ int solo12_mass_matrix(const double *restrict q, double *restrict A)
     const double cse3 = (0.32)*cp18_z;
     const double Ic17_00 = IJ18_00 - cse3 + 0.0024254354518481068;
     const double Ic17_01 = IJ18_01 + (0.03745)*cp18_x - 3.959544277738894e-08;
-    const double Ic17_02 = IJ18_02 + (0.16)*cp18_x - 1.609852873477455e-07;
+    const double Ic17_02 = IJ18_02 + (0.16)*cp18_x - 1.6098528734774548e-07;
     const double Ic17_11 = 0.0028381974208050668 - cse3;
     const double Ic17_12 = IJ18_12 + (0.03745)*cp18_z - 0.0005461134539102453;
-    const double Ic17_22 = IJ18_22 + 0.0001609573086898191;
+    const double Ic17_22 = IJ18_22 + 0.00016095730868981905;
     const double cse4 = c17*cc17_x + cc17_z*s17;
     const double cp17_x = cse4;
     const double cp17_z = c17*cc17_z - cc17_x*s17;
@@ -3414,7 +3416,7 @@ int solo12_mass_matrix(const double *restrict q, double *restrict A)
     const double cse6 = Ic17_01*c17 + Ic17_12*s17;
     const double IJ17_01 = cse6;
     const double cc16_x = cp17_x + 0.01169101578415;
-    const double Ic16_00 = IJ17_00 + 0.00020988711052480124;
+    const double Ic16_00 = IJ17_00 + 0.0002098871105248012;
     const double Ic16_01 = IJ17_01 + (0.014)*cp17_x + 7.020015784149999e-05;
     const double Ic16_11 = Ic17_11 + 0.001332094779323094;
     const double cse7 = (0.014)*cp17_z;
@@ -3439,9 +3441,9 @@ int solo12_mass_matrix(const double *restrict q, double *restrict A)
     const double cp15_z = -0.0038482516772413*c15;
     const double IJ15_C2 = c15*c15 - s15*s15;
     const double IJ15_cs = c15*s15;
-    const double IJ15_22 = 0.0002748430951461261 - 0.00026980461065858344*IJ15_C2;
-    const double IJ15_00 = 0.0005496861902922522 - IJ15_22;
-    const double IJ15_02 = -0.0005396092213171669*IJ15_cs;
+    const double IJ15_22 = 0.000274843095146126 - 0.0002698046106585834*IJ15_C2;
+    const double IJ15_00 = 0.000549686190292252 - IJ15_22;
+    const double IJ15_02 = -0.0005396092213171668*IJ15_cs;
     const double cse12 = (3.3497340042275575e-05)*c15;
     const double IJ15_12 = cse12;
     const double cse13 = (3.3497340042275575e-05)*s15;
@@ -3451,11 +3453,11 @@ int solo12_mass_matrix(const double *restrict q, double *restrict A)
     const double cse14 = (0.32)*cp15_z;
     const double Ic14_00 = IJ15_00 - cse14 + 0.0024254354518481068;
     const double Ic14_01 = IJ15_01 - 0.03745*cp15_x - 3.959544277738894e-08;
-    const double Ic14_02 = IJ15_02 + (0.16)*cp15_x + 1.609852873477455e-07;
+    const double Ic14_02 = IJ15_02 + (0.16)*cp15_x + 1.6098528734774548e-07;
     const double Ic14_11 = 0.0028381974208050668 - cse14;
     const double cse15 = -0.03745*cp15_z;
     const double Ic14_12 = IJ15_12 + cse15 + 0.0005461134539102453;
-    const double Ic14_22 = IJ15_22 + 0.0001609573086898191;
+    const double Ic14_22 = IJ15_22 + 0.00016095730868981905;
     const double cse16 = c14*cc14_x + cc14_z*s14;
     const double cp14_x = cse16;
     const double cp14_z = c14*cc14_z - cc14_x*s14;
@@ -3471,7 +3473,7 @@ int solo12_mass_matrix(const double *restrict q, double *restrict A)
     const double cse18 = Ic14_01*c14 + Ic14_12*s14;
     const double IJ14_01 = cse18;
     const double cc13_x = cp14_x + 0.01169101578415;
-    const double Ic13_00 = IJ14_00 + 0.00020988711052480124;
+    const double Ic13_00 = IJ14_00 + 0.0002098871105248012;
     const double Ic13_01 = IJ14_01 - 0.014*cp14_x - 7.020015784149999e-05;
     const double Ic13_11 = Ic14_11 + 0.001332094779323094;
     const double cse19 = (0.014)*cp14_z;
@@ -3496,9 +3498,9 @@ int solo12_mass_matrix(const double *restrict q, double *restrict A)
     const double cp12_z = -0.0038482516772413*c12;
     const double IJ12_C2 = c12*c12 - s12*s12;
     const double IJ12_cs = c12*s12;
-    const double IJ12_22 = 0.0002748430951461261 - 0.00026980461065858344*IJ12_C2;
-    const double IJ12_00 = 0.0005496861902922522 - IJ12_22;
-    const double IJ12_02 = -0.0005396092213171669*IJ12_cs;
+    const double IJ12_22 = 0.000274843095146126 - 0.0002698046106585834*IJ12_C2;
+    const double IJ12_00 = 0.000549686190292252 - IJ12_22;
+    const double IJ12_02 = -0.0005396092213171668*IJ12_cs;
     const double cse24 = (3.3497340042275575e-05)*c12;
     const double IJ12_12 = -cse24;
     const double cse25 = (3.3497340042275575e-05)*s12;
@@ -3508,10 +3510,10 @@ int solo12_mass_matrix(const double *restrict q, double *restrict A)
     const double cse26 = (0.32)*cp12_z;
     const double Ic11_00 = IJ12_00 - cse26 + 0.0024254354518481068;
     const double Ic11_01 = IJ12_01 + (0.03745)*cp12_x - 3.959544277738894e-08;
-    const double Ic11_02 = IJ12_02 + (0.16)*cp12_x - 1.609852873477455e-07;
+    const double Ic11_02 = IJ12_02 + (0.16)*cp12_x - 1.6098528734774548e-07;
     const double Ic11_11 = 0.0028381974208050668 - cse26;
     const double Ic11_12 = IJ12_12 + (0.03745)*cp12_z - 0.0005461134539102453;
-    const double Ic11_22 = IJ12_22 + 0.0001609573086898191;
+    const double Ic11_22 = IJ12_22 + 0.00016095730868981905;
     const double cse27 = c11*cc11_x + cc11_z*s11;
     const double cp11_x = cse27;
     const double cp11_z = c11*cc11_z - cc11_x*s11;
@@ -3527,8 +3529,8 @@ int solo12_mass_matrix(const double *restrict q, double *restrict A)
     const double cse29 = Ic11_01*c11 + Ic11_12*s11;
     const double IJ11_01 = cse29;
     const double cc10_x = cp11_x - 0.01169101578415;
-    const double Ic10_00 = IJ11_00 + 0.00020988711052480124;
-    const double Ic10_01 = IJ11_01 + (0.014)*cp11_x - 0.00016362015784149997;
+    const double Ic10_00 = IJ11_00 + 0.0002098871105248012;
+    const double Ic10_01 = IJ11_01 + (0.014)*cp11_x - 0.0001636201578415;
     const double Ic10_11 = Ic11_11 + 0.001332094779323094;
     const double cse30 = (0.014)*cp11_z;
     const double Ic10_12 = IJ11_12 + cse30;
@@ -3552,9 +3554,9 @@ int solo12_mass_matrix(const double *restrict q, double *restrict A)
     const double cp9_z = -0.0038482516772413*c9;
     const double IJ9_C2 = c9*c9 - s9*s9;
     const double IJ9_cs = c9*s9;
-    const double IJ9_22 = 0.0002748430951461261 - 0.00026980461065858344*IJ9_C2;
-    const double IJ9_00 = 0.0005496861902922522 - IJ9_22;
-    const double IJ9_02 = -0.0005396092213171669*IJ9_cs;
+    const double IJ9_22 = 0.000274843095146126 - 0.0002698046106585834*IJ9_C2;
+    const double IJ9_00 = 0.000549686190292252 - IJ9_22;
+    const double IJ9_02 = -0.0005396092213171668*IJ9_cs;
     const double cse35 = (3.3497340042275575e-05)*c9;
     const double IJ9_12 = cse35;
     const double cse36 = (3.3497340042275575e-05)*s9;
@@ -3564,11 +3566,11 @@ int solo12_mass_matrix(const double *restrict q, double *restrict A)
     const double cse37 = (0.32)*cp9_z;
     const double Ic8_00 = IJ9_00 - cse37 + 0.0024254354518481068;
     const double Ic8_01 = IJ9_01 - 0.03745*cp9_x - 3.959544277738894e-08;
-    const double Ic8_02 = IJ9_02 + (0.16)*cp9_x + 1.609852873477455e-07;
+    const double Ic8_02 = IJ9_02 + (0.16)*cp9_x + 1.6098528734774548e-07;
     const double Ic8_11 = 0.0028381974208050668 - cse37;
     const double cse38 = -0.03745*cp9_z;
     const double Ic8_12 = IJ9_12 + cse38 + 0.0005461134539102453;
-    const double Ic8_22 = IJ9_22 + 0.0001609573086898191;
+    const double Ic8_22 = IJ9_22 + 0.00016095730868981905;
     const double cse39 = c8*cc8_x + cc8_z*s8;
     const double cp8_x = cse39;
     const double cp8_z = c8*cc8_z - cc8_x*s8;
@@ -3584,8 +3586,8 @@ int solo12_mass_matrix(const double *restrict q, double *restrict A)
     const double cse41 = Ic8_01*c8 + Ic8_12*s8;
     const double IJ8_01 = cse41;
     const double cc7_x = cp8_x - 0.01169101578415;
-    const double Ic7_00 = IJ8_00 + 0.00020988711052480124;
-    const double Ic7_01 = IJ8_01 - 0.014*cp8_x + 0.00016362015784149997;
+    const double Ic7_00 = IJ8_00 + 0.0002098871105248012;
+    const double Ic7_01 = IJ8_01 - 0.014*cp8_x + 0.0001636201578415;
     const double Ic7_11 = Ic8_11 + 0.001332094779323094;
     const double cse42 = (0.014)*cp8_z;
     const double Ic7_12 = IJ8_12 - cse42;
@@ -4185,11 +4187,11 @@ int solo12_mass_matrix(const double *restrict q, double *restrict A)
     return 0;
 }
 
-int64_t solo12_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status)
+int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = solo12_mass_matrix(q + i * 18, A + i * 324);
+        const int s = mechgen_solo12_mass_matrix(q + i * 18, A + i * 324);
         status[i] = s;
         failed += (s != 0);
     }
@@ -4198,7 +4200,7 @@ int64_t solo12_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t 
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
  * ops: 773 adds, 908 muls, 30 trig (1711 total) */
-int solo12_bias(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict b)
+int mechgen_solo12_bias(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict b)
 {
     const double q4 = q[3];
     const double q5 = q[4];
@@ -4544,18 +4546,18 @@ int solo12_bias(const double *restrict q, const double *restrict qd, const doubl
     const double F18_x = (0.03763607)*a18_x - 0.0038482516772413*epsd16_y + (0.0002972952667644)*epsd18_z - 0.0002972952667644*oo18_xy - 0.0038482516772413*oo18_xz;
     const double F18_y = (0.03763607)*a18_y + (0.0038482516772413)*epsd18_x - 0.0002972952667644*oo18_W_11 - 0.0038482516772413*oo18_yz;
     const double F18_z = (0.03763607)*a18_z - 0.0002972952667644*epsd18_x - 0.0038482516772413*oo18_W_22 - 0.0002972952667644*oo18_yz;
-    const double N18_x = (0.0038482516772413)*a18_y - 0.0002972952667644*a18_z + (0.0005446477058047095)*epsd18_x - 3.3497340042275575e-05*oo18_yy - 0.0005375807368296242*oo18_yz + (3.3497340042275575e-05)*oo18_zz;
-    const double N18_y = -0.0038482516772413*a18_x + (0.0005426192213171668)*epsd16_y - 3.3497340042275575e-05*epsd18_z + (3.3497340042275575e-05)*oo18_xy + (0.0005396092213171669)*oo18_xz;
-    const double N18_z = (0.0002972952667644)*a18_x - 3.3497340042275575e-05*epsd16_y + (5.038484487542641e-06)*epsd18_z - 2.0284844875427e-06*oo18_xy - 3.3497340042275575e-05*oo18_xz;
+    const double N18_x = (0.0038482516772413)*a18_y - 0.0002972952667644*a18_z + (0.0005446477058047094)*epsd18_x - 3.3497340042275575e-05*oo18_yy - 0.0005375807368296242*oo18_yz + (3.3497340042275575e-05)*oo18_zz;
+    const double N18_y = -0.0038482516772413*a18_x + (0.0005426192213171668)*epsd16_y - 3.3497340042275575e-05*epsd18_z + (3.3497340042275575e-05)*oo18_xy + (0.0005396092213171668)*oo18_xz;
+    const double N18_z = (0.0002972952667644)*a18_x - 3.3497340042275575e-05*epsd16_y + (5.038484487542591e-06)*epsd18_z - 2.0284844875426e-06*oo18_xy - 3.3497340042275575e-05*oo18_xz;
     const double F_c18_x = F18_x*c18 + F18_z*s18;
     const double F_c18_z = -F18_x*s18 + F18_z*c18;
     const double cse44 = (0.01169101578415)*epsd16_y;
     const double F17_x = F_c18_x + (0.14853845)*a17_x - cse44 + (0.0028754860404785)*epsd17_z - 2.0453744564999998e-06*oo17_W_00 - 0.0028754860404785*oo17_xy - 0.01169101578415*oo17_xz;
     const double F17_y = F18_y + (0.14853845)*a17_y + (0.01169101578415)*epsd17_x - 2.0453744564999998e-06*epsd17_z - 0.0028754860404785*oo17_W_11 - 2.0453744564999998e-06*oo17_xy - 0.01169101578415*oo17_yz;
     const double F17_z = F_c18_z + (0.14853845)*a17_z + (2.0453744564999998e-06)*epsd16_y - 0.0028754860404785*epsd17_x - 0.01169101578415*oo17_W_22 - 2.0453744564999998e-06*oo17_xz - 0.0028754860404785*oo17_yz;
-    const double N17_x = (0.16)*F18_y - 0.03745*F_c18_z + N18_x*c18 + N18_z*s18 + (0.01169101578415)*a17_y - 0.0028754860404785*a17_z - 3.959544277738894e-08*epsd16_y + (0.001386899962102278)*epsd17_x - 1.609852873477455e-07*epsd17_z - 1.609852873477455e-07*oo17_xy + (3.959544277738894e-08)*oo17_xz - 0.0002730308797879413*oo17_yy - 0.0012461895965439095*oo17_yz + (0.0002730308797879413)*oo17_zz;
-    const double N17_y = -0.16*F_c18_x + N18_y - 0.01169101578415*a17_x + (2.0453744564999998e-06)*a17_z + (0.0013320948074879001)*epsd16_y - 3.959544277738894e-08*epsd17_x - 0.0002730308797879413*epsd17_z + (1.609852873477455e-07)*oo17_xx + (0.0002730308797879413)*oo17_xy + (0.0013009947511582875)*oo17_xz - 3.959544277738894e-08*oo17_yz - 1.609852873477455e-07*oo17_zz;
-    const double N17_z = (0.03745)*F_c18_x - N18_x*s18 + N18_z*c18 + (0.0028754860404785)*a17_x - 2.0453744564999998e-06*a17_y - 0.0002730308797879413*epsd16_y - 1.609852873477455e-07*epsd17_x + (8.590521094399056e-05)*epsd17_z - 3.959544277738894e-08*oo17_xx - 5.48051546143779e-05*oo17_xy - 0.0002730308797879413*oo17_xz + (3.959544277738894e-08)*oo17_yy + (1.609852873477455e-07)*oo17_yz;
+    const double N17_x = (0.16)*F18_y - 0.03745*F_c18_z + N18_x*c18 + N18_z*s18 + (0.01169101578415)*a17_y - 0.0028754860404785*a17_z - 3.959544277738894e-08*epsd16_y + (0.001386899962102278)*epsd17_x - 1.6098528734774548e-07*epsd17_z - 1.6098528734774548e-07*oo17_xy + (3.959544277738894e-08)*oo17_xz - 0.0002730308797879413*oo17_yy - 0.0012461895965439095*oo17_yz + (0.0002730308797879413)*oo17_zz;
+    const double N17_y = -0.16*F_c18_x + N18_y - 0.01169101578415*a17_x + (2.0453744564999998e-06)*a17_z + (0.0013320948074879001)*epsd16_y - 3.959544277738894e-08*epsd17_x - 0.0002730308797879413*epsd17_z + (1.6098528734774548e-07)*oo17_xx + (0.0002730308797879413)*oo17_xy + (0.0013009947511582875)*oo17_xz - 3.959544277738894e-08*oo17_yz - 1.6098528734774548e-07*oo17_zz;
+    const double N17_z = (0.03745)*F_c18_x - N18_x*s18 + N18_z*c18 + (0.0028754860404785)*a17_x - 2.0453744564999998e-06*a17_y - 0.0002730308797879413*epsd16_y - 1.6098528734774548e-07*epsd17_x + (8.59052109439905e-05)*epsd17_z - 3.959544277738894e-08*oo17_xx - 5.48051546143779e-05*oo17_xy - 0.0002730308797879413*oo17_xz + (3.959544277738894e-08)*oo17_yy + (1.6098528734774548e-07)*oo17_yz;
     const double F_c17_x = F17_x*c17 + F17_z*s17;
     const double F_c17_z = -F17_x*s17 + F17_z*c17;
     const double F16_x = F_c17_x + (0.14853845)*a16_x + (0.0014853845)*epsd16_z + (0.01169101578415)*oo16_W_00 - 0.0014853845*oo16_xy;
@@ -4563,81 +4565,81 @@ int solo12_bias(const double *restrict q, const double *restrict qd, const doubl
     const double cse45 = (0.0014853845)*epsd5_x;
     const double cse46 = -cse45;
     const double F16_z = F_c17_z + (0.14853845)*a16_z - cse44 + cse46 + (0.01169101578415)*oo16_xz - 0.0014853845*oo16_yz;
-    const double cse47 = (4.5093845000000035e-05)*epsd5_x;
+    const double cse47 = (4.5093844999999995e-05)*epsd5_x;
     const double N16_x = -0.014*F_c17_z + N17_x*c17 + N17_z*s17 - 0.0014853845*a16_z + cse47 + (7.020015784149999e-05)*epsd16_y - 7.020015784149999e-05*oo16_xz + (1.3993845e-05)*oo16_yz;
     const double cse48 = (7.020015784149999e-05)*epsd5_x;
-    const double N16_y = N17_y - 0.01169101578415*a16_z + cse48 + (0.001332094779323094)*epsd16_y - 0.0013009947793230939*oo16_xz + (7.020015784149999e-05)*oo16_yz;
-    const double N16_z = (0.014)*F_c17_x - N17_x*s17 + N17_z*c17 + (0.0014853845)*a16_x + (0.01169101578415)*a16_y + (0.001346088624323094)*epsd16_z + (7.020015784149999e-05)*oo16_xx + (0.0012870009343230939)*oo16_xy - 7.020015784149999e-05*oo16_yy;
+    const double N16_y = N17_y - 0.01169101578415*a16_z + cse48 + (0.001332094779323094)*epsd16_y - 0.001300994779323094*oo16_xz + (7.020015784149999e-05)*oo16_yz;
+    const double N16_z = (0.014)*F_c17_x - N17_x*s17 + N17_z*c17 + (0.0014853845)*a16_x + (0.01169101578415)*a16_y + (0.001346088624323094)*epsd16_z + (7.020015784149999e-05)*oo16_xx + (0.001287000934323094)*oo16_xy - 7.020015784149999e-05*oo16_yy;
     const double F15_x = (0.03763607)*a15_x - 0.0038482516772413*epsd13_y - 0.0002972952667644*epsd15_z + (0.0002972952667644)*oo15_xy - 0.0038482516772413*oo15_xz;
     const double F15_y = (0.03763607)*a15_y + (0.0038482516772413)*epsd15_x + (0.0002972952667644)*oo15_W_11 - 0.0038482516772413*oo15_yz;
     const double F15_z = (0.03763607)*a15_z + (0.0002972952667644)*epsd15_x - 0.0038482516772413*oo15_W_22 + (0.0002972952667644)*oo15_yz;
-    const double N15_x = (0.0038482516772413)*a15_y + (0.0002972952667644)*a15_z + (0.0005446477058047095)*epsd15_x + (3.3497340042275575e-05)*oo15_yy - 0.0005375807368296242*oo15_yz - 3.3497340042275575e-05*oo15_zz;
-    const double N15_y = -0.0038482516772413*a15_x + (0.0005426192213171668)*epsd13_y + (3.3497340042275575e-05)*epsd15_z - 3.3497340042275575e-05*oo15_xy + (0.0005396092213171669)*oo15_xz;
-    const double N15_z = -0.0002972952667644*a15_x + (3.3497340042275575e-05)*epsd13_y + (5.038484487542641e-06)*epsd15_z - 2.0284844875427e-06*oo15_xy + (3.3497340042275575e-05)*oo15_xz;
+    const double N15_x = (0.0038482516772413)*a15_y + (0.0002972952667644)*a15_z + (0.0005446477058047094)*epsd15_x + (3.3497340042275575e-05)*oo15_yy - 0.0005375807368296242*oo15_yz - 3.3497340042275575e-05*oo15_zz;
+    const double N15_y = -0.0038482516772413*a15_x + (0.0005426192213171668)*epsd13_y + (3.3497340042275575e-05)*epsd15_z - 3.3497340042275575e-05*oo15_xy + (0.0005396092213171668)*oo15_xz;
+    const double N15_z = -0.0002972952667644*a15_x + (3.3497340042275575e-05)*epsd13_y + (5.038484487542591e-06)*epsd15_z - 2.0284844875426e-06*oo15_xy + (3.3497340042275575e-05)*oo15_xz;
     const double F_c15_x = F15_x*c15 + F15_z*s15;
     const double F_c15_z = -F15_x*s15 + F15_z*c15;
     const double cse49 = -0.01169101578415*epsd13_y;
     const double F14_x = F_c15_x + (0.14853845)*a14_x + cse49 - 0.0028754860404785*epsd14_z + (2.0453744564999998e-06)*oo14_W_00 + (0.0028754860404785)*oo14_xy - 0.01169101578415*oo14_xz;
     const double F14_y = F15_y + (0.14853845)*a14_y + (0.01169101578415)*epsd14_x + (2.0453744564999998e-06)*epsd14_z + (0.0028754860404785)*oo14_W_11 + (2.0453744564999998e-06)*oo14_xy - 0.01169101578415*oo14_yz;
     const double F14_z = F_c15_z + (0.14853845)*a14_z - 2.0453744564999998e-06*epsd13_y + (0.0028754860404785)*epsd14_x - 0.01169101578415*oo14_W_22 + (2.0453744564999998e-06)*oo14_xz + (0.0028754860404785)*oo14_yz;
-    const double N14_x = (0.16)*F15_y + (0.03745)*F_c15_z + N15_x*c15 + N15_z*s15 + (0.01169101578415)*a14_y + (0.0028754860404785)*a14_z - 3.959544277738894e-08*epsd13_y + (0.001386899962102278)*epsd14_x + (1.609852873477455e-07)*epsd14_z + (1.609852873477455e-07)*oo14_xy + (3.959544277738894e-08)*oo14_xz + (0.0002730308797879413)*oo14_yy - 0.0012461895965439095*oo14_yz - 0.0002730308797879413*oo14_zz;
-    const double N14_y = -0.16*F_c15_x + N15_y - 0.01169101578415*a14_x - 2.0453744564999998e-06*a14_z + (0.0013320948074879001)*epsd13_y - 3.959544277738894e-08*epsd14_x + (0.0002730308797879413)*epsd14_z - 1.609852873477455e-07*oo14_xx - 0.0002730308797879413*oo14_xy + (0.0013009947511582875)*oo14_xz - 3.959544277738894e-08*oo14_yz + (1.609852873477455e-07)*oo14_zz;
-    const double N14_z = -0.03745*F_c15_x - N15_x*s15 + N15_z*c15 - 0.0028754860404785*a14_x + (2.0453744564999998e-06)*a14_y + (0.0002730308797879413)*epsd13_y + (1.609852873477455e-07)*epsd14_x + (8.590521094399056e-05)*epsd14_z - 3.959544277738894e-08*oo14_xx - 5.48051546143779e-05*oo14_xy + (0.0002730308797879413)*oo14_xz + (3.959544277738894e-08)*oo14_yy - 1.609852873477455e-07*oo14_yz;
+    const double N14_x = (0.16)*F15_y + (0.03745)*F_c15_z + N15_x*c15 + N15_z*s15 + (0.01169101578415)*a14_y + (0.0028754860404785)*a14_z - 3.959544277738894e-08*epsd13_y + (0.001386899962102278)*epsd14_x + (1.6098528734774548e-07)*epsd14_z + (1.6098528734774548e-07)*oo14_xy + (3.959544277738894e-08)*oo14_xz + (0.0002730308797879413)*oo14_yy - 0.0012461895965439095*oo14_yz - 0.0002730308797879413*oo14_zz;
+    const double N14_y = -0.16*F_c15_x + N15_y - 0.01169101578415*a14_x - 2.0453744564999998e-06*a14_z + (0.0013320948074879001)*epsd13_y - 3.959544277738894e-08*epsd14_x + (0.0002730308797879413)*epsd14_z - 1.6098528734774548e-07*oo14_xx - 0.0002730308797879413*oo14_xy + (0.0013009947511582875)*oo14_xz - 3.959544277738894e-08*oo14_yz + (1.6098528734774548e-07)*oo14_zz;
+    const double N14_z = -0.03745*F_c15_x - N15_x*s15 + N15_z*c15 - 0.0028754860404785*a14_x + (2.0453744564999998e-06)*a14_y + (0.0002730308797879413)*epsd13_y + (1.6098528734774548e-07)*epsd14_x + (8.59052109439905e-05)*epsd14_z - 3.959544277738894e-08*oo14_xx - 5.48051546143779e-05*oo14_xy + (0.0002730308797879413)*oo14_xz + (3.959544277738894e-08)*oo14_yy - 1.6098528734774548e-07*oo14_yz;
     const double F_c14_x = F14_x*c14 + F14_z*s14;
     const double F_c14_z = -F14_x*s14 + F14_z*c14;
     const double F13_x = F_c14_x + (0.14853845)*a13_x - 0.0014853845*epsd13_z + (0.01169101578415)*oo13_W_00 + (0.0014853845)*oo13_xy;
     const double F13_y = F14_y + (0.14853845)*a13_y + (0.01169101578415)*epsd13_z + (0.0014853845)*oo13_W_11 + (0.01169101578415)*oo13_xy;
     const double F13_z = F_c14_z + (0.14853845)*a13_z + cse45 + cse49 + (0.01169101578415)*oo13_xz + (0.0014853845)*oo13_yz;
     const double N13_x = (0.014)*F_c14_z + N14_x*c14 + N14_z*s14 + (0.0014853845)*a13_z + cse47 - 7.020015784149999e-05*epsd13_y + (7.020015784149999e-05)*oo13_xz + (1.3993845e-05)*oo13_yz;
-    const double N13_y = N14_y - 0.01169101578415*a13_z - cse48 + (0.001332094779323094)*epsd13_y - 0.0013009947793230939*oo13_xz - 7.020015784149999e-05*oo13_yz;
-    const double N13_z = -0.014*F_c14_x - N14_x*s14 + N14_z*c14 - 0.0014853845*a13_x + (0.01169101578415)*a13_y + (0.001346088624323094)*epsd13_z - 7.020015784149999e-05*oo13_xx + (0.0012870009343230939)*oo13_xy + (7.020015784149999e-05)*oo13_yy;
+    const double N13_y = N14_y - 0.01169101578415*a13_z - cse48 + (0.001332094779323094)*epsd13_y - 0.001300994779323094*oo13_xz - 7.020015784149999e-05*oo13_yz;
+    const double N13_z = -0.014*F_c14_x - N14_x*s14 + N14_z*c14 - 0.0014853845*a13_x + (0.01169101578415)*a13_y + (0.001346088624323094)*epsd13_z - 7.020015784149999e-05*oo13_xx + (0.001287000934323094)*oo13_xy + (7.020015784149999e-05)*oo13_yy;
     const double F12_x = (0.03763607)*a12_x - 0.0038482516772413*epsd10_y + (0.0002972952667644)*epsd12_z - 0.0002972952667644*oo12_xy - 0.0038482516772413*oo12_xz;
     const double F12_y = (0.03763607)*a12_y + (0.0038482516772413)*epsd12_x - 0.0002972952667644*oo12_W_11 - 0.0038482516772413*oo12_yz;
     const double F12_z = (0.03763607)*a12_z - 0.0002972952667644*epsd12_x - 0.0038482516772413*oo12_W_22 - 0.0002972952667644*oo12_yz;
-    const double N12_x = (0.0038482516772413)*a12_y - 0.0002972952667644*a12_z + (0.0005446477058047095)*epsd12_x - 3.3497340042275575e-05*oo12_yy - 0.0005375807368296242*oo12_yz + (3.3497340042275575e-05)*oo12_zz;
-    const double N12_y = -0.0038482516772413*a12_x + (0.0005426192213171668)*epsd10_y - 3.3497340042275575e-05*epsd12_z + (3.3497340042275575e-05)*oo12_xy + (0.0005396092213171669)*oo12_xz;
-    const double N12_z = (0.0002972952667644)*a12_x - 3.3497340042275575e-05*epsd10_y + (5.038484487542641e-06)*epsd12_z - 2.0284844875427e-06*oo12_xy - 3.3497340042275575e-05*oo12_xz;
+    const double N12_x = (0.0038482516772413)*a12_y - 0.0002972952667644*a12_z + (0.0005446477058047094)*epsd12_x - 3.3497340042275575e-05*oo12_yy - 0.0005375807368296242*oo12_yz + (3.3497340042275575e-05)*oo12_zz;
+    const double N12_y = -0.0038482516772413*a12_x + (0.0005426192213171668)*epsd10_y - 3.3497340042275575e-05*epsd12_z + (3.3497340042275575e-05)*oo12_xy + (0.0005396092213171668)*oo12_xz;
+    const double N12_z = (0.0002972952667644)*a12_x - 3.3497340042275575e-05*epsd10_y + (5.038484487542591e-06)*epsd12_z - 2.0284844875426e-06*oo12_xy - 3.3497340042275575e-05*oo12_xz;
     const double F_c12_x = F12_x*c12 + F12_z*s12;
     const double F_c12_z = -F12_x*s12 + F12_z*c12;
     const double cse50 = (0.01169101578415)*epsd10_y;
     const double F11_x = F_c12_x + (0.14853845)*a11_x - cse50 + (0.0028754860404785)*epsd11_z - 2.0453744564999998e-06*oo11_W_00 - 0.0028754860404785*oo11_xy - 0.01169101578415*oo11_xz;
     const double F11_y = F12_y + (0.14853845)*a11_y + (0.01169101578415)*epsd11_x - 2.0453744564999998e-06*epsd11_z - 0.0028754860404785*oo11_W_11 - 2.0453744564999998e-06*oo11_xy - 0.01169101578415*oo11_yz;
     const double F11_z = F_c12_z + (0.14853845)*a11_z + (2.0453744564999998e-06)*epsd10_y - 0.0028754860404785*epsd11_x - 0.01169101578415*oo11_W_22 - 2.0453744564999998e-06*oo11_xz - 0.0028754860404785*oo11_yz;
-    const double N11_x = (0.16)*F12_y - 0.03745*F_c12_z + N12_x*c12 + N12_z*s12 + (0.01169101578415)*a11_y - 0.0028754860404785*a11_z - 3.959544277738894e-08*epsd10_y + (0.001386899962102278)*epsd11_x - 1.609852873477455e-07*epsd11_z - 1.609852873477455e-07*oo11_xy + (3.959544277738894e-08)*oo11_xz - 0.0002730308797879413*oo11_yy - 0.0012461895965439095*oo11_yz + (0.0002730308797879413)*oo11_zz;
-    const double N11_y = -0.16*F_c12_x + N12_y - 0.01169101578415*a11_x + (2.0453744564999998e-06)*a11_z + (0.0013320948074879001)*epsd10_y - 3.959544277738894e-08*epsd11_x - 0.0002730308797879413*epsd11_z + (1.609852873477455e-07)*oo11_xx + (0.0002730308797879413)*oo11_xy + (0.0013009947511582875)*oo11_xz - 3.959544277738894e-08*oo11_yz - 1.609852873477455e-07*oo11_zz;
-    const double N11_z = (0.03745)*F_c12_x - N12_x*s12 + N12_z*c12 + (0.0028754860404785)*a11_x - 2.0453744564999998e-06*a11_y - 0.0002730308797879413*epsd10_y - 1.609852873477455e-07*epsd11_x + (8.590521094399056e-05)*epsd11_z - 3.959544277738894e-08*oo11_xx - 5.48051546143779e-05*oo11_xy - 0.0002730308797879413*oo11_xz + (3.959544277738894e-08)*oo11_yy + (1.609852873477455e-07)*oo11_yz;
+    const double N11_x = (0.16)*F12_y - 0.03745*F_c12_z + N12_x*c12 + N12_z*s12 + (0.01169101578415)*a11_y - 0.0028754860404785*a11_z - 3.959544277738894e-08*epsd10_y + (0.001386899962102278)*epsd11_x - 1.6098528734774548e-07*epsd11_z - 1.6098528734774548e-07*oo11_xy + (3.959544277738894e-08)*oo11_xz - 0.0002730308797879413*oo11_yy - 0.0012461895965439095*oo11_yz + (0.0002730308797879413)*oo11_zz;
+    const double N11_y = -0.16*F_c12_x + N12_y - 0.01169101578415*a11_x + (2.0453744564999998e-06)*a11_z + (0.0013320948074879001)*epsd10_y - 3.959544277738894e-08*epsd11_x - 0.0002730308797879413*epsd11_z + (1.6098528734774548e-07)*oo11_xx + (0.0002730308797879413)*oo11_xy + (0.0013009947511582875)*oo11_xz - 3.959544277738894e-08*oo11_yz - 1.6098528734774548e-07*oo11_zz;
+    const double N11_z = (0.03745)*F_c12_x - N12_x*s12 + N12_z*c12 + (0.0028754860404785)*a11_x - 2.0453744564999998e-06*a11_y - 0.0002730308797879413*epsd10_y - 1.6098528734774548e-07*epsd11_x + (8.59052109439905e-05)*epsd11_z - 3.959544277738894e-08*oo11_xx - 5.48051546143779e-05*oo11_xy - 0.0002730308797879413*oo11_xz + (3.959544277738894e-08)*oo11_yy + (1.6098528734774548e-07)*oo11_yz;
     const double F_c11_x = F11_x*c11 + F11_z*s11;
     const double F_c11_z = -F11_x*s11 + F11_z*c11;
     const double F10_x = F_c11_x + (0.14853845)*a10_x + (0.0014853845)*epsd10_z - 0.01169101578415*oo10_W_00 - 0.0014853845*oo10_xy;
     const double F10_y = F11_y + (0.14853845)*a10_y - 0.01169101578415*epsd10_z - 0.0014853845*oo10_W_11 - 0.01169101578415*oo10_xy;
     const double F10_z = F_c11_z + (0.14853845)*a10_z + cse46 + cse50 - 0.01169101578415*oo10_xz - 0.0014853845*oo10_yz;
-    const double N10_x = -0.014*F_c11_z + N11_x*c11 + N11_z*s11 - 0.0014853845*a10_z + cse47 - 0.00016362015784149997*epsd10_y + (0.00016362015784149997)*oo10_xz + (1.3993845e-05)*oo10_yz;
-    const double cse51 = (0.00016362015784149997)*epsd5_x;
-    const double N10_y = N11_y + (0.01169101578415)*a10_z - cse51 + (0.001332094779323094)*epsd10_y - 0.0013009947793230939*oo10_xz - 0.00016362015784149997*oo10_yz;
-    const double N10_z = (0.014)*F_c11_x - N11_x*s11 + N11_z*c11 + (0.0014853845)*a10_x - 0.01169101578415*a10_y + (0.001346088624323094)*epsd10_z - 0.00016362015784149997*oo10_xx + (0.0012870009343230939)*oo10_xy + (0.00016362015784149997)*oo10_yy;
+    const double N10_x = -0.014*F_c11_z + N11_x*c11 + N11_z*s11 - 0.0014853845*a10_z + cse47 - 0.0001636201578415*epsd10_y + (0.0001636201578415)*oo10_xz + (1.3993845e-05)*oo10_yz;
+    const double cse51 = (0.0001636201578415)*epsd5_x;
+    const double N10_y = N11_y + (0.01169101578415)*a10_z - cse51 + (0.001332094779323094)*epsd10_y - 0.001300994779323094*oo10_xz - 0.0001636201578415*oo10_yz;
+    const double N10_z = (0.014)*F_c11_x - N11_x*s11 + N11_z*c11 + (0.0014853845)*a10_x - 0.01169101578415*a10_y + (0.001346088624323094)*epsd10_z - 0.0001636201578415*oo10_xx + (0.001287000934323094)*oo10_xy + (0.0001636201578415)*oo10_yy;
     const double F9_x = (0.03763607)*a9_x - 0.0038482516772413*epsd7_y - 0.0002972952667644*epsd9_z + (0.0002972952667644)*oo9_xy - 0.0038482516772413*oo9_xz;
     const double F9_y = (0.03763607)*a9_y + (0.0038482516772413)*epsd9_x + (0.0002972952667644)*oo9_W_11 - 0.0038482516772413*oo9_yz;
     const double F9_z = (0.03763607)*a9_z + (0.0002972952667644)*epsd9_x - 0.0038482516772413*oo9_W_22 + (0.0002972952667644)*oo9_yz;
-    const double N9_x = (0.0038482516772413)*a9_y + (0.0002972952667644)*a9_z + (0.0005446477058047095)*epsd9_x + (3.3497340042275575e-05)*oo9_yy - 0.0005375807368296242*oo9_yz - 3.3497340042275575e-05*oo9_zz;
-    const double N9_y = -0.0038482516772413*a9_x + (0.0005426192213171668)*epsd7_y + (3.3497340042275575e-05)*epsd9_z - 3.3497340042275575e-05*oo9_xy + (0.0005396092213171669)*oo9_xz;
-    const double N9_z = -0.0002972952667644*a9_x + (3.3497340042275575e-05)*epsd7_y + (5.038484487542641e-06)*epsd9_z - 2.0284844875427e-06*oo9_xy + (3.3497340042275575e-05)*oo9_xz;
+    const double N9_x = (0.0038482516772413)*a9_y + (0.0002972952667644)*a9_z + (0.0005446477058047094)*epsd9_x + (3.3497340042275575e-05)*oo9_yy - 0.0005375807368296242*oo9_yz - 3.3497340042275575e-05*oo9_zz;
+    const double N9_y = -0.0038482516772413*a9_x + (0.0005426192213171668)*epsd7_y + (3.3497340042275575e-05)*epsd9_z - 3.3497340042275575e-05*oo9_xy + (0.0005396092213171668)*oo9_xz;
+    const double N9_z = -0.0002972952667644*a9_x + (3.3497340042275575e-05)*epsd7_y + (5.038484487542591e-06)*epsd9_z - 2.0284844875426e-06*oo9_xy + (3.3497340042275575e-05)*oo9_xz;
     const double F_c9_x = F9_x*c9 + F9_z*s9;
     const double F_c9_z = -F9_x*s9 + F9_z*c9;
     const double cse52 = (0.01169101578415)*epsd7_y;
     const double F8_x = F_c9_x + (0.14853845)*a8_x - cse52 - 0.0028754860404785*epsd8_z + (2.0453744564999998e-06)*oo8_W_00 + (0.0028754860404785)*oo8_xy - 0.01169101578415*oo8_xz;
     const double F8_y = F9_y + (0.14853845)*a8_y + (0.01169101578415)*epsd8_x + (2.0453744564999998e-06)*epsd8_z + (0.0028754860404785)*oo8_W_11 + (2.0453744564999998e-06)*oo8_xy - 0.01169101578415*oo8_yz;
     const double F8_z = F_c9_z + (0.14853845)*a8_z - 2.0453744564999998e-06*epsd7_y + (0.0028754860404785)*epsd8_x - 0.01169101578415*oo8_W_22 + (2.0453744564999998e-06)*oo8_xz + (0.0028754860404785)*oo8_yz;
-    const double N8_x = (0.16)*F9_y + (0.03745)*F_c9_z + N9_x*c9 + N9_z*s9 + (0.01169101578415)*a8_y + (0.0028754860404785)*a8_z - 3.959544277738894e-08*epsd7_y + (0.001386899962102278)*epsd8_x + (1.609852873477455e-07)*epsd8_z + (1.609852873477455e-07)*oo8_xy + (3.959544277738894e-08)*oo8_xz + (0.0002730308797879413)*oo8_yy - 0.0012461895965439095*oo8_yz - 0.0002730308797879413*oo8_zz;
-    const double N8_y = -0.16*F_c9_x + N9_y - 0.01169101578415*a8_x - 2.0453744564999998e-06*a8_z + (0.0013320948074879001)*epsd7_y - 3.959544277738894e-08*epsd8_x + (0.0002730308797879413)*epsd8_z - 1.609852873477455e-07*oo8_xx - 0.0002730308797879413*oo8_xy + (0.0013009947511582875)*oo8_xz - 3.959544277738894e-08*oo8_yz + (1.609852873477455e-07)*oo8_zz;
-    const double N8_z = -0.03745*F_c9_x - N9_x*s9 + N9_z*c9 - 0.0028754860404785*a8_x + (2.0453744564999998e-06)*a8_y + (0.0002730308797879413)*epsd7_y + (1.609852873477455e-07)*epsd8_x + (8.590521094399056e-05)*epsd8_z - 3.959544277738894e-08*oo8_xx - 5.48051546143779e-05*oo8_xy + (0.0002730308797879413)*oo8_xz + (3.959544277738894e-08)*oo8_yy - 1.609852873477455e-07*oo8_yz;
+    const double N8_x = (0.16)*F9_y + (0.03745)*F_c9_z + N9_x*c9 + N9_z*s9 + (0.01169101578415)*a8_y + (0.0028754860404785)*a8_z - 3.959544277738894e-08*epsd7_y + (0.001386899962102278)*epsd8_x + (1.6098528734774548e-07)*epsd8_z + (1.6098528734774548e-07)*oo8_xy + (3.959544277738894e-08)*oo8_xz + (0.0002730308797879413)*oo8_yy - 0.0012461895965439095*oo8_yz - 0.0002730308797879413*oo8_zz;
+    const double N8_y = -0.16*F_c9_x + N9_y - 0.01169101578415*a8_x - 2.0453744564999998e-06*a8_z + (0.0013320948074879001)*epsd7_y - 3.959544277738894e-08*epsd8_x + (0.0002730308797879413)*epsd8_z - 1.6098528734774548e-07*oo8_xx - 0.0002730308797879413*oo8_xy + (0.0013009947511582875)*oo8_xz - 3.959544277738894e-08*oo8_yz + (1.6098528734774548e-07)*oo8_zz;
+    const double N8_z = -0.03745*F_c9_x - N9_x*s9 + N9_z*c9 - 0.0028754860404785*a8_x + (2.0453744564999998e-06)*a8_y + (0.0002730308797879413)*epsd7_y + (1.6098528734774548e-07)*epsd8_x + (8.59052109439905e-05)*epsd8_z - 3.959544277738894e-08*oo8_xx - 5.48051546143779e-05*oo8_xy + (0.0002730308797879413)*oo8_xz + (3.959544277738894e-08)*oo8_yy - 1.6098528734774548e-07*oo8_yz;
     const double F_c8_x = F8_x*c8 + F8_z*s8;
     const double F_c8_z = -F8_x*s8 + F8_z*c8;
     const double F7_x = F_c8_x + (0.14853845)*a7_x - 0.0014853845*epsd7_z - 0.01169101578415*oo7_W_00 + (0.0014853845)*oo7_xy;
     const double F7_y = F8_y + (0.14853845)*a7_y - 0.01169101578415*epsd7_z + (0.0014853845)*oo7_W_11 - 0.01169101578415*oo7_xy;
     const double F7_z = F_c8_z + (0.14853845)*a7_z + cse45 + cse52 - 0.01169101578415*oo7_xz + (0.0014853845)*oo7_yz;
-    const double N7_x = (0.014)*F_c8_z + N8_x*c8 + N8_z*s8 + (0.0014853845)*a7_z + cse47 + (0.00016362015784149997)*epsd7_y - 0.00016362015784149997*oo7_xz + (1.3993845e-05)*oo7_yz;
-    const double N7_y = N8_y + (0.01169101578415)*a7_z + cse51 + (0.001332094779323094)*epsd7_y - 0.0013009947793230939*oo7_xz + (0.00016362015784149997)*oo7_yz;
-    const double N7_z = -0.014*F_c8_x - N8_x*s8 + N8_z*c8 - 0.0014853845*a7_x - 0.01169101578415*a7_y + (0.001346088624323094)*epsd7_z + (0.00016362015784149997)*oo7_xx + (0.0012870009343230939)*oo7_xy - 0.00016362015784149997*oo7_yy;
+    const double N7_x = (0.014)*F_c8_z + N8_x*c8 + N8_z*s8 + (0.0014853845)*a7_z + cse47 + (0.0001636201578415)*epsd7_y - 0.0001636201578415*oo7_xz + (1.3993845e-05)*oo7_yz;
+    const double N7_y = N8_y + (0.01169101578415)*a7_z + cse51 + (0.001332094779323094)*epsd7_y - 0.001300994779323094*oo7_xz + (0.0001636201578415)*oo7_yz;
+    const double N7_z = -0.014*F_c8_x - N8_x*s8 + N8_z*c8 - 0.0014853845*a7_x - 0.01169101578415*a7_y + (0.001346088624323094)*epsd7_z + (0.0001636201578415)*oo7_xx + (0.001287000934323094)*oo7_xy - 0.0001636201578415*oo7_yy;
     const double F_c7_y = F7_y*c7 - F7_z*s7;
     const double F_c7_z = F7_y*s7 + F7_z*c7;
     const double F_c10_y = F10_y*c10 - F10_z*s10;
@@ -4700,11 +4702,11 @@ int solo12_bias(const double *restrict q, const double *restrict qd, const doubl
     return 0;
 }
 
-int64_t solo12_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status)
+int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = solo12_bias(q + i * 18, qd + i * 18, Q + i * 18, b + i * 18);
+        const int s = mechgen_solo12_bias(q + i * 18, qd + i * 18, Q + i * 18, b + i * 18);
         status[i] = s;
         failed += (s != 0);
     }
@@ -4713,7 +4715,7 @@ int64_t solo12_bias_batch(int64_t n, const double *q, const double *qd, const do
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
  * ops: 777 adds, 931 muls, 30 trig (1738 total) */
-int solo12_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict Q)
+int mechgen_solo12_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict Q)
 {
     const double q4 = q[3];
     const double q5 = q[4];
@@ -5072,91 +5074,91 @@ int solo12_inverse_dynamics(const double *restrict q, const double *restrict qd,
     const double F18_x = (0.03763607)*a18_x - 0.0038482516772413*epsd18_y + (0.0002972952667644)*epsd18_z - 0.0002972952667644*oo18_xy - 0.0038482516772413*oo18_xz;
     const double F18_y = (0.03763607)*a18_y + (0.0038482516772413)*epsd18_x - 0.0002972952667644*oo18_W_11 - 0.0038482516772413*oo18_yz;
     const double F18_z = (0.03763607)*a18_z - 0.0002972952667644*epsd18_x - 0.0038482516772413*oo18_W_22 - 0.0002972952667644*oo18_yz;
-    const double N18_x = (0.0038482516772413)*a18_y - 0.0002972952667644*a18_z + (0.0005446477058047095)*epsd18_x - 3.3497340042275575e-05*oo18_yy - 0.0005375807368296242*oo18_yz + (3.3497340042275575e-05)*oo18_zz;
-    const double N18_y = -0.0038482516772413*a18_x + (0.0005426192213171668)*epsd18_y - 3.3497340042275575e-05*epsd18_z + (3.3497340042275575e-05)*oo18_xy + (0.0005396092213171669)*oo18_xz;
-    const double N18_z = (0.0002972952667644)*a18_x - 3.3497340042275575e-05*epsd18_y + (5.038484487542641e-06)*epsd18_z - 2.0284844875427e-06*oo18_xy - 3.3497340042275575e-05*oo18_xz;
+    const double N18_x = (0.0038482516772413)*a18_y - 0.0002972952667644*a18_z + (0.0005446477058047094)*epsd18_x - 3.3497340042275575e-05*oo18_yy - 0.0005375807368296242*oo18_yz + (3.3497340042275575e-05)*oo18_zz;
+    const double N18_y = -0.0038482516772413*a18_x + (0.0005426192213171668)*epsd18_y - 3.3497340042275575e-05*epsd18_z + (3.3497340042275575e-05)*oo18_xy + (0.0005396092213171668)*oo18_xz;
+    const double N18_z = (0.0002972952667644)*a18_x - 3.3497340042275575e-05*epsd18_y + (5.038484487542591e-06)*epsd18_z - 2.0284844875426e-06*oo18_xy - 3.3497340042275575e-05*oo18_xz;
     const double F_c18_x = F18_x*c18 + F18_z*s18;
     const double F_c18_z = -F18_x*s18 + F18_z*c18;
     const double F17_x = F_c18_x + (0.14853845)*a17_x - 0.01169101578415*epsd17_y + (0.0028754860404785)*epsd17_z - 2.0453744564999998e-06*oo17_W_00 - 0.0028754860404785*oo17_xy - 0.01169101578415*oo17_xz;
     const double F17_y = F18_y + (0.14853845)*a17_y + (0.01169101578415)*epsd17_x - 2.0453744564999998e-06*epsd17_z - 0.0028754860404785*oo17_W_11 - 2.0453744564999998e-06*oo17_xy - 0.01169101578415*oo17_yz;
     const double F17_z = F_c18_z + (0.14853845)*a17_z - 0.0028754860404785*epsd17_x + (2.0453744564999998e-06)*epsd17_y - 0.01169101578415*oo17_W_22 - 2.0453744564999998e-06*oo17_xz - 0.0028754860404785*oo17_yz;
-    const double N17_x = (0.16)*F18_y - 0.03745*F_c18_z + N18_x*c18 + N18_z*s18 + (0.01169101578415)*a17_y - 0.0028754860404785*a17_z + (0.001386899962102278)*epsd17_x - 3.959544277738894e-08*epsd17_y - 1.609852873477455e-07*epsd17_z - 1.609852873477455e-07*oo17_xy + (3.959544277738894e-08)*oo17_xz - 0.0002730308797879413*oo17_yy - 0.0012461895965439095*oo17_yz + (0.0002730308797879413)*oo17_zz;
-    const double N17_y = -0.16*F_c18_x + N18_y - 0.01169101578415*a17_x + (2.0453744564999998e-06)*a17_z - 3.959544277738894e-08*epsd17_x + (0.0013320948074879001)*epsd17_y - 0.0002730308797879413*epsd17_z + (1.609852873477455e-07)*oo17_xx + (0.0002730308797879413)*oo17_xy + (0.0013009947511582875)*oo17_xz - 3.959544277738894e-08*oo17_yz - 1.609852873477455e-07*oo17_zz;
-    const double N17_z = (0.03745)*F_c18_x - N18_x*s18 + N18_z*c18 + (0.0028754860404785)*a17_x - 2.0453744564999998e-06*a17_y - 1.609852873477455e-07*epsd17_x - 0.0002730308797879413*epsd17_y + (8.590521094399056e-05)*epsd17_z - 3.959544277738894e-08*oo17_xx - 5.48051546143779e-05*oo17_xy - 0.0002730308797879413*oo17_xz + (3.959544277738894e-08)*oo17_yy + (1.609852873477455e-07)*oo17_yz;
+    const double N17_x = (0.16)*F18_y - 0.03745*F_c18_z + N18_x*c18 + N18_z*s18 + (0.01169101578415)*a17_y - 0.0028754860404785*a17_z + (0.001386899962102278)*epsd17_x - 3.959544277738894e-08*epsd17_y - 1.6098528734774548e-07*epsd17_z - 1.6098528734774548e-07*oo17_xy + (3.959544277738894e-08)*oo17_xz - 0.0002730308797879413*oo17_yy - 0.0012461895965439095*oo17_yz + (0.0002730308797879413)*oo17_zz;
+    const double N17_y = -0.16*F_c18_x + N18_y - 0.01169101578415*a17_x + (2.0453744564999998e-06)*a17_z - 3.959544277738894e-08*epsd17_x + (0.0013320948074879001)*epsd17_y - 0.0002730308797879413*epsd17_z + (1.6098528734774548e-07)*oo17_xx + (0.0002730308797879413)*oo17_xy + (0.0013009947511582875)*oo17_xz - 3.959544277738894e-08*oo17_yz - 1.6098528734774548e-07*oo17_zz;
+    const double N17_z = (0.03745)*F_c18_x - N18_x*s18 + N18_z*c18 + (0.0028754860404785)*a17_x - 2.0453744564999998e-06*a17_y - 1.6098528734774548e-07*epsd17_x - 0.0002730308797879413*epsd17_y + (8.59052109439905e-05)*epsd17_z - 3.959544277738894e-08*oo17_xx - 5.48051546143779e-05*oo17_xy - 0.0002730308797879413*oo17_xz + (3.959544277738894e-08)*oo17_yy + (1.6098528734774548e-07)*oo17_yz;
     const double F_c17_x = F17_x*c17 + F17_z*s17;
     const double F_c17_z = -F17_x*s17 + F17_z*c17;
     const double F16_x = F_c17_x + (0.14853845)*a16_x + (0.0014853845)*epsd16_z + (0.01169101578415)*oo16_W_00 - 0.0014853845*oo16_xy;
     const double F16_y = F17_y + (0.14853845)*a16_y + (0.01169101578415)*epsd16_z - 0.0014853845*oo16_W_11 + (0.01169101578415)*oo16_xy;
     const double F16_z = F_c17_z + (0.14853845)*a16_z - 0.0014853845*epsd16_x - 0.01169101578415*epsd16_y + (0.01169101578415)*oo16_xz - 0.0014853845*oo16_yz;
-    const double N16_x = -0.014*F_c17_z + N17_x*c17 + N17_z*s17 - 0.0014853845*a16_z + (4.5093845000000035e-05)*epsd16_x + (7.020015784149999e-05)*epsd16_y - 7.020015784149999e-05*oo16_xz + (1.3993845e-05)*oo16_yz;
-    const double N16_y = N17_y - 0.01169101578415*a16_z + (7.020015784149999e-05)*epsd16_x + (0.001332094779323094)*epsd16_y - 0.0013009947793230939*oo16_xz + (7.020015784149999e-05)*oo16_yz;
-    const double N16_z = (0.014)*F_c17_x - N17_x*s17 + N17_z*c17 + (0.0014853845)*a16_x + (0.01169101578415)*a16_y + (0.001346088624323094)*epsd16_z + (7.020015784149999e-05)*oo16_xx + (0.0012870009343230939)*oo16_xy - 7.020015784149999e-05*oo16_yy;
+    const double N16_x = -0.014*F_c17_z + N17_x*c17 + N17_z*s17 - 0.0014853845*a16_z + (4.5093844999999995e-05)*epsd16_x + (7.020015784149999e-05)*epsd16_y - 7.020015784149999e-05*oo16_xz + (1.3993845e-05)*oo16_yz;
+    const double N16_y = N17_y - 0.01169101578415*a16_z + (7.020015784149999e-05)*epsd16_x + (0.001332094779323094)*epsd16_y - 0.001300994779323094*oo16_xz + (7.020015784149999e-05)*oo16_yz;
+    const double N16_z = (0.014)*F_c17_x - N17_x*s17 + N17_z*c17 + (0.0014853845)*a16_x + (0.01169101578415)*a16_y + (0.001346088624323094)*epsd16_z + (7.020015784149999e-05)*oo16_xx + (0.001287000934323094)*oo16_xy - 7.020015784149999e-05*oo16_yy;
     const double F15_x = (0.03763607)*a15_x - 0.0038482516772413*epsd15_y - 0.0002972952667644*epsd15_z + (0.0002972952667644)*oo15_xy - 0.0038482516772413*oo15_xz;
     const double F15_y = (0.03763607)*a15_y + (0.0038482516772413)*epsd15_x + (0.0002972952667644)*oo15_W_11 - 0.0038482516772413*oo15_yz;
     const double F15_z = (0.03763607)*a15_z + (0.0002972952667644)*epsd15_x - 0.0038482516772413*oo15_W_22 + (0.0002972952667644)*oo15_yz;
-    const double N15_x = (0.0038482516772413)*a15_y + (0.0002972952667644)*a15_z + (0.0005446477058047095)*epsd15_x + (3.3497340042275575e-05)*oo15_yy - 0.0005375807368296242*oo15_yz - 3.3497340042275575e-05*oo15_zz;
-    const double N15_y = -0.0038482516772413*a15_x + (0.0005426192213171668)*epsd15_y + (3.3497340042275575e-05)*epsd15_z - 3.3497340042275575e-05*oo15_xy + (0.0005396092213171669)*oo15_xz;
-    const double N15_z = -0.0002972952667644*a15_x + (3.3497340042275575e-05)*epsd15_y + (5.038484487542641e-06)*epsd15_z - 2.0284844875427e-06*oo15_xy + (3.3497340042275575e-05)*oo15_xz;
+    const double N15_x = (0.0038482516772413)*a15_y + (0.0002972952667644)*a15_z + (0.0005446477058047094)*epsd15_x + (3.3497340042275575e-05)*oo15_yy - 0.0005375807368296242*oo15_yz - 3.3497340042275575e-05*oo15_zz;
+    const double N15_y = -0.0038482516772413*a15_x + (0.0005426192213171668)*epsd15_y + (3.3497340042275575e-05)*epsd15_z - 3.3497340042275575e-05*oo15_xy + (0.0005396092213171668)*oo15_xz;
+    const double N15_z = -0.0002972952667644*a15_x + (3.3497340042275575e-05)*epsd15_y + (5.038484487542591e-06)*epsd15_z - 2.0284844875426e-06*oo15_xy + (3.3497340042275575e-05)*oo15_xz;
     const double F_c15_x = F15_x*c15 + F15_z*s15;
     const double F_c15_z = -F15_x*s15 + F15_z*c15;
     const double F14_x = F_c15_x + (0.14853845)*a14_x - 0.01169101578415*epsd14_y - 0.0028754860404785*epsd14_z + (2.0453744564999998e-06)*oo14_W_00 + (0.0028754860404785)*oo14_xy - 0.01169101578415*oo14_xz;
     const double F14_y = F15_y + (0.14853845)*a14_y + (0.01169101578415)*epsd14_x + (2.0453744564999998e-06)*epsd14_z + (0.0028754860404785)*oo14_W_11 + (2.0453744564999998e-06)*oo14_xy - 0.01169101578415*oo14_yz;
     const double F14_z = F_c15_z + (0.14853845)*a14_z + (0.0028754860404785)*epsd14_x - 2.0453744564999998e-06*epsd14_y - 0.01169101578415*oo14_W_22 + (2.0453744564999998e-06)*oo14_xz + (0.0028754860404785)*oo14_yz;
-    const double N14_x = (0.16)*F15_y + (0.03745)*F_c15_z + N15_x*c15 + N15_z*s15 + (0.01169101578415)*a14_y + (0.0028754860404785)*a14_z + (0.001386899962102278)*epsd14_x - 3.959544277738894e-08*epsd14_y + (1.609852873477455e-07)*epsd14_z + (1.609852873477455e-07)*oo14_xy + (3.959544277738894e-08)*oo14_xz + (0.0002730308797879413)*oo14_yy - 0.0012461895965439095*oo14_yz - 0.0002730308797879413*oo14_zz;
-    const double N14_y = -0.16*F_c15_x + N15_y - 0.01169101578415*a14_x - 2.0453744564999998e-06*a14_z - 3.959544277738894e-08*epsd14_x + (0.0013320948074879001)*epsd14_y + (0.0002730308797879413)*epsd14_z - 1.609852873477455e-07*oo14_xx - 0.0002730308797879413*oo14_xy + (0.0013009947511582875)*oo14_xz - 3.959544277738894e-08*oo14_yz + (1.609852873477455e-07)*oo14_zz;
-    const double N14_z = -0.03745*F_c15_x - N15_x*s15 + N15_z*c15 - 0.0028754860404785*a14_x + (2.0453744564999998e-06)*a14_y + (1.609852873477455e-07)*epsd14_x + (0.0002730308797879413)*epsd14_y + (8.590521094399056e-05)*epsd14_z - 3.959544277738894e-08*oo14_xx - 5.48051546143779e-05*oo14_xy + (0.0002730308797879413)*oo14_xz + (3.959544277738894e-08)*oo14_yy - 1.609852873477455e-07*oo14_yz;
+    const double N14_x = (0.16)*F15_y + (0.03745)*F_c15_z + N15_x*c15 + N15_z*s15 + (0.01169101578415)*a14_y + (0.0028754860404785)*a14_z + (0.001386899962102278)*epsd14_x - 3.959544277738894e-08*epsd14_y + (1.6098528734774548e-07)*epsd14_z + (1.6098528734774548e-07)*oo14_xy + (3.959544277738894e-08)*oo14_xz + (0.0002730308797879413)*oo14_yy - 0.0012461895965439095*oo14_yz - 0.0002730308797879413*oo14_zz;
+    const double N14_y = -0.16*F_c15_x + N15_y - 0.01169101578415*a14_x - 2.0453744564999998e-06*a14_z - 3.959544277738894e-08*epsd14_x + (0.0013320948074879001)*epsd14_y + (0.0002730308797879413)*epsd14_z - 1.6098528734774548e-07*oo14_xx - 0.0002730308797879413*oo14_xy + (0.0013009947511582875)*oo14_xz - 3.959544277738894e-08*oo14_yz + (1.6098528734774548e-07)*oo14_zz;
+    const double N14_z = -0.03745*F_c15_x - N15_x*s15 + N15_z*c15 - 0.0028754860404785*a14_x + (2.0453744564999998e-06)*a14_y + (1.6098528734774548e-07)*epsd14_x + (0.0002730308797879413)*epsd14_y + (8.59052109439905e-05)*epsd14_z - 3.959544277738894e-08*oo14_xx - 5.48051546143779e-05*oo14_xy + (0.0002730308797879413)*oo14_xz + (3.959544277738894e-08)*oo14_yy - 1.6098528734774548e-07*oo14_yz;
     const double F_c14_x = F14_x*c14 + F14_z*s14;
     const double F_c14_z = -F14_x*s14 + F14_z*c14;
     const double F13_x = F_c14_x + (0.14853845)*a13_x - 0.0014853845*epsd13_z + (0.01169101578415)*oo13_W_00 + (0.0014853845)*oo13_xy;
     const double F13_y = F14_y + (0.14853845)*a13_y + (0.01169101578415)*epsd13_z + (0.0014853845)*oo13_W_11 + (0.01169101578415)*oo13_xy;
     const double F13_z = F_c14_z + (0.14853845)*a13_z + (0.0014853845)*epsd13_x - 0.01169101578415*epsd13_y + (0.01169101578415)*oo13_xz + (0.0014853845)*oo13_yz;
-    const double N13_x = (0.014)*F_c14_z + N14_x*c14 + N14_z*s14 + (0.0014853845)*a13_z + (4.5093845000000035e-05)*epsd13_x - 7.020015784149999e-05*epsd13_y + (7.020015784149999e-05)*oo13_xz + (1.3993845e-05)*oo13_yz;
-    const double N13_y = N14_y - 0.01169101578415*a13_z - 7.020015784149999e-05*epsd13_x + (0.001332094779323094)*epsd13_y - 0.0013009947793230939*oo13_xz - 7.020015784149999e-05*oo13_yz;
-    const double N13_z = -0.014*F_c14_x - N14_x*s14 + N14_z*c14 - 0.0014853845*a13_x + (0.01169101578415)*a13_y + (0.001346088624323094)*epsd13_z - 7.020015784149999e-05*oo13_xx + (0.0012870009343230939)*oo13_xy + (7.020015784149999e-05)*oo13_yy;
+    const double N13_x = (0.014)*F_c14_z + N14_x*c14 + N14_z*s14 + (0.0014853845)*a13_z + (4.5093844999999995e-05)*epsd13_x - 7.020015784149999e-05*epsd13_y + (7.020015784149999e-05)*oo13_xz + (1.3993845e-05)*oo13_yz;
+    const double N13_y = N14_y - 0.01169101578415*a13_z - 7.020015784149999e-05*epsd13_x + (0.001332094779323094)*epsd13_y - 0.001300994779323094*oo13_xz - 7.020015784149999e-05*oo13_yz;
+    const double N13_z = -0.014*F_c14_x - N14_x*s14 + N14_z*c14 - 0.0014853845*a13_x + (0.01169101578415)*a13_y + (0.001346088624323094)*epsd13_z - 7.020015784149999e-05*oo13_xx + (0.001287000934323094)*oo13_xy + (7.020015784149999e-05)*oo13_yy;
     const double F12_x = (0.03763607)*a12_x - 0.0038482516772413*epsd12_y + (0.0002972952667644)*epsd12_z - 0.0002972952667644*oo12_xy - 0.0038482516772413*oo12_xz;
     const double F12_y = (0.03763607)*a12_y + (0.0038482516772413)*epsd12_x - 0.0002972952667644*oo12_W_11 - 0.0038482516772413*oo12_yz;
     const double F12_z = (0.03763607)*a12_z - 0.0002972952667644*epsd12_x - 0.0038482516772413*oo12_W_22 - 0.0002972952667644*oo12_yz;
-    const double N12_x = (0.0038482516772413)*a12_y - 0.0002972952667644*a12_z + (0.0005446477058047095)*epsd12_x - 3.3497340042275575e-05*oo12_yy - 0.0005375807368296242*oo12_yz + (3.3497340042275575e-05)*oo12_zz;
-    const double N12_y = -0.0038482516772413*a12_x + (0.0005426192213171668)*epsd12_y - 3.3497340042275575e-05*epsd12_z + (3.3497340042275575e-05)*oo12_xy + (0.0005396092213171669)*oo12_xz;
-    const double N12_z = (0.0002972952667644)*a12_x - 3.3497340042275575e-05*epsd12_y + (5.038484487542641e-06)*epsd12_z - 2.0284844875427e-06*oo12_xy - 3.3497340042275575e-05*oo12_xz;
+    const double N12_x = (0.0038482516772413)*a12_y - 0.0002972952667644*a12_z + (0.0005446477058047094)*epsd12_x - 3.3497340042275575e-05*oo12_yy - 0.0005375807368296242*oo12_yz + (3.3497340042275575e-05)*oo12_zz;
+    const double N12_y = -0.0038482516772413*a12_x + (0.0005426192213171668)*epsd12_y - 3.3497340042275575e-05*epsd12_z + (3.3497340042275575e-05)*oo12_xy + (0.0005396092213171668)*oo12_xz;
+    const double N12_z = (0.0002972952667644)*a12_x - 3.3497340042275575e-05*epsd12_y + (5.038484487542591e-06)*epsd12_z - 2.0284844875426e-06*oo12_xy - 3.3497340042275575e-05*oo12_xz;
     const double F_c12_x = F12_x*c12 + F12_z*s12;
     const double F_c12_z = -F12_x*s12 + F12_z*c12;
     const double F11_x = F_c12_x + (0.14853845)*a11_x - 0.01169101578415*epsd11_y + (0.0028754860404785)*epsd11_z - 2.0453744564999998e-06*oo11_W_00 - 0.0028754860404785*oo11_xy - 0.01169101578415*oo11_xz;
     const double F11_y = F12_y + (0.14853845)*a11_y + (0.01169101578415)*epsd11_x - 2.0453744564999998e-06*epsd11_z - 0.0028754860404785*oo11_W_11 - 2.0453744564999998e-06*oo11_xy - 0.01169101578415*oo11_yz;
     const double F11_z = F_c12_z + (0.14853845)*a11_z - 0.0028754860404785*epsd11_x + (2.0453744564999998e-06)*epsd11_y - 0.01169101578415*oo11_W_22 - 2.0453744564999998e-06*oo11_xz - 0.0028754860404785*oo11_yz;
-    const double N11_x = (0.16)*F12_y - 0.03745*F_c12_z + N12_x*c12 + N12_z*s12 + (0.01169101578415)*a11_y - 0.0028754860404785*a11_z + (0.001386899962102278)*epsd11_x - 3.959544277738894e-08*epsd11_y - 1.609852873477455e-07*epsd11_z - 1.609852873477455e-07*oo11_xy + (3.959544277738894e-08)*oo11_xz - 0.0002730308797879413*oo11_yy - 0.0012461895965439095*oo11_yz + (0.0002730308797879413)*oo11_zz;
-    const double N11_y = -0.16*F_c12_x + N12_y - 0.01169101578415*a11_x + (2.0453744564999998e-06)*a11_z - 3.959544277738894e-08*epsd11_x + (0.0013320948074879001)*epsd11_y - 0.0002730308797879413*epsd11_z + (1.609852873477455e-07)*oo11_xx + (0.0002730308797879413)*oo11_xy + (0.0013009947511582875)*oo11_xz - 3.959544277738894e-08*oo11_yz - 1.609852873477455e-07*oo11_zz;
-    const double N11_z = (0.03745)*F_c12_x - N12_x*s12 + N12_z*c12 + (0.0028754860404785)*a11_x - 2.0453744564999998e-06*a11_y - 1.609852873477455e-07*epsd11_x - 0.0002730308797879413*epsd11_y + (8.590521094399056e-05)*epsd11_z - 3.959544277738894e-08*oo11_xx - 5.48051546143779e-05*oo11_xy - 0.0002730308797879413*oo11_xz + (3.959544277738894e-08)*oo11_yy + (1.609852873477455e-07)*oo11_yz;
+    const double N11_x = (0.16)*F12_y - 0.03745*F_c12_z + N12_x*c12 + N12_z*s12 + (0.01169101578415)*a11_y - 0.0028754860404785*a11_z + (0.001386899962102278)*epsd11_x - 3.959544277738894e-08*epsd11_y - 1.6098528734774548e-07*epsd11_z - 1.6098528734774548e-07*oo11_xy + (3.959544277738894e-08)*oo11_xz - 0.0002730308797879413*oo11_yy - 0.0012461895965439095*oo11_yz + (0.0002730308797879413)*oo11_zz;
+    const double N11_y = -0.16*F_c12_x + N12_y - 0.01169101578415*a11_x + (2.0453744564999998e-06)*a11_z - 3.959544277738894e-08*epsd11_x + (0.0013320948074879001)*epsd11_y - 0.0002730308797879413*epsd11_z + (1.6098528734774548e-07)*oo11_xx + (0.0002730308797879413)*oo11_xy + (0.0013009947511582875)*oo11_xz - 3.959544277738894e-08*oo11_yz - 1.6098528734774548e-07*oo11_zz;
+    const double N11_z = (0.03745)*F_c12_x - N12_x*s12 + N12_z*c12 + (0.0028754860404785)*a11_x - 2.0453744564999998e-06*a11_y - 1.6098528734774548e-07*epsd11_x - 0.0002730308797879413*epsd11_y + (8.59052109439905e-05)*epsd11_z - 3.959544277738894e-08*oo11_xx - 5.48051546143779e-05*oo11_xy - 0.0002730308797879413*oo11_xz + (3.959544277738894e-08)*oo11_yy + (1.6098528734774548e-07)*oo11_yz;
     const double F_c11_x = F11_x*c11 + F11_z*s11;
     const double F_c11_z = -F11_x*s11 + F11_z*c11;
     const double F10_x = F_c11_x + (0.14853845)*a10_x + (0.0014853845)*epsd10_z - 0.01169101578415*oo10_W_00 - 0.0014853845*oo10_xy;
     const double F10_y = F11_y + (0.14853845)*a10_y - 0.01169101578415*epsd10_z - 0.0014853845*oo10_W_11 - 0.01169101578415*oo10_xy;
     const double F10_z = F_c11_z + (0.14853845)*a10_z - 0.0014853845*epsd10_x + (0.01169101578415)*epsd10_y - 0.01169101578415*oo10_xz - 0.0014853845*oo10_yz;
-    const double N10_x = -0.014*F_c11_z + N11_x*c11 + N11_z*s11 - 0.0014853845*a10_z + (4.5093845000000035e-05)*epsd10_x - 0.00016362015784149997*epsd10_y + (0.00016362015784149997)*oo10_xz + (1.3993845e-05)*oo10_yz;
-    const double N10_y = N11_y + (0.01169101578415)*a10_z - 0.00016362015784149997*epsd10_x + (0.001332094779323094)*epsd10_y - 0.0013009947793230939*oo10_xz - 0.00016362015784149997*oo10_yz;
-    const double N10_z = (0.014)*F_c11_x - N11_x*s11 + N11_z*c11 + (0.0014853845)*a10_x - 0.01169101578415*a10_y + (0.001346088624323094)*epsd10_z - 0.00016362015784149997*oo10_xx + (0.0012870009343230939)*oo10_xy + (0.00016362015784149997)*oo10_yy;
+    const double N10_x = -0.014*F_c11_z + N11_x*c11 + N11_z*s11 - 0.0014853845*a10_z + (4.5093844999999995e-05)*epsd10_x - 0.0001636201578415*epsd10_y + (0.0001636201578415)*oo10_xz + (1.3993845e-05)*oo10_yz;
+    const double N10_y = N11_y + (0.01169101578415)*a10_z - 0.0001636201578415*epsd10_x + (0.001332094779323094)*epsd10_y - 0.001300994779323094*oo10_xz - 0.0001636201578415*oo10_yz;
+    const double N10_z = (0.014)*F_c11_x - N11_x*s11 + N11_z*c11 + (0.0014853845)*a10_x - 0.01169101578415*a10_y + (0.001346088624323094)*epsd10_z - 0.0001636201578415*oo10_xx + (0.001287000934323094)*oo10_xy + (0.0001636201578415)*oo10_yy;
     const double F9_x = (0.03763607)*a9_x - 0.0038482516772413*epsd9_y - 0.0002972952667644*epsd9_z + (0.0002972952667644)*oo9_xy - 0.0038482516772413*oo9_xz;
     const double F9_y = (0.03763607)*a9_y + (0.0038482516772413)*epsd9_x + (0.0002972952667644)*oo9_W_11 - 0.0038482516772413*oo9_yz;
     const double F9_z = (0.03763607)*a9_z + (0.0002972952667644)*epsd9_x - 0.0038482516772413*oo9_W_22 + (0.0002972952667644)*oo9_yz;
-    const double N9_x = (0.0038482516772413)*a9_y + (0.0002972952667644)*a9_z + (0.0005446477058047095)*epsd9_x + (3.3497340042275575e-05)*oo9_yy - 0.0005375807368296242*oo9_yz - 3.3497340042275575e-05*oo9_zz;
-    const double N9_y = -0.0038482516772413*a9_x + (0.0005426192213171668)*epsd9_y + (3.3497340042275575e-05)*epsd9_z - 3.3497340042275575e-05*oo9_xy + (0.0005396092213171669)*oo9_xz;
-    const double N9_z = -0.0002972952667644*a9_x + (3.3497340042275575e-05)*epsd9_y + (5.038484487542641e-06)*epsd9_z - 2.0284844875427e-06*oo9_xy + (3.3497340042275575e-05)*oo9_xz;
+    const double N9_x = (0.0038482516772413)*a9_y + (0.0002972952667644)*a9_z + (0.0005446477058047094)*epsd9_x + (3.3497340042275575e-05)*oo9_yy - 0.0005375807368296242*oo9_yz - 3.3497340042275575e-05*oo9_zz;
+    const double N9_y = -0.0038482516772413*a9_x + (0.0005426192213171668)*epsd9_y + (3.3497340042275575e-05)*epsd9_z - 3.3497340042275575e-05*oo9_xy + (0.0005396092213171668)*oo9_xz;
+    const double N9_z = -0.0002972952667644*a9_x + (3.3497340042275575e-05)*epsd9_y + (5.038484487542591e-06)*epsd9_z - 2.0284844875426e-06*oo9_xy + (3.3497340042275575e-05)*oo9_xz;
     const double F_c9_x = F9_x*c9 + F9_z*s9;
     const double F_c9_z = -F9_x*s9 + F9_z*c9;
     const double F8_x = F_c9_x + (0.14853845)*a8_x - 0.01169101578415*epsd8_y - 0.0028754860404785*epsd8_z + (2.0453744564999998e-06)*oo8_W_00 + (0.0028754860404785)*oo8_xy - 0.01169101578415*oo8_xz;
     const double F8_y = F9_y + (0.14853845)*a8_y + (0.01169101578415)*epsd8_x + (2.0453744564999998e-06)*epsd8_z + (0.0028754860404785)*oo8_W_11 + (2.0453744564999998e-06)*oo8_xy - 0.01169101578415*oo8_yz;
     const double F8_z = F_c9_z + (0.14853845)*a8_z + (0.0028754860404785)*epsd8_x - 2.0453744564999998e-06*epsd8_y - 0.01169101578415*oo8_W_22 + (2.0453744564999998e-06)*oo8_xz + (0.0028754860404785)*oo8_yz;
-    const double N8_x = (0.16)*F9_y + (0.03745)*F_c9_z + N9_x*c9 + N9_z*s9 + (0.01169101578415)*a8_y + (0.0028754860404785)*a8_z + (0.001386899962102278)*epsd8_x - 3.959544277738894e-08*epsd8_y + (1.609852873477455e-07)*epsd8_z + (1.609852873477455e-07)*oo8_xy + (3.959544277738894e-08)*oo8_xz + (0.0002730308797879413)*oo8_yy - 0.0012461895965439095*oo8_yz - 0.0002730308797879413*oo8_zz;
-    const double N8_y = -0.16*F_c9_x + N9_y - 0.01169101578415*a8_x - 2.0453744564999998e-06*a8_z - 3.959544277738894e-08*epsd8_x + (0.0013320948074879001)*epsd8_y + (0.0002730308797879413)*epsd8_z - 1.609852873477455e-07*oo8_xx - 0.0002730308797879413*oo8_xy + (0.0013009947511582875)*oo8_xz - 3.959544277738894e-08*oo8_yz + (1.609852873477455e-07)*oo8_zz;
-    const double N8_z = -0.03745*F_c9_x - N9_x*s9 + N9_z*c9 - 0.0028754860404785*a8_x + (2.0453744564999998e-06)*a8_y + (1.609852873477455e-07)*epsd8_x + (0.0002730308797879413)*epsd8_y + (8.590521094399056e-05)*epsd8_z - 3.959544277738894e-08*oo8_xx - 5.48051546143779e-05*oo8_xy + (0.0002730308797879413)*oo8_xz + (3.959544277738894e-08)*oo8_yy - 1.609852873477455e-07*oo8_yz;
+    const double N8_x = (0.16)*F9_y + (0.03745)*F_c9_z + N9_x*c9 + N9_z*s9 + (0.01169101578415)*a8_y + (0.0028754860404785)*a8_z + (0.001386899962102278)*epsd8_x - 3.959544277738894e-08*epsd8_y + (1.6098528734774548e-07)*epsd8_z + (1.6098528734774548e-07)*oo8_xy + (3.959544277738894e-08)*oo8_xz + (0.0002730308797879413)*oo8_yy - 0.0012461895965439095*oo8_yz - 0.0002730308797879413*oo8_zz;
+    const double N8_y = -0.16*F_c9_x + N9_y - 0.01169101578415*a8_x - 2.0453744564999998e-06*a8_z - 3.959544277738894e-08*epsd8_x + (0.0013320948074879001)*epsd8_y + (0.0002730308797879413)*epsd8_z - 1.6098528734774548e-07*oo8_xx - 0.0002730308797879413*oo8_xy + (0.0013009947511582875)*oo8_xz - 3.959544277738894e-08*oo8_yz + (1.6098528734774548e-07)*oo8_zz;
+    const double N8_z = -0.03745*F_c9_x - N9_x*s9 + N9_z*c9 - 0.0028754860404785*a8_x + (2.0453744564999998e-06)*a8_y + (1.6098528734774548e-07)*epsd8_x + (0.0002730308797879413)*epsd8_y + (8.59052109439905e-05)*epsd8_z - 3.959544277738894e-08*oo8_xx - 5.48051546143779e-05*oo8_xy + (0.0002730308797879413)*oo8_xz + (3.959544277738894e-08)*oo8_yy - 1.6098528734774548e-07*oo8_yz;
     const double F_c8_x = F8_x*c8 + F8_z*s8;
     const double F_c8_z = -F8_x*s8 + F8_z*c8;
     const double F7_x = F_c8_x + (0.14853845)*a7_x - 0.0014853845*epsd7_z - 0.01169101578415*oo7_W_00 + (0.0014853845)*oo7_xy;
     const double F7_y = F8_y + (0.14853845)*a7_y - 0.01169101578415*epsd7_z + (0.0014853845)*oo7_W_11 - 0.01169101578415*oo7_xy;
     const double F7_z = F_c8_z + (0.14853845)*a7_z + (0.0014853845)*epsd7_x + (0.01169101578415)*epsd7_y - 0.01169101578415*oo7_xz + (0.0014853845)*oo7_yz;
-    const double N7_x = (0.014)*F_c8_z + N8_x*c8 + N8_z*s8 + (0.0014853845)*a7_z + (4.5093845000000035e-05)*epsd7_x + (0.00016362015784149997)*epsd7_y - 0.00016362015784149997*oo7_xz + (1.3993845e-05)*oo7_yz;
-    const double N7_y = N8_y + (0.01169101578415)*a7_z + (0.00016362015784149997)*epsd7_x + (0.001332094779323094)*epsd7_y - 0.0013009947793230939*oo7_xz + (0.00016362015784149997)*oo7_yz;
-    const double N7_z = -0.014*F_c8_x - N8_x*s8 + N8_z*c8 - 0.0014853845*a7_x - 0.01169101578415*a7_y + (0.001346088624323094)*epsd7_z + (0.00016362015784149997)*oo7_xx + (0.0012870009343230939)*oo7_xy - 0.00016362015784149997*oo7_yy;
+    const double N7_x = (0.014)*F_c8_z + N8_x*c8 + N8_z*s8 + (0.0014853845)*a7_z + (4.5093844999999995e-05)*epsd7_x + (0.0001636201578415)*epsd7_y - 0.0001636201578415*oo7_xz + (1.3993845e-05)*oo7_yz;
+    const double N7_y = N8_y + (0.01169101578415)*a7_z + (0.0001636201578415)*epsd7_x + (0.001332094779323094)*epsd7_y - 0.001300994779323094*oo7_xz + (0.0001636201578415)*oo7_yz;
+    const double N7_z = -0.014*F_c8_x - N8_x*s8 + N8_z*c8 - 0.0014853845*a7_x - 0.01169101578415*a7_y + (0.001346088624323094)*epsd7_z + (0.0001636201578415)*oo7_xx + (0.001287000934323094)*oo7_xy - 0.0001636201578415*oo7_yy;
     const double F_c7_y = F7_y*c7 - F7_z*s7;
     const double F_c7_z = F7_y*s7 + F7_z*c7;
     const double F_c10_y = F10_y*c10 - F10_z*s10;
@@ -5201,11 +5203,11 @@ int solo12_inverse_dynamics(const double *restrict q, const double *restrict qd,
     return 0;
 }
 
-int64_t solo12_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status)
+int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = solo12_inverse_dynamics(q + i * 18, qd + i * 18, qdd + i * 18, Q + i * 18);
+        const int s = mechgen_solo12_inverse_dynamics(q + i * 18, qd + i * 18, qdd + i * 18, Q + i * 18);
         status[i] = s;
         failed += (s != 0);
     }
@@ -5213,8 +5215,8 @@ int64_t solo12_inverse_dynamics_batch(int64_t n, const double *q, const double *
 }
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
- * ops: 1821 adds, 2237 muls, 14 divs, 30 trig (4102 total) */
-int solo12_forward_dynamics(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict qdd)
+ * ops: 1822 adds, 2237 muls, 14 divs, 30 trig (4103 total) */
+int mechgen_solo12_forward_dynamics(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict qdd)
 {
     int status = 0;
     const double q4 = q[3];
@@ -5300,9 +5302,9 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double cp18_z = -0.0038482516772413*c18;
     const double IJ18_C2 = c18*c18 - s18*s18;
     const double IJ18_cs = c18*s18;
-    const double IJ18_22 = 0.0002748430951461261 - 0.00026980461065858344*IJ18_C2;
-    const double IJ18_00 = 0.0005496861902922522 - IJ18_22;
-    const double IJ18_02 = -0.0005396092213171669*IJ18_cs;
+    const double IJ18_22 = 0.000274843095146126 - 0.0002698046106585834*IJ18_C2;
+    const double IJ18_00 = 0.000549686190292252 - IJ18_22;
+    const double IJ18_02 = -0.0005396092213171668*IJ18_cs;
     const double cse1 = (3.3497340042275575e-05)*c18;
     const double IJ18_12 = -cse1;
     const double cse2 = (3.3497340042275575e-05)*s18;
@@ -5312,10 +5314,10 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double cse3 = (0.32)*cp18_z;
     const double Ic17_00 = IJ18_00 - cse3 + 0.0024254354518481068;
     const double Ic17_01 = IJ18_01 + (0.03745)*cp18_x - 3.959544277738894e-08;
-    const double Ic17_02 = IJ18_02 + (0.16)*cp18_x - 1.609852873477455e-07;
+    const double Ic17_02 = IJ18_02 + (0.16)*cp18_x - 1.6098528734774548e-07;
     const double Ic17_11 = 0.0028381974208050668 - cse3;
     const double Ic17_12 = IJ18_12 + (0.03745)*cp18_z - 0.0005461134539102453;
-    const double Ic17_22 = IJ18_22 + 0.0001609573086898191;
+    const double Ic17_22 = IJ18_22 + 0.00016095730868981905;
     const double cse4 = c17*cc17_x + cc17_z*s17;
     const double cp17_x = cse4;
     const double cp17_z = c17*cc17_z - cc17_x*s17;
@@ -5331,7 +5333,7 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double cse6 = Ic17_01*c17 + Ic17_12*s17;
     const double IJ17_01 = cse6;
     const double cc16_x = cp17_x + 0.01169101578415;
-    const double Ic16_00 = IJ17_00 + 0.00020988711052480124;
+    const double Ic16_00 = IJ17_00 + 0.0002098871105248012;
     const double Ic16_01 = IJ17_01 + (0.014)*cp17_x + 7.020015784149999e-05;
     const double Ic16_11 = Ic17_11 + 0.001332094779323094;
     const double cse7 = (0.014)*cp17_z;
@@ -5356,9 +5358,9 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double cp15_z = -0.0038482516772413*c15;
     const double IJ15_C2 = c15*c15 - s15*s15;
     const double IJ15_cs = c15*s15;
-    const double IJ15_22 = 0.0002748430951461261 - 0.00026980461065858344*IJ15_C2;
-    const double IJ15_00 = 0.0005496861902922522 - IJ15_22;
-    const double IJ15_02 = -0.0005396092213171669*IJ15_cs;
+    const double IJ15_22 = 0.000274843095146126 - 0.0002698046106585834*IJ15_C2;
+    const double IJ15_00 = 0.000549686190292252 - IJ15_22;
+    const double IJ15_02 = -0.0005396092213171668*IJ15_cs;
     const double cse12 = (3.3497340042275575e-05)*c15;
     const double IJ15_12 = cse12;
     const double cse13 = (3.3497340042275575e-05)*s15;
@@ -5368,11 +5370,11 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double cse14 = (0.32)*cp15_z;
     const double Ic14_00 = IJ15_00 - cse14 + 0.0024254354518481068;
     const double Ic14_01 = IJ15_01 - 0.03745*cp15_x - 3.959544277738894e-08;
-    const double Ic14_02 = IJ15_02 + (0.16)*cp15_x + 1.609852873477455e-07;
+    const double Ic14_02 = IJ15_02 + (0.16)*cp15_x + 1.6098528734774548e-07;
     const double Ic14_11 = 0.0028381974208050668 - cse14;
     const double cse15 = -0.03745*cp15_z;
     const double Ic14_12 = IJ15_12 + cse15 + 0.0005461134539102453;
-    const double Ic14_22 = IJ15_22 + 0.0001609573086898191;
+    const double Ic14_22 = IJ15_22 + 0.00016095730868981905;
     const double cse16 = c14*cc14_x + cc14_z*s14;
     const double cp14_x = cse16;
     const double cp14_z = c14*cc14_z - cc14_x*s14;
@@ -5388,7 +5390,7 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double cse18 = Ic14_01*c14 + Ic14_12*s14;
     const double IJ14_01 = cse18;
     const double cc13_x = cp14_x + 0.01169101578415;
-    const double Ic13_00 = IJ14_00 + 0.00020988711052480124;
+    const double Ic13_00 = IJ14_00 + 0.0002098871105248012;
     const double Ic13_01 = IJ14_01 - 0.014*cp14_x - 7.020015784149999e-05;
     const double Ic13_11 = Ic14_11 + 0.001332094779323094;
     const double cse19 = (0.014)*cp14_z;
@@ -5413,9 +5415,9 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double cp12_z = -0.0038482516772413*c12;
     const double IJ12_C2 = c12*c12 - s12*s12;
     const double IJ12_cs = c12*s12;
-    const double IJ12_22 = 0.0002748430951461261 - 0.00026980461065858344*IJ12_C2;
-    const double IJ12_00 = 0.0005496861902922522 - IJ12_22;
-    const double IJ12_02 = -0.0005396092213171669*IJ12_cs;
+    const double IJ12_22 = 0.000274843095146126 - 0.0002698046106585834*IJ12_C2;
+    const double IJ12_00 = 0.000549686190292252 - IJ12_22;
+    const double IJ12_02 = -0.0005396092213171668*IJ12_cs;
     const double cse24 = (3.3497340042275575e-05)*c12;
     const double IJ12_12 = -cse24;
     const double cse25 = (3.3497340042275575e-05)*s12;
@@ -5425,10 +5427,10 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double cse26 = (0.32)*cp12_z;
     const double Ic11_00 = IJ12_00 - cse26 + 0.0024254354518481068;
     const double Ic11_01 = IJ12_01 + (0.03745)*cp12_x - 3.959544277738894e-08;
-    const double Ic11_02 = IJ12_02 + (0.16)*cp12_x - 1.609852873477455e-07;
+    const double Ic11_02 = IJ12_02 + (0.16)*cp12_x - 1.6098528734774548e-07;
     const double Ic11_11 = 0.0028381974208050668 - cse26;
     const double Ic11_12 = IJ12_12 + (0.03745)*cp12_z - 0.0005461134539102453;
-    const double Ic11_22 = IJ12_22 + 0.0001609573086898191;
+    const double Ic11_22 = IJ12_22 + 0.00016095730868981905;
     const double cse27 = c11*cc11_x + cc11_z*s11;
     const double cp11_x = cse27;
     const double cp11_z = c11*cc11_z - cc11_x*s11;
@@ -5444,8 +5446,8 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double cse29 = Ic11_01*c11 + Ic11_12*s11;
     const double IJ11_01 = cse29;
     const double cc10_x = cp11_x - 0.01169101578415;
-    const double Ic10_00 = IJ11_00 + 0.00020988711052480124;
-    const double Ic10_01 = IJ11_01 + (0.014)*cp11_x - 0.00016362015784149997;
+    const double Ic10_00 = IJ11_00 + 0.0002098871105248012;
+    const double Ic10_01 = IJ11_01 + (0.014)*cp11_x - 0.0001636201578415;
     const double Ic10_11 = Ic11_11 + 0.001332094779323094;
     const double cse30 = (0.014)*cp11_z;
     const double Ic10_12 = IJ11_12 + cse30;
@@ -5469,9 +5471,9 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double cp9_z = -0.0038482516772413*c9;
     const double IJ9_C2 = c9*c9 - s9*s9;
     const double IJ9_cs = c9*s9;
-    const double IJ9_22 = 0.0002748430951461261 - 0.00026980461065858344*IJ9_C2;
-    const double IJ9_00 = 0.0005496861902922522 - IJ9_22;
-    const double IJ9_02 = -0.0005396092213171669*IJ9_cs;
+    const double IJ9_22 = 0.000274843095146126 - 0.0002698046106585834*IJ9_C2;
+    const double IJ9_00 = 0.000549686190292252 - IJ9_22;
+    const double IJ9_02 = -0.0005396092213171668*IJ9_cs;
     const double cse35 = (3.3497340042275575e-05)*c9;
     const double IJ9_12 = cse35;
     const double cse36 = (3.3497340042275575e-05)*s9;
@@ -5481,11 +5483,11 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double cse37 = (0.32)*cp9_z;
     const double Ic8_00 = IJ9_00 - cse37 + 0.0024254354518481068;
     const double Ic8_01 = IJ9_01 - 0.03745*cp9_x - 3.959544277738894e-08;
-    const double Ic8_02 = IJ9_02 + (0.16)*cp9_x + 1.609852873477455e-07;
+    const double Ic8_02 = IJ9_02 + (0.16)*cp9_x + 1.6098528734774548e-07;
     const double Ic8_11 = 0.0028381974208050668 - cse37;
     const double cse38 = -0.03745*cp9_z;
     const double Ic8_12 = IJ9_12 + cse38 + 0.0005461134539102453;
-    const double Ic8_22 = IJ9_22 + 0.0001609573086898191;
+    const double Ic8_22 = IJ9_22 + 0.00016095730868981905;
     const double cse39 = c8*cc8_x + cc8_z*s8;
     const double cp8_x = cse39;
     const double cp8_z = c8*cc8_z - cc8_x*s8;
@@ -5501,8 +5503,8 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double cse41 = Ic8_01*c8 + Ic8_12*s8;
     const double IJ8_01 = cse41;
     const double cc7_x = cp8_x - 0.01169101578415;
-    const double Ic7_00 = IJ8_00 + 0.00020988711052480124;
-    const double Ic7_01 = IJ8_01 - 0.014*cp8_x + 0.00016362015784149997;
+    const double Ic7_00 = IJ8_00 + 0.0002098871105248012;
+    const double Ic7_01 = IJ8_01 - 0.014*cp8_x + 0.0001636201578415;
     const double Ic7_11 = Ic8_11 + 0.001332094779323094;
     const double cse42 = (0.014)*cp8_z;
     const double Ic7_12 = IJ8_12 - cse42;
@@ -5549,7 +5551,8 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double IJ6_01 = Ic6_01*c6 - Ic6_02*s6;
     const double IJ6_02 = Ic6_01*s6 + Ic6_02*c6;
     const double cp5_x = c5*cc6_x - cp6_y*s5;
-    const double IJ5_C2 = c5*c5 - s5*s5;
+    const double cse53 = c5*c5;
+    const double IJ5_C2 = cse53 - s5*s5;
     const double IJ5_cs = c5*s5;
     const double IJ5_D = -IJ6_11 + Ic6_00;
     const double IJ5_Sum = IJ6_11 + Ic6_00;
@@ -5584,8 +5587,8 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double Nm17_16_z = Ic17_12*c17 - cse5 + cse7;
     const double Fm17_6_y = -Fm17_16_z*s16;
     const double Fm17_6_z = Fm17_16_z*c16;
-    const double cse53 = -Nm17_16_x;
-    const double Nm17_6_x = -0.0875*Fm17_6_z - cse53;
+    const double cse54 = -Nm17_16_x;
+    const double Nm17_6_x = -0.0875*Fm17_6_z - cse54;
     const double Nm17_6_y = (0.1946)*Fm17_6_z + Ic17_11*c16 - Nm17_16_z*s16;
     const double Nm17_6_z = -0.1946*Fm17_6_y + Ic17_11*s16 + Nm17_16_z*c16 + (0.0875)*cp17_z;
     const double Fm17_5_y = Fm17_6_y*c6 - Fm17_6_z*s6;
@@ -5689,8 +5692,8 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double Nm11_10_z = Ic11_12*c11 - cse28 + cse30;
     const double Fm11_6_y = -Fm11_10_z*s10;
     const double Fm11_6_z = Fm11_10_z*c10;
-    const double cse54 = -Nm11_10_x;
-    const double Nm11_6_x = -0.0875*Fm11_6_z - cse54;
+    const double cse55 = -Nm11_10_x;
+    const double Nm11_6_x = -0.0875*Fm11_6_z - cse55;
     const double Nm11_6_y = -0.1946*Fm11_6_z + Ic11_11*c10 - Nm11_10_z*s10;
     const double Nm11_6_z = (0.1946)*Fm11_6_y + Ic11_11*s10 + Nm11_10_z*c10 + (0.0875)*cp11_z;
     const double Fm11_5_y = Fm11_6_y*c6 - Fm11_6_z*s6;
@@ -5805,26 +5808,26 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double omega7_x = omega6_x + qd7;
     const double epsd7_y = c7*epsd6_y + epsd6_z*s7 + omega_p7_z*qd7;
     const double epsd7_z = c7*epsd6_z - epsd6_y*s7 - omega_p7_y*qd7;
-    const double cse55 = (0.1946)*oo6_W_00;
-    const double cse56 = a5_x + cse55;
-    const double cse57 = (0.0875)*epsd6_z;
-    const double cse58 = (0.0875)*oo6_xy;
-    const double cse59 = -cse57 + cse58;
-    const double a7_x = cse56 + cse59;
-    const double cse60 = (0.0875)*oo6_W_11;
-    const double cse61 = a6_y + cse60;
-    const double cse62 = (0.1946)*epsd6_z;
-    const double cse63 = (0.1946)*oo6_xy;
-    const double cse64 = cse62 + cse63;
-    const double cse65 = cse61 + cse64;
-    const double cse66 = (0.0875)*epsd5_x + (0.0875)*oo6_yz;
-    const double cse67 = a6_z + cse66;
-    const double cse68 = (0.1946)*epsd6_y;
-    const double cse69 = (0.1946)*oo6_xz;
-    const double cse70 = -cse68 + cse69;
-    const double cse71 = cse67 + cse70;
-    const double a7_y = c7*cse65 + cse71*s7;
-    const double a7_z = c7*cse71 - cse65*s7;
+    const double cse56 = (0.1946)*oo6_W_00;
+    const double cse57 = a5_x + cse56;
+    const double cse58 = (0.0875)*epsd6_z;
+    const double cse59 = (0.0875)*oo6_xy;
+    const double cse60 = -cse58 + cse59;
+    const double a7_x = cse57 + cse60;
+    const double cse61 = (0.0875)*oo6_W_11;
+    const double cse62 = a6_y + cse61;
+    const double cse63 = (0.1946)*epsd6_z;
+    const double cse64 = (0.1946)*oo6_xy;
+    const double cse65 = cse63 + cse64;
+    const double cse66 = cse62 + cse65;
+    const double cse67 = (0.0875)*epsd5_x + (0.0875)*oo6_yz;
+    const double cse68 = a6_z + cse67;
+    const double cse69 = (0.1946)*epsd6_y;
+    const double cse70 = (0.1946)*oo6_xz;
+    const double cse71 = -cse69 + cse70;
+    const double cse72 = cse68 + cse71;
+    const double a7_y = c7*cse66 + cse72*s7;
+    const double a7_z = c7*cse72 - cse66*s7;
     const double oo7_xx = omega7_x*omega7_x;
     const double oo7_yy = omega_p7_y*omega_p7_y;
     const double oo7_zz = omega_p7_z*omega_p7_z;
@@ -5838,12 +5841,12 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double omega8_y = omega_p7_y + qd8;
     const double epsd8_x = c8*epsd5_x - epsd7_z*s8 - omega_p8_z*qd8;
     const double epsd8_z = c8*epsd7_z + epsd5_x*s8 + omega_p8_x*qd8;
-    const double cse72 = a7_x - 0.014*epsd7_z + (0.014)*oo7_xy;
-    const double cse73 = (0.014)*epsd5_x;
-    const double cse74 = a7_z + cse73 + (0.014)*oo7_yz;
-    const double a8_x = c8*cse72 - cse74*s8;
+    const double cse73 = a7_x - 0.014*epsd7_z + (0.014)*oo7_xy;
+    const double cse74 = (0.014)*epsd5_x;
+    const double cse75 = a7_z + cse74 + (0.014)*oo7_yz;
+    const double a8_x = c8*cse73 - cse75*s8;
     const double a8_y = a7_y + (0.014)*oo7_W_11;
-    const double a8_z = c8*cse74 + cse72*s8;
+    const double a8_z = c8*cse75 + cse73*s8;
     const double oo8_xx = omega_p8_x*omega_p8_x;
     const double oo8_yy = omega8_y*omega8_y;
     const double oo8_zz = omega_p8_z*omega_p8_z;
@@ -5858,11 +5861,11 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double omega9_y = omega8_y + qd9;
     const double epsd9_x = c9*epsd8_x - epsd8_z*s9 - omega_p9_z*qd9;
     const double epsd9_z = c9*epsd8_z + epsd8_x*s9 + omega_p9_x*qd9;
-    const double cse75 = a8_x - 0.16*epsd7_y - 0.03745*epsd8_z + (0.03745)*oo8_xy - 0.16*oo8_xz;
-    const double cse76 = a8_z + (0.03745)*epsd8_x - 0.16*oo8_W_22 + (0.03745)*oo8_yz;
-    const double a9_x = c9*cse75 - cse76*s9;
+    const double cse76 = a8_x - 0.16*epsd7_y - 0.03745*epsd8_z + (0.03745)*oo8_xy - 0.16*oo8_xz;
+    const double cse77 = a8_z + (0.03745)*epsd8_x - 0.16*oo8_W_22 + (0.03745)*oo8_yz;
+    const double a9_x = c9*cse76 - cse77*s9;
     const double a9_y = a8_y + (0.16)*epsd8_x + (0.03745)*oo8_W_11 - 0.16*oo8_yz;
-    const double a9_z = c9*cse76 + cse75*s9;
+    const double a9_z = c9*cse77 + cse76*s9;
     const double oo9_xx = omega_p9_x*omega_p9_x;
     const double oo9_yy = omega9_y*omega9_y;
     const double oo9_zz = omega_p9_z*omega_p9_z;
@@ -5876,14 +5879,14 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double omega10_x = omega6_x + qd10;
     const double epsd10_y = c10*epsd6_y + epsd6_z*s10 + omega_p10_z*qd10;
     const double epsd10_z = c10*epsd6_z - epsd6_y*s10 - omega_p10_y*qd10;
-    const double cse77 = cse57 - cse58;
-    const double a10_x = cse56 + cse77;
-    const double cse78 = a6_y - cse60 + cse64;
-    const double cse79 = cse68 - cse69;
-    const double cse80 = -a6_z + cse66;
-    const double cse81 = -cse79 - cse80;
-    const double a10_y = c10*cse78 + cse81*s10;
-    const double a10_z = c10*cse81 - cse78*s10;
+    const double cse78 = cse58 - cse59;
+    const double a10_x = cse57 + cse78;
+    const double cse79 = a6_y - cse61 + cse65;
+    const double cse80 = cse69 - cse70;
+    const double cse81 = -a6_z + cse67;
+    const double cse82 = -cse80 - cse81;
+    const double a10_y = c10*cse79 + cse82*s10;
+    const double a10_z = c10*cse82 - cse79*s10;
     const double oo10_xx = omega10_x*omega10_x;
     const double oo10_yy = omega_p10_y*omega_p10_y;
     const double oo10_zz = omega_p10_z*omega_p10_z;
@@ -5897,11 +5900,11 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double omega11_y = omega_p10_y + qd11;
     const double epsd11_x = c11*epsd5_x - epsd10_z*s11 - omega_p11_z*qd11;
     const double epsd11_z = c11*epsd10_z + epsd5_x*s11 + omega_p11_x*qd11;
-    const double cse82 = a10_x + (0.014)*epsd10_z - 0.014*oo10_xy;
-    const double cse83 = a10_z - cse73 - 0.014*oo10_yz;
-    const double a11_x = c11*cse82 - cse83*s11;
+    const double cse83 = a10_x + (0.014)*epsd10_z - 0.014*oo10_xy;
+    const double cse84 = a10_z - cse74 - 0.014*oo10_yz;
+    const double a11_x = c11*cse83 - cse84*s11;
     const double a11_y = a10_y - 0.014*oo10_W_11;
-    const double a11_z = c11*cse83 + cse82*s11;
+    const double a11_z = c11*cse84 + cse83*s11;
     const double oo11_xx = omega_p11_x*omega_p11_x;
     const double oo11_yy = omega11_y*omega11_y;
     const double oo11_zz = omega_p11_z*omega_p11_z;
@@ -5916,11 +5919,11 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double omega12_y = omega11_y + qd12;
     const double epsd12_x = c12*epsd11_x - epsd11_z*s12 - omega_p12_z*qd12;
     const double epsd12_z = c12*epsd11_z + epsd11_x*s12 + omega_p12_x*qd12;
-    const double cse84 = a11_x - 0.16*epsd10_y + (0.03745)*epsd11_z - 0.03745*oo11_xy - 0.16*oo11_xz;
-    const double cse85 = a11_z - 0.03745*epsd11_x - 0.16*oo11_W_22 - 0.03745*oo11_yz;
-    const double a12_x = c12*cse84 - cse85*s12;
+    const double cse85 = a11_x - 0.16*epsd10_y + (0.03745)*epsd11_z - 0.03745*oo11_xy - 0.16*oo11_xz;
+    const double cse86 = a11_z - 0.03745*epsd11_x - 0.16*oo11_W_22 - 0.03745*oo11_yz;
+    const double a12_x = c12*cse85 - cse86*s12;
     const double a12_y = a11_y + (0.16)*epsd11_x - 0.03745*oo11_W_11 - 0.16*oo11_yz;
-    const double a12_z = c12*cse85 + cse84*s12;
+    const double a12_z = c12*cse86 + cse85*s12;
     const double oo12_xx = omega_p12_x*omega_p12_x;
     const double oo12_yy = omega12_y*omega12_y;
     const double oo12_zz = omega_p12_z*omega_p12_z;
@@ -5934,12 +5937,12 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double omega13_x = omega6_x + qd13;
     const double epsd13_y = c13*epsd6_y + epsd6_z*s13 + omega_p13_z*qd13;
     const double epsd13_z = c13*epsd6_z - epsd6_y*s13 - omega_p13_y*qd13;
-    const double cse86 = a5_x - cse55;
-    const double a13_x = cse59 + cse86;
-    const double cse87 = cse61 - cse62 - cse63;
-    const double cse88 = cse67 + cse79;
-    const double a13_y = c13*cse87 + cse88*s13;
-    const double a13_z = c13*cse88 - cse87*s13;
+    const double cse87 = a5_x - cse56;
+    const double a13_x = cse60 + cse87;
+    const double cse88 = cse62 - cse63 - cse64;
+    const double cse89 = cse68 + cse80;
+    const double a13_y = c13*cse88 + cse89*s13;
+    const double a13_z = c13*cse89 - cse88*s13;
     const double oo13_xx = omega13_x*omega13_x;
     const double oo13_yy = omega_p13_y*omega_p13_y;
     const double oo13_zz = omega_p13_z*omega_p13_z;
@@ -5953,11 +5956,11 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double omega14_y = omega_p13_y + qd14;
     const double epsd14_x = c14*epsd5_x - epsd13_z*s14 - omega_p14_z*qd14;
     const double epsd14_z = c14*epsd13_z + epsd5_x*s14 + omega_p14_x*qd14;
-    const double cse89 = a13_x - 0.014*epsd13_z + (0.014)*oo13_xy;
-    const double cse90 = a13_z + cse73 + (0.014)*oo13_yz;
-    const double a14_x = c14*cse89 - cse90*s14;
+    const double cse90 = a13_x - 0.014*epsd13_z + (0.014)*oo13_xy;
+    const double cse91 = a13_z + cse74 + (0.014)*oo13_yz;
+    const double a14_x = c14*cse90 - cse91*s14;
     const double a14_y = a13_y + (0.014)*oo13_W_11;
-    const double a14_z = c14*cse90 + cse89*s14;
+    const double a14_z = c14*cse91 + cse90*s14;
     const double oo14_xx = omega_p14_x*omega_p14_x;
     const double oo14_yy = omega14_y*omega14_y;
     const double oo14_zz = omega_p14_z*omega_p14_z;
@@ -5972,11 +5975,11 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double omega15_y = omega14_y + qd15;
     const double epsd15_x = c15*epsd14_x - epsd14_z*s15 - omega_p15_z*qd15;
     const double epsd15_z = c15*epsd14_z + epsd14_x*s15 + omega_p15_x*qd15;
-    const double cse91 = a14_x - 0.16*epsd13_y - 0.03745*epsd14_z + (0.03745)*oo14_xy - 0.16*oo14_xz;
-    const double cse92 = a14_z + (0.03745)*epsd14_x - 0.16*oo14_W_22 + (0.03745)*oo14_yz;
-    const double a15_x = c15*cse91 - cse92*s15;
+    const double cse92 = a14_x - 0.16*epsd13_y - 0.03745*epsd14_z + (0.03745)*oo14_xy - 0.16*oo14_xz;
+    const double cse93 = a14_z + (0.03745)*epsd14_x - 0.16*oo14_W_22 + (0.03745)*oo14_yz;
+    const double a15_x = c15*cse92 - cse93*s15;
     const double a15_y = a14_y + (0.16)*epsd14_x + (0.03745)*oo14_W_11 - 0.16*oo14_yz;
-    const double a15_z = c15*cse92 + cse91*s15;
+    const double a15_z = c15*cse93 + cse92*s15;
     const double oo15_xx = omega_p15_x*omega_p15_x;
     const double oo15_yy = omega15_y*omega15_y;
     const double oo15_zz = omega_p15_z*omega_p15_z;
@@ -5990,11 +5993,11 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double omega16_x = omega6_x + qd16;
     const double epsd16_y = c16*epsd6_y + epsd6_z*s16 + omega_p16_z*qd16;
     const double epsd16_z = c16*epsd6_z - epsd6_y*s16 - omega_p16_y*qd16;
-    const double a16_x = cse77 + cse86;
-    const double cse93 = a6_y - cse60 - cse64;
-    const double cse94 = -cse70 - cse80;
-    const double a16_y = c16*cse93 + cse94*s16;
-    const double a16_z = c16*cse94 - cse93*s16;
+    const double a16_x = cse78 + cse87;
+    const double cse94 = a6_y - cse61 - cse65;
+    const double cse95 = -cse71 - cse81;
+    const double a16_y = c16*cse94 + cse95*s16;
+    const double a16_z = c16*cse95 - cse94*s16;
     const double oo16_xx = omega16_x*omega16_x;
     const double oo16_yy = omega_p16_y*omega_p16_y;
     const double oo16_zz = omega_p16_z*omega_p16_z;
@@ -6008,11 +6011,11 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double omega17_y = omega_p16_y + qd17;
     const double epsd17_x = c17*epsd5_x - epsd16_z*s17 - omega_p17_z*qd17;
     const double epsd17_z = c17*epsd16_z + epsd5_x*s17 + omega_p17_x*qd17;
-    const double cse95 = a16_x + (0.014)*epsd16_z - 0.014*oo16_xy;
-    const double cse96 = a16_z - cse73 - 0.014*oo16_yz;
-    const double a17_x = c17*cse95 - cse96*s17;
+    const double cse96 = a16_x + (0.014)*epsd16_z - 0.014*oo16_xy;
+    const double cse97 = a16_z - cse74 - 0.014*oo16_yz;
+    const double a17_x = c17*cse96 - cse97*s17;
     const double a17_y = a16_y - 0.014*oo16_W_11;
-    const double a17_z = c17*cse96 + cse95*s17;
+    const double a17_z = c17*cse97 + cse96*s17;
     const double oo17_xx = omega_p17_x*omega_p17_x;
     const double oo17_yy = omega17_y*omega17_y;
     const double oo17_zz = omega_p17_z*omega_p17_z;
@@ -6027,11 +6030,11 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double omega18_y = omega17_y + qd18;
     const double epsd18_x = c18*epsd17_x - epsd17_z*s18 - omega_p18_z*qd18;
     const double epsd18_z = c18*epsd17_z + epsd17_x*s18 + omega_p18_x*qd18;
-    const double cse97 = a17_x - 0.16*epsd16_y + (0.03745)*epsd17_z - 0.03745*oo17_xy - 0.16*oo17_xz;
-    const double cse98 = a17_z - 0.03745*epsd17_x - 0.16*oo17_W_22 - 0.03745*oo17_yz;
-    const double a18_x = c18*cse97 - cse98*s18;
+    const double cse98 = a17_x - 0.16*epsd16_y + (0.03745)*epsd17_z - 0.03745*oo17_xy - 0.16*oo17_xz;
+    const double cse99 = a17_z - 0.03745*epsd17_x - 0.16*oo17_W_22 - 0.03745*oo17_yz;
+    const double a18_x = c18*cse98 - cse99*s18;
     const double a18_y = a17_y + (0.16)*epsd17_x - 0.03745*oo17_W_11 - 0.16*oo17_yz;
-    const double a18_z = c18*cse98 + cse97*s18;
+    const double a18_z = c18*cse99 + cse98*s18;
     const double oo18_xx = omega_p18_x*omega_p18_x;
     const double oo18_yy = omega18_y*omega18_y;
     const double oo18_zz = omega_p18_z*omega_p18_z;
@@ -6043,100 +6046,100 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double F18_x = (0.03763607)*a18_x - 0.0038482516772413*epsd16_y + (0.0002972952667644)*epsd18_z - 0.0002972952667644*oo18_xy - 0.0038482516772413*oo18_xz;
     const double F18_y = (0.03763607)*a18_y + (0.0038482516772413)*epsd18_x - 0.0002972952667644*oo18_W_11 - 0.0038482516772413*oo18_yz;
     const double F18_z = (0.03763607)*a18_z - 0.0002972952667644*epsd18_x - 0.0038482516772413*oo18_W_22 - 0.0002972952667644*oo18_yz;
-    const double N18_x = (0.0038482516772413)*a18_y - 0.0002972952667644*a18_z + (0.0005446477058047095)*epsd18_x - 3.3497340042275575e-05*oo18_yy - 0.0005375807368296242*oo18_yz + (3.3497340042275575e-05)*oo18_zz;
-    const double N18_y = -0.0038482516772413*a18_x + (0.0005426192213171668)*epsd16_y - 3.3497340042275575e-05*epsd18_z + (3.3497340042275575e-05)*oo18_xy + (0.0005396092213171669)*oo18_xz;
-    const double N18_z = (0.0002972952667644)*a18_x - 3.3497340042275575e-05*epsd16_y + (5.038484487542641e-06)*epsd18_z - 2.0284844875427e-06*oo18_xy - 3.3497340042275575e-05*oo18_xz;
+    const double N18_x = (0.0038482516772413)*a18_y - 0.0002972952667644*a18_z + (0.0005446477058047094)*epsd18_x - 3.3497340042275575e-05*oo18_yy - 0.0005375807368296242*oo18_yz + (3.3497340042275575e-05)*oo18_zz;
+    const double N18_y = -0.0038482516772413*a18_x + (0.0005426192213171668)*epsd16_y - 3.3497340042275575e-05*epsd18_z + (3.3497340042275575e-05)*oo18_xy + (0.0005396092213171668)*oo18_xz;
+    const double N18_z = (0.0002972952667644)*a18_x - 3.3497340042275575e-05*epsd16_y + (5.038484487542591e-06)*epsd18_z - 2.0284844875426e-06*oo18_xy - 3.3497340042275575e-05*oo18_xz;
     const double F_c18_x = F18_x*c18 + F18_z*s18;
     const double F_c18_z = -F18_x*s18 + F18_z*c18;
-    const double cse99 = (0.01169101578415)*epsd16_y;
-    const double F17_x = F_c18_x + (0.14853845)*a17_x - cse99 + (0.0028754860404785)*epsd17_z - 2.0453744564999998e-06*oo17_W_00 - 0.0028754860404785*oo17_xy - 0.01169101578415*oo17_xz;
+    const double cse100 = (0.01169101578415)*epsd16_y;
+    const double F17_x = F_c18_x + (0.14853845)*a17_x - cse100 + (0.0028754860404785)*epsd17_z - 2.0453744564999998e-06*oo17_W_00 - 0.0028754860404785*oo17_xy - 0.01169101578415*oo17_xz;
     const double F17_y = F18_y + (0.14853845)*a17_y + (0.01169101578415)*epsd17_x - 2.0453744564999998e-06*epsd17_z - 0.0028754860404785*oo17_W_11 - 2.0453744564999998e-06*oo17_xy - 0.01169101578415*oo17_yz;
     const double F17_z = F_c18_z + (0.14853845)*a17_z + (2.0453744564999998e-06)*epsd16_y - 0.0028754860404785*epsd17_x - 0.01169101578415*oo17_W_22 - 2.0453744564999998e-06*oo17_xz - 0.0028754860404785*oo17_yz;
-    const double N17_x = (0.16)*F18_y - 0.03745*F_c18_z + N18_x*c18 + N18_z*s18 + (0.01169101578415)*a17_y - 0.0028754860404785*a17_z - 3.959544277738894e-08*epsd16_y + (0.001386899962102278)*epsd17_x - 1.609852873477455e-07*epsd17_z - 1.609852873477455e-07*oo17_xy + (3.959544277738894e-08)*oo17_xz - 0.0002730308797879413*oo17_yy - 0.0012461895965439095*oo17_yz + (0.0002730308797879413)*oo17_zz;
-    const double N17_y = -0.16*F_c18_x + N18_y - 0.01169101578415*a17_x + (2.0453744564999998e-06)*a17_z + (0.0013320948074879001)*epsd16_y - 3.959544277738894e-08*epsd17_x - 0.0002730308797879413*epsd17_z + (1.609852873477455e-07)*oo17_xx + (0.0002730308797879413)*oo17_xy + (0.0013009947511582875)*oo17_xz - 3.959544277738894e-08*oo17_yz - 1.609852873477455e-07*oo17_zz;
-    const double N17_z = (0.03745)*F_c18_x - N18_x*s18 + N18_z*c18 + (0.0028754860404785)*a17_x - 2.0453744564999998e-06*a17_y - 0.0002730308797879413*epsd16_y - 1.609852873477455e-07*epsd17_x + (8.590521094399056e-05)*epsd17_z - 3.959544277738894e-08*oo17_xx - 5.48051546143779e-05*oo17_xy - 0.0002730308797879413*oo17_xz + (3.959544277738894e-08)*oo17_yy + (1.609852873477455e-07)*oo17_yz;
+    const double N17_x = (0.16)*F18_y - 0.03745*F_c18_z + N18_x*c18 + N18_z*s18 + (0.01169101578415)*a17_y - 0.0028754860404785*a17_z - 3.959544277738894e-08*epsd16_y + (0.001386899962102278)*epsd17_x - 1.6098528734774548e-07*epsd17_z - 1.6098528734774548e-07*oo17_xy + (3.959544277738894e-08)*oo17_xz - 0.0002730308797879413*oo17_yy - 0.0012461895965439095*oo17_yz + (0.0002730308797879413)*oo17_zz;
+    const double N17_y = -0.16*F_c18_x + N18_y - 0.01169101578415*a17_x + (2.0453744564999998e-06)*a17_z + (0.0013320948074879001)*epsd16_y - 3.959544277738894e-08*epsd17_x - 0.0002730308797879413*epsd17_z + (1.6098528734774548e-07)*oo17_xx + (0.0002730308797879413)*oo17_xy + (0.0013009947511582875)*oo17_xz - 3.959544277738894e-08*oo17_yz - 1.6098528734774548e-07*oo17_zz;
+    const double N17_z = (0.03745)*F_c18_x - N18_x*s18 + N18_z*c18 + (0.0028754860404785)*a17_x - 2.0453744564999998e-06*a17_y - 0.0002730308797879413*epsd16_y - 1.6098528734774548e-07*epsd17_x + (8.59052109439905e-05)*epsd17_z - 3.959544277738894e-08*oo17_xx - 5.48051546143779e-05*oo17_xy - 0.0002730308797879413*oo17_xz + (3.959544277738894e-08)*oo17_yy + (1.6098528734774548e-07)*oo17_yz;
     const double F_c17_x = F17_x*c17 + F17_z*s17;
     const double F_c17_z = -F17_x*s17 + F17_z*c17;
     const double F16_x = F_c17_x + (0.14853845)*a16_x + (0.0014853845)*epsd16_z + (0.01169101578415)*oo16_W_00 - 0.0014853845*oo16_xy;
     const double F16_y = F17_y + (0.14853845)*a16_y + (0.01169101578415)*epsd16_z - 0.0014853845*oo16_W_11 + (0.01169101578415)*oo16_xy;
-    const double cse100 = (0.0014853845)*epsd5_x;
-    const double cse101 = -cse100;
-    const double F16_z = F_c17_z + (0.14853845)*a16_z + cse101 - cse99 + (0.01169101578415)*oo16_xz - 0.0014853845*oo16_yz;
-    const double cse102 = (4.5093845000000035e-05)*epsd5_x;
-    const double N16_x = -0.014*F_c17_z + N17_x*c17 + N17_z*s17 - 0.0014853845*a16_z + cse102 + (7.020015784149999e-05)*epsd16_y - 7.020015784149999e-05*oo16_xz + (1.3993845e-05)*oo16_yz;
-    const double cse103 = (7.020015784149999e-05)*epsd5_x;
-    const double N16_y = N17_y - 0.01169101578415*a16_z + cse103 + (0.001332094779323094)*epsd16_y - 0.0013009947793230939*oo16_xz + (7.020015784149999e-05)*oo16_yz;
-    const double N16_z = (0.014)*F_c17_x - N17_x*s17 + N17_z*c17 + (0.0014853845)*a16_x + (0.01169101578415)*a16_y + (0.001346088624323094)*epsd16_z + (7.020015784149999e-05)*oo16_xx + (0.0012870009343230939)*oo16_xy - 7.020015784149999e-05*oo16_yy;
+    const double cse101 = (0.0014853845)*epsd5_x;
+    const double cse102 = -cse101;
+    const double F16_z = F_c17_z + (0.14853845)*a16_z - cse100 + cse102 + (0.01169101578415)*oo16_xz - 0.0014853845*oo16_yz;
+    const double cse103 = (4.5093844999999995e-05)*epsd5_x;
+    const double N16_x = -0.014*F_c17_z + N17_x*c17 + N17_z*s17 - 0.0014853845*a16_z + cse103 + (7.020015784149999e-05)*epsd16_y - 7.020015784149999e-05*oo16_xz + (1.3993845e-05)*oo16_yz;
+    const double cse104 = (7.020015784149999e-05)*epsd5_x;
+    const double N16_y = N17_y - 0.01169101578415*a16_z + cse104 + (0.001332094779323094)*epsd16_y - 0.001300994779323094*oo16_xz + (7.020015784149999e-05)*oo16_yz;
+    const double N16_z = (0.014)*F_c17_x - N17_x*s17 + N17_z*c17 + (0.0014853845)*a16_x + (0.01169101578415)*a16_y + (0.001346088624323094)*epsd16_z + (7.020015784149999e-05)*oo16_xx + (0.001287000934323094)*oo16_xy - 7.020015784149999e-05*oo16_yy;
     const double F15_x = (0.03763607)*a15_x - 0.0038482516772413*epsd13_y - 0.0002972952667644*epsd15_z + (0.0002972952667644)*oo15_xy - 0.0038482516772413*oo15_xz;
     const double F15_y = (0.03763607)*a15_y + (0.0038482516772413)*epsd15_x + (0.0002972952667644)*oo15_W_11 - 0.0038482516772413*oo15_yz;
     const double F15_z = (0.03763607)*a15_z + (0.0002972952667644)*epsd15_x - 0.0038482516772413*oo15_W_22 + (0.0002972952667644)*oo15_yz;
-    const double N15_x = (0.0038482516772413)*a15_y + (0.0002972952667644)*a15_z + (0.0005446477058047095)*epsd15_x + (3.3497340042275575e-05)*oo15_yy - 0.0005375807368296242*oo15_yz - 3.3497340042275575e-05*oo15_zz;
-    const double N15_y = -0.0038482516772413*a15_x + (0.0005426192213171668)*epsd13_y + (3.3497340042275575e-05)*epsd15_z - 3.3497340042275575e-05*oo15_xy + (0.0005396092213171669)*oo15_xz;
-    const double N15_z = -0.0002972952667644*a15_x + (3.3497340042275575e-05)*epsd13_y + (5.038484487542641e-06)*epsd15_z - 2.0284844875427e-06*oo15_xy + (3.3497340042275575e-05)*oo15_xz;
+    const double N15_x = (0.0038482516772413)*a15_y + (0.0002972952667644)*a15_z + (0.0005446477058047094)*epsd15_x + (3.3497340042275575e-05)*oo15_yy - 0.0005375807368296242*oo15_yz - 3.3497340042275575e-05*oo15_zz;
+    const double N15_y = -0.0038482516772413*a15_x + (0.0005426192213171668)*epsd13_y + (3.3497340042275575e-05)*epsd15_z - 3.3497340042275575e-05*oo15_xy + (0.0005396092213171668)*oo15_xz;
+    const double N15_z = -0.0002972952667644*a15_x + (3.3497340042275575e-05)*epsd13_y + (5.038484487542591e-06)*epsd15_z - 2.0284844875426e-06*oo15_xy + (3.3497340042275575e-05)*oo15_xz;
     const double F_c15_x = F15_x*c15 + F15_z*s15;
     const double F_c15_z = -F15_x*s15 + F15_z*c15;
-    const double cse104 = -0.01169101578415*epsd13_y;
-    const double F14_x = F_c15_x + (0.14853845)*a14_x + cse104 - 0.0028754860404785*epsd14_z + (2.0453744564999998e-06)*oo14_W_00 + (0.0028754860404785)*oo14_xy - 0.01169101578415*oo14_xz;
+    const double cse105 = -0.01169101578415*epsd13_y;
+    const double F14_x = F_c15_x + (0.14853845)*a14_x + cse105 - 0.0028754860404785*epsd14_z + (2.0453744564999998e-06)*oo14_W_00 + (0.0028754860404785)*oo14_xy - 0.01169101578415*oo14_xz;
     const double F14_y = F15_y + (0.14853845)*a14_y + (0.01169101578415)*epsd14_x + (2.0453744564999998e-06)*epsd14_z + (0.0028754860404785)*oo14_W_11 + (2.0453744564999998e-06)*oo14_xy - 0.01169101578415*oo14_yz;
     const double F14_z = F_c15_z + (0.14853845)*a14_z - 2.0453744564999998e-06*epsd13_y + (0.0028754860404785)*epsd14_x - 0.01169101578415*oo14_W_22 + (2.0453744564999998e-06)*oo14_xz + (0.0028754860404785)*oo14_yz;
-    const double N14_x = (0.16)*F15_y + (0.03745)*F_c15_z + N15_x*c15 + N15_z*s15 + (0.01169101578415)*a14_y + (0.0028754860404785)*a14_z - 3.959544277738894e-08*epsd13_y + (0.001386899962102278)*epsd14_x + (1.609852873477455e-07)*epsd14_z + (1.609852873477455e-07)*oo14_xy + (3.959544277738894e-08)*oo14_xz + (0.0002730308797879413)*oo14_yy - 0.0012461895965439095*oo14_yz - 0.0002730308797879413*oo14_zz;
-    const double N14_y = -0.16*F_c15_x + N15_y - 0.01169101578415*a14_x - 2.0453744564999998e-06*a14_z + (0.0013320948074879001)*epsd13_y - 3.959544277738894e-08*epsd14_x + (0.0002730308797879413)*epsd14_z - 1.609852873477455e-07*oo14_xx - 0.0002730308797879413*oo14_xy + (0.0013009947511582875)*oo14_xz - 3.959544277738894e-08*oo14_yz + (1.609852873477455e-07)*oo14_zz;
-    const double N14_z = -0.03745*F_c15_x - N15_x*s15 + N15_z*c15 - 0.0028754860404785*a14_x + (2.0453744564999998e-06)*a14_y + (0.0002730308797879413)*epsd13_y + (1.609852873477455e-07)*epsd14_x + (8.590521094399056e-05)*epsd14_z - 3.959544277738894e-08*oo14_xx - 5.48051546143779e-05*oo14_xy + (0.0002730308797879413)*oo14_xz + (3.959544277738894e-08)*oo14_yy - 1.609852873477455e-07*oo14_yz;
+    const double N14_x = (0.16)*F15_y + (0.03745)*F_c15_z + N15_x*c15 + N15_z*s15 + (0.01169101578415)*a14_y + (0.0028754860404785)*a14_z - 3.959544277738894e-08*epsd13_y + (0.001386899962102278)*epsd14_x + (1.6098528734774548e-07)*epsd14_z + (1.6098528734774548e-07)*oo14_xy + (3.959544277738894e-08)*oo14_xz + (0.0002730308797879413)*oo14_yy - 0.0012461895965439095*oo14_yz - 0.0002730308797879413*oo14_zz;
+    const double N14_y = -0.16*F_c15_x + N15_y - 0.01169101578415*a14_x - 2.0453744564999998e-06*a14_z + (0.0013320948074879001)*epsd13_y - 3.959544277738894e-08*epsd14_x + (0.0002730308797879413)*epsd14_z - 1.6098528734774548e-07*oo14_xx - 0.0002730308797879413*oo14_xy + (0.0013009947511582875)*oo14_xz - 3.959544277738894e-08*oo14_yz + (1.6098528734774548e-07)*oo14_zz;
+    const double N14_z = -0.03745*F_c15_x - N15_x*s15 + N15_z*c15 - 0.0028754860404785*a14_x + (2.0453744564999998e-06)*a14_y + (0.0002730308797879413)*epsd13_y + (1.6098528734774548e-07)*epsd14_x + (8.59052109439905e-05)*epsd14_z - 3.959544277738894e-08*oo14_xx - 5.48051546143779e-05*oo14_xy + (0.0002730308797879413)*oo14_xz + (3.959544277738894e-08)*oo14_yy - 1.6098528734774548e-07*oo14_yz;
     const double F_c14_x = F14_x*c14 + F14_z*s14;
     const double F_c14_z = -F14_x*s14 + F14_z*c14;
     const double F13_x = F_c14_x + (0.14853845)*a13_x - 0.0014853845*epsd13_z + (0.01169101578415)*oo13_W_00 + (0.0014853845)*oo13_xy;
     const double F13_y = F14_y + (0.14853845)*a13_y + (0.01169101578415)*epsd13_z + (0.0014853845)*oo13_W_11 + (0.01169101578415)*oo13_xy;
-    const double F13_z = F_c14_z + (0.14853845)*a13_z + cse100 + cse104 + (0.01169101578415)*oo13_xz + (0.0014853845)*oo13_yz;
-    const double N13_x = (0.014)*F_c14_z + N14_x*c14 + N14_z*s14 + (0.0014853845)*a13_z + cse102 - 7.020015784149999e-05*epsd13_y + (7.020015784149999e-05)*oo13_xz + (1.3993845e-05)*oo13_yz;
-    const double N13_y = N14_y - 0.01169101578415*a13_z - cse103 + (0.001332094779323094)*epsd13_y - 0.0013009947793230939*oo13_xz - 7.020015784149999e-05*oo13_yz;
-    const double N13_z = -0.014*F_c14_x - N14_x*s14 + N14_z*c14 - 0.0014853845*a13_x + (0.01169101578415)*a13_y + (0.001346088624323094)*epsd13_z - 7.020015784149999e-05*oo13_xx + (0.0012870009343230939)*oo13_xy + (7.020015784149999e-05)*oo13_yy;
+    const double F13_z = F_c14_z + (0.14853845)*a13_z + cse101 + cse105 + (0.01169101578415)*oo13_xz + (0.0014853845)*oo13_yz;
+    const double N13_x = (0.014)*F_c14_z + N14_x*c14 + N14_z*s14 + (0.0014853845)*a13_z + cse103 - 7.020015784149999e-05*epsd13_y + (7.020015784149999e-05)*oo13_xz + (1.3993845e-05)*oo13_yz;
+    const double N13_y = N14_y - 0.01169101578415*a13_z - cse104 + (0.001332094779323094)*epsd13_y - 0.001300994779323094*oo13_xz - 7.020015784149999e-05*oo13_yz;
+    const double N13_z = -0.014*F_c14_x - N14_x*s14 + N14_z*c14 - 0.0014853845*a13_x + (0.01169101578415)*a13_y + (0.001346088624323094)*epsd13_z - 7.020015784149999e-05*oo13_xx + (0.001287000934323094)*oo13_xy + (7.020015784149999e-05)*oo13_yy;
     const double F12_x = (0.03763607)*a12_x - 0.0038482516772413*epsd10_y + (0.0002972952667644)*epsd12_z - 0.0002972952667644*oo12_xy - 0.0038482516772413*oo12_xz;
     const double F12_y = (0.03763607)*a12_y + (0.0038482516772413)*epsd12_x - 0.0002972952667644*oo12_W_11 - 0.0038482516772413*oo12_yz;
     const double F12_z = (0.03763607)*a12_z - 0.0002972952667644*epsd12_x - 0.0038482516772413*oo12_W_22 - 0.0002972952667644*oo12_yz;
-    const double N12_x = (0.0038482516772413)*a12_y - 0.0002972952667644*a12_z + (0.0005446477058047095)*epsd12_x - 3.3497340042275575e-05*oo12_yy - 0.0005375807368296242*oo12_yz + (3.3497340042275575e-05)*oo12_zz;
-    const double N12_y = -0.0038482516772413*a12_x + (0.0005426192213171668)*epsd10_y - 3.3497340042275575e-05*epsd12_z + (3.3497340042275575e-05)*oo12_xy + (0.0005396092213171669)*oo12_xz;
-    const double N12_z = (0.0002972952667644)*a12_x - 3.3497340042275575e-05*epsd10_y + (5.038484487542641e-06)*epsd12_z - 2.0284844875427e-06*oo12_xy - 3.3497340042275575e-05*oo12_xz;
+    const double N12_x = (0.0038482516772413)*a12_y - 0.0002972952667644*a12_z + (0.0005446477058047094)*epsd12_x - 3.3497340042275575e-05*oo12_yy - 0.0005375807368296242*oo12_yz + (3.3497340042275575e-05)*oo12_zz;
+    const double N12_y = -0.0038482516772413*a12_x + (0.0005426192213171668)*epsd10_y - 3.3497340042275575e-05*epsd12_z + (3.3497340042275575e-05)*oo12_xy + (0.0005396092213171668)*oo12_xz;
+    const double N12_z = (0.0002972952667644)*a12_x - 3.3497340042275575e-05*epsd10_y + (5.038484487542591e-06)*epsd12_z - 2.0284844875426e-06*oo12_xy - 3.3497340042275575e-05*oo12_xz;
     const double F_c12_x = F12_x*c12 + F12_z*s12;
     const double F_c12_z = -F12_x*s12 + F12_z*c12;
-    const double cse105 = (0.01169101578415)*epsd10_y;
-    const double F11_x = F_c12_x + (0.14853845)*a11_x - cse105 + (0.0028754860404785)*epsd11_z - 2.0453744564999998e-06*oo11_W_00 - 0.0028754860404785*oo11_xy - 0.01169101578415*oo11_xz;
+    const double cse106 = (0.01169101578415)*epsd10_y;
+    const double F11_x = F_c12_x + (0.14853845)*a11_x - cse106 + (0.0028754860404785)*epsd11_z - 2.0453744564999998e-06*oo11_W_00 - 0.0028754860404785*oo11_xy - 0.01169101578415*oo11_xz;
     const double F11_y = F12_y + (0.14853845)*a11_y + (0.01169101578415)*epsd11_x - 2.0453744564999998e-06*epsd11_z - 0.0028754860404785*oo11_W_11 - 2.0453744564999998e-06*oo11_xy - 0.01169101578415*oo11_yz;
     const double F11_z = F_c12_z + (0.14853845)*a11_z + (2.0453744564999998e-06)*epsd10_y - 0.0028754860404785*epsd11_x - 0.01169101578415*oo11_W_22 - 2.0453744564999998e-06*oo11_xz - 0.0028754860404785*oo11_yz;
-    const double N11_x = (0.16)*F12_y - 0.03745*F_c12_z + N12_x*c12 + N12_z*s12 + (0.01169101578415)*a11_y - 0.0028754860404785*a11_z - 3.959544277738894e-08*epsd10_y + (0.001386899962102278)*epsd11_x - 1.609852873477455e-07*epsd11_z - 1.609852873477455e-07*oo11_xy + (3.959544277738894e-08)*oo11_xz - 0.0002730308797879413*oo11_yy - 0.0012461895965439095*oo11_yz + (0.0002730308797879413)*oo11_zz;
-    const double N11_y = -0.16*F_c12_x + N12_y - 0.01169101578415*a11_x + (2.0453744564999998e-06)*a11_z + (0.0013320948074879001)*epsd10_y - 3.959544277738894e-08*epsd11_x - 0.0002730308797879413*epsd11_z + (1.609852873477455e-07)*oo11_xx + (0.0002730308797879413)*oo11_xy + (0.0013009947511582875)*oo11_xz - 3.959544277738894e-08*oo11_yz - 1.609852873477455e-07*oo11_zz;
-    const double N11_z = (0.03745)*F_c12_x - N12_x*s12 + N12_z*c12 + (0.0028754860404785)*a11_x - 2.0453744564999998e-06*a11_y - 0.0002730308797879413*epsd10_y - 1.609852873477455e-07*epsd11_x + (8.590521094399056e-05)*epsd11_z - 3.959544277738894e-08*oo11_xx - 5.48051546143779e-05*oo11_xy - 0.0002730308797879413*oo11_xz + (3.959544277738894e-08)*oo11_yy + (1.609852873477455e-07)*oo11_yz;
+    const double N11_x = (0.16)*F12_y - 0.03745*F_c12_z + N12_x*c12 + N12_z*s12 + (0.01169101578415)*a11_y - 0.0028754860404785*a11_z - 3.959544277738894e-08*epsd10_y + (0.001386899962102278)*epsd11_x - 1.6098528734774548e-07*epsd11_z - 1.6098528734774548e-07*oo11_xy + (3.959544277738894e-08)*oo11_xz - 0.0002730308797879413*oo11_yy - 0.0012461895965439095*oo11_yz + (0.0002730308797879413)*oo11_zz;
+    const double N11_y = -0.16*F_c12_x + N12_y - 0.01169101578415*a11_x + (2.0453744564999998e-06)*a11_z + (0.0013320948074879001)*epsd10_y - 3.959544277738894e-08*epsd11_x - 0.0002730308797879413*epsd11_z + (1.6098528734774548e-07)*oo11_xx + (0.0002730308797879413)*oo11_xy + (0.0013009947511582875)*oo11_xz - 3.959544277738894e-08*oo11_yz - 1.6098528734774548e-07*oo11_zz;
+    const double N11_z = (0.03745)*F_c12_x - N12_x*s12 + N12_z*c12 + (0.0028754860404785)*a11_x - 2.0453744564999998e-06*a11_y - 0.0002730308797879413*epsd10_y - 1.6098528734774548e-07*epsd11_x + (8.59052109439905e-05)*epsd11_z - 3.959544277738894e-08*oo11_xx - 5.48051546143779e-05*oo11_xy - 0.0002730308797879413*oo11_xz + (3.959544277738894e-08)*oo11_yy + (1.6098528734774548e-07)*oo11_yz;
     const double F_c11_x = F11_x*c11 + F11_z*s11;
     const double F_c11_z = -F11_x*s11 + F11_z*c11;
     const double F10_x = F_c11_x + (0.14853845)*a10_x + (0.0014853845)*epsd10_z - 0.01169101578415*oo10_W_00 - 0.0014853845*oo10_xy;
     const double F10_y = F11_y + (0.14853845)*a10_y - 0.01169101578415*epsd10_z - 0.0014853845*oo10_W_11 - 0.01169101578415*oo10_xy;
-    const double F10_z = F_c11_z + (0.14853845)*a10_z + cse101 + cse105 - 0.01169101578415*oo10_xz - 0.0014853845*oo10_yz;
-    const double N10_x = -0.014*F_c11_z + N11_x*c11 + N11_z*s11 - 0.0014853845*a10_z + cse102 - 0.00016362015784149997*epsd10_y + (0.00016362015784149997)*oo10_xz + (1.3993845e-05)*oo10_yz;
-    const double cse106 = (0.00016362015784149997)*epsd5_x;
-    const double N10_y = N11_y + (0.01169101578415)*a10_z - cse106 + (0.001332094779323094)*epsd10_y - 0.0013009947793230939*oo10_xz - 0.00016362015784149997*oo10_yz;
-    const double N10_z = (0.014)*F_c11_x - N11_x*s11 + N11_z*c11 + (0.0014853845)*a10_x - 0.01169101578415*a10_y + (0.001346088624323094)*epsd10_z - 0.00016362015784149997*oo10_xx + (0.0012870009343230939)*oo10_xy + (0.00016362015784149997)*oo10_yy;
+    const double F10_z = F_c11_z + (0.14853845)*a10_z + cse102 + cse106 - 0.01169101578415*oo10_xz - 0.0014853845*oo10_yz;
+    const double N10_x = -0.014*F_c11_z + N11_x*c11 + N11_z*s11 - 0.0014853845*a10_z + cse103 - 0.0001636201578415*epsd10_y + (0.0001636201578415)*oo10_xz + (1.3993845e-05)*oo10_yz;
+    const double cse107 = (0.0001636201578415)*epsd5_x;
+    const double N10_y = N11_y + (0.01169101578415)*a10_z - cse107 + (0.001332094779323094)*epsd10_y - 0.001300994779323094*oo10_xz - 0.0001636201578415*oo10_yz;
+    const double N10_z = (0.014)*F_c11_x - N11_x*s11 + N11_z*c11 + (0.0014853845)*a10_x - 0.01169101578415*a10_y + (0.001346088624323094)*epsd10_z - 0.0001636201578415*oo10_xx + (0.001287000934323094)*oo10_xy + (0.0001636201578415)*oo10_yy;
     const double F9_x = (0.03763607)*a9_x - 0.0038482516772413*epsd7_y - 0.0002972952667644*epsd9_z + (0.0002972952667644)*oo9_xy - 0.0038482516772413*oo9_xz;
     const double F9_y = (0.03763607)*a9_y + (0.0038482516772413)*epsd9_x + (0.0002972952667644)*oo9_W_11 - 0.0038482516772413*oo9_yz;
     const double F9_z = (0.03763607)*a9_z + (0.0002972952667644)*epsd9_x - 0.0038482516772413*oo9_W_22 + (0.0002972952667644)*oo9_yz;
-    const double N9_x = (0.0038482516772413)*a9_y + (0.0002972952667644)*a9_z + (0.0005446477058047095)*epsd9_x + (3.3497340042275575e-05)*oo9_yy - 0.0005375807368296242*oo9_yz - 3.3497340042275575e-05*oo9_zz;
-    const double N9_y = -0.0038482516772413*a9_x + (0.0005426192213171668)*epsd7_y + (3.3497340042275575e-05)*epsd9_z - 3.3497340042275575e-05*oo9_xy + (0.0005396092213171669)*oo9_xz;
-    const double N9_z = -0.0002972952667644*a9_x + (3.3497340042275575e-05)*epsd7_y + (5.038484487542641e-06)*epsd9_z - 2.0284844875427e-06*oo9_xy + (3.3497340042275575e-05)*oo9_xz;
+    const double N9_x = (0.0038482516772413)*a9_y + (0.0002972952667644)*a9_z + (0.0005446477058047094)*epsd9_x + (3.3497340042275575e-05)*oo9_yy - 0.0005375807368296242*oo9_yz - 3.3497340042275575e-05*oo9_zz;
+    const double N9_y = -0.0038482516772413*a9_x + (0.0005426192213171668)*epsd7_y + (3.3497340042275575e-05)*epsd9_z - 3.3497340042275575e-05*oo9_xy + (0.0005396092213171668)*oo9_xz;
+    const double N9_z = -0.0002972952667644*a9_x + (3.3497340042275575e-05)*epsd7_y + (5.038484487542591e-06)*epsd9_z - 2.0284844875426e-06*oo9_xy + (3.3497340042275575e-05)*oo9_xz;
     const double F_c9_x = F9_x*c9 + F9_z*s9;
     const double F_c9_z = -F9_x*s9 + F9_z*c9;
-    const double cse107 = (0.01169101578415)*epsd7_y;
-    const double F8_x = F_c9_x + (0.14853845)*a8_x - cse107 - 0.0028754860404785*epsd8_z + (2.0453744564999998e-06)*oo8_W_00 + (0.0028754860404785)*oo8_xy - 0.01169101578415*oo8_xz;
+    const double cse108 = (0.01169101578415)*epsd7_y;
+    const double F8_x = F_c9_x + (0.14853845)*a8_x - cse108 - 0.0028754860404785*epsd8_z + (2.0453744564999998e-06)*oo8_W_00 + (0.0028754860404785)*oo8_xy - 0.01169101578415*oo8_xz;
     const double F8_y = F9_y + (0.14853845)*a8_y + (0.01169101578415)*epsd8_x + (2.0453744564999998e-06)*epsd8_z + (0.0028754860404785)*oo8_W_11 + (2.0453744564999998e-06)*oo8_xy - 0.01169101578415*oo8_yz;
     const double F8_z = F_c9_z + (0.14853845)*a8_z - 2.0453744564999998e-06*epsd7_y + (0.0028754860404785)*epsd8_x - 0.01169101578415*oo8_W_22 + (2.0453744564999998e-06)*oo8_xz + (0.0028754860404785)*oo8_yz;
-    const double N8_x = (0.16)*F9_y + (0.03745)*F_c9_z + N9_x*c9 + N9_z*s9 + (0.01169101578415)*a8_y + (0.0028754860404785)*a8_z - 3.959544277738894e-08*epsd7_y + (0.001386899962102278)*epsd8_x + (1.609852873477455e-07)*epsd8_z + (1.609852873477455e-07)*oo8_xy + (3.959544277738894e-08)*oo8_xz + (0.0002730308797879413)*oo8_yy - 0.0012461895965439095*oo8_yz - 0.0002730308797879413*oo8_zz;
-    const double N8_y = -0.16*F_c9_x + N9_y - 0.01169101578415*a8_x - 2.0453744564999998e-06*a8_z + (0.0013320948074879001)*epsd7_y - 3.959544277738894e-08*epsd8_x + (0.0002730308797879413)*epsd8_z - 1.609852873477455e-07*oo8_xx - 0.0002730308797879413*oo8_xy + (0.0013009947511582875)*oo8_xz - 3.959544277738894e-08*oo8_yz + (1.609852873477455e-07)*oo8_zz;
-    const double N8_z = -0.03745*F_c9_x - N9_x*s9 + N9_z*c9 - 0.0028754860404785*a8_x + (2.0453744564999998e-06)*a8_y + (0.0002730308797879413)*epsd7_y + (1.609852873477455e-07)*epsd8_x + (8.590521094399056e-05)*epsd8_z - 3.959544277738894e-08*oo8_xx - 5.48051546143779e-05*oo8_xy + (0.0002730308797879413)*oo8_xz + (3.959544277738894e-08)*oo8_yy - 1.609852873477455e-07*oo8_yz;
+    const double N8_x = (0.16)*F9_y + (0.03745)*F_c9_z + N9_x*c9 + N9_z*s9 + (0.01169101578415)*a8_y + (0.0028754860404785)*a8_z - 3.959544277738894e-08*epsd7_y + (0.001386899962102278)*epsd8_x + (1.6098528734774548e-07)*epsd8_z + (1.6098528734774548e-07)*oo8_xy + (3.959544277738894e-08)*oo8_xz + (0.0002730308797879413)*oo8_yy - 0.0012461895965439095*oo8_yz - 0.0002730308797879413*oo8_zz;
+    const double N8_y = -0.16*F_c9_x + N9_y - 0.01169101578415*a8_x - 2.0453744564999998e-06*a8_z + (0.0013320948074879001)*epsd7_y - 3.959544277738894e-08*epsd8_x + (0.0002730308797879413)*epsd8_z - 1.6098528734774548e-07*oo8_xx - 0.0002730308797879413*oo8_xy + (0.0013009947511582875)*oo8_xz - 3.959544277738894e-08*oo8_yz + (1.6098528734774548e-07)*oo8_zz;
+    const double N8_z = -0.03745*F_c9_x - N9_x*s9 + N9_z*c9 - 0.0028754860404785*a8_x + (2.0453744564999998e-06)*a8_y + (0.0002730308797879413)*epsd7_y + (1.6098528734774548e-07)*epsd8_x + (8.59052109439905e-05)*epsd8_z - 3.959544277738894e-08*oo8_xx - 5.48051546143779e-05*oo8_xy + (0.0002730308797879413)*oo8_xz + (3.959544277738894e-08)*oo8_yy - 1.6098528734774548e-07*oo8_yz;
     const double F_c8_x = F8_x*c8 + F8_z*s8;
     const double F_c8_z = -F8_x*s8 + F8_z*c8;
     const double F7_x = F_c8_x + (0.14853845)*a7_x - 0.0014853845*epsd7_z - 0.01169101578415*oo7_W_00 + (0.0014853845)*oo7_xy;
     const double F7_y = F8_y + (0.14853845)*a7_y - 0.01169101578415*epsd7_z + (0.0014853845)*oo7_W_11 - 0.01169101578415*oo7_xy;
-    const double F7_z = F_c8_z + (0.14853845)*a7_z + cse100 + cse107 - 0.01169101578415*oo7_xz + (0.0014853845)*oo7_yz;
-    const double N7_x = (0.014)*F_c8_z + N8_x*c8 + N8_z*s8 + (0.0014853845)*a7_z + cse102 + (0.00016362015784149997)*epsd7_y - 0.00016362015784149997*oo7_xz + (1.3993845e-05)*oo7_yz;
-    const double N7_y = N8_y + (0.01169101578415)*a7_z + cse106 + (0.001332094779323094)*epsd7_y - 0.0013009947793230939*oo7_xz + (0.00016362015784149997)*oo7_yz;
-    const double N7_z = -0.014*F_c8_x - N8_x*s8 + N8_z*c8 - 0.0014853845*a7_x - 0.01169101578415*a7_y + (0.001346088624323094)*epsd7_z + (0.00016362015784149997)*oo7_xx + (0.0012870009343230939)*oo7_xy - 0.00016362015784149997*oo7_yy;
+    const double F7_z = F_c8_z + (0.14853845)*a7_z + cse101 + cse108 - 0.01169101578415*oo7_xz + (0.0014853845)*oo7_yz;
+    const double N7_x = (0.014)*F_c8_z + N8_x*c8 + N8_z*s8 + (0.0014853845)*a7_z + cse103 + (0.0001636201578415)*epsd7_y - 0.0001636201578415*oo7_xz + (1.3993845e-05)*oo7_yz;
+    const double N7_y = N8_y + (0.01169101578415)*a7_z + cse107 + (0.001332094779323094)*epsd7_y - 0.001300994779323094*oo7_xz + (0.0001636201578415)*oo7_yz;
+    const double N7_z = -0.014*F_c8_x - N8_x*s8 + N8_z*c8 - 0.0014853845*a7_x - 0.01169101578415*a7_y + (0.001346088624323094)*epsd7_z + (0.0001636201578415)*oo7_xx + (0.001287000934323094)*oo7_xy - 0.0001636201578415*oo7_yy;
     const double F_c7_y = F7_y*c7 - F7_z*s7;
     const double F_c7_z = F7_y*s7 + F7_z*c7;
     const double F_c10_y = F10_y*c10 - F10_z*s10;
@@ -6178,9 +6181,10 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double b16 = -N16_x + Q16;
     const double b17 = -N17_y + Q17;
     const double b18 = -N18_y + Q18;
+    if (!(cse53 - 1e-06 > 0.0)) { status = 2; goto fail; } /* cos psi_z ~ 0 */
     const double L18_17 = (1842.9129686423128)*Nm18_17_y;
     const double H17_17 = Ic17_11 - L18_17*Nm18_17_y;
-    const double H17_16 = -L18_17*Nm18_16_x - cse53;
+    const double H17_16 = -L18_17*Nm18_16_x - cse54;
     const double H17_6 = -L18_17*Nm18_6_x + Nm17_6_x;
     const double H17_5 = -L18_17*Nm18_5_z + Nm17_5_z;
     const double H17_4 = -L18_17*Nm18_4_y + Nm17_4_y;
@@ -6400,7 +6404,7 @@ int solo12_forward_dynamics(const double *restrict q, const double *restrict qd,
     const double H1_1_6 = -H13_1_2*L13_1 + H1_1_5;
     const double L12_11 = (1842.9129686423128)*Nm12_11_y;
     const double H11_11 = Ic11_11 - L12_11*Nm12_11_y;
-    const double H11_10 = -L12_11*Nm12_10_x - cse54;
+    const double H11_10 = -L12_11*Nm12_10_x - cse55;
     const double H11_6 = -L12_11*Nm12_6_x + Nm11_6_x;
     const double H11_5 = -L12_11*Nm12_5_z + Nm11_5_z;
     const double H11_4 = -L12_11*Nm12_4_y + Nm11_4_y;
@@ -6736,20 +6740,21 @@ fail:
     return status;
 }
 
-int64_t solo12_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status)
+int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = solo12_forward_dynamics(q + i * 18, qd + i * 18, Q + i * 18, qdd + i * 18);
+        const int s = mechgen_solo12_forward_dynamics(q + i * 18, qd + i * 18, Q + i * 18, qdd + i * 18);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to monitor: T + V - work of Q is constant).
+/* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
+ * monitor: T + V - work of Q is constant).
  * ops: 574 adds, 892 muls, 30 trig (1496 total) */
-int solo12_energy(const double *restrict q, const double *restrict qd, double *restrict T, double *restrict V)
+int mechgen_solo12_energy(const double *restrict q, const double *restrict qd, double *restrict T, double *restrict V)
 {
     const double q3 = q[2];
     const double q4 = q[3];
@@ -7112,16 +7117,16 @@ int solo12_energy(const double *restrict q, const double *restrict qd, double *r
     const double omega_loc18_x = omega18_x*tau18_00 + omega18_y*tau18_01 + omega18_z*tau18_02;
     const double omega_loc18_y = omega18_x*tau16_10 + omega18_y*tau16_11 + omega18_z*tau16_12;
     const double omega_loc18_z = omega18_x*tau18_20 + omega18_y*tau18_21 + omega18_z*tau18_22;
-    T[0] = (0.5)*omega_loc10_x*((4.5093845000000035e-05)*omega_loc10_x - 0.00016362015784149997*omega_loc10_y) + (0.5)*omega_loc10_y*(-0.00016362015784149997*omega_loc10_x + (0.001332094779323094)*omega_loc10_y) + (0.000673044312161547)*omega_loc10_z*omega_loc10_z + (0.0014853845)*omega_loc10_z*v_loc10_x - 0.01169101578415*omega_loc10_z*v_loc10_y + (0.5)*omega_loc11_x*((0.001386899962102278)*omega_loc11_x - 3.959544277738894e-08*omega_loc11_y - 1.609852873477455e-07*omega_loc11_z) + (0.5)*omega_loc11_y*(-3.959544277738894e-08*omega_loc11_x + (0.0013320948074879001)*omega_loc11_y - 0.0002730308797879413*omega_loc11_z) + (0.5)*omega_loc11_z*(-1.609852873477455e-07*omega_loc11_x - 0.0002730308797879413*omega_loc11_y + (8.590521094399056e-05)*omega_loc11_z) + (0.00027232385290235474)*omega_loc12_x*omega_loc12_x + (0.0038482516772413)*omega_loc12_x*v_loc12_y - 0.0002972952667644*omega_loc12_x*v_loc12_z + (0.5)*omega_loc12_y*((0.0005426192213171668)*omega_loc12_y - 3.3497340042275575e-05*omega_loc12_z) + (0.5)*omega_loc12_z*(-3.3497340042275575e-05*omega_loc12_y + (5.038484487542641e-06)*omega_loc12_z) + (0.5)*omega_loc13_x*((4.5093845000000035e-05)*omega_loc13_x - 7.020015784149999e-05*omega_loc13_y) + (0.5)*omega_loc13_y*(-7.020015784149999e-05*omega_loc13_x + (0.001332094779323094)*omega_loc13_y) + (0.000673044312161547)*omega_loc13_z*omega_loc13_z - 0.0014853845*omega_loc13_z*v_loc13_x + (0.01169101578415)*omega_loc13_z*v_loc13_y + (0.5)*omega_loc14_x*((0.001386899962102278)*omega_loc14_x - 3.959544277738894e-08*omega_loc14_y + (1.609852873477455e-07)*omega_loc14_z) + (0.5)*omega_loc14_y*(-3.959544277738894e-08*omega_loc14_x + (0.0013320948074879001)*omega_loc14_y + (0.0002730308797879413)*omega_loc14_z) + (0.5)*omega_loc14_z*((1.609852873477455e-07)*omega_loc14_x + (0.0002730308797879413)*omega_loc14_y + (8.590521094399056e-05)*omega_loc14_z) + (0.00027232385290235474)*omega_loc15_x*omega_loc15_x + (0.0038482516772413)*omega_loc15_x*v_loc15_y + (0.0002972952667644)*omega_loc15_x*v_loc15_z + (0.5)*omega_loc15_y*((0.0005426192213171668)*omega_loc15_y + (3.3497340042275575e-05)*omega_loc15_z) + (0.5)*omega_loc15_z*((3.3497340042275575e-05)*omega_loc15_y + (5.038484487542641e-06)*omega_loc15_z) + (0.5)*omega_loc16_x*((4.5093845000000035e-05)*omega_loc16_x + (7.020015784149999e-05)*omega_loc16_y) + (0.5)*omega_loc16_y*((7.020015784149999e-05)*omega_loc16_x + (0.001332094779323094)*omega_loc16_y) + (0.000673044312161547)*omega_loc16_z*omega_loc16_z + (0.0014853845)*omega_loc16_z*v_loc16_x + (0.01169101578415)*omega_loc16_z*v_loc16_y + (0.5)*omega_loc17_x*((0.001386899962102278)*omega_loc17_x - 3.959544277738894e-08*omega_loc17_y - 1.609852873477455e-07*omega_loc17_z) + (0.5)*omega_loc17_y*(-3.959544277738894e-08*omega_loc17_x + (0.0013320948074879001)*omega_loc17_y - 0.0002730308797879413*omega_loc17_z) + (0.5)*omega_loc17_z*(-1.609852873477455e-07*omega_loc17_x - 0.0002730308797879413*omega_loc17_y + (8.590521094399056e-05)*omega_loc17_z) + (0.00027232385290235474)*omega_loc18_x*omega_loc18_x + (0.0038482516772413)*omega_loc18_x*v_loc18_y - 0.0002972952667644*omega_loc18_x*v_loc18_z + (0.5)*omega_loc18_y*((0.0005426192213171668)*omega_loc18_y - 3.3497340042275575e-05*omega_loc18_z) + (0.5)*omega_loc18_z*(-3.3497340042275575e-05*omega_loc18_y + (5.038484487542641e-06)*omega_loc18_z) + (0.00289287)*omega_loc6_x*omega_loc6_x + (0.00969054)*omega_loc6_y*omega_loc6_y + (0.01238062)*omega_loc6_z*omega_loc6_z + (0.5)*omega_loc7_x*((4.5093845000000035e-05)*omega_loc7_x + (0.00016362015784149997)*omega_loc7_y) + (0.5)*omega_loc7_y*((0.00016362015784149997)*omega_loc7_x + (0.001332094779323094)*omega_loc7_y) + (0.000673044312161547)*omega_loc7_z*omega_loc7_z - 0.0014853845*omega_loc7_z*v_loc7_x - 0.01169101578415*omega_loc7_z*v_loc7_y + (0.5)*omega_loc8_x*((0.001386899962102278)*omega_loc8_x - 3.959544277738894e-08*omega_loc8_y + (1.609852873477455e-07)*omega_loc8_z) + (0.5)*omega_loc8_y*(-3.959544277738894e-08*omega_loc8_x + (0.0013320948074879001)*omega_loc8_y + (0.0002730308797879413)*omega_loc8_z) + (0.5)*omega_loc8_z*((1.609852873477455e-07)*omega_loc8_x + (0.0002730308797879413)*omega_loc8_y + (8.590521094399056e-05)*omega_loc8_z) + (0.00027232385290235474)*omega_loc9_x*omega_loc9_x + (0.0038482516772413)*omega_loc9_x*v_loc9_y + (0.0002972952667644)*omega_loc9_x*v_loc9_z + (0.5)*omega_loc9_y*((0.0005426192213171668)*omega_loc9_y + (3.3497340042275575e-05)*omega_loc9_z) + (0.5)*omega_loc9_z*((3.3497340042275575e-05)*omega_loc9_y + (5.038484487542641e-06)*omega_loc9_z) + (0.074269225)*v_loc10_x*v_loc10_x + (0.074269225)*v_loc10_y*v_loc10_y + (0.074269225)*v_loc10_z*v_loc10_z + v_loc10_z*(-0.0014853845*omega_loc10_x + (0.01169101578415)*omega_loc10_y) + (0.074269225)*v_loc11_x*v_loc11_x + v_loc11_x*(-0.01169101578415*omega_loc11_y + (0.0028754860404785)*omega_loc11_z) + (0.074269225)*v_loc11_y*v_loc11_y + v_loc11_y*((0.01169101578415)*omega_loc11_x - 2.0453744564999998e-06*omega_loc11_z) + (0.074269225)*v_loc11_z*v_loc11_z + v_loc11_z*(-0.0028754860404785*omega_loc11_x + (2.0453744564999998e-06)*omega_loc11_y) + (0.018818035)*v_loc12_x*v_loc12_x + v_loc12_x*(-0.0038482516772413*omega_loc12_y + (0.0002972952667644)*omega_loc12_z) + (0.018818035)*v_loc12_y*v_loc12_y + (0.018818035)*v_loc12_z*v_loc12_z + (0.074269225)*v_loc13_x*v_loc13_x + (0.074269225)*v_loc13_y*v_loc13_y + (0.074269225)*v_loc13_z*v_loc13_z + v_loc13_z*((0.0014853845)*omega_loc13_x - 0.01169101578415*omega_loc13_y) + (0.074269225)*v_loc14_x*v_loc14_x + v_loc14_x*(-0.01169101578415*omega_loc14_y - 0.0028754860404785*omega_loc14_z) + (0.074269225)*v_loc14_y*v_loc14_y + v_loc14_y*((0.01169101578415)*omega_loc14_x + (2.0453744564999998e-06)*omega_loc14_z) + (0.074269225)*v_loc14_z*v_loc14_z + v_loc14_z*((0.0028754860404785)*omega_loc14_x - 2.0453744564999998e-06*omega_loc14_y) + (0.018818035)*v_loc15_x*v_loc15_x + v_loc15_x*(-0.0038482516772413*omega_loc15_y - 0.0002972952667644*omega_loc15_z) + (0.018818035)*v_loc15_y*v_loc15_y + (0.018818035)*v_loc15_z*v_loc15_z + (0.074269225)*v_loc16_x*v_loc16_x + (0.074269225)*v_loc16_y*v_loc16_y + (0.074269225)*v_loc16_z*v_loc16_z + v_loc16_z*(-0.0014853845*omega_loc16_x - 0.01169101578415*omega_loc16_y) + (0.074269225)*v_loc17_x*v_loc17_x + v_loc17_x*(-0.01169101578415*omega_loc17_y + (0.0028754860404785)*omega_loc17_z) + (0.074269225)*v_loc17_y*v_loc17_y + v_loc17_y*((0.01169101578415)*omega_loc17_x - 2.0453744564999998e-06*omega_loc17_z) + (0.074269225)*v_loc17_z*v_loc17_z + v_loc17_z*(-0.0028754860404785*omega_loc17_x + (2.0453744564999998e-06)*omega_loc17_y) + (0.018818035)*v_loc18_x*v_loc18_x + v_loc18_x*(-0.0038482516772413*omega_loc18_y + (0.0002972952667644)*omega_loc18_z) + (0.018818035)*v_loc18_y*v_loc18_y + (0.018818035)*v_loc18_z*v_loc18_z + (0.580575455)*v_loc6_x*v_loc6_x + (0.580575455)*v_loc6_y*v_loc6_y + (0.580575455)*v_loc6_z*v_loc6_z + (0.074269225)*v_loc7_x*v_loc7_x + (0.074269225)*v_loc7_y*v_loc7_y + (0.074269225)*v_loc7_z*v_loc7_z + v_loc7_z*((0.0014853845)*omega_loc7_x + (0.01169101578415)*omega_loc7_y) + (0.074269225)*v_loc8_x*v_loc8_x + v_loc8_x*(-0.01169101578415*omega_loc8_y - 0.0028754860404785*omega_loc8_z) + (0.074269225)*v_loc8_y*v_loc8_y + v_loc8_y*((0.01169101578415)*omega_loc8_x + (2.0453744564999998e-06)*omega_loc8_z) + (0.074269225)*v_loc8_z*v_loc8_z + v_loc8_z*((0.0028754860404785)*omega_loc8_x - 2.0453744564999998e-06*omega_loc8_y) + (0.018818035)*v_loc9_x*v_loc9_x + v_loc9_x*(-0.0038482516772413*omega_loc9_y - 0.0002972952667644*omega_loc9_z) + (0.018818035)*v_loc9_y*v_loc9_y + (0.018818035)*v_loc9_z*v_loc9_z;
+    T[0] = (0.5)*omega_loc10_x*((4.5093844999999995e-05)*omega_loc10_x - 0.0001636201578415*omega_loc10_y) + (0.5)*omega_loc10_y*(-0.0001636201578415*omega_loc10_x + (0.001332094779323094)*omega_loc10_y) + (0.000673044312161547)*omega_loc10_z*omega_loc10_z + (0.0014853845)*omega_loc10_z*v_loc10_x - 0.01169101578415*omega_loc10_z*v_loc10_y + (0.5)*omega_loc11_x*((0.001386899962102278)*omega_loc11_x - 3.959544277738894e-08*omega_loc11_y - 1.6098528734774548e-07*omega_loc11_z) + (0.5)*omega_loc11_y*(-3.959544277738894e-08*omega_loc11_x + (0.0013320948074879001)*omega_loc11_y - 0.0002730308797879413*omega_loc11_z) + (0.5)*omega_loc11_z*(-1.6098528734774548e-07*omega_loc11_x - 0.0002730308797879413*omega_loc11_y + (8.59052109439905e-05)*omega_loc11_z) + (0.0002723238529023547)*omega_loc12_x*omega_loc12_x + (0.0038482516772413)*omega_loc12_x*v_loc12_y - 0.0002972952667644*omega_loc12_x*v_loc12_z + (0.5)*omega_loc12_y*((0.0005426192213171668)*omega_loc12_y - 3.3497340042275575e-05*omega_loc12_z) + (0.5)*omega_loc12_z*(-3.3497340042275575e-05*omega_loc12_y + (5.038484487542591e-06)*omega_loc12_z) + (0.5)*omega_loc13_x*((4.5093844999999995e-05)*omega_loc13_x - 7.020015784149999e-05*omega_loc13_y) + (0.5)*omega_loc13_y*(-7.020015784149999e-05*omega_loc13_x + (0.001332094779323094)*omega_loc13_y) + (0.000673044312161547)*omega_loc13_z*omega_loc13_z - 0.0014853845*omega_loc13_z*v_loc13_x + (0.01169101578415)*omega_loc13_z*v_loc13_y + (0.5)*omega_loc14_x*((0.001386899962102278)*omega_loc14_x - 3.959544277738894e-08*omega_loc14_y + (1.6098528734774548e-07)*omega_loc14_z) + (0.5)*omega_loc14_y*(-3.959544277738894e-08*omega_loc14_x + (0.0013320948074879001)*omega_loc14_y + (0.0002730308797879413)*omega_loc14_z) + (0.5)*omega_loc14_z*((1.6098528734774548e-07)*omega_loc14_x + (0.0002730308797879413)*omega_loc14_y + (8.59052109439905e-05)*omega_loc14_z) + (0.0002723238529023547)*omega_loc15_x*omega_loc15_x + (0.0038482516772413)*omega_loc15_x*v_loc15_y + (0.0002972952667644)*omega_loc15_x*v_loc15_z + (0.5)*omega_loc15_y*((0.0005426192213171668)*omega_loc15_y + (3.3497340042275575e-05)*omega_loc15_z) + (0.5)*omega_loc15_z*((3.3497340042275575e-05)*omega_loc15_y + (5.038484487542591e-06)*omega_loc15_z) + (0.5)*omega_loc16_x*((4.5093844999999995e-05)*omega_loc16_x + (7.020015784149999e-05)*omega_loc16_y) + (0.5)*omega_loc16_y*((7.020015784149999e-05)*omega_loc16_x + (0.001332094779323094)*omega_loc16_y) + (0.000673044312161547)*omega_loc16_z*omega_loc16_z + (0.0014853845)*omega_loc16_z*v_loc16_x + (0.01169101578415)*omega_loc16_z*v_loc16_y + (0.5)*omega_loc17_x*((0.001386899962102278)*omega_loc17_x - 3.959544277738894e-08*omega_loc17_y - 1.6098528734774548e-07*omega_loc17_z) + (0.5)*omega_loc17_y*(-3.959544277738894e-08*omega_loc17_x + (0.0013320948074879001)*omega_loc17_y - 0.0002730308797879413*omega_loc17_z) + (0.5)*omega_loc17_z*(-1.6098528734774548e-07*omega_loc17_x - 0.0002730308797879413*omega_loc17_y + (8.59052109439905e-05)*omega_loc17_z) + (0.0002723238529023547)*omega_loc18_x*omega_loc18_x + (0.0038482516772413)*omega_loc18_x*v_loc18_y - 0.0002972952667644*omega_loc18_x*v_loc18_z + (0.5)*omega_loc18_y*((0.0005426192213171668)*omega_loc18_y - 3.3497340042275575e-05*omega_loc18_z) + (0.5)*omega_loc18_z*(-3.3497340042275575e-05*omega_loc18_y + (5.038484487542591e-06)*omega_loc18_z) + (0.00289287)*omega_loc6_x*omega_loc6_x + (0.00969054)*omega_loc6_y*omega_loc6_y + (0.01238062)*omega_loc6_z*omega_loc6_z + (0.5)*omega_loc7_x*((4.5093844999999995e-05)*omega_loc7_x + (0.0001636201578415)*omega_loc7_y) + (0.5)*omega_loc7_y*((0.0001636201578415)*omega_loc7_x + (0.001332094779323094)*omega_loc7_y) + (0.000673044312161547)*omega_loc7_z*omega_loc7_z - 0.0014853845*omega_loc7_z*v_loc7_x - 0.01169101578415*omega_loc7_z*v_loc7_y + (0.5)*omega_loc8_x*((0.001386899962102278)*omega_loc8_x - 3.959544277738894e-08*omega_loc8_y + (1.6098528734774548e-07)*omega_loc8_z) + (0.5)*omega_loc8_y*(-3.959544277738894e-08*omega_loc8_x + (0.0013320948074879001)*omega_loc8_y + (0.0002730308797879413)*omega_loc8_z) + (0.5)*omega_loc8_z*((1.6098528734774548e-07)*omega_loc8_x + (0.0002730308797879413)*omega_loc8_y + (8.59052109439905e-05)*omega_loc8_z) + (0.0002723238529023547)*omega_loc9_x*omega_loc9_x + (0.0038482516772413)*omega_loc9_x*v_loc9_y + (0.0002972952667644)*omega_loc9_x*v_loc9_z + (0.5)*omega_loc9_y*((0.0005426192213171668)*omega_loc9_y + (3.3497340042275575e-05)*omega_loc9_z) + (0.5)*omega_loc9_z*((3.3497340042275575e-05)*omega_loc9_y + (5.038484487542591e-06)*omega_loc9_z) + (0.074269225)*v_loc10_x*v_loc10_x + (0.074269225)*v_loc10_y*v_loc10_y + (0.074269225)*v_loc10_z*v_loc10_z + v_loc10_z*(-0.0014853845*omega_loc10_x + (0.01169101578415)*omega_loc10_y) + (0.074269225)*v_loc11_x*v_loc11_x + v_loc11_x*(-0.01169101578415*omega_loc11_y + (0.0028754860404785)*omega_loc11_z) + (0.074269225)*v_loc11_y*v_loc11_y + v_loc11_y*((0.01169101578415)*omega_loc11_x - 2.0453744564999998e-06*omega_loc11_z) + (0.074269225)*v_loc11_z*v_loc11_z + v_loc11_z*(-0.0028754860404785*omega_loc11_x + (2.0453744564999998e-06)*omega_loc11_y) + (0.018818035)*v_loc12_x*v_loc12_x + v_loc12_x*(-0.0038482516772413*omega_loc12_y + (0.0002972952667644)*omega_loc12_z) + (0.018818035)*v_loc12_y*v_loc12_y + (0.018818035)*v_loc12_z*v_loc12_z + (0.074269225)*v_loc13_x*v_loc13_x + (0.074269225)*v_loc13_y*v_loc13_y + (0.074269225)*v_loc13_z*v_loc13_z + v_loc13_z*((0.0014853845)*omega_loc13_x - 0.01169101578415*omega_loc13_y) + (0.074269225)*v_loc14_x*v_loc14_x + v_loc14_x*(-0.01169101578415*omega_loc14_y - 0.0028754860404785*omega_loc14_z) + (0.074269225)*v_loc14_y*v_loc14_y + v_loc14_y*((0.01169101578415)*omega_loc14_x + (2.0453744564999998e-06)*omega_loc14_z) + (0.074269225)*v_loc14_z*v_loc14_z + v_loc14_z*((0.0028754860404785)*omega_loc14_x - 2.0453744564999998e-06*omega_loc14_y) + (0.018818035)*v_loc15_x*v_loc15_x + v_loc15_x*(-0.0038482516772413*omega_loc15_y - 0.0002972952667644*omega_loc15_z) + (0.018818035)*v_loc15_y*v_loc15_y + (0.018818035)*v_loc15_z*v_loc15_z + (0.074269225)*v_loc16_x*v_loc16_x + (0.074269225)*v_loc16_y*v_loc16_y + (0.074269225)*v_loc16_z*v_loc16_z + v_loc16_z*(-0.0014853845*omega_loc16_x - 0.01169101578415*omega_loc16_y) + (0.074269225)*v_loc17_x*v_loc17_x + v_loc17_x*(-0.01169101578415*omega_loc17_y + (0.0028754860404785)*omega_loc17_z) + (0.074269225)*v_loc17_y*v_loc17_y + v_loc17_y*((0.01169101578415)*omega_loc17_x - 2.0453744564999998e-06*omega_loc17_z) + (0.074269225)*v_loc17_z*v_loc17_z + v_loc17_z*(-0.0028754860404785*omega_loc17_x + (2.0453744564999998e-06)*omega_loc17_y) + (0.018818035)*v_loc18_x*v_loc18_x + v_loc18_x*(-0.0038482516772413*omega_loc18_y + (0.0002972952667644)*omega_loc18_z) + (0.018818035)*v_loc18_y*v_loc18_y + (0.018818035)*v_loc18_z*v_loc18_z + (0.580575455)*v_loc6_x*v_loc6_x + (0.580575455)*v_loc6_y*v_loc6_y + (0.580575455)*v_loc6_z*v_loc6_z + (0.074269225)*v_loc7_x*v_loc7_x + (0.074269225)*v_loc7_y*v_loc7_y + (0.074269225)*v_loc7_z*v_loc7_z + v_loc7_z*((0.0014853845)*omega_loc7_x + (0.01169101578415)*omega_loc7_y) + (0.074269225)*v_loc8_x*v_loc8_x + v_loc8_x*(-0.01169101578415*omega_loc8_y - 0.0028754860404785*omega_loc8_z) + (0.074269225)*v_loc8_y*v_loc8_y + v_loc8_y*((0.01169101578415)*omega_loc8_x + (2.0453744564999998e-06)*omega_loc8_z) + (0.074269225)*v_loc8_z*v_loc8_z + v_loc8_z*((0.0028754860404785)*omega_loc8_x - 2.0453744564999998e-06*omega_loc8_y) + (0.018818035)*v_loc9_x*v_loc9_x + v_loc9_x*(-0.0038482516772413*omega_loc9_y - 0.0002972952667644*omega_loc9_z) + (0.018818035)*v_loc9_y*v_loc9_y + (0.018818035)*v_loc9_z*v_loc9_z;
     V[0] = (11.3908904271)*q3 + (1.4571621945)*r10_z + (1.4571621945)*r11_z + (0.3692098467)*r12_z + (1.4571621945)*r13_z + (1.4571621945)*r14_z + (0.3692098467)*r15_z + (1.4571621945)*r16_z + (1.4571621945)*r17_z + (0.3692098467)*r18_z + (1.4571621945)*r7_z + (1.4571621945)*r8_z + (0.3692098467)*r9_z - 0.04569660656905285*tau10_12 - 2.0065123418265e-05*tau11_02 - 0.1146888648425115*tau11_22 - 0.037751348953737156*tau12_22 + (0.04569660656905285)*tau13_12 + (2.0065123418265e-05)*tau14_02 - 0.1146888648425115*tau14_22 - 0.037751348953737156*tau15_22 - 0.04569660656905285*tau16_12 - 2.0065123418265e-05*tau17_02 - 0.1146888648425115*tau17_22 - 0.037751348953737156*tau18_22 + (0.04569660656905285)*tau7_12 + (2.0065123418265e-05)*tau8_02 - 0.1146888648425115*tau8_22 - 0.037751348953737156*tau9_22;
     return 0;
 }
 
-int64_t solo12_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status)
+int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = solo12_energy(q + i * 18, qd + i * 18, T + i * 1, V + i * 1);
+        const int s = mechgen_solo12_energy(q + i * 18, qd + i * 18, T + i * 1, V + i * 1);
         status[i] = s;
         failed += (s != 0);
     }

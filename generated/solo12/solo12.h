@@ -3,6 +3,13 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
+ *
+ * Coordinates, in the order of q: base_x, base_y, base_z, base_ry, base_rz, base_rx, FL_HAA,
+ * FL_HFE, FL_KFE, FR_HAA, FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE.
+ * Bodies, in the order of the rows of the stacked outputs (r, tau, T, R, v, omega, w, eps):
+ * base_link, FL_SHOULDER, FL_UPPER_LEG, FL_LOWER_LEG, FR_SHOULDER, FR_UPPER_LEG, FR_LOWER_LEG,
+ * HL_SHOULDER, HL_UPPER_LEG, HL_LOWER_LEG, HR_SHOULDER, HR_UPPER_LEG, HR_LOWER_LEG.
+ * Points, in the rows after the bodies (r, tau, T, R): FL_FOOT, FR_FOOT, HL_FOOT, HR_FOOT.
  */
 #ifndef MECHGEN_SOLO12_H
 #define MECHGEN_SOLO12_H
@@ -10,82 +17,125 @@
 #include <stdint.h>
 
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
- *   in  q[18]: joint coordinates
- *   out r[51] shape 17x3
- *   out tau[153] shape 17x3x3
+ *   in  q[18]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (18,), in this
+ *       order: base_x, base_y, base_z, base_ry, base_rz, base_rx, FL_HAA, FL_HFE, FL_KFE, FR_HAA,
+ *       FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE
+ *   out r[51] shape 17x3: positions of the body origins then the points, frame 0, m, shape (bodies+points, 3) = (17,
+ *       3); rows: base_link, FL_SHOULDER, FL_UPPER_LEG, FL_LOWER_LEG, FR_SHOULDER, FR_UPPER_LEG,
+ *       FR_LOWER_LEG, HL_SHOULDER, HL_UPPER_LEG, HL_LOWER_LEG, HR_SHOULDER, HR_UPPER_LEG,
+ *       HR_LOWER_LEG, FL_FOOT, FR_FOOT, HL_FOOT, HR_FOOT
+ *   out tau[153] shape 17x3x3: rotation matrices of the bodies then the points (coordinate transform frame 0 -> that frame;
+ *       its rows are that frame's axes in frame 0), shape (17, 3, 3); rows in the order of r
  *   ops: 154 adds, 224 muls, 30 trig (408 total)
  */
-int solo12_forward_kinematics(const double *q, double *r, double *tau);
-int64_t solo12_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status);
+int mechgen_solo12_forward_kinematics(const double *q, double *r, double *tau);
+int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status);
 
-/* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and point.
- *   in  q[18]: joint coordinates
- *   out T[918] shape 17x3x18
- *   out R[918] shape 17x3x18
+/* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
+ *   point.
+ *   in  q[18]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (18,), in this
+ *       order: base_x, base_y, base_z, base_ry, base_rz, base_rx, FL_HAA, FL_HFE, FL_KFE, FR_HAA,
+ *       FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE
+ *   out T[918] shape 17x3x18: translational Jacobians dv/dqd of the body origins then the points, frame 0 (m per rad, 1
+ *       per m), shape (17, 3, 18); column j is coordinate j of q; rows: base_link, FL_SHOULDER,
+ *       FL_UPPER_LEG, FL_LOWER_LEG, FR_SHOULDER, FR_UPPER_LEG, FR_LOWER_LEG, HL_SHOULDER,
+ *       HL_UPPER_LEG, HL_LOWER_LEG, HR_SHOULDER, HR_UPPER_LEG, HR_LOWER_LEG, FL_FOOT, FR_FOOT,
+ *       HL_FOOT, HR_FOOT
+ *   out R[918] shape 17x3x18: rotational Jacobians domega/dqd of the bodies then the points, frame 0 (1 per rad, 0 per m),
+ *       shape (17, 3, 18); rows in the order of T
  *   ops: 330 adds, 424 muls, 30 trig (784 total)
  */
-int solo12_jacobians(const double *q, double *T, double *R);
-int64_t solo12_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status);
+int mechgen_solo12_jacobians(const double *q, double *T, double *R);
+int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status);
 
-/* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
- *   in  q[18]: joint coordinates
- *   in  qd[18]: joint rates
- *   out v[39] shape 13x3
- *   out omega[39] shape 13x3
- *   out w[39] shape 13x3
- *   out eps[39] shape 13x3
+/* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
+ *   accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
+ *   in  q[18]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (18,), in this
+ *       order: base_x, base_y, base_z, base_ry, base_rz, base_rx, FL_HAA, FL_HFE, FL_KFE, FR_HAA,
+ *       FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE
+ *   in  qd[18]: joint rates (rad/s or m/s), shape (18,), in the order of q
+ *   out v[39] shape 13x3: velocity of each body origin, m/s, frame 0, shape (13, 3); rows: base_link, FL_SHOULDER,
+ *       FL_UPPER_LEG, FL_LOWER_LEG, FR_SHOULDER, FR_UPPER_LEG, FR_LOWER_LEG, HL_SHOULDER,
+ *       HL_UPPER_LEG, HL_LOWER_LEG, HR_SHOULDER, HR_UPPER_LEG, HR_LOWER_LEG
+ *   out omega[39] shape 13x3: angular velocity of each body, rad/s, frame 0, shape (13, 3); rows: base_link, FL_SHOULDER,
+ *       FL_UPPER_LEG, FL_LOWER_LEG, FR_SHOULDER, FR_UPPER_LEG, FR_LOWER_LEG, HL_SHOULDER,
+ *       HL_UPPER_LEG, HL_LOWER_LEG, HR_SHOULDER, HR_UPPER_LEG, HR_LOWER_LEG
+ *   out w[39] shape 13x3: velocity-product acceleration of each body origin (a = T qdd + w), m/s^2, frame 0, shape
+ *       (13, 3); rows: base_link, FL_SHOULDER, FL_UPPER_LEG, FL_LOWER_LEG, FR_SHOULDER,
+ *       FR_UPPER_LEG, FR_LOWER_LEG, HL_SHOULDER, HL_UPPER_LEG, HL_LOWER_LEG, HR_SHOULDER,
+ *       HR_UPPER_LEG, HR_LOWER_LEG
+ *   out eps[39] shape 13x3: velocity-product angular acceleration of each body (R qdd + eps), rad/s^2, frame 0, shape
+ *       (13, 3); rows: base_link, FL_SHOULDER, FL_UPPER_LEG, FL_LOWER_LEG, FR_SHOULDER,
+ *       FR_UPPER_LEG, FR_LOWER_LEG, HL_SHOULDER, HL_UPPER_LEG, HL_LOWER_LEG, HR_SHOULDER,
+ *       HR_UPPER_LEG, HR_LOWER_LEG
  *   ops: 441 adds, 556 muls, 22 trig (1019 total)
  */
-int solo12_velocities(const double *q, const double *qd, double *v, double *omega, double *w, double *eps);
-int64_t solo12_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status);
+int mechgen_solo12_velocities(const double *q, const double *qd, double *v, double *omega, double *w, double *eps);
+int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status);
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
- *   in  q[18]: joint coordinates
- *   out A[324] shape 18x18
+ *   in  q[18]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (18,), in this
+ *       order: base_x, base_y, base_z, base_ry, base_rz, base_rx, FL_HAA, FL_HFE, FL_KFE, FR_HAA,
+ *       FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE
+ *   out A[324] shape 18x18: joint-space mass matrix, symmetric, shape (18, 18); rows and columns in the order of q (kg
+ *       m^2, kg m or kg)
  *   ops: 465 adds, 628 muls, 30 trig (1123 total)
  */
-int solo12_mass_matrix(const double *q, double *A);
-int64_t solo12_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
+int mechgen_solo12_mass_matrix(const double *q, double *A);
+int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
- *   in  q[18]: joint coordinates
- *   in  qd[18]: joint rates
- *   in  Q[18]: joint drive forces/torques (added to the spring-damper laws)
- *   out b[18] shape 18
+ *   in  q[18]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (18,), in this
+ *       order: base_x, base_y, base_z, base_ry, base_rz, base_rx, FL_HAA, FL_HFE, FL_KFE, FR_HAA,
+ *       FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE
+ *   in  qd[18]: joint rates (rad/s or m/s), shape (18,), in the order of q
+ *   in  Q[18]: joint drive torques or forces (N m or N; added to the spring-damper laws), shape (18,), in
+ *       the order of q
+ *   out b[18] shape 18: bias forces (N m or N), shape (18,), in the order of q
  *   ops: 773 adds, 908 muls, 30 trig (1711 total)
  */
-int solo12_bias(const double *q, const double *qd, const double *Q, double *b);
-int64_t solo12_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status);
+int mechgen_solo12_bias(const double *q, const double *qd, const double *Q, double *b);
+int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status);
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
- *   in  q[18]: joint coordinates
- *   in  qd[18]: joint rates
- *   in  qdd[18]: joint accelerations
- *   out Q[18] shape 18
+ *   in  q[18]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (18,), in this
+ *       order: base_x, base_y, base_z, base_ry, base_rz, base_rx, FL_HAA, FL_HFE, FL_KFE, FR_HAA,
+ *       FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE
+ *   in  qd[18]: joint rates (rad/s or m/s), shape (18,), in the order of q
+ *   in  qdd[18]: joint accelerations (rad/s^2 or m/s^2), shape (18,), in the order of q
+ *   out Q[18] shape 18: drive torques or forces (N m or N), shape (18,), in the order of q
  *   ops: 777 adds, 931 muls, 30 trig (1738 total)
  */
-int solo12_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *Q);
-int64_t solo12_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status);
+int mechgen_solo12_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *Q);
+int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status);
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
- *   in  q[18]: joint coordinates
- *   in  qd[18]: joint rates
- *   in  Q[18]: joint drive forces/torques (added to the spring-damper laws)
- *   out qdd[18] shape 18
+ *   in  q[18]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (18,), in this
+ *       order: base_x, base_y, base_z, base_ry, base_rz, base_rx, FL_HAA, FL_HFE, FL_KFE, FR_HAA,
+ *       FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE
+ *   in  qd[18]: joint rates (rad/s or m/s), shape (18,), in the order of q
+ *   in  Q[18]: joint drive torques or forces (N m or N; added to the spring-damper laws), shape (18,), in
+ *       the order of q
+ *   out qdd[18] shape 18: joint accelerations (rad/s^2 or m/s^2), shape (18,), in the order of q
  *   status 1: mass matrix not positive definite
- *   ops: 1821 adds, 2237 muls, 14 divs, 30 trig (4102 total)
+ *   status 2: free base within 0.057 deg of the y-z-x angle singularity psi_z = +-90 deg (the mass matrix in angle rates is ill-conditioned there)
+ *   ops: 1822 adds, 2237 muls, 14 divs, 30 trig (4103 total)
  */
-int solo12_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
-int64_t solo12_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);
+int mechgen_solo12_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
+int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);
 
-/* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to monitor: T + V - work of Q is constant).
- *   in  q[18]: joint coordinates
- *   in  qd[18]: joint rates
- *   out T[1] shape 1
- *   out V[1] shape 1
+/* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
+ *   monitor: T + V - work of Q is constant).
+ *   in  q[18]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (18,), in this
+ *       order: base_x, base_y, base_z, base_ry, base_rz, base_rx, FL_HAA, FL_HFE, FL_KFE, FR_HAA,
+ *       FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE
+ *   in  qd[18]: joint rates (rad/s or m/s), shape (18,), in the order of q
+ *   out T[1] shape 1: kinetic energy, J, shape (1,)
+ *   out V[1] shape 1: potential energy of gravity (zero for every centre of mass at the origin of frame 0), J,
+ *       shape (1,)
  *   ops: 574 adds, 892 muls, 30 trig (1496 total)
  */
-int solo12_energy(const double *q, const double *qd, double *T, double *V);
-int64_t solo12_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status);
+int mechgen_solo12_energy(const double *q, const double *qd, double *T, double *V);
+int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status);
 
 #endif

@@ -7,7 +7,7 @@
 
 /* inverse_kinematics: Leg joint coordinates q from the pose of C, in closed form (square roots, no iteration).
  * ops: 99 adds, 102 muls, 12 divs, 12 sqrt, 18 trig (243 total) */
-int stewart_rrp_002_inverse_kinematics(const double *restrict x, const double *restrict p, double *restrict q)
+int mechgen_stewart_rrp_002_inverse_kinematics(const double *restrict x, const double *restrict p, double *restrict q)
 {
     int status = 0;
     const double x_C = x[0];
@@ -50,7 +50,7 @@ int stewart_rrp_002_inverse_kinematics(const double *restrict x, const double *r
     const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
     const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -61,9 +61,9 @@ int stewart_rrp_002_inverse_kinematics(const double *restrict x, const double *r
     const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
     const double leg1_q1 = atan2(leg1_u_s1, leg1_u_c1);
     const double leg1_q2 = atan2(leg1_u_s2, leg1_u_c2);
-    const double leg1_stroke = leg1_u_L - 1.0950709518223007;
-    if (!(leg1_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg1_stroke below its limit -0.4 */
-    if (!(0.4 - leg1_stroke > 0.0)) { status = 1; goto fail; } /* leg1_stroke above its limit 0.4 */
+    const double leg1_stroke = leg1_u_L - 1.095070951822301;
+    if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
     const double leg2_s0_x = cse3 + cse6;
     const double cse14 = -cse8 + y_C;
     const double leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z;
@@ -71,7 +71,7 @@ int stewart_rrp_002_inverse_kinematics(const double *restrict x, const double *r
     const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
     const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    if (!(leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -82,9 +82,9 @@ int stewart_rrp_002_inverse_kinematics(const double *restrict x, const double *r
     const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
     const double leg2_q1 = atan2(leg2_u_s1, leg2_u_c1);
     const double leg2_q2 = atan2(leg2_u_s2, leg2_u_c2);
-    const double leg2_stroke = leg2_u_L - 1.0950709518223007;
-    if (!(leg2_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg2_stroke below its limit -0.4 */
-    if (!(0.4 - leg2_stroke > 0.0)) { status = 1; goto fail; } /* leg2_stroke above its limit 0.4 */
+    const double leg2_stroke = leg2_u_L - 1.095070951822301;
+    if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
     const double cse15 = 0.570634*leg1_alpha_C_20;
     const double cse16 = cse5 + 0.18541*leg1_alpha_C_00;
     const double leg3_s0_x = cse15 + cse16;
@@ -96,7 +96,7 @@ int stewart_rrp_002_inverse_kinematics(const double *restrict x, const double *r
     const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
     const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -108,8 +108,8 @@ int stewart_rrp_002_inverse_kinematics(const double *restrict x, const double *r
     const double leg3_q1 = atan2(leg3_u_s1, leg3_u_c1);
     const double leg3_q2 = atan2(leg3_u_s2, leg3_u_c2);
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-    if (!(leg3_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg3_stroke below its limit -0.4 */
-    if (!(0.4 - leg3_stroke > 0.0)) { status = 1; goto fail; } /* leg3_stroke above its limit 0.4 */
+    if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
     const double cse20 = 0.124747*leg1_alpha_C_20;
     const double cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C;
     const double leg4_s0_x = cse20 - cse21;
@@ -122,7 +122,7 @@ int stewart_rrp_002_inverse_kinematics(const double *restrict x, const double *r
     const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
     const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    if (!(leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -133,16 +133,16 @@ int stewart_rrp_002_inverse_kinematics(const double *restrict x, const double *r
     const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
     const double leg4_q1 = atan2(leg4_u_s1, leg4_u_c1);
     const double leg4_q2 = atan2(leg4_u_s2, leg4_u_c2);
-    const double leg4_stroke = leg4_u_L - 1.095070697703121;
-    if (!(leg4_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg4_stroke below its limit -0.4 */
-    if (!(0.4 - leg4_stroke > 0.0)) { status = 1; goto fail; } /* leg4_stroke above its limit 0.4 */
+    const double leg4_stroke = leg4_u_L - 1.0950706977031208;
+    if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
     const double leg5_s0_x = -cse20 - cse21;
     const double leg5_s0_y = -cse22 - cse23;
     const double leg5_s0_z = -cse24 - cse25;
     const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
     const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    if (!(leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -153,16 +153,16 @@ int stewart_rrp_002_inverse_kinematics(const double *restrict x, const double *r
     const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
     const double leg5_q1 = atan2(leg5_u_s1, leg5_u_c1);
     const double leg5_q2 = atan2(leg5_u_s2, leg5_u_c2);
-    const double leg5_stroke = leg5_u_L - 1.095070697703121;
-    if (!(leg5_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg5_stroke below its limit -0.4 */
-    if (!(0.4 - leg5_stroke > 0.0)) { status = 1; goto fail; } /* leg5_stroke above its limit 0.4 */
+    const double leg5_stroke = leg5_u_L - 1.0950706977031208;
+    if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
     const double leg6_s0_x = -cse15 + cse16;
     const double leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z;
     const double leg6_s0_z = -cse18 + cse19;
     const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
     const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -174,8 +174,8 @@ int stewart_rrp_002_inverse_kinematics(const double *restrict x, const double *r
     const double leg6_q1 = atan2(leg6_u_s1, leg6_u_c1);
     const double leg6_q2 = atan2(leg6_u_s2, leg6_u_c2);
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-    if (!(leg6_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg6_stroke below its limit -0.4 */
-    if (!(0.4 - leg6_stroke > 0.0)) { status = 1; goto fail; } /* leg6_stroke above its limit 0.4 */
+    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
     q[0] = leg1_q1;
     q[1] = leg1_q2;
     q[2] = leg1_stroke;
@@ -200,20 +200,21 @@ fail:
     return status;
 }
 
-int64_t stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status)
+int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = stewart_rrp_002_inverse_kinematics(x + i * 6, p + i * 17, q + i * 18);
+        const int s = mechgen_stewart_rrp_002_inverse_kinematics(x + i * 6, p + i * 17, q + i * 18);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* newton_step: One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
+/* newton_step: One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the
+ * last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
  * ops: 268 adds, 373 muls, 12 divs, 30 trig (683 total) */
-int stewart_rrp_002_newton_step(const double *restrict x, const double *restrict q, const double *restrict p, double *restrict q_next, double *restrict residual)
+int mechgen_stewart_rrp_002_newton_step(const double *restrict x, const double *restrict q, const double *restrict p, double *restrict q_next, double *restrict residual)
 {
     int status = 0;
     const double x_C = x[0];
@@ -309,7 +310,7 @@ int stewart_rrp_002_newton_step(const double *restrict x, const double *restrict
     const double leg1_B0_02 = leg1_beta1_02*leg1_c2;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_s2;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_s2;
-    const double leg1_rho2_x = leg1_stroke + 1.0950709518223007;
+    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
     const double leg1_rho0_x = 0.978148*leg1_B0_00 - 0.207912*leg1_B0_02 + leg1_rho2_x;
     const double leg1_rho0_y = 0.978148*leg1_B0_10 - 0.207912*leg1_B0_12;
     const double leg1_rho0_z = -0.207912*leg1_beta1_00 + 0.978148*leg1_beta1_20;
@@ -323,15 +324,15 @@ int stewart_rrp_002_newton_step(const double *restrict x, const double *restrict
     const double leg1_Q_20 = leg1_alpha_C_00*leg1_beta1_20 + leg1_alpha_C_02*leg1_beta1_00;
     const double leg1_Q_21 = leg1_alpha_C_10*leg1_beta1_20 + leg1_alpha_C_12*leg1_beta1_00;
     const double leg1_Q_22 = leg1_alpha_C_20*leg1_beta1_20 + leg1_alpha_C_22*leg1_beta1_00;
-    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
-    const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
-    const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
+    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
+    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
     const double leg2_B0_00 = leg2_beta1_00*leg2_c2;
     const double leg2_B0_02 = leg2_beta1_02*leg2_c2;
     const double leg2_B0_10 = -leg2_beta1_00*leg2_s2;
     const double leg2_B0_12 = -leg2_beta1_02*leg2_s2;
-    const double leg2_rho2_x = leg2_stroke + 1.0950709518223007;
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
     const double leg2_rho0_x = 0.978148*leg2_B0_00 + 0.207912*leg2_B0_02 + leg2_rho2_x;
     const double leg2_rho0_y = 0.978148*leg2_B0_10 + 0.207912*leg2_B0_12;
     const double leg2_rho0_z = 0.207912*leg2_beta1_00 + 0.978148*leg2_beta1_20;
@@ -345,10 +346,10 @@ int stewart_rrp_002_newton_step(const double *restrict x, const double *restrict
     const double leg2_Q_20 = leg1_alpha_C_00*leg2_beta1_20 + leg1_alpha_C_02*leg2_beta1_00;
     const double leg2_Q_21 = leg1_alpha_C_10*leg2_beta1_20 + leg1_alpha_C_12*leg2_beta1_00;
     const double leg2_Q_22 = leg1_alpha_C_20*leg2_beta1_20 + leg1_alpha_C_22*leg2_beta1_00;
-    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
-    const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
-    const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
+    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
+    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
     const double leg3_B0_00 = leg3_beta1_00*leg3_c2;
     const double leg3_B0_02 = leg3_beta1_02*leg3_c2;
     const double leg3_B0_10 = -leg3_beta1_00*leg3_s2;
@@ -367,15 +368,15 @@ int stewart_rrp_002_newton_step(const double *restrict x, const double *restrict
     const double leg3_Q_20 = leg1_alpha_C_00*leg3_beta1_20 + leg1_alpha_C_02*leg3_beta1_00;
     const double leg3_Q_21 = leg1_alpha_C_10*leg3_beta1_20 + leg1_alpha_C_12*leg3_beta1_00;
     const double leg3_Q_22 = leg1_alpha_C_20*leg3_beta1_20 + leg1_alpha_C_22*leg3_beta1_00;
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
-    const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
-    const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
+    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
     const double leg4_B0_00 = leg4_beta1_00*leg4_c2;
     const double leg4_B0_02 = leg4_beta1_02*leg4_c2;
     const double leg4_B0_10 = -leg4_beta1_00*leg4_s2;
     const double leg4_B0_12 = -leg4_beta1_02*leg4_s2;
-    const double leg4_rho2_x = leg4_stroke + 1.095070697703121;
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
     const double leg4_rho0_x = -0.669131*leg4_B0_00 + 0.743145*leg4_B0_02 + leg4_rho2_x;
     const double leg4_rho0_y = -0.669131*leg4_B0_10 + 0.743145*leg4_B0_12;
     const double leg4_rho0_z = 0.743145*leg4_beta1_00 - 0.669131*leg4_beta1_20;
@@ -389,15 +390,15 @@ int stewart_rrp_002_newton_step(const double *restrict x, const double *restrict
     const double leg4_Q_20 = leg1_alpha_C_00*leg4_beta1_20 + leg1_alpha_C_02*leg4_beta1_00;
     const double leg4_Q_21 = leg1_alpha_C_10*leg4_beta1_20 + leg1_alpha_C_12*leg4_beta1_00;
     const double leg4_Q_22 = leg1_alpha_C_20*leg4_beta1_20 + leg1_alpha_C_22*leg4_beta1_00;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
-    const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
     const double leg5_B0_00 = leg5_beta1_00*leg5_c2;
     const double leg5_B0_02 = leg5_beta1_02*leg5_c2;
     const double leg5_B0_10 = -leg5_beta1_00*leg5_s2;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_s2;
-    const double leg5_rho2_x = leg5_stroke + 1.095070697703121;
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
     const double leg5_rho0_x = -0.669131*leg5_B0_00 - 0.743145*leg5_B0_02 + leg5_rho2_x;
     const double leg5_rho0_y = -0.669131*leg5_B0_10 - 0.743145*leg5_B0_12;
     const double leg5_rho0_z = -0.743145*leg5_beta1_00 - 0.669131*leg5_beta1_20;
@@ -411,10 +412,10 @@ int stewart_rrp_002_newton_step(const double *restrict x, const double *restrict
     const double leg5_Q_20 = leg1_alpha_C_00*leg5_beta1_20 + leg1_alpha_C_02*leg5_beta1_00;
     const double leg5_Q_21 = leg1_alpha_C_10*leg5_beta1_20 + leg1_alpha_C_12*leg5_beta1_00;
     const double leg5_Q_22 = leg1_alpha_C_20*leg5_beta1_20 + leg1_alpha_C_22*leg5_beta1_00;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
-    const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
     const double leg6_B0_00 = leg6_beta1_00*leg6_c2;
     const double leg6_B0_02 = leg6_beta1_02*leg6_c2;
     const double leg6_B0_10 = -leg6_beta1_00*leg6_s2;
@@ -433,55 +434,55 @@ int stewart_rrp_002_newton_step(const double *restrict x, const double *restrict
     const double leg6_Q_20 = leg1_alpha_C_00*leg6_beta1_20 + leg1_alpha_C_02*leg6_beta1_00;
     const double leg6_Q_21 = leg1_alpha_C_10*leg6_beta1_20 + leg1_alpha_C_12*leg6_beta1_00;
     const double leg6_Q_22 = leg1_alpha_C_20*leg6_beta1_20 + leg1_alpha_C_22*leg6_beta1_00;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
-    const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
-    const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double leg1_f1 = -leg1_B0_00*x_C - leg1_B0_02*z_C - 0.401478*leg1_Q_00 + 0.1*leg1_Q_01 + 0.445887*leg1_Q_02 + leg1_rho0_x - leg1_s2*y_C;
     const double leg1_f2 = -leg1_B0_10*x_C - leg1_B0_12*z_C - 0.401478*leg1_Q_10 + 0.1*leg1_Q_11 + 0.445887*leg1_Q_12 - leg1_c2*y_C + leg1_rho0_y;
     const double leg1_f3 = -0.401478*leg1_Q_20 + 0.1*leg1_Q_21 + 0.445887*leg1_Q_22 - leg1_beta1_00*z_C - leg1_beta1_20*x_C + leg1_rho0_z;
-    const double leg1_dq2 = leg1_f2*leg1_lu_inv3;
-    const double leg1_dq1 = leg1_f3*leg1_lu_inv2;
+    const double leg1_dq1 = leg1_f3*leg1_lu_inv3;
+    const double leg1_dq2 = leg1_f2*leg1_lu_inv2;
     const double leg1_q_next1 = -leg1_dq1 + leg1_u1;
     const double leg1_q_next2 = -leg1_dq2 + leg1_u2;
     const double leg1_q_next3 = -leg1_f1 + leg1_stroke;
     const double leg2_f1 = -leg2_B0_00*x_C - leg2_B0_02*z_C - 0.401478*leg2_Q_00 + 0.1*leg2_Q_01 - 0.445887*leg2_Q_02 + leg2_rho0_x - leg2_s2*y_C;
     const double leg2_f2 = -leg2_B0_10*x_C - leg2_B0_12*z_C - 0.401478*leg2_Q_10 + 0.1*leg2_Q_11 - 0.445887*leg2_Q_12 - leg2_c2*y_C + leg2_rho0_y;
     const double leg2_f3 = -0.401478*leg2_Q_20 + 0.1*leg2_Q_21 - 0.445887*leg2_Q_22 - leg2_beta1_00*z_C - leg2_beta1_20*x_C + leg2_rho0_z;
-    const double leg2_dq2 = leg2_f2*leg2_lu_inv3;
-    const double leg2_dq1 = leg2_f3*leg2_lu_inv2;
+    const double leg2_dq1 = leg2_f3*leg2_lu_inv3;
+    const double leg2_dq2 = leg2_f2*leg2_lu_inv2;
     const double leg2_q_next1 = -leg2_dq1 + leg2_u1;
     const double leg2_q_next2 = -leg2_dq2 + leg2_u2;
     const double leg2_q_next3 = -leg2_f1 + leg2_stroke;
     const double leg3_f1 = -leg3_B0_00*x_C - leg3_B0_02*z_C - 0.18541*leg3_Q_00 + 0.1*leg3_Q_01 - 0.570634*leg3_Q_02 + leg3_rho0_x - leg3_s2*y_C;
     const double leg3_f2 = -leg3_B0_10*x_C - leg3_B0_12*z_C - 0.18541*leg3_Q_10 + 0.1*leg3_Q_11 - 0.570634*leg3_Q_12 - leg3_c2*y_C + leg3_rho0_y;
     const double leg3_f3 = -0.18541*leg3_Q_20 + 0.1*leg3_Q_21 - 0.570634*leg3_Q_22 - leg3_beta1_00*z_C - leg3_beta1_20*x_C + leg3_rho0_z;
-    const double leg3_dq2 = leg3_f2*leg3_lu_inv3;
-    const double leg3_dq1 = leg3_f3*leg3_lu_inv2;
+    const double leg3_dq1 = leg3_f3*leg3_lu_inv3;
+    const double leg3_dq2 = leg3_f2*leg3_lu_inv2;
     const double leg3_q_next1 = -leg3_dq1 + leg3_u1;
     const double leg3_q_next2 = -leg3_dq2 + leg3_u2;
     const double leg3_q_next3 = -leg3_f1 + leg3_stroke;
     const double leg4_f1 = -leg4_B0_00*x_C - leg4_B0_02*z_C + 0.586889*leg4_Q_00 + 0.1*leg4_Q_01 - 0.124747*leg4_Q_02 + leg4_rho0_x - leg4_s2*y_C;
     const double leg4_f2 = -leg4_B0_10*x_C - leg4_B0_12*z_C + 0.586889*leg4_Q_10 + 0.1*leg4_Q_11 - 0.124747*leg4_Q_12 - leg4_c2*y_C + leg4_rho0_y;
     const double leg4_f3 = 0.586889*leg4_Q_20 + 0.1*leg4_Q_21 - 0.124747*leg4_Q_22 - leg4_beta1_00*z_C - leg4_beta1_20*x_C + leg4_rho0_z;
-    const double leg4_dq2 = leg4_f2*leg4_lu_inv3;
-    const double leg4_dq1 = leg4_f3*leg4_lu_inv2;
+    const double leg4_dq1 = leg4_f3*leg4_lu_inv3;
+    const double leg4_dq2 = leg4_f2*leg4_lu_inv2;
     const double leg4_q_next1 = -leg4_dq1 + leg4_u1;
     const double leg4_q_next2 = -leg4_dq2 + leg4_u2;
     const double leg4_q_next3 = -leg4_f1 + leg4_stroke;
     const double leg5_f1 = -leg5_B0_00*x_C - leg5_B0_02*z_C + 0.586889*leg5_Q_00 + 0.1*leg5_Q_01 + 0.124747*leg5_Q_02 + leg5_rho0_x - leg5_s2*y_C;
     const double leg5_f2 = -leg5_B0_10*x_C - leg5_B0_12*z_C + 0.586889*leg5_Q_10 + 0.1*leg5_Q_11 + 0.124747*leg5_Q_12 - leg5_c2*y_C + leg5_rho0_y;
     const double leg5_f3 = 0.586889*leg5_Q_20 + 0.1*leg5_Q_21 + 0.124747*leg5_Q_22 - leg5_beta1_00*z_C - leg5_beta1_20*x_C + leg5_rho0_z;
-    const double leg5_dq2 = leg5_f2*leg5_lu_inv3;
-    const double leg5_dq1 = leg5_f3*leg5_lu_inv2;
+    const double leg5_dq1 = leg5_f3*leg5_lu_inv3;
+    const double leg5_dq2 = leg5_f2*leg5_lu_inv2;
     const double leg5_q_next1 = -leg5_dq1 + leg5_u1;
     const double leg5_q_next2 = -leg5_dq2 + leg5_u2;
     const double leg5_q_next3 = -leg5_f1 + leg5_stroke;
     const double leg6_f1 = -leg6_B0_00*x_C - leg6_B0_02*z_C - 0.18541*leg6_Q_00 + 0.1*leg6_Q_01 + 0.570634*leg6_Q_02 + leg6_rho0_x - leg6_s2*y_C;
     const double leg6_f2 = -leg6_B0_10*x_C - leg6_B0_12*z_C - 0.18541*leg6_Q_10 + 0.1*leg6_Q_11 + 0.570634*leg6_Q_12 - leg6_c2*y_C + leg6_rho0_y;
     const double leg6_f3 = -0.18541*leg6_Q_20 + 0.1*leg6_Q_21 + 0.570634*leg6_Q_22 - leg6_beta1_00*z_C - leg6_beta1_20*x_C + leg6_rho0_z;
-    const double leg6_dq2 = leg6_f2*leg6_lu_inv3;
-    const double leg6_dq1 = leg6_f3*leg6_lu_inv2;
+    const double leg6_dq1 = leg6_f3*leg6_lu_inv3;
+    const double leg6_dq2 = leg6_f2*leg6_lu_inv2;
     const double leg6_q_next1 = -leg6_dq1 + leg6_u1;
     const double leg6_q_next2 = -leg6_dq2 + leg6_u2;
     const double leg6_q_next3 = -leg6_f1 + leg6_stroke;
@@ -528,11 +529,11 @@ fail:
     return status;
 }
 
-int64_t stewart_rrp_002_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status)
+int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, const double *q, const double *p, double *q_next, double *residual, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = stewart_rrp_002_newton_step(x + i * 6, q + i * 18, p + i * 17, q_next + i * 18, residual + i * 18);
+        const int s = mechgen_stewart_rrp_002_newton_step(x + i * 6, q + i * 18, p + i * 17, q_next + i * 18, residual + i * 18);
         status[i] = s;
         failed += (s != 0);
     }
@@ -541,7 +542,7 @@ int64_t stewart_rrp_002_newton_step_batch(int64_t n, const double *x, const doub
 
 /* velocity_constraints: H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: qd = H u.
  * ops: 273 adds, 486 muls, 24 divs, 12 sqrt, 6 trig (801 total) */
-int stewart_rrp_002_velocity_constraints(const double *restrict x, const double *restrict p, double *restrict H)
+int mechgen_stewart_rrp_002_velocity_constraints(const double *restrict x, const double *restrict p, double *restrict H)
 {
     int status = 0;
     const double x_C = x[0];
@@ -584,7 +585,7 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
     const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -593,9 +594,9 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
     const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
-    const double leg1_stroke = leg1_u_L - 1.0950709518223007;
-    if (!(leg1_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg1_stroke below its limit -0.4 */
-    if (!(0.4 - leg1_stroke > 0.0)) { status = 1; goto fail; } /* leg1_stroke above its limit 0.4 */
+    const double leg1_stroke = leg1_u_L - 1.095070951822301;
+    if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
     const double leg2_s0_x = cse3 + cse6;
     const double cse14 = -cse8 + y_C;
     const double leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z;
@@ -603,7 +604,7 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
     const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    if (!(leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -612,9 +613,9 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
     const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
-    const double leg2_stroke = leg2_u_L - 1.0950709518223007;
-    if (!(leg2_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg2_stroke below its limit -0.4 */
-    if (!(0.4 - leg2_stroke > 0.0)) { status = 1; goto fail; } /* leg2_stroke above its limit 0.4 */
+    const double leg2_stroke = leg2_u_L - 1.095070951822301;
+    if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
     const double cse15 = 0.570634*leg1_alpha_C_20;
     const double cse16 = cse5 + 0.18541*leg1_alpha_C_00;
     const double leg3_s0_x = cse15 + cse16;
@@ -626,7 +627,7 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
     const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -636,8 +637,8 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-    if (!(leg3_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg3_stroke below its limit -0.4 */
-    if (!(0.4 - leg3_stroke > 0.0)) { status = 1; goto fail; } /* leg3_stroke above its limit 0.4 */
+    if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
     const double cse20 = 0.124747*leg1_alpha_C_20;
     const double cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C;
     const double leg4_s0_x = cse20 - cse21;
@@ -650,7 +651,7 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
     const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    if (!(leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -659,16 +660,16 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
     const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
-    const double leg4_stroke = leg4_u_L - 1.095070697703121;
-    if (!(leg4_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg4_stroke below its limit -0.4 */
-    if (!(0.4 - leg4_stroke > 0.0)) { status = 1; goto fail; } /* leg4_stroke above its limit 0.4 */
+    const double leg4_stroke = leg4_u_L - 1.0950706977031208;
+    if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
     const double leg5_s0_x = -cse20 - cse21;
     const double leg5_s0_y = -cse22 - cse23;
     const double leg5_s0_z = -cse24 - cse25;
     const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
     const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    if (!(leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -677,16 +678,16 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
     const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
     const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
-    const double leg5_stroke = leg5_u_L - 1.095070697703121;
-    if (!(leg5_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg5_stroke below its limit -0.4 */
-    if (!(0.4 - leg5_stroke > 0.0)) { status = 1; goto fail; } /* leg5_stroke above its limit 0.4 */
+    const double leg5_stroke = leg5_u_L - 1.0950706977031208;
+    if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
     const double leg6_s0_x = -cse15 + cse16;
     const double leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z;
     const double leg6_s0_z = -cse18 + cse19;
     const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
     const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -696,8 +697,8 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
     const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-    if (!(leg6_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg6_stroke below its limit -0.4 */
-    if (!(0.4 - leg6_stroke > 0.0)) { status = 1; goto fail; } /* leg6_stroke above its limit 0.4 */
+    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
     const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
     const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
     const double leg1_beta1_02 = -cse26;
@@ -726,7 +727,7 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
-    const double leg1_rho2_x = leg1_stroke + 1.0950709518223007;
+    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
     const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
     const double leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2;
     const double leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2;
@@ -746,15 +747,15 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22;
     const double leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22;
     const double leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21;
-    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
     const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
     const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
     const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2;
     const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
-    const double leg2_rho2_x = leg2_stroke + 1.0950709518223007;
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
     const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
     const double leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2;
     const double leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02;
@@ -774,9 +775,9 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22;
     const double leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22;
     const double leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21;
-    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
     const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
     const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
     const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -802,15 +803,15 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg3_Ci3_x = -0.570634*leg3_Q_21 - 0.1*leg3_Q_22;
     const double leg3_Ci3_y = 0.570634*leg3_Q_20 - 0.18541*leg3_Q_22;
     const double leg3_Ci3_z = 0.1*leg3_Q_20 + 0.18541*leg3_Q_21;
-    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
     const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
     const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
     const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
     const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2;
     const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-    const double leg4_rho2_x = leg4_stroke + 1.095070697703121;
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
     const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
     const double leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2;
     const double leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02;
@@ -830,15 +831,15 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22;
     const double leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22;
     const double leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
     const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
     const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
     const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
     const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
-    const double leg5_rho2_x = leg5_stroke + 1.095070697703121;
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
     const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
     const double leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2;
     const double leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02;
@@ -858,9 +859,9 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22;
     const double leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22;
     const double leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
     const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
     const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
     const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -886,9 +887,9 @@ int stewart_rrp_002_velocity_constraints(const double *restrict x, const double 
     const double leg6_Ci3_x = 0.570634*leg6_Q_21 - 0.1*leg6_Q_22;
     const double leg6_Ci3_y = -0.570634*leg6_Q_20 - 0.18541*leg6_Q_22;
     const double leg6_Ci3_z = 0.1*leg6_Q_20 + 0.18541*leg6_Q_21;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
     const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
     const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
     const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -1070,11 +1071,11 @@ fail:
     return status;
 }
 
-int64_t stewart_rrp_002_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status)
+int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = stewart_rrp_002_velocity_constraints(x + i * 6, p + i * 17, H + i * 108);
+        const int s = mechgen_stewart_rrp_002_velocity_constraints(x + i * 6, p + i * 17, H + i * 108);
         status[i] = s;
         failed += (s != 0);
     }
@@ -1083,7 +1084,7 @@ int64_t stewart_rrp_002_velocity_constraints_batch(int64_t n, const double *x, c
 
 /* leg_rates: Leg joint coordinates q and rates qd = H u.
  * ops: 357 adds, 588 muls, 24 divs, 12 sqrt, 18 trig (999 total) */
-int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u, const double *restrict p, double *restrict q, double *restrict qd)
+int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u, const double *restrict p, double *restrict q, double *restrict qd)
 {
     int status = 0;
     const double x_C = x[0];
@@ -1132,7 +1133,7 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
     const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -1143,9 +1144,9 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
     const double leg1_q1 = atan2(leg1_u_s1, leg1_u_c1);
     const double leg1_q2 = atan2(leg1_u_s2, leg1_u_c2);
-    const double leg1_stroke = leg1_u_L - 1.0950709518223007;
-    if (!(leg1_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg1_stroke below its limit -0.4 */
-    if (!(0.4 - leg1_stroke > 0.0)) { status = 1; goto fail; } /* leg1_stroke above its limit 0.4 */
+    const double leg1_stroke = leg1_u_L - 1.095070951822301;
+    if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
     const double leg2_s0_x = cse3 + cse6;
     const double cse14 = -cse8 + y_C;
     const double leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z;
@@ -1153,7 +1154,7 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
     const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    if (!(leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -1164,9 +1165,9 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
     const double leg2_q1 = atan2(leg2_u_s1, leg2_u_c1);
     const double leg2_q2 = atan2(leg2_u_s2, leg2_u_c2);
-    const double leg2_stroke = leg2_u_L - 1.0950709518223007;
-    if (!(leg2_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg2_stroke below its limit -0.4 */
-    if (!(0.4 - leg2_stroke > 0.0)) { status = 1; goto fail; } /* leg2_stroke above its limit 0.4 */
+    const double leg2_stroke = leg2_u_L - 1.095070951822301;
+    if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
     const double cse15 = 0.570634*leg1_alpha_C_20;
     const double cse16 = cse5 + 0.18541*leg1_alpha_C_00;
     const double leg3_s0_x = cse15 + cse16;
@@ -1178,7 +1179,7 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
     const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -1190,8 +1191,8 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg3_q1 = atan2(leg3_u_s1, leg3_u_c1);
     const double leg3_q2 = atan2(leg3_u_s2, leg3_u_c2);
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-    if (!(leg3_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg3_stroke below its limit -0.4 */
-    if (!(0.4 - leg3_stroke > 0.0)) { status = 1; goto fail; } /* leg3_stroke above its limit 0.4 */
+    if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
     const double cse20 = 0.124747*leg1_alpha_C_20;
     const double cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C;
     const double leg4_s0_x = cse20 - cse21;
@@ -1204,7 +1205,7 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
     const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    if (!(leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -1215,16 +1216,16 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
     const double leg4_q1 = atan2(leg4_u_s1, leg4_u_c1);
     const double leg4_q2 = atan2(leg4_u_s2, leg4_u_c2);
-    const double leg4_stroke = leg4_u_L - 1.095070697703121;
-    if (!(leg4_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg4_stroke below its limit -0.4 */
-    if (!(0.4 - leg4_stroke > 0.0)) { status = 1; goto fail; } /* leg4_stroke above its limit 0.4 */
+    const double leg4_stroke = leg4_u_L - 1.0950706977031208;
+    if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
     const double leg5_s0_x = -cse20 - cse21;
     const double leg5_s0_y = -cse22 - cse23;
     const double leg5_s0_z = -cse24 - cse25;
     const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
     const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    if (!(leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -1235,16 +1236,16 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
     const double leg5_q1 = atan2(leg5_u_s1, leg5_u_c1);
     const double leg5_q2 = atan2(leg5_u_s2, leg5_u_c2);
-    const double leg5_stroke = leg5_u_L - 1.095070697703121;
-    if (!(leg5_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg5_stroke below its limit -0.4 */
-    if (!(0.4 - leg5_stroke > 0.0)) { status = 1; goto fail; } /* leg5_stroke above its limit 0.4 */
+    const double leg5_stroke = leg5_u_L - 1.0950706977031208;
+    if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
     const double leg6_s0_x = -cse15 + cse16;
     const double leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z;
     const double leg6_s0_z = -cse18 + cse19;
     const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
     const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -1256,8 +1257,8 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg6_q1 = atan2(leg6_u_s1, leg6_u_c1);
     const double leg6_q2 = atan2(leg6_u_s2, leg6_u_c2);
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-    if (!(leg6_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg6_stroke below its limit -0.4 */
-    if (!(0.4 - leg6_stroke > 0.0)) { status = 1; goto fail; } /* leg6_stroke above its limit 0.4 */
+    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
     const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
     const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
     const double leg1_beta1_02 = -cse26;
@@ -1286,7 +1287,7 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
-    const double leg1_rho2_x = leg1_stroke + 1.0950709518223007;
+    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
     const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
     const double leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2;
     const double leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2;
@@ -1306,15 +1307,15 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22;
     const double leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22;
     const double leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21;
-    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
     const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
     const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
     const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2;
     const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
-    const double leg2_rho2_x = leg2_stroke + 1.0950709518223007;
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
     const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
     const double leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2;
     const double leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02;
@@ -1334,9 +1335,9 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22;
     const double leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22;
     const double leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21;
-    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
     const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
     const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
     const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -1362,15 +1363,15 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg3_Ci3_x = -0.570634*leg3_Q_21 - 0.1*leg3_Q_22;
     const double leg3_Ci3_y = 0.570634*leg3_Q_20 - 0.18541*leg3_Q_22;
     const double leg3_Ci3_z = 0.1*leg3_Q_20 + 0.18541*leg3_Q_21;
-    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
     const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
     const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
     const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
     const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2;
     const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-    const double leg4_rho2_x = leg4_stroke + 1.095070697703121;
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
     const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
     const double leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2;
     const double leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02;
@@ -1390,15 +1391,15 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22;
     const double leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22;
     const double leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
     const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
     const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
     const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
     const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
-    const double leg5_rho2_x = leg5_stroke + 1.095070697703121;
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
     const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
     const double leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2;
     const double leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02;
@@ -1418,9 +1419,9 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22;
     const double leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22;
     const double leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
     const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
     const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
     const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -1446,9 +1447,9 @@ int stewart_rrp_002_leg_rates(const double *restrict x, const double *restrict u
     const double leg6_Ci3_x = 0.570634*leg6_Q_21 - 0.1*leg6_Q_22;
     const double leg6_Ci3_y = -0.570634*leg6_Q_20 - 0.18541*leg6_Q_22;
     const double leg6_Ci3_z = 0.1*leg6_Q_20 + 0.18541*leg6_Q_21;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
     const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
     const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
     const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -1577,11 +1578,11 @@ fail:
     return status;
 }
 
-int64_t stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status)
+int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = stewart_rrp_002_leg_rates(x + i * 6, u + i * 6, p + i * 17, q + i * 18, qd + i * 18);
+        const int s = mechgen_stewart_rrp_002_leg_rates(x + i * 6, u + i * 6, p + i * 17, q + i * 18, qd + i * 18);
         status[i] = s;
         failed += (s != 0);
     }
@@ -1590,7 +1591,7 @@ int64_t stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, const double
 
 /* acceleration_terms: h_k of every leg: qdd = H udot + h.
  * ops: 495 adds, 789 muls, 24 divs, 12 sqrt, 6 trig (1326 total) */
-int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *restrict u, const double *restrict p, double *restrict h)
+int mechgen_stewart_rrp_002_acceleration_terms(const double *restrict x, const double *restrict u, const double *restrict p, double *restrict h)
 {
     int status = 0;
     const double x_C = x[0];
@@ -1639,7 +1640,7 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
     const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -1648,9 +1649,9 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
     const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
-    const double leg1_stroke = leg1_u_L - 1.0950709518223007;
-    if (!(leg1_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg1_stroke below its limit -0.4 */
-    if (!(0.4 - leg1_stroke > 0.0)) { status = 1; goto fail; } /* leg1_stroke above its limit 0.4 */
+    const double leg1_stroke = leg1_u_L - 1.095070951822301;
+    if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
     const double leg2_s0_x = cse3 + cse6;
     const double cse14 = -cse8 + y_C;
     const double leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z;
@@ -1658,7 +1659,7 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
     const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    if (!(leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -1667,9 +1668,9 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
     const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
-    const double leg2_stroke = leg2_u_L - 1.0950709518223007;
-    if (!(leg2_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg2_stroke below its limit -0.4 */
-    if (!(0.4 - leg2_stroke > 0.0)) { status = 1; goto fail; } /* leg2_stroke above its limit 0.4 */
+    const double leg2_stroke = leg2_u_L - 1.095070951822301;
+    if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
     const double cse15 = 0.570634*leg1_alpha_C_20;
     const double cse16 = cse5 + 0.18541*leg1_alpha_C_00;
     const double leg3_s0_x = cse15 + cse16;
@@ -1681,7 +1682,7 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
     const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -1691,8 +1692,8 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-    if (!(leg3_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg3_stroke below its limit -0.4 */
-    if (!(0.4 - leg3_stroke > 0.0)) { status = 1; goto fail; } /* leg3_stroke above its limit 0.4 */
+    if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
     const double cse20 = 0.124747*leg1_alpha_C_20;
     const double cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C;
     const double leg4_s0_x = cse20 - cse21;
@@ -1705,7 +1706,7 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
     const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    if (!(leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -1714,16 +1715,16 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
     const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
-    const double leg4_stroke = leg4_u_L - 1.095070697703121;
-    if (!(leg4_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg4_stroke below its limit -0.4 */
-    if (!(0.4 - leg4_stroke > 0.0)) { status = 1; goto fail; } /* leg4_stroke above its limit 0.4 */
+    const double leg4_stroke = leg4_u_L - 1.0950706977031208;
+    if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
     const double leg5_s0_x = -cse20 - cse21;
     const double leg5_s0_y = -cse22 - cse23;
     const double leg5_s0_z = -cse24 - cse25;
     const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
     const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    if (!(leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -1732,16 +1733,16 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
     const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
     const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
-    const double leg5_stroke = leg5_u_L - 1.095070697703121;
-    if (!(leg5_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg5_stroke below its limit -0.4 */
-    if (!(0.4 - leg5_stroke > 0.0)) { status = 1; goto fail; } /* leg5_stroke above its limit 0.4 */
+    const double leg5_stroke = leg5_u_L - 1.0950706977031208;
+    if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
     const double leg6_s0_x = -cse15 + cse16;
     const double leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z;
     const double leg6_s0_z = -cse18 + cse19;
     const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
     const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -1751,8 +1752,8 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
     const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-    if (!(leg6_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg6_stroke below its limit -0.4 */
-    if (!(0.4 - leg6_stroke > 0.0)) { status = 1; goto fail; } /* leg6_stroke above its limit 0.4 */
+    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
     const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
     const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
     const double leg1_beta1_02 = -cse26;
@@ -1781,7 +1782,7 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
-    const double leg1_rho2_x = leg1_stroke + 1.0950709518223007;
+    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
     const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
     const double leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2;
     const double leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2;
@@ -1801,15 +1802,15 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22;
     const double leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22;
     const double leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21;
-    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
     const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
     const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
     const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2;
     const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
-    const double leg2_rho2_x = leg2_stroke + 1.0950709518223007;
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
     const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
     const double leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2;
     const double leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02;
@@ -1829,9 +1830,9 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22;
     const double leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22;
     const double leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21;
-    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
     const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
     const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
     const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -1857,15 +1858,15 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg3_Ci3_x = -0.570634*leg3_Q_21 - 0.1*leg3_Q_22;
     const double leg3_Ci3_y = 0.570634*leg3_Q_20 - 0.18541*leg3_Q_22;
     const double leg3_Ci3_z = 0.1*leg3_Q_20 + 0.18541*leg3_Q_21;
-    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
     const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
     const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
     const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
     const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2;
     const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-    const double leg4_rho2_x = leg4_stroke + 1.095070697703121;
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
     const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
     const double leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2;
     const double leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02;
@@ -1885,15 +1886,15 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22;
     const double leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22;
     const double leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
     const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
     const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
     const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
     const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
-    const double leg5_rho2_x = leg5_stroke + 1.095070697703121;
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
     const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
     const double leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2;
     const double leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02;
@@ -1913,9 +1914,9 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22;
     const double leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22;
     const double leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
     const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
     const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
     const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -1941,9 +1942,9 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg6_Ci3_x = 0.570634*leg6_Q_21 - 0.1*leg6_Q_22;
     const double leg6_Ci3_y = -0.570634*leg6_Q_20 - 0.18541*leg6_Q_22;
     const double leg6_Ci3_z = 0.1*leg6_Q_20 + 0.18541*leg6_Q_21;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
     const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
     const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
     const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -2128,9 +2129,9 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg1_cC_x = cse46*leg1_Q_00 + cse49*leg1_Q_01 + cse52*leg1_Q_02;
     const double leg1_cC_y = cse46*leg1_Q_10 + cse49*leg1_Q_11 + cse52*leg1_Q_12;
     const double leg1_cC_z = cse46*leg1_Q_20 + cse49*leg1_Q_21 + cse52*leg1_Q_22;
-    const double leg1_c1 = -leg1_a3_x + leg1_cC_x - 1.0950709518223007*leg1_oo2_W_00;
-    const double leg1_c2 = -leg1_a3_y + leg1_cC_y - 1.0950709518223007*leg1_oo2_xy;
-    const double leg1_c3 = -leg1_a3_z + leg1_cC_z + 1.0950709518223007*leg1_epsd2_y - 1.0950709518223007*leg1_oo2_xz;
+    const double leg1_c1 = -leg1_a3_x + leg1_cC_x - 1.095070951822301*leg1_oo2_W_00;
+    const double leg1_c2 = -leg1_a3_y + leg1_cC_y - 1.095070951822301*leg1_oo2_xy;
+    const double leg1_c3 = -leg1_a3_z + leg1_cC_z + 1.095070951822301*leg1_epsd2_y - 1.095070951822301*leg1_oo2_xz;
     const double leg1_h1 = leg1_c3*leg1_lu_inv3;
     const double leg1_h2 = leg1_c2*leg1_lu_inv2;
     const double cse53 = -cse44;
@@ -2142,9 +2143,9 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg2_cC_x = cse54*leg2_Q_00 + cse56*leg2_Q_01 + cse58*leg2_Q_02;
     const double leg2_cC_y = cse54*leg2_Q_10 + cse56*leg2_Q_11 + cse58*leg2_Q_12;
     const double leg2_cC_z = cse54*leg2_Q_20 + cse56*leg2_Q_21 + cse58*leg2_Q_22;
-    const double leg2_c1 = -leg2_a3_x + leg2_cC_x - 1.0950709518223007*leg2_oo2_W_00;
-    const double leg2_c2 = -leg2_a3_y + leg2_cC_y - 1.0950709518223007*leg2_oo2_xy;
-    const double leg2_c3 = -leg2_a3_z + leg2_cC_z + 1.0950709518223007*leg2_epsd2_y - 1.0950709518223007*leg2_oo2_xz;
+    const double leg2_c1 = -leg2_a3_x + leg2_cC_x - 1.095070951822301*leg2_oo2_W_00;
+    const double leg2_c2 = -leg2_a3_y + leg2_cC_y - 1.095070951822301*leg2_oo2_xy;
+    const double leg2_c3 = -leg2_a3_z + leg2_cC_z + 1.095070951822301*leg2_epsd2_y - 1.095070951822301*leg2_oo2_xz;
     const double leg2_h1 = leg2_c3*leg2_lu_inv3;
     const double leg2_h2 = leg2_c2*leg2_lu_inv2;
     const double cse59 = 0.570634*leg1_oo_C_xz;
@@ -2173,9 +2174,9 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg4_cC_x = cse67*leg4_Q_00 + cse70*leg4_Q_01 + cse73*leg4_Q_02;
     const double leg4_cC_y = cse67*leg4_Q_10 + cse70*leg4_Q_11 + cse73*leg4_Q_12;
     const double leg4_cC_z = cse67*leg4_Q_20 + cse70*leg4_Q_21 + cse73*leg4_Q_22;
-    const double leg4_c1 = -leg4_a3_x + leg4_cC_x - 1.095070697703121*leg4_oo2_W_00;
-    const double leg4_c2 = -leg4_a3_y + leg4_cC_y - 1.095070697703121*leg4_oo2_xy;
-    const double leg4_c3 = -leg4_a3_z + leg4_cC_z + 1.095070697703121*leg4_epsd2_y - 1.095070697703121*leg4_oo2_xz;
+    const double leg4_c1 = -leg4_a3_x + leg4_cC_x - 1.0950706977031208*leg4_oo2_W_00;
+    const double leg4_c2 = -leg4_a3_y + leg4_cC_y - 1.0950706977031208*leg4_oo2_xy;
+    const double leg4_c3 = -leg4_a3_z + leg4_cC_z + 1.0950706977031208*leg4_epsd2_y - 1.0950706977031208*leg4_oo2_xz;
     const double leg4_h1 = leg4_c3*leg4_lu_inv3;
     const double leg4_h2 = leg4_c2*leg4_lu_inv2;
     const double cse74 = -cse65 - cse66;
@@ -2184,9 +2185,9 @@ int stewart_rrp_002_acceleration_terms(const double *restrict x, const double *r
     const double leg5_cC_x = cse74*leg5_Q_00 + cse75*leg5_Q_01 + cse76*leg5_Q_02;
     const double leg5_cC_y = cse74*leg5_Q_10 + cse75*leg5_Q_11 + cse76*leg5_Q_12;
     const double leg5_cC_z = cse74*leg5_Q_20 + cse75*leg5_Q_21 + cse76*leg5_Q_22;
-    const double leg5_c1 = -leg5_a3_x + leg5_cC_x - 1.095070697703121*leg5_oo2_W_00;
-    const double leg5_c2 = -leg5_a3_y + leg5_cC_y - 1.095070697703121*leg5_oo2_xy;
-    const double leg5_c3 = -leg5_a3_z + leg5_cC_z + 1.095070697703121*leg5_epsd2_y - 1.095070697703121*leg5_oo2_xz;
+    const double leg5_c1 = -leg5_a3_x + leg5_cC_x - 1.0950706977031208*leg5_oo2_W_00;
+    const double leg5_c2 = -leg5_a3_y + leg5_cC_y - 1.0950706977031208*leg5_oo2_xy;
+    const double leg5_c3 = -leg5_a3_z + leg5_cC_z + 1.0950706977031208*leg5_epsd2_y - 1.0950706977031208*leg5_oo2_xz;
     const double leg5_h1 = leg5_c3*leg5_lu_inv3;
     const double leg5_h2 = leg5_c2*leg5_lu_inv2;
     const double cse77 = -cse44 - cse59 + 0.18541*leg1_oo_C_W_00;
@@ -2224,11 +2225,11 @@ fail:
     return status;
 }
 
-int64_t stewart_rrp_002_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status)
+int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = stewart_rrp_002_acceleration_terms(x + i * 6, u + i * 6, p + i * 17, h + i * 18);
+        const int s = mechgen_stewart_rrp_002_acceleration_terms(x + i * 6, u + i * 6, p + i * 17, h + i * 18);
         status[i] = s;
         failed += (s != 0);
     }
@@ -2237,7 +2238,7 @@ int64_t stewart_rrp_002_acceleration_terms_batch(int64_t n, const double *x, con
 
 /* leg_forces: Active force of every leg joint: spring, damper and drive.
  * ops: 117 adds, 102 muls, 6 divs, 12 sqrt, 6 trig (243 total) */
-int stewart_rrp_002_leg_forces(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict p, double *restrict Q)
+int mechgen_stewart_rrp_002_leg_forces(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict p, double *restrict Q)
 {
     int status = 0;
     const double x_C = x[0];
@@ -2286,14 +2287,14 @@ int stewart_rrp_002_leg_forces(const double *restrict x, const double *restrict 
     const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
     const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
     const double leg1_u_inv_L = 1.0/leg1_u_L;
     const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
-    const double leg1_stroke = leg1_u_L - 1.0950709518223007;
-    if (!(leg1_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg1_stroke below its limit -0.4 */
-    if (!(0.4 - leg1_stroke > 0.0)) { status = 1; goto fail; } /* leg1_stroke above its limit 0.4 */
+    const double leg1_stroke = leg1_u_L - 1.095070951822301;
+    if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
     const double leg2_s0_x = cse3 + cse6;
     const double cse14 = -cse8 + y_C;
     const double leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z;
@@ -2301,14 +2302,14 @@ int stewart_rrp_002_leg_forces(const double *restrict x, const double *restrict 
     const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
     const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    if (!(leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
     const double leg2_u_inv_L = 1.0/leg2_u_L;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
-    const double leg2_stroke = leg2_u_L - 1.0950709518223007;
-    if (!(leg2_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg2_stroke below its limit -0.4 */
-    if (!(0.4 - leg2_stroke > 0.0)) { status = 1; goto fail; } /* leg2_stroke above its limit 0.4 */
+    const double leg2_stroke = leg2_u_L - 1.095070951822301;
+    if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
     const double cse15 = 0.570634*leg1_alpha_C_20;
     const double cse16 = cse5 + 0.18541*leg1_alpha_C_00;
     const double leg3_s0_x = cse15 + cse16;
@@ -2320,14 +2321,14 @@ int stewart_rrp_002_leg_forces(const double *restrict x, const double *restrict 
     const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
     const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
     const double leg3_u_inv_L = 1.0/leg3_u_L;
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-    if (!(leg3_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg3_stroke below its limit -0.4 */
-    if (!(0.4 - leg3_stroke > 0.0)) { status = 1; goto fail; } /* leg3_stroke above its limit 0.4 */
+    if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
     const double cse20 = 0.124747*leg1_alpha_C_20;
     const double cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C;
     const double leg4_s0_x = cse20 - cse21;
@@ -2340,66 +2341,66 @@ int stewart_rrp_002_leg_forces(const double *restrict x, const double *restrict 
     const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
     const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    if (!(leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
     const double leg4_u_inv_L = 1.0/leg4_u_L;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
-    const double leg4_stroke = leg4_u_L - 1.095070697703121;
-    if (!(leg4_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg4_stroke below its limit -0.4 */
-    if (!(0.4 - leg4_stroke > 0.0)) { status = 1; goto fail; } /* leg4_stroke above its limit 0.4 */
+    const double leg4_stroke = leg4_u_L - 1.0950706977031208;
+    if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
     const double leg5_s0_x = -cse20 - cse21;
     const double leg5_s0_y = -cse22 - cse23;
     const double leg5_s0_z = -cse24 - cse25;
     const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
     const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    if (!(leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
     const double leg5_u_inv_L = 1.0/leg5_u_L;
     const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
-    const double leg5_stroke = leg5_u_L - 1.095070697703121;
-    if (!(leg5_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg5_stroke below its limit -0.4 */
-    if (!(0.4 - leg5_stroke > 0.0)) { status = 1; goto fail; } /* leg5_stroke above its limit 0.4 */
+    const double leg5_stroke = leg5_u_L - 1.0950706977031208;
+    if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
     const double leg6_s0_x = -cse15 + cse16;
     const double leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z;
     const double leg6_s0_z = -cse18 + cse19;
     const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
     const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
     const double leg6_u_inv_L = 1.0/leg6_u_L;
     const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-    if (!(leg6_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg6_stroke below its limit -0.4 */
-    if (!(0.4 - leg6_stroke > 0.0)) { status = 1; goto fail; } /* leg6_stroke above its limit 0.4 */
-    const double leg1_rho2_x = leg1_stroke + 1.0950709518223007;
+    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
+    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
     const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
-    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
-    const double leg2_rho2_x = leg2_stroke + 1.0950709518223007;
+    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
     const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
-    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
     const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
     const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
-    const double leg4_rho2_x = leg4_stroke + 1.095070697703121;
+    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
     const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
-    const double leg5_rho2_x = leg5_stroke + 1.095070697703121;
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
     const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
     const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
     const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
     Q[0] = 0.0;
     Q[1] = 0.0;
     Q[2] = F_leg1;
@@ -2424,20 +2425,21 @@ fail:
     return status;
 }
 
-int64_t stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status)
+int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = stewart_rrp_002_leg_forces(x + i * 6, u + i * 6, F + i * 6, p + i * 17, Q + i * 18);
+        const int s = mechgen_stewart_rrp_002_leg_forces(x + i * 6, u + i * 6, F + i * 6, p + i * 17, Q + i * 18);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler), stacked.
+/* leg_dynamics: Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler),
+ * stacked.
  * ops: 579 adds, 913 muls, 24 divs, 12 sqrt, 6 trig (1534 total) */
-int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict g, const double *restrict p, double *restrict A_leg1, double *restrict A_leg2, double *restrict A_leg3, double *restrict A_leg4, double *restrict A_leg5, double *restrict A_leg6, double *restrict b)
+int mechgen_stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict g, const double *restrict p, double *restrict A_leg1, double *restrict A_leg2, double *restrict A_leg3, double *restrict A_leg4, double *restrict A_leg5, double *restrict A_leg6, double *restrict b)
 {
     int status = 0;
     const double x_C = x[0];
@@ -2504,7 +2506,7 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
     const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -2513,9 +2515,9 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
     const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
-    const double leg1_stroke = leg1_u_L - 1.0950709518223007;
-    if (!(leg1_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg1_stroke below its limit -0.4 */
-    if (!(0.4 - leg1_stroke > 0.0)) { status = 1; goto fail; } /* leg1_stroke above its limit 0.4 */
+    const double leg1_stroke = leg1_u_L - 1.095070951822301;
+    if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
     const double leg2_s0_x = cse3 + cse6;
     const double cse14 = -cse8 + y_C;
     const double leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z;
@@ -2523,7 +2525,7 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
     const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    if (!(leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -2532,9 +2534,9 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
     const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
-    const double leg2_stroke = leg2_u_L - 1.0950709518223007;
-    if (!(leg2_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg2_stroke below its limit -0.4 */
-    if (!(0.4 - leg2_stroke > 0.0)) { status = 1; goto fail; } /* leg2_stroke above its limit 0.4 */
+    const double leg2_stroke = leg2_u_L - 1.095070951822301;
+    if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
     const double cse15 = 0.570634*leg1_alpha_C_20;
     const double cse16 = cse5 + 0.18541*leg1_alpha_C_00;
     const double leg3_s0_x = cse15 + cse16;
@@ -2546,7 +2548,7 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
     const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -2556,8 +2558,8 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-    if (!(leg3_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg3_stroke below its limit -0.4 */
-    if (!(0.4 - leg3_stroke > 0.0)) { status = 1; goto fail; } /* leg3_stroke above its limit 0.4 */
+    if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
     const double cse20 = 0.124747*leg1_alpha_C_20;
     const double cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C;
     const double leg4_s0_x = cse20 - cse21;
@@ -2570,7 +2572,7 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
     const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    if (!(leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -2579,16 +2581,16 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
     const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
-    const double leg4_stroke = leg4_u_L - 1.095070697703121;
-    if (!(leg4_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg4_stroke below its limit -0.4 */
-    if (!(0.4 - leg4_stroke > 0.0)) { status = 1; goto fail; } /* leg4_stroke above its limit 0.4 */
+    const double leg4_stroke = leg4_u_L - 1.0950706977031208;
+    if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
     const double leg5_s0_x = -cse20 - cse21;
     const double leg5_s0_y = -cse22 - cse23;
     const double leg5_s0_z = -cse24 - cse25;
     const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
     const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    if (!(leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -2597,16 +2599,16 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
     const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
     const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
-    const double leg5_stroke = leg5_u_L - 1.095070697703121;
-    if (!(leg5_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg5_stroke below its limit -0.4 */
-    if (!(0.4 - leg5_stroke > 0.0)) { status = 1; goto fail; } /* leg5_stroke above its limit 0.4 */
+    const double leg5_stroke = leg5_u_L - 1.0950706977031208;
+    if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
     const double leg6_s0_x = -cse15 + cse16;
     const double leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z;
     const double leg6_s0_z = -cse18 + cse19;
     const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
     const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -2616,8 +2618,8 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
     const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-    if (!(leg6_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg6_stroke below its limit -0.4 */
-    if (!(0.4 - leg6_stroke > 0.0)) { status = 1; goto fail; } /* leg6_stroke above its limit 0.4 */
+    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
     const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
     const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
     const double leg1_beta1_02 = -cse26;
@@ -2696,7 +2698,7 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
-    const double leg1_rho2_x = leg1_stroke + 1.0950709518223007;
+    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
     const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
     const double leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2;
     const double leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2;
@@ -2716,15 +2718,15 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22;
     const double leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22;
     const double leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21;
-    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
     const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
     const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
     const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2;
     const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
-    const double leg2_rho2_x = leg2_stroke + 1.0950709518223007;
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
     const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
     const double leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2;
     const double leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02;
@@ -2744,9 +2746,9 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22;
     const double leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22;
     const double leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21;
-    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
     const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
     const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
     const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -2772,15 +2774,15 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg3_Ci3_x = -0.570634*leg3_Q_21 - 0.1*leg3_Q_22;
     const double leg3_Ci3_y = 0.570634*leg3_Q_20 - 0.18541*leg3_Q_22;
     const double leg3_Ci3_z = 0.1*leg3_Q_20 + 0.18541*leg3_Q_21;
-    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
     const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
     const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
     const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
     const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2;
     const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-    const double leg4_rho2_x = leg4_stroke + 1.095070697703121;
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
     const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
     const double leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2;
     const double leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02;
@@ -2800,15 +2802,15 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22;
     const double leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22;
     const double leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
     const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
     const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
     const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
     const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
-    const double leg5_rho2_x = leg5_stroke + 1.095070697703121;
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
     const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
     const double leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2;
     const double leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02;
@@ -2828,9 +2830,9 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22;
     const double leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22;
     const double leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
     const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
     const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
     const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -2856,9 +2858,9 @@ int stewart_rrp_002_leg_dynamics(const double *restrict x, const double *restric
     const double leg6_Ci3_x = 0.570634*leg6_Q_21 - 0.1*leg6_Q_22;
     const double leg6_Ci3_y = -0.570634*leg6_Q_20 - 0.18541*leg6_Q_22;
     const double leg6_Ci3_z = 0.1*leg6_Q_20 + 0.18541*leg6_Q_21;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
     const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
     const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
     const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -3207,20 +3209,21 @@ fail:
     return status;
 }
 
-int64_t stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status)
+int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = stewart_rrp_002_leg_dynamics(x + i * 6, u + i * 6, F + i * 6, g + i * 3, p + i * 17, A_leg1 + i * 9, A_leg2 + i * 9, A_leg3 + i * 9, A_leg4 + i * 9, A_leg5 + i * 9, A_leg6 + i * 9, b + i * 18);
+        const int s = mechgen_stewart_rrp_002_leg_dynamics(x + i * 6, u + i * 6, F + i * 6, g + i * 3, p + i * 17, A_leg1 + i * 9, A_leg2 + i * 9, A_leg3 + i * 9, A_leg4 + i * 9, A_leg5 + i * 9, A_leg6 + i * 9, b + i * 18);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C = b*_C (unrolled L D L^T).
+/* reduced_dynamics: A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C =
+ * b*_C (unrolled L D L^T).
  * ops: 1246 adds, 1713 muls, 30 divs, 12 sqrt, 6 trig (3007 total) */
-int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict fE, const double *restrict mE, const double *restrict g, const double *restrict p, double *restrict A_star, double *restrict b_star, double *restrict udot)
+int mechgen_stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict fE, const double *restrict mE, const double *restrict g, const double *restrict p, double *restrict A_star, double *restrict b_star, double *restrict udot)
 {
     int status = 0;
     const double x_C = x[0];
@@ -3317,7 +3320,7 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
     const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -3326,9 +3329,9 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
     const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
-    const double leg1_stroke = leg1_u_L - 1.0950709518223007;
-    if (!(leg1_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg1_stroke below its limit -0.4 */
-    if (!(0.4 - leg1_stroke > 0.0)) { status = 1; goto fail; } /* leg1_stroke above its limit 0.4 */
+    const double leg1_stroke = leg1_u_L - 1.095070951822301;
+    if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
     const double leg2_s0_x = cse5 + cse8;
     const double cse16 = -cse10 + y_C;
     const double leg2_s0_y = cse16 + cse9 + 0.401478*leg1_s_psi_z;
@@ -3336,7 +3339,7 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
     const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    if (!(leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -3345,9 +3348,9 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
     const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
-    const double leg2_stroke = leg2_u_L - 1.0950709518223007;
-    if (!(leg2_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg2_stroke below its limit -0.4 */
-    if (!(0.4 - leg2_stroke > 0.0)) { status = 1; goto fail; } /* leg2_stroke above its limit 0.4 */
+    const double leg2_stroke = leg2_u_L - 1.095070951822301;
+    if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
     const double cse17 = 0.570634*leg1_alpha_C_20;
     const double cse18 = cse7 + 0.18541*leg1_alpha_C_00;
     const double leg3_s0_x = cse17 + cse18;
@@ -3359,7 +3362,7 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
     const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -3369,8 +3372,8 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-    if (!(leg3_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg3_stroke below its limit -0.4 */
-    if (!(0.4 - leg3_stroke > 0.0)) { status = 1; goto fail; } /* leg3_stroke above its limit 0.4 */
+    if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
     const double cse22 = 0.124747*leg1_alpha_C_20;
     const double cse23 = cse6 + 0.586889*leg1_alpha_C_00 - x_C;
     const double leg4_s0_x = cse22 - cse23;
@@ -3383,7 +3386,7 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
     const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    if (!(leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -3392,16 +3395,16 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
     const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
-    const double leg4_stroke = leg4_u_L - 1.095070697703121;
-    if (!(leg4_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg4_stroke below its limit -0.4 */
-    if (!(0.4 - leg4_stroke > 0.0)) { status = 1; goto fail; } /* leg4_stroke above its limit 0.4 */
+    const double leg4_stroke = leg4_u_L - 1.0950706977031208;
+    if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
     const double leg5_s0_x = -cse22 - cse23;
     const double leg5_s0_y = -cse24 - cse25;
     const double leg5_s0_z = -cse26 - cse27;
     const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
     const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    if (!(leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -3410,16 +3413,16 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
     const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
     const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
-    const double leg5_stroke = leg5_u_L - 1.095070697703121;
-    if (!(leg5_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg5_stroke below its limit -0.4 */
-    if (!(0.4 - leg5_stroke > 0.0)) { status = 1; goto fail; } /* leg5_stroke above its limit 0.4 */
+    const double leg5_stroke = leg5_u_L - 1.0950706977031208;
+    if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
     const double leg6_s0_x = -cse17 + cse18;
     const double leg6_s0_y = -cse11 - cse19 + 0.18541*leg1_s_psi_z;
     const double leg6_s0_z = -cse20 + cse21;
     const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
     const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -3429,8 +3432,8 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
     const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-    if (!(leg6_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg6_stroke below its limit -0.4 */
-    if (!(0.4 - leg6_stroke > 0.0)) { status = 1; goto fail; } /* leg6_stroke above its limit 0.4 */
+    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
     const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
     const double cse28 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
     const double leg1_beta1_02 = -cse28;
@@ -3459,7 +3462,7 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
-    const double leg1_rho2_x = leg1_stroke + 1.0950709518223007;
+    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
     const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
     const double leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2;
     const double leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2;
@@ -3479,15 +3482,15 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22;
     const double leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22;
     const double leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21;
-    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
     const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
     const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
     const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2;
     const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
-    const double leg2_rho2_x = leg2_stroke + 1.0950709518223007;
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
     const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
     const double leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2;
     const double leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02;
@@ -3507,9 +3510,9 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22;
     const double leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22;
     const double leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21;
-    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
     const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
     const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
     const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -3535,15 +3538,15 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg3_Ci3_x = -0.570634*leg3_Q_21 - 0.1*leg3_Q_22;
     const double leg3_Ci3_y = 0.570634*leg3_Q_20 - 0.18541*leg3_Q_22;
     const double leg3_Ci3_z = 0.1*leg3_Q_20 + 0.18541*leg3_Q_21;
-    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
     const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
     const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
     const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
     const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2;
     const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-    const double leg4_rho2_x = leg4_stroke + 1.095070697703121;
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
     const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
     const double leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2;
     const double leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02;
@@ -3563,15 +3566,15 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22;
     const double leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22;
     const double leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
     const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
     const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
     const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
     const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
-    const double leg5_rho2_x = leg5_stroke + 1.095070697703121;
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
     const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
     const double leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2;
     const double leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02;
@@ -3591,9 +3594,9 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22;
     const double leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22;
     const double leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
     const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
     const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
     const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -3619,9 +3622,9 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg6_Ci3_x = 0.570634*leg6_Q_21 - 0.1*leg6_Q_22;
     const double leg6_Ci3_y = -0.570634*leg6_Q_20 - 0.18541*leg6_Q_22;
     const double leg6_Ci3_z = 0.1*leg6_Q_20 + 0.18541*leg6_Q_21;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
     const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
     const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
     const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -3827,9 +3830,9 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg1_cC_x = cse72*leg1_Q_00 + cse75*leg1_Q_01 + cse78*leg1_Q_02;
     const double leg1_cC_y = cse72*leg1_Q_10 + cse75*leg1_Q_11 + cse78*leg1_Q_12;
     const double leg1_cC_z = cse72*leg1_Q_20 + cse75*leg1_Q_21 + cse78*leg1_Q_22;
-    const double leg1_c1 = -leg1_a3_x + leg1_cC_x - 1.0950709518223007*leg1_oo2_W_00;
-    const double leg1_c2 = -leg1_a3_y + leg1_cC_y - 1.0950709518223007*leg1_oo2_xy;
-    const double leg1_c3 = -leg1_a3_z + leg1_cC_z + 1.0950709518223007*leg1_epsd2_y - 1.0950709518223007*leg1_oo2_xz;
+    const double leg1_c1 = -leg1_a3_x + leg1_cC_x - 1.095070951822301*leg1_oo2_W_00;
+    const double leg1_c2 = -leg1_a3_y + leg1_cC_y - 1.095070951822301*leg1_oo2_xy;
+    const double leg1_c3 = -leg1_a3_z + leg1_cC_z + 1.095070951822301*leg1_epsd2_y - 1.095070951822301*leg1_oo2_xz;
     const double leg1_h1 = leg1_c3*leg1_lu_inv3;
     const double leg1_h2 = leg1_c2*leg1_lu_inv2;
     const double cse79 = -cse70;
@@ -3841,9 +3844,9 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg2_cC_x = cse80*leg2_Q_00 + cse82*leg2_Q_01 + cse84*leg2_Q_02;
     const double leg2_cC_y = cse80*leg2_Q_10 + cse82*leg2_Q_11 + cse84*leg2_Q_12;
     const double leg2_cC_z = cse80*leg2_Q_20 + cse82*leg2_Q_21 + cse84*leg2_Q_22;
-    const double leg2_c1 = -leg2_a3_x + leg2_cC_x - 1.0950709518223007*leg2_oo2_W_00;
-    const double leg2_c2 = -leg2_a3_y + leg2_cC_y - 1.0950709518223007*leg2_oo2_xy;
-    const double leg2_c3 = -leg2_a3_z + leg2_cC_z + 1.0950709518223007*leg2_epsd2_y - 1.0950709518223007*leg2_oo2_xz;
+    const double leg2_c1 = -leg2_a3_x + leg2_cC_x - 1.095070951822301*leg2_oo2_W_00;
+    const double leg2_c2 = -leg2_a3_y + leg2_cC_y - 1.095070951822301*leg2_oo2_xy;
+    const double leg2_c3 = -leg2_a3_z + leg2_cC_z + 1.095070951822301*leg2_epsd2_y - 1.095070951822301*leg2_oo2_xz;
     const double leg2_h1 = leg2_c3*leg2_lu_inv3;
     const double leg2_h2 = leg2_c2*leg2_lu_inv2;
     const double cse85 = 0.570634*oo_C_xz;
@@ -3872,9 +3875,9 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg4_cC_x = cse93*leg4_Q_00 + cse96*leg4_Q_01 + cse99*leg4_Q_02;
     const double leg4_cC_y = cse93*leg4_Q_10 + cse96*leg4_Q_11 + cse99*leg4_Q_12;
     const double leg4_cC_z = cse93*leg4_Q_20 + cse96*leg4_Q_21 + cse99*leg4_Q_22;
-    const double leg4_c1 = -leg4_a3_x + leg4_cC_x - 1.095070697703121*leg4_oo2_W_00;
-    const double leg4_c2 = -leg4_a3_y + leg4_cC_y - 1.095070697703121*leg4_oo2_xy;
-    const double leg4_c3 = -leg4_a3_z + leg4_cC_z + 1.095070697703121*leg4_epsd2_y - 1.095070697703121*leg4_oo2_xz;
+    const double leg4_c1 = -leg4_a3_x + leg4_cC_x - 1.0950706977031208*leg4_oo2_W_00;
+    const double leg4_c2 = -leg4_a3_y + leg4_cC_y - 1.0950706977031208*leg4_oo2_xy;
+    const double leg4_c3 = -leg4_a3_z + leg4_cC_z + 1.0950706977031208*leg4_epsd2_y - 1.0950706977031208*leg4_oo2_xz;
     const double leg4_h1 = leg4_c3*leg4_lu_inv3;
     const double leg4_h2 = leg4_c2*leg4_lu_inv2;
     const double cse100 = -cse91 - cse92;
@@ -3883,9 +3886,9 @@ int stewart_rrp_002_reduced_dynamics(const double *restrict x, const double *res
     const double leg5_cC_x = cse100*leg5_Q_00 + cse101*leg5_Q_01 + cse102*leg5_Q_02;
     const double leg5_cC_y = cse100*leg5_Q_10 + cse101*leg5_Q_11 + cse102*leg5_Q_12;
     const double leg5_cC_z = cse100*leg5_Q_20 + cse101*leg5_Q_21 + cse102*leg5_Q_22;
-    const double leg5_c1 = -leg5_a3_x + leg5_cC_x - 1.095070697703121*leg5_oo2_W_00;
-    const double leg5_c2 = -leg5_a3_y + leg5_cC_y - 1.095070697703121*leg5_oo2_xy;
-    const double leg5_c3 = -leg5_a3_z + leg5_cC_z + 1.095070697703121*leg5_epsd2_y - 1.095070697703121*leg5_oo2_xz;
+    const double leg5_c1 = -leg5_a3_x + leg5_cC_x - 1.0950706977031208*leg5_oo2_W_00;
+    const double leg5_c2 = -leg5_a3_y + leg5_cC_y - 1.0950706977031208*leg5_oo2_xy;
+    const double leg5_c3 = -leg5_a3_z + leg5_cC_z + 1.0950706977031208*leg5_epsd2_y - 1.0950706977031208*leg5_oo2_xz;
     const double leg5_h1 = leg5_c3*leg5_lu_inv3;
     const double leg5_h2 = leg5_c2*leg5_lu_inv2;
     const double cse103 = -cse70 - cse85 + 0.18541*oo_C_W_00;
@@ -4318,20 +4321,22 @@ fail:
     return status;
 }
 
-int64_t stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status)
+int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = stewart_rrp_002_reduced_dynamics(x + i * 6, u + i * 6, F + i * 6, fE + i * 3, mE + i * 3, g + i * 3, p + i * 17, A_star + i * 36, b_star + i * 6, udot + i * 6);
+        const int s = mechgen_stewart_rrp_002_reduced_dynamics(x + i * 6, u + i * 6, F + i * 6, fE + i * 3, mE + i * 3, g + i * 3, p + i * 17, A_star + i * 36, b_star + i * 6, udot + i * 6);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates, rates and accelerations, the loads of each leg on C, the force and moment on the base (about O_0, frame 0), damper power.
+/* step: One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates,
+ * rates and accelerations, the loads of each leg on C, the force and moment on the base (about
+ * O_0, frame 0), damper power.
  * ops: 1730 adds, 2212 muls, 31 divs, 12 sqrt, 18 trig (4003 total) */
-int stewart_rrp_002_step(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict fE, const double *restrict mE, const double *restrict g, const double *restrict p, double *restrict xdot, double *restrict q, double *restrict qd, double *restrict qdd, double *restrict F_on_C, double *restrict M_on_C, double *restrict base_force, double *restrict base_moment, double *restrict damping_power)
+int mechgen_stewart_rrp_002_step(const double *restrict x, const double *restrict u, const double *restrict F, const double *restrict fE, const double *restrict mE, const double *restrict g, const double *restrict p, double *restrict xdot, double *restrict q, double *restrict qd, double *restrict qdd, double *restrict F_on_C, double *restrict M_on_C, double *restrict base_force, double *restrict base_moment, double *restrict damping_power)
 {
     int status = 0;
     const double x_C = x[0];
@@ -4412,7 +4417,7 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
     const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -4423,9 +4428,9 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
     const double leg1_q1 = atan2(leg1_u_s1, leg1_u_c1);
     const double leg1_q2 = atan2(leg1_u_s2, leg1_u_c2);
-    const double leg1_stroke = leg1_u_L - 1.0950709518223007;
-    if (!(leg1_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg1_stroke below its limit -0.4 */
-    if (!(0.4 - leg1_stroke > 0.0)) { status = 1; goto fail; } /* leg1_stroke above its limit 0.4 */
+    const double leg1_stroke = leg1_u_L - 1.095070951822301;
+    if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
     const double leg2_s0_x = cse3 + cse6;
     const double cse14 = -cse8 + y_C;
     const double leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z;
@@ -4433,7 +4438,7 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
     const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    if (!(leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -4444,9 +4449,9 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
     const double leg2_q1 = atan2(leg2_u_s1, leg2_u_c1);
     const double leg2_q2 = atan2(leg2_u_s2, leg2_u_c2);
-    const double leg2_stroke = leg2_u_L - 1.0950709518223007;
-    if (!(leg2_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg2_stroke below its limit -0.4 */
-    if (!(0.4 - leg2_stroke > 0.0)) { status = 1; goto fail; } /* leg2_stroke above its limit 0.4 */
+    const double leg2_stroke = leg2_u_L - 1.095070951822301;
+    if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
     const double cse15 = 0.570634*leg1_alpha_C_20;
     const double cse16 = cse5 + 0.18541*leg1_alpha_C_00;
     const double leg3_s0_x = cse15 + cse16;
@@ -4458,7 +4463,7 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
     const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -4470,8 +4475,8 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg3_q1 = atan2(leg3_u_s1, leg3_u_c1);
     const double leg3_q2 = atan2(leg3_u_s2, leg3_u_c2);
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-    if (!(leg3_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg3_stroke below its limit -0.4 */
-    if (!(0.4 - leg3_stroke > 0.0)) { status = 1; goto fail; } /* leg3_stroke above its limit 0.4 */
+    if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
     const double cse20 = 0.124747*leg1_alpha_C_20;
     const double cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C;
     const double leg4_s0_x = cse20 - cse21;
@@ -4484,7 +4489,7 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
     const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    if (!(leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -4495,16 +4500,16 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
     const double leg4_q1 = atan2(leg4_u_s1, leg4_u_c1);
     const double leg4_q2 = atan2(leg4_u_s2, leg4_u_c2);
-    const double leg4_stroke = leg4_u_L - 1.095070697703121;
-    if (!(leg4_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg4_stroke below its limit -0.4 */
-    if (!(0.4 - leg4_stroke > 0.0)) { status = 1; goto fail; } /* leg4_stroke above its limit 0.4 */
+    const double leg4_stroke = leg4_u_L - 1.0950706977031208;
+    if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
     const double leg5_s0_x = -cse20 - cse21;
     const double leg5_s0_y = -cse22 - cse23;
     const double leg5_s0_z = -cse24 - cse25;
     const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
     const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    if (!(leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -4515,16 +4520,16 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
     const double leg5_q1 = atan2(leg5_u_s1, leg5_u_c1);
     const double leg5_q2 = atan2(leg5_u_s2, leg5_u_c2);
-    const double leg5_stroke = leg5_u_L - 1.095070697703121;
-    if (!(leg5_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg5_stroke below its limit -0.4 */
-    if (!(0.4 - leg5_stroke > 0.0)) { status = 1; goto fail; } /* leg5_stroke above its limit 0.4 */
+    const double leg5_stroke = leg5_u_L - 1.0950706977031208;
+    if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
     const double leg6_s0_x = -cse15 + cse16;
     const double leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z;
     const double leg6_s0_z = -cse18 + cse19;
     const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
     const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -4536,8 +4541,8 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg6_q1 = atan2(leg6_u_s1, leg6_u_c1);
     const double leg6_q2 = atan2(leg6_u_s2, leg6_u_c2);
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-    if (!(leg6_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg6_stroke below its limit -0.4 */
-    if (!(0.4 - leg6_stroke > 0.0)) { status = 1; goto fail; } /* leg6_stroke above its limit 0.4 */
+    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
     const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
     const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
     const double leg1_beta1_02 = -cse26;
@@ -4566,7 +4571,7 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
-    const double leg1_rho2_x = leg1_stroke + 1.0950709518223007;
+    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
     const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
     const double leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2;
     const double leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2;
@@ -4586,15 +4591,15 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22;
     const double leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22;
     const double leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21;
-    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
     const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
     const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
     const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2;
     const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
-    const double leg2_rho2_x = leg2_stroke + 1.0950709518223007;
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
     const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
     const double leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2;
     const double leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02;
@@ -4614,9 +4619,9 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22;
     const double leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22;
     const double leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21;
-    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
     const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
     const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
     const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -4642,15 +4647,15 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg3_Ci3_x = -0.570634*leg3_Q_21 - 0.1*leg3_Q_22;
     const double leg3_Ci3_y = 0.570634*leg3_Q_20 - 0.18541*leg3_Q_22;
     const double leg3_Ci3_z = 0.1*leg3_Q_20 + 0.18541*leg3_Q_21;
-    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
     const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
     const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
     const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
     const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2;
     const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-    const double leg4_rho2_x = leg4_stroke + 1.095070697703121;
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
     const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
     const double leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2;
     const double leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02;
@@ -4670,15 +4675,15 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22;
     const double leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22;
     const double leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
     const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
     const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
     const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
     const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
-    const double leg5_rho2_x = leg5_stroke + 1.095070697703121;
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
     const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
     const double leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2;
     const double leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02;
@@ -4698,9 +4703,9 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22;
     const double leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22;
     const double leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
     const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
     const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
     const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -4726,9 +4731,9 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg6_Ci3_x = 0.570634*leg6_Q_21 - 0.1*leg6_Q_22;
     const double leg6_Ci3_y = -0.570634*leg6_Q_20 - 0.18541*leg6_Q_22;
     const double leg6_Ci3_z = 0.1*leg6_Q_20 + 0.18541*leg6_Q_21;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
     const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
     const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double cse32 = p_d_s*p_m_s;
     const double leg1_cc3_x = cse32;
@@ -5189,9 +5194,9 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg1_cC_x = cse157*leg1_Q_00 + cse160*leg1_Q_01 + cse163*leg1_Q_02;
     const double leg1_cC_y = cse157*leg1_Q_10 + cse160*leg1_Q_11 + cse163*leg1_Q_12;
     const double leg1_cC_z = cse157*leg1_Q_20 + cse160*leg1_Q_21 + cse163*leg1_Q_22;
-    const double leg1_c1 = -leg1_a3_x_2 + leg1_cC_x - 1.0950709518223007*leg1_oo2_W_00;
-    const double leg1_c2 = -leg1_a3_y_2 + leg1_cC_y - 1.0950709518223007*leg1_oo2_xy;
-    const double leg1_c3 = -leg1_a3_z_2 + leg1_cC_z + 1.0950709518223007*leg1_epsd2_y - 1.0950709518223007*leg1_oo2_xz;
+    const double leg1_c1 = -leg1_a3_x_2 + leg1_cC_x - 1.095070951822301*leg1_oo2_W_00;
+    const double leg1_c2 = -leg1_a3_y_2 + leg1_cC_y - 1.095070951822301*leg1_oo2_xy;
+    const double leg1_c3 = -leg1_a3_z_2 + leg1_cC_z + 1.095070951822301*leg1_epsd2_y - 1.095070951822301*leg1_oo2_xz;
     const double leg1_h1 = leg1_c3*leg1_lu_inv3;
     const double leg1_h2 = leg1_c2*leg1_lu_inv2;
     const double cse164 = -cse155;
@@ -5203,9 +5208,9 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg2_cC_x = cse165*leg2_Q_00 + cse167*leg2_Q_01 + cse169*leg2_Q_02;
     const double leg2_cC_y = cse165*leg2_Q_10 + cse167*leg2_Q_11 + cse169*leg2_Q_12;
     const double leg2_cC_z = cse165*leg2_Q_20 + cse167*leg2_Q_21 + cse169*leg2_Q_22;
-    const double leg2_c1 = -leg2_a3_x_2 + leg2_cC_x - 1.0950709518223007*leg2_oo2_W_00;
-    const double leg2_c2 = -leg2_a3_y_2 + leg2_cC_y - 1.0950709518223007*leg2_oo2_xy;
-    const double leg2_c3 = -leg2_a3_z_2 + leg2_cC_z + 1.0950709518223007*leg2_epsd2_y - 1.0950709518223007*leg2_oo2_xz;
+    const double leg2_c1 = -leg2_a3_x_2 + leg2_cC_x - 1.095070951822301*leg2_oo2_W_00;
+    const double leg2_c2 = -leg2_a3_y_2 + leg2_cC_y - 1.095070951822301*leg2_oo2_xy;
+    const double leg2_c3 = -leg2_a3_z_2 + leg2_cC_z + 1.095070951822301*leg2_epsd2_y - 1.095070951822301*leg2_oo2_xz;
     const double leg2_h1 = leg2_c3*leg2_lu_inv3;
     const double leg2_h2 = leg2_c2*leg2_lu_inv2;
     const double cse170 = 0.570634*leg1_oo_C_xz;
@@ -5234,9 +5239,9 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg4_cC_x = cse178*leg4_Q_00 + cse181*leg4_Q_01 + cse184*leg4_Q_02;
     const double leg4_cC_y = cse178*leg4_Q_10 + cse181*leg4_Q_11 + cse184*leg4_Q_12;
     const double leg4_cC_z = cse178*leg4_Q_20 + cse181*leg4_Q_21 + cse184*leg4_Q_22;
-    const double leg4_c1 = -leg4_a3_x_2 + leg4_cC_x - 1.095070697703121*leg4_oo2_W_00;
-    const double leg4_c2 = -leg4_a3_y_2 + leg4_cC_y - 1.095070697703121*leg4_oo2_xy;
-    const double leg4_c3 = -leg4_a3_z_2 + leg4_cC_z + 1.095070697703121*leg4_epsd2_y - 1.095070697703121*leg4_oo2_xz;
+    const double leg4_c1 = -leg4_a3_x_2 + leg4_cC_x - 1.0950706977031208*leg4_oo2_W_00;
+    const double leg4_c2 = -leg4_a3_y_2 + leg4_cC_y - 1.0950706977031208*leg4_oo2_xy;
+    const double leg4_c3 = -leg4_a3_z_2 + leg4_cC_z + 1.0950706977031208*leg4_epsd2_y - 1.0950706977031208*leg4_oo2_xz;
     const double leg4_h1 = leg4_c3*leg4_lu_inv3;
     const double leg4_h2 = leg4_c2*leg4_lu_inv2;
     const double cse185 = -cse176 - cse177;
@@ -5245,9 +5250,9 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg5_cC_x = cse185*leg5_Q_00 + cse186*leg5_Q_01 + cse187*leg5_Q_02;
     const double leg5_cC_y = cse185*leg5_Q_10 + cse186*leg5_Q_11 + cse187*leg5_Q_12;
     const double leg5_cC_z = cse185*leg5_Q_20 + cse186*leg5_Q_21 + cse187*leg5_Q_22;
-    const double leg5_c1 = -leg5_a3_x_2 + leg5_cC_x - 1.095070697703121*leg5_oo2_W_00;
-    const double leg5_c2 = -leg5_a3_y_2 + leg5_cC_y - 1.095070697703121*leg5_oo2_xy;
-    const double leg5_c3 = -leg5_a3_z_2 + leg5_cC_z + 1.095070697703121*leg5_epsd2_y - 1.095070697703121*leg5_oo2_xz;
+    const double leg5_c1 = -leg5_a3_x_2 + leg5_cC_x - 1.0950706977031208*leg5_oo2_W_00;
+    const double leg5_c2 = -leg5_a3_y_2 + leg5_cC_y - 1.0950706977031208*leg5_oo2_xy;
+    const double leg5_c3 = -leg5_a3_z_2 + leg5_cC_z + 1.0950706977031208*leg5_epsd2_y - 1.0950706977031208*leg5_oo2_xz;
     const double leg5_h1 = leg5_c3*leg5_lu_inv3;
     const double leg5_h2 = leg5_c2*leg5_lu_inv2;
     const double cse188 = -cse155 - cse170 + 0.18541*leg1_oo_C_W_00;
@@ -5538,8 +5543,8 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg1_F3_y_2 = cse32*qdd2 + cse48 + leg1_a3_y_3*p_m_s - leg1_lambda_z2;
     const double leg1_F3_z_2 = -cse32*leg1_epsd2_y_2 + cse49 + leg1_a3_z_3*p_m_s - leg1_lambda_z3;
     const double leg1_N3_x_2 = leg1_epsd2_x_2*p_Js_z;
-    const double leg1_N3_y_2 = -cse32*leg1_a3_z_3 + cse33*leg1_epsd2_y_2 + cse52 + 1.0950709518223007*leg1_lambda_z3;
-    const double leg1_N3_z_2 = cse32*leg1_a3_y_3 + cse33*qdd2 + cse53 - 1.0950709518223007*leg1_lambda_z2;
+    const double leg1_N3_y_2 = -cse32*leg1_a3_z_3 + cse33*leg1_epsd2_y_2 + cse52 + 1.095070951822301*leg1_lambda_z3;
+    const double leg1_N3_z_2 = cse32*leg1_a3_y_3 + cse33*qdd2 + cse53 - 1.095070951822301*leg1_lambda_z2;
     const double cse193 = p_a_n*p_m_n;
     const double leg1_F2_x_2 = cse193*leg1_oo2_W_00 + leg1_F3_x_2 + leg1_a2_x*p_m_n;
     const double leg1_F2_y_2 = cse193*leg1_oo2_xy + cse193*qdd2 + cse58 + leg1_F3_y_2;
@@ -5566,8 +5571,8 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg2_F3_y_2 = cse32*leg2_qdd2 + cse71 + leg2_a3_y_3*p_m_s - leg2_lambda_z2;
     const double leg2_F3_z_2 = -cse32*leg2_epsd2_y_2 + cse72 + leg2_a3_z_3*p_m_s - leg2_lambda_z3;
     const double leg2_N3_x_2 = leg2_epsd2_x_2*p_Js_z;
-    const double leg2_N3_y_2 = -cse32*leg2_a3_z_3 + cse33*leg2_epsd2_y_2 + cse73 + 1.0950709518223007*leg2_lambda_z3;
-    const double leg2_N3_z_2 = cse32*leg2_a3_y_3 + cse33*leg2_qdd2 + cse74 - 1.0950709518223007*leg2_lambda_z2;
+    const double leg2_N3_y_2 = -cse32*leg2_a3_z_3 + cse33*leg2_epsd2_y_2 + cse73 + 1.095070951822301*leg2_lambda_z3;
+    const double leg2_N3_z_2 = cse32*leg2_a3_y_3 + cse33*leg2_qdd2 + cse74 - 1.095070951822301*leg2_lambda_z2;
     const double leg2_F2_x_2 = cse193*leg2_oo2_W_00 + leg2_F3_x_2 + leg2_a2_x*p_m_n;
     const double leg2_F2_y_2 = cse193*leg2_oo2_xy + cse193*leg2_qdd2 + cse77 + leg2_F3_y_2;
     const double leg2_F2_z_2 = -cse193*leg2_epsd2_y_2 + cse193*leg2_oo2_xz + cse75 + leg2_F3_z_2;
@@ -5618,8 +5623,8 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg4_F3_y_2 = cse109 + cse32*leg4_qdd2 + leg4_a3_y_3*p_m_s - leg4_lambda_z2;
     const double leg4_F3_z_2 = cse110 - cse32*leg4_epsd2_y_2 + leg4_a3_z_3*p_m_s - leg4_lambda_z3;
     const double leg4_N3_x_2 = leg4_epsd2_x_2*p_Js_z;
-    const double leg4_N3_y_2 = cse111 - cse32*leg4_a3_z_3 + cse33*leg4_epsd2_y_2 + 1.095070697703121*leg4_lambda_z3;
-    const double leg4_N3_z_2 = cse112 + cse32*leg4_a3_y_3 + cse33*leg4_qdd2 - 1.095070697703121*leg4_lambda_z2;
+    const double leg4_N3_y_2 = cse111 - cse32*leg4_a3_z_3 + cse33*leg4_epsd2_y_2 + 1.0950706977031208*leg4_lambda_z3;
+    const double leg4_N3_z_2 = cse112 + cse32*leg4_a3_y_3 + cse33*leg4_qdd2 - 1.0950706977031208*leg4_lambda_z2;
     const double leg4_F2_x_2 = cse193*leg4_oo2_W_00 + leg4_F3_x_2 + leg4_a2_x*p_m_n;
     const double leg4_F2_y_2 = cse115 + cse193*leg4_oo2_xy + cse193*leg4_qdd2 + leg4_F3_y_2;
     const double leg4_F2_z_2 = cse113 - cse193*leg4_epsd2_y_2 + cse193*leg4_oo2_xz + leg4_F3_z_2;
@@ -5644,8 +5649,8 @@ int stewart_rrp_002_step(const double *restrict x, const double *restrict u, con
     const double leg5_F3_y_2 = cse128 + cse32*leg5_qdd2 + leg5_a3_y_3*p_m_s - leg5_lambda_z2;
     const double leg5_F3_z_2 = cse129 - cse32*leg5_epsd2_y_2 + leg5_a3_z_3*p_m_s - leg5_lambda_z3;
     const double leg5_N3_x_2 = leg5_epsd2_x_2*p_Js_z;
-    const double leg5_N3_y_2 = cse130 - cse32*leg5_a3_z_3 + cse33*leg5_epsd2_y_2 + 1.095070697703121*leg5_lambda_z3;
-    const double leg5_N3_z_2 = cse131 + cse32*leg5_a3_y_3 + cse33*leg5_qdd2 - 1.095070697703121*leg5_lambda_z2;
+    const double leg5_N3_y_2 = cse130 - cse32*leg5_a3_z_3 + cse33*leg5_epsd2_y_2 + 1.0950706977031208*leg5_lambda_z3;
+    const double leg5_N3_z_2 = cse131 + cse32*leg5_a3_y_3 + cse33*leg5_qdd2 - 1.0950706977031208*leg5_lambda_z2;
     const double leg5_F2_x_2 = cse193*leg5_oo2_W_00 + leg5_F3_x_2 + leg5_a2_x*p_m_n;
     const double leg5_F2_y_2 = cse134 + cse193*leg5_oo2_xy + cse193*leg5_qdd2 + leg5_F3_y_2;
     const double leg5_F2_z_2 = cse132 - cse193*leg5_epsd2_y_2 + cse193*leg5_oo2_xz + leg5_F3_z_2;
@@ -5820,11 +5825,11 @@ fail:
     return status;
 }
 
-int64_t stewart_rrp_002_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status)
+int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = stewart_rrp_002_step(x + i * 6, u + i * 6, F + i * 6, fE + i * 3, mE + i * 3, g + i * 3, p + i * 17, xdot + i * 12, q + i * 18, qd + i * 18, qdd + i * 18, F_on_C + i * 18, M_on_C + i * 18, base_force + i * 3, base_moment + i * 3, damping_power + i * 1);
+        const int s = mechgen_stewart_rrp_002_step(x + i * 6, u + i * 6, F + i * 6, fE + i * 3, mE + i * 3, g + i * 3, p + i * 17, xdot + i * 12, q + i * 18, qd + i * 18, qdd + i * 18, F_on_C + i * 18, M_on_C + i * 18, base_force + i * 3, base_moment + i * 3, damping_power + i * 1);
         status[i] = s;
         failed += (s != 0);
     }
@@ -5833,7 +5838,7 @@ int64_t stewart_rrp_002_step_batch(int64_t n, const double *x, const double *u, 
 
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
  * ops: 518 adds, 825 muls, 24 divs, 12 sqrt, 6 trig (1385 total) */
-int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, const double *restrict g, const double *restrict p, double *restrict T, double *restrict V)
+int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restrict u, const double *restrict g, const double *restrict p, double *restrict T, double *restrict V)
 {
     int status = 0;
     const double x_C = x[0];
@@ -5901,7 +5906,7 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
     const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -5910,9 +5915,9 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
     const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
-    const double leg1_stroke = leg1_u_L - 1.0950709518223007;
-    if (!(leg1_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg1_stroke below its limit -0.4 */
-    if (!(0.4 - leg1_stroke > 0.0)) { status = 1; goto fail; } /* leg1_stroke above its limit 0.4 */
+    const double leg1_stroke = leg1_u_L - 1.095070951822301;
+    if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
     const double leg2_s0_x = cse3 + cse6;
     const double cse14 = -cse8 + y_C;
     const double leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z;
@@ -5920,7 +5925,7 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
     const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    if (!(leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -5929,9 +5934,9 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
     const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
-    const double leg2_stroke = leg2_u_L - 1.0950709518223007;
-    if (!(leg2_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg2_stroke below its limit -0.4 */
-    if (!(0.4 - leg2_stroke > 0.0)) { status = 1; goto fail; } /* leg2_stroke above its limit 0.4 */
+    const double leg2_stroke = leg2_u_L - 1.095070951822301;
+    if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
     const double cse15 = 0.570634*leg1_alpha_C_20;
     const double cse16 = cse5 + 0.18541*leg1_alpha_C_00;
     const double leg3_s0_x = cse15 + cse16;
@@ -5943,7 +5948,7 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
     const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -5953,8 +5958,8 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-    if (!(leg3_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg3_stroke below its limit -0.4 */
-    if (!(0.4 - leg3_stroke > 0.0)) { status = 1; goto fail; } /* leg3_stroke above its limit 0.4 */
+    if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
     const double cse20 = 0.124747*leg1_alpha_C_20;
     const double cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C;
     const double leg4_s0_x = cse20 - cse21;
@@ -5967,7 +5972,7 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
     const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    if (!(leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -5976,16 +5981,16 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
     const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
-    const double leg4_stroke = leg4_u_L - 1.095070697703121;
-    if (!(leg4_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg4_stroke below its limit -0.4 */
-    if (!(0.4 - leg4_stroke > 0.0)) { status = 1; goto fail; } /* leg4_stroke above its limit 0.4 */
+    const double leg4_stroke = leg4_u_L - 1.0950706977031208;
+    if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
     const double leg5_s0_x = -cse20 - cse21;
     const double leg5_s0_y = -cse22 - cse23;
     const double leg5_s0_z = -cse24 - cse25;
     const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
     const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    if (!(leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -5994,16 +5999,16 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
     const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
     const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
-    const double leg5_stroke = leg5_u_L - 1.095070697703121;
-    if (!(leg5_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg5_stroke below its limit -0.4 */
-    if (!(0.4 - leg5_stroke > 0.0)) { status = 1; goto fail; } /* leg5_stroke above its limit 0.4 */
+    const double leg5_stroke = leg5_u_L - 1.0950706977031208;
+    if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
     const double leg6_s0_x = -cse15 + cse16;
     const double leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z;
     const double leg6_s0_z = -cse18 + cse19;
     const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
     const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -6013,8 +6018,8 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
     const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-    if (!(leg6_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg6_stroke below its limit -0.4 */
-    if (!(0.4 - leg6_stroke > 0.0)) { status = 1; goto fail; } /* leg6_stroke above its limit 0.4 */
+    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
     const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
     const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
     const double leg1_beta1_02 = -cse26;
@@ -6043,7 +6048,7 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
-    const double leg1_rho2_x = leg1_stroke + 1.0950709518223007;
+    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
     const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
     const double leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2;
     const double leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2;
@@ -6063,15 +6068,15 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22;
     const double leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22;
     const double leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21;
-    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
     const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
     const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
     const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2;
     const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
-    const double leg2_rho2_x = leg2_stroke + 1.0950709518223007;
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
     const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
     const double leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2;
     const double leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02;
@@ -6091,9 +6096,9 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22;
     const double leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22;
     const double leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21;
-    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
     const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
     const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
     const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -6119,15 +6124,15 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg3_Ci3_x = -0.570634*leg3_Q_21 - 0.1*leg3_Q_22;
     const double leg3_Ci3_y = 0.570634*leg3_Q_20 - 0.18541*leg3_Q_22;
     const double leg3_Ci3_z = 0.1*leg3_Q_20 + 0.18541*leg3_Q_21;
-    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
     const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
     const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
     const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
     const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2;
     const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-    const double leg4_rho2_x = leg4_stroke + 1.095070697703121;
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
     const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
     const double leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2;
     const double leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02;
@@ -6147,15 +6152,15 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22;
     const double leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22;
     const double leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
     const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
     const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
     const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
     const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
-    const double leg5_rho2_x = leg5_stroke + 1.095070697703121;
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
     const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
     const double leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2;
     const double leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02;
@@ -6175,9 +6180,9 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22;
     const double leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22;
     const double leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
     const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
     const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
     const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -6203,9 +6208,9 @@ int stewart_rrp_002_energy(const double *restrict x, const double *restrict u, c
     const double leg6_Ci3_x = 0.570634*leg6_Q_21 - 0.1*leg6_Q_22;
     const double leg6_Ci3_y = -0.570634*leg6_Q_20 - 0.18541*leg6_Q_22;
     const double leg6_Ci3_z = 0.1*leg6_Q_20 + 0.18541*leg6_Q_21;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
     const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
     const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
     const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -6387,11 +6392,11 @@ fail:
     return status;
 }
 
-int64_t stewart_rrp_002_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status)
+int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = stewart_rrp_002_energy(x + i * 6, u + i * 6, g + i * 3, p + i * 17, T + i * 1, V + i * 1);
+        const int s = mechgen_stewart_rrp_002_energy(x + i * 6, u + i * 6, g + i * 3, p + i * 17, T + i * 1, V + i * 1);
         status[i] = s;
         failed += (s != 0);
     }
@@ -6400,7 +6405,7 @@ int64_t stewart_rrp_002_energy_batch(int64_t n, const double *x, const double *u
 
 /* drive_forces: Inverse dynamics: the drive forces F giving C the acceleration udot.
  * ops: 1411 adds, 1905 muls, 30 divs, 12 sqrt, 6 trig (3364 total) */
-int stewart_rrp_002_drive_forces(const double *restrict x, const double *restrict u, const double *restrict udot, const double *restrict fE, const double *restrict mE, const double *restrict g, const double *restrict p, double *restrict F)
+int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double *restrict u, const double *restrict udot, const double *restrict fE, const double *restrict mE, const double *restrict g, const double *restrict p, double *restrict F)
 {
     int status = 0;
     const double x_C = x[0];
@@ -6497,7 +6502,7 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
     const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
     const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-    if (!(leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 112; goto fail; } /* leg1 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
     const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
     const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -6506,9 +6511,9 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz;
     const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
     const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
-    const double leg1_stroke = leg1_u_L - 1.0950709518223007;
-    if (!(leg1_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg1_stroke below its limit -0.4 */
-    if (!(0.4 - leg1_stroke > 0.0)) { status = 1; goto fail; } /* leg1_stroke above its limit 0.4 */
+    const double leg1_stroke = leg1_u_L - 1.095070951822301;
+    if (!(leg1_stroke + 0.4 > 0.0)) { status = 123; goto fail; } /* leg1 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg1_stroke > 0.0)) { status = 124; goto fail; } /* leg1 stroke above its upper limit 0.4 m */
     const double leg2_s0_x = cse5 + cse8;
     const double cse16 = -cse10 + y_C;
     const double leg2_s0_y = cse16 + cse9 + 0.401478*leg1_s_psi_z;
@@ -6516,7 +6521,7 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
     const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
     const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-    if (!(leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0)) { status = 212; goto fail; } /* leg2 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
     const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
     const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -6525,9 +6530,9 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz;
     const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
     const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
-    const double leg2_stroke = leg2_u_L - 1.0950709518223007;
-    if (!(leg2_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg2_stroke below its limit -0.4 */
-    if (!(0.4 - leg2_stroke > 0.0)) { status = 1; goto fail; } /* leg2_stroke above its limit 0.4 */
+    const double leg2_stroke = leg2_u_L - 1.095070951822301;
+    if (!(leg2_stroke + 0.4 > 0.0)) { status = 223; goto fail; } /* leg2 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg2_stroke > 0.0)) { status = 224; goto fail; } /* leg2 stroke above its upper limit 0.4 m */
     const double cse17 = 0.570634*leg1_alpha_C_20;
     const double cse18 = cse7 + 0.18541*leg1_alpha_C_00;
     const double leg3_s0_x = cse17 + cse18;
@@ -6539,7 +6544,7 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
     const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
     const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg3_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 312; goto fail; } /* leg3 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
     const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
     const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -6549,8 +6554,8 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
     const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
     const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-    if (!(leg3_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg3_stroke below its limit -0.4 */
-    if (!(0.4 - leg3_stroke > 0.0)) { status = 1; goto fail; } /* leg3_stroke above its limit 0.4 */
+    if (!(leg3_stroke + 0.4 > 0.0)) { status = 323; goto fail; } /* leg3 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg3_stroke > 0.0)) { status = 324; goto fail; } /* leg3 stroke above its upper limit 0.4 m */
     const double cse22 = 0.124747*leg1_alpha_C_20;
     const double cse23 = cse6 + 0.586889*leg1_alpha_C_00 - x_C;
     const double leg4_s0_x = cse22 - cse23;
@@ -6563,7 +6568,7 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
     const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
     const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-    if (!(leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 412; goto fail; } /* leg4 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
     const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
     const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -6572,16 +6577,16 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz;
     const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
     const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
-    const double leg4_stroke = leg4_u_L - 1.095070697703121;
-    if (!(leg4_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg4_stroke below its limit -0.4 */
-    if (!(0.4 - leg4_stroke > 0.0)) { status = 1; goto fail; } /* leg4_stroke above its limit 0.4 */
+    const double leg4_stroke = leg4_u_L - 1.0950706977031208;
+    if (!(leg4_stroke + 0.4 > 0.0)) { status = 423; goto fail; } /* leg4 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg4_stroke > 0.0)) { status = 424; goto fail; } /* leg4 stroke above its upper limit 0.4 m */
     const double leg5_s0_x = -cse22 - cse23;
     const double leg5_s0_y = -cse24 - cse25;
     const double leg5_s0_z = -cse26 - cse27;
     const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
     const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
     const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-    if (!(leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0)) { status = 512; goto fail; } /* leg5 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
     const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
     const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -6590,16 +6595,16 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz;
     const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
     const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
-    const double leg5_stroke = leg5_u_L - 1.095070697703121;
-    if (!(leg5_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg5_stroke below its limit -0.4 */
-    if (!(0.4 - leg5_stroke > 0.0)) { status = 1; goto fail; } /* leg5_stroke above its limit 0.4 */
+    const double leg5_stroke = leg5_u_L - 1.0950706977031208;
+    if (!(leg5_stroke + 0.4 > 0.0)) { status = 523; goto fail; } /* leg5 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg5_stroke > 0.0)) { status = 524; goto fail; } /* leg5 stroke above its upper limit 0.4 m */
     const double leg6_s0_x = -cse17 + cse18;
     const double leg6_s0_y = -cse11 - cse19 + 0.18541*leg1_s_psi_z;
     const double leg6_s0_z = -cse20 + cse21;
     const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
     const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
     const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 2; goto fail; } /* u: universal joint at 90 degrees */
+    if (!(leg6_u_Lxz2 - 1.199179717258e-16 > 0.0)) { status = 612; goto fail; } /* leg6 u2: universal joint at u2 = +-90 deg (singular) */
     const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
     const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
     const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -6609,8 +6614,8 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
     const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
     const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-    if (!(leg6_stroke + 0.4 > 0.0)) { status = 1; goto fail; } /* leg6_stroke below its limit -0.4 */
-    if (!(0.4 - leg6_stroke > 0.0)) { status = 1; goto fail; } /* leg6_stroke above its limit 0.4 */
+    if (!(leg6_stroke + 0.4 > 0.0)) { status = 623; goto fail; } /* leg6 stroke below its lower limit -0.4 m */
+    if (!(0.4 - leg6_stroke > 0.0)) { status = 624; goto fail; } /* leg6 stroke above its upper limit 0.4 m */
     const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
     const double cse28 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
     const double leg1_beta1_02 = -cse28;
@@ -6639,7 +6644,7 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg1_B0_02 = leg1_beta1_02*leg1_u_c2;
     const double leg1_B0_10 = -leg1_beta1_00*leg1_u_s2;
     const double leg1_B0_12 = -leg1_beta1_02*leg1_u_s2;
-    const double leg1_rho2_x = leg1_stroke + 1.0950709518223007;
+    const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
     const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
     const double leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2;
     const double leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2;
@@ -6659,15 +6664,15 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22;
     const double leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22;
     const double leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21;
-    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 2 vanishes */
     const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 192; goto fail; } /* leg leg1: closure matrix C^(d): pivot 3 vanishes */
     const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
     const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
     const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
     const double leg2_B0_10 = -leg2_beta1_00*leg2_u_s2;
     const double leg2_B0_12 = -leg2_beta1_02*leg2_u_s2;
-    const double leg2_rho2_x = leg2_stroke + 1.0950709518223007;
+    const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
     const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
     const double leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2;
     const double leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02;
@@ -6687,9 +6692,9 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22;
     const double leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22;
     const double leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21;
-    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 2 vanishes */
     const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0)) { status = 292; goto fail; } /* leg leg2: closure matrix C^(d): pivot 3 vanishes */
     const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
     const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
     const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -6715,15 +6720,15 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg3_Ci3_x = -0.570634*leg3_Q_21 - 0.1*leg3_Q_22;
     const double leg3_Ci3_y = 0.570634*leg3_Q_20 - 0.18541*leg3_Q_22;
     const double leg3_Ci3_z = 0.1*leg3_Q_20 + 0.18541*leg3_Q_21;
-    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 2 vanishes */
     const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 392; goto fail; } /* leg leg3: closure matrix C^(d): pivot 3 vanishes */
     const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
     const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
     const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
     const double leg4_B0_10 = -leg4_beta1_00*leg4_u_s2;
     const double leg4_B0_12 = -leg4_beta1_02*leg4_u_s2;
-    const double leg4_rho2_x = leg4_stroke + 1.095070697703121;
+    const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
     const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
     const double leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2;
     const double leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02;
@@ -6743,15 +6748,15 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22;
     const double leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22;
     const double leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21;
-    if (!(leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 2 vanishes */
     const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-    if (!(leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0)) { status = 492; goto fail; } /* leg leg4: closure matrix C^(d): pivot 3 vanishes */
     const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
     const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
     const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
     const double leg5_B0_10 = -leg5_beta1_00*leg5_u_s2;
     const double leg5_B0_12 = -leg5_beta1_02*leg5_u_s2;
-    const double leg5_rho2_x = leg5_stroke + 1.095070697703121;
+    const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
     const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
     const double leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2;
     const double leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02;
@@ -6771,9 +6776,9 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22;
     const double leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22;
     const double leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21;
-    if (!(leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 2 vanishes */
     const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-    if (!(leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0)) { status = 2; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0)) { status = 592; goto fail; } /* leg leg5: closure matrix C^(d): pivot 3 vanishes */
     const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
     const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
     const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -6799,9 +6804,9 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg6_Ci3_x = 0.570634*leg6_Q_21 - 0.1*leg6_Q_22;
     const double leg6_Ci3_y = -0.570634*leg6_Q_20 - 0.18541*leg6_Q_22;
     const double leg6_Ci3_z = 0.1*leg6_Q_20 + 0.18541*leg6_Q_21;
-    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
+    if (!(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 2 vanishes */
     const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 2; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
+    if (!(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0)) { status = 692; goto fail; } /* leg leg6: closure matrix C^(d): pivot 3 vanishes */
     const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
     const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
     const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -7007,9 +7012,9 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg1_cC_x = cse72*leg1_Q_00 + cse75*leg1_Q_01 + cse78*leg1_Q_02;
     const double leg1_cC_y = cse72*leg1_Q_10 + cse75*leg1_Q_11 + cse78*leg1_Q_12;
     const double leg1_cC_z = cse72*leg1_Q_20 + cse75*leg1_Q_21 + cse78*leg1_Q_22;
-    const double leg1_c1 = -leg1_a3_x + leg1_cC_x - 1.0950709518223007*leg1_oo2_W_00;
-    const double leg1_c2 = -leg1_a3_y + leg1_cC_y - 1.0950709518223007*leg1_oo2_xy;
-    const double leg1_c3 = -leg1_a3_z + leg1_cC_z + 1.0950709518223007*leg1_epsd2_y - 1.0950709518223007*leg1_oo2_xz;
+    const double leg1_c1 = -leg1_a3_x + leg1_cC_x - 1.095070951822301*leg1_oo2_W_00;
+    const double leg1_c2 = -leg1_a3_y + leg1_cC_y - 1.095070951822301*leg1_oo2_xy;
+    const double leg1_c3 = -leg1_a3_z + leg1_cC_z + 1.095070951822301*leg1_epsd2_y - 1.095070951822301*leg1_oo2_xz;
     const double leg1_h1 = leg1_c3*leg1_lu_inv3;
     const double leg1_h2 = leg1_c2*leg1_lu_inv2;
     const double cse79 = -cse70;
@@ -7021,9 +7026,9 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg2_cC_x = cse80*leg2_Q_00 + cse82*leg2_Q_01 + cse84*leg2_Q_02;
     const double leg2_cC_y = cse80*leg2_Q_10 + cse82*leg2_Q_11 + cse84*leg2_Q_12;
     const double leg2_cC_z = cse80*leg2_Q_20 + cse82*leg2_Q_21 + cse84*leg2_Q_22;
-    const double leg2_c1 = -leg2_a3_x + leg2_cC_x - 1.0950709518223007*leg2_oo2_W_00;
-    const double leg2_c2 = -leg2_a3_y + leg2_cC_y - 1.0950709518223007*leg2_oo2_xy;
-    const double leg2_c3 = -leg2_a3_z + leg2_cC_z + 1.0950709518223007*leg2_epsd2_y - 1.0950709518223007*leg2_oo2_xz;
+    const double leg2_c1 = -leg2_a3_x + leg2_cC_x - 1.095070951822301*leg2_oo2_W_00;
+    const double leg2_c2 = -leg2_a3_y + leg2_cC_y - 1.095070951822301*leg2_oo2_xy;
+    const double leg2_c3 = -leg2_a3_z + leg2_cC_z + 1.095070951822301*leg2_epsd2_y - 1.095070951822301*leg2_oo2_xz;
     const double leg2_h1 = leg2_c3*leg2_lu_inv3;
     const double leg2_h2 = leg2_c2*leg2_lu_inv2;
     const double cse85 = 0.570634*oo_C_xz;
@@ -7052,9 +7057,9 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg4_cC_x = cse93*leg4_Q_00 + cse96*leg4_Q_01 + cse99*leg4_Q_02;
     const double leg4_cC_y = cse93*leg4_Q_10 + cse96*leg4_Q_11 + cse99*leg4_Q_12;
     const double leg4_cC_z = cse93*leg4_Q_20 + cse96*leg4_Q_21 + cse99*leg4_Q_22;
-    const double leg4_c1 = -leg4_a3_x + leg4_cC_x - 1.095070697703121*leg4_oo2_W_00;
-    const double leg4_c2 = -leg4_a3_y + leg4_cC_y - 1.095070697703121*leg4_oo2_xy;
-    const double leg4_c3 = -leg4_a3_z + leg4_cC_z + 1.095070697703121*leg4_epsd2_y - 1.095070697703121*leg4_oo2_xz;
+    const double leg4_c1 = -leg4_a3_x + leg4_cC_x - 1.0950706977031208*leg4_oo2_W_00;
+    const double leg4_c2 = -leg4_a3_y + leg4_cC_y - 1.0950706977031208*leg4_oo2_xy;
+    const double leg4_c3 = -leg4_a3_z + leg4_cC_z + 1.0950706977031208*leg4_epsd2_y - 1.0950706977031208*leg4_oo2_xz;
     const double leg4_h1 = leg4_c3*leg4_lu_inv3;
     const double leg4_h2 = leg4_c2*leg4_lu_inv2;
     const double cse100 = -cse91 - cse92;
@@ -7063,9 +7068,9 @@ int stewart_rrp_002_drive_forces(const double *restrict x, const double *restric
     const double leg5_cC_x = cse100*leg5_Q_00 + cse101*leg5_Q_01 + cse102*leg5_Q_02;
     const double leg5_cC_y = cse100*leg5_Q_10 + cse101*leg5_Q_11 + cse102*leg5_Q_12;
     const double leg5_cC_z = cse100*leg5_Q_20 + cse101*leg5_Q_21 + cse102*leg5_Q_22;
-    const double leg5_c1 = -leg5_a3_x + leg5_cC_x - 1.095070697703121*leg5_oo2_W_00;
-    const double leg5_c2 = -leg5_a3_y + leg5_cC_y - 1.095070697703121*leg5_oo2_xy;
-    const double leg5_c3 = -leg5_a3_z + leg5_cC_z + 1.095070697703121*leg5_epsd2_y - 1.095070697703121*leg5_oo2_xz;
+    const double leg5_c1 = -leg5_a3_x + leg5_cC_x - 1.0950706977031208*leg5_oo2_W_00;
+    const double leg5_c2 = -leg5_a3_y + leg5_cC_y - 1.0950706977031208*leg5_oo2_xy;
+    const double leg5_c3 = -leg5_a3_z + leg5_cC_z + 1.0950706977031208*leg5_epsd2_y - 1.0950706977031208*leg5_oo2_xz;
     const double leg5_h1 = leg5_c3*leg5_lu_inv3;
     const double leg5_h2 = leg5_c2*leg5_lu_inv2;
     const double cse103 = -cse70 - cse85 + 0.18541*oo_C_W_00;
@@ -7487,11 +7492,11 @@ fail:
     return status;
 }
 
-int64_t stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status)
+int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = stewart_rrp_002_drive_forces(x + i * 6, u + i * 6, udot + i * 6, fE + i * 3, mE + i * 3, g + i * 3, p + i * 17, F + i * 6);
+        const int s = mechgen_stewart_rrp_002_drive_forces(x + i * 6, u + i * 6, udot + i * 6, fE + i * 3, mE + i * 3, g + i * 3, p + i * 17, F + i * 6);
         status[i] = s;
         failed += (s != 0);
     }

@@ -3,6 +3,14 @@
 Mechanism stewart_rrp_002: flat scalar kernels, importable without SymPy. Each kernel reads its
 inputs from flat sequences, writes its outputs into flat mutable sequences (row-major), and
 returns 0 or a status code (the outputs are then NaN).
+
+Coordinates, in the order of q: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2,
+leg2_stroke, leg3_u1, leg3_u2, leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2,
+leg5_stroke, leg6_u1, leg6_u2, leg6_stroke.
+Legs, in the order of the rows of per-leg outputs: leg1 (UPS: leg1_u1, leg1_u2,
+leg1_stroke); leg2 (UPS: leg2_u1, leg2_u2, leg2_stroke); leg3 (UPS: leg3_u1, leg3_u2,
+leg3_stroke); leg4 (UPS: leg4_u1, leg4_u2, leg4_stroke); leg5 (UPS: leg5_u1, leg5_u2,
+leg5_stroke); leg6 (UPS: leg6_u1, leg6_u2, leg6_stroke).
 """
 
 import math
@@ -13,11 +21,32 @@ NAN = float("nan")
 def inverse_kinematics(x, p, q):
     """Leg joint coordinates q from the pose of C, in closed form (square roots, no iteration).
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  p[17]: named spec parameters: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz, J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
-    out q[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+        J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+    out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+        leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+        leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.4 m
+    status 124: leg1 stroke above its upper limit 0.4 m
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.4 m
+    status 224: leg2 stroke above its upper limit 0.4 m
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.4 m
+    status 324: leg3 stroke above its upper limit 0.4 m
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.4 m
+    status 424: leg4 stroke above its upper limit 0.4 m
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.4 m
+    status 524: leg5 stroke above its upper limit 0.4 m
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.4 m
+    status 624: leg6 stroke above its upper limit 0.4 m
     ops: 99 adds, 102 muls, 12 divs, 12 sqrt, 18 trig (243 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
@@ -56,9 +85,9 @@ def inverse_kinematics(x, p, q):
     leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596
     leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
@@ -69,13 +98,13 @@ def inverse_kinematics(x, p, q):
     leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
     leg1_q1 = math.atan2(leg1_u_s1, leg1_u_c1)
     leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
-    leg1_stroke = leg1_u_L - 1.0950709518223007
-    if not (leg1_stroke + 0.4 > 0.0):  # leg1_stroke below its limit -0.4
+    leg1_stroke = leg1_u_L - 1.095070951822301
+    if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.4
+        return 123
+    if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse6
     cse14 = -cse8 + y_C
     leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z
@@ -83,9 +112,9 @@ def inverse_kinematics(x, p, q):
     leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596
     leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
@@ -96,13 +125,13 @@ def inverse_kinematics(x, p, q):
     leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
     leg2_q1 = math.atan2(leg2_u_s1, leg2_u_c1)
     leg2_q2 = math.atan2(leg2_u_s2, leg2_u_c2)
-    leg2_stroke = leg2_u_L - 1.0950709518223007
-    if not (leg2_stroke + 0.4 > 0.0):  # leg2_stroke below its limit -0.4
+    leg2_stroke = leg2_u_L - 1.095070951822301
+    if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.4
+        return 223
+    if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
-        return 1
+        return 224
     cse15 = 0.570634*leg1_alpha_C_20
     cse16 = cse5 + 0.18541*leg1_alpha_C_00
     leg3_s0_x = cse15 + cse16
@@ -114,9 +143,9 @@ def inverse_kinematics(x, p, q):
     leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234
     leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
@@ -128,12 +157,12 @@ def inverse_kinematics(x, p, q):
     leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
     leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
     leg3_stroke = leg3_u_L - 1.0950706448709142
-    if not (leg3_stroke + 0.4 > 0.0):  # leg3_stroke below its limit -0.4
+    if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.4
+        return 323
+    if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
-        return 1
+        return 324
     cse20 = 0.124747*leg1_alpha_C_20
     cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C
     leg4_s0_x = cse20 - cse21
@@ -146,9 +175,9 @@ def inverse_kinematics(x, p, q):
     leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356
     leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
@@ -159,22 +188,22 @@ def inverse_kinematics(x, p, q):
     leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
     leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
     leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
-    leg4_stroke = leg4_u_L - 1.095070697703121
-    if not (leg4_stroke + 0.4 > 0.0):  # leg4_stroke below its limit -0.4
+    leg4_stroke = leg4_u_L - 1.0950706977031208
+    if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.4
+        return 423
+    if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
-        return 1
+        return 424
     leg5_s0_x = -cse20 - cse21
     leg5_s0_y = -cse22 - cse23
     leg5_s0_z = -cse24 - cse25
     leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356
     leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
@@ -185,22 +214,22 @@ def inverse_kinematics(x, p, q):
     leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
     leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
     leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
-    leg5_stroke = leg5_u_L - 1.095070697703121
-    if not (leg5_stroke + 0.4 > 0.0):  # leg5_stroke below its limit -0.4
+    leg5_stroke = leg5_u_L - 1.0950706977031208
+    if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.4
+        return 523
+    if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
-        return 1
+        return 524
     leg6_s0_x = -cse15 + cse16
     leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z
     leg6_s0_z = -cse18 + cse19
     leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234
     leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
@@ -212,12 +241,12 @@ def inverse_kinematics(x, p, q):
     leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
     leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
     leg6_stroke = leg6_u_L - 1.0950706448709142
-    if not (leg6_stroke + 0.4 > 0.0):  # leg6_stroke below its limit -0.4
+    if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.4
+        return 623
+    if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
-        return 1
+        return 624
     q[0] = leg1_q1
     q[1] = leg1_q2
     q[2] = leg1_stroke
@@ -240,14 +269,29 @@ def inverse_kinematics(x, p, q):
 
 
 def newton_step(x, q, p, q_next, residual):
-    """One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
+    """One Newton step of the leg closure: residual f (cut point of the leg minus that of C in the
+    last body's frame, and e1.e2 for a universal cut) and q_next = q - C^(d)^-1 f.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  q[18]: leg joint coordinates, leg by leg
-    in  p[17]: named spec parameters: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz, J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
-    out q_next[18] shape 18
-    out residual[18] shape 18
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  q[18]: leg joint coordinates (rad, m for a stroke), leg by leg, shape (18,): leg1_u1, leg1_u2,
+        leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2, leg3_stroke, leg4_u1, leg4_u2,
+        leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2, leg6_stroke
+    in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+        J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+    out q_next[18] shape 18: q after one Newton step (rad, m for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+        leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+        leg6_stroke
+    out residual[18] shape 18: closure residual f before the step, leg by leg: the cut point of the leg minus that of C (m,
+        last body's frame), then e1.e2 for a universal cut; shape (18,), entries per leg: leg1 3,
+        leg2 3, leg3 3, leg4 3, leg5 3, leg6 3
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
     ops: 268 adds, 373 muls, 12 divs, 30 trig (683 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
@@ -322,7 +366,7 @@ def newton_step(x, q, p, q_next, residual):
     leg1_B0_02 = leg1_beta1_02*leg1_c2
     leg1_B0_10 = -leg1_beta1_00*leg1_s2
     leg1_B0_12 = -leg1_beta1_02*leg1_s2
-    leg1_rho2_x = leg1_stroke + 1.0950709518223007
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
     leg1_rho0_x = 0.978148*leg1_B0_00 - 0.207912*leg1_B0_02 + leg1_rho2_x
     leg1_rho0_y = 0.978148*leg1_B0_10 - 0.207912*leg1_B0_12
     leg1_rho0_z = -0.207912*leg1_beta1_00 + 0.978148*leg1_beta1_20
@@ -336,21 +380,21 @@ def newton_step(x, q, p, q_next, residual):
     leg1_Q_20 = leg1_alpha_C_00*leg1_beta1_20 + leg1_alpha_C_02*leg1_beta1_00
     leg1_Q_21 = leg1_alpha_C_10*leg1_beta1_20 + leg1_alpha_C_12*leg1_beta1_00
     leg1_Q_22 = leg1_alpha_C_20*leg1_beta1_20 + leg1_alpha_C_22*leg1_beta1_00
-    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
-    leg1_lu_inv2 = 1.0/leg1_TL1_z
-    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+        return 192
+    leg1_lu_inv2 = 1.0/leg1_rho2_x
+    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
-    leg1_lu_inv3 = 1.0/leg1_rho2_x
+        return 192
+    leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg2_B0_00 = leg2_beta1_00*leg2_c2
     leg2_B0_02 = leg2_beta1_02*leg2_c2
     leg2_B0_10 = -leg2_beta1_00*leg2_s2
     leg2_B0_12 = -leg2_beta1_02*leg2_s2
-    leg2_rho2_x = leg2_stroke + 1.0950709518223007
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
     leg2_rho0_x = 0.978148*leg2_B0_00 + 0.207912*leg2_B0_02 + leg2_rho2_x
     leg2_rho0_y = 0.978148*leg2_B0_10 + 0.207912*leg2_B0_12
     leg2_rho0_z = 0.207912*leg2_beta1_00 + 0.978148*leg2_beta1_20
@@ -364,16 +408,16 @@ def newton_step(x, q, p, q_next, residual):
     leg2_Q_20 = leg1_alpha_C_00*leg2_beta1_20 + leg1_alpha_C_02*leg2_beta1_00
     leg2_Q_21 = leg1_alpha_C_10*leg2_beta1_20 + leg1_alpha_C_12*leg2_beta1_00
     leg2_Q_22 = leg1_alpha_C_20*leg2_beta1_20 + leg1_alpha_C_22*leg2_beta1_00
-    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
-    leg2_lu_inv2 = 1.0/leg2_TL1_z
-    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        return 292
+    leg2_lu_inv2 = 1.0/leg2_rho2_x
+    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
-    leg2_lu_inv3 = 1.0/leg2_rho2_x
+        return 292
+    leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg3_B0_00 = leg3_beta1_00*leg3_c2
     leg3_B0_02 = leg3_beta1_02*leg3_c2
     leg3_B0_10 = -leg3_beta1_00*leg3_s2
@@ -392,21 +436,21 @@ def newton_step(x, q, p, q_next, residual):
     leg3_Q_20 = leg1_alpha_C_00*leg3_beta1_20 + leg1_alpha_C_02*leg3_beta1_00
     leg3_Q_21 = leg1_alpha_C_10*leg3_beta1_20 + leg1_alpha_C_12*leg3_beta1_00
     leg3_Q_22 = leg1_alpha_C_20*leg3_beta1_20 + leg1_alpha_C_22*leg3_beta1_00
-    if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+    if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
-    leg3_lu_inv2 = 1.0/leg3_TL1_z
-    if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        return 392
+    leg3_lu_inv2 = 1.0/leg3_rho2_x
+    if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
-    leg3_lu_inv3 = 1.0/leg3_rho2_x
+        return 392
+    leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg4_B0_00 = leg4_beta1_00*leg4_c2
     leg4_B0_02 = leg4_beta1_02*leg4_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_s2
     leg4_B0_12 = -leg4_beta1_02*leg4_s2
-    leg4_rho2_x = leg4_stroke + 1.095070697703121
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
     leg4_rho0_x = -0.669131*leg4_B0_00 + 0.743145*leg4_B0_02 + leg4_rho2_x
     leg4_rho0_y = -0.669131*leg4_B0_10 + 0.743145*leg4_B0_12
     leg4_rho0_z = 0.743145*leg4_beta1_00 - 0.669131*leg4_beta1_20
@@ -420,21 +464,21 @@ def newton_step(x, q, p, q_next, residual):
     leg4_Q_20 = leg1_alpha_C_00*leg4_beta1_20 + leg1_alpha_C_02*leg4_beta1_00
     leg4_Q_21 = leg1_alpha_C_10*leg4_beta1_20 + leg1_alpha_C_12*leg4_beta1_00
     leg4_Q_22 = leg1_alpha_C_20*leg4_beta1_20 + leg1_alpha_C_22*leg4_beta1_00
-    if not (leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
-    leg4_lu_inv2 = 1.0/leg4_TL1_z
-    if not (leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_rho2_x
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
-    leg4_lu_inv3 = 1.0/leg4_rho2_x
+        return 492
+    leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg5_B0_00 = leg5_beta1_00*leg5_c2
     leg5_B0_02 = leg5_beta1_02*leg5_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_s2
     leg5_B0_12 = -leg5_beta1_02*leg5_s2
-    leg5_rho2_x = leg5_stroke + 1.095070697703121
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
     leg5_rho0_x = -0.669131*leg5_B0_00 - 0.743145*leg5_B0_02 + leg5_rho2_x
     leg5_rho0_y = -0.669131*leg5_B0_10 - 0.743145*leg5_B0_12
     leg5_rho0_z = -0.743145*leg5_beta1_00 - 0.669131*leg5_beta1_20
@@ -448,16 +492,16 @@ def newton_step(x, q, p, q_next, residual):
     leg5_Q_20 = leg1_alpha_C_00*leg5_beta1_20 + leg1_alpha_C_02*leg5_beta1_00
     leg5_Q_21 = leg1_alpha_C_10*leg5_beta1_20 + leg1_alpha_C_12*leg5_beta1_00
     leg5_Q_22 = leg1_alpha_C_20*leg5_beta1_20 + leg1_alpha_C_22*leg5_beta1_00
-    if not (leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
-    leg5_lu_inv2 = 1.0/leg5_TL1_z
-    if not (leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_rho2_x
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
-    leg5_lu_inv3 = 1.0/leg5_rho2_x
+        return 592
+    leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg6_B0_00 = leg6_beta1_00*leg6_c2
     leg6_B0_02 = leg6_beta1_02*leg6_c2
     leg6_B0_10 = -leg6_beta1_00*leg6_s2
@@ -476,61 +520,61 @@ def newton_step(x, q, p, q_next, residual):
     leg6_Q_20 = leg1_alpha_C_00*leg6_beta1_20 + leg1_alpha_C_02*leg6_beta1_00
     leg6_Q_21 = leg1_alpha_C_10*leg6_beta1_20 + leg1_alpha_C_12*leg6_beta1_00
     leg6_Q_22 = leg1_alpha_C_20*leg6_beta1_20 + leg1_alpha_C_22*leg6_beta1_00
-    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
-    leg6_lu_inv2 = 1.0/leg6_TL1_z
-    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        return 692
+    leg6_lu_inv2 = 1.0/leg6_rho2_x
+    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         q_next[:] = [NAN] * 18
         residual[:] = [NAN] * 18
-        return 2
-    leg6_lu_inv3 = 1.0/leg6_rho2_x
+        return 692
+    leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg1_f1 = -leg1_B0_00*x_C - leg1_B0_02*z_C - 0.401478*leg1_Q_00 + 0.1*leg1_Q_01 + 0.445887*leg1_Q_02 + leg1_rho0_x - leg1_s2*y_C
     leg1_f2 = -leg1_B0_10*x_C - leg1_B0_12*z_C - 0.401478*leg1_Q_10 + 0.1*leg1_Q_11 + 0.445887*leg1_Q_12 - leg1_c2*y_C + leg1_rho0_y
     leg1_f3 = -0.401478*leg1_Q_20 + 0.1*leg1_Q_21 + 0.445887*leg1_Q_22 - leg1_beta1_00*z_C - leg1_beta1_20*x_C + leg1_rho0_z
-    leg1_dq2 = leg1_f2*leg1_lu_inv3
-    leg1_dq1 = leg1_f3*leg1_lu_inv2
+    leg1_dq1 = leg1_f3*leg1_lu_inv3
+    leg1_dq2 = leg1_f2*leg1_lu_inv2
     leg1_q_next1 = -leg1_dq1 + leg1_u1
     leg1_q_next2 = -leg1_dq2 + leg1_u2
     leg1_q_next3 = -leg1_f1 + leg1_stroke
     leg2_f1 = -leg2_B0_00*x_C - leg2_B0_02*z_C - 0.401478*leg2_Q_00 + 0.1*leg2_Q_01 - 0.445887*leg2_Q_02 + leg2_rho0_x - leg2_s2*y_C
     leg2_f2 = -leg2_B0_10*x_C - leg2_B0_12*z_C - 0.401478*leg2_Q_10 + 0.1*leg2_Q_11 - 0.445887*leg2_Q_12 - leg2_c2*y_C + leg2_rho0_y
     leg2_f3 = -0.401478*leg2_Q_20 + 0.1*leg2_Q_21 - 0.445887*leg2_Q_22 - leg2_beta1_00*z_C - leg2_beta1_20*x_C + leg2_rho0_z
-    leg2_dq2 = leg2_f2*leg2_lu_inv3
-    leg2_dq1 = leg2_f3*leg2_lu_inv2
+    leg2_dq1 = leg2_f3*leg2_lu_inv3
+    leg2_dq2 = leg2_f2*leg2_lu_inv2
     leg2_q_next1 = -leg2_dq1 + leg2_u1
     leg2_q_next2 = -leg2_dq2 + leg2_u2
     leg2_q_next3 = -leg2_f1 + leg2_stroke
     leg3_f1 = -leg3_B0_00*x_C - leg3_B0_02*z_C - 0.18541*leg3_Q_00 + 0.1*leg3_Q_01 - 0.570634*leg3_Q_02 + leg3_rho0_x - leg3_s2*y_C
     leg3_f2 = -leg3_B0_10*x_C - leg3_B0_12*z_C - 0.18541*leg3_Q_10 + 0.1*leg3_Q_11 - 0.570634*leg3_Q_12 - leg3_c2*y_C + leg3_rho0_y
     leg3_f3 = -0.18541*leg3_Q_20 + 0.1*leg3_Q_21 - 0.570634*leg3_Q_22 - leg3_beta1_00*z_C - leg3_beta1_20*x_C + leg3_rho0_z
-    leg3_dq2 = leg3_f2*leg3_lu_inv3
-    leg3_dq1 = leg3_f3*leg3_lu_inv2
+    leg3_dq1 = leg3_f3*leg3_lu_inv3
+    leg3_dq2 = leg3_f2*leg3_lu_inv2
     leg3_q_next1 = -leg3_dq1 + leg3_u1
     leg3_q_next2 = -leg3_dq2 + leg3_u2
     leg3_q_next3 = -leg3_f1 + leg3_stroke
     leg4_f1 = -leg4_B0_00*x_C - leg4_B0_02*z_C + 0.586889*leg4_Q_00 + 0.1*leg4_Q_01 - 0.124747*leg4_Q_02 + leg4_rho0_x - leg4_s2*y_C
     leg4_f2 = -leg4_B0_10*x_C - leg4_B0_12*z_C + 0.586889*leg4_Q_10 + 0.1*leg4_Q_11 - 0.124747*leg4_Q_12 - leg4_c2*y_C + leg4_rho0_y
     leg4_f3 = 0.586889*leg4_Q_20 + 0.1*leg4_Q_21 - 0.124747*leg4_Q_22 - leg4_beta1_00*z_C - leg4_beta1_20*x_C + leg4_rho0_z
-    leg4_dq2 = leg4_f2*leg4_lu_inv3
-    leg4_dq1 = leg4_f3*leg4_lu_inv2
+    leg4_dq1 = leg4_f3*leg4_lu_inv3
+    leg4_dq2 = leg4_f2*leg4_lu_inv2
     leg4_q_next1 = -leg4_dq1 + leg4_u1
     leg4_q_next2 = -leg4_dq2 + leg4_u2
     leg4_q_next3 = -leg4_f1 + leg4_stroke
     leg5_f1 = -leg5_B0_00*x_C - leg5_B0_02*z_C + 0.586889*leg5_Q_00 + 0.1*leg5_Q_01 + 0.124747*leg5_Q_02 + leg5_rho0_x - leg5_s2*y_C
     leg5_f2 = -leg5_B0_10*x_C - leg5_B0_12*z_C + 0.586889*leg5_Q_10 + 0.1*leg5_Q_11 + 0.124747*leg5_Q_12 - leg5_c2*y_C + leg5_rho0_y
     leg5_f3 = 0.586889*leg5_Q_20 + 0.1*leg5_Q_21 + 0.124747*leg5_Q_22 - leg5_beta1_00*z_C - leg5_beta1_20*x_C + leg5_rho0_z
-    leg5_dq2 = leg5_f2*leg5_lu_inv3
-    leg5_dq1 = leg5_f3*leg5_lu_inv2
+    leg5_dq1 = leg5_f3*leg5_lu_inv3
+    leg5_dq2 = leg5_f2*leg5_lu_inv2
     leg5_q_next1 = -leg5_dq1 + leg5_u1
     leg5_q_next2 = -leg5_dq2 + leg5_u2
     leg5_q_next3 = -leg5_f1 + leg5_stroke
     leg6_f1 = -leg6_B0_00*x_C - leg6_B0_02*z_C - 0.18541*leg6_Q_00 + 0.1*leg6_Q_01 + 0.570634*leg6_Q_02 + leg6_rho0_x - leg6_s2*y_C
     leg6_f2 = -leg6_B0_10*x_C - leg6_B0_12*z_C - 0.18541*leg6_Q_10 + 0.1*leg6_Q_11 + 0.570634*leg6_Q_12 - leg6_c2*y_C + leg6_rho0_y
     leg6_f3 = -0.18541*leg6_Q_20 + 0.1*leg6_Q_21 + 0.570634*leg6_Q_22 - leg6_beta1_00*z_C - leg6_beta1_20*x_C + leg6_rho0_z
-    leg6_dq2 = leg6_f2*leg6_lu_inv3
-    leg6_dq1 = leg6_f3*leg6_lu_inv2
+    leg6_dq1 = leg6_f3*leg6_lu_inv3
+    leg6_dq2 = leg6_f2*leg6_lu_inv2
     leg6_q_next1 = -leg6_dq1 + leg6_u1
     leg6_q_next2 = -leg6_dq2 + leg6_u2
     leg6_q_next3 = -leg6_f1 + leg6_stroke
@@ -576,11 +620,38 @@ def newton_step(x, q, p, q_next, residual):
 def velocity_constraints(x, p, H):
     """H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: qd = H u.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  p[17]: named spec parameters: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz, J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
-    out H[108] shape 18x6
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+        J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+    out H[108] shape 18x6: H_k of the legs stacked, shape (18, 6): row i maps u to the rate of coordinate i; rows in
+        the order of the leg coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2,
+        leg2_stroke, leg3_u1, leg3_u2, leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2,
+        leg5_stroke, leg6_u1, leg6_u2, leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.4 m
+    status 124: leg1 stroke above its upper limit 0.4 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.4 m
+    status 224: leg2 stroke above its upper limit 0.4 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.4 m
+    status 324: leg3 stroke above its upper limit 0.4 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.4 m
+    status 424: leg4 stroke above its upper limit 0.4 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.4 m
+    status 524: leg5 stroke above its upper limit 0.4 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.4 m
+    status 624: leg6 stroke above its upper limit 0.4 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
     ops: 273 adds, 486 muls, 24 divs, 12 sqrt, 6 trig (801 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
@@ -619,9 +690,9 @@ def velocity_constraints(x, p, H):
     leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596
     leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
@@ -630,13 +701,13 @@ def velocity_constraints(x, p, H):
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
-    leg1_stroke = leg1_u_L - 1.0950709518223007
-    if not (leg1_stroke + 0.4 > 0.0):  # leg1_stroke below its limit -0.4
+    leg1_stroke = leg1_u_L - 1.095070951822301
+    if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         H[:] = [NAN] * 108
-        return 1
-    if not (0.4 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.4
+        return 123
+    if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
         H[:] = [NAN] * 108
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse6
     cse14 = -cse8 + y_C
     leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z
@@ -644,9 +715,9 @@ def velocity_constraints(x, p, H):
     leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596
     leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
@@ -655,13 +726,13 @@ def velocity_constraints(x, p, H):
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
-    leg2_stroke = leg2_u_L - 1.0950709518223007
-    if not (leg2_stroke + 0.4 > 0.0):  # leg2_stroke below its limit -0.4
+    leg2_stroke = leg2_u_L - 1.095070951822301
+    if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         H[:] = [NAN] * 108
-        return 1
-    if not (0.4 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.4
+        return 223
+    if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
         H[:] = [NAN] * 108
-        return 1
+        return 224
     cse15 = 0.570634*leg1_alpha_C_20
     cse16 = cse5 + 0.18541*leg1_alpha_C_00
     leg3_s0_x = cse15 + cse16
@@ -673,9 +744,9 @@ def velocity_constraints(x, p, H):
     leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234
     leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
@@ -685,12 +756,12 @@ def velocity_constraints(x, p, H):
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
     leg3_stroke = leg3_u_L - 1.0950706448709142
-    if not (leg3_stroke + 0.4 > 0.0):  # leg3_stroke below its limit -0.4
+    if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         H[:] = [NAN] * 108
-        return 1
-    if not (0.4 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.4
+        return 323
+    if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
         H[:] = [NAN] * 108
-        return 1
+        return 324
     cse20 = 0.124747*leg1_alpha_C_20
     cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C
     leg4_s0_x = cse20 - cse21
@@ -703,9 +774,9 @@ def velocity_constraints(x, p, H):
     leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356
     leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
@@ -714,22 +785,22 @@ def velocity_constraints(x, p, H):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 1.095070697703121
-    if not (leg4_stroke + 0.4 > 0.0):  # leg4_stroke below its limit -0.4
+    leg4_stroke = leg4_u_L - 1.0950706977031208
+    if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         H[:] = [NAN] * 108
-        return 1
-    if not (0.4 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.4
+        return 423
+    if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
         H[:] = [NAN] * 108
-        return 1
+        return 424
     leg5_s0_x = -cse20 - cse21
     leg5_s0_y = -cse22 - cse23
     leg5_s0_z = -cse24 - cse25
     leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356
     leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
@@ -738,22 +809,22 @@ def velocity_constraints(x, p, H):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 1.095070697703121
-    if not (leg5_stroke + 0.4 > 0.0):  # leg5_stroke below its limit -0.4
+    leg5_stroke = leg5_u_L - 1.0950706977031208
+    if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         H[:] = [NAN] * 108
-        return 1
-    if not (0.4 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.4
+        return 523
+    if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
         H[:] = [NAN] * 108
-        return 1
+        return 524
     leg6_s0_x = -cse15 + cse16
     leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z
     leg6_s0_z = -cse18 + cse19
     leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234
     leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         H[:] = [NAN] * 108
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
@@ -763,12 +834,12 @@ def velocity_constraints(x, p, H):
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
     leg6_stroke = leg6_u_L - 1.0950706448709142
-    if not (leg6_stroke + 0.4 > 0.0):  # leg6_stroke below its limit -0.4
+    if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         H[:] = [NAN] * 108
-        return 1
-    if not (0.4 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.4
+        return 623
+    if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
         H[:] = [NAN] * 108
-        return 1
+        return 624
     leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
     cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
     leg1_beta1_02 = -cse26
@@ -797,7 +868,7 @@ def velocity_constraints(x, p, H):
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_B0_10 = -leg1_beta1_00*leg1_u_s2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
-    leg1_rho2_x = leg1_stroke + 1.0950709518223007
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
     leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
     leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2
     leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2
@@ -817,19 +888,19 @@ def velocity_constraints(x, p, H):
     leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22
     leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22
     leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21
-    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_rho2_x
-    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
     leg2_B0_10 = -leg2_beta1_00*leg2_u_s2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
-    leg2_rho2_x = leg2_stroke + 1.0950709518223007
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
     leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
     leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2
     leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02
@@ -849,13 +920,13 @@ def velocity_constraints(x, p, H):
     leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22
     leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22
     leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21
-    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_rho2_x
-    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
@@ -883,17 +954,17 @@ def velocity_constraints(x, p, H):
     leg3_Ci3_z = 0.1*leg3_Q_20 + 0.18541*leg3_Q_21
     if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_rho2_x
     if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 1.095070697703121
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02
@@ -913,19 +984,19 @@ def velocity_constraints(x, p, H):
     leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22
     leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22
     leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21
-    if not (leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_rho2_x
-    if not (leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 1.095070697703121
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02
@@ -945,13 +1016,13 @@ def velocity_constraints(x, p, H):
     leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22
     leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22
     leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21
-    if not (leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_rho2_x
-    if not (leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
@@ -979,11 +1050,11 @@ def velocity_constraints(x, p, H):
     leg6_Ci3_z = 0.1*leg6_Q_20 + 0.18541*leg6_Q_21
     if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_rho2_x
     if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         H[:] = [NAN] * 108
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv2
@@ -1165,13 +1236,41 @@ def velocity_constraints(x, p, H):
 def leg_rates(x, u, p, q, qd):
     """Leg joint coordinates q and rates qd = H u.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  p[17]: named spec parameters: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz, J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
-    out q[18] shape 18
-    out qd[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+        J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+    out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+        leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+        leg6_stroke
+    out qd[18] shape 18: leg joint rates (rad/s, m/s for a stroke), shape (18,), in the order of q
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.4 m
+    status 124: leg1 stroke above its upper limit 0.4 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.4 m
+    status 224: leg2 stroke above its upper limit 0.4 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.4 m
+    status 324: leg3 stroke above its upper limit 0.4 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.4 m
+    status 424: leg4 stroke above its upper limit 0.4 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.4 m
+    status 524: leg5 stroke above its upper limit 0.4 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.4 m
+    status 624: leg6 stroke above its upper limit 0.4 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
     ops: 357 adds, 588 muls, 24 divs, 12 sqrt, 18 trig (999 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
@@ -1211,10 +1310,10 @@ def leg_rates(x, u, p, q, qd):
     leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596
     leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
@@ -1225,15 +1324,15 @@ def leg_rates(x, u, p, q, qd):
     leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
     leg1_q1 = math.atan2(leg1_u_s1, leg1_u_c1)
     leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
-    leg1_stroke = leg1_u_L - 1.0950709518223007
-    if not (leg1_stroke + 0.4 > 0.0):  # leg1_stroke below its limit -0.4
+    leg1_stroke = leg1_u_L - 1.095070951822301
+    if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.4
+        return 123
+    if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse6
     cse14 = -cse8 + y_C
     leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z
@@ -1241,10 +1340,10 @@ def leg_rates(x, u, p, q, qd):
     leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596
     leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
@@ -1255,15 +1354,15 @@ def leg_rates(x, u, p, q, qd):
     leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
     leg2_q1 = math.atan2(leg2_u_s1, leg2_u_c1)
     leg2_q2 = math.atan2(leg2_u_s2, leg2_u_c2)
-    leg2_stroke = leg2_u_L - 1.0950709518223007
-    if not (leg2_stroke + 0.4 > 0.0):  # leg2_stroke below its limit -0.4
+    leg2_stroke = leg2_u_L - 1.095070951822301
+    if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.4
+        return 223
+    if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
+        return 224
     cse15 = 0.570634*leg1_alpha_C_20
     cse16 = cse5 + 0.18541*leg1_alpha_C_00
     leg3_s0_x = cse15 + cse16
@@ -1275,10 +1374,10 @@ def leg_rates(x, u, p, q, qd):
     leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234
     leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
@@ -1290,14 +1389,14 @@ def leg_rates(x, u, p, q, qd):
     leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
     leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
     leg3_stroke = leg3_u_L - 1.0950706448709142
-    if not (leg3_stroke + 0.4 > 0.0):  # leg3_stroke below its limit -0.4
+    if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.4
+        return 323
+    if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
+        return 324
     cse20 = 0.124747*leg1_alpha_C_20
     cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C
     leg4_s0_x = cse20 - cse21
@@ -1310,10 +1409,10 @@ def leg_rates(x, u, p, q, qd):
     leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356
     leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
@@ -1324,25 +1423,25 @@ def leg_rates(x, u, p, q, qd):
     leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
     leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
     leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
-    leg4_stroke = leg4_u_L - 1.095070697703121
-    if not (leg4_stroke + 0.4 > 0.0):  # leg4_stroke below its limit -0.4
+    leg4_stroke = leg4_u_L - 1.0950706977031208
+    if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.4
+        return 423
+    if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
+        return 424
     leg5_s0_x = -cse20 - cse21
     leg5_s0_y = -cse22 - cse23
     leg5_s0_z = -cse24 - cse25
     leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356
     leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
@@ -1353,25 +1452,25 @@ def leg_rates(x, u, p, q, qd):
     leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
     leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
     leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
-    leg5_stroke = leg5_u_L - 1.095070697703121
-    if not (leg5_stroke + 0.4 > 0.0):  # leg5_stroke below its limit -0.4
+    leg5_stroke = leg5_u_L - 1.0950706977031208
+    if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.4
+        return 523
+    if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
+        return 524
     leg6_s0_x = -cse15 + cse16
     leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z
     leg6_s0_z = -cse18 + cse19
     leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234
     leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
@@ -1383,14 +1482,14 @@ def leg_rates(x, u, p, q, qd):
     leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
     leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
     leg6_stroke = leg6_u_L - 1.0950706448709142
-    if not (leg6_stroke + 0.4 > 0.0):  # leg6_stroke below its limit -0.4
+    if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.4
+        return 623
+    if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 1
+        return 624
     leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
     cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
     leg1_beta1_02 = -cse26
@@ -1419,7 +1518,7 @@ def leg_rates(x, u, p, q, qd):
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_B0_10 = -leg1_beta1_00*leg1_u_s2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
-    leg1_rho2_x = leg1_stroke + 1.0950709518223007
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
     leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
     leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2
     leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2
@@ -1439,21 +1538,21 @@ def leg_rates(x, u, p, q, qd):
     leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22
     leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22
     leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21
-    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_rho2_x
-    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
     leg2_B0_10 = -leg2_beta1_00*leg2_u_s2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
-    leg2_rho2_x = leg2_stroke + 1.0950709518223007
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
     leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
     leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2
     leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02
@@ -1473,15 +1572,15 @@ def leg_rates(x, u, p, q, qd):
     leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22
     leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22
     leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21
-    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_rho2_x
-    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
@@ -1510,18 +1609,18 @@ def leg_rates(x, u, p, q, qd):
     if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_rho2_x
     if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 1.095070697703121
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02
@@ -1541,21 +1640,21 @@ def leg_rates(x, u, p, q, qd):
     leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22
     leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22
     leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21
-    if not (leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_rho2_x
-    if not (leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 1.095070697703121
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02
@@ -1575,15 +1674,15 @@ def leg_rates(x, u, p, q, qd):
     leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22
     leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22
     leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21
-    if not (leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_rho2_x
-    if not (leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
@@ -1612,12 +1711,12 @@ def leg_rates(x, u, p, q, qd):
     if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_rho2_x
     if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv2
@@ -1745,12 +1844,40 @@ def leg_rates(x, u, p, q, qd):
 def acceleration_terms(x, u, p, h):
     """h_k of every leg: qdd = H udot + h.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  p[17]: named spec parameters: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz, J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
-    out h[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+        J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+    out h[18] shape 18: acceleration terms (rad/s^2, m/s^2 for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+        leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+        leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.4 m
+    status 124: leg1 stroke above its upper limit 0.4 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.4 m
+    status 224: leg2 stroke above its upper limit 0.4 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.4 m
+    status 324: leg3 stroke above its upper limit 0.4 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.4 m
+    status 424: leg4 stroke above its upper limit 0.4 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.4 m
+    status 524: leg5 stroke above its upper limit 0.4 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.4 m
+    status 624: leg6 stroke above its upper limit 0.4 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
     ops: 495 adds, 789 muls, 24 divs, 12 sqrt, 6 trig (1326 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
@@ -1790,9 +1917,9 @@ def acceleration_terms(x, u, p, h):
     leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596
     leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 18
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
@@ -1801,13 +1928,13 @@ def acceleration_terms(x, u, p, h):
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
-    leg1_stroke = leg1_u_L - 1.0950709518223007
-    if not (leg1_stroke + 0.4 > 0.0):  # leg1_stroke below its limit -0.4
+    leg1_stroke = leg1_u_L - 1.095070951822301
+    if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         h[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.4
+        return 123
+    if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
         h[:] = [NAN] * 18
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse6
     cse14 = -cse8 + y_C
     leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z
@@ -1815,9 +1942,9 @@ def acceleration_terms(x, u, p, h):
     leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596
     leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 18
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
@@ -1826,13 +1953,13 @@ def acceleration_terms(x, u, p, h):
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
-    leg2_stroke = leg2_u_L - 1.0950709518223007
-    if not (leg2_stroke + 0.4 > 0.0):  # leg2_stroke below its limit -0.4
+    leg2_stroke = leg2_u_L - 1.095070951822301
+    if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         h[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.4
+        return 223
+    if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
         h[:] = [NAN] * 18
-        return 1
+        return 224
     cse15 = 0.570634*leg1_alpha_C_20
     cse16 = cse5 + 0.18541*leg1_alpha_C_00
     leg3_s0_x = cse15 + cse16
@@ -1844,9 +1971,9 @@ def acceleration_terms(x, u, p, h):
     leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234
     leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 18
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
@@ -1856,12 +1983,12 @@ def acceleration_terms(x, u, p, h):
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
     leg3_stroke = leg3_u_L - 1.0950706448709142
-    if not (leg3_stroke + 0.4 > 0.0):  # leg3_stroke below its limit -0.4
+    if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         h[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.4
+        return 323
+    if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
         h[:] = [NAN] * 18
-        return 1
+        return 324
     cse20 = 0.124747*leg1_alpha_C_20
     cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C
     leg4_s0_x = cse20 - cse21
@@ -1874,9 +2001,9 @@ def acceleration_terms(x, u, p, h):
     leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356
     leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 18
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
@@ -1885,22 +2012,22 @@ def acceleration_terms(x, u, p, h):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 1.095070697703121
-    if not (leg4_stroke + 0.4 > 0.0):  # leg4_stroke below its limit -0.4
+    leg4_stroke = leg4_u_L - 1.0950706977031208
+    if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         h[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.4
+        return 423
+    if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
         h[:] = [NAN] * 18
-        return 1
+        return 424
     leg5_s0_x = -cse20 - cse21
     leg5_s0_y = -cse22 - cse23
     leg5_s0_z = -cse24 - cse25
     leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356
     leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 18
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
@@ -1909,22 +2036,22 @@ def acceleration_terms(x, u, p, h):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 1.095070697703121
-    if not (leg5_stroke + 0.4 > 0.0):  # leg5_stroke below its limit -0.4
+    leg5_stroke = leg5_u_L - 1.0950706977031208
+    if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         h[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.4
+        return 523
+    if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
         h[:] = [NAN] * 18
-        return 1
+        return 524
     leg6_s0_x = -cse15 + cse16
     leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z
     leg6_s0_z = -cse18 + cse19
     leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234
     leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         h[:] = [NAN] * 18
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
@@ -1934,12 +2061,12 @@ def acceleration_terms(x, u, p, h):
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
     leg6_stroke = leg6_u_L - 1.0950706448709142
-    if not (leg6_stroke + 0.4 > 0.0):  # leg6_stroke below its limit -0.4
+    if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         h[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.4
+        return 623
+    if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
         h[:] = [NAN] * 18
-        return 1
+        return 624
     leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
     cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
     leg1_beta1_02 = -cse26
@@ -1968,7 +2095,7 @@ def acceleration_terms(x, u, p, h):
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_B0_10 = -leg1_beta1_00*leg1_u_s2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
-    leg1_rho2_x = leg1_stroke + 1.0950709518223007
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
     leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
     leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2
     leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2
@@ -1988,19 +2115,19 @@ def acceleration_terms(x, u, p, h):
     leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22
     leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22
     leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21
-    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_rho2_x
-    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
     leg2_B0_10 = -leg2_beta1_00*leg2_u_s2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
-    leg2_rho2_x = leg2_stroke + 1.0950709518223007
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
     leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
     leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2
     leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02
@@ -2020,13 +2147,13 @@ def acceleration_terms(x, u, p, h):
     leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22
     leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22
     leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21
-    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_rho2_x
-    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
@@ -2054,17 +2181,17 @@ def acceleration_terms(x, u, p, h):
     leg3_Ci3_z = 0.1*leg3_Q_20 + 0.18541*leg3_Q_21
     if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_rho2_x
     if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 1.095070697703121
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02
@@ -2084,19 +2211,19 @@ def acceleration_terms(x, u, p, h):
     leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22
     leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22
     leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21
-    if not (leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_rho2_x
-    if not (leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 1.095070697703121
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02
@@ -2116,13 +2243,13 @@ def acceleration_terms(x, u, p, h):
     leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22
     leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22
     leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21
-    if not (leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_rho2_x
-    if not (leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
@@ -2150,11 +2277,11 @@ def acceleration_terms(x, u, p, h):
     leg6_Ci3_z = 0.1*leg6_Q_20 + 0.18541*leg6_Q_21
     if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_rho2_x
     if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         h[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv2
@@ -2339,9 +2466,9 @@ def acceleration_terms(x, u, p, h):
     leg1_cC_x = cse46*leg1_Q_00 + cse49*leg1_Q_01 + cse52*leg1_Q_02
     leg1_cC_y = cse46*leg1_Q_10 + cse49*leg1_Q_11 + cse52*leg1_Q_12
     leg1_cC_z = cse46*leg1_Q_20 + cse49*leg1_Q_21 + cse52*leg1_Q_22
-    leg1_c1 = -leg1_a3_x + leg1_cC_x - 1.0950709518223007*leg1_oo2_W_00
-    leg1_c2 = -leg1_a3_y + leg1_cC_y - 1.0950709518223007*leg1_oo2_xy
-    leg1_c3 = -leg1_a3_z + leg1_cC_z + 1.0950709518223007*leg1_epsd2_y - 1.0950709518223007*leg1_oo2_xz
+    leg1_c1 = -leg1_a3_x + leg1_cC_x - 1.095070951822301*leg1_oo2_W_00
+    leg1_c2 = -leg1_a3_y + leg1_cC_y - 1.095070951822301*leg1_oo2_xy
+    leg1_c3 = -leg1_a3_z + leg1_cC_z + 1.095070951822301*leg1_epsd2_y - 1.095070951822301*leg1_oo2_xz
     leg1_h1 = leg1_c3*leg1_lu_inv3
     leg1_h2 = leg1_c2*leg1_lu_inv2
     cse53 = -cse44
@@ -2353,9 +2480,9 @@ def acceleration_terms(x, u, p, h):
     leg2_cC_x = cse54*leg2_Q_00 + cse56*leg2_Q_01 + cse58*leg2_Q_02
     leg2_cC_y = cse54*leg2_Q_10 + cse56*leg2_Q_11 + cse58*leg2_Q_12
     leg2_cC_z = cse54*leg2_Q_20 + cse56*leg2_Q_21 + cse58*leg2_Q_22
-    leg2_c1 = -leg2_a3_x + leg2_cC_x - 1.0950709518223007*leg2_oo2_W_00
-    leg2_c2 = -leg2_a3_y + leg2_cC_y - 1.0950709518223007*leg2_oo2_xy
-    leg2_c3 = -leg2_a3_z + leg2_cC_z + 1.0950709518223007*leg2_epsd2_y - 1.0950709518223007*leg2_oo2_xz
+    leg2_c1 = -leg2_a3_x + leg2_cC_x - 1.095070951822301*leg2_oo2_W_00
+    leg2_c2 = -leg2_a3_y + leg2_cC_y - 1.095070951822301*leg2_oo2_xy
+    leg2_c3 = -leg2_a3_z + leg2_cC_z + 1.095070951822301*leg2_epsd2_y - 1.095070951822301*leg2_oo2_xz
     leg2_h1 = leg2_c3*leg2_lu_inv3
     leg2_h2 = leg2_c2*leg2_lu_inv2
     cse59 = 0.570634*leg1_oo_C_xz
@@ -2384,9 +2511,9 @@ def acceleration_terms(x, u, p, h):
     leg4_cC_x = cse67*leg4_Q_00 + cse70*leg4_Q_01 + cse73*leg4_Q_02
     leg4_cC_y = cse67*leg4_Q_10 + cse70*leg4_Q_11 + cse73*leg4_Q_12
     leg4_cC_z = cse67*leg4_Q_20 + cse70*leg4_Q_21 + cse73*leg4_Q_22
-    leg4_c1 = -leg4_a3_x + leg4_cC_x - 1.095070697703121*leg4_oo2_W_00
-    leg4_c2 = -leg4_a3_y + leg4_cC_y - 1.095070697703121*leg4_oo2_xy
-    leg4_c3 = -leg4_a3_z + leg4_cC_z + 1.095070697703121*leg4_epsd2_y - 1.095070697703121*leg4_oo2_xz
+    leg4_c1 = -leg4_a3_x + leg4_cC_x - 1.0950706977031208*leg4_oo2_W_00
+    leg4_c2 = -leg4_a3_y + leg4_cC_y - 1.0950706977031208*leg4_oo2_xy
+    leg4_c3 = -leg4_a3_z + leg4_cC_z + 1.0950706977031208*leg4_epsd2_y - 1.0950706977031208*leg4_oo2_xz
     leg4_h1 = leg4_c3*leg4_lu_inv3
     leg4_h2 = leg4_c2*leg4_lu_inv2
     cse74 = -cse65 - cse66
@@ -2395,9 +2522,9 @@ def acceleration_terms(x, u, p, h):
     leg5_cC_x = cse74*leg5_Q_00 + cse75*leg5_Q_01 + cse76*leg5_Q_02
     leg5_cC_y = cse74*leg5_Q_10 + cse75*leg5_Q_11 + cse76*leg5_Q_12
     leg5_cC_z = cse74*leg5_Q_20 + cse75*leg5_Q_21 + cse76*leg5_Q_22
-    leg5_c1 = -leg5_a3_x + leg5_cC_x - 1.095070697703121*leg5_oo2_W_00
-    leg5_c2 = -leg5_a3_y + leg5_cC_y - 1.095070697703121*leg5_oo2_xy
-    leg5_c3 = -leg5_a3_z + leg5_cC_z + 1.095070697703121*leg5_epsd2_y - 1.095070697703121*leg5_oo2_xz
+    leg5_c1 = -leg5_a3_x + leg5_cC_x - 1.0950706977031208*leg5_oo2_W_00
+    leg5_c2 = -leg5_a3_y + leg5_cC_y - 1.0950706977031208*leg5_oo2_xy
+    leg5_c3 = -leg5_a3_z + leg5_cC_z + 1.0950706977031208*leg5_epsd2_y - 1.0950706977031208*leg5_oo2_xz
     leg5_h1 = leg5_c3*leg5_lu_inv3
     leg5_h2 = leg5_c2*leg5_lu_inv2
     cse77 = -cse44 - cse59 + 0.18541*leg1_oo_C_W_00
@@ -2435,13 +2562,42 @@ def acceleration_terms(x, u, p, h):
 def leg_forces(x, u, F, p, Q):
     """Active force of every leg joint: spring, damper and drive.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  p[17]: named spec parameters: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz, J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
-    out Q[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+        J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+    out Q[18] shape 18: active force of each leg joint (N m, N for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+        leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+        leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.4 m
+    status 124: leg1 stroke above its upper limit 0.4 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.4 m
+    status 224: leg2 stroke above its upper limit 0.4 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.4 m
+    status 324: leg3 stroke above its upper limit 0.4 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.4 m
+    status 424: leg4 stroke above its upper limit 0.4 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.4 m
+    status 524: leg5 stroke above its upper limit 0.4 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.4 m
+    status 624: leg6 stroke above its upper limit 0.4 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
     ops: 117 adds, 102 muls, 6 divs, 12 sqrt, 6 trig (243 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
@@ -2482,20 +2638,20 @@ def leg_forces(x, u, F, p, Q):
     leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596
     leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
     leg1_u_inv_L = 1.0/leg1_u_L
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
-    leg1_stroke = leg1_u_L - 1.0950709518223007
-    if not (leg1_stroke + 0.4 > 0.0):  # leg1_stroke below its limit -0.4
+    leg1_stroke = leg1_u_L - 1.095070951822301
+    if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         Q[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.4
+        return 123
+    if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
         Q[:] = [NAN] * 18
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse6
     cse14 = -cse8 + y_C
     leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z
@@ -2503,20 +2659,20 @@ def leg_forces(x, u, F, p, Q):
     leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596
     leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
     leg2_u_inv_L = 1.0/leg2_u_L
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
-    leg2_stroke = leg2_u_L - 1.0950709518223007
-    if not (leg2_stroke + 0.4 > 0.0):  # leg2_stroke below its limit -0.4
+    leg2_stroke = leg2_u_L - 1.095070951822301
+    if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         Q[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.4
+        return 223
+    if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
         Q[:] = [NAN] * 18
-        return 1
+        return 224
     cse15 = 0.570634*leg1_alpha_C_20
     cse16 = cse5 + 0.18541*leg1_alpha_C_00
     leg3_s0_x = cse15 + cse16
@@ -2528,20 +2684,20 @@ def leg_forces(x, u, F, p, Q):
     leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234
     leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
     leg3_u_inv_L = 1.0/leg3_u_L
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_stroke = leg3_u_L - 1.0950706448709142
-    if not (leg3_stroke + 0.4 > 0.0):  # leg3_stroke below its limit -0.4
+    if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         Q[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.4
+        return 323
+    if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
         Q[:] = [NAN] * 18
-        return 1
+        return 324
     cse20 = 0.124747*leg1_alpha_C_20
     cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C
     leg4_s0_x = cse20 - cse21
@@ -2554,108 +2710,108 @@ def leg_forces(x, u, F, p, Q):
     leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356
     leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
     leg4_u_inv_L = 1.0/leg4_u_L
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 1.095070697703121
-    if not (leg4_stroke + 0.4 > 0.0):  # leg4_stroke below its limit -0.4
+    leg4_stroke = leg4_u_L - 1.0950706977031208
+    if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         Q[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.4
+        return 423
+    if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
         Q[:] = [NAN] * 18
-        return 1
+        return 424
     leg5_s0_x = -cse20 - cse21
     leg5_s0_y = -cse22 - cse23
     leg5_s0_z = -cse24 - cse25
     leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356
     leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
     leg5_u_inv_L = 1.0/leg5_u_L
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 1.095070697703121
-    if not (leg5_stroke + 0.4 > 0.0):  # leg5_stroke below its limit -0.4
+    leg5_stroke = leg5_u_L - 1.0950706977031208
+    if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         Q[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.4
+        return 523
+    if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
         Q[:] = [NAN] * 18
-        return 1
+        return 524
     leg6_s0_x = -cse15 + cse16
     leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z
     leg6_s0_z = -cse18 + cse19
     leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234
     leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         Q[:] = [NAN] * 18
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
     leg6_u_inv_L = 1.0/leg6_u_L
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_stroke = leg6_u_L - 1.0950706448709142
-    if not (leg6_stroke + 0.4 > 0.0):  # leg6_stroke below its limit -0.4
+    if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         Q[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.4
+        return 623
+    if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
         Q[:] = [NAN] * 18
-        return 1
-    leg1_rho2_x = leg1_stroke + 1.0950709518223007
+        return 624
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
     leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
-    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
-    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+        return 192
+    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
-    leg2_rho2_x = leg2_stroke + 1.0950709518223007
+        return 192
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
     leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
-    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
-    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        return 292
+    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 292
     leg3_rho2_x = leg3_stroke + 1.0950706448709142
     leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
     if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 392
     if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
-    leg4_rho2_x = leg4_stroke + 1.095070697703121
+        return 392
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
-    if not (leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
-    if not (leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        return 492
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
-    leg5_rho2_x = leg5_stroke + 1.095070697703121
+        return 492
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
-    if not (leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
-    if not (leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        return 592
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 592
     leg6_rho2_x = leg6_stroke + 1.0950706448709142
     leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
     if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 692
     if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         Q[:] = [NAN] * 18
-        return 2
+        return 692
     Q[0] = 0.0
     Q[1] = 0.0
     Q[2] = F_leg1
@@ -2678,22 +2834,59 @@ def leg_forces(x, u, F, p, Q):
 
 
 def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, b):
-    """Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler), stacked.
+    """Mass matrix A_k of each leg (composite bodies) and b_k = Q_active - h_k (Newton-Euler),
+    stacked.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[17]: named spec parameters: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz, J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
-    out A_leg1[9] shape 3x3
-    out A_leg2[9] shape 3x3
-    out A_leg3[9] shape 3x3
-    out A_leg4[9] shape 3x3
-    out A_leg5[9] shape 3x3
-    out A_leg6[9] shape 3x3
-    out b[18] shape 18
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+        J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+    out A_leg1[9] shape 3x3: mass matrix of leg leg1, symmetric, shape (3, 3); rows and columns: leg1_u1, leg1_u2,
+        leg1_stroke
+    out A_leg2[9] shape 3x3: mass matrix of leg leg2, symmetric, shape (3, 3); rows and columns: leg2_u1, leg2_u2,
+        leg2_stroke
+    out A_leg3[9] shape 3x3: mass matrix of leg leg3, symmetric, shape (3, 3); rows and columns: leg3_u1, leg3_u2,
+        leg3_stroke
+    out A_leg4[9] shape 3x3: mass matrix of leg leg4, symmetric, shape (3, 3); rows and columns: leg4_u1, leg4_u2,
+        leg4_stroke
+    out A_leg5[9] shape 3x3: mass matrix of leg leg5, symmetric, shape (3, 3); rows and columns: leg5_u1, leg5_u2,
+        leg5_stroke
+    out A_leg6[9] shape 3x3: mass matrix of leg leg6, symmetric, shape (3, 3); rows and columns: leg6_u1, leg6_u2,
+        leg6_stroke
+    out b[18] shape 18: b_k = Q_active - h_k of the legs stacked (N m, N for a stroke), shape (18,), in the order of
+        the leg coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1,
+        leg3_u2, leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1,
+        leg6_u2, leg6_stroke
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.4 m
+    status 124: leg1 stroke above its upper limit 0.4 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.4 m
+    status 224: leg2 stroke above its upper limit 0.4 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.4 m
+    status 324: leg3 stroke above its upper limit 0.4 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.4 m
+    status 424: leg4 stroke above its upper limit 0.4 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.4 m
+    status 524: leg5 stroke above its upper limit 0.4 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.4 m
+    status 624: leg6 stroke above its upper limit 0.4 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
     ops: 579 adds, 913 muls, 24 divs, 12 sqrt, 6 trig (1534 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
@@ -2735,7 +2928,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596
     leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2743,7 +2936,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
@@ -2752,8 +2945,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
-    leg1_stroke = leg1_u_L - 1.0950709518223007
-    if not (leg1_stroke + 0.4 > 0.0):  # leg1_stroke below its limit -0.4
+    leg1_stroke = leg1_u_L - 1.095070951822301
+    if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2761,8 +2954,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.4
+        return 123
+    if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2770,7 +2963,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse6
     cse14 = -cse8 + y_C
     leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z
@@ -2778,7 +2971,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596
     leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2786,7 +2979,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
@@ -2795,8 +2988,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
-    leg2_stroke = leg2_u_L - 1.0950709518223007
-    if not (leg2_stroke + 0.4 > 0.0):  # leg2_stroke below its limit -0.4
+    leg2_stroke = leg2_u_L - 1.095070951822301
+    if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2804,8 +2997,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.4
+        return 223
+    if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2813,7 +3006,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
+        return 224
     cse15 = 0.570634*leg1_alpha_C_20
     cse16 = cse5 + 0.18541*leg1_alpha_C_00
     leg3_s0_x = cse15 + cse16
@@ -2825,7 +3018,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234
     leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2833,7 +3026,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
@@ -2843,7 +3036,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
     leg3_stroke = leg3_u_L - 1.0950706448709142
-    if not (leg3_stroke + 0.4 > 0.0):  # leg3_stroke below its limit -0.4
+    if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2851,8 +3044,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.4
+        return 323
+    if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2860,7 +3053,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
+        return 324
     cse20 = 0.124747*leg1_alpha_C_20
     cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C
     leg4_s0_x = cse20 - cse21
@@ -2873,7 +3066,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356
     leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2881,7 +3074,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
@@ -2890,8 +3083,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 1.095070697703121
-    if not (leg4_stroke + 0.4 > 0.0):  # leg4_stroke below its limit -0.4
+    leg4_stroke = leg4_u_L - 1.0950706977031208
+    if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2899,8 +3092,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.4
+        return 423
+    if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2908,14 +3101,14 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
+        return 424
     leg5_s0_x = -cse20 - cse21
     leg5_s0_y = -cse22 - cse23
     leg5_s0_z = -cse24 - cse25
     leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356
     leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2923,7 +3116,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
@@ -2932,8 +3125,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 1.095070697703121
-    if not (leg5_stroke + 0.4 > 0.0):  # leg5_stroke below its limit -0.4
+    leg5_stroke = leg5_u_L - 1.0950706977031208
+    if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2941,8 +3134,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.4
+        return 523
+    if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2950,14 +3143,14 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
+        return 524
     leg6_s0_x = -cse15 + cse16
     leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z
     leg6_s0_z = -cse18 + cse19
     leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234
     leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2965,7 +3158,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
@@ -2975,7 +3168,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
     leg6_stroke = leg6_u_L - 1.0950706448709142
-    if not (leg6_stroke + 0.4 > 0.0):  # leg6_stroke below its limit -0.4
+    if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2983,8 +3176,8 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
-    if not (0.4 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.4
+        return 623
+    if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -2992,7 +3185,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 1
+        return 624
     leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
     cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
     leg1_beta1_02 = -cse26
@@ -3071,7 +3264,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_B0_10 = -leg1_beta1_00*leg1_u_s2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
-    leg1_rho2_x = leg1_stroke + 1.0950709518223007
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
     leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
     leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2
     leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2
@@ -3091,7 +3284,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22
     leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22
     leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21
-    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3099,9 +3292,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_rho2_x
-    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3109,13 +3302,13 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
     leg2_B0_10 = -leg2_beta1_00*leg2_u_s2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
-    leg2_rho2_x = leg2_stroke + 1.0950709518223007
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
     leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
     leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2
     leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02
@@ -3135,7 +3328,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22
     leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22
     leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21
-    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3143,9 +3336,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_rho2_x
-    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3153,7 +3346,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
@@ -3187,7 +3380,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_rho2_x
     if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
@@ -3197,13 +3390,13 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 1.095070697703121
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02
@@ -3223,7 +3416,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22
     leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22
     leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21
-    if not (leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3231,9 +3424,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_rho2_x
-    if not (leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3241,13 +3434,13 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 1.095070697703121
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02
@@ -3267,7 +3460,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
     leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22
     leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22
     leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21
-    if not (leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3275,9 +3468,9 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_rho2_x
-    if not (leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
         A_leg2[:] = [NAN] * 9
         A_leg3[:] = [NAN] * 9
@@ -3285,7 +3478,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
@@ -3319,7 +3512,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_rho2_x
     if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         A_leg1[:] = [NAN] * 9
@@ -3329,7 +3522,7 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
         A_leg5[:] = [NAN] * 9
         A_leg6[:] = [NAN] * 9
         b[:] = [NAN] * 18
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv2
@@ -3670,21 +3863,50 @@ def leg_dynamics(x, u, F, g, p, A_leg1, A_leg2, A_leg3, A_leg4, A_leg5, A_leg6, 
 
 
 def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
-    """A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C = b*_C (unrolled L D L^T).
+    """A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) and udot_C solving A*_C udot_C =
+    b*_C (unrolled L D L^T).
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  fE[3]: external force on C through its centre of mass (frame 0)
-    in  mE[3]: external moment on C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[17]: named spec parameters: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz, J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
-    out A_star[36] shape 6x6
-    out b_star[6] shape 6
-    out udot[6] shape 6
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+    in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+        J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+    out A_star[36] shape 6x6: reduced mass matrix A*_C, shape (6, 6); rows and columns in the order of u: v_C (frame 0),
+        omega_C (frame C)
+    out b_star[6] shape 6: reduced forces b*_C, shape (6,): force (N, frame 0), then moment (N m, frame C)
+    out udot[6] shape 6: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,)
     status 3: reduced mass matrix A*_C not positive definite
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.4 m
+    status 124: leg1 stroke above its upper limit 0.4 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.4 m
+    status 224: leg2 stroke above its upper limit 0.4 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.4 m
+    status 324: leg3 stroke above its upper limit 0.4 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.4 m
+    status 424: leg4 stroke above its upper limit 0.4 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.4 m
+    status 524: leg5 stroke above its upper limit 0.4 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.4 m
+    status 624: leg6 stroke above its upper limit 0.4 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
     ops: 1246 adds, 1713 muls, 30 divs, 12 sqrt, 6 trig (3007 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
@@ -3745,11 +3967,11 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596
     leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
@@ -3758,17 +3980,17 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
-    leg1_stroke = leg1_u_L - 1.0950709518223007
-    if not (leg1_stroke + 0.4 > 0.0):  # leg1_stroke below its limit -0.4
+    leg1_stroke = leg1_u_L - 1.095070951822301
+    if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.4 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.4
+        return 123
+    if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
+        return 124
     leg2_s0_x = cse5 + cse8
     cse16 = -cse10 + y_C
     leg2_s0_y = cse16 + cse9 + 0.401478*leg1_s_psi_z
@@ -3776,11 +3998,11 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596
     leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
@@ -3789,17 +4011,17 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
-    leg2_stroke = leg2_u_L - 1.0950709518223007
-    if not (leg2_stroke + 0.4 > 0.0):  # leg2_stroke below its limit -0.4
+    leg2_stroke = leg2_u_L - 1.095070951822301
+    if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.4 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.4
+        return 223
+    if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
+        return 224
     cse17 = 0.570634*leg1_alpha_C_20
     cse18 = cse7 + 0.18541*leg1_alpha_C_00
     leg3_s0_x = cse17 + cse18
@@ -3811,11 +4033,11 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234
     leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
@@ -3825,16 +4047,16 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
     leg3_stroke = leg3_u_L - 1.0950706448709142
-    if not (leg3_stroke + 0.4 > 0.0):  # leg3_stroke below its limit -0.4
+    if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.4 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.4
+        return 323
+    if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
+        return 324
     cse22 = 0.124747*leg1_alpha_C_20
     cse23 = cse6 + 0.586889*leg1_alpha_C_00 - x_C
     leg4_s0_x = cse22 - cse23
@@ -3847,11 +4069,11 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356
     leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
@@ -3860,28 +4082,28 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 1.095070697703121
-    if not (leg4_stroke + 0.4 > 0.0):  # leg4_stroke below its limit -0.4
+    leg4_stroke = leg4_u_L - 1.0950706977031208
+    if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.4 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.4
+        return 423
+    if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
+        return 424
     leg5_s0_x = -cse22 - cse23
     leg5_s0_y = -cse24 - cse25
     leg5_s0_z = -cse26 - cse27
     leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356
     leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
@@ -3890,28 +4112,28 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 1.095070697703121
-    if not (leg5_stroke + 0.4 > 0.0):  # leg5_stroke below its limit -0.4
+    leg5_stroke = leg5_u_L - 1.0950706977031208
+    if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.4 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.4
+        return 523
+    if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
+        return 524
     leg6_s0_x = -cse17 + cse18
     leg6_s0_y = -cse11 - cse19 + 0.18541*leg1_s_psi_z
     leg6_s0_z = -cse20 + cse21
     leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234
     leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
@@ -3921,16 +4143,16 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
     leg6_stroke = leg6_u_L - 1.0950706448709142
-    if not (leg6_stroke + 0.4 > 0.0):  # leg6_stroke below its limit -0.4
+    if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
-    if not (0.4 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.4
+        return 623
+    if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 1
+        return 624
     leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
     cse28 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
     leg1_beta1_02 = -cse28
@@ -3959,7 +4181,7 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_B0_10 = -leg1_beta1_00*leg1_u_s2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
-    leg1_rho2_x = leg1_stroke + 1.0950709518223007
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
     leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
     leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2
     leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2
@@ -3979,23 +4201,23 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22
     leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22
     leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21
-    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_rho2_x
-    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
     leg2_B0_10 = -leg2_beta1_00*leg2_u_s2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
-    leg2_rho2_x = leg2_stroke + 1.0950709518223007
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
     leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
     leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2
     leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02
@@ -4015,17 +4237,17 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22
     leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22
     leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21
-    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_rho2_x
-    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
@@ -4055,19 +4277,19 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_rho2_x
     if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 1.095070697703121
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02
@@ -4087,23 +4309,23 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22
     leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22
     leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21
-    if not (leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_rho2_x
-    if not (leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 1.095070697703121
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02
@@ -4123,17 +4345,17 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22
     leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22
     leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21
-    if not (leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_rho2_x
-    if not (leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
@@ -4163,13 +4385,13 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_rho2_x
     if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         A_star[:] = [NAN] * 36
         b_star[:] = [NAN] * 6
         udot[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv2
@@ -4375,9 +4597,9 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg1_cC_x = cse72*leg1_Q_00 + cse75*leg1_Q_01 + cse78*leg1_Q_02
     leg1_cC_y = cse72*leg1_Q_10 + cse75*leg1_Q_11 + cse78*leg1_Q_12
     leg1_cC_z = cse72*leg1_Q_20 + cse75*leg1_Q_21 + cse78*leg1_Q_22
-    leg1_c1 = -leg1_a3_x + leg1_cC_x - 1.0950709518223007*leg1_oo2_W_00
-    leg1_c2 = -leg1_a3_y + leg1_cC_y - 1.0950709518223007*leg1_oo2_xy
-    leg1_c3 = -leg1_a3_z + leg1_cC_z + 1.0950709518223007*leg1_epsd2_y - 1.0950709518223007*leg1_oo2_xz
+    leg1_c1 = -leg1_a3_x + leg1_cC_x - 1.095070951822301*leg1_oo2_W_00
+    leg1_c2 = -leg1_a3_y + leg1_cC_y - 1.095070951822301*leg1_oo2_xy
+    leg1_c3 = -leg1_a3_z + leg1_cC_z + 1.095070951822301*leg1_epsd2_y - 1.095070951822301*leg1_oo2_xz
     leg1_h1 = leg1_c3*leg1_lu_inv3
     leg1_h2 = leg1_c2*leg1_lu_inv2
     cse79 = -cse70
@@ -4389,9 +4611,9 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg2_cC_x = cse80*leg2_Q_00 + cse82*leg2_Q_01 + cse84*leg2_Q_02
     leg2_cC_y = cse80*leg2_Q_10 + cse82*leg2_Q_11 + cse84*leg2_Q_12
     leg2_cC_z = cse80*leg2_Q_20 + cse82*leg2_Q_21 + cse84*leg2_Q_22
-    leg2_c1 = -leg2_a3_x + leg2_cC_x - 1.0950709518223007*leg2_oo2_W_00
-    leg2_c2 = -leg2_a3_y + leg2_cC_y - 1.0950709518223007*leg2_oo2_xy
-    leg2_c3 = -leg2_a3_z + leg2_cC_z + 1.0950709518223007*leg2_epsd2_y - 1.0950709518223007*leg2_oo2_xz
+    leg2_c1 = -leg2_a3_x + leg2_cC_x - 1.095070951822301*leg2_oo2_W_00
+    leg2_c2 = -leg2_a3_y + leg2_cC_y - 1.095070951822301*leg2_oo2_xy
+    leg2_c3 = -leg2_a3_z + leg2_cC_z + 1.095070951822301*leg2_epsd2_y - 1.095070951822301*leg2_oo2_xz
     leg2_h1 = leg2_c3*leg2_lu_inv3
     leg2_h2 = leg2_c2*leg2_lu_inv2
     cse85 = 0.570634*oo_C_xz
@@ -4420,9 +4642,9 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg4_cC_x = cse93*leg4_Q_00 + cse96*leg4_Q_01 + cse99*leg4_Q_02
     leg4_cC_y = cse93*leg4_Q_10 + cse96*leg4_Q_11 + cse99*leg4_Q_12
     leg4_cC_z = cse93*leg4_Q_20 + cse96*leg4_Q_21 + cse99*leg4_Q_22
-    leg4_c1 = -leg4_a3_x + leg4_cC_x - 1.095070697703121*leg4_oo2_W_00
-    leg4_c2 = -leg4_a3_y + leg4_cC_y - 1.095070697703121*leg4_oo2_xy
-    leg4_c3 = -leg4_a3_z + leg4_cC_z + 1.095070697703121*leg4_epsd2_y - 1.095070697703121*leg4_oo2_xz
+    leg4_c1 = -leg4_a3_x + leg4_cC_x - 1.0950706977031208*leg4_oo2_W_00
+    leg4_c2 = -leg4_a3_y + leg4_cC_y - 1.0950706977031208*leg4_oo2_xy
+    leg4_c3 = -leg4_a3_z + leg4_cC_z + 1.0950706977031208*leg4_epsd2_y - 1.0950706977031208*leg4_oo2_xz
     leg4_h1 = leg4_c3*leg4_lu_inv3
     leg4_h2 = leg4_c2*leg4_lu_inv2
     cse100 = -cse91 - cse92
@@ -4431,9 +4653,9 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
     leg5_cC_x = cse100*leg5_Q_00 + cse101*leg5_Q_01 + cse102*leg5_Q_02
     leg5_cC_y = cse100*leg5_Q_10 + cse101*leg5_Q_11 + cse102*leg5_Q_12
     leg5_cC_z = cse100*leg5_Q_20 + cse101*leg5_Q_21 + cse102*leg5_Q_22
-    leg5_c1 = -leg5_a3_x + leg5_cC_x - 1.095070697703121*leg5_oo2_W_00
-    leg5_c2 = -leg5_a3_y + leg5_cC_y - 1.095070697703121*leg5_oo2_xy
-    leg5_c3 = -leg5_a3_z + leg5_cC_z + 1.095070697703121*leg5_epsd2_y - 1.095070697703121*leg5_oo2_xz
+    leg5_c1 = -leg5_a3_x + leg5_cC_x - 1.0950706977031208*leg5_oo2_W_00
+    leg5_c2 = -leg5_a3_y + leg5_cC_y - 1.0950706977031208*leg5_oo2_xy
+    leg5_c3 = -leg5_a3_z + leg5_cC_z + 1.0950706977031208*leg5_epsd2_y - 1.0950706977031208*leg5_oo2_xz
     leg5_h1 = leg5_c3*leg5_lu_inv3
     leg5_h2 = leg5_c2*leg5_lu_inv2
     cse103 = -cse70 - cse85 + 0.18541*oo_C_W_00
@@ -4886,28 +5108,62 @@ def reduced_dynamics(x, u, F, fE, mE, g, p, A_star, b_star, udot):
 
 
 def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, base_moment, damping_power):
-    """One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates, rates and accelerations, the loads of each leg on C, the force and moment on the base (about O_0, frame 0), damper power.
+    """One integration step (paper 000 section 7): xdot = [v_C, psi_dot, udot_C], leg coordinates,
+    rates and accelerations, the loads of each leg on C, the force and moment on the base (about
+    O_0, frame 0), damper power.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  F[6]: drive force/torque of each leg's drive joint
-    in  fE[3]: external force on C through its centre of mass (frame 0)
-    in  mE[3]: external moment on C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[17]: named spec parameters: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz, J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
-    out xdot[12] shape 12
-    out q[18] shape 18
-    out qd[18] shape 18
-    out qdd[18] shape 18
-    out F_on_C[18] shape 6x3
-    out M_on_C[18] shape 6x3
-    out base_force[3] shape 3
-    out base_moment[3] shape 3
-    out damping_power[1] shape 1
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+    in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+        J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+    out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+        (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
+    out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+        leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+        leg6_stroke
+    out qd[18] shape 18: leg joint rates (rad/s, m/s for a stroke), shape (18,), in the order of q
+    out qdd[18] shape 18: leg joint accelerations (rad/s^2, m/s^2 for a stroke), shape (18,), in the order of q
+    out F_on_C[18] shape 6x3: force of each leg on C (N, frame 0), shape (6, 3); rows: leg1, leg2, leg3, leg4, leg5, leg6
+    out M_on_C[18] shape 6x3: moment of each leg on C (N m, frame 0; zero for a spherical cut), shape (6, 3); rows: leg1,
+        leg2, leg3, leg4, leg5, leg6
+    out base_force[3] shape 3: force of the mechanism on the base (N, frame 0), shape (3,)
+    out base_moment[3] shape 3: moment of the mechanism on the base about O_0 (N m, frame 0), shape (3,)
+    out damping_power[1] shape 1: power taken out by the dampers (W), shape (1,)
     status 3: reduced mass matrix A*_C not positive definite
     status 4: y-z-x angles singular (psi_z = +-90 deg)
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.4 m
+    status 124: leg1 stroke above its upper limit 0.4 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.4 m
+    status 224: leg2 stroke above its upper limit 0.4 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.4 m
+    status 324: leg3 stroke above its upper limit 0.4 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.4 m
+    status 424: leg4 stroke above its upper limit 0.4 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.4 m
+    status 524: leg5 stroke above its upper limit 0.4 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.4 m
+    status 624: leg6 stroke above its upper limit 0.4 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
     ops: 1730 adds, 2212 muls, 31 divs, 12 sqrt, 18 trig (4003 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
@@ -4951,7 +5207,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596
     leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -4961,7 +5217,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
@@ -4972,8 +5228,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
     leg1_q1 = math.atan2(leg1_u_s1, leg1_u_c1)
     leg1_q2 = math.atan2(leg1_u_s2, leg1_u_c2)
-    leg1_stroke = leg1_u_L - 1.0950709518223007
-    if not (leg1_stroke + 0.4 > 0.0):  # leg1_stroke below its limit -0.4
+    leg1_stroke = leg1_u_L - 1.095070951822301
+    if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -4983,8 +5239,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.4 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.4
+        return 123
+    if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -4994,7 +5250,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse6
     cse14 = -cse8 + y_C
     leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z
@@ -5002,7 +5258,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596
     leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5012,7 +5268,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
@@ -5023,8 +5279,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
     leg2_q1 = math.atan2(leg2_u_s1, leg2_u_c1)
     leg2_q2 = math.atan2(leg2_u_s2, leg2_u_c2)
-    leg2_stroke = leg2_u_L - 1.0950709518223007
-    if not (leg2_stroke + 0.4 > 0.0):  # leg2_stroke below its limit -0.4
+    leg2_stroke = leg2_u_L - 1.095070951822301
+    if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5034,8 +5290,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.4 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.4
+        return 223
+    if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5045,7 +5301,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
+        return 224
     cse15 = 0.570634*leg1_alpha_C_20
     cse16 = cse5 + 0.18541*leg1_alpha_C_00
     leg3_s0_x = cse15 + cse16
@@ -5057,7 +5313,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234
     leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5067,7 +5323,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
@@ -5079,7 +5335,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg3_q1 = math.atan2(leg3_u_s1, leg3_u_c1)
     leg3_q2 = math.atan2(leg3_u_s2, leg3_u_c2)
     leg3_stroke = leg3_u_L - 1.0950706448709142
-    if not (leg3_stroke + 0.4 > 0.0):  # leg3_stroke below its limit -0.4
+    if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5089,8 +5345,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.4 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.4
+        return 323
+    if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5100,7 +5356,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
+        return 324
     cse20 = 0.124747*leg1_alpha_C_20
     cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C
     leg4_s0_x = cse20 - cse21
@@ -5113,7 +5369,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356
     leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5123,7 +5379,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
@@ -5134,8 +5390,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
     leg4_q1 = math.atan2(leg4_u_s1, leg4_u_c1)
     leg4_q2 = math.atan2(leg4_u_s2, leg4_u_c2)
-    leg4_stroke = leg4_u_L - 1.095070697703121
-    if not (leg4_stroke + 0.4 > 0.0):  # leg4_stroke below its limit -0.4
+    leg4_stroke = leg4_u_L - 1.0950706977031208
+    if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5145,8 +5401,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.4 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.4
+        return 423
+    if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5156,14 +5412,14 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
+        return 424
     leg5_s0_x = -cse20 - cse21
     leg5_s0_y = -cse22 - cse23
     leg5_s0_z = -cse24 - cse25
     leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356
     leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5173,7 +5429,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
@@ -5184,8 +5440,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
     leg5_q1 = math.atan2(leg5_u_s1, leg5_u_c1)
     leg5_q2 = math.atan2(leg5_u_s2, leg5_u_c2)
-    leg5_stroke = leg5_u_L - 1.095070697703121
-    if not (leg5_stroke + 0.4 > 0.0):  # leg5_stroke below its limit -0.4
+    leg5_stroke = leg5_u_L - 1.0950706977031208
+    if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5195,8 +5451,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.4 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.4
+        return 523
+    if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5206,14 +5462,14 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
+        return 524
     leg6_s0_x = -cse15 + cse16
     leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z
     leg6_s0_z = -cse18 + cse19
     leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234
     leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5223,7 +5479,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
@@ -5235,7 +5491,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg6_q1 = math.atan2(leg6_u_s1, leg6_u_c1)
     leg6_q2 = math.atan2(leg6_u_s2, leg6_u_c2)
     leg6_stroke = leg6_u_L - 1.0950706448709142
-    if not (leg6_stroke + 0.4 > 0.0):  # leg6_stroke below its limit -0.4
+    if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5245,8 +5501,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
-    if not (0.4 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.4
+        return 623
+    if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5256,7 +5512,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 1
+        return 624
     leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
     cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
     leg1_beta1_02 = -cse26
@@ -5285,7 +5541,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_B0_10 = -leg1_beta1_00*leg1_u_s2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
-    leg1_rho2_x = leg1_stroke + 1.0950709518223007
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
     leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
     leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2
     leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2
@@ -5305,7 +5561,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22
     leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22
     leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21
-    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5315,9 +5571,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_rho2_x
-    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5327,13 +5583,13 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
     leg2_B0_10 = -leg2_beta1_00*leg2_u_s2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
-    leg2_rho2_x = leg2_stroke + 1.0950709518223007
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
     leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
     leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2
     leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02
@@ -5353,7 +5609,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22
     leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22
     leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21
-    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5363,9 +5619,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_rho2_x
-    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5375,7 +5631,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
@@ -5411,7 +5667,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_rho2_x
     if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
@@ -5423,13 +5679,13 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 1.095070697703121
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02
@@ -5449,7 +5705,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22
     leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22
     leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21
-    if not (leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5459,9 +5715,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_rho2_x
-    if not (leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5471,13 +5727,13 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 1.095070697703121
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02
@@ -5497,7 +5753,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22
     leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22
     leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21
-    if not (leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5507,9 +5763,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_rho2_x
-    if not (leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
         q[:] = [NAN] * 18
         qd[:] = [NAN] * 18
@@ -5519,7 +5775,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
@@ -5555,7 +5811,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_rho2_x
     if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         xdot[:] = [NAN] * 12
@@ -5567,7 +5823,7 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
         base_force[:] = [NAN] * 3
         base_moment[:] = [NAN] * 3
         damping_power[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     cse32 = p_d_s*p_m_s
     leg1_cc3_x = cse32
@@ -6028,9 +6284,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_cC_x = cse157*leg1_Q_00 + cse160*leg1_Q_01 + cse163*leg1_Q_02
     leg1_cC_y = cse157*leg1_Q_10 + cse160*leg1_Q_11 + cse163*leg1_Q_12
     leg1_cC_z = cse157*leg1_Q_20 + cse160*leg1_Q_21 + cse163*leg1_Q_22
-    leg1_c1 = -leg1_a3_x_2 + leg1_cC_x - 1.0950709518223007*leg1_oo2_W_00
-    leg1_c2 = -leg1_a3_y_2 + leg1_cC_y - 1.0950709518223007*leg1_oo2_xy
-    leg1_c3 = -leg1_a3_z_2 + leg1_cC_z + 1.0950709518223007*leg1_epsd2_y - 1.0950709518223007*leg1_oo2_xz
+    leg1_c1 = -leg1_a3_x_2 + leg1_cC_x - 1.095070951822301*leg1_oo2_W_00
+    leg1_c2 = -leg1_a3_y_2 + leg1_cC_y - 1.095070951822301*leg1_oo2_xy
+    leg1_c3 = -leg1_a3_z_2 + leg1_cC_z + 1.095070951822301*leg1_epsd2_y - 1.095070951822301*leg1_oo2_xz
     leg1_h1 = leg1_c3*leg1_lu_inv3
     leg1_h2 = leg1_c2*leg1_lu_inv2
     cse164 = -cse155
@@ -6042,9 +6298,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_cC_x = cse165*leg2_Q_00 + cse167*leg2_Q_01 + cse169*leg2_Q_02
     leg2_cC_y = cse165*leg2_Q_10 + cse167*leg2_Q_11 + cse169*leg2_Q_12
     leg2_cC_z = cse165*leg2_Q_20 + cse167*leg2_Q_21 + cse169*leg2_Q_22
-    leg2_c1 = -leg2_a3_x_2 + leg2_cC_x - 1.0950709518223007*leg2_oo2_W_00
-    leg2_c2 = -leg2_a3_y_2 + leg2_cC_y - 1.0950709518223007*leg2_oo2_xy
-    leg2_c3 = -leg2_a3_z_2 + leg2_cC_z + 1.0950709518223007*leg2_epsd2_y - 1.0950709518223007*leg2_oo2_xz
+    leg2_c1 = -leg2_a3_x_2 + leg2_cC_x - 1.095070951822301*leg2_oo2_W_00
+    leg2_c2 = -leg2_a3_y_2 + leg2_cC_y - 1.095070951822301*leg2_oo2_xy
+    leg2_c3 = -leg2_a3_z_2 + leg2_cC_z + 1.095070951822301*leg2_epsd2_y - 1.095070951822301*leg2_oo2_xz
     leg2_h1 = leg2_c3*leg2_lu_inv3
     leg2_h2 = leg2_c2*leg2_lu_inv2
     cse170 = 0.570634*leg1_oo_C_xz
@@ -6073,9 +6329,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_cC_x = cse178*leg4_Q_00 + cse181*leg4_Q_01 + cse184*leg4_Q_02
     leg4_cC_y = cse178*leg4_Q_10 + cse181*leg4_Q_11 + cse184*leg4_Q_12
     leg4_cC_z = cse178*leg4_Q_20 + cse181*leg4_Q_21 + cse184*leg4_Q_22
-    leg4_c1 = -leg4_a3_x_2 + leg4_cC_x - 1.095070697703121*leg4_oo2_W_00
-    leg4_c2 = -leg4_a3_y_2 + leg4_cC_y - 1.095070697703121*leg4_oo2_xy
-    leg4_c3 = -leg4_a3_z_2 + leg4_cC_z + 1.095070697703121*leg4_epsd2_y - 1.095070697703121*leg4_oo2_xz
+    leg4_c1 = -leg4_a3_x_2 + leg4_cC_x - 1.0950706977031208*leg4_oo2_W_00
+    leg4_c2 = -leg4_a3_y_2 + leg4_cC_y - 1.0950706977031208*leg4_oo2_xy
+    leg4_c3 = -leg4_a3_z_2 + leg4_cC_z + 1.0950706977031208*leg4_epsd2_y - 1.0950706977031208*leg4_oo2_xz
     leg4_h1 = leg4_c3*leg4_lu_inv3
     leg4_h2 = leg4_c2*leg4_lu_inv2
     cse185 = -cse176 - cse177
@@ -6084,9 +6340,9 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_cC_x = cse185*leg5_Q_00 + cse186*leg5_Q_01 + cse187*leg5_Q_02
     leg5_cC_y = cse185*leg5_Q_10 + cse186*leg5_Q_11 + cse187*leg5_Q_12
     leg5_cC_z = cse185*leg5_Q_20 + cse186*leg5_Q_21 + cse187*leg5_Q_22
-    leg5_c1 = -leg5_a3_x_2 + leg5_cC_x - 1.095070697703121*leg5_oo2_W_00
-    leg5_c2 = -leg5_a3_y_2 + leg5_cC_y - 1.095070697703121*leg5_oo2_xy
-    leg5_c3 = -leg5_a3_z_2 + leg5_cC_z + 1.095070697703121*leg5_epsd2_y - 1.095070697703121*leg5_oo2_xz
+    leg5_c1 = -leg5_a3_x_2 + leg5_cC_x - 1.0950706977031208*leg5_oo2_W_00
+    leg5_c2 = -leg5_a3_y_2 + leg5_cC_y - 1.0950706977031208*leg5_oo2_xy
+    leg5_c3 = -leg5_a3_z_2 + leg5_cC_z + 1.0950706977031208*leg5_epsd2_y - 1.0950706977031208*leg5_oo2_xz
     leg5_h1 = leg5_c3*leg5_lu_inv3
     leg5_h2 = leg5_c2*leg5_lu_inv2
     cse188 = -cse155 - cse170 + 0.18541*leg1_oo_C_W_00
@@ -6437,8 +6693,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg1_F3_y_2 = cse32*qdd2 + cse48 + leg1_a3_y_3*p_m_s - leg1_lambda_z2
     leg1_F3_z_2 = -cse32*leg1_epsd2_y_2 + cse49 + leg1_a3_z_3*p_m_s - leg1_lambda_z3
     leg1_N3_x_2 = leg1_epsd2_x_2*p_Js_z
-    leg1_N3_y_2 = -cse32*leg1_a3_z_3 + cse33*leg1_epsd2_y_2 + cse52 + 1.0950709518223007*leg1_lambda_z3
-    leg1_N3_z_2 = cse32*leg1_a3_y_3 + cse33*qdd2 + cse53 - 1.0950709518223007*leg1_lambda_z2
+    leg1_N3_y_2 = -cse32*leg1_a3_z_3 + cse33*leg1_epsd2_y_2 + cse52 + 1.095070951822301*leg1_lambda_z3
+    leg1_N3_z_2 = cse32*leg1_a3_y_3 + cse33*qdd2 + cse53 - 1.095070951822301*leg1_lambda_z2
     cse193 = p_a_n*p_m_n
     leg1_F2_x_2 = cse193*leg1_oo2_W_00 + leg1_F3_x_2 + leg1_a2_x*p_m_n
     leg1_F2_y_2 = cse193*leg1_oo2_xy + cse193*qdd2 + cse58 + leg1_F3_y_2
@@ -6465,8 +6721,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg2_F3_y_2 = cse32*leg2_qdd2 + cse71 + leg2_a3_y_3*p_m_s - leg2_lambda_z2
     leg2_F3_z_2 = -cse32*leg2_epsd2_y_2 + cse72 + leg2_a3_z_3*p_m_s - leg2_lambda_z3
     leg2_N3_x_2 = leg2_epsd2_x_2*p_Js_z
-    leg2_N3_y_2 = -cse32*leg2_a3_z_3 + cse33*leg2_epsd2_y_2 + cse73 + 1.0950709518223007*leg2_lambda_z3
-    leg2_N3_z_2 = cse32*leg2_a3_y_3 + cse33*leg2_qdd2 + cse74 - 1.0950709518223007*leg2_lambda_z2
+    leg2_N3_y_2 = -cse32*leg2_a3_z_3 + cse33*leg2_epsd2_y_2 + cse73 + 1.095070951822301*leg2_lambda_z3
+    leg2_N3_z_2 = cse32*leg2_a3_y_3 + cse33*leg2_qdd2 + cse74 - 1.095070951822301*leg2_lambda_z2
     leg2_F2_x_2 = cse193*leg2_oo2_W_00 + leg2_F3_x_2 + leg2_a2_x*p_m_n
     leg2_F2_y_2 = cse193*leg2_oo2_xy + cse193*leg2_qdd2 + cse77 + leg2_F3_y_2
     leg2_F2_z_2 = -cse193*leg2_epsd2_y_2 + cse193*leg2_oo2_xz + cse75 + leg2_F3_z_2
@@ -6517,8 +6773,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg4_F3_y_2 = cse109 + cse32*leg4_qdd2 + leg4_a3_y_3*p_m_s - leg4_lambda_z2
     leg4_F3_z_2 = cse110 - cse32*leg4_epsd2_y_2 + leg4_a3_z_3*p_m_s - leg4_lambda_z3
     leg4_N3_x_2 = leg4_epsd2_x_2*p_Js_z
-    leg4_N3_y_2 = cse111 - cse32*leg4_a3_z_3 + cse33*leg4_epsd2_y_2 + 1.095070697703121*leg4_lambda_z3
-    leg4_N3_z_2 = cse112 + cse32*leg4_a3_y_3 + cse33*leg4_qdd2 - 1.095070697703121*leg4_lambda_z2
+    leg4_N3_y_2 = cse111 - cse32*leg4_a3_z_3 + cse33*leg4_epsd2_y_2 + 1.0950706977031208*leg4_lambda_z3
+    leg4_N3_z_2 = cse112 + cse32*leg4_a3_y_3 + cse33*leg4_qdd2 - 1.0950706977031208*leg4_lambda_z2
     leg4_F2_x_2 = cse193*leg4_oo2_W_00 + leg4_F3_x_2 + leg4_a2_x*p_m_n
     leg4_F2_y_2 = cse115 + cse193*leg4_oo2_xy + cse193*leg4_qdd2 + leg4_F3_y_2
     leg4_F2_z_2 = cse113 - cse193*leg4_epsd2_y_2 + cse193*leg4_oo2_xz + leg4_F3_z_2
@@ -6543,8 +6799,8 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     leg5_F3_y_2 = cse128 + cse32*leg5_qdd2 + leg5_a3_y_3*p_m_s - leg5_lambda_z2
     leg5_F3_z_2 = cse129 - cse32*leg5_epsd2_y_2 + leg5_a3_z_3*p_m_s - leg5_lambda_z3
     leg5_N3_x_2 = leg5_epsd2_x_2*p_Js_z
-    leg5_N3_y_2 = cse130 - cse32*leg5_a3_z_3 + cse33*leg5_epsd2_y_2 + 1.095070697703121*leg5_lambda_z3
-    leg5_N3_z_2 = cse131 + cse32*leg5_a3_y_3 + cse33*leg5_qdd2 - 1.095070697703121*leg5_lambda_z2
+    leg5_N3_y_2 = cse130 - cse32*leg5_a3_z_3 + cse33*leg5_epsd2_y_2 + 1.0950706977031208*leg5_lambda_z3
+    leg5_N3_z_2 = cse131 + cse32*leg5_a3_y_3 + cse33*leg5_qdd2 - 1.0950706977031208*leg5_lambda_z2
     leg5_F2_x_2 = cse193*leg5_oo2_W_00 + leg5_F3_x_2 + leg5_a2_x*p_m_n
     leg5_F2_y_2 = cse134 + cse193*leg5_oo2_xy + cse193*leg5_qdd2 + leg5_F3_y_2
     leg5_F2_z_2 = cse132 - cse193*leg5_epsd2_y_2 + cse193*leg5_oo2_xz + leg5_F3_z_2
@@ -6721,14 +6977,41 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
 def energy(x, u, g, p, T, V):
     """Kinetic energy T and potential energy V (gravity and springs).
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[17]: named spec parameters: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz, J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
-    out T[1] shape 1
-    out V[1] shape 1
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+        J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+    out T[1] shape 1: kinetic energy of C and the legs (J), shape (1,)
+    out V[1] shape 1: potential energy of gravity (zero at the origin of frame 0) and of the springs (J), shape
+        (1,)
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.4 m
+    status 124: leg1 stroke above its upper limit 0.4 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.4 m
+    status 224: leg2 stroke above its upper limit 0.4 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.4 m
+    status 324: leg3 stroke above its upper limit 0.4 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.4 m
+    status 424: leg4 stroke above its upper limit 0.4 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.4 m
+    status 524: leg5 stroke above its upper limit 0.4 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.4 m
+    status 624: leg6 stroke above its upper limit 0.4 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
     ops: 518 adds, 825 muls, 24 divs, 12 sqrt, 6 trig (1385 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
@@ -6769,10 +7052,10 @@ def energy(x, u, g, p, T, V):
     leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596
     leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
@@ -6781,15 +7064,15 @@ def energy(x, u, g, p, T, V):
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
-    leg1_stroke = leg1_u_L - 1.0950709518223007
-    if not (leg1_stroke + 0.4 > 0.0):  # leg1_stroke below its limit -0.4
+    leg1_stroke = leg1_u_L - 1.095070951822301
+    if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.4 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.4
+        return 123
+    if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
+        return 124
     leg2_s0_x = cse3 + cse6
     cse14 = -cse8 + y_C
     leg2_s0_y = cse14 + cse7 + 0.401478*leg1_s_psi_z
@@ -6797,10 +7080,10 @@ def energy(x, u, g, p, T, V):
     leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596
     leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
@@ -6809,15 +7092,15 @@ def energy(x, u, g, p, T, V):
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
-    leg2_stroke = leg2_u_L - 1.0950709518223007
-    if not (leg2_stroke + 0.4 > 0.0):  # leg2_stroke below its limit -0.4
+    leg2_stroke = leg2_u_L - 1.095070951822301
+    if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.4 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.4
+        return 223
+    if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
+        return 224
     cse15 = 0.570634*leg1_alpha_C_20
     cse16 = cse5 + 0.18541*leg1_alpha_C_00
     leg3_s0_x = cse15 + cse16
@@ -6829,10 +7112,10 @@ def energy(x, u, g, p, T, V):
     leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234
     leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
@@ -6842,14 +7125,14 @@ def energy(x, u, g, p, T, V):
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
     leg3_stroke = leg3_u_L - 1.0950706448709142
-    if not (leg3_stroke + 0.4 > 0.0):  # leg3_stroke below its limit -0.4
+    if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.4 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.4
+        return 323
+    if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
+        return 324
     cse20 = 0.124747*leg1_alpha_C_20
     cse21 = cse4 + 0.586889*leg1_alpha_C_00 - x_C
     leg4_s0_x = cse20 - cse21
@@ -6862,10 +7145,10 @@ def energy(x, u, g, p, T, V):
     leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356
     leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
@@ -6874,25 +7157,25 @@ def energy(x, u, g, p, T, V):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 1.095070697703121
-    if not (leg4_stroke + 0.4 > 0.0):  # leg4_stroke below its limit -0.4
+    leg4_stroke = leg4_u_L - 1.0950706977031208
+    if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.4 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.4
+        return 423
+    if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
+        return 424
     leg5_s0_x = -cse20 - cse21
     leg5_s0_y = -cse22 - cse23
     leg5_s0_z = -cse24 - cse25
     leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356
     leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
@@ -6901,25 +7184,25 @@ def energy(x, u, g, p, T, V):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 1.095070697703121
-    if not (leg5_stroke + 0.4 > 0.0):  # leg5_stroke below its limit -0.4
+    leg5_stroke = leg5_u_L - 1.0950706977031208
+    if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.4 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.4
+        return 523
+    if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
+        return 524
     leg6_s0_x = -cse15 + cse16
     leg6_s0_y = -cse17 - cse9 + 0.18541*leg1_s_psi_z
     leg6_s0_z = -cse18 + cse19
     leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234
     leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
@@ -6929,14 +7212,14 @@ def energy(x, u, g, p, T, V):
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
     leg6_stroke = leg6_u_L - 1.0950706448709142
-    if not (leg6_stroke + 0.4 > 0.0):  # leg6_stroke below its limit -0.4
+    if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
-    if not (0.4 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.4
+        return 623
+    if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 1
+        return 624
     leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
     cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
     leg1_beta1_02 = -cse26
@@ -6965,7 +7248,7 @@ def energy(x, u, g, p, T, V):
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_B0_10 = -leg1_beta1_00*leg1_u_s2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
-    leg1_rho2_x = leg1_stroke + 1.0950709518223007
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
     leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
     leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2
     leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2
@@ -6985,21 +7268,21 @@ def energy(x, u, g, p, T, V):
     leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22
     leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22
     leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21
-    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_rho2_x
-    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
     leg2_B0_10 = -leg2_beta1_00*leg2_u_s2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
-    leg2_rho2_x = leg2_stroke + 1.0950709518223007
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
     leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
     leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2
     leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02
@@ -7019,15 +7302,15 @@ def energy(x, u, g, p, T, V):
     leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22
     leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22
     leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21
-    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_rho2_x
-    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
@@ -7056,18 +7339,18 @@ def energy(x, u, g, p, T, V):
     if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_rho2_x
     if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 1.095070697703121
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02
@@ -7087,21 +7370,21 @@ def energy(x, u, g, p, T, V):
     leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22
     leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22
     leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21
-    if not (leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_rho2_x
-    if not (leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 1.095070697703121
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02
@@ -7121,15 +7404,15 @@ def energy(x, u, g, p, T, V):
     leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22
     leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22
     leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21
-    if not (leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_rho2_x
-    if not (leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
@@ -7158,12 +7441,12 @@ def energy(x, u, g, p, T, V):
     if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_rho2_x
     if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         T[:] = [NAN] * 1
         V[:] = [NAN] * 1
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv2
@@ -7344,17 +7627,45 @@ def energy(x, u, g, p, T, V):
 def drive_forces(x, u, udot, fE, mE, g, p, F):
     """Inverse dynamics: the drive forces F giving C the acceleration udot.
 
-    in  x[6]: pose of C: x_C, y_C, z_C (frame 0), psi_y, psi_z, psi_x (y-z-x sequence)
-    in  u[6]: velocity of C: v_C (frame 0), omega_C (frame C)
-    in  udot[6]: acceleration of C: dv_C/dt (frame 0), domega_C/dt (frame C)
-    in  fE[3]: external force on C through its centre of mass (frame 0)
-    in  mE[3]: external moment on C (frame C)
-    in  g[3]: gravity, or gravity minus the base's acceleration (frame 0)
-    in  p[17]: named spec parameters: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz, J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
-    out F[6] shape 6
-    status 1: pose out of reach of a leg (or a joint limit)
-    status 2: a leg is at a singular configuration
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  udot[6]: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,):
+        vdot_x, vdot_y, vdot_z, omegadot_x, omegadot_y, omegadot_z
+    in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+    in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+        J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+    out F[6] shape 6: drive force or torque of each leg's drive joint (N or N m), shape (6,), one per leg: leg1,
+        leg2, leg3, leg4, leg5, leg6
     status 5: drive Jacobian singular (parallel singularity)
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.4 m
+    status 124: leg1 stroke above its upper limit 0.4 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.4 m
+    status 224: leg2 stroke above its upper limit 0.4 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.4 m
+    status 324: leg3 stroke above its upper limit 0.4 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.4 m
+    status 424: leg4 stroke above its upper limit 0.4 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.4 m
+    status 524: leg5 stroke above its upper limit 0.4 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.4 m
+    status 624: leg6 stroke above its upper limit 0.4 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
     ops: 1411 adds, 1905 muls, 30 divs, 12 sqrt, 6 trig (3364 total)
     """
     x_C, y_C, z_C, psi_y, psi_z, psi_x = x
@@ -7415,9 +7726,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596
     leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345
     leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
-    if not (leg1_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 112
     leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
     leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
     leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
@@ -7426,13 +7737,13 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
     leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
     leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
-    leg1_stroke = leg1_u_L - 1.0950709518223007
-    if not (leg1_stroke + 0.4 > 0.0):  # leg1_stroke below its limit -0.4
+    leg1_stroke = leg1_u_L - 1.095070951822301
+    if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.4 - leg1_stroke > 0.0):  # leg1_stroke above its limit 0.4
+        return 123
+    if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
         F[:] = [NAN] * 6
-        return 1
+        return 124
     leg2_s0_x = cse5 + cse8
     cse16 = -cse10 + y_C
     leg2_s0_y = cse16 + cse9 + 0.401478*leg1_s_psi_z
@@ -7440,9 +7751,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596
     leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345
     leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
-    if not (leg2_u_Lxz2 - 1.1991803895249997e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 212
     leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
     leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
     leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
@@ -7451,13 +7762,13 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
     leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
     leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
-    leg2_stroke = leg2_u_L - 1.0950709518223007
-    if not (leg2_stroke + 0.4 > 0.0):  # leg2_stroke below its limit -0.4
+    leg2_stroke = leg2_u_L - 1.095070951822301
+    if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.4 - leg2_stroke > 0.0):  # leg2_stroke above its limit 0.4
+        return 223
+    if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
         F[:] = [NAN] * 6
-        return 1
+        return 224
     cse17 = 0.570634*leg1_alpha_C_20
     cse18 = cse7 + 0.18541*leg1_alpha_C_00
     leg3_s0_x = cse17 + cse18
@@ -7469,9 +7780,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234
     leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735
     leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
-    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 312
     leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
     leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
     leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
@@ -7481,12 +7792,12 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
     leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
     leg3_stroke = leg3_u_L - 1.0950706448709142
-    if not (leg3_stroke + 0.4 > 0.0):  # leg3_stroke below its limit -0.4
+    if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.4 - leg3_stroke > 0.0):  # leg3_stroke above its limit 0.4
+        return 323
+    if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
         F[:] = [NAN] * 6
-        return 1
+        return 324
     cse22 = 0.124747*leg1_alpha_C_20
     cse23 = cse6 + 0.586889*leg1_alpha_C_00 - x_C
     leg4_s0_x = cse22 - cse23
@@ -7499,9 +7810,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356
     leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549
     leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
-    if not (leg4_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 412
     leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
     leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
     leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
@@ -7510,22 +7821,22 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
     leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
     leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
-    leg4_stroke = leg4_u_L - 1.095070697703121
-    if not (leg4_stroke + 0.4 > 0.0):  # leg4_stroke below its limit -0.4
+    leg4_stroke = leg4_u_L - 1.0950706977031208
+    if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.4 - leg4_stroke > 0.0):  # leg4_stroke above its limit 0.4
+        return 423
+    if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
         F[:] = [NAN] * 6
-        return 1
+        return 424
     leg5_s0_x = -cse22 - cse23
     leg5_s0_y = -cse24 - cse25
     leg5_s0_z = -cse26 - cse27
     leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356
     leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549
     leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
-    if not (leg5_u_Lxz2 - 1.1991798329680003e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 512
     leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
     leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
     leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
@@ -7534,22 +7845,22 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
     leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
     leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
-    leg5_stroke = leg5_u_L - 1.095070697703121
-    if not (leg5_stroke + 0.4 > 0.0):  # leg5_stroke below its limit -0.4
+    leg5_stroke = leg5_u_L - 1.0950706977031208
+    if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.4 - leg5_stroke > 0.0):  # leg5_stroke above its limit 0.4
+        return 523
+    if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
         F[:] = [NAN] * 6
-        return 1
+        return 524
     leg6_s0_x = -cse17 + cse18
     leg6_s0_y = -cse11 - cse19 + 0.18541*leg1_s_psi_z
     leg6_s0_z = -cse20 + cse21
     leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234
     leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735
     leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
-    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # u: universal joint at 90 degrees
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
         F[:] = [NAN] * 6
-        return 2
+        return 612
     leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
     leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
     leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
@@ -7559,12 +7870,12 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
     leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
     leg6_stroke = leg6_u_L - 1.0950706448709142
-    if not (leg6_stroke + 0.4 > 0.0):  # leg6_stroke below its limit -0.4
+    if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
         F[:] = [NAN] * 6
-        return 1
-    if not (0.4 - leg6_stroke > 0.0):  # leg6_stroke above its limit 0.4
+        return 623
+    if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
         F[:] = [NAN] * 6
-        return 1
+        return 624
     leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
     cse28 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
     leg1_beta1_02 = -cse28
@@ -7593,7 +7904,7 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_B0_02 = leg1_beta1_02*leg1_u_c2
     leg1_B0_10 = -leg1_beta1_00*leg1_u_s2
     leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
-    leg1_rho2_x = leg1_stroke + 1.0950709518223007
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
     leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
     leg1_Q_00 = leg1_B0_00*leg1_alpha_C_00 + leg1_B0_02*leg1_alpha_C_02 + leg1_s_psi_z*leg1_u_s2
     leg1_Q_01 = leg1_B0_00*leg1_alpha_C_10 + leg1_B0_02*leg1_alpha_C_12 + leg1_alpha_C_11*leg1_u_s2
@@ -7613,19 +7924,19 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_Ci3_x = 0.445887*leg1_Q_21 - 0.1*leg1_Q_22
     leg1_Ci3_y = -0.445887*leg1_Q_20 - 0.401478*leg1_Q_22
     leg1_Ci3_z = 0.1*leg1_Q_20 + 0.401478*leg1_Q_21
-    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv2 = 1.0/leg1_rho2_x
-    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 192
     leg1_lu_inv3 = 1.0/leg1_TL1_z
     leg2_B0_00 = leg2_beta1_00*leg2_u_c2
     leg2_B0_02 = leg2_beta1_02*leg2_u_c2
     leg2_B0_10 = -leg2_beta1_00*leg2_u_s2
     leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
-    leg2_rho2_x = leg2_stroke + 1.0950709518223007
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
     leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
     leg2_Q_00 = leg1_alpha_C_00*leg2_B0_00 + leg1_alpha_C_02*leg2_B0_02 + leg1_s_psi_z*leg2_u_s2
     leg2_Q_01 = leg1_alpha_C_10*leg2_B0_00 + leg1_alpha_C_11*leg2_u_s2 + leg1_alpha_C_12*leg2_B0_02
@@ -7645,13 +7956,13 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_Ci3_x = -0.445887*leg2_Q_21 - 0.1*leg2_Q_22
     leg2_Ci3_y = 0.445887*leg2_Q_20 - 0.401478*leg2_Q_22
     leg2_Ci3_z = 0.1*leg2_Q_20 + 0.401478*leg2_Q_21
-    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv2 = 1.0/leg2_rho2_x
-    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895249998e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 292
     leg2_lu_inv3 = 1.0/leg2_TL1_z
     leg3_B0_00 = leg3_beta1_00*leg3_u_c2
     leg3_B0_02 = leg3_beta1_02*leg3_u_c2
@@ -7679,17 +7990,17 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg3_Ci3_z = 0.1*leg3_Q_20 + 0.18541*leg3_Q_21
     if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv2 = 1.0/leg3_rho2_x
     if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 392
     leg3_lu_inv3 = 1.0/leg3_TL1_z
     leg4_B0_00 = leg4_beta1_00*leg4_u_c2
     leg4_B0_02 = leg4_beta1_02*leg4_u_c2
     leg4_B0_10 = -leg4_beta1_00*leg4_u_s2
     leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
-    leg4_rho2_x = leg4_stroke + 1.095070697703121
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
     leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
     leg4_Q_00 = leg1_alpha_C_00*leg4_B0_00 + leg1_alpha_C_02*leg4_B0_02 + leg1_s_psi_z*leg4_u_s2
     leg4_Q_01 = leg1_alpha_C_10*leg4_B0_00 + leg1_alpha_C_11*leg4_u_s2 + leg1_alpha_C_12*leg4_B0_02
@@ -7709,19 +8020,19 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_Ci3_x = -0.124747*leg4_Q_21 - 0.1*leg4_Q_22
     leg4_Ci3_y = 0.124747*leg4_Q_20 + 0.586889*leg4_Q_22
     leg4_Ci3_z = 0.1*leg4_Q_20 - 0.586889*leg4_Q_21
-    if not (leg4_rho2_x*leg4_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv2 = 1.0/leg4_rho2_x
-    if not (leg4_TL1_z*leg4_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 492
     leg4_lu_inv3 = 1.0/leg4_TL1_z
     leg5_B0_00 = leg5_beta1_00*leg5_u_c2
     leg5_B0_02 = leg5_beta1_02*leg5_u_c2
     leg5_B0_10 = -leg5_beta1_00*leg5_u_s2
     leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
-    leg5_rho2_x = leg5_stroke + 1.095070697703121
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
     leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
     leg5_Q_00 = leg1_alpha_C_00*leg5_B0_00 + leg1_alpha_C_02*leg5_B0_02 + leg1_s_psi_z*leg5_u_s2
     leg5_Q_01 = leg1_alpha_C_10*leg5_B0_00 + leg1_alpha_C_11*leg5_u_s2 + leg1_alpha_C_12*leg5_B0_02
@@ -7741,13 +8052,13 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_Ci3_x = 0.124747*leg5_Q_21 - 0.1*leg5_Q_22
     leg5_Ci3_y = -0.124747*leg5_Q_20 + 0.586889*leg5_Q_22
     leg5_Ci3_z = 0.1*leg5_Q_20 - 0.586889*leg5_Q_21
-    if not (leg5_rho2_x*leg5_rho2_x - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv2 = 1.0/leg5_rho2_x
-    if not (leg5_TL1_z*leg5_TL1_z - 1.1991798329680004e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 592
     leg5_lu_inv3 = 1.0/leg5_TL1_z
     leg6_B0_00 = leg6_beta1_00*leg6_u_c2
     leg6_B0_02 = leg6_beta1_02*leg6_u_c2
@@ -7775,11 +8086,11 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg6_Ci3_z = 0.1*leg6_Q_20 + 0.18541*leg6_Q_21
     if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv2 = 1.0/leg6_rho2_x
     if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
         F[:] = [NAN] * 6
-        return 2
+        return 692
     leg6_lu_inv3 = 1.0/leg6_TL1_z
     leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3
     leg1_H1_2 = leg1_B0_10*leg1_lu_inv2
@@ -7985,9 +8296,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg1_cC_x = cse72*leg1_Q_00 + cse75*leg1_Q_01 + cse78*leg1_Q_02
     leg1_cC_y = cse72*leg1_Q_10 + cse75*leg1_Q_11 + cse78*leg1_Q_12
     leg1_cC_z = cse72*leg1_Q_20 + cse75*leg1_Q_21 + cse78*leg1_Q_22
-    leg1_c1 = -leg1_a3_x + leg1_cC_x - 1.0950709518223007*leg1_oo2_W_00
-    leg1_c2 = -leg1_a3_y + leg1_cC_y - 1.0950709518223007*leg1_oo2_xy
-    leg1_c3 = -leg1_a3_z + leg1_cC_z + 1.0950709518223007*leg1_epsd2_y - 1.0950709518223007*leg1_oo2_xz
+    leg1_c1 = -leg1_a3_x + leg1_cC_x - 1.095070951822301*leg1_oo2_W_00
+    leg1_c2 = -leg1_a3_y + leg1_cC_y - 1.095070951822301*leg1_oo2_xy
+    leg1_c3 = -leg1_a3_z + leg1_cC_z + 1.095070951822301*leg1_epsd2_y - 1.095070951822301*leg1_oo2_xz
     leg1_h1 = leg1_c3*leg1_lu_inv3
     leg1_h2 = leg1_c2*leg1_lu_inv2
     cse79 = -cse70
@@ -7999,9 +8310,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg2_cC_x = cse80*leg2_Q_00 + cse82*leg2_Q_01 + cse84*leg2_Q_02
     leg2_cC_y = cse80*leg2_Q_10 + cse82*leg2_Q_11 + cse84*leg2_Q_12
     leg2_cC_z = cse80*leg2_Q_20 + cse82*leg2_Q_21 + cse84*leg2_Q_22
-    leg2_c1 = -leg2_a3_x + leg2_cC_x - 1.0950709518223007*leg2_oo2_W_00
-    leg2_c2 = -leg2_a3_y + leg2_cC_y - 1.0950709518223007*leg2_oo2_xy
-    leg2_c3 = -leg2_a3_z + leg2_cC_z + 1.0950709518223007*leg2_epsd2_y - 1.0950709518223007*leg2_oo2_xz
+    leg2_c1 = -leg2_a3_x + leg2_cC_x - 1.095070951822301*leg2_oo2_W_00
+    leg2_c2 = -leg2_a3_y + leg2_cC_y - 1.095070951822301*leg2_oo2_xy
+    leg2_c3 = -leg2_a3_z + leg2_cC_z + 1.095070951822301*leg2_epsd2_y - 1.095070951822301*leg2_oo2_xz
     leg2_h1 = leg2_c3*leg2_lu_inv3
     leg2_h2 = leg2_c2*leg2_lu_inv2
     cse85 = 0.570634*oo_C_xz
@@ -8030,9 +8341,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg4_cC_x = cse93*leg4_Q_00 + cse96*leg4_Q_01 + cse99*leg4_Q_02
     leg4_cC_y = cse93*leg4_Q_10 + cse96*leg4_Q_11 + cse99*leg4_Q_12
     leg4_cC_z = cse93*leg4_Q_20 + cse96*leg4_Q_21 + cse99*leg4_Q_22
-    leg4_c1 = -leg4_a3_x + leg4_cC_x - 1.095070697703121*leg4_oo2_W_00
-    leg4_c2 = -leg4_a3_y + leg4_cC_y - 1.095070697703121*leg4_oo2_xy
-    leg4_c3 = -leg4_a3_z + leg4_cC_z + 1.095070697703121*leg4_epsd2_y - 1.095070697703121*leg4_oo2_xz
+    leg4_c1 = -leg4_a3_x + leg4_cC_x - 1.0950706977031208*leg4_oo2_W_00
+    leg4_c2 = -leg4_a3_y + leg4_cC_y - 1.0950706977031208*leg4_oo2_xy
+    leg4_c3 = -leg4_a3_z + leg4_cC_z + 1.0950706977031208*leg4_epsd2_y - 1.0950706977031208*leg4_oo2_xz
     leg4_h1 = leg4_c3*leg4_lu_inv3
     leg4_h2 = leg4_c2*leg4_lu_inv2
     cse100 = -cse91 - cse92
@@ -8041,9 +8352,9 @@ def drive_forces(x, u, udot, fE, mE, g, p, F):
     leg5_cC_x = cse100*leg5_Q_00 + cse101*leg5_Q_01 + cse102*leg5_Q_02
     leg5_cC_y = cse100*leg5_Q_10 + cse101*leg5_Q_11 + cse102*leg5_Q_12
     leg5_cC_z = cse100*leg5_Q_20 + cse101*leg5_Q_21 + cse102*leg5_Q_22
-    leg5_c1 = -leg5_a3_x + leg5_cC_x - 1.095070697703121*leg5_oo2_W_00
-    leg5_c2 = -leg5_a3_y + leg5_cC_y - 1.095070697703121*leg5_oo2_xy
-    leg5_c3 = -leg5_a3_z + leg5_cC_z + 1.095070697703121*leg5_epsd2_y - 1.095070697703121*leg5_oo2_xz
+    leg5_c1 = -leg5_a3_x + leg5_cC_x - 1.0950706977031208*leg5_oo2_W_00
+    leg5_c2 = -leg5_a3_y + leg5_cC_y - 1.0950706977031208*leg5_oo2_xy
+    leg5_c3 = -leg5_a3_z + leg5_cC_z + 1.0950706977031208*leg5_epsd2_y - 1.0950706977031208*leg5_oo2_xz
     leg5_h1 = leg5_c3*leg5_lu_inv3
     leg5_h2 = leg5_c2*leg5_lu_inv2
     cse103 = -cse70 - cse85 + 0.18541*oo_C_W_00

@@ -7,7 +7,7 @@
 
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 56 adds, 88 muls, 12 trig (156 total) */
-int ur5_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
+int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
 {
     const double q1 = q[0];
     const double q2 = q[1];
@@ -189,20 +189,21 @@ int ur5_forward_kinematics(const double *restrict q, double *restrict r, double 
     return 0;
 }
 
-int64_t ur5_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status)
+int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_forward_kinematics(q + i * 6, r + i * 21, tau + i * 63);
+        const int s = mechgen_ur5_forward_kinematics(q + i * 6, r + i * 21, tau + i * 63);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and point.
+/* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
+ * point.
  * ops: 76 adds, 101 muls, 10 trig (187 total) */
-int ur5_jacobians(const double *restrict q, double *restrict T, double *restrict R)
+int mechgen_ur5_jacobians(const double *restrict q, double *restrict T, double *restrict R)
 {
     const double q1 = q[0];
     const double q2 = q[1];
@@ -579,20 +580,21 @@ int ur5_jacobians(const double *restrict q, double *restrict T, double *restrict
     return 0;
 }
 
-int64_t ur5_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status)
+int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_jacobians(q + i * 6, T + i * 126, R + i * 126);
+        const int s = mechgen_ur5_jacobians(q + i * 6, T + i * 126, R + i * 126);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
+/* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
+ * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 141 adds, 197 muls, 10 trig (348 total) */
-int ur5_velocities(const double *restrict q, const double *restrict qd, double *restrict v, double *restrict omega, double *restrict w, double *restrict eps)
+int mechgen_ur5_velocities(const double *restrict q, const double *restrict qd, double *restrict v, double *restrict omega, double *restrict w, double *restrict eps)
 {
     const double q1 = q[0];
     const double q2 = q[1];
@@ -831,11 +833,11 @@ int ur5_velocities(const double *restrict q, const double *restrict qd, double *
     return 0;
 }
 
-int64_t ur5_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status)
+int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_velocities(q + i * 6, qd + i * 6, v + i * 18, omega + i * 18, w + i * 18, eps + i * 18);
+        const int s = mechgen_ur5_velocities(q + i * 6, qd + i * 6, v + i * 18, omega + i * 18, w + i * 18, eps + i * 18);
         status[i] = s;
         failed += (s != 0);
     }
@@ -844,7 +846,7 @@ int64_t ur5_velocities_batch(int64_t n, const double *q, const double *qd, doubl
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  * ops: 104 adds, 133 muls, 10 trig (247 total) */
-int ur5_mass_matrix(const double *restrict q, double *restrict A)
+int mechgen_ur5_mass_matrix(const double *restrict q, double *restrict A)
 {
     const double q2 = q[1];
     const double q3 = q[2];
@@ -1010,11 +1012,11 @@ int ur5_mass_matrix(const double *restrict q, double *restrict A)
     return 0;
 }
 
-int64_t ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status)
+int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_mass_matrix(q + i * 6, A + i * 36);
+        const int s = mechgen_ur5_mass_matrix(q + i * 6, A + i * 36);
         status[i] = s;
         failed += (s != 0);
     }
@@ -1023,7 +1025,7 @@ int64_t ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *st
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
  * ops: 139 adds, 198 muls, 10 trig (347 total) */
-int ur5_bias(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict b)
+int mechgen_ur5_bias(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict b)
 {
     const double q2 = q[1];
     const double q3 = q[2];
@@ -1189,11 +1191,11 @@ int ur5_bias(const double *restrict q, const double *restrict qd, const double *
     return 0;
 }
 
-int64_t ur5_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status)
+int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_bias(q + i * 6, qd + i * 6, Q + i * 6, b + i * 6);
+        const int s = mechgen_ur5_bias(q + i * 6, qd + i * 6, Q + i * 6, b + i * 6);
         status[i] = s;
         failed += (s != 0);
     }
@@ -1202,7 +1204,7 @@ int64_t ur5_bias_batch(int64_t n, const double *q, const double *qd, const doubl
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
  * ops: 153 adds, 216 muls, 10 trig (379 total) */
-int ur5_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict Q)
+int mechgen_ur5_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict Q)
 {
     const double q2 = q[1];
     const double q3 = q[2];
@@ -1368,11 +1370,11 @@ int ur5_inverse_dynamics(const double *restrict q, const double *restrict qd, co
     return 0;
 }
 
-int64_t ur5_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status)
+int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_inverse_dynamics(q + i * 6, qd + i * 6, qdd + i * 6, Q + i * 6);
+        const int s = mechgen_ur5_inverse_dynamics(q + i * 6, qd + i * 6, qdd + i * 6, Q + i * 6);
         status[i] = s;
         failed += (s != 0);
     }
@@ -1381,7 +1383,7 @@ int64_t ur5_inverse_dynamics_batch(int64_t n, const double *q, const double *qd,
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
  * ops: 299 adds, 388 muls, 5 divs, 10 trig (702 total) */
-int ur5_forward_dynamics(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict qdd)
+int mechgen_ur5_forward_dynamics(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict qdd)
 {
     int status = 0;
     const double q2 = q[1];
@@ -1719,20 +1721,21 @@ fail:
     return status;
 }
 
-int64_t ur5_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status)
+int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_forward_dynamics(q + i * 6, qd + i * 6, Q + i * 6, qdd + i * 6);
+        const int s = mechgen_ur5_forward_dynamics(q + i * 6, qd + i * 6, Q + i * 6, qdd + i * 6);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to monitor: T + V - work of Q is constant).
+/* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
+ * monitor: T + V - work of Q is constant).
  * ops: 161 adds, 272 muls, 12 trig (445 total) */
-int ur5_energy(const double *restrict q, const double *restrict qd, double *restrict T, double *restrict V)
+int mechgen_ur5_energy(const double *restrict q, const double *restrict qd, double *restrict T, double *restrict V)
 {
     const double q1 = q[0];
     const double q2 = q[1];
@@ -1873,11 +1876,11 @@ int ur5_energy(const double *restrict q, const double *restrict qd, double *rest
     return 0;
 }
 
-int64_t ur5_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status)
+int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_energy(q + i * 6, qd + i * 6, T + i * 1, V + i * 1);
+        const int s = mechgen_ur5_energy(q + i * 6, qd + i * 6, T + i * 1, V + i * 1);
         status[i] = s;
         failed += (s != 0);
     }

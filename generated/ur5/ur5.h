@@ -3,6 +3,12 @@
  * Each kernel returns 0, or a status code (its outputs are then NaN).
  * Each *_batch kernel evaluates n states laid out one after another, writes one status per
  * state and returns how many states failed.
+ *
+ * Coordinates, in the order of q: shoulder_pan_joint, shoulder_lift_joint, elbow_joint,
+ * wrist_1_joint, wrist_2_joint, wrist_3_joint.
+ * Bodies, in the order of the rows of the stacked outputs (r, tau, T, R, v, omega, w, eps):
+ * shoulder_link, upper_arm_link, forearm_link, wrist_1_link, wrist_2_link, wrist_3_link.
+ * Points, in the rows after the bodies (r, tau, T, R): tool0.
  */
 #ifndef MECHGEN_UR5_H
 #define MECHGEN_UR5_H
@@ -10,82 +16,117 @@
 #include <stdint.h>
 
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
- *   in  q[6]: joint coordinates
- *   out r[21] shape 7x3
- *   out tau[63] shape 7x3x3
+ *   in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+ *       order: shoulder_pan_joint, shoulder_lift_joint, elbow_joint, wrist_1_joint, wrist_2_joint,
+ *       wrist_3_joint
+ *   out r[21] shape 7x3: positions of the body origins then the points, frame 0, m, shape (bodies+points, 3) = (7,
+ *       3); rows: shoulder_link, upper_arm_link, forearm_link, wrist_1_link, wrist_2_link,
+ *       wrist_3_link, tool0
+ *   out tau[63] shape 7x3x3: rotation matrices of the bodies then the points (coordinate transform frame 0 -> that frame;
+ *       its rows are that frame's axes in frame 0), shape (7, 3, 3); rows in the order of r
  *   ops: 56 adds, 88 muls, 12 trig (156 total)
  */
-int ur5_forward_kinematics(const double *q, double *r, double *tau);
-int64_t ur5_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status);
+int mechgen_ur5_forward_kinematics(const double *q, double *r, double *tau);
+int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status);
 
-/* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and point.
- *   in  q[6]: joint coordinates
- *   out T[126] shape 7x3x6
- *   out R[126] shape 7x3x6
+/* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
+ *   point.
+ *   in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+ *       order: shoulder_pan_joint, shoulder_lift_joint, elbow_joint, wrist_1_joint, wrist_2_joint,
+ *       wrist_3_joint
+ *   out T[126] shape 7x3x6: translational Jacobians dv/dqd of the body origins then the points, frame 0 (m per rad, 1
+ *       per m), shape (7, 3, 6); column j is coordinate j of q; rows: shoulder_link, upper_arm_link,
+ *       forearm_link, wrist_1_link, wrist_2_link, wrist_3_link, tool0
+ *   out R[126] shape 7x3x6: rotational Jacobians domega/dqd of the bodies then the points, frame 0 (1 per rad, 0 per m),
+ *       shape (7, 3, 6); rows in the order of T
  *   ops: 76 adds, 101 muls, 10 trig (187 total)
  */
-int ur5_jacobians(const double *q, double *T, double *R);
-int64_t ur5_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status);
+int mechgen_ur5_jacobians(const double *q, double *T, double *R);
+int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status);
 
-/* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
- *   in  q[6]: joint coordinates
- *   in  qd[6]: joint rates
- *   out v[18] shape 6x3
- *   out omega[18] shape 6x3
- *   out w[18] shape 6x3
- *   out eps[18] shape 6x3
+/* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
+ *   accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
+ *   in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+ *       order: shoulder_pan_joint, shoulder_lift_joint, elbow_joint, wrist_1_joint, wrist_2_joint,
+ *       wrist_3_joint
+ *   in  qd[6]: joint rates (rad/s or m/s), shape (6,), in the order of q
+ *   out v[18] shape 6x3: velocity of each body origin, m/s, frame 0, shape (6, 3); rows: shoulder_link,
+ *       upper_arm_link, forearm_link, wrist_1_link, wrist_2_link, wrist_3_link
+ *   out omega[18] shape 6x3: angular velocity of each body, rad/s, frame 0, shape (6, 3); rows: shoulder_link,
+ *       upper_arm_link, forearm_link, wrist_1_link, wrist_2_link, wrist_3_link
+ *   out w[18] shape 6x3: velocity-product acceleration of each body origin (a = T qdd + w), m/s^2, frame 0, shape (6,
+ *       3); rows: shoulder_link, upper_arm_link, forearm_link, wrist_1_link, wrist_2_link,
+ *       wrist_3_link
+ *   out eps[18] shape 6x3: velocity-product angular acceleration of each body (R qdd + eps), rad/s^2, frame 0, shape
+ *       (6, 3); rows: shoulder_link, upper_arm_link, forearm_link, wrist_1_link, wrist_2_link,
+ *       wrist_3_link
  *   ops: 141 adds, 197 muls, 10 trig (348 total)
  */
-int ur5_velocities(const double *q, const double *qd, double *v, double *omega, double *w, double *eps);
-int64_t ur5_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status);
+int mechgen_ur5_velocities(const double *q, const double *qd, double *v, double *omega, double *w, double *eps);
+int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status);
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
- *   in  q[6]: joint coordinates
- *   out A[36] shape 6x6
+ *   in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+ *       order: shoulder_pan_joint, shoulder_lift_joint, elbow_joint, wrist_1_joint, wrist_2_joint,
+ *       wrist_3_joint
+ *   out A[36] shape 6x6: joint-space mass matrix, symmetric, shape (6, 6); rows and columns in the order of q (kg
+ *       m^2, kg m or kg)
  *   ops: 104 adds, 133 muls, 10 trig (247 total)
  */
-int ur5_mass_matrix(const double *q, double *A);
-int64_t ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
+int mechgen_ur5_mass_matrix(const double *q, double *A);
+int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status);
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
- *   in  q[6]: joint coordinates
- *   in  qd[6]: joint rates
- *   in  Q[6]: joint drive forces/torques (added to the spring-damper laws)
- *   out b[6] shape 6
+ *   in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+ *       order: shoulder_pan_joint, shoulder_lift_joint, elbow_joint, wrist_1_joint, wrist_2_joint,
+ *       wrist_3_joint
+ *   in  qd[6]: joint rates (rad/s or m/s), shape (6,), in the order of q
+ *   in  Q[6]: joint drive torques or forces (N m or N; added to the spring-damper laws), shape (6,), in
+ *       the order of q
+ *   out b[6] shape 6: bias forces (N m or N), shape (6,), in the order of q
  *   ops: 139 adds, 198 muls, 10 trig (347 total)
  */
-int ur5_bias(const double *q, const double *qd, const double *Q, double *b);
-int64_t ur5_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status);
+int mechgen_ur5_bias(const double *q, const double *qd, const double *Q, double *b);
+int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status);
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
- *   in  q[6]: joint coordinates
- *   in  qd[6]: joint rates
- *   in  qdd[6]: joint accelerations
- *   out Q[6] shape 6
+ *   in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+ *       order: shoulder_pan_joint, shoulder_lift_joint, elbow_joint, wrist_1_joint, wrist_2_joint,
+ *       wrist_3_joint
+ *   in  qd[6]: joint rates (rad/s or m/s), shape (6,), in the order of q
+ *   in  qdd[6]: joint accelerations (rad/s^2 or m/s^2), shape (6,), in the order of q
+ *   out Q[6] shape 6: drive torques or forces (N m or N), shape (6,), in the order of q
  *   ops: 153 adds, 216 muls, 10 trig (379 total)
  */
-int ur5_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *Q);
-int64_t ur5_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status);
+int mechgen_ur5_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *Q);
+int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status);
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
- *   in  q[6]: joint coordinates
- *   in  qd[6]: joint rates
- *   in  Q[6]: joint drive forces/torques (added to the spring-damper laws)
- *   out qdd[6] shape 6
+ *   in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+ *       order: shoulder_pan_joint, shoulder_lift_joint, elbow_joint, wrist_1_joint, wrist_2_joint,
+ *       wrist_3_joint
+ *   in  qd[6]: joint rates (rad/s or m/s), shape (6,), in the order of q
+ *   in  Q[6]: joint drive torques or forces (N m or N; added to the spring-damper laws), shape (6,), in
+ *       the order of q
+ *   out qdd[6] shape 6: joint accelerations (rad/s^2 or m/s^2), shape (6,), in the order of q
  *   status 1: mass matrix not positive definite
  *   ops: 299 adds, 388 muls, 5 divs, 10 trig (702 total)
  */
-int ur5_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
-int64_t ur5_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);
+int mechgen_ur5_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
+int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);
 
-/* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to monitor: T + V - work of Q is constant).
- *   in  q[6]: joint coordinates
- *   in  qd[6]: joint rates
- *   out T[1] shape 1
- *   out V[1] shape 1
+/* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
+ *   monitor: T + V - work of Q is constant).
+ *   in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+ *       order: shoulder_pan_joint, shoulder_lift_joint, elbow_joint, wrist_1_joint, wrist_2_joint,
+ *       wrist_3_joint
+ *   in  qd[6]: joint rates (rad/s or m/s), shape (6,), in the order of q
+ *   out T[1] shape 1: kinetic energy, J, shape (1,)
+ *   out V[1] shape 1: potential energy of gravity (zero for every centre of mass at the origin of frame 0), J,
+ *       shape (1,)
  *   ops: 161 adds, 272 muls, 12 trig (445 total)
  */
-int ur5_energy(const double *q, const double *qd, double *T, double *V);
-int64_t ur5_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status);
+int mechgen_ur5_energy(const double *q, const double *qd, double *T, double *V);
+int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status);
 
 #endif

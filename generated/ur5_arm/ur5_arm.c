@@ -7,7 +7,7 @@
 
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 34 adds, 64 muls, 12 trig (110 total) */
-int ur5_arm_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
+int mechgen_ur5_arm_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
 {
     const double q1 = q[0];
     const double q2 = q[1];
@@ -169,20 +169,21 @@ int ur5_arm_forward_kinematics(const double *restrict q, double *restrict r, dou
     return 0;
 }
 
-int64_t ur5_arm_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status)
+int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_arm_forward_kinematics(q + i * 6, r + i * 21, tau + i * 63);
+        const int s = mechgen_ur5_arm_forward_kinematics(q + i * 6, r + i * 21, tau + i * 63);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and point.
+/* jacobians: Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
+ * point.
  * ops: 60 adds, 83 muls, 10 trig (153 total) */
-int ur5_arm_jacobians(const double *restrict q, double *restrict T, double *restrict R)
+int mechgen_ur5_arm_jacobians(const double *restrict q, double *restrict T, double *restrict R)
 {
     const double q1 = q[0];
     const double q2 = q[1];
@@ -548,20 +549,21 @@ int ur5_arm_jacobians(const double *restrict q, double *restrict T, double *rest
     return 0;
 }
 
-int64_t ur5_arm_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status)
+int64_t mechgen_ur5_arm_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_arm_jacobians(q + i * 6, T + i * 126, R + i * 126);
+        const int s = mechgen_ur5_arm_jacobians(q + i * 6, T + i * 126, R + i * 126);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
+/* velocities: Velocity v of each body origin, angular velocity omega, and the velocity-product
+ * accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
  * ops: 123 adds, 175 muls, 10 trig (308 total) */
-int ur5_arm_velocities(const double *restrict q, const double *restrict qd, double *restrict v, double *restrict omega, double *restrict w, double *restrict eps)
+int mechgen_ur5_arm_velocities(const double *restrict q, const double *restrict qd, double *restrict v, double *restrict omega, double *restrict w, double *restrict eps)
 {
     const double q1 = q[0];
     const double q2 = q[1];
@@ -784,11 +786,11 @@ int ur5_arm_velocities(const double *restrict q, const double *restrict qd, doub
     return 0;
 }
 
-int64_t ur5_arm_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status)
+int64_t mechgen_ur5_arm_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_arm_velocities(q + i * 6, qd + i * 6, v + i * 18, omega + i * 18, w + i * 18, eps + i * 18);
+        const int s = mechgen_ur5_arm_velocities(q + i * 6, qd + i * 6, v + i * 18, omega + i * 18, w + i * 18, eps + i * 18);
         status[i] = s;
         failed += (s != 0);
     }
@@ -797,7 +799,7 @@ int64_t ur5_arm_velocities_batch(int64_t n, const double *q, const double *qd, d
 
 /* mass_matrix: Joint-space mass matrix A(q) (composite-body algorithm).
  * ops: 80 adds, 102 muls, 8 trig (190 total) */
-int ur5_arm_mass_matrix(const double *restrict q, double *restrict A)
+int mechgen_ur5_arm_mass_matrix(const double *restrict q, double *restrict A)
 {
     const double q2 = q[1];
     const double q3 = q[2];
@@ -943,11 +945,11 @@ int ur5_arm_mass_matrix(const double *restrict q, double *restrict A)
     return 0;
 }
 
-int64_t ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status)
+int64_t mechgen_ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_arm_mass_matrix(q + i * 6, A + i * 36);
+        const int s = mechgen_ur5_arm_mass_matrix(q + i * 6, A + i * 36);
         status[i] = s;
         failed += (s != 0);
     }
@@ -956,7 +958,7 @@ int64_t ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t
 
 /* bias: Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
  * ops: 189 adds, 249 muls, 10 trig (448 total) */
-int ur5_arm_bias(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict b)
+int mechgen_ur5_arm_bias(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict b)
 {
     const double q2 = q[1];
     const double q3 = q[2];
@@ -1118,11 +1120,11 @@ int ur5_arm_bias(const double *restrict q, const double *restrict qd, const doub
     return 0;
 }
 
-int64_t ur5_arm_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status)
+int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_arm_bias(q + i * 6, qd + i * 6, Q + i * 6, b + i * 6);
+        const int s = mechgen_ur5_arm_bias(q + i * 6, qd + i * 6, Q + i * 6, b + i * 6);
         status[i] = s;
         failed += (s != 0);
     }
@@ -1131,7 +1133,7 @@ int64_t ur5_arm_bias_batch(int64_t n, const double *q, const double *qd, const d
 
 /* inverse_dynamics: Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
  * ops: 205 adds, 268 muls, 10 trig (483 total) */
-int ur5_arm_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict Q)
+int mechgen_ur5_arm_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd, double *restrict Q)
 {
     const double q2 = q[1];
     const double q3 = q[2];
@@ -1292,11 +1294,11 @@ int ur5_arm_inverse_dynamics(const double *restrict q, const double *restrict qd
     return 0;
 }
 
-int64_t ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status)
+int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_arm_inverse_dynamics(q + i * 6, qd + i * 6, qdd + i * 6, Q + i * 6);
+        const int s = mechgen_ur5_arm_inverse_dynamics(q + i * 6, qd + i * 6, qdd + i * 6, Q + i * 6);
         status[i] = s;
         failed += (s != 0);
     }
@@ -1305,7 +1307,7 @@ int64_t ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const double 
 
 /* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
  * ops: 331 adds, 422 muls, 4 divs, 10 trig (767 total) */
-int ur5_arm_forward_dynamics(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict qdd)
+int mechgen_ur5_arm_forward_dynamics(const double *restrict q, const double *restrict qd, const double *restrict Q, double *restrict qdd)
 {
     int status = 0;
     const double q2 = q[1];
@@ -1629,20 +1631,21 @@ fail:
     return status;
 }
 
-int64_t ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status)
+int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_arm_forward_dynamics(q + i * 6, qd + i * 6, Q + i * 6, qdd + i * 6);
+        const int s = mechgen_ur5_arm_forward_dynamics(q + i * 6, qd + i * 6, Q + i * 6, qdd + i * 6);
         status[i] = s;
         failed += (s != 0);
     }
     return failed;
 }
 
-/* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to monitor: T + V - work of Q is constant).
+/* energy: Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
+ * monitor: T + V - work of Q is constant).
  * ops: 159 adds, 275 muls, 12 trig (446 total) */
-int ur5_arm_energy(const double *restrict q, const double *restrict qd, double *restrict T, double *restrict V)
+int mechgen_ur5_arm_energy(const double *restrict q, const double *restrict qd, double *restrict T, double *restrict V)
 {
     const double q1 = q[0];
     const double q2 = q[1];
@@ -1766,11 +1769,11 @@ int ur5_arm_energy(const double *restrict q, const double *restrict qd, double *
     return 0;
 }
 
-int64_t ur5_arm_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status)
+int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < n; ++i) {
-        const int s = ur5_arm_energy(q + i * 6, qd + i * 6, T + i * 1, V + i * 1);
+        const int s = mechgen_ur5_arm_energy(q + i * 6, qd + i * 6, T + i * 1, V + i * 1);
         status[i] = s;
         failed += (s != 0);
     }

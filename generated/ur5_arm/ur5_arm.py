@@ -3,6 +3,12 @@
 Mechanism ur5_arm: flat scalar kernels, importable without SymPy. Each kernel reads its
 inputs from flat sequences, writes its outputs into flat mutable sequences (row-major), and
 returns 0 or a status code (the outputs are then NaN).
+
+Coordinates, in the order of q: shoulder_pan, shoulder_lift, elbow, wrist_1, wrist_2,
+wrist_3.
+Bodies, in the order of the rows of the stacked outputs (r, tau, T, R, v, omega, w, eps):
+shoulder, upper_arm, forearm, wrist1, wrist2, wrist3.
+Points, in the rows after the bodies (r, tau, T, R): tool.
 """
 
 import math
@@ -13,9 +19,12 @@ NAN = float("nan")
 def forward_kinematics(q, r, tau):
     """Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
 
-    in  q[6]: joint coordinates
-    out r[21] shape 7x3
-    out tau[63] shape 7x3x3
+    in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+        order: shoulder_pan, shoulder_lift, elbow, wrist_1, wrist_2, wrist_3
+    out r[21] shape 7x3: positions of the body origins then the points, frame 0, m, shape (bodies+points, 3) = (7,
+        3); rows: shoulder, upper_arm, forearm, wrist1, wrist2, wrist3, tool
+    out tau[63] shape 7x3x3: rotation matrices of the bodies then the points (coordinate transform frame 0 -> that frame;
+        its rows are that frame's axes in frame 0), shape (7, 3, 3); rows in the order of r
     ops: 34 adds, 64 muls, 12 trig (110 total)
     """
     q1, q2, q3, q4, q5, q6 = q
@@ -174,11 +183,16 @@ def forward_kinematics(q, r, tau):
 
 
 def jacobians(q, T, R):
-    """Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and point.
+    """Partial-velocity matrices T = dv/dqd and R = domega/dqd (frame 0) of each body origin and
+    point.
 
-    in  q[6]: joint coordinates
-    out T[126] shape 7x3x6
-    out R[126] shape 7x3x6
+    in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+        order: shoulder_pan, shoulder_lift, elbow, wrist_1, wrist_2, wrist_3
+    out T[126] shape 7x3x6: translational Jacobians dv/dqd of the body origins then the points, frame 0 (m per rad, 1
+        per m), shape (7, 3, 6); column j is coordinate j of q; rows: shoulder, upper_arm, forearm,
+        wrist1, wrist2, wrist3, tool
+    out R[126] shape 7x3x6: rotational Jacobians domega/dqd of the bodies then the points, frame 0 (1 per rad, 0 per m),
+        shape (7, 3, 6); rows in the order of T
     ops: 60 adds, 83 muls, 10 trig (153 total)
     """
     q1, q2, q3, q4, q5, q6 = q
@@ -542,14 +556,20 @@ def jacobians(q, T, R):
 
 
 def velocities(q, qd, v, omega, w, eps):
-    """Velocity v of each body origin, angular velocity omega, and the velocity-product accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
+    """Velocity v of each body origin, angular velocity omega, and the velocity-product
+    accelerations w, eps (a = T qdd + w, angular acceleration R qdd + eps); frame 0.
 
-    in  q[6]: joint coordinates
-    in  qd[6]: joint rates
-    out v[18] shape 6x3
-    out omega[18] shape 6x3
-    out w[18] shape 6x3
-    out eps[18] shape 6x3
+    in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+        order: shoulder_pan, shoulder_lift, elbow, wrist_1, wrist_2, wrist_3
+    in  qd[6]: joint rates (rad/s or m/s), shape (6,), in the order of q
+    out v[18] shape 6x3: velocity of each body origin, m/s, frame 0, shape (6, 3); rows: shoulder, upper_arm,
+        forearm, wrist1, wrist2, wrist3
+    out omega[18] shape 6x3: angular velocity of each body, rad/s, frame 0, shape (6, 3); rows: shoulder, upper_arm,
+        forearm, wrist1, wrist2, wrist3
+    out w[18] shape 6x3: velocity-product acceleration of each body origin (a = T qdd + w), m/s^2, frame 0, shape (6,
+        3); rows: shoulder, upper_arm, forearm, wrist1, wrist2, wrist3
+    out eps[18] shape 6x3: velocity-product angular acceleration of each body (R qdd + eps), rad/s^2, frame 0, shape
+        (6, 3); rows: shoulder, upper_arm, forearm, wrist1, wrist2, wrist3
     ops: 123 adds, 175 muls, 10 trig (308 total)
     """
     q1, q2, q3, q4, q5, q6 = q
@@ -767,8 +787,10 @@ def velocities(q, qd, v, omega, w, eps):
 def mass_matrix(q, A):
     """Joint-space mass matrix A(q) (composite-body algorithm).
 
-    in  q[6]: joint coordinates
-    out A[36] shape 6x6
+    in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+        order: shoulder_pan, shoulder_lift, elbow, wrist_1, wrist_2, wrist_3
+    out A[36] shape 6x6: joint-space mass matrix, symmetric, shape (6, 6); rows and columns in the order of q (kg
+        m^2, kg m or kg)
     ops: 80 adds, 102 muls, 8 trig (190 total)
     """
     q1, q2, q3, q4, q5, q6 = q
@@ -915,10 +937,12 @@ def mass_matrix(q, A):
 def bias(q, qd, Q, b):
     """Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.
 
-    in  q[6]: joint coordinates
-    in  qd[6]: joint rates
-    in  Q[6]: joint drive forces/torques (added to the spring-damper laws)
-    out b[6] shape 6
+    in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+        order: shoulder_pan, shoulder_lift, elbow, wrist_1, wrist_2, wrist_3
+    in  qd[6]: joint rates (rad/s or m/s), shape (6,), in the order of q
+    in  Q[6]: joint drive torques or forces (N m or N; added to the spring-damper laws), shape (6,), in
+        the order of q
+    out b[6] shape 6: bias forces (N m or N), shape (6,), in the order of q
     ops: 189 adds, 249 muls, 10 trig (448 total)
     """
     q1, q2, q3, q4, q5, q6 = q
@@ -1070,10 +1094,11 @@ def bias(q, qd, Q, b):
 def inverse_dynamics(q, qd, qdd, Q):
     """Drive forces Q = A qdd + h(q, qd) - Q_spring_damper (recursive Newton-Euler).
 
-    in  q[6]: joint coordinates
-    in  qd[6]: joint rates
-    in  qdd[6]: joint accelerations
-    out Q[6] shape 6
+    in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+        order: shoulder_pan, shoulder_lift, elbow, wrist_1, wrist_2, wrist_3
+    in  qd[6]: joint rates (rad/s or m/s), shape (6,), in the order of q
+    in  qdd[6]: joint accelerations (rad/s^2 or m/s^2), shape (6,), in the order of q
+    out Q[6] shape 6: drive torques or forces (N m or N), shape (6,), in the order of q
     ops: 205 adds, 268 muls, 10 trig (483 total)
     """
     q1, q2, q3, q4, q5, q6 = q
@@ -1224,10 +1249,12 @@ def inverse_dynamics(q, qd, qdd, Q):
 def forward_dynamics(q, qd, Q, qdd):
     """Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
 
-    in  q[6]: joint coordinates
-    in  qd[6]: joint rates
-    in  Q[6]: joint drive forces/torques (added to the spring-damper laws)
-    out qdd[6] shape 6
+    in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+        order: shoulder_pan, shoulder_lift, elbow, wrist_1, wrist_2, wrist_3
+    in  qd[6]: joint rates (rad/s or m/s), shape (6,), in the order of q
+    in  Q[6]: joint drive torques or forces (N m or N; added to the spring-damper laws), shape (6,), in
+        the order of q
+    out qdd[6] shape 6: joint accelerations (rad/s^2 or m/s^2), shape (6,), in the order of q
     status 1: mass matrix not positive definite
     ops: 331 adds, 422 muls, 4 divs, 10 trig (767 total)
     """
@@ -1544,12 +1571,15 @@ def forward_dynamics(q, qd, Q, qdd):
 
 
 def energy(q, qd, T, V):
-    """Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to monitor: T + V - work of Q is constant).
+    """Kinetic energy T and potential energy V of gravity, summed over bodies (an invariant to
+    monitor: T + V - work of Q is constant).
 
-    in  q[6]: joint coordinates
-    in  qd[6]: joint rates
-    out T[1] shape 1
-    out V[1] shape 1
+    in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
+        order: shoulder_pan, shoulder_lift, elbow, wrist_1, wrist_2, wrist_3
+    in  qd[6]: joint rates (rad/s or m/s), shape (6,), in the order of q
+    out T[1] shape 1: kinetic energy, J, shape (1,)
+    out V[1] shape 1: potential energy of gravity (zero for every centre of mass at the origin of frame 0), J,
+        shape (1,)
     ops: 159 adds, 275 muls, 12 trig (446 total)
     """
     q1, q2, q3, q4, q5, q6 = q

@@ -34,12 +34,12 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from generator.algorithms.joints import LinkTransform
-from generator.algorithms.leg_ik import LEG_SINGULAR
-from generator.algorithms.rnea import Motion
-from generator.algorithms.sparse_lu import SparseLU
-from generator.platform import Leg
-from generator.scalar import (Mat, Recorder, Vec, add, cross, dot, eye, matmul, matvec,
+from mechgen.generator.algorithms.joints import LinkTransform
+from mechgen.generator.algorithms.leg_ik import LEG_SINGULAR
+from mechgen.generator.algorithms.rnea import Motion
+from mechgen.generator.algorithms.sparse_lu import SparseLU
+from mechgen.generator.platform import Leg
+from mechgen.generator.scalar import (Mat, Recorder, Vec, add, cross, dot, eye, matmul, matvec,
                               omega_x_omega_x, sub, transpose, zeros)
 
 

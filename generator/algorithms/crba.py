@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import sympy as sp
 
-from generator.algorithms.joints import LinkTransform, to_parent
-from generator.model import Chain
-from generator.scalar import (Mat, Recorder, _count, add, cross, dot, matmul, matvec, scale,
+from mechgen.generator.algorithms.joints import LinkTransform, to_parent
+from mechgen.generator.model import Chain
+from mechgen.generator.scalar import (Mat, Recorder, _count, add, cross, dot, matmul, matvec, scale,
                               transpose)
 
 

@@ -1,6 +1,6 @@
 """What each joint contributes: alpha_j, t_j, and the link transform beta_j, r_{j-1,j}.
 
-ALGORITHMS.md section 1: joint J_j moves frame j relative to the joint frame J_{j-1} by
+docs/algorithms.md section 1: joint J_j moves frame j relative to the joint frame J_{j-1} by
 ``t_j`` (prismatic: ``[q, 0, 0]`` along its axis) and ``alpha_j`` (revolute: ``A_axis(q)``), so
 
     r_{j-1,j} = l_{j-1} + gamma_{j-1}^T t_j      (frame j-1)
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from generator.model import Joint
-from generator.scalar import (Mat, Recorder, Vec, elementary_rotation, eye, matmul, matvec, scale,
+from mechgen.generator.model import Joint
+from mechgen.generator.scalar import (Mat, Recorder, Vec, elementary_rotation, eye, matmul, matvec, scale,
                               transpose, zeros)
 
 

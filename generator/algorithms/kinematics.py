@@ -1,4 +1,4 @@
-"""Recursive kinematics of a serial chain or tree in frame 0 (paper 003; ALGORITHMS.md 1-2).
+"""Recursive kinematics of a serial chain or tree in frame 0 (paper 003; docs/algorithms.md 1-2).
 
 For j = 1..n, from tau_0 = 1, r_0 = 0, T_0 = R_0 = 0, omega_0 = v_0 = w_0 = eps_0 = 0; in a tree
 the index j-1 below stands for the parent body p(j) (a serial chain has p(j) = j-1):
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generator.algorithms.joints import joint_motion
-from generator.model import Chain
-from generator.scalar import (Mat, Recorder, Vec, add, cross, eye, matmul, matvec, scale, sub,
+from mechgen.generator.algorithms.joints import joint_motion
+from mechgen.generator.model import Chain
+from mechgen.generator.scalar import (Mat, Recorder, Vec, add, cross, eye, matmul, matvec, scale, sub,
                               transpose, zeros, omega_products, omega_x_omega_x)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from generator.scalar import Recorder, _count
+from mechgen.generator.scalar import Recorder, _count
 
 SINGULAR = 1
 

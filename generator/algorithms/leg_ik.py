@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import sympy as sp
 
-from generator.scalar import Recorder, Vec
+from mechgen.generator import numeric as num
+from mechgen.generator.scalar import Recorder, Vec
 
 UNREACHABLE = 1
 LEG_SINGULAR = 2
@@ -41,12 +41,21 @@ class Rotation:
     s: sp.Expr
 
 
-def u_angles(rec: Recorder, d: Vec, name: str, l_ref: float) -> tuple[Rotation, Rotation, sp.Expr]:
-    """(p1 about y, p2 about z, L) aligning x with d."""
+@dataclass(frozen=True)
+class Flag:
+    """What a failed check returns: the kernel status code and the message of the check."""
+
+    code: int
+    message: str
+
+
+def u_angles(rec: Recorder, d: Vec, name: str, l_ref: float,
+             singular: Flag | None = None) -> tuple[Rotation, Rotation, sp.Expr]:
+    """(p1 about y, p2 about z, L) aligning x with d; ``singular`` when L_xz = 0."""
     l, m, n = d
+    flag = singular or Flag(LEG_SINGULAR, f"{name}: universal joint at 90 degrees")
     Lxz2 = rec.bind(l * l + n * n, f"{name}_Lxz2")
-    rec.require_positive(Lxz2 - (TOL_SINGULAR * l_ref) ** 2, LEG_SINGULAR,
-                         f"{name}: universal joint at 90 degrees")
+    rec.require_positive(Lxz2 - (TOL_SINGULAR * l_ref) ** 2, flag.code, flag.message)
     Lxz = rec.bind(sp.sqrt(Lxz2), f"{name}_Lxz")
     inv_Lxz = rec.bind(1 / Lxz, f"{name}_inv_Lxz")
     L = rec.bind(sp.sqrt(Lxz2 + m * m), f"{name}_L")
@@ -56,44 +65,57 @@ def u_angles(rec: Recorder, d: Vec, name: str, l_ref: float) -> tuple[Rotation, 
     return r1, r2, L
 
 
-def roll_angle(rec: Recorder, e: Vec, name: str) -> Rotation:
-    """Roll about x making the y axis perpendicular to the unit vector e (frame before roll)."""
+def roll_angle(rec: Recorder, e: Vec, name: str, singular: Flag | None = None) -> Rotation:
+    """Roll about x making the y axis perpendicular to the unit vector e (frame before roll);
+    ``singular`` when N = 0 (e along the leg)."""
     _, ey, ez = e
+    flag = singular or Flag(LEG_SINGULAR, f"{name}: cut universal joint axis along the leg")
     N2 = rec.bind(ey * ey + ez * ez, f"{name}_N2")
-    rec.require_positive(N2 - TOL_SINGULAR ** 2, LEG_SINGULAR,
-                         f"{name}: cut universal joint axis along the leg")
+    rec.require_positive(N2 - TOL_SINGULAR ** 2, flag.code, flag.message)
     inv_N = rec.bind(1 / sp.sqrt(N2), f"{name}_inv_N")
     return Rotation(rec.bind(ez * inv_N, f"{name}_c"), rec.bind(-ey * inv_N, f"{name}_s"))
 
 
 def crank_angle(rec: Recorder, d: Vec, a: sp.Expr, b: sp.Expr, sigma: int, name: str,
-                l_ref: float) -> Rotation:
+                l_ref: float, unreachable: Flag | None = None,
+                singular: Flag | None = None) -> Rotation:
+    """The crank's rotation (module docstring): ``unreachable`` when rho^2 < K^2,
+    ``singular`` when w = 0 (crank and rod aligned)."""
     dx, dy, dz = d
+    far = unreachable or Flag(UNREACHABLE, f"{name}: pose out of reach of the crank")
+    flat = singular or Flag(LEG_SINGULAR, f"{name}: crank and rod aligned")
     K = rec.bind((dx * dx + dy * dy + dz * dz + a * a - b * b) / (2 * a), f"{name}_K")
     rho2 = rec.bind(dx * dx + dy * dy, f"{name}_rho2")
     w2 = rec.bind(rho2 - K * K, f"{name}_w2")
-    rec.require_positive(w2, UNREACHABLE, f"{name}: pose out of reach of the crank")
-    rec.require_positive(w2 - (TOL_SINGULAR * l_ref) ** 2, LEG_SINGULAR,
-                         f"{name}: crank and rod aligned")
+    rec.require_positive(w2, far.code, far.message)
+    rec.require_positive(w2 - (TOL_SINGULAR * l_ref) ** 2, flat.code, flat.message)
     w = rec.bind(sigma * sp.sqrt(w2), f"{name}_w")
     inv_rho2 = rec.bind(1 / rho2, f"{name}_inv_rho2")
     return Rotation(rec.bind((dx * K - dy * w) * inv_rho2, f"{name}_c"),
                     rec.bind((dy * K + dx * w) * inv_rho2, f"{name}_s"))
 
 
-# --- numeric versions used while building the model -------------------------------------
+# --- numeric versions used while building the model (generator.numeric: CPU-independent) ---
 
-def u_angles_np(d: np.ndarray) -> tuple[float, float]:
+def u_angles_num(d: tuple[float, float, float]) -> tuple[float, float]:
     l, m, n = d
-    return float(np.arctan2(-n, l)), float(np.arctan2(m, np.hypot(l, n)))
+    return num.atan2(-n, l), num.atan2(m, num.norm((l, 0.0, n)))
 
 
-def crank_solutions_np(d: np.ndarray, a: float, b: float) -> dict[int, tuple[float, float]] | None:
+def crank_solutions_num(d: tuple[float, float, float], a: float,
+                        b: float) -> dict[int, tuple[float, float]] | None:
+    """Both (cos, sin) of the crank angle that put the rod's far end at d (None: no reach,
+    also when d is on the crank axis, rho = 0)."""
     dx, dy, dz = d
-    K = (d @ d + a * a - b * b) / (2 * a)
+    K = (num.dot(d, d) + a * a - b * b) / (2 * a)
     rho2 = dx * dx + dy * dy
     w2 = rho2 - K * K
-    if w2 < 0:
+    if w2 < 0 or rho2 <= 0:
         return None
-    w = np.sqrt(w2)
+    w = num.sqrt(w2)
     return {s: ((dx * K - s * dy * w) / rho2, (dy * K + s * dx * w) / rho2) for s in (1, -1)}
+
+
+def roll_angle_num(e: tuple[float, float, float]) -> float:
+    """The roll of :func:`roll_angle`: atan2(-e_y, e_z)."""
+    return num.atan2(-e[1], e[2])

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import sympy as sp
 
-from generator.algorithms.closure import Closure
-from generator.algorithms.joints import LinkTransform, to_parent
-from generator.algorithms.rnea import Motion, backward_pass
-from generator.platform import Leg
-from generator.scalar import Recorder, Vec, add, cross, scale
+from mechgen.generator.algorithms.closure import Closure
+from mechgen.generator.algorithms.joints import LinkTransform, to_parent
+from mechgen.generator.algorithms.rnea import Motion, backward_pass
+from mechgen.generator.platform import Leg
+from mechgen.generator.scalar import Recorder, Vec, add, cross, scale
 
 
 def reduce_onto_platform(rec: Recorder, M_C, s_C, Hs, hs, As, bs, names) -> tuple[list, list]:

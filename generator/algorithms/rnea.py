@@ -1,6 +1,6 @@
 """Inverse dynamics by the recursive Newton-Euler algorithm in body frames.
 
-Forward pass (frame j coordinates, ALGORITHMS.md section 1 relations carried into frame j by
+Forward pass (frame j coordinates, docs/algorithms.md section 1 relations carried into frame j by
 beta_j; gravity enters as the base acceleration a_0 = -g):
 
     omega_p  = beta_j omega_{j-1}
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from generator.algorithms.joints import LinkTransform, to_parent
-from generator.model import Chain
-from generator.scalar import (OmegaProducts, Recorder, Vec, add, cross, matvec, omega_products,
+from mechgen.generator.algorithms.joints import LinkTransform, to_parent
+from mechgen.generator.model import Chain
+from mechgen.generator.scalar import (OmegaProducts, Recorder, Vec, add, cross, matvec, omega_products,
                               omega_x_I_omega, omega_x_omega_x, scale, zeros)
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from generator.scalar import Recorder
+from mechgen.generator.scalar import Recorder
 
 
 @dataclass

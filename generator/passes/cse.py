@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from generator.ir import Assign, Check, Kernel, symbol
+from mechgen.generator.ir import Assign, Check, Kernel, symbol
 
 
 def common_subexpressions(k: Kernel) -> Kernel:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from generator.ir import Check, Kernel
+from mechgen.generator.ir import Check, Kernel
 
 
 def remove_dead_code(k: Kernel) -> Kernel:

@@ -11,7 +11,7 @@ from collections import Counter
 
 import sympy as sp
 
-from generator.ir import Kernel
+from mechgen.generator.ir import Kernel
 
 TRIG = (sp.sin, sp.cos, sp.tan, sp.asin, sp.acos, sp.atan, sp.atan2)
 

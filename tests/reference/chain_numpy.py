@@ -1,7 +1,7 @@
 """Plain numpy implementation of the paper's serial-chain equations in matrix form,
 extended to kinematic trees.
 
-No code generation: the recursion of ALGORITHMS.md section 2 (frame 0) with dense numpy
+No code generation: the recursion of docs/algorithms.md section 2 (frame 0) with dense numpy
 matrices, each body computed from its parent body, then the dynamics from the
 partial-velocity matrices T_j, R_j (Kane's form):
 

@@ -1,7 +1,7 @@
 """Plain numpy reference of the parallel-manipulator dynamics of paper 000.
 
 Golubev & Yaskevich, "Dynamic equations of peripheral docking mechanisms as parallel
-manipulators" (seeds/000_*), read through ALGORITHMS.md section 1. No code generation:
+manipulators" (docs/papers.md, paper 000), read through docs/algorithms.md section 1. No code generation:
 every step is written with 3x3 / 3-vector numpy arrays in frame 0, one function per step,
 variable names from the paper. The mechanism dict and all conventions are those of
 ``docs/parallel_numeric_format.md``:
@@ -89,7 +89,7 @@ def angle_rates_matrix(x: ArrayLike) -> Array:
 
 
 # ---------------------------------------------------------------------------
-# recursive kinematics of a leg (paper section 4, ALGORITHMS.md section 1)
+# recursive kinematics of a leg (paper section 4, docs/algorithms.md section 1)
 # ---------------------------------------------------------------------------
 
 
