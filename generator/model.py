@@ -415,6 +415,21 @@ MAX_MAGNITUDE = 1e150
 _MAX_EXACT = sp.Integer(10) ** 150      # the same bound for exact numbers (1e150 itself passes)
 
 
+def finite_number(x: object, where: str) -> float:
+    """A spec number as a float: an int or a float, finite, of magnitude at most
+    ``MAX_MAGNITUDE``; anything else is a ModelError naming ``where``."""
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        raise ModelError(f"{where}: expected a number, got {x!r}")
+    try:
+        v = float(x)
+    except OverflowError:
+        raise ModelError(f"{where}: {x} is too large") from None
+    if v != v or abs(v) > MAX_MAGNITUDE:
+        raise ModelError(f"{where}: {x!r} is not a finite number of magnitude at most "
+                         f"{MAX_MAGNITUDE:g}")
+    return v
+
+
 def _bounded(e: sp.Expr, shown: object, where: str) -> sp.Expr:
     """``e`` when |e| <= MAX_MAGNITUDE, else a ModelError naming ``where``."""
     if abs(e) > _MAX_EXACT:

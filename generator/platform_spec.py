@@ -49,7 +49,7 @@ from typing import Any
 
 
 from mechgen.generator import numeric as num
-from mechgen.generator.model import ModelError, as_expr, check_name
+from mechgen.generator.model import ModelError, as_expr, check_name, finite_number
 from mechgen.generator.platform import (DEFAULT_DRIVE, LEG_BODIES, LEG_JOINTS, LEG_TYPES, P_LEGS,
                                 JointLaw, Leg, LegGeometry, Platform, build_leg,
                                 validate_platform)
@@ -59,32 +59,15 @@ LEG_FIELDS = {"name", "type", "base", "platform", "bodies", "joints", "limits", 
               "length0", "frame", "crank", "crank_axis", "crank_dir", "rod"}
 
 
-MAX_MAGNITUDE = 1e150   # larger spec numbers overflow the constants the generator folds
-
-
-def _finite(x: Any, where: str) -> float:
-    """A spec number as a float: an int or a float, finite and below MAX_MAGNITUDE."""
-    if not isinstance(x, (int, float)) or isinstance(x, bool):
-        raise ModelError(f"{where}: expected a number, got {x!r}")
-    try:
-        v = float(x)
-    except OverflowError:
-        raise ModelError(f"{where}: {x} is too large") from None
-    if v != v or abs(v) > MAX_MAGNITUDE:
-        raise ModelError(f"{where}: {x!r} is not a finite number of magnitude at most "
-                         f"{MAX_MAGNITUDE:g}")
-    return v
-
-
 def _numbers(value: Any, n: int, where: str) -> tuple[float, ...]:
     if not isinstance(value, (list, tuple)) or len(value) != n or not all(
             isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
         raise ModelError(f"{where}: expected a list of {n} numbers, got {value!r}")
-    return tuple(_finite(x, f"{where}[{i}]") for i, x in enumerate(value))
+    return tuple(finite_number(x, f"{where}[{i}]") for i, x in enumerate(value))
 
 
 def _number(value: Any, where: str, positive: bool = False) -> float:
-    v = _finite(value, where)
+    v = finite_number(value, where)
     if positive and v <= 0:
         raise ModelError(f"{where}: must be positive, got {value!r}")
     return v

@@ -53,7 +53,7 @@ from mechgen.generator import numeric as num
 from mechgen.generator.model import (AXES, COMPOSITE_AXES, MAX_MAGNITUDE, Body, Chain, Joint,
                                      ModelError, Point, as_expr, check_name, free_base_joints,
                                      identity3, inertia_about_origin, rotation_from_sequence,
-                                     split_composite)
+                                     split_composite, finite_number)
 
 JOINT_TYPES = ("Rx", "Ry", "Rz", "Px", "Py", "Pz", "U", "S", "C")
 
@@ -241,16 +241,7 @@ class ChainBuilder:
         """The default value of a named parameter (used when a kernel is called without p)."""
         where = f"{self.source}: parameters.{name}"
         check_name(name, where)
-        if not isinstance(default, (int, float)) or isinstance(default, bool):
-            raise ModelError(f"{where}: expected a number, got {default!r}")
-        try:
-            value = float(default)
-        except OverflowError:
-            raise ModelError(f"{where}: {default} is too large") from None
-        if value != value or abs(value) > 1e150:
-            raise ModelError(f"{where}: {default!r} is not a finite number of magnitude at "
-                             f"most 1e150")
-        self.defaults[name] = value
+        self.defaults[name] = finite_number(default, where)
         return self
 
     def point(self, name: str, body: str, offset=(0, 0, 0), where: str | None = None) -> "ChainBuilder":

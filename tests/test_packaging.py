@@ -65,7 +65,8 @@ def test_wheel_holds_one_import_name_and_the_package_data(wheel):
     for must in ("mechgen/templates/c/kernel.c.j2", "mechgen/templates/python/kernel.py.j2",
                  "mechgen/generator/mechanisms/ur5_urdf.toml",
                  "mechgen/generator/mechanisms/urdf/panda.urdf",
-                 "mechgen/generated/ur5/ur5.c", "mechgen/generated/ur5/manifest.json",
+                 "mechgen/generated/ur5/ur5.c", "mechgen/generated/ur5/ur5.py",
+                 "mechgen/generated/ur5/ur5.h", "mechgen/generated/ur5/manifest.json",
                  "mechgen/runtime/cbuild.py", "mechgen/__main__.py"):
         assert must in names, must
     meta = [n for n in names if n.endswith("entry_points.txt")]
