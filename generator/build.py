@@ -70,8 +70,11 @@ def manifest_extra(chain: Chain) -> dict:
     return {
         "family": "serial_chain",
         "base": chain.base,
+        "attitude": chain.attitude if chain.base == "free" else None,
         "n": chain.n,
-        "coordinates": chain.coordinates,
+        "nq": chain.nq,
+        "coordinates": chain.q_names,
+        "velocities": chain.coordinates,
         "joint_types": [j.label for j in chain.joints],
         "parent": list(chain.parent),
         "parameters": [s.name for s in chain.parameters],

@@ -26,15 +26,22 @@ def _names(names) -> str:
 
 
 def _inputs(chain: Chain, names: list[str]) -> tuple[Port, ...]:
-    n = chain.n
-    docs = {"q": f"joint coordinates (rad for a revolute joint, m for a prismatic one), "
-                 f"shape ({n},), in this order: {_names(chain.coordinates)}",
-            "qd": f"joint rates (rad/s or m/s), shape ({n},), in the order of q",
-            "qdd": f"joint accelerations (rad/s^2 or m/s^2), shape ({n},), in the order of q",
+    n, nq = chain.n, chain.nq
+    order = "in the order of q" if nq == n else f"in this order: {_names(chain.coordinates)}"
+    quat = (" (x, y, z of the base in m, frame 0; its attitude as a quaternion w, x, y, z, "
+            "body frame -> frame 0, any norm; then the joints)"
+            if chain.attitude == "quaternion" else "")
+    docs = {"q": f"joint coordinates (rad for a revolute joint, m for a prismatic one){quat}, "
+                 f"shape ({nq},), in this order: {_names(chain.q_names)}",
+            "qd": f"joint rates (rad/s or m/s), shape ({n},), {order}"
+                  + (" (the base's angular velocity is in its own frame)" if quat else ""),
+            "qdd": f"joint accelerations (rad/s^2 or m/s^2), shape ({n},), {order}",
             "Q": f"joint drive torques or forces (N m or N; added to the spring-damper laws), "
-                 f"shape ({n},), in the order of q"}
-    ports = [Port(nm, (n,), tuple(symbol(f"{nm}{j}") for j in range(1, n + 1)), docs[nm])
-             for nm in names]
+                 f"shape ({n},), {order}"}
+    size = {"q": nq}
+    ports = [Port(nm, (size.get(nm, n),), tuple(symbol(f"{nm}{j}")
+                                                for j in range(1, size.get(nm, n) + 1)),
+                  docs[nm]) for nm in names]
     if chain.parameters:
         ports.append(Port("p", (len(chain.parameters),), tuple(chain.parameters),
                           f"named spec parameters, shape ({len(chain.parameters)},), in this "
@@ -44,6 +51,27 @@ def _inputs(chain: Chain, names: list[str]) -> tuple[Port, ...]:
 
 def _recorder(ports: tuple[Port, ...]) -> Recorder:
     return Recorder(reserved={str(s) for p in ports for s in p.elements})
+
+
+def _configuration(rec: Recorder, chain: Chain, q_in: list) -> tuple[Chain, list]:
+    """(the chain as the recursion sees it, one coordinate per joint) from the input ``q``.
+
+    A quaternion base's q holds x, y, z, then the quaternion (w, x, y, z); its three rotations
+    are body-axis rotations at angle 0, the first one's frame turned by the attitude
+    tau_base = R(quat)^T (frame 0 -> spacecraft), with R = 1 + (2/|quat|^2) (w [u]x + [u]x^2),
+    u = (x, y, z): any norm gives the same rotation, so integration drift does not matter."""
+    if chain.attitude != "quaternion":
+        return chain, q_in
+    w, x, y, z = q_in[3:7]
+    k = rec.bind(2 / (w * w + x * x + y * y + z * z), "quat_k")
+    R = [[1 - k * (y * y + z * z), k * (x * y - w * z), k * (x * z + w * y)],
+         [k * (x * y + w * z), 1 - k * (x * x + z * z), k * (y * z - w * x)],
+         [k * (x * z - w * y), k * (y * z + w * x), 1 - k * (x * x + y * y)]]
+    tau_base = rec.mat(transpose(R), "tau_base")
+    joints = list(chain.joints)
+    joints[3] = replace(joints[3], gamma=tuple(tuple(row) for row in tau_base))
+    zero = sp.Integer(0)
+    return replace(chain, joints=joints), [*q_in[:3], zero, zero, zero, *q_in[7:]]
 
 
 def _targets(chain: Chain, rec: Recorder, kin):
@@ -69,7 +97,8 @@ def _flat(rows) -> tuple:
 def forward_kinematics(chain: Chain) -> Kernel:
     ins = _inputs(chain, ["q"])
     rec = _recorder(ins)
-    kin = chain_kinematics(rec, chain, list(ins[0].elements), jacobians=False)
+    chain, q = _configuration(rec, chain, list(ins[0].elements))
+    kin = chain_kinematics(rec, chain, q, jacobians=False)
     tg = _targets(chain, rec, kin)
     nb = len(tg)
     return Kernel("forward_kinematics",
@@ -88,7 +117,8 @@ def forward_kinematics(chain: Chain) -> Kernel:
 def jacobians(chain: Chain) -> Kernel:
     ins = _inputs(chain, ["q"])
     rec = _recorder(ins)
-    kin = chain_kinematics(rec, chain, list(ins[0].elements), jacobians=True)
+    chain, q = _configuration(rec, chain, list(ins[0].elements))
+    kin = chain_kinematics(rec, chain, q, jacobians=True)
     tg = _targets(chain, rec, kin)
     nb, n = len(tg), chain.n
 
@@ -101,7 +131,7 @@ def jacobians(chain: Chain) -> Kernel:
                   ins, (Port("T", (nb, 3, n), _flat([rows(k.T) for _, k in tg]),
                              f"translational Jacobians dv/dqd of the body origins then the "
                              f"points, frame 0 (m per rad, 1 per m), shape ({nb}, 3, {n}); "
-                             f"column j is coordinate j of q; rows: "
+                             f"column j is velocity coordinate j (of qd); rows: "
                              f"{_names(label for label, _ in tg)}"),
                         Port("R", (nb, 3, n), _flat([rows(k.R) for _, k in tg]),
                              f"rotational Jacobians domega/dqd of the bodies then the points, "
@@ -113,8 +143,8 @@ def jacobians(chain: Chain) -> Kernel:
 def velocities(chain: Chain) -> Kernel:
     ins = _inputs(chain, ["q", "qd"])
     rec = _recorder(ins)
-    kin = chain_kinematics(rec, chain, list(ins[0].elements), list(ins[1].elements),
-                           jacobians=False)
+    chain, q = _configuration(rec, chain, list(ins[0].elements))
+    kin = chain_kinematics(rec, chain, q, list(ins[1].elements), jacobians=False)
     tg = [(name, kin[j]) for name, j in chain.named_bodies]
     nb = len(tg)
     return Kernel("velocities",
@@ -139,7 +169,8 @@ def _links(rec: Recorder, chain: Chain, q):
 def mass_matrix(chain: Chain) -> Kernel:
     ins = _inputs(chain, ["q"])
     rec = _recorder(ins)
-    A = crba(rec, chain, _links(rec, chain, list(ins[0].elements)))
+    chain, q = _configuration(rec, chain, list(ins[0].elements))
+    A = crba(rec, chain, _links(rec, chain, q))
     n = chain.n
     return Kernel("mass_matrix", "Joint-space mass matrix A(q) (composite-body algorithm).",
                   ins, (Port("A", (n, n), _flat(A),
@@ -165,6 +196,7 @@ def bias(chain: Chain) -> Kernel:
     ins = _inputs(chain, ["q", "qd", "Q"])
     rec = _recorder(ins)
     q, qd, Q = (list(p.elements) for p in ins[:3])
+    chain, q = _configuration(rec, chain, q)
     b = _bias(rec, chain, _links(rec, chain, q), q, qd, Q)
     return Kernel("bias", "Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.",
                   ins, (Port("b", (chain.n,), tuple(b),
@@ -176,6 +208,7 @@ def inverse_dynamics(chain: Chain) -> Kernel:
     ins = _inputs(chain, ["q", "qd", "qdd"])
     rec = _recorder(ins)
     q, qd, qdd = (list(p.elements) for p in ins[:3])
+    chain, q = _configuration(rec, chain, q)
     h = rnea(rec, chain, _links(rec, chain, q), qd, qdd)
     Q = [hj - Pj for hj, Pj in zip(h, passive_forces(chain, q, qd))]
     return Kernel("inverse_dynamics",
@@ -203,11 +236,12 @@ def forward_dynamics(chain: Chain) -> Kernel:
     ins = _inputs(chain, ["q", "qd", "Q"])
     rec = _recorder(ins)
     q, qd, Q = (list(p.elements) for p in ins[:3])
+    chain, q = _configuration(rec, chain, q)
     links = _links(rec, chain, q)
     A = crba(rec, chain, links)
     b = _bias(rec, chain, links, q, qd, Q)
     statuses = {SINGULAR: "mass matrix not positive definite"}
-    if chain.base == "free":
+    if chain.base == "free" and chain.attitude == "euler":
         _require_euler_regular(rec, q)
         statuses[EULER_SINGULAR] = EULER_MESSAGE
     try:
@@ -226,8 +260,8 @@ def energy(chain: Chain) -> Kernel:
     carried from frame 0 by tau_j); V = -g . sum_j (m_j r_j + tau_j^T c_j)."""
     ins = _inputs(chain, ["q", "qd"])
     rec = _recorder(ins)
-    kin = chain_kinematics(rec, chain, list(ins[0].elements), list(ins[1].elements),
-                           jacobians=False)
+    chain, q = _configuration(rec, chain, list(ins[0].elements))
+    kin = chain_kinematics(rec, chain, q, list(ins[1].elements), jacobians=False)
     T, V = sp.Integer(0), sp.Integer(0)
     for j, body in enumerate(chain.bodies, start=1):
         if body.fictitious:

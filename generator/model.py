@@ -130,6 +130,9 @@ class Joint:
     stiffness: sp.Expr = sp.Integer(0)   # passive law Q = -k (q - q0) - c qd (+ drive)
     damping: sp.Expr = sp.Integer(0)
     q0: sp.Expr = sp.Integer(0)
+    # a rotation about an axis of the body it moves, always at angle 0, whose rate is that
+    # body's angular velocity component (the quaternion base): no omega_parent x omega_rel term
+    quasi: bool = False
 
     @property
     def label(self) -> str:
@@ -167,6 +170,7 @@ class Chain:
     source: str = "<python>"
     parent: list[int] = field(default_factory=list)
     defaults: dict[str, float] = field(default_factory=dict)   # parameter default values
+    attitude: str = "euler"              # free base: "euler" (y-z-x angles) or "quaternion"
 
     def __post_init__(self) -> None:
         if not self.parent:
@@ -194,7 +198,20 @@ class Chain:
 
     @property
     def coordinates(self) -> list[str]:
+        """One per joint: the velocity coordinates (qd, qdd, Q, rows of A)."""
         return [j.name for j in self.joints]
+
+    @property
+    def q_names(self) -> list[str]:
+        """The position coordinates q: the joint coordinates, except that a quaternion base
+        has x, y, z and the quaternion w, x, y, z instead of its six joints."""
+        if self.attitude != "quaternion":
+            return self.coordinates
+        return [*self.coordinates[:3], *QUATERNION_NAMES, *self.coordinates[6:]]
+
+    @property
+    def nq(self) -> int:
+        return len(self.q_names)
 
     @property
     def parameters(self) -> list[sp.Symbol]:
@@ -239,6 +256,10 @@ class Chain:
             raise ModelError(f"{where}: the chain has no joint")
         if self.base not in ("fixed", "free"):
             raise ModelError(f"{where}: base must be 'fixed' or 'free', not {self.base!r}")
+        if self.attitude not in ATTITUDES or (self.attitude == "quaternion"
+                                              and self.base != "free"):
+            raise ModelError(f"{where}: mechanism.attitude: expected one of {ATTITUDES} (the "
+                             f"quaternion only with base = 'free'), got {self.attitude!r}")
         seen: set[str] = set()
         for j in self.joints:
             if j.name in seen:
@@ -374,15 +395,31 @@ def split_composite(kind: str, axes: str, name: str, l: Vec3, gamma: Mat3,
     return out
 
 
-def free_base_joints(spacecraft: Body) -> list[tuple[Joint, Body]]:
-    """Three slides along x, y, z of frame 0, then rotations y, z, x (paper's sequence)."""
+ATTITUDES = ("euler", "quaternion")
+QUATERNION_NAMES = ("base_qw", "base_qx", "base_qy", "base_qz")
+
+
+def free_base_joints(spacecraft: Body, attitude: str = "euler") -> list[tuple[Joint, Body]]:
+    """Three slides along x, y, z of frame 0, then three rotations.
+
+    ``euler``: rotations y, z, x (the paper's sequence) by the angles psi_y, psi_z, psi_x,
+    whose rates are the velocities (singular at psi_z = +-90 deg).
+    ``quaternion``: rotations about the spacecraft's own x, y, z axes, always at angle 0; the
+    attitude comes from a unit quaternion in q (kernels.py turns the first rotation's frame by
+    it) and the velocities are the body-frame angular velocity omega_x, omega_y, omega_z.
+    No singularity."""
     out = []
     for a in "xyz":
         out.append((Joint(f"base_{a}", "P", AXES.index(a), zero3(), identity3()),
                     fictitious_body(f"base_{a}_body")))
-    for a in "yzx":
-        out.append((Joint(f"base_r{a}", "R", AXES.index(a), zero3(), identity3()),
-                    fictitious_body(f"base_r{a}_body")))
+    if attitude == "quaternion":
+        for a in "xyz":
+            out.append((Joint(f"base_w{a}", "R", AXES.index(a), zero3(), identity3(),
+                              quasi=True), fictitious_body(f"base_w{a}_body")))
+    else:
+        for a in "yzx":
+            out.append((Joint(f"base_r{a}", "R", AXES.index(a), zero3(), identity3()),
+                        fictitious_body(f"base_r{a}_body")))
     out[-1] = (out[-1][0], spacecraft)
     return out
 

@@ -9,6 +9,8 @@ Format (see ``generator/mechanisms/*.toml``)::
     [mechanism]
     name = "arm"            # identifier: names the files and the C functions mechgen_<name>_<kernel>
     base = "fixed"          # or "free": a free-flying base body given in [base]
+    attitude = "euler"      # free base: "euler" (y-z-x angles, singular at psi_z = +-90 deg) or
+                            # "quaternion" (q: x, y, z, qw, qx, qy, qz; qd: v frame 0, omega body)
     gravity = [0, 0, -9.81] # frame 0; numbers or parameter names
 
     [base]                  # only with base = "free": the spacecraft
@@ -53,7 +55,7 @@ from mechgen.generator import numeric as num
 from mechgen.generator.model import (AXES, COMPOSITE_AXES, MAX_MAGNITUDE, Body, Chain, Joint,
                                      ModelError, Point, as_expr, check_name, free_base_joints,
                                      identity3, inertia_about_origin, rotation_from_sequence,
-                                     split_composite, finite_number)
+                                     split_composite, finite_number, ATTITUDES)
 
 JOINT_TYPES = ("Rx", "Ry", "Rz", "Px", "Py", "Pz", "U", "S", "C")
 
@@ -156,7 +158,7 @@ class ChainBuilder:
 
     def __init__(self, name: str, base: str = "fixed", gravity=(0, 0, 0),
                  base_body: dict | None = None, source: str = "<python>",
-                 parameters: dict[str, float] | None = None) -> None:
+                 parameters: dict[str, float] | None = None, attitude: str = "euler") -> None:
         self.source = source
         self.defaults: dict[str, float] = {}
         for k, v in (parameters or {}).items():
@@ -165,6 +167,10 @@ class ChainBuilder:
         if base not in ("fixed", "free"):
             raise ModelError(f"{source}: mechanism.base: expected 'fixed' or 'free', got {base!r}")
         self.base = base
+        if attitude not in ATTITUDES or (attitude == "quaternion" and base != "free"):
+            raise ModelError(f"{source}: mechanism.attitude: expected one of {ATTITUDES} (the "
+                             f"quaternion only with base = 'free'), got {attitude!r}")
+        self.attitude = attitude
         self.gravity = _vec3(gravity, f"{source}: mechanism.gravity")
         self.joints: list[Joint] = []
         self.bodies: list[Body] = []
@@ -175,7 +181,7 @@ class ChainBuilder:
             if base_body is None:
                 raise ModelError(f"{source}: base = 'free' needs a [base] table (the spacecraft)")
             sc = _body(base_body, f"{source}: base", "base")
-            for j, b in free_base_joints(sc):
+            for j, b in free_base_joints(sc, attitude):
                 self._append(j, b)
             self.named.append((sc.name, len(self.bodies)))
         elif base_body is not None:
@@ -258,7 +264,8 @@ class ChainBuilder:
 
     def build(self) -> Chain:
         chain = Chain(self.name, self.joints, self.bodies, self.gravity, self.base,
-                      self.named, self.points, self.source, self.parent, dict(self.defaults))
+                      self.named, self.points, self.source, self.parent, dict(self.defaults),
+                      self.attitude)
         chain.validate()
         return chain
 
@@ -266,7 +273,8 @@ class ChainBuilder:
 def chain_from_dict(data: dict, source: str) -> Chain:
     top = _keys(data, {"mechanism", "base", "joints", "points", "parameters"}, source,
                 {"mechanism", "joints"})
-    mech = _keys(top["mechanism"], {"name", "family", "base", "gravity", "description"},
+    mech = _keys(top["mechanism"], {"name", "family", "base", "attitude", "gravity",
+                                    "description"},
                  f"{source}: mechanism", {"name"})
     if mech.get("family", "serial") != "serial":
         raise ModelError(f"{source}: mechanism.family: expected 'serial' or 'parallel', "
@@ -275,7 +283,7 @@ def chain_from_dict(data: dict, source: str) -> Chain:
     if not isinstance(params, dict):
         raise ModelError(f"{source}: parameters: expected a table of name = default value")
     b = ChainBuilder(mech["name"], mech.get("base", "fixed"), mech.get("gravity", [0, 0, 0]),
-                     top.get("base"), source, params)
+                     top.get("base"), source, params, mech.get("attitude", "euler"))
     joints = top["joints"]
     if not isinstance(joints, list) or not joints:
         raise ModelError(f"{source}: joints: expected a non-empty array of tables [[joints]]")
@@ -298,8 +306,8 @@ def chain_from_dict(data: dict, source: str) -> Chain:
     return b.build()
 
 
-URDF_KEYS = {"name", "family", "urdf", "base", "gravity", "description", "frames", "snap",
-             "mimic", "inertia"}
+URDF_KEYS = {"name", "family", "urdf", "base", "attitude", "gravity", "description", "frames",
+             "snap", "mimic", "inertia"}
 
 
 def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
@@ -353,8 +361,12 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
         raise ModelError(f"{source}: mechanism.inertia: expected 'strict' or 'repair', "
                          f"got {inertia!r}")
     from mechgen.generator.urdf import load_urdf
+    attitude = mech.get("attitude", "euler")
+    if attitude not in ATTITUDES:
+        raise ModelError(f"{source}: mechanism.attitude: expected one of {ATTITUDES}, got "
+                         f"{attitude!r}")
     return load_urdf(path.parent / mech["urdf"], name, mech.get("base", "fixed"), gravity, lock,
-                     frames, float(snap), source, mimic == "independent", inertia)
+                     frames, float(snap), source, mimic == "independent", inertia, attitude)
 
 
 def load(path: str | Path):

@@ -383,7 +383,7 @@ def load_urdf(path: str | Path, name: str | None = None, base: str = "fixed",
               gravity=(0.0, 0.0, -9.81), lock: dict[str, float] | None = None,
               frames: list[str] | tuple = (), snap: float = 1e-12,
               source: str | None = None, mimic_independent: bool = False,
-              inertia: str = "strict") -> Chain:
+              inertia: str = "strict", attitude: str = "euler") -> Chain:
     """Read a URDF file into a Chain (a tree when branches share a link).
 
     ``mimic_independent``: a ``<mimic>`` joint becomes an ordinary joint with its own
@@ -472,7 +472,7 @@ def load_urdf(path: str | Path, name: str | None = None, base: str = "fixed",
             stack.extend((c, at) for c in reversed(children.get(jt.child, [])))
 
     if base == "free":  # six base joints; the last carries the root link
-        for jt, b in free_base_joints(fictitious_body(root)):
+        for jt, b in free_base_joints(fictitious_body(root), attitude):
             our_joints.append(jt)
             taken.add(jt.name)
             parent.append(len(our_joints) - 1)
@@ -502,7 +502,8 @@ def load_urdf(path: str | Path, name: str | None = None, base: str = "fixed",
         points.append(Point(identifier(fname, taken), j, _vec(o), rotation=_mat(num.transpose(P))))
     chain = Chain(name or identifier(robot, set()), our_joints, bodies,
                   tuple(_num(g) for g in gravity), base,
-                  [(body_names[nm], j) for nm, j in named], points, source, parent)
+                  [(body_names[nm], j) for nm, j in named], points, source, parent,
+                  attitude=attitude)
     _check_massless_leaves(chain, urdf_joint)
     chain.validate()
     return chain

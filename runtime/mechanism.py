@@ -27,7 +27,9 @@ class Mechanism:
         self.manifest = json.loads((folder / "manifest.json").read_text())
         self.name = self.manifest["mechanism"]
         self.backend = backend
-        self.n: int = self.manifest["n"]
+        self.n: int = self.manifest["n"]                      # velocity coordinates
+        self.nq: int = self.manifest.get("nq", self.n)        # position coordinates
+        self.quaternion_base = self.manifest.get("attitude") == "quaternion"
         self.coordinates: list[str] = self.manifest["coordinates"]
         self.parameters: list[str] = self.manifest["parameters"]
         self.parameter_set = Parameters(self.name, self.parameters,
@@ -108,12 +110,14 @@ class Mechanism:
         return T[:, b] - np.cross(d0[:, :, None], R[:, b], axis=1), R[:, b].copy()
 
     def rhs(self, Q: Callable | Any = None, p: Any = None) -> Callable:
-        """State derivative f(t, x) = [qd, qdd] for scipy.integrate.solve_ivp, x = [q, qd].
+        """State derivative f(t, x) = [q_dot, qdd] for scipy.integrate.solve_ivp, x = [q, qd].
 
         ``Q`` is the drive force: None (zero), a constant array, or a function (t, q, qd).
         ``p``: None (the spec's defaults), a dict of named values, or an array.
+        With a quaternion base, q has nq = n + 1 entries and q_dot = qd except for the
+        quaternion: quat_dot = 1/2 quat * (0, omega_body) (see :meth:`q_dot`).
         """
-        n = self.n
+        n, nq = self.n, self.nq
         fd = self.kernels["forward_dynamics"]
         pv = self.parameter_input(p, "rhs")
         extra = {"p": pv} if self.parameters else {}
@@ -122,14 +126,25 @@ class Mechanism:
 
         def f(t: float, x: np.ndarray) -> np.ndarray:
             x = np.ascontiguousarray(x, dtype=np.float64)
-            if x.shape != (2 * n,):
-                raise ValueError(f"rhs: state x must have shape ({2 * n},), got {x.shape}")
-            q, qd = x[:n], x[n:]
+            if x.shape != (nq + n,):
+                raise ValueError(f"rhs: state x must have shape ({nq + n},), got {x.shape}")
+            q, qd = x[:nq], x[nq:]
             Qt = Q(t, q, qd) if Qc is None else Qc
-            return np.concatenate([qd, fd(q, qd, Qt, **extra)])
+            return np.concatenate([self.q_dot(q, qd), fd(q, qd, Qt, **extra)])
 
         return f
 
+    def q_dot(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        """dq/dt from the velocities: qd itself, except for a quaternion base, whose quaternion
+        (w, x, y, z) at q[3:7] moves as 1/2 quat * (0, omega) with omega = qd[3:6] in the
+        base's own frame."""
+        if not self.quaternion_base:
+            return qd
+        w, x, y, z = q[3:7]
+        ox, oy, oz = qd[3:6]
+        quat_dot = 0.5 * np.array([-x * ox - y * oy - z * oz, w * ox + y * oz - z * oy,
+                                   w * oy + z * ox - x * oz, w * oz + x * oy - y * ox])
+        return np.concatenate([qd[:3], quat_dot, qd[6:]])
 
 def read_parameter_defaults(manifest: dict, path: Path) -> dict[str, float | None]:
     """The manifest's ``parameter_defaults`` ({} if absent): a number or null per parameter."""

@@ -195,8 +195,8 @@ def jacobians(q, T, R):
         order: panda_joint1, panda_joint2, panda_joint3, panda_joint4, panda_joint5, panda_joint6,
         panda_joint7
     out T[147] shape 7x3x7: translational Jacobians dv/dqd of the body origins then the points, frame 0 (m per rad, 1
-        per m), shape (7, 3, 7); column j is coordinate j of q; rows: panda_link1, panda_link2,
-        panda_link3, panda_link4, panda_link5, panda_link6, panda_link7
+        per m), shape (7, 3, 7); column j is velocity coordinate j (of qd); rows: panda_link1,
+        panda_link2, panda_link3, panda_link4, panda_link5, panda_link6, panda_link7
     out R[147] shape 7x3x7: rotational Jacobians domega/dqd of the bodies then the points, frame 0 (1 per rad, 0 per m),
         shape (7, 3, 7); rows in the order of T
     ops: 74 adds, 123 muls, 12 trig (209 total)

@@ -467,10 +467,10 @@ def jacobians(q, T, R):
         order: base_x, base_y, base_z, base_ry, base_rz, base_rx, FL_HAA, FL_HFE, FL_KFE, FR_HAA,
         FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE
     out T[918] shape 17x3x18: translational Jacobians dv/dqd of the body origins then the points, frame 0 (m per rad, 1
-        per m), shape (17, 3, 18); column j is coordinate j of q; rows: base_link, FL_SHOULDER,
-        FL_UPPER_LEG, FL_LOWER_LEG, FR_SHOULDER, FR_UPPER_LEG, FR_LOWER_LEG, HL_SHOULDER,
-        HL_UPPER_LEG, HL_LOWER_LEG, HR_SHOULDER, HR_UPPER_LEG, HR_LOWER_LEG, FL_FOOT, FR_FOOT,
-        HL_FOOT, HR_FOOT
+        per m), shape (17, 3, 18); column j is velocity coordinate j (of qd); rows: base_link,
+        FL_SHOULDER, FL_UPPER_LEG, FL_LOWER_LEG, FR_SHOULDER, FR_UPPER_LEG, FR_LOWER_LEG,
+        HL_SHOULDER, HL_UPPER_LEG, HL_LOWER_LEG, HR_SHOULDER, HR_UPPER_LEG, HR_LOWER_LEG, FL_FOOT,
+        FR_FOOT, HL_FOOT, HR_FOOT
     out R[918] shape 17x3x18: rotational Jacobians domega/dqd of the bodies then the points, frame 0 (1 per rad, 0 per m),
         shape (17, 3, 18); rows in the order of T
     ops: 330 adds, 424 muls, 30 trig (784 total)

@@ -38,8 +38,8 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
  *       shoulder_pitch, elbow_pitch, wrist_pitch, wrist_yaw, wrist_roll
  *   in  p[1]: named spec parameters, shape (1,), in this order: m_payload
  *   out T[351] shape 9x3x13: translational Jacobians dv/dqd of the body origins then the points, frame 0 (m per rad, 1
- *       per m), shape (9, 3, 13); column j is coordinate j of q; rows: spacecraft, shoulder_a,
- *       shoulder_b, upper_boom, lower_boom, wrist_a, wrist_b, end_effector, grapple
+ *       per m), shape (9, 3, 13); column j is velocity coordinate j (of qd); rows: spacecraft,
+ *       shoulder_a, shoulder_b, upper_boom, lower_boom, wrist_a, wrist_b, end_effector, grapple
  *   out R[351] shape 9x3x13: rotational Jacobians domega/dqd of the bodies then the points, frame 0 (1 per rad, 0 per m),
  *       shape (9, 3, 13); rows in the order of T
  *   ops: 276 adds, 341 muls, 18 trig (635 total)

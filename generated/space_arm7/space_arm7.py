@@ -279,8 +279,8 @@ def jacobians(q, p, T, R):
         shoulder_pitch, elbow_pitch, wrist_pitch, wrist_yaw, wrist_roll
     in  p[1]: named spec parameters, shape (1,), in this order: m_payload
     out T[351] shape 9x3x13: translational Jacobians dv/dqd of the body origins then the points, frame 0 (m per rad, 1
-        per m), shape (9, 3, 13); column j is coordinate j of q; rows: spacecraft, shoulder_a,
-        shoulder_b, upper_boom, lower_boom, wrist_a, wrist_b, end_effector, grapple
+        per m), shape (9, 3, 13); column j is velocity coordinate j (of qd); rows: spacecraft,
+        shoulder_a, shoulder_b, upper_boom, lower_boom, wrist_a, wrist_b, end_effector, grapple
     out R[351] shape 9x3x13: rotational Jacobians domega/dqd of the bodies then the points, frame 0 (1 per rad, 0 per m),
         shape (9, 3, 13); rows in the order of T
     ops: 276 adds, 341 muls, 18 trig (635 total)

@@ -212,8 +212,8 @@ def jacobians(q, T, R):
         order: shoulder_pan_joint, shoulder_lift_joint, elbow_joint, wrist_1_joint, wrist_2_joint,
         wrist_3_joint
     out T[126] shape 7x3x6: translational Jacobians dv/dqd of the body origins then the points, frame 0 (m per rad, 1
-        per m), shape (7, 3, 6); column j is coordinate j of q; rows: shoulder_link, upper_arm_link,
-        forearm_link, wrist_1_link, wrist_2_link, wrist_3_link, tool0
+        per m), shape (7, 3, 6); column j is velocity coordinate j (of qd); rows: shoulder_link,
+        upper_arm_link, forearm_link, wrist_1_link, wrist_2_link, wrist_3_link, tool0
     out R[126] shape 7x3x6: rotational Jacobians domega/dqd of the bodies then the points, frame 0 (1 per rad, 0 per m),
         shape (7, 3, 6); rows in the order of T
     ops: 76 adds, 101 muls, 10 trig (187 total)

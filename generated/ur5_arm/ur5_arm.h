@@ -32,8 +32,8 @@ int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, dou
  *   in  q[6]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (6,), in this
  *       order: shoulder_pan, shoulder_lift, elbow, wrist_1, wrist_2, wrist_3
  *   out T[126] shape 7x3x6: translational Jacobians dv/dqd of the body origins then the points, frame 0 (m per rad, 1
- *       per m), shape (7, 3, 6); column j is coordinate j of q; rows: shoulder, upper_arm, forearm,
- *       wrist1, wrist2, wrist3, tool
+ *       per m), shape (7, 3, 6); column j is velocity coordinate j (of qd); rows: shoulder,
+ *       upper_arm, forearm, wrist1, wrist2, wrist3, tool
  *   out R[126] shape 7x3x6: rotational Jacobians domega/dqd of the bodies then the points, frame 0 (1 per rad, 0 per m),
  *       shape (7, 3, 6); rows in the order of T
  *   ops: 60 adds, 83 muls, 10 trig (153 total)

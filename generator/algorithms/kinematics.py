@@ -10,7 +10,8 @@ the index j-1 below stands for the parent body p(j) (a serial chain has p(j) = j
     omega_j = omega_{j-1} + omega_rel_j              v_j = v_{j-1} + omega_{j-1} x r_rel0_j + v_rel_j
     w_j   = w_{j-1} + eps_{j-1} x r_rel0_j + omega_{j-1} x (omega_{j-1} x r_rel0_j)
             + 2 omega_{j-1} x v_rel_j
-    eps_j = eps_{j-1} + omega_{j-1} x omega_rel_j
+    eps_j = eps_{j-1} + omega_{j-1} x omega_rel_j       (no such term for a quasi joint: the
+                                                       quaternion base's body-axis rates)
 
 T_rel0_j and R_rel0_j have one non-zero column, the joint axis in frame 0, which is the row
 ``axis`` of theta_J_{j-1} (theta_J^T e_axis). Columns of T and R are stored as a list.
@@ -78,7 +79,8 @@ def chain_kinematics(rec: Recorder, chain: Chain, q: list, qd: list | None = Non
             bk.v = rec.vec(add(add(prev.v, cross(prev.omega, r_rel0)), v_rel), f"v{j}")
             bk.w = rec.vec(add(add(add(prev.w, cross(prev.eps, r_rel0)), omega_x_omega_x(W, r_rel0)),
                                scale(2, cross(prev.omega, v_rel))), f"w{j}")
-            bk.eps = rec.vec(add(prev.eps, cross(prev.omega, omega_rel)), f"eps{j}")
+            spin = zeros(3) if joint.quasi else cross(prev.omega, omega_rel)
+            bk.eps = rec.vec(add(prev.eps, spin), f"eps{j}")
         out.append(bk)
     return out
 

@@ -5,7 +5,8 @@ beta_j; gravity enters as the base acceleration a_0 = -g):
 
     omega_p  = beta_j omega_{j-1}
     omega_j  = omega_p + e_j qd_j                       (revolute; prismatic: omega_p)
-    epsd_j   = beta_j epsd_{j-1} + omega_p x e_j qd_j + e_j qdd_j           (revolute)
+    epsd_j   = beta_j epsd_{j-1} + omega_p x e_j qd_j + e_j qdd_j           (revolute; a quasi
+               joint, the quaternion base's body-axis rate, has no omega_p x e_j qd_j)
     a_j      = beta_j (a_{j-1} + epsd_{j-1} x r_{j-1,j} + omega_{j-1} x (omega_{j-1} x r_{j-1,j}))
                + 2 omega_p x e_j qd_j + e_j qdd_j                           (prismatic)
 
@@ -63,7 +64,8 @@ def forward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: li
         epsd_new = matvec(lt.beta, epsd)
         if lt.kind == "R":
             omega_new = add(omega_p, scale(qd_j, e))
-            epsd_new = add(add(epsd_new, cross(omega_p, scale(qd_j, e))), scale(qdd_j, e))
+            spin = zeros(3) if chain.joints[j - 1].quasi else cross(omega_p, scale(qd_j, e))
+            epsd_new = add(add(epsd_new, spin), scale(qdd_j, e))
         else:
             omega_new = omega_p
             a_new = add(add(a_new, scale(2, cross(omega_p, scale(qd_j, e)))), scale(qdd_j, e))
