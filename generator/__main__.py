@@ -16,7 +16,7 @@ from pathlib import Path
 from mechgen.generator.build import (GENERATED, ROOT, bundled_specs, files_for_spec, is_current,
                                      write_files)
 from mechgen.generator.model import ModelError
-from mechgen.generator.platform import Platform
+from mechgen.generator.families import family_of
 
 
 def _say(msg: str) -> None:
@@ -69,9 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{time.perf_counter() - t0:.1f} s in all; "
                   f"{len(changed)} file(s) changed)")
         else:
-            desc = (f"parallel, legs {' '.join(leg.type for leg in chain.legs)}"
-                    if isinstance(chain, Platform) else f"n = {chain.n}, base {chain.base}")
-            print(f"{chain.name} ({desc})")
+            print(family_of(chain).summary(chain))
             for g in gen:
                 steps = "  ->  ".join(f"{nm} {ops['total']}" for nm, ops in g.passes)
                 print(f"  {g.kernel.name:18s} dense {g.dense['total']:6d} | {steps}")

@@ -10,13 +10,10 @@ from typing import Any, Callable
 
 from mechgen.generator import __version__
 from mechgen.generator.emit import render, sha256_text
-from mechgen.generator.kernels import BUILDERS
-from mechgen.generator.model import Chain, ModelError
+from mechgen.generator.families import FAMILIES, family_of
+from mechgen.generator.frontend import load
 from mechgen.generator.pipeline import Generated, optimise
-from mechgen.generator.platform import Platform
-from mechgen.generator.platform_kernels import BUILDERS as PLATFORM_BUILDERS
-from mechgen.generator.platform_kernels import leg_manifest, status_manifest
-from mechgen.generator.spec import ChainBuilder, load
+from mechgen.generator.spec import ChainBuilder
 
 MECHANISMS = Path(__file__).resolve().parent / "mechanisms"
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,71 +26,31 @@ def bundled_specs() -> list[Path]:
     return sorted(MECHANISMS.glob("*.toml"))
 
 
-def _optimise_all(builders, coded, cse: bool, progress: Progress, name: str) -> list[Generated]:
+def generate_kernels(model: Any, cse: bool = True, progress: Progress = None) -> list[Generated]:
+    """Every kernel of the model's family, optimised (one line of progress per kernel)."""
+    family = family_of(model)
+    coded = family.coded(model)
     out = []
-    for i, build in enumerate(builders):
+    for i, build in enumerate(family.builders):
         g = optimise(build, coded, cse=cse)
         if progress:
-            progress(f"  {name}: kernel {i + 1}/{len(builders)} {g.kernel.name} "
+            progress(f"  {model.name}: kernel {i + 1}/{len(family.builders)} {g.kernel.name} "
                      f"({g.ops['total']} ops, {g.seconds:.1f} s)")
         out.append(g)
     return out
 
 
-def generate_chain(chain: Chain, cse: bool = True, progress: Progress = None) -> list[Generated]:
-    return _optimise_all(BUILDERS, chain.with_prefixed_parameters(), cse, progress, chain.name)
+def manifest_fields(model: Any) -> dict:
+    """The manifest entries of the model's family ("family" first)."""
+    family = family_of(model)
+    return {"family": family.name, **family.manifest(model)}
 
 
-def generate_platform(pf: Platform, cse: bool = True, progress: Progress = None) -> list[Generated]:
-    return _optimise_all(PLATFORM_BUILDERS, pf.with_prefixed_parameters(), cse, progress, pf.name)
-
-
-def manifest_platform(pf: Platform) -> dict:
-    return {
-        "family": "parallel",
-        "n": sum(leg.n for leg in pf.legs),
-        "coordinates": pf.coordinates,
-        "legs": [{"name": leg.name, "type": leg.type, "n": leg.n, "m": leg.m,
-                  "joints": [j.name for j in leg.chain.joints], "drive": leg.drive,
-                  "l_ref": leg.l_ref, **leg_manifest(leg)} for leg in pf.legs],
-        "status_codes": status_manifest(pf),
-        "parameters": [s.name for s in pf.parameters],
-        "parameter_defaults": {s.name: pf.defaults[s.name] for s in pf.parameters},
-        "gravity": list(pf.gravity),
-        "home": list(pf.home),
-        "bodies": [],
-        "points": [],
-    }
-
-
-def manifest_extra(chain: Chain) -> dict:
-    return {
-        "family": "serial_chain",
-        "base": chain.base,
-        "attitude": chain.attitude if chain.base == "free" else None,
-        "n": chain.n,
-        "nq": chain.nq,
-        "coordinates": chain.q_names,
-        "velocities": chain.coordinates,
-        "joint_types": [j.label for j in chain.joints],
-        "parent": list(chain.parent),
-        "parameters": [s.name for s in chain.parameters],
-        "parameter_defaults": {s.name: chain.defaults.get(s.name) for s in chain.parameters},
-        "bodies": [name for name, _ in chain.named_bodies],
-        "points": [pt.name for pt in chain.points],
-    }
-
-
-def files_for_model(model: Chain | Platform, spec_name: str, spec_text: str, cse: bool = True,
+def files_for_model(model: Any, spec_name: str, spec_text: str, cse: bool = True,
                     progress: Progress = None):
-    """(generated kernels, file name -> text) of one built model."""
-    if isinstance(model, Platform):
-        gen = generate_platform(model, cse=cse, progress=progress)
-        extra = manifest_platform(model)
-    else:
-        gen = generate_chain(model, cse=cse, progress=progress)
-        extra = manifest_extra(model)
-    return gen, render(model.name, spec_name, sha256_text(spec_text), gen, extra)
+    """(generated kernels, file name -> text) of one built model, of any family."""
+    gen = generate_kernels(model, cse=cse, progress=progress)
+    return gen, render(model.name, spec_name, sha256_text(spec_text), gen, manifest_fields(model))
 
 
 def files_for_spec(path: Path, cse: bool = True, progress: Progress = None):
@@ -143,7 +100,7 @@ def write_files(out_dir: Path, files: dict[str, str]) -> list[str]:
     return changed
 
 
-def _model_of(source: Any) -> tuple[Chain | Platform, str, str]:
+def _model_of(source: Any) -> tuple[Any, str, str]:
     """(model, spec name, spec text) of anything :func:`generate` accepts."""
     if isinstance(source, (str, Path)):
         path = Path(source)
@@ -155,8 +112,8 @@ def _model_of(source: Any) -> tuple[Chain | Platform, str, str]:
         import json
         text = json.dumps(source, sort_keys=True, default=str)
         return platform_from_dict(source, "<dict>"), "<dict>", text
-    if isinstance(source, (Chain, Platform)):
-        return source, source.source if isinstance(source, Chain) else "<python>", repr(source)
+    if any(isinstance(source, f.model_type) for f in FAMILIES):
+        return source, getattr(source, "source", "<python>"), repr(source)
     raise TypeError(f"generate: expected a spec path, a ChainBuilder, a Chain, a Platform or a "
                     f"parallel spec dict, got {type(source).__name__}")
 

@@ -1,6 +1,7 @@
-"""SymPy printers (C99, Python) and strict Jinja rendering of the templates.
+"""Strict Jinja rendering of the templates of every backend (mechgen.generator.backends).
 
-The printers turn one scalar expression into one line: small integer powers become products,
+Each backend (C99, Python) owns its SymPy printer, reserved words, filters, templates and file
+names; :func:`render` loops over the registry :data:`BACKENDS`. The printers turn one scalar expression into one line: small integer powers become products,
 rationals and floats print as the nearest double (17 significant digits, so printing loses
 nothing), symbols print as their flat names; a constant that is not a finite double (an
 overflow such as m d^2 = 1e400, NaN, an infinity) is refused with a :class:`ModelError`.
@@ -16,18 +17,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import textwrap
 from pathlib import Path
 
 import jinja2
 import sympy as sp
-from sympy.printing.c import C99CodePrinter
-from sympy.printing.precedence import PRECEDENCE
-from sympy.printing.pycode import PythonCodePrinter
 
 from mechgen.generator import __version__
+from mechgen.generator.backends import BACKENDS, MANIFEST, Backend, text_filters
+from mechgen.generator.backends.base import NonFiniteConstant, plain_text
+# re-exported: the printers, text filters and C names now live with their backend
+from mechgen.generator.backends.c import (CPrinter, c_comment, c_function_name,  # noqa: F401
+                                          header_guard)
+from mechgen.generator.backends.python import PyPrinter, py_comment, py_docstring  # noqa: F401
 from mechgen.generator.ir import Assign
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import Generated
@@ -36,133 +39,26 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_PRINTABLE = frozenset(chr(c) for c in range(0x20, 0x7F)) - {"\\"}
 _LABEL = re.compile(r"[^A-Za-z0-9._+<>@-]")
 DOC_WIDTH = 92   # generated doc lines are wrapped to this many characters
 
 
 # --- text from a spec -> safe generated text ----------------------------------------------
-
-def plain_text(text: object) -> str:
-    """One line of printable ASCII without backslash: any other character becomes '?'."""
-    return "".join(ch if ch in _PRINTABLE else "?" for ch in str(text))
-
-
-def c_comment(text: object) -> str:
-    """Text that can sit inside a C ``/* ... */`` comment without ending it.
-
-    ``*/`` and ``/*`` get a space between their characters; ``??`` (a trigraph could turn
-    ``??/`` into a backslash) becomes ``? ?``.
-    """
-    s = plain_text(text).replace("*/", "* /").replace("/*", "/ *")
-    return re.sub(r"\?(?=\?)", "? ", s)
-
-
-def py_docstring(text: object) -> str:
-    """Text that can sit inside a Python triple-quoted docstring: no backslash, no double
-    quote (so no closing triple quote either)."""
-    return plain_text(text).replace('"', "'")
-
-
-def py_comment(text: object) -> str:
-    """Text that can follow ``#`` in Python: one line (a newline would start code)."""
-    return plain_text(text)
-
+# plain_text (shared), c_comment (C backend), py_docstring and py_comment (Python backend) are
+# re-exported above from mechgen.generator.backends.
 
 def spec_label(name: object) -> str:
     """A spec file name for the generated headers: letters, digits and ``._+<>@-`` only."""
     return _LABEL.sub("?", str(name))
 
 
-TEXT_FILTERS = {"c_comment": c_comment, "py_doc": py_docstring, "py_comment": py_comment}
+TEXT_FILTERS = text_filters()       # every backend's: c_comment, py_doc, py_comment
 
 
 def doc_lines(text: object, width: int = DOC_WIDTH) -> list[str]:
     """Plain text wrapped into lines (the templates prefix and filter each line)."""
     return textwrap.wrap(plain_text(text), width, break_long_words=False,
                          break_on_hyphens=False) or [""]
-
-
-def c_function_name(mech: str, kernel: str) -> str:
-    """The exported C symbol of a kernel: namespaced, so no mechanism name can clash with a
-    C library symbol (``sin``, ``printf``, ``stdlib``...)."""
-    return f"mechgen_{mech}_{kernel}"
-
-
-def header_guard(mech: str) -> str:
-    return f"MECHGEN_{mech.upper()}_H"
-
-
-# --- numbers ------------------------------------------------------------------------------
-
-class NonFiniteConstant(ValueError):
-    """A constant of a kernel is not a finite double (the printers never print inf or NaN)."""
-
-
-def _double(x) -> str:
-    """The nearest double, printed so that it reads back exactly; inf or NaN is refused."""
-    try:
-        v = float(x)
-    except OverflowError:
-        v = math.inf
-    if not math.isfinite(v):
-        raise NonFiniteConstant(_short(x))
-    return repr(v)
-
-
-def _short(x) -> str:
-    """A number for an error message: 3 significant digits (1.00e+400), or its name (nan)."""
-    try:
-        return str(sp.Float(sp.sympify(x), 3))
-    except (TypeError, ValueError):
-        return str(x)[:40]
-
-
-def _refuse(self, e) -> str:
-    raise NonFiniteConstant(_short(e))
-
-
-class _ScalarLines:
-    """What both printers share: nearest-double constants, small powers as products."""
-
-    sqrt_name = "sqrt"
-
-    def _print_Rational(self, e):
-        return _double(e)
-
-    def _print_Float(self, e):
-        return _double(e)
-
-    def _print_Integer(self, e):
-        if abs(int(e)) > 2 ** 53:     # not exact as a double anyway: print the nearest one
-            text = _double(e)
-            return text if e >= 0 else f"({text})"
-        return f"{int(e)}.0" if e >= 0 else f"({int(e)}.0)"
-
-    _print_NaN = _print_Infinity = _print_NegativeInfinity = _print_ComplexInfinity = _refuse
-
-    def _print_Pow(self, e, rational=False):
-        b, x = e.base, e.exp
-        if x.is_Integer and 2 <= x <= 4:
-            return "*".join([self.parenthesize(b, PRECEDENCE["Mul"])] * int(x))
-        if x == -1:
-            return f"1.0/{self.parenthesize(b, PRECEDENCE['Pow'])}"
-        if x == sp.S.Half:
-            return f"{self.sqrt_name}({self._print(b)})"
-        return super()._print_Pow(e) if isinstance(self, C99CodePrinter) else \
-            super()._print_Pow(e, rational)
-
-
-class CPrinter(_ScalarLines, C99CodePrinter):
-    sqrt_name = "sqrt"
-
-
-class PyPrinter(_ScalarLines, PythonCodePrinter):
-    sqrt_name = "math.sqrt"
-
-
-_C = CPrinter({"strict": False})
-_PY = PyPrinter({"standard": "python3", "strict": False})
 
 
 def _env() -> jinja2.Environment:
@@ -210,15 +106,11 @@ def _port(p, where: str) -> dict:
             "shape": list(p.shape), "doc_lines": doc_lines(p.doc)}
 
 
-# identifiers the templates themselves use inside a kernel function
-_TEMPLATE_NAMES = {"status": "the C kernel's status variable", "math": "Python's math module",
-                   "NAN": "the NaN constant"}
-
-
-def _check_distinct(k, where: str) -> None:
-    """Ports, input elements and assigned names of one kernel are distinct identifiers (a
-    clash would redeclare a C variable or overwrite a Python one); refused naming both."""
-    seen = dict(_TEMPLATE_NAMES)
+def _check_distinct(k, backend: Backend, where: str) -> None:
+    """Ports, input elements and assigned names of one kernel are distinct identifiers, and
+    none is an identifier the backend's templates use inside a kernel (a clash would
+    redeclare a C variable or overwrite a Python one); refused naming both."""
+    seen = dict(backend.template_names)
 
     def claim(name: str, what: str) -> None:
         if name in seen:
@@ -236,10 +128,11 @@ def _check_distinct(k, where: str) -> None:
             claim(str(st.target), "an intermediate")
 
 
-def _kernel_context(mech: str, g: Generated, printer, spec: str = "<spec>") -> dict:
+def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spec>") -> dict:
     k = g.kernel
     where = f"{spec}: kernel {k.name}"
-    _check_distinct(k, where)
+    printer = backend.printer
+    _check_distinct(k, backend, where)
     used: set = set()
     for st in k.body:
         used |= st.expr.free_symbols
@@ -249,7 +142,7 @@ def _kernel_context(mech: str, g: Generated, printer, spec: str = "<spec>") -> d
     body = _body(k, printer, where)
     return {
         "name": _identifier(k.name, f"{where}: name"),
-        "c_name": c_function_name(mech, k.name),
+        **backend.kernel_fields(mech, k.name),
         "doc_lines": doc_lines(k.doc),
         "inputs": [{**_port(p, where),
                     "elements": [_identifier(s, f"{where}: input {p.name}") for s in p.elements],
@@ -294,7 +187,8 @@ def _manifest_port(p) -> dict:
 
 def render(mech: str, spec_name: str, spec_sha: str, generated: list[Generated],
            extra_manifest: dict) -> dict[str, str]:
-    """File name -> text for one mechanism: <mech>.h, <mech>.c, <mech>.py, manifest.json.
+    """File name -> text for one mechanism: every backend's files (<mech>.h, <mech>.c,
+    <mech>.py), then manifest.json, which lists the backends and their files.
 
     ``spec_name`` (a file name, any characters) appears only as :func:`spec_label`.
     """
@@ -303,22 +197,21 @@ def render(mech: str, spec_name: str, spec_sha: str, generated: list[Generated],
     env = _env()
     header = {"mechanism": mech, "spec": spec, "spec_sha256": spec_sha,
               "version": __version__}
-    layout = {"guard": header_guard(mech), "layout": layout_lines(extra_manifest)}
-    c_kernels = [_kernel_context(mech, g, _C, spec) for g in generated]
-    py_kernels = [_kernel_context(mech, g, _PY, spec) for g in generated]
-    files = {
-        f"{mech}.h": env.get_template("c/kernel.h.j2").render(**header, **layout,
-                                                              kernels=c_kernels),
-        f"{mech}.c": env.get_template("c/kernel.c.j2").render(**header, **layout,
-                                                              kernels=c_kernels),
-        f"{mech}.py": env.get_template("python/kernel.py.j2").render(**header, **layout,
-                                                                     kernels=py_kernels),
-    }
+    layout = layout_lines(extra_manifest)
+    files = {}
+    for backend in BACKENDS.values():
+        names = backend.file_names(mech)
+        context = {**header, **backend.context(mech), "layout": layout, "files": names,
+                   "kernels": [_kernel_context(mech, g, backend, spec) for g in generated]}
+        for role, template in backend.templates.items():
+            files[names[role]] = env.get_template(template).render(**context)
     manifest = {
         **header,
         **extra_manifest,
         "kernels": [{
-            "name": g.kernel.name, "c_function": c_function_name(mech, g.kernel.name),
+            "name": g.kernel.name,
+            **{key: value for b in BACKENDS.values()
+               for key, value in b.manifest_kernel(mech, g.kernel.name).items()},
             "doc": g.kernel.doc,
             "inputs": [_manifest_port(p) for p in g.kernel.inputs],
             "outputs": [_manifest_port(p) for p in g.kernel.outputs],
@@ -326,8 +219,9 @@ def render(mech: str, spec_name: str, spec_sha: str, generated: list[Generated],
             "ops": g.ops, "ops_dense": g.dense,
             "ops_by_pass": [{"pass": nm, **ops} for nm, ops in g.passes],
         } for g in generated],
+        "backends": {b.name: b.manifest(mech) for b in BACKENDS.values()},
     }
-    files["manifest.json"] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
+    files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
     return files
 
 

@@ -69,7 +69,8 @@ class InvariantError(AssertionError):
 
 
 def check_invariants(k: Kernel) -> None:
-    """Defined before use, assigned once, every output assigned, no unknown symbol."""
+    """Defined before use, assigned once, every output assigned, no unknown symbol, and
+    every check's status declared (with its message) in the kernel's statuses."""
     defined: set[sp.Symbol] = set()
     for port in k.inputs:
         if len(port.elements) != port.size:
@@ -83,6 +84,10 @@ def check_invariants(k: Kernel) -> None:
         missing = st.expr.free_symbols - defined
         if missing:
             raise InvariantError(f"{k.name}: {sorted(map(str, missing))} used before definition")
+        if isinstance(st, Check) and st.status not in k.statuses:
+            raise InvariantError(f"{k.name}: a check returns status {st.status} "
+                                 f"({st.message or 'no message'}), which the kernel does not "
+                                 f"declare; declared: {sorted(k.statuses)}")
         if isinstance(st, Assign):
             if st.target in defined:
                 raise InvariantError(f"{k.name}: {st.target} assigned twice")

@@ -16,6 +16,8 @@ from mechgen.generator.algorithms.joints import link_transform
 from mechgen.generator.algorithms.kinematics import chain_kinematics, point_kinematics
 from mechgen.generator.algorithms.ldlt import SINGULAR, SingularMassMatrix, ltdl_solve
 from mechgen.generator.algorithms.rnea import rnea
+from mechgen.generator.family import Family
+from mechgen.generator.statuses import EULER_BASE_SINGULAR
 from mechgen.generator.ir import Kernel, Port, symbol
 from mechgen.generator.model import Chain, ModelError, identity3
 from mechgen.generator.scalar import Recorder, add, cross, dot, matmul, matvec, scale, transpose
@@ -218,7 +220,7 @@ def inverse_dynamics(chain: Chain) -> Kernel:
                              f"order of q"),), tuple(rec.statements))
 
 
-EULER_SINGULAR = 2
+EULER_SINGULAR = EULER_BASE_SINGULAR
 COS_PSI_Z_MIN = 1e-3   # |cos psi_z| below this: within 0.057 deg of the y-z-x singularity
 EULER_MESSAGE = (f"free base within {COS_PSI_Z_MIN * 180 / 3.141592653589793:.3f} deg of the "
                  f"y-z-x angle singularity psi_z = +-90 deg (the mass matrix in angle rates is "
@@ -283,3 +285,30 @@ def energy(chain: Chain) -> Kernel:
 
 BUILDERS = (forward_kinematics, jacobians, velocities, mass_matrix, bias, inverse_dynamics,
             forward_dynamics, energy)
+
+
+def manifest(chain: Chain) -> dict:
+    """What the runtime reads of a serial chain or tree."""
+    return {
+        "base": chain.base,
+        "attitude": chain.attitude if chain.base == "free" else None,
+        "n": chain.n,
+        "nq": chain.nq,
+        "coordinates": chain.q_names,
+        "velocities": chain.coordinates,
+        "joint_types": [j.label for j in chain.joints],
+        "parent": list(chain.parent),
+        "parameters": [s.name for s in chain.parameters],
+        "parameter_defaults": {s.name: chain.defaults.get(s.name) for s in chain.parameters},
+        "gravity": [float(g) if g.is_number else str(g) for g in chain.gravity],
+        "gravity_input": False,         # baked into the kernels (a name: an element of p)
+        "bodies": [name for name, _ in chain.named_bodies],
+        "points": [pt.name for pt in chain.points],
+    }
+
+
+def summary(chain: Chain) -> str:
+    return f"{chain.name} (n = {chain.n}, base {chain.base})"
+
+
+SERIAL = Family("serial_chain", Chain, BUILDERS, manifest, summary)

@@ -18,7 +18,6 @@ paper's y-z-x sequence, so ``alpha = A_x A_z A_y`` and the spacecraft is the bod
 
 from __future__ import annotations
 
-import keyword
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -26,8 +25,9 @@ from dataclasses import dataclass, field, replace
 import sympy as sp
 
 from mechgen.generator import numeric as num
+from mechgen.generator.backends import reserved_words
 from mechgen.generator.ir import symbol
-from mechgen.generator.scalar import fold_constant
+from mechgen.generator.scalar import elementary_rotation, fold_constant
 
 AXES = "xyz"
 
@@ -35,14 +35,9 @@ Vec3 = tuple[sp.Expr, sp.Expr, sp.Expr]
 Mat3 = tuple[Vec3, Vec3, Vec3]
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
-# names the generated code or its templates use; a spec may not take them
-RESERVED = set(keyword.kwlist) | {
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
-    "union", "unsigned", "void", "volatile", "while", "math", "sqrt", "sin", "cos", "status",
-    "self", "n", "i", "p", "q", "qd", "qdd", "Q", "g", "np", "int64_t", "int32_t",
-}
+# names the generated code or its templates use; a spec may not take them: every backend's
+# keywords and generated names (mechgen.generator.backends), and the runtime's and the ports'
+RESERVED = set(reserved_words()) | {"self", "p", "q", "qd", "qdd", "Q", "g", "np"}
 
 
 class ModelError(ValueError):
@@ -295,13 +290,7 @@ class Chain:
 
 def elementary(axis: int, angle: sp.Expr) -> Mat3:
     """A_x, A_y, A_z of docs/algorithms.md (coordinate transforms)."""
-    c, s = sp.cos(angle), sp.sin(angle)
-    o, z = sp.Integer(1), sp.Integer(0)
-    if axis == 0:
-        return ((o, z, z), (z, c, s), (z, -s, c))
-    if axis == 1:
-        return ((c, z, -s), (z, o, z), (s, z, c))
-    return ((c, s, z), (-s, c, z), (z, z, o))
+    return tuple(tuple(row) for row in elementary_rotation(axis, sp.cos(angle), sp.sin(angle)))
 
 
 def compose(first: Mat3, second: Mat3) -> Mat3:
@@ -322,11 +311,7 @@ def _numeric_elementary(axis: int, angle: sp.Expr) -> num.M3:
         c, s = [(1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0)][int(quarters) % 4]
     else:
         c, s = _real(sp.cos(angle), angle), _real(sp.sin(angle), angle)
-    if axis == 0:
-        return ((1.0, 0.0, 0.0), (0.0, c, s), (0.0, -s, c))
-    if axis == 1:
-        return ((c, 0.0, -s), (0.0, 1.0, 0.0), (s, 0.0, c))
-    return ((c, s, 0.0), (-s, c, 0.0), (0.0, 0.0, 1.0))
+    return num.mat(elementary_rotation(axis, c, s, 1.0, 0.0))
 
 
 def _real(e: sp.Expr, angle: sp.Expr) -> float:

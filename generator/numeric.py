@@ -143,12 +143,8 @@ def identity() -> M3:
 
 def elementary(axis: int, angle: float) -> M3:
     """A_x, A_y, A_z (coordinate transforms) of a numeric angle in radians."""
-    c, s = cos(angle), sin(angle)
-    if axis == 0:
-        return ((1.0, 0.0, 0.0), (0.0, c, s), (0.0, -s, c))
-    if axis == 1:
-        return ((c, 0.0, -s), (0.0, 1.0, 0.0), (s, 0.0, c))
-    return ((c, s, 0.0), (-s, c, 0.0), (0.0, 0.0, 1.0))
+    from mechgen.generator.scalar import elementary_rotation
+    return mat(elementary_rotation(axis, cos(angle), sin(angle), 1.0, 0.0))
 
 
 def alpha_yzx(psi_y: float, psi_z: float, psi_x: float) -> M3:

@@ -16,7 +16,7 @@ from mechgen.generator.model import Chain
 from mechgen.generator.passes.cse import common_subexpressions
 from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
 from mechgen.generator.passes.opcount import count_ops
-from mechgen.generator.scalar import dense_count, reset_dense_count
+from mechgen.generator.scalar import counting_dense
 
 
 @dataclass
@@ -39,9 +39,9 @@ PASSES: list[tuple[str, Callable[[Kernel], Kernel]]] = [
 
 def optimise(build: Callable[[Chain], Kernel], chain: Chain, cse: bool = True) -> Generated:
     t0 = time.perf_counter()
-    reset_dense_count()
-    k = build(chain)
-    dense = dense_count().as_dict()
+    with counting_dense() as dense_ops:
+        k = build(chain)
+    dense = dense_ops.as_dict()
     check_invariants(k)
     history = [("built", count_ops(k))]
     for name, p in PASSES:

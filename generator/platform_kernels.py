@@ -29,15 +29,18 @@ from mechgen.generator.algorithms.crba import crba
 from mechgen.generator.algorithms.joints import link_transform
 from mechgen.generator.algorithms.kinematics import chain_kinematics
 from mechgen.generator.algorithms.ldlt import ldlt_solve
+from mechgen.generator.algorithms.qr import mgs_solve
 from mechgen.generator.algorithms.reduction import base_wrench, reduce_onto_platform, tip_wrench
 from mechgen.generator.algorithms.leg_ik import LEG_SINGULAR
 from mechgen.generator.algorithms.rnea import backward_pass, forward_pass
+from mechgen.generator.family import Family
 from mechgen.generator.ir import Check, InvariantError, Kernel, Port, symbol
-from mechgen.generator.platform import P_LEGS, Leg, Platform
+from mechgen.generator.platform import Leg, Platform
 from mechgen.generator.scalar import (Recorder, add, dot, elementary_rotation, matmul, matvec,
                               omega_products, omega_x_I_omega, scale, transpose, zeros)
 
-UNREACHABLE, REDUCED_SINGULAR, EULER_SINGULAR, DRIVE_SINGULAR = 1, 3, 4, 5
+from mechgen.generator.statuses import (DRIVE_SINGULAR, EULER_SINGULAR, REDUCED_SINGULAR,
+                                        UNREACHABLE)
 STATUSES = {
     UNREACHABLE: "pose out of reach of a leg (or a joint limit)",
     LEG_SINGULAR: "a leg is at a singular configuration",
@@ -95,23 +98,16 @@ def _leg_statuses(k: int, leg: Leg) -> dict[int, StatusInfo]:
             2 if reason == SINGULAR else 1, leg.name, None if j == CLOSURE_SLOT else names[j],
             limit, None if limit is None else ("m" if kinds[j] == "P" else "rad"))
 
-    crank = leg.type not in P_LEGS
-    if crank:
-        a, b = float(leg.chain.joints[1].l[0]), float(leg.l_L[0])
-        put(0, OUT_OF_REACH, f": pose out of reach (crank {a:g} m and rod {b:g} m cannot meet "
-                             f"the platform joint)")
-        put(0, SINGULAR, ": dead point, the rod perpendicular to the crank tip's path "
-                         "(singular)")
-    u = 2 if crank else 1                                    # the U or S joint's second angle
-    kind = "spherical" if names[u].startswith("s") else "universal"
-    put(u, SINGULAR, f": {kind} joint at {names[u]} = +-90 deg (singular)")
-    if leg.type in ("SPU", "UCU", "RSU"):
-        put(u + 1, SINGULAR, ": cut universal joint axis along the leg (singular)")
+    for j, reason, message in leg.leg_type.ik_checks(leg):      # generator.legs
+        put(j, _REASON_CODES[reason], message)
     for j, (lo, hi) in sorted(leg.limits.items()):
         put(j, BELOW_LIMIT, f" below its lower limit {_amount(lo, kinds[j])}", lo)
         put(j, ABOVE_LIMIT, f" above its upper limit {_amount(hi, kinds[j])}", hi)
     put(CLOSURE_SLOT, SINGULAR, ": closure matrix C^(d) singular (leg singularity)")
     return out
+
+
+_REASON_CODES = {name: code for code, name in REASONS.items()}
 
 
 def status_table(pf: Platform) -> dict[int, StatusInfo]:
@@ -189,6 +185,17 @@ def ports(pf: Platform, names: list[str]) -> tuple[Port, ...]:
     return tuple(out)
 
 
+def mechanism_wide(fn):
+    """A cached property of the build: computed once, in a scope without a leg prefix, so a
+    mechanism-wide quantity (A*_C, udot ...) is named the same whichever leg's computation asks
+    for it first (a per-leg quantity names itself through ``per_leg``)."""
+    def getter(self):
+        with self.rec.named(""):
+            return fn(self)
+    getter.__name__, getter.__doc__ = fn.__name__, fn.__doc__
+    return cached_property(getter)
+
+
 class PlatformBuild:
     """The stages of one step, each computed once on first use (names as in the paper)."""
 
@@ -206,6 +213,10 @@ class PlatformBuild:
         """The status of joint j of the current leg failing for ``reason``."""
         code = leg_code(self.leg_index, j, reason)
         return leg_ik.Flag(code, self.statuses[code].message)
+
+    def leg_flag(self, j: int, reason: str) -> leg_ik.Flag:
+        """:meth:`flag` for a leg type's closed form, ``reason`` by name (REASONS)."""
+        return self.flag(j, _REASON_CODES[reason])
 
     def _home_sample(self, ins) -> dict:
         """Inputs at rest at the home pose (legs at 0): the state that orders the pivots."""
@@ -228,11 +239,12 @@ class PlatformBuild:
         """[fn(leg, *values of that leg) for each leg], names prefixed with the leg's name."""
         out = []
         for k, (leg, *values) in enumerate(zip(self.pf.legs, *per_leg_values)):
-            self.rec.prefix, self.leg_index = f"{leg.name}_", k
+            self.leg_index = k
             start = len(self.rec.statements)
-            out.append(fn(leg, *values))
+            with self.rec.named(f"{leg.name}_"):
+                out.append(fn(leg, *values))
             self._name_closure_checks(start)
-        self.rec.prefix, self.leg_index = "", -1
+        self.leg_index = -1
         return out
 
     def _name_closure_checks(self, start: int) -> None:
@@ -245,13 +257,13 @@ class PlatformBuild:
                 body[i] = Check(body[i].expr, code, body[i].message)
 
     # --- pose of C -----------------------------------------------------------------------
-    @cached_property
+    @mechanism_wide
     def psi_cs(self) -> list[tuple[sp.Expr, sp.Expr]]:
         x = self.inp["x"]
         return [(self.rec.bind(sp.cos(x[i]), f"c_{nm}"), self.rec.bind(sp.sin(x[i]), f"s_{nm}"))
                 for i, nm in zip((3, 4, 5), ("psi_y", "psi_z", "psi_x"))]
 
-    @cached_property
+    @mechanism_wide
     def alpha_C(self):
         """Frame 0 -> frame C: A_x(psi_x) A_z(psi_z) A_y(psi_y)."""
         (cy, sy), (cz, sz), (cx, sx) = self.psi_cs
@@ -259,20 +271,20 @@ class PlatformBuild:
                    matmul(elementary_rotation(2, cz, sz), elementary_rotation(1, cy, sy)))
         return self.rec.mat(A, "alpha_C")
 
-    @cached_property
+    @mechanism_wide
     def r_C(self):
         return self.inp["x"][:3]
 
-    @cached_property
+    @mechanism_wide
     def omega_C(self):
         return self.inp["u"][3:]
 
-    @cached_property
+    @mechanism_wide
     def oo_C(self):
         return omega_products(self.rec, self.omega_C, "oo_C")
 
     # --- leg coordinates -----------------------------------------------------------------
-    @cached_property
+    @mechanism_wide
     def legs_q(self) -> list[tuple[list, list]]:
         """(q, cs) of each leg: closed form from the pose, or the input ``q`` (Newton)."""
         out = []
@@ -284,47 +296,13 @@ class PlatformBuild:
         return self.per_leg(lambda leg: self._closed_form(leg))
 
     def _closed_form(self, leg: Leg) -> tuple[list, list]:
+        """The leg type's closed form (generator.legs; paper 000 section 4) from d, the cut
+        point seen from the first joint, then the joint limits."""
         rec = self.rec
         s0 = rec.vec(add(self.r_C, matvec(transpose(self.alpha_C), list(leg.l_C))), "s0")
         j0 = leg.chain.joints[0]
         d = rec.vec(matvec([list(r) for r in j0.gamma], [a - b for a, b in zip(s0, j0.l)]), "d")
-        angle = lambda r, nm: rec.bind(sp.atan2(r.s, r.c), nm)
-        cs, q = [], []
-        crank = leg.type not in P_LEGS
-        u_flag = self.flag(2 if crank else 1, SINGULAR)
-        if leg.type in P_LEGS:
-            r1, r2, L = leg_ik.u_angles(rec, d, "u", leg.l_ref, u_flag)
-            cs += [r1, r2]
-            q += [angle(r1, "q1"), angle(r2, "q2")]
-            before_roll = [elementary_rotation(2, r2.c, r2.s), elementary_rotation(1, r1.c, r1.s),
-                           [list(r) for r in j0.gamma]]
-            stroke = rec.bind(L - leg.l_L[0], "stroke")
-        else:
-            a, b = leg.chain.joints[1].l[0], leg.l_L[0]
-            rc = leg_ik.crank_angle(rec, d, a, b, leg.branch, "crank", leg.l_ref,
-                                    self.flag(0, OUT_OF_REACH), self.flag(0, SINGULAR))
-            cs.append(rc)
-            q.append(angle(rc, "q1"))
-            Az = elementary_rotation(2, rc.c, rc.s)
-            e_c = rec.vec(add(matvec(Az, d), [-a, 0, 0]), "e_c")
-            G1 = [list(r) for r in leg.chain.joints[1].gamma]
-            r1, r2, _ = leg_ik.u_angles(rec, matvec(G1, e_c), "u", leg.l_ref, u_flag)
-            cs += [r1, r2]
-            q += [angle(r1, "q2"), angle(r2, "q3")]
-            before_roll = [elementary_rotation(2, r2.c, r2.s), elementary_rotation(1, r1.c, r1.s),
-                           G1, Az, [list(r) for r in j0.gamma]]
-        if leg.type in ("SPU", "UCU", "RSU"):
-            tau = before_roll[0]
-            for M in before_roll[1:]:
-                tau = matmul(tau, M)
-            e2_0 = matvec(transpose(self.alpha_C), list(leg.gamma_C[2]))
-            r3 = leg_ik.roll_angle(rec, rec.vec(matvec(tau, e2_0), "e2_roll"), "roll",
-                                   self.flag(len(q), SINGULAR))
-            cs.append(r3)
-            q.append(angle(r3, f"q{len(q) + 1}"))
-        if leg.type in P_LEGS:
-            cs.append(None)
-            q.append(stroke)
+        q, cs = leg.leg_type.closed_form(self, leg, d)
         cs = [(r.c, r.s) if r is not None else None for r in cs]
         for i, (lo, hi) in sorted(leg.limits.items()):        # in the order of the codes
             below, above = self.flag(i, BELOW_LIMIT), self.flag(i, ABOVE_LIMIT)
@@ -332,41 +310,41 @@ class PlatformBuild:
             rec.require_positive(hi - q[i], above.code, above.message)
         return q, cs
 
-    @cached_property
+    @mechanism_wide
     def links(self):
         return self.per_leg(lambda leg, q_cs: [
             link_transform(self.rec, j, jt, q_cs[0][j - 1], q_cs[1][j - 1])
             for j, jt in enumerate(leg.chain.joints, start=1)], self.legs_q)
 
     # --- closure ---------------------------------------------------------------------------
-    @cached_property
+    @mechanism_wide
     def closures(self) -> list[Closure]:
         return self.per_leg(lambda leg, links: closure(self.rec, leg, links, self.alpha_C),
                              self.links)
 
-    @cached_property
+    @mechanism_wide
     def H(self):
         return self.per_leg(lambda leg, cl: velocity_constraints(self.rec, cl), self.closures)
 
-    @cached_property
+    @mechanism_wide
     def qd(self):
         u = self.inp["u"]
         return self.per_leg(lambda leg, H: [self.rec.bind(dot(row, u), f"qd{j + 1}")
                                              for j, row in enumerate(H)], self.H)
 
-    @cached_property
+    @mechanism_wide
     def motion_v(self):
         """Velocity-product motion of every leg body (qdd = 0, no gravity), body frames."""
         return self.per_leg(lambda leg, links, qd: forward_pass(
             self.rec, leg.chain, links, qd, None, zeros(3)), self.links, self.qd)
 
-    @cached_property
+    @mechanism_wide
     def h(self):
         return self.per_leg(lambda leg, cl, mo: acceleration_terms(
             self.rec, leg, cl, mo, self.omega_C, self.oo_C), self.closures, self.motion_v)
 
     # --- forces and leg dynamics -------------------------------------------------------------
-    @cached_property
+    @mechanism_wide
     def Q_active(self):
         """Spring, damper and drive force of every leg joint."""
         def forces(leg: Leg, F_k, q_cs, qd) -> list:
@@ -375,11 +353,11 @@ class PlatformBuild:
                                   f"Qa{j + 1}") for j, law in enumerate(leg.laws)]
         return self.per_leg(forces, self.inp["F"], self.legs_q, self.qd)
 
-    @cached_property
+    @mechanism_wide
     def A_legs(self):
         return self.per_leg(lambda leg, links: crba(self.rec, leg.chain, links), self.links)
 
-    @cached_property
+    @mechanism_wide
     def b_legs(self):
         """b_k = Q_active - h_k(q, qd, g): A_k qdd_k = b_k + (reaction of C)."""
         a0 = [-x for x in self.inp["g"]]
@@ -391,17 +369,18 @@ class PlatformBuild:
         return self.per_leg(bias, self.links, self.qd, self.Q_active)
 
     # --- platform and reduction ----------------------------------------------------------
-    @cached_property
+    @mechanism_wide
     def M_C(self):
         m, I = self.pf.m_C, [list(r) for r in self.pf.I_C]
-        M = [[sp.Integer(0)] * 6 for _ in range(6)]
+        n = self.pf.dof                          # [v_C (3), omega_C (3)]
+        M = [[sp.Integer(0)] * n for _ in range(n)]
         for i in range(3):
             M[i][i] = m
             for j in range(3):
                 M[3 + i][3 + j] = I[i][j]
         return M
 
-    @cached_property
+    @mechanism_wide
     def s_C(self):
         """[f_E + m_C g ; m_E - omega_C x (I_C omega_C)]."""
         m, I = self.pf.m_C, [list(r) for r in self.pf.I_C]
@@ -409,30 +388,30 @@ class PlatformBuild:
         n = [a - b for a, b in zip(self.inp["mE"], omega_x_I_omega(self.oo_C, I))]
         return self.rec.vec(f, "s_C_f") + self.rec.vec(n, "s_C_m")
 
-    @cached_property
+    @mechanism_wide
     def reduced(self):
         return reduce_onto_platform(self.rec, self.M_C, self.s_C, self.H, self.h,
                                     self.A_legs, self.b_legs, [leg.name for leg in self.pf.legs])
 
-    @cached_property
+    @mechanism_wide
     def udot(self):
         A_star, b_star = self.reduced
         return ldlt_solve(self.rec, A_star, b_star, None, REDUCED_SINGULAR, 1e-13,
                           "the reduced mass matrix A*_C", "udot")
 
-    @cached_property
+    @mechanism_wide
     def qdd(self):
         return self.per_leg(lambda leg, H, h: [
             self.rec.bind(dot(row, self.udot) + hj, f"qdd{j + 1}")
             for j, (row, hj) in enumerate(zip(H, h))], self.H, self.h)
 
-    @cached_property
+    @mechanism_wide
     def tips(self):
         """(f_tip, mu): the force (frame n) and moment along n_R that C applies on each leg."""
         return self.per_leg(lambda leg, cl, A, b, qdd: tip_wrench(self.rec, cl, A, b, qdd),
                              self.closures, self.A_legs, self.b_legs, self.qdd)
 
-    @cached_property
+    @mechanism_wide
     def on_C(self):
         """Force and moment each leg applies on C, frame 0: -tau_n^T f_tip, -mu tau_n^T n_R."""
         def loads(leg: Leg, cl: Closure, tip) -> tuple:
@@ -445,7 +424,7 @@ class PlatformBuild:
         out = self.per_leg(loads, self.closures, self.tips)
         return [F for F, _ in out], [M for _, M in out]
 
-    @cached_property
+    @mechanism_wide
     def base_loads(self):
         """Force and moment about O_0 (frame 0) the mechanism applies to the base."""
         a0 = [-x for x in self.inp["g"]]
@@ -459,7 +438,7 @@ class PlatformBuild:
             f_tot, m_tot = add(f_tot, f), add(m_tot, m)
         return self.rec.vec(f_tot, "base_force"), self.rec.vec(m_tot, "base_moment")
 
-    @cached_property
+    @mechanism_wide
     def psi_dot(self):
         """Angle rates from omega_C (inverse of omega = K(psi) psi_dot, y-z-x sequence)."""
         (cy, sy), (cz, sz), (cx, sx) = self.psi_cs
@@ -470,7 +449,7 @@ class PlatformBuild:
         psi_x = self.rec.bind(wx - sz * psi_y, "psi_x_dot")
         return [psi_y, psi_z, psi_x]
 
-    @cached_property
+    @mechanism_wide
     def damping_power(self):
         out = sp.Integer(0)
         for leg, qd in zip(self.pf.legs, self.qd):
@@ -544,8 +523,10 @@ def velocity_constraints_kernel(pf: Platform) -> Kernel:
     ins = ports(pf, ["x"])
     b = PlatformBuild(pf, ins)
     return _kernel("velocity_constraints", "H_k = C^(d)_k^-1 C^(i)_k of every leg, stacked: "
-                   "qd = H u.", b, ins, [Port("H", (_n(pf), 6), _flat([r for H in b.H for r in H]),
-                                             f"H_k of the legs stacked, shape ({_n(pf)}, 6): row "
+                   "qd = H u.", b, ins, [Port("H", (_n(pf), pf.dof),
+                                             _flat([r for H in b.H for r in H]),
+                                             f"H_k of the legs stacked, shape ({_n(pf)}, "
+                                             f"{pf.dof}): row "
                                              f"i maps u to the rate of coordinate i; rows in the "
                                              f"order of the leg coordinates: "
                                              f"{', '.join(pf.coordinates)}")],
@@ -603,14 +584,15 @@ def reduced_dynamics(pf: Platform) -> Kernel:
     ins = _full_inputs(pf)
     b = PlatformBuild(pf, ins)
     A_star, b_star = b.reduced
+    n = pf.dof
     return _kernel("reduced_dynamics", "A*_C = M_C + sum H^T A H, b*_C = s_C + sum H^T (b - A h) "
                    "and udot_C solving A*_C udot_C = b*_C (unrolled L D L^T).", b, ins,
-                   [Port("A_star", (6, 6), _flat(A_star), "reduced mass matrix A*_C, shape "
-                         "(6, 6); rows and columns in the order of u: v_C (frame 0), omega_C "
-                         "(frame C)"),
-                    Port("b_star", (6,), tuple(b_star), "reduced forces b*_C, shape (6,): force "
-                         "(N, frame 0), then moment (N m, frame C)"),
-                    Port("udot", (6,), tuple(b.udot), f"{PORT_DOCS['udot']}, shape (6,)")],
+                   [Port("A_star", (n, n), _flat(A_star), "reduced mass matrix A*_C, shape "
+                         f"({n}, {n}); rows and columns in the order of u: v_C (frame 0), "
+                         "omega_C (frame C)"),
+                    Port("b_star", (n,), tuple(b_star), f"reduced forces b*_C, shape ({n},): "
+                         "force (N, frame 0), then moment (N m, frame C)"),
+                    Port("udot", (n,), tuple(b.udot), f"{PORT_DOCS['udot']}, shape ({n},)")],
                    (UNREACHABLE, LEG_SINGULAR, REDUCED_SINGULAR))
 
 
@@ -620,11 +602,13 @@ def step(pf: Platform) -> Kernel:
     F_on, M_on = b.on_C
     f_base, m_base = b.base_loads
     xdot = list(ins[1].elements[:3]) + b.psi_dot + list(b.udot)
+    legs = len(pf.legs)
     return _kernel("step", "One integration step (paper 000 section 7): xdot = [v_C, psi_dot, "
                    "udot_C], leg coordinates, rates and accelerations, the loads of each leg on "
                    "C, the force and moment on the base (about O_0, frame 0), damper power.",
-                   b, ins, [Port("xdot", (12,), tuple(xdot), "derivative of the state [x, u], "
-                                 "shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates "
+                   b, ins, [Port("xdot", (len(xdot),), tuple(xdot), "derivative of the state "
+                                 f"[x, u], shape ({len(xdot)},): v_C (m/s, frame 0), psi_y, "
+                                 "psi_z, psi_x rates "
                                  "(rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, "
                                  "frame C)"),
                             Port("q", (_n(pf),), _flat([q for q, _ in b.legs_q]),
@@ -635,11 +619,11 @@ def step(pf: Platform) -> Kernel:
                             Port("qdd", (_n(pf),), _flat(b.qdd), "leg joint accelerations "
                                  f"(rad/s^2, m/s^2 for a stroke), shape ({_n(pf)},), in the "
                                  f"order of q"),
-                            Port("F_on_C", (6, 3), _flat(F_on), "force of each leg on C (N, "
-                                 f"frame 0), shape (6, 3); rows: {_legs(pf)}"),
-                            Port("M_on_C", (6, 3), _flat(M_on), "moment of each leg on C (N m, "
-                                 "frame 0; zero for a spherical cut), shape (6, 3); rows: "
-                                 f"{_legs(pf)}"),
+                            Port("F_on_C", (legs, 3), _flat(F_on), "force of each leg on C "
+                                 f"(N, frame 0), shape ({legs}, 3); rows: {_legs(pf)}"),
+                            Port("M_on_C", (legs, 3), _flat(M_on), "moment of each leg on C "
+                                 f"(N m, frame 0; zero for a spherical cut), shape ({legs}, 3); "
+                                 f"rows: {_legs(pf)}"),
                             Port("base_force", (3,), tuple(f_base), "force of the mechanism on "
                                  "the base (N, frame 0), shape (3,)"),
                             Port("base_moment", (3,), tuple(m_base), "moment of the mechanism "
@@ -684,30 +668,54 @@ def drive_forces(pf: Platform) -> Kernel:
     """Inverse dynamics: the drive forces F giving C the acceleration udot.
 
     A*_C udot = b*_C(F) = b*_C(0) + G F, G column k = row ``drive`` of H_k; G F = A*_C udot -
-    b*_C(0) is solved through G^T G (unrolled L D L^T), whose pivots vanish at a parallel
-    singularity (e.g. Fichter's: a symmetric 6-6 platform turned 90 deg about its axis).
+    b*_C(0) is solved by an unrolled modified Gram-Schmidt QR of G (algorithms/qr.py: no
+    squared condition number, no pivot order fixed at generation), whose r_kk vanish at a
+    parallel singularity (e.g. Fichter's: a symmetric 6-6 platform turned 90 deg about its
+    axis).
     """
     ins = ports(pf, ["x", "u", "udot", "fE", "mE", "g"])
-    zero_F = Port("F", (6,), tuple(sp.Integer(0) for _ in range(6)))
+    nF = len(pf.legs)                       # one drive per leg; square G needs nF = pf.dof
+    zero_F = Port("F", (nF,), tuple(sp.Integer(0) for _ in range(nF)))
     b = PlatformBuild(pf, ins)
     b.inp["F"] = list(zero_F.elements)
     rec = b.rec
     A_star, b_star = b.reduced
     ud = b.inp["udot"]
-    rhs = [rec.bind(dot(A_star[i], ud) - b_star[i], f"G_rhs{i + 1}") for i in range(6)]
-    G = [[H[leg.drive][i] for leg, H in zip(pf.legs, b.H)] for i in range(6)]   # 6 x 6
-    GtG = [[rec.bind(sp.Add(*[G[r][a] * G[r][c] for r in range(6)]), f"GtG{a + 1}{c + 1}")
-            if c >= a else None for c in range(6)] for a in range(6)]
-    GtG = [[GtG[a][c] if c >= a else GtG[c][a] for c in range(6)] for a in range(6)]
-    Gt_rhs = [rec.bind(sp.Add(*[G[r][a] * rhs[r] for r in range(6)]), f"Gt_rhs{a + 1}")
-              for a in range(6)]
-    F = ldlt_solve(rec, GtG, Gt_rhs, None, DRIVE_SINGULAR, 1e-12, "the drive Jacobian", "F")
+    rhs = [rec.bind(dot(A_star[i], ud) - b_star[i], f"G_rhs{i + 1}") for i in range(pf.dof)]
+    G = [[H[leg.drive][i] for leg, H in zip(pf.legs, b.H)] for i in range(pf.dof)]
+    F = mgs_solve(rec, G, rhs, DRIVE_SINGULAR, 1e-12, "the drive Jacobian G", "F")
     return _kernel("drive_forces", drive_forces.__doc__.splitlines()[0], b, ins,
-                   [Port("F", (6,), tuple(F), "drive force or torque of each leg's drive "
-                         f"joint (N or N m), shape (6,), one per leg: {_legs(pf)}")],
+                   [Port("F", (nF,), tuple(F), "drive force or torque of each leg's drive "
+                         f"joint (N or N m), shape ({nF},), one per leg: {_legs(pf)}")],
                    (UNREACHABLE, LEG_SINGULAR, DRIVE_SINGULAR))
 
 
 BUILDERS = (inverse_kinematics, newton_step, velocity_constraints_kernel, leg_rates,
             acceleration_terms_kernel, leg_forces, leg_dynamics, reduced_dynamics, step, energy,
             drive_forces)
+
+
+def manifest(pf: Platform) -> dict:
+    """What the runtime reads of a parallel mechanism."""
+    return {
+        "n": sum(leg.n for leg in pf.legs),
+        "coordinates": pf.coordinates,
+        "legs": [{"name": leg.name, "type": leg.type, "n": leg.n, "m": leg.m,
+                  "joints": [j.name for j in leg.chain.joints], "drive": leg.drive,
+                  "l_ref": leg.l_ref, **leg_manifest(leg)} for leg in pf.legs],
+        "status_codes": status_manifest(pf),
+        "parameters": [s.name for s in pf.parameters],
+        "parameter_defaults": {s.name: pf.defaults[s.name] for s in pf.parameters},
+        "gravity": list(pf.gravity),
+        "gravity_input": True,          # the kernels take g (gravity minus base acceleration)
+        "home": list(pf.home),
+        "bodies": [],
+        "points": [],
+    }
+
+
+def summary(pf: Platform) -> str:
+    return f"{pf.name} (parallel, legs {' '.join(leg.type for leg in pf.legs)})"
+
+
+PARALLEL = Family("parallel", Platform, BUILDERS, manifest, summary)

@@ -16,13 +16,14 @@ Every error names the file and the field, e.g. ``hexa.toml: legs[2].type``. Form
     home = [0, 0, 0.55, 0, 0, 0]                 # pose x at which the leg frames are aligned
 
     [leg]                        # defaults of every leg; each [[legs]] entry may override
-    type = "UPS"                 # UPS SPU UCU RUS RSU
+    type = "UPS"                 # UPS SPU UCU RUS RSU PUS (generator.legs.LEG_TYPES)
     bodies = { cylinder = { mass = 4, com = [0.2, 0, 0], inertia = [...] }, piston = {...} }
     joints = { stroke = { stiffness = 2e4, damping = 2e3, q0 = 0, preload = 0 } }
     limits = { stroke = [-0.2, 0.2] }
     drive = "stroke"             # the joint that takes the drive input F
     # P legs: length0 (leg length at zero stroke; default: the home length), frame (3x3)
     # R legs: crank (length), crank_axis, crank_dir (frame 0), rod (default: home distance)
+    # PUS: rail (direction, frame 0), rod (default: home distance from base, slide 0 at home)
 
     [[legs]]                     # six of them, or a [pattern]
     name = "leg1"
@@ -50,13 +51,16 @@ from typing import Any
 
 from mechgen.generator import numeric as num
 from mechgen.generator.model import ModelError, as_expr, check_name, finite_number
-from mechgen.generator.platform import (DEFAULT_DRIVE, LEG_BODIES, LEG_JOINTS, LEG_TYPES, P_LEGS,
-                                JointLaw, Leg, LegGeometry, Platform, build_leg,
+from mechgen.generator.legs import LEG_TYPES
+from mechgen.generator.platform import (JointLaw, Leg, LegGeometry, Platform, build_leg,
                                 validate_platform)
-from mechgen.generator.spec import _body, _inertia, _keys, _rotation
+from mechgen.generator.fields import (body as _body, inertia as _inertia, keys as _keys,
+                                      rotation as _rotation)
 
-LEG_FIELDS = {"name", "type", "base", "platform", "bodies", "joints", "limits", "drive",
-              "length0", "frame", "crank", "crank_axis", "crank_dir", "rod"}
+# fields of every leg, and the leg types' own (generator.legs: each type's FIELDS)
+TYPE_FIELDS = {key for lt in LEG_TYPES.values() for key in lt.FIELDS}
+LEG_FIELDS = {"name", "type", "base", "platform", "bodies", "joints", "limits",
+              "drive"} | TYPE_FIELDS
 
 
 def _numbers(value: Any, n: int, where: str) -> tuple[float, ...]:
@@ -89,11 +93,12 @@ def _leg(t: dict, where: str, home: tuple[float, ...]) -> Leg:
     _keys(t, LEG_FIELDS, where, {"name", "type", "base", "platform"})
     name = check_name(t["name"], f"{where}.name")
     typ = t["type"]
-    if typ not in LEG_TYPES:
+    if not isinstance(typ, str) or typ not in LEG_TYPES:
         raise ModelError(f"{where}.type: unknown leg type {typ!r}; expected one of "
                          f"{', '.join(LEG_TYPES)}")
-    joint_names = [j[0] for j in LEG_JOINTS[typ]]
-    bodies_t = _keys(t.get("bodies", {}), set(LEG_BODIES[typ]), f"{where}.bodies")
+    lt = LEG_TYPES[typ]
+    joint_names = lt.joint_names
+    bodies_t = _keys(t.get("bodies", {}), set(lt.bodies), f"{where}.bodies")
     bodies = {bn: replace(_body(bt, f"{where}.bodies.{bn}", bn), name=f"{name}_{bn}")
               for bn, bt in bodies_t.items()}
     joints_t = _keys(t.get("joints", {}), set(joint_names), f"{where}.joints")
@@ -105,32 +110,36 @@ def _leg(t: dict, where: str, home: tuple[float, ...]) -> Leg:
         if lo >= hi:
             raise ModelError(f"{where}.limits.{jn}: lower limit {lo} not below upper {hi}")
         limits[jn] = (float(lo), float(hi))
-    drive = t.get("drive", DEFAULT_DRIVE[typ])
+    drive = t.get("drive", lt.drive)
     if drive not in joint_names:
         raise ModelError(f"{where}.drive: {drive!r} is not a joint of a {typ} leg "
                          f"({', '.join(joint_names)})")
-    p_leg = typ in P_LEGS
-    allowed = {"length0", "frame"} if p_leg else {"crank", "crank_axis", "crank_dir", "rod"}
-    wrong = ({"length0", "frame", "crank", "crank_axis", "crank_dir", "rod"} - allowed) & set(t)
+    wrong = (TYPE_FIELDS - set(lt.FIELDS)) & set(t)
     if wrong:
         raise ModelError(f"{where}: field(s) {sorted(wrong)} do not apply to a {typ} leg")
-    if not p_leg and "crank" not in t:
-        raise ModelError(f"{where}.crank: a {typ} leg needs the crank length")
-    geo = LegGeometry(
-        name, typ, _numbers(t["base"], 3, f"{where}.base"),
-        _numbers(t["platform"], 3, f"{where}.platform"), bodies, laws, drive, limits,
-        frame=(num.mat([[float(x) for x in r] for r in _rotation(t["frame"], f"{where}.frame")])
-               if "frame" in t else None),
-        length0=_number(t["length0"], f"{where}.length0", True) if "length0" in t else None,
-        crank=_number(t["crank"], f"{where}.crank", True) if "crank" in t else None,
-        crank_axis=_numbers(t["crank_axis"], 3, f"{where}.crank_axis") if "crank_axis" in t else None,
-        crank_dir=_numbers(t["crank_dir"], 3, f"{where}.crank_dir") if "crank_dir" in t else None,
-        rod=_number(t["rod"], f"{where}.rod", True) if "rod" in t else None)
-    for key in ("crank_axis", "crank_dir"):
-        v = getattr(geo, key)
-        if v is not None and num.norm(v) < 1e-12:
+    for key, fld in lt.FIELDS.items():
+        if fld.needs and key not in t:
+            raise ModelError(f"{where}.{key}: a {typ} leg needs {fld.needs}")
+    base = _numbers(t["base"], 3, f"{where}.base")
+    platform = _numbers(t["platform"], 3, f"{where}.platform")
+    options = {key: _option(fld.kind, t[key], f"{where}.{key}")
+               for key, fld in lt.FIELDS.items() if key in t}
+    for key, fld in lt.FIELDS.items():
+        if fld.kind == "direction" and key in options and num.norm(options[key]) < 1e-12:
             raise ModelError(f"{where}.{key}: zero vector")
+    geo = LegGeometry(name, typ, base, platform, bodies, laws, drive, limits, options)
     return build_leg(geo, home, where)
+
+
+def _option(kind: str, value: Any, where: str) -> Any:
+    """A leg type's own field (generator.legs.Field): its value as the leg type reads it."""
+    if kind == "positive":
+        return _number(value, where, True)
+    if kind == "direction":
+        return _numbers(value, 3, where)
+    if kind == "rotation":
+        return num.mat([[float(x) for x in r] for r in _rotation(value, where)])
+    raise ValueError(f"{where}: unknown kind of leg field {kind!r}")
 
 
 def _pattern(t: Any, where: str) -> list[dict]:
@@ -139,13 +148,14 @@ def _pattern(t: Any, where: str) -> list[dict]:
                                          "platform_angles"})
     rb = _number(t["base_radius"], f"{where}.base_radius", True)
     rp = _number(t["platform_radius"], f"{where}.platform_radius", True)
-    ab = _numbers(t["base_angles"], 6, f"{where}.base_angles")          # degrees
-    ap = _numbers(t["platform_angles"], 6, f"{where}.platform_angles")
+    n = Platform.dof                                                    # one leg per DoF of C
+    ab = _numbers(t["base_angles"], n, f"{where}.base_angles")          # degrees
+    ap = _numbers(t["platform_angles"], n, f"{where}.platform_angles")
     zb = _number(t.get("base_z", 0.0), f"{where}.base_z")
     zp = _number(t.get("platform_z", 0.0), f"{where}.platform_z")
     return [{"name": f"leg{k + 1}",
              "base": [rb * num.cos_deg(ab[k]), rb * num.sin_deg(ab[k]), zb],
-             "platform": [rp * num.cos_deg(ap[k]), rp * num.sin_deg(ap[k]), zp]} for k in range(6)]
+             "platform": [rp * num.cos_deg(ap[k]), rp * num.sin_deg(ap[k]), zp]} for k in range(n)]
 
 
 def platform_from_dict(data: dict, source: str) -> Platform:

@@ -17,6 +17,9 @@ pruned code against dense matrix evaluation of the same equations.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -48,24 +51,32 @@ class DenseCount:
                 "sqrt": self.sqrt, "trig": self.trig, "total": self.total()}
 
 
-_dense = DenseCount()
+# The counter of the kernel being built: set for the duration of one build by
+# ``counting_dense()`` (no module-global total carried from one build to the next).
+_dense: ContextVar[DenseCount | None] = ContextVar("mechgen_dense_count", default=None)
 
 
-def dense_count() -> DenseCount:
-    return _dense
-
-
-def reset_dense_count() -> None:
-    global _dense
-    _dense = DenseCount()
+@contextmanager
+def counting_dense() -> Iterator[DenseCount]:
+    """``with counting_dense() as dense: build(...)``: the dense cost of what the matrix
+    helpers did inside the block (outside any block nothing is counted)."""
+    count = DenseCount()
+    token = _dense.set(count)
+    try:
+        yield count
+    finally:
+        _dense.reset(token)
 
 
 def _count(adds: int = 0, muls: int = 0, divs: int = 0, sqrt: int = 0, trig: int = 0) -> None:
-    _dense.adds += adds
-    _dense.muls += muls
-    _dense.divs += divs
-    _dense.sqrt += sqrt
-    _dense.trig += trig
+    count = _dense.get()
+    if count is None:
+        return
+    count.adds += adds
+    count.muls += muls
+    count.divs += divs
+    count.sqrt += sqrt
+    count.trig += trig
 
 
 # --- matrix operations over scalar elements (rule 1) -------------------------------------
@@ -147,17 +158,20 @@ def column(A: Mat, j: int) -> Vec:
     return [row[j] for row in A]
 
 
-def elementary_rotation(axis: int, c, s) -> Mat:
+def elementary_rotation(axis: int, c, s, one=ONE, zero=ZERO) -> Mat:
     """Coordinate transform A_x, A_y or A_z of a rotation by angle phi (c = cos, s = sin).
 
     A vector with coordinates v in the old frame has coordinates A v in the rotated frame;
-    about z: [[c, s, 0], [-s, c, 0], [0, 0, 1]] (docs/algorithms.md, conventions).
+    about z: [[c, s, 0], [-s, c, 0], [0, 0, 1]] (docs/algorithms.md, conventions). The one
+    home of this pattern: symbolic (SymPy c, s) here and in model.elementary, floats in
+    numeric.elementary (``one=1.0, zero=0.0``); with ``-s`` it is the active rotation a URDF
+    origin uses (urdf.rot).
     """
     if axis == 0:
-        return [[ONE, ZERO, ZERO], [ZERO, c, s], [ZERO, -s, c]]
+        return [[one, zero, zero], [zero, c, s], [zero, -s, c]]
     if axis == 1:
-        return [[c, ZERO, -s], [ZERO, ONE, ZERO], [s, ZERO, c]]
-    return [[c, s, ZERO], [-s, c, ZERO], [ZERO, ZERO, ONE]]
+        return [[c, zero, -s], [zero, one, zero], [s, zero, c]]
+    return [[c, s, zero], [-s, c, zero], [zero, zero, one]]
 
 
 # --- dedicated formulas (rule 4) ---------------------------------------------------------
@@ -244,10 +258,21 @@ class Recorder:
         self.statements: list[Assign | Check] = []
         self._known: dict[sp.Expr, sp.Symbol] = {}
         self._taken: set[str] = set(reserved or ())
-        self.prefix = ""   # prepended to every name (e.g. the leg's name)
+        self.prefix = ""   # prepended to every name inside a ``named(...)`` block
         self.sample: dict | None = None   # input values of a representative state (pivoting)
         self._values: dict = {}
         self._evaluated = 0
+
+    @contextmanager
+    def named(self, prefix: str) -> Iterator[None]:
+        """``with rec.named("leg1_"): ...``: every name recorded inside starts with the prefix
+        (one leg's statements); the previous prefix is restored on leaving the block."""
+        outer = self.prefix
+        self.prefix = prefix
+        try:
+            yield
+        finally:
+            self.prefix = outer
 
     def fresh(self, name: str) -> str:
         name = self.prefix + name

@@ -51,112 +51,19 @@ from typing import Any
 
 import sympy as sp
 
-from mechgen.generator import numeric as num
-from mechgen.generator.model import (AXES, COMPOSITE_AXES, MAX_MAGNITUDE, Body, Chain, Joint,
-                                     ModelError, Point, as_expr, check_name, free_base_joints,
-                                     identity3, inertia_about_origin, rotation_from_sequence,
-                                     split_composite, finite_number, ATTITUDES)
+from mechgen.generator import fields
+from mechgen.generator.model import (ATTITUDES, AXES, COMPOSITE_AXES, Body, Chain, Joint,
+                                     ModelError, Point, as_expr, check_name, finite_number,
+                                     free_base_joints, split_composite)
+from mechgen.generator.urdf import load_urdf
 
 JOINT_TYPES = ("Rx", "Ry", "Rz", "Px", "Py", "Pz", "U", "S", "C")
-
-
-def _vec3(value: Any, where: str) -> tuple:
-    if not isinstance(value, (list, tuple)) or len(value) != 3:
-        raise ModelError(f"{where}: expected a list of 3 numbers or parameter names, got {value!r}")
-    return tuple(as_expr(x, f"{where}[{i}]") for i, x in enumerate(value))
-
-
-def _inertia(value: Any, where: str) -> tuple:
-    if not isinstance(value, (list, tuple)) or len(value) != 6:
-        raise ModelError(f"{where}: expected 6 numbers [Ixx, Iyy, Izz, Ixy, Ixz, Iyz], "
-                         f"got {value!r}")
-    xx, yy, zz, xy, xz, yz = (as_expr(x, f"{where}[{i}]") for i, x in enumerate(value))
-    for v, nm in ((xx, "Ixx"), (yy, "Iyy"), (zz, "Izz")):
-        if v.is_number and v < 0:
-            raise ModelError(f"{where}: {nm} = {v} is negative")
-    I = ((xx, xy, xz), (xy, yy, yz), (xz, yz, zz))
-    if all(v.is_number for row in I for v in row):
-        try:
-            p = num.symmetric_eigenvalues(num.mat([[float(v) for v in row] for row in I]))
-        except (ArithmeticError, RuntimeError, ValueError) as e:
-            raise ModelError(f"{where}: the principal moments cannot be computed ({e})") from None
-        tol = 1e-12 * max(1.0, max(abs(x) for x in p))
-        if p[0] < -tol:
-            raise ModelError(f"{where}: the inertia tensor is not positive semi-definite "
-                             f"(principal moments {list(p)})")
-        if p[0] + p[1] < p[2] - tol:
-            raise ModelError(f"{where}: principal moments {list(p)} violate the triangle "
-                             f"inequality (I1 + I2 >= I3)")
-    return I
-
-
-def _rotation(value: Any, where: str) -> tuple:
-    """gamma as [[axis, angle], ...] (degrees / parameter in radians) or a 3x3 matrix."""
-    if value is None:
-        return identity3()
-    if not isinstance(value, (list, tuple)):
-        raise ModelError(f"{where}: expected a list of [axis, angle] pairs or a 3x3 matrix")
-    if len(value) == 3 and all(isinstance(r, (list, tuple)) and len(r) == 3 for r in value):
-        M = tuple(tuple(as_expr(x, f"{where}[{i}][{j}]") for j, x in enumerate(r))
-                  for i, r in enumerate(value))
-        if all(x.is_number for row in M for x in row):
-            A = num.mat([[float(x) for x in row] for row in M])
-            AAt = num.matmul(A, num.transpose(A))
-            if max(abs(AAt[i][j] - (i == j)) for i in range(3) for j in range(3)) > 1e-9 \
-                    or num.determinant(A) < 0:
-                raise ModelError(f"{where}: the 3x3 matrix is not a proper rotation "
-                                 f"(orthonormal rows, determinant +1)")
-        return M
-    seq = []
-    for i, pair in enumerate(value):
-        w = f"{where}[{i}]"
-        if not (isinstance(pair, (list, tuple)) and len(pair) == 2
-                and isinstance(pair[0], str) and pair[0] in ("x", "y", "z")):
-            raise ModelError(f"{w}: expected [axis, angle] with axis 'x', 'y' or 'z', got {pair!r}")
-        angle = pair[1]
-        if isinstance(angle, (int, float)) and not isinstance(angle, bool):
-            a = as_expr(angle, w)
-            rad = sp.pi * a / 180
-        else:
-            rad = as_expr(angle, w)
-        seq.append((AXES.index(pair[0]), rad))
-    try:
-        return rotation_from_sequence(seq)
-    except ModelError as e:
-        raise ModelError(f"{where}: {e}") from None
-
-
-def _keys(table: Any, allowed: set[str], where: str, required: set[str] = frozenset()) -> dict:
-    if not isinstance(table, dict):
-        raise ModelError(f"{where}: expected a table, got {table!r}")
-    unknown = set(table) - allowed
-    if unknown:
-        raise ModelError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
-    missing = required - set(table)
-    if missing:
-        raise ModelError(f"{where}: missing field(s) {sorted(missing)}")
-    return table
-
-
-def _body(table: Any, where: str, default_name: str) -> Body:
-    t = _keys(table, {"name", "mass", "com", "inertia"}, where)
-    name = check_name(t.get("name", default_name), f"{where}.name")
-    m = as_expr(t.get("mass", 0), f"{where}.mass")
-    if m.is_number and m < 0:
-        raise ModelError(f"{where}.mass: {m} is negative")
-    d = _vec3(t.get("com", [0, 0, 0]), f"{where}.com")
-    I_com = _inertia(t.get("inertia", [0] * 6), f"{where}.inertia")
-    I = inertia_about_origin(m, d, I_com)
-    if any(x.is_number and abs(x) > MAX_MAGNITUDE ** 2 for x in (*I[0], *I[1], *I[2])):
-        raise ModelError(f"{where}: the inertia about the body origin (I + m |d|^2) exceeds "
-                         f"{MAX_MAGNITUDE ** 2:g}: mass and centre of mass too large")
-    return Body(name, m, d, I)
 
 
 class ChainBuilder:
     """Python API: ``ChainBuilder("arm").joint("j1", "Rz", body=...)...build()``."""
 
-    def __init__(self, name: str, base: str = "fixed", gravity=(0, 0, 0),
+    def __init__(self, name: str, base: str = "fixed", gravity=fields.GRAVITY_DEFAULT,
                  base_body: dict | None = None, source: str = "<python>",
                  parameters: dict[str, float] | None = None, attitude: str = "euler") -> None:
         self.source = source
@@ -171,7 +78,7 @@ class ChainBuilder:
             raise ModelError(f"{source}: mechanism.attitude: expected one of {ATTITUDES} (the "
                              f"quaternion only with base = 'free'), got {attitude!r}")
         self.attitude = attitude
-        self.gravity = _vec3(gravity, f"{source}: mechanism.gravity")
+        self.gravity = fields.vec3(gravity, f"{source}: mechanism.gravity")
         self.joints: list[Joint] = []
         self.bodies: list[Body] = []
         self.parent: list[int] = []
@@ -180,7 +87,7 @@ class ChainBuilder:
         if base == "free":
             if base_body is None:
                 raise ModelError(f"{source}: base = 'free' needs a [base] table (the spacecraft)")
-            sc = _body(base_body, f"{source}: base", "base")
+            sc = fields.body(base_body, f"{source}: base", "base")
             for j, b in free_base_joints(sc, attitude):
                 self._append(j, b)
             self.named.append((sc.name, len(self.bodies)))
@@ -218,10 +125,10 @@ class ChainBuilder:
         if type not in JOINT_TYPES:
             raise ModelError(f"{where}.type: unknown joint type {type!r}; "
                              f"expected one of {', '.join(JOINT_TYPES)}")
-        lv = _vec3(l, f"{where}.l")
-        g = _rotation(gamma, f"{where}.gamma")
-        b = _body(body if body is not None else {}, f"{where}.body", f"{name}_body")
-        sp_t = _keys(spring or {}, {"stiffness", "damping", "q0"}, f"{where}.spring")
+        lv = fields.vec3(l, f"{where}.l")
+        g = fields.rotation(gamma, f"{where}.gamma")
+        b = fields.body(body if body is not None else {}, f"{where}.body", f"{name}_body")
+        sp_t = fields.keys(spring or {}, {"stiffness", "damping", "q0"}, f"{where}.spring")
         law = {k: as_expr(sp_t.get(k, 0), f"{where}.spring.{k}")
                for k in ("stiffness", "damping", "q0")}
         if type in COMPOSITE_AXES:
@@ -259,7 +166,7 @@ class ChainBuilder:
         if idx is None:
             raise ModelError(f"{where}.body: no body named {body!r}; bodies: "
                              f"{[n for n, _ in self.named]}")
-        self.points.append(Point(name, idx, _vec3(offset, f"{where}.offset")))
+        self.points.append(Point(name, idx, fields.vec3(offset, f"{where}.offset")))
         return self
 
     def build(self) -> Chain:
@@ -271,9 +178,9 @@ class ChainBuilder:
 
 
 def chain_from_dict(data: dict, source: str) -> Chain:
-    top = _keys(data, {"mechanism", "base", "joints", "points", "parameters"}, source,
+    top = fields.keys(data, {"mechanism", "base", "joints", "points", "parameters"}, source,
                 {"mechanism", "joints"})
-    mech = _keys(top["mechanism"], {"name", "family", "base", "attitude", "gravity",
+    mech = fields.keys(top["mechanism"], {"name", "family", "base", "attitude", "gravity",
                                     "description"},
                  f"{source}: mechanism", {"name"})
     if mech.get("family", "serial") != "serial":
@@ -282,14 +189,15 @@ def chain_from_dict(data: dict, source: str) -> Chain:
     params = top.get("parameters", {})
     if not isinstance(params, dict):
         raise ModelError(f"{source}: parameters: expected a table of name = default value")
-    b = ChainBuilder(mech["name"], mech.get("base", "fixed"), mech.get("gravity", [0, 0, 0]),
+    b = ChainBuilder(mech["name"], mech.get("base", "fixed"),
+                     mech.get("gravity", list(fields.GRAVITY_DEFAULT)),
                      top.get("base"), source, params, mech.get("attitude", "euler"))
     joints = top["joints"]
     if not isinstance(joints, list) or not joints:
         raise ModelError(f"{source}: joints: expected a non-empty array of tables [[joints]]")
     for i, jt in enumerate(joints):
         where = f"{source}: joints[{i}]"
-        t = _keys(jt, {"name", "type", "axes", "l", "gamma", "spring", "body", "parent"}, where,
+        t = fields.keys(jt, {"name", "type", "axes", "l", "gamma", "spring", "body", "parent"}, where,
                   {"name", "type"})
         if "parent" in t and not isinstance(t["parent"], str):
             raise ModelError(f"{where}.parent: expected a body name, got {t['parent']!r}")
@@ -301,7 +209,7 @@ def chain_from_dict(data: dict, source: str) -> Chain:
                          f"got {points!r}")
     for i, pt in enumerate(points):
         where = f"{source}: points[{i}]"
-        t = _keys(pt, {"name", "body", "offset"}, where, {"name", "body"})
+        t = fields.keys(pt, {"name", "body", "offset"}, where, {"name", "body"})
         b.point(t["name"], t["body"], t.get("offset", [0, 0, 0]), where=where)
     return b.build()
 
@@ -317,7 +225,7 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
         name = "panda"
         urdf = "urdf/panda.urdf"
         base = "fixed"                 # or "free"
-        gravity = [0, 0, -9.81]
+        gravity = [0, 0, -9.81]        # frame 0 (default 0, as in every spec)
         frames = ["panda_hand_tcp"]    # more links for forward kinematics and Jacobians
         snap = 1e-12                   # rpy angles this close to k*90 deg are exact; 0: off
         mimic = "lock"                 # or "independent": a <mimic> joint gets its coordinate
@@ -334,12 +242,12 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
     repaired link. A ``<mimic>`` on a fixed joint is ignored (nothing moves).
     """
     source = path.name
-    top = _keys(data, {"mechanism", "lock"}, source, {"mechanism"})
-    mech = _keys(top["mechanism"], URDF_KEYS, f"{source}: mechanism", {"name", "urdf"})
+    top = fields.keys(data, {"mechanism", "lock"}, source, {"mechanism"})
+    mech = fields.keys(top["mechanism"], URDF_KEYS, f"{source}: mechanism", {"name", "urdf"})
     name = check_name(mech["name"], f"{source}: mechanism.name")
     if not isinstance(mech["urdf"], str):
         raise ModelError(f"{source}: mechanism.urdf: expected a file path, got {mech['urdf']!r}")
-    gravity = mech.get("gravity", [0, 0, -9.81])
+    gravity = mech.get("gravity", list(fields.GRAVITY_DEFAULT))
     if not (isinstance(gravity, list) and len(gravity) == 3 and all(
             isinstance(x, (int, float)) and not isinstance(x, bool) for x in gravity)):
         raise ModelError(f"{source}: mechanism.gravity: expected 3 numbers, got {gravity!r}")
@@ -360,35 +268,9 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
     if inertia not in ("strict", "repair"):
         raise ModelError(f"{source}: mechanism.inertia: expected 'strict' or 'repair', "
                          f"got {inertia!r}")
-    from mechgen.generator.urdf import load_urdf
     attitude = mech.get("attitude", "euler")
     if attitude not in ATTITUDES:
         raise ModelError(f"{source}: mechanism.attitude: expected one of {ATTITUDES}, got "
                          f"{attitude!r}")
     return load_urdf(path.parent / mech["urdf"], name, mech.get("base", "fixed"), gravity, lock,
                      frames, float(snap), source, mimic == "independent", inertia, attitude)
-
-
-def load(path: str | Path):
-    """A spec file -> a Chain (serial, a tree from a URDF) or a Platform (``family =
-    "parallel"``)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ModelError(f"{path}: cannot read the spec: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise ModelError(f"{path}: not UTF-8 text (TOML is UTF-8): byte {e.object[e.start]:#04x} "
-                         f"at offset {e.start}") from None
-    except ValueError as e:   # a NUL byte in the path
-        raise ModelError(f"{path!r}: cannot read the spec: {e}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ModelError(f"{path}: not valid TOML: {e}") from None
-    from mechgen.generator.platform_spec import is_parallel, platform_from_dict
-    if is_parallel(data):
-        return platform_from_dict(data, path.name)
-    if isinstance(data.get("mechanism"), dict) and "urdf" in data["mechanism"]:
-        return chain_from_urdf_spec(data, path)
-    return chain_from_dict(data, path.name)

@@ -50,6 +50,7 @@ from pathlib import Path
 import sympy as sp
 
 from mechgen.generator import numeric as num
+from mechgen.generator.scalar import elementary_rotation
 from mechgen.generator.numeric import M3, V3
 from mechgen.generator.model import (MAX_MAGNITUDE, RESERVED, Body, Chain, Joint, ModelError,
                                      Point, check_name, fictitious_body, free_base_joints)
@@ -128,11 +129,9 @@ def _exact_cs(angle: float, snap: float) -> tuple[float, float]:
 
 
 def rot(axis: int, c: float, s: float) -> M3:
-    """Active rotation about x, y or z (maps frame-C coordinates to the parent's)."""
-    R = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
-    i, j = [(1, 2), (2, 0), (0, 1)][axis]
-    R[i][i], R[i][j], R[j][i], R[j][j] = c, -s, s, c
-    return num.mat(R)
+    """Active rotation about x, y or z (maps frame-C coordinates to the parent's): the
+    transpose of the coordinate transform, i.e. elementary_rotation with -s."""
+    return num.mat(elementary_rotation(axis, c, -s, 1.0, 0.0))
 
 
 def rpy_matrix(rpy: tuple[float, ...], snap: float) -> M3:
@@ -380,7 +379,7 @@ def _mat(M: M3) -> tuple:
 
 
 def load_urdf(path: str | Path, name: str | None = None, base: str = "fixed",
-              gravity=(0.0, 0.0, -9.81), lock: dict[str, float] | None = None,
+              gravity=(0.0, 0.0, 0.0), lock: dict[str, float] | None = None,
               frames: list[str] | tuple = (), snap: float = 1e-12,
               source: str | None = None, mimic_independent: bool = False,
               inertia: str = "strict", attitude: str = "euler") -> Chain:

@@ -1,4 +1,5 @@
-"""Runtime: load a mechanism's generated kernels by name, with backend "c" or "python".
+"""Runtime: load a mechanism's generated kernels by name, with one of the backends its
+manifest lists ("c", the default, or "python" for the bundled ones; see backends.py).
 
     >>> import runtime
     >>> arm = runtime.load("ur5_arm")            # C, compiled once and cached
@@ -8,8 +9,9 @@
 No SymPy is needed here: the generated files in ``generated/<name>/`` are all it reads.
 """
 
-from mechgen.runtime.mechanism import Mechanism, load, generated_root
+from mechgen.runtime.mechanism import Mechanism, available_backends, load, generated_root
 from mechgen.runtime.cbuild import CBuildError
 from mechgen.runtime.kernel import KernelStatusError
 
-__all__ = ["Mechanism", "load", "generated_root", "KernelStatusError", "CBuildError"]
+__all__ = ["Mechanism", "load", "available_backends", "generated_root", "KernelStatusError",
+           "CBuildError"]

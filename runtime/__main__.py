@@ -1,6 +1,6 @@
 """The main job: a docking-contact simulation on the bundled Gough-Stewart mechanism.
 
-    mechgen demo [--backend c|python] [--out DIR] [--arms] [--mechanism NAME]
+    mechgen demo [--backend NAME] [--out DIR] [--arms] [--mechanism NAME]
                                                                 (or python -m mechgen.runtime)
 
 Prints a summary (peak leg drive coordinates, strokes in mm or crank angles in deg, peak base
@@ -97,12 +97,22 @@ def docking_demo(backend: str, out: Path, name: str = "gough_stewart_docking") -
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="mechgen demo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", choices=["c", "python"], default="c")
+    ap.add_argument("--backend", default="c",
+                    help="a backend the mechanisms were generated for (their manifests list "
+                         "them; the bundled ones: c, python)")
     ap.add_argument("--out", type=Path, default=Path("results"), help="folder for the plots")
     ap.add_argument("--arms", action="store_true", help="also run the serial-arm demos")
     ap.add_argument("--mechanism", default="gough_stewart_docking",
                     help="bundled parallel mechanism of the docking demo (e.g. hunt_rus_docking)")
     args = ap.parse_args(argv)
+    for name in [args.mechanism] + (["ur5_arm", "space_arm7"] if args.arms else []):
+        try:
+            available = runtime.available_backends(name)
+        except ValueError as e:
+            ap.error(str(e))
+        if args.backend not in available:
+            ap.error(f"argument --backend: {name} has no backend {args.backend!r}; available: "
+                     f"{', '.join(available)}")
     docking_demo(args.backend, args.out, args.mechanism)
     if args.arms:
         print()

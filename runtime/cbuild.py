@@ -61,16 +61,30 @@ def cache_dir() -> Path:
     return Path(base) / "mechgen"
 
 
-def cdef_from_manifest(manifest: dict) -> str:
-    """The cffi declarations of every kernel and its ``_batch`` variant."""
-    lines = []
-    for k in manifest["kernels"]:
-        ins = ", ".join(f"const double *{p['name']}" for p in k["inputs"])
-        outs = ", ".join(f"double *{p['name']}" for p in k["outputs"])
-        fn = k["c_function"]
-        lines.append(f"int {fn}({ins}, {outs});")
-        lines.append(f"int64_t {fn}_batch(int64_t n, {ins}, {outs}, int32_t *status);")
-    return "\n".join(lines)
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_PREPROCESSOR = re.compile(r"^[ \t]*#.*$", re.M)
+
+
+def cdef_from_header(h_text: str) -> str:
+    """The cffi declarations: the generated header's own, one per line.
+
+    The header declares nothing but the kernels and their ``_batch`` twins, each written once
+    by ``templates/c/signature.j2``; its comments (whose text never holds ``*/``: the
+    generator's ``c_comment`` filter) and preprocessor lines (guard, includes) are dropped.
+    So the declarations cffi wraps are the very ones the kernels are compiled against.
+    """
+    text = _PREPROCESSOR.sub("", _COMMENT.sub("", h_text))
+    return "\n".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def declared_heads(cdef: str) -> dict[str, str]:
+    """Function name -> the start of its declaration up to ``(`` (``int mechgen_x_k(``)."""
+    heads = {}
+    for decl in cdef.split(";"):
+        m = re.match(r"\s*([^()]*?\b(\w+))\s*\(", decl)
+        if m:
+            heads[m.group(2)] = m.group(1) + "("
+    return heads
 
 
 def _digest(parts: list[str]) -> str:
@@ -115,16 +129,19 @@ def module_name(mech: str, c_text: str, h_text: str, cdef: str) -> str:
 
 # --- loading with verification --------------------------------------------------------------
 
-def load_c(folder: Path, manifest: dict) -> ModuleType:
-    """The compiled cffi module of a generated mechanism, from the cache or built now.
+def load_c(folder: Path, manifest: dict, backend: str = "c") -> ModuleType:
+    """The compiled cffi module of a generated mechanism's backend (its manifest entry names
+    the files ``header`` and ``source``), from the cache or built now.
 
     A cached library whose checksum does not match, or that fails to load, is deleted and
     rebuilt once; if the fresh build does not load either, raises :class:`CBuildError`.
     """
+    from mechgen.runtime.backends import entry
     mech = manifest["mechanism"]
-    c_text = (folder / f"{mech}.c").read_text()
-    h_text = (folder / f"{mech}.h").read_text()
-    cdef = cdef_from_manifest(manifest)
+    files = entry(manifest, backend, str(folder / "manifest.json"))["files"]
+    c_text = (folder / files["source"]).read_text()
+    h_text = (folder / files["header"]).read_text()
+    cdef = cdef_from_header(h_text)
     modname = module_name(mech, c_text, h_text, cdef)
     target = _ensure_root(cache_dir()) / modname
     so = target / f"{modname}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
@@ -132,7 +149,8 @@ def load_c(folder: Path, manifest: dict) -> ModuleType:
     for attempt in range(2):
         if not verified(so):
             discard(target)
-            _compile(modname, c_text, h_text, mech, cdef, target, so, manifest)
+            _compile(modname, c_text, h_text, mech, cdef, target, so, manifest,
+                     files["header"])
         try:
             return _import(modname, so)
         except (ImportError, OSError) as e:
@@ -234,7 +252,7 @@ def _last_touched(entry: Path) -> float:
 # --- building --------------------------------------------------------------------------------
 
 def _compile(modname: str, c_text: str, h_text: str, mech: str, cdef: str, target: Path,
-             so: Path, manifest: dict) -> None:
+             so: Path, manifest: dict, header: str) -> None:
     """Build the module in a private folder, then rename it into ``target`` (atomic)."""
     root = target.parent
     clean_stale_builds(root)
@@ -245,7 +263,8 @@ def _compile(modname: str, c_text: str, h_text: str, mech: str, cdef: str, targe
                           f"MECHGEN_CACHE to a writable folder): {e}") from None
     with staging as tmp:
         tmp = Path(tmp)
-        built = build_module(modname, c_text, h_text, mech, cdef, manifest, tmp)
+        built = build_module(modname, c_text, h_text, mech, cdef, manifest, tmp,
+                             header=header)
         stage = tmp / "stage"
         stage.mkdir()
         staged = stage / so.name
@@ -271,11 +290,12 @@ def _move_into_place(stage: Path, target: Path, so: Path) -> None:
 
 
 def build_module(modname: str, c_text: str, h_text: str, mech: str, cdef: str,
-                 manifest: dict, tmp: Path) -> Path:
-    """Compile the kernels (one unit each, in parallel) and link them with cffi's wrapper."""
-    (tmp / f"{mech}.h").write_text(h_text)
+                 manifest: dict, tmp: Path, header: str) -> Path:
+    """Compile the kernels (one unit each, in parallel) and link them with cffi's wrapper;
+    ``header`` is the header's file name (as the source includes it)."""
+    (tmp / header).write_text(h_text)
     quote = ["-iquote", str(tmp)]
-    units = split_units(c_text, manifest) or [c_text]
+    units = split_units(c_text, manifest, cdef) or [c_text]
     sources = []
     for i, text in enumerate(units):
         path = tmp / f"_unit{i:03d}_{mech}.c"
@@ -284,7 +304,7 @@ def build_module(modname: str, c_text: str, h_text: str, mech: str, cdef: str,
     objects = compile_objects(sources, CFLAGS + quote, mech)
     ffi = cffi.FFI()
     ffi.cdef(cdef)
-    ffi.set_source(modname, f'#include "{mech}.h"', extra_objects=[str(o) for o in objects],
+    ffi.set_source(modname, f'#include "{header}"', extra_objects=[str(o) for o in objects],
                    extra_compile_args=CFLAGS + quote, libraries=["m"])
     try:
         return Path(ffi.compile(tmpdir=str(tmp), verbose=False))
@@ -332,23 +352,29 @@ _TOP_LEVEL = re.compile(r"^[^\s/*{}].*$", re.M)     # column 0, not a comment or
 _LABEL = re.compile(r"^\w+:\s*$")
 
 
-def split_units(c_text: str, manifest: dict) -> list[str] | None:
+def split_units(c_text: str, manifest: dict, cdef: str) -> list[str] | None:
     """The generated C as one translation unit per kernel, or None if its layout is unexpected.
 
     Each unit is the prelude (the includes before the first kernel) followed by the kernel's
     comment, its function and its ``_batch`` function. The split is accepted only if every
     kernel's two definitions appear exactly once at column 0, in order, and nothing else is
     defined at file scope (no helper, static table or preprocessor line after the prelude);
-    otherwise the caller compiles the file as one unit.
+    otherwise the caller compiles the file as one unit. A definition starts as the header
+    declares it (``cdef``, from :func:`cdef_from_header`).
     """
-    kernels = [(k["name"], k["c_function"]) for k in manifest["kernels"]]
+    heads = declared_heads(cdef)
+    try:
+        kernels = [(k["name"], heads[k["c_function"]], heads[k["c_function"] + "_batch"])
+                   for k in manifest["kernels"]]
+    except KeyError:
+        return None
     starts = _unit_starts(c_text, kernels)
     if starts is None:
         return None
     prelude = c_text[:starts[0]]
     if "{" in prelude or any(not line.startswith("#") for line in _TOP_LEVEL.findall(prelude)):
         return None
-    allowed = {f"int {fn}(" for _, fn in kernels} | {f"int64_t {fn}_batch(" for _, fn in kernels}
+    allowed = {head for _, single, batch in kernels for head in (single, batch)}
     for line in _TOP_LEVEL.findall(c_text[starts[0]:]):
         if not (_LABEL.match(line) or line[:line.find("(") + 1] in allowed):
             return None
@@ -356,12 +382,13 @@ def split_units(c_text: str, manifest: dict) -> list[str] | None:
     return [prelude + c_text[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-def _unit_starts(c_text: str, kernels: list[tuple[str, str]]) -> list[int] | None:
-    """Where each kernel's unit begins (its comment, else its definition), in file order."""
+def _unit_starts(c_text: str, kernels: list[tuple[str, str, str]]) -> list[int] | None:
+    """Where each kernel's unit begins (its comment, else its definition), in file order;
+    ``kernels``: (name, start of its definition, start of its _batch twin's)."""
     found = []
-    for name, fn in kernels:
-        single = [m.start() for m in re.finditer(rf"^int {re.escape(fn)}\(", c_text, re.M)]
-        batch = [m.start() for m in re.finditer(rf"^int64_t {re.escape(fn)}_batch\(", c_text, re.M)]
+    for name, single_head, batch_head in kernels:
+        single = [m.start() for m in re.finditer(rf"^{re.escape(single_head)}", c_text, re.M)]
+        batch = [m.start() for m in re.finditer(rf"^{re.escape(batch_head)}", c_text, re.M)]
         if len(single) != 1 or len(batch) != 1 or batch[0] < single[0]:
             return None
         found.append((single[0], batch[0], name))

@@ -170,7 +170,11 @@ def kernel_class(meta: dict) -> type["Kernel"]:
 
 
 class Kernel:
-    """One generated function; call it like ``mech.mass_matrix(q)``."""
+    """One generated function; call it like ``mech.mass_matrix(q)``.
+
+    ``backend`` is the name it was loaded with (for messages); it calls ``c_lib``'s symbols
+    through ``ffi`` if given, else the Python function ``py_func``.
+    """
 
     def __init__(self, meta: dict, backend: str, c_lib=None, ffi=None,
                  py_func: Callable | None = None, parameters: Parameters | None = None) -> None:
@@ -183,7 +187,7 @@ class Kernel:
         self.backend = backend
         self._lib, self._ffi, self._py = c_lib, ffi, py_func
         self.parameters = parameters if "p" in dict(self.inputs) else None
-        if backend == "c":
+        if c_lib is not None:           # a C library (the "cffi" loader): its exported symbols
             self._single = getattr(c_lib, meta["c_function"])
             self._batch = getattr(c_lib, meta["c_function"] + "_batch")
         self.__doc__ = describe(meta)
@@ -259,7 +263,7 @@ class Kernel:
         n = arrays[0].shape[0] if batch else 1
         outs = [np.empty((n, prod(shape)) if batch else prod(shape)) for _, shape in self.outputs]
         status = np.zeros(n, dtype=np.int32)
-        if self.backend == "c":
+        if self._lib is not None:
             self._call_c(arrays, outs, status, batch, n)
         else:
             self._call_py(arrays, outs, status, batch, n)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -11,7 +10,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mechgen.runtime.kernel import Kernel, Parameters, as_input, kernel_class
+from mechgen.runtime import backends
+from mechgen.runtime.kernel import Kernel, Parameters, as_input
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -37,19 +37,10 @@ class Mechanism:
                                                                 folder / "manifest.json"))
         self.bodies: list[str] = self.manifest["bodies"]
         self.points: list[str] = self.manifest["points"]
-        if backend == "c":
-            from mechgen.runtime.cbuild import load_c
-            mod = load_c(folder, self.manifest)
-            make = lambda m: kernel_class(m)(m, "c", c_lib=mod.lib, ffi=mod.ffi,
-                                    parameters=self.parameter_set)
-        else:
-            path = folder / f"{self.name}.py"
-            spec = importlib.util.spec_from_file_location(f"mechgen_generated_{self.name}", path)
-            mod = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(mod)
-            make = lambda m: kernel_class(m)(m, "python", py_func=mod.KERNELS[m["name"]],
-                                    parameters=self.parameter_set)
-        self.kernels: dict[str, Kernel] = {m["name"]: make(m) for m in self.manifest["kernels"]}
+        self.backends: list[str] = list(backends.listed(self.manifest, str(folder /
+                                                                           "manifest.json")))
+        self.kernels: dict[str, Kernel] = backends.load_kernels(folder, self.manifest, backend,
+                                                                self.parameter_set)
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("kernels", {})
@@ -164,22 +155,35 @@ def read_parameter_defaults(manifest: dict, path: Path) -> dict[str, float | Non
 
 
 def load(name: str | Path, backend: str = "c", generated: str | Path | None = None) -> Mechanism:
-    """Load a mechanism's generated kernels with backend ``"c"`` (cffi, cached build) or
-    ``"python"``.
+    """Load a mechanism's generated kernels with one of the backends it was generated for,
+    as listed in its manifest (:func:`available_backends`): ``"c"`` (the default; cffi,
+    cached build) or ``"python"`` for the bundled ones. Another backend raises ValueError
+    listing the available ones.
 
     ``name`` is a bundled mechanism's name (looked up in ``generated``, default the bundled
     kernels or ``$MECHGEN_GENERATED``) or a path to a folder holding a ``manifest.json``, as
     written by ``mechgen generate`` (e.g. ``"generated/my_arm"``).
     """
-    if backend not in ("c", "python"):
-        raise ValueError(f"backend must be 'c' or 'python', got {backend!r}")
+    return Mechanism(mechanism_folder(name, generated), backend)
+
+
+def available_backends(name: str | Path, generated: str | Path | None = None) -> list[str]:
+    """The backends a generated mechanism can be loaded with (its manifest's ``backends``)."""
+    folder = mechanism_folder(name, generated)
+    return list(backends.listed(json.loads((folder / "manifest.json").read_text()),
+                                str(folder / "manifest.json")))
+
+
+def mechanism_folder(name: str | Path, generated: str | Path | None = None) -> Path:
+    """The folder of a generated mechanism: ``name`` as a folder path, or a bundled name
+    looked up in ``generated`` (see :func:`load`); ValueError if there is none."""
     if isinstance(name, Path) or (isinstance(name, str) and ("/" in name or "\\" in name
                                                              or name.startswith("."))):
         folder = Path(name)
         if not (folder / "manifest.json").is_file():
             raise ValueError(f"{folder}: not a generated mechanism folder (no manifest.json); "
                              f"run `mechgen generate SPEC --out DIR` and load DIR/<name>")
-        return Mechanism(folder, backend)
+        return folder
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"mechanism name {name!r} is not a valid name (or a folder path)")
     root = Path(generated) if generated is not None else generated_root()
@@ -190,4 +194,4 @@ def load(name: str | Path, backend: str = "c", generated: str | Path | None = No
         local = Path.cwd() / "generated" / name
         hint = f" (a folder: load('{local}'))" if (local / "manifest.json").exists() else ""
         raise ValueError(f"no generated mechanism {name!r} in {root}{hint}; available: {known}")
-    return Mechanism(folder, backend)
+    return folder

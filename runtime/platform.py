@@ -80,23 +80,34 @@ def _newton_step(mech: Mechanism, x, q, extra: dict) -> tuple[np.ndarray, np.nda
 
 def _leg_statuses(mech: Mechanism, q, res, dq, converged_tol: float) -> np.ndarray:
     """Each state's status as the closed-form kernel's checks give it (paper 000 section 4;
-    leg by leg: a crank leg out of reach, then its joint limits in joint order, lower then
-    upper): a leg whose Newton iteration did not converge is out of reach (crank legs) or
-    NO_CONVERGENCE (prismatic legs, which reach every pose). Codes as in
+    leg by leg: a leg out of reach, then its joint limits in joint order, lower then upper): a
+    leg whose Newton iteration did not converge is out of reach (a leg type with such a status:
+    a crank, a slide on a rail) or NO_CONVERGENCE (a stroke along the leg reaches every pose). Codes as in
     generator.platform_kernels: 100 (leg + 1) + 10 joint + reason."""
     status = np.zeros(len(q), np.int32)
     c = r = 0
     for k, leg in enumerate(mech.manifest["legs"]):
         n, m = leg["n"], leg["m"]
         ok = (np.abs(res[:, r:r + m]).max(1) < converged_tol) & (dq[:, c:c + n].max(1) < 1e-10)
-        kinds = joint_kinds(leg)
-        status[(status == 0) & ~ok] = NO_CONVERGENCE if "P" in kinds else 100 * (k + 1) + 1
+        status[(status == 0) & ~ok] = _out_of_reach_code(mech, k, leg)
         for j, lim in enumerate(leg.get("limits") or []):
             if lim is not None:
                 status[(status == 0) & ~(q[:, c + j] - lim[0] > 0)] = 100 * (k + 1) + 10 * j + 3
                 status[(status == 0) & ~(lim[1] - q[:, c + j] > 0)] = 100 * (k + 1) + 10 * j + 4
         c, r = c + n, r + m
     return status
+
+
+def _out_of_reach_code(mech: Mechanism, k: int, leg: dict) -> int:
+    """The code the closed form gives leg k out of reach (its leg type's "out_of_reach" status
+    in the manifest, e.g. a crank or a slide on a rail), or NO_CONVERGENCE for a leg that
+    reaches every pose (a stroke along the leg)."""
+    codes = mech.manifest.get("status_codes")
+    if codes is None:                                   # older manifests: by the joint kinds
+        return NO_CONVERGENCE if "P" in joint_kinds(leg) else 100 * (k + 1) + 1
+    far = [int(c) for c, info in codes.items()
+           if info.get("leg") == leg["name"] and info.get("reason") == "out_of_reach"]
+    return min(far) if far else NO_CONVERGENCE
 
 
 def _status_error(mech: Mechanism, q, status, batch: bool) -> KernelStatusError:
@@ -125,10 +136,10 @@ def newton_ik(mech: Mechanism, x: Any, q0: Any = None, p: Any = None, tol: float
     auto-aligned legs); a state stops when every residual is below ``tol`` times the legs'
     length scale and the step below 1e-10. The result then gets the checks of the closed-form
     ``inverse_kinematics`` kernel, with the same status codes and messages (plus the value
-    that passed a limit): a crank leg that does not converge is out of reach, a joint beyond
-    its limit fails. Those raise KernelStatusError (as does a singular closure matrix), or
-    give NaN rows with ``errors="nan"``; a prismatic leg that does not converge raises
-    ValueError (NaN rows with ``errors="nan"``).
+    that passed a limit): a crank or rail leg that does not converge is out of reach, a joint
+    beyond its limit fails. Those raise KernelStatusError (as does a singular closure matrix),
+    or give NaN rows with ``errors="nan"``; a leg with a stroke along it that does not
+    converge raises ValueError (NaN rows with ``errors="nan"``).
     """
     _require_parallel(mech, "newton_ik")
     _check_iteration(tol, max_iter, errors)
@@ -186,13 +197,14 @@ def platform_rhs(mech: Mechanism, F: Any = None, fE: Any = None, mE: Any = None,
                  g: Any = None, p: Any = None, record: list | None = None) -> Callable:
     """f(t, s) = [x_dot, u_dot] for scipy.integrate.solve_ivp, s = [x (6), u (6)].
 
-    ``F`` (drive forces, 6), ``fE`` (frame 0), ``mE`` (frame C): None (zero), constant arrays
-    or functions (t, x, u). ``g`` defaults to the spec's gravity. ``record``: if a list, each
+    ``F`` (drive forces, one per leg), ``fE`` (frame 0), ``mE`` (frame C): None (zero), constant
+    arrays or functions (t, x, u). ``g`` defaults to the spec's gravity. ``record``: if a list, each
     call appends (t, outputs of the step kernel).
     """
     _require_parallel(mech, "platform_rhs")
     step = mech.kernels["step"]
-    F_, fE_, mE_ = _source(F, 6, "F"), _source(fE, 3, "fE"), _source(mE, 3, "mE")
+    F_ = _source(F, len(mech.manifest["legs"]), "F")             # one drive per leg
+    fE_, mE_ = _source(fE, 3, "fE"), _source(mE, 3, "mE")
     gv = as_input("g", mech.manifest["gravity"] if g is None else g, 3, "platform_rhs")
     extra = {"p": mech.parameter_input(p, "platform_rhs")} if mech.parameters else {}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import sympy as sp
 
-from mechgen.generator.build import generate_chain, manifest_extra, write_files
+from mechgen.generator.build import generate_kernels, manifest_fields, write_files
 from mechgen.generator.emit import render, sha256_text
 from mechgen.generator.model import Chain
 from mechgen.generator.spec import ChainBuilder
@@ -113,8 +113,8 @@ def featherstone_chain(model: dict) -> list[dict]:
 
 def write_generated(chain: Chain, root: Path) -> list:
     """Generate a chain built in Python into root/<name>/; returns the generated kernels."""
-    gen = generate_chain(chain)
+    gen = generate_kernels(chain)
     files = render(chain.name, f"{chain.name}.toml", sha256_text(chain.name), gen,
-                   manifest_extra(chain))
+                   manifest_fields(chain))
     write_files(root / chain.name, files)
     return gen

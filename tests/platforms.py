@@ -7,14 +7,14 @@ from pathlib import Path
 import numpy as np
 
 from mechgen import runtime
-from mechgen.generator.build import GENERATED, generate_platform, manifest_platform, write_files
+from mechgen.generator.build import GENERATED, generate_kernels, manifest_fields, write_files
 from mechgen.generator.emit import render, sha256_text
 from mechgen.generator.platform import Platform, numeric_platform
 from mechgen.generator.platform_spec import platform_from_dict
-from mechgen.generator.spec import load
+from mechgen.generator.frontend import load
 
 BUNDLED = ["gough_stewart_docking", "hunt_rus_docking", "hexapod_spu", "hexapod_ucu",
-           "hexapod_rsu"]
+           "hexapod_rsu", "hexapod_pus"]
 
 _BODY = {"mass": "m_link", "com": [0.1, 0.01, -0.02], "inertia": [0.006, 0.03, 0.035, 0.001, 0, 0]}
 
@@ -48,8 +48,8 @@ def mixed_spec(limits: bool = False) -> dict:
 
 
 def write_platform(pf: Platform, root: Path) -> None:
-    gen = generate_platform(pf)
-    files = render(pf.name, f"{pf.name}.toml", sha256_text(pf.name), gen, manifest_platform(pf))
+    gen = generate_kernels(pf)
+    files = render(pf.name, f"{pf.name}.toml", sha256_text(pf.name), gen, manifest_fields(pf))
     write_files(root / pf.name, files)
 
 
@@ -90,3 +90,54 @@ def law_forces(num: dict, q: list, qd: list, F: np.ndarray) -> list[np.ndarray]:
 
 def load_generated(name: str, root: Path | None, backend: str):
     return runtime.load(name, backend, generated=root if root is not None else GENERATED)
+
+
+def spec_table(name: str) -> dict:
+    """A bundled spec's TOML tables."""
+    import tomllib
+    path = Path(__file__).resolve().parent.parent / "generator" / "mechanisms" / f"{name}.toml"
+    return tomllib.loads(path.read_text())
+
+
+PUS_JOINTS, PUS_BODIES = ("slide", "u1", "u2"), ("slider", "yoke", "rod")
+
+
+def pus_numeric(spec: dict, pus_leg) -> dict:
+    """The numeric description (docs/parallel_numeric_format.md) of a spec whose legs are PUS,
+    read from its TOML tables with numpy, each leg's geometry by ``pus_leg`` (a reference's own,
+    tests/reference/parallel_numpy.py or parallel_lagrange.py): nothing of the generator's.
+    Parameters at their defaults; inertias given about the centre of mass (Ixx, Iyy, Izz, Ixy,
+    Ixz, Iyz: the tensor's entries), moved to the body origin."""
+    par = spec.get("parameters", {})
+    val = lambda v: float(par[v] if isinstance(v, str) else v)
+    seq = lambda v: [val(x) for x in (v if isinstance(v, list) else [v])]
+
+    def inertia(v) -> np.ndarray:
+        xx, yy, zz, xy, xz, yz = (val(x) for x in v)
+        return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+
+    def body(t: dict | None) -> dict:
+        t = t or {}
+        m, d = val(t.get("mass", 0.0)), np.array([val(x) for x in t.get("com", [0, 0, 0])])
+        I_G = inertia(t.get("inertia", [0] * 6))
+        return {"m": m, "d": d, "I": I_G + m * ((d @ d) * np.eye(3) - np.outer(d, d))}
+
+    home = np.array(spec["platform"]["home"], float)
+    legs = []
+    for entry in spec["legs"]:
+        t = {**spec.get("leg", {}), **entry}
+        assert t["type"] == "PUS", t["type"]
+        joints = t.get("joints", {})
+        laws = [{"k": seq(joints.get(jn, {}).get("stiffness", [])),
+                 "c": seq(joints.get(jn, {}).get("damping", [])),
+                 "q0": val(joints.get(jn, {}).get("q0", 0.0)),
+                 "preload": val(joints.get(jn, {}).get("preload", 0.0))} for jn in PUS_JOINTS]
+        legs.append(pus_leg(t["base"], t["rail"], t["platform"], home, rod=t.get("rod"),
+                            bodies=[body(t.get("bodies", {}).get(bn)) for bn in PUS_BODIES],
+                            laws=laws, drive=PUS_JOINTS.index(t.get("drive", "slide")),
+                            name=t["name"]))
+    pt = spec["platform"]
+    return {"name": spec["mechanism"]["name"],
+            "gravity": np.array(spec["mechanism"].get("gravity", [0, 0, 0]), float),
+            "home": home, "platform": {"m": val(pt["mass"]), "I": inertia(pt["inertia"])},
+            "legs": legs}

@@ -8,7 +8,7 @@ from scipy.integrate import solve_ivp
 
 from mechgen import runtime
 from tests.chains import featherstone_chain, numeric_model
-from mechgen.generator.spec import load
+from mechgen.generator.frontend import load
 from mechgen.generator.build import MECHANISMS
 from tests.reference import featherstone as fs
 

@@ -1,7 +1,8 @@
 """Mutated parallel-mechanism specs either build or are refused with a ModelError naming the
 file: never another exception (a TypeError, ZeroDivisionError, mpmath's or numpy's).
 
-Seeded mutations of the bundled hunt_rus_docking.toml and gough_stewart_docking.toml (as dicts
+Seeded mutations of the bundled hunt_rus_docking.toml, gough_stewart_docking.toml and
+hexapod_pus.toml (as dicts
 through platform_from_dict, the model only: no kernels): wrong types (complex numbers,
 strings, booleans, None, tables and lists where numbers belong), huge, tiny, infinite and NaN
 numbers, deleted and unknown keys, unknown leg types, duplicate names; and degenerate
@@ -27,7 +28,7 @@ from mechgen.generator.platform_spec import _pattern, platform_from_dict
 from tests.reference.parallel_numpy import platform_alpha
 
 MECHANISMS = Path(__file__).resolve().parent.parent / "generator" / "mechanisms"
-SPECS = ("hunt_rus_docking", "gough_stewart_docking")
+SPECS = ("hunt_rus_docking", "gough_stewart_docking", "hexapod_pus")
 SOURCE = "fuzz.toml"
 MUTATIONS_PER_SPEC = 400
 
@@ -42,7 +43,7 @@ ODD_VALUES: list[Any] = [
 def spec(name: str, explicit_legs: bool) -> dict:
     """A bundled spec as a dict; ``explicit_legs``: its [pattern] written out as [[legs]]."""
     data = tomllib.loads((MECHANISMS / f"{name}.toml").read_text())
-    if explicit_legs:
+    if explicit_legs and "pattern" in data:
         data["legs"] = _pattern(data.pop("pattern"), name)
     return data
 
@@ -102,7 +103,8 @@ def _geometry(data: dict, rng: random.Random) -> str:
         data["platform"]["home"][4] = math.pi / 2 * rng.choice([1, -1])
         return "home at psi_z = +-90 deg"
     if kind == 5:
-        legs[k][rng.choice(["crank_axis", "crank_dir", "base", "platform"])] = [0.0, 0.0, 0.0]
+        key = rng.choice(["crank_axis", "crank_dir", "base", "platform", "rail"])
+        legs[k][key] = [0.0, 0.0, 0.0]
         return f"legs[{k}] zero vector"
     if kind == 6:
         legs[k]["crank_axis"] = [0.0, 0.0, 1.0]
@@ -110,7 +112,7 @@ def _geometry(data: dict, rng: random.Random) -> str:
     if kind == 7:
         legs[k]["name"] = legs[(k + 1) % len(legs)]["name"]
         return f"legs[{k}] duplicate name"
-    legs[k]["type"] = rng.choice(["UPS", "SPU", "UCU", "RUS", "RSU", "SUP", "rus", 3])
+    legs[k]["type"] = rng.choice(["UPS", "SPU", "UCU", "RUS", "RSU", "PUS", "SUP", "rus", 3])
     return f"legs[{k}] type {legs[k]['type']!r}"
 
 
@@ -216,6 +218,10 @@ REFUSED: dict[str, tuple[str, Callable[[dict], None], str]] = {
     "crank much longer than the legs": ("hunt_rus_docking", _set(("leg", "crank"), 1e100),
                                         "crank"),
     "crank axis along the rod": ("hunt_rus_docking", _crank_axis_along_the_rod, "dead point"),
+    "zero rail": ("hexapod_pus", _set(("legs", 2, "rail"), [0, 0, 0]), "legs[2].rail"),
+    "rod shorter than the rail's distance": ("hexapod_pus", _set(("legs", 5, "rod"), 0.2),
+                                             "legs[5].rod"),
+    "rail on a crank leg": ("hunt_rus_docking", _set(("legs", 1, "rail"), [0, 0, 1]), "rail"),
 }
 
 

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from mechgen.generator.model import ModelError
-from mechgen.generator.spec import load
+from mechgen.generator.frontend import load
 from mechgen.generator.urdf import load_urdf
 
 SEED = 20250611

@@ -7,7 +7,7 @@ import difflib
 import pytest
 
 from mechgen.generator.build import GENERATED, MECHANISMS, bundled_specs, files_for_spec
-from mechgen.generator.spec import load
+from mechgen.generator.frontend import load
 
 
 @pytest.fixture(scope="module", params=bundled_specs(), ids=lambda p: p.stem)

@@ -21,7 +21,7 @@ import sympy as sp
 
 import mechgen
 from mechgen import runtime
-from mechgen.generator.build import generate_chain, manifest_extra, write_files
+from mechgen.generator.build import generate_kernels, manifest_fields, write_files
 from mechgen.generator.emit import (CPrinter, NonFiniteConstant, PyPrinter, c_comment,
                                     py_comment, py_docstring, render, spec_label)
 from mechgen.generator.ir import Check
@@ -124,7 +124,7 @@ def _hostile_kernels(chain):
     """The chain's kernels with HOSTILE as kernel doc, port docs, status texts and the
     message of every check (a check is added to mass_matrix if it has none)."""
     out = []
-    for g in generate_chain(chain):
+    for g in generate_kernels(chain):
         k = g.kernel
         body = [replace(st, message=HOSTILE) if isinstance(st, Check) else st for st in k.body]
         if k.name == "mass_matrix":
@@ -140,7 +140,7 @@ def _hostile_kernels(chain):
 def test_hostile_docs_and_status_messages_keep_c_and_python_intact(tmp_path, cache,
                                                                     no_payload):
     chain = two_link("docs").build()
-    files = render("docs", HOSTILE, "0" * 64, _hostile_kernels(chain), manifest_extra(chain))
+    files = render("docs", HOSTILE, "0" * 64, _hostile_kernels(chain), manifest_fields(chain))
     folder = tmp_path / "docs"
     write_files(folder, files)
     for name in ("docs.c", "docs.h"):

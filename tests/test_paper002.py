@@ -48,7 +48,7 @@ import pytest
 
 from mechgen import runtime
 from mechgen.generator.platform import numeric_platform
-from mechgen.generator.spec import load as load_spec
+from mechgen.generator.frontend import load as load_spec
 from tests.reference import parallel_lagrange as lag
 
 RTOL = 1e-10

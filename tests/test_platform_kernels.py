@@ -194,3 +194,52 @@ def test_every_leg_status_of_every_kernel_names_its_leg_and_joint(mixed_hexapod)
             seen.add(code)
     # every leg type's checks: crank reach (RUS L2, RSU L4), U and S joints, rolls, closures
     assert {112, 201, 202, 222, 312, 322, 401, 402, 422, 432, 512, 522, 612, 192, 692} <= seen
+
+
+# --- PUS legs against references that build their legs themselves ---------------------------
+
+@pytest.fixture(scope="module")
+def pus_case():
+    """hexapod_pus (committed kernels) and random states about its home pose."""
+    pf, num = P.bundled("hexapod_pus")
+    st = P.random_states(num, STATES, seed=11)
+    return P.spec_table("hexapod_pus"), P.load_generated("hexapod_pus", None, "c"), st
+
+
+@pytest.mark.parametrize("module", [ref, lag], ids=["numpy", "lagrange"])
+def test_pus_kernels_match_references_with_their_own_leg_geometry(pus_case, module):
+    """The references read the PUS legs from the spec file and build every frame themselves
+    (tests/reference/*: pus_leg; nothing of the generator's numeric description), solve the
+    closure by Newton from q = 0, and agree with the generated step to 1e-10 relative: joint
+    coordinates, rates and accelerations, udot, the legs' loads on C and on the base."""
+    spec, m, st = pus_case
+    num = P.pus_numeric(spec, module.pus_leg)
+    out = _step(m, st)
+    for i in range(STATES):
+        r = _reference(module, num, st, i)                  # Newton from q = 0 (home)
+        close(out["q"][i], np.concatenate(r["p"]), what="q")
+        close(out["qd"][i], np.concatenate(r["pdot"]), what="qd")
+        close(out["qdd"][i], np.concatenate(r["pddot"]), what="qdd")
+        close(out["xdot"][i, 6:], r["udot"], what="udot")
+        close(out["F_on_C"][i], r["F_on_C"], what="F_on_C")
+        close(out["base_force"][i], r["base_force"], what="base force")
+        close(out["base_moment"][i], r["base_moment"], what="base moment")
+    assert np.all(out["M_on_C"] == 0.0)                      # spherical cuts
+
+
+def test_pus_slide_closed_form_is_the_rail_and_rod_geometry(pus_case):
+    """slide = d.e - sqrt(rod^2 - |d|^2 + (d.e)^2), d = s - base, e the unit rail (numpy, from
+    the spec): the branch nearest 0 at home, and 0 there."""
+    spec, m, st = pus_case
+    q = m.inverse_kinematics(st["x"], p=np.tile(m.params(), (STATES, 1)))
+    home = np.array(spec["platform"]["home"], float)
+    for k, entry in enumerate(spec["legs"]):
+        b, e = np.array(entry["base"], float), np.array(entry["rail"], float)
+        e /= np.linalg.norm(e)
+        s_home = home[:3] + ref.platform_alpha(*home[3:]).T @ np.array(entry["platform"], float)
+        rod = np.linalg.norm(s_home - b)
+        for i, x in enumerate(st["x"]):
+            d = x[:3] + ref.platform_alpha(*x[3:]).T @ np.array(entry["platform"], float) - b
+            slide = d @ e - np.sqrt(rod ** 2 - d @ d + (d @ e) ** 2)
+            close(q[i, 3 * k], slide, 1e-12, f"leg{k + 1} slide")
+    assert np.abs(m.inverse_kinematics(home, p=m.params())).max() < 1e-12

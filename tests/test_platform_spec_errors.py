@@ -171,3 +171,67 @@ def test_parameters_must_be_a_table():
     s = _spec()
     s["parameters"] = 3.0
     _refused(s, "parameters", "table")
+
+
+# --- PUS legs (generator/legs/pus.py) ----------------------------------------------------------
+
+def _pus() -> dict:
+    from tests.platforms import spec_table
+    return spec_table("hexapod_pus")
+
+
+def test_the_pus_spec_builds_with_zero_coordinates_at_home():
+    pf = platform_from_dict(_pus(), "ok.toml")
+    assert [leg.type for leg in pf.legs] == ["PUS"] * 6
+    assert all(leg.q_home == (0.0, 0.0, 0.0) for leg in pf.legs)
+    assert [j.name for j in pf.legs[0].chain.joints] == ["leg1_slide", "leg1_u1", "leg1_u2"]
+
+
+def test_a_pus_leg_needs_its_rail_and_takes_no_crank():
+    s = _pus()
+    del s["legs"][2]["rail"]
+    _refused(s, "legs[2].rail", "a PUS leg needs the rail direction")
+    s = _pus()
+    s["legs"][1]["crank"] = 0.2
+    _refused(s, "legs[1]", "['crank']", "PUS")
+    s = _pus()
+    s["legs"][0]["rail"] = [0, 0, 0]
+    _refused(s, "legs[0].rail", "zero vector")
+
+
+def test_a_pus_rod_too_short_for_the_home_pose_is_refused():
+    s = _pus()
+    s["legs"][3]["rod"] = 0.3                          # the rail passes ~0.5 m from the joint
+    _refused(s, "legs[3].rod", "cannot reach the platform joint from the rail")
+
+
+def test_a_given_pus_rod_puts_the_slide_off_zero_at_home():
+    """rod longer than the home distance: the slide at home is the root of |d - q e| = rod
+    nearest 0 (numpy from the spec), the universal joint still at 0."""
+    s = _pus()
+    leg = s["legs"][0]
+    home = np.array(s["platform"]["home"], float)
+    d = home[:3] + platform_alpha(*home[3:]).T @ np.array(leg["platform"]) - np.array(leg["base"])
+    e = np.array(leg["rail"]) / np.linalg.norm(leg["rail"])
+    leg["rod"] = float(np.linalg.norm(d)) + 0.05
+    q0 = d @ e - np.sqrt(leg["rod"] ** 2 - d @ d + (d @ e) ** 2)
+    pf = platform_from_dict(s, "ok.toml")
+    assert abs(pf.legs[0].q_home[0] - q0) < 1e-12 and abs(q0) > 0.01
+    assert max(abs(v) for v in pf.legs[0].q_home[1:]) < 1e-12
+    leg["rod"] += 0.5                                  # slide far below its limit at home
+    _refused(s, "legs[0].limits.slide", "leg leg1", "joint slide", "[-0.3, 0.3] m")
+
+
+def test_a_pus_rod_perpendicular_to_its_rail_at_home_is_refused():
+    """The rail perpendicular to the rod at home: w = 0 in the slide's closed form, refused
+    whichever way rounding tips w^2 (every leg, three rails across the rod)."""
+    for k in range(6):
+        for across in ([0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]):
+            s = _pus()
+            leg = s["legs"][k]
+            home = np.array(s["platform"]["home"], float)
+            d = (home[:3] + platform_alpha(*home[3:]).T @ np.array(leg["platform"])
+                 - np.array(leg["base"]))
+            leg["rail"] = np.cross(d, across).tolist()
+            _refused(s, f"legs[{k}]", f"leg leg{k + 1}", "joint slide",
+                     "rod perpendicular to the rail")

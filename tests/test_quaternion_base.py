@@ -17,7 +17,7 @@ from scipy.integrate import solve_ivp
 
 import mechgen
 from mechgen.generator.build import MECHANISMS
-from mechgen.generator.spec import load
+from mechgen.generator.frontend import load
 
 CASES = {"space_arm7": "space_arm7.toml", "solo12": "solo12.toml"}
 

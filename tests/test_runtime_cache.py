@@ -152,14 +152,14 @@ def texts(folder: Path) -> tuple[str, str, str]:
     """(C source, header, cdef) of a generated mechanism, as the cache key reads them."""
     m = manifest_of(folder)
     mech = m["mechanism"]
-    return ((folder / f"{mech}.c").read_text(), (folder / f"{mech}.h").read_text(),
-            cbuild.cdef_from_manifest(m))
+    header = (folder / f"{mech}.h").read_text()
+    return ((folder / f"{mech}.c").read_text(), header, cbuild.cdef_from_header(header))
 
 
 def test_library_that_never_loads_raises_naming_the_cache_folder(gen_root, cache, monkeypatch):
     builds: list[Path] = []
 
-    def junk_build(modname, c_text, h_text, mech, cdef, manifest, tmp):
+    def junk_build(modname, c_text, h_text, mech, cdef, manifest, tmp, header):
         builds.append(tmp)
         out = tmp / "junk.so"
         out.write_bytes(b"not a library")
@@ -344,7 +344,8 @@ def test_bundled_c_splits_into_one_unit_per_kernel(name):
     folder = generated_root() / name
     m = manifest_of(folder)
     c_text = (folder / f"{name}.c").read_text()
-    units = cbuild.split_units(c_text, m)
+    cdef = cbuild.cdef_from_header((folder / f"{name}.h").read_text())
+    units = cbuild.split_units(c_text, m, cdef)
     assert units is not None and len(units) == len(m["kernels"])
     prelude = c_text[:c_text.index(f"/* {m['kernels'][0]['name']}:")]
     assert "#include" in prelude and "{" not in prelude
@@ -374,9 +375,10 @@ def test_unexpected_layout_falls_back_to_one_unit(gen_root, cache, tmp_path):
         "missing kernel": text.replace(f"\nint {fn}(", f"\nint {fn}_renamed(", 1),
         "defined twice": text + f"\nint {fn}(void);\n",
     }
+    cdef = cbuild.cdef_from_header((folder / "pend.h").read_text())
     for what, variant in variants.items():
-        assert cbuild.split_units(variant, m) is None, what
-    assert cbuild.split_units(text, m) is not None
+        assert cbuild.split_units(variant, m, cdef) is None, what
+    assert cbuild.split_units(text, m, cdef) is not None
     # a file with a shared static helper still builds, as one unit
     c_file.write_text(variants["static helper"])
     check_pendulum(runtime.load("pend", "c", generated=tmp_path / "gen"))

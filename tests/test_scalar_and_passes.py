@@ -10,8 +10,8 @@ from mechgen.generator.ir import Assign, Check, InvariantError, Kernel, Port, ch
 from mechgen.generator.passes.cse import common_subexpressions
 from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code
 from mechgen.generator.passes.opcount import count_ops
-from mechgen.generator.scalar import (Recorder, cross, dense_count, matmul, omega_products,
-                              omega_x_I_omega, omega_x_omega_x, reset_dense_count, unit)
+from mechgen.generator.scalar import (Recorder, counting_dense, cross, matmul, omega_products,
+                              omega_x_I_omega, omega_x_omega_x, unit)
 
 x, y, z, a, b = (symbol(n) for n in "xyzab")
 
@@ -116,7 +116,20 @@ def test_dedicated_omega_formulas_equal_the_cross_products():
     np.testing.assert_allclose(got2, np.cross(W, np.array(I) @ W), rtol=1e-13, atol=1e-13)
 
 
-def test_dense_count_counts_full_matrix_operations():
-    reset_dense_count()
+def test_dense_count_counts_full_matrix_operations_inside_its_scope_only():
+    matmul([[0] * 3] * 3, [[0] * 3] * 3)              # outside any scope: not counted
+    with counting_dense() as dense:
+        matmul([[0] * 3] * 3, [[0] * 3] * 3)
     matmul([[0] * 3] * 3, [[0] * 3] * 3)
-    assert (dense_count().muls, dense_count().adds) == (27, 18)
+    assert (dense.muls, dense.adds) == (27, 18)
+
+
+def test_a_check_whose_status_is_not_declared_breaks_the_invariants():
+    from mechgen.generator.ir import Check, InvariantError, Kernel, Port, check_invariants
+    x = sp.Symbol("x")
+    port = Port("x", (1,), (x,), "input")
+    body = (Check(x - 1, 7, "x above 1"),)
+    out = (Port("y", (1,), (x,), "output"),)
+    check_invariants(Kernel("k", "doc", (port,), out, body, {7: "x above 1"}))
+    with pytest.raises(InvariantError, match="status 7 .* not declare"):
+        check_invariants(Kernel("k", "doc", (port,), out, body, {1: "something else"}))

@@ -17,7 +17,8 @@ import sympy as sp
 
 from mechgen.generator.ir import symbol
 from mechgen.generator.model import ModelError
-from mechgen.generator.spec import ChainBuilder, load
+from mechgen.generator.frontend import load
+from mechgen.generator.spec import ChainBuilder
 
 FILE = "arm.toml"
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mechgen.generator.model import ModelError
-from mechgen.generator.spec import load
+from mechgen.generator.frontend import load
 from mechgen.generator.urdf import InertiaRepairWarning, align_axis, load_urdf
 
 INERTIAL = ('<inertial><origin xyz="0 0 0.1"/><mass value="1"/>'

@@ -472,7 +472,7 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1493 adds, 2038 muls, 30 divs, 12 sqrt, 6 trig (3579 total)
+ *   ops: 1593 adds, 2181 muls, 30 divs, 18 sqrt, 6 trig (3828 total)
  */
 int mechgen_gough_stewart_docking_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);

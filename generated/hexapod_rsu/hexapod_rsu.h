@@ -654,7 +654,7 @@ int64_t mechgen_hexapod_rsu_energy_batch(int64_t n, const double *x, const doubl
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3114 adds, 4506 muls, 54 divs, 24 sqrt, 12 trig (7710 total)
+ *   ops: 3215 adds, 4657 muls, 54 divs, 30 sqrt, 12 trig (7968 total)
  */
 int mechgen_hexapod_rsu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_rsu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);

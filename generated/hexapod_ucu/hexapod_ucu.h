@@ -543,7 +543,7 @@ int64_t mechgen_hexapod_ucu_energy_batch(int64_t n, const double *x, const doubl
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2344 adds, 3225 muls, 42 divs, 18 sqrt, 6 trig (5635 total)
+ *   ops: 2444 adds, 3368 muls, 42 divs, 24 sqrt, 6 trig (5884 total)
  */
 int mechgen_hexapod_ucu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_ucu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);

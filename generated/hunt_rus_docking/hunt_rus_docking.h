@@ -592,7 +592,7 @@ int64_t mechgen_hunt_rus_docking_energy_batch(int64_t n, const double *x, const 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2049 adds, 3003 muls, 36 divs, 18 sqrt, 12 trig (5118 total)
+ *   ops: 2150 adds, 3154 muls, 36 divs, 24 sqrt, 12 trig (5376 total)
  */
 int mechgen_hunt_rus_docking_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hunt_rus_docking_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);

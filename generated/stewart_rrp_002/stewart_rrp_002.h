@@ -483,7 +483,7 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1411 adds, 1905 muls, 30 divs, 12 sqrt, 6 trig (3364 total)
+ *   ops: 1512 adds, 2056 muls, 30 divs, 18 sqrt, 6 trig (3622 total)
  */
 int mechgen_stewart_rrp_002_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);

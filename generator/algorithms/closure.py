@@ -59,30 +59,37 @@ class Closure:
 
 def closure(rec: Recorder, leg: Leg, links: list[LinkTransform], alpha_C: Mat) -> Closure:
     n = leg.n
+    # B_n = 1, B_{j-1} = B_j beta_j: frame j -> frame n, walking back from the last body
     B = [None] * (n + 1)
     B[n] = eye()
     for j in range(n, 0, -1):
         B[j - 1] = rec.mat(matmul(B[j], links[j - 1].beta), f"B{j - 1}")
+    # rho_n = l_L, rho_{j-1} = rho_j + B_{j-1} r_{j-1,j}: O_j -> cut point, frame n
     rho = [None] * (n + 1)
     rho[n] = list(leg.l_L)
     for j in range(n, 0, -1):
         rho[j - 1] = rec.vec(add(rho[j], matvec(B[j - 1], links[j - 1].r_rel)), f"rho{j - 1}")
+    # a_j = B_j e_j; T^L column j = a_j x rho_j (revolute) or a_j (prismatic)
     axes = [rec.vec(matvec(B[j], links[j - 1].e), f"axis{j}") for j in range(1, n + 1)]
     T_L = [rec.vec(cross(axes[j - 1], rho[j]) if links[j - 1].kind == "R" else axes[j - 1],
                    f"TL{j}") for j in range(1, n + 1)]
+    # Q = tau_n alpha_C^T: frame C -> frame n
     tau_n = B[0]
     Q = rec.mat(matmul(tau_n, transpose(alpha_C)), "Q")
     l_C = list(leg.l_C)
+    # rows 1-3: C^(d) = T^L, C^(i) = [tau_n, rows (l_C x q_r)]
     Cd = [[T_L[j][r] for j in range(n)] for r in range(3)]
     Ci = [list(tau_n[r]) + rec.vec(cross(l_C, Q[r]), f"Ci{r + 1}") for r in range(3)]
     e1 = e2 = n_R = None
     if leg.m == 4:
+        # row 4 (universal cut): n_R = e1 x e2, C^(d) = [n_R . a_j], C^(i) = [0, Q^T n_R]
         e1 = list(leg.gamma_L[1])
         e2 = rec.vec(matvec(Q, list(leg.gamma_C[2])), "e2")
         n_R = rec.vec(cross(e1, e2), "n_R")
         Cd.append([rec.bind(dot(n_R, axes[j]), f"Cd4_{j + 1}") if links[j].kind == "R"
                    else sp.Integer(0) for j in range(n)])
         Ci.append(zeros(3) + rec.vec(matvec(transpose(Q), n_R), "Ci4"))
+    # pivots compared in one unit: a revolute column is scaled by the leg's length
     scale = [leg.l_ref if links[j].kind == "R" else 1.0 for j in range(n)]
     lu = SparseLU(rec, Cd, "lu", scale, LEG_SINGULAR, f"leg {leg.name}: closure matrix C^(d)")
     return Closure(tau_n, Q, rho[0], axes, Cd, Ci, e1, e2, n_R, lu)
@@ -100,13 +107,16 @@ def acceleration_terms(rec: Recorder, leg: Leg, cl: Closure, mo: Motion, omega_C
     n = leg.n
     omega_n, eps_n, a_n = mo.omega[n - 1], mo.epsd[n - 1], mo.a[n - 1]
     l_L = list(leg.l_L)
+    # w^L = a_n + eps_n x l_L + omega_n x (omega_n x l_L): the cut point, leg side
     wL = add(add(a_n, cross(eps_n, l_L)), omega_x_omega_x(mo.W[n - 1], l_L))
+    # c_1..3 = Q (omega_C x (omega_C x l_C)) - w^L
     cC = rec.vec(matvec(cl.Q, omega_x_omega_x(oo_C, list(leg.l_C))), "cC")
     c = [rec.bind(x, f"c{i + 1}") for i, x in enumerate(sub(cC, wL))]
     if leg.m == 4:
+        # c_4 = -n_R . eps_n - n_R' . (omega_n - Q omega_C)
         omega_Cn = rec.vec(matvec(cl.Q, omega_C), "omega_Cn")
         rel = rec.vec(sub(omega_n, omega_Cn), "omega_rel")
         n_dot = rec.vec(add(cross(cross(omega_n, cl.e1), cl.e2),
                             cross(cl.e1, cross(omega_Cn, cl.e2))), "n_R_dot")
         c.append(rec.bind(-dot(cl.n_R, eps_n) - dot(n_dot, rel), "c4"))
-    return cl.lu.solve(rec, c, "h")
+    return cl.lu.solve(rec, c, "h")                           # h = C^(d)^-1 c

@@ -14,7 +14,7 @@ import sympy as sp
 
 from mechgen.generator.scalar import Recorder, _count
 
-SINGULAR = 1
+from mechgen.generator.statuses import SINGULAR_MASS_MATRIX as SINGULAR
 
 
 class SingularMassMatrix(ValueError):

@@ -1,4 +1,5 @@
-"""Closed-form inverse kinematics of each leg type (paper 000, section 4).
+"""Closed-form inverse kinematics of the legs (paper 000, section 4): the pieces each leg type
+of :mod:`generator.legs` composes into its own (which joint solves what is the leg type's).
 
 Sines and cosines come from square roots and ratios, never from trigonometric calls; the
 angles themselves (atan2) are only computed where an output or a torsional spring needs them.
@@ -30,8 +31,7 @@ import sympy as sp
 from mechgen.generator import numeric as num
 from mechgen.generator.scalar import Recorder, Vec
 
-UNREACHABLE = 1
-LEG_SINGULAR = 2
+from mechgen.generator.statuses import LEG_SINGULAR, UNREACHABLE
 TOL_SINGULAR = 1e-8     # relative: a sine, a cosine or a length ratio below this is singular
 
 

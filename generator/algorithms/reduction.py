@@ -28,25 +28,29 @@ from mechgen.generator.scalar import Recorder, Vec, add, cross, scale
 
 
 def reduce_onto_platform(rec: Recorder, M_C, s_C, Hs, hs, As, bs, names) -> tuple[list, list]:
-    A_star = [[M_C[i][j] for j in range(6)] for i in range(6)]
+    dof = len(M_C)                                  # of C: the size of u
+    A_star = [[M_C[i][j] for j in range(dof)] for i in range(dof)]
     b_star = list(s_C)
     for name, H, h, A, b in zip(names, Hs, hs, As, bs):
-        rec.prefix = f"{name}_"
         n = len(H)
-        AH = [[rec.bind(sp.Add(*[A[i][k] * H[k][c] for k in range(n)]), f"AH{i + 1}{c + 1}")
-               for c in range(6)] for i in range(n)]
-        r = [rec.bind(b[i] - sp.Add(*[A[i][k] * h[k] for k in range(n)]), f"r{i + 1}")
-             for i in range(n)]
-        for a in range(6):
-            for c in range(a, 6):
-                A_star[a][c] = A_star[a][c] + sp.Add(*[H[k][a] * AH[k][c] for k in range(n)])
-            b_star[a] = b_star[a] + sp.Add(*[H[k][a] * r[k] for k in range(n)])
-    rec.prefix = ""
-    out = [[None] * 6 for _ in range(6)]
-    for a in range(6):
-        for c in range(a, 6):
-            out[a][c] = out[c][a] = rec.bind(A_star[a][c], f"A_star{a + 1}{c + 1}")
-    return out, [rec.bind(x, f"b_star{a + 1}") for a, x in enumerate(b_star)]
+        with rec.named(f"{name}_"):
+            # A_k H_k and r_k = b_k - A_k h_k, one leg at a time
+            AH = [[rec.bind(sp.Add(*[A[i][k] * H[k][c] for k in range(n)]), f"AH{i + 1}{c + 1}")
+                   for c in range(dof)] for i in range(n)]
+            r = [rec.bind(b[i] - sp.Add(*[A[i][k] * h[k] for k in range(n)]), f"r{i + 1}")
+                 for i in range(n)]
+            # A*_C += H_k^T (A_k H_k) (upper triangle), b*_C += H_k^T r_k    (eq. 5.3-5.4)
+            for a in range(dof):
+                for c in range(a, dof):
+                    A_star[a][c] = A_star[a][c] + sp.Add(*[H[k][a] * AH[k][c]
+                                                           for k in range(n)])
+                b_star[a] = b_star[a] + sp.Add(*[H[k][a] * r[k] for k in range(n)])
+    out = [[None] * dof for _ in range(dof)]
+    with rec.named(""):                      # A*_C and b*_C belong to no leg
+        for a in range(dof):
+            for c in range(a, dof):
+                out[a][c] = out[c][a] = rec.bind(A_star[a][c], f"A_star{a + 1}{c + 1}")
+        return out, [rec.bind(x, f"b_star{a + 1}") for a, x in enumerate(b_star)]
 
 
 def tip_wrench(rec: Recorder, cl: Closure, A, b, qdd) -> tuple[Vec, sp.Expr]:

@@ -57,6 +57,7 @@ __all__ = [
     "cut_jacobians",
     "cut_gamma",
     "close_leg",
+    "pus_leg",
     "LegKin",
 ]
 
@@ -312,6 +313,62 @@ def cut_gamma(leg: Leg, kin0: LegKin, R_C: Array, w_C: Array) -> Array:
         nd = cross(cross(wL, e1), e2) + cross(e1, cross(wC0, e2))
         jd = np.append(jd, nrm @ kin0.al[nb] + nd @ (wL - wC0))
     return -jd
+
+
+# ---------------------------------------------------------------------------
+# a PUS leg from its geometry (independent of the generator and of parallel_numpy)
+# ---------------------------------------------------------------------------
+
+
+def _axes(x_dir: Array, hint: Array) -> Array:
+    """Rows x, y, z of a right-handed frame with x along ``x_dir`` and y in the plane of x and
+    ``hint`` (on hint's side): z = x cross hint, y = z cross x."""
+    x = x_dir / np.linalg.norm(x_dir)
+    z = cross(x, hint)
+    z = z / np.linalg.norm(z)
+    return np.array([x, cross(z, x), z])
+
+
+def pus_leg(base: ArrayLike, rail: ArrayLike, l_C: ArrayLike, home: ArrayLike,
+            rod: float | None = None, bodies: Sequence[Mapping[str, Any]] | None = None,
+            laws: Sequence[Mapping[str, Any]] | None = None, drive: int = 0,
+            name: str = "PUS") -> dict:
+    """A PUS leg (slide along a rail, U = R y, R z on the slider, a rod, S cut) from its
+    geometry, by the conventions of generator/legs/pus.py, built here with cross products:
+
+    slide frame x = rail, y from z0 x rail (a vertical rail: from z0 x [b_x, b_y, 0], then e_y);
+    the slide at home q0 is the root of q^2 - 2 (d . e) q + |d|^2 - rod^2 = 0 nearest 0
+    (d = s_home - base); u1's frame (slider coordinates) has x along the rod d - q0 e at home
+    and y from the slider's e_y (e_z if the rod is within acos 0.999 of it); l_L = [rod, 0, 0],
+    rod = |d| unless given.
+    """
+    b, e = _vec(base), _vec(rail) / np.linalg.norm(_vec(rail))
+    R_C = alpha_C(home).T
+    s = np.asarray(home, dtype=float)[:3] + R_C @ _vec(l_C)
+    hint = cross(_EZ, e)
+    if np.linalg.norm(hint) < 1e-9:
+        hint = cross(_EZ, np.array([b[0], b[1], 0.0]))
+        if np.linalg.norm(hint) < 1e-9:
+            hint = _EY
+    G0 = _axes(e, hint)
+    d = s - b
+    L = float(np.sqrt(d @ d)) if rod is None else float(rod)
+    roots = np.sort(np.real(np.roots([1.0, -2.0 * (d @ e), d @ d - L * L])))
+    q0 = roots[int(np.argmin(np.abs(roots)))]
+    v = G0 @ (d - q0 * e)
+    G1 = _axes(v, _EY if abs(v[1]) < 0.999 * L else _EZ)
+    zero = {"m": 0.0, "d": np.zeros(3), "I": np.zeros((3, 3))}
+    return {"name": name, "type": "PUS",
+            "joints": [{"name": "slide", "kind": "P", "axis": 0, "l": b, "gamma": G0},
+                       {"name": "u1", "kind": "R", "axis": 1, "l": np.zeros(3), "gamma": G1},
+                       {"name": "u2", "kind": "R", "axis": 2, "l": np.zeros(3),
+                        "gamma": np.eye(3)}],
+            "bodies": [dict(x) for x in bodies] if bodies is not None else [zero] * 3,
+            "cut": {"m": 3, "l_L": np.array([L, 0.0, 0.0]), "gamma_L": np.eye(3),
+                    "l_C": _vec(l_C), "gamma_C": np.eye(3)},
+            "laws": [dict(x) for x in laws] if laws is not None else
+            [{"k": [], "c": [], "q0": 0.0, "preload": 0.0}] * 3,
+            "drive": drive}
 
 
 # ---------------------------------------------------------------------------

@@ -459,6 +459,71 @@ def base_loads(kin: dict, F_I: list[Array], N_I: list[Array], F_on_C: Array,
 
 
 # ---------------------------------------------------------------------------
+# a PUS leg from its geometry (this reference's own frames, not the generator's)
+# ---------------------------------------------------------------------------
+
+
+def _unit(v: ArrayLike) -> Array:
+    v = np.asarray(v, dtype=float)
+    return v / np.linalg.norm(v)
+
+
+def pus_leg(base: ArrayLike, rail: ArrayLike, l_C: ArrayLike, home: ArrayLike,
+            rod: float | None = None, bodies: Sequence[dict] | None = None,
+            laws: Sequence[dict] | None = None, drive: int = 0, name: str = "PUS") -> dict:
+    """A PUS leg (a slider on a rail, a universal joint, a rod, a spherical joint on C: cut
+    m = 3) as the format doc's dict, from its geometry, by the conventions documented in
+    generator/legs/pus.py, written again here with numpy (Gram-Schmidt):
+
+    * joint 1, the slide (P along x of its frame): at ``base`` (frame 0), x along ``rail``,
+      y = z0 x rail normalised; a vertical rail: y = z0 x [b_x, b_y, 0] normalised (tangent
+      to the base circle); a base on the axis too: e_y made perpendicular to the rail;
+    * the slider's frame is that frame slid by q; the slide at home is the root of
+      |s - base - q rail| = rod nearest 0 (s: the platform joint at ``home``, frame 0);
+    * joint 2, u1 (R about y): at the slider's origin, x along the rod at home, y the slider's
+      y made perpendicular to the rod (the slider's z if |rod . y| >= 0.999 rod);
+    * joint 3, u2 (R about z); the cut point is [rod, 0, 0] in the rod's frame; ``rod``:
+      |s - base| at home unless given.
+
+    ``bodies``: [slider, yoke, rod] as {m, d, I about O_j} (massless when None); ``laws``:
+    three dicts of the format (none when None); ``drive``: the joint taking the drive input.
+    """
+    b, e = np.asarray(base, dtype=float), _unit(rail)
+    r_C, alpha_C = platform_pose(home)
+    l_C = np.asarray(l_C, dtype=float)
+    s = r_C + alpha_C.T @ l_C
+    y = np.cross(E3[2], e)
+    if np.linalg.norm(y) < 1e-9:
+        y = np.cross(E3[2], [b[0], b[1], 0.0])
+        if np.linalg.norm(y) < 1e-9:
+            y = E3[1] - (E3[1] @ e) * e
+    y = _unit(y)
+    G0 = np.vstack([e, y, np.cross(e, y)])                  # frame 0 -> slide joint frame
+    d = s - b
+    L = float(np.linalg.norm(d)) if rod is None else float(rod)
+    along = float(d @ e)
+    w = np.sqrt(L * L - (d @ d - along * along))
+    q_home = min((along - w, along + w), key=abs)
+    v = G0 @ (d - q_home * e)                               # the rod at home, slider frame
+    x1 = _unit(v)
+    hint = E3[1] if abs(v[1]) < 0.999 * L else E3[2]
+    y1 = _unit(hint - (hint @ x1) * x1)
+    G1 = np.vstack([x1, y1, np.cross(x1, y1)])              # slider -> u1's joint frame
+    none = {"m": 0.0, "d": np.zeros(3), "I": np.zeros((3, 3))}
+    return {"name": name, "type": "PUS",
+            "joints": [{"name": "slide", "kind": "P", "axis": 0, "l": b, "gamma": G0},
+                       {"name": "u1", "kind": "R", "axis": 1, "l": np.zeros(3), "gamma": G1},
+                       {"name": "u2", "kind": "R", "axis": 2, "l": np.zeros(3),
+                        "gamma": E3.copy()}],
+            "bodies": list(bodies) if bodies is not None else [none, none, none],
+            "cut": {"m": 3, "l_L": np.array([L, 0.0, 0.0]), "gamma_L": E3.copy(), "l_C": l_C,
+                    "gamma_C": E3.copy()},
+            "laws": list(laws) if laws is not None else
+            [{"k": [], "c": [], "q0": 0.0, "preload": 0.0} for _ in range(3)],
+            "drive": drive}
+
+
+# ---------------------------------------------------------------------------
 # one state (paper section 7 order)
 # ---------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """Self-checks of the parallel-mechanism reference (tests/reference/parallel_lagrange.py).
 
 Nothing here needs the generator: the mechanism dicts (6-UPS, 6-RUS, 6-SPU with a universal
-cut) are built below.  Kinematic quantities used as *checks* come from the independent
-Featherstone reference (forward kinematics, point Jacobians, body velocities, CRBA, RNEA,
+cut, 6-PUS by the reference's own pus_leg) are built below.  Kinematic quantities used as
+*checks* come from the independent Featherstone reference (forward kinematics, point Jacobians, body velocities, CRBA, RNEA,
 energies) and from finite differences (5-point central stencils) along the state direction
 ``(q, qd) -> (q + t qd, qd + t qdd)``, whose first derivative at t = 0 is exact.
 """
@@ -24,6 +24,7 @@ from .parallel_lagrange import (
     elementary,
     leg_kinematics,
     leg_mass_bias,
+    pus_leg,
     skew,
     solve,
 )
@@ -177,7 +178,28 @@ def spu(seed: int = 3, light: bool = False) -> dict:
     return mechanism("spu", legs, rng)
 
 
-MECHS: dict[str, Callable[..., dict]] = {"UPS": ups, "RUS": rus, "SPU": spu}
+def pus(seed: int = 4, light: bool = False) -> dict:
+    """6-PUS: a slide along a rail tilted 0.2 rad towards the axis, U = R y, R z on the slider,
+    a rod, S cut; the frames by the reference's own pus_leg (rod about 60 deg from the rail)."""
+    rng = np.random.default_rng(seed)
+    base, plat = anchor_points()
+    legs = []
+    for k, (b, c) in enumerate(zip(base, plat)):
+        radial = b / np.linalg.norm(b)
+        rail = np.cos(0.2) * EZ - np.sin(0.2) * radial + rng.uniform(-0.05, 0.05, 3)
+        b = 1.6 * b + 0.5 * EZ
+        L = float(np.linalg.norm(HOME[:3] + alpha_C(HOME).T @ c - b))
+        bodies = ([massless()] * 3 if light else
+                  [body(rng, 3.0, np.zeros(3)),
+                   massless() if k % 2 else body(rng, 0.2, np.zeros(3)),
+                   body(rng, 1.0, np.array([L / 2, 0, 0]))])
+        legs.append(pus_leg(b, rail, c, HOME, bodies=bodies, laws=laws(3, rng, 1.0), drive=0,
+                            name=f"leg{k}"))
+        legs[-1]["laws"][0]["k"] = [2000.0 * rng.uniform(0.8, 1.2)]
+    return mechanism("pus", legs, rng)
+
+
+MECHS: dict[str, Callable[..., dict]] = {"UPS": ups, "RUS": rus, "SPU": spu, "PUS": pus}
 
 
 # ---------------------------------------------------------------------------
@@ -506,7 +528,7 @@ def test_statics_ups_two_force_members() -> None:
     assert np.allclose(out["base_force"], m * G + f_E, atol=1e-9)
 
 
-@pytest.mark.parametrize("kind", ["RUS", "SPU"])
+@pytest.mark.parametrize("kind", ["RUS", "SPU", "PUS"])
 def test_statics_virtual_work(kind: str) -> None:
     """Massless legs, drive torques tau from virtual work with FD leg Jacobians
     (sum_k tau_k d p_k,drive/du + [m g + f_E; m_E] = 0) -> udot = 0, pddot = 0."""

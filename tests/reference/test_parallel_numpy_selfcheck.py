@@ -1,7 +1,7 @@
 """Self-checks of the plain numpy parallel-manipulator reference (parallel_numpy.py).
 
 No generator is used: the mechanism dicts (docs/parallel_numeric_format.md) are built here
-(6-UPS, 6-SPU, 6-RUS hexapods and a mixed UCU/RSU/UPS/SPU/RUS one), and every step of the
+(6-UPS, 6-SPU, 6-RUS, 6-PUS hexapods and a mixed UCU/RSU/UPS/SPU/RUS one), and every step of the
 reference is checked against something it does not use: finite differences of positions,
 Lagrange's equations from the kinetic energy, the energy balance, global momentum balance,
 and statics of a massless-leg mechanism solved by geometry.
@@ -21,6 +21,7 @@ from .parallel_numpy import (
     leg_mass_matrix,
     platform_cut_point,
     platform_pose,
+    pus_leg,
     skew,
     solve,
     solve_closure,
@@ -135,6 +136,19 @@ def hunt_leg(kind: str, b: np.ndarray, P: np.ndarray, rng, massless: bool = Fals
             "laws": [], "drive": 0}
 
 
+def rail_leg(b: np.ndarray, l_C: np.ndarray, home: np.ndarray, rng,
+             massless: bool = False) -> dict:
+    """PUS leg (the reference's own pus_leg): a rail at b tilted 0.2 rad towards the axis (and
+    a little at random), the rod from the slider to the platform joint; slider, yoke, rod."""
+    radial = np.array([b[0], b[1], 0.0]) / np.hypot(b[0], b[1])
+    rail = np.cos(0.2) * E3[2] - np.sin(0.2) * radial + rng.uniform(-0.05, 0.05, 3)
+    L = float(np.linalg.norm(platform_pose(home)[0] + l_C - b))    # alpha_C = 1 at home
+    mass = (lambda m: 0.0) if massless else (lambda m: m)
+    bodies = [body(rng, mass(3.0), np.zeros(3), 0.1), body(rng, mass(0.2), np.zeros(3), 0.05),
+              body(rng, mass(1.0), [0.5 * L, 0, 0], 0.1 * L)]
+    return pus_leg(b, rail, l_C, home, bodies=bodies, drive=0)
+
+
 BASE_DEG = np.array([-12.0, 12.0, 108.0, 132.0, 228.0, 252.0])
 TOP_DEG = np.array([-48.0, 48.0, 72.0, 168.0, 192.0, 288.0])
 
@@ -150,11 +164,14 @@ def hexapod(types, seed: int = 0, massless: bool = False, height: float = 0.8) -
     for k, kind in enumerate(types):
         hunt = kind in ("RUS", "RSU")
         tb, tp = np.radians(BASE_DEG[k]), np.radians(TOP_DEG[k])
-        rb, rp = (0.55, 0.42) if hunt else (0.6, 0.4)
+        rb, rp = (0.55, 0.42) if hunt else (1.0, 0.4) if kind == "PUS" else (0.6, 0.4)
         b = np.array([rb * np.cos(tb), rb * np.sin(tb), 0.0]) + rng.uniform(-0.02, 0.02, 3)
         l_C = np.array([rp * np.cos(tp), rp * np.sin(tp), -0.05]) + rng.uniform(-0.02, 0.02, 3)
         P = r_C + l_C  # alpha_C = 1 at home
-        leg = (hunt_leg if hunt else gough_leg)(kind, b, P, rng, massless)
+        if kind == "PUS":
+            leg = rail_leg(b + [0.0, 0.0, 0.3], l_C, home, rng, massless)
+        else:
+            leg = (hunt_leg if hunt else gough_leg)(kind, b, P, rng, massless)
         leg["cut"]["l_C"] = l_C
         leg["name"] = f"{kind}{k + 1}"
         legs.append(leg)
@@ -169,6 +186,7 @@ MECHS = {
     "SPU": lambda: hexapod("SPU", seed=2),
     "RUS": lambda: hexapod("RUS", seed=3),
     "mixed": lambda: hexapod(["UPS", "SPU", "UCU", "RUS", "RSU", "UCU"], seed=4),
+    "PUS": lambda: hexapod("PUS", seed=6),
 }
 
 
@@ -590,13 +608,14 @@ def test_joint_loads_and_platform_newton_euler(name: str) -> None:
 
 def line_of_force(leg: dict, kin: dict) -> tuple[np.ndarray, np.ndarray]:
     """(start, unit direction) of the two-force member of a massless leg: from the base joint
-    centre (UPS/SPU/UCU) or from the crank end (RUS/RSU) to the cut point."""
-    start = kin["r"][1] if leg["type"] in ("UPS", "SPU", "UCU") else kin["r"][2]
+    centre (UPS/SPU/UCU), from the slider's universal joint (PUS) or from the crank end
+    (RUS/RSU) to the cut point."""
+    start = kin["r"][1] if leg["type"] in ("UPS", "SPU", "UCU", "PUS") else kin["r"][2]
     s = kin["r_L"] - start
     return start, s / np.linalg.norm(s)
 
 
-@pytest.mark.parametrize("types", ["UPS", "SPU", "RUS", "mixed"])
+@pytest.mark.parametrize("types", ["UPS", "SPU", "RUS", "PUS", "mixed"])
 def test_statics_massless_legs(types: str) -> None:
     """Massless legs carry forces f_k along their two-force lines; f_k balance the platform load
     (6 x 6 linear system by geometry), the drive forces follow from the leg's virtual work

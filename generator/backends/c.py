@@ -1,0 +1,75 @@
+"""The C99 backend: ``<mech>.h`` and ``<mech>.c``, loaded by the runtime through cffi.
+
+Each kernel's C prototype and that of its ``_batch`` twin are written once, by the macros of
+``templates/c/signature.j2``: the header declares them, the source defines them (with
+``restrict`` on the single-state pointers), and the runtime reads the header's declarations
+as its cffi ``cdef`` (:func:`mechgen.runtime.cbuild.cdef_from_header`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from sympy.printing.c import C99CodePrinter
+
+from mechgen.generator.backends.base import Backend, ScalarLines, plain_text
+
+KEYWORDS = frozenset({
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while",
+})
+# what the generated C calls or declares: libm functions, the status variable, the _batch
+# function's count and loop index, the integer types of the signatures
+GENERATED_NAMES = frozenset({"sqrt", "sin", "cos", "status", "n", "i", "int64_t", "int32_t"})
+
+
+def c_comment(text: object) -> str:
+    """Text that can sit inside a C ``/* ... */`` comment without ending it.
+
+    ``*/`` and ``/*`` get a space between their characters; ``??`` (a trigraph could turn
+    ``??/`` into a backslash) becomes ``? ?``.
+    """
+    s = plain_text(text).replace("*/", "* /").replace("/*", "/ *")
+    return re.sub(r"\?(?=\?)", "? ", s)
+
+
+def c_function_name(mech: str, kernel: str) -> str:
+    """The exported C symbol of a kernel: namespaced, so no mechanism name can clash with a
+    C library symbol (``sin``, ``printf``, ``stdlib``...)."""
+    return f"mechgen_{mech}_{kernel}"
+
+
+def header_guard(mech: str) -> str:
+    return f"MECHGEN_{mech.upper()}_H"
+
+
+class CPrinter(ScalarLines, C99CodePrinter):
+    sqrt_name = "sqrt"
+
+    def language_pow(self, e, rational: bool) -> str:
+        return C99CodePrinter._print_Pow(self, e)
+
+
+class CBackend(Backend):
+    name = "c"
+    printer = CPrinter({"strict": False})
+    reserved = KEYWORDS | GENERATED_NAMES
+    template_names = {"status": "the C kernel's status variable", "NAN": "the NaN constant"}
+    filters = {"c_comment": c_comment}
+    templates = {"header": "c/kernel.h.j2", "source": "c/kernel.c.j2"}
+    file_patterns = {"header": "{mech}.h", "source": "{mech}.c"}
+    loader = "cffi"
+
+    def kernel_fields(self, mech: str, kernel: str) -> dict:
+        return {"c_name": c_function_name(mech, kernel)}
+
+    def context(self, mech: str) -> dict:
+        return {"guard": header_guard(mech)}
+
+    def manifest_kernel(self, mech: str, kernel: str) -> dict:
+        return {"c_function": c_function_name(mech, kernel)}
+
+
+BACKEND = CBackend()

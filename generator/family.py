@@ -1,0 +1,34 @@
+"""The protocol every family of mechanisms follows (think Pinocchio's Model/Data split).
+
+A family is a model type (what the front end builds from a spec: a ``Chain``, a ``Platform``)
+together with what the generator needs to know of it, and nothing else reaches into it:
+
+    builders     the kernel builders, model -> ir.Kernel, in the order of the generated files
+    manifest     the family's manifest fields (coordinates, parameters and their defaults,
+                 gravity, bodies, points, legs ...), which the runtime reads
+    summary      one line for ``mechgen report``
+
+``model.with_prefixed_parameters()`` gives the model whose parameter symbols are the generated
+code's names, and ``model.name`` names the files. build.py has one path for every family; a
+new family is a module defining its ``Family`` and one line in ``generator/families``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from mechgen.generator.ir import Kernel
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str                                   # the manifest's "family"
+    model_type: type
+    builders: tuple[Callable[[Any], Kernel], ...]
+    manifest: Callable[[Any], dict]
+    summary: Callable[[Any], str]
+
+    def coded(self, model: Any) -> Any:
+        """The model with its parameters named as in generated code (``p_<name>``)."""
+        return model.with_prefixed_parameters()
