@@ -497,7 +497,7 @@ def newton_step(pf: Platform) -> Kernel:
     rec = b.rec
 
     def newton(leg, cl: Closure, q_cs) -> tuple[list, list]:
-        s0 = add(matvec(cl.tau_n, b.r_C), matvec(cl.Q, list(leg.l_C)))
+        s0 = add(matvec(cl.tau_n, b.r_C), matvec(cl.R_Cn, list(leg.l_C)))
         f = [rec.bind(a - c, f"f{i + 1}") for i, (a, c) in enumerate(zip(cl.rho0, s0))]
         if leg.m == 4:
             f.append(rec.bind(dot(cl.e1, cl.e2), "f4"))

@@ -9,21 +9,21 @@ B_0 = tau_n) and rho_j the vector from O_j to the cut point (frame n):
     a_j   = B_j e_j                          joint axis in frame n
     T^L column j = a_j x rho_j (revolute) or a_j (prismatic);  R column j = a_j or 0
 
-C side, with Q = tau_n alpha_C^T (frame C -> frame n) and omega_C in frame C:
+C side, with R_Cn = tau_n alpha_C^T (frame C -> frame n) and omega_C in frame C:
 
-    velocity of the cut point   = tau_n v_C + Q (omega_C x l_C)
-    rows 1-3:  C^(d) = T^L,  C^(i) = [tau_n, rows (l_C x q_r)]   (q_r: rows of Q)
-    row 4 (universal cut, n_R = e1 x e2, e1 = gamma_L^T e_y, e2 = Q gamma_C^T e_z):
-               d/dt (e1 . e2) = n_R . (omega_n - Q omega_C) = 0
-               C^(d) = [n_R . a_j (revolute), 0],  C^(i) = [0, Q^T n_R]
+    velocity of the cut point   = tau_n v_C + R_Cn (omega_C x l_C)
+    rows 1-3:  C^(d) = T^L,  C^(i) = [tau_n, rows (l_C x q_r)]   (q_r: rows of R_Cn)
+    row 4 (universal cut, n_R = e1 x e2, e1 = gamma_L^T e_y, e2 = R_Cn gamma_C^T e_z):
+               d/dt (e1 . e2) = n_R . (omega_n - R_Cn omega_C) = 0
+               C^(d) = [n_R . a_j (revolute), 0],  C^(i) = [0, R_Cn^T n_R]
 
 Acceleration level, C^(d) qdd = C^(i) udot + c with (omega_n, eps_n, a_n: body-frame
 velocity-product terms of the last body, its own frame):
 
-    c_1..3 = Q (omega_C x (omega_C x l_C)) - w^L,
+    c_1..3 = R_Cn (omega_C x (omega_C x l_C)) - w^L,
              w^L = a_n + eps_n x l_L + omega_n x (omega_n x l_L)
-    c_4    = - n_R . eps_n - n_R' . (omega_n - Q omega_C),
-             n_R' = (omega_n x e1) x e2 + e1 x (Q omega_C x e2)
+    c_4    = - n_R . eps_n - n_R' . (omega_n - R_Cn omega_C),
+             n_R' = (omega_n x e1) x e2 + e1 x (R_Cn omega_C x e2)
 
 so H = C^(d)^-1 C^(i), h = C^(d)^-1 c, qd = H u_C, qdd = H udot_C + h.
 """
@@ -46,7 +46,7 @@ from mechgen.generator.scalar import (Mat, Recorder, Vec, add, cross, dot, eye, 
 @dataclass
 class Closure:
     tau_n: Mat            # frame 0 -> frame n
-    Q: Mat                # frame C -> frame n
+    R_Cn: Mat                # frame C -> frame n
     rho0: Vec             # O_0 -> cut point, frame n
     axes: list[Vec]       # a_j, frame n
     Cd: list[list]        # m x n
@@ -73,26 +73,26 @@ def closure(rec: Recorder, leg: Leg, links: list[LinkTransform], alpha_C: Mat) -
     axes = [rec.vec(matvec(B[j], links[j - 1].e), f"axis{j}") for j in range(1, n + 1)]
     T_L = [rec.vec(cross(axes[j - 1], rho[j]) if links[j - 1].kind == "R" else axes[j - 1],
                    f"TL{j}") for j in range(1, n + 1)]
-    # Q = tau_n alpha_C^T: frame C -> frame n
+    # R_Cn = tau_n alpha_C^T: frame C -> frame n
     tau_n = B[0]
-    Q = rec.mat(matmul(tau_n, transpose(alpha_C)), "Q")
+    R_Cn = rec.mat(matmul(tau_n, transpose(alpha_C)), "R_Cn")
     l_C = list(leg.l_C)
     # rows 1-3: C^(d) = T^L, C^(i) = [tau_n, rows (l_C x q_r)]
     Cd = [[T_L[j][r] for j in range(n)] for r in range(3)]
-    Ci = [list(tau_n[r]) + rec.vec(cross(l_C, Q[r]), f"Ci{r + 1}") for r in range(3)]
+    Ci = [list(tau_n[r]) + rec.vec(cross(l_C, R_Cn[r]), f"Ci{r + 1}") for r in range(3)]
     e1 = e2 = n_R = None
     if leg.m == 4:
-        # row 4 (universal cut): n_R = e1 x e2, C^(d) = [n_R . a_j], C^(i) = [0, Q^T n_R]
+        # row 4 (universal cut): n_R = e1 x e2, C^(d) = [n_R . a_j], C^(i) = [0, R_Cn^T n_R]
         e1 = list(leg.gamma_L[1])
-        e2 = rec.vec(matvec(Q, list(leg.gamma_C[2])), "e2")
+        e2 = rec.vec(matvec(R_Cn, list(leg.gamma_C[2])), "e2")
         n_R = rec.vec(cross(e1, e2), "n_R")
         Cd.append([rec.bind(dot(n_R, axes[j]), f"Cd4_{j + 1}") if links[j].kind == "R"
                    else sp.Integer(0) for j in range(n)])
-        Ci.append(zeros(3) + rec.vec(matvec(transpose(Q), n_R), "Ci4"))
+        Ci.append(zeros(3) + rec.vec(matvec(transpose(R_Cn), n_R), "Ci4"))
     # pivots compared in one unit: a revolute column is scaled by the leg's length
     scale = [leg.l_ref if links[j].kind == "R" else 1.0 for j in range(n)]
     lu = SparseLU(rec, Cd, "lu", scale, LEG_SINGULAR, f"leg {leg.name}: closure matrix C^(d)")
-    return Closure(tau_n, Q, rho[0], axes, Cd, Ci, e1, e2, n_R, lu)
+    return Closure(tau_n, R_Cn, rho[0], axes, Cd, Ci, e1, e2, n_R, lu)
 
 
 def velocity_constraints(rec: Recorder, cl: Closure) -> list[list[sp.Expr]]:
@@ -109,12 +109,12 @@ def acceleration_terms(rec: Recorder, leg: Leg, cl: Closure, mo: Motion, omega_C
     l_L = list(leg.l_L)
     # w^L = a_n + eps_n x l_L + omega_n x (omega_n x l_L): the cut point, leg side
     wL = add(add(a_n, cross(eps_n, l_L)), omega_x_omega_x(mo.W[n - 1], l_L))
-    # c_1..3 = Q (omega_C x (omega_C x l_C)) - w^L
-    cC = rec.vec(matvec(cl.Q, omega_x_omega_x(oo_C, list(leg.l_C))), "cC")
+    # c_1..3 = R_Cn (omega_C x (omega_C x l_C)) - w^L
+    cC = rec.vec(matvec(cl.R_Cn, omega_x_omega_x(oo_C, list(leg.l_C))), "cC")
     c = [rec.bind(x, f"c{i + 1}") for i, x in enumerate(sub(cC, wL))]
     if leg.m == 4:
-        # c_4 = -n_R . eps_n - n_R' . (omega_n - Q omega_C)
-        omega_Cn = rec.vec(matvec(cl.Q, omega_C), "omega_Cn")
+        # c_4 = -n_R . eps_n - n_R' . (omega_n - R_Cn omega_C)
+        omega_Cn = rec.vec(matvec(cl.R_Cn, omega_C), "omega_Cn")
         rel = rec.vec(sub(omega_n, omega_Cn), "omega_rel")
         n_dot = rec.vec(add(cross(cross(omega_n, cl.e1), cl.e2),
                             cross(cl.e1, cross(omega_Cn, cl.e2))), "n_R_dot")
