@@ -36,8 +36,9 @@ from mechgen.generator.algorithms.rnea import backward_pass, forward_pass
 from mechgen.generator.family import Family
 from mechgen.generator.ir import Check, InvariantError, Kernel, Port, symbol
 from mechgen.generator.platform import Leg, Platform
-from mechgen.generator.scalar import (Recorder, add, dot, elementary_rotation, matmul, matvec,
-                              omega_products, omega_x_I_omega, scale, transpose, zeros)
+from mechgen.generator.scalar import (Recorder, count_scalar_formulas, add, dot,
+                                      elementary_rotation, matmul, matvec, omega_products,
+                                      omega_x_I_omega, scale, transpose, zeros)
 
 from mechgen.generator.statuses import (DRIVE_SINGULAR, EULER_SINGULAR, REDUCED_SINGULAR,
                                         UNREACHABLE)
@@ -302,7 +303,10 @@ class PlatformBuild:
         s0 = rec.vec(add(self.r_C, matvec(transpose(self.alpha_C), list(leg.l_C))), "s0")
         j0 = leg.chain.joints[0]
         d = rec.vec(matvec([list(r) for r in j0.gamma], [a - b for a, b in zip(s0, j0.l)]), "d")
+        start = len(rec.statements)
         q, cs = leg.leg_type.closed_form(self, leg, d)
+        # the dense reference evaluates the same closed-form formulas
+        count_scalar_formulas(st.expr for st in rec.statements[start:])
         cs = [(r.c, r.s) if r is not None else None for r in cs]
         for i, (lo, hi) in sorted(leg.limits.items()):        # in the order of the codes
             below, above = self.flag(i, BELOW_LIMIT), self.flag(i, ABOVE_LIMIT)

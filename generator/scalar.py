@@ -79,6 +79,19 @@ def _count(adds: int = 0, muls: int = 0, divs: int = 0, sqrt: int = 0, trig: int
     count.trig += trig
 
 
+def count_scalar_formulas(exprs) -> None:
+    """Scalar formulas (a closed-form inverse kinematics) cost a dense evaluation what they
+    cost as written: add their operation counts to the active dense counter."""
+    if _dense.get() is None:
+        return
+    from collections import Counter
+    from mechgen.generator.passes.opcount import _ops
+    c: Counter = Counter()
+    for e in exprs:
+        _ops(sp.sympify(e), c)
+    _count(adds=c["adds"], muls=c["muls"], divs=c["divs"], sqrt=c["sqrt"], trig=c["trig"])
+
+
 # --- matrix operations over scalar elements (rule 1) -------------------------------------
 
 def zeros(rows: int, cols: int | None = None) -> list:

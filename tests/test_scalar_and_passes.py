@@ -133,3 +133,12 @@ def test_a_check_whose_status_is_not_declared_breaks_the_invariants():
     check_invariants(Kernel("k", "doc", (port,), out, body, {7: "x above 1"}))
     with pytest.raises(InvariantError, match="status 7 .* not declare"):
         check_invariants(Kernel("k", "doc", (port,), out, body, {1: "something else"}))
+
+
+def test_closed_form_scalar_formulas_count_as_they_are_written_in_the_dense_reference():
+    from mechgen.generator.scalar import count_scalar_formulas
+    x, y = sp.symbols("x y")
+    count_scalar_formulas([sp.sqrt(x * x + y * y)])          # outside a scope: nothing
+    with counting_dense() as dense:
+        count_scalar_formulas([sp.sqrt(x * x + y * y), sp.atan2(y, x)])
+    assert (dense.adds, dense.muls, dense.sqrt, dense.trig) == (1, 2, 1, 1)
