@@ -1,7 +1,8 @@
 """setuptools glue for what pyproject.toml cannot list statically: each bundled mechanism's
 generated folder holds a Python kernel module, so it is a package of its own
-(``mechgen.generated.<name>``, with its C source, header and manifest as package data); and
-each backend's template folder (``templates/<backend>/``) is found, not listed."""
+(``mechgen.generated.<name>``, with its C source, header and manifest as package data); each
+backend's template folder (``templates/<backend>/``) and every code package are found, not
+listed."""
 
 import json
 from pathlib import Path
@@ -15,6 +16,12 @@ TEMPLATES = sorted(p.name for p in (ROOT / "templates").iterdir()
                    if p.is_dir() and any(p.glob("*.j2")))
 
 
+def code_packages(folder: str) -> list[str]:
+    """``mechgen.<folder>`` and every package below it (a folder with an __init__.py)."""
+    return sorted(f"mechgen.{folder}" + "".join(f".{part}" for part in p.parent.relative_to(
+        ROOT / folder).parts) for p in (ROOT / folder).rglob("__init__.py"))
+
+
 def generated_files(name: str) -> list[str]:
     """A bundled mechanism's package data: its manifest and the files of every backend it
     lists (a manifest written before it listed them: the C source and header)."""
@@ -25,11 +32,9 @@ def generated_files(name: str) -> list[str]:
 
 
 setup(
-    packages=["mechgen", "mechgen.generator", "mechgen.generator.algorithms",
-              "mechgen.generator.legs",
-              "mechgen.generator.backends",
-              "mechgen.generator.passes", "mechgen.generator.mechanisms",
-              "mechgen.generator.mechanisms.urdf", "mechgen.runtime",
+    packages=["mechgen", *code_packages("generator"), "mechgen.generator.mechanisms",
+              "mechgen.generator.mechanisms.urdf",
+              *code_packages("runtime"),
               "mechgen.templates", *(f"mechgen.templates.{t}" for t in TEMPLATES),
               "mechgen.generated",
               *(f"mechgen.generated.{name}" for name in BUNDLED)],

@@ -688,7 +688,7 @@ def sample_hexapod(leg_type: str = "UPS") -> dict:
     joint frame has x along the leg at home and y horizontal, so every coordinate is 0 at home.
 
     leg_type="SPU": the same geometry and masses with a spherical base joint (s1 y, s2 z, s3 x,
-    two massless bodies) and a universal cut at the platform (frames as generator/platform.py
+    two massless bodies) and a universal cut at the platform (frames as generator/families/parallel/platform.py
     builds them: C's U frame is the piston's frame at home), to exercise the m = 4 path."""
     if leg_type not in ("UPS", "SPU"):
         raise ValueError("leg_type: UPS or SPU")

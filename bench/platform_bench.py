@@ -14,7 +14,7 @@ import numpy as np
 from mechgen import runtime
 from bench.timing import best
 from mechgen.generator.build import files_for_spec, write_files
-from mechgen.generator.platform import numeric_platform
+from mechgen.generator.families.parallel.platform import numeric_platform
 from tests.platforms import law_forces, random_states
 from tests.reference import parallel_numpy as ref
 

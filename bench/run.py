@@ -116,7 +116,7 @@ def main() -> None:
     results = {"machine": platform.platform(), "python": sys.version.split()[0],
                "batch": args.batch, "mechanisms": {}}
     tmp = Path(tempfile.mkdtemp(prefix="mechgen_bench_"))
-    from mechgen.generator.platform_spec import is_parallel_spec
+    from mechgen.generator.families.parallel.spec import is_parallel_spec
     parallel = [s for s in bundled_specs() if is_parallel_spec(s)]
     cases = []
     for spec in [s for s in bundled_specs() if s not in parallel]:

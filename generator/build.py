@@ -13,7 +13,7 @@ from mechgen.generator.emit import render, sha256_text
 from mechgen.generator.families import FAMILIES, family_of
 from mechgen.generator.frontend import load
 from mechgen.generator.pipeline import Generated, optimise
-from mechgen.generator.spec import ChainBuilder
+from mechgen.generator.families.serial.spec import ChainBuilder
 
 MECHANISMS = Path(__file__).resolve().parent / "mechanisms"
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,7 +108,7 @@ def _model_of(source: Any) -> tuple[Any, str, str]:
     if isinstance(source, ChainBuilder):
         source = source.build()
     if isinstance(source, dict):
-        from mechgen.generator.platform_spec import platform_from_dict
+        from mechgen.generator.families.parallel.spec import platform_from_dict
         import json
         text = json.dumps(source, sort_keys=True, default=str)
         return platform_from_dict(source, "<dict>"), "<dict>", text

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from mechgen.generator.model import Chain, ModelError
-from mechgen.generator.platform import Platform
-from mechgen.generator.platform_spec import is_parallel, platform_from_dict
-from mechgen.generator.spec import chain_from_dict, chain_from_urdf_spec
+from mechgen.generator.families.parallel.platform import Platform
+from mechgen.generator.families.parallel.spec import is_parallel, platform_from_dict
+from mechgen.generator.families.serial.spec import chain_from_dict, chain_from_urdf_spec
 
 
 def read_toml(path: Path) -> dict[str, Any]:

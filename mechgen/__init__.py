@@ -26,7 +26,7 @@ def generate(source: Any, out: str | Path = "generated", *, cse: bool = True,
     """Generate the kernels of one mechanism into ``out/<name>/`` and return that folder.
 
     ``source`` is a spec file (TOML, serial, URDF-based or parallel), a
-    :class:`mechgen.generator.spec.ChainBuilder`, a built ``Chain`` or ``Platform``, or a
+    :class:`mechgen.generator.families.serial.spec.ChainBuilder`, a built ``Chain`` or ``Platform``, or a
     parallel spec as a dict (the TOML's tables). ``progress`` prints one line per kernel on
     stderr.
     """

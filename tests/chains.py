@@ -10,7 +10,7 @@ import sympy as sp
 from mechgen.generator.build import generate_kernels, manifest_fields, write_files
 from mechgen.generator.emit import render, sha256_text
 from mechgen.generator.model import Chain
-from mechgen.generator.spec import ChainBuilder
+from mechgen.generator.families.serial.spec import ChainBuilder
 
 TYPES = ["Rx", "Ry", "Rz", "Px", "Py", "Pz"]
 

@@ -9,8 +9,8 @@ import numpy as np
 from mechgen import runtime
 from mechgen.generator.build import GENERATED, generate_kernels, manifest_fields, write_files
 from mechgen.generator.emit import render, sha256_text
-from mechgen.generator.platform import Platform, numeric_platform
-from mechgen.generator.platform_spec import platform_from_dict
+from mechgen.generator.families.parallel.platform import Platform, numeric_platform
+from mechgen.generator.families.parallel.spec import platform_from_dict
 from mechgen.generator.frontend import load
 
 BUNDLED = ["gough_stewart_docking", "hunt_rus_docking", "hexapod_spu", "hexapod_ucu",

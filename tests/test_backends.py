@@ -29,7 +29,7 @@ from mechgen.runtime.backends import LOADERS
 
 
 def pendulum(name: str):
-    from mechgen.generator.spec import ChainBuilder
+    from mechgen.generator.families.serial.spec import ChainBuilder
     return ChainBuilder(name, gravity=(0, 0, -9.81)).joint(
         "swing", "Ry", body={"name": "bob", "mass": 2.0, "com": [0, 0, 0.5]})
 

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 from mechgen.generator.model import ModelError
-from mechgen.generator.platform import Platform
-from mechgen.generator.platform_spec import _pattern, platform_from_dict
+from mechgen.generator.families.parallel.platform import Platform
+from mechgen.generator.families.parallel.spec import _pattern, platform_from_dict
 from tests.reference.parallel_numpy import platform_alpha
 
 MECHANISMS = Path(__file__).resolve().parent.parent / "generator" / "mechanisms"

@@ -31,7 +31,7 @@ import pytest
 
 from mechgen.generator.model import ModelError
 from mechgen.generator.frontend import load
-from mechgen.generator.urdf import load_urdf
+from mechgen.generator.families.serial.urdf import load_urdf
 
 SEED = 20250611
 CASES = 300                 # per kind (TOML specs, URDF files)

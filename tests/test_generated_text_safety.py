@@ -26,8 +26,8 @@ from mechgen.generator.emit import (CPrinter, NonFiniteConstant, PyPrinter, c_co
                                     py_comment, py_docstring, render, spec_label)
 from mechgen.generator.ir import Check
 from mechgen.generator.model import ModelError
-from mechgen.generator.platform_spec import platform_from_dict
-from mechgen.generator.spec import ChainBuilder
+from mechgen.generator.families.parallel.spec import platform_from_dict
+from mechgen.generator.families.serial.spec import ChainBuilder
 
 BODY = {"mass": 1.0, "com": [0.1, 0, 0], "inertia": [0.01, 0.01, 0.01, 0, 0, 0]}
 SPEC = """[mechanism]

@@ -47,7 +47,7 @@ import numpy as np
 import pytest
 
 from mechgen import runtime
-from mechgen.generator.platform import numeric_platform
+from mechgen.generator.families.parallel.platform import numeric_platform
 from mechgen.generator.frontend import load as load_spec
 from tests.reference import parallel_lagrange as lag
 

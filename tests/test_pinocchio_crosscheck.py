@@ -20,7 +20,7 @@ import pytest
 from mechgen import runtime
 from mechgen.generator.build import GENERATED, MECHANISMS
 from mechgen.generator.frontend import load
-from mechgen.generator.urdf import load_urdf
+from mechgen.generator.families.serial.urdf import load_urdf
 from tests import pinocchio_ref as pref
 from tests.chains import write_generated
 

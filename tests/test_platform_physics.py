@@ -16,7 +16,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from mechgen import runtime
-from mechgen.generator.platform_spec import platform_from_dict
+from mechgen.generator.families.parallel.spec import platform_from_dict
 from mechgen.runtime import docking as demo
 from mechgen.runtime.kernel import KernelStatusError
 from mechgen.runtime.platform import newton_ik, status_info

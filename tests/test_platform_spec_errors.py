@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mechgen.generator.model import ModelError
-from mechgen.generator.platform_spec import platform_from_dict
+from mechgen.generator.families.parallel.spec import platform_from_dict
 from tests.platforms import mixed_spec
 from tests.reference.parallel_numpy import platform_alpha
 
@@ -173,7 +173,7 @@ def test_parameters_must_be_a_table():
     _refused(s, "parameters", "table")
 
 
-# --- PUS legs (generator/legs/pus.py) ----------------------------------------------------------
+# --- PUS legs (generator/families/parallel/legs/pus.py) ----------------------------------------------------------
 
 def _pus() -> dict:
     from tests.platforms import spec_table

@@ -188,7 +188,7 @@ def test_python_backend_agrees_with_c(pair):
 ])
 def test_attitude_is_checked_by_name(base, attitude, match):
     from mechgen.generator.model import ModelError
-    from mechgen.generator.spec import ChainBuilder
+    from mechgen.generator.families.serial.spec import ChainBuilder
     body = {"mass": 1.0, "inertia": [0.1, 0.1, 0.1, 0, 0, 0]}
     with pytest.raises(ModelError, match=match):
         ChainBuilder("x", base=base, base_body=body if base == "free" else None,

@@ -29,7 +29,7 @@ BUNDLED = sorted(p.name for p in generated_root().iterdir() if (p / "manifest.js
 
 def pendulum_builder(name: str):
     """A 1-joint pendulum, point mass 2 at 0.5: mass matrix [[0.5]]."""
-    from mechgen.generator.spec import ChainBuilder
+    from mechgen.generator.families.serial.spec import ChainBuilder
     return ChainBuilder(name, gravity=(0, 0, -9.81)).joint(
         "swing", "Ry", body={"name": "bob", "mass": 2.0, "com": [0, 0, 0.5]})
 

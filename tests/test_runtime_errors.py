@@ -338,7 +338,7 @@ def test_params_missing_and_unknown(backend):
 
 def pendulum_builder(name: str, defaults: dict[str, float]):
     """A 1-joint pendulum whose point mass m_bob hangs at l_bob: mass matrix m_bob l_bob^2."""
-    from mechgen.generator.spec import ChainBuilder
+    from mechgen.generator.families.serial.spec import ChainBuilder
     return ChainBuilder(name, gravity=(0, 0, -9.81), parameters=defaults).joint(
         "swing", "Ry", body={"name": "bob", "mass": "m_bob", "com": [0, 0, "l_bob"]})
 

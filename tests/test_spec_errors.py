@@ -1,7 +1,8 @@
-"""The spec loader (generator.spec): every error is a ModelError naming the file and the field.
+"""The serial spec reader (frontend.load, families/serial/spec.py): every error is a
+ModelError naming the file and the field.
 
-Small TOML specs are written into tmp_path and loaded with :func:`generator.spec.load`; the
-Python API (:class:`generator.spec.ChainBuilder`) is checked against the same rules, and a spec
+Small TOML specs are written into tmp_path and loaded with :func:`frontend.load`; the Python
+API (:class:`families.serial.spec.ChainBuilder`) is checked against the same rules, and a spec
 file and a Python script describing the same mechanism must build equal models.
 """
 
@@ -18,7 +19,7 @@ import sympy as sp
 from mechgen.generator.ir import symbol
 from mechgen.generator.model import ModelError
 from mechgen.generator.frontend import load
-from mechgen.generator.spec import ChainBuilder
+from mechgen.generator.families.serial.spec import ChainBuilder
 
 FILE = "arm.toml"
 

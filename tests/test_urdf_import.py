@@ -12,7 +12,7 @@ import pytest
 
 from mechgen.generator.model import ModelError
 from mechgen.generator.frontend import load
-from mechgen.generator.urdf import InertiaRepairWarning, align_axis, load_urdf
+from mechgen.generator.families.serial.urdf import InertiaRepairWarning, align_axis, load_urdf
 
 INERTIAL = ('<inertial><origin xyz="0 0 0.1"/><mass value="1"/>'
             '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>')

@@ -38,7 +38,7 @@ from mechgen.generator.algorithms.joints import LinkTransform
 from mechgen.generator.algorithms.leg_ik import LEG_SINGULAR
 from mechgen.generator.algorithms.rnea import Motion
 from mechgen.generator.algorithms.sparse_lu import SparseLU
-from mechgen.generator.platform import Leg
+from mechgen.generator.families.parallel.platform import Leg
 from mechgen.generator.scalar import (Mat, Recorder, Vec, add, cross, dot, eye, matmul, matvec,
                               omega_x_omega_x, sub, transpose, zeros)
 

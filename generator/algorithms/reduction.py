@@ -23,7 +23,7 @@ import sympy as sp
 from mechgen.generator.algorithms.closure import Closure
 from mechgen.generator.algorithms.joints import LinkTransform, to_parent
 from mechgen.generator.algorithms.rnea import Motion, backward_pass
-from mechgen.generator.platform import Leg
+from mechgen.generator.families.parallel.platform import Leg
 from mechgen.generator.scalar import Recorder, Vec, add, cross, scale
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from mechgen.generator.family import Family
-from mechgen.generator.kernels import SERIAL
-from mechgen.generator.platform_kernels import PARALLEL
+from mechgen.generator.families.serial.kernels import SERIAL
+from mechgen.generator.families.parallel.kernels import PARALLEL
 
 FAMILIES: tuple[Family, ...] = (SERIAL, PARALLEL)
 

@@ -334,7 +334,7 @@ def pus_leg(base: ArrayLike, rail: ArrayLike, l_C: ArrayLike, home: ArrayLike,
             laws: Sequence[Mapping[str, Any]] | None = None, drive: int = 0,
             name: str = "PUS") -> dict:
     """A PUS leg (slide along a rail, U = R y, R z on the slider, a rod, S cut) from its
-    geometry, by the conventions of generator/legs/pus.py, built here with cross products:
+    geometry, by the conventions of generator/families/parallel/legs/pus.py, built here with cross products:
 
     slide frame x = rail, y from z0 x rail (a vertical rail: from z0 x [b_x, b_y, 0], then e_y);
     the slide at home q0 is the root of q^2 - 2 (d . e) q + |d|^2 - rod^2 = 0 nearest 0

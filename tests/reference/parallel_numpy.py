@@ -473,7 +473,7 @@ def pus_leg(base: ArrayLike, rail: ArrayLike, l_C: ArrayLike, home: ArrayLike,
             laws: Sequence[dict] | None = None, drive: int = 0, name: str = "PUS") -> dict:
     """A PUS leg (a slider on a rail, a universal joint, a rod, a spherical joint on C: cut
     m = 3) as the format doc's dict, from its geometry, by the conventions documented in
-    generator/legs/pus.py, written again here with numpy (Gram-Schmidt):
+    generator/families/parallel/legs/pus.py, written again here with numpy (Gram-Schmidt):
 
     * joint 1, the slide (P along x of its frame): at ``base`` (frame 0), x along ``rail``,
       y = z0 x rail normalised; a vertical rail: y = z0 x [b_x, b_y, 0] normalised (tangent

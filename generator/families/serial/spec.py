@@ -55,7 +55,7 @@ from mechgen.generator import fields
 from mechgen.generator.model import (ATTITUDES, AXES, COMPOSITE_AXES, Body, Chain, Joint,
                                      ModelError, Point, as_expr, check_name, finite_number,
                                      free_base_joints, split_composite)
-from mechgen.generator.urdf import load_urdf
+from mechgen.generator.families.serial.urdf import load_urdf
 
 JOINT_TYPES = ("Rx", "Ry", "Rz", "Px", "Py", "Pz", "U", "S", "C")
 

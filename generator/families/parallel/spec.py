@@ -51,8 +51,8 @@ from typing import Any
 
 from mechgen.generator import numeric as num
 from mechgen.generator.model import ModelError, as_expr, check_name, finite_number
-from mechgen.generator.legs import LEG_TYPES
-from mechgen.generator.platform import (JointLaw, Leg, LegGeometry, Platform, build_leg,
+from mechgen.generator.families.parallel.legs import LEG_TYPES
+from mechgen.generator.families.parallel.platform import (JointLaw, Leg, LegGeometry, Platform, build_leg,
                                 validate_platform)
 from mechgen.generator.fields import (body as _body, inertia as _inertia, keys as _keys,
                                       rotation as _rotation)

@@ -32,8 +32,8 @@ from mechgen.generator import numeric as num
 from mechgen.generator.numeric import M3, V3
 from mechgen.generator.model import (Body, Chain, Joint, ModelError, Vec3, Mat3, check_name,
                              fictitious_body, identity3, prefixed_parameters)
-from mechgen.generator.legs import LEG_TYPES, LegType
-from mechgen.generator.legs.base import cut_centre_at, frame_from_x  # noqa: F401 (re-exported)
+from mechgen.generator.families.parallel.legs import LEG_TYPES, LegType
+from mechgen.generator.families.parallel.legs.base import cut_centre_at, frame_from_x  # noqa: F401 (re-exported)
 
 
 @dataclass(frozen=True)

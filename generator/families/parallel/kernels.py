@@ -35,7 +35,7 @@ from mechgen.generator.algorithms.leg_ik import LEG_SINGULAR
 from mechgen.generator.algorithms.rnea import backward_pass, forward_pass
 from mechgen.generator.family import Family
 from mechgen.generator.ir import Check, InvariantError, Kernel, Port, symbol
-from mechgen.generator.platform import Leg, Platform
+from mechgen.generator.families.parallel.platform import Leg, Platform
 from mechgen.generator.scalar import (Recorder, count_scalar_formulas, add, dot,
                                       elementary_rotation, matmul, matvec, omega_products,
                                       omega_x_I_omega, scale, transpose, zeros)

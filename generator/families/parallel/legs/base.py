@@ -37,7 +37,7 @@ from mechgen.generator.scalar import (Recorder, elementary_rotation, matmul, mat
                                       transpose)
 
 if TYPE_CHECKING:                  # pragma: no cover - type hints only
-    from mechgen.generator.platform import Leg, LegGeometry
+    from mechgen.generator.families.parallel.platform import Leg, LegGeometry
 
 # reasons a closed-form check fails (generator.platform_kernels turns them into status codes)
 OUT_OF_REACH, SINGULAR = "out_of_reach", "singular"
