@@ -19,6 +19,8 @@ from typing import Iterable
 import mpmath
 from mpmath.libmp import round_nearest, to_float
 
+from mechgen.generator.scalar import elementary_rotation
+
 V3 = tuple[float, float, float]
 M3 = tuple[V3, V3, V3]
 
@@ -143,7 +145,6 @@ def identity() -> M3:
 
 def elementary(axis: int, angle: float) -> M3:
     """A_x, A_y, A_z (coordinate transforms) of a numeric angle in radians."""
-    from mechgen.generator.scalar import elementary_rotation
     return mat(elementary_rotation(axis, cos(angle), sin(angle), 1.0, 0.0))
 
 

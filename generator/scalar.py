@@ -19,12 +19,13 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import sympy as sp
 
 from mechgen.generator.ir import Assign, Check, symbol
+from mechgen.generator.passes.opcount import count_expr_ops
 
 Vec = list  # [x, y, z]
 Mat = list  # [[...], [...], [...]]
@@ -84,11 +85,7 @@ def count_scalar_formulas(exprs) -> None:
     cost as written: add their operation counts to the active dense counter."""
     if _dense.get() is None:
         return
-    from collections import Counter
-    from mechgen.generator.passes.opcount import _ops
-    c: Counter = Counter()
-    for e in exprs:
-        _ops(sp.sympify(e), c)
+    c = count_expr_ops(exprs)
     _count(adds=c["adds"], muls=c["muls"], divs=c["divs"], sqrt=c["sqrt"], trig=c["trig"])
 
 

@@ -106,10 +106,18 @@ class Parameters:
         self.mechanism = mechanism
         self.names = list(names)
         self.defaults = {k: v for k, v in (defaults or {}).items() if v is not None}
+        self._default_vector: np.ndarray | None = None
 
     def without_default(self) -> list[str]:
         """The parameters the spec gives no default for."""
         return [n for n in self.names if n not in self.defaults]
+
+    def default_vector(self, where: str = "params") -> np.ndarray:
+        """``p`` of the spec's defaults, built once (kernels called without p use it)."""
+        if self._default_vector is None:
+            self._default_vector = self.vector(None, where)
+            self._default_vector.flags.writeable = False
+        return self._default_vector
 
     def vector(self, values: dict[str, Any] | None = None, where: str = "params") -> np.ndarray:
         """The input ``p``: named ``values`` over the defaults; unknown, missing or non-finite
@@ -190,7 +198,6 @@ class Kernel:
         if c_lib is not None:           # a C library (the "cffi" loader): its exported symbols
             self._single = getattr(c_lib, meta["c_function"])
             self._batch = getattr(c_lib, meta["c_function"] + "_batch")
-        self.__doc__ = describe(meta)
 
     def __repr__(self) -> str:
         ins = ", ".join(n for n, _ in self.inputs)
@@ -239,7 +246,7 @@ class Kernel:
         if p is None:
             values.pop("p", None)
             if not self.parameters.without_default():
-                values["p"] = self.parameters.vector(None, self.name)
+                values["p"] = self.parameters.default_vector(self.name)
         elif isinstance(p, dict):
             values["p"] = self.parameters.vector(p, self.name)
 

@@ -59,13 +59,17 @@ def _ops(e: sp.Expr, c: Counter) -> None:
         _ops(a, c)
 
 
-def count_ops(k: Kernel) -> dict[str, int]:
+def count_expr_ops(exprs) -> Counter:
+    """Operations of scalar expressions as written (adds, muls, divs, sqrt, trig, ...)."""
     c: Counter = Counter()
-    for st in k.body:
-        _ops(st.expr, c)
-    for port in k.outputs:
-        for e in port.elements:
-            _ops(sp.sympify(e), c)
+    for e in exprs:
+        _ops(sp.sympify(e), c)
+    return c
+
+
+def count_ops(k: Kernel) -> dict[str, int]:
+    c = count_expr_ops([*(st.expr for st in k.body),
+                        *(e for port in k.outputs for e in port.elements)])
     out = {key: c.get(key, 0) for key in ("adds", "muls", "divs", "sqrt", "trig")}
     for extra in ("pow", "other"):
         if c.get(extra):

@@ -55,6 +55,15 @@ def _recorder(ports: tuple[Port, ...]) -> Recorder:
     return Recorder(reserved={str(s) for p in ports for s in p.elements})
 
 
+def _start(chain: Chain, names: list[str]) -> tuple[tuple[Port, ...], Recorder, Chain, list]:
+    """A kernel's inputs, its recorder, the chain as the recursion sees it, and the elements
+    of each state input in order (``q``: one coordinate per joint, see _configuration)."""
+    ins = _inputs(chain, names)
+    rec = _recorder(ins)
+    chain, q = _configuration(rec, chain, list(ins[0].elements))
+    return ins, rec, chain, [q, *(list(p.elements) for p in ins[1:len(names)])]
+
+
 def _configuration(rec: Recorder, chain: Chain, q_in: list) -> tuple[Chain, list]:
     """(the chain as the recursion sees it, one coordinate per joint) from the input ``q``.
 
@@ -97,9 +106,7 @@ def _flat(rows) -> tuple:
 
 
 def forward_kinematics(chain: Chain) -> Kernel:
-    ins = _inputs(chain, ["q"])
-    rec = _recorder(ins)
-    chain, q = _configuration(rec, chain, list(ins[0].elements))
+    ins, rec, chain, (q,) = _start(chain, ["q"])
     kin = chain_kinematics(rec, chain, q, jacobians=False)
     tg = _targets(chain, rec, kin)
     nb = len(tg)
@@ -117,9 +124,7 @@ def forward_kinematics(chain: Chain) -> Kernel:
 
 
 def jacobians(chain: Chain) -> Kernel:
-    ins = _inputs(chain, ["q"])
-    rec = _recorder(ins)
-    chain, q = _configuration(rec, chain, list(ins[0].elements))
+    ins, rec, chain, (q,) = _start(chain, ["q"])
     kin = chain_kinematics(rec, chain, q, jacobians=True)
     tg = _targets(chain, rec, kin)
     nb, n = len(tg), chain.n
@@ -143,10 +148,8 @@ def jacobians(chain: Chain) -> Kernel:
 
 
 def velocities(chain: Chain) -> Kernel:
-    ins = _inputs(chain, ["q", "qd"])
-    rec = _recorder(ins)
-    chain, q = _configuration(rec, chain, list(ins[0].elements))
-    kin = chain_kinematics(rec, chain, q, list(ins[1].elements), jacobians=False)
+    ins, rec, chain, (q, qd) = _start(chain, ["q", "qd"])
+    kin = chain_kinematics(rec, chain, q, qd, jacobians=False)
     tg = [(name, kin[j]) for name, j in chain.named_bodies]
     nb = len(tg)
     return Kernel("velocities",
@@ -169,9 +172,7 @@ def _links(rec: Recorder, chain: Chain, q):
 
 
 def mass_matrix(chain: Chain) -> Kernel:
-    ins = _inputs(chain, ["q"])
-    rec = _recorder(ins)
-    chain, q = _configuration(rec, chain, list(ins[0].elements))
+    ins, rec, chain, (q,) = _start(chain, ["q"])
     A = crba(rec, chain, _links(rec, chain, q))
     n = chain.n
     return Kernel("mass_matrix", "Joint-space mass matrix A(q) (composite-body algorithm).",
@@ -195,10 +196,7 @@ def _bias(rec: Recorder, chain: Chain, links, q, qd, Q) -> list[sp.Expr]:
 
 
 def bias(chain: Chain) -> Kernel:
-    ins = _inputs(chain, ["q", "qd", "Q"])
-    rec = _recorder(ins)
-    q, qd, Q = (list(p.elements) for p in ins[:3])
-    chain, q = _configuration(rec, chain, q)
+    ins, rec, chain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
     b = _bias(rec, chain, _links(rec, chain, q), q, qd, Q)
     return Kernel("bias", "Bias vector b = Q + Q_spring_damper - h(q, qd), so A qdd = b.",
                   ins, (Port("b", (chain.n,), tuple(b),
@@ -207,10 +205,7 @@ def bias(chain: Chain) -> Kernel:
 
 
 def inverse_dynamics(chain: Chain) -> Kernel:
-    ins = _inputs(chain, ["q", "qd", "qdd"])
-    rec = _recorder(ins)
-    q, qd, qdd = (list(p.elements) for p in ins[:3])
-    chain, q = _configuration(rec, chain, q)
+    ins, rec, chain, (q, qd, qdd) = _start(chain, ["q", "qd", "qdd"])
     h = rnea(rec, chain, _links(rec, chain, q), qd, qdd)
     Q = [hj - Pj for hj, Pj in zip(h, passive_forces(chain, q, qd))]
     return Kernel("inverse_dynamics",
@@ -235,10 +230,7 @@ def _require_euler_regular(rec: Recorder, q: list) -> None:
 
 
 def forward_dynamics(chain: Chain) -> Kernel:
-    ins = _inputs(chain, ["q", "qd", "Q"])
-    rec = _recorder(ins)
-    q, qd, Q = (list(p.elements) for p in ins[:3])
-    chain, q = _configuration(rec, chain, q)
+    ins, rec, chain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
     links = _links(rec, chain, q)
     A = crba(rec, chain, links)
     b = _bias(rec, chain, links, q, qd, Q)
@@ -260,10 +252,8 @@ def forward_dynamics(chain: Chain) -> Kernel:
 def energy(chain: Chain) -> Kernel:
     """T = sum_j 1/2 m v.v + v.(omega x c) + 1/2 omega.(I omega) in body frames (v, omega
     carried from frame 0 by tau_j); V = -g . sum_j (m_j r_j + tau_j^T c_j)."""
-    ins = _inputs(chain, ["q", "qd"])
-    rec = _recorder(ins)
-    chain, q = _configuration(rec, chain, list(ins[0].elements))
-    kin = chain_kinematics(rec, chain, q, list(ins[1].elements), jacobians=False)
+    ins, rec, chain, (q, qd) = _start(chain, ["q", "qd"])
+    kin = chain_kinematics(rec, chain, q, qd, jacobians=False)
     T, V = sp.Integer(0), sp.Integer(0)
     for j, body in enumerate(chain.bodies, start=1):
         if body.fictitious:

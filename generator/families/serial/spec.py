@@ -52,7 +52,7 @@ from typing import Any
 import sympy as sp
 
 from mechgen.generator import fields
-from mechgen.generator.model import (ATTITUDES, AXES, COMPOSITE_AXES, Body, Chain, Joint,
+from mechgen.generator.model import (AXES, COMPOSITE_AXES, Body, Chain, Joint,
                                      ModelError, Point, as_expr, check_name, finite_number,
                                      free_base_joints, split_composite)
 from mechgen.generator.families.serial.urdf import load_urdf
@@ -74,10 +74,7 @@ class ChainBuilder:
         if base not in ("fixed", "free"):
             raise ModelError(f"{source}: mechanism.base: expected 'fixed' or 'free', got {base!r}")
         self.base = base
-        if attitude not in ATTITUDES or (attitude == "quaternion" and base != "free"):
-            raise ModelError(f"{source}: mechanism.attitude: expected one of {ATTITUDES} (the "
-                             f"quaternion only with base = 'free'), got {attitude!r}")
-        self.attitude = attitude
+        self.attitude = attitude        # checked by Chain.validate
         self.gravity = fields.vec3(gravity, f"{source}: mechanism.gravity")
         self.joints: list[Joint] = []
         self.bodies: list[Body] = []
@@ -268,9 +265,6 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
     if inertia not in ("strict", "repair"):
         raise ModelError(f"{source}: mechanism.inertia: expected 'strict' or 'repair', "
                          f"got {inertia!r}")
-    attitude = mech.get("attitude", "euler")
-    if attitude not in ATTITUDES:
-        raise ModelError(f"{source}: mechanism.attitude: expected one of {ATTITUDES}, got "
-                         f"{attitude!r}")
+    attitude = mech.get("attitude", "euler")     # checked by Chain.validate
     return load_urdf(path.parent / mech["urdf"], name, mech.get("base", "fixed"), gravity, lock,
                      frames, float(snap), source, mimic == "independent", inertia, attitude)
