@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-DEMO_SPEC := generator/mechanisms/gough_stewart_docking.toml
+DEMO_SPEC := generator/mechanisms/gough_stewart_docking.toml generator/mechanisms/apas_interface.toml
 
 .PHONY: all install generate demo test bench clean
 
@@ -22,12 +22,13 @@ install: $(STAMP)
 generate: $(STAMP)
 	$(PY) -m mechgen generate
 
-# The main job: install, generate the demo mechanism only if its kernels are stale (the
-# committed ones are current), compile (cached), simulate a docking capture on the bundled
-# Gough-Stewart mechanism; prints a summary, writes plots to results/.
+# The main job: install, generate the demo mechanism and docking interface only if their
+# kernels are stale (the committed ones are current), compile (cached), simulate one docking
+# of two spacecraft through the bundled Gough-Stewart mechanism, then a Monte-Carlo campaign
+# over the initial-contact envelope on all cores; prints summaries, writes results/.
 demo: $(STAMP)
 	$(PY) -m mechgen generate --if-stale --out generated $(DEMO_SPEC)
-	$(PY) -m mechgen demo --out results
+	$(PY) -m mechgen dock --out results
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -19,6 +19,7 @@ from typing import Any
 from mechgen.generator.model import Chain, ModelError
 from mechgen.generator.families.parallel.platform import Platform
 from mechgen.generator.families.parallel.spec import is_parallel, platform_from_dict
+from mechgen.generator.families.contact.spec import interface_from_dict, is_contact
 from mechgen.generator.families.serial.spec import chain_from_dict, chain_from_urdf_spec
 
 
@@ -39,13 +40,15 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ModelError(f"{path}: not valid TOML: {e}") from None
 
 
-def load(path: str | Path) -> Chain | Platform:
-    """A spec file -> a Chain (serial, a tree from a URDF) or a Platform (``family =
-    "parallel"``)."""
+def load(path: str | Path) -> Any:
+    """A spec file -> a Chain (serial, a tree from a URDF), a Platform (``family =
+    "parallel"``) or a docking Interface (``family = "contact"``)."""
     path = Path(path)
     data = read_toml(path)
     if is_parallel(data):
         return platform_from_dict(data, path.name)
+    if is_contact(data):
+        return interface_from_dict(data, path.name)
     if isinstance(data.get("mechanism"), dict) and "urdf" in data["mechanism"]:
         return chain_from_urdf_spec(data, path)
     return chain_from_dict(data, path.name)

@@ -83,6 +83,11 @@ def law_forces(num: dict, q: list, qd: list, F: np.ndarray) -> list[np.ndarray]:
             x, v = q[k][j] - law["q0"], qd[k][j]
             Qk[j] = (law["preload"] - sum(c * x ** (i + 1) for i, c in enumerate(law["k"]))
                      - sum(c * v ** (i + 1) for i, c in enumerate(law["c"])))
+            if law.get("stops"):                  # Hunt-Crossley end stops, never pulling
+                lo, hi = law["stops"]
+                k_s, d_s = law["k_stop"], law["d_stop"]
+                Qk[j] += (-max(0.0, k_s * max(0.0, q[k][j] - hi) * (1 + d_s * v))
+                          + max(0.0, k_s * max(0.0, lo - q[k][j]) * (1 - d_s * v)))
         Qk[leg["drive"]] += F[k]
         out.append(Qk)
     return out

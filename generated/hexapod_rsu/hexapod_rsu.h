@@ -489,7 +489,7 @@ int64_t mechgen_hexapod_rsu_reduced_dynamics_batch(int64_t n, const double *x, c
  *       leg2, leg3, leg4, leg5, leg6
  *   out base_force[3] shape 3: force of the mechanism on the base (N, frame 0), shape (3,)
  *   out base_moment[3] shape 3: moment of the mechanism on the base about O_0 (N m, frame 0), shape (3,)
- *   out damping_power[1] shape 1: power taken out by the dampers (W), shape (1,)
+ *   out damping_power[1] shape 1: power taken out by the dampers and end stops (W), shape (1,)
  *   status 3: reduced mass matrix A*_C not positive definite
  *   status 4: y-z-x angles singular (psi_z = +-90 deg)
  *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
@@ -658,5 +658,225 @@ int64_t mechgen_hexapod_rsu_energy_batch(int64_t n, const double *x, const doubl
  */
 int mechgen_hexapod_rsu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_rsu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
+
+/* base_step: The step on a base that moves (frame 0 turning at Omega, Omega_dot; g = gravity minus the
+ *   acceleration of O_0, frame 0); x, u, udot and the leg coordinates stay relative to frame 0;
+ *   the inertial forces of the base's motion act on the legs and C exactly.
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  w0[3]: angular velocity Omega of the base, frame 0 (rad/s, frame 0), shape (3,): Omega_x, Omega_y,
+ *       Omega_z
+ *   in  dw0[3]: angular acceleration Omega_dot of the base (rad/s^2, frame 0), shape (3,): Omega_dot_x,
+ *       Omega_dot_y, Omega_dot_z
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+ *       (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
+ *   out q[24] shape 24: leg joint coordinates (rad, m for a stroke), shape (24,), in the order of the leg
+ *       coordinates: leg1_crank, leg1_s1, leg1_s2, leg1_s3, leg2_crank, leg2_s1, leg2_s2, leg2_s3,
+ *       leg3_crank, leg3_s1, leg3_s2, leg3_s3, leg4_crank, leg4_s1, leg4_s2, leg4_s3, leg5_crank,
+ *       leg5_s1, leg5_s2, leg5_s3, leg6_crank, leg6_s1, leg6_s2, leg6_s3
+ *   out qd[24] shape 24: leg joint rates (rad/s, m/s for a stroke), shape (24,), in the order of q
+ *   out qdd[24] shape 24: leg joint accelerations (rad/s^2, m/s^2 for a stroke), shape (24,), in the order of q
+ *   out F_on_C[18] shape 6x3: force of each leg on C (N, frame 0), shape (6, 3); rows: leg1, leg2, leg3, leg4, leg5, leg6
+ *   out M_on_C[18] shape 6x3: moment of each leg on C (N m, frame 0; zero for a spherical cut), shape (6, 3); rows: leg1,
+ *       leg2, leg3, leg4, leg5, leg6
+ *   out base_force[3] shape 3: force of the mechanism on the base (N, frame 0), shape (3,)
+ *   out base_moment[3] shape 3: moment of the mechanism on the base about O_0 (N m, frame 0), shape (3,)
+ *   out damping_power[1] shape 1: power taken out by the dampers and end stops (W), shape (1,)
+ *   status 3: reduced mass matrix A*_C not positive definite
+ *   status 4: y-z-x angles singular (psi_z = +-90 deg)
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 132: leg1 s3: cut universal joint axis along the leg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 232: leg2 s3: cut universal joint axis along the leg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 332: leg3 s3: cut universal joint axis along the leg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 432: leg4 s3: cut universal joint axis along the leg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 532: leg5 s3: cut universal joint axis along the leg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 4273 adds, 5913 muls, 55 divs, 24 sqrt, 30 trig (10295 total)
+ */
+int mechgen_hexapod_rsu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
+int64_t mechgen_hexapod_rsu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
+
+/* coupled_step: base_step and the exact coefficients of its base accelerations, to solve the mechanism
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  w0[3]: angular velocity Omega of the base, frame 0 (rad/s, frame 0), shape (3,): Omega_x, Omega_y,
+ *       Omega_z
+ *   in  dw0[3]: angular acceleration Omega_dot of the base (rad/s^2, frame 0), shape (3,): Omega_dot_x,
+ *       Omega_dot_y, Omega_dot_z
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out xdot[12] shape 12: derivative of the state [x, u] (as step), shape (12,)
+ *   out q[24] shape 24: leg joint coordinates (rad, m for a stroke), shape (24,), in the order of the leg
+ *       coordinates: leg1_crank, leg1_s1, leg1_s2, leg1_s3, leg2_crank, leg2_s1, leg2_s2, leg2_s3,
+ *       leg3_crank, leg3_s1, leg3_s2, leg3_s3, leg4_crank, leg4_s1, leg4_s2, leg4_s3, leg5_crank,
+ *       leg5_s1, leg5_s2, leg5_s3, leg6_crank, leg6_s1, leg6_s2, leg6_s3
+ *   out qd[24] shape 24: leg joint rates (rad/s, m/s for a stroke), shape (24,), in the order of q
+ *   out udot[6] shape 6: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,)
+ *   out wrench[6] shape 6: force (N) and moment about O_0 (N m) of the mechanism on the base, frame 0, shape (6,)
+ *   out damping_power[1] shape 1: power taken out by the dampers and end stops (W), shape (1,)
+ *   out stop_force[6] shape 6: end-stop force on each leg's drive joint (N or N m), shape (6,), one per leg: leg1, leg2,
+ *       leg3, leg4, leg5, leg6
+ *   out dudot_dbase[36] shape 6x6: d udot / d[g, Omega_dot], shape (6, 6); columns: g_x, g_y, g_z, Omega_dot_x, Omega_dot_y,
+ *       Omega_dot_z
+ *   out dwrench_dbase[36] shape 6x6: d wrench / d[g, Omega_dot], shape (6, 6); columns: g_x, g_y, g_z, Omega_dot_x, Omega_dot_y,
+ *       Omega_dot_z
+ *   status 3: reduced mass matrix A*_C not positive definite
+ *   status 4: y-z-x angles singular (psi_z = +-90 deg)
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 132: leg1 s3: cut universal joint axis along the leg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 232: leg2 s3: cut universal joint axis along the leg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 332: leg3 s3: cut universal joint axis along the leg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 432: leg4 s3: cut universal joint axis along the leg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 532: leg5 s3: cut universal joint axis along the leg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 10357 adds, 14055 muls, 55 divs, 24 sqrt, 30 trig (24521 total)
+ */
+int mechgen_hexapod_rsu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
+int64_t mechgen_hexapod_rsu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
+
+/* momentum: Momentum, angular momentum about O_0 and kinetic energy of C and the legs, absolute,
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  w0[3]: angular velocity Omega of the base, frame 0 (rad/s, frame 0), shape (3,): Omega_x, Omega_y,
+ *       Omega_z
+ *   in  V0[3]: velocity of the base's origin O_0 (m/s, frame 0), shape (3,): V0_x, V0_y, V0_z
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out momentum[3] shape 3: linear momentum (kg m/s, frame 0), shape (3,)
+ *   out angular_momentum[3] shape 3: angular momentum about O_0 (kg m^2/s, frame 0), shape (3,)
+ *   out T[1] shape 1: absolute kinetic energy of C and the legs (J), shape (1,)
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 132: leg1 s3: cut universal joint axis along the leg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 232: leg2 s3: cut universal joint axis along the leg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 332: leg3 s3: cut universal joint axis along the leg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 432: leg4 s3: cut universal joint axis along the leg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 532: leg5 s3: cut universal joint axis along the leg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 1890 adds, 2957 muls, 48 divs, 24 sqrt, 12 trig (4931 total)
+ */
+int mechgen_hexapod_rsu_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
+int64_t mechgen_hexapod_rsu_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);
 
 #endif

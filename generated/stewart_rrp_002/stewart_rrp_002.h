@@ -370,7 +370,7 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
  *       leg2, leg3, leg4, leg5, leg6
  *   out base_force[3] shape 3: force of the mechanism on the base (N, frame 0), shape (3,)
  *   out base_moment[3] shape 3: moment of the mechanism on the base about O_0 (N m, frame 0), shape (3,)
- *   out damping_power[1] shape 1: power taken out by the dampers (W), shape (1,)
+ *   out damping_power[1] shape 1: power taken out by the dampers and end stops (W), shape (1,)
  *   status 3: reduced mass matrix A*_C not positive definite
  *   status 4: y-z-x angles singular (psi_z = +-90 deg)
  *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
@@ -487,5 +487,174 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
  */
 int mechgen_stewart_rrp_002_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
+
+/* base_step: The step on a base that moves (frame 0 turning at Omega, Omega_dot; g = gravity minus the
+ *   acceleration of O_0, frame 0); x, u, udot and the leg coordinates stay relative to frame 0;
+ *   the inertial forces of the base's motion act on the legs and C exactly.
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  w0[3]: angular velocity Omega of the base, frame 0 (rad/s, frame 0), shape (3,): Omega_x, Omega_y,
+ *       Omega_z
+ *   in  dw0[3]: angular acceleration Omega_dot of the base (rad/s^2, frame 0), shape (3,): Omega_dot_x,
+ *       Omega_dot_y, Omega_dot_z
+ *   in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+ *       J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+ *   out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+ *       (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
+ *   out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+ *       leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+ *       leg6_stroke
+ *   out qd[18] shape 18: leg joint rates (rad/s, m/s for a stroke), shape (18,), in the order of q
+ *   out qdd[18] shape 18: leg joint accelerations (rad/s^2, m/s^2 for a stroke), shape (18,), in the order of q
+ *   out F_on_C[18] shape 6x3: force of each leg on C (N, frame 0), shape (6, 3); rows: leg1, leg2, leg3, leg4, leg5, leg6
+ *   out M_on_C[18] shape 6x3: moment of each leg on C (N m, frame 0; zero for a spherical cut), shape (6, 3); rows: leg1,
+ *       leg2, leg3, leg4, leg5, leg6
+ *   out base_force[3] shape 3: force of the mechanism on the base (N, frame 0), shape (3,)
+ *   out base_moment[3] shape 3: moment of the mechanism on the base about O_0 (N m, frame 0), shape (3,)
+ *   out damping_power[1] shape 1: power taken out by the dampers and end stops (W), shape (1,)
+ *   status 3: reduced mass matrix A*_C not positive definite
+ *   status 4: y-z-x angles singular (psi_z = +-90 deg)
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 123: leg1 stroke below its lower limit -0.4 m
+ *   status 124: leg1 stroke above its upper limit 0.4 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 223: leg2 stroke below its lower limit -0.4 m
+ *   status 224: leg2 stroke above its upper limit 0.4 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 323: leg3 stroke below its lower limit -0.4 m
+ *   status 324: leg3 stroke above its upper limit 0.4 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 423: leg4 stroke below its lower limit -0.4 m
+ *   status 424: leg4 stroke above its upper limit 0.4 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 523: leg5 stroke below its lower limit -0.4 m
+ *   status 524: leg5 stroke above its upper limit 0.4 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 623: leg6 stroke below its lower limit -0.4 m
+ *   status 624: leg6 stroke above its upper limit 0.4 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 1996 adds, 2552 muls, 31 divs, 12 sqrt, 18 trig (4609 total)
+ */
+int mechgen_stewart_rrp_002_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
+int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
+
+/* coupled_step: base_step and the exact coefficients of its base accelerations, to solve the mechanism
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  w0[3]: angular velocity Omega of the base, frame 0 (rad/s, frame 0), shape (3,): Omega_x, Omega_y,
+ *       Omega_z
+ *   in  dw0[3]: angular acceleration Omega_dot of the base (rad/s^2, frame 0), shape (3,): Omega_dot_x,
+ *       Omega_dot_y, Omega_dot_z
+ *   in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+ *       J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+ *   out xdot[12] shape 12: derivative of the state [x, u] (as step), shape (12,)
+ *   out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+ *       leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+ *       leg6_stroke
+ *   out qd[18] shape 18: leg joint rates (rad/s, m/s for a stroke), shape (18,), in the order of q
+ *   out udot[6] shape 6: acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C), shape (6,)
+ *   out wrench[6] shape 6: force (N) and moment about O_0 (N m) of the mechanism on the base, frame 0, shape (6,)
+ *   out damping_power[1] shape 1: power taken out by the dampers and end stops (W), shape (1,)
+ *   out stop_force[6] shape 6: end-stop force on each leg's drive joint (N or N m), shape (6,), one per leg: leg1, leg2,
+ *       leg3, leg4, leg5, leg6
+ *   out dudot_dbase[36] shape 6x6: d udot / d[g, Omega_dot], shape (6, 6); columns: g_x, g_y, g_z, Omega_dot_x, Omega_dot_y,
+ *       Omega_dot_z
+ *   out dwrench_dbase[36] shape 6x6: d wrench / d[g, Omega_dot], shape (6, 6); columns: g_x, g_y, g_z, Omega_dot_x, Omega_dot_y,
+ *       Omega_dot_z
+ *   status 3: reduced mass matrix A*_C not positive definite
+ *   status 4: y-z-x angles singular (psi_z = +-90 deg)
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 123: leg1 stroke below its lower limit -0.4 m
+ *   status 124: leg1 stroke above its upper limit 0.4 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 223: leg2 stroke below its lower limit -0.4 m
+ *   status 224: leg2 stroke above its upper limit 0.4 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 323: leg3 stroke below its lower limit -0.4 m
+ *   status 324: leg3 stroke above its upper limit 0.4 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 423: leg4 stroke below its lower limit -0.4 m
+ *   status 424: leg4 stroke above its upper limit 0.4 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 523: leg5 stroke below its lower limit -0.4 m
+ *   status 524: leg5 stroke above its upper limit 0.4 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 623: leg6 stroke below its lower limit -0.4 m
+ *   status 624: leg6 stroke above its upper limit 0.4 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 5194 adds, 6464 muls, 31 divs, 12 sqrt, 18 trig (11719 total)
+ */
+int mechgen_stewart_rrp_002_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
+int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
+
+/* momentum: Momentum, angular momentum about O_0 and kinetic energy of C and the legs, absolute,
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  w0[3]: angular velocity Omega of the base, frame 0 (rad/s, frame 0), shape (3,): Omega_x, Omega_y,
+ *       Omega_z
+ *   in  V0[3]: velocity of the base's origin O_0 (m/s, frame 0), shape (3,): V0_x, V0_y, V0_z
+ *   in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+ *       J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+ *   out momentum[3] shape 3: linear momentum (kg m/s, frame 0), shape (3,)
+ *   out angular_momentum[3] shape 3: angular momentum about O_0 (kg m^2/s, frame 0), shape (3,)
+ *   out T[1] shape 1: absolute kinetic energy of C and the legs (J), shape (1,)
+ *   status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 123: leg1 stroke below its lower limit -0.4 m
+ *   status 124: leg1 stroke above its upper limit 0.4 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 223: leg2 stroke below its lower limit -0.4 m
+ *   status 224: leg2 stroke above its upper limit 0.4 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 323: leg3 stroke below its lower limit -0.4 m
+ *   status 324: leg3 stroke above its upper limit 0.4 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 423: leg4 stroke below its lower limit -0.4 m
+ *   status 424: leg4 stroke above its upper limit 0.4 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 523: leg5 stroke below its lower limit -0.4 m
+ *   status 524: leg5 stroke above its upper limit 0.4 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 623: leg6 stroke below its lower limit -0.4 m
+ *   status 624: leg6 stroke above its upper limit 0.4 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 882 adds, 1265 muls, 24 divs, 12 sqrt, 6 trig (2189 total)
+ */
+int mechgen_stewart_rrp_002_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
+int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);
 
 #endif

@@ -44,10 +44,15 @@ class Motion:
 
 
 def forward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list | None,
-                 qdd: list | None, a0: Vec) -> Motion:
-    """omega_j, epsd_j, a_j of every body from the base acceleration a0 (= -g for gravity);
-    body j takes its parent p(j)'s motion (p(j) = j-1 in a serial chain)."""
-    base = (zeros(3), zeros(3), list(a0), omega_products(rec, zeros(3), "oo0"))
+                 qdd: list | None, a0: Vec, omega0: Vec | None = None,
+                 epsd0: Vec | None = None) -> Motion:
+    """omega_j, epsd_j, a_j of every body from the base's motion: acceleration a0 of O_0
+    (= -g for gravity; a moving base: its acceleration minus g), angular velocity omega0 and
+    acceleration epsd0 (frame 0; None: a base that does not turn). Body j takes its parent
+    p(j)'s motion (p(j) = j-1 in a serial chain)."""
+    omega0 = zeros(3) if omega0 is None else list(omega0)
+    epsd0 = zeros(3) if epsd0 is None else list(epsd0)
+    base = (omega0, epsd0, list(a0), omega_products(rec, omega0, "oo0"))
     out = Motion()
     for j in range(1, chain.n + 1):
         lt = links[j - 1]
@@ -84,18 +89,39 @@ class JointWrenches:
     N1: Vec                # moment the base applies on body 1 about O_1 (frame 1)
 
 
+def carry_to_base(rec: Recorder, chain: Chain, links: list[LinkTransform],
+                  own: list[tuple[Vec, Vec]], name: str = "") -> tuple[list[Vec], list[Vec]]:
+    """Sum per-body force-like pairs (f_j, n_j about O_j, frame j) from the leaves to the
+    base: F_j = f_j + sum over the children c of beta_c^T F_c, N_j = n_j + sum (beta_c^T N_c
+    + r_{j,c} x beta_c^T F_c). Forces and moments, or momenta and angular momenta."""
+    n = chain.n
+    F: list = [None] * n
+    N: list = [None] * n
+    for j in range(n, 0, -1):
+        Fj, Nj = own[j - 1]
+        for k in chain.children(j):
+            child = links[k - 1]
+            F_c = rec.vec(to_parent(child, F[k - 1]), f"{name}F_c{k}")
+            Fj = add(Fj, F_c)
+            Nj = add(Nj, add(to_parent(child, N[k - 1]), cross(child.r_rel, F_c)))
+        F[j - 1] = rec.vec(Fj, f"{name}F{j}")
+        N[j - 1] = rec.vec(Nj, f"{name}N{j}")
+    return F, N
+
+
 def backward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], mo: Motion,
                   tip: tuple[Vec, Vec] | None = None) -> JointWrenches:
-    """Inertial forces summed from the leaves to the base: F_j = f_j + sum over the children c
-    of beta_c^T F_c (likewise N_j, plus r_{j,c} x beta_c^T F_c). ``tip`` = (force, moment about
-    O_n) applied on the last body from outside, frame n. F1, N1: what the base applies on
-    body 1."""
+    """Inertial forces summed from the leaves to the base (:func:`carry_to_base`), with
+
+        f_j = m_j a_j + epsd_j x c_j + omega_j x (omega_j x c_j)
+        n_j = I_j epsd_j + omega_j x (I_j omega_j) + c_j x a_j.
+
+    ``tip`` = (force, moment about O_n) applied on the last body from outside, frame n.
+    F1, N1: what the base applies on body 1."""
     n = chain.n
-    Q = [sp.Integer(0)] * n
-    F = [None] * n
-    N = [None] * n
-    for j in range(n, 0, -1):
-        lt, body = links[j - 1], chain.bodies[j - 1]
+    own = []
+    for j in range(1, n + 1):
+        body = chain.bodies[j - 1]
         W = mo.W[j - 1]
         c = list(body.c)
         I = [list(row) for row in body.I]
@@ -103,15 +129,58 @@ def backward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], mo: M
         Nj = add(add(matvec(I, mo.epsd[j - 1]), omega_x_I_omega(W, I)), cross(c, mo.a[j - 1]))
         if j == n and tip is not None:
             Fj, Nj = add(Fj, [-x for x in tip[0]]), add(Nj, [-x for x in tip[1]])
-        for k in chain.children(j):
-            child = links[k - 1]
-            F_c = rec.vec(to_parent(child, F[k - 1]), f"F_c{k}")
-            Fj = add(Fj, F_c)
-            Nj = add(Nj, add(to_parent(child, N[k - 1]), cross(child.r_rel, F_c)))
-        F[j - 1] = rec.vec(Fj, f"F{j}")
-        N[j - 1] = rec.vec(Nj, f"N{j}")
-        Q[j - 1] = (N[j - 1] if lt.kind == "R" else F[j - 1])[[i for i in range(3) if lt.e[i] != 0][0]]
+        own.append((Fj, Nj))
+    F, N = carry_to_base(rec, chain, links, own)
+    Q = [(N[j] if links[j].kind == "R" else F[j])[[i for i in range(3) if links[j].e[i] != 0][0]]
+         for j in range(n)]
     return JointWrenches(Q, F[0], N[0])
+
+
+def velocity_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list,
+                  omega0: Vec, v0: Vec) -> tuple[list[Vec], list[Vec]]:
+    """Absolute omega_j and v_j (velocity of O_j), frame j, of every body, from the base's
+    omega0 and the velocity v0 of O_0 (frame 0):
+
+        omega_j = beta_j omega_p(j) + e_j qd_j                         (revolute)
+        v_j     = beta_j (v_p(j) + omega_p(j) x r_{p(j),j}) + e_j qd_j    (prismatic)
+    """
+    omega: list = []
+    v: list = []
+    for j in range(1, chain.n + 1):
+        lt = links[j - 1]
+        p = chain.parent[j - 1]
+        w_p, v_p = (list(omega0), list(v0)) if p == 0 else (omega[p - 1], v[p - 1])
+        w_j = matvec(lt.beta, w_p)
+        v_j = matvec(lt.beta, add(v_p, cross(w_p, lt.r_rel)))
+        if lt.kind == "R":
+            w_j = add(w_j, scale(qd[j - 1], lt.e))
+        else:
+            v_j = add(v_j, scale(qd[j - 1], lt.e))
+        omega.append(rec.vec(w_j, f"w_abs{j}"))
+        v.append(rec.vec(v_j, f"v_abs{j}"))
+    return omega, v
+
+
+def momentum(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list, omega0: Vec,
+             v0: Vec) -> tuple[Vec, Vec, sp.Expr]:
+    """Linear momentum, angular momentum about O_0 (frame 0) and kinetic energy of the chain's
+    bodies when the base moves (omega0, v0). Per body, frame j, about O_j (c_j the first
+    moment): p_j = m_j v_j + omega_j x c_j, h_j = I_j omega_j + c_j x v_j,
+    T_j = 1/2 m_j v_j.v_j + v_j.(omega_j x c_j) + 1/2 omega_j.I_j omega_j; p_j and h_j are
+    carried to the base like forces and moments (:func:`carry_to_base`)."""
+    w, v = velocity_pass(rec, chain, links, qd, omega0, v0)
+    own, T = [], sp.Integer(0)
+    for j, body in enumerate(chain.bodies):
+        c, I = list(body.c), [list(row) for row in body.I]
+        wxc = cross(w[j], c)
+        Iw = matvec(I, w[j])
+        own.append((add(scale(body.m, v[j]), wxc), add(Iw, cross(c, v[j]))))
+        T += body.m * sum(x * x for x in v[j]) / 2 + sum(a * b for a, b in zip(v[j], wxc)) \
+            + sum(a * b for a, b in zip(w[j], Iw)) / 2
+    P, H = carry_to_base(rec, chain, links, own, "mom_")
+    P0 = to_parent(links[0], P[0])
+    H0 = add(to_parent(links[0], H[0]), cross(links[0].r_rel, P0))
+    return P0, H0, T
 
 
 def rnea(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list | None,

@@ -79,6 +79,11 @@ class ScalarLines:
     def _print_Rational(self, e):
         return _double(e)
 
+    def _print_NumberSymbol(self, e):       # pi, E, ...: the nearest double, not M_PI
+        return _double(e)
+
+    _print_Pi = _print_Exp1 = _print_NumberSymbol
+
     def _print_Float(self, e):
         return _double(e)
 

@@ -20,9 +20,11 @@ KEYWORDS = frozenset({
     "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
     "union", "unsigned", "void", "volatile", "while",
 })
-# what the generated C calls or declares: libm functions, the status variable, the _batch
-# function's count and loop index, the integer types of the signatures
-GENERATED_NAMES = frozenset({"sqrt", "sin", "cos", "status", "n", "i", "int64_t", "int32_t"})
+# what the generated C calls or declares: libm functions (fmax, fmin, fabs: the printed Max,
+# Min, Abs; pow: a non-integer power), the status variable, the _batch function's count and
+# loop index, the integer types of the signatures
+GENERATED_NAMES = frozenset({"sqrt", "sin", "cos", "fmax", "fmin", "fabs", "pow", "status", "n",
+                             "i", "int64_t", "int32_t"})
 
 
 def c_comment(text: object) -> str:

@@ -10,7 +10,9 @@ from sympy.printing.pycode import PythonCodePrinter
 from mechgen.generator.backends.base import Backend, ScalarLines, plain_text
 
 KEYWORDS = frozenset(keyword.kwlist)
-GENERATED_NAMES = frozenset({"math"})      # the module the printed code calls (math.sqrt)
+# the module the printed code calls (math.sqrt) and the builtins it calls (the printed Max,
+# Min, Abs)
+GENERATED_NAMES = frozenset({"math", "max", "min", "abs"})
 
 
 def py_docstring(text: object) -> str:

@@ -7,8 +7,9 @@ from typing import Any
 from mechgen.generator.family import Family
 from mechgen.generator.families.serial.kernels import SERIAL
 from mechgen.generator.families.parallel.kernels import PARALLEL
+from mechgen.generator.families.contact.kernels import CONTACT
 
-FAMILIES: tuple[Family, ...] = (SERIAL, PARALLEL)
+FAMILIES: tuple[Family, ...] = (SERIAL, PARALLEL, CONTACT)
 
 
 def family_of(model: Any) -> Family:

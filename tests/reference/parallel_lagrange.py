@@ -228,6 +228,9 @@ def leg_mass_bias(leg: Leg, kin0: LegKin, g: Array) -> tuple[Array, Array]:
         w = kin0.w[j]
         A += m * Jv.T @ Jv + Jw.T @ I0 @ Jw
         h += m * Jv.T @ (aG0 - g) + Jw.T @ (I0 @ kin0.al[j] + cross(w, I0 @ w))
+    # a joint's reflected inertia (a ball-screw rotor): T += 1/2 inertia qd^2
+    if len(leg.get("laws", ())) == n:
+        A += np.diag([law.get("inertia", 0.0) for law in leg["laws"]])
     return A, h
 
 

@@ -341,6 +341,8 @@ def leg_mass_matrix(leg: dict, kin: dict) -> Array:
             f[i] = m * dv + np.cross(dom, c0)
             mom[i] = I0 @ dom + np.cross(c0, dv)
         A[:, j] = _project_backward(leg, kin, f, mom)
+    if len(leg.get("laws", ())) == n:                        # reflected inertia of a joint
+        A += np.diag([law.get("inertia", 0.0) for law in leg["laws"]])
     return A
 
 

@@ -33,12 +33,15 @@ from mechgen.generator.algorithms.qr import mgs_solve
 from mechgen.generator.algorithms.reduction import base_wrench, reduce_onto_platform, tip_wrench
 from mechgen.generator.algorithms.leg_ik import LEG_SINGULAR
 from mechgen.generator.algorithms.rnea import backward_pass, forward_pass
+from mechgen.generator.algorithms.rnea import momentum as chain_momentum
+from mechgen.generator.passes.derivatives import forward_derivatives
 from mechgen.generator.family import Family
 from mechgen.generator.ir import Check, InvariantError, Kernel, Port, symbol
 from mechgen.generator.families.parallel.platform import Leg, Platform
-from mechgen.generator.scalar import (Recorder, count_scalar_formulas, add, dot,
+from mechgen.generator.scalar import (Recorder, count_scalar_formulas, add, cross, dot,
                                       elementary_rotation, matmul, matvec, omega_products,
-                                      omega_x_I_omega, scale, transpose, zeros)
+                                      omega_x_I_omega, omega_x_omega_x, scale, transpose,
+                                      zeros)
 
 from mechgen.generator.statuses import (DRIVE_SINGULAR, EULER_SINGULAR, REDUCED_SINGULAR,
                                         UNREACHABLE)
@@ -140,13 +143,17 @@ PORT_DOCS = {
     "g": "gravity, or gravity minus the base's acceleration (m/s^2, frame 0)",
     "udot": "acceleration of C: dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)",
     "q": "leg joint coordinates (rad, m for a stroke), leg by leg",
+    "w0": "angular velocity Omega of the base, frame 0 (rad/s, frame 0)",
+    "dw0": "angular acceleration Omega_dot of the base (rad/s^2, frame 0)",
+    "V0": "velocity of the base's origin O_0 (m/s, frame 0)",
 }
 
 
 # port names are C arguments: no intermediate may take them
 OUTPUT_NAMES = {"q", "qd", "qdd", "H", "h", "Q", "b", "A_star", "b_star", "udot", "xdot",
                 "F_on_C", "M_on_C", "base_force", "base_moment", "damping_power", "T", "V", "F",
-                "q_next", "residual", "p"}
+                "q_next", "residual", "p", "dudot_dbase", "dwrench_dbase", "momentum",
+                "angular_momentum", "wrench", "stop_force"}
 
 
 def _elements(pf: Platform, name: str) -> tuple[sp.Symbol, ...]:
@@ -158,6 +165,9 @@ def _elements(pf: Platform, name: str) -> tuple[sp.Symbol, ...]:
         "g": ["g_x", "g_y", "g_z"],
         "udot": ["vdot_x", "vdot_y", "vdot_z", "omegadot_x", "omegadot_y", "omegadot_z"],
         "q": pf.coordinates,
+        "w0": ["Omega_x", "Omega_y", "Omega_z"],
+        "dw0": ["Omega_dot_x", "Omega_dot_y", "Omega_dot_z"],
+        "V0": ["V0_x", "V0_y", "V0_z"],
     }[name]
     return tuple(symbol(s) for s in names)
 
@@ -359,7 +369,14 @@ class PlatformBuild:
 
     @mechanism_wide
     def A_legs(self):
-        return self.per_leg(lambda leg, links: crba(self.rec, leg.chain, links), self.links)
+        """A_k of each leg (CRBA), plus each joint's reflected inertia on its diagonal."""
+        def mass_matrix(leg: Leg, links) -> list:
+            A = [list(row) for row in crba(self.rec, leg.chain, links)]
+            for j, law in enumerate(leg.laws):
+                if law.inertia != 0:
+                    A[j][j] = self.rec.bind(A[j][j] + law.inertia, f"A{j + 1}{j + 1}_r")
+            return A
+        return self.per_leg(mass_matrix, self.links)
 
     @mechanism_wide
     def b_legs(self):
@@ -367,7 +384,7 @@ class PlatformBuild:
         a0 = [-x for x in self.inp["g"]]
 
         def bias(leg: Leg, links, qd, Qa) -> list:
-            mo = forward_pass(self.rec, leg.chain, links, qd, None, a0)
+            mo = forward_pass(self.rec, leg.chain, links, qd, None, a0, *self.base_turn)
             hb = backward_pass(self.rec, leg.chain, links, mo).Q
             return [self.rec.bind(a - b, f"b{j + 1}") for j, (a, b) in enumerate(zip(Qa, hb))]
         return self.per_leg(bias, self.links, self.qd, self.Q_active)
@@ -385,11 +402,40 @@ class PlatformBuild:
         return M
 
     @mechanism_wide
+    def base_turn(self) -> tuple:
+        """(Omega, Omega_dot) of a moving base (inputs w0, dw0, frame 0), or (None, None)."""
+        return self.inp.get("w0"), self.inp.get("dw0")
+
+    @mechanism_wide
     def s_C(self):
-        """[f_E + m_C g ; m_E - omega_C x (I_C omega_C)]."""
+        """[f_E + m_C g ; m_E - omega_C x (I_C omega_C)] on a fixed base.
+
+        On a moving base (frame 0 turning at Omega, Omega_dot; g = gravity minus the
+        acceleration of O_0), u stays relative to frame 0 and C's absolute accelerations are
+            a_C   = a_O + Omega_dot x r_C + Omega x (Omega x r_C) + 2 Omega x v_C + vdot_C
+            eps_C = Omega_dot_C + omegadot_C + Omega_C x omega_C        (frame C),
+        with Omega_C = alpha_C Omega, so Newton's and Euler's equations give
+            s_f = f_E + m_C (g - Omega_dot x r_C - Omega x (Omega x r_C) - 2 Omega x v_C)
+            s_m = m_E - I_C (Omega_dot_C + Omega_C x omega_C) - omega_a x (I_C omega_a),
+        omega_a = Omega_C + omega_C the absolute angular velocity of C (frame C).
+        """
         m, I = self.pf.m_C, [list(r) for r in self.pf.I_C]
+        W, dW = self.base_turn
         f = add(self.inp["fE"], scale(m, self.inp["g"]))
-        n = [a - b for a, b in zip(self.inp["mE"], omega_x_I_omega(self.oo_C, I))]
+        if W is None:
+            n = [a - b for a, b in zip(self.inp["mE"], omega_x_I_omega(self.oo_C, I))]
+            return self.rec.vec(f, "s_C_f") + self.rec.vec(n, "s_C_m")
+        r, v = self.r_C, self.inp["u"][:3]
+        oo0 = omega_products(self.rec, W, "oo_base")
+        transport = add(add(cross(dW, r), omega_x_omega_x(oo0, r)), scale(2, cross(W, v)))
+        f = add(f, scale(-m, transport))
+        W_C = self.rec.vec(matvec(self.alpha_C, W), "Omega_C")
+        dW_C = self.rec.vec(matvec(self.alpha_C, dW), "Omega_dot_C")
+        w_a = self.rec.vec(add(W_C, self.omega_C), "omega_abs_C")
+        eps_t = add(dW_C, cross(W_C, self.omega_C))
+        n = [a - b - c for a, b, c in zip(self.inp["mE"], matvec(I, eps_t),
+                                           omega_x_I_omega(omega_products(self.rec, w_a,
+                                                                          "oo_abs_C"), I))]
         return self.rec.vec(f, "s_C_f") + self.rec.vec(n, "s_C_m")
 
     @mechanism_wide
@@ -434,7 +480,7 @@ class PlatformBuild:
         a0 = [-x for x in self.inp["g"]]
 
         def wrench(leg: Leg, links, cl, qd, qdd, tip) -> tuple:
-            mo = forward_pass(self.rec, leg.chain, links, qd, qdd, a0)
+            mo = forward_pass(self.rec, leg.chain, links, qd, qdd, a0, *self.base_turn)
             return base_wrench(self.rec, leg, links, mo, cl, *tip)
         out = self.per_leg(wrench, self.links, self.closures, self.qd, self.qdd, self.tips)
         f_tot, m_tot = zeros(3), zeros(3)
@@ -454,11 +500,18 @@ class PlatformBuild:
         return [psi_y, psi_z, psi_x]
 
     @mechanism_wide
+    def stop_forces(self) -> list:
+        """The end-stop force on each leg's drive joint (0 without stops)."""
+        return [self.rec.bind(leg.laws[leg.drive].stop_force(q[leg.drive], qd[leg.drive]),
+                              f"{leg.name}_stop_force")
+                for leg, (q, _), qd in zip(self.pf.legs, self.legs_q, self.qd)]
+
+    @mechanism_wide
     def damping_power(self):
         out = sp.Integer(0)
-        for leg, qd in zip(self.pf.legs, self.qd):
-            for law, qdj in zip(leg.laws, qd):
-                out += law.dissipation(qdj)
+        for leg, (q, _), qd in zip(self.pf.legs, self.legs_q, self.qd):
+            for law, qj, qdj in zip(leg.laws, q, qd):
+                out += law.dissipation(qj, qdj)
         return self.rec.bind(out, "damping_power")
 
 
@@ -600,41 +653,130 @@ def reduced_dynamics(pf: Platform) -> Kernel:
                    (UNREACHABLE, LEG_SINGULAR, REDUCED_SINGULAR))
 
 
-def step(pf: Platform) -> Kernel:
-    ins = _full_inputs(pf)
-    b = PlatformBuild(pf, ins)
+def _step_outputs(pf: Platform, b: PlatformBuild, ins) -> list[Port]:
     F_on, M_on = b.on_C
     f_base, m_base = b.base_loads
     xdot = list(ins[1].elements[:3]) + b.psi_dot + list(b.udot)
     legs = len(pf.legs)
+    return [Port("xdot", (len(xdot),), tuple(xdot), "derivative of the state "
+                 f"[x, u], shape ({len(xdot)},): v_C (m/s, frame 0), psi_y, "
+                 "psi_z, psi_x rates "
+                 "(rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, "
+                 "frame C)"),
+            Port("q", (_n(pf),), _flat([q for q, _ in b.legs_q]),
+                 f"leg joint coordinates (rad, m for a stroke), {_order_of_q(pf)}"),
+            Port("qd", (_n(pf),), _flat(b.qd),
+                 f"leg joint rates (rad/s, m/s for a stroke), shape "
+                 f"({_n(pf)},), in the order of q"),
+            Port("qdd", (_n(pf),), _flat(b.qdd), "leg joint accelerations "
+                 f"(rad/s^2, m/s^2 for a stroke), shape ({_n(pf)},), in the "
+                 f"order of q"),
+            Port("F_on_C", (legs, 3), _flat(F_on), "force of each leg on C "
+                 f"(N, frame 0), shape ({legs}, 3); rows: {_legs(pf)}"),
+            Port("M_on_C", (legs, 3), _flat(M_on), "moment of each leg on C "
+                 f"(N m, frame 0; zero for a spherical cut), shape ({legs}, 3); "
+                 f"rows: {_legs(pf)}"),
+            Port("base_force", (3,), tuple(f_base), "force of the mechanism on "
+                 "the base (N, frame 0), shape (3,)"),
+            Port("base_moment", (3,), tuple(m_base), "moment of the mechanism "
+                 "on the base about O_0 (N m, frame 0), shape (3,)"),
+            Port("damping_power", (1,), (b.damping_power,), "power taken out by "
+                 "the dampers and end stops (W), shape (1,)")]
+
+
+_STEP_STATUSES = (UNREACHABLE, LEG_SINGULAR, REDUCED_SINGULAR, EULER_SINGULAR)
+
+
+def step(pf: Platform) -> Kernel:
+    ins = _full_inputs(pf)
+    b = PlatformBuild(pf, ins)
     return _kernel("step", "One integration step (paper 000 section 7): xdot = [v_C, psi_dot, "
                    "udot_C], leg coordinates, rates and accelerations, the loads of each leg on "
                    "C, the force and moment on the base (about O_0, frame 0), damper power.",
-                   b, ins, [Port("xdot", (len(xdot),), tuple(xdot), "derivative of the state "
-                                 f"[x, u], shape ({len(xdot)},): v_C (m/s, frame 0), psi_y, "
-                                 "psi_z, psi_x rates "
-                                 "(rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, "
-                                 "frame C)"),
-                            Port("q", (_n(pf),), _flat([q for q, _ in b.legs_q]),
-                                 f"leg joint coordinates (rad, m for a stroke), {_order_of_q(pf)}"),
-                            Port("qd", (_n(pf),), _flat(b.qd),
-                                 f"leg joint rates (rad/s, m/s for a stroke), shape "
-                                 f"({_n(pf)},), in the order of q"),
-                            Port("qdd", (_n(pf),), _flat(b.qdd), "leg joint accelerations "
-                                 f"(rad/s^2, m/s^2 for a stroke), shape ({_n(pf)},), in the "
-                                 f"order of q"),
-                            Port("F_on_C", (legs, 3), _flat(F_on), "force of each leg on C "
-                                 f"(N, frame 0), shape ({legs}, 3); rows: {_legs(pf)}"),
-                            Port("M_on_C", (legs, 3), _flat(M_on), "moment of each leg on C "
-                                 f"(N m, frame 0; zero for a spherical cut), shape ({legs}, 3); "
-                                 f"rows: {_legs(pf)}"),
-                            Port("base_force", (3,), tuple(f_base), "force of the mechanism on "
-                                 "the base (N, frame 0), shape (3,)"),
-                            Port("base_moment", (3,), tuple(m_base), "moment of the mechanism "
-                                 "on the base about O_0 (N m, frame 0), shape (3,)"),
-                            Port("damping_power", (1,), (b.damping_power,), "power taken out by "
-                                 "the dampers (W), shape (1,)")],
-                   (UNREACHABLE, LEG_SINGULAR, REDUCED_SINGULAR, EULER_SINGULAR))
+                   b, ins, _step_outputs(pf, b, ins), _STEP_STATUSES)
+
+
+def _moving_inputs(pf: Platform):
+    return ports(pf, ["x", "u", "F", "fE", "mE", "g", "w0", "dw0"])
+
+
+_MOVING_DOC = ("on a base that moves (frame 0 turning at Omega, Omega_dot; g = gravity minus "
+               "the acceleration of O_0, frame 0); x, u, udot and the leg coordinates stay "
+               "relative to frame 0; the inertial forces of the base's motion act on the legs "
+               "and C exactly")
+
+
+def base_step(pf: Platform) -> Kernel:
+    ins = _moving_inputs(pf)
+    b = PlatformBuild(pf, ins)
+    return _kernel("base_step", "The step " + _MOVING_DOC + ".", b, ins,
+                   _step_outputs(pf, b, ins), _STEP_STATUSES)
+
+
+def coupled_step(pf: Platform) -> Kernel:
+    """base_step and the exact coefficients of its base accelerations, to solve the mechanism
+    together with the vehicle that carries it (the outputs are affine in g and Omega_dot):
+
+        udot = udot(g, Omega_dot) ,   d udot / d[g, Omega_dot]           (6 x 6)
+        [f_base; m_base] ,            d [f_base; m_base] / d[g, Omega_dot] (6 x 6)
+
+    by forward differentiation of the body (generator.passes.derivatives)."""
+    ins = _moving_inputs(pf)
+    b = PlatformBuild(pf, ins)
+    xdot = list(ins[1].elements[:3]) + b.psi_dot + list(b.udot)
+    f_base, m_base = b.base_loads
+    outs = [Port("xdot", (len(xdot),), tuple(xdot), "derivative of the state [x, u] (as step), "
+                 f"shape ({len(xdot)},)"),
+            Port("q", (_n(pf),), _flat([q for q, _ in b.legs_q]),
+                 f"leg joint coordinates (rad, m for a stroke), {_order_of_q(pf)}"),
+            Port("qd", (_n(pf),), _flat(b.qd), "leg joint rates (rad/s, m/s for a stroke), "
+                 f"shape ({_n(pf)},), in the order of q"),
+            Port("udot", (pf.dof,), tuple(b.udot), f"{PORT_DOCS['udot']}, shape ({pf.dof},)"),
+            Port("wrench", (6,), tuple(f_base) + tuple(m_base), "force (N) and moment about "
+                 "O_0 (N m) of the mechanism on the base, frame 0, shape (6,)"),
+            Port("damping_power", (1,), (b.damping_power,), "power taken out by the dampers "
+                 "and end stops (W), shape (1,)"),
+            Port("stop_force", (len(pf.legs),), tuple(b.stop_forces), "end-stop force on "
+                 f"each leg's drive joint (N or N m), shape ({len(pf.legs)},), one per leg: "
+                 f"{_legs(pf)}")]
+    k = _kernel("coupled_step", coupled_step.__doc__.splitlines()[0], b, ins, outs,
+                _STEP_STATUSES)
+    base_acc = list(b.inp["g"]) + list(b.inp["dw0"])
+    cols = "g_x, g_y, g_z, Omega_dot_x, Omega_dot_y, Omega_dot_z"
+    return forward_derivatives(k, ["udot", "wrench"], base_acc, [
+        ("dudot_dbase", f"d udot / d[g, Omega_dot], shape ({pf.dof}, 6); columns: {cols}"),
+        ("dwrench_dbase", f"d wrench / d[g, Omega_dot], shape (6, 6); columns: {cols}")])
+
+
+def momentum_kernel(pf: Platform) -> Kernel:
+    """Momentum, angular momentum about O_0 and kinetic energy of C and the legs, absolute,
+    when the base moves with the velocity V0 of O_0 and turns at Omega (frame 0); the kinetic
+    energy includes the joints' reflected inertias."""
+    ins = ports(pf, ["x", "u", "w0", "V0"])
+    b = PlatformBuild(pf, ins)
+    rec, W, V0 = b.rec, b.inp["w0"], b.inp["V0"]
+    m, I = pf.m_C, [list(r) for r in pf.I_C]
+    # C: V_abs = V0 + Omega x r_C + v_C (frame 0), omega_a = alpha_C Omega + omega_C (frame C)
+    V_C = rec.vec(add(add(V0, cross(W, b.r_C)), b.inp["u"][:3]), "V_abs_C")
+    w_a = rec.vec(add(matvec(b.alpha_C, W), b.omega_C), "omega_abs_C")
+    Iw = matvec(I, w_a)
+    P = scale(m, V_C)
+    H = add(cross(b.r_C, P), matvec(transpose(b.alpha_C), Iw))
+    T = m * dot(V_C, V_C) / 2 + dot(w_a, Iw) / 2
+    for leg, links, qd in zip(pf.legs, b.links, b.qd):
+        with rec.named(f"{leg.name}_"):
+            P_k, H_k, T_k = chain_momentum(rec, leg.chain, links, qd, W, V0)
+        # a joint's reflected inertia: 1/2 inertia qd^2 (energy only: it carries no momentum)
+        T_k += sp.Add(*[law.inertia * qdj ** 2 / 2 for law, qdj in zip(leg.laws, qd)])
+        P, H, T = add(P, P_k), add(H, H_k), T + T_k
+    return _kernel("momentum", momentum_kernel.__doc__.splitlines()[0], b, ins,
+                   [Port("momentum", (3,), tuple(P), "linear momentum (kg m/s, frame 0), "
+                         "shape (3,)"),
+                    Port("angular_momentum", (3,), tuple(H), "angular momentum about O_0 "
+                         "(kg m^2/s, frame 0), shape (3,)"),
+                    Port("T", (1,), (T,), "absolute kinetic energy of C and the legs "
+                         "(J), shape (1,)")],
+                   (UNREACHABLE, LEG_SINGULAR))
 
 
 def energy(pf: Platform) -> Kernel:
@@ -696,7 +838,7 @@ def drive_forces(pf: Platform) -> Kernel:
 
 BUILDERS = (inverse_kinematics, newton_step, velocity_constraints_kernel, leg_rates,
             acceleration_terms_kernel, leg_forces, leg_dynamics, reduced_dynamics, step, energy,
-            drive_forces)
+            drive_forces, base_step, coupled_step, momentum_kernel)
 
 
 def manifest(pf: Platform) -> dict:

@@ -38,38 +38,73 @@ from mechgen.generator.families.parallel.legs.base import cut_centre_at, frame_f
 
 @dataclass(frozen=True)
 class JointLaw:
-    """Active force of a leg joint: Q = preload - sum_i k_i x^i - sum_i c_i qd^i, x = q - q0.
+    """Active force of a leg joint: Q = preload - sum_i k_i x^i - sum_i c_i qd^i + Q_stop,
+    x = q - q0, and the joint's reflected inertia (a ball-screw drive's rotor J (2 pi/lead)^2,
+    a motor's armature), which adds ``inertia`` qdd to the joint's equation (A_k gets it on
+    its diagonal, T gets 1/2 inertia qd^2).
 
-    The drive force (a kernel input) is added on the leg's drive joint.
+    End stops (``stops`` = (lo, hi)): beyond a stop the joint meets a stiff bump stop, a
+    Hunt-Crossley force of depth delta = max(0, q - hi) (or max(0, lo - q)) and its rate:
+        Q_stop = -max(0, k_stop delta (1 + d_stop qd))        above hi
+        Q_stop = +max(0, k_stop delta (1 - d_stop qd))        below lo
+    (never pulling), stored energy 1/2 k_stop delta^2. The drive force (a kernel input) is
+    added on the leg's drive joint.
     """
 
     k: tuple[sp.Expr, ...] = ()
     c: tuple[sp.Expr, ...] = ()
     q0: sp.Expr = sp.Integer(0)
     preload: sp.Expr = sp.Integer(0)
+    inertia: sp.Expr = sp.Integer(0)
+    stops: tuple[float, float] | None = None
+    k_stop: sp.Expr = sp.Integer(0)
+    d_stop: sp.Expr = sp.Integer(0)
+
+    def _depths(self, q: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+        lo, hi = self.stops
+        return sp.Max(0, q - hi), sp.Max(0, lo - q)
+
+    def stop_force(self, q: sp.Expr, qd: sp.Expr) -> sp.Expr:
+        if self.stops is None:
+            return sp.Integer(0)
+        d_hi, d_lo = self._depths(q)
+        return (-sp.Max(0, self.k_stop * d_hi * (1 + self.d_stop * qd))
+                + sp.Max(0, self.k_stop * d_lo * (1 - self.d_stop * qd)))
 
     def force(self, q: sp.Expr, qd: sp.Expr) -> sp.Expr:
         x = q - self.q0
         return (self.preload - sp.Add(*[ki * x ** (i + 1) for i, ki in enumerate(self.k)])
-                - sp.Add(*[ci * qd ** (i + 1) for i, ci in enumerate(self.c)]))
+                - sp.Add(*[ci * qd ** (i + 1) for i, ci in enumerate(self.c)])
+                + self.stop_force(q, qd))
 
     def potential(self, q: sp.Expr) -> sp.Expr:
-        """V with -dV/dq = the conservative part: sum_i k_i x^(i+1)/(i+1) - preload x."""
+        """V with -dV/dq = the conservative part: sum_i k_i x^(i+1)/(i+1) - preload x, plus
+        1/2 k_stop delta^2 of the stops."""
         x = q - self.q0
-        return sp.Add(*[ki * x ** (i + 2) / (i + 2) for i, ki in enumerate(self.k)]) - self.preload * x
+        V = sp.Add(*[ki * x ** (i + 2) / (i + 2) for i, ki in enumerate(self.k)]) - self.preload * x
+        if self.stops is not None:
+            V += self.k_stop * sp.Add(*[d ** 2 for d in self._depths(q)]) / 2
+        return V
 
-    def dissipation(self, qd: sp.Expr) -> sp.Expr:
-        """Power taken out by the damper: sum_i c_i qd^(i+1)."""
-        return sp.Add(*[ci * qd ** (i + 2) for i, ci in enumerate(self.c)])
+    def dissipation(self, q: sp.Expr, qd: sp.Expr) -> sp.Expr:
+        """Power taken out by the damper, sum_i c_i qd^(i+1), and by the stops: what their
+        force takes beyond the rate of their stored energy, -Q_stop qd - k_stop delta delta'."""
+        P = sp.Add(*[ci * qd ** (i + 2) for i, ci in enumerate(self.c)])
+        if self.stops is not None:
+            d_hi, d_lo = self._depths(q)
+            P += -self.stop_force(q, qd) * qd - self.k_stop * (d_hi - d_lo) * qd
+        return P
 
     def xreplace(self, m: dict) -> "JointLaw":
         ex = lambda e: sp.sympify(e).xreplace(m)
-        return JointLaw(tuple(ex(x) for x in self.k), tuple(ex(x) for x in self.c), ex(self.q0),
-                        ex(self.preload))
+        return replace(self, k=tuple(ex(x) for x in self.k), c=tuple(ex(x) for x in self.c),
+                       q0=ex(self.q0), preload=ex(self.preload), inertia=ex(self.inertia),
+                       k_stop=ex(self.k_stop), d_stop=ex(self.d_stop))
 
     def symbols(self) -> set:
         out: set = set()
-        for e in (*self.k, *self.c, self.q0, self.preload):
+        for e in (*self.k, *self.c, self.q0, self.preload, self.inertia, self.k_stop,
+                  self.d_stop):
             out |= sp.sympify(e).free_symbols
         return out
 
@@ -294,7 +329,10 @@ def numeric_platform(pf: Platform, pvals: dict[str, float] | None = None) -> dic
             "cut": {"m": leg.m, "l_L": arr(leg.l_L), "gamma_L": mat(leg.gamma_L),
                     "l_C": arr(leg.l_C), "gamma_C": mat(leg.gamma_C)},
             "laws": [{"k": [f(x) for x in law.k], "c": [f(x) for x in law.c], "q0": f(law.q0),
-                      "preload": f(law.preload)} for law in leg.laws],
+                      "preload": f(law.preload), "inertia": f(law.inertia),
+                      "stops": list(law.stops) if law.stops else None,
+                      "k_stop": f(law.k_stop), "d_stop": f(law.d_stop)}
+                     for law in leg.laws],
             "drive": leg.drive,
         })
     return {"name": pf.name, "gravity": np.array(pf.gravity, float),

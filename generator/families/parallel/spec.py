@@ -48,9 +48,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import sympy as sp
+
 
 from mechgen.generator import numeric as num
 from mechgen.generator.model import ModelError, as_expr, check_name, finite_number
+from mechgen.generator.scalar import fold_constant
 from mechgen.generator.families.parallel.legs import LEG_TYPES
 from mechgen.generator.families.parallel.platform import (JointLaw, Leg, LegGeometry, Platform, build_leg,
                                 validate_platform)
@@ -77,16 +80,58 @@ def _number(value: Any, where: str, positive: bool = False) -> float:
     return v
 
 
+LAW_FIELDS = {"stiffness", "damping", "q0", "preload", "inertia", "rotor_inertia", "lead",
+              "stops", "stop_stiffness", "stop_damping"}
+
+
 def _law(table: Any, where: str) -> JointLaw:
-    t = _keys(table, {"stiffness", "damping", "q0", "preload"}, where)
+    """A joint's law: spring, damper, preload; reflected inertia (``inertia``, or a ball
+    screw's ``rotor_inertia`` J and ``lead`` L: J (2 pi / L)^2); end stops."""
+    t = _keys(table, LAW_FIELDS, where)
 
     def poly(key: str) -> tuple:
         v = t.get(key, [])
         items = v if isinstance(v, list) else [v]
         return tuple(as_expr(x, f"{where}.{key}") for x in items)
 
-    return JointLaw(poly("stiffness"), poly("damping"), as_expr(t.get("q0", 0), f"{where}.q0"),
-                    as_expr(t.get("preload", 0), f"{where}.preload"))
+    def expr(key: str, default: Any = 0) -> sp.Expr:
+        return as_expr(t.get(key, default), f"{where}.{key}")
+
+    if "inertia" in t and ("rotor_inertia" in t or "lead" in t):
+        raise ModelError(f"{where}: give either inertia or rotor_inertia and lead, not both")
+    if ("rotor_inertia" in t) != ("lead" in t):
+        raise ModelError(f"{where}: a ball-screw drive needs both rotor_inertia and lead")
+    inertia = expr("inertia")
+    if "lead" in t:
+        lead = expr("lead")
+        if lead.is_number and not lead > 0:
+            raise ModelError(f"{where}.lead: must be positive, got {t['lead']!r}")
+        ratio = (2 * sp.pi / lead) ** 2             # (rad/m)^2, one double when lead is one
+        inertia = expr("rotor_inertia") * (fold_constant(ratio) if ratio.is_number else ratio)
+    if inertia.is_number and inertia < 0:
+        raise ModelError(f"{where}: negative reflected inertia {float(inertia)}")
+    stops = None
+    if "stops" in t:
+        lo, hi = _numbers(t["stops"], 2, f"{where}.stops")
+        if lo >= hi:
+            raise ModelError(f"{where}.stops: lower stop {lo} not below upper {hi}")
+        if "stop_stiffness" not in t:
+            raise ModelError(f"{where}.stop_stiffness: end stops need a stiffness")
+        stops = (float(lo), float(hi))
+    elif "stop_stiffness" in t or "stop_damping" in t:
+        raise ModelError(f"{where}: stop_stiffness/stop_damping without stops = [lo, hi]")
+    return JointLaw(poly("stiffness"), poly("damping"), expr("q0"), expr("preload"),
+                    inertia, stops, expr("stop_stiffness"), expr("stop_damping"))
+
+
+def _check_stops(laws: dict, limits: dict, where: str) -> None:
+    """End stops sit inside the joint's hard limits (beyond which a kernel fails)."""
+    for jn, law in laws.items():
+        if law.stops is not None and jn in limits:
+            (lo, hi), (llo, lhi) = law.stops, limits[jn]
+            if not (llo < lo and hi < lhi):
+                raise ModelError(f"{where}.joints.{jn}.stops: {[lo, hi]} must lie inside the "
+                                 f"limits {[llo, lhi]}")
 
 
 def _leg(t: dict, where: str, home: tuple[float, ...]) -> Leg:
@@ -110,6 +155,7 @@ def _leg(t: dict, where: str, home: tuple[float, ...]) -> Leg:
         if lo >= hi:
             raise ModelError(f"{where}.limits.{jn}: lower limit {lo} not below upper {hi}")
         limits[jn] = (float(lo), float(hi))
+    _check_stops(laws, limits, where)
     drive = t.get("drive", lt.drive)
     if drive not in joint_names:
         raise ModelError(f"{where}.drive: {drive!r} is not a joint of a {typ} leg "

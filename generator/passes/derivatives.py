@@ -1,0 +1,86 @@
+"""Forward-mode differentiation of a kernel's body: d(output)/d(input) as more assignments.
+
+For every assignment ``t = e(s_1, ..., s_m)`` that depends (through earlier assignments) on a
+chosen input ``w_i``, the pass appends, right after it,
+
+    t_d<w_i> = sum_k  de/ds_k * s_k_d<w_i>          (the chain rule, one direction w_i)
+
+with ``s_k_d<w_i>`` = 1 for ``s_k = w_i``, 0 for any other input, and the derivative named
+before for an assigned name (0 when ``s_k`` does not depend on ``w_i``, so the derivatives
+stay as sparse as the dependence). The outputs get the matching derivative port. The body
+stays an ordered list of single assignments; dead-code removal and CSE then treat the new
+statements like any other. Used where a kernel's outputs are affine in some inputs (the base
+accelerations of a mechanism on a moving base), so the derivatives are the exact
+coefficients.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from mechgen.generator.ir import Assign, Kernel, Port, symbol
+
+PIECEWISE = (sp.Max, sp.Min, sp.Piecewise, sp.Abs, sp.Heaviside, sp.sign)
+
+
+class NotDifferentiable(ValueError):
+    """An expression the pass will not differentiate (a kink: max, min, abs, a branch)."""
+
+
+def _derivative(e: sp.Expr, s: sp.Symbol) -> sp.Expr:
+    if any(isinstance(a, PIECEWISE) and s in a.free_symbols for a in sp.preorder_traversal(e)):
+        raise NotDifferentiable(f"{e} has a kink in {s}")
+    return sp.diff(e, s)
+
+
+def _chain_rule(e: sp.Expr, d: dict[sp.Symbol, list[sp.Expr]], n: int) -> list[sp.Expr]:
+    """[de/dw_i for each direction i] from the derivatives ``d`` of e's symbols."""
+    out = [sp.Integer(0)] * n
+    for s in sorted(e.free_symbols & d.keys(), key=lambda x: x.name):
+        de_ds = _derivative(e, s)
+        if de_ds == 0:
+            continue
+        for i, ds in enumerate(d[s]):
+            if ds != 0:
+                out[i] = out[i] + de_ds * ds
+    return out
+
+
+def forward_derivatives(k: Kernel, of: list[str], wrt: list[sp.Symbol],
+                        ports: list[tuple[str, str]]) -> Kernel:
+    """``k`` with one more output per port named in ``of``: its Jacobian with respect to the
+    input symbols ``wrt``, shape (size of the port, len(wrt)), row-major, named and documented
+    by ``ports`` [(name, doc), ...] in the order of ``of``."""
+    n = len(wrt)
+    d: dict[sp.Symbol, list[sp.Expr]] = {
+        w: [sp.Integer(1 if i == j else 0) for j in range(n)] for i, w in enumerate(wrt)}
+    taken = {st.target.name for st in k.body if isinstance(st, Assign)}
+    taken |= {str(s) for p in k.inputs for s in p.elements} | {p.name for p in k.outputs}
+    taken |= {name for name, _ in ports}
+    body = []
+    for st in k.body:
+        body.append(st)
+        if not isinstance(st, Assign) or not (st.expr.free_symbols & d.keys()):
+            continue
+        derivs = _chain_rule(st.expr, d, n)
+        named = []
+        for w, de in zip(wrt, derivs):
+            if de == 0 or de.is_number:
+                named.append(sp.sympify(de))
+                continue
+            name = f"{st.target.name}_d{w.name}"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            t = symbol(name)
+            body.append(Assign(t, de))
+            named.append(t)
+        if any(x != 0 for x in named):
+            d[st.target] = named
+    by_name = {p.name: p for p in k.outputs}
+    extra = []
+    for name, (dname, doc) in zip(of, ports):
+        port = by_name[name]
+        rows = [_chain_rule(sp.sympify(e), d, n) for e in port.elements]
+        extra.append(Port(dname, (port.size, n), tuple(x for row in rows for x in row), doc))
+    return k.with_body(body, list(k.outputs) + extra)
