@@ -37,6 +37,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,bench]'
 	$(PY) bench/run.py
+	$(PY) bench/docking.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache bench/results results
