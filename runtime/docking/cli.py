@@ -90,7 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         cons = conservation(r)
         print("conservation (first -> last state): momentum {momentum_drift:.2e}, angular "
               "momentum {angular_momentum_drift:.2e}, energy incl. absorbed {energy_drift:.2e}"
-              .format(**cons))
+              .format(**cons)
+              + ("  (external: thrust, attitude control or gravity act)"
+                 if sc.active.thrust or sc.passive.attitude_kp or sc.passive.attitude_kd
+                 or any(sc.gravity) else ""))
         for p in plot_history(sim, hist, args.out):
             print(f"wrote {p}")
         if args.case is not None or args.no_campaign:
