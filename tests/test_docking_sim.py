@@ -9,6 +9,7 @@ import tomllib
 import numpy as np
 import pytest
 
+from mechgen import runtime
 from mechgen.runtime import campaign
 from mechgen.runtime.docking import reference, scenario as S
 from mechgen.runtime.docking.csim import DockingSim
@@ -25,9 +26,21 @@ def sim_of(d: dict, where: str = "test.toml") -> DockingSim:
     return DockingSim(S.from_dict(d, where))
 
 
-def _zeroable(sim: DockingSim) -> list[str]:
-    return [n for n in sim.iface.manifest["parameters"]
+def _zeroable(interface: str) -> list[str]:
+    """The interface's friction and damping parameters."""
+    return [n for n in runtime.load(interface).manifest["parameters"]
             if n.startswith(("mu", "d_", "c_")) or "damp" in n or "friction" in n]
+
+
+def isolated(duration: float, after_capture: float) -> dict:
+    """The bundled scenario with no external force or moment (no thrust, no attitude hold,
+    zero g) and tight tolerances."""
+    d = base_dict()
+    d["scenario"].update(duration=duration, after_capture=after_capture)
+    d["passive"].update(attitude_kp=0.0, attitude_kd=0.0)
+    d["active"]["thrust"] = 0.0
+    d["integrator"].update(rtol=1e-10, atol_position=1e-12)
+    return d
 
 
 @pytest.fixture(scope="module")
@@ -35,16 +48,11 @@ def nominal():
     return sim_of(base_dict())
 
 
-def test_momentum_and_energy_balance_through_contact_and_capture(nominal):
+def test_momentum_and_energy_balance_through_contact_and_capture():
     """No external force or moment: momentum and angular momentum of both vehicles, the legs
     and the ring stay constant through contact and capture; the energy (kinetic + elastic +
     what dampers, end stops and contact took out) too."""
-    d = base_dict()
-    d["scenario"].update(duration=3.0, after_capture=1.0)
-    d["passive"].update(attitude_kp=0.0, attitude_kd=0.0)
-    d["active"]["thrust"] = 0.0
-    d["integrator"].update(rtol=1e-10, atol_position=1e-12)
-    sim = sim_of(d)
+    sim = sim_of(isolated(3.0, 1.0))
     r, hist = sim.run(sim.initial_state())
     assert r["captured"], r["outcome"]
     c = conservation(r)
@@ -61,13 +69,8 @@ def test_momentum_and_energy_balance_through_contact_and_capture(nominal):
 
 
 def test_with_elastic_contact_and_no_dampers_energy_is_kept_not_absorbed():
-    d = base_dict()
-    d["scenario"].update(duration=1.5, after_capture=0.3)
-    d["passive"].update(attitude_kp=0.0, attitude_kd=0.0)
-    d["active"]["thrust"] = 0.0
-    d["integrator"].update(rtol=1e-10, atol_position=1e-12)
-    probe = sim_of(d)
-    d["interface"]["parameters"] = {n: 0.0 for n in _zeroable(probe)}
+    d = isolated(1.5, 0.3)
+    d["interface"]["parameters"] = {n: 0.0 for n in _zeroable(d["scenario"]["interface"])}
     d["mechanism"]["parameters"] = {"preload": 0.0, "c_leg": 0.0}
     sim = sim_of(d)
     r, hist = sim.run(sim.initial_state())
@@ -79,7 +82,7 @@ def test_with_elastic_contact_and_no_dampers_energy_is_kept_not_absorbed():
     assert absorbed < 0.05 * E[0]
 
 
-def test_compiled_driver_agrees_with_solve_ivp_on_capture_time_and_peak_loads(nominal):
+def test_compiled_driver_agrees_with_solve_ivp_on_capture_time_and_peak_loads():
     d = base_dict()
     d["scenario"].update(duration=2.5, after_capture=0.5)
     d["integrator"].update(rtol=1e-10, atol_position=1e-12)
@@ -94,12 +97,8 @@ def test_compiled_driver_agrees_with_solve_ivp_on_capture_time_and_peak_loads(no
 
 
 def test_head_on_aligned_docking_loads_every_leg_the_same():
-    d = base_dict()
-    d["scenario"].update(duration=2.0, after_capture=0.5)
+    d = isolated(2.0, 0.5)
     d["initial"] = {"closing_velocity": 0.1, "start_gap": 0.01}
-    d["passive"].update(attitude_kp=0.0, attitude_kd=0.0)
-    d["active"]["thrust"] = 0.0
-    d["integrator"].update(rtol=1e-10, atol_position=1e-12)
     sim = sim_of(d)
     r, _ = sim.run(sim.initial_state())
     strokes = [r[f"peak_stroke_{leg['name']}"] for leg in sim.mech.manifest["legs"]]

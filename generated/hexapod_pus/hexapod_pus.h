@@ -701,7 +701,8 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
  *       Omega_dot_y, Omega_dot_z
  *   in  p[7]: named spec parameters, shape (7,), in this order: c_joint, c_slide, k_slide, m_platform,
  *       m_rod, m_slider, preload
- *   out xdot[12] shape 12: derivative of the state [x, u] (as step), shape (12,)
+ *   out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+ *       (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
  *   out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
  *       coordinates: leg1_slide, leg1_u1, leg1_u2, leg2_slide, leg2_u1, leg2_u2, leg3_slide,
  *       leg3_u1, leg3_u2, leg4_slide, leg4_u1, leg4_u2, leg5_slide, leg5_u1, leg5_u2, leg6_slide,

@@ -634,7 +634,8 @@ int64_t mechgen_hexapod_ucu_base_step_batch(int64_t n, const double *x, const do
  *   in  dw0[3]: angular acceleration Omega_dot of the base (rad/s^2, frame 0), shape (3,): Omega_dot_x,
  *       Omega_dot_y, Omega_dot_z
  *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
- *   out xdot[12] shape 12: derivative of the state [x, u] (as step), shape (12,)
+ *   out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+ *       (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
  *   out q[24] shape 24: leg joint coordinates (rad, m for a stroke), shape (24,), in the order of the leg
  *       coordinates: leg1_u1, leg1_u2, leg1_roll, leg1_stroke, leg2_u1, leg2_u2, leg2_roll,
  *       leg2_stroke, leg3_u1, leg3_u2, leg3_roll, leg3_stroke, leg4_u1, leg4_u2, leg4_roll,

@@ -688,7 +688,8 @@ int64_t mechgen_hunt_rus_docking_base_step_batch(int64_t n, const double *x, con
  *   in  dw0[3]: angular acceleration Omega_dot of the base (rad/s^2, frame 0), shape (3,): Omega_dot_x,
  *       Omega_dot_y, Omega_dot_z
  *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
- *   out xdot[12] shape 12: derivative of the state [x, u] (as step), shape (12,)
+ *   out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+ *       (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
  *   out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
  *       coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
  *       leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,

@@ -569,7 +569,8 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
  *       Omega_dot_y, Omega_dot_z
  *   in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
  *       J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
- *   out xdot[12] shape 12: derivative of the state [x, u] (as step), shape (12,)
+ *   out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+ *       (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
  *   out q[18] shape 18: leg joint coordinates (rad, m for a stroke), shape (18,), in the order of the leg
  *       coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
  *       leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,

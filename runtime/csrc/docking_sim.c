@@ -26,6 +26,11 @@ typedef struct {
     const dk_scenario *sc;
     int latched;
     int status;             /* last kernel status */
+    /* the contact's gap and capture margin at the last state the right-hand side saw (the
+       end of an accepted step is the last stage, FSAL), so the driver's event checks reuse
+       them instead of calling the contact kernel again */
+    double y_last[DK_NY], gap_last, margin_last;
+    int latched_last;
 } dk_ctx;
 
 int dk_nleg(void) { return DK_NLEG; }
@@ -56,6 +61,14 @@ static void mm(const double *A, const double *B, double *C)      /* C = A B */
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++)
             t[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
+    memcpy(C, t, sizeof t);
+}
+static void mmt(const double *A, const double *B, double *C)     /* C = A B^T */
+{
+    double t[9];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            t[3 * i + j] = A[3 * i] * B[3 * j] + A[3 * i + 1] * B[3 * j + 1] + A[3 * i + 2] * B[3 * j + 2];
     memcpy(C, t, sizeof t);
 }
 static void mtm(const double *A, const double *B, double *C)     /* C = A^T B */
@@ -164,12 +177,11 @@ static void frames(const dk_scenario *sc, const double *y, dk_frames *f)
 {
     const double *r_O = y, *V_O = y + 7, *W = y + 10, *x = y + 13, *u = y + 19;
     const double *r_P = y + 25, *V_P = y + 32, *w_P = y + 35;
-    double tmp[9], rC[3], vC[3], wC0[3], a[3], b[3];
+    double rC[3], vC[3], wC0[3], a[3], b[3];
     quat_R(y + 3, f->R_A);
     quat_R(y + 28, f->R_P);
     alpha_C(x, f->alpha);
-    mm(f->R_A, (double[9]){f->alpha[0], f->alpha[3], f->alpha[6], f->alpha[1], f->alpha[4],
-                           f->alpha[7], f->alpha[2], f->alpha[5], f->alpha[8]}, f->R_C);
+    mmt(f->R_A, f->alpha, f->R_C);
     mm(f->R_C, sc->R_CA, f->R_DA);
     /* O_C and D_A's origin, inertial */
     mv(f->R_A, x, rC);
@@ -198,7 +210,6 @@ static void frames(const dk_scenario *sc, const double *y, dk_frames *f)
     for (int i = 0; i < 3; i++) { a[i] = V_P[i] - vC[i] - vCP[i]; b[i] = wP[i] - f->w_C[i]; }
     mtv(f->R_DA, a, f->v);
     mtv(f->R_DA, b, f->w);
-    (void)tmp;
 }
 
 typedef struct {
@@ -313,6 +324,10 @@ int dk_rhs(double t, const double *y, double *dy, void *vctx)
     int st = evaluate(sc, ctx->latched, y, &f, &e);
     ctx->status = st;
     if (st != 0) return st;
+    memcpy(ctx->y_last, y, sizeof ctx->y_last);
+    ctx->latched_last = ctx->latched;
+    ctx->gap_last = e.c.gap;
+    ctx->margin_last = e.c.margin;
     double tmp[3];
     /* active vehicle */
     for (int i = 0; i < 3; i++) dy[i] = y[7 + i];
@@ -350,7 +365,10 @@ static void body_momentum(double m, const double *c, const double *Ic, const dou
     *T = 0.5 * m * dot3(vG, vG) + 0.5 * dot3(w, Iw);
 }
 
-int dk_diagnostics(const dk_scenario *sc, int latched, double t, const double *y, double *d)
+/* the diagnostics row; ``energies`` = 0 leaves out the momenta and energies (17-25), which
+   only histories and the conservation figures need */
+static int diagnose(const dk_scenario *sc, int latched, double t, const double *y, double *d,
+                    int energies)
 {
     dk_frames f;
     dk_eval e;
@@ -367,6 +385,11 @@ int dk_diagnostics(const dk_scenario *sc, int latched, double t, const double *y
     d[14] = e.c.gap;
     d[15] = e.c.margin;
     d[16] = latched;
+    double smax = 0.0;
+    for (int k = 0; k < DK_NLEG; k++) if (fabs(e.stop[k]) > smax) smax = fabs(e.stop[k]);
+    d[26] = smax;
+    for (int k = 0; k < DK_NLEG; k++) d[27 + k] = e.q[dk_drive[k]];
+    if (!energies) return 0;
     /* energies and momenta */
     double PA[3], HA[3], TA, PP[3], HP[3], TP, Pm[3], Hm[3], Tm, Tm_rel, Vm, zero[3] = {0, 0, 0};
     const double *W = y + 10;
@@ -388,26 +411,16 @@ int dk_diagnostics(const dk_scenario *sc, int latched, double t, const double *y
         d[20 + i] = PA[i] + PP[i] + PmI[i];
         d[23 + i] = HA[i] + HP[i] + HmI[i] + rxp[i];
     }
-    double smax = 0.0;
-    for (int k = 0; k < DK_NLEG; k++) if (fabs(e.stop[k]) > smax) smax = fabs(e.stop[k]);
-    d[26] = smax;
-    for (int k = 0; k < DK_NLEG; k++) d[27 + k] = e.q[dk_drive[k]];
     return 0;
+}
+
+int dk_diagnostics(const dk_scenario *sc, int latched, double t, const double *y, double *d)
+{
+    return diagnose(sc, latched, t, y, d, 1);
 }
 
 /* --- events -------------------------------------------------------------------------------- */
 typedef struct { const dk_scenario *sc; int latched; int which; } dk_event_ctx;
-
-static double event_fn(double t, const double *y, void *vctx)
-{
-    dk_event_ctx *c = (dk_event_ctx *)vctx;
-    dk_frames f;
-    dk_contact_out o;
-    (void)t;
-    frames(c->sc, y, &f);
-    if (contact(c->sc, &f, c->latched, &o) != 0) return NAN;
-    return c->which == 0 ? o.gap : o.margin;
-}
 
 static void gap_margin(const dk_scenario *sc, int latched, const double *y, double *gap,
                        double *margin)
@@ -418,6 +431,26 @@ static void gap_margin(const dk_scenario *sc, int latched, const double *y, doub
     if (contact(sc, &f, latched, &o) != 0) { *gap = *margin = NAN; return; }
     *gap = o.gap;
     *margin = o.margin;
+}
+
+static double event_fn(double t, const double *y, void *vctx)
+{
+    dk_event_ctx *c = (dk_event_ctx *)vctx;
+    double gap, margin;
+    (void)t;
+    gap_margin(c->sc, c->latched, y, &gap, &margin);
+    return c->which == 0 ? gap : margin;
+}
+
+/* gap and margin at the current state: from the last right-hand side when it saw this state */
+static void step_gap_margin(const dk_ctx *ctx, const double *y, double *gap, double *margin)
+{
+    if (ctx->latched_last == ctx->latched && memcmp(ctx->y_last, y, sizeof ctx->y_last) == 0) {
+        *gap = ctx->gap_last;
+        *margin = ctx->margin_last;
+    } else {
+        gap_margin(ctx->sc, ctx->latched, y, gap, margin);
+    }
 }
 
 /* --- one case ------------------------------------------------------------------------------ */
@@ -436,7 +469,7 @@ static int record(dk_grid *gr, int latched, double tk, const double *y)
     const dk_scenario *sc = gr->sc;
     dk_result *res = gr->res;
     double d[DK_NDIAG];
-    int st = dk_diagnostics(sc, latched, tk, y, d);
+    int st = diagnose(sc, latched, tk, y, d, gr->hist != NULL);
     if (st != 0) { res->code = st; res->t_final = tk; return DK_KERNEL_STATUS; }
     if (gr->hist && gr->k < gr->n_hist) memcpy(gr->hist + gr->k * DK_NDIAG, d, sizeof d);
     gr->k++;
@@ -484,7 +517,10 @@ int dk_run(const dk_scenario *sc_in, const double *y0, dk_result *res, int n_his
     double qn = sqrt(y0[28] * y0[28] + y0[29] * y0[29] + y0[30] * y0[30] + y0[31] * y0[31]);
     for (int i = 0; i < 4; i++) local.q_ref[i] = y0[28 + i] / qn;
     mg_dopri s;
-    dk_ctx ctx = {sc, 0, 0};
+    dk_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.sc = sc;
+    ctx.latched_last = -1;
     dk_grid gr = {sc, res, n_hist, hist, 0, 0};
     memset(res, 0, sizeof *res);
     res->t_contact = res->t_capture = res->t_final = NAN;
@@ -513,7 +549,7 @@ int dk_run(const dk_scenario *sc_in, const double *y0, dk_result *res, int n_his
             break;
         }
         double gap1, margin1;
-        gap_margin(sc, ctx.latched, s.y, &gap1, &margin1);
+        step_gap_margin(&ctx, s.y, &gap1, &margin1);
         if (!gr.contact_seen && gap0 > 0.0 && gap1 <= 0.0) {
             dk_event_ctx ec = {sc, ctx.latched, 0};
             double te, ye[DK_NY];

@@ -106,8 +106,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_campaign(sc, source: str, env: campaign.Envelope, args) -> int:
     samples = campaign.sample(env)
-    runner = CaseRunner(source if not args.mechanism else _write_variant(sc, source, args),
-                        env.names)
+    runner = CaseRunner(source, env.names, args.mechanism)
     print(f"\ncampaign: {len(samples)} cases ({env.method}, seed {env.seed}) over "
           + ", ".join(env.names))
     t0 = time.perf_counter()
@@ -131,37 +130,6 @@ def run_campaign(sc, source: str, env: campaign.Envelope, args) -> int:
                                        args.out / "peak_loads.png")]:
         print(f"wrote {p}")
     return 0
-
-
-def _write_variant(sc, source: str, args) -> str:
-    """A scenario file with the --mechanism replaced (the workers read files)."""
-    import tomllib
-    p = Path(source) if Path(source).exists() else scenario_mod.SCENARIOS / f"{source}.toml"
-    d = tomllib.loads(p.read_text())
-    d["scenario"]["mechanism"] = args.mechanism
-    out = args.out / f"{sc.name}_{args.mechanism}.toml"
-    args.out.mkdir(parents=True, exist_ok=True)
-    out.write_text(_toml(d))
-    return str(out)
-
-
-def _toml(d: dict) -> str:
-    """A small TOML writer for scenario dicts (tables of scalars, lists, inline tables)."""
-    def val(v):
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, str):
-            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        if isinstance(v, list):
-            return "[" + ", ".join(val(x) for x in v) + "]"
-        if isinstance(v, dict):
-            return "{ " + ", ".join(f"{k} = {val(x)}" for k, x in v.items()) + " }"
-        return repr(v)
-    lines = []
-    for sec, t in d.items():
-        lines.append(f"[{sec}]")
-        lines += [f"{k} = {val(v)}" for k, v in t.items()]
-    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ needs is refused with its name.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import math
 import os
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mechgen.runtime.cbuild import cache_dir, compiler_version, compiler_command
+from mechgen.runtime.cbuild import _digest, cache_dir, compiler_command, compiler_version
 from mechgen.runtime.mechanism import Mechanism, load as load_mechanism
 from mechgen.runtime.docking.scenario import Scenario, ScenarioError, case_variables
 
@@ -107,14 +106,6 @@ def binding_header(mech: Mechanism, iface: Mechanism) -> str:
                   f"    return {k['c_function']}({args});", "}"]
     lines.append("#endif")
     return "\n".join(lines) + "\n"
-
-
-def _digest(parts: list[str]) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:16]
 
 
 def build(mech: Mechanism, iface: Mechanism):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
 import numpy as np
 
 from mechgen.runtime.docking.csim import HISTORY_COLUMNS, DockingSim
-from mechgen.runtime.docking.scenario import Scenario, load
+from mechgen.runtime.docking.scenario import load
 
 SCALARS = ("outcome", "code", "captured", "t_contact", "t_capture", "t_final", "peak_stroke",
            "peak_base_force", "peak_base_moment", "peak_contact_force", "peak_stop_force",
@@ -92,15 +93,21 @@ _SIMS: dict[str, DockingSim] = {}
 
 
 class CaseRunner:
-    """Picklable: runs a batch of campaign cases of a scenario (compiled once per process)."""
+    """Picklable: runs a batch of campaign cases of a scenario (compiled once per process),
+    optionally on another mechanism than the scenario's."""
 
-    def __init__(self, scenario: str, variables: list[str]) -> None:
+    def __init__(self, scenario: str, variables: list[str], mechanism: str | None = None) -> None:
         self.scenario, self.variables = str(scenario), list(variables)
+        self.mechanism = mechanism
 
     def sim(self) -> DockingSim:
-        if self.scenario not in _SIMS:
-            _SIMS[self.scenario] = DockingSim(load(self.scenario))
-        return _SIMS[self.scenario]
+        key = f"{self.scenario}\0{self.mechanism}"
+        if key not in _SIMS:
+            sc = load(self.scenario)
+            if self.mechanism:
+                sc = dataclasses.replace(sc, mechanism=self.mechanism)
+            _SIMS[key] = DockingSim(sc)
+        return _SIMS[key]
 
     def __call__(self, ids: np.ndarray, samples: np.ndarray) -> list[dict]:
         sim = self.sim()

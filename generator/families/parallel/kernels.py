@@ -590,16 +590,33 @@ def velocity_constraints_kernel(pf: Platform) -> Kernel:
                    (UNREACHABLE, LEG_SINGULAR))
 
 
+def _q_port(pf: Platform, b: "PlatformBuild") -> Port:
+    return Port("q", (_n(pf),), _flat([q for q, _ in b.legs_q]),
+                f"leg joint coordinates (rad, m for a stroke), {_order_of_q(pf)}")
+
+
+def _qd_port(pf: Platform, b: "PlatformBuild") -> Port:
+    return Port("qd", (_n(pf),), _flat(b.qd), f"leg joint rates (rad/s, m/s for a stroke), "
+                f"shape ({_n(pf)},), in the order of q")
+
+
+def _xdot_port(b: "PlatformBuild", ins) -> Port:
+    xdot = list(ins[1].elements[:3]) + b.psi_dot + list(b.udot)
+    return Port("xdot", (len(xdot),), tuple(xdot), "derivative of the state "
+                f"[x, u], shape ({len(xdot)},): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates "
+                "(rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)")
+
+
+def _damping_port(b: "PlatformBuild") -> Port:
+    return Port("damping_power", (1,), (b.damping_power,), "power taken out by the dampers "
+                "and end stops (W), shape (1,)")
+
+
 def leg_rates(pf: Platform) -> Kernel:
     ins = ports(pf, ["x", "u"])
     b = PlatformBuild(pf, ins)
     return _kernel("leg_rates", "Leg joint coordinates q and rates qd = H u.", b, ins,
-                   [Port("q", (_n(pf),), _flat([q for q, _ in b.legs_q]),
-                         f"leg joint coordinates (rad, m for a stroke), {_order_of_q(pf)}"),
-                    Port("qd", (_n(pf),), _flat(b.qd),
-                         f"leg joint rates (rad/s, m/s for a stroke), shape ({_n(pf)},), in "
-                         f"the order of q")],
-                   (UNREACHABLE, LEG_SINGULAR))
+                   [_q_port(pf, b), _qd_port(pf, b)], (UNREACHABLE, LEG_SINGULAR))
 
 
 def acceleration_terms_kernel(pf: Platform) -> Kernel:
@@ -656,18 +673,8 @@ def reduced_dynamics(pf: Platform) -> Kernel:
 def _step_outputs(pf: Platform, b: PlatformBuild, ins) -> list[Port]:
     F_on, M_on = b.on_C
     f_base, m_base = b.base_loads
-    xdot = list(ins[1].elements[:3]) + b.psi_dot + list(b.udot)
     legs = len(pf.legs)
-    return [Port("xdot", (len(xdot),), tuple(xdot), "derivative of the state "
-                 f"[x, u], shape ({len(xdot)},): v_C (m/s, frame 0), psi_y, "
-                 "psi_z, psi_x rates "
-                 "(rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, "
-                 "frame C)"),
-            Port("q", (_n(pf),), _flat([q for q, _ in b.legs_q]),
-                 f"leg joint coordinates (rad, m for a stroke), {_order_of_q(pf)}"),
-            Port("qd", (_n(pf),), _flat(b.qd),
-                 f"leg joint rates (rad/s, m/s for a stroke), shape "
-                 f"({_n(pf)},), in the order of q"),
+    return [_xdot_port(b, ins), _q_port(pf, b), _qd_port(pf, b),
             Port("qdd", (_n(pf),), _flat(b.qdd), "leg joint accelerations "
                  f"(rad/s^2, m/s^2 for a stroke), shape ({_n(pf)},), in the "
                  f"order of q"),
@@ -680,8 +687,7 @@ def _step_outputs(pf: Platform, b: PlatformBuild, ins) -> list[Port]:
                  "the base (N, frame 0), shape (3,)"),
             Port("base_moment", (3,), tuple(m_base), "moment of the mechanism "
                  "on the base about O_0 (N m, frame 0), shape (3,)"),
-            Port("damping_power", (1,), (b.damping_power,), "power taken out by "
-                 "the dampers and end stops (W), shape (1,)")]
+            _damping_port(b)]
 
 
 _STEP_STATUSES = (UNREACHABLE, LEG_SINGULAR, REDUCED_SINGULAR, EULER_SINGULAR)
@@ -723,19 +729,12 @@ def coupled_step(pf: Platform) -> Kernel:
     by forward differentiation of the body (generator.passes.derivatives)."""
     ins = _moving_inputs(pf)
     b = PlatformBuild(pf, ins)
-    xdot = list(ins[1].elements[:3]) + b.psi_dot + list(b.udot)
     f_base, m_base = b.base_loads
-    outs = [Port("xdot", (len(xdot),), tuple(xdot), "derivative of the state [x, u] (as step), "
-                 f"shape ({len(xdot)},)"),
-            Port("q", (_n(pf),), _flat([q for q, _ in b.legs_q]),
-                 f"leg joint coordinates (rad, m for a stroke), {_order_of_q(pf)}"),
-            Port("qd", (_n(pf),), _flat(b.qd), "leg joint rates (rad/s, m/s for a stroke), "
-                 f"shape ({_n(pf)},), in the order of q"),
+    outs = [_xdot_port(b, ins), _q_port(pf, b), _qd_port(pf, b),
             Port("udot", (pf.dof,), tuple(b.udot), f"{PORT_DOCS['udot']}, shape ({pf.dof},)"),
             Port("wrench", (6,), tuple(f_base) + tuple(m_base), "force (N) and moment about "
                  "O_0 (N m) of the mechanism on the base, frame 0, shape (6,)"),
-            Port("damping_power", (1,), (b.damping_power,), "power taken out by the dampers "
-                 "and end stops (W), shape (1,)"),
+            _damping_port(b),
             Port("stop_force", (len(pf.legs),), tuple(b.stop_forces), "end-stop force on "
                  f"each leg's drive joint (N or N m), shape ({len(pf.legs)},), one per leg: "
                  f"{_legs(pf)}")]
