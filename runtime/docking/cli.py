@@ -14,7 +14,6 @@ row per case), capture_map.png, peak_loads.png.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -33,7 +32,10 @@ QUANTITIES = ["t_capture", "peak_stroke", "peak_base_force", "peak_base_moment",
 def _scenario(args) -> tuple[scenario_mod.Scenario, str]:
     sc = scenario_mod.load(args.scenario)
     if args.mechanism:
-        sc = dataclasses.replace(sc, mechanism=args.mechanism)
+        sc, dropped = scenario_mod.with_mechanism(sc, args.mechanism)
+        if dropped:
+            print(f"{args.mechanism} has no {', '.join(dropped)}: the scenario's settings of "
+                  f"those are not used")
     return sc, args.scenario
 
 
@@ -120,7 +122,8 @@ def run_campaign(sc, source: str, env: campaign.Envelope, args) -> int:
     print(f"{len(samples)} cases in {seconds:.1f} s ({len(samples) / seconds:.1f} cases/s)")
     worst = campaign.worst_cases(table, "peak_base_force", 3)
     print("worst peak base force: cases " + ", ".join(map(str, worst))
-          + f" (re-run one: mechgen dock {args.scenario} --case {worst[0] if len(worst) else 0})")
+          + f" (re-run one: mechgen dock {args.scenario} --case {worst[0] if len(worst) else 0}"
+          + (f" --mechanism {args.mechanism})" if args.mechanism else ")"))
     print(f"wrote {path}")
     x = "lateral" if "lateral" in env.names else env.names[0]
     y = "closing_velocity" if "closing_velocity" in env.names else env.names[-1]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from pathlib import Path
 
 import numpy as np
 
 from mechgen.runtime.docking.csim import HISTORY_COLUMNS, DockingSim
-from mechgen.runtime.docking.scenario import load
+from mechgen.runtime.docking.scenario import load, with_mechanism
 
 SCALARS = ("outcome", "code", "captured", "t_contact", "t_capture", "t_final", "peak_stroke",
            "peak_base_force", "peak_base_moment", "peak_contact_force", "peak_stop_force",
@@ -105,7 +104,7 @@ class CaseRunner:
         if key not in _SIMS:
             sc = load(self.scenario)
             if self.mechanism:
-                sc = dataclasses.replace(sc, mechanism=self.mechanism)
+                sc, _ = with_mechanism(sc, self.mechanism)
             _SIMS[key] = DockingSim(sc)
         return _SIMS[key]
 

@@ -17,6 +17,7 @@ vehicle and the ring start at rest, the ring at the mechanism's home pose.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tomllib
 from dataclasses import dataclass, field
@@ -233,6 +234,22 @@ def from_dict(d: dict, where: str = "<scenario>") -> Scenario:
     if sc.dt_out > sc.duration:
         raise _err(f"{wg}.dt_out", f"{sc.dt_out} s is longer than the duration {sc.duration} s")
     return sc
+
+
+def with_mechanism(sc: Scenario, name: str) -> tuple[Scenario, list[str]]:
+    """The scenario on another parallel mechanism, keeping the mechanism parameter overrides
+    that mechanism has; also returns those it dropped (and the drive forces when the number
+    of legs differs)."""
+    from mechgen.runtime.mechanism import load as load_mechanism
+    manifest = load_mechanism(name).manifest
+    known = set(manifest.get("parameters", []))
+    dropped = sorted(set(sc.mech_parameters) - known)
+    drive = sc.drive_forces
+    if drive is not None and len(drive) != len(manifest.get("legs", [])):
+        drive = None
+        dropped.append("drive_forces")
+    return dataclasses.replace(sc, mechanism=name, drive_forces=drive, mech_parameters={
+        k: v for k, v in sc.mech_parameters.items() if k in known}), dropped
 
 
 def case_variables(sc: Scenario, values: dict[str, float] | None = None) -> dict[str, float]:
