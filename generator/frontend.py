@@ -3,6 +3,7 @@
     load("arm.toml")        -> Chain      (serial chain or tree; family = "serial", the default)
     load("panda.toml")      -> Chain      ([mechanism] urdf = "...": a URDF robot)
     load("hexapod.toml")    -> Platform   (family = "parallel")
+    load("fourbar.toml")    -> Linkage    (family = "linkage": closed loops, docs/linkage.md)
 
 The file is read here once (UTF-8 TOML, errors naming the file); each family's reader
 (spec.py, urdf.py through spec.py, platform_spec.py) takes the parsed tables. Every family
@@ -20,6 +21,7 @@ from mechgen.generator.model import Chain, ModelError
 from mechgen.generator.families.parallel.platform import Platform
 from mechgen.generator.families.parallel.spec import is_parallel, platform_from_dict
 from mechgen.generator.families.contact.spec import interface_from_dict, is_contact
+from mechgen.generator.families.linkage.spec import is_linkage, linkage_from_dict
 from mechgen.generator.families.serial.spec import chain_from_dict, chain_from_urdf_spec
 
 
@@ -49,6 +51,8 @@ def load(path: str | Path) -> Any:
         return platform_from_dict(data, path.name)
     if is_contact(data):
         return interface_from_dict(data, path.name)
+    if is_linkage(data):
+        return linkage_from_dict(data, path.name)
     if isinstance(data.get("mechanism"), dict) and "urdf" in data["mechanism"]:
         return chain_from_urdf_spec(data, path)
     return chain_from_dict(data, path.name)

@@ -14,9 +14,11 @@ in the old coordinates, and ``matmul(B, A)`` applies A first.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Iterable
 
 import mpmath
+import sympy as sp
 from mpmath.libmp import round_nearest, to_float
 
 from mechgen.generator.scalar import elementary_rotation
@@ -35,6 +37,19 @@ def _mpf(x: float | int | str) -> mpmath.mpf:
 def _round(x: mpmath.mpf) -> float:
     """The nearest double to ``x`` (ties to even)."""
     return to_float(x._mpf_, rnd=round_nearest)
+
+
+def const(x: float | Fraction) -> sp.Rational:
+    """A baked number as an exact rational (the printer rounds it to a double once)."""
+    if isinstance(x, Fraction):
+        return sp.Rational(x.numerator, x.denominator)
+    n, d = float(x).as_integer_ratio()
+    return sp.Rational(n, d)
+
+
+def screw_pitch(lead: float) -> float:
+    """h = lead / (2 pi): slide per radian of a screw, rounded once."""
+    return _round(_mpf(lead) / (2 * _MP.pi))
 
 
 # --- scalars ----------------------------------------------------------------------------

@@ -13,6 +13,10 @@ Parallel mechanisms (mechanism-wide codes; each leg failure has its own code
     REDUCED_SINGULAR       the reduced mass matrix A*_C is not positive definite
     EULER_SINGULAR         the y-z-x angles of C at psi_z = +-90 deg
     DRIVE_SINGULAR         the drive Jacobian is singular (a parallel singularity)
+Closed-loop linkages:
+    LOOP_SINGULAR          a pivot of the dependent coordinates' constraint block vanishes:
+                           a singular configuration (the constraint rank changes)
+    LOOP_REDUCED_SINGULAR  the reduced mass matrix H^T M H is not positive definite
 """
 
 SINGULAR_MASS_MATRIX = 1
@@ -23,3 +27,6 @@ LEG_SINGULAR = 2
 REDUCED_SINGULAR = 3
 EULER_SINGULAR = 4
 DRIVE_SINGULAR = 5
+
+LOOP_SINGULAR = 1
+LOOP_REDUCED_SINGULAR = 2

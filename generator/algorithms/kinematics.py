@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from mechgen.generator.algorithms.joints import joint_motion
 from mechgen.generator.model import Chain
-from mechgen.generator.scalar import (Mat, Recorder, Vec, add, cross, eye, matmul, matvec, scale, sub,
+from mechgen.generator.scalar import (Mat, Recorder, Vec, add, cross, dot, eye, matmul, matvec, scale, sub,
                               transpose, zeros, omega_products, omega_x_omega_x)
 
 
@@ -96,3 +96,20 @@ def point_kinematics(rec: Recorder, body: BodyKinematics, offset: Vec, name: str
     pk.T = [rec.vec(sub(Tc, cross(d0, Rc)), f"{name}_T{i + 1}") if any(x != 0 for x in Rc) else Tc
             for i, (Tc, Rc) in enumerate(zip(body.T, body.R))]
     return pk
+
+
+def kinetic_and_gravity_energy(rec: Recorder, chain: Chain, kin: list[BodyKinematics]):
+    """T = sum_j 1/2 m v.v + v.(omega x c) + 1/2 omega.(I omega) in body frames (v, omega
+    carried from frame 0 by tau_j); V = -g . sum_j (m_j r_j + tau_j^T c_j)."""
+    T, V = 0, 0
+    for j, body in enumerate(chain.bodies, start=1):
+        if body.fictitious:
+            continue
+        k = kin[j]
+        v = rec.vec(matvec(k.tau, k.v), f"v_loc{j}")
+        w = rec.vec(matvec(k.tau, k.omega), f"omega_loc{j}")
+        c = list(body.c)
+        I = [list(row) for row in body.I]
+        T += body.m * dot(v, v) / 2 + dot(v, cross(w, c)) + dot(w, matvec(I, w)) / 2
+        V -= dot(list(chain.gravity), add(scale(body.m, k.r), matvec(transpose(k.tau), c)))
+    return T, V

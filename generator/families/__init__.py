@@ -8,8 +8,9 @@ from mechgen.generator.family import Family
 from mechgen.generator.families.serial.kernels import SERIAL
 from mechgen.generator.families.parallel.kernels import PARALLEL
 from mechgen.generator.families.contact.kernels import CONTACT
+from mechgen.generator.families.linkage.kernels import LINKAGE
 
-FAMILIES: tuple[Family, ...] = (SERIAL, PARALLEL, CONTACT)
+FAMILIES: tuple[Family, ...] = (SERIAL, PARALLEL, CONTACT, LINKAGE)
 
 
 def family_of(model: Any) -> Family:

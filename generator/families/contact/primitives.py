@@ -37,7 +37,7 @@ import sympy as sp
 
 from mechgen.generator.families.contact.geometry import Exact3, Plate
 from mechgen.generator.families.contact.interface import ContactLaw
-from mechgen.generator.numeric import V3
+from mechgen.generator.numeric import V3, const
 from mechgen.generator.scalar import (Recorder, Vec, add, count_scalar_formulas, cross, dot,
                                       matvec, scale, sub, transpose)
 
@@ -49,12 +49,6 @@ TINY_SPEED_SQUARED = sp.Rational(1, 10**30)   # (m/s)^2
 RAMP = sp.Rational(1, 10**15)              # width of a region test's ramp, in its margin's unit
 
 
-def const(x: float | Fraction) -> sp.Rational:
-    """A baked number as an exact rational (the printer rounds it to a double once)."""
-    if isinstance(x, Fraction):
-        return sp.Rational(x.numerator, x.denominator)
-    n, d = float(x).as_integer_ratio()
-    return sp.Rational(n, d)
 
 
 def const3(v: V3 | Exact3) -> Vec:

@@ -13,7 +13,9 @@ import sympy as sp
 
 from mechgen.generator.algorithms.crba import crba
 from mechgen.generator.algorithms.joints import link_transform
-from mechgen.generator.algorithms.kinematics import chain_kinematics, point_kinematics
+from mechgen.generator.algorithms.kinematics import (chain_kinematics,
+                                                     kinetic_and_gravity_energy,
+                                                     point_kinematics)
 from mechgen.generator.algorithms.ldlt import SINGULAR, SingularMassMatrix, ltdl_solve
 from mechgen.generator.algorithms.rnea import rnea
 from mechgen.generator.family import Family
@@ -254,17 +256,7 @@ def energy(chain: Chain) -> Kernel:
     carried from frame 0 by tau_j); V = -g . sum_j (m_j r_j + tau_j^T c_j)."""
     ins, rec, chain, (q, qd) = _start(chain, ["q", "qd"])
     kin = chain_kinematics(rec, chain, q, qd, jacobians=False)
-    T, V = sp.Integer(0), sp.Integer(0)
-    for j, body in enumerate(chain.bodies, start=1):
-        if body.fictitious:
-            continue
-        k = kin[j]
-        v = rec.vec(matvec(k.tau, k.v), f"v_loc{j}")
-        w = rec.vec(matvec(k.tau, k.omega), f"omega_loc{j}")
-        c = list(body.c)
-        I = [list(row) for row in body.I]
-        T += body.m * dot(v, v) / 2 + dot(v, cross(w, c)) + dot(w, matvec(I, w)) / 2
-        V -= dot(list(chain.gravity), add(scale(body.m, k.r), matvec(transpose(k.tau), c)))
+    T, V = kinetic_and_gravity_energy(rec, chain, kin)
     return Kernel("energy", "Kinetic energy T and potential energy V of gravity, summed over "
                   "bodies (an invariant to monitor: T + V - work of Q is constant).",
                   ins, (Port("T", (1,), (T,), "kinetic energy, J, shape (1,)"),
