@@ -228,3 +228,23 @@ def test_mass_matrix_equals_paper_001_trace_form_of_the_kinetic_energy(mech):
     M_trace = np.array([[K(E[i] + E[j]) - K(E[i]) - K(E[j]) for j in range(n)] for i in range(n)])
     M = mech.mass_matrix(q)
     assert np.abs(M_trace - M).max() < 1e-10 * max(1.0, np.abs(M).max())
+
+
+def test_spring_kernel_length_rate_and_tension_agree_with_its_generalised_force():
+    """The strut's tension F and dL/dq: its generalised force -F dL/dq is what the spring
+    adds to the bias (double wishbone: the strut is its only force element besides gravity)."""
+    mech = runtime.load("double_wishbone")
+    for q, w in poses(mech, 3):
+        qd, _ = mech.velocity(q, w)
+        L, Ld, F = mech.springs(q, qd)[0]
+        dL = d4(lambda x: np.atleast_1d(mech.springs(x, qd)[0][0]), q, 1e-4)[0]
+        assert abs(Ld - dL @ qd) < 1e-9
+        k, c = 30000.0, 2500.0
+        L0 = 0.686817
+        assert abs(F - (k * (L - L0) + c * Ld)) < 1e-6 * max(1.0, abs(F))
+
+
+def test_suspension_demo_writes_its_plot(tmp_path):
+    from mechgen.runtime import linkage_demo
+    assert linkage_demo.main(["--out", str(tmp_path)]) == 0
+    assert (tmp_path / "suspension.png").stat().st_size > 10_000

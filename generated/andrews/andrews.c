@@ -1772,6 +1772,46 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
     return failed;
 }
 
+/* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
+ * ops: 10 adds, 12 muls, 1 divs, 1 sqrt, 2 trig (26 total) */
+int mechgen_andrews_springs(const double *restrict q, const double *restrict qd, const double *restrict p, double *restrict state)
+{
+    const double q3 = q[2];
+    const double qd3 = qd[2];
+    const double p_c0 = p[0];
+    const double cse0 = q3 - 0.45527981916307037;
+    const double c3 = cos(cse0);
+    const double s3 = sin(cse0);
+    const double spring_b_d_x = (0.025877606111185378)*c3 + (0.007372211469724756)*s3;
+    const double spring_b_d_y = -0.007372211469724756*c3 + (0.025877606111185378)*s3;
+    const double spring_b_o_x = spring_b_d_x - 0.03635;
+    const double spring_b_o_y = spring_b_d_y + 0.03273;
+    const double spring_d_x = spring_b_o_x - 0.014;
+    const double spring_d_y = spring_b_o_y - 0.072;
+    const double spring_L = sqrt(spring_d_x*spring_d_x + spring_d_y*spring_d_y);
+    const double cse1 = 1.0/spring_L;
+    const double spring_u_x = cse1*spring_d_x;
+    const double spring_u_y = cse1*spring_d_y;
+    const double spring_J3 = spring_b_d_x*spring_u_y - spring_b_d_y*spring_u_x;
+    const double spring_Ld = qd3*spring_J3;
+    const double spring_F = p_c0*(spring_L - 0.07785);
+    state[0] = spring_L;
+    state[1] = spring_Ld;
+    state[2] = spring_F;
+    return 0;
+}
+
+int64_t mechgen_andrews_springs_batch(int64_t n, const double *q, const double *qd, const double *p, double *state, int32_t *status)
+{
+    int64_t failed = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const int s = mechgen_andrews_springs(q + i * 7, qd + i * 7, p + i * 1, state + i * 3);
+        status[i] = s;
+        failed += (s != 0);
+    }
+    return failed;
+}
+
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
  * ops: 70 adds, 66 muls, 2 sqrt, 14 trig (152 total) */
 int mechgen_andrews_violation(const double *restrict q, const double *restrict qd, const double *restrict p, double *restrict position, double *restrict velocity)

@@ -155,6 +155,18 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
 int mechgen_andrews_energy(const double *q, const double *qd, const double *p, double *T, double *V);
 int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *qd, const double *p, double *T, double *V, int32_t *status);
 
+/* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
+ *   in  q[7]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (7,): epsilon,
+ *       delta, gamma, beta, Theta, Phi, Omega
+ *   in  qd[7]: joint rates, shape (7,), in the order of q
+ *   in  p[1]: named spec parameters, shape (1,), in this order: c0
+ *   out state[3] shape 1x3: length L (m), dL/dt (m/s) and tension k (L - L0) + c dL/dt - F0 (N) of each spring, shape
+ *       (1, 3): spring
+ *   ops: 10 adds, 12 muls, 1 divs, 1 sqrt, 2 trig (26 total)
+ */
+int mechgen_andrews_springs(const double *q, const double *qd, const double *p, double *state);
+int64_t mechgen_andrews_springs_batch(int64_t n, const double *q, const double *qd, const double *p, double *state, int32_t *status);
+
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
  *   in  q[7]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (7,): epsilon,
  *       delta, gamma, beta, Theta, Phi, Omega

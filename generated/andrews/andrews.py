@@ -1758,6 +1758,42 @@ def energy(q, qd, p, T, V):
     return 0
 
 
+def springs(q, qd, p, state):
+    """Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
+
+    in  q[7]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (7,): epsilon,
+        delta, gamma, beta, Theta, Phi, Omega
+    in  qd[7]: joint rates, shape (7,), in the order of q
+    in  p[1]: named spec parameters, shape (1,), in this order: c0
+    out state[3] shape 1x3: length L (m), dL/dt (m/s) and tension k (L - L0) + c dL/dt - F0 (N) of each spring, shape
+        (1, 3): spring
+    ops: 10 adds, 12 muls, 1 divs, 1 sqrt, 2 trig (26 total)
+    """
+    q1, q2, q3, q4, q5, q6, q7 = q
+    qd1, qd2, qd3, qd4, qd5, qd6, qd7 = qd
+    p_c0, = p
+    cse0 = q3 - 0.45527981916307037
+    c3 = math.cos(cse0)
+    s3 = math.sin(cse0)
+    spring_b_d_x = (0.025877606111185378)*c3 + (0.007372211469724756)*s3
+    spring_b_d_y = -0.007372211469724756*c3 + (0.025877606111185378)*s3
+    spring_b_o_x = spring_b_d_x - 0.03635
+    spring_b_o_y = spring_b_d_y + 0.03273
+    spring_d_x = spring_b_o_x - 0.014
+    spring_d_y = spring_b_o_y - 0.072
+    spring_L = math.sqrt(spring_d_x*spring_d_x + spring_d_y*spring_d_y)
+    cse1 = 1.0/spring_L
+    spring_u_x = cse1*spring_d_x
+    spring_u_y = cse1*spring_d_y
+    spring_J3 = spring_b_d_x*spring_u_y - spring_b_d_y*spring_u_x
+    spring_Ld = qd3*spring_J3
+    spring_F = p_c0*(spring_L - 0.07785)
+    state[0] = spring_L
+    state[1] = spring_Ld
+    state[2] = spring_F
+    return 0
+
+
 def violation(q, qd, p, position, velocity):
     """Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
 
@@ -1853,5 +1889,6 @@ KERNELS = {
     "forward_dynamics": forward_dynamics,
     "inverse_dynamics": inverse_dynamics,
     "energy": energy,
+    "springs": springs,
     "violation": violation,
 }

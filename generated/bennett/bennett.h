@@ -139,6 +139,16 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
 int mechgen_bennett_energy(const double *q, const double *qd, double *T, double *V);
 int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status);
 
+/* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
+ *   in  q[3]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (3,): J4, J1, J2
+ *   in  qd[3]: joint rates, shape (3,), in the order of q
+ *   out state[3] shape 1x3: length L (m), dL/dt (m/s) and tension k (L - L0) + c dL/dt - F0 (N) of each spring, shape
+ *       (1, 3): none (zeros)
+ *   ops:  (0 total)
+ */
+int mechgen_bennett_springs(const double *q, const double *qd, double *state);
+int64_t mechgen_bennett_springs_batch(int64_t n, const double *q, const double *qd, double *state, int32_t *status);
+
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
  *   in  q[3]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (3,): J4, J1, J2
  *   in  qd[3]: joint rates, shape (3,), in the order of q

@@ -2366,6 +2366,24 @@ def energy(q, qd, T, V):
     return 0
 
 
+def springs(q, qd, state):
+    """Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
+
+    in  q[5]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (5,): J1, J2, J3,
+        J4, J5
+    in  qd[5]: joint rates, shape (5,), in the order of q
+    out state[3] shape 1x3: length L (m), dL/dt (m/s) and tension k (L - L0) + c dL/dt - F0 (N) of each spring, shape
+        (1, 3): none (zeros)
+    ops:  (0 total)
+    """
+    q1, q2, q3, q4, q5 = q
+    qd1, qd2, qd3, qd4, qd5 = qd
+    state[0] = 0.0
+    state[1] = 0.0
+    state[2] = 0.0
+    return 0
+
+
 def violation(q, qd, position, velocity):
     """Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
 
@@ -2470,5 +2488,6 @@ KERNELS = {
     "forward_dynamics": forward_dynamics,
     "inverse_dynamics": inverse_dynamics,
     "energy": energy,
+    "springs": springs,
     "violation": violation,
 }

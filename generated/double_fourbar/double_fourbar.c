@@ -1169,6 +1169,27 @@ int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const do
     return failed;
 }
 
+/* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
+ * ops:  (0 total) */
+int mechgen_double_fourbar_springs(const double *restrict q, const double *restrict qd, double *restrict state)
+{
+    state[0] = 0.0;
+    state[1] = 0.0;
+    state[2] = 0.0;
+    return 0;
+}
+
+int64_t mechgen_double_fourbar_springs_batch(int64_t n, const double *q, const double *qd, double *state, int32_t *status)
+{
+    int64_t failed = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const int s = mechgen_double_fourbar_springs(q + i * 5, qd + i * 5, state + i * 3);
+        status[i] = s;
+        failed += (s != 0);
+    }
+    return failed;
+}
+
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
  * ops: 34 adds, 28 muls, 2 sqrt, 10 trig (74 total) */
 int mechgen_double_fourbar_violation(const double *restrict q, const double *restrict qd, double *restrict position, double *restrict velocity)

@@ -144,6 +144,17 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
 int mechgen_double_fourbar_energy(const double *q, const double *qd, double *T, double *V);
 int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status);
 
+/* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
+ *   in  q[5]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (5,): A2, A1, A0,
+ *       B0, B1_right
+ *   in  qd[5]: joint rates, shape (5,), in the order of q
+ *   out state[3] shape 1x3: length L (m), dL/dt (m/s) and tension k (L - L0) + c dL/dt - F0 (N) of each spring, shape
+ *       (1, 3): none (zeros)
+ *   ops:  (0 total)
+ */
+int mechgen_double_fourbar_springs(const double *q, const double *qd, double *state);
+int64_t mechgen_double_fourbar_springs_batch(int64_t n, const double *q, const double *qd, double *state, int32_t *status);
+
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
  *   in  q[5]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (5,): A2, A1, A0,
  *       B0, B1_right

@@ -2859,6 +2859,56 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
     return failed;
 }
 
+/* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
+ * ops: 18 adds, 26 muls, 1 divs, 1 sqrt, 2 trig (48 total) */
+int mechgen_double_wishbone_springs(const double *restrict q, const double *restrict qd, const double *restrict p, double *restrict state)
+{
+    const double q2 = q[1];
+    const double qd2 = qd[1];
+    const double p_k_strut = p[0];
+    const double c2 = cos(q2);
+    const double s2 = sin(q2);
+    const double tau2_00 = -0.023249527748763855*c2;
+    const double tau2_02 = -0.9997296931968458*c2;
+    const double tau2_10 = (0.023249527748763855)*s2;
+    const double tau2_12 = (0.9997296931968458)*s2;
+    const double strut_b_d_x = (0.01057853512568756)*tau2_00 + (0.19999999999999996)*tau2_10 - 0.23975405405405406;
+    const double strut_b_d_y = (0.19999999999999996)*c2 + (0.01057853512568756)*s2;
+    const double strut_b_d_z = (0.01057853512568756)*tau2_02 + (0.19999999999999996)*tau2_12 + 0.0055756756756756756;
+    const double strut_b_o_x = strut_b_d_x + 0.23;
+    const double strut_b_o_y = strut_b_d_y + 0.4;
+    const double strut_b_o_z = strut_b_d_z + 0.17;
+    const double strut_b_T2_x = (0.023249527748763855)*strut_b_d_y;
+    const double strut_b_T2_y = -0.023249527748763855*strut_b_d_x - 0.9997296931968458*strut_b_d_z;
+    const double strut_b_T2_z = (0.9997296931968458)*strut_b_d_y;
+    const double strut_d_x = strut_b_o_x + 0.03;
+    const double strut_d_y = strut_b_o_y - 0.56;
+    const double strut_d_z = strut_b_o_z - 0.65;
+    const double strut_L = sqrt(strut_d_x*strut_d_x + strut_d_y*strut_d_y + strut_d_z*strut_d_z);
+    const double cse0 = 1.0/strut_L;
+    const double strut_u_x = cse0*strut_d_x;
+    const double strut_u_y = cse0*strut_d_y;
+    const double strut_u_z = cse0*strut_d_z;
+    const double strut_J2 = strut_b_T2_x*strut_u_x + strut_b_T2_y*strut_u_y + strut_b_T2_z*strut_u_z;
+    const double strut_Ld = qd2*strut_J2;
+    const double strut_F = p_k_strut*(strut_L - 0.686817) + 2500.0*strut_Ld;
+    state[0] = strut_L;
+    state[1] = strut_Ld;
+    state[2] = strut_F;
+    return 0;
+}
+
+int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const double *qd, const double *p, double *state, int32_t *status)
+{
+    int64_t failed = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const int s = mechgen_double_wishbone_springs(q + i * 8, qd + i * 8, p + i * 1, state + i * 3);
+        status[i] = s;
+        failed += (s != 0);
+    }
+    return failed;
+}
+
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
  * ops: 152 adds, 208 muls, 2 sqrt, 14 trig (376 total) */
 int mechgen_double_wishbone_violation(const double *restrict q, const double *restrict qd, const double *restrict p, double *restrict position, double *restrict velocity)

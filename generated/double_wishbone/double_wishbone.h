@@ -167,6 +167,19 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
 int mechgen_double_wishbone_energy(const double *q, const double *qd, const double *p, double *T, double *V);
 int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const double *qd, const double *p, double *T, double *V, int32_t *status);
 
+/* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
+ *   in  q[8]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (8,): rack,
+ *       lower_arm, upper_arm, lower_ball_x, lower_ball_y, lower_ball_z, tie_rod_inner_1,
+ *       tie_rod_inner_2
+ *   in  qd[8]: joint rates, shape (8,), in the order of q
+ *   in  p[1]: named spec parameters, shape (1,), in this order: k_strut
+ *   out state[3] shape 1x3: length L (m), dL/dt (m/s) and tension k (L - L0) + c dL/dt - F0 (N) of each spring, shape
+ *       (1, 3): strut
+ *   ops: 18 adds, 26 muls, 1 divs, 1 sqrt, 2 trig (48 total)
+ */
+int mechgen_double_wishbone_springs(const double *q, const double *qd, const double *p, double *state);
+int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const double *qd, const double *p, double *state, int32_t *status);
+
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
  *   in  q[8]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (8,): rack,
  *       lower_arm, upper_arm, lower_ball_x, lower_ball_y, lower_ball_z, tie_rod_inner_1,

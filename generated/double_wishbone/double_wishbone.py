@@ -2849,6 +2849,53 @@ def energy(q, qd, p, T, V):
     return 0
 
 
+def springs(q, qd, p, state):
+    """Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
+
+    in  q[8]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (8,): rack,
+        lower_arm, upper_arm, lower_ball_x, lower_ball_y, lower_ball_z, tie_rod_inner_1,
+        tie_rod_inner_2
+    in  qd[8]: joint rates, shape (8,), in the order of q
+    in  p[1]: named spec parameters, shape (1,), in this order: k_strut
+    out state[3] shape 1x3: length L (m), dL/dt (m/s) and tension k (L - L0) + c dL/dt - F0 (N) of each spring, shape
+        (1, 3): strut
+    ops: 18 adds, 26 muls, 1 divs, 1 sqrt, 2 trig (48 total)
+    """
+    q1, q2, q3, q4, q5, q6, q7, q8 = q
+    qd1, qd2, qd3, qd4, qd5, qd6, qd7, qd8 = qd
+    p_k_strut, = p
+    c2 = math.cos(q2)
+    s2 = math.sin(q2)
+    tau2_00 = -0.023249527748763855*c2
+    tau2_02 = -0.9997296931968458*c2
+    tau2_10 = (0.023249527748763855)*s2
+    tau2_12 = (0.9997296931968458)*s2
+    strut_b_d_x = (0.01057853512568756)*tau2_00 + (0.19999999999999996)*tau2_10 - 0.23975405405405406
+    strut_b_d_y = (0.19999999999999996)*c2 + (0.01057853512568756)*s2
+    strut_b_d_z = (0.01057853512568756)*tau2_02 + (0.19999999999999996)*tau2_12 + 0.0055756756756756756
+    strut_b_o_x = strut_b_d_x + 0.23
+    strut_b_o_y = strut_b_d_y + 0.4
+    strut_b_o_z = strut_b_d_z + 0.17
+    strut_b_T2_x = (0.023249527748763855)*strut_b_d_y
+    strut_b_T2_y = -0.023249527748763855*strut_b_d_x - 0.9997296931968458*strut_b_d_z
+    strut_b_T2_z = (0.9997296931968458)*strut_b_d_y
+    strut_d_x = strut_b_o_x + 0.03
+    strut_d_y = strut_b_o_y - 0.56
+    strut_d_z = strut_b_o_z - 0.65
+    strut_L = math.sqrt(strut_d_x*strut_d_x + strut_d_y*strut_d_y + strut_d_z*strut_d_z)
+    cse0 = 1.0/strut_L
+    strut_u_x = cse0*strut_d_x
+    strut_u_y = cse0*strut_d_y
+    strut_u_z = cse0*strut_d_z
+    strut_J2 = strut_b_T2_x*strut_u_x + strut_b_T2_y*strut_u_y + strut_b_T2_z*strut_u_z
+    strut_Ld = qd2*strut_J2
+    strut_F = p_k_strut*(strut_L - 0.686817) + 2500.0*strut_Ld
+    state[0] = strut_L
+    state[1] = strut_Ld
+    state[2] = strut_F
+    return 0
+
+
 def violation(q, qd, p, position, velocity):
     """Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
 
@@ -3006,5 +3053,6 @@ KERNELS = {
     "forward_dynamics": forward_dynamics,
     "inverse_dynamics": inverse_dynamics,
     "energy": energy,
+    "springs": springs,
     "violation": violation,
 }

@@ -681,6 +681,27 @@ int64_t mechgen_hooke_shafts_energy_batch(int64_t n, const double *q, const doub
     return failed;
 }
 
+/* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
+ * ops:  (0 total) */
+int mechgen_hooke_shafts_springs(const double *restrict q, const double *restrict qd, double *restrict state)
+{
+    state[0] = 0.0;
+    state[1] = 0.0;
+    state[2] = 0.0;
+    return 0;
+}
+
+int64_t mechgen_hooke_shafts_springs_batch(int64_t n, const double *q, const double *qd, double *state, int32_t *status)
+{
+    int64_t failed = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const int s = mechgen_hooke_shafts_springs(q + i * 2, qd + i * 2, state + i * 3);
+        status[i] = s;
+        failed += (s != 0);
+    }
+    return failed;
+}
+
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
  * ops: 28 adds, 49 muls, 2 sqrt, 4 trig (83 total) */
 int mechgen_hooke_shafts_violation(const double *restrict q, const double *restrict qd, double *restrict position, double *restrict velocity)

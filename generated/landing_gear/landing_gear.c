@@ -2527,6 +2527,27 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
     return failed;
 }
 
+/* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
+ * ops:  (0 total) */
+int mechgen_landing_gear_springs(const double *restrict q, const double *restrict qd, double *restrict state)
+{
+    state[0] = 0.0;
+    state[1] = 0.0;
+    state[2] = 0.0;
+    return 0;
+}
+
+int64_t mechgen_landing_gear_springs_batch(int64_t n, const double *q, const double *qd, double *state, int32_t *status)
+{
+    int64_t failed = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const int s = mechgen_landing_gear_springs(q + i * 6, qd + i * 6, state + i * 3);
+        status[i] = s;
+        failed += (s != 0);
+    }
+    return failed;
+}
+
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
  * ops: 152 adds, 202 muls, 2 sqrt, 10 trig (366 total) */
 int mechgen_landing_gear_violation(const double *restrict q, const double *restrict qd, double *restrict position, double *restrict velocity)

@@ -1030,6 +1030,27 @@ int64_t mechgen_parallelogram3_energy_batch(int64_t n, const double *q, const do
     return failed;
 }
 
+/* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
+ * ops:  (0 total) */
+int mechgen_parallelogram3_springs(const double *restrict q, const double *restrict qd, double *restrict state)
+{
+    state[0] = 0.0;
+    state[1] = 0.0;
+    state[2] = 0.0;
+    return 0;
+}
+
+int64_t mechgen_parallelogram3_springs_batch(int64_t n, const double *q, const double *qd, double *state, int32_t *status)
+{
+    int64_t failed = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const int s = mechgen_parallelogram3_springs(q + i * 4, qd + i * 4, state + i * 3);
+        status[i] = s;
+        failed += (s != 0);
+    }
+    return failed;
+}
+
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
  * ops: 36 adds, 38 muls, 2 sqrt, 8 trig (84 total) */
 int mechgen_parallelogram3_violation(const double *restrict q, const double *restrict qd, double *restrict position, double *restrict velocity)

@@ -788,6 +788,24 @@ def energy(q, qd, T, V):
     return 0
 
 
+def springs(q, qd, state):
+    """Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
+
+    in  q[3]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (3,): output,
+        input, journal
+    in  qd[3]: joint rates, shape (3,), in the order of q
+    out state[3] shape 1x3: length L (m), dL/dt (m/s) and tension k (L - L0) + c dL/dt - F0 (N) of each spring, shape
+        (1, 3): none (zeros)
+    ops:  (0 total)
+    """
+    q1, q2, q3 = q
+    qd1, qd2, qd3 = qd
+    state[0] = 0.0
+    state[1] = 0.0
+    state[2] = 0.0
+    return 0
+
+
 def violation(q, qd, position, velocity):
     """Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
 
@@ -837,5 +855,6 @@ KERNELS = {
     "forward_dynamics": forward_dynamics,
     "inverse_dynamics": inverse_dynamics,
     "energy": energy,
+    "springs": springs,
     "violation": violation,
 }

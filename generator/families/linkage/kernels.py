@@ -138,12 +138,10 @@ class Build:
             out[j] = v
         return out
 
-    def force_elements(self, qd: list) -> list[sp.Expr]:
-        """Generalised forces of the joint spring-dampers and the point-to-point springs."""
+    def spring_states(self, qd: list) -> list[tuple]:
+        """(L, Ldot, tension F = k (L - L0) + c Ldot - F0, dL/dq) of each point spring."""
         model, rec, kin = self.model, self.rec, self.kin(qd)
-        Q: list[sp.Expr] = [sp.Integer(0)] * model.n
-        for s in model.joint_springs:
-            Q[s.coordinate] += -s.k * (self.q[s.coordinate] - s.q0) - s.c * qd[s.coordinate]
+        out = []
         for s in model.springs:
             a = frame_motion(rec, kin, Frame(s.body_a, s.a, ZERO3, ZERO3, ZERO3), f"{s.name}_a")
             b = frame_motion(rec, kin, Frame(s.body_b, s.b, ZERO3, ZERO3, ZERO3), f"{s.name}_b")
@@ -154,6 +152,16 @@ class Build:
                  for j, (Tb, Ta) in enumerate(zip(b.T, a.T))]
             Ld = rec.bind(sp.Add(*[Jj * v for Jj, v in zip(J, qd)]), f"{s.name}_Ld")
             F = rec.bind(s.k * (L - s.L0) + s.c * Ld - s.F0, f"{s.name}_F")
+            out.append((L, Ld, F, J))
+        return out
+
+    def force_elements(self, qd: list) -> list[sp.Expr]:
+        """Generalised forces of the joint spring-dampers and the point-to-point springs
+        (tension F along the unit vector u from end a to end b: Q = -F dL/dq)."""
+        Q: list[sp.Expr] = [sp.Integer(0)] * self.model.n
+        for s in self.model.joint_springs:
+            Q[s.coordinate] += -s.k * (self.q[s.coordinate] - s.q0) - s.c * qd[s.coordinate]
+        for L, Ld, F, J in self.spring_states(qd):
             for j, Jj in enumerate(J):
                 if Jj != 0:
                     Q[j] += -F * Jj
@@ -505,6 +513,19 @@ def energy(model: Linkage) -> Kernel:
                      b.port("V", (1,), [V], "potential energy (J), shape (1,)")])
 
 
+def springs(model: Linkage) -> Kernel:
+    b = Build(model, ["q", "qd"])
+    states = b.spring_states(b.x["qd"])
+    ns = max(len(states), 1)
+    names = _names(s.name for s in model.springs) or "none (zeros)"
+    rows = [[L, Ld, F] for L, Ld, F, _ in states] or [[sp.Integer(0)] * 3]
+    return b.kernel("springs", "Length, rate of change and tension of each point-to-point "
+                    "spring-damper (a strut's force).",
+                    [b.port("state", (ns, 3), [x for row in rows for x in row],
+                            f"length L (m), dL/dt (m/s) and tension k (L - L0) + c dL/dt - F0 (N) "
+                            f"of each spring, shape ({ns}, 3): {names}")])
+
+
 def violation(model: Linkage) -> Kernel:
     b = Build(model, ["q", "qd"])
     rows, _ = b.rows()
@@ -518,7 +539,7 @@ def violation(model: Linkage) -> Kernel:
 
 
 BUILDERS = (closure, newton_step, velocity, kinematics, mass_matrix, bias, forward_dynamics,
-            inverse_dynamics, energy, violation)
+            inverse_dynamics, energy, springs, violation)
 
 
 def manifest(model: Linkage) -> dict:
