@@ -11,6 +11,9 @@
  *      together with the mechanism: (M_A - K) a = f_A - bias_A + W0  (6 x 6), then udot;
  *   5. the passive vehicle's Newton-Euler equations about D_P's origin with the contact
  *      wrench and its attitude hold.
+ * With sc->decoupled (the paper's approximation, for comparison) step 3 runs at Omega = 0 and
+ * a = 0 and step 4 is M_A a = f_A - bias_A + W0: the vehicle feels the mechanism's wrench in
+ * the same evaluation, the mechanism does not feel the vehicle's motion.
  * Rigid body about a reference point O with centre of mass c (body axes), inertia I_c about
  * the centre: I_O = I_c + m (c.c 1 - c c^T),
  *   m (a_O + Omega_dot x c + Omega x (Omega x c)) = f
@@ -247,7 +250,7 @@ static int evaluate(const dk_scenario *sc, int latched, const double *y, dk_fram
     for (int i = 0; i < 3; i++) mE[i] = mC[i] + dxf[i];
     mtv(f->alpha, fC, fE);
     mtv(f->R_A, sc->g, g0);                    /* gravity, frame 0 (the base at a_O = 0) */
-    for (int i = 0; i < 3; i++) Wz[i] = sc->active_fixed ? 0.0 : W[i];
+    for (int i = 0; i < 3; i++) Wz[i] = sc->active_fixed || sc->decoupled ? 0.0 : W[i];
     double Du[36], DW[36];
     st = DK_COUPLED(x, u, sc->F_drive, fE, mE, g0, Wz, zero, sc->p_mech, e->xdot, e->q, e->qd,
                     e->udot, e->wrench, &e->dpow, e->stop, Du, DW);
@@ -267,14 +270,15 @@ static int evaluate(const dk_scenario *sc, int latched, const double *y, dk_fram
             rhs[i] = gA[i] + th[i] + e->wrench[i] - bias[i];
             rhs[3 + i] = cxg[i] + cxt[i] + e->wrench[3 + i] - bias[3 + i];
         }
-        for (int i = 0; i < 6; i++)
-            for (int j = 0; j < 6; j++) {
-                double K = j < 3 ? -DW[6 * i + j] : DW[6 * i + j];
-                M[6 * i + j] -= K;
-            }
+        if (!sc->decoupled)         /* decoupled: udot and the wrench stay those at a = 0 */
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++) {
+                    double K = j < 3 ? -DW[6 * i + j] : DW[6 * i + j];
+                    M[6 * i + j] -= K;
+                }
         if (solve_dense(6, M, rhs) != 0) return -1;
         memcpy(e->a, rhs, sizeof rhs);
-        for (int i = 0; i < 6; i++) {
+        for (int i = 0; i < 6 && !sc->decoupled; i++) {
             double du = 0.0, dw = 0.0;
             for (int j = 0; j < 6; j++) {
                 double s = j < 3 ? -1.0 : 1.0;
@@ -389,6 +393,13 @@ static int diagnose(const dk_scenario *sc, int latched, double t, const double *
     for (int k = 0; k < DK_NLEG; k++) if (fabs(e.stop[k]) > smax) smax = fabs(e.stop[k]);
     d[26] = smax;
     for (int k = 0; k < DK_NLEG; k++) d[27 + k] = e.q[dk_drive[k]];
+    for (int i = 0; i < 3; i++) {
+        d[35 + i] = f.r[i];
+        d[38 + i] = f.v[i];
+        d[41 + i] = f.w[i];
+    }
+    for (int i = 0; i < 6; i++) d[44 + i] = y[13 + i];
+    for (int i = 0; i < 9; i++) d[50 + i] = f.R[i];
     if (!energies) return 0;
     /* energies and momenta */
     double PA[3], HA[3], TA, PP[3], HP[3], TP, Pm[3], Hm[3], Tm, Tm_rel, Vm, zero[3] = {0, 0, 0};
@@ -521,22 +532,28 @@ int dk_run(const dk_scenario *sc_in, const double *y0, dk_result *res, int n_his
     memset(&ctx, 0, sizeof ctx);
     ctx.sc = sc;
     ctx.latched_last = -1;
+    ctx.latched = sc->start_latched ? 1 : 0;
     dk_grid gr = {sc, res, n_hist, hist, 0, 0};
     memset(res, 0, sizeof *res);
     res->t_contact = res->t_capture = res->t_final = NAN;
     res->min_gap = INFINITY;
     if (hist) for (long i = 0; i < (long)n_hist * DK_NDIAG; i++) hist[i] = NAN;
-    momentum_energy(sc, 0, 0.0, y0, res->P0, res->H0, &res->E0);
+    momentum_energy(sc, ctx.latched, 0.0, y0, res->P0, res->H0, &res->E0);
     int st = mg_dopri_init(&s, DK_NY, dk_rhs, &ctx, 0.0, y0, sc->rtol, sc->atol, sc->h0,
                            sc->hmax);
     if (st != 0) { res->outcome = DK_INTEGRATOR; res->code = st; return res->outcome; }
     s.max_steps = sc->max_steps;
     double gap0, margin0;
-    gap_margin(sc, 0, y0, &gap0, &margin0);
+    gap_margin(sc, ctx.latched, y0, &gap0, &margin0);
     if (gap0 <= 0.0) { gr.contact_seen = 1; res->t_contact = 0.0; }
     double t_stop = sc->t_end;
+    if (ctx.latched) {          /* captured from the start: the attenuation phase alone */
+        res->captured = 1;
+        res->t_capture = 0.0;
+        t_stop = fmin(sc->t_end, sc->t_after_capture);
+    }
     int outcome;
-    if ((outcome = record(&gr, 0, 0.0, y0)) != DK_OK) {       /* grid point t = 0 */
+    if ((outcome = record(&gr, ctx.latched, 0.0, y0)) != DK_OK) {       /* grid point t = 0 */
         res->outcome = outcome;
         return outcome;
     }

@@ -28,6 +28,10 @@
 typedef struct {
     /* active vehicle: reference point O_0, axes of frame 0 */
     int active_fixed;          /* 1: the base does not move (ground test) */
+    int decoupled;             /* 1: the paper's approximation: the mechanism on a base at rest
+                                  (its Omega, Omega_dot and acceleration not fed to the
+                                  kernel), its base wrench on the active vehicle (no lag) */
+    int start_latched;         /* 1: the case starts captured (latches closed at t = 0) */
     double m_A, c_A[3], I_A[9];     /* mass, centre of mass (frame 0), inertia about it */
     double thrust, thrust_dir[3];   /* N, along a frame-0 direction, through the centre of mass */
     int thrust_until_capture;       /* 1: thrust off after capture */
@@ -74,7 +78,9 @@ typedef struct {
  * passive vehicle (force, moment about D_P's origin, inertial), 13 f_normal, 14 gap,
  * 15 capture margin, 16 latched, 17 kinetic energy of everything, 18 elastic energy,
  * 19 E_diss, 20-22 momentum, 23-25 angular momentum about the inertial origin,
- * 26 max end-stop force, 27.. strokes (one per leg) */
+ * 26 max end-stop force, 27-34 strokes (one per leg), 35-37 r, 38-40 v, 41-43 w: the pose
+ * and velocity of D_P relative to D_A (the contact kernel's inputs, D_A frame), 44-49 the
+ * ring's pose x (frame 0), 50-58 R: the rotation D_P -> D_A (row-major) */
 int dk_rhs(double t, const double *y, double *dydt, void *ctx);
 int dk_diagnostics(const dk_scenario *sc, int latched, double t, const double *y, double *d);
 int dk_run(const dk_scenario *sc, const double *y0, dk_result *res,

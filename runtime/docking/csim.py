@@ -44,7 +44,8 @@ BINDINGS = {
 
 CDEF = """
 typedef struct {
-    int active_fixed; double m_A, c_A[3], I_A[9]; double thrust, thrust_dir[3];
+    int active_fixed; int decoupled; int start_latched;
+    double m_A, c_A[3], I_A[9]; double thrust, thrust_dir[3];
     int thrust_until_capture; double m_P, c_P[3], I_P[9]; double kp_att, kd_att;
     double q_ref[4]; double g[3]; double d_A[3], R_CA[9]; double F_drive[8];
     double t_end, t_after_capture; double stop_force_limit; double separation;
@@ -191,6 +192,14 @@ def quat_from_R(R: np.ndarray) -> np.ndarray:
     return q / np.linalg.norm(q) * (1 if q[0] >= 0 else -1)
 
 
+def _quat_R(q: np.ndarray) -> np.ndarray:
+    """Rotation matrix (body -> inertial) of a quaternion (w, x, y, z)."""
+    w, x, y, z = q / np.linalg.norm(q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
 FLIP = np.diag([1.0, -1.0, -1.0])          # D_P aligned and docked: half a turn about x_A
 
 
@@ -243,6 +252,8 @@ class DockingSim:
         c = ffi.new("dk_scenario *")
         A, P = sc.active, sc.passive
         c.active_fixed = int(A.fixed)
+        c.decoupled = int(sc.base_motion == "decoupled")
+        c.start_latched = int(sc.start_latched)
         c.m_A, c.c_A, c.I_A = A.mass, list(A.com), list(A.inertia.ravel())
         c.thrust, c.thrust_dir = A.thrust, list(A.thrust_dir)
         c.thrust_until_capture = int(A.thrust_until_capture)
@@ -301,7 +312,9 @@ class DockingSim:
         return d
 
     def initial_state(self, values: dict[str, float] | None = None) -> np.ndarray:
-        """y0 of a case: D_P placed so that the closest contact pair is start_gap apart."""
+        """y0 of a case: D_P on its approach path (along -z_A from far away) where the closest
+        contact pair first comes within start_gap, and not yet within the capture tolerances
+        (margin -0.1: 10 % beyond them), whichever comes first on the way in."""
         v = case_variables(self.sc, values)
         for k in ("lateral", "closing_velocity", "start_gap"):
             if not v[k] >= 0:
@@ -310,10 +323,63 @@ class DockingSim:
         for k, x in v.items():
             if not math.isfinite(x):
                 raise ScenarioError(f"{self.sc.source}: initial {k} = {x!r} is not finite")
+        if self.sc.start_latched:
+            return self._latched_state(v)
         gap = lambda z: self.diagnostics(self.state(v, z))[14] - v["start_gap"]
-        # and not yet within the capture tolerances (margin -0.1: 10 % beyond them)
         margin = lambda z: -0.1 - self.diagnostics(self.state(v, z))[15]
-        return self.state(v, max(self._first_above(gap), self._first_above(margin)))
+        return self.state(v, max(self._first_contact(gap), self._first_above(margin)))
+
+    def _latched_state(self, v: dict[str, float]) -> np.ndarray:
+        """y0 of a latched start: D_P aligned with the ring at home, at the axial distance where
+        the latches and the stop pads balance (no axial contact force), the ring moving with
+        the passive vehicle."""
+        bad = [k for k in ("lateral", "pitch", "yaw", "roll") if v[k] != 0.0]
+        if bad:
+            raise ScenarioError(f"{self.sc.source}: scenario.start_latched: the ring starts at "
+                                f"home docked to the passive unit, so initial {bad[0]} must be 0")
+        z_A = self.start.R_DA[:, 2]
+        axial_force = lambda z: self.diagnostics(self.state(v, z), latched=1)[7:10] @ z_A
+        lo, hi = 0.0, 0.01
+        while axial_force(hi) > 0:          # the pads push D_P away, the latches pull it back
+            hi *= 2
+            if hi > 1:
+                raise ScenarioError(f"{self.sc.source}: no latched equilibrium found")
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if axial_force(mid) > 0 else (lo, mid)
+        y = self.state(v, (lo + hi) / 2)
+        # the ring moves with the passive vehicle: velocity of its point at O_C, its angular
+        # velocity (frame 0 is the inertial frame at t = 0)
+        R_P = _quat_R(y[28:32])
+        w = R_P @ y[35:38]
+        y[19:22] = y[32:35] + np.cross(w, y[13:16] - y[25:28])
+        y[22:25] = alpha_C(y[13:19]) @ w
+        return y
+
+    def _first_contact(self, f) -> float:
+        """The largest axial distance z at which f(z) = gap - start_gap reaches 0, coming in
+        from far away: from z = separation (the units apart) downwards by steps of f (a
+        distance changes by at most as much as the bodies move, so such a step cannot pass
+        start_gap; at most 5 cm, at least 1 mm, less than any part is thick), then by
+        bisection. Not a bisection over [0, far]: the gap is not monotonic in z, and with a
+        large lateral offset a small z can have the petals already through each other (the
+        model has no pair for an edge through a plate's interior), a state no approach
+        reaches. 0 when nothing is met down to z = 0."""
+        hi = self.sc.separation
+        f_hi = f(hi)
+        if not f_hi > 0:
+            raise ScenarioError(f"{self.sc.source}: the units are in contact already at the "
+                                f"separation distance {hi} m (limits.separation too small?)")
+        while hi > 0:
+            lo = max(0.0, hi - max(min(f_hi, 0.05), 1e-3))
+            f_lo = f(lo)
+            if not f_lo > 0:
+                for _ in range(60):
+                    mid = (lo + hi) / 2
+                    lo, hi = (lo, mid) if f(mid) > 0 else (mid, hi)
+                return hi
+            hi, f_hi = lo, f_lo
+        return 0.0
 
     def _first_above(self, f) -> float:
         """The smallest axial distance z >= 0 with f(z) >= 0 (f grows with z), by bisection."""
@@ -372,3 +438,9 @@ HISTORY_COLUMNS = (["t", "base_fx", "base_fy", "base_fz", "base_mx", "base_my", 
                     "contact_fx", "contact_fy", "contact_fz", "contact_mx", "contact_my",
                     "contact_mz", "f_normal", "gap", "capture_margin", "latched", "T", "V",
                     "E_diss", "Px", "Py", "Pz", "Hx", "Hy", "Hz", "stop_force"])
+# the columns after the strokes (27 .. 27 + DK_MAXLEG - 1): the pose and velocity of D_P
+# relative to D_A (D_A frame; R: D_P -> D_A, row-major, 50-58) and the ring's pose x (frame 0)
+RELATIVE_COLUMNS = {"r_x": 35, "r_y": 36, "r_z": 37, "v_x": 38, "v_y": 39, "v_z": 40,
+                    "w_x": 41, "w_y": 42, "w_z": 43, "ring_x": 44, "ring_y": 45, "ring_z": 46,
+                    "ring_psi_y": 47, "ring_psi_z": 48, "ring_psi_x": 49,
+                    **{f"R{i}{j}": 50 + 3 * i + j for i in range(3) for j in range(3)}}

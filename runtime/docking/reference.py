@@ -90,7 +90,8 @@ class ReferenceRHS:
         fC, mC = c["f_A"], c["m_A"] + np.cross(sc.ring_offset, c["f_A"])
         fE = f["al"].T @ fC
         g0 = f["R_A"].T @ sc.gravity
-        Wz = np.zeros(3) if A.fixed else W
+        decoupled = sc.base_motion == "decoupled"
+        Wz = np.zeros(3) if A.fixed or decoupled else W
         k = dict(zip(self.coupled_names, self.mech.coupled_step(
             x, u, self.F, fE, mC, g0, Wz, np.zeros(3), p=self.sim.p_mech)))
         udot, wrench = k["udot"].copy(), k["wrench"].copy()
@@ -105,9 +106,12 @@ class ReferenceRHS:
             rhs += wrench - bias
             S = np.diag([-1.0, -1, -1, 1, 1, 1])   # a = [a_O; Omega_dot]; kernel takes g - a_O
             K = k["dwrench_dbase"].reshape(6, 6) @ S
-            a = np.linalg.solve(M - K, rhs)
-            udot = udot + k["dudot_dbase"].reshape(6, 6) @ S @ a
-            wrench = wrench + K @ a
+            if decoupled:                           # the paper's approximation
+                a = np.linalg.solve(M, rhs)
+            else:
+                a = np.linalg.solve(M - K, rhs)
+                udot = udot + k["dudot_dbase"].reshape(6, 6) @ S @ a
+                wrench = wrench + K @ a
         M, bias = body_matrix(P.mass, P.com, P.inertia, w_P)
         F_P, M_P = f["R"].T @ c["f_P"], f["R"].T @ c["m_P"]
         gP = f["R_P"].T @ (P.mass * sc.gravity)
@@ -157,10 +161,17 @@ def run(sim: DockingSim, y0: np.ndarray) -> dict:
     margin.terminal, margin.direction = True, 1.0
     t0 = time.perf_counter()
     pieces, t_capture = [], math.nan
-    sol = solve_ivp(f, (0.0, sc.duration), y0, method="RK45", rtol=sc.rtol, atol=atol,
-                    dense_output=True, events=margin, max_step=sc.hmax)
-    pieces.append((sol, 0))
-    if sol.status == 1 and len(sol.t_events[0]):
+    if sc.start_latched:
+        f.latched = 1
+        sol = solve_ivp(f, (0.0, min(sc.duration, sc.after_capture)), y0, method="RK45",
+                        rtol=sc.rtol, atol=atol, dense_output=True, max_step=sc.hmax)
+        pieces.append((sol, 1))
+        t_capture = 0.0
+    else:
+        sol = solve_ivp(f, (0.0, sc.duration), y0, method="RK45", rtol=sc.rtol, atol=atol,
+                        dense_output=True, events=margin, max_step=sc.hmax)
+        pieces.append((sol, 0))
+    if not sc.start_latched and sol.status == 1 and len(sol.t_events[0]):
         t_capture = float(sol.t_events[0][0])
         f.latched = 1
         t_end = min(sc.duration, t_capture + sc.after_capture)

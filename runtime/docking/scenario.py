@@ -13,6 +13,12 @@ deg) of D_P from the aligned pose, at the axial distance where the closest conta
 ``start_gap`` apart; it approaches along the docking axis at ``closing_velocity`` (m/s) with
 ``lateral_rate`` (m/s, along the offset) and ``pitch_rate``, ``yaw_rate`` (deg/s). The active
 vehicle and the ring start at rest, the ring at the mechanism's home pose.
+
+``[scenario] start_latched = true`` starts a case captured instead: the ring at home, D_P
+docked to it (aligned, where the latches and the stop pads balance), moving with the passive
+vehicle; the lateral offset and the tilts must then be zero. ``[scenario] base_motion =
+"decoupled"`` runs the paper's approximation (the mechanism on a base at rest, its base
+wrench on the active vehicle) instead of the exact coupled solution, for comparison.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ INITIAL_VARIABLES = {
     "yaw": 0.0, "roll": 0.0, "lateral_rate": 0.0, "pitch_rate": 0.0, "yaw_rate": 0.0,
     "start_gap": 0.01,
 }
+BASE_MOTIONS = ("coupled", "decoupled")
 SECTIONS = {"scenario", "mechanism", "interface", "active", "passive", "initial", "limits",
             "integrator", "envelope"}
 
@@ -63,6 +70,8 @@ class Scenario:
     duration: float
     after_capture: float
     gravity: np.ndarray
+    base_motion: str            # "coupled" (exact) or "decoupled" (the paper's approximation)
+    start_latched: bool         # the case starts captured, docked (the attenuation alone)
     mech_parameters: dict[str, float]
     drive_forces: np.ndarray | None
     iface_parameters: dict[str, float]
@@ -191,7 +200,8 @@ def from_dict(d: dict, where: str = "<scenario>") -> Scenario:
     if unknown:
         raise _err(where, f"unknown section(s) {sorted(unknown)}; expected {sorted(SECTIONS)}")
     s = _table(d, "scenario", where, {"name", "mechanism", "interface", "duration",
-                                      "after_capture", "gravity"}, {"mechanism", "interface"})
+                                      "after_capture", "gravity", "base_motion",
+                                      "start_latched"}, {"mechanism", "interface"})
     ws = f"{where}.scenario"
     for k in ("mechanism", "interface"):
         if not isinstance(s[k], str) or not s[k]:
@@ -210,12 +220,20 @@ def from_dict(d: dict, where: str = "<scenario>") -> Scenario:
     env = d.get("envelope")
     if env is not None and not isinstance(env, dict):
         raise _err(f"{where}.envelope", "expected a table")
+    base_motion = s.get("base_motion", "coupled")
+    if base_motion not in BASE_MOTIONS:
+        raise _err(f"{ws}.base_motion", f"expected one of {list(BASE_MOTIONS)}, got "
+                   f"{base_motion!r}")
+    start_latched = s.get("start_latched", False)
+    if not isinstance(start_latched, bool):
+        raise _err(f"{ws}.start_latched", f"expected true or false, got {start_latched!r}")
     drive = m.get("drive_forces")
     sc = Scenario(
         name=str(s.get("name", Path(where).stem)), source=where, mechanism=s["mechanism"],
         interface=s["interface"], duration=_num(s, "duration", ws, 10.0, positive=True),
         after_capture=_num(s, "after_capture", ws, 3.0, nonneg=True),
         gravity=_vec(s, "gravity", ws, 3, [0, 0, 0]),
+        base_motion=base_motion, start_latched=start_latched,
         mech_parameters=_params(m, f"{where}.mechanism"),
         drive_forces=None if drive is None else _vec(m, "drive_forces", f"{where}.mechanism",
                                                      len(drive)),
