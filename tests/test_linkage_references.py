@@ -88,12 +88,17 @@ def andrews_order(mech) -> list[int]:
     return [mech.coordinates.index(nm) for nm in ats.ANGLE_NAMES]
 
 
+def andrews_drive(mech) -> np.ndarray:
+    """The Test Set's constant torque ``mom`` on beta."""
+    tau = np.zeros(mech.n)
+    tau[mech.coordinates.index("beta")] = ats.PARAMS["mom"]
+    return tau
+
+
 def test_andrews_accelerations_and_multipliers_equal_the_test_set_formulation():
     mech = runtime.load("andrews")
     order = andrews_order(mech)
-    beta = mech.coordinates.index("beta")
-    tau = np.zeros(mech.n)
-    tau[beta] = ats.PARAMS["mom"]
+    tau = andrews_drive(mech)
     for q, w in poses(mech, 5, seed=9):
         qd, _ = mech.velocity(q, w)
         qdd, lam, reaction = mech.forward_dynamics(q, qd, tau)
@@ -106,9 +111,7 @@ def test_andrews_accelerations_and_multipliers_equal_the_test_set_formulation():
 def test_andrews_reproduces_the_test_set_solution_at_t_003():
     mech = runtime.load("andrews")
     order = andrews_order(mech)
-    beta = mech.coordinates.index("beta")
-    tau = np.zeros(mech.n)
-    tau[beta] = ats.PARAMS["mom"]
+    tau = andrews_drive(mech)
     q0 = np.array(mech.manifest["q_ref"])
     tr = lk.simulate(mech, q0, [0.0], ats.T_END, tau=tau, rtol=1e-12, atol=1e-14,
                      t_eval=[ats.T_END])

@@ -152,7 +152,7 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
- * ops: 82 adds, 74 muls, 12 divs, 1 sqrt, 14 trig (183 total) */
+ * ops: 82 adds, 79 muls, 6 divs, 1 sqrt, 14 trig (182 total) */
 int mechgen_andrews_newton_step(const double *restrict q, const double *restrict p, double *restrict q_next, double *restrict error, double *restrict branch, double *restrict orientation)
 {
     int status = 0;
@@ -264,7 +264,7 @@ int mechgen_andrews_newton_step(const double *restrict q, const double *restrict
     const double dq1 = lu_inv3*(-E26_f2_d_x*dq6 + dq_e6);
     const double dq4 = dq_e2*lu_inv2;
     const double dq3 = lu_inv1*(-E23_f1_d_y*dq4 - E23_f2_o_x - cse11);
-    const double det_GD = 1.0/(lu_inv1*lu_inv2*lu_inv3*lu_inv4*lu_inv5*lu_inv6);
+    const double det_GD = -E23_f2_d_y*E24_f2_T2_y*E26_f2_T1_y*lu_u24*lu_u35*lu_u56;
     q_next[0] = dq1 + q1;
     q_next[1] = dq2 + q2;
     q_next[2] = dq3 + q3;
@@ -1755,7 +1755,9 @@ int mechgen_andrews_energy(const double *restrict q, const double *restrict qd, 
     const double spring_b_d_y = -0.007372211469724756*c3 + (0.025877606111185378)*s3;
     const double spring_b_o_x = spring_b_d_x - 0.03635;
     const double spring_b_o_y = spring_b_d_y + 0.03273;
-    const double spring_L = sqrt((spring_b_o_x - 0.014)*(spring_b_o_x - 0.014) + (spring_b_o_y - 0.072)*(spring_b_o_y - 0.072));
+    const double spring_d_x = spring_b_o_x - 0.014;
+    const double spring_d_y = spring_b_o_y - 0.072;
+    const double spring_L = sqrt(spring_d_x*spring_d_x + spring_d_y*spring_d_y);
     T[0] = (4.6185625e-07)*omega5_z*omega5_z - 2.5887965193256264e-06*omega5_z*v_loc5_x - 4.189509228515349e-05*omega5_z*v_loc5_y + (4.01690073e-07)*omega6_z*omega6_z + (3.0998972587436223e-05)*omega6_z*v_loc6_x + (2.664630423310853e-05)*omega6_z*v_loc6_y + (4.01690073e-07)*omega7_z*omega7_z - 3.457009456502888e-05*omega7_z*v_loc7_x + (2.1814453752614592e-05)*omega7_z*v_loc7_y + (1.4259649164999998e-05)*qd1*qd1 + (2.7579867999999996e-05)*qd2*qd2 + (8.085073712500001e-06)*qd3*qd3 + (1.1153034e-06)*qd4*qd4 + (0.001825)*v_loc5_x*v_loc5_x + (0.001825)*v_loc5_y*v_loc5_y + (0.00353)*v_loc6_x*v_loc6_x + (0.00353)*v_loc6_y*v_loc6_y + (0.00353)*v_loc7_x*v_loc7_x + (0.00353)*v_loc7_y*v_loc7_y;
     V[0] = (0.5)*p_c0*(spring_L - 0.07785)*(spring_L - 0.07785);
     return 0;

@@ -40,7 +40,7 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
  *       pose's assembly branch (0: not checked), shape (1,)
  *   out orientation[3] shape 3: axis products, +1 on the assembled branch: E23:z1.z2, E24:z1.z2, E26:z1.z2
  *   status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
- *   ops: 82 adds, 74 muls, 12 divs, 1 sqrt, 14 trig (183 total)
+ *   ops: 82 adds, 79 muls, 6 divs, 1 sqrt, 14 trig (182 total)
  */
 int mechgen_andrews_newton_step(const double *q, const double *p, double *q_next, double *error, double *branch, double *orientation);
 int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const double *p, double *q_next, double *error, double *branch, double *orientation, int32_t *status);

@@ -165,7 +165,7 @@ def newton_step(q, p, q_next, error, branch, orientation):
         pose's assembly branch (0: not checked), shape (1,)
     out orientation[3] shape 3: axis products, +1 on the assembled branch: E23:z1.z2, E24:z1.z2, E26:z1.z2
     status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
-    ops: 82 adds, 74 muls, 12 divs, 1 sqrt, 14 trig (183 total)
+    ops: 82 adds, 79 muls, 6 divs, 1 sqrt, 14 trig (182 total)
     """
     q1, q2, q3, q4, q5, q6, q7 = q
     p_c0, = p
@@ -300,7 +300,7 @@ def newton_step(q, p, q_next, error, branch, orientation):
     dq1 = lu_inv3*(-E26_f2_d_x*dq6 + dq_e6)
     dq4 = dq_e2*lu_inv2
     dq3 = lu_inv1*(-E23_f1_d_y*dq4 - E23_f2_o_x - cse11)
-    det_GD = 1.0/(lu_inv1*lu_inv2*lu_inv3*lu_inv4*lu_inv5*lu_inv6)
+    det_GD = -E23_f2_d_y*E24_f2_T2_y*E26_f2_T1_y*lu_u24*lu_u35*lu_u56
     q_next[0] = dq1 + q1
     q_next[1] = dq2 + q2
     q_next[2] = dq3 + q3
@@ -1752,7 +1752,9 @@ def energy(q, qd, p, T, V):
     spring_b_d_y = -0.007372211469724756*c3 + (0.025877606111185378)*s3
     spring_b_o_x = spring_b_d_x - 0.03635
     spring_b_o_y = spring_b_d_y + 0.03273
-    spring_L = math.sqrt((spring_b_o_x - 0.014)*(spring_b_o_x - 0.014) + (spring_b_o_y - 0.072)*(spring_b_o_y - 0.072))
+    spring_d_x = spring_b_o_x - 0.014
+    spring_d_y = spring_b_o_y - 0.072
+    spring_L = math.sqrt(spring_d_x*spring_d_x + spring_d_y*spring_d_y)
     T[0] = (4.6185625e-07)*omega5_z*omega5_z - 2.5887965193256264e-06*omega5_z*v_loc5_x - 4.189509228515349e-05*omega5_z*v_loc5_y + (4.01690073e-07)*omega6_z*omega6_z + (3.0998972587436223e-05)*omega6_z*v_loc6_x + (2.664630423310853e-05)*omega6_z*v_loc6_y + (4.01690073e-07)*omega7_z*omega7_z - 3.457009456502888e-05*omega7_z*v_loc7_x + (2.1814453752614592e-05)*omega7_z*v_loc7_y + (1.4259649164999998e-05)*qd1*qd1 + (2.7579867999999996e-05)*qd2*qd2 + (8.085073712500001e-06)*qd3*qd3 + (1.1153034e-06)*qd4*qd4 + (0.001825)*v_loc5_x*v_loc5_x + (0.001825)*v_loc5_y*v_loc5_y + (0.00353)*v_loc6_x*v_loc6_x + (0.00353)*v_loc6_y*v_loc6_y + (0.00353)*v_loc7_x*v_loc7_x + (0.00353)*v_loc7_y*v_loc7_y
     V[0] = (0.5)*p_c0*(spring_L - 0.07785)*(spring_L - 0.07785)
     return 0

@@ -45,7 +45,7 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
  *       pose's assembly branch (0: not checked), shape (1,)
  *   out orientation[1] shape 1: axis products, +1 on the assembled branch: none (1)
  *   status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
- *   ops: 167 adds, 215 muls, 12 divs, 1 sqrt, 14 trig (409 total)
+ *   ops: 167 adds, 220 muls, 6 divs, 1 sqrt, 14 trig (408 total)
  */
 int mechgen_double_wishbone_newton_step(const double *q, const double *p, double *q_next, double *error, double *branch, double *orientation);
 int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, const double *p, double *q_next, double *error, double *branch, double *orientation, int32_t *status);

@@ -234,7 +234,7 @@ def newton_step(q, p, q_next, error, branch, orientation):
         pose's assembly branch (0: not checked), shape (1,)
     out orientation[1] shape 1: axis products, +1 on the assembled branch: none (1)
     status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
-    ops: 167 adds, 215 muls, 12 divs, 1 sqrt, 14 trig (409 total)
+    ops: 167 adds, 220 muls, 6 divs, 1 sqrt, 14 trig (408 total)
     """
     q1, q2, q3, q4, q5, q6, q7, q8 = q
     p_k_strut, = p
@@ -439,7 +439,7 @@ def newton_step(q, p, q_next, error, branch, orientation):
     dq1 = lu_inv3*(-dq2*upper_ball_f2_T4_z - dq3*upper_ball_f2_T5_z - dq4*upper_ball_f2_T6_z + upper_ball_f1_o_z - upper_ball_f2_o_z)
     dq6 = lu_inv2*(-dq2*tie_rod_outer_f2_T4_z - dq3*tie_rod_outer_f2_T5_z - dq4*tie_rod_outer_f2_T6_z + tie_rod_outer_f1_o_z - tie_rod_outer_f2_o_z)
     dq5 = lu_inv1*(-dq2*tie_rod_outer_f2_T4_x - dq3*tie_rod_outer_f2_T5_x - dq4*tie_rod_outer_f2_T6_x + dq6*tie_rod_outer_f1_T8_x + tie_rod_outer_f1_o_x - tie_rod_outer_f2_o_x)
-    det_GD = 1.0/(lu_inv1*lu_inv2*lu_inv3*lu_inv4*lu_inv5*lu_inv6)
+    det_GD = lu_u13_2*lu_u22*lu_u54_4*tie_rod_outer_f1_T8_z*tie_rod_outer_f1_d_y*upper_ball_f1_T3_z
     q_next[0] = q1
     q_next[1] = q2
     q_next[2] = dq1 + q3
@@ -2843,7 +2843,10 @@ def energy(q, qd, p, T, V):
     strut_b_o_x = strut_b_d_x + 0.23
     strut_b_o_y = strut_b_d_y + 0.4
     strut_b_o_z = strut_b_d_z + 0.17
-    strut_L = math.sqrt((strut_b_o_x + 0.03)*(strut_b_o_x + 0.03) + (strut_b_o_y - 0.56)*(strut_b_o_y - 0.56) + (strut_b_o_z - 0.65)*(strut_b_o_z - 0.65))
+    strut_d_x = strut_b_o_x + 0.03
+    strut_d_y = strut_b_o_y - 0.56
+    strut_d_z = strut_b_o_z - 0.65
+    strut_L = math.sqrt(strut_d_x*strut_d_x + strut_d_y*strut_d_y + strut_d_z*strut_d_z)
     T[0] = (0.5)*omega_loc2_x*((0.32090015813413336)*omega_loc2_x - 0.014162743250199235*omega_loc2_y + (0.014394937854376276)*omega_loc2_z) + (0.5)*omega_loc2_y*(-0.014162743250199235*omega_loc2_x + (0.20676757365410672)*omega_loc2_y + (0.11776334125455054)*omega_loc2_z) + (0.5)*omega_loc2_z*((0.014394937854376276)*omega_loc2_x + (0.11776334125455054)*omega_loc2_y + (0.11844831632824974)*omega_loc2_z) + (0.5)*omega_loc3_x*((0.06227519849598207)*omega_loc3_x + (0.0013473001048655126)*omega_loc3_y - 0.0014635090155970787*omega_loc3_z) + (0.5)*omega_loc3_y*((0.0013473001048655126)*omega_loc3_x + (0.04191897781497736)*omega_loc3_y + (0.02220845272846769)*omega_loc3_z) + (0.5)*omega_loc3_z*(-0.0014635090155970787*omega_loc3_x + (0.02220845272846769)*omega_loc3_y + (0.020803791435193994)*omega_loc3_z) + (0.5)*omega_loc6_x*((0.799)*omega_loc6_x - 0.23800000000000018*omega_loc6_y) + (0.5)*omega_loc6_y*(-0.23800000000000018*omega_loc6_x + (2.356)*omega_loc6_y) + (0.9774999999999999)*omega_loc6_z*omega_loc6_z - 1.4000000000000012*omega_loc6_z*v_loc6_x + (6.799999999999999)*omega_loc6_z*v_loc6_y + (0.5)*omega_loc8_x*((0.03461618936369055)*omega_loc8_x - 0.000960521851348193*omega_loc8_y + (2.228293958271795e-20)*omega_loc8_z) + (0.5)*omega_loc8_y*(-0.000960521851348193*omega_loc8_x + (5.907730297611627e-05)*omega_loc8_y + (8.395987706376685e-19)*omega_loc8_z) + (0.5)*omega_loc8_z*((2.228293958271795e-20)*omega_loc8_x + (8.395987706376685e-19)*omega_loc8_y + (0.03464286666666666)*omega_loc8_z) + qd1*qd1 + 20.0*v_loc6_x*v_loc6_x + 20.0*v_loc6_y*v_loc6_y + 20.0*v_loc6_z*v_loc6_z + v_loc6_z*((1.4000000000000012)*omega_loc6_x - 6.799999999999999*omega_loc6_y) + (0.4)*v_loc8_x*v_loc8_x + v_loc8_x*(-4.880168897282999e-18*omega_loc8_y - 0.14408326108942435*omega_loc8_z) + (0.4)*v_loc8_y*v_loc8_y + v_loc8_y*((4.880168897282999e-18)*omega_loc8_x + (0.004001733853815339)*omega_loc8_z) + (0.4)*v_loc8_z*v_loc8_z + v_loc8_z*((0.14408326108942435)*omega_loc8_x - 0.004001733853815339*omega_loc8_y)
     V[0] = (0.5)*p_k_strut*(strut_L - 0.686817)*(strut_L - 0.686817) + (392.40000000000003)*r4_z + (0.6331441593898774)*tau2_02 + (5.1796799999999985)*tau2_12 - 0.10763669277133187*tau3_02 + (1.6333650000000006)*tau3_12 - 66.708*tau5_02 + (13.734000000000012)*tau6_12 + (0.03925700910592848)*tau8_02 + (1.413456791287253)*tau8_12 + 19.385220531510065
     return 0

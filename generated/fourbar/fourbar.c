@@ -64,7 +64,7 @@ int64_t mechgen_fourbar_closure_batch(int64_t n, const double *q, double *phi, d
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
- * ops: 26 adds, 26 muls, 4 divs, 1 sqrt, 6 trig (63 total) */
+ * ops: 26 adds, 27 muls, 2 divs, 1 sqrt, 6 trig (62 total) */
 int mechgen_fourbar_newton_step(const double *restrict q, double *restrict q_next, double *restrict error, double *restrict branch, double *restrict orientation)
 {
     int status = 0;
@@ -104,7 +104,7 @@ int mechgen_fourbar_newton_step(const double *restrict q, double *restrict q_nex
     const double dq_e2 = C_f1_o_y - C_f2_d_y - cse4*lu_f21;
     const double dq2 = dq_e2*lu_inv2;
     const double dq1 = lu_inv1*(-C_f1_d_y*dq2 + C_f1_o_x - C_f2_o_x);
-    const double det_GD = 1.0/(lu_inv1*lu_inv2);
+    const double det_GD = -C_f2_d_y*lu_u22;
     q_next[0] = dq1 + q1;
     q_next[1] = q2;
     q_next[2] = dq2 + q3;

@@ -78,7 +78,7 @@ def newton_step(q, q_next, error, branch, orientation):
         pose's assembly branch (0: not checked), shape (1,)
     out orientation[1] shape 1: axis products, +1 on the assembled branch: C:z1.z2
     status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
-    ops: 26 adds, 26 muls, 4 divs, 1 sqrt, 6 trig (63 total)
+    ops: 26 adds, 27 muls, 2 divs, 1 sqrt, 6 trig (62 total)
     """
     q1, q2, q3 = q
     cse0 = q1 - 1.7957749733962085
@@ -124,7 +124,7 @@ def newton_step(q, q_next, error, branch, orientation):
     dq_e2 = C_f1_o_y - C_f2_d_y - cse4*lu_f21
     dq2 = dq_e2*lu_inv2
     dq1 = lu_inv1*(-C_f1_d_y*dq2 + C_f1_o_x - C_f2_o_x)
-    det_GD = 1.0/(lu_inv1*lu_inv2)
+    det_GD = -C_f2_d_y*lu_u22
     q_next[0] = dq1 + q1
     q_next[1] = q2
     q_next[2] = dq2 + q3

@@ -63,7 +63,7 @@ int64_t mechgen_swash_plate_closure_batch(int64_t n, const double *q, double *ph
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
  * q_next, the residual norm before the step, det G_KD (its sign is the assembly branch) and
  * the orientation checks.
- * ops: 26 adds, 51 muls, 4 divs, 1 sqrt, 6 trig (88 total) */
+ * ops: 26 adds, 52 muls, 2 divs, 1 sqrt, 6 trig (87 total) */
 int mechgen_swash_plate_newton_step(const double *restrict q, double *restrict q_next, double *restrict error, double *restrict branch, double *restrict orientation)
 {
     int status = 0;
@@ -107,7 +107,7 @@ int mechgen_swash_plate_newton_step(const double *restrict q, double *restrict q
     const double dq_e1 = -cse4 + cse5*lu_f11;
     const double dq2 = dq_e1*lu_inv2;
     const double dq1 = lu_inv1*(-cse3*dq2 - cse5);
-    const double det_GD = -1.0/(lu_inv1*lu_inv2);
+    const double det_GD = -cse0*lu_u12;
     q_next[0] = dq1 + q1;
     q_next[1] = q2;
     q_next[2] = dq2 + q3;

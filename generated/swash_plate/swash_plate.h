@@ -38,7 +38,7 @@ int64_t mechgen_swash_plate_closure_batch(int64_t n, const double *q, double *ph
  *       pose's assembly branch (0: not checked), shape (1,)
  *   out orientation[1] shape 1: axis products, +1 on the assembled branch: trunnion:z1.z2
  *   status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
- *   ops: 26 adds, 51 muls, 4 divs, 1 sqrt, 6 trig (88 total)
+ *   ops: 26 adds, 52 muls, 2 divs, 1 sqrt, 6 trig (87 total)
  */
 int mechgen_swash_plate_newton_step(const double *q, double *q_next, double *error, double *branch, double *orientation);
 int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double *q_next, double *error, double *branch, double *orientation, int32_t *status);

@@ -77,7 +77,7 @@ def newton_step(q, q_next, error, branch, orientation):
         pose's assembly branch (0: not checked), shape (1,)
     out orientation[1] shape 1: axis products, +1 on the assembled branch: trunnion:z1.z2
     status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
-    ops: 26 adds, 51 muls, 4 divs, 1 sqrt, 6 trig (88 total)
+    ops: 26 adds, 52 muls, 2 divs, 1 sqrt, 6 trig (87 total)
     """
     q1, q2, q3 = q
     c1 = math.cos(q1)
@@ -127,7 +127,7 @@ def newton_step(q, q_next, error, branch, orientation):
     dq_e1 = -cse4 + cse5*lu_f11
     dq2 = dq_e1*lu_inv2
     dq1 = lu_inv1*(-cse3*dq2 - cse5)
-    det_GD = -1.0/(lu_inv1*lu_inv2)
+    det_GD = -cse0*lu_u12
     q_next[0] = dq1 + q1
     q_next[1] = q2
     q_next[2] = dq2 + q3

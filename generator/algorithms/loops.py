@@ -86,7 +86,7 @@ def _diff_cols(c2: list[Vec], c1: list[Vec]) -> list[Vec]:
     return [sub(x, y) for x, y in zip(c2, c1)]
 
 
-def position_rows(f1: FrameMotion, f2: FrameMotion, n: int) -> list[Row]:
+def position_rows(f1: FrameMotion, f2: FrameMotion) -> list[Row]:
     d = sub(f2.o, f1.o)
     dT = _diff_cols(f2.T, f1.T)
     rows = []
@@ -125,12 +125,12 @@ def offset_dot_row(label: str, a: Vec, f1: FrameMotion, f2: FrameMotion) -> Row:
     return Row(label, dot(d, a), G, bias, force=list(a))
 
 
-def cut_rows(kind: str, f1: FrameMotion, f2: FrameMotion, n: int) -> list[Row]:
+def cut_rows(kind: str, f1: FrameMotion, f2: FrameMotion) -> list[Row]:
     """The rows of one cut joint, in the order of model.CUT_ROWS."""
     x1, y1, z1 = f1.axes["x"], f1.axes["y"], f1.axes["z"]
     y2, z2 = f2.axes["y"], f2.axes["z"]
     if kind in ("S", "U", "R"):
-        rows = position_rows(f1, f2, n)
+        rows = position_rows(f1, f2)
         if kind == "U":
             rows.append(axis_dot_row("z1.z2", z1, z2, f1, f2))
         if kind == "R":
@@ -154,7 +154,7 @@ def closure_rows(rec: Recorder, model: Linkage, kin: list[BodyKinematics], q: li
     for cut in model.cuts:
         f1 = frame_motion(rec, kin, cut.frame1, f"{cut.joint}_f1", jacobian)
         f2 = frame_motion(rec, kin, cut.frame2, f"{cut.joint}_f2", jacobian)
-        for r in cut_rows(cut.kind, f1, f2, n):
+        for r in cut_rows(cut.kind, f1, f2):
             rows.append(Row(f"{cut.joint}:{r.label}", r.phi, r.G, r.bias, r.force, r.moment))
         if cut.kind in ("R", "C", "P"):
             checks[f"{cut.joint}:z1.z2"] = dot(f1.axes["z"], f2.axes["z"])

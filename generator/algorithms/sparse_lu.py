@@ -28,6 +28,7 @@ class Step:
     inv: sp.Expr                                # 1 / pivot
     u: dict[int, sp.Expr]                        # row `row` at its pivot step: col -> entry
     ops: list[tuple[int, sp.Expr]] = field(default_factory=list)   # (row r, factor f): r -= f row
+    pivot: sp.Expr = sp.Integer(1)
 
 
 class SparseLU:
@@ -47,7 +48,7 @@ class SparseLU:
             inv = rec.bind(1 / piv, f"{name}_inv{k + 1}")
             rows.remove(i)
             cols.remove(j)
-            step = Step(i, j, inv, {c: A[i][c] for c in cols if A[i][c] != 0})
+            step = Step(i, j, inv, {c: A[i][c] for c in cols if A[i][c] != 0}, pivot=piv)
             for r in rows:
                 if A[r][j] == 0:
                     continue

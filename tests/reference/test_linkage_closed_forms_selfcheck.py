@@ -108,6 +108,15 @@ def close_loop(fun, x0):
     return x, np.max(np.abs(fun(x)))
 
 
+def close_by_continuation(H, phi, n_dep=3, steps=8):
+    """Close the loop H([phi, *y]) = 1 by continuation from the assembled reference y = 0
+    (phi stepped from 0; no closed form used): (y, residual)."""
+    y, res = np.zeros(n_dep), np.inf
+    for s in np.linspace(0.0, 1.0, steps + 1)[1:]:
+        y, res = close_loop(lambda yy, s=s: loop_residual(H([s * phi, *yy])), y)
+    return y, res
+
+
 def implicit_rates(fun, x_dep, n_in):
     """d x_dep / d x_in for fun([x_in, x_dep]) = 0 (least squares: the rows may be redundant)."""
     J = cjac(fun, x_dep)
@@ -271,12 +280,7 @@ def test_hooke_output_angle_and_ratio():
         beta = rng.uniform(0.0, 1.2)
         phi1 = rng.uniform(-np.pi, np.pi)
         H = hooke_loop(beta)
-        fun = lambda y: loop_residual(H([phi1, *y]))                    # noqa: E731
-        # brute force: continuation from the assembled reference (all zero), no closed form used
-        y = np.zeros(3)
-        for s in np.linspace(0.0, 1.0, 9)[1:]:
-            fun_s = lambda yy, s=s: loop_residual(H([s * phi1, *yy]))    # noqa: E731
-            y, res = close_loop(fun_s, y)
+        y, res = close_by_continuation(H, phi1)
         assert res < TOL
         assert abs(wrap(y[2] - hooke_output_angle(phi1, beta))) < TOL
         J = cjac(lambda x: loop_residual(H(x)), [phi1, *y])
@@ -305,10 +309,7 @@ def test_swash_plate_relations():
         alpha = rng.uniform(0.02, 1.2)
         phi = rng.uniform(-np.pi, np.pi)
         H = swash_loop(alpha)
-        y = np.zeros(3)
-        for s in np.linspace(0.0, 1.0, 9)[1:]:
-            fun_s = lambda yy, s=s: loop_residual(H([s * phi, *yy]))    # noqa: E731
-            y, res = close_loop(fun_s, y)
+        y, res = close_by_continuation(H, phi)
         assert res < TOL
         assert abs(wrap(y[2] - swash_output_angle(phi, alpha))) < TOL
         assert abs(wrap(y[0] - swash_journal_angle(phi, alpha))) < TOL

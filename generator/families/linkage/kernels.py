@@ -95,8 +95,11 @@ class Build:
 
     # --- shared parts -----------------------------------------------------------------
     def kin(self, qd: list | None = None):
+        """The tree's kinematics with Jacobians (and velocity terms with ``qd``), once."""
         if self._kin is None:
             self._kin = chain_kinematics(self.rec, self.model.chain, self.qe, qd, jacobians=True)
+        elif qd is not None and self._kin[0].omega is None:
+            raise AssertionError("kinematics first built without rates; pass qd on first use")
         return self._kin
 
     def links(self):
@@ -138,15 +141,21 @@ class Build:
             out[j] = v
         return out
 
+    def spring_length(self, kin, s, jacobian: bool = True) -> tuple:
+        """(L, d = end b - end a, end a's motion, end b's motion) of a point spring."""
+        a = frame_motion(self.rec, kin, Frame(s.body_a, s.a, ZERO3, ZERO3, ZERO3), f"{s.name}_a",
+                         jacobian)
+        b = frame_motion(self.rec, kin, Frame(s.body_b, s.b, ZERO3, ZERO3, ZERO3), f"{s.name}_b",
+                         jacobian)
+        d = self.rec.vec(sub(b.o, a.o), f"{s.name}_d")
+        return self.rec.bind(sp.sqrt(dot(d, d)), f"{s.name}_L"), d, a, b
+
     def spring_states(self, qd: list) -> list[tuple]:
         """(L, Ldot, tension F = k (L - L0) + c Ldot - F0, dL/dq) of each point spring."""
-        model, rec, kin = self.model, self.rec, self.kin(qd)
+        rec, kin = self.rec, self.kin(qd)
         out = []
-        for s in model.springs:
-            a = frame_motion(rec, kin, Frame(s.body_a, s.a, ZERO3, ZERO3, ZERO3), f"{s.name}_a")
-            b = frame_motion(rec, kin, Frame(s.body_b, s.b, ZERO3, ZERO3, ZERO3), f"{s.name}_b")
-            d = rec.vec(sub(b.o, a.o), f"{s.name}_d")
-            L = rec.bind(sp.sqrt(dot(d, d)), f"{s.name}_L")
+        for s in self.model.springs:
+            L, d, a, b = self.spring_length(kin, s)
             u = rec.vec(scale(1 / L, d), f"{s.name}_u")
             J = [rec.bind(dot(u, sub(Tb, Ta)), f"{s.name}_J{j + 1}")
                  for j, (Tb, Ta) in enumerate(zip(b.T, a.T))]
@@ -213,7 +222,7 @@ class Solver:
         """det G_D (square case; its sign is the assembly branch), else 1."""
         if self.lu is None:
             return sp.Integer(1)
-        return sp.Mul(*[1 / st.inv for st in self.lu.steps]) * _permutation_sign(self.lu)
+        return sp.Mul(*[st.pivot for st in self.lu.steps]) * _permutation_sign(self.lu)
 
 
 # --- kernels --------------------------------------------------------------------------------
@@ -497,15 +506,9 @@ def energy(model: Linkage) -> Kernel:
     for s in model.joint_springs:
         V += s.k * (b.q[s.coordinate] - s.q0) ** 2 / 2
     for s in model.springs:
-        if s.k == 0 and s.F0 == 0:
-            continue
-        a = frame_motion(rec, kin, Frame(s.body_a, s.a, ZERO3, ZERO3, ZERO3), f"{s.name}_a",
-                         jacobian=False)
-        c = frame_motion(rec, kin, Frame(s.body_b, s.b, ZERO3, ZERO3, ZERO3), f"{s.name}_b",
-                         jacobian=False)
-        d = sub(c.o, a.o)
-        L = rec.bind(sp.sqrt(dot(d, d)), f"{s.name}_L")
-        V += s.k * (L - s.L0) ** 2 / 2 - s.F0 * L
+        if s.k != 0 or s.F0 != 0:
+            L = b.spring_length(kin, s, jacobian=False)[0]
+            V += s.k * (L - s.L0) ** 2 / 2 - s.F0 * L
     return b.kernel("energy", "Kinetic energy T and potential energy V (gravity, joint and "
                     "point springs, constant forces): T + V changes by the work of the drives "
                     "and dampers only.",
