@@ -2,6 +2,8 @@
 
     assemble(mech, q)            Newton on the dependent coordinates (001 section 1.5), with
                                  the checks: converged, same assembly branch, no half-turn closure
+                                 (one state: the Python loop; a batch: the C loop)
+    assemble_batch(mech, Q)      a batch with a status per state, in C or in Python
     rates(mech, q, qd_ind)       all joint rates and the transmission matrix H
     rhs(mech, tau)               the minimal ODE y = (q, qd_ind): qdot = H qd_ind, and qdd_ind
                                  from the reduced equations (for scipy's solve_ivp)
@@ -18,6 +20,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from mechgen.runtime import linkage_c
+from mechgen.runtime.kernel import KernelStatusError
 from mechgen.runtime.mechanism import Mechanism
 
 
@@ -46,39 +50,167 @@ def independent_indices(mech: Mechanism) -> list[int]:
     return [m["coordinates"].index(c) for c in m["independent"]]
 
 
-def assemble(mech: Mechanism, q: Any, p: Any = None, tol: float = 1e-12, max_iter: int = 50,
-             check_branch: bool = True) -> np.ndarray:
-    """Close the loops from ``q`` (its independent coordinates are held): Newton steps until
-    the residual norm is below ``tol`` (relative to 1 m / 1 rad). Raises AssemblyError naming
-    the reason: no convergence, a singular pivot, the other assembly branch (sign of
-    det G_KD differs from the reference pose's), or a closure by a half turn."""
-    m = _require_linkage(mech, "assemble")
-    q = _vector(q, mech.n, "q").copy()
-    kw = {} if p is None else {"p": p}
-    err = np.inf
+# statuses of assembly, the same in the Python loop and the C loop (runtime/csrc/linkage_assemble.h)
+ASSEMBLED, NOT_CONVERGED, SINGULAR, HALF_TURN, WRONG_BRANCH = 0, 1, 2, 3, 4
+STATUS_NAMES = {ASSEMBLED: "assembled", NOT_CONVERGED: "not converged",
+                SINGULAR: "singular pivot", HALF_TURN: "half-turn closure",
+                WRONG_BRANCH: "wrong branch"}
+
+
+@dataclass
+class Assembly:
+    """Assembly of a batch of states: ``q`` (N, n) the assembled coordinates, or for a failed
+    state the last iterate; ``status`` (N,) one of the codes above; ``iterations`` Newton
+    steps evaluated; ``error`` and ``branch`` the residual norm and det G_D the last step
+    reported."""
+
+    q: np.ndarray
+    status: np.ndarray
+    iterations: np.ndarray
+    error: np.ndarray
+    branch: np.ndarray
+
+    def failed(self) -> np.ndarray:
+        return np.flatnonzero(self.status != ASSEMBLED)
+
+
+def newton_loop(step: Callable, q: np.ndarray, tol: float, max_iter: int, branch_sign: int,
+                check_branch: bool) -> tuple[np.ndarray, int, int, float, float]:
+    """The reference Newton loop of one state (001 section 1.5): ``step(q)`` returns
+    (q_next, error, branch, orientation) or raises KernelStatusError (a singular pivot).
+    Returns (q, status, iterations, error, branch): q converged (error < tol at q itself), or
+    the last iterate on failure. The C loop (runtime/csrc/linkage_assemble.c) is this loop."""
+    err = branch = float("nan")
+    orient = None
     for it in range(max_iter):
         try:
-            q_next, error, branch, orient = mech.newton_step(q, **kw)
-        except Exception as e:      # a status: a singular pivot
-            raise AssemblyError(f"{mech.name}: Newton step {it + 1} from q = {q.tolist()}: {e}") \
-                from None
-        err = float(error[0])
+            q_next, error, det, orient = step(q)
+        except KernelStatusError:
+            return q, SINGULAR, it + 1, float("nan"), float("nan")
+        err, branch = float(error[0]), float(det[0])
         if err < tol:
             break
         q = q_next
     else:
-        raise AssemblyError(f"{mech.name}: the loops do not close from this start: residual "
-                            f"{err:.3g} after {max_iter} Newton steps (out of reach, or too far "
-                            f"from an assembled pose)")
+        return q, NOT_CONVERGED, max_iter, err, branch
     if np.any(orient <= 0):
-        raise AssemblyError(f"{mech.name}: a cut joint closed by a half turn (orientation "
-                            f"checks {orient.tolist()}): a false closure, start closer")
-    sign = m["branch_sign"]
-    if check_branch and sign and np.sign(branch[0]) != sign:
-        raise AssemblyError(f"{mech.name}: closed on the other assembly branch (det G_KD = "
-                            f"{branch[0]:.3g}, reference branch sign {sign:+d}); start closer to "
-                            f"the intended branch or pass check_branch=False")
+        return q, HALF_TURN, it + 1, err, branch
+    if check_branch and branch_sign and np.sign(branch) != branch_sign:
+        return q, WRONG_BRANCH, it + 1, err, branch
+    return q, ASSEMBLED, it + 1, err, branch
+
+
+def _reason(mech: Mechanism, status: int, q: np.ndarray, iterations: int, err: float,
+            branch: float, max_iter: int) -> str:
+    sign = mech.manifest["branch_sign"]
+    if status == SINGULAR:
+        return (f"{mech.name}: Newton step {iterations} from q = {q.tolist()}: a pivot of the "
+                f"dependent coordinates' constraint block vanishes (a singular configuration "
+                f"or a pose out of reach)")
+    if status == NOT_CONVERGED:
+        return (f"{mech.name}: the loops do not close from this start: residual {err:.3g} "
+                f"after {max_iter} Newton steps (out of reach, or too far from an assembled "
+                f"pose)")
+    if status == HALF_TURN:
+        return (f"{mech.name}: a cut joint closed by a half turn (an orientation check is not "
+                f"positive): a false closure, start closer")
+    return (f"{mech.name}: closed on the other assembly branch (det G_KD = {branch:.3g}, "
+            f"reference branch sign {sign:+d}); start closer to the intended branch or pass "
+            f"check_branch=False")
+
+
+def assemble(mech: Mechanism, q: Any, p: Any = None, tol: float = 1e-12, max_iter: int = 50,
+             check_branch: bool = True, errors: str = "raise") -> np.ndarray:
+    """Close the loops from ``q`` (its independent coordinates are held): Newton steps until
+    the residual norm is below ``tol`` (relative to 1 m / 1 rad). Raises AssemblyError naming
+    the reason: no convergence, a singular pivot, the other assembly branch (sign of
+    det G_KD differs from the reference pose's), or a closure by a half turn.
+
+    ``q`` of shape (n,): the Python loop (:func:`newton_loop`, the reference). ``q`` of shape
+    (N, n): the batch in C when the mechanism is loaded with a C backend (the same loop,
+    runtime/csrc/linkage_assemble.c; :func:`assemble_batch`); a failed state raises
+    AssemblyError naming the states and reasons, or gives a NaN row with ``errors="nan"``."""
+    m = _require_linkage(mech, "assemble")
+    if errors not in ("raise", "nan"):
+        raise ValueError(f"assemble: errors must be 'raise' or 'nan', got {errors!r}")
+    if np.ndim(q) == 2:
+        return _assemble_rows(mech, q, p, tol, max_iter, check_branch, errors)
+    q = _vector(q, mech.n, "q").copy()
+    kw = {} if p is None else {"p": p}
+    q, status, it, err, branch = newton_loop(lambda x: mech.newton_step(x, **kw), q, tol,
+                                             max_iter, m["branch_sign"], check_branch)
+    if status != ASSEMBLED:
+        if errors == "nan":
+            return np.full(mech.n, np.nan)
+        raise AssemblyError(_reason(mech, status, q, it, err, branch, max_iter))
     return q
+
+
+def _assemble_rows(mech: Mechanism, q: Any, p: Any, tol: float, max_iter: int,
+                   check_branch: bool, errors: str) -> np.ndarray:
+    res = assemble_batch(mech, q, p, tol, max_iter, check_branch)
+    bad = res.failed()
+    if not len(bad):
+        return res.q
+    if errors == "nan":
+        out = res.q.copy()
+        out[bad] = np.nan
+        return out
+    reasons = sorted({STATUS_NAMES[int(s)] for s in res.status[bad]})
+    first = int(bad[0])
+    raise AssemblyError(f"{mech.name}: {len(bad)} of {len(res.q)} states not assembled "
+                        f"({', '.join(reasons)}) at state(s) {bad[:10].tolist()}"
+                        f"{' ...' if len(bad) > 10 else ''}; state {first}: "
+                        + _reason(mech, int(res.status[first]), res.q[first],
+                                  int(res.iterations[first]), float(res.error[first]),
+                                  float(res.branch[first]), max_iter))
+
+
+def assemble_batch(mech: Mechanism, q: Any, p: Any = None, tol: float = 1e-12,
+                   max_iter: int = 50, check_branch: bool = True,
+                   engine: str = "auto") -> Assembly:
+    """Assemble every row of ``q`` (N, n); statuses instead of exceptions. ``engine``: "c"
+    (the compiled loop over the mechanism's compiled newton_step; needs a C backend),
+    "python" (:func:`newton_loop` state by state, the reference), "auto" (C if available).
+    ``p``: None (defaults), a dict, one vector for every state, or (N, number of
+    parameters)."""
+    m = _require_linkage(mech, "assemble_batch")
+    q = np.asarray(q, dtype=float)
+    if q.ndim != 2 or q.shape[1] != mech.n:
+        raise ValueError(f"assemble_batch: argument 'q' must have shape (N, {mech.n}), got "
+                         f"{q.shape}")
+    if not np.isfinite(q).all():
+        raise ValueError("assemble_batch: argument 'q' contains NaN or infinity")
+    if max_iter < 1 or not np.isfinite(tol):
+        raise ValueError(f"assemble_batch: max_iter must be >= 1 and tol finite, got "
+                         f"{max_iter}, {tol}")
+    takes_p = "p" in dict(mech.kernels["newton_step"].inputs)
+    P = _batch_parameters(mech, p, len(q)) if takes_p else None
+    if engine == "auto":
+        engine = "c" if linkage_c.available(mech) else "python"
+    if engine == "c":
+        return Assembly(*linkage_c.assemble(mech, q, P, tol, max_iter, m["branch_sign"],
+                                            check_branch))
+    if engine != "python":
+        raise ValueError(f"assemble_batch: engine must be 'auto', 'c' or 'python', got "
+                         f"{engine!r}")
+    out = [newton_loop(lambda x, i=i: mech.newton_step(x, **({} if P is None else
+                                                              {"p": P[i]})),
+                       q[i].copy(), tol, max_iter, m["branch_sign"], check_branch)
+           for i in range(len(q))]
+    return Assembly(np.array([o[0] for o in out]).reshape(q.shape),
+                    np.array([o[1] for o in out], dtype=np.int32),
+                    np.array([o[2] for o in out], dtype=np.int32),
+                    np.array([o[3] for o in out]), np.array([o[4] for o in out]))
+
+
+def _batch_parameters(mech: Mechanism, p: Any, count: int) -> np.ndarray:
+    P = mech.parameter_input(p, "assemble_batch", batch=True)
+    if P.ndim == 1:
+        P = np.broadcast_to(P, (count, P.size))
+    if P.shape[0] != count:
+        raise ValueError(f"assemble_batch: argument 'p' has {P.shape[0]} rows for {count} states")
+    return np.ascontiguousarray(P, dtype=float)
 
 
 def rates(mech: Mechanism, q: Any, qd_ind: Any, p: Any = None) -> tuple[np.ndarray, np.ndarray]:
