@@ -121,7 +121,8 @@ def main() -> None:
     cases = []
     import tomllib
     contact = [s for s in bundled_specs()
-               if tomllib.loads(Path(s).read_text()).get("mechanism", {}).get("family") == "contact"]
+               if tomllib.loads(Path(s).read_text()).get("mechanism", {}).get("family")
+               in ("contact", "linkage")]          # not serial: benched by their own modules
     for spec in [s for s in bundled_specs() if s not in parallel and s not in contact]:
         t0 = time.perf_counter()
         chain, gen, files = files_for_spec(spec)
@@ -157,6 +158,9 @@ def main() -> None:
           "base loads)")
     from bench.platform_bench import run as run_platforms
     results["parallel"] = run_platforms(parallel, tmp, args.batch)
+    print("\n== closed-loop linkages (papers 001, 004)")
+    from bench.linkage_bench import linkage_specs, run as run_linkages
+    results["linkage"] = run_linkages(linkage_specs(), tmp, args.batch)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     print(f"\nops: generated kernel after all passes; dense: the same equations as dense 3x3 "

@@ -39,7 +39,7 @@ from mechgen.generator.families.linkage.analysis import coordinate_symbols, effe
 from mechgen.generator.families.linkage.model import Frame, Linkage, Marker
 from mechgen.generator.family import Family
 from mechgen.generator.ir import Kernel, Port, symbol
-from mechgen.generator.scalar import Recorder, add, dot, scale, sub
+from mechgen.generator.scalar import Recorder, _count, add, dot, scale, sub
 from mechgen.generator.statuses import LOOP_REDUCED_SINGULAR, LOOP_SINGULAR
 
 ZERO3 = (sp.Integer(0),) * 3
@@ -52,6 +52,28 @@ STATUSES = {LOOP_SINGULAR: SINGULAR_MESSAGE,
 
 def _names(xs) -> str:
     return ", ".join(xs)
+
+
+# --- dense cost of the linear algebra (the benchmark's "dense" column) -----------------------
+# The same equations as dense matrix operations: every element multiplied and added, zeros
+# and ones included, no pivot structure exploited (the matrix helpers of scalar.py count the
+# kinematics; these count the solves and products written here as scalar sums).
+
+def dense_product(rows: int, inner: int, cols: int = 1) -> None:
+    """(rows x inner) times (inner x cols)."""
+    _count(adds=rows * cols * (inner - 1), muls=rows * cols * inner)
+
+
+def dense_lu(r: int) -> None:
+    """LU of a dense r x r matrix: a reciprocal per pivot, the factors, the updates."""
+    for k in range(r):
+        rest = r - k - 1
+        _count(divs=1, muls=rest + rest * rest, adds=rest * rest)
+
+
+def dense_lu_solve(r: int) -> None:
+    """Forward and back substitution with a dense LU (either orientation)."""
+    _count(adds=r * (r - 1), muls=r * (r - 1) + r)
 
 
 class Build:
@@ -118,6 +140,7 @@ class Build:
         cl = self.model.closure
         GD = [[row.G[j] for j in cl.dependent] for row in rows]
         if len(rows) == cl.rank:
+            dense_lu(cl.rank)
             scale_D = [cl.column_scale[j] for j in cl.dependent]
             return Solver(self.rec, GD, SparseLU(self.rec, GD, "lu", scale_D, LOOP_SINGULAR,
                                                  "constraint block G_D", LU_TOL))
@@ -148,14 +171,19 @@ class Build:
         b = frame_motion(self.rec, kin, Frame(s.body_b, s.b, ZERO3, ZERO3, ZERO3), f"{s.name}_b",
                          jacobian)
         d = self.rec.vec(sub(b.o, a.o), f"{s.name}_d")
+        _count(sqrt=1)
         return self.rec.bind(sp.sqrt(dot(d, d)), f"{s.name}_L"), d, a, b
 
     def spring_states(self, qd: list) -> list[tuple]:
         """(L, Ldot, tension F = k (L - L0) + c Ldot - F0, dL/dq) of each point spring."""
+        n = self.model.n
+        if not self.model.springs:
+            return []
         rec, kin = self.rec, self.kin(qd)
         out = []
         for s in self.model.springs:
             L, d, a, b = self.spring_length(kin, s)
+            _count(divs=1, adds=n - 1 + 3, muls=n + 3)           # 1/L, Ld, F
             u = rec.vec(scale(1 / L, d), f"{s.name}_u")
             J = [rec.bind(dot(u, sub(Tb, Ta)), f"{s.name}_J{j + 1}")
                  for j, (Tb, Ta) in enumerate(zip(b.T, a.T))]
@@ -168,9 +196,11 @@ class Build:
         """Generalised forces of the joint spring-dampers and the point-to-point springs
         (tension F along the unit vector u from end a to end b: Q = -F dL/dq)."""
         Q: list[sp.Expr] = [sp.Integer(0)] * self.model.n
+        _count(adds=3 * len(self.model.joint_springs), muls=2 * len(self.model.joint_springs))
         for s in self.model.joint_springs:
             Q[s.coordinate] += -s.k * (self.q[s.coordinate] - s.q0) - s.c * qd[s.coordinate]
         for L, Ld, F, J in self.spring_states(qd):
+            _count(adds=len(J), muls=len(J))                        # Q -= F J
             for j, Jj in enumerate(J):
                 if Jj != 0:
                     Q[j] += -F * Jj
@@ -192,6 +222,7 @@ class Solver:
         self.rec, self.GD, self.lu = rec, GD, lu
         r = len(GD[0]) if GD else 0
         if lu is None:
+            dense_product(r, len(GD), r)
             N = [[None] * r for _ in range(r)]
             for i in range(r):
                 for k in range(i, r):
@@ -205,16 +236,20 @@ class Solver:
 
     def solve(self, y: list[sp.Expr], name: str) -> list[sp.Expr]:
         if self.lu is not None:
+            dense_lu_solve(self.lu.n)
             return self.lu.solve(self.rec, y, name)
         r = len(self.N)
+        dense_product(r, len(self.GD))
         rhs = [self.rec.bind(sp.Add(*[row[i] * v for row, v in zip(self.GD, y)]),
                              f"{name}rhs{i + 1}") for i in range(r)]
         return self._normal(rhs, name)
 
     def solve_transposed(self, c: list[sp.Expr], name: str) -> list[sp.Expr]:
         if self.lu is not None:
+            dense_lu_solve(self.lu.n)
             return self.lu.solve_transposed(self.rec, c, name)
         z = self._normal(c, f"{name}_z")
+        dense_product(len(self.GD), len(z))
         return [self.rec.bind(sp.Add(*[a * b for a, b in zip(row, z)]), f"{name}{i + 1}")
                 for i, row in enumerate(self.GD)]
 
@@ -222,6 +257,7 @@ class Solver:
         """det G_D (square case; its sign is the assembly branch), else 1."""
         if self.lu is None:
             return sp.Integer(1)
+        _count(muls=self.lu.n - 1)
         return sp.Mul(*[st.pivot for st in self.lu.steps]) * _permutation_sign(self.lu)
 
 
@@ -253,6 +289,7 @@ def newton_step(model: Linkage) -> Kernel:
     rows, checks = b.rows()
     sol = b.solver(rows)
     rec = b.rec
+    _count(muls=len(rows), adds=len(rows) - 1 + cl.rank, sqrt=1)     # |phi|, q + dq
     err = rec.bind(sp.sqrt(sp.Add(*[r.phi ** 2 for r in rows])), "err")
     dq = sol.solve([-r.phi for r in rows], "dq")
     q_next = list(b.q)
@@ -297,6 +334,7 @@ def velocity(model: Linkage) -> Kernel:
     rows, _ = b.rows()
     HD = b.transmission(rows, b.solver(rows))
     qd_I = b.x["qd_ind"]
+    dense_product(cl.rank, len(qd_I))
     qd_D = [b.rec.bind(sp.Add(*[h * v for h, v in zip(HD[d], qd_I)]), f"qd_dep{d + 1}")
             for d in range(cl.rank)]
     H = b.full([[sp.Integer(1) if k == a else sp.Integer(0) for k in range(len(qd_I))]
@@ -373,6 +411,7 @@ def bias(model: Linkage) -> Kernel:
     Qe = b.force_elements(qd)
     rows, _ = b.rows(qd)
     n, m = model.n, len(rows)
+    _count(adds=2 * n)
     return b.kernel("bias", "The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) "
                     "(so M qdd = b + G^T lambda) and the acceleration bias gamma (G qdd = gamma).",
                     [b.port("b", (n,), [rec.bind(t + e - x, f"b{j + 1}") for j, (t, e, x)
@@ -415,6 +454,17 @@ def forward_dynamics(model: Linkage) -> Kernel:
     cl = model.closure
     I, D = cl.independent, cl.dependent
     M, h, Qe, rows, sol, HD = _dynamics(b, qd)
+    n, f, r = model.n, len(I), len(D)
+    _count(adds=2 * n)                              # b = tau + Q - h
+    dense_product(n, r)                             # c = b - M_:D qdd_0
+    _count(adds=n)
+    dense_product(n, n, f)                          # M H (H dense n x f)
+    dense_product(f, n, f)                          # H^T (M H)
+    dense_product(f, n)                             # H^T c
+    dense_product(n, f)                             # qdd = H qdd_I + qdd_0
+    _count(adds=n)
+    dense_product(r, n)                             # (M qdd - b)_D
+    _count(adds=r)
     rhs = [rec.bind(t + e - hj, f"b{j + 1}") for j, (t, e, hj) in enumerate(zip(tau, Qe, h))]
     qdd_D0 = sol.solve([r.bias for r in rows], "qdd0_")
     c = [rec.bind(rhs[i] - sp.Add(*[M[i][D[d]] * qdd_D0[d] for d in range(len(D))]), f"c{i + 1}")
@@ -457,6 +507,10 @@ def inverse_dynamics(model: Linkage) -> Kernel:
     sol = b.solver(rows)
     HD = b.transmission(rows, sol)
     qdd_D0 = sol.solve([r.bias for r in rows], "qdd0_")
+    dense_product(model.n, len(I))                  # qdd = H qdd_I + qdd_0
+    _count(adds=model.n * 2)                        # + qdd_0, res = Q_id - Q
+    dense_product(len(I), len(rows))                # G_I^T lambda
+    _count(adds=len(I))
     qdd_D = [rec.bind(sp.Add(*[HD[d][k] * qdd_I[k] for k in range(len(I))]) + qdd_D0[d],
                       f"qdd_dep{d + 1}") for d in range(len(D))]
     qdd = b.full(qdd_I, qdd_D)
@@ -533,6 +587,9 @@ def violation(model: Linkage) -> Kernel:
     b = Build(model, ["q", "qd"])
     rows, _ = b.rows()
     qd = b.x["qd"]
+    m = len(rows)
+    dense_product(m, model.n)                                   # G qd
+    _count(adds=2 * (m - 1), muls=2 * m, sqrt=2)                # the two norms
     pos = sp.sqrt(sp.Add(*[r.phi ** 2 for r in rows]))
     vel = sp.sqrt(sp.Add(*[sp.Add(*[g * v for g, v in zip(r.G, qd)]) ** 2 for r in rows]))
     return b.kernel("violation", "Constraint violation norms over every structural "
