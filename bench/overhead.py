@@ -4,7 +4,7 @@ Part 1, one state per call, as a Python loop (an integrator, a controller) calls
 ns per call of the gough_stewart_docking ``step`` and of the ur5 and panda ``mass_matrix``
 through the fast path (plain float64 arrays; fresh outputs, or ``out=``), through the general
 path (the one every call took before: argument binding, per-argument conversion and checks,
-fresh outputs; reached here with a list input, which the fast path leaves to it), the bare cffi
+fresh outputs, cffi pointers made per call; batches and lists still take it), the bare cffi
 call with pointers made beforehand (the floor: the kernel's own time plus cffi), and
 Pinocchio's Python binding ``pin.crba`` on the same URDF (reference). Every variant is timed in
 blocks of calls, the variants interleaved, best block of several.
@@ -57,6 +57,12 @@ def _bare(kernel, args: list[np.ndarray]) -> Callable[[], object]:
     return lambda: single(*ptrs)
 
 
+def _general(kernel, args: list[np.ndarray]) -> Callable[[], object]:
+    """The kernel through its general path (binding by name, as_input on every argument, fresh
+    outputs, cffi pointers made per call): the path every call took before the fast path."""
+    return lambda: kernel._call_general(tuple(args), {}, "raise", None, 1)
+
+
 def _pinocchio_crba(spec: str) -> Callable[[], object] | None:
     """pin.crba on the model of the spec's URDF (locks as in the spec), or None without pin."""
     try:
@@ -74,36 +80,35 @@ def _pinocchio_crba(spec: str) -> Callable[[], object] | None:
     return lambda: pin.crba(model, pdata, q)
 
 
-def single_state(calls: int = 2000, rounds: int = 15) -> dict:
+def single_state(calls: int = 100, rounds: int = 300) -> dict:
     """Part 1: ns per single-state call, per mechanism and variant."""
     rng = np.random.default_rng(3)
     out = {}
     hexa = runtime.load("gough_stewart_docking")
     step = hexa.kernels["step"]
     x = np.array([0.0, 0.0, 0.56, 0.01, 0.0, 0.02])
-    args = [x, np.zeros(6), np.zeros(6), np.zeros(3), np.zeros(3), np.array([0, 0, -9.81]),
-            hexa.params()]
+    args = [x, np.zeros(6), np.zeros(6), np.zeros(3), np.zeros(3), np.array([0, 0, -9.81])]
+    p = hexa.params()
     res = tuple(np.empty(shape) for _, shape in step.outputs)
-    as_list = [x.tolist(), *args[1:]]
     out["gough_stewart_docking.step"] = interleaved_best({
-        "fast": lambda: step(*args),
-        "fast, p omitted": lambda: step(*args[:6]),
-        "fast, out=": lambda: step(*args, out=res),
-        "general (before)": lambda: step(*as_list),
-        "bare cffi call": _bare(step, args),
+        "fast": lambda: hexa.step(*args, p=p),
+        "fast, p omitted": lambda: hexa.step(*args),
+        "fast, out=": lambda: hexa.step(*args, p=p, out=res),
+        "general (before)": _general(step, [*args, p]),
+        "bare cffi call": _bare(step, [*args, p]),
     }, calls, rounds)
     for name, spec in (("ur5", "ur5_urdf.toml"), ("panda", "panda_arm.toml")):
         mech = runtime.load(name)
         mm = mech.kernels["mass_matrix"]
         q = rng.uniform(-1, 1, mech.n)
         A = np.empty((mech.n, mech.n))
-        ql = q.tolist()
-        variants = {"fast": lambda: mm(q), "fast, out=": lambda: mm(q, out=A),
-                    "general (before)": lambda: mm(ql), "bare cffi call": _bare(mm, [q])}
+        variants = {"fast": lambda: mech.mass_matrix(q),
+                    "fast, out=": lambda: mech.mass_matrix(q, out=A),
+                    "general (before)": _general(mm, [q]), "bare cffi call": _bare(mm, [q])}
         crba = _pinocchio_crba(spec)
         if crba is not None:
             variants["pin.crba (Python)"] = crba
-        out[f"{name}.mass_matrix"] = interleaved_best(variants, calls * 2, rounds)
+        out[f"{name}.mass_matrix"] = interleaved_best(variants, calls, rounds)
     return out
 
 

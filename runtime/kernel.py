@@ -8,6 +8,13 @@ ndarray subclass (``np.matrix``, a memmap) is read as the plain array of its dat
 back with their logical shape, ``(N, *shape)`` for a batch. A non-zero kernel status raises
 :class:`KernelStatusError` naming the states and the reason, unless ``errors="nan"``.
 
+``out=`` writes the outputs into given arrays (one per output, float64, C-contiguous,
+writeable, of the output's shape, ``(N, *shape)`` for a batch; not sharing memory with each
+other or with the inputs) and returns them. ``threads=`` splits a batch across a persistent
+pool of threads (:mod:`mechgen.runtime.batch_threads`); the results are bitwise those of one
+thread. One state given as plain float64 arrays takes a fast path (see :class:`Kernel`) with
+the same results and the same errors.
+
 The parameter input ``p`` of a mechanism with named parameters may be omitted (or None): the
 spec's defaults are used, and a parameter without a default raises TypeError naming it. It may
 also be a dict of named values (the defaults fill in the others). A single ``p`` of shape
@@ -18,7 +25,7 @@ from __future__ import annotations
 
 import numbers
 import threading
-from math import prod
+from math import isfinite, prod
 from typing import Any, Callable
 
 import numpy as np
@@ -160,14 +167,17 @@ def describe(meta: dict) -> str:
     shapes, units and frames (the generator's port docs), and the statuses it can return."""
     ins = [p["name"] + ("=None" if p["name"] == "p" else "") for p in meta["inputs"]]
     outs = [p["name"] for p in meta["outputs"]]
-    lines = [f"{meta['name']}({', '.join(ins)}, errors='raise') -> {', '.join(outs)}", "",
-             meta.get("doc", ""), "",
+    lines = [f"{meta['name']}({', '.join(ins)}, errors='raise', out=None, threads=1) -> "
+             f"{', '.join(outs)}", "", meta.get("doc", ""), "",
              "Inputs: float64 arrays of the shape given, or (N, size) for a batch of N states:"]
     for p in meta["inputs"]:
         lines.append(f"  {p['name']} {tuple(p['shape'])}: {p.get('doc', '')}")
     lines.append("Outputs (a batch adds a leading N):")
     for p in meta["outputs"]:
         lines.append(f"  {p['name']} {tuple(p['shape'])}: {p.get('doc', '')}")
+    lines += ["out: arrays to write the outputs into (one per output, in this order, float64, "
+              "C-contiguous, of the output's shape with the batch's N first); threads: split a "
+              "batch across threads (or 'auto'), same bits as one."]
     if meta.get("statuses"):
         lines.append("Statuses (KernelStatusError, or NaN rows with errors='nan'):")
         lines += [f"  {k}: {v}" for k, v in meta["statuses"].items()]
@@ -236,7 +246,7 @@ class Kernel:
                 except AttributeError:
                     ws = self._local.workspace = _Workspace(self._ffi, self._in_shapes,
                                                             self.outputs)
-                if ws.load(values, self._in_shapes):
+                if ws.load(values):
                     return self._call_single(ws, errors, out)
         return self._call_general(args, kwargs, errors, out, threads)
 
@@ -245,29 +255,39 @@ class Kernel:
     def _positional(self, args: tuple, kwargs: dict) -> tuple | list | None:
         """The inputs in order, with an omitted or None ``p`` replaced by the spec's defaults;
         None where binding needs more than that (the general path then binds, or explains)."""
-        n = len(args)
-        n_in = len(self.inputs)
-        if not kwargs:
-            if n == n_in:
-                values = args
-            elif n == n_in - 1 and self._p_index == n_in - 1 and self._p_default is not None:
-                return args + (self._p_default,)
+        n, last = len(args), len(self.inputs) - 1
+        if kwargs:
+            if n == last and len(kwargs) == 1 and self._p_index == last and "p" in kwargs:
+                values = args + (kwargs["p"],)          # the common keyword: p=...
             else:
-                return None
-        else:
-            if n + len(kwargs) > n_in:
-                return None
-            values = list(args) + [None] * (n_in - n)
-            for k, v in kwargs.items():
-                i = self._index.get(k, -1)
-                if i < n:                               # unknown, or given twice
+                values = self._by_name(args, kwargs)
+                if values is None:
                     return None
-                values[i] = v
+        elif n == last and self._p_index == last:       # p omitted
+            values = args + (None,)
+        elif n == last + 1:
+            values = args
+        else:
+            return None
         if self._p_index is not None and values[self._p_index] is None:
             if self._p_default is None:
                 return None
             values = list(values)
             values[self._p_index] = self._p_default
+        return values
+
+    def _by_name(self, args: tuple, kwargs: dict) -> list | None:
+        """Positional and keyword inputs in order (None where omitted); None if a keyword is
+        unknown, given twice or one too many."""
+        n = len(args)
+        if n + len(kwargs) > len(self.inputs):
+            return None
+        values = list(args) + [None] * (len(self.inputs) - n)
+        for k, v in kwargs.items():
+            i = self._index.get(k, -1)
+            if i < n:                                   # unknown, or given twice
+                return None
+            values[i] = v
         return values
 
     def _call_single(self, ws: "_Workspace", errors: str, out: Any):
@@ -463,26 +483,30 @@ class Kernel:
 
 
 _F64 = np.dtype(np.float64)
+_NDARRAY = np.ndarray
+_SCALE = 2.0 ** -60     # |x| 2^-60 <= 2^964 for any finite x: a sum of 2^16 of them stays finite
 
 
 class _Workspace:
     """One thread's buffers for single-state calls of one C kernel.
 
     The inputs lie one after another in ``inputs``, so their cffi pointers are made once and one
-    finite check covers them all: with s their sum (Python floats: no numpy warnings, no BLAS),
-    s - s is 0 when every value is finite and NaN as soon as one is NaN or inf (inf - inf is
-    NaN). Finite values whose sum overflows also fail it; the general path then checks them
-    one by one and takes them. The kernel's output arrays and their pointers are made once
-    too; a call returns copies of them (or writes into ``out``).
+    finite check covers them all: s = sum of x_i 2^-60 (a dot product with exact powers of two)
+    cannot overflow, so it is finite exactly when every x_i is (a NaN gives NaN, an inf gives
+    inf, or NaN with an inf of the other sign; the order of the sum does not matter). The
+    kernel's output arrays and their pointers are made once too; a call returns copies of them
+    (or writes into ``out``).
     """
 
     def __init__(self, ffi, in_shapes: tuple, outputs: list[tuple[str, tuple]]) -> None:
         sizes = [shape[0] for shape in in_shapes]
         self.inputs = np.zeros(max(1, sum(sizes)))
+        self.scale = np.full_like(self.inputs, _SCALE)
         base = ffi.from_buffer("double[]", self.inputs)
         starts = np.cumsum([0] + sizes[:-1]).tolist()
         self.input_pointers = tuple(base + s for s in starts)
-        self.copies = tuple((ffi.memmove, base + s, 8 * n) for s, n in zip(starts, sizes))
+        self.memmove = ffi.memmove
+        self.plan = tuple((shape, base + s, 8 * shape[0]) for shape, s in zip(in_shapes, starts))
         self.outputs = tuple(np.zeros(shape) for _, shape in outputs)
         self.output_pointers = tuple(ffi.from_buffer("double[]", o) for o in self.outputs)
         self.arguments = self.input_pointers + self.output_pointers
@@ -490,16 +514,16 @@ class _Workspace:
         self.out_arrays: tuple = ()
         self.out_pointers: tuple = ()
 
-    def load(self, values, shapes: tuple) -> bool:
+    def load(self, values) -> bool:
         """Copy ``values`` into ``inputs`` if every one is a plain float64 C-contiguous array
         of its shape and all are finite; False otherwise (nothing else is said: the general
         path then converts them or raises the error naming the argument)."""
-        for v, shape, (memmove, dst, nbytes) in zip(values, shapes, self.copies):
-            if type(v) is not np.ndarray or v.dtype is not _F64 or v.shape != shape:
+        memmove = self.memmove
+        for v, (shape, dst, nbytes) in zip(values, self.plan):
+            if type(v) is not _NDARRAY or v.dtype is not _F64 or v.shape != shape:
                 return False
             try:
                 memmove(dst, v, nbytes)             # refuses a non-contiguous array
             except (ValueError, TypeError, BufferError):
                 return False
-        total = sum(self.inputs.tolist())
-        return total - total == 0.0
+        return isfinite(self.inputs.dot(self.scale))
