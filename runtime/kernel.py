@@ -238,7 +238,7 @@ class Kernel:
         (``(N, *shape)`` for a batch); they are returned. ``threads``: split a batch across
         this many threads (or ``"auto"``, see :func:`batch_threads.thread_count`); the results
         are bitwise those of one thread."""
-        if self._lib is not None and threads == 1:
+        if self._lib is not None and type(threads) is int and threads == 1:
             values = self._positional(args, kwargs)
             if values is not None:
                 try:

@@ -262,9 +262,10 @@ def test_threads_with_out_write_every_chunk_into_the_given_array():
     assert_bitwise_equal(A, mech.mass_matrix(*batch))
 
 
-@pytest.mark.parametrize("bad", [0, -2, 1.5, "two", True, None])
-def test_bad_threads_are_refused_naming_the_argument(bad):
-    q = np.zeros((10, 6))
+@pytest.mark.parametrize("bad", [0, -2, 1.5, "two", True, None, np.array([1, 2])])
+@pytest.mark.parametrize("states", [10, None])
+def test_bad_threads_are_refused_naming_the_argument(bad, states):
+    q = np.zeros(6) if states is None else np.zeros((states, 6))
     with pytest.raises(ValueError, match=r"^mass_matrix: argument 'threads' must be a positive "
                                          r"integer or 'auto'"):
         get("ur5").mass_matrix(q, threads=bad)
