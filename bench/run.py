@@ -161,6 +161,8 @@ def main() -> None:
     print("\n== closed-loop linkages (papers 001, 004)")
     from bench.linkage_bench import linkage_specs, run as run_linkages
     results["linkage"] = run_linkages(linkage_specs(), tmp, args.batch)
+    from bench.overhead import run as run_overhead
+    results["overhead"] = run_overhead()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     print(f"\nops: generated kernel after all passes; dense: the same equations as dense 3x3 "

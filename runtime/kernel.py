@@ -8,6 +8,13 @@ ndarray subclass (``np.matrix``, a memmap) is read as the plain array of its dat
 back with their logical shape, ``(N, *shape)`` for a batch. A non-zero kernel status raises
 :class:`KernelStatusError` naming the states and the reason, unless ``errors="nan"``.
 
+``out=`` writes the outputs into given arrays (one per output, float64, C-contiguous,
+writeable, of the output's shape, ``(N, *shape)`` for a batch; not sharing memory with each
+other or with the inputs) and returns them. ``threads=`` splits a batch across a persistent
+pool of threads (:mod:`mechgen.runtime.batch_threads`); the results are bitwise those of one
+thread. One state given as plain float64 arrays takes a fast path (see :class:`Kernel`) with
+the same results and the same errors.
+
 The parameter input ``p`` of a mechanism with named parameters may be omitted (or None): the
 spec's defaults are used, and a parameter without a default raises TypeError naming it. It may
 also be a dict of named values (the defaults fill in the others). A single ``p`` of shape
@@ -17,10 +24,13 @@ also be a dict of named values (the defaults fill in the others). A single ``p``
 from __future__ import annotations
 
 import numbers
-from math import prod
+import threading
+from math import isfinite, prod
 from typing import Any, Callable
 
 import numpy as np
+
+from mechgen.runtime import batch_threads
 
 
 class KernelStatusError(ValueError):
@@ -157,14 +167,17 @@ def describe(meta: dict) -> str:
     shapes, units and frames (the generator's port docs), and the statuses it can return."""
     ins = [p["name"] + ("=None" if p["name"] == "p" else "") for p in meta["inputs"]]
     outs = [p["name"] for p in meta["outputs"]]
-    lines = [f"{meta['name']}({', '.join(ins)}, errors='raise') -> {', '.join(outs)}", "",
-             meta.get("doc", ""), "",
+    lines = [f"{meta['name']}({', '.join(ins)}, errors='raise', out=None, threads=1) -> "
+             f"{', '.join(outs)}", "", meta.get("doc", ""), "",
              "Inputs: float64 arrays of the shape given, or (N, size) for a batch of N states:"]
     for p in meta["inputs"]:
         lines.append(f"  {p['name']} {tuple(p['shape'])}: {p.get('doc', '')}")
     lines.append("Outputs (a batch adds a leading N):")
     for p in meta["outputs"]:
         lines.append(f"  {p['name']} {tuple(p['shape'])}: {p.get('doc', '')}")
+    lines += ["out: arrays to write the outputs into (one per output, in this order, float64, "
+              "C-contiguous, of the output's shape with the batch's N first); threads: split a "
+              "batch across threads (or 'auto'), same bits as one."]
     if meta.get("statuses"):
         lines.append("Statuses (KernelStatusError, or NaN rows with errors='nan'):")
         lines += [f"  {k}: {v}" for k, v in meta["statuses"].items()]
@@ -182,6 +195,14 @@ class Kernel:
 
     ``backend`` is the name it was loaded with (for messages); it calls ``c_lib``'s symbols
     through ``ffi`` if given, else the Python function ``py_func``.
+
+    Two paths lead to the same C code. A single state given as plain float64 arrays (the loop
+    of an integrator or a controller) takes the fast path, :meth:`_call_single`: the inputs are
+    copied into this thread's workspace (:class:`_Workspace`), whose cffi pointers were made
+    once, one finite check covers them all, and the outputs come from preallocated arrays.
+    Everything else (batches, lists, dicts of parameters, and every input the fast path does not
+    accept, so that errors are raised in one place, by :func:`as_input`) takes
+    :meth:`_call_general`.
     """
 
     def __init__(self, meta: dict, backend: str, c_lib=None, ffi=None,
@@ -195,6 +216,13 @@ class Kernel:
         self.backend = backend
         self._lib, self._ffi, self._py = c_lib, ffi, py_func
         self.parameters = parameters if "p" in dict(self.inputs) else None
+        self._index = {n: i for i, (n, _) in enumerate(self.inputs)}
+        self._in_shapes = tuple((size,) for _, size in self.inputs)
+        self._p_index = self._index.get("p")
+        self._p_default = (self.parameters.default_vector(self.name)
+                           if self.parameters is not None
+                           and not self.parameters.without_default() else None)
+        self._local = threading.local()         # each thread's _Workspace
         if c_lib is not None:           # a C library (the "cffi" loader): its exported symbols
             self._single = getattr(c_lib, meta["c_function"])
             self._batch = getattr(c_lib, meta["c_function"] + "_batch")
@@ -202,6 +230,130 @@ class Kernel:
     def __repr__(self) -> str:
         ins = ", ".join(n for n, _ in self.inputs)
         return f"<kernel {self.name}({ins}) [{self.backend}]>"
+
+    def __call__(self, *args, errors: str = "raise", out=None, threads: Any = 1, **kwargs):
+        """The kernel on one state or a batch; see the module docstring. ``out``: arrays to
+        write the outputs into (a tuple in the order of the outputs, or one array for a kernel
+        with one output), each float64, C-contiguous, writeable and of the output's shape
+        (``(N, *shape)`` for a batch); they are returned. ``threads``: split a batch across
+        this many threads (or ``"auto"``, see :func:`batch_threads.thread_count`); the results
+        are bitwise those of one thread."""
+        if self._lib is not None and type(threads) is int and threads == 1:
+            values = self._positional(args, kwargs)
+            if values is not None:
+                try:
+                    ws = self._local.workspace
+                except AttributeError:
+                    ws = self._local.workspace = _Workspace(self._ffi, self._in_shapes,
+                                                            self.outputs)
+                if ws.load(values):
+                    return self._call_single(ws, errors, out)
+        return self._call_general(args, kwargs, errors, out, threads)
+
+    # --- the fast path: one state, plain float64 arrays, C backend -------------------------
+
+    def _positional(self, args: tuple, kwargs: dict) -> tuple | list | None:
+        """The inputs in order, with an omitted or None ``p`` replaced by the spec's defaults;
+        None where binding needs more than that (the general path then binds, or explains)."""
+        n, last = len(args), len(self.inputs) - 1
+        if kwargs:
+            if n == last and len(kwargs) == 1 and self._p_index == last and "p" in kwargs:
+                values = args + (kwargs["p"],)          # the common keyword: p=...
+            else:
+                values = self._by_name(args, kwargs)
+                if values is None:
+                    return None
+        elif n == last and self._p_index == last:       # p omitted
+            values = args + (None,)
+        elif n == last + 1:
+            values = args
+        else:
+            return None
+        if self._p_index is not None and values[self._p_index] is None:
+            if self._p_default is None:
+                return None
+            values = list(values)
+            values[self._p_index] = self._p_default
+        return values
+
+    def _by_name(self, args: tuple, kwargs: dict) -> list | None:
+        """Positional and keyword inputs in order (None where omitted); None if a keyword is
+        unknown, given twice or one too many."""
+        n = len(args)
+        if n + len(kwargs) > len(self.inputs):
+            return None
+        values = list(args) + [None] * (len(self.inputs) - n)
+        for k, v in kwargs.items():
+            i = self._index.get(k, -1)
+            if i < n:                                   # unknown, or given twice
+                return None
+            values[i] = v
+        return values
+
+    def _call_single(self, ws: "_Workspace", errors: str, out: Any):
+        """One state from the inputs loaded in ``ws``: into fresh copies of the workspace's
+        outputs, or into ``out``."""
+        if errors != "raise" and errors != "nan":
+            raise ValueError(f"errors must be 'raise' or 'nan', got {errors!r}")
+        if out is None:
+            status = self._single(*ws.arguments)
+            outputs = ws.outputs
+            result = outputs[0].copy() if len(outputs) == 1 else tuple(map(np.ndarray.copy,
+                                                                         outputs))
+        else:
+            arrays, pointers = self._out_pointers(ws, out)
+            status = self._single(*ws.input_pointers, *pointers)
+            result = arrays[0] if len(arrays) == 1 else arrays
+        if status and errors == "raise":
+            why = self.statuses.get(int(status), f"status {status}")
+            raise KernelStatusError(f"{self.name}: {why} at this state",
+                                    np.array([status], dtype=np.int32))
+        return result
+
+    def _out_pointers(self, ws: "_Workspace", out: Any) -> tuple[tuple, tuple]:
+        """(the ``out`` arrays, their cffi pointers). A tuple (or one array) given again is the
+        same arrays (they cannot be reallocated while referenced), so its pointers are reused;
+        a list may have changed and is checked each time."""
+        if out is ws.out_key:
+            return ws.out_arrays, ws.out_pointers
+        arrays = self._check_out(out, ())
+        pointers = tuple(self._ffi.from_buffer("double[]", o, require_writable=True)
+                         for o in arrays)
+        if not isinstance(out, list):
+            ws.out_key, ws.out_arrays, ws.out_pointers = out, arrays, pointers
+        return arrays, pointers
+
+    # --- the general path: batches, conversions, errors --------------------------------------
+
+    def _call_general(self, args: tuple, kwargs: dict, errors: str, out: Any, threads: Any):
+        if errors not in ("raise", "nan"):
+            raise ValueError(f"errors must be 'raise' or 'nan', got {errors!r}")
+        arrays = self._bind(args, kwargs)
+        batch = arrays[0].ndim == 2 if arrays else False
+        n = arrays[0].shape[0] if batch else 1
+        workers = batch_threads.thread_count(threads, n, self.name)
+        if out is None:
+            given = None
+            outs = [np.empty((n, prod(shape)) if batch else prod(shape))
+                    for _, shape in self.outputs]
+        else:
+            given = self._check_out(out, (n,) if batch else ())
+            self._check_no_overlap(given, arrays)
+            outs = [o.reshape((n, -1) if batch else -1) for o in given]   # views (C-contiguous)
+        status = np.zeros(n, dtype=np.int32)
+        if self._lib is not None:
+            self._call_c(arrays, outs, status, batch, n, workers)
+        else:
+            self._call_py(arrays, outs, status, batch, n)
+        if errors == "raise" and status.any():
+            bad = np.flatnonzero(status)
+            why = "; ".join(sorted({self.statuses.get(int(s), f"status {s}") for s in status[bad]}))
+            where = f"state(s) {bad[:10].tolist()}{' ...' if len(bad) > 10 else ''}" if batch else "this state"
+            raise KernelStatusError(f"{self.name}: {why} at {where}", status)
+        if given is not None:
+            return given[0] if len(given) == 1 else given
+        shaped = [o.reshape((n, *shape) if batch else shape) for o, (_, shape) in zip(outs, self.outputs)]
+        return shaped[0] if len(shaped) == 1 else tuple(shaped)
 
     def _bind(self, args: tuple, kwargs: dict) -> list[np.ndarray]:
         names = [n for n, _ in self.inputs]
@@ -262,34 +414,58 @@ class Kernel:
                                                                          arrays[i].size)))
         return arrays
 
-    def __call__(self, *args, errors: str = "raise", **kwargs):
-        if errors not in ("raise", "nan"):
-            raise ValueError(f"errors must be 'raise' or 'nan', got {errors!r}")
-        arrays = self._bind(args, kwargs)
-        batch = arrays[0].ndim == 2 if arrays else False
-        n = arrays[0].shape[0] if batch else 1
-        outs = [np.empty((n, prod(shape)) if batch else prod(shape)) for _, shape in self.outputs]
-        status = np.zeros(n, dtype=np.int32)
-        if self._lib is not None:
-            self._call_c(arrays, outs, status, batch, n)
-        else:
-            self._call_py(arrays, outs, status, batch, n)
-        if errors == "raise" and status.any():
-            bad = np.flatnonzero(status)
-            why = "; ".join(sorted({self.statuses.get(int(s), f"status {s}") for s in status[bad]}))
-            where = f"state(s) {bad[:10].tolist()}{' ...' if len(bad) > 10 else ''}" if batch else "this state"
-            raise KernelStatusError(f"{self.name}: {why} at {where}", status)
-        shaped = [o.reshape((n, *shape) if batch else shape) for o, (_, shape) in zip(outs, self.outputs)]
-        return shaped[0] if len(shaped) == 1 else tuple(shaped)
+    def _check_out(self, out: Any, lead: tuple) -> tuple[np.ndarray, ...]:
+        """The ``out`` arrays, one per output: float64, C-contiguous, writeable, of shape
+        ``lead + shape`` and not sharing memory with each other; else ValueError naming the
+        output."""
+        names = ", ".join(n for n, _ in self.outputs)
+        arrays = (out,) if isinstance(out, np.ndarray) and len(self.outputs) == 1 else out
+        if not isinstance(arrays, (tuple, list)) or len(arrays) != len(self.outputs):
+            raise ValueError(f"{self.name}: out must be a tuple of {len(self.outputs)} array(s) "
+                             f"({names}), got {_describe(out)}")
+        for i, (o, (name, shape)) in enumerate(zip(arrays, self.outputs)):
+            where = f"{self.name}: output '{name}' (out[{i}])"
+            if not isinstance(o, np.ndarray) or isinstance(o, np.ma.MaskedArray):
+                raise ValueError(f"{where} must be a numpy array, got {_describe(o)}")
+            if o.dtype != np.float64:
+                raise ValueError(f"{where} must be float64, got {o.dtype}")
+            if o.shape != lead + shape:
+                raise ValueError(f"{where} must have shape {lead + shape}, got {o.shape}")
+            if not o.flags.c_contiguous:
+                raise ValueError(f"{where} must be C-contiguous")
+            if not o.flags.writeable:
+                raise ValueError(f"{where} is read-only")
+        for i in range(len(arrays)):
+            for j in range(i):
+                if np.may_share_memory(arrays[i], arrays[j]):
+                    raise ValueError(f"{self.name}: outputs '{self.outputs[j][0]}' (out[{j}]) "
+                                     f"and '{self.outputs[i][0]}' (out[{i}]) share memory")
+        return tuple(arrays)
 
-    def _call_c(self, arrays, outs, status, batch, n):
+    def _check_no_overlap(self, outs: tuple[np.ndarray, ...], arrays: list[np.ndarray]) -> None:
+        """The kernels read their inputs while they write their outputs (``restrict``)."""
+        for i, (o, (name, _)) in enumerate(zip(outs, self.outputs)):
+            for a, (input_name, _) in zip(arrays, self.inputs):
+                if np.may_share_memory(o, a):
+                    raise ValueError(f"{self.name}: output '{name}' (out[{i}]) shares memory "
+                                     f"with input '{input_name}'")
+
+    def _call_c(self, arrays, outs, status, batch, n, workers: int = 1):
         f = self._ffi
         ins = [f.from_buffer("double[]", a) for a in arrays]
         outp = [f.from_buffer("double[]", o) for o in outs]
-        if batch:
-            self._batch(n, *ins, *outp, f.from_buffer("int32_t[]", status))
-        else:
+        if not batch:
             status[0] = self._single(*ins, *outp)
+            return
+        stp = f.from_buffer("int32_t[]", status)
+        sizes = [size for _, size in self.inputs] + [prod(s) for _, s in self.outputs]
+        pointers = ins + outp
+
+        def run(lo: int, hi: int) -> None:
+            """States lo..hi-1: the batch function on the pointers moved to state lo."""
+            self._batch(hi - lo, *[p + lo * s for p, s in zip(pointers, sizes)], stp + lo)
+
+        batch_threads.run_chunks(run, batch_threads.chunks(n, workers))
 
     def _call_py(self, arrays, outs, status, batch, n):
         if not batch:
@@ -304,3 +480,50 @@ class Kernel:
             status[i] = self._py(*[a[i].tolist() for a in arrays], *res)
             for o, r in zip(outs, res):
                 o[i] = r
+
+
+_F64 = np.dtype(np.float64)
+_NDARRAY = np.ndarray
+_SCALE = 2.0 ** -60     # |x| 2^-60 <= 2^964 for any finite x: a sum of 2^16 of them stays finite
+
+
+class _Workspace:
+    """One thread's buffers for single-state calls of one C kernel.
+
+    The inputs lie one after another in ``inputs``, so their cffi pointers are made once and one
+    finite check covers them all: s = sum of x_i 2^-60 (a dot product with exact powers of two)
+    cannot overflow, so it is finite exactly when every x_i is (a NaN gives NaN, an inf gives
+    inf, or NaN with an inf of the other sign; the order of the sum does not matter). The
+    kernel's output arrays and their pointers are made once too; a call returns copies of them
+    (or writes into ``out``).
+    """
+
+    def __init__(self, ffi, in_shapes: tuple, outputs: list[tuple[str, tuple]]) -> None:
+        sizes = [shape[0] for shape in in_shapes]
+        self.inputs = np.zeros(max(1, sum(sizes)))
+        self.scale = np.full_like(self.inputs, _SCALE)
+        base = ffi.from_buffer("double[]", self.inputs)
+        starts = np.cumsum([0] + sizes[:-1]).tolist()
+        self.input_pointers = tuple(base + s for s in starts)
+        self.memmove = ffi.memmove
+        self.plan = tuple((shape, base + s, 8 * shape[0]) for shape, s in zip(in_shapes, starts))
+        self.outputs = tuple(np.zeros(shape) for _, shape in outputs)
+        self.output_pointers = tuple(ffi.from_buffer("double[]", o) for o in self.outputs)
+        self.arguments = self.input_pointers + self.output_pointers
+        self.out_key: Any = None                # the last ``out`` given (see _out_pointers)
+        self.out_arrays: tuple = ()
+        self.out_pointers: tuple = ()
+
+    def load(self, values) -> bool:
+        """Copy ``values`` into ``inputs`` if every one is a plain float64 C-contiguous array
+        of its shape and all are finite; False otherwise (nothing else is said: the general
+        path then converts them or raises the error naming the argument)."""
+        memmove = self.memmove
+        for v, (shape, dst, nbytes) in zip(values, self.plan):
+            if type(v) is not _NDARRAY or v.dtype is not _F64 or v.shape != shape:
+                return False
+            try:
+                memmove(dst, v, nbytes)             # refuses a non-contiguous array
+            except (ValueError, TypeError, BufferError):
+                return False
+        return isfinite(self.inputs.dot(self.scale))

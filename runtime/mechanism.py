@@ -41,8 +41,13 @@ class Mechanism:
                                                                            "manifest.json")))
         self.kernels: dict[str, Kernel] = backends.load_kernels(folder, self.manifest, backend,
                                                                 self.parameter_set)
+        for name, kernel in self.kernels.items():    # mech.step: a plain attribute lookup
+            if not hasattr(type(self), name) and name not in self.__dict__:
+                self.__dict__[name] = kernel
 
     def __getattr__(self, name: str) -> Kernel:
+        """A kernel whose name is also an attribute of Mechanism (the others are set on the
+        instance), or AttributeError listing the kernels."""
         kernels = self.__dict__.get("kernels", {})
         if name in kernels:
             return kernels[name]
