@@ -31,10 +31,10 @@ Base parameters (Gautier & Khalil 1990's numerical method): Y is stacked at samp
 column that is zero there is unidentifiable, and a column that is a combination of earlier
 columns (Y_d = Y_ind K) is regrouped into them: Y pi = Y_ind beta with beta = pi_ind + K pi_d.
 The base regressor is the independent columns Y_b = Y_ind. The sample states are rational
-(cos and sin from t: (1 - t^2, 2t) / (1 + t^2)) from a seeded pure-Python RNG and the
-elimination is done in exact rational arithmetic (the baked constants are exact binary
-rationals), so every rank decision and K are the same on every machine; each coefficient of K
-is rounded once to the nearest double. The decisions use thresholds (a column 1e-12 of the
+(cos and sin from t: (1 - t^2, 2t) / (1 + t^2)) from a seeded pure-Python RNG, Y is evaluated
+there exactly (the baked constants are exact binary rationals), rounded once to 256 bits, and
+eliminated in mpmath's 256-bit arithmetic, so every rank decision and K are the same bits on
+every machine; each coefficient of K is rounded once to the nearest double. The decisions use thresholds (a column 1e-12 of the
 largest entry is zero, a pivot 1e-9 of its column's size is dependent): the baked rotations
 are doubles, orthogonal only to ~1e-16, which leaves remainders of that size where the exact
 mechanics has a dependency.
@@ -45,8 +45,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 
+import mpmath
 import sympy as sp
 
 from mechgen.generator.algorithms.joints import LinkTransform, link_transform
@@ -61,6 +61,8 @@ _INERTIA_ENTRY = {"I_xx": (0, 0), "I_xy": (0, 1), "I_yy": (1, 1), "I_xz": (0, 2)
                   "I_yz": (1, 2), "I_zz": (2, 2)}
 SEED = 13            # of the sample states of the rank decisions
 EXTRA_SAMPLES = 3    # states beyond ceil(columns / n)
+MP = mpmath.MPContext()   # the elimination's own context (never the global mpmath.mp)
+MP.prec = 256
 
 
 # ---------------------------------------------------------------------------------------------
@@ -235,8 +237,8 @@ def regressor_matrix(rec: Recorder, chain: Chain, q: list, qd: list, qdd: list) 
 class BaseSet:
     independent: tuple[int, ...]                 # columns of Y kept (Y_b = Y[:, independent])
     zero: tuple[int, ...]                        # columns identically zero at the samples
-    # beta_k = pi[independent[k]] + sum coef * pi[d] over (d, coef) of terms[k] (exact)
-    terms: tuple[tuple[tuple[int, Fraction], ...], ...]
+    # beta_k = pi[independent[k]] + sum coef * pi[d] over (d, coef) of terms[k] (256 bits)
+    terms: tuple[tuple[tuple[int, mpmath.mpf], ...], ...]
 
     @property
     def b(self) -> int:
@@ -299,18 +301,24 @@ def _sample_rows(chain: Chain, count: int) -> list[list[Fraction]]:
     return rows
 
 
-ZERO_COLUMN = Fraction(1, 10**12)   # column max below this times the matrix max: zero
-DEPENDENT = Fraction(1, 10**9)      # remaining pivot below this times the column max: dependent
-NEGLIGIBLE = Fraction(1, 10**12)    # regrouping coefficients below this are dropped
+ZERO_COLUMN = MP.mpf(1e-12)   # column max below this times the matrix max: a zero column
+DEPENDENT = MP.mpf(1e-9)      # remaining pivot below this times the column max: dependent
+NEGLIGIBLE = MP.mpf(1e-12)    # regrouping coefficients below this are dropped
 
 
-def _reduced_echelon(rows: list[list[Fraction]], zero: set[int]
-                     ) -> tuple[list[int], list[list[Fraction]]]:
+def _mpf(x: Fraction) -> mpmath.mpf:
+    """x rounded once to 256 bits."""
+    return MP.mpf(x.numerator) / x.denominator
+
+
+def _reduced_echelon(rows: list[list[mpmath.mpf]], zero: set[int]
+                     ) -> tuple[list[int], list[list[mpmath.mpf]]]:
     """Pivot columns (the first independent ones, left to right) and the reduced rows.
 
-    Exact arithmetic, but with thresholds: the baked rotations are rounded to doubles, so
-    they are orthogonal only to ~1e-16, and a column that is a combination of others in the
-    exact mechanics leaves a remainder of that size (DEPENDENT, relative to the column)."""
+    256-bit arithmetic (mpmath: the same bits on every machine), with thresholds: the baked
+    rotations are doubles, orthogonal only to ~1e-16, so a column that is a combination of
+    others in the exact mechanics leaves a remainder of that size (DEPENDENT, relative to the
+    column), far above the 1e-77 of the arithmetic."""
     rows = [list(r) for r in rows]
     pivots: list[int] = []
     r = 0
@@ -349,7 +357,8 @@ def base_set(chain: Chain) -> BaseSet:
     key = _kinematic_key(chain)
     if key not in _BASE_SETS:
         columns = len(PARAMETERS) * len(parameter_bodies(chain))
-        rows = _sample_rows(chain, -(-columns // chain.n) + EXTRA_SAMPLES)
+        rows = [[_mpf(x) for x in row]
+                for row in _sample_rows(chain, -(-columns // chain.n) + EXTRA_SAMPLES)]
         top = max(abs(x) for row in rows for x in row)
         zero = tuple(c for c in range(columns)
                      if max(abs(row[c]) for row in rows) <= ZERO_COLUMN * top)
@@ -522,8 +531,8 @@ def regressor_manifest(chain: Chain) -> dict:
     exact = [v.xreplace({f: sp.Rational(f) for f in v.atoms(sp.Float)}).xreplace(defaults)
              for v in std]
     known = all(v.is_Rational for v in exact)
-    pi = [Fraction(int(v.p), int(v.q)) for v in exact] if known else None
-    beta = ([pi[i] + sum((c * pi[d] for d, c in t), Fraction(0))
+    pi = [_mpf(Fraction(int(v.p), int(v.q))) for v in exact] if known else None
+    beta = ([pi[i] + MP.fsum(c * pi[d] for d, c in t)
              for i, t in zip(bs.independent, bs.terms)] if known else None)
     return {"regressor": {
         "bodies": [name for name, _ in parameter_bodies(chain)],
