@@ -3,7 +3,7 @@
 Y pi + Q_sd equals the generated inverse dynamics and the numpy reference (tests/reference/
 chain_numpy.py) to 1e-10 on random states for random chains (fixed and free base, trees,
 prismatic joints, springs); so do Y_b beta + Q_sd and the Newton-Euler kernel with beta as
-input. The base columns are independent (rank of stacked Y_b = b) and b is the rank of stacked
+input; and on a quaternion free base. The base columns are independent (rank of stacked Y_b = b) and b is the rank of stacked
 Y. For the URDF robots (UR5, Panda) Y equals Pinocchio's computeJointTorqueRegressor column by
 column. The RX-90 spec is checked against its modified Denavit-Hartenberg table.
 """
@@ -21,6 +21,7 @@ from mechgen.generator.emit import render, sha256_text
 from mechgen.generator.build import write_files
 from mechgen.generator.families.serial import regressor as reg
 from mechgen.generator.families.serial.kernels import inverse_dynamics
+from mechgen.generator.families.serial.spec import ChainBuilder
 from mechgen.generator.frontend import load
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import optimise
@@ -152,6 +153,27 @@ def test_regressor_for_any_parameters_matches_the_reference_with_those_parameter
     for i in range(4):
         close(Q[i], ref.inverse_dynamics(other, st["q"][i], st["qd"][i], st["qdd"][i]),
               what="Y pi' vs reference with other bodies")
+
+
+def test_quaternion_base_regressor_times_parameters_is_inverse_dynamics(tmp_path):
+    """q = [x, y, z, qw, qx, qy, qz, joints] (any norm), qd with the body-frame omega."""
+    body = lambda name, m: {"name": name, "mass": m, "com": [0.1, -0.05, 0.2],
+                            "inertia": [0.3, 0.4, 0.5, 0.01, -0.02, 0.03]}
+    chain = (ChainBuilder("quat_reg", "free", [0.0, 0.0, -9.81], body("hub", 20.0),
+                          attitude="quaternion")
+             .joint("j1", "Ry", l=[0.3, 0.0, 0.1], body=body("arm1", 2.0),
+                    spring={"stiffness": 3.0, "damping": 0.5, "q0": 0.2})
+             .joint("j2", "Px", l=[0.5, 0.0, 0.0], body=body("arm2", 1.0))).build()
+    chain, mech = generate_regressor(chain, tmp_path)
+    rng = np.random.default_rng(8)
+    st = {"q": rng.normal(size=(STATES, chain.nq)), "qd": rng.normal(size=(STATES, chain.n)),
+          "qdd": rng.normal(size=(STATES, chain.n))}
+    info = mech.manifest["regressor"]
+    out = outputs(mech.kernels["regressor"], **st)
+    Q_id = mech.kernels["inverse_dynamics"](**st)
+    close(out["Y"] @ np.array(info["standard_values"]) + out["Q_sd"], Q_id, what="Y pi + Q_sd")
+    out = outputs(mech.kernels["base_regressor"], **st)
+    close(out["Y_b"] @ np.array(info["base_values"]) + out["Q_sd"], Q_id, what="Y_b beta + Q_sd")
 
 
 def test_base_set_is_reproducible_exact_and_names_its_regrouping():
