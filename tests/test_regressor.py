@@ -2,9 +2,9 @@
 
 Y pi + Q_sd equals the generated inverse dynamics and the numpy reference (tests/reference/
 chain_numpy.py) to 1e-10 on random states for random chains (fixed and free base, trees,
-prismatic joints, springs); so do Y_b beta + Q_sd and the Newton-Euler kernel with beta as
-input; and on a quaternion free base. The base columns are independent (rank of stacked Y_b = b) and b is the rank of stacked
-Y. For the URDF robots (UR5, Panda) Y equals Pinocchio's computeJointTorqueRegressor column by
+prismatic joints, springs; a quaternion free base); so do Y_b beta + Q_sd and the
+Newton-Euler kernel with beta as input. The base columns are independent (rank of stacked
+Y_b = b) and b is the rank of stacked Y. For the URDF robots (UR5, Panda) Y equals Pinocchio's computeJointTorqueRegressor column by
 column. The RX-90 spec is checked against its modified Denavit-Hartenberg table.
 """
 
