@@ -21,7 +21,7 @@ from mechgen.generator.emit import render, sha256_text
 from mechgen.generator.build import write_files
 from mechgen.generator.families.serial import regressor as reg
 from mechgen.generator.families.serial.kernels import inverse_dynamics
-from mechgen.generator.families.serial.spec import ChainBuilder
+from mechgen.generator.families.serial.spec import ChainBuilder, chain_from_dict
 from mechgen.generator.frontend import load
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import optimise
@@ -186,6 +186,13 @@ def test_base_set_is_reproducible_exact_and_names_its_regrouping():
     names = reg.base_names(chain, first)
     for nm, ex, t in zip(names, exprs, first.terms):
         assert ex.startswith(nm.removesuffix("R")) and nm.endswith("R") == bool(t)
+
+
+def test_a_regressor_flag_that_is_not_a_boolean_is_refused_naming_the_field():
+    spec = {"mechanism": {"name": "arm", "regressor": "yes"},
+            "joints": [{"name": "j1", "type": "Rz", "body": {"name": "b1", "mass": 1.0}}]}
+    with pytest.raises(ModelError, match=r"arm.toml: mechanism.regressor: expected true or false"):
+        chain_from_dict(spec, "arm.toml")
 
 
 def test_geometry_given_as_a_parameter_name_is_refused():
