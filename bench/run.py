@@ -163,6 +163,8 @@ def main() -> None:
     results["linkage"] = run_linkages(linkage_specs(), tmp, args.batch)
     from bench.overhead import run as run_overhead
     results["overhead"] = run_overhead()
+    from bench.regressor_bench import run as run_regressor
+    results["regressor"] = run_regressor()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     print(f"\nops: generated kernel after all passes; dense: the same equations as dense 3x3 "

@@ -7,6 +7,7 @@ together with what the generator needs to know of it, and nothing else reaches i
     manifest     the family's manifest fields (coordinates, parameters and their defaults,
                  gravity, bodies, points, legs ...), which the runtime reads
     summary      one line for ``mechgen report``
+    optional     model -> more builders the spec asked for (e.g. the serial regressor)
 
 ``model.with_prefixed_parameters()`` gives the model whose parameter symbols are the generated
 code's names, and ``model.name`` names the files. build.py has one path for every family; a
@@ -28,6 +29,11 @@ class Family:
     builders: tuple[Callable[[Any], Kernel], ...]
     manifest: Callable[[Any], dict]
     summary: Callable[[Any], str]
+    optional: Callable[[Any], tuple] = lambda model: ()
+
+    def builders_for(self, model: Any) -> tuple[Callable[[Any], Kernel], ...]:
+        """Every builder of the model: the family's, then those the spec asked for."""
+        return self.builders + tuple(self.optional(model))
 
     def coded(self, model: Any) -> Any:
         """The model with its parameters named as in generated code (``p_<name>``)."""

@@ -286,6 +286,7 @@ def manifest(chain: Chain) -> dict:
         "gravity_input": False,         # baked into the kernels (a name: an element of p)
         "bodies": [name for name, _ in chain.named_bodies],
         "points": [pt.name for pt in chain.points],
+        **regressor_manifest(chain),
     }
 
 
@@ -293,4 +294,8 @@ def summary(chain: Chain) -> str:
     return f"{chain.name} (n = {chain.n}, base {chain.base})"
 
 
-SERIAL = Family("serial_chain", Chain, BUILDERS, manifest, summary)
+# the regressor's kernels (regressor.py uses _start above, hence imported here)
+from mechgen.generator.families.serial.regressor import (regressor_kernels,  # noqa: E402
+                                                         regressor_manifest)
+
+SERIAL = Family("serial_chain", Chain, BUILDERS, manifest, summary, regressor_kernels)

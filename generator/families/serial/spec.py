@@ -12,6 +12,7 @@ Format (see ``generator/mechanisms/*.toml``)::
     attitude = "euler"      # free base: "euler" (y-z-x angles, singular at psi_z = +-90 deg) or
                             # "quaternion" (q: x, y, z, qw, qx, qy, qz; qd: v frame 0, omega body)
     gravity = [0, 0, -9.81] # frame 0; numbers or parameter names
+    regressor = false       # true: also the inertial-parameter regressor kernels (regressor.py)
 
     [base]                  # only with base = "free": the spacecraft
     name = "spacecraft"
@@ -178,7 +179,7 @@ def chain_from_dict(data: dict, source: str) -> Chain:
     top = fields.keys(data, {"mechanism", "base", "joints", "points", "parameters"}, source,
                 {"mechanism", "joints"})
     mech = fields.keys(top["mechanism"], {"name", "family", "base", "attitude", "gravity",
-                                    "description"},
+                                    "description", "regressor"},
                  f"{source}: mechanism", {"name"})
     if mech.get("family", "serial") != "serial":
         raise ModelError(f"{source}: mechanism.family: expected 'serial' or 'parallel', "
@@ -208,11 +209,20 @@ def chain_from_dict(data: dict, source: str) -> Chain:
         where = f"{source}: points[{i}]"
         t = fields.keys(pt, {"name", "body", "offset"}, where, {"name", "body"})
         b.point(t["name"], t["body"], t.get("offset", [0, 0, 0]), where=where)
-    return b.build()
+    chain = b.build()
+    chain.regressor = regressor_flag(mech, f"{source}: mechanism")
+    return chain
+
+
+def regressor_flag(mech: dict, where: str) -> bool:
+    flag = mech.get("regressor", False)
+    if not isinstance(flag, bool):
+        raise ModelError(f"{where}.regressor: expected true or false, got {flag!r}")
+    return flag
 
 
 URDF_KEYS = {"name", "family", "urdf", "base", "attitude", "gravity", "description", "frames",
-             "snap", "mimic", "inertia"}
+             "snap", "mimic", "inertia", "regressor"}
 
 
 def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
@@ -227,6 +237,7 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
         snap = 1e-12                   # rpy angles this close to k*90 deg are exact; 0: off
         mimic = "lock"                 # or "independent": a <mimic> joint gets its coordinate
         inertia = "strict"             # or "repair": see below
+        regressor = false              # true: also the regressor kernels
 
         [lock]                         # joints held at a value (their links merge)
         panda_finger_joint1 = 0.0
@@ -266,5 +277,7 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
         raise ModelError(f"{source}: mechanism.inertia: expected 'strict' or 'repair', "
                          f"got {inertia!r}")
     attitude = mech.get("attitude", "euler")     # checked by Chain.validate
-    return load_urdf(path.parent / mech["urdf"], name, mech.get("base", "fixed"), gravity, lock,
-                     frames, float(snap), source, mimic == "independent", inertia, attitude)
+    chain = load_urdf(path.parent / mech["urdf"], name, mech.get("base", "fixed"), gravity, lock,
+                      frames, float(snap), source, mimic == "independent", inertia, attitude)
+    chain.regressor = regressor_flag(mech, f"{source}: mechanism")
+    return chain
