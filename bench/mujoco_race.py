@@ -42,7 +42,8 @@ Modelling choices (MuJoCo's side of the comparison; see ``mjcf_from_platform``):
 - Joint laws Q = preload - sum k_i (q - q0)^i - sum c_i qd^i: MuJoCo joint ``stiffness`` (its
   polynomial a x + b x^2 + c x^3 matches k_1..k_3, x = q - springref), ``springref`` = q0 (a
   preload folds into springref = q0 + preload / k_1 when the spring is linear) and ``damping``
-  (c_1, c_3; MuJoCo's quadratic term is c_2 qd|qd|, not c_2 qd^2, so c_2 != 0 is refused).
+  (c_1, c_3; MuJoCo's quadratic term is c_2 qd|qd|, not c_2 qd^2, so c_2 != 0 is refused);
+  a drive's reflected inertia (the law's ``inertia``) is the joint's ``armature``.
   The drive input is not modelled: the race compares Q from the laws alone (drive = 0).
 - Solver: Newton, tight tolerance, no warmstart (each state is solved from scratch, so the
   time of a state does not depend on the one before it), equality rows with solref
@@ -256,6 +257,7 @@ def _law_attrs(law, where: str) -> str:
     if len(c) >= 2 and c[1] != 0.0:
         raise ValueError(f"{where}: c_2 qd^2 has no MuJoCo equivalent (its damping uses qd|qd|)")
     springref = q0
+    armature = float(law.get("inertia", 0.0))      # a drive's reflected inertia
     if pre != 0.0:
         if len(k) == 1 and k[0] != 0.0:
             springref = q0 + pre / k[0]
@@ -267,6 +269,8 @@ def _law_attrs(law, where: str) -> str:
         out += f' stiffness="{_num((k + [0.0] * 3)[:3])}" springref="{springref!r}"'
     if c:
         out += f' damping="{_num((c + [0.0] * 3)[:3])}"'
+    if armature:
+        out += f' armature="{armature!r}"'
     return out
 
 
@@ -578,6 +582,8 @@ def time_mj_forward(mech: dict, xs, us, repeats: int = 20, *, use_c: bool = True
                       "ns_median": float(kv["ns_median"][0]), "ns_max": float(kv["ns_max"][0]),
                       "cpu_ns_per_call": float(kv["cpu_ns_min"][0]),
                       "cpu_ns_median": float(kv["cpu_ns_median"][0]),
+                      "single_ns_per_call": float(kv["single_ns_min"][0]),
+                      "single_ns_median": float(kv["single_ns_median"][0]),
                       "compile_seconds": t_cc, "harness_cached": cached, "harness": str(exe),
                       "qacc0": qacc0, "udot0": qacc0[da:da + 6]}
         except (RuntimeError, OSError, subprocess.SubprocessError, KeyError, ValueError) as e:
