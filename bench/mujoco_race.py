@@ -519,6 +519,22 @@ def _python_loop(model, data, states, repeats):
     return sorted(samples), sorted(cpu)
 
 
+def run_harness(xml: str, states: np.ndarray, repeats: int) -> dict[str, list[str]]:
+    """One run of the compiled harness over ``states`` ((N, nq + nv) qpos, qvel): its output
+    lines as {key: values} (see bench/mujoco_harness.c). Run it again on the ``xml`` and
+    ``states`` that time_mj_forward returns to interleave it with other timings."""
+    exe = build_harness()[0]
+    with tempfile.TemporaryDirectory(prefix="mujoco_race_") as tmp:
+        xml_path, st_path = Path(tmp) / "model.xml", Path(tmp) / "states.bin"
+        xml_path.write_text(xml)
+        states.astype("<f8" if sys.byteorder == "little" else ">f8").tofile(st_path)
+        r = subprocess.run([str(exe), str(xml_path), str(st_path), str(len(states)),
+                            str(repeats)], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError(f"harness failed: {r.stderr.strip()}")
+    return {ln.split()[0]: ln.split()[1:] for ln in r.stdout.splitlines() if ln.strip()}
+
+
 def time_mj_forward(mech: dict, xs, us, repeats: int = 20, *, use_c: bool = True) -> dict:
     """Time mj_forward per state over the batch of platform states (xs, us: (N, 6)).
 
@@ -565,15 +581,7 @@ def time_mj_forward(mech: dict, xs, us, repeats: int = 20, *, use_c: bool = True
     if use_c:
         try:
             exe, t_cc, cached = build_harness()
-            with tempfile.TemporaryDirectory(prefix="mujoco_race_") as tmp:
-                xml_path, st_path = Path(tmp) / "model.xml", Path(tmp) / "states.bin"
-                xml_path.write_text(xml)
-                states.astype("<f8" if sys.byteorder == "little" else ">f8").tofile(st_path)
-                r = subprocess.run([str(exe), str(xml_path), str(st_path), str(len(xs)),
-                                    str(repeats)], capture_output=True, text=True, timeout=600)
-            if r.returncode != 0:
-                raise RuntimeError(f"harness failed: {r.stderr.strip()}")
-            kv = {ln.split()[0]: ln.split()[1:] for ln in r.stdout.splitlines() if ln.strip()}
+            kv = run_harness(xml, states, repeats)
             qacc0 = np.array([float(v) for v in kv["qacc0"]])
             jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "platform")
             da = model.jnt_dofadr[jid]
@@ -585,7 +593,7 @@ def time_mj_forward(mech: dict, xs, us, repeats: int = 20, *, use_c: bool = True
                       "single_ns_per_call": float(kv["single_ns_min"][0]),
                       "single_ns_median": float(kv["single_ns_median"][0]),
                       "compile_seconds": t_cc, "harness_cached": cached, "harness": str(exe),
-                      "qacc0": qacc0, "udot0": qacc0[da:da + 6]}
+                      "qacc0": qacc0, "udot0": qacc0[da:da + 6], "xml": xml, "states": states}
         except (RuntimeError, OSError, subprocess.SubprocessError, KeyError, ValueError) as e:
             out["harness_error"] = str(e)
     if result is None:

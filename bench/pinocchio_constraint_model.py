@@ -31,6 +31,9 @@ Modelling (exact: no added mass, no softness):
   exact), so no leaf of the tree is massless (Pinocchio's factorisation pivots on each
   subtree's inertia; a massless leaf gives a zero pivot). Any relative orientation with
   e1 . e2 = 0 is Rz(a) Ry(b) of C's U frame, so the two angles always exist.
+- Joint order: the platform, the U-cut joints hanging from it, then the legs. Pinocchio's
+  algorithms (CRBA, the constraint Cholesky) take every subtree's joints to be numbered
+  contiguously; adding a U cut's joints after its leg gave accelerations 7 % off (measured).
 - Gravity: model.gravity = g (frame 0). Joint forces: the laws at (p, pdot) plus the drive
   input (computed outside the timed loop, given as tau); the external load on C as the
   free-flyer's generalised force [R^T f_E, m_E].

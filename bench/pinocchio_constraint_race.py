@@ -38,7 +38,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -141,12 +140,11 @@ def pinocchio_states(mech, num: dict, n: int, seed: int = 7) -> dict:
             "constraint_rows": sum(3 if c["type"] == 3 else 6 for c in desc["constraints"])}
 
 
-def race(name: str, generated: Path, n: int = 2000, reps: int = 7, check: int = 5,
-         num: dict | None = None) -> dict:
-    """Time our step and Pinocchio's constraintDynamics on mechanism ``name`` (generated in
-    ``generated/name``; ``num``: its numeric description, else read from the bundled spec
-    generator/mechanisms/<name>.toml). See the module docstring. Returns ns per state and the
-    ratios Pinocchio / ours."""
+def prepare(name: str, generated: Path, n: int = 2000, check: int = 5,
+            num: dict | None = None) -> dict:
+    """Everything a timing run needs: the states (checked, see pinocchio_states), the
+    harness's config lines and binary. ``generated/name`` holds our kernels; ``num``: the
+    numeric description, else read from the bundled spec generator/mechanisms/<name>.toml."""
     from mechgen import runtime
     src_dir = Path(generated).resolve() / name
     step = _step_kernel(src_dir)
@@ -155,41 +153,53 @@ def race(name: str, generated: Path, n: int = 2000, reps: int = 7, check: int = 
         from mechgen.generator.families.parallel.platform import numeric_platform
         from mechgen.generator.frontend import load as load_spec
         num = numeric_platform(load_spec(HERE.parent / "generator" / "mechanisms" / f"{name}.toml"))
-    t0 = time.perf_counter()
     s = pinocchio_states(mech, num, n)
-    t_states = time.perf_counter() - t0
-    exe = build_harness(name, src_dir)
+    sizes = [math.prod(o["shape"]) for o in step["outputs"]]
+    s["config"] = pcm.to_text(s["desc"]) + [
+        f"prox {' '.join(map(repr, PROX))}", f"n {n}", f"check {check}",
+        f"ours {s['ours']['F'].shape[1]} {s['ours']['p'].shape[1]} {len(sizes)} "
+        + " ".join(map(str, sizes))]
+    s.update(name=name, n=n, check=check, exe=build_harness(name, src_dir))
+    return s
+
+
+def run(s: dict, reps: int = 7) -> dict:
+    """One harness run on prepared states ``s``: ns per state (best of ``reps``) and ratios;
+    raises if the harness's ddq is not the bindings'."""
     with tempfile.TemporaryDirectory(prefix="pin_constraint_") as tmp:
         states = Path(tmp) / "states.bin"
         with open(states, "wb") as f:
             for a in [s["pin_q"], s["pin_v"], s["pin_tau"], *s["ours"].values()]:
                 f.write(np.ascontiguousarray(a, dtype=np.float64).tobytes())
-        sizes = [math.prod(o["shape"]) for o in step["outputs"]]
-        lines = pcm.to_text(s["desc"]) + [
-            f"prox {' '.join(map(repr, PROX))}", f"n {n}", f"reps {reps}", f"check {check}",
-            f"ours {s['ours']['F'].shape[1]} {s['ours']['p'].shape[1]} {len(sizes)} "
-            + " ".join(map(str, sizes)), f"states {states}"]
         cfg = Path(tmp) / "config.txt"
-        cfg.write_text("\n".join(lines) + "\n")
-        r = subprocess.run([str(exe), str(cfg)], capture_output=True, text=True)
+        cfg.write_text("\n".join(s["config"] + [f"reps {reps}", f"states {states}"]) + "\n")
+        r = subprocess.run([str(s["exe"]), str(cfg)], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"harness failed: {r.stderr.strip()}")
     out = json.loads(r.stdout)
     if (out["nq"], out["nv"]) != (s["nq"], s["nv"]) or out["ours_failed"] or \
             out["ours_single_status"]:
-        raise RuntimeError(f"{name}: harness model or our step disagrees: {r.stdout[:300]}")
+        raise RuntimeError(f"{s['name']}: harness model or our step disagrees: {r.stdout[:300]}")
+    check = s["check"]
     diff = np.abs(np.array(out["ddq"]) - s["ddq"][:check]).max() / np.abs(s["ddq"][:check]).max()
     if not diff <= CHECK_RTOL:
-        raise RuntimeError(f"{name}: the harness's ddq differs from the bindings' by {diff:.2g}")
+        raise RuntimeError(f"{s['name']}: the harness's ddq differs from the bindings' by "
+                           f"{diff:.2g}")
     t = {k: v["best_ns"] for k, v in out["times"].items()}
-    return {"n_states": n, "reps": reps, "nq": s["nq"], "nv": s["nv"],
+    return {"n_states": s["n"], "reps": reps, "nq": s["nq"], "nv": s["nv"],
             "constraint_rows": s["constraint_rows"], "udot_rel_err": s["udot_rel_err"],
             "harness_vs_bindings": float(diff), "prox_iter": out["prox_iter"],
-            "states_seconds": t_states,
             **{f"{k}_ns": v for k, v in t.items()},
             **{f"{k}_median_ns": v["median_ns"] for k, v in out["times"].items()},
             "pin_over_ours_batch": t["pin_batch"] / t["ours_batch"],
             "pin_over_ours_single": t["pin_single"] / t["ours_single"]}
+
+
+def race(name: str, generated: Path, n: int = 2000, reps: int = 7, check: int = 5,
+         num: dict | None = None) -> dict:
+    """Time our step and Pinocchio's constraintDynamics on mechanism ``name`` (see the module
+    docstring and ``prepare``). Returns ns per state and the ratios Pinocchio / ours."""
+    return run(prepare(name, generated, n, check, num), reps)
 
 
 def main(argv=None) -> int:
