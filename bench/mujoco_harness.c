@@ -7,9 +7,11 @@
    one repeat divided by NSTATES is one sample of ns per call (the two memcpy per state are
    included; they are a few ns). Wall-clock (CLOCK_MONOTONIC) and this thread's CPU time
    (CLOCK_THREAD_CPUTIME_ID: not inflated when other processes take the core) are both kept.
+   Each repeat then times a single-state pass: state 0 loaded and mj_forward called NSTATES
+   times (one state's cost with everything in cache, as a simulator stepping one model sees).
    Prints, one "key value..." per line:
      version, nq, nv, nefc, niter (solver iterations of state 0), ns_min, ns_median, ns_max,
-     cpu_ns_min, cpu_ns_median,
+     cpu_ns_min, cpu_ns_median, single_ns_min, single_ns_median,
      qacc0 (nv numbers: mjData.qacc for state 0, computed last, from a fresh mjData)
    Built by bench/mujoco_race.py against the mujoco wheel's headers and libmujoco. */
 
@@ -57,8 +59,9 @@ int main(int argc, char** argv) {
   double* states = (double*)malloc(sizeof(double) * width * n);
   double* samples = (double*)malloc(sizeof(double) * repeats);
   double* cpu = (double*)malloc(sizeof(double) * repeats);
+  double* single = (double*)malloc(sizeof(double) * repeats);
   FILE* f = fopen(argv[2], "rb");
-  if (!states || !samples || !cpu || !f) {
+  if (!states || !samples || !cpu || !single || !f) {
     fprintf(stderr, "cannot read %s\n", argv[2]);
     return 2;
   }
@@ -76,7 +79,7 @@ int main(int argc, char** argv) {
     load_state(m, d, states + i * width);
     mj_forward(m, d);
   }
-  for (int r = 0; r < repeats; r++) {
+  for (int r = 0; r < repeats; r++) {  /* the batch pass and the single-state pass alternate */
     double c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), t0 = clock_ns(CLOCK_MONOTONIC);
     for (long i = 0; i < n; i++) {
       load_state(m, d, states + i * width);
@@ -84,9 +87,16 @@ int main(int argc, char** argv) {
     }
     samples[r] = (clock_ns(CLOCK_MONOTONIC) - t0) / (double)n;
     cpu[r] = (clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / (double)n;
+    t0 = clock_ns(CLOCK_MONOTONIC);
+    for (long i = 0; i < n; i++) {
+      load_state(m, d, states);
+      mj_forward(m, d);
+    }
+    single[r] = (clock_ns(CLOCK_MONOTONIC) - t0) / (double)n;
   }
   qsort(samples, repeats, sizeof(double), cmp_double);
   qsort(cpu, repeats, sizeof(double), cmp_double);
+  qsort(single, repeats, sizeof(double), cmp_double);
   mj_deleteData(d);
 
   d = mj_makeData(m);  /* state 0 from a fresh mjData: no history (warmstart) can leak in */
@@ -98,6 +108,7 @@ int main(int argc, char** argv) {
   printf("ns_min %.1f\nns_median %.1f\nns_max %.1f\n", samples[0], samples[repeats / 2],
          samples[repeats - 1]);
   printf("cpu_ns_min %.1f\ncpu_ns_median %.1f\n", cpu[0], cpu[repeats / 2]);
+  printf("single_ns_min %.1f\nsingle_ns_median %.1f\n", single[0], single[repeats / 2]);
   printf("qacc0");
   for (int i = 0; i < m->nv; i++) printf(" %.17g", d->qacc[i]);
   printf("\n");
@@ -107,5 +118,6 @@ int main(int argc, char** argv) {
   free(states);
   free(samples);
   free(cpu);
+  free(single);
   return 0;
 }

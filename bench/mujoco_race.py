@@ -42,7 +42,8 @@ Modelling choices (MuJoCo's side of the comparison; see ``mjcf_from_platform``):
 - Joint laws Q = preload - sum k_i (q - q0)^i - sum c_i qd^i: MuJoCo joint ``stiffness`` (its
   polynomial a x + b x^2 + c x^3 matches k_1..k_3, x = q - springref), ``springref`` = q0 (a
   preload folds into springref = q0 + preload / k_1 when the spring is linear) and ``damping``
-  (c_1, c_3; MuJoCo's quadratic term is c_2 qd|qd|, not c_2 qd^2, so c_2 != 0 is refused).
+  (c_1, c_3; MuJoCo's quadratic term is c_2 qd|qd|, not c_2 qd^2, so c_2 != 0 is refused);
+  a drive's reflected inertia (the law's ``inertia``) is the joint's ``armature``.
   The drive input is not modelled: the race compares Q from the laws alone (drive = 0).
 - Solver: Newton, tight tolerance, no warmstart (each state is solved from scratch, so the
   time of a state does not depend on the one before it), equality rows with solref
@@ -256,6 +257,7 @@ def _law_attrs(law, where: str) -> str:
     if len(c) >= 2 and c[1] != 0.0:
         raise ValueError(f"{where}: c_2 qd^2 has no MuJoCo equivalent (its damping uses qd|qd|)")
     springref = q0
+    armature = float(law.get("inertia", 0.0))      # a drive's reflected inertia
     if pre != 0.0:
         if len(k) == 1 and k[0] != 0.0:
             springref = q0 + pre / k[0]
@@ -267,6 +269,8 @@ def _law_attrs(law, where: str) -> str:
         out += f' stiffness="{_num((k + [0.0] * 3)[:3])}" springref="{springref!r}"'
     if c:
         out += f' damping="{_num((c + [0.0] * 3)[:3])}"'
+    if armature:
+        out += f' armature="{armature!r}"'
     return out
 
 
@@ -515,6 +519,22 @@ def _python_loop(model, data, states, repeats):
     return sorted(samples), sorted(cpu)
 
 
+def run_harness(xml: str, states: np.ndarray, repeats: int) -> dict[str, list[str]]:
+    """One run of the compiled harness over ``states`` ((N, nq + nv) qpos, qvel): its output
+    lines as {key: values} (see bench/mujoco_harness.c). Run it again on the ``xml`` and
+    ``states`` that time_mj_forward returns to interleave it with other timings."""
+    exe = build_harness()[0]
+    with tempfile.TemporaryDirectory(prefix="mujoco_race_") as tmp:
+        xml_path, st_path = Path(tmp) / "model.xml", Path(tmp) / "states.bin"
+        xml_path.write_text(xml)
+        states.astype("<f8" if sys.byteorder == "little" else ">f8").tofile(st_path)
+        r = subprocess.run([str(exe), str(xml_path), str(st_path), str(len(states)),
+                            str(repeats)], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError(f"harness failed: {r.stderr.strip()}")
+    return {ln.split()[0]: ln.split()[1:] for ln in r.stdout.splitlines() if ln.strip()}
+
+
 def time_mj_forward(mech: dict, xs, us, repeats: int = 20, *, use_c: bool = True) -> dict:
     """Time mj_forward per state over the batch of platform states (xs, us: (N, 6)).
 
@@ -561,15 +581,7 @@ def time_mj_forward(mech: dict, xs, us, repeats: int = 20, *, use_c: bool = True
     if use_c:
         try:
             exe, t_cc, cached = build_harness()
-            with tempfile.TemporaryDirectory(prefix="mujoco_race_") as tmp:
-                xml_path, st_path = Path(tmp) / "model.xml", Path(tmp) / "states.bin"
-                xml_path.write_text(xml)
-                states.astype("<f8" if sys.byteorder == "little" else ">f8").tofile(st_path)
-                r = subprocess.run([str(exe), str(xml_path), str(st_path), str(len(xs)),
-                                    str(repeats)], capture_output=True, text=True, timeout=600)
-            if r.returncode != 0:
-                raise RuntimeError(f"harness failed: {r.stderr.strip()}")
-            kv = {ln.split()[0]: ln.split()[1:] for ln in r.stdout.splitlines() if ln.strip()}
+            kv = run_harness(xml, states, repeats)
             qacc0 = np.array([float(v) for v in kv["qacc0"]])
             jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "platform")
             da = model.jnt_dofadr[jid]
@@ -578,8 +590,10 @@ def time_mj_forward(mech: dict, xs, us, repeats: int = 20, *, use_c: bool = True
                       "ns_median": float(kv["ns_median"][0]), "ns_max": float(kv["ns_max"][0]),
                       "cpu_ns_per_call": float(kv["cpu_ns_min"][0]),
                       "cpu_ns_median": float(kv["cpu_ns_median"][0]),
+                      "single_ns_per_call": float(kv["single_ns_min"][0]),
+                      "single_ns_median": float(kv["single_ns_median"][0]),
                       "compile_seconds": t_cc, "harness_cached": cached, "harness": str(exe),
-                      "qacc0": qacc0, "udot0": qacc0[da:da + 6]}
+                      "qacc0": qacc0, "udot0": qacc0[da:da + 6], "xml": xml, "states": states}
         except (RuntimeError, OSError, subprocess.SubprocessError, KeyError, ValueError) as e:
             out["harness_error"] = str(e)
     if result is None:

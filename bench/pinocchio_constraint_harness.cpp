@@ -1,0 +1,285 @@
+/* Race of mechgen's generated parallel-mechanism step against Pinocchio's constraintDynamics on
+   the same mechanism, both timed inside compiled loops, interleaved, in one process. Built and
+   driven by bench/pinocchio_constraint_race.py, which documents what is measured; the model is
+   described by bench/pinocchio_constraint_model.py (to_text). usage: harness CONFIG.
+
+   Compiled twice (as bench/pinocchio_harness.cpp is):
+   - without MECHGEN_GLUE: the Pinocchio side and main() (slow to compile, once per flag set);
+   - with -DMECHGEN_GLUE -DMECHGEN_MECH=mechgen_<name> -DMECHGEN_HEADER="path/<name>.h":
+     ours_step() and ours_step_batch(), calling <prefix>_step / <prefix>_step_batch of the
+     generated C file (compiled as C and linked).
+
+   CONFIG, one item a line (paths run to the end of the line):
+     gravity GX GY GZ
+     joint TYPE PARENT R(9, row-major) P(3) ARMATURE   TYPE: FF RX RY RZ PX PY PZ
+     body M C(3) IC(9) R(9) P(3)      (appended to the last joint: mass, centre, inertia about
+                                        the centre, placement in the joint frame)
+     constraint 3|6 J1 R1(9) P1(3) J2 R2(9) P2(3)      (CONTACT_3D / CONTACT_6D, LOCAL)
+     prox ABSOLUTE_ACCURACY RELATIVE_ACCURACY MU MAX_ITER    (ProximalSettings)
+     n N | reps R | check K
+     states PATH     float64 blocks of N x width, in this order: pin_q (nq), pin_v (nv),
+                     pin_tau (nv), then ours: x 6, u 6, F NLEG, fE 3, mE 3, g 3, p NP
+     ours NLEG NP NOUT SIZE_1..SIZE_NOUT     (our step's per-state sizes)
+   Timed (ns per state, best and median of R interleaved repetitions, after one warm-up):
+     pin_batch    constraintDynamics over the N states (initConstraintDynamics once before)
+     pin_init     initConstraintDynamics + constraintDynamics per state over the N states
+     pin_single   constraintDynamics N times on state 0
+     ours_batch   <prefix>_step_batch over the N states
+     ours_single  <prefix>_step N times on state 0
+   Prints one JSON object on stdout, with ddq of the first K states (for the driver's check). */
+
+#include <stdint.h>
+
+int ours_step(const double* const* in, double* const* out);
+int64_t ours_step_batch(int64_t n, const double* const* in, double* const* out, int32_t* status);
+
+#ifdef MECHGEN_GLUE /* ------------------------------------------------------------------------- */
+
+#define restrict __restrict__
+extern "C" {
+#include MECHGEN_HEADER
+}
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
+int ours_step(const double* const* in, double* const* out) {
+  return CAT(MECHGEN_MECH, _step)(in[0], in[1], in[2], in[3], in[4], in[5], in[6], out[0],
+                                  out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8]);
+}
+
+int64_t ours_step_batch(int64_t n, const double* const* in, double* const* out,
+                        int32_t* status) {
+  return CAT(MECHGEN_MECH, _step_batch)(n, in[0], in[1], in[2], in[3], in[4], in[5], in[6],
+                                        out[0], out[1], out[2], out[3], out[4], out[5], out[6],
+                                        out[7], out[8], status);
+}
+
+#else /* Pinocchio side and main() ------------------------------------------------------------ */
+
+#include <pinocchio/algorithm/constrained-dynamics.hpp>
+#include <pinocchio/algorithm/proximal.hpp>
+#include <pinocchio/multibody.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using Vec = Eigen::VectorXd;
+using pinocchio::SE3;
+using CModel = pinocchio::RigidConstraintModel;
+using CData = pinocchio::RigidConstraintData;
+using CModels = PINOCCHIO_STD_VECTOR_WITH_EIGEN_ALLOCATOR(CModel);
+using CDatas = PINOCCHIO_STD_VECTOR_WITH_EIGEN_ALLOCATOR(CData);
+
+static double now_ns() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return 1e9 * t.tv_sec + t.tv_nsec;
+}
+
+static double ns_per_state(long n, const std::function<void()>& pass) {
+  double t0 = now_ns();
+  pass();
+  return (now_ns() - t0) / n;
+}
+
+template <int N> static Eigen::Matrix<double, N, 1> read_vec(std::istringstream& ss) {
+  Eigen::Matrix<double, N, 1> v;
+  for (int i = 0; i < N; i++) ss >> v[i];
+  return v;
+}
+
+static SE3 read_se3(std::istringstream& ss) {
+  Eigen::Matrix3d R;
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) ss >> R(i, j);
+  return SE3(R, read_vec<3>(ss));
+}
+
+static pinocchio::JointIndex add_joint(pinocchio::Model& model, const std::string& type,
+                                       pinocchio::JointIndex parent, const SE3& placement) {
+  const std::string name = "j" + std::to_string(model.njoints);
+  if (type == "FF") return model.addJoint(parent, pinocchio::JointModelFreeFlyer(), placement, name);
+  if (type == "RX") return model.addJoint(parent, pinocchio::JointModelRX(), placement, name);
+  if (type == "RY") return model.addJoint(parent, pinocchio::JointModelRY(), placement, name);
+  if (type == "RZ") return model.addJoint(parent, pinocchio::JointModelRZ(), placement, name);
+  if (type == "PX") return model.addJoint(parent, pinocchio::JointModelPX(), placement, name);
+  if (type == "PY") return model.addJoint(parent, pinocchio::JointModelPY(), placement, name);
+  if (type == "PZ") return model.addJoint(parent, pinocchio::JointModelPZ(), placement, name);
+  throw std::runtime_error("unknown joint type " + type);
+}
+
+int main(int argc, char** argv) try {
+  if (argc != 2) throw std::runtime_error("usage: pinocchio_constraint_harness CONFIG");
+  std::ifstream cfg(argv[1]);
+  std::string line, states_path;
+  pinocchio::Model model;
+  CModels cmodels;
+  pinocchio::ProximalSettings prox(1e-12, 1e-10, 10);
+  long n = 0, nleg = 0, np = 0, check = 0;
+  int reps = 7;
+  std::vector<long> out_sizes;
+  while (std::getline(cfg, line)) {
+    std::istringstream ss(line);
+    std::string key;
+    if (!(ss >> key)) continue;
+    if (key == "gravity") model.gravity.linear(read_vec<3>(ss));
+    else if (key == "joint") {
+      std::string type;
+      long parent;
+      double armature;
+      ss >> type >> parent;
+      SE3 placement = read_se3(ss);
+      ss >> armature;
+      if (parent < 0 || parent >= model.njoints) throw std::runtime_error("bad parent: " + line);
+      auto id = add_joint(model, type, pinocchio::JointIndex(parent), placement);
+      if (armature != 0.0) model.armature[model.joints[id].idx_v()] = armature;
+    } else if (key == "body") {
+      double m;
+      ss >> m;
+      Eigen::Vector3d c = read_vec<3>(ss);
+      Eigen::Matrix3d I;
+      for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) ss >> I(i, j);
+      SE3 placement = read_se3(ss);
+      model.appendBodyToJoint(pinocchio::JointIndex(model.njoints - 1),
+                              pinocchio::Inertia(m, c, I), placement);
+    } else if (key == "constraint") {
+      int type;
+      long j1, j2;
+      ss >> type >> j1;
+      SE3 p1 = read_se3(ss);
+      ss >> j2;
+      SE3 p2 = read_se3(ss);
+      if (type != 3 && type != 6) throw std::runtime_error("constraint type 3 or 6: " + line);
+      cmodels.emplace_back(type == 3 ? pinocchio::CONTACT_3D : pinocchio::CONTACT_6D, model,
+                           pinocchio::JointIndex(j1), p1, pinocchio::JointIndex(j2), p2,
+                           pinocchio::LOCAL);
+    } else if (key == "prox")
+      ss >> prox.absolute_accuracy >> prox.relative_accuracy >> prox.mu >> prox.max_iter;
+    else if (key == "n") ss >> n;
+    else if (key == "reps") ss >> reps;
+    else if (key == "check") ss >> check;
+    else if (key == "states") std::getline(ss >> std::ws, states_path);
+    else if (key == "ours") {
+      long nout;
+      ss >> nleg >> np >> nout;
+      out_sizes.resize(nout);
+      for (auto& s : out_sizes) ss >> s;
+    } else throw std::runtime_error("unknown config line: " + line);
+    if (ss.fail()) throw std::runtime_error("bad config line: " + line);
+  }
+  if (n < 1 || reps < 1 || out_sizes.size() != 9 || check > n)
+    throw std::runtime_error("config needs n, reps >= 1, check <= n and 'ours' with 9 outputs");
+
+  // States: pin_q, pin_v, pin_tau, then our inputs, each a block of n x width.
+  const long widths[] = {model.nq, model.nv, model.nv, 6, 6, nleg, 3, 3, 3, np};
+  std::vector<std::vector<double>> blocks;
+  std::ifstream sf(states_path, std::ios::binary);
+  for (long w : widths) {
+    blocks.emplace_back(size_t(n) * w);
+    sf.read(reinterpret_cast<char*>(blocks.back().data()),
+            std::streamsize(blocks.back().size() * sizeof(double)));
+  }
+  if (!sf || sf.peek() != EOF) throw std::runtime_error("states file size does not match config");
+  std::vector<Vec> q(n), v(n), tau(n);
+  for (long i = 0; i < n; i++) {
+    q[i] = Eigen::Map<const Vec>(blocks[0].data() + i * model.nq, model.nq);
+    v[i] = Eigen::Map<const Vec>(blocks[1].data() + i * model.nv, model.nv);
+    tau[i] = Eigen::Map<const Vec>(blocks[2].data() + i * model.nv, model.nv);
+  }
+
+  pinocchio::Data data(model);
+  CDatas cdatas;
+  for (auto& c : cmodels) cdatas.emplace_back(c);
+  pinocchio::initConstraintDynamics(model, data, cmodels, cdatas);
+
+  double sink = 0;
+  auto pin_batch = [&] {
+    for (long i = 0; i < n; i++)
+      sink += pinocchio::constraintDynamics(model, data, q[i], v[i], tau[i], cmodels, cdatas,
+                                            prox)[0];
+  };
+  auto pin_init = [&] {
+    for (long i = 0; i < n; i++) {
+      pinocchio::initConstraintDynamics(model, data, cmodels, cdatas);
+      sink += pinocchio::constraintDynamics(model, data, q[i], v[i], tau[i], cmodels, cdatas,
+                                            prox)[0];
+    }
+  };
+  auto pin_single = [&] {
+    for (long i = 0; i < n; i++)
+      sink += pinocchio::constraintDynamics(model, data, q[0], v[0], tau[0], cmodels, cdatas,
+                                            prox)[0];
+  };
+
+  // Ours: inputs and outputs laid out state after state.
+  std::vector<const double*> in;
+  for (int b = 3; b < 10; b++) in.push_back(blocks[b].data());
+  std::vector<std::vector<double>> outs;
+  std::vector<double*> out;
+  for (long s : out_sizes) outs.emplace_back(size_t(n) * s);
+  for (auto& o : outs) out.push_back(o.data());
+  std::vector<int32_t> status(n);
+  int64_t failed = 0;
+  int single_status = 0;
+  auto ours_batch = [&] { failed = ours_step_batch(n, in.data(), out.data(), status.data()); };
+  auto ours_single = [&] {
+    for (long i = 0; i < n; i++) {
+      single_status |= ours_step(in.data(), out.data());
+      sink += out[0][6];
+    }
+  };
+
+  std::vector<std::pair<std::string, std::function<void()>>> passes = {
+      {"ours_batch", ours_batch}, {"pin_batch", pin_batch}, {"ours_single", ours_single},
+      {"pin_single", pin_single}, {"pin_init", pin_init}};
+  std::map<std::string, std::vector<double>> t;
+  for (auto& [name, f] : passes) f();  // warm-up
+  for (int r = 0; r < reps; r++) {     // interleaved, order reversed every other repetition
+    for (size_t j = 0; j < passes.size(); j++) {
+      auto& [name, f] = passes[r % 2 ? passes.size() - 1 - j : j];
+      t[name].push_back(ns_per_state(n, f));
+    }
+  }
+
+  printf("{\"n\": %ld, \"reps\": %d, \"nq\": %d, \"nv\": %d, \"njoints\": %d, "
+         "\"nconstraints\": %zu, \"ours_failed\": %ld, \"ours_single_status\": %d, "
+         "\"sink\": %.17g, \"times\": {",
+         n, reps, model.nq, model.nv, model.njoints, cmodels.size(), long(failed),
+         single_status, sink);
+  bool first = true;
+  for (auto& [name, ts] : t) {
+    std::sort(ts.begin(), ts.end());
+    printf("%s\"%s\": {\"best_ns\": %.2f, \"median_ns\": %.2f}", first ? "" : ", ", name.c_str(),
+           ts[0], ts[ts.size() / 2]);
+    first = false;
+  }
+  printf("}, \"ddq\": [");
+  for (long i = 0; i < check; i++) {  // fresh Data: no state carried over from the timing
+    pinocchio::Data fresh(model);
+    CDatas fresh_c;
+    for (auto& c : cmodels) fresh_c.emplace_back(c);
+    pinocchio::initConstraintDynamics(model, fresh, cmodels, fresh_c);
+    const Vec& a = pinocchio::constraintDynamics(model, fresh, q[i], v[i], tau[i], cmodels,
+                                                 fresh_c, prox);
+    printf("%s[", i ? ", " : "");
+    for (long j = 0; j < model.nv; j++) printf("%s%.17g", j ? ", " : "", a[j]);
+    printf("]");
+  }
+  printf("], \"prox_iter\": %d}\n", prox.iter);
+  return 0;
+} catch (const std::exception& e) {
+  fprintf(stderr, "pinocchio_constraint_harness: %s\n", e.what());
+  return 2;
+}
+
+#endif
