@@ -31,10 +31,11 @@ def generate_kernels(model: Any, cse: bool = True, progress: Progress = None) ->
     family = family_of(model)
     coded = family.coded(model)
     out = []
-    for i, build in enumerate(family.builders):
+    builders = family.builders_for(model)
+    for i, build in enumerate(builders):
         g = optimise(build, coded, cse=cse)
         if progress:
-            progress(f"  {model.name}: kernel {i + 1}/{len(family.builders)} {g.kernel.name} "
+            progress(f"  {model.name}: kernel {i + 1}/{len(builders)} {g.kernel.name} "
                      f"({g.ops['total']} ops, {g.seconds:.1f} s)")
         out.append(g)
     return out

@@ -166,6 +166,7 @@ class Chain:
     parent: list[int] = field(default_factory=list)
     defaults: dict[str, float] = field(default_factory=dict)   # parameter default values
     attitude: str = "euler"              # free base: "euler" (y-z-x angles) or "quaternion"
+    derivatives: bool = False            # also generate the dynamics' derivatives ([kernels])
 
     def __post_init__(self) -> None:
         if not self.parent:

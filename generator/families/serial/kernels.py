@@ -293,4 +293,10 @@ def summary(chain: Chain) -> str:
     return f"{chain.name} (n = {chain.n}, base {chain.base})"
 
 
-SERIAL = Family("serial_chain", Chain, BUILDERS, manifest, summary)
+def optional_builders(chain: Chain) -> tuple:
+    """The derivative kernels, when the spec opts in (families/serial/derivatives.py)."""
+    from mechgen.generator.families.serial.derivatives import extra_builders
+    return extra_builders(chain)
+
+
+SERIAL = Family("serial_chain", Chain, BUILDERS, manifest, summary, optional_builders)

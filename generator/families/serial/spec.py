@@ -40,12 +40,16 @@ Format (see ``generator/mechanisms/*.toml``)::
     [parameters]            # default values of the parameter names used above (optional;
     m_payload = 100.0       # a kernel called without p uses them)
 
+    [kernels]               # optional kernels (default: none)
+    derivatives = true      # inverse_dynamics_derivatives, forward_dynamics_derivatives
+
 Any number may be replaced by a parameter name: it becomes an element of the kernel input ``p``.
 """
 
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +69,10 @@ class ChainBuilder:
 
     def __init__(self, name: str, base: str = "fixed", gravity=fields.GRAVITY_DEFAULT,
                  base_body: dict | None = None, source: str = "<python>",
-                 parameters: dict[str, float] | None = None, attitude: str = "euler") -> None:
+                 parameters: dict[str, float] | None = None, attitude: str = "euler",
+                 derivatives: bool = False) -> None:
         self.source = source
+        self.derivatives = derivatives
         self.defaults: dict[str, float] = {}
         for k, v in (parameters or {}).items():
             self.parameter(k, v)
@@ -169,14 +175,26 @@ class ChainBuilder:
     def build(self) -> Chain:
         chain = Chain(self.name, self.joints, self.bodies, self.gravity, self.base,
                       self.named, self.points, self.source, self.parent, dict(self.defaults),
-                      self.attitude)
+                      self.attitude, self.derivatives)
         chain.validate()
         return chain
 
 
+def optional_kernels(top: dict, source: str) -> bool:
+    """``[kernels] derivatives = true|false``: whether to generate the derivative kernels."""
+    table = top.get("kernels", {})
+    if not isinstance(table, dict):
+        raise ModelError(f"{source}: kernels: expected a table [kernels], got {table!r}")
+    table = fields.keys(table, {"derivatives"}, f"{source}: kernels")
+    value = table.get("derivatives", False)
+    if not isinstance(value, bool):
+        raise ModelError(f"{source}: kernels.derivatives: expected true or false, got {value!r}")
+    return value
+
+
 def chain_from_dict(data: dict, source: str) -> Chain:
-    top = fields.keys(data, {"mechanism", "base", "joints", "points", "parameters"}, source,
-                {"mechanism", "joints"})
+    top = fields.keys(data, {"mechanism", "base", "joints", "points", "parameters", "kernels"},
+                      source, {"mechanism", "joints"})
     mech = fields.keys(top["mechanism"], {"name", "family", "base", "attitude", "gravity",
                                     "description"},
                  f"{source}: mechanism", {"name"})
@@ -188,7 +206,8 @@ def chain_from_dict(data: dict, source: str) -> Chain:
         raise ModelError(f"{source}: parameters: expected a table of name = default value")
     b = ChainBuilder(mech["name"], mech.get("base", "fixed"),
                      mech.get("gravity", list(fields.GRAVITY_DEFAULT)),
-                     top.get("base"), source, params, mech.get("attitude", "euler"))
+                     top.get("base"), source, params, mech.get("attitude", "euler"),
+                     optional_kernels(top, source))
     joints = top["joints"]
     if not isinstance(joints, list) or not joints:
         raise ModelError(f"{source}: joints: expected a non-empty array of tables [[joints]]")
@@ -239,7 +258,8 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
     repaired link. A ``<mimic>`` on a fixed joint is ignored (nothing moves).
     """
     source = path.name
-    top = fields.keys(data, {"mechanism", "lock"}, source, {"mechanism"})
+    top = fields.keys(data, {"mechanism", "lock", "kernels"}, source, {"mechanism"})
+    derivatives = optional_kernels(top, source)
     mech = fields.keys(top["mechanism"], URDF_KEYS, f"{source}: mechanism", {"name", "urdf"})
     name = check_name(mech["name"], f"{source}: mechanism.name")
     if not isinstance(mech["urdf"], str):
@@ -266,5 +286,6 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
         raise ModelError(f"{source}: mechanism.inertia: expected 'strict' or 'repair', "
                          f"got {inertia!r}")
     attitude = mech.get("attitude", "euler")     # checked by Chain.validate
-    return load_urdf(path.parent / mech["urdf"], name, mech.get("base", "fixed"), gravity, lock,
-                     frames, float(snap), source, mimic == "independent", inertia, attitude)
+    chain = load_urdf(path.parent / mech["urdf"], name, mech.get("base", "fixed"), gravity, lock,
+                      frames, float(snap), source, mimic == "independent", inertia, attitude)
+    return replace(chain, derivatives=derivatives)
