@@ -250,6 +250,9 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
         [lock]                         # joints held at a value (their links merge)
         panda_finger_joint1 = 0.0
 
+        [kernels]                      # optional kernels, as in every serial spec
+        derivatives = true
+
     ``inertia``: an ``<inertia>`` that is not positive semi-definite (its smallest principal
     moment below -1e-12 relative to the largest) is refused with ``"strict"`` (the default).
     Exported URDFs sometimes carry such rounding errors (TIAGo's 1 mg antenna links: -3.5e-8
