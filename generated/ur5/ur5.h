@@ -138,7 +138,7 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
  *   in  qdd[6]: joint accelerations (rad/s^2 or m/s^2), shape (6,), in the order of q
  *   out dtau_dq[36] shape 6x6: dQ/dq, shape (6, 6); row i: Q_i in the order of qd, column j: coordinate j of q
  *   out dtau_dqd[36] shape 6x6: dQ/dqd, shape (6, 6); rows and columns in the order of qd
- *   ops: 1055 adds, 1639 muls, 10 trig (2704 total)
+ *   ops: 864 adds, 1234 muls, 10 trig (2108 total)
  */
 int mechgen_ur5_inverse_dynamics_derivatives(const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd);
 int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd, int32_t *status);
@@ -156,7 +156,7 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
  *   out dqdd_dqd[36] shape 6x6: dqdd/dqd, shape (6, 6); rows and columns in the order of qd
  *   out dqdd_dQ[36] shape 6x6: dqdd/dQ = A^-1, symmetric, shape (6, 6), in the order of qd
  *   status 1: mass matrix not positive definite
- *   ops: 1706 adds, 2408 muls, 5 divs, 10 trig (4129 total)
+ *   ops: 1507 adds, 1981 muls, 5 divs, 10 trig (3503 total)
  */
 int mechgen_ur5_forward_dynamics_derivatives(const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ);
 int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ, int32_t *status);

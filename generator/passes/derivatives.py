@@ -114,3 +114,30 @@ def forward_derivatives(k: Kernel, of: list[str], wrt: list[sp.Symbol],
         mine, rows = rows[:port.size], rows[port.size:]
         extra.append(Port(dname, (port.size, n), tuple(x for row in mine for x in row), doc))
     return k.with_body(body, list(k.outputs) + extra)
+
+
+def merge_equal_statements(k: Kernel) -> Kernel:
+    """Value numbering: a statement whose expression (after the replacements made so far) is
+    that of an earlier statement, or its negative, is dropped and its name replaced by the
+    earlier one (or its negative). Derivatives repeat values the kernel already has: for a
+    rotation about the joint axis e, d(beta v)/dq = (beta v) x e, whose components are the
+    other components of beta v; the pass finds these without knowing the rule."""
+    seen: dict[sp.Expr, sp.Symbol] = {}
+    subs: dict[sp.Symbol, sp.Expr] = {}
+    body = []
+    for st in k.body:
+        e = st.expr.xreplace(subs) if subs else st.expr
+        if not isinstance(st, Assign):
+            body.append(type(st)(e, st.status, st.message))
+            continue
+        if e in seen:
+            subs[st.target] = seen[e]
+            continue
+        if -e in seen:
+            subs[st.target] = -seen[-e]
+            continue
+        seen[e] = st.target
+        body.append(Assign(st.target, e))
+    outputs = [Port(p.name, p.shape, tuple(sp.sympify(x).xreplace(subs) for x in p.elements),
+                    p.doc) for p in k.outputs]
+    return k.with_body(body, outputs)

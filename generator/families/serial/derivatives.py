@@ -4,8 +4,10 @@ Inverse dynamics ID(q, qd, qdd) = A(q) qdd + h(q, qd) - Q_spring_damper(q, qd) (
 Newton-Euler, generator/algorithms/rnea.py) is differentiated by the forward-mode pass over its
 scalar IR (generator/passes/derivatives.py): every statement t = e(s_1..s_m) on the way to the
 torques gets t_dw = sum_k de/ds_k s_k_dw for each direction w in (q, qd). A statement that does
-not depend on w has no derivative, so the sparsity of the recursion carries over (in a chain,
-torque i does not depend on q_j for j <= i; in a tree, not on another branch's coordinates).
+not depend on w has no derivative, so the sparsity of the recursion carries over (in a tree,
+a torque does not depend on another branch's coordinates). Value numbering
+(merge_equal_statements) then drops the derivatives equal to values the kernel has already:
+d(beta_j v)/dq_j = (beta_j v) x e_j are components of beta_j v itself.
 
 Forward dynamics FD(q, qd, Q) solves A qdd = Q + Q_spring_damper - h. Differentiating the
 identity ID(q, qd, FD(q, qd, Q)) = Q (the ABA-derivative identity, Carpentier & Mansard 2018,
@@ -33,7 +35,7 @@ from mechgen.generator.families.serial.kernels import (EULER_MESSAGE, EULER_SING
                                                        _start, passive_forces)
 from mechgen.generator.ir import Assign, Kernel, Port
 from mechgen.generator.model import Chain, ModelError
-from mechgen.generator.passes.derivatives import differentiate
+from mechgen.generator.passes.derivatives import differentiate, merge_equal_statements
 from mechgen.generator.scalar import Recorder, _count
 
 
@@ -59,7 +61,7 @@ def inverse_dynamics_derivatives(chain: Chain) -> Kernel:
     k = Kernel("inverse_dynamics_derivatives", "", ins, (), tuple(rec.statements))
     body, rows = differentiate(k, tau, q_in + qd_in, reserved={"dtau_dq", "dtau_dqd"})
     n, nq = chain.n, chain.nq
-    return Kernel("inverse_dynamics_derivatives",
+    return merge_equal_statements(Kernel("inverse_dynamics_derivatives",
                   "Partial derivatives of the inverse dynamics Q = ID(q, qd, qdd) (recursive "
                   "Newton-Euler with the spring-damper laws) with respect to q and qd.",
                   ins, (Port("dtau_dq", (n, nq), _flat(_columns(rows, 0, nq)),
@@ -67,7 +69,7 @@ def inverse_dynamics_derivatives(chain: Chain) -> Kernel:
                              f"column j: coordinate j of {_doc_q(chain)}"),
                         Port("dtau_dqd", (n, n), _flat(_columns(rows, nq, nq + n)),
                              f"dQ/dqd, shape ({n}, {n}); rows and columns in the order of qd")),
-                  tuple(body))
+                  tuple(body)))
 
 
 def _ancestors(parent: list[int], k: int) -> list[int]:
@@ -150,7 +152,7 @@ def forward_dynamics_derivatives(chain: Chain) -> Kernel:
     def matrix(columns):  # list of columns -> rows
         return [[col[i] for col in columns] for i in range(n)]
 
-    return Kernel("forward_dynamics_derivatives",
+    return merge_equal_statements(Kernel("forward_dynamics_derivatives",
                   "Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, "
                   "dFD/dqd = -A^-1 dID/dqd, dFD/dQ = A^-1 (ID evaluated at qdd).",
                   ins, (Port("qdd", (n,), tuple(qdd),
@@ -163,7 +165,7 @@ def forward_dynamics_derivatives(chain: Chain) -> Kernel:
                              f"dqdd/dqd, shape ({n}, {n}); rows and columns in the order of qd"),
                         Port("dqdd_dQ", (n, n), _flat(matrix(unit)),
                              f"dqdd/dQ = A^-1, symmetric, shape ({n}, {n}), in the order of qd")),
-                  tuple(rec.statements), statuses)
+                  tuple(rec.statements), statuses))
 
 
 BUILDERS = (inverse_dynamics_derivatives, forward_dynamics_derivatives)
