@@ -244,3 +244,18 @@ def test_kernels_table_opts_in_to_derivatives(tmp_path):
 def test_bad_kernels_table_names_file_and_field(tmp_path, kernels, message):
     with pytest.raises(ModelError, match=re.escape(message)):
         load(_spec(tmp_path, kernels))
+
+
+def test_printers_divide_by_the_whole_power():
+    """Derivatives bring denominators x**k (d/dx 2/x = -2/x**2); the printers write x**2 as
+    x*x, which must be parenthesised after '/'."""
+    from mechgen.generator.backends.c import CPrinter
+    from mechgen.generator.backends.python import PyPrinter
+    from mechgen.generator.ir import symbol
+    x, y = symbol("x"), symbol("y")
+    values = {"x": 1.7, "y": 0.3}
+    for e in (4 / x**2, -3 * y / x**3, y / x**4, y**2 / x**2):
+        exact = float(e.subs({x: values["x"], y: values["y"]}))
+        assert eval(PyPrinter().doprint(e), {}, dict(values)) == pytest.approx(exact, rel=1e-14)
+        c_text = CPrinter().doprint(e)
+        assert eval(c_text, {}, dict(values)) == pytest.approx(exact, rel=1e-14), c_text
