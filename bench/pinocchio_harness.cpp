@@ -76,11 +76,13 @@ int64_t ours_batch(const std::string& kernel, int64_t n, const double* const* in
 
 #else /* Pinocchio side and main() ------------------------------------------------------------ */
 
+#include <pinocchio/algorithm/aba-derivatives.hpp>
 #include <pinocchio/algorithm/aba.hpp>
 #include <pinocchio/algorithm/crba.hpp>
 #include <pinocchio/algorithm/joint-configuration.hpp>
 #include <pinocchio/algorithm/kinematics.hpp>
 #include <pinocchio/algorithm/model.hpp>
+#include <pinocchio/algorithm/rnea-derivatives.hpp>
 #include <pinocchio/algorithm/rnea.hpp>
 #ifdef MECHGEN_SERIALIZED_MODEL
 #include <pinocchio/serialization.hpp>
@@ -220,6 +222,15 @@ int main(int argc, char** argv) try {
          sink += pinocchio::rnea(model, data, q[i], v[i], a[i])[0]; }},
       {"forward_dynamics", [&] { for (long i = 0; i < n; i++)
          sink += pinocchio::aba(model, data, q[i], v[i], tau[i], conv)[0]; }},
+      // analytical derivatives (Carpentier & Mansard 2018): data.dtau_dq, dtau_dv, M;
+      // data.ddq, ddq_dq, ddq_dv, Minv (its upper triangle)
+      {"inverse_dynamics_derivatives", [&] { for (long i = 0; i < n; i++) {
+         pinocchio::computeRNEADerivatives(model, data, q[i], v[i], a[i]);
+         sink += data.dtau_dq(0, model.nv - 1) + data.dtau_dv(0, model.nv - 1); } }},
+      {"forward_dynamics_derivatives", [&] { for (long i = 0; i < n; i++) {
+         pinocchio::computeABADerivatives(model, data, q[i], v[i], tau[i]);
+         sink += data.ddq_dq(0, model.nv - 1) + data.ddq_dv(0, model.nv - 1)
+                 + data.Minv(0, model.nv - 1); } }},
   };
 
   // Our batch calls: inputs and outputs laid out state after state.

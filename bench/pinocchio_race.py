@@ -14,6 +14,12 @@ both alike. Pairs:
     mass_matrix_batch(q)                     crba(model, data, q, convention)    upper triangle
     inverse_dynamics_batch(q,qd,qdd)         rnea(model, data, q, v, a)          with gravity
     forward_dynamics_batch(q,qd,Q)           aba(model, data, q, v, tau, convention)
+    inverse_dynamics_derivatives_batch       computeRNEADerivatives(model, data, q, v, a)
+      (q,qd,qdd): dQ/dq, dQ/dqd                dtau_dq, dtau_dv and M (= dtau_da)
+    forward_dynamics_derivatives_batch       computeABADerivatives(model, data, q, v, tau)
+      (q,qd,Q): qdd, dqdd/dq, dqdd/dqd, A^-1   ddq, ddq_dq, ddq_dv, Minv (upper triangle)
+
+The derivative pairs run only for mechanisms generated with ``[kernels] derivatives = true``.
 
 Ours: one call of the batch function per pass (it loops over the states, writes one status per
 state and its outputs to batch x size arrays, which need not stay in cache); inputs named ``p``
@@ -79,7 +85,8 @@ NATIVE_FLAGS = ["-O3", "-DNDEBUG", "-march=native", "-ffp-contract=fast"]
 PIN_DEFINES = ["-DPINOCCHIO_WITH_URDFDOM", "-DBOOST_MPL_LIMIT_LIST_SIZE=30",
                "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30", "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS",
                "-DBOOST_FUSION_INVOKE_MAX_ARITY=12"]
-PAIRS = ["forward_kinematics", "mass_matrix", "inverse_dynamics", "forward_dynamics"]
+PAIRS = ["forward_kinematics", "mass_matrix", "inverse_dynamics", "forward_dynamics",
+         "inverse_dynamics_derivatives", "forward_dynamics_derivatives"]
 
 
 def _prefix() -> Path:

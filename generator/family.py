@@ -29,11 +29,11 @@ class Family:
     builders: tuple[Callable[[Any], Kernel], ...]
     manifest: Callable[[Any], dict]
     summary: Callable[[Any], str]
-    optional: Callable[[Any], tuple] = lambda model: ()
+    optional: Callable[[Any], tuple] = lambda model: ()   # builders a spec opts into
 
     def builders_for(self, model: Any) -> tuple[Callable[[Any], Kernel], ...]:
-        """Every builder of the model: the family's, then those the spec asked for."""
-        return self.builders + tuple(self.optional(model))
+        """The builders, then the optional ones this model asks for."""
+        return tuple(self.builders) + tuple(self.optional(model))
 
     def coded(self, model: Any) -> Any:
         """The model with its parameters named as in generated code (``p_<name>``)."""

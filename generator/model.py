@@ -166,7 +166,8 @@ class Chain:
     parent: list[int] = field(default_factory=list)
     defaults: dict[str, float] = field(default_factory=dict)   # parameter default values
     attitude: str = "euler"              # free base: "euler" (y-z-x angles) or "quaternion"
-    regressor: bool = False              # also generate the inertial-parameter regressor
+    derivatives: bool = False            # also generate the dynamics' derivatives ([kernels])
+    regressor: bool = False              # also the inertial-parameter regressor ([kernels])
 
     def __post_init__(self) -> None:
         if not self.parent:

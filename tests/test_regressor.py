@@ -189,9 +189,9 @@ def test_base_set_is_reproducible_exact_and_names_its_regrouping():
 
 
 def test_a_regressor_flag_that_is_not_a_boolean_is_refused_naming_the_field():
-    spec = {"mechanism": {"name": "arm", "regressor": "yes"},
+    spec = {"mechanism": {"name": "arm"}, "kernels": {"regressor": "yes"},
             "joints": [{"name": "j1", "type": "Rz", "body": {"name": "b1", "mass": 1.0}}]}
-    with pytest.raises(ModelError, match=r"arm.toml: mechanism.regressor: expected true or false"):
+    with pytest.raises(ModelError, match=r"arm.toml: kernels.regressor: expected true or false"):
         chain_from_dict(spec, "arm.toml")
 
 

@@ -73,8 +73,11 @@ def expect_argument_error(mech, kernel, args, name, *fragments):
 def test_manifest_basics(mech):
     assert mech.n == MECHS[mech.name]
     assert mech.parameters == ([] if mech.name == "ur5_arm" else ["m_payload"])
+    derivatives = ({"inverse_dynamics_derivatives", "forward_dynamics_derivatives"}
+                   if mech.name == "ur5_arm" else set())   # [kernels] derivatives = true
     assert set(mech.kernels) == {"forward_kinematics", "jacobians", "velocities", "mass_matrix",
-                                 "bias", "inverse_dynamics", "forward_dynamics", "energy"}
+                                 "bias", "inverse_dynamics", "forward_dynamics",
+                                 "energy"} | derivatives
     assert mech.mass_matrix is mech.kernels["mass_matrix"]
     with pytest.raises(AttributeError, match="has no kernel 'nope'"):
         mech.nope

@@ -105,6 +105,19 @@ class ScalarLines:
             return f"{self.sqrt_name}({self._print(b)})"
         return self.language_pow(e, rational)
 
+    def _print_Mul(self, e):
+        """SymPy writes a lone denominator as "/" followed by the denominator's text; a power
+        x**k (k = 2..4) is written as the product x*x, so it is parenthesised here: a/(x*x),
+        not a/x*x."""
+        text = super()._print_Mul(e)
+        dens = [f for f in sp.Mul.make_args(e) if f.is_Pow and f.exp.is_Rational
+                and f.exp.is_negative]
+        if len(dens) == 1 and dens[0].exp.is_Integer and -4 <= dens[0].exp <= -2:
+            den = self._print(sp.Pow(dens[0].base, -dens[0].exp, evaluate=False))
+            if text.endswith("/" + den):
+                return f"{text[:-len(den)]}({den})"
+        return text
+
 
 # --- the interface ------------------------------------------------------------------------
 

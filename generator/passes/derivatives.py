@@ -46,21 +46,40 @@ def _chain_rule(e: sp.Expr, d: dict[sp.Symbol, list[sp.Expr]], n: int) -> list[s
     return out
 
 
-def forward_derivatives(k: Kernel, of: list[str], wrt: list[sp.Symbol],
-                        ports: list[tuple[str, str]]) -> Kernel:
-    """``k`` with one more output per port named in ``of``: its Jacobian with respect to the
-    input symbols ``wrt``, shape (size of the port, len(wrt)), row-major, named and documented
-    by ``ports`` [(name, doc), ...] in the order of ``of``."""
+def _needed(body, exprs: list[sp.Expr], constants: set[sp.Symbol]) -> set[sp.Symbol]:
+    """Targets of the statements the expressions reach by back-references, stopping at the
+    ``constants`` (names held fixed): only these need derivatives."""
+    live: set[sp.Symbol] = set()
+    for e in exprs:
+        live |= sp.sympify(e).free_symbols
+    live -= constants
+    for st in reversed(body):
+        if isinstance(st, Assign) and st.target in live:
+            live |= st.expr.free_symbols - constants
+    return live
+
+
+def differentiate(k: Kernel, exprs: list[sp.Expr], wrt: list[sp.Symbol],
+                  constants: set[sp.Symbol] = frozenset(), reserved: set[str] = frozenset()
+                  ) -> tuple[list, list[list[sp.Expr]]]:
+    """(body with the derivative assignments, [d e / d wrt for each e in ``exprs``]).
+
+    Only the statements that ``exprs`` reach are differentiated; a name in ``constants`` is
+    held fixed (its derivative is 0 even if it was computed from ``wrt``): a partial
+    derivative, e.g. of the inverse dynamics at a qdd computed in the same kernel. New names
+    avoid ``reserved`` (the output ports' names)."""
     n = len(wrt)
     d: dict[sp.Symbol, list[sp.Expr]] = {
         w: [sp.Integer(1 if i == j else 0) for j in range(n)] for i, w in enumerate(wrt)}
+    needed = _needed(k.body, exprs, set(constants))
     taken = {st.target.name for st in k.body if isinstance(st, Assign)}
     taken |= {str(s) for p in k.inputs for s in p.elements} | {p.name for p in k.outputs}
-    taken |= {name for name, _ in ports}
+    taken |= set(reserved)
     body = []
     for st in k.body:
         body.append(st)
-        if not isinstance(st, Assign) or not (st.expr.free_symbols & d.keys()):
+        if (not isinstance(st, Assign) or st.target not in needed
+                or not (st.expr.free_symbols & d.keys())):
             continue
         derivs = _chain_rule(st.expr, d, n)
         named = []
@@ -77,10 +96,48 @@ def forward_derivatives(k: Kernel, of: list[str], wrt: list[sp.Symbol],
             named.append(t)
         if any(x != 0 for x in named):
             d[st.target] = named
+    return body, [_chain_rule(sp.sympify(e), d, n) for e in exprs]
+
+
+def forward_derivatives(k: Kernel, of: list[str], wrt: list[sp.Symbol],
+                        ports: list[tuple[str, str]]) -> Kernel:
+    """``k`` with one more output per port named in ``of``: its Jacobian with respect to the
+    input symbols ``wrt``, shape (size of the port, len(wrt)), row-major, named and documented
+    by ``ports`` [(name, doc), ...] in the order of ``of``."""
+    n = len(wrt)
     by_name = {p.name: p for p in k.outputs}
+    exprs = [e for name in of for e in by_name[name].elements]
+    body, rows = differentiate(k, exprs, wrt, reserved={name for name, _ in ports})
     extra = []
     for name, (dname, doc) in zip(of, ports):
         port = by_name[name]
-        rows = [_chain_rule(sp.sympify(e), d, n) for e in port.elements]
-        extra.append(Port(dname, (port.size, n), tuple(x for row in rows for x in row), doc))
+        mine, rows = rows[:port.size], rows[port.size:]
+        extra.append(Port(dname, (port.size, n), tuple(x for row in mine for x in row), doc))
     return k.with_body(body, list(k.outputs) + extra)
+
+
+def merge_equal_statements(k: Kernel) -> Kernel:
+    """Value numbering: a statement whose expression (after the replacements made so far) is
+    that of an earlier statement, or its negative, is dropped and its name replaced by the
+    earlier one (or its negative). Derivatives repeat values the kernel already has: for a
+    rotation about the joint axis e, d(beta v)/dq = (beta v) x e, whose components are the
+    other components of beta v; the pass finds these without knowing the rule."""
+    seen: dict[sp.Expr, sp.Symbol] = {}
+    subs: dict[sp.Symbol, sp.Expr] = {}
+    body = []
+    for st in k.body:
+        e = st.expr.xreplace(subs) if subs else st.expr
+        if not isinstance(st, Assign):
+            body.append(type(st)(e, st.status, st.message))
+            continue
+        if e in seen:
+            subs[st.target] = seen[e]
+            continue
+        if -e in seen:
+            subs[st.target] = -seen[-e]
+            continue
+        seen[e] = st.target
+        body.append(Assign(st.target, e))
+    outputs = [Port(p.name, p.shape, tuple(sp.sympify(x).xreplace(subs) for x in p.elements),
+                    p.doc) for p in k.outputs]
+    return k.with_body(body, outputs)

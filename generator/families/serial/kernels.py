@@ -294,8 +294,15 @@ def summary(chain: Chain) -> str:
     return f"{chain.name} (n = {chain.n}, base {chain.base})"
 
 
+def optional_builders(chain: Chain) -> tuple:
+    """The kernels a spec opts into with ``[kernels]``: the derivatives
+    (families/serial/derivatives.py), then the regressor's (families/serial/regressor.py)."""
+    from mechgen.generator.families.serial.derivatives import extra_builders
+    return tuple(extra_builders(chain)) + tuple(regressor_kernels(chain))
+
+
 # the regressor's kernels (regressor.py uses _start above, hence imported here)
 from mechgen.generator.families.serial.regressor import (regressor_kernels,  # noqa: E402
                                                          regressor_manifest)
 
-SERIAL = Family("serial_chain", Chain, BUILDERS, manifest, summary, regressor_kernels)
+SERIAL = Family("serial_chain", Chain, BUILDERS, manifest, summary, optional_builders)

@@ -41,12 +41,18 @@ Format (see ``generator/mechanisms/*.toml``)::
     [parameters]            # default values of the parameter names used above (optional;
     m_payload = 100.0       # a kernel called without p uses them)
 
+    [kernels]               # optional kernels (default: none)
+    derivatives = true      # inverse_dynamics_derivatives, forward_dynamics_derivatives
+    regressor = true        # regressor, base_regressor, base_inverse_dynamics,
+                            # base_parameters (docs/regressor.md)
+
 Any number may be replaced by a parameter name: it becomes an element of the kernel input ``p``.
 """
 
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +72,10 @@ class ChainBuilder:
 
     def __init__(self, name: str, base: str = "fixed", gravity=fields.GRAVITY_DEFAULT,
                  base_body: dict | None = None, source: str = "<python>",
-                 parameters: dict[str, float] | None = None, attitude: str = "euler") -> None:
+                 parameters: dict[str, float] | None = None, attitude: str = "euler",
+                 derivatives: bool = False) -> None:
         self.source = source
+        self.derivatives = derivatives
         self.defaults: dict[str, float] = {}
         for k, v in (parameters or {}).items():
             self.parameter(k, v)
@@ -170,16 +178,35 @@ class ChainBuilder:
     def build(self) -> Chain:
         chain = Chain(self.name, self.joints, self.bodies, self.gravity, self.base,
                       self.named, self.points, self.source, self.parent, dict(self.defaults),
-                      self.attitude)
+                      self.attitude, self.derivatives)
         chain.validate()
         return chain
 
 
+OPTIONAL_KERNELS = ("derivatives", "regressor")
+
+
+def optional_kernels(top: dict, source: str) -> dict[str, bool]:
+    """``[kernels] derivatives = true|false, regressor = true|false``: which optional kernels
+    to generate (both false by default)."""
+    table = top.get("kernels", {})
+    if not isinstance(table, dict):
+        raise ModelError(f"{source}: kernels: expected a table [kernels], got {table!r}")
+    table = fields.keys(table, set(OPTIONAL_KERNELS), f"{source}: kernels")
+    out = {}
+    for key in OPTIONAL_KERNELS:
+        value = table.get(key, False)
+        if not isinstance(value, bool):
+            raise ModelError(f"{source}: kernels.{key}: expected true or false, got {value!r}")
+        out[key] = value
+    return out
+
+
 def chain_from_dict(data: dict, source: str) -> Chain:
-    top = fields.keys(data, {"mechanism", "base", "joints", "points", "parameters"}, source,
-                {"mechanism", "joints"})
+    top = fields.keys(data, {"mechanism", "base", "joints", "points", "parameters", "kernels"},
+                      source, {"mechanism", "joints"})
     mech = fields.keys(top["mechanism"], {"name", "family", "base", "attitude", "gravity",
-                                    "description", "regressor"},
+                                    "description"},
                  f"{source}: mechanism", {"name"})
     if mech.get("family", "serial") != "serial":
         raise ModelError(f"{source}: mechanism.family: expected 'serial' or 'parallel', "
@@ -187,9 +214,11 @@ def chain_from_dict(data: dict, source: str) -> Chain:
     params = top.get("parameters", {})
     if not isinstance(params, dict):
         raise ModelError(f"{source}: parameters: expected a table of name = default value")
+    optional = optional_kernels(top, source)
     b = ChainBuilder(mech["name"], mech.get("base", "fixed"),
                      mech.get("gravity", list(fields.GRAVITY_DEFAULT)),
-                     top.get("base"), source, params, mech.get("attitude", "euler"))
+                     top.get("base"), source, params, mech.get("attitude", "euler"),
+                     optional["derivatives"])
     joints = top["joints"]
     if not isinstance(joints, list) or not joints:
         raise ModelError(f"{source}: joints: expected a non-empty array of tables [[joints]]")
@@ -209,20 +238,11 @@ def chain_from_dict(data: dict, source: str) -> Chain:
         where = f"{source}: points[{i}]"
         t = fields.keys(pt, {"name", "body", "offset"}, where, {"name", "body"})
         b.point(t["name"], t["body"], t.get("offset", [0, 0, 0]), where=where)
-    chain = b.build()
-    chain.regressor = regressor_flag(mech, f"{source}: mechanism")
-    return chain
-
-
-def regressor_flag(mech: dict, where: str) -> bool:
-    flag = mech.get("regressor", False)
-    if not isinstance(flag, bool):
-        raise ModelError(f"{where}.regressor: expected true or false, got {flag!r}")
-    return flag
+    return replace(b.build(), regressor=optional["regressor"])
 
 
 URDF_KEYS = {"name", "family", "urdf", "base", "attitude", "gravity", "description", "frames",
-             "snap", "mimic", "inertia", "regressor"}
+             "snap", "mimic", "inertia"}
 
 
 def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
@@ -237,10 +257,13 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
         snap = 1e-12                   # rpy angles this close to k*90 deg are exact; 0: off
         mimic = "lock"                 # or "independent": a <mimic> joint gets its coordinate
         inertia = "strict"             # or "repair": see below
-        regressor = false              # true: also the regressor kernels
 
         [lock]                         # joints held at a value (their links merge)
         panda_finger_joint1 = 0.0
+
+        [kernels]                      # optional kernels, as in every serial spec
+        derivatives = true
+        regressor = true
 
     ``inertia``: an ``<inertia>`` that is not positive semi-definite (its smallest principal
     moment below -1e-12 relative to the largest) is refused with ``"strict"`` (the default).
@@ -250,7 +273,8 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
     repaired link. A ``<mimic>`` on a fixed joint is ignored (nothing moves).
     """
     source = path.name
-    top = fields.keys(data, {"mechanism", "lock"}, source, {"mechanism"})
+    top = fields.keys(data, {"mechanism", "lock", "kernels"}, source, {"mechanism"})
+    optional = optional_kernels(top, source)
     mech = fields.keys(top["mechanism"], URDF_KEYS, f"{source}: mechanism", {"name", "urdf"})
     name = check_name(mech["name"], f"{source}: mechanism.name")
     if not isinstance(mech["urdf"], str):
@@ -279,5 +303,4 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
     attitude = mech.get("attitude", "euler")     # checked by Chain.validate
     chain = load_urdf(path.parent / mech["urdf"], name, mech.get("base", "fixed"), gravity, lock,
                       frames, float(snap), source, mimic == "independent", inertia, attitude)
-    chain.regressor = regressor_flag(mech, f"{source}: mechanism")
-    return chain
+    return replace(chain, **optional)

@@ -1,0 +1,176 @@
+"""Derivatives of the dynamics of a serial chain or tree (opt-in: ``[kernels] derivatives``).
+
+Inverse dynamics ID(q, qd, qdd) = A(q) qdd + h(q, qd) - Q_spring_damper(q, qd) (recursive
+Newton-Euler, generator/algorithms/rnea.py) is differentiated by the forward-mode pass over its
+scalar IR (generator/passes/derivatives.py): every statement t = e(s_1..s_m) on the way to the
+torques gets t_dw = sum_k de/ds_k s_k_dw for each direction w in (q, qd). A statement that does
+not depend on w has no derivative, so the sparsity of the recursion carries over (in a tree,
+a torque does not depend on another branch's coordinates). Value numbering
+(merge_equal_statements) then drops the derivatives equal to values the kernel has already:
+d(beta_j v)/dq_j = (beta_j v) x e_j are components of beta_j v itself.
+
+Forward dynamics FD(q, qd, Q) solves A qdd = Q + Q_spring_damper - h. Differentiating the
+identity ID(q, qd, FD(q, qd, Q)) = Q (the ABA-derivative identity, Carpentier & Mansard 2018,
+eq. 8) gives
+
+    dFD/dq  = -A^-1 dID/dq  |qdd = FD(q, qd, Q)
+    dFD/dqd = -A^-1 dID/dqd |qdd = FD(q, qd, Q)
+    dFD/dQ  =  A^-1
+
+The kernel computes qdd by the L^T D L of kernels.forward_dynamics, differentiates the RNEA at
+that qdd held fixed, and applies A^-1 by the same factorisation (one solve per column, over
+ancestors only: no fill-in on a tree). Derivatives with respect to q are taken with respect to
+the input q as given: for a quaternion base the columns are those of x, y, z, qw, qx, qy, qz.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from mechgen.generator.algorithms.crba import crba
+from mechgen.generator.algorithms.ldlt import SINGULAR, SingularMassMatrix, _inverse_pivot
+from mechgen.generator.algorithms.rnea import rnea
+from mechgen.generator.families.serial.kernels import (EULER_MESSAGE, EULER_SINGULAR, _bias,
+                                                       _flat, _links, _require_euler_regular,
+                                                       _start, passive_forces)
+from mechgen.generator.ir import Assign, Kernel, Port
+from mechgen.generator.model import Chain, ModelError
+from mechgen.generator.passes.derivatives import differentiate, merge_equal_statements
+from mechgen.generator.scalar import Recorder, _count
+
+
+def _id_torques(rec: Recorder, chain: Chain, links, q, qd, qdd) -> list[sp.Expr]:
+    """ID = A qdd + h(q, qd) - Q_spring_damper (the inverse_dynamics kernel's output)."""
+    h = rnea(rec, chain, links, qd, qdd)
+    return [hj - Pj for hj, Pj in zip(h, passive_forces(chain, q, qd))]
+
+
+def _columns(rows: list[list[sp.Expr]], start: int, stop: int) -> list[list[sp.Expr]]:
+    return [row[start:stop] for row in rows]
+
+
+def _doc_q(chain: Chain) -> str:
+    return "q" if chain.nq == chain.n else f"q ({', '.join(chain.q_names)})"
+
+
+def inverse_dynamics_derivatives(chain: Chain) -> Kernel:
+    """dID/dq and dID/dqd by forward differentiation of the RNEA's scalar IR."""
+    ins, rec, rchain, (q, qd, qdd) = _start(chain, ["q", "qd", "qdd"])
+    tau = _id_torques(rec, rchain, _links(rec, rchain, q), q, qd, qdd)
+    q_in, qd_in = list(ins[0].elements), list(ins[1].elements)
+    k = Kernel("inverse_dynamics_derivatives", "", ins, (), tuple(rec.statements))
+    body, rows = differentiate(k, tau, q_in + qd_in, reserved={"dtau_dq", "dtau_dqd"})
+    n, nq = chain.n, chain.nq
+    return merge_equal_statements(Kernel("inverse_dynamics_derivatives",
+                  "Partial derivatives of the inverse dynamics Q = ID(q, qd, qdd) (recursive "
+                  "Newton-Euler with the spring-damper laws) with respect to q and qd.",
+                  ins, (Port("dtau_dq", (n, nq), _flat(_columns(rows, 0, nq)),
+                             f"dQ/dq, shape ({n}, {nq}); row i: Q_i in the order of qd, "
+                             f"column j: coordinate j of {_doc_q(chain)}"),
+                        Port("dtau_dqd", (n, n), _flat(_columns(rows, nq, nq + n)),
+                             f"dQ/dqd, shape ({n}, {n}); rows and columns in the order of qd")),
+                  tuple(body)))
+
+
+def _ancestors(parent: list[int], k: int) -> list[int]:
+    out = []
+    while parent[k - 1]:
+        k = parent[k - 1]
+        out.append(k)
+    return out
+
+
+def ltdl_factor(rec: Recorder, A: list[list[sp.Expr]], parent: list[int], names: list[str]):
+    """A = L^T D L from the leaves (Featherstone RBDA Table 6.3), as in
+    algorithms/ldlt.ltdl_solve: (L {(k, i): L_ki for i an ancestor of k}, 1/D per joint),
+    every pivot checked (status SINGULAR)."""
+    n = len(A)
+    H = {(i, j): A[i - 1][j - 1] for i in range(1, n + 1) for j in range(1, n + 1)}
+    L: dict[tuple[int, int], sp.Expr] = {}
+    invD: list = [None] * (n + 1)
+    for k in range(n, 0, -1):
+        D = rec.bind(H[k, k], f"D{k}")
+        invD[k] = _inverse_pivot(rec, D, A[k - 1][k - 1], k, names[k - 1], SINGULAR, 1e-13,
+                                 "the mass matrix")
+        for i in _ancestors(parent, k):
+            _count(muls=1)
+            L[k, i] = rec.bind(H[k, i] * invD[k], f"L{k}_{i}")
+            for j in [i] + _ancestors(parent, i):
+                _count(adds=1, muls=1)
+                H[i, j] = H[j, i] = rec.bind(H[i, j] - L[k, i] * H[k, j], f"H{i}_{j}")
+    return L, invD
+
+
+def ltdl_apply(rec: Recorder, L, invD, parent: list[int], b: list[sp.Expr],
+               name: str) -> list[sp.Expr]:
+    """x = A^-1 b from the factors (RBDA Table 6.4): L^T y = b, then x = L^-1 D^-1 y; sums
+    over ancestors only."""
+    n = len(b)
+    y = {i: b[i - 1] for i in range(1, n + 1)}
+    for i in range(n, 0, -1):
+        y[i] = rec.bind(y[i], f"{name}_y{i}")
+        for p in _ancestors(parent, i):
+            y[p] = y[p] - L[i, p] * y[i]
+    x = [sp.Integer(0)] * n
+    for i in range(1, n + 1):
+        x[i - 1] = rec.bind(y[i] * invD[i] - sp.Add(*[L[i, j] * x[j - 1]
+                                                      for j in _ancestors(parent, i)]),
+                            f"{name}{i}")
+    return x
+
+
+def forward_dynamics_derivatives(chain: Chain) -> Kernel:
+    """qdd = FD(q, qd, Q) and its derivatives -A^-1 dID/dq, -A^-1 dID/dqd, A^-1."""
+    ins, rec, rchain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
+    n, nq, parent = chain.n, chain.nq, list(rchain.parent)
+    links = _links(rec, rchain, q)
+    A = crba(rec, rchain, links)
+    b = _bias(rec, rchain, links, q, qd, Q)
+    statuses = {SINGULAR: "mass matrix not positive definite"}
+    if chain.base == "free" and chain.attitude == "euler":
+        _require_euler_regular(rec, q)
+        statuses[EULER_SINGULAR] = EULER_MESSAGE
+    try:
+        L, invD = ltdl_factor(rec, A, parent, rchain.coordinates)
+    except SingularMassMatrix as e:
+        raise ModelError(f"{chain.source}: {e}") from None
+    qdd = ltdl_apply(rec, L, invD, parent, b, "qdd")
+    held = {x for x in qdd if isinstance(x, sp.Symbol)}
+    tau = _id_torques(rec, rchain, links, q, qd, qdd)
+    q_in, qd_in = list(ins[0].elements), list(ins[1].elements)
+    k = Kernel("forward_dynamics_derivatives", "", ins, (), tuple(rec.statements))
+    names = {"qdd", "dqdd_dq", "dqdd_dqd", "dqdd_dQ"}
+    body, rows = differentiate(k, tau, q_in + qd_in, constants=held, reserved=names)
+    rec.statements = list(body)
+    rec._taken |= {st.target.name for st in body if isinstance(st, Assign)}
+    cols = [ltdl_apply(rec, L, invD, parent, [-rows[i][c] for i in range(n)], f"dqdd_c{c + 1}_")
+            for c in range(nq + n)]
+    unit = [ltdl_apply(rec, L, invD, parent,
+                       [sp.Integer(1 if i == c else 0) for i in range(n)], f"Ainv_c{c + 1}_")
+            for c in range(n)]
+
+    def matrix(columns):  # list of columns -> rows
+        return [[col[i] for col in columns] for i in range(n)]
+
+    return merge_equal_statements(Kernel("forward_dynamics_derivatives",
+                  "Forward dynamics qdd = FD(q, qd, Q) and its derivatives dFD/dq = -A^-1 dID/dq, "
+                  "dFD/dqd = -A^-1 dID/dqd, dFD/dQ = A^-1 (ID evaluated at qdd).",
+                  ins, (Port("qdd", (n,), tuple(qdd),
+                             f"joint accelerations (rad/s^2 or m/s^2), shape ({n},), in the "
+                             f"order of qd"),
+                        Port("dqdd_dq", (n, nq), _flat(matrix(cols[:nq])),
+                             f"dqdd/dq, shape ({n}, {nq}); column j: coordinate j of "
+                             f"{_doc_q(chain)}"),
+                        Port("dqdd_dqd", (n, n), _flat(matrix(cols[nq:])),
+                             f"dqdd/dqd, shape ({n}, {n}); rows and columns in the order of qd"),
+                        Port("dqdd_dQ", (n, n), _flat(matrix(unit)),
+                             f"dqdd/dQ = A^-1, symmetric, shape ({n}, {n}), in the order of qd")),
+                  tuple(rec.statements), statuses))
+
+
+BUILDERS = (inverse_dynamics_derivatives, forward_dynamics_derivatives)
+
+
+def extra_builders(chain: Chain) -> tuple:
+    """The derivative kernels when the spec asks for them (``[kernels] derivatives = true``)."""
+    return BUILDERS if chain.derivatives else ()
