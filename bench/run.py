@@ -89,21 +89,28 @@ def race_pinocchio(cases) -> dict:
     print(head + "\n" + "-" * len(head))
     out = {}
     ops = {chain.name: {g.kernel.name: g.ops["total"] for g in gen} for chain, gen, _, _ in cases}
+    robots = []   # (name, generated folder, URDF, locked joints, base)
     for spec in bundled_specs():
         data = tomllib.loads(spec.read_text())
         mech, lock = data.get("mechanism", {}), data.get("lock", {})
-        if "urdf" not in mech:
-            continue
-        res = race(mech["name"], ROOT / "generated", spec.parent / mech["urdf"], lock,
-                   mech.get("base", "fixed"))
-        n = len(json.loads((ROOT / "generated" / mech["name"] / "manifest.json").read_text())
-                ["coordinates"])
+        if "urdf" in mech:
+            robots.append((mech["name"], ROOT / "generated", spec.parent / mech["urdf"], lock,
+                           mech.get("base", "fixed")))
+    # robots of general geometry (example-robot-data), generated for the bench only
+    from bench.general_robots import generate as generate_general
+    general = Path(tempfile.mkdtemp(prefix="mechgen_general_"))
+    for name, urdf, lock, base, kernel_ops in generate_general(general):
+        ops[name] = kernel_ops
+        robots.append((name, general, urdf, lock, base))
+    for name, folder, urdf, lock, base in robots:
+        res = race(name, folder, urdf, lock, base)
+        n = len(json.loads((folder / name / "manifest.json").read_text())["coordinates"])
         for i, (k, t) in enumerate(res.items()):
-            t["ops"] = ops[mech["name"]][k]
-            lead = f"{mech['name']:8s} {n:3d}" if i == 0 else " " * 12
+            t["ops"] = ops[name][k]
+            lead = f"{name:8s} {n:3d}" if i == 0 else " " * 12
             print(f"{lead} {k:18s} {t['ops']:6d} {t['ours_ns']:8.0f} {t['pinocchio_ns']:12.0f} "
                   f"{t['ratio']:8.2f}", flush=True)
-        out[mech["name"]] = res
+        out[name] = res
     return out
 
 

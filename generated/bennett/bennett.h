@@ -86,7 +86,7 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
  *   in  tau[3]: drive torques or forces on the coordinates (N m or N), shape (3,), in the order of q
  *   out b[3] shape 3: generalised forces (N m or N), shape (3,), order of q
  *   out gamma[5] shape 5: acceleration bias -dG/dt qd, shape (5,), rows as closure's phi
- *   ops: 167 adds, 246 muls, 6 trig (419 total)
+ *   ops: 166 adds, 245 muls, 6 trig (417 total)
  */
 int mechgen_bennett_bias(const double *q, const double *qd, const double *tau, double *b, double *gamma);
 int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd, const double *tau, double *b, double *gamma, int32_t *status);
@@ -104,7 +104,7 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
  *       shape (1, 6): J3
  *   status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
  *   status 2: the reduced mass matrix H^T M H is not positive definite
- *   ops: 267 adds, 394 muls, 3 divs, 6 trig (670 total)
+ *   ops: 266 adds, 393 muls, 3 divs, 6 trig (668 total)
  */
 int mechgen_bennett_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction, int32_t *status);
@@ -123,7 +123,7 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
  *       shape (1, 6): J3
  *   status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
  *   status 2: the reduced mass matrix H^T M H is not positive definite
- *   ops: 245 adds, 366 muls, 2 divs, 6 trig (619 total)
+ *   ops: 243 adds, 364 muls, 2 divs, 6 trig (615 total)
  */
 int mechgen_bennett_inverse_dynamics(const double *q, const double *qd, const double *qdd_ind, double *tau_ind, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd_ind, double *tau_ind, double *qdd, double *multipliers, double *reaction, int32_t *status);

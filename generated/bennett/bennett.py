@@ -660,7 +660,7 @@ def bias(q, qd, tau, b, gamma):
     in  tau[3]: drive torques or forces on the coordinates (N m or N), shape (3,), in the order of q
     out b[3] shape 3: generalised forces (N m or N), shape (3,), order of q
     out gamma[5] shape 5: acceleration bias -dG/dt qd, shape (5,), rows as closure's phi
-    ops: 167 adds, 246 muls, 6 trig (419 total)
+    ops: 166 adds, 245 muls, 6 trig (417 total)
     """
     q1, q2, q3 = q
     qd1, qd2, qd3 = qd
@@ -686,22 +686,22 @@ def bias(q, qd, tau, b, gamma):
     beta3_10 = cse4 - 0.8334910037167914*s3
     beta3_11 = (0.931351183567697)*c3 - cse3
     beta3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3
-    a1_x = (9.81)*beta1_01
-    a1_y = (9.81)*beta1_11
+    a1_x = (3.1714706509309685)*s1
+    a1_y = (3.1714706509309685)*c1
     a2_x = (9.81)*s2
     a2_y = (9.81)*c2
     oo2_zz = qd2*qd2
+    a3_par_x = a2_x - 0.4524939924642339*oo2_zz
+    a3_par_y = a2_y - 0.704717639223735*oo2_zz
     omega_p3_x = beta3_02*qd2
     omega_p3_y = beta3_12*qd2
     omega_p3_z = (0.7648421872844884)*qd2
     omega3_z = omega_p3_z + qd3
     epsd3_x = omega_p3_y*qd3
     epsd3_y = -omega_p3_x*qd3
-    cse5 = a2_x - 0.4524939924642339*oo2_zz
-    cse6 = a2_y - 0.704717639223735*oo2_zz
-    a3_x = beta3_00*cse5 + beta3_01*cse6
-    a3_y = beta3_10*cse5 + beta3_11*cse6
-    a3_z = (0.5420904917105653)*a2_x - 0.34807230189556454*a2_y + (2.4485135531861004e-17)*oo2_zz
+    a3_x = a3_par_x*beta3_00 + a3_par_y*beta3_01
+    a3_y = a3_par_x*beta3_10 + a3_par_y*beta3_11
+    a3_z = (0.5420904917105653)*a3_par_x - 0.34807230189556454*a3_par_y
     oo3_xx = omega_p3_x*omega_p3_x
     oo3_yy = omega_p3_y*omega_p3_y
     oo3_zz = omega3_z*omega3_z
@@ -723,12 +723,12 @@ def bias(q, qd, tau, b, gamma):
     N1_z = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y
     omega1_y = -0.9463000876874145*qd1
     omega1_z = (0.3232895668635034)*qd1
-    cse7 = (0.10691419700008513)*s2
-    theta_J3_00 = (0.8334910037167914)*c2 - cse7
-    cse8 = (0.10691419700008513)*c2
-    theta_J3_01 = cse8 + (0.8334910037167914)*s2
-    theta_J3_10 = cse8 - 0.931351183567697*s2
-    theta_J3_11 = (0.931351183567697)*c2 + cse7
+    cse5 = (0.10691419700008513)*s2
+    theta_J3_00 = (0.8334910037167914)*c2 - cse5
+    cse6 = (0.10691419700008513)*c2
+    theta_J3_01 = cse6 + (0.8334910037167914)*s2
+    theta_J3_10 = cse6 - 0.931351183567697*s2
+    theta_J3_11 = (0.931351183567697)*c2 + cse5
     theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2
     theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2
     tau3_00 = c3*theta_J3_00 + s3*theta_J3_10
@@ -737,15 +737,15 @@ def bias(q, qd, tau, b, gamma):
     tau3_11 = c3*theta_J3_11 - s3*theta_J3_01
     r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2
     r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2
-    cse9 = qd3*theta_J3_20
-    omega3_x = cse9
-    cse10 = qd3*theta_J3_21
-    omega3_y = cse10
+    cse7 = qd3*theta_J3_20
+    omega3_x = cse7
+    cse8 = qd3*theta_J3_21
+    omega3_y = cse8
     omega3_z_2 = qd2 + (0.7648421872844884)*qd3
     w3_x = -oo2_zz*r_rel0_3_x
     w3_y = -oo2_zz*r_rel0_3_y
-    eps3_x = -cse10*qd2
-    eps3_y = cse9*qd2
+    eps3_x = -cse8*qd2
+    eps3_y = cse7*qd2
     J3_f1_d_x = -1.1422719685917389*tau3_00 - 0.45670829457897444*tau3_10 + (3.583647770145291e-18)*theta_J3_20
     J3_f1_d_y = -1.1422719685917389*tau3_01 - 0.45670829457897444*tau3_11 + (3.583647770145291e-18)*theta_J3_21
     J3_f1_d_z = -1.1422719685917389*beta3_02 - 0.45670829457897444*beta3_12 + 2.740924998975104e-18
@@ -755,12 +755,12 @@ def bias(q, qd, tau, b, gamma):
     J3_f1_y_x = (0.8100917192466086)*tau3_00 + (0.4583920713648074)*tau3_10 + (0.36555179567053836)*theta_J3_20
     J3_f1_y_y = (0.8100917192466086)*tau3_01 + (0.4583920713648074)*tau3_11 + (0.36555179567053836)*theta_J3_21
     J3_f1_y_z = (0.8100917192466086)*beta3_02 + (0.4583920713648074)*beta3_12 + 0.2795894349664269
-    cse11 = -J3_f1_d_x*omega3_y + J3_f1_d_y*omega3_x
-    cse12 = J3_f1_d_x*omega3_z_2 - J3_f1_d_z*omega3_x
-    J3_f1_abias_x = J3_f1_d_z*eps3_y + cse11*omega3_y - cse12*omega3_z_2 + w3_x
-    cse13 = -J3_f1_d_y*omega3_z_2 + J3_f1_d_z*omega3_y
-    J3_f1_abias_y = -J3_f1_d_z*eps3_x - cse11*omega3_x + cse13*omega3_z_2 + w3_y
-    J3_f1_abias_z = -J3_f1_d_x*eps3_y + J3_f1_d_y*eps3_x + cse12*omega3_x - cse13*omega3_y
+    cse9 = -J3_f1_d_x*omega3_y + J3_f1_d_y*omega3_x
+    cse10 = J3_f1_d_x*omega3_z_2 - J3_f1_d_z*omega3_x
+    J3_f1_abias_x = J3_f1_d_z*eps3_y - cse10*omega3_z_2 + cse9*omega3_y + w3_x
+    cse11 = -J3_f1_d_y*omega3_z_2 + J3_f1_d_z*omega3_y
+    J3_f1_abias_y = -J3_f1_d_z*eps3_x + cse11*omega3_z_2 - cse9*omega3_x + w3_y
+    J3_f1_abias_z = -J3_f1_d_x*eps3_y + J3_f1_d_y*eps3_x + cse10*omega3_x - cse11*omega3_y
     J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1
     J3_f2_d_y = (0.6817820962605995)*beta1_01 + (0.48636502492243316)*beta1_11 + 7.400350844371047e-18
     J3_f2_d_z = (0.6817820962605995)*beta1_02 + (0.48636502492243316)*beta1_12 - 2.528221491515874e-18
@@ -768,33 +768,33 @@ def bias(q, qd, tau, b, gamma):
     J3_f2_z_y = -0.3741269422480255*beta1_01 + (0.5244477663543072)*beta1_11 + 0.7237702288943453
     J3_f2_z_z = -0.3741269422480255*beta1_02 + (0.5244477663543072)*beta1_12 - 0.2472654994461368
     J3_f2_abias_x = -J3_f2_d_x*omega1_y*omega1_y - J3_f2_d_x*omega1_z*omega1_z
-    cse14 = -J3_f2_d_y*omega1_z + J3_f2_d_z*omega1_y
-    J3_f2_abias_y = cse14*omega1_z
-    J3_f2_abias_z = -cse14*omega1_y
+    cse12 = -J3_f2_d_y*omega1_z + J3_f2_d_z*omega1_y
+    J3_f2_abias_y = cse12*omega1_z
+    J3_f2_abias_z = -cse12*omega1_y
     b1 = -N1_z + tau1
     b2 = -N2_z + tau2
     b3 = -N3_z + tau3
-    cse15 = J3_f1_x_z*J3_f2_z_x
-    cse16 = -J3_f1_x_x*omega3_y + J3_f1_x_y*omega3_x
-    cse17 = J3_f1_x_x*omega3_z_2 - J3_f1_x_z*omega3_x
-    cse18 = J3_f2_z_x*omega1_y
-    cse19 = omega1_y - omega3_y
-    cse20 = -J3_f2_z_y*omega1_z + J3_f2_z_z*omega1_y
-    cse21 = -J3_f1_x_y*omega3_z_2 + J3_f1_x_z*omega3_y
-    cse22 = omega1_z - omega3_z_2
-    cse23 = J3_f2_z_x*omega1_z
-    cse24 = J3_f1_y_z*J3_f2_z_x
-    cse25 = -J3_f1_y_x*omega3_y + J3_f1_y_y*omega3_x
-    cse26 = J3_f1_y_x*omega3_z_2 - J3_f1_y_z*omega3_x
-    cse27 = -J3_f1_y_y*omega3_z_2 + J3_f1_y_z*omega3_y
+    cse13 = J3_f1_x_z*J3_f2_z_x
+    cse14 = -J3_f1_x_x*omega3_y + J3_f1_x_y*omega3_x
+    cse15 = J3_f1_x_x*omega3_z_2 - J3_f1_x_z*omega3_x
+    cse16 = J3_f2_z_x*omega1_y
+    cse17 = omega1_y - omega3_y
+    cse18 = -J3_f2_z_y*omega1_z + J3_f2_z_z*omega1_y
+    cse19 = -J3_f1_x_y*omega3_z_2 + J3_f1_x_z*omega3_y
+    cse20 = omega1_z - omega3_z_2
+    cse21 = J3_f2_z_x*omega1_z
+    cse22 = J3_f1_y_z*J3_f2_z_x
+    cse23 = -J3_f1_y_x*omega3_y + J3_f1_y_y*omega3_x
+    cse24 = J3_f1_y_x*omega3_z_2 - J3_f1_y_z*omega3_x
+    cse25 = -J3_f1_y_y*omega3_z_2 + J3_f1_y_z*omega3_y
     b[0] = b1
     b[1] = b2
     b[2] = b3
     gamma[0] = J3_f1_abias_x - J3_f2_abias_x
     gamma[1] = J3_f1_abias_y - J3_f2_abias_y
     gamma[2] = J3_f1_abias_z - J3_f2_abias_z
-    gamma[3] = -cse19*(-J3_f1_x_x*cse18 - J3_f1_x_z*cse20 - J3_f2_z_x*cse16 + J3_f2_z_z*cse21) - cse22*(-J3_f1_x_x*cse23 + J3_f1_x_y*cse20 + J3_f2_z_x*cse17 - J3_f2_z_y*cse21) + eps3_x*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) + eps3_y*(J3_f1_x_x*J3_f2_z_z - cse15) + omega3_x*(J3_f1_x_y*cse18 + J3_f2_z_y*cse16 - J3_f2_z_z*cse17 + cse15*omega1_z)
-    gamma[4] = -cse19*(-J3_f1_y_x*cse18 - J3_f1_y_z*cse20 - J3_f2_z_x*cse25 + J3_f2_z_z*cse27) - cse22*(-J3_f1_y_x*cse23 + J3_f1_y_y*cse20 + J3_f2_z_x*cse26 - J3_f2_z_y*cse27) + eps3_x*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) + eps3_y*(J3_f1_y_x*J3_f2_z_z - cse24) + omega3_x*(J3_f1_y_y*cse18 + J3_f2_z_y*cse25 - J3_f2_z_z*cse26 + cse24*omega1_z)
+    gamma[3] = -cse17*(-J3_f1_x_x*cse16 - J3_f1_x_z*cse18 - J3_f2_z_x*cse14 + J3_f2_z_z*cse19) - cse20*(-J3_f1_x_x*cse21 + J3_f1_x_y*cse18 + J3_f2_z_x*cse15 - J3_f2_z_y*cse19) + eps3_x*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) + eps3_y*(J3_f1_x_x*J3_f2_z_z - cse13) + omega3_x*(J3_f1_x_y*cse16 + J3_f2_z_y*cse14 - J3_f2_z_z*cse15 + cse13*omega1_z)
+    gamma[4] = -cse17*(-J3_f1_y_x*cse16 - J3_f1_y_z*cse18 - J3_f2_z_x*cse23 + J3_f2_z_z*cse25) - cse20*(-J3_f1_y_x*cse21 + J3_f1_y_y*cse18 + J3_f2_z_x*cse24 - J3_f2_z_y*cse25) + eps3_x*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) + eps3_y*(J3_f1_y_x*J3_f2_z_z - cse22) + omega3_x*(J3_f1_y_y*cse16 + J3_f2_z_y*cse23 - J3_f2_z_z*cse24 + cse22*omega1_z)
     return 0
 
 
@@ -813,7 +813,7 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
         shape (1, 6): J3
     status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
     status 2: the reduced mass matrix H^T M H is not positive definite
-    ops: 267 adds, 394 muls, 3 divs, 6 trig (670 total)
+    ops: 266 adds, 393 muls, 3 divs, 6 trig (668 total)
     """
     q1, q2, q3 = q
     qd1, qd2, qd3 = qd
@@ -852,22 +852,22 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     Fm3_2_x = (0.5618380289699489)*beta3_00 - 1.4052116832536095*beta3_10
     Fm3_2_y = (0.5618380289699489)*beta3_01 - 1.4052116832536095*beta3_11
     Nm3_2_z = -0.704717639223735*Fm3_2_x + (0.4524939924642339)*Fm3_2_y - 5.696828175998484e-18*beta3_02 + (4.141755410787972e-18)*beta3_12 + 0.9495373391513199
-    a1_x = (9.81)*beta1_01
-    a1_y = (9.81)*beta1_11
+    a1_x = (3.1714706509309685)*s1
+    a1_y = (3.1714706509309685)*c1
     a2_x = (9.81)*s2
     a2_y = (9.81)*c2
     oo2_zz = qd2*qd2
+    a3_par_x = a2_x - 0.4524939924642339*oo2_zz
+    a3_par_y = a2_y - 0.704717639223735*oo2_zz
     omega_p3_x = beta3_02*qd2
     omega_p3_y = beta3_12*qd2
     omega_p3_z = (0.7648421872844884)*qd2
     omega3_z = omega_p3_z + qd3
     epsd3_x = omega_p3_y*qd3
     epsd3_y = -omega_p3_x*qd3
-    cse5 = a2_x - 0.4524939924642339*oo2_zz
-    cse6 = a2_y - 0.704717639223735*oo2_zz
-    a3_x = beta3_00*cse5 + beta3_01*cse6
-    a3_y = beta3_10*cse5 + beta3_11*cse6
-    a3_z = (0.5420904917105653)*a2_x - 0.34807230189556454*a2_y + (2.4485135531861004e-17)*oo2_zz
+    a3_x = a3_par_x*beta3_00 + a3_par_y*beta3_01
+    a3_y = a3_par_x*beta3_10 + a3_par_y*beta3_11
+    a3_z = (0.5420904917105653)*a3_par_x - 0.34807230189556454*a3_par_y
     oo3_xx = omega_p3_x*omega_p3_x
     oo3_yy = omega_p3_y*omega_p3_y
     oo3_zz = omega3_z*omega3_z
@@ -889,12 +889,12 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     N1_z = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y
     omega1_y = -0.9463000876874145*qd1
     omega1_z = (0.3232895668635034)*qd1
-    cse7 = (0.10691419700008513)*s2
-    theta_J3_00 = (0.8334910037167914)*c2 - cse7
-    cse8 = (0.10691419700008513)*c2
-    theta_J3_01 = cse8 + (0.8334910037167914)*s2
-    theta_J3_10 = cse8 - 0.931351183567697*s2
-    theta_J3_11 = (0.931351183567697)*c2 + cse7
+    cse5 = (0.10691419700008513)*s2
+    theta_J3_00 = (0.8334910037167914)*c2 - cse5
+    cse6 = (0.10691419700008513)*c2
+    theta_J3_01 = cse6 + (0.8334910037167914)*s2
+    theta_J3_10 = cse6 - 0.931351183567697*s2
+    theta_J3_11 = (0.931351183567697)*c2 + cse5
     theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2
     theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2
     tau3_00 = c3*theta_J3_00 + s3*theta_J3_10
@@ -903,15 +903,15 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     tau3_11 = c3*theta_J3_11 - s3*theta_J3_01
     r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2
     r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2
-    cse9 = qd3*theta_J3_20
-    omega3_x = cse9
-    cse10 = qd3*theta_J3_21
-    omega3_y = cse10
+    cse7 = qd3*theta_J3_20
+    omega3_x = cse7
+    cse8 = qd3*theta_J3_21
+    omega3_y = cse8
     omega3_z_2 = qd2 + (0.7648421872844884)*qd3
     w3_x = -oo2_zz*r_rel0_3_x
     w3_y = -oo2_zz*r_rel0_3_y
-    eps3_x = -cse10*qd2
-    eps3_y = cse9*qd2
+    eps3_x = -cse8*qd2
+    eps3_y = cse7*qd2
     J3_f1_d_x = -1.1422719685917389*tau3_00 - 0.45670829457897444*tau3_10 + (3.583647770145291e-18)*theta_J3_20
     J3_f1_d_y = -1.1422719685917389*tau3_01 - 0.45670829457897444*tau3_11 + (3.583647770145291e-18)*theta_J3_21
     J3_f1_d_z = -1.1422719685917389*beta3_02 - 0.45670829457897444*beta3_12 + 2.740924998975104e-18
@@ -926,12 +926,12 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21
     J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20
     J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20
-    cse11 = -J3_f1_d_x*omega3_y + J3_f1_d_y*omega3_x
-    cse12 = J3_f1_d_x*omega3_z_2 - J3_f1_d_z*omega3_x
-    J3_f1_abias_x = J3_f1_d_z*eps3_y + cse11*omega3_y - cse12*omega3_z_2 + w3_x
-    cse13 = -J3_f1_d_y*omega3_z_2 + J3_f1_d_z*omega3_y
-    J3_f1_abias_y = -J3_f1_d_z*eps3_x - cse11*omega3_x + cse13*omega3_z_2 + w3_y
-    J3_f1_abias_z = -J3_f1_d_x*eps3_y + J3_f1_d_y*eps3_x + cse12*omega3_x - cse13*omega3_y
+    cse9 = -J3_f1_d_x*omega3_y + J3_f1_d_y*omega3_x
+    cse10 = J3_f1_d_x*omega3_z_2 - J3_f1_d_z*omega3_x
+    J3_f1_abias_x = J3_f1_d_z*eps3_y - cse10*omega3_z_2 + cse9*omega3_y + w3_x
+    cse11 = -J3_f1_d_y*omega3_z_2 + J3_f1_d_z*omega3_y
+    J3_f1_abias_y = -J3_f1_d_z*eps3_x + cse11*omega3_z_2 - cse9*omega3_x + w3_y
+    J3_f1_abias_z = -J3_f1_d_x*eps3_y + J3_f1_d_y*eps3_x + cse10*omega3_x - cse11*omega3_y
     J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1
     J3_f2_d_y = (0.6817820962605995)*beta1_01 + (0.48636502492243316)*beta1_11 + 7.400350844371047e-18
     J3_f2_d_z = (0.6817820962605995)*beta1_02 + (0.48636502492243316)*beta1_12 - 2.528221491515874e-18
@@ -942,34 +942,34 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x
     J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x
     J3_f2_abias_x = -J3_f2_d_x*omega1_y*omega1_y - J3_f2_d_x*omega1_z*omega1_z
-    cse14 = -J3_f2_d_y*omega1_z + J3_f2_d_z*omega1_y
-    J3_f2_abias_y = cse14*omega1_z
-    J3_f2_abias_z = -cse14*omega1_y
-    cse15 = J3_f1_x_x*J3_f2_z_y
-    cse16 = J3_f1_x_x*J3_f2_z_z
-    cse17 = (0.3232895668635034)*J3_f1_x_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_x_z*J3_f2_z_x - 0.3232895668635034*cse15 - 0.9463000876874145*cse16
-    cse18 = J3_f1_y_x*J3_f2_z_y
-    cse19 = J3_f1_y_x*J3_f2_z_z
-    cse20 = (0.3232895668635034)*J3_f1_y_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_y_z*J3_f2_z_x - 0.3232895668635034*cse18 - 0.9463000876874145*cse19
-    N1_1 = J3_f2_T1_x*J3_f2_T1_x + J3_f2_T1_y*J3_f2_T1_y + J3_f2_T1_z*J3_f2_T1_z + cse17*cse17 + cse20*cse20
-    cse21 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y
-    cse22 = J3_f1_x_z*J3_f2_z_x
-    cse23 = cse16 - cse22
-    cse24 = J3_f1_x_y*J3_f2_z_x
-    cse25 = (0.7648421872844884)*J3_f1_x_x*J3_f2_z_y - cse21*theta_J3_20 - cse23*theta_J3_21 - 0.7648421872844884*cse24
-    cse26 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y
-    cse27 = J3_f1_y_z*J3_f2_z_x
-    cse28 = cse19 - cse27
-    cse29 = J3_f1_y_y*J3_f2_z_x
-    cse30 = (0.7648421872844884)*J3_f1_y_x*J3_f2_z_y - cse26*theta_J3_20 - cse28*theta_J3_21 - 0.7648421872844884*cse29
-    N1_2 = -J3_f1_T3_x*J3_f2_T1_x - J3_f1_T3_y*J3_f2_T1_y - J3_f1_T3_z*J3_f2_T1_z + cse17*cse25 + cse20*cse30
-    N2_2 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y + J3_f1_T3_z*J3_f1_T3_z + cse25*cse25 + cse30*cse30
-    cse31 = cse15 - cse24
-    cse32 = cse18 - cse29
-    X1_rhs1 = -J3_f1_T2_x*J3_f2_T1_x - J3_f1_o_x*J3_f2_T1_y + cse17*cse31 + cse20*cse32
-    X1_rhs2 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x + cse25*cse31 + cse30*cse32
-    cse33 = 0.9999999999999*N1_1
-    if not (cse33 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+    cse12 = -J3_f2_d_y*omega1_z + J3_f2_d_z*omega1_y
+    J3_f2_abias_y = cse12*omega1_z
+    J3_f2_abias_z = -cse12*omega1_y
+    cse13 = J3_f1_x_x*J3_f2_z_y
+    cse14 = J3_f1_x_x*J3_f2_z_z
+    cse15 = (0.3232895668635034)*J3_f1_x_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_x_z*J3_f2_z_x - 0.3232895668635034*cse13 - 0.9463000876874145*cse14
+    cse16 = J3_f1_y_x*J3_f2_z_y
+    cse17 = J3_f1_y_x*J3_f2_z_z
+    cse18 = (0.3232895668635034)*J3_f1_y_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_y_z*J3_f2_z_x - 0.3232895668635034*cse16 - 0.9463000876874145*cse17
+    N1_1 = J3_f2_T1_x*J3_f2_T1_x + J3_f2_T1_y*J3_f2_T1_y + J3_f2_T1_z*J3_f2_T1_z + cse15*cse15 + cse18*cse18
+    cse19 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y
+    cse20 = J3_f1_x_z*J3_f2_z_x
+    cse21 = cse14 - cse20
+    cse22 = J3_f1_x_y*J3_f2_z_x
+    cse23 = (0.7648421872844884)*J3_f1_x_x*J3_f2_z_y - cse19*theta_J3_20 - cse21*theta_J3_21 - 0.7648421872844884*cse22
+    cse24 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y
+    cse25 = J3_f1_y_z*J3_f2_z_x
+    cse26 = cse17 - cse25
+    cse27 = J3_f1_y_y*J3_f2_z_x
+    cse28 = (0.7648421872844884)*J3_f1_y_x*J3_f2_z_y - cse24*theta_J3_20 - cse26*theta_J3_21 - 0.7648421872844884*cse27
+    N1_2 = -J3_f1_T3_x*J3_f2_T1_x - J3_f1_T3_y*J3_f2_T1_y - J3_f1_T3_z*J3_f2_T1_z + cse15*cse23 + cse18*cse28
+    N2_2 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y + J3_f1_T3_z*J3_f1_T3_z + cse23*cse23 + cse28*cse28
+    cse29 = cse13 - cse22
+    cse30 = cse16 - cse27
+    X1_rhs1 = -J3_f1_T2_x*J3_f2_T1_x - J3_f1_o_x*J3_f2_T1_y + cse15*cse29 + cse18*cse30
+    X1_rhs2 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x + cse23*cse29 + cse28*cse30
+    cse31 = 0.9999999999999*N1_1
+    if not (cse31 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 3
         multipliers[:] = [NAN] * 5
         reaction[:] = [NAN] * 6
@@ -977,8 +977,8 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     invD1 = 1.0/N1_1
     L2_1 = N1_2*invD1
     D2 = -L2_1*N1_2 + N2_2
-    cse34 = D2 - 1e-13*N2_2
-    if not (cse34 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+    cse32 = D2 - 1e-13*N2_2
+    if not (cse32 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 3
         multipliers[:] = [NAN] * 5
         reaction[:] = [NAN] * 6
@@ -990,30 +990,30 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     b1 = -N1_z + tau1
     b2 = -N2_z + tau2
     b3 = -N3_z + tau3
-    cse35 = J3_f1_abias_x - J3_f2_abias_x
-    cse36 = J3_f1_abias_y - J3_f2_abias_y
-    cse37 = J3_f1_abias_z - J3_f2_abias_z
-    cse38 = -J3_f1_x_x*omega3_y + J3_f1_x_y*omega3_x
-    cse39 = J3_f1_x_x*omega3_z_2 - J3_f1_x_z*omega3_x
-    cse40 = omega1_y - omega3_y
-    cse41 = -J3_f2_z_y*omega1_z + J3_f2_z_z*omega1_y
-    cse42 = -J3_f1_x_y*omega3_z_2 + J3_f1_x_z*omega3_y
-    cse43 = J3_f1_x_x*J3_f2_z_x
-    cse44 = omega1_z - omega3_z_2
-    cse45 = cse21*eps3_x + cse23*eps3_y - cse40*(-J3_f1_x_z*cse41 - J3_f2_z_x*cse38 + J3_f2_z_z*cse42 - cse43*omega1_y) - cse44*(J3_f1_x_y*cse41 + J3_f2_z_x*cse39 - J3_f2_z_y*cse42 - cse43*omega1_z) + omega3_x*(J3_f2_z_y*cse38 - J3_f2_z_z*cse39 + cse22*omega1_z + cse24*omega1_y)
-    cse46 = -J3_f1_y_x*omega3_y + J3_f1_y_y*omega3_x
-    cse47 = J3_f1_y_x*omega3_z_2 - J3_f1_y_z*omega3_x
-    cse48 = -J3_f1_y_y*omega3_z_2 + J3_f1_y_z*omega3_y
-    cse49 = J3_f1_y_x*J3_f2_z_x
-    cse50 = cse26*eps3_x + cse28*eps3_y - cse40*(-J3_f1_y_z*cse41 - J3_f2_z_x*cse46 + J3_f2_z_z*cse48 - cse49*omega1_y) - cse44*(J3_f1_y_y*cse41 + J3_f2_z_x*cse47 - J3_f2_z_y*cse48 - cse49*omega1_z) + omega3_x*(J3_f2_z_y*cse46 - J3_f2_z_z*cse47 + cse27*omega1_z + cse29*omega1_y)
-    qdd0_rhs1 = J3_f2_T1_x*cse35 + J3_f2_T1_y*cse36 + J3_f2_T1_z*cse37 + cse17*cse45 + cse20*cse50
-    qdd0_rhs2 = -J3_f1_T3_x*cse35 - J3_f1_T3_y*cse36 - J3_f1_T3_z*cse37 + cse25*cse45 + cse30*cse50
-    if not (cse33 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+    cse33 = J3_f1_abias_x - J3_f2_abias_x
+    cse34 = J3_f1_abias_y - J3_f2_abias_y
+    cse35 = J3_f1_abias_z - J3_f2_abias_z
+    cse36 = -J3_f1_x_x*omega3_y + J3_f1_x_y*omega3_x
+    cse37 = J3_f1_x_x*omega3_z_2 - J3_f1_x_z*omega3_x
+    cse38 = omega1_y - omega3_y
+    cse39 = -J3_f2_z_y*omega1_z + J3_f2_z_z*omega1_y
+    cse40 = -J3_f1_x_y*omega3_z_2 + J3_f1_x_z*omega3_y
+    cse41 = J3_f1_x_x*J3_f2_z_x
+    cse42 = omega1_z - omega3_z_2
+    cse43 = cse19*eps3_x + cse21*eps3_y - cse38*(-J3_f1_x_z*cse39 - J3_f2_z_x*cse36 + J3_f2_z_z*cse40 - cse41*omega1_y) - cse42*(J3_f1_x_y*cse39 + J3_f2_z_x*cse37 - J3_f2_z_y*cse40 - cse41*omega1_z) + omega3_x*(J3_f2_z_y*cse36 - J3_f2_z_z*cse37 + cse20*omega1_z + cse22*omega1_y)
+    cse44 = -J3_f1_y_x*omega3_y + J3_f1_y_y*omega3_x
+    cse45 = J3_f1_y_x*omega3_z_2 - J3_f1_y_z*omega3_x
+    cse46 = -J3_f1_y_y*omega3_z_2 + J3_f1_y_z*omega3_y
+    cse47 = J3_f1_y_x*J3_f2_z_x
+    cse48 = cse24*eps3_x + cse26*eps3_y - cse38*(-J3_f1_y_z*cse39 - J3_f2_z_x*cse44 + J3_f2_z_z*cse46 - cse47*omega1_y) - cse42*(J3_f1_y_y*cse39 + J3_f2_z_x*cse45 - J3_f2_z_y*cse46 - cse47*omega1_z) + omega3_x*(J3_f2_z_y*cse44 - J3_f2_z_z*cse45 + cse25*omega1_z + cse27*omega1_y)
+    qdd0_rhs1 = J3_f2_T1_x*cse33 + J3_f2_T1_y*cse34 + J3_f2_T1_z*cse35 + cse15*cse43 + cse18*cse48
+    qdd0_rhs2 = -J3_f1_T3_x*cse33 - J3_f1_T3_y*cse34 - J3_f1_T3_z*cse35 + cse23*cse43 + cse28*cse48
+    if not (cse31 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 3
         multipliers[:] = [NAN] * 5
         reaction[:] = [NAN] * 6
         return 1
-    if not (cse34 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+    if not (cse32 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 3
         multipliers[:] = [NAN] * 5
         reaction[:] = [NAN] * 6
@@ -1040,12 +1040,12 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2
     resD1 = -b1 + (0.39181796180758344)*qdd_dep1
     resD2 = Nm3_2_z*qdd_ind1 - b3 + (1.2414813865361913)*qdd_dep2
-    if not (cse33 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+    if not (cse31 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 3
         multipliers[:] = [NAN] * 5
         reaction[:] = [NAN] * 6
         return 1
-    if not (cse34 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+    if not (cse32 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 3
         multipliers[:] = [NAN] * 5
         reaction[:] = [NAN] * 6
@@ -1056,11 +1056,11 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     lambda1 = -J3_f1_T3_x*lambda_z2 + J3_f2_T1_x*lambda_z1
     lambda2 = -J3_f1_T3_y*lambda_z2 + J3_f2_T1_y*lambda_z1
     lambda3 = -J3_f1_T3_z*lambda_z2 + J3_f2_T1_z*lambda_z1
-    lambda4 = cse17*lambda_z1 + cse25*lambda_z2
-    lambda5 = cse20*lambda_z1 + cse30*lambda_z2
-    J3_reaction_mx = cse21*lambda4 + cse26*lambda5
-    J3_reaction_my = cse23*lambda4 + cse28*lambda5
-    J3_reaction_mz = -cse31*lambda4 - cse32*lambda5
+    lambda4 = cse15*lambda_z1 + cse23*lambda_z2
+    lambda5 = cse18*lambda_z1 + cse28*lambda_z2
+    J3_reaction_mx = cse19*lambda4 + cse24*lambda5
+    J3_reaction_my = cse21*lambda4 + cse26*lambda5
+    J3_reaction_mz = -cse29*lambda4 - cse30*lambda5
     qdd[0] = qdd_dep1
     qdd[1] = qdd_ind1
     qdd[2] = qdd_dep2
@@ -1094,7 +1094,7 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
         shape (1, 6): J3
     status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
     status 2: the reduced mass matrix H^T M H is not positive definite
-    ops: 245 adds, 366 muls, 2 divs, 6 trig (619 total)
+    ops: 243 adds, 364 muls, 2 divs, 6 trig (615 total)
     """
     q1, q2, q3 = q
     qd1, qd2, qd3 = qd
@@ -1258,10 +1258,12 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     beta3_01 = cse48 + (0.931351183567697)*s3
     beta3_10 = cse48 - 0.8334910037167914*s3
     beta3_11 = (0.931351183567697)*c3 - cse47
-    a1_x = (9.81)*tau1_01
-    a1_y = (9.81)*tau1_11
+    a1_x = (3.1714706509309685)*s1
+    a1_y = (3.1714706509309685)*c1
     a2_x = (9.81)*s2
     a2_y = (9.81)*c2
+    a3_par_x = a2_x - 0.4524939924642339*oo2_zz - 0.704717639223735*qdd_ind1
+    a3_par_y = a2_y - 0.704717639223735*oo2_zz + (0.4524939924642339)*qdd_ind1
     omega_p3_x = qd2*tau3_02
     omega_p3_y = qd2*tau3_12
     omega_p3_z = (0.7648421872844884)*qd2
@@ -1269,11 +1271,9 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     epsd3_x = omega_p3_y*qd3 + qdd_ind1*tau3_02
     epsd3_y = -omega_p3_x*qd3 + qdd_ind1*tau3_12
     epsd3_z = qdd_dep2 + (0.7648421872844884)*qdd_ind1
-    cse49 = a2_x - 0.4524939924642339*oo2_zz - 0.704717639223735*qdd_ind1
-    cse50 = a2_y - 0.704717639223735*oo2_zz + (0.4524939924642339)*qdd_ind1
-    a3_x = beta3_00*cse49 + beta3_01*cse50
-    a3_y = beta3_10*cse49 + beta3_11*cse50
-    a3_z = (0.5420904917105653)*a2_x - 0.34807230189556454*a2_y + (2.4485135531861004e-17)*oo2_zz - 0.5395213571148434*qdd_ind1
+    a3_x = a3_par_x*beta3_00 + a3_par_y*beta3_01
+    a3_y = a3_par_x*beta3_10 + a3_par_y*beta3_11
+    a3_z = (0.5420904917105653)*a3_par_x - 0.34807230189556454*a3_par_y
     oo3_xx = omega_p3_x*omega_p3_x
     oo3_yy = omega_p3_y*omega_p3_y
     oo3_zz = omega3_z_2*omega3_z_2

@@ -92,7 +92,7 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
  *       tie_rod_inner_2
  *   in  p[1]: named spec parameters, shape (1,), in this order: k_strut
  *   out M[64] shape 8x8: tree mass matrix, shape (8, 8), rows and columns in the order of q
- *   ops: 76 adds, 124 muls, 10 trig (210 total)
+ *   ops: 73 adds, 121 muls, 10 trig (204 total)
  */
 int mechgen_double_wishbone_mass_matrix(const double *q, const double *p, double *M);
 int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, const double *p, double *M, int32_t *status);
@@ -107,7 +107,7 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
  *   in  p[1]: named spec parameters, shape (1,), in this order: k_strut
  *   out b[8] shape 8: generalised forces (N m or N), shape (8,), order of q
  *   out gamma[6] shape 6: acceleration bias -dG/dt qd, shape (6,), rows as closure's phi
- *   ops: 282 adds, 415 muls, 1 divs, 1 sqrt, 14 trig (713 total)
+ *   ops: 280 adds, 411 muls, 1 divs, 1 sqrt, 14 trig (707 total)
  */
 int mechgen_double_wishbone_bias(const double *q, const double *qd, const double *tau, const double *p, double *b, double *gamma);
 int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const double *qd, const double *tau, const double *p, double *b, double *gamma, int32_t *status);
@@ -127,7 +127,7 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
  *       shape (2, 6): upper_ball, tie_rod_outer
  *   status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
  *   status 2: the reduced mass matrix H^T M H is not positive definite
- *   ops: 590 adds, 834 muls, 9 divs, 1 sqrt, 14 trig (1448 total)
+ *   ops: 585 adds, 831 muls, 9 divs, 1 sqrt, 14 trig (1440 total)
  */
 int mechgen_double_wishbone_forward_dynamics(const double *q, const double *qd, const double *tau, const double *p, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *tau, const double *p, double *qdd, double *multipliers, double *reaction, int32_t *status);
@@ -148,7 +148,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
  *       shape (2, 6): upper_ball, tie_rod_outer
  *   status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
  *   status 2: the reduced mass matrix H^T M H is not positive definite
- *   ops: 446 adds, 649 muls, 7 divs, 1 sqrt, 14 trig (1117 total)
+ *   ops: 443 adds, 645 muls, 7 divs, 1 sqrt, 14 trig (1110 total)
  */
 int mechgen_double_wishbone_inverse_dynamics(const double *q, const double *qd, const double *qdd_ind, const double *p, double *tau_ind, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd_ind, const double *p, double *tau_ind, double *qdd, double *multipliers, double *reaction, int32_t *status);

@@ -547,7 +547,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2193 adds, 2796 muls, 31 divs, 12 sqrt, 18 trig, 24 other (5074 total)
+ *   ops: 2175 adds, 2790 muls, 31 divs, 12 sqrt, 18 trig, 24 other (5050 total)
  */
 int mechgen_gough_stewart_docking_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -611,7 +611,7 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 5757 adds, 7082 muls, 31 divs, 12 sqrt, 18 trig, 24 other (12924 total)
+ *   ops: 5739 adds, 7076 muls, 31 divs, 12 sqrt, 18 trig, 24 other (12900 total)
  */
 int mechgen_gough_stewart_docking_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -653,7 +653,7 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
  *   status 623: leg6 stroke below its lower limit -0.25 m
  *   status 624: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 938 adds, 1335 muls, 24 divs, 12 sqrt, 6 trig (2315 total)
+ *   ops: 933 adds, 1333 muls, 24 divs, 12 sqrt, 6 trig (2308 total)
  */
 int mechgen_gough_stewart_docking_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

@@ -679,7 +679,7 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2949 adds, 3992 muls, 31 divs, 18 sqrt, 18 trig (7008 total)
+ *   ops: 2802 adds, 3731 muls, 31 divs, 18 sqrt, 18 trig (6600 total)
  */
 int mechgen_hexapod_pus_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -755,7 +755,7 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7687 adds, 9837 muls, 31 divs, 18 sqrt, 18 trig (17591 total)
+ *   ops: 7541 adds, 9665 muls, 31 divs, 18 sqrt, 18 trig (17273 total)
  */
 int mechgen_hexapod_pus_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -809,7 +809,7 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1425 adds, 2093 muls, 24 divs, 18 sqrt, 6 trig (3566 total)
+ *   ops: 1369 adds, 2005 muls, 24 divs, 18 sqrt, 6 trig (3422 total)
  */
 int mechgen_hexapod_pus_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

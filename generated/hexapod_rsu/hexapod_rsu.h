@@ -392,7 +392,7 @@ int64_t mechgen_hexapod_rsu_leg_forces_batch(int64_t n, const double *x, const d
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1591 adds, 2670 muls, 48 divs, 24 sqrt, 12 trig (4345 total)
+ *   ops: 1579 adds, 2658 muls, 48 divs, 24 sqrt, 12 trig (4321 total)
  */
 int mechgen_hexapod_rsu_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hexapod_rsu_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -457,7 +457,7 @@ int64_t mechgen_hexapod_rsu_leg_dynamics_batch(int64_t n, const double *x, const
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2949 adds, 4308 muls, 54 divs, 24 sqrt, 12 trig (7347 total)
+ *   ops: 2937 adds, 4299 muls, 54 divs, 24 sqrt, 12 trig (7326 total)
  */
 int mechgen_hexapod_rsu_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hexapod_rsu_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -534,7 +534,7 @@ int64_t mechgen_hexapod_rsu_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3786 adds, 5310 muls, 55 divs, 24 sqrt, 30 trig (9205 total)
+ *   ops: 3774 adds, 5301 muls, 55 divs, 24 sqrt, 30 trig (9184 total)
  */
 int mechgen_hexapod_rsu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_rsu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -654,7 +654,7 @@ int64_t mechgen_hexapod_rsu_energy_batch(int64_t n, const double *x, const doubl
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3215 adds, 4657 muls, 54 divs, 30 sqrt, 12 trig (7968 total)
+ *   ops: 3203 adds, 4648 muls, 54 divs, 30 sqrt, 12 trig (7947 total)
  */
 int mechgen_hexapod_rsu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_rsu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -735,7 +735,7 @@ int64_t mechgen_hexapod_rsu_drive_forces_batch(int64_t n, const double *x, const
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 4273 adds, 5913 muls, 55 divs, 24 sqrt, 30 trig (10295 total)
+ *   ops: 4206 adds, 5865 muls, 55 divs, 24 sqrt, 30 trig (10180 total)
  */
 int mechgen_hexapod_rsu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_rsu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -816,7 +816,7 @@ int64_t mechgen_hexapod_rsu_base_step_batch(int64_t n, const double *x, const do
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 10357 adds, 14055 muls, 55 divs, 24 sqrt, 30 trig (24521 total)
+ *   ops: 10278 adds, 13989 muls, 55 divs, 24 sqrt, 30 trig (24376 total)
  */
 int mechgen_hexapod_rsu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_rsu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -875,7 +875,7 @@ int64_t mechgen_hexapod_rsu_coupled_step_batch(int64_t n, const double *x, const
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1890 adds, 2957 muls, 48 divs, 24 sqrt, 12 trig (4931 total)
+ *   ops: 1861 adds, 2935 muls, 48 divs, 24 sqrt, 12 trig (4880 total)
  */
 int mechgen_hexapod_rsu_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hexapod_rsu_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

@@ -603,7 +603,7 @@ int64_t mechgen_hexapod_spu_drive_forces_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3163 adds, 4198 muls, 43 divs, 18 sqrt, 24 trig (7446 total)
+ *   ops: 3145 adds, 4192 muls, 43 divs, 18 sqrt, 24 trig (7422 total)
  */
 int mechgen_hexapod_spu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_spu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -672,7 +672,7 @@ int64_t mechgen_hexapod_spu_base_step_batch(int64_t n, const double *x, const do
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7735 adds, 9924 muls, 43 divs, 18 sqrt, 24 trig (17744 total)
+ *   ops: 7717 adds, 9918 muls, 43 divs, 18 sqrt, 24 trig (17720 total)
  */
 int mechgen_hexapod_spu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_spu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -719,7 +719,7 @@ int64_t mechgen_hexapod_spu_coupled_step_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1346 adds, 1990 muls, 36 divs, 18 sqrt, 6 trig (3396 total)
+ *   ops: 1341 adds, 1988 muls, 36 divs, 18 sqrt, 6 trig (3389 total)
  */
 int mechgen_hexapod_spu_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hexapod_spu_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

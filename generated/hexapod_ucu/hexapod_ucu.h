@@ -613,7 +613,7 @@ int64_t mechgen_hexapod_ucu_drive_forces_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3181 adds, 4222 muls, 43 divs, 18 sqrt, 24 trig (7488 total)
+ *   ops: 3163 adds, 4216 muls, 43 divs, 18 sqrt, 24 trig (7464 total)
  */
 int mechgen_hexapod_ucu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_ucu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -683,7 +683,7 @@ int64_t mechgen_hexapod_ucu_base_step_batch(int64_t n, const double *x, const do
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7753 adds, 9948 muls, 43 divs, 18 sqrt, 24 trig (17786 total)
+ *   ops: 7735 adds, 9942 muls, 43 divs, 18 sqrt, 24 trig (17762 total)
  */
 int mechgen_hexapod_ucu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_ucu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -730,7 +730,7 @@ int64_t mechgen_hexapod_ucu_coupled_step_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1364 adds, 2026 muls, 36 divs, 18 sqrt, 6 trig (3450 total)
+ *   ops: 1359 adds, 2024 muls, 36 divs, 18 sqrt, 6 trig (3443 total)
  */
 int mechgen_hexapod_ucu_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hexapod_ucu_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

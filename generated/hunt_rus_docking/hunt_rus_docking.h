@@ -354,7 +354,7 @@ int64_t mechgen_hunt_rus_docking_leg_forces_batch(int64_t n, const double *x, co
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1024 adds, 1749 muls, 30 divs, 18 sqrt, 12 trig (2833 total)
+ *   ops: 1012 adds, 1737 muls, 30 divs, 18 sqrt, 12 trig (2809 total)
  */
 int mechgen_hunt_rus_docking_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hunt_rus_docking_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -413,7 +413,7 @@ int64_t mechgen_hunt_rus_docking_leg_dynamics_batch(int64_t n, const double *x, 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1884 adds, 2805 muls, 36 divs, 18 sqrt, 12 trig (4755 total)
+ *   ops: 1872 adds, 2796 muls, 36 divs, 18 sqrt, 12 trig (4734 total)
  */
 int mechgen_hunt_rus_docking_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hunt_rus_docking_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -484,7 +484,7 @@ int64_t mechgen_hunt_rus_docking_reduced_dynamics_batch(int64_t n, const double 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2529 adds, 3543 muls, 37 divs, 18 sqrt, 24 trig (6151 total)
+ *   ops: 2517 adds, 3534 muls, 37 divs, 18 sqrt, 24 trig (6130 total)
  */
 int mechgen_hunt_rus_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hunt_rus_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -592,7 +592,7 @@ int64_t mechgen_hunt_rus_docking_energy_batch(int64_t n, const double *x, const 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2150 adds, 3154 muls, 36 divs, 24 sqrt, 12 trig (5376 total)
+ *   ops: 2138 adds, 3145 muls, 36 divs, 24 sqrt, 12 trig (5355 total)
  */
 int mechgen_hunt_rus_docking_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hunt_rus_docking_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -667,7 +667,7 @@ int64_t mechgen_hunt_rus_docking_drive_forces_batch(int64_t n, const double *x, 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2968 adds, 4074 muls, 37 divs, 18 sqrt, 24 trig (7121 total)
+ *   ops: 2901 adds, 4026 muls, 37 divs, 18 sqrt, 24 trig (7006 total)
  */
 int mechgen_hunt_rus_docking_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hunt_rus_docking_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -742,7 +742,7 @@ int64_t mechgen_hunt_rus_docking_base_step_batch(int64_t n, const double *x, con
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7792 adds, 10374 muls, 37 divs, 18 sqrt, 24 trig (18245 total)
+ *   ops: 7713 adds, 10308 muls, 37 divs, 18 sqrt, 24 trig (18100 total)
  */
 int mechgen_hunt_rus_docking_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hunt_rus_docking_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -795,7 +795,7 @@ int64_t mechgen_hunt_rus_docking_coupled_step_batch(int64_t n, const double *x, 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1353 adds, 2096 muls, 30 divs, 18 sqrt, 12 trig (3509 total)
+ *   ops: 1324 adds, 2074 muls, 30 divs, 18 sqrt, 12 trig (3458 total)
  */
 int mechgen_hunt_rus_docking_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hunt_rus_docking_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

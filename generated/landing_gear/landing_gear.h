@@ -94,7 +94,7 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
  *   in  tau[6]: drive torques or forces on the coordinates (N m or N), shape (6,), in the order of q
  *   out b[6] shape 6: generalised forces (N m or N), shape (6,), order of q
  *   out gamma[7] shape 7: acceleration bias -dG/dt qd, shape (7,), rows as closure's phi
- *   ops: 346 adds, 510 muls, 10 trig (866 total)
+ *   ops: 320 adds, 457 muls, 10 trig (787 total)
  */
 int mechgen_landing_gear_bias(const double *q, const double *qd, const double *tau, double *b, double *gamma);
 int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double *qd, const double *tau, double *b, double *gamma, int32_t *status);
@@ -113,7 +113,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
  *       shape (2, 6): brace_lower, rod_end
  *   status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
  *   status 2: the reduced mass matrix H^T M H is not positive definite
- *   ops: 545 adds, 783 muls, 6 divs, 10 trig (1344 total)
+ *   ops: 519 adds, 730 muls, 6 divs, 10 trig (1265 total)
  */
 int mechgen_landing_gear_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction, int32_t *status);
@@ -133,7 +133,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
  *       shape (2, 6): brace_lower, rod_end
  *   status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
  *   status 2: the reduced mass matrix H^T M H is not positive definite
- *   ops: 478 adds, 706 muls, 5 divs, 10 trig (1199 total)
+ *   ops: 448 adds, 646 muls, 5 divs, 10 trig (1109 total)
  */
 int mechgen_landing_gear_inverse_dynamics(const double *q, const double *qd, const double *qdd_ind, double *tau_ind, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd_ind, double *tau_ind, double *qdd, double *multipliers, double *reaction, int32_t *status);

@@ -1216,7 +1216,7 @@ def bias(q, qd, tau, b, gamma):
     in  tau[6]: drive torques or forces on the coordinates (N m or N), shape (6,), in the order of q
     out b[6] shape 6: generalised forces (N m or N), shape (6,), order of q
     out gamma[7] shape 7: acceleration bias -dG/dt qd, shape (7,), rows as closure's phi
-    ops: 346 adds, 510 muls, 10 trig (866 total)
+    ops: 320 adds, 457 muls, 10 trig (787 total)
     """
     q1, q2, q3, q4, q5, q6 = q
     qd1, qd2, qd3, qd4, qd5, qd6 = qd
@@ -1255,8 +1255,8 @@ def bias(q, qd, tau, b, gamma):
     r_rel6_x = (0.7688842702856029)*q6 - 0.475
     r_rel6_y = (0.6393879721322383)*q6 - 0.395
     r_rel6_z = 5.729828233334605e-17 - 1.4613732465641265e-16*q6
-    a1_x = (9.81)*beta1_02
-    a1_y = (9.81)*beta1_12
+    a1_x = -9.736877747601369*c1
+    a1_y = (9.736877747601369)*s1
     omega_p2_x = beta2_02*qd1
     omega_p2_y = beta2_12*qd1
     omega_p2_z = (9.611612496501513e-18)*qd1
@@ -1275,38 +1275,30 @@ def bias(q, qd, tau, b, gamma):
     oo2_W_00 = -oo2_yy - oo2_zz
     oo2_W_11 = -oo2_xx - oo2_zz
     oo2_W_22 = -oo2_xx - oo2_yy
-    a3_x = (9.81)*beta3_02
-    a3_y = (9.81)*beta3_12
+    a3_x = -9.736877747601369*c3
+    a3_y = (9.736877747601369)*s3
     oo3_zz = qd3*qd3
-    a4_x = (9.81)*beta4_02
-    a4_y = (9.81)*beta4_12
+    a4_x = -9.736877747601369*c4
+    a4_y = (9.736877747601369)*s4
     omega5_z = qd3 + qd5
     cse3 = a3_x - 0.47235092614474516*oo3_zz
     cse4 = a3_y - 0.5825672515428597*oo3_zz
     a5_x = c5*cse3 + cse4*s5
     a5_y = c5*cse4 - cse3*s5
     oo5_zz = omega5_z*omega5_z
+    a6_par_x = a2_x + epsd2_y*r_rel6_z + oo2_W_00*r_rel6_x + oo2_xy*r_rel6_y + oo2_xz*r_rel6_z
+    a6_par_y = a2_y - epsd2_x*r_rel6_z + oo2_W_11*r_rel6_y + oo2_xy*r_rel6_x + oo2_yz*r_rel6_z
+    a6_par_z = a2_z + epsd2_x*r_rel6_y - epsd2_y*r_rel6_x + oo2_W_22*r_rel6_z + oo2_xz*r_rel6_x + oo2_yz*r_rel6_y
     omega_p6_x = -0.7688842702856029*omega2_z + (0.40881697890737584)*omega_p2_x - 0.49161535438228754*omega_p2_y
     omega_p6_y = -0.6393879721322383*omega2_z - 0.49161535438228754*omega_p2_x + (0.591183021092624)*omega_p2_y
     omega_p6_z = -1.4613732465641265e-16*omega2_z + (0.7688842702856029)*omega_p2_x + (0.6393879721322383)*omega_p2_y
-    cse5 = (0.49161535438228754)*epsd2_y
-    epsd6_x = -cse5 + (0.40881697890737584)*epsd2_x
+    epsd6_x = (0.40881697890737584)*epsd2_x - 0.49161535438228754*epsd2_y
     epsd6_y = -0.49161535438228754*epsd2_x + (0.591183021092624)*epsd2_y
-    cse6 = (0.7688842702856029)*epsd2_x
-    epsd6_z = cse6 + (0.6393879721322383)*epsd2_y
-    cse7 = oo2_W_22*r_rel6_z
-    cse8 = (0.7688842702856029)*r_rel6_x
-    cse9 = oo2_yz*r_rel6_y
-    cse10 = (0.49161535438228754)*r_rel6_y
-    cse11 = (0.49161535438228754)*r_rel6_x
-    cse12 = (0.49161535438228754)*r_rel6_z
-    a6_x = (0.40881697890737584)*a2_x - 0.49161535438228754*a2_y - 0.7688842702856029*a2_z - cse10*oo2_W_11 - cse11*oo2_xy - cse12*oo2_yz - cse6*r_rel6_y - 0.7688842702856029*cse7 - cse8*oo2_xz - 0.7688842702856029*cse9 + (0.49161535438228754)*epsd2_x*r_rel6_z + (0.7688842702856029)*epsd2_y*r_rel6_x + (0.40881697890737584)*epsd2_y*r_rel6_z + 2.0*omega_p6_y*qd6 + (0.40881697890737584)*oo2_W_00*r_rel6_x + (0.40881697890737584)*oo2_xy*r_rel6_y + (0.40881697890737584)*oo2_xz*r_rel6_z
-    cse13 = 2.0*qd6
-    cse14 = (0.6393879721322383)*epsd2_x
-    cse15 = oo2_xz*r_rel6_x
-    a6_y = -0.49161535438228754*a2_x + (0.591183021092624)*a2_y - 0.6393879721322383*a2_z - cse10*oo2_xy - cse11*oo2_W_00 - cse12*oo2_xz - cse13*omega_p6_x - cse14*r_rel6_y - 0.6393879721322383*cse15 - cse5*r_rel6_z - 0.6393879721322383*cse7 - 0.6393879721322383*cse9 - 0.591183021092624*epsd2_x*r_rel6_z + (0.6393879721322383)*epsd2_y*r_rel6_x + (0.591183021092624)*oo2_W_11*r_rel6_y + (0.591183021092624)*oo2_xy*r_rel6_x + (0.591183021092624)*oo2_yz*r_rel6_z
-    cse16 = (0.7688842702856029)*r_rel6_z
-    a6_z = (0.7688842702856029)*a2_x + (0.6393879721322383)*a2_y - 1.4613732465641265e-16*a2_z - cse14*r_rel6_z - 1.4613732465641265e-16*cse15 + cse16*epsd2_y + cse16*oo2_xz - 1.4613732465641265e-16*cse7 + cse8*oo2_W_00 - 1.4613732465641265e-16*cse9 - 1.4613732465641265e-16*epsd2_x*r_rel6_y + (1.4613732465641265e-16)*epsd2_y*r_rel6_x + (0.6393879721322383)*oo2_W_11*r_rel6_y + (0.6393879721322383)*oo2_xy*r_rel6_x + (0.7688842702856029)*oo2_xy*r_rel6_y + (0.6393879721322383)*oo2_yz*r_rel6_z
+    epsd6_z = (0.7688842702856029)*epsd2_x + (0.6393879721322383)*epsd2_y
+    cse5 = 2.0*qd6
+    a6_x = (0.40881697890737584)*a6_par_x - 0.49161535438228754*a6_par_y - 0.7688842702856029*a6_par_z + cse5*omega_p6_y
+    a6_y = -0.49161535438228754*a6_par_x + (0.591183021092624)*a6_par_y - 0.6393879721322383*a6_par_z - cse5*omega_p6_x
+    a6_z = (0.7688842702856029)*a6_par_x + (0.6393879721322383)*a6_par_y - 1.4613732465641265e-16*a6_par_z
     oo6_xx = omega_p6_x*omega_p6_x
     oo6_yy = omega_p6_y*omega_p6_y
     oo6_zz = omega_p6_z*omega_p6_z
@@ -1354,13 +1346,13 @@ def bias(q, qd, tau, b, gamma):
     tau2_11 = c2*theta_J2_11 - s2*theta_J2_01
     tau2_12 = c2*theta_J2_12 - s2*theta_J2_02
     omega2_x = omega1_x + qd2*theta_J2_20
-    cse17 = qd2*theta_J2_21
-    omega2_y = cse17
-    cse18 = qd2*theta_J2_22
-    omega2_z_2 = cse18 + omega1_z
-    eps2_x = -cse17*omega1_z
-    eps2_y = -cse18*omega1_x + omega1_z*qd2*theta_J2_20
-    eps2_z = cse17*omega1_x
+    cse6 = qd2*theta_J2_21
+    omega2_y = cse6
+    cse7 = qd2*theta_J2_22
+    omega2_z_2 = cse7 + omega1_z
+    eps2_x = -cse6*omega1_z
+    eps2_y = -cse7*omega1_x + omega1_z*qd2*theta_J2_20
+    eps2_z = cse6*omega1_x
     omega3_x = (0.992546151641322)*qd3
     omega3_z = (0.12186934340514748)*qd3
     omega4_x = (0.992546151641322)*qd4
@@ -1379,12 +1371,12 @@ def bias(q, qd, tau, b, gamma):
     oo4_xz = omega3_x*omega3_z
     oo4_W_11 = -oo4_xx - oo4_zz_2
     omega5_x = omega3_x + (0.992546151641322)*qd5
-    cse19 = (0.12186934340514748)*qd5
-    omega5_z_2 = cse19 + omega3_z
+    cse8 = (0.12186934340514748)*qd5
+    omega5_z_2 = cse8 + omega3_z
     w5_x = oo4_xz*r_rel0_5_z - oo4_zz_2*r_rel0_5_x
     w5_y = oo4_W_11*r_rel0_5_y
     w5_z = -oo4_xx*r_rel0_5_z + oo4_xz*r_rel0_5_x
-    eps5_y = -cse19*omega3_x + (0.992546151641322)*omega3_z*qd5
+    eps5_y = -cse8*omega3_x + (0.992546151641322)*omega3_z*qd5
     theta_J6_00 = (0.40881697890737584)*tau2_00 - 0.49161535438228754*tau2_10 - 0.7688842702856029*theta_J2_20
     theta_J6_01 = (0.40881697890737584)*tau2_01 - 0.49161535438228754*tau2_11 - 0.7688842702856029*theta_J2_21
     theta_J6_02 = (0.40881697890737584)*tau2_02 - 0.49161535438228754*tau2_12 - 0.7688842702856029*theta_J2_22
@@ -1394,10 +1386,10 @@ def bias(q, qd, tau, b, gamma):
     theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20
     theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21
     theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22
-    cse20 = q6 - 1.235556554755791
-    r_rel0_6_x = cse20*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20
-    r_rel0_6_y = cse20*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21
-    r_rel0_6_z = cse20*theta_J6_22 + (0.4749999999999999)*tau2_02 + (0.395)*tau2_12 - 1.2326264704035966e-16*theta_J2_22
+    cse9 = q6 - 1.235556554755791
+    r_rel0_6_x = cse9*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20
+    r_rel0_6_y = cse9*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21
+    r_rel0_6_z = cse9*theta_J6_22 + (0.4749999999999999)*tau2_02 + (0.395)*tau2_12 - 1.2326264704035966e-16*theta_J2_22
     oo5_xx = omega2_x*omega2_x
     oo5_yy = omega2_y*omega2_y
     oo5_zz_2 = omega2_z_2*omega2_z_2
@@ -1407,52 +1399,52 @@ def bias(q, qd, tau, b, gamma):
     oo5_W_00 = -oo5_yy - oo5_zz_2
     oo5_W_11 = -oo5_xx - oo5_zz_2
     oo5_W_22 = -oo5_xx - oo5_yy
-    cse21 = cse13*omega2_z_2
-    cse22 = cse13*theta_J6_22
-    w6_x = -cse21*theta_J6_21 + cse22*omega2_y + eps2_y*r_rel0_6_z - eps2_z*r_rel0_6_y + oo5_W_00*r_rel0_6_x + oo5_xy*r_rel0_6_y + oo5_xz*r_rel0_6_z
-    w6_y = cse21*theta_J6_20 - cse22*omega2_x - eps2_x*r_rel0_6_z + eps2_z*r_rel0_6_x + oo5_W_11*r_rel0_6_y + oo5_xy*r_rel0_6_x + oo5_yz*r_rel0_6_z
-    w6_z = cse13*omega2_x*theta_J6_21 - cse13*omega2_y*theta_J6_20 + eps2_x*r_rel0_6_y - eps2_y*r_rel0_6_x + oo5_W_22*r_rel0_6_z + oo5_xz*r_rel0_6_x + oo5_yz*r_rel0_6_y
+    cse10 = cse5*omega2_z_2
+    cse11 = cse5*theta_J6_22
+    w6_x = -cse10*theta_J6_21 + cse11*omega2_y + eps2_y*r_rel0_6_z - eps2_z*r_rel0_6_y + oo5_W_00*r_rel0_6_x + oo5_xy*r_rel0_6_y + oo5_xz*r_rel0_6_z
+    w6_y = cse10*theta_J6_20 - cse11*omega2_x - eps2_x*r_rel0_6_z + eps2_z*r_rel0_6_x + oo5_W_11*r_rel0_6_y + oo5_xy*r_rel0_6_x + oo5_yz*r_rel0_6_z
+    w6_z = cse5*omega2_x*theta_J6_21 - cse5*omega2_y*theta_J6_20 + eps2_x*r_rel0_6_y - eps2_y*r_rel0_6_x + oo5_W_22*r_rel0_6_z + oo5_xz*r_rel0_6_x + oo5_yz*r_rel0_6_y
     brace_lower_f1_d_x = (0.7999999999999999)*beta4_00 - 0.12*beta4_10 + 5.46866920158039e-18
     brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4
     brace_lower_f1_d_z = (0.7999999999999999)*beta4_02 - 0.12*beta4_12 + 6.714681466392861e-19
-    cse23 = brace_lower_f1_d_x*omega4_z - brace_lower_f1_d_z*omega4_x
-    brace_lower_f1_abias_x = -cse23*omega4_z
-    cse24 = omega4_x*omega4_x
-    cse25 = omega4_z*omega4_z
-    brace_lower_f1_abias_y = -brace_lower_f1_d_y*cse24 - brace_lower_f1_d_y*cse25
-    brace_lower_f1_abias_z = cse23*omega4_x
+    cse12 = brace_lower_f1_d_x*omega4_z - brace_lower_f1_d_z*omega4_x
+    brace_lower_f1_abias_x = -cse12*omega4_z
+    cse13 = omega4_x*omega4_x
+    cse14 = omega4_z*omega4_z
+    brace_lower_f1_abias_y = -brace_lower_f1_d_y*cse13 - brace_lower_f1_d_y*cse14
+    brace_lower_f1_abias_z = cse12*omega4_x
     brace_lower_f2_d_x = (0.5776490738552548)*tau5_00 + (0.5974327484571403)*tau5_10 + 9.908350484533232e-18
     brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11
     brace_lower_f2_d_z = (0.5776490738552548)*tau5_02 + (0.5974327484571403)*tau5_12 + 1.2165924635154947e-18
     brace_lower_f2_z_x = -0.7189097486175834*tau5_00 + (0.695103426363734)*tau5_10 + 4.963493282585576e-18
     brace_lower_f2_z_z = -0.7189097486175834*tau5_02 + (0.695103426363734)*tau5_12 + 6.094403432467864e-19
-    cse26 = brace_lower_f2_d_x*omega5_z_2 - brace_lower_f2_d_z*omega5_x
-    brace_lower_f2_abias_x = brace_lower_f2_d_z*eps5_y - cse26*omega5_z_2 + w5_x
+    cse15 = brace_lower_f2_d_x*omega5_z_2 - brace_lower_f2_d_z*omega5_x
+    brace_lower_f2_abias_x = brace_lower_f2_d_z*eps5_y - cse15*omega5_z_2 + w5_x
     brace_lower_f2_abias_y = -brace_lower_f2_d_y*omega5_x*omega5_x - brace_lower_f2_d_y*omega5_z_2*omega5_z_2 + w5_y
-    brace_lower_f2_abias_z = -brace_lower_f2_d_x*eps5_y + cse26*omega5_x + w5_z
+    brace_lower_f2_abias_z = -brace_lower_f2_d_x*eps5_y + cse15*omega5_x + w5_z
     rod_end_f1_d_x = -7.438976907063554e-17*theta_J6_00 - 2.3387120820270657e-17*theta_J6_10 + (0.6177782773778956)*theta_J6_20
     rod_end_f1_d_y = -7.438976907063554e-17*theta_J6_01 - 2.3387120820270657e-17*theta_J6_11 + (0.6177782773778956)*theta_J6_21
     rod_end_f1_d_z = -7.438976907063554e-17*theta_J6_02 - 2.3387120820270657e-17*theta_J6_12 + (0.6177782773778956)*theta_J6_22
-    cse27 = omega2_x*rod_end_f1_d_y - omega2_y*rod_end_f1_d_x
-    cse28 = -omega2_x*rod_end_f1_d_z + omega2_z_2*rod_end_f1_d_x
-    rod_end_f1_abias_x = cse27*omega2_y - cse28*omega2_z_2 + eps2_y*rod_end_f1_d_z - eps2_z*rod_end_f1_d_y + w6_x
-    cse29 = omega2_y*rod_end_f1_d_z - omega2_z_2*rod_end_f1_d_y
-    rod_end_f1_abias_y = -cse27*omega2_x + cse29*omega2_z_2 - eps2_x*rod_end_f1_d_z + eps2_z*rod_end_f1_d_x + w6_y
-    rod_end_f1_abias_z = cse28*omega2_x - cse29*omega2_y + eps2_x*rod_end_f1_d_y - eps2_y*rod_end_f1_d_x + w6_z
+    cse16 = omega2_x*rod_end_f1_d_y - omega2_y*rod_end_f1_d_x
+    cse17 = -omega2_x*rod_end_f1_d_z + omega2_z_2*rod_end_f1_d_x
+    rod_end_f1_abias_x = cse16*omega2_y - cse17*omega2_z_2 + eps2_y*rod_end_f1_d_z - eps2_z*rod_end_f1_d_y + w6_x
+    cse18 = omega2_y*rod_end_f1_d_z - omega2_z_2*rod_end_f1_d_y
+    rod_end_f1_abias_y = -cse16*omega2_x + cse18*omega2_z_2 - eps2_x*rod_end_f1_d_z + eps2_z*rod_end_f1_d_x + w6_y
+    rod_end_f1_abias_z = cse17*omega2_x - cse18*omega2_y + eps2_x*rod_end_f1_d_y - eps2_y*rod_end_f1_d_x + w6_z
     rod_end_f2_d_x = (0.4)*beta4_00 - 0.16*beta4_10 + 0.3473911530744626
     rod_end_f2_d_y = -0.16*c4 + (0.4)*s4
     rod_end_f2_d_z = (0.4)*beta4_02 - 0.16*beta4_12 + 0.04265427019180161
-    cse30 = -omega4_x*rod_end_f2_d_z + omega4_z*rod_end_f2_d_x
-    rod_end_f2_abias_x = -cse30*omega4_z
-    rod_end_f2_abias_y = -cse24*rod_end_f2_d_y - cse25*rod_end_f2_d_y
-    rod_end_f2_abias_z = cse30*omega4_x
+    cse19 = -omega4_x*rod_end_f2_d_z + omega4_z*rod_end_f2_d_x
+    rod_end_f2_abias_x = -cse19*omega4_z
+    rod_end_f2_abias_y = -cse13*rod_end_f2_d_y - cse14*rod_end_f2_d_y
+    rod_end_f2_abias_z = cse19*omega4_x
     b1 = -N1_z + tau1
     b2 = -N2_z + tau2
     b3 = -N3_z + tau3
     b4 = -N4_z + tau4
     b5 = -N5_z + tau5
     b6 = -F6_z + tau6
-    cse31 = -0.12186934340514746*omega4_x + (0.9925461516413219)*omega4_z
+    cse20 = -0.12186934340514746*omega4_x + (0.9925461516413219)*omega4_z
     b[0] = b1
     b[1] = b2
     b[2] = b3
@@ -1462,7 +1454,7 @@ def bias(q, qd, tau, b, gamma):
     gamma[0] = brace_lower_f1_abias_x - brace_lower_f2_abias_x
     gamma[1] = brace_lower_f1_abias_y - brace_lower_f2_abias_y
     gamma[2] = brace_lower_f1_abias_z - brace_lower_f2_abias_z
-    gamma[3] = -eps5_y*(-0.12186934340514746*brace_lower_f2_z_x + (0.9925461516413219)*brace_lower_f2_z_z) - (-omega4_x + omega5_x)*((0.12186934340514746)*brace_lower_f2_z_x*omega5_z_2 - brace_lower_f2_z_z*cse31 - 0.12186934340514746*brace_lower_f2_z_z*omega5_x) - (-omega4_z + omega5_z_2)*(brace_lower_f2_z_x*cse31 - 0.9925461516413219*brace_lower_f2_z_x*omega5_z_2 + (0.9925461516413219)*brace_lower_f2_z_z*omega5_x)
+    gamma[3] = -eps5_y*(-0.12186934340514746*brace_lower_f2_z_x + (0.9925461516413219)*brace_lower_f2_z_z) - (-omega4_x + omega5_x)*((0.12186934340514746)*brace_lower_f2_z_x*omega5_z_2 - brace_lower_f2_z_z*cse20 - 0.12186934340514746*brace_lower_f2_z_z*omega5_x) - (-omega4_z + omega5_z_2)*(brace_lower_f2_z_x*cse20 - 0.9925461516413219*brace_lower_f2_z_x*omega5_z_2 + (0.9925461516413219)*brace_lower_f2_z_z*omega5_x)
     gamma[4] = rod_end_f1_abias_x - rod_end_f2_abias_x
     gamma[5] = rod_end_f1_abias_y - rod_end_f2_abias_y
     gamma[6] = rod_end_f1_abias_z - rod_end_f2_abias_z
@@ -1485,7 +1477,7 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
         shape (2, 6): brace_lower, rod_end
     status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
     status 2: the reduced mass matrix H^T M H is not positive definite
-    ops: 545 adds, 783 muls, 6 divs, 10 trig (1344 total)
+    ops: 519 adds, 730 muls, 6 divs, 10 trig (1265 total)
     """
     q1, q2, q3, q4, q5, q6 = q
     qd1, qd2, qd3, qd4, qd5, qd6 = qd
@@ -1555,8 +1547,8 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     Fm5_3_x = -cse3
     Nm5_3_z = -0.5825672515428597*Fm5_3_x + (0.47235092614474516)*cp5_x + 3.462396707274432
     Nm2_1_z = Ic2_02*beta2_02 + Ic2_12*beta2_12 + (9.611612496501513e-18)*Ic2_22
-    a1_x = (9.81)*beta1_02
-    a1_y = (9.81)*beta1_12
+    a1_x = -9.736877747601369*c1
+    a1_y = (9.736877747601369)*s1
     omega_p2_x = beta2_02*qd1
     omega_p2_y = beta2_12*qd1
     omega_p2_z = (9.611612496501513e-18)*qd1
@@ -1575,38 +1567,30 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     oo2_W_00 = -oo2_yy - oo2_zz
     oo2_W_11 = -oo2_xx - oo2_zz
     oo2_W_22 = -oo2_xx - oo2_yy
-    a3_x = (9.81)*beta3_02
-    a3_y = (9.81)*beta3_12
+    a3_x = -9.736877747601369*c3
+    a3_y = (9.736877747601369)*s3
     oo3_zz = qd3*qd3
-    a4_x = (9.81)*beta4_02
-    a4_y = (9.81)*beta4_12
+    a4_x = -9.736877747601369*c4
+    a4_y = (9.736877747601369)*s4
     omega5_z = qd3 + qd5
     cse8 = a3_x - 0.47235092614474516*oo3_zz
     cse9 = a3_y - 0.5825672515428597*oo3_zz
     a5_x = c5*cse8 + cse9*s5
     a5_y = c5*cse9 - cse8*s5
     oo5_zz = omega5_z*omega5_z
+    a6_par_x = a2_x + epsd2_y*r_rel6_z + oo2_W_00*r_rel6_x + oo2_xy*r_rel6_y + oo2_xz*r_rel6_z
+    a6_par_y = a2_y - epsd2_x*r_rel6_z + oo2_W_11*r_rel6_y + oo2_xy*r_rel6_x + oo2_yz*r_rel6_z
+    a6_par_z = a2_z + epsd2_x*r_rel6_y - epsd2_y*r_rel6_x + oo2_W_22*r_rel6_z + oo2_xz*r_rel6_x + oo2_yz*r_rel6_y
     omega_p6_x = -0.7688842702856029*omega2_z + (0.40881697890737584)*omega_p2_x - 0.49161535438228754*omega_p2_y
     omega_p6_y = -0.6393879721322383*omega2_z - 0.49161535438228754*omega_p2_x + (0.591183021092624)*omega_p2_y
     omega_p6_z = -1.4613732465641265e-16*omega2_z + (0.7688842702856029)*omega_p2_x + (0.6393879721322383)*omega_p2_y
-    cse10 = (0.49161535438228754)*epsd2_y
-    epsd6_x = -cse10 + (0.40881697890737584)*epsd2_x
+    epsd6_x = (0.40881697890737584)*epsd2_x - 0.49161535438228754*epsd2_y
     epsd6_y = -0.49161535438228754*epsd2_x + (0.591183021092624)*epsd2_y
-    cse11 = (0.7688842702856029)*epsd2_x
-    epsd6_z = cse11 + (0.6393879721322383)*epsd2_y
-    cse12 = oo2_W_22*r_rel6_z
-    cse13 = (0.7688842702856029)*r_rel6_x
-    cse14 = oo2_yz*r_rel6_y
-    cse15 = (0.49161535438228754)*r_rel6_y
-    cse16 = (0.49161535438228754)*r_rel6_x
-    cse17 = (0.49161535438228754)*r_rel6_z
-    a6_x = (0.40881697890737584)*a2_x - 0.49161535438228754*a2_y - 0.7688842702856029*a2_z - cse11*r_rel6_y - 0.7688842702856029*cse12 - cse13*oo2_xz - 0.7688842702856029*cse14 - cse15*oo2_W_11 - cse16*oo2_xy - cse17*oo2_yz + (0.49161535438228754)*epsd2_x*r_rel6_z + (0.7688842702856029)*epsd2_y*r_rel6_x + (0.40881697890737584)*epsd2_y*r_rel6_z + 2.0*omega_p6_y*qd6 + (0.40881697890737584)*oo2_W_00*r_rel6_x + (0.40881697890737584)*oo2_xy*r_rel6_y + (0.40881697890737584)*oo2_xz*r_rel6_z
-    cse18 = 2.0*qd6
-    cse19 = (0.6393879721322383)*epsd2_x
-    cse20 = oo2_xz*r_rel6_x
-    a6_y = -0.49161535438228754*a2_x + (0.591183021092624)*a2_y - 0.6393879721322383*a2_z - cse10*r_rel6_z - 0.6393879721322383*cse12 - 0.6393879721322383*cse14 - cse15*oo2_xy - cse16*oo2_W_00 - cse17*oo2_xz - cse18*omega_p6_x - cse19*r_rel6_y - 0.6393879721322383*cse20 - 0.591183021092624*epsd2_x*r_rel6_z + (0.6393879721322383)*epsd2_y*r_rel6_x + (0.591183021092624)*oo2_W_11*r_rel6_y + (0.591183021092624)*oo2_xy*r_rel6_x + (0.591183021092624)*oo2_yz*r_rel6_z
-    cse21 = (0.7688842702856029)*r_rel6_z
-    a6_z = (0.7688842702856029)*a2_x + (0.6393879721322383)*a2_y - 1.4613732465641265e-16*a2_z - 1.4613732465641265e-16*cse12 + cse13*oo2_W_00 - 1.4613732465641265e-16*cse14 - cse19*r_rel6_z - 1.4613732465641265e-16*cse20 + cse21*epsd2_y + cse21*oo2_xz - 1.4613732465641265e-16*epsd2_x*r_rel6_y + (1.4613732465641265e-16)*epsd2_y*r_rel6_x + (0.6393879721322383)*oo2_W_11*r_rel6_y + (0.6393879721322383)*oo2_xy*r_rel6_x + (0.7688842702856029)*oo2_xy*r_rel6_y + (0.6393879721322383)*oo2_yz*r_rel6_z
+    epsd6_z = (0.7688842702856029)*epsd2_x + (0.6393879721322383)*epsd2_y
+    cse10 = 2.0*qd6
+    a6_x = (0.40881697890737584)*a6_par_x - 0.49161535438228754*a6_par_y - 0.7688842702856029*a6_par_z + cse10*omega_p6_y
+    a6_y = -0.49161535438228754*a6_par_x + (0.591183021092624)*a6_par_y - 0.6393879721322383*a6_par_z - cse10*omega_p6_x
+    a6_z = (0.7688842702856029)*a6_par_x + (0.6393879721322383)*a6_par_y - 1.4613732465641265e-16*a6_par_z
     oo6_xx = omega_p6_x*omega_p6_x
     oo6_yy = omega_p6_y*omega_p6_y
     oo6_zz = omega_p6_z*omega_p6_z
@@ -1654,13 +1638,13 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     tau2_11 = c2*theta_J2_11 - s2*theta_J2_01
     tau2_12 = c2*theta_J2_12 - s2*theta_J2_02
     omega2_x = omega1_x + qd2*theta_J2_20
-    cse22 = qd2*theta_J2_21
-    omega2_y = cse22
-    cse23 = qd2*theta_J2_22
-    omega2_z_2 = cse23 + omega1_z
-    eps2_x = -cse22*omega1_z
-    eps2_y = -cse23*omega1_x + omega1_z*qd2*theta_J2_20
-    eps2_z = cse22*omega1_x
+    cse11 = qd2*theta_J2_21
+    omega2_y = cse11
+    cse12 = qd2*theta_J2_22
+    omega2_z_2 = cse12 + omega1_z
+    eps2_x = -cse11*omega1_z
+    eps2_y = -cse12*omega1_x + omega1_z*qd2*theta_J2_20
+    eps2_z = cse11*omega1_x
     omega3_x = (0.992546151641322)*qd3
     omega3_z = (0.12186934340514748)*qd3
     omega4_x = (0.992546151641322)*qd4
@@ -1682,12 +1666,12 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     oo4_xz = omega3_x*omega3_z
     oo4_W_11 = -oo4_xx - oo4_zz_2
     omega5_x = omega3_x + (0.992546151641322)*qd5
-    cse24 = (0.12186934340514748)*qd5
-    omega5_z_2 = cse24 + omega3_z
+    cse13 = (0.12186934340514748)*qd5
+    omega5_z_2 = cse13 + omega3_z
     w5_x = oo4_xz*r_rel0_5_z - oo4_zz_2*r_rel0_5_x
     w5_y = oo4_W_11*r_rel0_5_y
     w5_z = -oo4_xx*r_rel0_5_z + oo4_xz*r_rel0_5_x
-    eps5_y = -cse24*omega3_x + (0.992546151641322)*omega3_z*qd5
+    eps5_y = -cse13*omega3_x + (0.992546151641322)*omega3_z*qd5
     theta_J6_00 = (0.40881697890737584)*tau2_00 - 0.49161535438228754*tau2_10 - 0.7688842702856029*theta_J2_20
     theta_J6_01 = (0.40881697890737584)*tau2_01 - 0.49161535438228754*tau2_11 - 0.7688842702856029*theta_J2_21
     theta_J6_02 = (0.40881697890737584)*tau2_02 - 0.49161535438228754*tau2_12 - 0.7688842702856029*theta_J2_22
@@ -1697,10 +1681,10 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20
     theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21
     theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22
-    cse25 = q6 - 1.235556554755791
-    r_rel0_6_x = cse25*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20
-    r_rel0_6_y = cse25*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21
-    r_rel0_6_z = cse25*theta_J6_22 + (0.4749999999999999)*tau2_02 + (0.395)*tau2_12 - 1.2326264704035966e-16*theta_J2_22
+    cse14 = q6 - 1.235556554755791
+    r_rel0_6_x = cse14*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20
+    r_rel0_6_y = cse14*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21
+    r_rel0_6_z = cse14*theta_J6_22 + (0.4749999999999999)*tau2_02 + (0.395)*tau2_12 - 1.2326264704035966e-16*theta_J2_22
     T6_1_x = -0.12186934340514748*r_rel0_6_y
     T6_1_y = (0.12186934340514748)*r_rel0_6_x - 0.992546151641322*r_rel0_6_z
     T6_1_z = (0.992546151641322)*r_rel0_6_y
@@ -1716,39 +1700,39 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     oo5_W_00 = -oo5_yy - oo5_zz_2
     oo5_W_11 = -oo5_xx - oo5_zz_2
     oo5_W_22 = -oo5_xx - oo5_yy
-    cse26 = cse18*omega2_z_2
-    cse27 = cse18*theta_J6_22
-    w6_x = -cse26*theta_J6_21 + cse27*omega2_y + eps2_y*r_rel0_6_z - eps2_z*r_rel0_6_y + oo5_W_00*r_rel0_6_x + oo5_xy*r_rel0_6_y + oo5_xz*r_rel0_6_z
-    w6_y = cse26*theta_J6_20 - cse27*omega2_x - eps2_x*r_rel0_6_z + eps2_z*r_rel0_6_x + oo5_W_11*r_rel0_6_y + oo5_xy*r_rel0_6_x + oo5_yz*r_rel0_6_z
-    w6_z = cse18*omega2_x*theta_J6_21 - cse18*omega2_y*theta_J6_20 + eps2_x*r_rel0_6_y - eps2_y*r_rel0_6_x + oo5_W_22*r_rel0_6_z + oo5_xz*r_rel0_6_x + oo5_yz*r_rel0_6_y
+    cse15 = cse10*omega2_z_2
+    cse16 = cse10*theta_J6_22
+    w6_x = -cse15*theta_J6_21 + cse16*omega2_y + eps2_y*r_rel0_6_z - eps2_z*r_rel0_6_y + oo5_W_00*r_rel0_6_x + oo5_xy*r_rel0_6_y + oo5_xz*r_rel0_6_z
+    w6_y = cse15*theta_J6_20 - cse16*omega2_x - eps2_x*r_rel0_6_z + eps2_z*r_rel0_6_x + oo5_W_11*r_rel0_6_y + oo5_xy*r_rel0_6_x + oo5_yz*r_rel0_6_z
+    w6_z = cse10*omega2_x*theta_J6_21 - cse10*omega2_y*theta_J6_20 + eps2_x*r_rel0_6_y - eps2_y*r_rel0_6_x + oo5_W_22*r_rel0_6_z + oo5_xz*r_rel0_6_x + oo5_yz*r_rel0_6_y
     brace_lower_f1_d_x = (0.7999999999999999)*beta4_00 - 0.12*beta4_10 + 5.46866920158039e-18
     brace_lower_f1_d_y = -0.12*c4 + (0.7999999999999999)*s4
     brace_lower_f1_d_z = (0.7999999999999999)*beta4_02 - 0.12*beta4_12 + 6.714681466392861e-19
     brace_lower_f1_T4_x = -0.12186934340514748*brace_lower_f1_d_y
     brace_lower_f1_T4_y = (0.12186934340514748)*brace_lower_f1_d_x - 0.992546151641322*brace_lower_f1_d_z
     brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y
-    cse28 = brace_lower_f1_d_x*omega4_z - brace_lower_f1_d_z*omega4_x
-    brace_lower_f1_abias_x = -cse28*omega4_z
-    cse29 = omega4_x*omega4_x
-    cse30 = omega4_z*omega4_z
-    brace_lower_f1_abias_y = -brace_lower_f1_d_y*cse29 - brace_lower_f1_d_y*cse30
-    brace_lower_f1_abias_z = cse28*omega4_x
+    cse17 = brace_lower_f1_d_x*omega4_z - brace_lower_f1_d_z*omega4_x
+    brace_lower_f1_abias_x = -cse17*omega4_z
+    cse18 = omega4_x*omega4_x
+    cse19 = omega4_z*omega4_z
+    brace_lower_f1_abias_y = -brace_lower_f1_d_y*cse18 - brace_lower_f1_d_y*cse19
+    brace_lower_f1_abias_z = cse17*omega4_x
     brace_lower_f2_d_x = (0.5776490738552548)*tau5_00 + (0.5974327484571403)*tau5_10 + 9.908350484533232e-18
     brace_lower_f2_d_y = (0.5776490738552548)*tau5_01 + (0.5974327484571403)*tau5_11
     brace_lower_f2_d_z = (0.5776490738552548)*tau5_02 + (0.5974327484571403)*tau5_12 + 1.2165924635154947e-18
-    cse31 = -0.12186934340514748*brace_lower_f2_d_y
-    brace_lower_f2_T3_x = T5_3_x + cse31
-    cse32 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z
-    brace_lower_f2_T3_y = T5_3_y + cse32
-    cse33 = (0.992546151641322)*brace_lower_f2_d_y
-    brace_lower_f2_T3_z = T5_3_z + cse33
-    brace_lower_f2_T5_x = cse31
-    brace_lower_f2_T5_y = cse32
-    brace_lower_f2_T5_z = cse33
-    cse34 = brace_lower_f2_d_x*omega5_z_2 - brace_lower_f2_d_z*omega5_x
-    brace_lower_f2_abias_x = brace_lower_f2_d_z*eps5_y - cse34*omega5_z_2 + w5_x
+    cse20 = -0.12186934340514748*brace_lower_f2_d_y
+    brace_lower_f2_T3_x = T5_3_x + cse20
+    cse21 = (0.12186934340514748)*brace_lower_f2_d_x - 0.992546151641322*brace_lower_f2_d_z
+    brace_lower_f2_T3_y = T5_3_y + cse21
+    cse22 = (0.992546151641322)*brace_lower_f2_d_y
+    brace_lower_f2_T3_z = T5_3_z + cse22
+    brace_lower_f2_T5_x = cse20
+    brace_lower_f2_T5_y = cse21
+    brace_lower_f2_T5_z = cse22
+    cse23 = brace_lower_f2_d_x*omega5_z_2 - brace_lower_f2_d_z*omega5_x
+    brace_lower_f2_abias_x = brace_lower_f2_d_z*eps5_y - cse23*omega5_z_2 + w5_x
     brace_lower_f2_abias_y = -brace_lower_f2_d_y*omega5_x*omega5_x - brace_lower_f2_d_y*omega5_z_2*omega5_z_2 + w5_y
-    brace_lower_f2_abias_z = -brace_lower_f2_d_x*eps5_y + cse34*omega5_x + w5_z
+    brace_lower_f2_abias_z = -brace_lower_f2_d_x*eps5_y + cse23*omega5_x + w5_z
     rod_end_f1_d_x = -7.438976907063554e-17*theta_J6_00 - 2.3387120820270657e-17*theta_J6_10 + (0.6177782773778956)*theta_J6_20
     rod_end_f1_d_y = -7.438976907063554e-17*theta_J6_01 - 2.3387120820270657e-17*theta_J6_11 + (0.6177782773778956)*theta_J6_21
     rod_end_f1_d_z = -7.438976907063554e-17*theta_J6_02 - 2.3387120820270657e-17*theta_J6_12 + (0.6177782773778956)*theta_J6_22
@@ -1758,22 +1742,22 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     rod_end_f1_T2_x = T6_2_x - rod_end_f1_d_y*theta_J2_22 + rod_end_f1_d_z*theta_J2_21
     rod_end_f1_T2_y = T6_2_y + rod_end_f1_d_x*theta_J2_22 - rod_end_f1_d_z*theta_J2_20
     rod_end_f1_T2_z = T6_2_z - rod_end_f1_d_x*theta_J2_21 + rod_end_f1_d_y*theta_J2_20
-    cse35 = omega2_x*rod_end_f1_d_y - omega2_y*rod_end_f1_d_x
-    cse36 = -omega2_x*rod_end_f1_d_z + omega2_z_2*rod_end_f1_d_x
-    rod_end_f1_abias_x = cse35*omega2_y - cse36*omega2_z_2 + eps2_y*rod_end_f1_d_z - eps2_z*rod_end_f1_d_y + w6_x
-    cse37 = omega2_y*rod_end_f1_d_z - omega2_z_2*rod_end_f1_d_y
-    rod_end_f1_abias_y = -cse35*omega2_x + cse37*omega2_z_2 - eps2_x*rod_end_f1_d_z + eps2_z*rod_end_f1_d_x + w6_y
-    rod_end_f1_abias_z = cse36*omega2_x - cse37*omega2_y + eps2_x*rod_end_f1_d_y - eps2_y*rod_end_f1_d_x + w6_z
+    cse24 = omega2_x*rod_end_f1_d_y - omega2_y*rod_end_f1_d_x
+    cse25 = -omega2_x*rod_end_f1_d_z + omega2_z_2*rod_end_f1_d_x
+    rod_end_f1_abias_x = cse24*omega2_y - cse25*omega2_z_2 + eps2_y*rod_end_f1_d_z - eps2_z*rod_end_f1_d_y + w6_x
+    cse26 = omega2_y*rod_end_f1_d_z - omega2_z_2*rod_end_f1_d_y
+    rod_end_f1_abias_y = -cse24*omega2_x + cse26*omega2_z_2 - eps2_x*rod_end_f1_d_z + eps2_z*rod_end_f1_d_x + w6_y
+    rod_end_f1_abias_z = cse25*omega2_x - cse26*omega2_y + eps2_x*rod_end_f1_d_y - eps2_y*rod_end_f1_d_x + w6_z
     rod_end_f2_d_x = (0.4)*beta4_00 - 0.16*beta4_10 + 0.3473911530744626
     rod_end_f2_d_y = -0.16*c4 + (0.4)*s4
     rod_end_f2_d_z = (0.4)*beta4_02 - 0.16*beta4_12 + 0.04265427019180161
     rod_end_f2_T4_x = -0.12186934340514748*rod_end_f2_d_y
     rod_end_f2_T4_y = (0.12186934340514748)*rod_end_f2_d_x - 0.992546151641322*rod_end_f2_d_z
     rod_end_f2_T4_z = (0.992546151641322)*rod_end_f2_d_y
-    cse38 = -omega4_x*rod_end_f2_d_z + omega4_z*rod_end_f2_d_x
-    rod_end_f2_abias_x = -cse38*omega4_z
-    rod_end_f2_abias_y = -cse29*rod_end_f2_d_y - cse30*rod_end_f2_d_y
-    rod_end_f2_abias_z = cse38*omega4_x
+    cse27 = -omega4_x*rod_end_f2_d_z + omega4_z*rod_end_f2_d_x
+    rod_end_f2_abias_x = -cse27*omega4_z
+    rod_end_f2_abias_y = -cse18*rod_end_f2_d_y - cse19*rod_end_f2_d_y
+    rod_end_f2_abias_z = cse27*omega4_x
     N1_1 = rod_end_f1_T1_x*rod_end_f1_T1_x + rod_end_f1_T1_y*rod_end_f1_T1_y + rod_end_f1_T1_z*rod_end_f1_T1_z
     N1_2 = rod_end_f1_T1_x*rod_end_f1_T2_x + rod_end_f1_T1_y*rod_end_f1_T2_y + rod_end_f1_T1_z*rod_end_f1_T2_z
     N1_4 = -rod_end_f1_T1_x*rod_end_f2_T4_x - rod_end_f1_T1_y*rod_end_f2_T4_y - rod_end_f1_T1_z*rod_end_f2_T4_z
@@ -1788,8 +1772,8 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     X1_rhs1 = rod_end_f1_T1_x*theta_J6_20 + rod_end_f1_T1_y*theta_J6_21 + rod_end_f1_T1_z*theta_J6_22
     X1_rhs2 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21 + rod_end_f1_T2_z*theta_J6_22
     X1_rhs4 = -rod_end_f2_T4_x*theta_J6_20 - rod_end_f2_T4_y*theta_J6_21 - rod_end_f2_T4_z*theta_J6_22
-    cse39 = 0.9999999999999*N1_1
-    if not (cse39 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+    cse28 = 0.9999999999999*N1_1
+    if not (cse28 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
@@ -1798,8 +1782,8 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     L2_1 = N1_2*invD1
     L4_1 = N1_4*invD1
     D2 = -L2_1*N1_2 + N2_2
-    cse40 = D2 - 1e-13*N2_2
-    if not (cse40 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+    cse29 = D2 - 1e-13*N2_2
+    if not (cse29 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
@@ -1807,8 +1791,8 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     invD2 = 1.0/D2
     LD4_2 = -L4_1*N1_2 + N2_4
     L4_2 = LD4_2*invD2
-    cse41 = 0.9999999999999*N3_3
-    if not (cse41 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
+    cse30 = 0.9999999999999*N3_3
+    if not (cse30 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
@@ -1817,8 +1801,8 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     L4_3 = N3_4*invD3
     L5_3 = N3_5*invD3
     D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*N3_4 + N4_4
-    cse42 = D4 - 1e-13*N4_4
-    if not (cse42 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
+    cse31 = D4 - 1e-13*N4_4
+    if not (cse31 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
@@ -1827,8 +1811,8 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     LD5_4 = -L5_3*N3_4 + N4_5
     L5_4 = LD5_4*invD4
     D5 = -L5_3*N3_5 - L5_4*LD5_4 + N5_5
-    cse43 = D5 - 1e-13*N5_5
-    if not (cse43 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
+    cse32 = D5 - 1e-13*N5_5
+    if not (cse32 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
@@ -1848,38 +1832,38 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     b4 = -N4_z + tau4
     b5 = -N5_z + tau5
     b6 = -F6_z + tau6
-    cse44 = rod_end_f1_abias_x - rod_end_f2_abias_x
-    cse45 = rod_end_f1_abias_y - rod_end_f2_abias_y
-    cse46 = rod_end_f1_abias_z - rod_end_f2_abias_z
-    qdd0_rhs1 = -cse44*rod_end_f1_T1_x - cse45*rod_end_f1_T1_y - cse46*rod_end_f1_T1_z
-    qdd0_rhs2 = -cse44*rod_end_f1_T2_x - cse45*rod_end_f1_T2_y - cse46*rod_end_f1_T2_z
-    cse47 = brace_lower_f1_abias_x - brace_lower_f2_abias_x
-    cse48 = brace_lower_f1_abias_y - brace_lower_f2_abias_y
-    cse49 = brace_lower_f1_abias_z - brace_lower_f2_abias_z
-    qdd0_rhs3 = brace_lower_f2_T3_x*cse47 + brace_lower_f2_T3_y*cse48 + brace_lower_f2_T3_z*cse49
-    qdd0_rhs4 = -brace_lower_f1_T4_x*cse47 - brace_lower_f1_T4_y*cse48 - brace_lower_f1_T4_z*cse49 + cse44*rod_end_f2_T4_x + cse45*rod_end_f2_T4_y + cse46*rod_end_f2_T4_z
-    qdd0_rhs5 = brace_lower_f2_T5_x*cse47 + brace_lower_f2_T5_y*cse48 + brace_lower_f2_T5_z*cse49
-    if not (cse39 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+    cse33 = rod_end_f1_abias_x - rod_end_f2_abias_x
+    cse34 = rod_end_f1_abias_y - rod_end_f2_abias_y
+    cse35 = rod_end_f1_abias_z - rod_end_f2_abias_z
+    qdd0_rhs1 = -cse33*rod_end_f1_T1_x - cse34*rod_end_f1_T1_y - cse35*rod_end_f1_T1_z
+    qdd0_rhs2 = -cse33*rod_end_f1_T2_x - cse34*rod_end_f1_T2_y - cse35*rod_end_f1_T2_z
+    cse36 = brace_lower_f1_abias_x - brace_lower_f2_abias_x
+    cse37 = brace_lower_f1_abias_y - brace_lower_f2_abias_y
+    cse38 = brace_lower_f1_abias_z - brace_lower_f2_abias_z
+    qdd0_rhs3 = brace_lower_f2_T3_x*cse36 + brace_lower_f2_T3_y*cse37 + brace_lower_f2_T3_z*cse38
+    qdd0_rhs4 = -brace_lower_f1_T4_x*cse36 - brace_lower_f1_T4_y*cse37 - brace_lower_f1_T4_z*cse38 + cse33*rod_end_f2_T4_x + cse34*rod_end_f2_T4_y + cse35*rod_end_f2_T4_z
+    qdd0_rhs5 = brace_lower_f2_T5_x*cse36 + brace_lower_f2_T5_y*cse37 + brace_lower_f2_T5_z*cse38
+    if not (cse28 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
         return 1
-    if not (cse40 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+    if not (cse29 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
         return 1
-    if not (cse41 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
+    if not (cse30 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
         return 1
-    if not (cse42 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
+    if not (cse31 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
         return 1
-    if not (cse43 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
+    if not (cse32 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
@@ -1892,15 +1876,15 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     qdd0_3 = -L4_3*qdd0_4 - L5_3*qdd0_5 + invD3*qdd0_rhs3
     qdd0_2 = -L4_2*qdd0_4 + invD2*y2_2
     qdd0_1 = -L2_1*qdd0_2 - L4_1*qdd0_4 + invD1*qdd0_rhs1
-    cse50 = -b1
-    c1_2 = -Ic1_22*qdd0_1 - Nm2_1_z*qdd0_2 - cse50
-    cse51 = -b2
-    c2_2 = -Ic2_22*qdd0_2 - Nm2_1_z*qdd0_1 - cse51
-    cse52 = -b3
-    c3_2 = -Ic3_22*qdd0_3 - Nm5_3_z*qdd0_5 - cse52
+    cse39 = -b1
+    c1_2 = -Ic1_22*qdd0_1 - Nm2_1_z*qdd0_2 - cse39
+    cse40 = -b2
+    c2_2 = -Ic2_22*qdd0_2 - Nm2_1_z*qdd0_1 - cse40
+    cse41 = -b3
+    c3_2 = -Ic3_22*qdd0_3 - Nm5_3_z*qdd0_5 - cse41
     c4_2 = b4 - 896.4507253854542*qdd0_4
-    cse53 = -b5
-    c5_2 = -Nm5_3_z*qdd0_3 - cse53 - 3.462396707274432*qdd0_5
+    cse42 = -b5
+    c5_2 = -Nm5_3_z*qdd0_3 - cse42 - 3.462396707274432*qdd0_5
     c6 = -Nm6_1_z*qdd0_1 - Nm6_2_z*qdd0_2 + b6
     MH1_1 = -Ic1_22*X1_1 - Nm2_1_z*X1_2 + Nm6_1_z
     MH2_1 = -Ic2_22*X1_2 - Nm2_1_z*X1_1 + Nm6_2_z
@@ -1922,32 +1906,32 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     qdd_dep3 = -X1_3*qdd_ind1 + qdd0_3
     qdd_dep4 = -X1_4*qdd_ind1 + qdd0_4
     qdd_dep5 = -X1_5*qdd_ind1 + qdd0_5
-    resD1 = Ic1_22*qdd_dep1 + Nm2_1_z*qdd_dep2 + Nm6_1_z*qdd_ind1 + cse50
-    resD2 = Ic2_22*qdd_dep2 + Nm2_1_z*qdd_dep1 + Nm6_2_z*qdd_ind1 + cse51
-    resD3 = Ic3_22*qdd_dep3 + Nm5_3_z*qdd_dep5 + cse52
+    resD1 = Ic1_22*qdd_dep1 + Nm2_1_z*qdd_dep2 + Nm6_1_z*qdd_ind1 + cse39
+    resD2 = Ic2_22*qdd_dep2 + Nm2_1_z*qdd_dep1 + Nm6_2_z*qdd_ind1 + cse40
+    resD3 = Ic3_22*qdd_dep3 + Nm5_3_z*qdd_dep5 + cse41
     resD4 = -b4 + (896.4507253854542)*qdd_dep4
-    resD5 = Nm5_3_z*qdd_dep3 + cse53 + (3.462396707274432)*qdd_dep5
-    if not (cse39 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
+    resD5 = Nm5_3_z*qdd_dep3 + cse42 + (3.462396707274432)*qdd_dep5
+    if not (cse28 > 0.0):  # pivot D1 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
         return 1
-    if not (cse40 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
+    if not (cse29 > 0.0):  # pivot D2 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
         return 1
-    if not (cse41 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
+    if not (cse30 > 0.0):  # pivot D3 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
         return 1
-    if not (cse42 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
+    if not (cse31 > 0.0):  # pivot D4 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
         return 1
-    if not (cse43 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
+    if not (cse32 > 0.0):  # pivot D5 of the normal equations G_D^T G_D
         qdd[:] = [NAN] * 6
         multipliers[:] = [NAN] * 7
         reaction[:] = [NAN] * 12
@@ -2011,7 +1995,7 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
         shape (2, 6): brace_lower, rod_end
     status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
     status 2: the reduced mass matrix H^T M H is not positive definite
-    ops: 478 adds, 706 muls, 5 divs, 10 trig (1199 total)
+    ops: 448 adds, 646 muls, 5 divs, 10 trig (1109 total)
     """
     q1, q2, q3, q4, q5, q6 = q
     qd1, qd2, qd3, qd4, qd5, qd6 = qd
@@ -2316,8 +2300,8 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     r_rel6_x = (0.7688842702856029)*q6 - 0.475
     r_rel6_y = (0.6393879721322383)*q6 - 0.395
     r_rel6_z = 5.729828233334605e-17 - 1.4613732465641265e-16*q6
-    a1_x = (9.81)*tau1_02
-    a1_y = (9.81)*tau1_12
+    a1_x = -9.736877747601369*c1
+    a1_y = (9.736877747601369)*s1
     omega_p2_x = beta2_02*qd1
     omega_p2_y = beta2_12*qd1
     omega_p2_z = (9.611612496501513e-18)*qd1
@@ -2337,11 +2321,11 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     oo2_W_00 = -oo2_yy - oo2_zz
     oo2_W_11 = -oo2_xx - oo2_zz
     oo2_W_22 = -oo2_xx - oo2_yy
-    a3_x = (9.81)*tau3_02
-    a3_y = (9.81)*tau3_12
+    a3_x = -9.736877747601369*c3
+    a3_y = (9.736877747601369)*s3
     oo3_zz = qd3*qd3
-    a4_x = (9.81)*tau4_02
-    a4_y = (9.81)*tau4_12
+    a4_x = -9.736877747601369*c4
+    a4_y = (9.736877747601369)*s4
     omega5_z_2 = qd3 + qd5
     epsd5_z = qdd_dep3 + qdd_dep5
     cse32 = a3_x - 0.47235092614474516*oo3_zz - 0.5825672515428597*qdd_dep3
@@ -2349,28 +2333,18 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     a5_x = c5*cse32 + cse33*s5
     a5_y = c5*cse33 - cse32*s5
     oo5_zz_2 = omega5_z_2*omega5_z_2
+    a6_par_x = a2_x + epsd2_y*r_rel6_z - epsd2_z*r_rel6_y + oo2_W_00*r_rel6_x + oo2_xy*r_rel6_y + oo2_xz*r_rel6_z
+    a6_par_y = a2_y - epsd2_x*r_rel6_z + epsd2_z*r_rel6_x + oo2_W_11*r_rel6_y + oo2_xy*r_rel6_x + oo2_yz*r_rel6_z
+    a6_par_z = a2_z + epsd2_x*r_rel6_y - epsd2_y*r_rel6_x + oo2_W_22*r_rel6_z + oo2_xz*r_rel6_x + oo2_yz*r_rel6_y
     omega_p6_x = -0.7688842702856029*omega2_z_2 + (0.40881697890737584)*omega_p2_x - 0.49161535438228754*omega_p2_y
     omega_p6_y = -0.6393879721322383*omega2_z_2 - 0.49161535438228754*omega_p2_x + (0.591183021092624)*omega_p2_y
     omega_p6_z = -1.4613732465641265e-16*omega2_z_2 + (0.7688842702856029)*omega_p2_x + (0.6393879721322383)*omega_p2_y
-    cse34 = (0.7688842702856029)*epsd2_z
-    cse35 = (0.49161535438228754)*epsd2_y
-    epsd6_x = -cse34 - cse35 + (0.40881697890737584)*epsd2_x
-    cse36 = (0.6393879721322383)*epsd2_z
-    epsd6_y = -cse36 - 0.49161535438228754*epsd2_x + (0.591183021092624)*epsd2_y
-    cse37 = (0.7688842702856029)*epsd2_x
-    epsd6_z = cse37 + (0.6393879721322383)*epsd2_y - 1.4613732465641265e-16*epsd2_z
-    cse38 = oo2_W_22*r_rel6_z
-    cse39 = (0.7688842702856029)*r_rel6_x
-    cse40 = oo2_yz*r_rel6_y
-    cse41 = (0.49161535438228754)*r_rel6_x
-    cse42 = (0.49161535438228754)*r_rel6_y
-    cse43 = (0.49161535438228754)*r_rel6_z
-    a6_x = (0.40881697890737584)*a2_x - 0.49161535438228754*a2_y - 0.7688842702856029*a2_z - cse37*r_rel6_y - 0.7688842702856029*cse38 - cse39*oo2_xz - 0.7688842702856029*cse40 - cse41*epsd2_z - cse41*oo2_xy - cse42*oo2_W_11 - cse43*oo2_yz + (0.49161535438228754)*epsd2_x*r_rel6_z + (0.7688842702856029)*epsd2_y*r_rel6_x + (0.40881697890737584)*epsd2_y*r_rel6_z - 0.40881697890737584*epsd2_z*r_rel6_y + 2.0*omega_p6_y*qd6 + (0.40881697890737584)*oo2_W_00*r_rel6_x + (0.40881697890737584)*oo2_xy*r_rel6_y + (0.40881697890737584)*oo2_xz*r_rel6_z
-    cse44 = (0.6393879721322383)*epsd2_x
-    cse45 = oo2_xz*r_rel6_x
-    a6_y = -0.49161535438228754*a2_x + (0.591183021092624)*a2_y - 0.6393879721322383*a2_z - cse35*r_rel6_z - 0.6393879721322383*cse38 - 0.6393879721322383*cse40 - cse41*oo2_W_00 - cse42*oo2_xy - cse43*oo2_xz - cse44*r_rel6_y - 0.6393879721322383*cse45 - cse5*omega_p6_x - 0.591183021092624*epsd2_x*r_rel6_z + (0.6393879721322383)*epsd2_y*r_rel6_x + (0.591183021092624)*epsd2_z*r_rel6_x + (0.49161535438228754)*epsd2_z*r_rel6_y + (0.591183021092624)*oo2_W_11*r_rel6_y + (0.591183021092624)*oo2_xy*r_rel6_x + (0.591183021092624)*oo2_yz*r_rel6_z
-    cse46 = (0.7688842702856029)*r_rel6_z
-    a6_z = (0.7688842702856029)*a2_x + (0.6393879721322383)*a2_y - 1.4613732465641265e-16*a2_z - cse34*r_rel6_y + cse36*r_rel6_x - 1.4613732465641265e-16*cse38 + cse39*oo2_W_00 - 1.4613732465641265e-16*cse40 - cse44*r_rel6_z - 1.4613732465641265e-16*cse45 + cse46*epsd2_y + cse46*oo2_xz - 1.4613732465641265e-16*epsd2_x*r_rel6_y + (1.4613732465641265e-16)*epsd2_y*r_rel6_x + (0.6393879721322383)*oo2_W_11*r_rel6_y + (0.6393879721322383)*oo2_xy*r_rel6_x + (0.7688842702856029)*oo2_xy*r_rel6_y + (0.6393879721322383)*oo2_yz*r_rel6_z + qdd_ind1
+    epsd6_x = (0.40881697890737584)*epsd2_x - 0.49161535438228754*epsd2_y - 0.7688842702856029*epsd2_z
+    epsd6_y = -0.49161535438228754*epsd2_x + (0.591183021092624)*epsd2_y - 0.6393879721322383*epsd2_z
+    epsd6_z = (0.7688842702856029)*epsd2_x + (0.6393879721322383)*epsd2_y - 1.4613732465641265e-16*epsd2_z
+    a6_x = (0.40881697890737584)*a6_par_x - 0.49161535438228754*a6_par_y - 0.7688842702856029*a6_par_z + cse5*omega_p6_y
+    a6_y = -0.49161535438228754*a6_par_x + (0.591183021092624)*a6_par_y - 0.6393879721322383*a6_par_z - cse5*omega_p6_x
+    a6_z = (0.7688842702856029)*a6_par_x + (0.6393879721322383)*a6_par_y - 1.4613732465641265e-16*a6_par_z + qdd_ind1
     oo6_xx = omega_p6_x*omega_p6_x
     oo6_yy = omega_p6_y*omega_p6_y
     oo6_zz = omega_p6_z*omega_p6_z

@@ -388,15 +388,14 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
 }
 
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
- * ops: 2 adds, 4 muls, 1 trig (7 total) */
+ * ops: 2 adds, 3 muls, 1 trig (6 total) */
 int mechgen_swash_plate_mass_matrix(const double *restrict q, double *restrict M)
 {
     const double q3 = q[2];
     const double c3 = cos(q3);
-    const double beta3_02 = -0.25881904510252074*c3;
     const double IJ3_02 = (2.1539120601574185e-19)*c3;
     const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
-    const double Nm3_2_z = (2.1539120601574185e-19)*beta3_02 + 0.017386664873203228;
+    const double Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02;
     M[0] = 0.004573333333333333;
     M[1] = 0.0;
     M[2] = 0.0;
@@ -422,7 +421,7 @@ int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
  * lambda) and the acceleration bias gamma (G qdd = gamma).
- * ops: 48 adds, 97 muls, 6 trig (151 total) */
+ * ops: 48 adds, 98 muls, 6 trig (152 total) */
 int mechgen_swash_plate_bias(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict b, double *restrict gamma)
 {
     const double q1 = q[0];
@@ -441,12 +440,12 @@ int mechgen_swash_plate_bias(const double *restrict q, const double *restrict qd
     const double c3 = cos(q3);
     const double s3 = sin(q3);
     const double beta3_02 = -0.25881904510252074*c3;
-    const double beta3_12 = (0.25881904510252074)*s3;
     const double a1_y = (9.81)*s1;
-    const double omega_p3_x = beta3_02*qd2;
-    const double omega_p3_y = beta3_12*qd2;
-    const double omega_p3_z = (0.9659258262890683)*qd2;
-    const double omega3_z = omega_p3_z + qd3;
+    const double omega_p3_J_x = -0.25881904510252074*qd2;
+    const double omega_p3_J_z = (0.9659258262890683)*qd2;
+    const double omega_p3_x = c3*omega_p3_J_x;
+    const double omega_p3_y = -omega_p3_J_x*s3;
+    const double omega3_z = omega_p3_J_z + qd3;
     const double epsd3_x = omega_p3_y*qd3;
     const double epsd3_y = -omega_p3_x*qd3;
     const double oo3_xx = omega_p3_x*omega_p3_x;
@@ -457,7 +456,8 @@ int mechgen_swash_plate_bias(const double *restrict q, const double *restrict qd
     const double N3_x = (0.009130208333333334)*epsd3_x + (2.1539120601574185e-19)*oo3_xy + (0.008869791666666665)*oo3_yz;
     const double N3_y = (0.009130208333333334)*epsd3_y - 2.1539120601574185e-19*oo3_xx - 0.008869791666666665*oo3_xz + (2.1539120601574185e-19)*oo3_zz;
     const double N3_z = (2.1539120601574185e-19)*epsd3_x - 2.1539120601574185e-19*oo3_yz;
-    const double N2_z = N3_x*beta3_02 + N3_y*beta3_12 + (0.9659258262890683)*N3_z;
+    const double N_c3_J_x = N3_x*c3 - N3_y*s3;
+    const double N2_z = (0.9659258262890683)*N3_z - 0.25881904510252074*N_c3_J_x;
     const double N1_x = (0.036)*a1_y;
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
@@ -508,7 +508,7 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
  * constraint multipliers and the cut joints' reactions.
- * ops: 80 adds, 153 muls, 3 divs, 6 trig (242 total) */
+ * ops: 80 adds, 154 muls, 3 divs, 6 trig (243 total) */
 int mechgen_swash_plate_forward_dynamics(const double *restrict q, const double *restrict qd, const double *restrict tau, double *restrict qdd, double *restrict multipliers, double *restrict reaction)
 {
     int status = 0;
@@ -528,15 +528,15 @@ int mechgen_swash_plate_forward_dynamics(const double *restrict q, const double 
     const double c3 = cos(q3);
     const double s3 = sin(q3);
     const double beta3_02 = -0.25881904510252074*c3;
-    const double beta3_12 = (0.25881904510252074)*s3;
     const double IJ3_02 = (2.1539120601574185e-19)*c3;
     const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
-    const double Nm3_2_z = (2.1539120601574185e-19)*beta3_02 + 0.017386664873203228;
+    const double Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02;
     const double a1_y = (9.81)*s1;
-    const double omega_p3_x = beta3_02*qd2;
-    const double omega_p3_y = beta3_12*qd2;
-    const double omega_p3_z = (0.9659258262890683)*qd2;
-    const double omega3_z = omega_p3_z + qd3;
+    const double omega_p3_J_x = -0.25881904510252074*qd2;
+    const double omega_p3_J_z = (0.9659258262890683)*qd2;
+    const double omega_p3_x = c3*omega_p3_J_x;
+    const double omega_p3_y = -omega_p3_J_x*s3;
+    const double omega3_z = omega_p3_J_z + qd3;
     const double epsd3_x = omega_p3_y*qd3;
     const double epsd3_y = -omega_p3_x*qd3;
     const double oo3_xx = omega_p3_x*omega_p3_x;
@@ -547,7 +547,8 @@ int mechgen_swash_plate_forward_dynamics(const double *restrict q, const double 
     const double N3_x = (0.009130208333333334)*epsd3_x + (2.1539120601574185e-19)*oo3_xy + (0.008869791666666665)*oo3_yz;
     const double N3_y = (0.009130208333333334)*epsd3_y - 2.1539120601574185e-19*oo3_xx - 0.008869791666666665*oo3_xz + (2.1539120601574185e-19)*oo3_zz;
     const double N3_z = (2.1539120601574185e-19)*epsd3_x - 2.1539120601574185e-19*oo3_yz;
-    const double N2_z = N3_x*beta3_02 + N3_y*beta3_12 + (0.9659258262890683)*N3_z;
+    const double N_c3_J_x = N3_x*c3 - N3_y*s3;
+    const double N2_z = (0.9659258262890683)*N3_z - 0.25881904510252074*N_c3_J_x;
     const double N1_x = (0.036)*a1_y;
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
@@ -649,7 +650,7 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
 
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
  * accelerations (paper 004's "direct" problem).
- * ops: 71 adds, 142 muls, 2 divs, 6 trig (221 total) */
+ * ops: 71 adds, 144 muls, 2 divs, 6 trig (223 total) */
 int mechgen_swash_plate_inverse_dynamics(const double *restrict q, const double *restrict qd, const double *restrict qdd_ind, double *restrict tau_ind, double *restrict qdd, double *restrict multipliers, double *restrict reaction)
 {
     int status = 0;
@@ -673,7 +674,6 @@ int mechgen_swash_plate_inverse_dynamics(const double *restrict q, const double 
     const double tau3_00 = c3*theta_J3_00 - s2*s3;
     const double tau3_01 = c2*s3 + c3*theta_J3_01;
     const double tau3_02 = -0.25881904510252074*c3;
-    const double tau3_12 = (0.25881904510252074)*s3;
     const double cse0 = qd3*theta_J3_20;
     const double omega3_x = cse0;
     const double cse1 = qd3*theta_J3_21;
@@ -715,13 +715,16 @@ int mechgen_swash_plate_inverse_dynamics(const double *restrict q, const double 
     const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
     const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
     const double a1_y = (9.81)*s1;
-    const double omega_p3_x = qd2*tau3_02;
-    const double omega_p3_y = qd2*tau3_12;
-    const double omega_p3_z = (0.9659258262890683)*qd2;
-    const double omega3_z_2 = omega_p3_z + qd3;
-    const double epsd3_x = omega_p3_y*qd3 + qdd_ind1*tau3_02;
-    const double epsd3_y = -omega_p3_x*qd3 + qdd_ind1*tau3_12;
-    const double epsd3_z = qdd_dep2 + (0.9659258262890683)*qdd_ind1;
+    const double omega_p3_J_x = -0.25881904510252074*qd2;
+    const double omega_p3_J_z = (0.9659258262890683)*qd2;
+    const double omega_p3_x = c3*omega_p3_J_x;
+    const double omega_p3_y = -omega_p3_J_x*s3;
+    const double epsd3_J_x = -0.25881904510252074*qdd_ind1;
+    const double epsd3_J_z = (0.9659258262890683)*qdd_ind1;
+    const double omega3_z_2 = omega_p3_J_z + qd3;
+    const double epsd3_x = c3*epsd3_J_x + omega_p3_y*qd3;
+    const double epsd3_y = -epsd3_J_x*s3 - omega_p3_x*qd3;
+    const double epsd3_z = epsd3_J_z + qdd_dep2;
     const double oo3_xx = omega_p3_x*omega_p3_x;
     const double oo3_zz = omega3_z_2*omega3_z_2;
     const double oo3_xy = omega_p3_x*omega_p3_y;
@@ -730,7 +733,8 @@ int mechgen_swash_plate_inverse_dynamics(const double *restrict q, const double 
     const double N3_x = (0.009130208333333334)*epsd3_x + (2.1539120601574185e-19)*epsd3_z + (2.1539120601574185e-19)*oo3_xy + (0.008869791666666665)*oo3_yz;
     const double N3_y = (0.009130208333333334)*epsd3_y - 2.1539120601574185e-19*oo3_xx - 0.008869791666666665*oo3_xz + (2.1539120601574185e-19)*oo3_zz;
     const double N3_z = (2.1539120601574185e-19)*epsd3_x + (0.018)*epsd3_z - 2.1539120601574185e-19*oo3_yz;
-    const double N2_z = N3_x*tau3_02 + N3_y*tau3_12 + (0.9659258262890683)*N3_z + (0.0009375)*qdd_ind1;
+    const double N_c3_J_x = N3_x*c3 - N3_y*s3;
+    const double N2_z = (0.9659258262890683)*N3_z - 0.25881904510252074*N_c3_J_x + (0.0009375)*qdd_ind1;
     const double N1_x = (0.036)*a1_y + (0.004573333333333333)*qdd_dep1;
     const double lambda_z2 = N1_x*lu_inv1;
     const double lambda_z1 = lu_inv2*(N3_z - cse5*lambda_z2);

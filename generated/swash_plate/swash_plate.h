@@ -79,7 +79,7 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
  *   in  q[3]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (3,): output,
  *       input, journal
  *   out M[9] shape 3x3: tree mass matrix, shape (3, 3), rows and columns in the order of q
- *   ops: 2 adds, 4 muls, 1 trig (7 total)
+ *   ops: 2 adds, 3 muls, 1 trig (6 total)
  */
 int mechgen_swash_plate_mass_matrix(const double *q, double *M);
 int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double *M, int32_t *status);
@@ -92,7 +92,7 @@ int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double
  *   in  tau[3]: drive torques or forces on the coordinates (N m or N), shape (3,), in the order of q
  *   out b[3] shape 3: generalised forces (N m or N), shape (3,), order of q
  *   out gamma[2] shape 2: acceleration bias -dG/dt qd, shape (2,), rows as closure's phi
- *   ops: 48 adds, 97 muls, 6 trig (151 total)
+ *   ops: 48 adds, 98 muls, 6 trig (152 total)
  */
 int mechgen_swash_plate_bias(const double *q, const double *qd, const double *tau, double *b, double *gamma);
 int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double *qd, const double *tau, double *b, double *gamma, int32_t *status);
@@ -109,7 +109,7 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
  *       shape (1, 6): trunnion
  *   status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
  *   status 2: the reduced mass matrix H^T M H is not positive definite
- *   ops: 80 adds, 153 muls, 3 divs, 6 trig (242 total)
+ *   ops: 80 adds, 154 muls, 3 divs, 6 trig (243 total)
  */
 int mechgen_swash_plate_forward_dynamics(const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction, int32_t *status);
@@ -127,7 +127,7 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
  *       shape (1, 6): trunnion
  *   status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
  *   status 2: the reduced mass matrix H^T M H is not positive definite
- *   ops: 71 adds, 142 muls, 2 divs, 6 trig (221 total)
+ *   ops: 71 adds, 144 muls, 2 divs, 6 trig (223 total)
  */
 int mechgen_swash_plate_inverse_dynamics(const double *q, const double *qd, const double *qdd_ind, double *tau_ind, double *qdd, double *multipliers, double *reaction);
 int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd_ind, double *tau_ind, double *qdd, double *multipliers, double *reaction, int32_t *status);

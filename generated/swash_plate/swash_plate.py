@@ -387,14 +387,13 @@ def mass_matrix(q, M):
     in  q[3]: tree joint coordinates (rad or m, measured as in docs/linkage.md), shape (3,): output,
         input, journal
     out M[9] shape 3x3: tree mass matrix, shape (3, 3), rows and columns in the order of q
-    ops: 2 adds, 4 muls, 1 trig (7 total)
+    ops: 2 adds, 3 muls, 1 trig (6 total)
     """
     q1, q2, q3 = q
     c3 = math.cos(q3)
-    beta3_02 = -0.25881904510252074*c3
     IJ3_02 = (2.1539120601574185e-19)*c3
     Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02
-    Nm3_2_z = (2.1539120601574185e-19)*beta3_02 + 0.017386664873203228
+    Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02
     M[0] = 0.004573333333333333
     M[1] = 0.0
     M[2] = 0.0
@@ -417,7 +416,7 @@ def bias(q, qd, tau, b, gamma):
     in  tau[3]: drive torques or forces on the coordinates (N m or N), shape (3,), in the order of q
     out b[3] shape 3: generalised forces (N m or N), shape (3,), order of q
     out gamma[2] shape 2: acceleration bias -dG/dt qd, shape (2,), rows as closure's phi
-    ops: 48 adds, 97 muls, 6 trig (151 total)
+    ops: 48 adds, 98 muls, 6 trig (152 total)
     """
     q1, q2, q3 = q
     qd1, qd2, qd3 = qd
@@ -429,12 +428,12 @@ def bias(q, qd, tau, b, gamma):
     c3 = math.cos(q3)
     s3 = math.sin(q3)
     beta3_02 = -0.25881904510252074*c3
-    beta3_12 = (0.25881904510252074)*s3
     a1_y = (9.81)*s1
-    omega_p3_x = beta3_02*qd2
-    omega_p3_y = beta3_12*qd2
-    omega_p3_z = (0.9659258262890683)*qd2
-    omega3_z = omega_p3_z + qd3
+    omega_p3_J_x = -0.25881904510252074*qd2
+    omega_p3_J_z = (0.9659258262890683)*qd2
+    omega_p3_x = c3*omega_p3_J_x
+    omega_p3_y = -omega_p3_J_x*s3
+    omega3_z = omega_p3_J_z + qd3
     epsd3_x = omega_p3_y*qd3
     epsd3_y = -omega_p3_x*qd3
     oo3_xx = omega_p3_x*omega_p3_x
@@ -445,7 +444,8 @@ def bias(q, qd, tau, b, gamma):
     N3_x = (0.009130208333333334)*epsd3_x + (2.1539120601574185e-19)*oo3_xy + (0.008869791666666665)*oo3_yz
     N3_y = (0.009130208333333334)*epsd3_y - 2.1539120601574185e-19*oo3_xx - 0.008869791666666665*oo3_xz + (2.1539120601574185e-19)*oo3_zz
     N3_z = (2.1539120601574185e-19)*epsd3_x - 2.1539120601574185e-19*oo3_yz
-    N2_z = N3_x*beta3_02 + N3_y*beta3_12 + (0.9659258262890683)*N3_z
+    N_c3_J_x = N3_x*c3 - N3_y*s3
+    N2_z = (0.9659258262890683)*N3_z - 0.25881904510252074*N_c3_J_x
     N1_x = (0.036)*a1_y
     theta_J3_00 = (0.9659258262890683)*c2
     theta_J3_01 = (0.9659258262890683)*s2
@@ -497,7 +497,7 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
         shape (1, 6): trunnion
     status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
     status 2: the reduced mass matrix H^T M H is not positive definite
-    ops: 80 adds, 153 muls, 3 divs, 6 trig (242 total)
+    ops: 80 adds, 154 muls, 3 divs, 6 trig (243 total)
     """
     q1, q2, q3 = q
     qd1, qd2, qd3 = qd
@@ -509,15 +509,15 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     c3 = math.cos(q3)
     s3 = math.sin(q3)
     beta3_02 = -0.25881904510252074*c3
-    beta3_12 = (0.25881904510252074)*s3
     IJ3_02 = (2.1539120601574185e-19)*c3
     Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02
-    Nm3_2_z = (2.1539120601574185e-19)*beta3_02 + 0.017386664873203228
+    Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02
     a1_y = (9.81)*s1
-    omega_p3_x = beta3_02*qd2
-    omega_p3_y = beta3_12*qd2
-    omega_p3_z = (0.9659258262890683)*qd2
-    omega3_z = omega_p3_z + qd3
+    omega_p3_J_x = -0.25881904510252074*qd2
+    omega_p3_J_z = (0.9659258262890683)*qd2
+    omega_p3_x = c3*omega_p3_J_x
+    omega_p3_y = -omega_p3_J_x*s3
+    omega3_z = omega_p3_J_z + qd3
     epsd3_x = omega_p3_y*qd3
     epsd3_y = -omega_p3_x*qd3
     oo3_xx = omega_p3_x*omega_p3_x
@@ -528,7 +528,8 @@ def forward_dynamics(q, qd, tau, qdd, multipliers, reaction):
     N3_x = (0.009130208333333334)*epsd3_x + (2.1539120601574185e-19)*oo3_xy + (0.008869791666666665)*oo3_yz
     N3_y = (0.009130208333333334)*epsd3_y - 2.1539120601574185e-19*oo3_xx - 0.008869791666666665*oo3_xz + (2.1539120601574185e-19)*oo3_zz
     N3_z = (2.1539120601574185e-19)*epsd3_x - 2.1539120601574185e-19*oo3_yz
-    N2_z = N3_x*beta3_02 + N3_y*beta3_12 + (0.9659258262890683)*N3_z
+    N_c3_J_x = N3_x*c3 - N3_y*s3
+    N2_z = (0.9659258262890683)*N3_z - 0.25881904510252074*N_c3_J_x
     N1_x = (0.036)*a1_y
     theta_J3_00 = (0.9659258262890683)*c2
     theta_J3_01 = (0.9659258262890683)*s2
@@ -639,7 +640,7 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
         shape (1, 6): trunnion
     status 1: a pivot of the dependent coordinates' constraint block vanishes: a singular configuration (the constraint rank changes) or a pose out of reach
     status 2: the reduced mass matrix H^T M H is not positive definite
-    ops: 71 adds, 142 muls, 2 divs, 6 trig (221 total)
+    ops: 71 adds, 144 muls, 2 divs, 6 trig (223 total)
     """
     q1, q2, q3 = q
     qd1, qd2, qd3 = qd
@@ -657,7 +658,6 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     tau3_00 = c3*theta_J3_00 - s2*s3
     tau3_01 = c2*s3 + c3*theta_J3_01
     tau3_02 = -0.25881904510252074*c3
-    tau3_12 = (0.25881904510252074)*s3
     cse0 = qd3*theta_J3_20
     omega3_x = cse0
     cse1 = qd3*theta_J3_21
@@ -709,13 +709,16 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1
     qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2
     a1_y = (9.81)*s1
-    omega_p3_x = qd2*tau3_02
-    omega_p3_y = qd2*tau3_12
-    omega_p3_z = (0.9659258262890683)*qd2
-    omega3_z_2 = omega_p3_z + qd3
-    epsd3_x = omega_p3_y*qd3 + qdd_ind1*tau3_02
-    epsd3_y = -omega_p3_x*qd3 + qdd_ind1*tau3_12
-    epsd3_z = qdd_dep2 + (0.9659258262890683)*qdd_ind1
+    omega_p3_J_x = -0.25881904510252074*qd2
+    omega_p3_J_z = (0.9659258262890683)*qd2
+    omega_p3_x = c3*omega_p3_J_x
+    omega_p3_y = -omega_p3_J_x*s3
+    epsd3_J_x = -0.25881904510252074*qdd_ind1
+    epsd3_J_z = (0.9659258262890683)*qdd_ind1
+    omega3_z_2 = omega_p3_J_z + qd3
+    epsd3_x = c3*epsd3_J_x + omega_p3_y*qd3
+    epsd3_y = -epsd3_J_x*s3 - omega_p3_x*qd3
+    epsd3_z = epsd3_J_z + qdd_dep2
     oo3_xx = omega_p3_x*omega_p3_x
     oo3_zz = omega3_z_2*omega3_z_2
     oo3_xy = omega_p3_x*omega_p3_y
@@ -724,7 +727,8 @@ def inverse_dynamics(q, qd, qdd_ind, tau_ind, qdd, multipliers, reaction):
     N3_x = (0.009130208333333334)*epsd3_x + (2.1539120601574185e-19)*epsd3_z + (2.1539120601574185e-19)*oo3_xy + (0.008869791666666665)*oo3_yz
     N3_y = (0.009130208333333334)*epsd3_y - 2.1539120601574185e-19*oo3_xx - 0.008869791666666665*oo3_xz + (2.1539120601574185e-19)*oo3_zz
     N3_z = (2.1539120601574185e-19)*epsd3_x + (0.018)*epsd3_z - 2.1539120601574185e-19*oo3_yz
-    N2_z = N3_x*tau3_02 + N3_y*tau3_12 + (0.9659258262890683)*N3_z + (0.0009375)*qdd_ind1
+    N_c3_J_x = N3_x*c3 - N3_y*s3
+    N2_z = (0.9659258262890683)*N3_z - 0.25881904510252074*N_c3_J_x + (0.0009375)*qdd_ind1
     N1_x = (0.036)*a1_y + (0.004573333333333333)*qdd_dep1
     lambda_z2 = N1_x*lu_inv1
     lambda_z1 = lu_inv2*(N3_z - cse5*lambda_z2)

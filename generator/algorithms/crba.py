@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from mechgen.generator.algorithms.joints import LinkTransform, to_parent
+from mechgen.generator.algorithms.joints import LinkTransform, rotate_to_parent
 from mechgen.generator.model import Chain
 from mechgen.generator.scalar import (Mat, Recorder, _count, add, cross, dot, matmul, matvec, scale,
                               transpose)
@@ -89,7 +89,7 @@ def composite_inertias(rec: Recorder, chain: Chain, links: list[LinkTransform]):
         if p == 0:
             continue
         r = lt.r_rel
-        c_p = rec.vec(to_parent(lt, cj), f"cp{j}")
+        c_p = rec.vec(rotate_to_parent(rec, lt, cj, f"cp{j}"), f"cp{j}")
         I_p = to_parent_inertia(rec, lt, Ij, f"IJ{j}")
         rr = dot(r, r)
         rc = dot(r, c_p)
@@ -127,8 +127,9 @@ def crba(rec: Recorder, chain: Chain, links: list[LinkTransform]) -> list[list[s
         k, i = j, chain.parent[j - 1]
         while i > 0:
             child = links[k - 1]  # joint k carries frame k -> frame i = p(k)
-            F = rec.vec(to_parent(child, F), f"Fm{j}_{i}")
-            N = rec.vec(add(to_parent(child, N), cross(child.r_rel, F)), f"Nm{j}_{i}")
+            F = rec.vec(rotate_to_parent(rec, child, F, f"Fm{j}_{i}"), f"Fm{j}_{i}")
+            N = rec.vec(add(rotate_to_parent(rec, child, N, f"Nm{j}_{i}"), cross(child.r_rel, F)),
+                        f"Nm{j}_{i}")
             lti = links[i - 1]
             A[i - 1][j - 1] = A[j - 1][i - 1] = (N if lti.kind == "R" else F)[_axis(lti)]
             k, i = i, chain.parent[i - 1]

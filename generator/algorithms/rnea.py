@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from mechgen.generator.algorithms.joints import LinkTransform, to_parent
+from mechgen.generator.algorithms.joints import (LinkTransform, rotate_from_parent,
+                                                 rotate_to_parent, to_parent)
 from mechgen.generator.model import Chain
 from mechgen.generator.scalar import (OmegaProducts, Recorder, Vec, add, cross, matvec, omega_products,
                               omega_x_I_omega, omega_x_omega_x, scale, zeros)
@@ -64,9 +65,9 @@ def forward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: li
         qdd_j = qdd[j - 1] if qdd is not None else sp.Integer(0)
         # acceleration of O_j from the parent's omega, epsd, a
         a_par = add(add(a, cross(epsd, lt.r_rel)), omega_x_omega_x(W_prev, lt.r_rel))
-        a_new = matvec(lt.beta, a_par)
-        omega_p = rec.vec(matvec(lt.beta, omega), f"omega_p{j}")
-        epsd_new = matvec(lt.beta, epsd)
+        a_new = rotate_from_parent(rec, lt, a_par, f"a{j}")
+        omega_p = rec.vec(rotate_from_parent(rec, lt, omega, f"omega_p{j}"), f"omega_p{j}")
+        epsd_new = rotate_from_parent(rec, lt, epsd, f"epsd{j}")
         if lt.kind == "R":
             omega_new = add(omega_p, scale(qd_j, e))
             spin = zeros(3) if chain.joints[j - 1].quasi else cross(omega_p, scale(qd_j, e))
@@ -101,9 +102,11 @@ def carry_to_base(rec: Recorder, chain: Chain, links: list[LinkTransform],
         Fj, Nj = own[j - 1]
         for k in chain.children(j):
             child = links[k - 1]
-            F_c = rec.vec(to_parent(child, F[k - 1]), f"{name}F_c{k}")
+            F_c = rec.vec(rotate_to_parent(rec, child, F[k - 1], f"{name}F_c{k}"),
+                          f"{name}F_c{k}")
             Fj = add(Fj, F_c)
-            Nj = add(Nj, add(to_parent(child, N[k - 1]), cross(child.r_rel, F_c)))
+            Nj = add(Nj, add(rotate_to_parent(rec, child, N[k - 1], f"{name}N_c{k}"),
+                             cross(child.r_rel, F_c)))
         F[j - 1] = rec.vec(Fj, f"{name}F{j}")
         N[j - 1] = rec.vec(Nj, f"{name}N{j}")
     return F, N
@@ -150,8 +153,8 @@ def velocity_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: l
         lt = links[j - 1]
         p = chain.parent[j - 1]
         w_p, v_p = (list(omega0), list(v0)) if p == 0 else (omega[p - 1], v[p - 1])
-        w_j = matvec(lt.beta, w_p)
-        v_j = matvec(lt.beta, add(v_p, cross(w_p, lt.r_rel)))
+        w_j = rotate_from_parent(rec, lt, w_p, f"w_abs{j}")
+        v_j = rotate_from_parent(rec, lt, add(v_p, cross(w_p, lt.r_rel)), f"v_abs{j}")
         if lt.kind == "R":
             w_j = add(w_j, scale(qd[j - 1], lt.e))
         else:
