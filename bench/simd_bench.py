@@ -54,10 +54,10 @@ def scalar_batch_source(meta: dict) -> str:
             f"        failed += (s != 0);\n    }}\n    return failed;\n}}\n")
 
 
-def build(mech: str, kernels: list[str], tmp: Path):
-    """One cffi module with the chosen kernels of a bundled mechanism, their SIMD batches and
+def build(mech: str, kernels: list[str], tmp: Path, generated: Path = ROOT / "generated"):
+    """One cffi module with the chosen kernels of a generated mechanism, their SIMD batches and
     their scalar batches; returns (ffi, lib, manifest entries by kernel name)."""
-    folder = ROOT / "generated" / mech
+    folder = generated / mech
     manifest = json.loads((folder / "manifest.json").read_text())
     c_text = (folder / f"{mech}.c").read_text()
     h_text = (folder / f"{mech}.h").read_text()
@@ -84,15 +84,22 @@ def build(mech: str, kernels: list[str], tmp: Path):
     spec = importlib.util.spec_from_file_location(name, so)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.ffi, module.lib, metas
+    return module.ffi, module.lib, metas, manifest
 
 
-def random_inputs(meta: dict, n: int, rng) -> list[np.ndarray]:
-    """Random states: angles and rates in [-1, 1] (the platform's pose near its home)."""
+def random_inputs(manifest: dict, meta: dict, n: int, rng) -> list[np.ndarray]:
+    """Random states: angles, rates and forces in [-1, 1]; a platform's pose within 1 cm and
+    0.01 rad of its home (states that all pass the checks); parameters at their defaults."""
     arrays = []
     for p in meta["inputs"]:
         size = prod(p["shape"])
-        a = rng.uniform(-1.0, 1.0, (n, size))
+        if p["name"] == "p":
+            a = np.tile([manifest["parameter_defaults"][k] for k in manifest["parameters"]],
+                        (n, 1)).astype(float)
+        elif p["name"] == "x" and len(manifest.get("home") or []) == size:
+            a = np.asarray(manifest["home"], dtype=float) + rng.uniform(-0.01, 0.01, (n, size))
+        else:
+            a = rng.uniform(-1.0, 1.0, (n, size))
         arrays.append(np.ascontiguousarray(a))
     return arrays
 
@@ -126,8 +133,10 @@ def time_kernel(ffi, lib, meta: dict, inputs: list[np.ndarray], repeat: int) -> 
     return {**ns, "speedup": ns["scalar"] / ns["simd"], "failed_states": failed, "states": n}
 
 
-def run(states: int = 4096, repeat: int = 15, cases: dict | None = None) -> dict:
-    """Build and time every case; prints a table, returns the rows."""
+def run(states: int = 4096, repeat: int = 15, cases: dict | None = None,
+        generated: Path = ROOT / "generated") -> dict:
+    """Build and time every case; prints a table, returns the rows (ns per state, the
+    scalar/SIMD ratio, how many states failed a check)."""
     rng = np.random.default_rng(13)
     rows = {}
     print(f"SIMD batch (flags: {' '.join(cbuild.cflags())}; {states} states, best of {repeat})")
@@ -137,13 +146,14 @@ def run(states: int = 4096, repeat: int = 15, cases: dict | None = None) -> dict
     print("-" * len(header))
     with tempfile.TemporaryDirectory(prefix="mechgen_simd_bench_") as tmp:
         for mech, kernels in (cases or CASES).items():
-            ffi, lib, metas = build(mech, kernels, Path(tmp))
+            ffi, lib, metas, manifest = build(mech, kernels, Path(tmp), generated)
             for k in kernels:
-                r = time_kernel(ffi, lib, metas[k], random_inputs(metas[k], states, rng),
-                                repeat)
+                r = time_kernel(ffi, lib, metas[k],
+                                random_inputs(manifest, metas[k], states, rng), repeat)
                 rows[f"{mech}.{k}"] = r
                 print(f"{mech:22s} {k:18s} {r['single']:10.1f} {r['scalar']:10.1f} "
-                      f"{r['simd']:9.1f} {r['speedup']:10.2f}x")
+                      f"{r['simd']:9.1f} {r['speedup']:10.2f}x"
+                      + (f"  ({r['failed_states']} states failed)" if r["failed_states"] else ""))
     return rows
 
 

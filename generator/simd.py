@@ -28,9 +28,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-WIDTH = 4
-"""States per block (lanes); measured in bench/simd_bench.py (4 with AVX2/AVX-512 256-bit
-vectors beat 8: fewer spills in the large kernels)."""
+WIDTH = 8
+"""States per block (lanes). Chosen by measurement (bench/simd_bench.py, AVX-512 CPU): 8
+beat 4 on every timed kernel (the platform step 2.0x vs 1.2x the scalar loop); with narrower
+vectors a lane block takes two or four registers per value, still correct."""
 
 SCALAR_CALLS = frozenset({"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "exp", "log",
                           "pow", "sinh", "cosh", "tanh", "fmax", "fmin", "hypot", "cbrt"})
@@ -38,6 +39,11 @@ SCALAR_CALLS = frozenset({"sin", "cos", "tan", "asin", "acos", "atan", "atan2", 
 result bit for bit (``sqrt``, ``fabs`` and the arithmetic operators have one)."""
 
 VECTOR_CALLS = frozenset({"sqrt", "fabs"})
+
+STACK_BYTES = 256 * 1024
+"""Largest block buffer (W-wide arrays of crossing values, inputs and outputs) a batch may put
+on the stack; a kernel that needs more keeps the plain loop over the single-state kernel (so
+a thread with a small stack is safe)."""
 
 _TOKEN = re.compile(r"(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)")
 
@@ -120,8 +126,10 @@ def free_prefix(taken: set[str], base: str = "mg_") -> str:
 def simd_plan(k: dict) -> dict:
     """The staged batch of a kernel context (``mechgen.generator.emit._kernel_context``).
 
-    Returns ``{"width", "prefix", "stages", "arrays", "has_checks"}``: each stage a
-    :class:`Stage` as a dict; ``arrays`` the names kept in per-lane arrays.
+    Returns ``{"width", "prefix", "stages", "arrays", "gathered", "has_checks", "blocks"}``:
+    each stage a :class:`Stage` as a dict; ``arrays`` the names kept in per-lane arrays,
+    ``gathered`` the input elements among them; ``blocks`` False when the block buffers would
+    exceed :data:`STACK_BYTES` (the batch then stays the plain loop).
     """
     inputs = {s["name"]: (p["name"], p["size"], s["index"])
               for p in k["inputs"] for s in p["used"]}
@@ -143,8 +151,11 @@ def simd_plan(k: dict) -> dict:
         for j, e in enumerate(p["elements"]):
             text, created = hoist_calls(e, temps, prefix)
             lines += [("call", temps[c], c, None, None) for c in created]
-            lines.append(("output", f"{p['name']}", text, p["size"], j))
-    return _staged(lines, inputs, prefix, k["has_checks"])
+            lines.append(("output", p["name"], text, None, j))
+    plan = _staged(lines, inputs, prefix, k["has_checks"])
+    values = len(plan["arrays"]) + sum(p["size"] for p in k["outputs"])
+    plan["blocks"] = 8 * WIDTH * values <= STACK_BYTES
+    return plan
 
 
 def _staged(lines: list, inputs: dict, prefix: str, has_checks: bool) -> dict:

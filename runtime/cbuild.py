@@ -44,11 +44,14 @@ import cffi
 CFLAGS = ["-O2", "-std=c99", "-fno-math-errno", "-ffp-contract=off"]
 """Always given. ``-ffp-contract=off``: no fused multiply-add, so the vectorised batch of a
 kernel rounds exactly like its single-state form (and like any other CPU)."""
-OPTIONAL_CFLAGS = ["-fopenmp-simd", "-march=native"]
+OPTIONAL_CFLAGS = ["-fno-tree-slp-vectorize", "-fopenmp-simd", "-march=native"]
 """Given when the compiler accepts them (:func:`cflags`): ``#pragma omp simd`` vectorises the
 batch kernels across states (templates/c/kernel.c.j2); ``-march=native`` lets it use the
-CPU's widest vectors. Neither changes a result: no fast-math, no contraction. Without them the
-batch is the same code run lane after lane."""
+CPU's widest vectors, only together with ``-fno-tree-slp-vectorize``: GCC 12's straight-line
+vectoriser fuses ``a*b - c, a*b + c`` pairs into ``vfmsubadd`` (FMA) despite
+``-ffp-contract=off`` when the CPU has FMA, which would change the single-state kernels' last
+bits. None changes a result: no fast-math, no contraction. Without them the batch is the same
+code run lane after lane."""
 ENV_FLAGS = ("CC", "CFLAGS", "CPPFLAGS", "LDSHARED", "LDFLAGS", "ARCHFLAGS")
 CONFIG_VARS = ("CC", "CFLAGS", "CCSHARED", "CPPFLAGS", "LDSHARED", "LDFLAGS", "EXT_SUFFIX")
 STALE_SECONDS = 600.0
@@ -148,7 +151,10 @@ def cflags() -> list[str]:
     :data:`OPTIONAL_CFLAGS` the compiler accepts (a compiler without them builds the plain
     lane-by-lane loop, with the same results)."""
     cc = compiler_command()
-    return CFLAGS + [flag for flag in OPTIONAL_CFLAGS if accepts(cc, flag)]
+    flags = CFLAGS + [flag for flag in OPTIONAL_CFLAGS if accepts(cc, flag)]
+    if "-fno-tree-slp-vectorize" not in flags and "-march=native" in flags:
+        flags.remove("-march=native")
+    return flags
 
 
 @functools.lru_cache(maxsize=None)

@@ -176,28 +176,28 @@ int mechgen_panda_forward_kinematics(const double *restrict q, double *restrict 
 
 int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_r[21][4];
-        double mg_o_tau[63][4];
-        double mg_w_c1[4];
-        double mg_w_c2[4];
-        double mg_w_s1[4];
-        double mg_w_s2[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_c7[4];
-        double mg_w_s7[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_r[21][8];
+        double mg_o_tau[63][8];
+        double mg_w_c1[8];
+        double mg_w_c2[8];
+        double mg_w_s1[8];
+        double mg_w_s2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_c7[8];
+        double mg_w_s7[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q1 = q[(mg_i + mg_l) * 7 + 0];
             const double q2 = q[(mg_i + mg_l) * 7 + 1];
             const double q3 = q[(mg_i + mg_l) * 7 + 2];
@@ -221,7 +221,7 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
             mg_w_s7[mg_l] = sin(q7);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c1 = mg_w_c1[mg_l];
             const double c2 = mg_w_c2[mg_l];
             const double s1 = mg_w_s1[mg_l];
@@ -378,7 +378,7 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
             mg_o_tau[61][mg_l] = -tau6_11;
             mg_o_tau[62][mg_l] = -tau6_12;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 21; ++mg_j) r[(mg_i + mg_l) * 21 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 63; ++mg_j) tau[(mg_i + mg_l) * 63 + mg_j] = mg_o_tau[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -802,26 +802,26 @@ int mechgen_panda_jacobians(const double *restrict q, double *restrict T, double
 
 int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_T[147][4];
-        double mg_o_R[147][4];
-        double mg_w_c1[4];
-        double mg_w_c2[4];
-        double mg_w_s1[4];
-        double mg_w_s2[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_T[147][8];
+        double mg_o_R[147][8];
+        double mg_w_c1[8];
+        double mg_w_c2[8];
+        double mg_w_s1[8];
+        double mg_w_s2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q1 = q[(mg_i + mg_l) * 7 + 0];
             const double q2 = q[(mg_i + mg_l) * 7 + 1];
             const double q3 = q[(mg_i + mg_l) * 7 + 2];
@@ -842,7 +842,7 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
             mg_w_s6[mg_l] = sin(q6);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c1 = mg_w_c1[mg_l];
             const double c2 = mg_w_c2[mg_l];
             const double s1 = mg_w_s1[mg_l];
@@ -1238,7 +1238,7 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
             mg_o_R[145][mg_l] = cse8;
             mg_o_R[146][mg_l] = -tau6_12;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 147; ++mg_j) T[(mg_i + mg_l) * 147 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 147; ++mg_j) R[(mg_i + mg_l) * 147 + mg_j] = mg_o_R[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1522,36 +1522,36 @@ int mechgen_panda_velocities(const double *restrict q, const double *restrict qd
 
 int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_v[21][4];
-        double mg_o_omega[21][4];
-        double mg_o_w[21][4];
-        double mg_o_eps[21][4];
-        double mg_w_qd1[4];
-        double mg_w_c1[4];
-        double mg_w_c2[4];
-        double mg_w_s1[4];
-        double mg_w_s2[4];
-        double mg_w_qd2[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_oo1_zz[4];
-        double mg_w_qd3[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_qd4[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_qd5[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_qd6[4];
-        double mg_w_qd7[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_v[21][8];
+        double mg_o_omega[21][8];
+        double mg_o_w[21][8];
+        double mg_o_eps[21][8];
+        double mg_w_qd1[8];
+        double mg_w_c1[8];
+        double mg_w_c2[8];
+        double mg_w_s1[8];
+        double mg_w_s2[8];
+        double mg_w_qd2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_oo1_zz[8];
+        double mg_w_qd3[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_qd4[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_qd5[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_qd6[8];
+        double mg_w_qd7[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
@@ -1561,12 +1561,12 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
             mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 7 + 6];
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double qd1 = mg_w_qd1[mg_l];
             const double oo1_zz = qd1*qd1;
             mg_w_oo1_zz[mg_l] = oo1_zz;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q1 = q[(mg_i + mg_l) * 7 + 0];
             const double q2 = q[(mg_i + mg_l) * 7 + 1];
             const double q3 = q[(mg_i + mg_l) * 7 + 2];
@@ -1587,7 +1587,7 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
             mg_w_s6[mg_l] = sin(q6);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c1 = mg_w_c1[mg_l];
             const double c2 = mg_w_c2[mg_l];
             const double s1 = mg_w_s1[mg_l];
@@ -1843,7 +1843,7 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
             mg_o_eps[19][mg_l] = eps7_y;
             mg_o_eps[20][mg_l] = eps7_z;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 21; ++mg_j) v[(mg_i + mg_l) * 21 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 21; ++mg_j) omega[(mg_i + mg_l) * 21 + mg_j] = mg_o_omega[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 21; ++mg_j) w[(mg_i + mg_l) * 21 + mg_j] = mg_o_w[mg_j][mg_l];
@@ -2118,25 +2118,25 @@ int mechgen_panda_mass_matrix(const double *restrict q, double *restrict A)
 
 int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_A[49][4];
-        double mg_w_c7[4];
-        double mg_w_s7[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_c2[4];
-        double mg_w_s2[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_A[49][8];
+        double mg_w_c7[8];
+        double mg_w_s7[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q2 = q[(mg_i + mg_l) * 7 + 1];
             const double q3 = q[(mg_i + mg_l) * 7 + 2];
             const double q4 = q[(mg_i + mg_l) * 7 + 3];
@@ -2157,7 +2157,7 @@ int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, i
             mg_w_s7[mg_l] = sin(q7);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c7 = mg_w_c7[mg_l];
             const double s7 = mg_w_s7[mg_l];
             const double c6 = mg_w_c6[mg_l];
@@ -2403,7 +2403,7 @@ int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, i
             mg_o_A[47][mg_l] = IJ7_12;
             mg_o_A[48][mg_l] = 0.006684151967360946;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 49; ++mg_j) A[(mg_i + mg_l) * 49 + mg_j] = mg_o_A[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2620,40 +2620,40 @@ int mechgen_panda_bias(const double *restrict q, const double *restrict qd, cons
 
 int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_b[7][4];
-        double mg_w_qd2[4];
-        double mg_w_qd1[4];
-        double mg_w_s2[4];
-        double mg_w_c2[4];
-        double mg_w_oo2_zz[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_qd3[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_qd4[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_qd5[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_qd6[4];
-        double mg_w_c7[4];
-        double mg_w_s7[4];
-        double mg_w_qd7[4];
-        double mg_w_Q1[4];
-        double mg_w_Q2[4];
-        double mg_w_Q3[4];
-        double mg_w_Q4[4];
-        double mg_w_Q5[4];
-        double mg_w_Q6[4];
-        double mg_w_Q7[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_b[7][8];
+        double mg_w_qd2[8];
+        double mg_w_qd1[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_oo2_zz[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_qd3[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_qd4[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_qd5[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_qd6[8];
+        double mg_w_c7[8];
+        double mg_w_s7[8];
+        double mg_w_qd7[8];
+        double mg_w_Q1[8];
+        double mg_w_Q2[8];
+        double mg_w_Q3[8];
+        double mg_w_Q4[8];
+        double mg_w_Q5[8];
+        double mg_w_Q6[8];
+        double mg_w_Q7[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
@@ -2670,12 +2670,12 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
             mg_w_Q7[mg_l] = Q[(mg_i + mg_l) * 7 + 6];
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double qd2 = mg_w_qd2[mg_l];
             const double oo2_zz = qd2*qd2;
             mg_w_oo2_zz[mg_l] = oo2_zz;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q2 = q[(mg_i + mg_l) * 7 + 1];
             const double q3 = q[(mg_i + mg_l) * 7 + 2];
             const double q4 = q[(mg_i + mg_l) * 7 + 3];
@@ -2696,7 +2696,7 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
             mg_w_s7[mg_l] = sin(q7);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double qd1 = mg_w_qd1[mg_l];
             const double s2 = mg_w_s2[mg_l];
             const double c2 = mg_w_c2[mg_l];
@@ -2887,7 +2887,7 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
             mg_o_b[5][mg_l] = b6;
             mg_o_b[6][mg_l] = b7;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 7; ++mg_j) b[(mg_i + mg_l) * 7 + mg_j] = mg_o_b[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -3102,40 +3102,40 @@ int mechgen_panda_inverse_dynamics(const double *restrict q, const double *restr
 
 int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_Q[7][4];
-        double mg_w_qd2[4];
-        double mg_w_qd1[4];
-        double mg_w_s2[4];
-        double mg_w_c2[4];
-        double mg_w_qdd1[4];
-        double mg_w_oo2_zz[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_qd3[4];
-        double mg_w_qdd2[4];
-        double mg_w_qdd3[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_qd4[4];
-        double mg_w_qdd4[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_qd5[4];
-        double mg_w_qdd5[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_qd6[4];
-        double mg_w_qdd6[4];
-        double mg_w_c7[4];
-        double mg_w_s7[4];
-        double mg_w_qd7[4];
-        double mg_w_qdd7[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_Q[7][8];
+        double mg_w_qd2[8];
+        double mg_w_qd1[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_qdd1[8];
+        double mg_w_oo2_zz[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_qd3[8];
+        double mg_w_qdd2[8];
+        double mg_w_qdd3[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_qd4[8];
+        double mg_w_qdd4[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_qd5[8];
+        double mg_w_qdd5[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_qd6[8];
+        double mg_w_qdd6[8];
+        double mg_w_c7[8];
+        double mg_w_s7[8];
+        double mg_w_qd7[8];
+        double mg_w_qdd7[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 7 + 0];
@@ -3152,12 +3152,12 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
             mg_w_qdd7[mg_l] = qdd[(mg_i + mg_l) * 7 + 6];
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double qd2 = mg_w_qd2[mg_l];
             const double oo2_zz = qd2*qd2;
             mg_w_oo2_zz[mg_l] = oo2_zz;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q2 = q[(mg_i + mg_l) * 7 + 1];
             const double q3 = q[(mg_i + mg_l) * 7 + 2];
             const double q4 = q[(mg_i + mg_l) * 7 + 3];
@@ -3178,7 +3178,7 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
             mg_w_s7[mg_l] = sin(q7);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double qd1 = mg_w_qd1[mg_l];
             const double s2 = mg_w_s2[mg_l];
             const double c2 = mg_w_c2[mg_l];
@@ -3367,7 +3367,7 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
             mg_o_Q[5][mg_l] = N6_z;
             mg_o_Q[6][mg_l] = N7_z;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 7; ++mg_j) Q[(mg_i + mg_l) * 7 + mg_j] = mg_o_Q[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -3873,40 +3873,40 @@ fail:
 
 int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_qdd[7][4];
-        double mg_w_qd2[4];
-        double mg_w_c7[4];
-        double mg_w_s7[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_c2[4];
-        double mg_w_s2[4];
-        double mg_w_qd1[4];
-        double mg_w_oo2_zz[4];
-        double mg_w_qd3[4];
-        double mg_w_qd4[4];
-        double mg_w_qd5[4];
-        double mg_w_qd6[4];
-        double mg_w_qd7[4];
-        double mg_w_Q1[4];
-        double mg_w_Q2[4];
-        double mg_w_Q3[4];
-        double mg_w_Q4[4];
-        double mg_w_Q5[4];
-        double mg_w_Q6[4];
-        double mg_w_Q7[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_qdd[7][8];
+        double mg_w_qd2[8];
+        double mg_w_c7[8];
+        double mg_w_s7[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_qd1[8];
+        double mg_w_oo2_zz[8];
+        double mg_w_qd3[8];
+        double mg_w_qd4[8];
+        double mg_w_qd5[8];
+        double mg_w_qd6[8];
+        double mg_w_qd7[8];
+        double mg_w_Q1[8];
+        double mg_w_Q2[8];
+        double mg_w_Q3[8];
+        double mg_w_Q4[8];
+        double mg_w_Q5[8];
+        double mg_w_Q6[8];
+        double mg_w_Q7[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
@@ -3923,12 +3923,12 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             mg_w_Q7[mg_l] = Q[(mg_i + mg_l) * 7 + 6];
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double qd2 = mg_w_qd2[mg_l];
             const double oo2_zz = qd2*qd2;
             mg_w_oo2_zz[mg_l] = oo2_zz;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q2 = q[(mg_i + mg_l) * 7 + 1];
             const double q3 = q[(mg_i + mg_l) * 7 + 2];
             const double q4 = q[(mg_i + mg_l) * 7 + 3];
@@ -3949,7 +3949,7 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             mg_w_s7[mg_l] = sin(q7);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
             const double c7 = mg_w_c7[mg_l];
             const double s7 = mg_w_s7[mg_l];
@@ -4343,7 +4343,7 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             const double H2_1 = -L7_2*Nm7_1_z + Nm2_1_z;
             const double L7_1 = (149.60760989322966)*Nm7_1_z;
             const double H1_1 = Ic1_22 - L7_1*Nm7_1_z;
-            mg_s = ((mg_s == 0) & !(H6_6 - 1e-13*Ic6_22 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H6_6 - 1e-13*Ic6_22, 0.0)) ? 1 : mg_s;
             const double invD6 = 1.0/H6_6;
             const double L6_5 = H6_5*invD6;
             const double H5_5_2 = H5_5 - H6_5*L6_5;
@@ -4365,7 +4365,7 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             const double H2_1_2 = H2_1 - H6_1*L6_2;
             const double L6_1 = H6_1*invD6;
             const double H1_1_2 = H1_1 - H6_1*L6_1;
-            mg_s = ((mg_s == 0) & !(H5_5_2 - 1e-13*Ic5_22 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H5_5_2 - 1e-13*Ic5_22, 0.0)) ? 1 : mg_s;
             const double invD5 = 1.0/H5_5_2;
             const double L5_4 = H5_4_2*invD5;
             const double H4_4_3 = H4_4_2 - H5_4_2*L5_4;
@@ -4381,7 +4381,7 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             const double H2_1_3 = H2_1_2 - H5_1_2*L5_2;
             const double L5_1 = H5_1_2*invD5;
             const double H1_1_3 = H1_1_2 - H5_1_2*L5_1;
-            mg_s = ((mg_s == 0) & !(H4_4_3 - 1e-13*Ic4_22 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H4_4_3 - 1e-13*Ic4_22, 0.0)) ? 1 : mg_s;
             const double invD4 = 1.0/H4_4_3;
             const double L4_3 = H4_3_3*invD4;
             const double H3_3_4 = H3_3_3 - H4_3_3*L4_3;
@@ -4392,18 +4392,18 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             const double H2_1_4 = H2_1_3 - H4_1_3*L4_2;
             const double L4_1 = H4_1_3*invD4;
             const double H1_1_4 = H1_1_3 - H4_1_3*L4_1;
-            mg_s = ((mg_s == 0) & !(H3_3_4 - 1e-13*Ic3_22 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H3_3_4 - 1e-13*Ic3_22, 0.0)) ? 1 : mg_s;
             const double invD3 = 1.0/H3_3_4;
             const double L3_2 = H3_2_4*invD3;
             const double H2_2_5 = H2_2_4 - H3_2_4*L3_2;
             const double H2_1_5 = H2_1_4 - H3_1_4*L3_2;
             const double L3_1 = H3_1_4*invD3;
             const double H1_1_5 = H1_1_4 - H3_1_4*L3_1;
-            mg_s = ((mg_s == 0) & !(H2_2_5 - 1e-13*Ic2_22 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H2_2_5 - 1e-13*Ic2_22, 0.0)) ? 1 : mg_s;
             const double invD2 = 1.0/H2_2_5;
             const double L2_1 = H2_1_5*invD2;
             const double H1_1_6 = H1_1_5 - H2_1_5*L2_1;
-            mg_s = ((mg_s == 0) & !(H1_1_6 - 1e-13*Ic1_22 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H1_1_6 - 1e-13*Ic1_22, 0.0)) ? 1 : mg_s;
             const double invD1 = 1.0/H1_1_6;
             const double y6 = -L7_6*b7 + b6;
             const double y5 = -L6_5*y6 - L7_5*b7 + b5;
@@ -4427,7 +4427,7 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             mg_o_qdd[6][mg_l] = qdd7;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 7; ++mg_j) qdd[(mg_i + mg_l) * 7 + mg_j] = mg_o_qdd[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
@@ -4597,35 +4597,35 @@ int mechgen_panda_energy(const double *restrict q, const double *restrict qd, do
 
 int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_T[1][4];
-        double mg_o_V[1][4];
-        double mg_w_c1[4];
-        double mg_w_c2[4];
-        double mg_w_s1[4];
-        double mg_w_s2[4];
-        double mg_w_qd2[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_qd3[4];
-        double mg_w_qd1[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_qd4[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_qd5[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_qd6[4];
-        double mg_w_c7[4];
-        double mg_w_s7[4];
-        double mg_w_qd7[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_T[1][8];
+        double mg_o_V[1][8];
+        double mg_w_c1[8];
+        double mg_w_c2[8];
+        double mg_w_s1[8];
+        double mg_w_s2[8];
+        double mg_w_qd2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_qd3[8];
+        double mg_w_qd1[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_qd4[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_qd5[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_qd6[8];
+        double mg_w_c7[8];
+        double mg_w_s7[8];
+        double mg_w_qd7[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
@@ -4634,7 +4634,7 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 7 + 5];
             mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 7 + 6];
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q1 = q[(mg_i + mg_l) * 7 + 0];
             const double q2 = q[(mg_i + mg_l) * 7 + 1];
             const double q3 = q[(mg_i + mg_l) * 7 + 2];
@@ -4658,7 +4658,7 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
             mg_w_s7[mg_l] = sin(q7);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c1 = mg_w_c1[mg_l];
             const double c2 = mg_w_c2[mg_l];
             const double s1 = mg_w_s1[mg_l];
@@ -4796,7 +4796,7 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
             mg_o_T[0][mg_l] = (0.5)*omega_loc2_x*((0.00850351162402155)*omega_loc2_x - 0.00398335888393552*omega_loc2_y + (0.01026110182100817)*omega_loc2_z) + (0.5)*omega_loc2_y*(-0.00398335888393552*omega_loc2_x + (0.028124284712194955)*omega_loc2_y + (0.0007689361029464)*omega_loc2_z) + (0.5)*omega_loc2_z*((0.01026110182100817)*omega_loc2_x + (0.0007689361029464)*omega_loc2_y + (0.026534991901690206)*omega_loc2_z) + (0.5)*omega_loc3_x*((0.05649492601407083)*omega_loc3_x - 0.008248333140675744*omega_loc3_y - 0.005487648106562256*omega_loc3_z) + (0.5)*omega_loc3_y*(-0.008248333140675744*omega_loc3_x + (0.05287838199960611)*omega_loc3_y - 0.004377257121839584*omega_loc3_z) + (0.5)*omega_loc3_z*(-0.005487648106562256*omega_loc3_x - 0.004377257121839584*omega_loc3_y + (0.01824920229252011)*omega_loc3_z) + (0.5)*omega_loc4_x*((0.06767727025085991)*omega_loc4_x + (0.02771584317362585)*omega_loc4_y + (0.0039053550262761003)*omega_loc4_z) + (0.5)*omega_loc4_y*((0.02771584317362585)*omega_loc4_x + (0.03239943042445132)*omega_loc4_y - 0.0016444875773692705*omega_loc4_z) + (0.5)*omega_loc4_z*((0.0039053550262761003)*omega_loc4_x - 0.0016444875773692705*omega_loc4_y + (0.0775861490525396)*omega_loc4_z) + (0.5)*omega_loc5_x*((0.03942757095803552)*omega_loc5_x - 0.0015152444733270301*omega_loc5_y - 0.004600245517563105*omega_loc5_z) + (0.5)*omega_loc5_y*(-0.0015152444733270301*omega_loc5_x + (0.03146037232526039)*omega_loc5_y + (0.0021640520520981297)*omega_loc5_z) + (0.5)*omega_loc5_z*(-0.004600245517563105*omega_loc5_x + (0.0021640520520981297)*omega_loc5_y + (0.010869510762828563)*omega_loc5_z) + (0.5)*omega_loc6_x*((0.00248046035817079)*omega_loc6_x + (0.001524110902883315)*omega_loc6_y - 0.00010375891721868492*omega_loc6_z) + (0.5)*omega_loc6_y*((0.001524110902883315)*omega_loc6_x + (0.01056776613310695)*omega_loc6_y + (9.3569097314605e-05)*omega_loc6_z) + (0.5)*omega_loc6_z*(-0.00010375891721868492*omega_loc6_x + (9.3569097314605e-05)*omega_loc6_y + (0.01179456023023895)*omega_loc6_z) + (0.5)*omega_loc7_x*((0.031633343190949584)*omega_loc7_x + (0.00039139128168424797)*omega_loc7_y - 0.0009653051699191117*omega_loc7_z) + (0.5)*omega_loc7_y*((0.00039139128168424797)*omega_loc7_x + (0.02921239941242836)*omega_loc7_y - 0.001255536598272898*omega_loc7_z) + (0.5)*omega_loc7_z*(-0.0009653051699191117*omega_loc7_x - 0.001255536598272898*omega_loc7_y + (0.006684151967360946)*omega_loc7_z) + (0.004606581888605612)*qd1*qd1 + (1.614302)*v_loc3_x*v_loc3_x + v_loc3_x*(-0.214708623208*omega_loc3_y - 0.12672916420800004*omega_loc3_z) + (1.614302)*v_loc3_y*v_loc3_y + v_loc3_y*((0.214708623208)*omega_loc3_x + (0.088844724872)*omega_loc3_z) + (1.614302)*v_loc3_z*v_loc3_z + v_loc3_z*((0.12672916420800004)*omega_loc3_x - 0.088844724872*omega_loc3_y) + (1.7939475)*v_loc4_x*v_loc4_x + v_loc4_x*((0.09850206933)*omega_loc4_y - 0.374644408005*omega_loc4_z) + (1.7939475)*v_loc4_y*v_loc4_y + v_loc4_y*(-0.09850206933*omega_loc4_x - 0.19076837715*omega_loc4_z) + (1.7939475)*v_loc4_z*v_loc4_z + v_loc4_z*((0.374644408005)*omega_loc4_x + (0.19076837715)*omega_loc4_y) + (0.612973)*v_loc5_x*v_loc5_x + v_loc5_x*(-0.047121686402*omega_loc5_y - 0.05034347249*omega_loc5_z) + (0.612973)*v_loc5_y*v_loc5_y + v_loc5_y*((0.047121686402)*omega_loc5_x - 0.014653732538*omega_loc5_z) + (0.612973)*v_loc5_z*v_loc5_z + v_loc5_z*((0.05034347249)*omega_loc5_x + (0.014653732538)*omega_loc5_y) + (0.8332775)*v_loc6_x*v_loc6_x + v_loc6_x*(-0.017527158935000002*omega_loc6_y + (0.023526756935)*omega_loc6_z) + (0.8332775)*v_loc6_y*v_loc6_y + v_loc6_y*((0.017527158935000002)*omega_loc6_x + (0.100241616695)*omega_loc6_z) + (0.8332775)*v_loc6_z*v_loc6_z + v_loc6_z*(-0.023526756935*omega_loc6_x - 0.100241616695*omega_loc6_y) + (0.7477609999999999)*v_loc7_x*v_loc7_x + v_loc7_x*((0.15027794863399999)*omega_loc7_y - 0.0020344399586617965*omega_loc7_z) + (0.7477609999999999)*v_loc7_y*v_loc7_y + v_loc7_y*(-0.15027794863399999*omega_loc7_x + (0.002573605371338202)*omega_loc7_z) + (0.7477609999999999)*v_loc7_z*v_loc7_z + v_loc7_z*((0.0020344399586617965)*omega_loc7_x - 0.002573605371338202*omega_loc7_y);
             mg_o_V[0][mg_l] = -1.92402459226728*c2 + (31.67260524)*r3_z + (35.19724995)*r4_z + (28.37543481)*r5_z + (14.671070819999999)*r7_z + (0.01993386669246)*s2 + (0.87156675099432)*tau3_02 + (0.27690780075318033)*tau3_12 - 1.8714377798415*tau4_02 + (3.21299789892543)*tau4_12 - 0.14375311619778*tau5_02 + (0.66581089427925)*tau5_12 + (0.98337025977795)*tau6_02 - 1.70502416163189*tau6_12 + (0.02524706869282776)*tau7_02 + (0.019957855994472223)*tau7_12 + 16.0291491491952;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];

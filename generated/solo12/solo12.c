@@ -456,52 +456,52 @@ int mechgen_solo12_forward_kinematics(const double *restrict q, double *restrict
 
 int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_r[51][4];
-        double mg_o_tau[153][4];
-        double mg_w_c4[4];
-        double mg_w_c5[4];
-        double mg_w_s4[4];
-        double mg_w_s5[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_c7[4];
-        double mg_w_s7[4];
-        double mg_w_q1[4];
-        double mg_w_q2[4];
-        double mg_w_q3[4];
-        double mg_w_c8[4];
-        double mg_w_s8[4];
-        double mg_w_c9[4];
-        double mg_w_s9[4];
-        double mg_w_c10[4];
-        double mg_w_s10[4];
-        double mg_w_c11[4];
-        double mg_w_s11[4];
-        double mg_w_c12[4];
-        double mg_w_s12[4];
-        double mg_w_c13[4];
-        double mg_w_s13[4];
-        double mg_w_c14[4];
-        double mg_w_s14[4];
-        double mg_w_c15[4];
-        double mg_w_s15[4];
-        double mg_w_c16[4];
-        double mg_w_s16[4];
-        double mg_w_c17[4];
-        double mg_w_s17[4];
-        double mg_w_c18[4];
-        double mg_w_s18[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_r[51][8];
+        double mg_o_tau[153][8];
+        double mg_w_c4[8];
+        double mg_w_c5[8];
+        double mg_w_s4[8];
+        double mg_w_s5[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_c7[8];
+        double mg_w_s7[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_c8[8];
+        double mg_w_s8[8];
+        double mg_w_c9[8];
+        double mg_w_s9[8];
+        double mg_w_c10[8];
+        double mg_w_s10[8];
+        double mg_w_c11[8];
+        double mg_w_s11[8];
+        double mg_w_c12[8];
+        double mg_w_s12[8];
+        double mg_w_c13[8];
+        double mg_w_s13[8];
+        double mg_w_c14[8];
+        double mg_w_s14[8];
+        double mg_w_c15[8];
+        double mg_w_s15[8];
+        double mg_w_c16[8];
+        double mg_w_s16[8];
+        double mg_w_c17[8];
+        double mg_w_s17[8];
+        double mg_w_c18[8];
+        double mg_w_s18[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 18 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 18 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 18 + 2];
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q4 = q[(mg_i + mg_l) * 18 + 3];
             const double q5 = q[(mg_i + mg_l) * 18 + 4];
             const double q6 = q[(mg_i + mg_l) * 18 + 5];
@@ -549,7 +549,7 @@ int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, doub
             mg_w_s18[mg_l] = sin(q18);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c4 = mg_w_c4[mg_l];
             const double c5 = mg_w_c5[mg_l];
             const double s4 = mg_w_s4[mg_l];
@@ -978,7 +978,7 @@ int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, doub
             mg_o_tau[151][mg_l] = tau18_21;
             mg_o_tau[152][mg_l] = tau18_22;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 51; ++mg_j) r[(mg_i + mg_l) * 51 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 153; ++mg_j) tau[(mg_i + mg_l) * 153 + mg_j] = mg_o_tau[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -3253,44 +3253,44 @@ int mechgen_solo12_jacobians(const double *restrict q, double *restrict T, doubl
 
 int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_T[918][4];
-        double mg_o_R[918][4];
-        double mg_w_c4[4];
-        double mg_w_c5[4];
-        double mg_w_s4[4];
-        double mg_w_s5[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_c7[4];
-        double mg_w_s7[4];
-        double mg_w_c8[4];
-        double mg_w_s8[4];
-        double mg_w_c9[4];
-        double mg_w_s9[4];
-        double mg_w_c10[4];
-        double mg_w_s10[4];
-        double mg_w_c11[4];
-        double mg_w_s11[4];
-        double mg_w_c12[4];
-        double mg_w_s12[4];
-        double mg_w_c13[4];
-        double mg_w_s13[4];
-        double mg_w_c14[4];
-        double mg_w_s14[4];
-        double mg_w_c15[4];
-        double mg_w_s15[4];
-        double mg_w_c16[4];
-        double mg_w_s16[4];
-        double mg_w_c17[4];
-        double mg_w_s17[4];
-        double mg_w_c18[4];
-        double mg_w_s18[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_T[918][8];
+        double mg_o_R[918][8];
+        double mg_w_c4[8];
+        double mg_w_c5[8];
+        double mg_w_s4[8];
+        double mg_w_s5[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_c7[8];
+        double mg_w_s7[8];
+        double mg_w_c8[8];
+        double mg_w_s8[8];
+        double mg_w_c9[8];
+        double mg_w_s9[8];
+        double mg_w_c10[8];
+        double mg_w_s10[8];
+        double mg_w_c11[8];
+        double mg_w_s11[8];
+        double mg_w_c12[8];
+        double mg_w_s12[8];
+        double mg_w_c13[8];
+        double mg_w_s13[8];
+        double mg_w_c14[8];
+        double mg_w_s14[8];
+        double mg_w_c15[8];
+        double mg_w_s15[8];
+        double mg_w_c16[8];
+        double mg_w_s16[8];
+        double mg_w_c17[8];
+        double mg_w_s17[8];
+        double mg_w_c18[8];
+        double mg_w_s18[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q4 = q[(mg_i + mg_l) * 18 + 3];
             const double q5 = q[(mg_i + mg_l) * 18 + 4];
             const double q6 = q[(mg_i + mg_l) * 18 + 5];
@@ -3338,7 +3338,7 @@ int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, do
             mg_w_s18[mg_l] = sin(q18);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c4 = mg_w_c4[mg_l];
             const double c5 = mg_w_c5[mg_l];
             const double s4 = mg_w_s4[mg_l];
@@ -5576,7 +5576,7 @@ int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, do
             mg_o_R[916][mg_l] = tau16_12;
             mg_o_R[917][mg_l] = tau16_12;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 918; ++mg_j) T[(mg_i + mg_l) * 918 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 918; ++mg_j) R[(mg_i + mg_l) * 918 + mg_j] = mg_o_R[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -6177,56 +6177,56 @@ int mechgen_solo12_velocities(const double *restrict q, const double *restrict q
 
 int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_v[39][4];
-        double mg_o_omega[39][4];
-        double mg_o_w[39][4];
-        double mg_o_eps[39][4];
-        double mg_w_c4[4];
-        double mg_w_c5[4];
-        double mg_w_s4[4];
-        double mg_w_s5[4];
-        double mg_w_qd5[4];
-        double mg_w_qd4[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_qd6[4];
-        double mg_w_c7[4];
-        double mg_w_s7[4];
-        double mg_w_qd7[4];
-        double mg_w_qd1[4];
-        double mg_w_qd2[4];
-        double mg_w_qd3[4];
-        double mg_w_c8[4];
-        double mg_w_s8[4];
-        double mg_w_qd8[4];
-        double mg_w_qd9[4];
-        double mg_w_c10[4];
-        double mg_w_s10[4];
-        double mg_w_qd10[4];
-        double mg_w_c11[4];
-        double mg_w_s11[4];
-        double mg_w_qd11[4];
-        double mg_w_qd12[4];
-        double mg_w_c13[4];
-        double mg_w_s13[4];
-        double mg_w_qd13[4];
-        double mg_w_c14[4];
-        double mg_w_s14[4];
-        double mg_w_qd14[4];
-        double mg_w_qd15[4];
-        double mg_w_c16[4];
-        double mg_w_s16[4];
-        double mg_w_qd16[4];
-        double mg_w_c17[4];
-        double mg_w_s17[4];
-        double mg_w_qd17[4];
-        double mg_w_qd18[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_v[39][8];
+        double mg_o_omega[39][8];
+        double mg_o_w[39][8];
+        double mg_o_eps[39][8];
+        double mg_w_c4[8];
+        double mg_w_c5[8];
+        double mg_w_s4[8];
+        double mg_w_s5[8];
+        double mg_w_qd5[8];
+        double mg_w_qd4[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_qd6[8];
+        double mg_w_c7[8];
+        double mg_w_s7[8];
+        double mg_w_qd7[8];
+        double mg_w_qd1[8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_c8[8];
+        double mg_w_s8[8];
+        double mg_w_qd8[8];
+        double mg_w_qd9[8];
+        double mg_w_c10[8];
+        double mg_w_s10[8];
+        double mg_w_qd10[8];
+        double mg_w_c11[8];
+        double mg_w_s11[8];
+        double mg_w_qd11[8];
+        double mg_w_qd12[8];
+        double mg_w_c13[8];
+        double mg_w_s13[8];
+        double mg_w_qd13[8];
+        double mg_w_c14[8];
+        double mg_w_s14[8];
+        double mg_w_qd14[8];
+        double mg_w_qd15[8];
+        double mg_w_c16[8];
+        double mg_w_s16[8];
+        double mg_w_qd16[8];
+        double mg_w_c17[8];
+        double mg_w_s17[8];
+        double mg_w_qd17[8];
+        double mg_w_qd18[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 18 + 4];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 18 + 3];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 18 + 5];
@@ -6246,7 +6246,7 @@ int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double
             mg_w_qd17[mg_l] = qd[(mg_i + mg_l) * 18 + 16];
             mg_w_qd18[mg_l] = qd[(mg_i + mg_l) * 18 + 17];
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q4 = q[(mg_i + mg_l) * 18 + 3];
             const double q5 = q[(mg_i + mg_l) * 18 + 4];
             const double q6 = q[(mg_i + mg_l) * 18 + 5];
@@ -6282,7 +6282,7 @@ int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double
             mg_w_s17[mg_l] = sin(q17);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c4 = mg_w_c4[mg_l];
             const double c5 = mg_w_c5[mg_l];
             const double s4 = mg_w_s4[mg_l];
@@ -6850,7 +6850,7 @@ int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double
             mg_o_eps[37][mg_l] = eps18_y;
             mg_o_eps[38][mg_l] = eps18_z;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 39; ++mg_j) v[(mg_i + mg_l) * 39 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 39; ++mg_j) omega[(mg_i + mg_l) * 39 + mg_j] = mg_o_omega[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 39; ++mg_j) w[(mg_i + mg_l) * 39 + mg_j] = mg_o_w[mg_j][mg_l];
@@ -7724,43 +7724,43 @@ int mechgen_solo12_mass_matrix(const double *restrict q, double *restrict A)
 
 int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_A[324][4];
-        double mg_w_s18[4];
-        double mg_w_c18[4];
-        double mg_w_c17[4];
-        double mg_w_s17[4];
-        double mg_w_c16[4];
-        double mg_w_s16[4];
-        double mg_w_s15[4];
-        double mg_w_c15[4];
-        double mg_w_c14[4];
-        double mg_w_s14[4];
-        double mg_w_c13[4];
-        double mg_w_s13[4];
-        double mg_w_s12[4];
-        double mg_w_c12[4];
-        double mg_w_c11[4];
-        double mg_w_s11[4];
-        double mg_w_c10[4];
-        double mg_w_s10[4];
-        double mg_w_s9[4];
-        double mg_w_c9[4];
-        double mg_w_c8[4];
-        double mg_w_s8[4];
-        double mg_w_c7[4];
-        double mg_w_s7[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_A[324][8];
+        double mg_w_s18[8];
+        double mg_w_c18[8];
+        double mg_w_c17[8];
+        double mg_w_s17[8];
+        double mg_w_c16[8];
+        double mg_w_s16[8];
+        double mg_w_s15[8];
+        double mg_w_c15[8];
+        double mg_w_c14[8];
+        double mg_w_s14[8];
+        double mg_w_c13[8];
+        double mg_w_s13[8];
+        double mg_w_s12[8];
+        double mg_w_c12[8];
+        double mg_w_c11[8];
+        double mg_w_s11[8];
+        double mg_w_c10[8];
+        double mg_w_s10[8];
+        double mg_w_s9[8];
+        double mg_w_c9[8];
+        double mg_w_c8[8];
+        double mg_w_s8[8];
+        double mg_w_c7[8];
+        double mg_w_s7[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q4 = q[(mg_i + mg_l) * 18 + 3];
             const double q5 = q[(mg_i + mg_l) * 18 + 4];
             const double q6 = q[(mg_i + mg_l) * 18 + 5];
@@ -7808,7 +7808,7 @@ int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, 
             mg_w_s18[mg_l] = sin(q18);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double s18 = mg_w_s18[mg_l];
             const double c18 = mg_w_c18[mg_l];
             const double c17 = mg_w_c17[mg_l];
@@ -8644,7 +8644,7 @@ int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, 
             mg_o_A[322][mg_l] = Nm18_17_y;
             mg_o_A[323][mg_l] = 0.0005426192213171668;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 324; ++mg_j) A[(mg_i + mg_l) * 324 + mg_j] = mg_o_A[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -9163,76 +9163,76 @@ int mechgen_solo12_bias(const double *restrict q, const double *restrict qd, con
 
 int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_b[18][4];
-        double mg_w_s4[4];
-        double mg_w_c4[4];
-        double mg_w_qd4[4];
-        double mg_w_s5[4];
-        double mg_w_c5[4];
-        double mg_w_qd5[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_qd6[4];
-        double mg_w_c7[4];
-        double mg_w_s7[4];
-        double mg_w_qd7[4];
-        double mg_w_c8[4];
-        double mg_w_s8[4];
-        double mg_w_qd8[4];
-        double mg_w_c9[4];
-        double mg_w_s9[4];
-        double mg_w_qd9[4];
-        double mg_w_c10[4];
-        double mg_w_s10[4];
-        double mg_w_qd10[4];
-        double mg_w_c11[4];
-        double mg_w_s11[4];
-        double mg_w_qd11[4];
-        double mg_w_c12[4];
-        double mg_w_s12[4];
-        double mg_w_qd12[4];
-        double mg_w_c13[4];
-        double mg_w_s13[4];
-        double mg_w_qd13[4];
-        double mg_w_c14[4];
-        double mg_w_s14[4];
-        double mg_w_qd14[4];
-        double mg_w_c15[4];
-        double mg_w_s15[4];
-        double mg_w_qd15[4];
-        double mg_w_c16[4];
-        double mg_w_s16[4];
-        double mg_w_qd16[4];
-        double mg_w_c17[4];
-        double mg_w_s17[4];
-        double mg_w_qd17[4];
-        double mg_w_c18[4];
-        double mg_w_s18[4];
-        double mg_w_qd18[4];
-        double mg_w_Q1[4];
-        double mg_w_Q2[4];
-        double mg_w_Q3[4];
-        double mg_w_Q4[4];
-        double mg_w_Q5[4];
-        double mg_w_Q6[4];
-        double mg_w_Q7[4];
-        double mg_w_Q8[4];
-        double mg_w_Q9[4];
-        double mg_w_Q10[4];
-        double mg_w_Q11[4];
-        double mg_w_Q12[4];
-        double mg_w_Q13[4];
-        double mg_w_Q14[4];
-        double mg_w_Q15[4];
-        double mg_w_Q16[4];
-        double mg_w_Q17[4];
-        double mg_w_Q18[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_b[18][8];
+        double mg_w_s4[8];
+        double mg_w_c4[8];
+        double mg_w_qd4[8];
+        double mg_w_s5[8];
+        double mg_w_c5[8];
+        double mg_w_qd5[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_qd6[8];
+        double mg_w_c7[8];
+        double mg_w_s7[8];
+        double mg_w_qd7[8];
+        double mg_w_c8[8];
+        double mg_w_s8[8];
+        double mg_w_qd8[8];
+        double mg_w_c9[8];
+        double mg_w_s9[8];
+        double mg_w_qd9[8];
+        double mg_w_c10[8];
+        double mg_w_s10[8];
+        double mg_w_qd10[8];
+        double mg_w_c11[8];
+        double mg_w_s11[8];
+        double mg_w_qd11[8];
+        double mg_w_c12[8];
+        double mg_w_s12[8];
+        double mg_w_qd12[8];
+        double mg_w_c13[8];
+        double mg_w_s13[8];
+        double mg_w_qd13[8];
+        double mg_w_c14[8];
+        double mg_w_s14[8];
+        double mg_w_qd14[8];
+        double mg_w_c15[8];
+        double mg_w_s15[8];
+        double mg_w_qd15[8];
+        double mg_w_c16[8];
+        double mg_w_s16[8];
+        double mg_w_qd16[8];
+        double mg_w_c17[8];
+        double mg_w_s17[8];
+        double mg_w_qd17[8];
+        double mg_w_c18[8];
+        double mg_w_s18[8];
+        double mg_w_qd18[8];
+        double mg_w_Q1[8];
+        double mg_w_Q2[8];
+        double mg_w_Q3[8];
+        double mg_w_Q4[8];
+        double mg_w_Q5[8];
+        double mg_w_Q6[8];
+        double mg_w_Q7[8];
+        double mg_w_Q8[8];
+        double mg_w_Q9[8];
+        double mg_w_Q10[8];
+        double mg_w_Q11[8];
+        double mg_w_Q12[8];
+        double mg_w_Q13[8];
+        double mg_w_Q14[8];
+        double mg_w_Q15[8];
+        double mg_w_Q16[8];
+        double mg_w_Q17[8];
+        double mg_w_Q18[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 18 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 18 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 18 + 5];
@@ -9267,7 +9267,7 @@ int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, 
             mg_w_Q17[mg_l] = Q[(mg_i + mg_l) * 18 + 16];
             mg_w_Q18[mg_l] = Q[(mg_i + mg_l) * 18 + 17];
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q4 = q[(mg_i + mg_l) * 18 + 3];
             const double q5 = q[(mg_i + mg_l) * 18 + 4];
             const double q6 = q[(mg_i + mg_l) * 18 + 5];
@@ -9315,7 +9315,7 @@ int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, 
             mg_w_s18[mg_l] = sin(q18);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double s4 = mg_w_s4[mg_l];
             const double c4 = mg_w_c4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
@@ -9799,7 +9799,7 @@ int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, 
             mg_o_b[16][mg_l] = b17;
             mg_o_b[17][mg_l] = b18;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 18; ++mg_j) b[(mg_i + mg_l) * 18 + mg_j] = mg_o_b[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -10304,77 +10304,77 @@ int mechgen_solo12_inverse_dynamics(const double *restrict q, const double *rest
 
 int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_Q[18][4];
-        double mg_w_qdd3[4];
-        double mg_w_a3_z[4];
-        double mg_w_s4[4];
-        double mg_w_c4[4];
-        double mg_w_qdd1[4];
-        double mg_w_qd4[4];
-        double mg_w_s5[4];
-        double mg_w_c5[4];
-        double mg_w_qd5[4];
-        double mg_w_qdd4[4];
-        double mg_w_qdd2[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_qd6[4];
-        double mg_w_qdd6[4];
-        double mg_w_qdd5[4];
-        double mg_w_c7[4];
-        double mg_w_s7[4];
-        double mg_w_qd7[4];
-        double mg_w_qdd7[4];
-        double mg_w_c8[4];
-        double mg_w_s8[4];
-        double mg_w_qd8[4];
-        double mg_w_qdd8[4];
-        double mg_w_c9[4];
-        double mg_w_s9[4];
-        double mg_w_qd9[4];
-        double mg_w_qdd9[4];
-        double mg_w_c10[4];
-        double mg_w_s10[4];
-        double mg_w_qd10[4];
-        double mg_w_qdd10[4];
-        double mg_w_c11[4];
-        double mg_w_s11[4];
-        double mg_w_qd11[4];
-        double mg_w_qdd11[4];
-        double mg_w_c12[4];
-        double mg_w_s12[4];
-        double mg_w_qd12[4];
-        double mg_w_qdd12[4];
-        double mg_w_c13[4];
-        double mg_w_s13[4];
-        double mg_w_qd13[4];
-        double mg_w_qdd13[4];
-        double mg_w_c14[4];
-        double mg_w_s14[4];
-        double mg_w_qd14[4];
-        double mg_w_qdd14[4];
-        double mg_w_c15[4];
-        double mg_w_s15[4];
-        double mg_w_qd15[4];
-        double mg_w_qdd15[4];
-        double mg_w_c16[4];
-        double mg_w_s16[4];
-        double mg_w_qd16[4];
-        double mg_w_qdd16[4];
-        double mg_w_c17[4];
-        double mg_w_s17[4];
-        double mg_w_qd17[4];
-        double mg_w_qdd17[4];
-        double mg_w_c18[4];
-        double mg_w_s18[4];
-        double mg_w_qd18[4];
-        double mg_w_qdd18[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_Q[18][8];
+        double mg_w_qdd3[8];
+        double mg_w_a3_z[8];
+        double mg_w_s4[8];
+        double mg_w_c4[8];
+        double mg_w_qdd1[8];
+        double mg_w_qd4[8];
+        double mg_w_s5[8];
+        double mg_w_c5[8];
+        double mg_w_qd5[8];
+        double mg_w_qdd4[8];
+        double mg_w_qdd2[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_qd6[8];
+        double mg_w_qdd6[8];
+        double mg_w_qdd5[8];
+        double mg_w_c7[8];
+        double mg_w_s7[8];
+        double mg_w_qd7[8];
+        double mg_w_qdd7[8];
+        double mg_w_c8[8];
+        double mg_w_s8[8];
+        double mg_w_qd8[8];
+        double mg_w_qdd8[8];
+        double mg_w_c9[8];
+        double mg_w_s9[8];
+        double mg_w_qd9[8];
+        double mg_w_qdd9[8];
+        double mg_w_c10[8];
+        double mg_w_s10[8];
+        double mg_w_qd10[8];
+        double mg_w_qdd10[8];
+        double mg_w_c11[8];
+        double mg_w_s11[8];
+        double mg_w_qd11[8];
+        double mg_w_qdd11[8];
+        double mg_w_c12[8];
+        double mg_w_s12[8];
+        double mg_w_qd12[8];
+        double mg_w_qdd12[8];
+        double mg_w_c13[8];
+        double mg_w_s13[8];
+        double mg_w_qd13[8];
+        double mg_w_qdd13[8];
+        double mg_w_c14[8];
+        double mg_w_s14[8];
+        double mg_w_qd14[8];
+        double mg_w_qdd14[8];
+        double mg_w_c15[8];
+        double mg_w_s15[8];
+        double mg_w_qd15[8];
+        double mg_w_qdd15[8];
+        double mg_w_c16[8];
+        double mg_w_s16[8];
+        double mg_w_qd16[8];
+        double mg_w_qdd16[8];
+        double mg_w_c17[8];
+        double mg_w_s17[8];
+        double mg_w_qd17[8];
+        double mg_w_qdd17[8];
+        double mg_w_c18[8];
+        double mg_w_s18[8];
+        double mg_w_qd18[8];
+        double mg_w_qdd18[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 18 + 2];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 18 + 0];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 18 + 3];
@@ -10410,12 +10410,12 @@ int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const 
             mg_w_qdd18[mg_l] = qdd[(mg_i + mg_l) * 18 + 17];
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double qdd3 = mg_w_qdd3[mg_l];
             const double a3_z = qdd3 + 9.81;
             mg_w_a3_z[mg_l] = a3_z;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q4 = q[(mg_i + mg_l) * 18 + 3];
             const double q5 = q[(mg_i + mg_l) * 18 + 4];
             const double q6 = q[(mg_i + mg_l) * 18 + 5];
@@ -10463,7 +10463,7 @@ int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const 
             mg_w_s18[mg_l] = sin(q18);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double a3_z = mg_w_a3_z[mg_l];
             const double s4 = mg_w_s4[mg_l];
             const double c4 = mg_w_c4[mg_l];
@@ -10932,7 +10932,7 @@ int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const 
             mg_o_Q[16][mg_l] = N17_y;
             mg_o_Q[17][mg_l] = N18_y;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 18; ++mg_j) Q[(mg_i + mg_l) * 18 + mg_j] = mg_o_Q[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -12473,76 +12473,76 @@ fail:
 
 int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_qdd[18][4];
-        double mg_w_s18[4];
-        double mg_w_c18[4];
-        double mg_w_c17[4];
-        double mg_w_s17[4];
-        double mg_w_c16[4];
-        double mg_w_s16[4];
-        double mg_w_s15[4];
-        double mg_w_c15[4];
-        double mg_w_c14[4];
-        double mg_w_s14[4];
-        double mg_w_c13[4];
-        double mg_w_s13[4];
-        double mg_w_s12[4];
-        double mg_w_c12[4];
-        double mg_w_c11[4];
-        double mg_w_s11[4];
-        double mg_w_c10[4];
-        double mg_w_s10[4];
-        double mg_w_s9[4];
-        double mg_w_c9[4];
-        double mg_w_c8[4];
-        double mg_w_s8[4];
-        double mg_w_c7[4];
-        double mg_w_s7[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_qd4[4];
-        double mg_w_qd5[4];
-        double mg_w_qd6[4];
-        double mg_w_qd7[4];
-        double mg_w_qd8[4];
-        double mg_w_qd9[4];
-        double mg_w_qd10[4];
-        double mg_w_qd11[4];
-        double mg_w_qd12[4];
-        double mg_w_qd13[4];
-        double mg_w_qd14[4];
-        double mg_w_qd15[4];
-        double mg_w_qd16[4];
-        double mg_w_qd17[4];
-        double mg_w_qd18[4];
-        double mg_w_Q1[4];
-        double mg_w_Q2[4];
-        double mg_w_Q3[4];
-        double mg_w_Q4[4];
-        double mg_w_Q5[4];
-        double mg_w_Q6[4];
-        double mg_w_Q7[4];
-        double mg_w_Q8[4];
-        double mg_w_Q9[4];
-        double mg_w_Q10[4];
-        double mg_w_Q11[4];
-        double mg_w_Q12[4];
-        double mg_w_Q13[4];
-        double mg_w_Q14[4];
-        double mg_w_Q15[4];
-        double mg_w_Q16[4];
-        double mg_w_Q17[4];
-        double mg_w_Q18[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_qdd[18][8];
+        double mg_w_s18[8];
+        double mg_w_c18[8];
+        double mg_w_c17[8];
+        double mg_w_s17[8];
+        double mg_w_c16[8];
+        double mg_w_s16[8];
+        double mg_w_s15[8];
+        double mg_w_c15[8];
+        double mg_w_c14[8];
+        double mg_w_s14[8];
+        double mg_w_c13[8];
+        double mg_w_s13[8];
+        double mg_w_s12[8];
+        double mg_w_c12[8];
+        double mg_w_c11[8];
+        double mg_w_s11[8];
+        double mg_w_c10[8];
+        double mg_w_s10[8];
+        double mg_w_s9[8];
+        double mg_w_c9[8];
+        double mg_w_c8[8];
+        double mg_w_s8[8];
+        double mg_w_c7[8];
+        double mg_w_s7[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_qd4[8];
+        double mg_w_qd5[8];
+        double mg_w_qd6[8];
+        double mg_w_qd7[8];
+        double mg_w_qd8[8];
+        double mg_w_qd9[8];
+        double mg_w_qd10[8];
+        double mg_w_qd11[8];
+        double mg_w_qd12[8];
+        double mg_w_qd13[8];
+        double mg_w_qd14[8];
+        double mg_w_qd15[8];
+        double mg_w_qd16[8];
+        double mg_w_qd17[8];
+        double mg_w_qd18[8];
+        double mg_w_Q1[8];
+        double mg_w_Q2[8];
+        double mg_w_Q3[8];
+        double mg_w_Q4[8];
+        double mg_w_Q5[8];
+        double mg_w_Q6[8];
+        double mg_w_Q7[8];
+        double mg_w_Q8[8];
+        double mg_w_Q9[8];
+        double mg_w_Q10[8];
+        double mg_w_Q11[8];
+        double mg_w_Q12[8];
+        double mg_w_Q13[8];
+        double mg_w_Q14[8];
+        double mg_w_Q15[8];
+        double mg_w_Q16[8];
+        double mg_w_Q17[8];
+        double mg_w_Q18[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 18 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 18 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 18 + 5];
@@ -12577,7 +12577,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             mg_w_Q17[mg_l] = Q[(mg_i + mg_l) * 18 + 16];
             mg_w_Q18[mg_l] = Q[(mg_i + mg_l) * 18 + 17];
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q4 = q[(mg_i + mg_l) * 18 + 3];
             const double q5 = q[(mg_i + mg_l) * 18 + 4];
             const double q6 = q[(mg_i + mg_l) * 18 + 5];
@@ -12625,7 +12625,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             mg_w_s18[mg_l] = sin(q18);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
             const double s18 = mg_w_s18[mg_l];
             const double c18 = mg_w_c18[mg_l];
@@ -13574,7 +13574,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double b16 = -N16_x + Q16;
             const double b17 = -N17_y + Q17;
             const double b18 = -N18_y + Q18;
-            mg_s = ((mg_s == 0) & !(cse53 - 1e-06 > 0.0)) ? 2 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(cse53 - 1e-06, 0.0)) ? 2 : mg_s;
             const double L18_17 = (1842.9129686423128)*Nm18_17_y;
             const double H17_17 = Ic17_11 - L18_17*Nm18_17_y;
             const double H17_16 = -L18_17*Nm18_16_x - cse54;
@@ -13619,7 +13619,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double H2_1 = -Fm18_3_x*L18_2;
             const double L18_1 = (1842.9129686423128)*Fm18_3_x;
             const double H1_1 = -Fm18_3_x*L18_1 + 2.50000279;
-            mg_s = ((mg_s == 0) & !(H17_17 - 1e-13*Ic17_11 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H17_17 - 1e-13*Ic17_11, 0.0)) ? 1 : mg_s;
             const double invD17 = 1.0/H17_17;
             const double L17_16 = H17_16*invD17;
             const double H16_16_2 = H16_16 - H17_16*L17_16;
@@ -13656,7 +13656,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double H2_1_2 = -H17_1*L17_2 + H2_1;
             const double L17_1 = H17_1*invD17;
             const double H1_1_2 = -H17_1*L17_1 + H1_1;
-            mg_s = ((mg_s == 0) & !(H16_16_2 - 1e-13*Ic16_00 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H16_16_2 - 1e-13*Ic16_00, 0.0)) ? 1 : mg_s;
             const double invD16 = 1.0/H16_16_2;
             const double L16_6 = H16_6_2*invD16;
             const double H6_6_3 = -H16_6_2*L16_6 + H6_6_2;
@@ -13729,7 +13729,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double H2_1_4 = -Fm15_3_x*L15_2 + H2_1_3;
             const double L15_1 = (1842.9129686423128)*Fm15_3_x;
             const double H1_1_4 = -Fm15_3_x*L15_1 + H1_1_3;
-            mg_s = ((mg_s == 0) & !(H14_14 - 1e-13*Ic14_11 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H14_14 - 1e-13*Ic14_11, 0.0)) ? 1 : mg_s;
             const double invD14 = 1.0/H14_14;
             const double L14_13 = H14_13*invD14;
             const double H13_13_2 = H13_13 - H14_13*L14_13;
@@ -13766,7 +13766,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double H2_1_5 = -H14_1*L14_2 + H2_1_4;
             const double L14_1 = H14_1*invD14;
             const double H1_1_5 = -H14_1*L14_1 + H1_1_4;
-            mg_s = ((mg_s == 0) & !(H13_13_2 - 1e-13*Ic13_00 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H13_13_2 - 1e-13*Ic13_00, 0.0)) ? 1 : mg_s;
             const double invD13 = 1.0/H13_13_2;
             const double L13_6 = H13_6_2*invD13;
             const double H6_6_6 = -H13_6_2*L13_6 + H6_6_5;
@@ -13839,7 +13839,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double H2_1_7 = -Fm12_3_x*L12_2 + H2_1_6;
             const double L12_1 = (1842.9129686423128)*Fm12_3_x;
             const double H1_1_7 = -Fm12_3_x*L12_1 + H1_1_6;
-            mg_s = ((mg_s == 0) & !(H11_11 - 1e-13*Ic11_11 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H11_11 - 1e-13*Ic11_11, 0.0)) ? 1 : mg_s;
             const double invD11 = 1.0/H11_11;
             const double L11_10 = H11_10*invD11;
             const double H10_10_2 = H10_10 - H11_10*L11_10;
@@ -13876,7 +13876,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double H2_1_8 = -H11_1*L11_2 + H2_1_7;
             const double L11_1 = H11_1*invD11;
             const double H1_1_8 = -H11_1*L11_1 + H1_1_7;
-            mg_s = ((mg_s == 0) & !(H10_10_2 - 1e-13*Ic10_00 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H10_10_2 - 1e-13*Ic10_00, 0.0)) ? 1 : mg_s;
             const double invD10 = 1.0/H10_10_2;
             const double L10_6 = H10_6_2*invD10;
             const double H6_6_9 = -H10_6_2*L10_6 + H6_6_8;
@@ -13949,7 +13949,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double H2_1_10 = -Fm9_3_x*L9_2 + H2_1_9;
             const double L9_1 = (1842.9129686423128)*Fm9_3_x;
             const double H1_1_10 = -Fm9_3_x*L9_1 + H1_1_9;
-            mg_s = ((mg_s == 0) & !(H8_8 - 1e-13*Ic8_11 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H8_8 - 1e-13*Ic8_11, 0.0)) ? 1 : mg_s;
             const double invD8 = 1.0/H8_8;
             const double L8_7 = H8_7*invD8;
             const double H7_7_2 = H7_7 - H8_7*L8_7;
@@ -13986,7 +13986,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double H2_1_11 = H2_1_10 - H8_1*L8_2;
             const double L8_1 = H8_1*invD8;
             const double H1_1_11 = H1_1_10 - H8_1*L8_1;
-            mg_s = ((mg_s == 0) & !(H7_7_2 - 1e-13*Ic7_00 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H7_7_2 - 1e-13*Ic7_00, 0.0)) ? 1 : mg_s;
             const double invD7 = 1.0/H7_7_2;
             const double L7_6 = H7_6_2*invD7;
             const double H6_6_12 = H6_6_11 - H7_6_2*L7_6;
@@ -14015,7 +14015,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double H2_1_12 = H2_1_11 - H7_1_2*L7_2;
             const double L7_1 = H7_1_2*invD7;
             const double H1_1_12 = H1_1_11 - H7_1_2*L7_1;
-            mg_s = ((mg_s == 0) & !(H6_6_12 - 1e-13*Ic6_00 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H6_6_12 - 1e-13*Ic6_00, 0.0)) ? 1 : mg_s;
             const double invD6 = 1.0/H6_6_12;
             const double L6_5 = H6_5_12*invD6;
             const double H5_5_13 = H5_5_12 - H6_5_12*L6_5;
@@ -14037,7 +14037,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double H2_1_13 = H2_1_12 - H6_1_12*L6_2;
             const double L6_1 = H6_1_12*invD6;
             const double H1_1_13 = H1_1_12 - H6_1_12*L6_1;
-            mg_s = ((mg_s == 0) & !(H5_5_13 - 1e-13*IJ6_22 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H5_5_13 - 1e-13*IJ6_22, 0.0)) ? 1 : mg_s;
             const double invD5 = 1.0/H5_5_13;
             const double L5_4 = H5_4_13*invD5;
             const double H4_4_14 = H4_4_13 - H5_4_13*L5_4;
@@ -14053,7 +14053,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double H2_1_14 = H2_1_13 - H5_1_13*L5_2;
             const double L5_1 = H5_1_13*invD5;
             const double H1_1_14 = H1_1_13 - H5_1_13*L5_1;
-            mg_s = ((mg_s == 0) & !(H4_4_14 - 1e-13*IJ5_11 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H4_4_14 - 1e-13*IJ5_11, 0.0)) ? 1 : mg_s;
             const double invD4 = 1.0/H4_4_14;
             const double L4_3 = H4_3_14*invD4;
             const double H3_3_15 = H3_3_14 - H4_3_14*L4_3;
@@ -14064,18 +14064,18 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double H2_1_15 = H2_1_14 - H4_1_14*L4_2;
             const double L4_1 = H4_1_14*invD4;
             const double H1_1_15 = H1_1_14 - H4_1_14*L4_1;
-            mg_s = ((mg_s == 0) & !(H3_3_15 - 2.50000279e-13 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H3_3_15 - 2.50000279e-13, 0.0)) ? 1 : mg_s;
             const double invD3 = 1.0/H3_3_15;
             const double L3_2 = H3_2_15*invD3;
             const double H2_2_16 = H2_2_15 - H3_2_15*L3_2;
             const double H2_1_16 = H2_1_15 - H3_1_15*L3_2;
             const double L3_1 = H3_1_15*invD3;
             const double H1_1_16 = H1_1_15 - H3_1_15*L3_1;
-            mg_s = ((mg_s == 0) & !(H2_2_16 - 2.50000279e-13 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H2_2_16 - 2.50000279e-13, 0.0)) ? 1 : mg_s;
             const double invD2 = 1.0/H2_2_16;
             const double L2_1 = H2_1_16*invD2;
             const double H1_1_17 = H1_1_16 - H2_1_16*L2_1;
-            mg_s = ((mg_s == 0) & !(H1_1_17 - 2.50000279e-13 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H1_1_17 - 2.50000279e-13, 0.0)) ? 1 : mg_s;
             const double invD1 = 1.0/H1_1_17;
             const double y17 = -L18_17*b18 + b17;
             const double y16 = -L17_16*y17 - L18_16*b18 + b16;
@@ -14129,7 +14129,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             mg_o_qdd[17][mg_l] = qdd18;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 18; ++mg_j) qdd[(mg_i + mg_l) * 18 + mg_j] = mg_o_qdd[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
@@ -14519,63 +14519,63 @@ int mechgen_solo12_energy(const double *restrict q, const double *restrict qd, d
 
 int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_T[1][4];
-        double mg_o_V[1][4];
-        double mg_w_c4[4];
-        double mg_w_c5[4];
-        double mg_w_s4[4];
-        double mg_w_s5[4];
-        double mg_w_qd5[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_qd6[4];
-        double mg_w_qd4[4];
-        double mg_w_c7[4];
-        double mg_w_s7[4];
-        double mg_w_q3[4];
-        double mg_w_qd7[4];
-        double mg_w_qd1[4];
-        double mg_w_qd2[4];
-        double mg_w_qd3[4];
-        double mg_w_c8[4];
-        double mg_w_s8[4];
-        double mg_w_qd8[4];
-        double mg_w_c9[4];
-        double mg_w_s9[4];
-        double mg_w_qd9[4];
-        double mg_w_c10[4];
-        double mg_w_s10[4];
-        double mg_w_qd10[4];
-        double mg_w_c11[4];
-        double mg_w_s11[4];
-        double mg_w_qd11[4];
-        double mg_w_c12[4];
-        double mg_w_s12[4];
-        double mg_w_qd12[4];
-        double mg_w_c13[4];
-        double mg_w_s13[4];
-        double mg_w_qd13[4];
-        double mg_w_c14[4];
-        double mg_w_s14[4];
-        double mg_w_qd14[4];
-        double mg_w_c15[4];
-        double mg_w_s15[4];
-        double mg_w_qd15[4];
-        double mg_w_c16[4];
-        double mg_w_s16[4];
-        double mg_w_qd16[4];
-        double mg_w_c17[4];
-        double mg_w_s17[4];
-        double mg_w_qd17[4];
-        double mg_w_c18[4];
-        double mg_w_s18[4];
-        double mg_w_qd18[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_T[1][8];
+        double mg_o_V[1][8];
+        double mg_w_c4[8];
+        double mg_w_c5[8];
+        double mg_w_s4[8];
+        double mg_w_s5[8];
+        double mg_w_qd5[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_qd6[8];
+        double mg_w_qd4[8];
+        double mg_w_c7[8];
+        double mg_w_s7[8];
+        double mg_w_q3[8];
+        double mg_w_qd7[8];
+        double mg_w_qd1[8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_c8[8];
+        double mg_w_s8[8];
+        double mg_w_qd8[8];
+        double mg_w_c9[8];
+        double mg_w_s9[8];
+        double mg_w_qd9[8];
+        double mg_w_c10[8];
+        double mg_w_s10[8];
+        double mg_w_qd10[8];
+        double mg_w_c11[8];
+        double mg_w_s11[8];
+        double mg_w_qd11[8];
+        double mg_w_c12[8];
+        double mg_w_s12[8];
+        double mg_w_qd12[8];
+        double mg_w_c13[8];
+        double mg_w_s13[8];
+        double mg_w_qd13[8];
+        double mg_w_c14[8];
+        double mg_w_s14[8];
+        double mg_w_qd14[8];
+        double mg_w_c15[8];
+        double mg_w_s15[8];
+        double mg_w_qd15[8];
+        double mg_w_c16[8];
+        double mg_w_s16[8];
+        double mg_w_qd16[8];
+        double mg_w_c17[8];
+        double mg_w_s17[8];
+        double mg_w_qd17[8];
+        double mg_w_c18[8];
+        double mg_w_s18[8];
+        double mg_w_qd18[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 18 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 18 + 5];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 18 + 3];
@@ -14596,7 +14596,7 @@ int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd
             mg_w_qd17[mg_l] = qd[(mg_i + mg_l) * 18 + 16];
             mg_w_qd18[mg_l] = qd[(mg_i + mg_l) * 18 + 17];
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q4 = q[(mg_i + mg_l) * 18 + 3];
             const double q5 = q[(mg_i + mg_l) * 18 + 4];
             const double q6 = q[(mg_i + mg_l) * 18 + 5];
@@ -14644,7 +14644,7 @@ int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd
             mg_w_s18[mg_l] = sin(q18);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c4 = mg_w_c4[mg_l];
             const double c5 = mg_w_c5[mg_l];
             const double s4 = mg_w_s4[mg_l];
@@ -14994,7 +14994,7 @@ int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd
             mg_o_T[0][mg_l] = (0.5)*omega_loc10_x*((4.5093844999999995e-05)*omega_loc10_x - 0.0001636201578415*omega_loc10_y) + (0.5)*omega_loc10_y*(-0.0001636201578415*omega_loc10_x + (0.001332094779323094)*omega_loc10_y) + (0.000673044312161547)*omega_loc10_z*omega_loc10_z + (0.0014853845)*omega_loc10_z*v_loc10_x - 0.01169101578415*omega_loc10_z*v_loc10_y + (0.5)*omega_loc11_x*((0.001386899962102278)*omega_loc11_x - 3.959544277738894e-08*omega_loc11_y - 1.6098528734774548e-07*omega_loc11_z) + (0.5)*omega_loc11_y*(-3.959544277738894e-08*omega_loc11_x + (0.0013320948074879001)*omega_loc11_y - 0.0002730308797879413*omega_loc11_z) + (0.5)*omega_loc11_z*(-1.6098528734774548e-07*omega_loc11_x - 0.0002730308797879413*omega_loc11_y + (8.59052109439905e-05)*omega_loc11_z) + (0.0002723238529023547)*omega_loc12_x*omega_loc12_x + (0.0038482516772413)*omega_loc12_x*v_loc12_y - 0.0002972952667644*omega_loc12_x*v_loc12_z + (0.5)*omega_loc12_y*((0.0005426192213171668)*omega_loc12_y - 3.3497340042275575e-05*omega_loc12_z) + (0.5)*omega_loc12_z*(-3.3497340042275575e-05*omega_loc12_y + (5.038484487542591e-06)*omega_loc12_z) + (0.5)*omega_loc13_x*((4.5093844999999995e-05)*omega_loc13_x - 7.020015784149999e-05*omega_loc13_y) + (0.5)*omega_loc13_y*(-7.020015784149999e-05*omega_loc13_x + (0.001332094779323094)*omega_loc13_y) + (0.000673044312161547)*omega_loc13_z*omega_loc13_z - 0.0014853845*omega_loc13_z*v_loc13_x + (0.01169101578415)*omega_loc13_z*v_loc13_y + (0.5)*omega_loc14_x*((0.001386899962102278)*omega_loc14_x - 3.959544277738894e-08*omega_loc14_y + (1.6098528734774548e-07)*omega_loc14_z) + (0.5)*omega_loc14_y*(-3.959544277738894e-08*omega_loc14_x + (0.0013320948074879001)*omega_loc14_y + (0.0002730308797879413)*omega_loc14_z) + (0.5)*omega_loc14_z*((1.6098528734774548e-07)*omega_loc14_x + (0.0002730308797879413)*omega_loc14_y + (8.59052109439905e-05)*omega_loc14_z) + (0.0002723238529023547)*omega_loc15_x*omega_loc15_x + (0.0038482516772413)*omega_loc15_x*v_loc15_y + (0.0002972952667644)*omega_loc15_x*v_loc15_z + (0.5)*omega_loc15_y*((0.0005426192213171668)*omega_loc15_y + (3.3497340042275575e-05)*omega_loc15_z) + (0.5)*omega_loc15_z*((3.3497340042275575e-05)*omega_loc15_y + (5.038484487542591e-06)*omega_loc15_z) + (0.5)*omega_loc16_x*((4.5093844999999995e-05)*omega_loc16_x + (7.020015784149999e-05)*omega_loc16_y) + (0.5)*omega_loc16_y*((7.020015784149999e-05)*omega_loc16_x + (0.001332094779323094)*omega_loc16_y) + (0.000673044312161547)*omega_loc16_z*omega_loc16_z + (0.0014853845)*omega_loc16_z*v_loc16_x + (0.01169101578415)*omega_loc16_z*v_loc16_y + (0.5)*omega_loc17_x*((0.001386899962102278)*omega_loc17_x - 3.959544277738894e-08*omega_loc17_y - 1.6098528734774548e-07*omega_loc17_z) + (0.5)*omega_loc17_y*(-3.959544277738894e-08*omega_loc17_x + (0.0013320948074879001)*omega_loc17_y - 0.0002730308797879413*omega_loc17_z) + (0.5)*omega_loc17_z*(-1.6098528734774548e-07*omega_loc17_x - 0.0002730308797879413*omega_loc17_y + (8.59052109439905e-05)*omega_loc17_z) + (0.0002723238529023547)*omega_loc18_x*omega_loc18_x + (0.0038482516772413)*omega_loc18_x*v_loc18_y - 0.0002972952667644*omega_loc18_x*v_loc18_z + (0.5)*omega_loc18_y*((0.0005426192213171668)*omega_loc18_y - 3.3497340042275575e-05*omega_loc18_z) + (0.5)*omega_loc18_z*(-3.3497340042275575e-05*omega_loc18_y + (5.038484487542591e-06)*omega_loc18_z) + (0.00289287)*omega_loc6_x*omega_loc6_x + (0.00969054)*omega_loc6_y*omega_loc6_y + (0.01238062)*omega_loc6_z*omega_loc6_z + (0.5)*omega_loc7_x*((4.5093844999999995e-05)*omega_loc7_x + (0.0001636201578415)*omega_loc7_y) + (0.5)*omega_loc7_y*((0.0001636201578415)*omega_loc7_x + (0.001332094779323094)*omega_loc7_y) + (0.000673044312161547)*omega_loc7_z*omega_loc7_z - 0.0014853845*omega_loc7_z*v_loc7_x - 0.01169101578415*omega_loc7_z*v_loc7_y + (0.5)*omega_loc8_x*((0.001386899962102278)*omega_loc8_x - 3.959544277738894e-08*omega_loc8_y + (1.6098528734774548e-07)*omega_loc8_z) + (0.5)*omega_loc8_y*(-3.959544277738894e-08*omega_loc8_x + (0.0013320948074879001)*omega_loc8_y + (0.0002730308797879413)*omega_loc8_z) + (0.5)*omega_loc8_z*((1.6098528734774548e-07)*omega_loc8_x + (0.0002730308797879413)*omega_loc8_y + (8.59052109439905e-05)*omega_loc8_z) + (0.0002723238529023547)*omega_loc9_x*omega_loc9_x + (0.0038482516772413)*omega_loc9_x*v_loc9_y + (0.0002972952667644)*omega_loc9_x*v_loc9_z + (0.5)*omega_loc9_y*((0.0005426192213171668)*omega_loc9_y + (3.3497340042275575e-05)*omega_loc9_z) + (0.5)*omega_loc9_z*((3.3497340042275575e-05)*omega_loc9_y + (5.038484487542591e-06)*omega_loc9_z) + (0.074269225)*v_loc10_x*v_loc10_x + (0.074269225)*v_loc10_y*v_loc10_y + (0.074269225)*v_loc10_z*v_loc10_z + v_loc10_z*(-0.0014853845*omega_loc10_x + (0.01169101578415)*omega_loc10_y) + (0.074269225)*v_loc11_x*v_loc11_x + v_loc11_x*(-0.01169101578415*omega_loc11_y + (0.0028754860404785)*omega_loc11_z) + (0.074269225)*v_loc11_y*v_loc11_y + v_loc11_y*((0.01169101578415)*omega_loc11_x - 2.0453744564999998e-06*omega_loc11_z) + (0.074269225)*v_loc11_z*v_loc11_z + v_loc11_z*(-0.0028754860404785*omega_loc11_x + (2.0453744564999998e-06)*omega_loc11_y) + (0.018818035)*v_loc12_x*v_loc12_x + v_loc12_x*(-0.0038482516772413*omega_loc12_y + (0.0002972952667644)*omega_loc12_z) + (0.018818035)*v_loc12_y*v_loc12_y + (0.018818035)*v_loc12_z*v_loc12_z + (0.074269225)*v_loc13_x*v_loc13_x + (0.074269225)*v_loc13_y*v_loc13_y + (0.074269225)*v_loc13_z*v_loc13_z + v_loc13_z*((0.0014853845)*omega_loc13_x - 0.01169101578415*omega_loc13_y) + (0.074269225)*v_loc14_x*v_loc14_x + v_loc14_x*(-0.01169101578415*omega_loc14_y - 0.0028754860404785*omega_loc14_z) + (0.074269225)*v_loc14_y*v_loc14_y + v_loc14_y*((0.01169101578415)*omega_loc14_x + (2.0453744564999998e-06)*omega_loc14_z) + (0.074269225)*v_loc14_z*v_loc14_z + v_loc14_z*((0.0028754860404785)*omega_loc14_x - 2.0453744564999998e-06*omega_loc14_y) + (0.018818035)*v_loc15_x*v_loc15_x + v_loc15_x*(-0.0038482516772413*omega_loc15_y - 0.0002972952667644*omega_loc15_z) + (0.018818035)*v_loc15_y*v_loc15_y + (0.018818035)*v_loc15_z*v_loc15_z + (0.074269225)*v_loc16_x*v_loc16_x + (0.074269225)*v_loc16_y*v_loc16_y + (0.074269225)*v_loc16_z*v_loc16_z + v_loc16_z*(-0.0014853845*omega_loc16_x - 0.01169101578415*omega_loc16_y) + (0.074269225)*v_loc17_x*v_loc17_x + v_loc17_x*(-0.01169101578415*omega_loc17_y + (0.0028754860404785)*omega_loc17_z) + (0.074269225)*v_loc17_y*v_loc17_y + v_loc17_y*((0.01169101578415)*omega_loc17_x - 2.0453744564999998e-06*omega_loc17_z) + (0.074269225)*v_loc17_z*v_loc17_z + v_loc17_z*(-0.0028754860404785*omega_loc17_x + (2.0453744564999998e-06)*omega_loc17_y) + (0.018818035)*v_loc18_x*v_loc18_x + v_loc18_x*(-0.0038482516772413*omega_loc18_y + (0.0002972952667644)*omega_loc18_z) + (0.018818035)*v_loc18_y*v_loc18_y + (0.018818035)*v_loc18_z*v_loc18_z + (0.580575455)*v_loc6_x*v_loc6_x + (0.580575455)*v_loc6_y*v_loc6_y + (0.580575455)*v_loc6_z*v_loc6_z + (0.074269225)*v_loc7_x*v_loc7_x + (0.074269225)*v_loc7_y*v_loc7_y + (0.074269225)*v_loc7_z*v_loc7_z + v_loc7_z*((0.0014853845)*omega_loc7_x + (0.01169101578415)*omega_loc7_y) + (0.074269225)*v_loc8_x*v_loc8_x + v_loc8_x*(-0.01169101578415*omega_loc8_y - 0.0028754860404785*omega_loc8_z) + (0.074269225)*v_loc8_y*v_loc8_y + v_loc8_y*((0.01169101578415)*omega_loc8_x + (2.0453744564999998e-06)*omega_loc8_z) + (0.074269225)*v_loc8_z*v_loc8_z + v_loc8_z*((0.0028754860404785)*omega_loc8_x - 2.0453744564999998e-06*omega_loc8_y) + (0.018818035)*v_loc9_x*v_loc9_x + v_loc9_x*(-0.0038482516772413*omega_loc9_y - 0.0002972952667644*omega_loc9_z) + (0.018818035)*v_loc9_y*v_loc9_y + (0.018818035)*v_loc9_z*v_loc9_z;
             mg_o_V[0][mg_l] = (11.3908904271)*q3 + (1.4571621945)*r10_z + (1.4571621945)*r11_z + (0.3692098467)*r12_z + (1.4571621945)*r13_z + (1.4571621945)*r14_z + (0.3692098467)*r15_z + (1.4571621945)*r16_z + (1.4571621945)*r17_z + (0.3692098467)*r18_z + (1.4571621945)*r7_z + (1.4571621945)*r8_z + (0.3692098467)*r9_z - 0.04569660656905285*tau10_12 - 2.0065123418265e-05*tau11_02 - 0.1146888648425115*tau11_22 - 0.037751348953737156*tau12_22 + (0.04569660656905285)*tau13_12 + (2.0065123418265e-05)*tau14_02 - 0.1146888648425115*tau14_22 - 0.037751348953737156*tau15_22 - 0.04569660656905285*tau16_12 - 2.0065123418265e-05*tau17_02 - 0.1146888648425115*tau17_22 - 0.037751348953737156*tau18_22 + (0.04569660656905285)*tau7_12 + (2.0065123418265e-05)*tau8_02 - 0.1146888648425115*tau8_22 - 0.037751348953737156*tau9_22;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];

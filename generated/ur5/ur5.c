@@ -191,26 +191,26 @@ int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r,
 
 int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double *r, double *tau, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_r[21][4];
-        double mg_o_tau[63][4];
-        double mg_w_c1[4];
-        double mg_w_s1[4];
-        double mg_w_s2[4];
-        double mg_w_c2[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_r[21][8];
+        double mg_o_tau[63][8];
+        double mg_w_c1[8];
+        double mg_w_s1[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q1 = q[(mg_i + mg_l) * 6 + 0];
             const double q2 = q[(mg_i + mg_l) * 6 + 1];
             const double q3 = q[(mg_i + mg_l) * 6 + 2];
@@ -231,7 +231,7 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
             mg_w_s6[mg_l] = sin(q6);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c1 = mg_w_c1[mg_l];
             const double s1 = mg_w_s1[mg_l];
             const double s2 = mg_w_s2[mg_l];
@@ -404,7 +404,7 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
             mg_o_tau[61][mg_l] = tool0_tau_21;
             mg_o_tau[62][mg_l] = tool0_tau_22;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 21; ++mg_j) r[(mg_i + mg_l) * 21 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 63; ++mg_j) tau[(mg_i + mg_l) * 63 + mg_j] = mg_o_tau[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -800,24 +800,24 @@ int mechgen_ur5_jacobians(const double *restrict q, double *restrict T, double *
 
 int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, double *R, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_T[126][4];
-        double mg_o_R[126][4];
-        double mg_w_c1[4];
-        double mg_w_s1[4];
-        double mg_w_s2[4];
-        double mg_w_c2[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_T[126][8];
+        double mg_o_R[126][8];
+        double mg_w_c1[8];
+        double mg_w_s1[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q1 = q[(mg_i + mg_l) * 6 + 0];
             const double q2 = q[(mg_i + mg_l) * 6 + 1];
             const double q3 = q[(mg_i + mg_l) * 6 + 2];
@@ -835,7 +835,7 @@ int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, doubl
             mg_w_s5[mg_l] = sin(q5);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c1 = mg_w_c1[mg_l];
             const double s1 = mg_w_s1[mg_l];
             const double s2 = mg_w_s2[mg_l];
@@ -1204,7 +1204,7 @@ int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, doubl
             mg_o_R[124][mg_l] = tau4_22;
             mg_o_R[125][mg_l] = tau5_12;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 126; ++mg_j) T[(mg_i + mg_l) * 126 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 126; ++mg_j) R[(mg_i + mg_l) * 126 + mg_j] = mg_o_R[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1462,33 +1462,33 @@ int mechgen_ur5_velocities(const double *restrict q, const double *restrict qd, 
 
 int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *qd, double *v, double *omega, double *w, double *eps, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_v[18][4];
-        double mg_o_omega[18][4];
-        double mg_o_w[18][4];
-        double mg_o_eps[18][4];
-        double mg_w_qd1[4];
-        double mg_w_c1[4];
-        double mg_w_s1[4];
-        double mg_w_s2[4];
-        double mg_w_c2[4];
-        double mg_w_qd2[4];
-        double mg_w_oo1_zz[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_qd3[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_qd4[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_qd5[4];
-        double mg_w_qd6[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_v[18][8];
+        double mg_o_omega[18][8];
+        double mg_o_w[18][8];
+        double mg_o_eps[18][8];
+        double mg_w_qd1[8];
+        double mg_w_c1[8];
+        double mg_w_s1[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_qd2[8];
+        double mg_w_oo1_zz[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_qd3[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_qd4[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_qd5[8];
+        double mg_w_qd6[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
@@ -1497,12 +1497,12 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double qd1 = mg_w_qd1[mg_l];
             const double oo1_zz = qd1*qd1;
             mg_w_oo1_zz[mg_l] = oo1_zz;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q1 = q[(mg_i + mg_l) * 6 + 0];
             const double q2 = q[(mg_i + mg_l) * 6 + 1];
             const double q3 = q[(mg_i + mg_l) * 6 + 2];
@@ -1520,7 +1520,7 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
             mg_w_s5[mg_l] = sin(q5);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c1 = mg_w_c1[mg_l];
             const double s1 = mg_w_s1[mg_l];
             const double s2 = mg_w_s2[mg_l];
@@ -1751,7 +1751,7 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
             mg_o_eps[16][mg_l] = eps6_y;
             mg_o_eps[17][mg_l] = eps6_z;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 18; ++mg_j) v[(mg_i + mg_l) * 18 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) omega[(mg_i + mg_l) * 18 + mg_j] = mg_o_omega[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) w[(mg_i + mg_l) * 18 + mg_j] = mg_o_w[mg_j][mg_l];
@@ -1937,23 +1937,23 @@ int mechgen_ur5_mass_matrix(const double *restrict q, double *restrict A)
 
 int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_A[36][4];
-        double mg_w_c2[4];
-        double mg_w_s2[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_A[36][8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q2 = q[(mg_i + mg_l) * 6 + 1];
             const double q3 = q[(mg_i + mg_l) * 6 + 2];
             const double q4 = q[(mg_i + mg_l) * 6 + 3];
@@ -1971,7 +1971,7 @@ int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int
             mg_w_s6[mg_l] = sin(q6);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c2 = mg_w_c2[mg_l];
             const double s2 = mg_w_s2[mg_l];
             const double c4 = mg_w_c4[mg_l];
@@ -2129,7 +2129,7 @@ int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int
             mg_o_A[34][mg_l] = 0.0;
             mg_o_A[35][mg_l] = 0.0171364731454;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 36; ++mg_j) A[(mg_i + mg_l) * 36 + mg_j] = mg_o_A[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2312,40 +2312,40 @@ int mechgen_ur5_bias(const double *restrict q, const double *restrict qd, const 
 
 int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, const double *Q, double *b, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_b[6][4];
-        double mg_w_qd1[4];
-        double mg_w_qd2[4];
-        double mg_w_qd3[4];
-        double mg_w_qd4[4];
-        double mg_w_c2[4];
-        double mg_w_s2[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_oo2_yy[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_a2_y[4];
-        double mg_w_omega3_y[4];
-        double mg_w_oo3_yy[4];
-        double mg_w_omega4_y[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_qd5[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_qd6[4];
-        double mg_w_Q1[4];
-        double mg_w_Q2[4];
-        double mg_w_Q3[4];
-        double mg_w_Q4[4];
-        double mg_w_Q5[4];
-        double mg_w_Q6[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_b[6][8];
+        double mg_w_qd1[8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_qd4[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_oo2_yy[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_a2_y[8];
+        double mg_w_omega3_y[8];
+        double mg_w_oo3_yy[8];
+        double mg_w_omega4_y[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_qd5[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_qd6[8];
+        double mg_w_Q1[8];
+        double mg_w_Q2[8];
+        double mg_w_Q3[8];
+        double mg_w_Q4[8];
+        double mg_w_Q5[8];
+        double mg_w_Q6[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
@@ -2360,7 +2360,7 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
             mg_w_Q6[mg_l] = Q[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
@@ -2377,7 +2377,7 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
             mg_w_oo3_yy[mg_l] = oo3_yy;
             mg_w_omega4_y[mg_l] = omega4_y;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q2 = q[(mg_i + mg_l) * 6 + 1];
             const double q3 = q[(mg_i + mg_l) * 6 + 2];
             const double q4 = q[(mg_i + mg_l) * 6 + 3];
@@ -2395,7 +2395,7 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
             mg_w_s6[mg_l] = sin(q6);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c2 = mg_w_c2[mg_l];
             const double s2 = mg_w_s2[mg_l];
             const double c4 = mg_w_c4[mg_l];
@@ -2552,7 +2552,7 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
             mg_o_b[4][mg_l] = b5;
             mg_o_b[5][mg_l] = b6;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 6; ++mg_j) b[(mg_i + mg_l) * 6 + mg_j] = mg_o_b[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2735,42 +2735,42 @@ int mechgen_ur5_inverse_dynamics(const double *restrict q, const double *restric
 
 int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_Q[6][4];
-        double mg_w_qd1[4];
-        double mg_w_qd2[4];
-        double mg_w_qd3[4];
-        double mg_w_qdd2[4];
-        double mg_w_qdd3[4];
-        double mg_w_qd4[4];
-        double mg_w_qdd4[4];
-        double mg_w_c2[4];
-        double mg_w_s2[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_qdd1[4];
-        double mg_w_oo2_yy[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_a2_y[4];
-        double mg_w_omega3_y[4];
-        double mg_w_oo3_yy[4];
-        double mg_w_epsd3_y[4];
-        double mg_w_omega4_y[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_qd5[4];
-        double mg_w_epsd4_y[4];
-        double mg_w_qdd5[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_qd6[4];
-        double mg_w_qdd6[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_Q[6][8];
+        double mg_w_qd1[8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_qdd2[8];
+        double mg_w_qdd3[8];
+        double mg_w_qd4[8];
+        double mg_w_qdd4[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_qdd1[8];
+        double mg_w_oo2_yy[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_a2_y[8];
+        double mg_w_omega3_y[8];
+        double mg_w_oo3_yy[8];
+        double mg_w_epsd3_y[8];
+        double mg_w_omega4_y[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_qd5[8];
+        double mg_w_epsd4_y[8];
+        double mg_w_qdd5[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_qd6[8];
+        double mg_w_qdd6[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
@@ -2785,7 +2785,7 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
             mg_w_qdd6[mg_l] = qdd[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
@@ -2809,7 +2809,7 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
             mg_w_omega4_y[mg_l] = omega4_y;
             mg_w_epsd4_y[mg_l] = epsd4_y;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q2 = q[(mg_i + mg_l) * 6 + 1];
             const double q3 = q[(mg_i + mg_l) * 6 + 2];
             const double q4 = q[(mg_i + mg_l) * 6 + 3];
@@ -2827,7 +2827,7 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
             mg_w_s6[mg_l] = sin(q6);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c2 = mg_w_c2[mg_l];
             const double s2 = mg_w_s2[mg_l];
             const double c4 = mg_w_c4[mg_l];
@@ -2982,7 +2982,7 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
             mg_o_Q[4][mg_l] = N5_z;
             mg_o_Q[5][mg_l] = N6_y;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 6; ++mg_j) Q[(mg_i + mg_l) * 6 + mg_j] = mg_o_Q[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -3337,40 +3337,40 @@ fail:
 
 int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_qdd[6][4];
-        double mg_w_qd1[4];
-        double mg_w_qd2[4];
-        double mg_w_qd3[4];
-        double mg_w_qd4[4];
-        double mg_w_c2[4];
-        double mg_w_s2[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_oo2_yy[4];
-        double mg_w_a2_y[4];
-        double mg_w_omega3_y[4];
-        double mg_w_oo3_yy[4];
-        double mg_w_omega4_y[4];
-        double mg_w_qd5[4];
-        double mg_w_qd6[4];
-        double mg_w_Q1[4];
-        double mg_w_Q2[4];
-        double mg_w_Q3[4];
-        double mg_w_Q4[4];
-        double mg_w_Q5[4];
-        double mg_w_Q6[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_qdd[6][8];
+        double mg_w_qd1[8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_qd4[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_oo2_yy[8];
+        double mg_w_a2_y[8];
+        double mg_w_omega3_y[8];
+        double mg_w_oo3_yy[8];
+        double mg_w_omega4_y[8];
+        double mg_w_qd5[8];
+        double mg_w_qd6[8];
+        double mg_w_Q1[8];
+        double mg_w_Q2[8];
+        double mg_w_Q3[8];
+        double mg_w_Q4[8];
+        double mg_w_Q5[8];
+        double mg_w_Q6[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
@@ -3385,7 +3385,7 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             mg_w_Q6[mg_l] = Q[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
@@ -3402,7 +3402,7 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             mg_w_oo3_yy[mg_l] = oo3_yy;
             mg_w_omega4_y[mg_l] = omega4_y;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q2 = q[(mg_i + mg_l) * 6 + 1];
             const double q3 = q[(mg_i + mg_l) * 6 + 2];
             const double q4 = q[(mg_i + mg_l) * 6 + 3];
@@ -3420,7 +3420,7 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             mg_w_s6[mg_l] = sin(q6);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
             const double c2 = mg_w_c2[mg_l];
             const double s2 = mg_w_s2[mg_l];
@@ -3688,7 +3688,7 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             const double H2_1 = Nm2_1_z - cse21;
             const double L6_1 = (58.355064750790525)*Nm6_1_z;
             const double H1_1 = Ic1_22 - L6_1*Nm6_1_z;
-            mg_s = ((mg_s == 0) & !(0.9999999999999*Ic5_22 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Ic5_22, 0.0)) ? 1 : mg_s;
             const double invD5 = 1.0/Ic5_22;
             const double L5_4 = IJ5_12*invD5;
             const double cse22 = -IJ5_12*L5_4;
@@ -3704,7 +3704,7 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             const double H2_1_2 = H2_1 + cse23;
             const double L5_1 = Nm5_1_z*invD5;
             const double H1_1_2 = H1_1 - L5_1*Nm5_1_z;
-            mg_s = ((mg_s == 0) & !(H4_4_2 - 1e-13*Ic4_11 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H4_4_2 - 1e-13*Ic4_11, 0.0)) ? 1 : mg_s;
             const double invD4 = 1.0/H4_4_2;
             const double L4_3 = H4_3_2*invD4;
             const double H3_3_3 = H3_3_2 - H4_3_2*L4_3;
@@ -3715,18 +3715,18 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             const double H2_1_3 = H2_1_2 - H4_1_2*L4_2;
             const double L4_1 = H4_1_2*invD4;
             const double H1_1_3 = H1_1_2 - H4_1_2*L4_1;
-            mg_s = ((mg_s == 0) & !(H3_3_3 - 1e-13*Ic3_11 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H3_3_3 - 1e-13*Ic3_11, 0.0)) ? 1 : mg_s;
             const double invD3 = 1.0/H3_3_3;
             const double L3_2 = H3_2_3*invD3;
             const double H2_2_4 = H2_2_3 - H3_2_3*L3_2;
             const double H2_1_4 = H2_1_3 - H3_1_3*L3_2;
             const double L3_1 = H3_1_3*invD3;
             const double H1_1_4 = H1_1_3 - H3_1_3*L3_1;
-            mg_s = ((mg_s == 0) & !(H2_2_4 - 1e-13*Ic2_11 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H2_2_4 - 1e-13*Ic2_11, 0.0)) ? 1 : mg_s;
             const double invD2 = 1.0/H2_2_4;
             const double L2_1 = H2_1_4*invD2;
             const double H1_1_5 = H1_1_4 - H2_1_4*L2_1;
-            mg_s = ((mg_s == 0) & !(H1_1_5 - 1e-13*Ic1_22 > 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(H1_1_5 - 1e-13*Ic1_22, 0.0)) ? 1 : mg_s;
             const double invD1 = 1.0/H1_1_5;
             const double cse24 = L5_4*b5 + L6_4*b6;
             const double y4 = b4 - cse24;
@@ -3747,7 +3747,7 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             mg_o_qdd[5][mg_l] = qdd6;
             mg_st[mg_l] = mg_s;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 6; ++mg_j) qdd[(mg_i + mg_l) * 6 + mg_j] = mg_o_qdd[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
@@ -3910,32 +3910,32 @@ int mechgen_ur5_energy(const double *restrict q, const double *restrict qd, doub
 
 int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status)
 {
-    /* blocks of 4 states, vectorised across the states (mechgen.generator.simd) */
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    for (; mg_i + 4 <= n; mg_i += 4) {
-        int32_t mg_st[4] = {0};
-        double mg_o_T[1][4];
-        double mg_o_V[1][4];
-        double mg_w_c1[4];
-        double mg_w_s1[4];
-        double mg_w_s2[4];
-        double mg_w_c2[4];
-        double mg_w_qd2[4];
-        double mg_w_qd1[4];
-        double mg_w_c3[4];
-        double mg_w_s3[4];
-        double mg_w_qd3[4];
-        double mg_w_c4[4];
-        double mg_w_s4[4];
-        double mg_w_qd4[4];
-        double mg_w_c5[4];
-        double mg_w_s5[4];
-        double mg_w_qd5[4];
-        double mg_w_c6[4];
-        double mg_w_s6[4];
-        double mg_w_qd6[4];
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_T[1][8];
+        double mg_o_V[1][8];
+        double mg_w_c1[8];
+        double mg_w_s1[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_qd2[8];
+        double mg_w_qd1[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_qd3[8];
+        double mg_w_c4[8];
+        double mg_w_s4[8];
+        double mg_w_qd4[8];
+        double mg_w_c5[8];
+        double mg_w_s5[8];
+        double mg_w_qd5[8];
+        double mg_w_c6[8];
+        double mg_w_s6[8];
+        double mg_w_qd6[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
@@ -3943,7 +3943,7 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q1 = q[(mg_i + mg_l) * 6 + 0];
             const double q2 = q[(mg_i + mg_l) * 6 + 1];
             const double q3 = q[(mg_i + mg_l) * 6 + 2];
@@ -3964,7 +3964,7 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
             mg_w_s6[mg_l] = sin(q6);
         }
         #pragma omp simd
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c1 = mg_w_c1[mg_l];
             const double s1 = mg_w_s1[mg_l];
             const double s2 = mg_w_s2[mg_l];
@@ -4096,7 +4096,7 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
             mg_o_T[0][mg_l] = (0.44245093795500007)*omega_loc2_x*omega_loc2_x - 2.35004*omega_loc2_x*v_loc2_y + (0.44245093795500007)*omega_loc2_y*omega_loc2_y + (2.35004)*omega_loc2_y*v_loc2_x + (0.0075537)*omega_loc2_z*omega_loc2_z + (0.09581540677799999)*omega_loc3_x*omega_loc3_x - 0.56875*omega_loc3_x*v_loc3_y + (0.09581540677799999)*omega_loc3_y*omega_loc3_y + (0.56875)*omega_loc3_y*v_loc3_x + (0.0020475)*omega_loc3_z*omega_loc3_z + (0.0555863777655)*omega_loc4_x*omega_loc4_x + (0.0555863777655)*omega_loc4_y*omega_loc4_y + (0.10971)*omega_loc4_z*omega_loc4_z + (0.0555863777655)*omega_loc5_x*omega_loc5_x + (0.0555863777655)*omega_loc5_y*omega_loc5_y + (0.10971)*omega_loc5_z*omega_loc5_z + (0.0085682365727)*omega_loc6_x*omega_loc6_x + (0.0085682365727)*omega_loc6_y*omega_loc6_y + (0.016911)*omega_loc6_z*omega_loc6_z + (0.00333)*qd1*qd1 + (4.1965)*v_loc2_x*v_loc2_x + (4.1965)*v_loc2_y*v_loc2_y + (4.1965)*v_loc2_z*v_loc2_z + (1.1375)*v_loc3_x*v_loc3_x + (1.1375)*v_loc3_y*v_loc3_y + (1.1375)*v_loc3_z*v_loc3_z + (0.6095)*v_loc4_x*v_loc4_x + (0.6095)*v_loc4_y*v_loc4_y + (0.6095)*v_loc4_z*v_loc4_z + (0.6095)*v_loc5_x*v_loc5_x + (0.6095)*v_loc5_y*v_loc5_y + (0.6095)*v_loc5_z*v_loc5_z + (0.09395)*v_loc6_x*v_loc6_x + (0.09395)*v_loc6_y*v_loc6_y + (0.09395)*v_loc6_z*v_loc6_z;
             mg_o_V[0][mg_l] = (22.31775)*r3_z + (23.91678)*r4_z + (1.843299)*r6_z + (23.0538924)*tau2_22 + (5.5794375)*tau3_22 + 10.57713991047;
         }
-        for (int mg_l = 0; mg_l < 4; ++mg_l) {
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
