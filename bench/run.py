@@ -172,6 +172,9 @@ def main() -> None:
     results["overhead"] = run_overhead()
     from bench.regressor_bench import run as run_regressor
     results["regressor"] = run_regressor()
+    print("\n== batches across states: single-state calls vs scalar batch loop vs SIMD batch")
+    from bench.simd_bench import run as run_simd
+    results["simd_batch"] = run_simd()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     print(f"\nops: generated kernel after all passes; dense: the same equations as dense 3x3 "

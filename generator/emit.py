@@ -34,6 +34,7 @@ from mechgen.generator.backends.python import PyPrinter, py_comment, py_docstrin
 from mechgen.generator.ir import Assign
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import Generated
+from mechgen.generator.simd import simd_plan
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -140,7 +141,7 @@ def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spe
         for e in p.elements:
             used |= sp.sympify(e).free_symbols
     body = _body(k, printer, where)
-    return {
+    context = {
         "name": _identifier(k.name, f"{where}: name"),
         **backend.kernel_fields(mech, k.name),
         "doc_lines": doc_lines(k.doc),
@@ -159,6 +160,9 @@ def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spe
         "ops_line": ", ".join(f"{v} {key}" for key, v in g.ops.items() if key != "total" and v)
                     + f" ({g.ops['total']} total)",
     }
+    if backend.name == "c":     # the _batch twin's blocks of states (templates/c/kernel.c.j2)
+        context["simd"] = simd_plan(context)
+    return context
 
 
 def layout_lines(extra_manifest: dict) -> list[str]:

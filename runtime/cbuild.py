@@ -41,7 +41,17 @@ from types import ModuleType
 
 import cffi
 
-CFLAGS = ["-O2", "-std=c99", "-fno-math-errno"]
+CFLAGS = ["-O2", "-std=c99", "-fno-math-errno", "-ffp-contract=off"]
+"""Always given. ``-ffp-contract=off``: no fused multiply-add, so the vectorised batch of a
+kernel rounds exactly like its single-state form (and like any other CPU)."""
+OPTIONAL_CFLAGS = ["-fno-tree-slp-vectorize", "-fopenmp-simd", "-march=native"]
+"""Given when the compiler accepts them (:func:`cflags`): ``#pragma omp simd`` vectorises the
+batch kernels across states (templates/c/kernel.c.j2); ``-march=native`` lets it use the
+CPU's widest vectors, only together with ``-fno-tree-slp-vectorize``: GCC 12's straight-line
+vectoriser fuses ``a*b - c, a*b + c`` pairs into ``vfmsubadd`` (FMA) despite
+``-ffp-contract=off`` when the CPU has FMA, which would change the single-state kernels' last
+bits. None changes a result: no fast-math, no contraction. Without them the batch is the same
+code run lane after lane."""
 ENV_FLAGS = ("CC", "CFLAGS", "CPPFLAGS", "LDSHARED", "LDFLAGS", "ARCHFLAGS")
 CONFIG_VARS = ("CC", "CFLAGS", "CCSHARED", "CPPFLAGS", "LDSHARED", "LDFLAGS", "EXT_SUFFIX")
 STALE_SECONDS = 600.0
@@ -113,16 +123,65 @@ def compiler_version(cc: str) -> str:
     return f"rc={run.returncode}\n{run.stdout}{run.stderr}"
 
 
+_PROBE = """#include <math.h>
+void probe(const double *x, double *y) {
+    #pragma omp simd
+    for (int l = 0; l < 4; ++l) y[l] = sqrt(x[l]) / x[l];
+}
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def accepts(cc: str, flag: str) -> bool:
+    """True if ``cc`` compiles a small vector loop with ``flag`` (and :data:`CFLAGS`),
+    without a warning (an ignored option is refused too)."""
+    with tempfile.TemporaryDirectory(prefix="mechgen_probe_") as tmp:
+        src = Path(tmp) / "probe.c"
+        src.write_text(_PROBE)
+        cmd = [*shlex.split(cc), *CFLAGS, flag, "-c", str(src), "-o", str(Path(tmp) / "p.o")]
+        try:
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return False
+    return run.returncode == 0 and not run.stderr.strip()
+
+
+def cflags() -> list[str]:
+    """The flags the kernels are compiled with: :data:`CFLAGS`, then each of
+    :data:`OPTIONAL_CFLAGS` the compiler accepts (a compiler without them builds the plain
+    lane-by-lane loop, with the same results)."""
+    cc = compiler_command()
+    flags = CFLAGS + [flag for flag in OPTIONAL_CFLAGS if accepts(cc, flag)]
+    if "-fno-tree-slp-vectorize" not in flags and "-march=native" in flags:
+        flags.remove("-march=native")
+    return flags
+
+
+@functools.lru_cache(maxsize=None)
+def target_macros(cc: str, flags: tuple[str, ...]) -> str:
+    """The compiler's predefined macros under ``flags``: what ``-march=native`` resolved to on
+    this CPU (``__AVX2__``, ``__ARM_NEON``...), part of the cache key."""
+    try:
+        run = subprocess.run([*shlex.split(cc), *flags, "-dM", "-E", "-x", "c", os.devnull],
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, ValueError, subprocess.SubprocessError) as e:
+        return f"unavailable ({type(e).__name__}: {e})"
+    return "\n".join(sorted(run.stdout.splitlines()))
+
+
 def build_environment() -> list[str]:
-    """The environment and configuration that reach the compiler and linker, as strings."""
+    """The environment and configuration that reach the compiler and linker, as strings,
+    and the target the flags select on this CPU."""
     env = [f"env {k}={os.environ.get(k)!r}" for k in ENV_FLAGS]
     conf = [f"config {k}={sysconfig.get_config_var(k)!r}" for k in CONFIG_VARS]
-    return env + conf + [f"compiler {compiler_version(compiler_command())}"]
+    cc = compiler_command()
+    return env + conf + [f"compiler {compiler_version(cc)}",
+                         f"target {target_macros(cc, tuple(cflags()))}"]
 
 
 def module_name(mech: str, c_text: str, h_text: str, cdef: str) -> str:
     """The extension module's name: the mechanism and a hash of all inputs of the build."""
-    tag = _digest([c_text, h_text, cdef, " ".join(CFLAGS), cffi.__version__, sys.version,
+    tag = _digest([c_text, h_text, cdef, " ".join(cflags()), cffi.__version__, sys.version,
                    *build_environment()])
     return f"_mechgen_{mech}_{tag}"
 
@@ -301,11 +360,12 @@ def build_module(modname: str, c_text: str, h_text: str, mech: str, cdef: str,
         path = tmp / f"_unit{i:03d}_{mech}.c"
         path.write_text(text)
         sources.append(path)
-    objects = compile_objects(sources, CFLAGS + quote, mech)
+    flags = cflags()
+    objects = compile_objects(sources, flags + quote, mech)
     ffi = cffi.FFI()
     ffi.cdef(cdef)
     ffi.set_source(modname, f'#include "{header}"', extra_objects=[str(o) for o in objects],
-                   extra_compile_args=CFLAGS + quote, libraries=["m"])
+                   extra_compile_args=flags + quote, libraries=["m"])
     try:
         return Path(ffi.compile(tmpdir=str(tmp), verbose=False))
     except (cffi.VerificationError, OSError) as e:  # the compiler's output is printed above

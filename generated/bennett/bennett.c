@@ -103,13 +103,152 @@ int mechgen_bennett_closure(const double *restrict q, double *restrict phi, doub
 
 int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, double *G, double *orientation, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_bennett_closure(q + i * 3, phi + i * 5, G + i * 15, orientation + i * 1);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_phi[5][8];
+        double mg_o_G[15][8];
+        double mg_o_orientation[1][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_cse0[8];
+        double mg_w_cse1[8];
+        double mg_w_cse2[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double cse0 = q1 + 2.5219477102325203;
+            const double cse1 = q2 + (-1.0);
+            const double cse2 = q3 - 2.5219477102325203;
+            mg_w_cse0[mg_l] = cse0;
+            mg_w_cse1[mg_l] = cse1;
+            mg_w_cse2[mg_l] = cse2;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double cse0 = mg_w_cse0[mg_l];
+            const double cse1 = mg_w_cse1[mg_l];
+            const double cse2 = mg_w_cse2[mg_l];
+            mg_w_c1[mg_l] = cos(cse0);
+            mg_w_s1[mg_l] = sin(cse0);
+            mg_w_c2[mg_l] = cos(cse1);
+            mg_w_s2[mg_l] = sin(cse1);
+            mg_w_c3[mg_l] = cos(cse2);
+            mg_w_s3[mg_l] = sin(cse2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double tau1_01 = (0.3232895668635034)*s1;
+            const double tau1_02 = (0.9463000876874145)*s1;
+            const double tau1_11 = (0.3232895668635034)*c1;
+            const double tau1_12 = (0.9463000876874145)*c1;
+            const double cse3 = (0.10691419700008513)*s2;
+            const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
+            const double cse4 = (0.10691419700008513)*c2;
+            const double theta_J3_01 = cse4 + (0.8334910037167914)*s2;
+            const double theta_J3_10 = cse4 - 0.931351183567697*s2;
+            const double theta_J3_11 = (0.931351183567697)*c2 + cse3;
+            const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
+            const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
+            const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
+            const double tau3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
+            const double tau3_10 = c3*theta_J3_10 - s3*theta_J3_00;
+            const double tau3_11 = c3*theta_J3_11 - s3*theta_J3_01;
+            const double tau3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
+            const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
+            const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            const double J3_f1_d_x = -1.1422719685917389*tau3_00 - 0.45670829457897444*tau3_10 + (3.583647770145291e-18)*theta_J3_20;
+            const double J3_f1_d_y = -1.1422719685917389*tau3_01 - 0.45670829457897444*tau3_11 + (3.583647770145291e-18)*theta_J3_21;
+            const double J3_f1_d_z = -1.1422719685917389*tau3_02 - 0.45670829457897444*tau3_12 + 2.740924998975104e-18;
+            const double J3_f1_o_x = J3_f1_d_x + r_rel0_3_x;
+            const double cse5 = J3_f1_d_y + r_rel0_3_y;
+            const double J3_f1_o_y = cse5;
+            const double J3_f1_x_x = -0.46939304286890887*tau3_00 + (0.1334707108957367)*tau3_10 + (0.872843480034796)*theta_J3_20;
+            const double J3_f1_x_y = -0.46939304286890887*tau3_01 + (0.1334707108957367)*tau3_11 + (0.872843480034796)*theta_J3_21;
+            const double J3_f1_x_z = -0.46939304286890887*tau3_02 + (0.1334707108957367)*tau3_12 + 0.667587516426818;
+            const double J3_f1_y_x = (0.8100917192466086)*tau3_00 + (0.4583920713648074)*tau3_10 + (0.36555179567053836)*theta_J3_20;
+            const double J3_f1_y_y = (0.8100917192466086)*tau3_01 + (0.4583920713648074)*tau3_11 + (0.36555179567053836)*theta_J3_21;
+            const double J3_f1_y_z = (0.8100917192466086)*tau3_02 + (0.4583920713648074)*tau3_12 + 0.2795894349664269;
+            const double J3_f1_z_x = -0.3513140727530572*tau3_00 + (0.8786707450705684)*tau3_10 - 0.3232895668635034*theta_J3_20;
+            const double J3_f1_z_y = -0.3513140727530572*tau3_01 + (0.8786707450705684)*tau3_11 - 0.3232895668635034*theta_J3_21;
+            const double J3_f1_z_z = -0.3513140727530572*tau3_02 + (0.8786707450705684)*tau3_12 - 0.2472654994461368;
+            const double J3_f1_T2_x = -cse5;
+            const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+            const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
+            const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
+            const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
+            const double J3_f2_d_y = (0.6817820962605995)*tau1_01 + (0.48636502492243316)*tau1_11 + 7.400350844371047e-18;
+            const double J3_f2_d_z = (0.6817820962605995)*tau1_02 + (0.48636502492243316)*tau1_12 - 2.528221491515874e-18;
+            const double J3_f2_o_x = J3_f2_d_x - 1.2301901139936389;
+            const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
+            const double J3_f2_z_y = -0.3741269422480255*tau1_01 + (0.5244477663543072)*tau1_11 + 0.7237702288943453;
+            const double J3_f2_z_z = -0.3741269422480255*tau1_02 + (0.5244477663543072)*tau1_12 - 0.2472654994461368;
+            const double J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z;
+            const double J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x;
+            const double J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x;
+            const double cse6 = J3_f1_x_x*J3_f2_z_y;
+            const double cse7 = J3_f1_x_x*J3_f2_z_z;
+            const double cse8 = J3_f1_x_y*J3_f2_z_x;
+            const double cse9 = J3_f1_y_x*J3_f2_z_y;
+            const double cse10 = J3_f1_y_x*J3_f2_z_z;
+            const double cse11 = J3_f1_y_y*J3_f2_z_x;
+            mg_o_phi[0][mg_l] = -J3_f1_o_x + J3_f2_o_x;
+            mg_o_phi[1][mg_l] = -J3_f1_o_y + J3_f2_d_y;
+            mg_o_phi[2][mg_l] = -J3_f1_d_z + J3_f2_d_z;
+            mg_o_phi[3][mg_l] = J3_f1_x_x*J3_f2_z_x + J3_f1_x_y*J3_f2_z_y + J3_f1_x_z*J3_f2_z_z;
+            mg_o_phi[4][mg_l] = J3_f1_y_x*J3_f2_z_x + J3_f1_y_y*J3_f2_z_y + J3_f1_y_z*J3_f2_z_z;
+            mg_o_G[0][mg_l] = J3_f2_T1_x;
+            mg_o_G[1][mg_l] = -J3_f1_T2_x;
+            mg_o_G[2][mg_l] = -J3_f1_T3_x;
+            mg_o_G[3][mg_l] = J3_f2_T1_y;
+            mg_o_G[4][mg_l] = -J3_f1_o_x;
+            mg_o_G[5][mg_l] = -J3_f1_T3_y;
+            mg_o_G[6][mg_l] = J3_f2_T1_z;
+            mg_o_G[7][mg_l] = 0.0;
+            mg_o_G[8][mg_l] = -J3_f1_T3_z;
+            mg_o_G[9][mg_l] = (0.3232895668635034)*J3_f1_x_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_x_z*J3_f2_z_x - 0.3232895668635034*cse6 - 0.9463000876874145*cse7;
+            mg_o_G[10][mg_l] = cse6 - cse8;
+            mg_o_G[11][mg_l] = (0.7648421872844884)*J3_f1_x_x*J3_f2_z_y - 0.7648421872844884*cse8 - theta_J3_20*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_x_z*J3_f2_z_x + cse7);
+            mg_o_G[12][mg_l] = (0.3232895668635034)*J3_f1_y_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_y_z*J3_f2_z_x - 0.9463000876874145*cse10 - 0.3232895668635034*cse9;
+            mg_o_G[13][mg_l] = -cse11 + cse9;
+            mg_o_G[14][mg_l] = (0.7648421872844884)*J3_f1_y_x*J3_f2_z_y - 0.7648421872844884*cse11 - theta_J3_20*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_y_z*J3_f2_z_x + cse10);
+            mg_o_orientation[0][mg_l] = J3_f1_z_x*J3_f2_z_x + J3_f1_z_y*J3_f2_z_y + J3_f1_z_z*J3_f2_z_z;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 5; ++mg_j) phi[(mg_i + mg_l) * 5 + mg_j] = mg_o_phi[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 15; ++mg_j) G[(mg_i + mg_l) * 15 + mg_j] = mg_o_G[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_bennett_closure(q + mg_i * 3, phi + mg_i * 5, G + mg_i * 15, orientation + mg_i * 1);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
@@ -225,13 +364,173 @@ fail:
 
 int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_next, double *error, double *branch, double *orientation, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_bennett_newton_step(q + i * 3, q_next + i * 3, error + i * 1, branch + i * 1, orientation + i * 1);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_q_next[3][8];
+        double mg_o_error[1][8];
+        double mg_o_branch[1][8];
+        double mg_o_orientation[1][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_cse0[8];
+        double mg_w_cse1[8];
+        double mg_w_cse2[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double cse0 = q1 + 2.5219477102325203;
+            const double cse1 = q2 + (-1.0);
+            const double cse2 = q3 - 2.5219477102325203;
+            mg_w_cse0[mg_l] = cse0;
+            mg_w_cse1[mg_l] = cse1;
+            mg_w_cse2[mg_l] = cse2;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double cse0 = mg_w_cse0[mg_l];
+            const double cse1 = mg_w_cse1[mg_l];
+            const double cse2 = mg_w_cse2[mg_l];
+            mg_w_c1[mg_l] = cos(cse0);
+            mg_w_s1[mg_l] = sin(cse0);
+            mg_w_c2[mg_l] = cos(cse1);
+            mg_w_s2[mg_l] = sin(cse1);
+            mg_w_c3[mg_l] = cos(cse2);
+            mg_w_s3[mg_l] = sin(cse2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double tau1_01 = (0.3232895668635034)*s1;
+            const double tau1_02 = (0.9463000876874145)*s1;
+            const double tau1_11 = (0.3232895668635034)*c1;
+            const double tau1_12 = (0.9463000876874145)*c1;
+            const double cse3 = (0.10691419700008513)*s2;
+            const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
+            const double cse4 = (0.10691419700008513)*c2;
+            const double theta_J3_01 = cse4 + (0.8334910037167914)*s2;
+            const double theta_J3_10 = cse4 - 0.931351183567697*s2;
+            const double theta_J3_11 = (0.931351183567697)*c2 + cse3;
+            const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
+            const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
+            const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
+            const double tau3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
+            const double tau3_10 = c3*theta_J3_10 - s3*theta_J3_00;
+            const double tau3_11 = c3*theta_J3_11 - s3*theta_J3_01;
+            const double tau3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
+            const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
+            const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            const double J3_f1_d_x = -1.1422719685917389*tau3_00 - 0.45670829457897444*tau3_10 + (3.583647770145291e-18)*theta_J3_20;
+            const double J3_f1_d_y = -1.1422719685917389*tau3_01 - 0.45670829457897444*tau3_11 + (3.583647770145291e-18)*theta_J3_21;
+            const double J3_f1_d_z = -1.1422719685917389*tau3_02 - 0.45670829457897444*tau3_12 + 2.740924998975104e-18;
+            const double J3_f1_o_x = J3_f1_d_x + r_rel0_3_x;
+            const double J3_f1_o_y = J3_f1_d_y + r_rel0_3_y;
+            const double J3_f1_x_x = -0.46939304286890887*tau3_00 + (0.1334707108957367)*tau3_10 + (0.872843480034796)*theta_J3_20;
+            const double J3_f1_x_y = -0.46939304286890887*tau3_01 + (0.1334707108957367)*tau3_11 + (0.872843480034796)*theta_J3_21;
+            const double J3_f1_x_z = -0.46939304286890887*tau3_02 + (0.1334707108957367)*tau3_12 + 0.667587516426818;
+            const double J3_f1_y_x = (0.8100917192466086)*tau3_00 + (0.4583920713648074)*tau3_10 + (0.36555179567053836)*theta_J3_20;
+            const double J3_f1_y_y = (0.8100917192466086)*tau3_01 + (0.4583920713648074)*tau3_11 + (0.36555179567053836)*theta_J3_21;
+            const double J3_f1_y_z = (0.8100917192466086)*tau3_02 + (0.4583920713648074)*tau3_12 + 0.2795894349664269;
+            const double J3_f1_z_x = -0.3513140727530572*tau3_00 + (0.8786707450705684)*tau3_10 - 0.3232895668635034*theta_J3_20;
+            const double J3_f1_z_y = -0.3513140727530572*tau3_01 + (0.8786707450705684)*tau3_11 - 0.3232895668635034*theta_J3_21;
+            const double J3_f1_z_z = -0.3513140727530572*tau3_02 + (0.8786707450705684)*tau3_12 - 0.2472654994461368;
+            const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+            const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
+            const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
+            const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
+            const double J3_f2_d_y = (0.6817820962605995)*tau1_01 + (0.48636502492243316)*tau1_11 + 7.400350844371047e-18;
+            const double J3_f2_d_z = (0.6817820962605995)*tau1_02 + (0.48636502492243316)*tau1_12 - 2.528221491515874e-18;
+            const double J3_f2_o_x = J3_f2_d_x - 1.2301901139936389;
+            const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
+            const double J3_f2_z_y = -0.3741269422480255*tau1_01 + (0.5244477663543072)*tau1_11 + 0.7237702288943453;
+            const double J3_f2_z_z = -0.3741269422480255*tau1_02 + (0.5244477663543072)*tau1_12 - 0.2472654994461368;
+            const double J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z;
+            const double J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x;
+            const double J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x;
+            const double cse5 = (0.3232895668635034)*J3_f2_z_y;
+            const double cse6 = J3_f1_x_x*J3_f2_z_z;
+            const double cse7 = -J3_f1_x_x*cse5 + (0.3232895668635034)*J3_f1_x_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_x_z*J3_f2_z_x - 0.9463000876874145*cse6;
+            const double cse8 = J3_f1_y_x*J3_f2_z_z;
+            const double cse9 = -J3_f1_y_x*cse5 + (0.3232895668635034)*J3_f1_y_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_y_z*J3_f2_z_x - 0.9463000876874145*cse8;
+            const double N1_1 = J3_f2_T1_x*J3_f2_T1_x + J3_f2_T1_y*J3_f2_T1_y + J3_f2_T1_z*J3_f2_T1_z + cse7*cse7 + cse9*cse9;
+            const double cse10 = (0.7648421872844884)*J3_f2_z_x;
+            const double cse11 = (0.7648421872844884)*J3_f1_x_x*J3_f2_z_y - J3_f1_x_y*cse10 - theta_J3_20*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_x_z*J3_f2_z_x + cse6);
+            const double cse12 = (0.7648421872844884)*J3_f1_y_x*J3_f2_z_y - J3_f1_y_y*cse10 - theta_J3_20*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_y_z*J3_f2_z_x + cse8);
+            const double N1_2 = -J3_f1_T3_x*J3_f2_T1_x - J3_f1_T3_y*J3_f2_T1_y - J3_f1_T3_z*J3_f2_T1_z + cse11*cse7 + cse12*cse9;
+            const double N2_2 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y + J3_f1_T3_z*J3_f1_T3_z + cse11*cse11 + cse12*cse12;
+            const double cse13 = J3_f1_o_y - J3_f2_d_y;
+            const double cse14 = J3_f1_d_z - J3_f2_d_z;
+            const double cse15 = J3_f1_o_x - J3_f2_o_x;
+            const double cse16 = J3_f1_x_x*J3_f2_z_x + J3_f1_x_y*J3_f2_z_y + J3_f1_x_z*J3_f2_z_z;
+            const double cse17 = J3_f1_y_x*J3_f2_z_x + J3_f1_y_y*J3_f2_z_y + J3_f1_y_z*J3_f2_z_z;
+            const double err = sqrt(cse13*cse13 + cse14*cse14 + cse15*cse15 + cse16*cse16 + cse17*cse17);
+            const double cse18 = -cse16;
+            const double cse19 = -cse17;
+            const double dqrhs1 = J3_f2_T1_x*cse15 + J3_f2_T1_y*cse13 + J3_f2_T1_z*cse14 + cse18*cse7 + cse19*cse9;
+            const double dqrhs2 = -J3_f1_T3_x*cse15 - J3_f1_T3_y*cse13 - J3_f1_T3_z*cse14 + cse11*cse18 + cse12*cse19;
+            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            const double invD1 = 1.0/N1_1;
+            const double L2_1 = N1_2*invD1;
+            const double D2 = -L2_1*N1_2 + N2_2;
+            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*N2_2, 0.0)) ? 1 : mg_s;
+            const double invD2 = 1.0/D2;
+            const double y2 = -L2_1*dqrhs1 + dqrhs2;
+            const double dq2 = invD2*y2;
+            const double dq1 = -L2_1*dq2 + dqrhs1*invD1;
+            mg_o_q_next[0][mg_l] = dq1 + q1;
+            mg_o_q_next[1][mg_l] = q2;
+            mg_o_q_next[2][mg_l] = dq2 + q3;
+            mg_o_error[0][mg_l] = err;
+            mg_o_branch[0][mg_l] = 1.0;
+            mg_o_orientation[0][mg_l] = J3_f1_z_x*J3_f2_z_x + J3_f1_z_y*J3_f2_z_y + J3_f1_z_z*J3_f2_z_z;
+            mg_st[mg_l] = mg_s;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 3; ++mg_j) q_next[(mg_i + mg_l) * 3 + mg_j] = mg_o_q_next[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+            if (mg_st[mg_l] != 0) {
+                mg_failed += 1;
+                for (int mg_j = 0; mg_j < 3; ++mg_j) q_next[(mg_i + mg_l) * 3 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = NAN;
+            }
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_bennett_newton_step(q + mg_i * 3, q_next + mg_i * 3, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 1);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
@@ -339,13 +638,161 @@ fail:
 
 int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double *qd_ind, double *qd, double *H, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_bennett_velocity(q + i * 3, qd_ind + i * 1, qd + i * 3, H + i * 3);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_qd[3][8];
+        double mg_o_H[3][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_cse0[8];
+        double mg_w_cse1[8];
+        double mg_w_cse2[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_qd_ind1[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double cse0 = q1 + 2.5219477102325203;
+            const double cse1 = q2 + (-1.0);
+            const double cse2 = q3 - 2.5219477102325203;
+            mg_w_cse0[mg_l] = cse0;
+            mg_w_cse1[mg_l] = cse1;
+            mg_w_cse2[mg_l] = cse2;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double cse0 = mg_w_cse0[mg_l];
+            const double cse1 = mg_w_cse1[mg_l];
+            const double cse2 = mg_w_cse2[mg_l];
+            mg_w_c1[mg_l] = cos(cse0);
+            mg_w_s1[mg_l] = sin(cse0);
+            mg_w_c2[mg_l] = cos(cse1);
+            mg_w_s2[mg_l] = sin(cse1);
+            mg_w_c3[mg_l] = cos(cse2);
+            mg_w_s3[mg_l] = sin(cse2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            const double tau1_01 = (0.3232895668635034)*s1;
+            const double tau1_02 = (0.9463000876874145)*s1;
+            const double tau1_11 = (0.3232895668635034)*c1;
+            const double tau1_12 = (0.9463000876874145)*c1;
+            const double cse3 = (0.10691419700008513)*s2;
+            const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
+            const double cse4 = (0.10691419700008513)*c2;
+            const double theta_J3_01 = cse4 + (0.8334910037167914)*s2;
+            const double theta_J3_10 = cse4 - 0.931351183567697*s2;
+            const double theta_J3_11 = (0.931351183567697)*c2 + cse3;
+            const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
+            const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
+            const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
+            const double tau3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
+            const double tau3_10 = c3*theta_J3_10 - s3*theta_J3_00;
+            const double tau3_11 = c3*theta_J3_11 - s3*theta_J3_01;
+            const double tau3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
+            const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
+            const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            const double J3_f1_d_x = -1.1422719685917389*tau3_00 - 0.45670829457897444*tau3_10 + (3.583647770145291e-18)*theta_J3_20;
+            const double J3_f1_d_y = -1.1422719685917389*tau3_01 - 0.45670829457897444*tau3_11 + (3.583647770145291e-18)*theta_J3_21;
+            const double J3_f1_d_z = -1.1422719685917389*tau3_02 - 0.45670829457897444*tau3_12 + 2.740924998975104e-18;
+            const double J3_f1_o_x = J3_f1_d_x + r_rel0_3_x;
+            const double J3_f1_x_x = -0.46939304286890887*tau3_00 + (0.1334707108957367)*tau3_10 + (0.872843480034796)*theta_J3_20;
+            const double J3_f1_x_y = -0.46939304286890887*tau3_01 + (0.1334707108957367)*tau3_11 + (0.872843480034796)*theta_J3_21;
+            const double J3_f1_x_z = -0.46939304286890887*tau3_02 + (0.1334707108957367)*tau3_12 + 0.667587516426818;
+            const double J3_f1_y_x = (0.8100917192466086)*tau3_00 + (0.4583920713648074)*tau3_10 + (0.36555179567053836)*theta_J3_20;
+            const double J3_f1_y_y = (0.8100917192466086)*tau3_01 + (0.4583920713648074)*tau3_11 + (0.36555179567053836)*theta_J3_21;
+            const double J3_f1_y_z = (0.8100917192466086)*tau3_02 + (0.4583920713648074)*tau3_12 + 0.2795894349664269;
+            const double J3_f1_T2_x = -J3_f1_d_y - r_rel0_3_y;
+            const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+            const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
+            const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
+            const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
+            const double J3_f2_d_y = (0.6817820962605995)*tau1_01 + (0.48636502492243316)*tau1_11 + 7.400350844371047e-18;
+            const double J3_f2_d_z = (0.6817820962605995)*tau1_02 + (0.48636502492243316)*tau1_12 - 2.528221491515874e-18;
+            const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
+            const double J3_f2_z_y = -0.3741269422480255*tau1_01 + (0.5244477663543072)*tau1_11 + 0.7237702288943453;
+            const double J3_f2_z_z = -0.3741269422480255*tau1_02 + (0.5244477663543072)*tau1_12 - 0.2472654994461368;
+            const double J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z;
+            const double J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x;
+            const double J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x;
+            const double cse5 = J3_f1_x_x*J3_f2_z_y;
+            const double cse6 = J3_f1_x_x*J3_f2_z_z;
+            const double cse7 = (0.3232895668635034)*J3_f1_x_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_x_z*J3_f2_z_x - 0.3232895668635034*cse5 - 0.9463000876874145*cse6;
+            const double cse8 = J3_f1_y_x*J3_f2_z_y;
+            const double cse9 = J3_f1_y_x*J3_f2_z_z;
+            const double cse10 = (0.3232895668635034)*J3_f1_y_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_y_z*J3_f2_z_x - 0.3232895668635034*cse8 - 0.9463000876874145*cse9;
+            const double N1_1 = J3_f2_T1_x*J3_f2_T1_x + J3_f2_T1_y*J3_f2_T1_y + J3_f2_T1_z*J3_f2_T1_z + cse10*cse10 + cse7*cse7;
+            const double cse11 = J3_f1_x_y*J3_f2_z_x;
+            const double cse12 = (0.7648421872844884)*J3_f1_x_x*J3_f2_z_y - 0.7648421872844884*cse11 - theta_J3_20*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_x_z*J3_f2_z_x + cse6);
+            const double cse13 = J3_f1_y_y*J3_f2_z_x;
+            const double cse14 = (0.7648421872844884)*J3_f1_y_x*J3_f2_z_y - 0.7648421872844884*cse13 - theta_J3_20*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_y_z*J3_f2_z_x + cse9);
+            const double N1_2 = -J3_f1_T3_x*J3_f2_T1_x - J3_f1_T3_y*J3_f2_T1_y - J3_f1_T3_z*J3_f2_T1_z + cse10*cse14 + cse12*cse7;
+            const double N2_2 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y + J3_f1_T3_z*J3_f1_T3_z + cse12*cse12 + cse14*cse14;
+            const double cse15 = -cse11 + cse5;
+            const double cse16 = -cse13 + cse8;
+            const double X1_rhs1 = -J3_f1_T2_x*J3_f2_T1_x - J3_f1_o_x*J3_f2_T1_y + cse10*cse16 + cse15*cse7;
+            const double X1_rhs2 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x + cse12*cse15 + cse14*cse16;
+            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            const double invD1 = 1.0/N1_1;
+            const double L2_1 = N1_2*invD1;
+            const double D2 = -L2_1*N1_2 + N2_2;
+            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*N2_2, 0.0)) ? 1 : mg_s;
+            const double invD2 = 1.0/D2;
+            const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
+            const double X1_2 = invD2*y2;
+            const double X1_1 = -L2_1*X1_2 + X1_rhs1*invD1;
+            const double qd_dep1 = -X1_1*qd_ind1;
+            const double qd_dep2 = -X1_2*qd_ind1;
+            mg_o_qd[0][mg_l] = qd_dep1;
+            mg_o_qd[1][mg_l] = qd_ind1;
+            mg_o_qd[2][mg_l] = qd_dep2;
+            mg_o_H[0][mg_l] = -X1_1;
+            mg_o_H[1][mg_l] = 1.0;
+            mg_o_H[2][mg_l] = -X1_2;
+            mg_st[mg_l] = mg_s;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 3; ++mg_j) qd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qd[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 3; ++mg_j) H[(mg_i + mg_l) * 3 + mg_j] = mg_o_H[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+            if (mg_st[mg_l] != 0) {
+                mg_failed += 1;
+                for (int mg_j = 0; mg_j < 3; ++mg_j) qd[(mg_i + mg_l) * 3 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 3; ++mg_j) H[(mg_i + mg_l) * 3 + mg_j] = NAN;
+            }
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_bennett_velocity(q + mg_i * 3, qd_ind + mg_i * 1, qd + mg_i * 3, H + mg_i * 3);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -608,13 +1055,361 @@ int mechgen_bennett_kinematics(const double *restrict q, const double *restrict 
 
 int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *r, double *v, double *a, double *R, double *omega, double *alpha, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_bennett_kinematics(q + i * 3, qd + i * 3, qdd + i * 3, r + i * 18, v + i * 18, a + i * 18, R + i * 27, omega + i * 9, alpha + i * 9);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_r[18][8];
+        double mg_o_v[18][8];
+        double mg_o_a[18][8];
+        double mg_o_R[27][8];
+        double mg_o_omega[9][8];
+        double mg_o_alpha[9][8];
+        double mg_w_q1[8];
+        double mg_w_qd1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_qdd2[8];
+        double mg_w_qdd3[8];
+        double mg_w_qdd1[8];
+        double mg_w_cse0[8];
+        double mg_w_cse3[8];
+        double mg_w_cse4[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_oo2_zz[8];
+        double mg_w_cse7[8];
+        double mg_w_omega3_z[8];
+        double mg_w_omega1_z[8];
+        double mg_w_omega1_y[8];
+        double mg_w_link2_alphaz[8];
+        double mg_w_link3_alphay[8];
+        double mg_w_link3_alphaz[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 3 + 1];
+            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 3 + 0];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double qdd2 = mg_w_qdd2[mg_l];
+            const double qdd3 = mg_w_qdd3[mg_l];
+            const double qdd1 = mg_w_qdd1[mg_l];
+            const double cse0 = q1 + 2.5219477102325203;
+            const double omega1_y = -0.9463000876874145*qd1;
+            const double omega1_z = (0.3232895668635034)*qd1;
+            const double cse3 = q2 + (-1.0);
+            const double cse4 = q3 - 2.5219477102325203;
+            const double cse7 = qd2*qd2;
+            const double oo2_zz = cse7;
+            const double omega3_z = qd2 + (0.7648421872844884)*qd3;
+            const double link2_alphaz = qdd2 + (0.7648421872844884)*qdd3;
+            const double link3_alphay = -0.9463000876874145*qdd1;
+            const double link3_alphaz = (0.3232895668635034)*qdd1;
+            mg_w_cse0[mg_l] = cse0;
+            mg_w_omega1_y[mg_l] = omega1_y;
+            mg_w_omega1_z[mg_l] = omega1_z;
+            mg_w_cse3[mg_l] = cse3;
+            mg_w_cse4[mg_l] = cse4;
+            mg_w_cse7[mg_l] = cse7;
+            mg_w_oo2_zz[mg_l] = oo2_zz;
+            mg_w_omega3_z[mg_l] = omega3_z;
+            mg_w_link2_alphaz[mg_l] = link2_alphaz;
+            mg_w_link3_alphay[mg_l] = link3_alphay;
+            mg_w_link3_alphaz[mg_l] = link3_alphaz;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double cse0 = mg_w_cse0[mg_l];
+            const double cse3 = mg_w_cse3[mg_l];
+            const double cse4 = mg_w_cse4[mg_l];
+            mg_w_c1[mg_l] = cos(cse0);
+            mg_w_s1[mg_l] = sin(cse0);
+            mg_w_c2[mg_l] = cos(cse3);
+            mg_w_s2[mg_l] = sin(cse3);
+            mg_w_c3[mg_l] = cos(cse4);
+            mg_w_s3[mg_l] = sin(cse4);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double oo2_zz = mg_w_oo2_zz[mg_l];
+            const double cse7 = mg_w_cse7[mg_l];
+            const double qdd2 = mg_w_qdd2[mg_l];
+            const double omega3_z = mg_w_omega3_z[mg_l];
+            const double qdd3 = mg_w_qdd3[mg_l];
+            const double omega1_z = mg_w_omega1_z[mg_l];
+            const double omega1_y = mg_w_omega1_y[mg_l];
+            const double qdd1 = mg_w_qdd1[mg_l];
+            const double link2_alphaz = mg_w_link2_alphaz[mg_l];
+            const double link3_alphay = mg_w_link3_alphay[mg_l];
+            const double link3_alphaz = mg_w_link3_alphaz[mg_l];
+            const double cse1 = (0.3232895668635034)*s1;
+            const double tau1_01 = cse1;
+            const double cse2 = (0.9463000876874145)*s1;
+            const double tau1_02 = cse2;
+            const double tau1_11 = (0.3232895668635034)*c1;
+            const double tau1_12 = (0.9463000876874145)*c1;
+            const double cse5 = (0.10691419700008513)*s2;
+            const double theta_J3_00 = (0.8334910037167914)*c2 - cse5;
+            const double cse6 = (0.10691419700008513)*c2;
+            const double theta_J3_01 = cse6 + (0.8334910037167914)*s2;
+            const double theta_J3_10 = cse6 - 0.931351183567697*s2;
+            const double theta_J3_11 = (0.931351183567697)*c2 + cse5;
+            const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
+            const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
+            const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
+            const double tau3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
+            const double tau3_10 = c3*theta_J3_10 - s3*theta_J3_00;
+            const double tau3_11 = c3*theta_J3_11 - s3*theta_J3_01;
+            const double tau3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
+            const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
+            const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            const double cse8 = qd3*theta_J3_20;
+            const double omega3_x = cse8;
+            const double cse9 = qd3*theta_J3_21;
+            const double omega3_y = cse9;
+            const double v3_x = -qd2*r_rel0_3_y;
+            const double v3_y = qd2*r_rel0_3_x;
+            const double w3_x = -oo2_zz*r_rel0_3_x;
+            const double w3_y = -oo2_zz*r_rel0_3_y;
+            const double eps3_x = -cse9*qd2;
+            const double eps3_y = cse8*qd2;
+            const double joint2_abias_x = -cse7*r_rel0_3_x;
+            const double joint2_abias_y = -cse7*r_rel0_3_y;
+            const double joint2_ax = joint2_abias_x - qdd2*r_rel0_3_y;
+            const double joint2_ay = joint2_abias_y + qdd2*r_rel0_3_x;
+            const double joint3_d_x = -1.1422719685917389*tau3_00 - 0.45670829457897444*tau3_10 + (3.583647770145291e-18)*theta_J3_20;
+            const double joint3_d_y = -1.1422719685917389*tau3_01 - 0.45670829457897444*tau3_11 + (3.583647770145291e-18)*theta_J3_21;
+            const double joint3_d_z = -1.1422719685917389*tau3_02 - 0.45670829457897444*tau3_12 + 2.740924998975104e-18;
+            const double joint3_o_x = joint3_d_x + r_rel0_3_x;
+            const double cse10 = joint3_d_y + r_rel0_3_y;
+            const double joint3_o_y = cse10;
+            const double joint3_T2_x = -cse10;
+            const double joint3_T3_x = -0.7648421872844884*joint3_d_y + joint3_d_z*theta_J3_21;
+            const double joint3_T3_y = (0.7648421872844884)*joint3_d_x - joint3_d_z*theta_J3_20;
+            const double joint3_T3_z = -joint3_d_x*theta_J3_21 + joint3_d_y*theta_J3_20;
+            const double cse11 = joint3_d_y*omega3_z;
+            const double joint3_v_x = -cse11 + joint3_d_z*omega3_y + v3_x;
+            const double cse12 = joint3_d_x*omega3_z - joint3_d_z*omega3_x;
+            const double joint3_v_y = cse12 + v3_y;
+            const double cse13 = -joint3_d_x*omega3_y + joint3_d_y*omega3_x;
+            const double joint3_v_z = cse13;
+            const double joint3_abias_x = -cse12*omega3_z + cse13*omega3_y + eps3_y*joint3_d_z + w3_x;
+            const double cse14 = -w3_y;
+            const double cse15 = -cse11 + joint3_d_z*omega3_y;
+            const double joint3_abias_y = -cse13*omega3_x - cse14 + cse15*omega3_z - eps3_x*joint3_d_z;
+            const double joint3_abias_z = cse12*omega3_x - cse15*omega3_y + eps3_x*joint3_d_y - eps3_y*joint3_d_x;
+            const double joint3_ax = joint3_T2_x*qdd2 + joint3_T3_x*qdd3 + joint3_abias_x;
+            const double joint3_ay = joint3_T3_y*qdd3 + joint3_abias_y + joint3_o_x*qdd2;
+            const double joint3_az = joint3_T3_z*qdd3 + joint3_abias_z;
+            const double link1_d_x = (0.22624699623211694)*c2 - 0.3523588196118675*s2;
+            const double link1_d_y = (0.3523588196118675)*c2 + (0.22624699623211694)*s2;
+            const double link1_v_x = -link1_d_y*qd2;
+            const double link1_v_y = link1_d_x*qd2;
+            const double link1_abias_x = -cse7*link1_d_x;
+            const double link1_abias_y = -cse7*link1_d_y;
+            const double link1_ax = link1_abias_x - link1_d_y*qdd2;
+            const double link1_ay = link1_abias_y + link1_d_x*qdd2;
+            const double link2_d_x = -0.5711359842958694*tau3_00 - 0.22835414728948722*tau3_10 + (1.7918238850726456e-18)*theta_J3_20;
+            const double link2_d_y = -0.5711359842958694*tau3_01 - 0.22835414728948722*tau3_11 + (1.7918238850726456e-18)*theta_J3_21;
+            const double link2_d_z = -0.5711359842958694*tau3_02 - 0.22835414728948722*tau3_12 + 1.370462499487552e-18;
+            const double link2_o_x = link2_d_x + r_rel0_3_x;
+            const double cse16 = link2_d_y + r_rel0_3_y;
+            const double link2_o_y = cse16;
+            const double link2_T2_x = -cse16;
+            const double link2_T3_x = -0.7648421872844884*link2_d_y + link2_d_z*theta_J3_21;
+            const double link2_T3_y = (0.7648421872844884)*link2_d_x - link2_d_z*theta_J3_20;
+            const double link2_T3_z = -link2_d_x*theta_J3_21 + link2_d_y*theta_J3_20;
+            const double cse17 = link2_d_y*omega3_z;
+            const double link2_v_x = -cse17 + link2_d_z*omega3_y + v3_x;
+            const double cse18 = link2_d_x*omega3_z - link2_d_z*omega3_x;
+            const double link2_v_y = cse18 + v3_y;
+            const double cse19 = -link2_d_x*omega3_y + link2_d_y*omega3_x;
+            const double link2_v_z = cse19;
+            const double link2_abias_x = -cse18*omega3_z + cse19*omega3_y + eps3_y*link2_d_z + w3_x;
+            const double cse20 = -cse17 + link2_d_z*omega3_y;
+            const double link2_abias_y = -cse14 - cse19*omega3_x + cse20*omega3_z - eps3_x*link2_d_z;
+            const double link2_abias_z = cse18*omega3_x - cse20*omega3_y + eps3_x*link2_d_y - eps3_y*link2_d_x;
+            const double link2_ax = link2_T2_x*qdd2 + link2_T3_x*qdd3 + link2_abias_x;
+            const double link2_ay = link2_T3_y*qdd3 + link2_abias_y + link2_o_x*qdd2;
+            const double link2_az = link2_T3_z*qdd3 + link2_abias_z;
+            const double link3_d_x = (0.3408910481302998)*c1 - 0.24318251246121658*s1;
+            const double link3_d_y = (0.3408910481302998)*tau1_01 + (0.24318251246121658)*tau1_11 + 3.700175422185523e-18;
+            const double link3_d_z = (0.3408910481302998)*tau1_02 + (0.24318251246121658)*tau1_12 - 1.264110745757937e-18;
+            const double link3_o_x = link3_d_x - 1.2301901139936389;
+            const double link3_T1_x = -0.3232895668635034*link3_d_y - 0.9463000876874145*link3_d_z;
+            const double link3_T1_y = (0.3232895668635034)*link3_d_x;
+            const double link3_T1_z = (0.9463000876874145)*link3_d_x;
+            const double cse21 = -link3_d_y*omega1_z + link3_d_z*omega1_y;
+            const double link3_v_x = cse21;
+            const double link3_v_y = link3_d_x*omega1_z;
+            const double link3_v_z = -link3_d_x*omega1_y;
+            const double link3_abias_x = -link3_d_x*omega1_y*omega1_y - link3_d_x*omega1_z*omega1_z;
+            const double link3_abias_y = cse21*omega1_z;
+            const double link3_abias_z = -cse21*omega1_y;
+            const double link3_ax = link3_T1_x*qdd1 + link3_abias_x;
+            const double link3_ay = link3_T1_y*qdd1 + link3_abias_y;
+            const double link3_az = link3_T1_z*qdd1 + link3_abias_z;
+            const double link2_R00 = (0.8334910037167914)*tau3_00 + (0.10691419700008513)*tau3_10 + (0.5420904917105653)*theta_J3_20;
+            const double link2_R01 = (0.10691419700008513)*tau3_00 + (0.931351183567697)*tau3_10 - 0.34807230189556454*theta_J3_20;
+            const double link2_R02 = -0.5420904917105653*tau3_00 + (0.34807230189556454)*tau3_10 + (0.7648421872844884)*theta_J3_20;
+            const double link2_R10 = (0.8334910037167914)*tau3_01 + (0.10691419700008513)*tau3_11 + (0.5420904917105653)*theta_J3_21;
+            const double link2_R11 = (0.10691419700008513)*tau3_01 + (0.931351183567697)*tau3_11 - 0.34807230189556454*theta_J3_21;
+            const double link2_R12 = -0.5420904917105653*tau3_01 + (0.34807230189556454)*tau3_11 + (0.7648421872844884)*theta_J3_21;
+            const double link2_R20 = (0.8334910037167914)*tau3_02 + (0.10691419700008513)*tau3_12 + 0.4146136773860326;
+            const double link2_R21 = (0.10691419700008513)*tau3_02 + (0.931351183567697)*tau3_12 - 0.26622038071495036;
+            const double link2_R22 = -0.5420904917105653*tau3_02 + (0.34807230189556454)*tau3_12 + 0.5849835714501204;
+            const double link2_alphax = eps3_x + qdd3*theta_J3_20;
+            const double link2_alphay = eps3_y + qdd3*theta_J3_21;
+            const double link3_R01 = -cse1;
+            const double link3_R02 = -cse2;
+            const double link3_R11 = (0.3232895668635034)*tau1_11 + 0.8954838559572084;
+            const double link3_R12 = (0.9463000876874145)*tau1_11 - 0.3059289454713595;
+            const double link3_R21 = (0.3232895668635034)*tau1_12 - 0.3059289454713595;
+            const double link3_R22 = (0.9463000876874145)*tau1_12 + 0.10451614404279164;
+            mg_o_r[0][mg_l] = r_rel0_3_x;
+            mg_o_r[1][mg_l] = r_rel0_3_y;
+            mg_o_r[2][mg_l] = 0.0;
+            mg_o_r[3][mg_l] = joint3_o_x;
+            mg_o_r[4][mg_l] = joint3_o_y;
+            mg_o_r[5][mg_l] = joint3_d_z;
+            mg_o_r[6][mg_l] = -1.2301901139936389;
+            mg_o_r[7][mg_l] = 0.0;
+            mg_o_r[8][mg_l] = 0.0;
+            mg_o_r[9][mg_l] = link1_d_x;
+            mg_o_r[10][mg_l] = link1_d_y;
+            mg_o_r[11][mg_l] = 0.0;
+            mg_o_r[12][mg_l] = link2_o_x;
+            mg_o_r[13][mg_l] = link2_o_y;
+            mg_o_r[14][mg_l] = link2_d_z;
+            mg_o_r[15][mg_l] = link3_o_x;
+            mg_o_r[16][mg_l] = link3_d_y;
+            mg_o_r[17][mg_l] = link3_d_z;
+            mg_o_v[0][mg_l] = v3_x;
+            mg_o_v[1][mg_l] = v3_y;
+            mg_o_v[2][mg_l] = 0.0;
+            mg_o_v[3][mg_l] = joint3_v_x;
+            mg_o_v[4][mg_l] = joint3_v_y;
+            mg_o_v[5][mg_l] = joint3_v_z;
+            mg_o_v[6][mg_l] = 0.0;
+            mg_o_v[7][mg_l] = 0.0;
+            mg_o_v[8][mg_l] = 0.0;
+            mg_o_v[9][mg_l] = link1_v_x;
+            mg_o_v[10][mg_l] = link1_v_y;
+            mg_o_v[11][mg_l] = 0.0;
+            mg_o_v[12][mg_l] = link2_v_x;
+            mg_o_v[13][mg_l] = link2_v_y;
+            mg_o_v[14][mg_l] = link2_v_z;
+            mg_o_v[15][mg_l] = link3_v_x;
+            mg_o_v[16][mg_l] = link3_v_y;
+            mg_o_v[17][mg_l] = link3_v_z;
+            mg_o_a[0][mg_l] = joint2_ax;
+            mg_o_a[1][mg_l] = joint2_ay;
+            mg_o_a[2][mg_l] = 0.0;
+            mg_o_a[3][mg_l] = joint3_ax;
+            mg_o_a[4][mg_l] = joint3_ay;
+            mg_o_a[5][mg_l] = joint3_az;
+            mg_o_a[6][mg_l] = 0.0;
+            mg_o_a[7][mg_l] = 0.0;
+            mg_o_a[8][mg_l] = 0.0;
+            mg_o_a[9][mg_l] = link1_ax;
+            mg_o_a[10][mg_l] = link1_ay;
+            mg_o_a[11][mg_l] = 0.0;
+            mg_o_a[12][mg_l] = link2_ax;
+            mg_o_a[13][mg_l] = link2_ay;
+            mg_o_a[14][mg_l] = link2_az;
+            mg_o_a[15][mg_l] = link3_ax;
+            mg_o_a[16][mg_l] = link3_ay;
+            mg_o_a[17][mg_l] = link3_az;
+            mg_o_R[0][mg_l] = c2;
+            mg_o_R[1][mg_l] = -s2;
+            mg_o_R[2][mg_l] = 0.0;
+            mg_o_R[3][mg_l] = s2;
+            mg_o_R[4][mg_l] = c2;
+            mg_o_R[5][mg_l] = 0.0;
+            mg_o_R[6][mg_l] = 0.0;
+            mg_o_R[7][mg_l] = 0.0;
+            mg_o_R[8][mg_l] = 1.0;
+            mg_o_R[9][mg_l] = link2_R00;
+            mg_o_R[10][mg_l] = link2_R01;
+            mg_o_R[11][mg_l] = link2_R02;
+            mg_o_R[12][mg_l] = link2_R10;
+            mg_o_R[13][mg_l] = link2_R11;
+            mg_o_R[14][mg_l] = link2_R12;
+            mg_o_R[15][mg_l] = link2_R20;
+            mg_o_R[16][mg_l] = link2_R21;
+            mg_o_R[17][mg_l] = link2_R22;
+            mg_o_R[18][mg_l] = c1;
+            mg_o_R[19][mg_l] = link3_R01;
+            mg_o_R[20][mg_l] = link3_R02;
+            mg_o_R[21][mg_l] = tau1_01;
+            mg_o_R[22][mg_l] = link3_R11;
+            mg_o_R[23][mg_l] = link3_R12;
+            mg_o_R[24][mg_l] = tau1_02;
+            mg_o_R[25][mg_l] = link3_R21;
+            mg_o_R[26][mg_l] = link3_R22;
+            mg_o_omega[0][mg_l] = 0.0;
+            mg_o_omega[1][mg_l] = 0.0;
+            mg_o_omega[2][mg_l] = qd2;
+            mg_o_omega[3][mg_l] = omega3_x;
+            mg_o_omega[4][mg_l] = omega3_y;
+            mg_o_omega[5][mg_l] = omega3_z;
+            mg_o_omega[6][mg_l] = 0.0;
+            mg_o_omega[7][mg_l] = omega1_y;
+            mg_o_omega[8][mg_l] = omega1_z;
+            mg_o_alpha[0][mg_l] = 0.0;
+            mg_o_alpha[1][mg_l] = 0.0;
+            mg_o_alpha[2][mg_l] = qdd2;
+            mg_o_alpha[3][mg_l] = link2_alphax;
+            mg_o_alpha[4][mg_l] = link2_alphay;
+            mg_o_alpha[5][mg_l] = link2_alphaz;
+            mg_o_alpha[6][mg_l] = 0.0;
+            mg_o_alpha[7][mg_l] = link3_alphay;
+            mg_o_alpha[8][mg_l] = link3_alphaz;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 18; ++mg_j) r[(mg_i + mg_l) * 18 + mg_j] = mg_o_r[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 18; ++mg_j) v[(mg_i + mg_l) * 18 + mg_j] = mg_o_v[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 18; ++mg_j) a[(mg_i + mg_l) * 18 + mg_j] = mg_o_a[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 27; ++mg_j) R[(mg_i + mg_l) * 27 + mg_j] = mg_o_R[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 9; ++mg_j) omega[(mg_i + mg_l) * 9 + mg_j] = mg_o_omega[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 9; ++mg_j) alpha[(mg_i + mg_l) * 9 + mg_j] = mg_o_alpha[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_bennett_kinematics(q + mg_i * 3, qd + mg_i * 3, qdd + mg_i * 3, r + mg_i * 18, v + mg_i * 18, a + mg_i * 18, R + mg_i * 27, omega + mg_i * 9, alpha + mg_i * 9);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
@@ -660,13 +1455,76 @@ int mechgen_bennett_mass_matrix(const double *restrict q, double *restrict M)
 
 int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_bennett_mass_matrix(q + i * 3, M + i * 9);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_M[9][8];
+        double mg_w_q3[8];
+        double mg_w_cse0[8];
+        double mg_w_s3[8];
+        double mg_w_c3[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q3 = mg_w_q3[mg_l];
+            const double cse0 = q3 - 2.5219477102325203;
+            mg_w_cse0[mg_l] = cse0;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double cse0 = mg_w_cse0[mg_l];
+            mg_w_c3[mg_l] = cos(cse0);
+            mg_w_s3[mg_l] = sin(cse0);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double s3 = mg_w_s3[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double cse1 = (0.10691419700008513)*s3;
+            const double beta3_00 = (0.8334910037167914)*c3 + cse1;
+            const double cse2 = (0.10691419700008513)*c3;
+            const double beta3_01 = cse2 + (0.931351183567697)*s3;
+            const double beta3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
+            const double beta3_10 = cse2 - 0.8334910037167914*s3;
+            const double beta3_11 = (0.931351183567697)*c3 - cse1;
+            const double beta3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
+            const double cp3_x = -1.4052116832536095*beta3_00 - 0.5618380289699489*beta3_10 + 2.3898428267712932e-18;
+            const double cp3_y = -1.4052116832536095*beta3_01 - 0.5618380289699489*beta3_11 - 1.5345004323134752e-18;
+            const double IJ3_C2 = c3*c3 - s3*s3;
+            const double IJ3_cs = c3*s3;
+            const double IJ3_00 = -0.4493937980198032*IJ3_C2 + (0.8554696052188079)*IJ3_cs + 0.6210687439651605;
+            const double IJ3_11 = 1.242137487930321 - IJ3_00;
+            const double IJ3_01 = -0.42773480260940394*IJ3_C2 - 0.8987875960396065*IJ3_cs;
+            const double IJ3_02 = -5.696828175998484e-18*c3 - 4.141755410787972e-18*s3;
+            const double IJ3_12 = (4.141755410787972e-18)*c3 - 5.696828175998484e-18*s3;
+            const double Ic2_22 = (0.2938621012030025)*IJ3_00 - 0.37737337057078985*IJ3_01 - 0.8292273547720652*IJ3_02 + (0.12115432734687702)*IJ3_11 + (0.5324407614299007)*IJ3_12 + (0.9049879849284678)*cp3_x + (1.40943527844747)*cp3_y + 2.843720160701263;
+            const double Fm3_2_x = (0.5618380289699489)*beta3_00 - 1.4052116832536095*beta3_10;
+            const double Fm3_2_y = (0.5618380289699489)*beta3_01 - 1.4052116832536095*beta3_11;
+            const double Nm3_2_z = -0.704717639223735*Fm3_2_x + (0.4524939924642339)*Fm3_2_y - 5.696828175998484e-18*beta3_02 + (4.141755410787972e-18)*beta3_12 + 0.9495373391513199;
+            mg_o_M[0][mg_l] = 0.39181796180758344;
+            mg_o_M[1][mg_l] = 0.0;
+            mg_o_M[2][mg_l] = 0.0;
+            mg_o_M[3][mg_l] = 0.0;
+            mg_o_M[4][mg_l] = Ic2_22;
+            mg_o_M[5][mg_l] = Nm3_2_z;
+            mg_o_M[6][mg_l] = 0.0;
+            mg_o_M[7][mg_l] = Nm3_2_z;
+            mg_o_M[8][mg_l] = 1.2414813865361913;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 9; ++mg_j) M[(mg_i + mg_l) * 9 + mg_j] = mg_o_M[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_bennett_mass_matrix(q + mg_i * 3, M + mg_i * 9);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -818,13 +1676,236 @@ int mechgen_bennett_bias(const double *restrict q, const double *restrict qd, co
 
 int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd, const double *tau, double *b, double *gamma, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_bennett_bias(q + i * 3, qd + i * 3, tau + i * 3, b + i * 3, gamma + i * 5);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_b[3][8];
+        double mg_o_gamma[5][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_qd1[8];
+        double mg_w_cse0[8];
+        double mg_w_cse1[8];
+        double mg_w_cse2[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_s3[8];
+        double mg_w_c3[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_oo2_zz[8];
+        double mg_w_omega3_z[8];
+        double mg_w_oo3_zz[8];
+        double mg_w_omega3_z_2[8];
+        double mg_w_omega1_y[8];
+        double mg_w_omega1_z[8];
+        double mg_w_tau1[8];
+        double mg_w_tau2[8];
+        double mg_w_tau3[8];
+        double mg_w_cse22[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 3 + 0];
+            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 3 + 1];
+            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 3 + 2];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double cse0 = q1 + 2.5219477102325203;
+            const double cse1 = q2 + (-1.0);
+            const double cse2 = q3 - 2.5219477102325203;
+            const double oo2_zz = qd2*qd2;
+            const double omega_p3_z = (0.7648421872844884)*qd2;
+            const double omega3_z = omega_p3_z + qd3;
+            const double oo3_zz = omega3_z*omega3_z;
+            const double omega1_y = -0.9463000876874145*qd1;
+            const double omega1_z = (0.3232895668635034)*qd1;
+            const double omega3_z_2 = qd2 + (0.7648421872844884)*qd3;
+            const double cse22 = omega1_z - omega3_z_2;
+            mg_w_cse0[mg_l] = cse0;
+            mg_w_cse1[mg_l] = cse1;
+            mg_w_cse2[mg_l] = cse2;
+            mg_w_oo2_zz[mg_l] = oo2_zz;
+            mg_w_omega3_z[mg_l] = omega3_z;
+            mg_w_oo3_zz[mg_l] = oo3_zz;
+            mg_w_omega1_y[mg_l] = omega1_y;
+            mg_w_omega1_z[mg_l] = omega1_z;
+            mg_w_omega3_z_2[mg_l] = omega3_z_2;
+            mg_w_cse22[mg_l] = cse22;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double cse0 = mg_w_cse0[mg_l];
+            const double cse1 = mg_w_cse1[mg_l];
+            const double cse2 = mg_w_cse2[mg_l];
+            mg_w_c1[mg_l] = cos(cse0);
+            mg_w_s1[mg_l] = sin(cse0);
+            mg_w_c2[mg_l] = cos(cse1);
+            mg_w_s2[mg_l] = sin(cse1);
+            mg_w_c3[mg_l] = cos(cse2);
+            mg_w_s3[mg_l] = sin(cse2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double oo2_zz = mg_w_oo2_zz[mg_l];
+            const double omega3_z = mg_w_omega3_z[mg_l];
+            const double oo3_zz = mg_w_oo3_zz[mg_l];
+            const double omega3_z_2 = mg_w_omega3_z_2[mg_l];
+            const double omega1_y = mg_w_omega1_y[mg_l];
+            const double omega1_z = mg_w_omega1_z[mg_l];
+            const double tau1 = mg_w_tau1[mg_l];
+            const double tau2 = mg_w_tau2[mg_l];
+            const double tau3 = mg_w_tau3[mg_l];
+            const double cse22 = mg_w_cse22[mg_l];
+            const double beta1_01 = (0.3232895668635034)*s1;
+            const double beta1_02 = (0.9463000876874145)*s1;
+            const double beta1_11 = (0.3232895668635034)*c1;
+            const double beta1_12 = (0.9463000876874145)*c1;
+            const double cse3 = (0.10691419700008513)*s3;
+            const double beta3_00 = (0.8334910037167914)*c3 + cse3;
+            const double cse4 = (0.10691419700008513)*c3;
+            const double beta3_01 = cse4 + (0.931351183567697)*s3;
+            const double beta3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
+            const double beta3_10 = cse4 - 0.8334910037167914*s3;
+            const double beta3_11 = (0.931351183567697)*c3 - cse3;
+            const double beta3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
+            const double a1_x = (9.81)*beta1_01;
+            const double a1_y = (9.81)*beta1_11;
+            const double a2_x = (9.81)*s2;
+            const double a2_y = (9.81)*c2;
+            const double omega_p3_x = beta3_02*qd2;
+            const double omega_p3_y = beta3_12*qd2;
+            const double epsd3_x = omega_p3_y*qd3;
+            const double epsd3_y = -omega_p3_x*qd3;
+            const double cse5 = a2_x - 0.4524939924642339*oo2_zz;
+            const double cse6 = a2_y - 0.704717639223735*oo2_zz;
+            const double a3_x = beta3_00*cse5 + beta3_01*cse6;
+            const double a3_y = beta3_10*cse5 + beta3_11*cse6;
+            const double a3_z = (0.5420904917105653)*a2_x - 0.34807230189556454*a2_y + (2.4485135531861004e-17)*oo2_zz;
+            const double oo3_xx = omega_p3_x*omega_p3_x;
+            const double oo3_yy = omega_p3_y*omega_p3_y;
+            const double oo3_xy = omega_p3_x*omega_p3_y;
+            const double oo3_xz = omega3_z*omega_p3_x;
+            const double oo3_yz = omega3_z*omega_p3_y;
+            const double oo3_W_00 = -oo3_yy - oo3_zz;
+            const double oo3_W_11 = -oo3_xx - oo3_zz;
+            const double oo3_W_22 = -oo3_xx - oo3_yy;
+            const double F3_x = (2.4603802279872777)*a3_x + (4.408568058868086e-18)*epsd3_y - 1.4052116832536095*oo3_W_00 - 0.5618380289699489*oo3_xy + (4.408568058868086e-18)*oo3_xz;
+            const double F3_y = (2.4603802279872777)*a3_y - 4.408568058868086e-18*epsd3_x - 0.5618380289699489*oo3_W_11 - 1.4052116832536095*oo3_xy + (4.408568058868086e-18)*oo3_yz;
+            const double F3_z = (2.4603802279872777)*a3_z - 0.5618380289699489*epsd3_x + (1.4052116832536095)*epsd3_y + (4.408568058868086e-18)*oo3_W_22 - 1.4052116832536095*oo3_xz - 0.5618380289699489*oo3_yz;
+            const double N3_x = -4.408568058868086e-18*a3_y - 0.5618380289699489*a3_z + (0.17167494594535737)*epsd3_x - 0.42773480260940394*epsd3_y - 5.696828175998484e-18*oo3_xy + (0.42773480260940394)*oo3_xz + (4.141755410787972e-18)*oo3_yy + (0.17101884455122746)*oo3_yz - 4.141755410787972e-18*oo3_zz;
+            const double N3_y = (4.408568058868086e-18)*a3_x + (1.4052116832536095)*a3_z - 0.42773480260940394*epsd3_x + (1.0704625419849638)*epsd3_y + (5.696828175998484e-18)*oo3_xx - 4.141755410787972e-18*oo3_xy - 1.0698064405908339*oo3_xz - 0.42773480260940394*oo3_yz - 5.696828175998484e-18*oo3_zz;
+            const double N3_z = (0.5618380289699489)*a3_x - 1.4052116832536095*a3_y - 5.696828175998484e-18*epsd3_x + (4.141755410787972e-18)*epsd3_y - 0.42773480260940394*oo3_xx + (0.8987875960396065)*oo3_xy + (4.141755410787972e-18)*oo3_xz + (0.42773480260940394)*oo3_yy + (5.696828175998484e-18)*oo3_yz;
+            const double F_c3_x = F3_x*beta3_00 + F3_y*beta3_10 + (0.5420904917105653)*F3_z;
+            const double F_c3_y = F3_x*beta3_01 + F3_y*beta3_11 - 0.34807230189556454*F3_z;
+            const double N2_z = -0.704717639223735*F_c3_x + (0.4524939924642339)*F_c3_y + N3_x*beta3_02 + N3_y*beta3_12 + (0.7648421872844884)*N3_z - 0.5901890380052162*a2_x + (0.37895602330853534)*a2_y;
+            const double N1_z = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y;
+            const double cse7 = (0.10691419700008513)*s2;
+            const double theta_J3_00 = (0.8334910037167914)*c2 - cse7;
+            const double cse8 = (0.10691419700008513)*c2;
+            const double theta_J3_01 = cse8 + (0.8334910037167914)*s2;
+            const double theta_J3_10 = cse8 - 0.931351183567697*s2;
+            const double theta_J3_11 = (0.931351183567697)*c2 + cse7;
+            const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
+            const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
+            const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
+            const double tau3_10 = c3*theta_J3_10 - s3*theta_J3_00;
+            const double tau3_11 = c3*theta_J3_11 - s3*theta_J3_01;
+            const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
+            const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            const double cse9 = qd3*theta_J3_20;
+            const double omega3_x = cse9;
+            const double cse10 = qd3*theta_J3_21;
+            const double omega3_y = cse10;
+            const double w3_x = -oo2_zz*r_rel0_3_x;
+            const double w3_y = -oo2_zz*r_rel0_3_y;
+            const double eps3_x = -cse10*qd2;
+            const double eps3_y = cse9*qd2;
+            const double J3_f1_d_x = -1.1422719685917389*tau3_00 - 0.45670829457897444*tau3_10 + (3.583647770145291e-18)*theta_J3_20;
+            const double J3_f1_d_y = -1.1422719685917389*tau3_01 - 0.45670829457897444*tau3_11 + (3.583647770145291e-18)*theta_J3_21;
+            const double J3_f1_d_z = -1.1422719685917389*beta3_02 - 0.45670829457897444*beta3_12 + 2.740924998975104e-18;
+            const double J3_f1_x_x = -0.46939304286890887*tau3_00 + (0.1334707108957367)*tau3_10 + (0.872843480034796)*theta_J3_20;
+            const double J3_f1_x_y = -0.46939304286890887*tau3_01 + (0.1334707108957367)*tau3_11 + (0.872843480034796)*theta_J3_21;
+            const double J3_f1_x_z = -0.46939304286890887*beta3_02 + (0.1334707108957367)*beta3_12 + 0.667587516426818;
+            const double J3_f1_y_x = (0.8100917192466086)*tau3_00 + (0.4583920713648074)*tau3_10 + (0.36555179567053836)*theta_J3_20;
+            const double J3_f1_y_y = (0.8100917192466086)*tau3_01 + (0.4583920713648074)*tau3_11 + (0.36555179567053836)*theta_J3_21;
+            const double J3_f1_y_z = (0.8100917192466086)*beta3_02 + (0.4583920713648074)*beta3_12 + 0.2795894349664269;
+            const double cse11 = -J3_f1_d_x*omega3_y + J3_f1_d_y*omega3_x;
+            const double cse12 = J3_f1_d_x*omega3_z_2 - J3_f1_d_z*omega3_x;
+            const double J3_f1_abias_x = J3_f1_d_z*eps3_y + cse11*omega3_y - cse12*omega3_z_2 + w3_x;
+            const double cse13 = -J3_f1_d_y*omega3_z_2 + J3_f1_d_z*omega3_y;
+            const double J3_f1_abias_y = -J3_f1_d_z*eps3_x - cse11*omega3_x + cse13*omega3_z_2 + w3_y;
+            const double J3_f1_abias_z = -J3_f1_d_x*eps3_y + J3_f1_d_y*eps3_x + cse12*omega3_x - cse13*omega3_y;
+            const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
+            const double J3_f2_d_y = (0.6817820962605995)*beta1_01 + (0.48636502492243316)*beta1_11 + 7.400350844371047e-18;
+            const double J3_f2_d_z = (0.6817820962605995)*beta1_02 + (0.48636502492243316)*beta1_12 - 2.528221491515874e-18;
+            const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
+            const double J3_f2_z_y = -0.3741269422480255*beta1_01 + (0.5244477663543072)*beta1_11 + 0.7237702288943453;
+            const double J3_f2_z_z = -0.3741269422480255*beta1_02 + (0.5244477663543072)*beta1_12 - 0.2472654994461368;
+            const double J3_f2_abias_x = -J3_f2_d_x*omega1_y*omega1_y - J3_f2_d_x*omega1_z*omega1_z;
+            const double cse14 = -J3_f2_d_y*omega1_z + J3_f2_d_z*omega1_y;
+            const double J3_f2_abias_y = cse14*omega1_z;
+            const double J3_f2_abias_z = -cse14*omega1_y;
+            const double b1 = -N1_z + tau1;
+            const double b2 = -N2_z + tau2;
+            const double b3 = -N3_z + tau3;
+            const double cse15 = J3_f1_x_z*J3_f2_z_x;
+            const double cse16 = -J3_f1_x_x*omega3_y + J3_f1_x_y*omega3_x;
+            const double cse17 = J3_f1_x_x*omega3_z_2 - J3_f1_x_z*omega3_x;
+            const double cse18 = J3_f2_z_x*omega1_y;
+            const double cse19 = omega1_y - omega3_y;
+            const double cse20 = -J3_f2_z_y*omega1_z + J3_f2_z_z*omega1_y;
+            const double cse21 = -J3_f1_x_y*omega3_z_2 + J3_f1_x_z*omega3_y;
+            const double cse23 = J3_f2_z_x*omega1_z;
+            const double cse24 = J3_f1_y_z*J3_f2_z_x;
+            const double cse25 = -J3_f1_y_x*omega3_y + J3_f1_y_y*omega3_x;
+            const double cse26 = J3_f1_y_x*omega3_z_2 - J3_f1_y_z*omega3_x;
+            const double cse27 = -J3_f1_y_y*omega3_z_2 + J3_f1_y_z*omega3_y;
+            mg_o_b[0][mg_l] = b1;
+            mg_o_b[1][mg_l] = b2;
+            mg_o_b[2][mg_l] = b3;
+            mg_o_gamma[0][mg_l] = J3_f1_abias_x - J3_f2_abias_x;
+            mg_o_gamma[1][mg_l] = J3_f1_abias_y - J3_f2_abias_y;
+            mg_o_gamma[2][mg_l] = J3_f1_abias_z - J3_f2_abias_z;
+            mg_o_gamma[3][mg_l] = -cse19*(-J3_f1_x_x*cse18 - J3_f1_x_z*cse20 - J3_f2_z_x*cse16 + J3_f2_z_z*cse21) - cse22*(-J3_f1_x_x*cse23 + J3_f1_x_y*cse20 + J3_f2_z_x*cse17 - J3_f2_z_y*cse21) + eps3_x*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) + eps3_y*(J3_f1_x_x*J3_f2_z_z - cse15) + omega3_x*(J3_f1_x_y*cse18 + J3_f2_z_y*cse16 - J3_f2_z_z*cse17 + cse15*omega1_z);
+            mg_o_gamma[4][mg_l] = -cse19*(-J3_f1_y_x*cse18 - J3_f1_y_z*cse20 - J3_f2_z_x*cse25 + J3_f2_z_z*cse27) - cse22*(-J3_f1_y_x*cse23 + J3_f1_y_y*cse20 + J3_f2_z_x*cse26 - J3_f2_z_y*cse27) + eps3_x*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) + eps3_y*(J3_f1_y_x*J3_f2_z_z - cse24) + omega3_x*(J3_f1_y_y*cse18 + J3_f2_z_y*cse25 - J3_f2_z_z*cse26 + cse24*omega1_z);
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 3; ++mg_j) b[(mg_i + mg_l) * 3 + mg_j] = mg_o_b[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 5; ++mg_j) gamma[(mg_i + mg_l) * 5 + mg_j] = mg_o_gamma[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_bennett_bias(q + mg_i * 3, qd + mg_i * 3, tau + mg_i * 3, b + mg_i * 3, gamma + mg_i * 5);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -1081,13 +2162,345 @@ fail:
 
 int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_bennett_forward_dynamics(q + i * 3, qd + i * 3, tau + i * 3, qdd + i * 3, multipliers + i * 5, reaction + i * 6);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_qdd[3][8];
+        double mg_o_multipliers[5][8];
+        double mg_o_reaction[6][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_qd1[8];
+        double mg_w_cse0[8];
+        double mg_w_cse1[8];
+        double mg_w_cse2[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_s3[8];
+        double mg_w_c3[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_oo2_zz[8];
+        double mg_w_omega3_z[8];
+        double mg_w_oo3_zz[8];
+        double mg_w_omega3_z_2[8];
+        double mg_w_omega1_y[8];
+        double mg_w_omega1_z[8];
+        double mg_w_tau1[8];
+        double mg_w_tau2[8];
+        double mg_w_tau3[8];
+        double mg_w_cse44[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 3 + 0];
+            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 3 + 1];
+            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 3 + 2];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double cse0 = q1 + 2.5219477102325203;
+            const double cse1 = q2 + (-1.0);
+            const double cse2 = q3 - 2.5219477102325203;
+            const double oo2_zz = qd2*qd2;
+            const double omega_p3_z = (0.7648421872844884)*qd2;
+            const double omega3_z = omega_p3_z + qd3;
+            const double oo3_zz = omega3_z*omega3_z;
+            const double omega1_y = -0.9463000876874145*qd1;
+            const double omega1_z = (0.3232895668635034)*qd1;
+            const double omega3_z_2 = qd2 + (0.7648421872844884)*qd3;
+            const double cse44 = omega1_z - omega3_z_2;
+            mg_w_cse0[mg_l] = cse0;
+            mg_w_cse1[mg_l] = cse1;
+            mg_w_cse2[mg_l] = cse2;
+            mg_w_oo2_zz[mg_l] = oo2_zz;
+            mg_w_omega3_z[mg_l] = omega3_z;
+            mg_w_oo3_zz[mg_l] = oo3_zz;
+            mg_w_omega1_y[mg_l] = omega1_y;
+            mg_w_omega1_z[mg_l] = omega1_z;
+            mg_w_omega3_z_2[mg_l] = omega3_z_2;
+            mg_w_cse44[mg_l] = cse44;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double cse0 = mg_w_cse0[mg_l];
+            const double cse1 = mg_w_cse1[mg_l];
+            const double cse2 = mg_w_cse2[mg_l];
+            mg_w_c1[mg_l] = cos(cse0);
+            mg_w_s1[mg_l] = sin(cse0);
+            mg_w_c2[mg_l] = cos(cse1);
+            mg_w_s2[mg_l] = sin(cse1);
+            mg_w_c3[mg_l] = cos(cse2);
+            mg_w_s3[mg_l] = sin(cse2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double oo2_zz = mg_w_oo2_zz[mg_l];
+            const double omega3_z = mg_w_omega3_z[mg_l];
+            const double oo3_zz = mg_w_oo3_zz[mg_l];
+            const double omega3_z_2 = mg_w_omega3_z_2[mg_l];
+            const double omega1_y = mg_w_omega1_y[mg_l];
+            const double omega1_z = mg_w_omega1_z[mg_l];
+            const double tau1 = mg_w_tau1[mg_l];
+            const double tau2 = mg_w_tau2[mg_l];
+            const double tau3 = mg_w_tau3[mg_l];
+            const double cse44 = mg_w_cse44[mg_l];
+            const double beta1_01 = (0.3232895668635034)*s1;
+            const double beta1_02 = (0.9463000876874145)*s1;
+            const double beta1_11 = (0.3232895668635034)*c1;
+            const double beta1_12 = (0.9463000876874145)*c1;
+            const double cse3 = (0.10691419700008513)*s3;
+            const double beta3_00 = (0.8334910037167914)*c3 + cse3;
+            const double cse4 = (0.10691419700008513)*c3;
+            const double beta3_01 = cse4 + (0.931351183567697)*s3;
+            const double beta3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
+            const double beta3_10 = cse4 - 0.8334910037167914*s3;
+            const double beta3_11 = (0.931351183567697)*c3 - cse3;
+            const double beta3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
+            const double cp3_x = -1.4052116832536095*beta3_00 - 0.5618380289699489*beta3_10 + 2.3898428267712932e-18;
+            const double cp3_y = -1.4052116832536095*beta3_01 - 0.5618380289699489*beta3_11 - 1.5345004323134752e-18;
+            const double IJ3_C2 = c3*c3 - s3*s3;
+            const double IJ3_cs = c3*s3;
+            const double IJ3_00 = -0.4493937980198032*IJ3_C2 + (0.8554696052188079)*IJ3_cs + 0.6210687439651605;
+            const double IJ3_11 = 1.242137487930321 - IJ3_00;
+            const double IJ3_01 = -0.42773480260940394*IJ3_C2 - 0.8987875960396065*IJ3_cs;
+            const double IJ3_02 = -5.696828175998484e-18*c3 - 4.141755410787972e-18*s3;
+            const double IJ3_12 = (4.141755410787972e-18)*c3 - 5.696828175998484e-18*s3;
+            const double Ic2_22 = (0.2938621012030025)*IJ3_00 - 0.37737337057078985*IJ3_01 - 0.8292273547720652*IJ3_02 + (0.12115432734687702)*IJ3_11 + (0.5324407614299007)*IJ3_12 + (0.9049879849284678)*cp3_x + (1.40943527844747)*cp3_y + 2.843720160701263;
+            const double Fm3_2_x = (0.5618380289699489)*beta3_00 - 1.4052116832536095*beta3_10;
+            const double Fm3_2_y = (0.5618380289699489)*beta3_01 - 1.4052116832536095*beta3_11;
+            const double Nm3_2_z = -0.704717639223735*Fm3_2_x + (0.4524939924642339)*Fm3_2_y - 5.696828175998484e-18*beta3_02 + (4.141755410787972e-18)*beta3_12 + 0.9495373391513199;
+            const double a1_x = (9.81)*beta1_01;
+            const double a1_y = (9.81)*beta1_11;
+            const double a2_x = (9.81)*s2;
+            const double a2_y = (9.81)*c2;
+            const double omega_p3_x = beta3_02*qd2;
+            const double omega_p3_y = beta3_12*qd2;
+            const double epsd3_x = omega_p3_y*qd3;
+            const double epsd3_y = -omega_p3_x*qd3;
+            const double cse5 = a2_x - 0.4524939924642339*oo2_zz;
+            const double cse6 = a2_y - 0.704717639223735*oo2_zz;
+            const double a3_x = beta3_00*cse5 + beta3_01*cse6;
+            const double a3_y = beta3_10*cse5 + beta3_11*cse6;
+            const double a3_z = (0.5420904917105653)*a2_x - 0.34807230189556454*a2_y + (2.4485135531861004e-17)*oo2_zz;
+            const double oo3_xx = omega_p3_x*omega_p3_x;
+            const double oo3_yy = omega_p3_y*omega_p3_y;
+            const double oo3_xy = omega_p3_x*omega_p3_y;
+            const double oo3_xz = omega3_z*omega_p3_x;
+            const double oo3_yz = omega3_z*omega_p3_y;
+            const double oo3_W_00 = -oo3_yy - oo3_zz;
+            const double oo3_W_11 = -oo3_xx - oo3_zz;
+            const double oo3_W_22 = -oo3_xx - oo3_yy;
+            const double F3_x = (2.4603802279872777)*a3_x + (4.408568058868086e-18)*epsd3_y - 1.4052116832536095*oo3_W_00 - 0.5618380289699489*oo3_xy + (4.408568058868086e-18)*oo3_xz;
+            const double F3_y = (2.4603802279872777)*a3_y - 4.408568058868086e-18*epsd3_x - 0.5618380289699489*oo3_W_11 - 1.4052116832536095*oo3_xy + (4.408568058868086e-18)*oo3_yz;
+            const double F3_z = (2.4603802279872777)*a3_z - 0.5618380289699489*epsd3_x + (1.4052116832536095)*epsd3_y + (4.408568058868086e-18)*oo3_W_22 - 1.4052116832536095*oo3_xz - 0.5618380289699489*oo3_yz;
+            const double N3_x = -4.408568058868086e-18*a3_y - 0.5618380289699489*a3_z + (0.17167494594535737)*epsd3_x - 0.42773480260940394*epsd3_y - 5.696828175998484e-18*oo3_xy + (0.42773480260940394)*oo3_xz + (4.141755410787972e-18)*oo3_yy + (0.17101884455122746)*oo3_yz - 4.141755410787972e-18*oo3_zz;
+            const double N3_y = (4.408568058868086e-18)*a3_x + (1.4052116832536095)*a3_z - 0.42773480260940394*epsd3_x + (1.0704625419849638)*epsd3_y + (5.696828175998484e-18)*oo3_xx - 4.141755410787972e-18*oo3_xy - 1.0698064405908339*oo3_xz - 0.42773480260940394*oo3_yz - 5.696828175998484e-18*oo3_zz;
+            const double N3_z = (0.5618380289699489)*a3_x - 1.4052116832536095*a3_y - 5.696828175998484e-18*epsd3_x + (4.141755410787972e-18)*epsd3_y - 0.42773480260940394*oo3_xx + (0.8987875960396065)*oo3_xy + (4.141755410787972e-18)*oo3_xz + (0.42773480260940394)*oo3_yy + (5.696828175998484e-18)*oo3_yz;
+            const double F_c3_x = F3_x*beta3_00 + F3_y*beta3_10 + (0.5420904917105653)*F3_z;
+            const double F_c3_y = F3_x*beta3_01 + F3_y*beta3_11 - 0.34807230189556454*F3_z;
+            const double N2_z = -0.704717639223735*F_c3_x + (0.4524939924642339)*F_c3_y + N3_x*beta3_02 + N3_y*beta3_12 + (0.7648421872844884)*N3_z - 0.5901890380052162*a2_x + (0.37895602330853534)*a2_y;
+            const double N1_z = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y;
+            const double cse7 = (0.10691419700008513)*s2;
+            const double theta_J3_00 = (0.8334910037167914)*c2 - cse7;
+            const double cse8 = (0.10691419700008513)*c2;
+            const double theta_J3_01 = cse8 + (0.8334910037167914)*s2;
+            const double theta_J3_10 = cse8 - 0.931351183567697*s2;
+            const double theta_J3_11 = (0.931351183567697)*c2 + cse7;
+            const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
+            const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
+            const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
+            const double tau3_10 = c3*theta_J3_10 - s3*theta_J3_00;
+            const double tau3_11 = c3*theta_J3_11 - s3*theta_J3_01;
+            const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
+            const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            const double cse9 = qd3*theta_J3_20;
+            const double omega3_x = cse9;
+            const double cse10 = qd3*theta_J3_21;
+            const double omega3_y = cse10;
+            const double w3_x = -oo2_zz*r_rel0_3_x;
+            const double w3_y = -oo2_zz*r_rel0_3_y;
+            const double eps3_x = -cse10*qd2;
+            const double eps3_y = cse9*qd2;
+            const double J3_f1_d_x = -1.1422719685917389*tau3_00 - 0.45670829457897444*tau3_10 + (3.583647770145291e-18)*theta_J3_20;
+            const double J3_f1_d_y = -1.1422719685917389*tau3_01 - 0.45670829457897444*tau3_11 + (3.583647770145291e-18)*theta_J3_21;
+            const double J3_f1_d_z = -1.1422719685917389*beta3_02 - 0.45670829457897444*beta3_12 + 2.740924998975104e-18;
+            const double J3_f1_o_x = J3_f1_d_x + r_rel0_3_x;
+            const double J3_f1_x_x = -0.46939304286890887*tau3_00 + (0.1334707108957367)*tau3_10 + (0.872843480034796)*theta_J3_20;
+            const double J3_f1_x_y = -0.46939304286890887*tau3_01 + (0.1334707108957367)*tau3_11 + (0.872843480034796)*theta_J3_21;
+            const double J3_f1_x_z = -0.46939304286890887*beta3_02 + (0.1334707108957367)*beta3_12 + 0.667587516426818;
+            const double J3_f1_y_x = (0.8100917192466086)*tau3_00 + (0.4583920713648074)*tau3_10 + (0.36555179567053836)*theta_J3_20;
+            const double J3_f1_y_y = (0.8100917192466086)*tau3_01 + (0.4583920713648074)*tau3_11 + (0.36555179567053836)*theta_J3_21;
+            const double J3_f1_y_z = (0.8100917192466086)*beta3_02 + (0.4583920713648074)*beta3_12 + 0.2795894349664269;
+            const double J3_f1_T2_x = -J3_f1_d_y - r_rel0_3_y;
+            const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+            const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
+            const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
+            const double cse11 = -J3_f1_d_x*omega3_y + J3_f1_d_y*omega3_x;
+            const double cse12 = J3_f1_d_x*omega3_z_2 - J3_f1_d_z*omega3_x;
+            const double J3_f1_abias_x = J3_f1_d_z*eps3_y + cse11*omega3_y - cse12*omega3_z_2 + w3_x;
+            const double cse13 = -J3_f1_d_y*omega3_z_2 + J3_f1_d_z*omega3_y;
+            const double J3_f1_abias_y = -J3_f1_d_z*eps3_x - cse11*omega3_x + cse13*omega3_z_2 + w3_y;
+            const double J3_f1_abias_z = -J3_f1_d_x*eps3_y + J3_f1_d_y*eps3_x + cse12*omega3_x - cse13*omega3_y;
+            const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
+            const double J3_f2_d_y = (0.6817820962605995)*beta1_01 + (0.48636502492243316)*beta1_11 + 7.400350844371047e-18;
+            const double J3_f2_d_z = (0.6817820962605995)*beta1_02 + (0.48636502492243316)*beta1_12 - 2.528221491515874e-18;
+            const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
+            const double J3_f2_z_y = -0.3741269422480255*beta1_01 + (0.5244477663543072)*beta1_11 + 0.7237702288943453;
+            const double J3_f2_z_z = -0.3741269422480255*beta1_02 + (0.5244477663543072)*beta1_12 - 0.2472654994461368;
+            const double J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z;
+            const double J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x;
+            const double J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x;
+            const double J3_f2_abias_x = -J3_f2_d_x*omega1_y*omega1_y - J3_f2_d_x*omega1_z*omega1_z;
+            const double cse14 = -J3_f2_d_y*omega1_z + J3_f2_d_z*omega1_y;
+            const double J3_f2_abias_y = cse14*omega1_z;
+            const double J3_f2_abias_z = -cse14*omega1_y;
+            const double cse15 = J3_f1_x_x*J3_f2_z_y;
+            const double cse16 = J3_f1_x_x*J3_f2_z_z;
+            const double cse17 = (0.3232895668635034)*J3_f1_x_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_x_z*J3_f2_z_x - 0.3232895668635034*cse15 - 0.9463000876874145*cse16;
+            const double cse18 = J3_f1_y_x*J3_f2_z_y;
+            const double cse19 = J3_f1_y_x*J3_f2_z_z;
+            const double cse20 = (0.3232895668635034)*J3_f1_y_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_y_z*J3_f2_z_x - 0.3232895668635034*cse18 - 0.9463000876874145*cse19;
+            const double N1_1 = J3_f2_T1_x*J3_f2_T1_x + J3_f2_T1_y*J3_f2_T1_y + J3_f2_T1_z*J3_f2_T1_z + cse17*cse17 + cse20*cse20;
+            const double cse21 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y;
+            const double cse22 = J3_f1_x_z*J3_f2_z_x;
+            const double cse23 = cse16 - cse22;
+            const double cse24 = J3_f1_x_y*J3_f2_z_x;
+            const double cse25 = (0.7648421872844884)*J3_f1_x_x*J3_f2_z_y - cse21*theta_J3_20 - cse23*theta_J3_21 - 0.7648421872844884*cse24;
+            const double cse26 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y;
+            const double cse27 = J3_f1_y_z*J3_f2_z_x;
+            const double cse28 = cse19 - cse27;
+            const double cse29 = J3_f1_y_y*J3_f2_z_x;
+            const double cse30 = (0.7648421872844884)*J3_f1_y_x*J3_f2_z_y - cse26*theta_J3_20 - cse28*theta_J3_21 - 0.7648421872844884*cse29;
+            const double N1_2 = -J3_f1_T3_x*J3_f2_T1_x - J3_f1_T3_y*J3_f2_T1_y - J3_f1_T3_z*J3_f2_T1_z + cse17*cse25 + cse20*cse30;
+            const double N2_2 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y + J3_f1_T3_z*J3_f1_T3_z + cse25*cse25 + cse30*cse30;
+            const double cse31 = cse15 - cse24;
+            const double cse32 = cse18 - cse29;
+            const double X1_rhs1 = -J3_f1_T2_x*J3_f2_T1_x - J3_f1_o_x*J3_f2_T1_y + cse17*cse31 + cse20*cse32;
+            const double X1_rhs2 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x + cse25*cse31 + cse30*cse32;
+            const double cse33 = 0.9999999999999*N1_1;
+            mg_s = (mg_s == 0 && !isgreater(cse33, 0.0)) ? 1 : mg_s;
+            const double invD1 = 1.0/N1_1;
+            const double L2_1 = N1_2*invD1;
+            const double D2 = -L2_1*N1_2 + N2_2;
+            const double cse34 = D2 - 1e-13*N2_2;
+            mg_s = (mg_s == 0 && !isgreater(cse34, 0.0)) ? 1 : mg_s;
+            const double invD2 = 1.0/D2;
+            const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
+            const double X1_2 = invD2*y2;
+            const double X1_1 = -L2_1*X1_2 + X1_rhs1*invD1;
+            const double b1 = -N1_z + tau1;
+            const double b2 = -N2_z + tau2;
+            const double b3 = -N3_z + tau3;
+            const double cse35 = J3_f1_abias_x - J3_f2_abias_x;
+            const double cse36 = J3_f1_abias_y - J3_f2_abias_y;
+            const double cse37 = J3_f1_abias_z - J3_f2_abias_z;
+            const double cse38 = -J3_f1_x_x*omega3_y + J3_f1_x_y*omega3_x;
+            const double cse39 = J3_f1_x_x*omega3_z_2 - J3_f1_x_z*omega3_x;
+            const double cse40 = omega1_y - omega3_y;
+            const double cse41 = -J3_f2_z_y*omega1_z + J3_f2_z_z*omega1_y;
+            const double cse42 = -J3_f1_x_y*omega3_z_2 + J3_f1_x_z*omega3_y;
+            const double cse43 = J3_f1_x_x*J3_f2_z_x;
+            const double cse45 = cse21*eps3_x + cse23*eps3_y - cse40*(-J3_f1_x_z*cse41 - J3_f2_z_x*cse38 + J3_f2_z_z*cse42 - cse43*omega1_y) - cse44*(J3_f1_x_y*cse41 + J3_f2_z_x*cse39 - J3_f2_z_y*cse42 - cse43*omega1_z) + omega3_x*(J3_f2_z_y*cse38 - J3_f2_z_z*cse39 + cse22*omega1_z + cse24*omega1_y);
+            const double cse46 = -J3_f1_y_x*omega3_y + J3_f1_y_y*omega3_x;
+            const double cse47 = J3_f1_y_x*omega3_z_2 - J3_f1_y_z*omega3_x;
+            const double cse48 = -J3_f1_y_y*omega3_z_2 + J3_f1_y_z*omega3_y;
+            const double cse49 = J3_f1_y_x*J3_f2_z_x;
+            const double cse50 = cse26*eps3_x + cse28*eps3_y - cse40*(-J3_f1_y_z*cse41 - J3_f2_z_x*cse46 + J3_f2_z_z*cse48 - cse49*omega1_y) - cse44*(J3_f1_y_y*cse41 + J3_f2_z_x*cse47 - J3_f2_z_y*cse48 - cse49*omega1_z) + omega3_x*(J3_f2_z_y*cse46 - J3_f2_z_z*cse47 + cse27*omega1_z + cse29*omega1_y);
+            const double qdd0_rhs1 = J3_f2_T1_x*cse35 + J3_f2_T1_y*cse36 + J3_f2_T1_z*cse37 + cse17*cse45 + cse20*cse50;
+            const double qdd0_rhs2 = -J3_f1_T3_x*cse35 - J3_f1_T3_y*cse36 - J3_f1_T3_z*cse37 + cse25*cse45 + cse30*cse50;
+            mg_s = (mg_s == 0 && !isgreater(cse33, 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(cse34, 0.0)) ? 1 : mg_s;
+            const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
+            const double qdd0_2 = invD2*y2_2;
+            const double qdd0_1 = -L2_1*qdd0_2 + invD1*qdd0_rhs1;
+            const double c1_2 = b1 - 0.39181796180758344*qdd0_1;
+            const double c2_2 = -Nm3_2_z*qdd0_2 + b2;
+            const double c3_2 = b3 - 1.2414813865361913*qdd0_2;
+            const double MH1_1 = -0.39181796180758344*X1_1;
+            const double MH2_1 = Ic2_22 - Nm3_2_z*X1_2;
+            const double MH3_1 = Nm3_2_z - 1.2414813865361913*X1_2;
+            const double Mr1_1 = -MH1_1*X1_1 + MH2_1 - MH3_1*X1_2;
+            const double br1 = -X1_1*c1_2 - X1_2*c3_2 + c2_2;
+            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            const double invD1_2 = 1.0/Mr1_1;
+            const double qdd_ind1 = br1*invD1_2;
+            const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            const double resD1 = -b1 + (0.39181796180758344)*qdd_dep1;
+            const double resD2 = Nm3_2_z*qdd_ind1 - b3 + (1.2414813865361913)*qdd_dep2;
+            mg_s = (mg_s == 0 && !isgreater(cse33, 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(cse34, 0.0)) ? 1 : mg_s;
+            const double y2_3 = -L2_1*resD1 + resD2;
+            const double lambda_z2 = invD2*y2_3;
+            const double lambda_z1 = -L2_1*lambda_z2 + invD1*resD1;
+            const double lambda1 = -J3_f1_T3_x*lambda_z2 + J3_f2_T1_x*lambda_z1;
+            const double lambda2 = -J3_f1_T3_y*lambda_z2 + J3_f2_T1_y*lambda_z1;
+            const double lambda3 = -J3_f1_T3_z*lambda_z2 + J3_f2_T1_z*lambda_z1;
+            const double lambda4 = cse17*lambda_z1 + cse25*lambda_z2;
+            const double lambda5 = cse20*lambda_z1 + cse30*lambda_z2;
+            const double J3_reaction_mx = cse21*lambda4 + cse26*lambda5;
+            const double J3_reaction_my = cse23*lambda4 + cse28*lambda5;
+            const double J3_reaction_mz = -cse31*lambda4 - cse32*lambda5;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
+            mg_o_qdd[1][mg_l] = qdd_ind1;
+            mg_o_qdd[2][mg_l] = qdd_dep2;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_multipliers[2][mg_l] = lambda3;
+            mg_o_multipliers[3][mg_l] = lambda4;
+            mg_o_multipliers[4][mg_l] = lambda5;
+            mg_o_reaction[0][mg_l] = lambda1;
+            mg_o_reaction[1][mg_l] = lambda2;
+            mg_o_reaction[2][mg_l] = lambda3;
+            mg_o_reaction[3][mg_l] = J3_reaction_mx;
+            mg_o_reaction[4][mg_l] = J3_reaction_my;
+            mg_o_reaction[5][mg_l] = J3_reaction_mz;
+            mg_st[mg_l] = mg_s;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 5; ++mg_j) multipliers[(mg_i + mg_l) * 5 + mg_j] = mg_o_multipliers[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+            if (mg_st[mg_l] != 0) {
+                mg_failed += 1;
+                for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 5; ++mg_j) multipliers[(mg_i + mg_l) * 5 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = NAN;
+            }
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_bennett_forward_dynamics(q + mg_i * 3, qd + mg_i * 3, tau + mg_i * 3, qdd + mg_i * 3, multipliers + mg_i * 5, reaction + mg_i * 6);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
@@ -1317,13 +2730,316 @@ fail:
 
 int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd_ind, double *tau_ind, double *qdd, double *multipliers, double *reaction, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_bennett_inverse_dynamics(q + i * 3, qd + i * 3, qdd_ind + i * 1, tau_ind + i * 1, qdd + i * 3, multipliers + i * 5, reaction + i * 6);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_tau_ind[1][8];
+        double mg_o_qdd[3][8];
+        double mg_o_multipliers[5][8];
+        double mg_o_reaction[6][8];
+        double mg_w_q1[8];
+        double mg_w_qd1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_cse0[8];
+        double mg_w_cse1[8];
+        double mg_w_cse2[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_oo2_zz[8];
+        double mg_w_omega3_z[8];
+        double mg_w_omega1_y[8];
+        double mg_w_omega1_z[8];
+        double mg_w_cse40[8];
+        double mg_w_qdd_ind1[8];
+        double mg_w_omega3_z_2[8];
+        double mg_w_oo3_zz[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double cse0 = q1 + 2.5219477102325203;
+            const double omega1_y = -0.9463000876874145*qd1;
+            const double omega1_z = (0.3232895668635034)*qd1;
+            const double cse1 = q2 + (-1.0);
+            const double cse2 = q3 - 2.5219477102325203;
+            const double oo2_zz = qd2*qd2;
+            const double omega3_z = qd2 + (0.7648421872844884)*qd3;
+            const double cse40 = omega1_z - omega3_z;
+            const double omega_p3_z = (0.7648421872844884)*qd2;
+            const double omega3_z_2 = omega_p3_z + qd3;
+            const double oo3_zz = omega3_z_2*omega3_z_2;
+            mg_w_cse0[mg_l] = cse0;
+            mg_w_omega1_y[mg_l] = omega1_y;
+            mg_w_omega1_z[mg_l] = omega1_z;
+            mg_w_cse1[mg_l] = cse1;
+            mg_w_cse2[mg_l] = cse2;
+            mg_w_oo2_zz[mg_l] = oo2_zz;
+            mg_w_omega3_z[mg_l] = omega3_z;
+            mg_w_cse40[mg_l] = cse40;
+            mg_w_omega3_z_2[mg_l] = omega3_z_2;
+            mg_w_oo3_zz[mg_l] = oo3_zz;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double cse0 = mg_w_cse0[mg_l];
+            const double cse1 = mg_w_cse1[mg_l];
+            const double cse2 = mg_w_cse2[mg_l];
+            mg_w_c1[mg_l] = cos(cse0);
+            mg_w_s1[mg_l] = sin(cse0);
+            mg_w_c2[mg_l] = cos(cse1);
+            mg_w_s2[mg_l] = sin(cse1);
+            mg_w_c3[mg_l] = cos(cse2);
+            mg_w_s3[mg_l] = sin(cse2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double oo2_zz = mg_w_oo2_zz[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double omega3_z = mg_w_omega3_z[mg_l];
+            const double omega1_y = mg_w_omega1_y[mg_l];
+            const double omega1_z = mg_w_omega1_z[mg_l];
+            const double cse40 = mg_w_cse40[mg_l];
+            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
+            const double omega3_z_2 = mg_w_omega3_z_2[mg_l];
+            const double oo3_zz = mg_w_oo3_zz[mg_l];
+            const double tau1_01 = (0.3232895668635034)*s1;
+            const double tau1_02 = (0.9463000876874145)*s1;
+            const double tau1_11 = (0.3232895668635034)*c1;
+            const double tau1_12 = (0.9463000876874145)*c1;
+            const double cse3 = (0.10691419700008513)*s2;
+            const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
+            const double cse4 = (0.10691419700008513)*c2;
+            const double theta_J3_01 = cse4 + (0.8334910037167914)*s2;
+            const double theta_J3_10 = cse4 - 0.931351183567697*s2;
+            const double theta_J3_11 = (0.931351183567697)*c2 + cse3;
+            const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
+            const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
+            const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
+            const double tau3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
+            const double tau3_10 = c3*theta_J3_10 - s3*theta_J3_00;
+            const double tau3_11 = c3*theta_J3_11 - s3*theta_J3_01;
+            const double tau3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
+            const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
+            const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            const double cse5 = qd3*theta_J3_20;
+            const double omega3_x = cse5;
+            const double cse6 = qd3*theta_J3_21;
+            const double omega3_y = cse6;
+            const double w3_x = -oo2_zz*r_rel0_3_x;
+            const double w3_y = -oo2_zz*r_rel0_3_y;
+            const double eps3_x = -cse6*qd2;
+            const double eps3_y = cse5*qd2;
+            const double J3_f1_d_x = -1.1422719685917389*tau3_00 - 0.45670829457897444*tau3_10 + (3.583647770145291e-18)*theta_J3_20;
+            const double J3_f1_d_y = -1.1422719685917389*tau3_01 - 0.45670829457897444*tau3_11 + (3.583647770145291e-18)*theta_J3_21;
+            const double J3_f1_d_z = -1.1422719685917389*tau3_02 - 0.45670829457897444*tau3_12 + 2.740924998975104e-18;
+            const double J3_f1_o_x = J3_f1_d_x + r_rel0_3_x;
+            const double J3_f1_x_x = -0.46939304286890887*tau3_00 + (0.1334707108957367)*tau3_10 + (0.872843480034796)*theta_J3_20;
+            const double J3_f1_x_y = -0.46939304286890887*tau3_01 + (0.1334707108957367)*tau3_11 + (0.872843480034796)*theta_J3_21;
+            const double J3_f1_x_z = -0.46939304286890887*tau3_02 + (0.1334707108957367)*tau3_12 + 0.667587516426818;
+            const double J3_f1_y_x = (0.8100917192466086)*tau3_00 + (0.4583920713648074)*tau3_10 + (0.36555179567053836)*theta_J3_20;
+            const double J3_f1_y_y = (0.8100917192466086)*tau3_01 + (0.4583920713648074)*tau3_11 + (0.36555179567053836)*theta_J3_21;
+            const double J3_f1_y_z = (0.8100917192466086)*tau3_02 + (0.4583920713648074)*tau3_12 + 0.2795894349664269;
+            const double J3_f1_T2_x = -J3_f1_d_y - r_rel0_3_y;
+            const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+            const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
+            const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
+            const double cse7 = -J3_f1_d_x*omega3_y + J3_f1_d_y*omega3_x;
+            const double cse8 = J3_f1_d_x*omega3_z - J3_f1_d_z*omega3_x;
+            const double J3_f1_abias_x = J3_f1_d_z*eps3_y + cse7*omega3_y - cse8*omega3_z + w3_x;
+            const double cse9 = -J3_f1_d_y*omega3_z + J3_f1_d_z*omega3_y;
+            const double J3_f1_abias_y = -J3_f1_d_z*eps3_x - cse7*omega3_x + cse9*omega3_z + w3_y;
+            const double J3_f1_abias_z = -J3_f1_d_x*eps3_y + J3_f1_d_y*eps3_x + cse8*omega3_x - cse9*omega3_y;
+            const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
+            const double J3_f2_d_y = (0.6817820962605995)*tau1_01 + (0.48636502492243316)*tau1_11 + 7.400350844371047e-18;
+            const double J3_f2_d_z = (0.6817820962605995)*tau1_02 + (0.48636502492243316)*tau1_12 - 2.528221491515874e-18;
+            const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
+            const double J3_f2_z_y = -0.3741269422480255*tau1_01 + (0.5244477663543072)*tau1_11 + 0.7237702288943453;
+            const double J3_f2_z_z = -0.3741269422480255*tau1_02 + (0.5244477663543072)*tau1_12 - 0.2472654994461368;
+            const double J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z;
+            const double J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x;
+            const double J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x;
+            const double J3_f2_abias_x = -J3_f2_d_x*omega1_y*omega1_y - J3_f2_d_x*omega1_z*omega1_z;
+            const double cse10 = -J3_f2_d_y*omega1_z + J3_f2_d_z*omega1_y;
+            const double J3_f2_abias_y = cse10*omega1_z;
+            const double J3_f2_abias_z = -cse10*omega1_y;
+            const double cse11 = J3_f1_x_x*J3_f2_z_y;
+            const double cse12 = J3_f1_x_x*J3_f2_z_z;
+            const double cse13 = (0.3232895668635034)*J3_f1_x_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_x_z*J3_f2_z_x - 0.3232895668635034*cse11 - 0.9463000876874145*cse12;
+            const double cse14 = J3_f1_y_x*J3_f2_z_y;
+            const double cse15 = J3_f1_y_x*J3_f2_z_z;
+            const double cse16 = (0.3232895668635034)*J3_f1_y_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_y_z*J3_f2_z_x - 0.3232895668635034*cse14 - 0.9463000876874145*cse15;
+            const double N1_1 = J3_f2_T1_x*J3_f2_T1_x + J3_f2_T1_y*J3_f2_T1_y + J3_f2_T1_z*J3_f2_T1_z + cse13*cse13 + cse16*cse16;
+            const double cse17 = -J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y;
+            const double cse18 = J3_f1_x_z*J3_f2_z_x;
+            const double cse19 = cse12 - cse18;
+            const double cse20 = J3_f1_x_y*J3_f2_z_x;
+            const double cse21 = (0.7648421872844884)*J3_f1_x_x*J3_f2_z_y - cse17*theta_J3_20 - cse19*theta_J3_21 - 0.7648421872844884*cse20;
+            const double cse22 = -J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y;
+            const double cse23 = J3_f1_y_z*J3_f2_z_x;
+            const double cse24 = cse15 - cse23;
+            const double cse25 = J3_f1_y_y*J3_f2_z_x;
+            const double cse26 = (0.7648421872844884)*J3_f1_y_x*J3_f2_z_y - cse22*theta_J3_20 - cse24*theta_J3_21 - 0.7648421872844884*cse25;
+            const double N1_2 = -J3_f1_T3_x*J3_f2_T1_x - J3_f1_T3_y*J3_f2_T1_y - J3_f1_T3_z*J3_f2_T1_z + cse13*cse21 + cse16*cse26;
+            const double N2_2 = J3_f1_T3_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_T3_y + J3_f1_T3_z*J3_f1_T3_z + cse21*cse21 + cse26*cse26;
+            const double cse27 = cse11 - cse20;
+            const double cse28 = cse14 - cse25;
+            const double X1_rhs1 = -J3_f1_T2_x*J3_f2_T1_x - J3_f1_o_x*J3_f2_T1_y + cse13*cse27 + cse16*cse28;
+            const double X1_rhs2 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x + cse21*cse27 + cse26*cse28;
+            const double cse29 = 0.9999999999999*N1_1;
+            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
+            const double invD1 = 1.0/N1_1;
+            const double L2_1 = N1_2*invD1;
+            const double D2 = -L2_1*N1_2 + N2_2;
+            const double cse30 = D2 - 1e-13*N2_2;
+            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
+            const double invD2 = 1.0/D2;
+            const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
+            const double X1_2 = invD2*y2;
+            const double X1_1 = -L2_1*X1_2 + X1_rhs1*invD1;
+            const double cse31 = J3_f1_abias_x - J3_f2_abias_x;
+            const double cse32 = J3_f1_abias_y - J3_f2_abias_y;
+            const double cse33 = J3_f1_abias_z - J3_f2_abias_z;
+            const double cse34 = -J3_f1_x_x*omega3_y + J3_f1_x_y*omega3_x;
+            const double cse35 = J3_f1_x_x*omega3_z - J3_f1_x_z*omega3_x;
+            const double cse36 = omega1_y - omega3_y;
+            const double cse37 = -J3_f2_z_y*omega1_z + J3_f2_z_z*omega1_y;
+            const double cse38 = -J3_f1_x_y*omega3_z + J3_f1_x_z*omega3_y;
+            const double cse39 = J3_f1_x_x*J3_f2_z_x;
+            const double cse41 = cse17*eps3_x + cse19*eps3_y - cse36*(-J3_f1_x_z*cse37 - J3_f2_z_x*cse34 + J3_f2_z_z*cse38 - cse39*omega1_y) - cse40*(J3_f1_x_y*cse37 + J3_f2_z_x*cse35 - J3_f2_z_y*cse38 - cse39*omega1_z) + omega3_x*(J3_f2_z_y*cse34 - J3_f2_z_z*cse35 + cse18*omega1_z + cse20*omega1_y);
+            const double cse42 = -J3_f1_y_x*omega3_y + J3_f1_y_y*omega3_x;
+            const double cse43 = J3_f1_y_x*omega3_z - J3_f1_y_z*omega3_x;
+            const double cse44 = -J3_f1_y_y*omega3_z + J3_f1_y_z*omega3_y;
+            const double cse45 = J3_f1_y_x*J3_f2_z_x;
+            const double cse46 = cse22*eps3_x + cse24*eps3_y - cse36*(-J3_f1_y_z*cse37 - J3_f2_z_x*cse42 + J3_f2_z_z*cse44 - cse45*omega1_y) - cse40*(J3_f1_y_y*cse37 + J3_f2_z_x*cse43 - J3_f2_z_y*cse44 - cse45*omega1_z) + omega3_x*(J3_f2_z_y*cse42 - J3_f2_z_z*cse43 + cse23*omega1_z + cse25*omega1_y);
+            const double qdd0_rhs1 = J3_f2_T1_x*cse31 + J3_f2_T1_y*cse32 + J3_f2_T1_z*cse33 + cse13*cse41 + cse16*cse46;
+            const double qdd0_rhs2 = -J3_f1_T3_x*cse31 - J3_f1_T3_y*cse32 - J3_f1_T3_z*cse33 + cse21*cse41 + cse26*cse46;
+            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
+            const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
+            const double qdd0_2 = invD2*y2_2;
+            const double qdd0_1 = -L2_1*qdd0_2 + invD1*qdd0_rhs1;
+            const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            const double cse47 = (0.10691419700008513)*s3;
+            const double beta3_00 = (0.8334910037167914)*c3 + cse47;
+            const double cse48 = (0.10691419700008513)*c3;
+            const double beta3_01 = cse48 + (0.931351183567697)*s3;
+            const double beta3_10 = cse48 - 0.8334910037167914*s3;
+            const double beta3_11 = (0.931351183567697)*c3 - cse47;
+            const double a1_x = (9.81)*tau1_01;
+            const double a1_y = (9.81)*tau1_11;
+            const double a2_x = (9.81)*s2;
+            const double a2_y = (9.81)*c2;
+            const double omega_p3_x = qd2*tau3_02;
+            const double omega_p3_y = qd2*tau3_12;
+            const double epsd3_x = omega_p3_y*qd3 + qdd_ind1*tau3_02;
+            const double epsd3_y = -omega_p3_x*qd3 + qdd_ind1*tau3_12;
+            const double epsd3_z = qdd_dep2 + (0.7648421872844884)*qdd_ind1;
+            const double cse49 = a2_x - 0.4524939924642339*oo2_zz - 0.704717639223735*qdd_ind1;
+            const double cse50 = a2_y - 0.704717639223735*oo2_zz + (0.4524939924642339)*qdd_ind1;
+            const double a3_x = beta3_00*cse49 + beta3_01*cse50;
+            const double a3_y = beta3_10*cse49 + beta3_11*cse50;
+            const double a3_z = (0.5420904917105653)*a2_x - 0.34807230189556454*a2_y + (2.4485135531861004e-17)*oo2_zz - 0.5395213571148434*qdd_ind1;
+            const double oo3_xx = omega_p3_x*omega_p3_x;
+            const double oo3_yy = omega_p3_y*omega_p3_y;
+            const double oo3_xy = omega_p3_x*omega_p3_y;
+            const double oo3_xz = omega3_z_2*omega_p3_x;
+            const double oo3_yz = omega3_z_2*omega_p3_y;
+            const double oo3_W_00 = -oo3_yy - oo3_zz;
+            const double oo3_W_11 = -oo3_xx - oo3_zz;
+            const double oo3_W_22 = -oo3_xx - oo3_yy;
+            const double F3_x = (2.4603802279872777)*a3_x + (4.408568058868086e-18)*epsd3_y + (0.5618380289699489)*epsd3_z - 1.4052116832536095*oo3_W_00 - 0.5618380289699489*oo3_xy + (4.408568058868086e-18)*oo3_xz;
+            const double F3_y = (2.4603802279872777)*a3_y - 4.408568058868086e-18*epsd3_x - 1.4052116832536095*epsd3_z - 0.5618380289699489*oo3_W_11 - 1.4052116832536095*oo3_xy + (4.408568058868086e-18)*oo3_yz;
+            const double F3_z = (2.4603802279872777)*a3_z - 0.5618380289699489*epsd3_x + (1.4052116832536095)*epsd3_y + (4.408568058868086e-18)*oo3_W_22 - 1.4052116832536095*oo3_xz - 0.5618380289699489*oo3_yz;
+            const double N3_x = -4.408568058868086e-18*a3_y - 0.5618380289699489*a3_z + (0.17167494594535737)*epsd3_x - 0.42773480260940394*epsd3_y - 5.696828175998484e-18*epsd3_z - 5.696828175998484e-18*oo3_xy + (0.42773480260940394)*oo3_xz + (4.141755410787972e-18)*oo3_yy + (0.17101884455122746)*oo3_yz - 4.141755410787972e-18*oo3_zz;
+            const double N3_y = (4.408568058868086e-18)*a3_x + (1.4052116832536095)*a3_z - 0.42773480260940394*epsd3_x + (1.0704625419849638)*epsd3_y + (4.141755410787972e-18)*epsd3_z + (5.696828175998484e-18)*oo3_xx - 4.141755410787972e-18*oo3_xy - 1.0698064405908339*oo3_xz - 0.42773480260940394*oo3_yz - 5.696828175998484e-18*oo3_zz;
+            const double N3_z = (0.5618380289699489)*a3_x - 1.4052116832536095*a3_y - 5.696828175998484e-18*epsd3_x + (4.141755410787972e-18)*epsd3_y + (1.2414813865361913)*epsd3_z - 0.42773480260940394*oo3_xx + (0.8987875960396065)*oo3_xy + (4.141755410787972e-18)*oo3_xz + (0.42773480260940394)*oo3_yy + (5.696828175998484e-18)*oo3_yz;
+            const double F_c3_x = F3_x*beta3_00 + F3_y*beta3_10 + (0.5420904917105653)*F3_z;
+            const double F_c3_y = F3_x*beta3_01 + F3_y*beta3_11 - 0.34807230189556454*F3_z;
+            const double N2_z = -0.704717639223735*F_c3_x + (0.4524939924642339)*F_c3_y + N3_x*tau3_02 + N3_y*tau3_12 + (0.7648421872844884)*N3_z - 0.5901890380052162*a2_x + (0.37895602330853534)*a2_y + (0.39181796180758344)*qdd_ind1;
+            const double N1_z = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y + (0.39181796180758344)*qdd_dep1;
+            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
+            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
+            const double y2_3 = -L2_1*N1_z + N3_z;
+            const double lambda_z2 = invD2*y2_3;
+            const double lambda_z1 = -L2_1*lambda_z2 + N1_z*invD1;
+            const double lambda1 = -J3_f1_T3_x*lambda_z2 + J3_f2_T1_x*lambda_z1;
+            const double lambda2 = -J3_f1_T3_y*lambda_z2 + J3_f2_T1_y*lambda_z1;
+            const double lambda3 = -J3_f1_T3_z*lambda_z2 + J3_f2_T1_z*lambda_z1;
+            const double lambda4 = cse13*lambda_z1 + cse21*lambda_z2;
+            const double lambda5 = cse16*lambda_z1 + cse26*lambda_z2;
+            const double tau_ind1 = J3_f1_T2_x*lambda1 + J3_f1_o_x*lambda2 + N2_z - cse27*lambda4 - cse28*lambda5;
+            const double J3_reaction_mx = cse17*lambda4 + cse22*lambda5;
+            const double J3_reaction_my = cse19*lambda4 + cse24*lambda5;
+            const double J3_reaction_mz = -cse27*lambda4 - cse28*lambda5;
+            mg_o_tau_ind[0][mg_l] = tau_ind1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
+            mg_o_qdd[1][mg_l] = qdd_ind1;
+            mg_o_qdd[2][mg_l] = qdd_dep2;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_multipliers[2][mg_l] = lambda3;
+            mg_o_multipliers[3][mg_l] = lambda4;
+            mg_o_multipliers[4][mg_l] = lambda5;
+            mg_o_reaction[0][mg_l] = lambda1;
+            mg_o_reaction[1][mg_l] = lambda2;
+            mg_o_reaction[2][mg_l] = lambda3;
+            mg_o_reaction[3][mg_l] = J3_reaction_mx;
+            mg_o_reaction[4][mg_l] = J3_reaction_my;
+            mg_o_reaction[5][mg_l] = J3_reaction_mz;
+            mg_st[mg_l] = mg_s;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 5; ++mg_j) multipliers[(mg_i + mg_l) * 5 + mg_j] = mg_o_multipliers[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+            if (mg_st[mg_l] != 0) {
+                mg_failed += 1;
+                for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 5; ++mg_j) multipliers[(mg_i + mg_l) * 5 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = NAN;
+            }
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_bennett_inverse_dynamics(q + mg_i * 3, qd + mg_i * 3, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 3, multipliers + mg_i * 5, reaction + mg_i * 6);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
@@ -1389,13 +3105,135 @@ int mechgen_bennett_energy(const double *restrict q, const double *restrict qd, 
 
 int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_bennett_energy(q + i * 3, qd + i * 3, T + i * 1, V + i * 1);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_T[1][8];
+        double mg_o_V[1][8];
+        double mg_w_q1[8];
+        double mg_w_qd1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_cse0[8];
+        double mg_w_cse1[8];
+        double mg_w_cse2[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_omega1_y[8];
+        double mg_w_omega1_z[8];
+        double mg_w_omega3_z[8];
+        double mg_w_omega_loc1_z[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double cse0 = q1 + 2.5219477102325203;
+            const double omega1_y = -0.9463000876874145*qd1;
+            const double omega1_z = (0.3232895668635034)*qd1;
+            const double cse1 = q2 + (-1.0);
+            const double cse2 = q3 - 2.5219477102325203;
+            const double omega3_z = qd2 + (0.7648421872844884)*qd3;
+            const double omega_loc1_z = -0.9463000876874145*omega1_y + (0.3232895668635034)*omega1_z;
+            mg_w_cse0[mg_l] = cse0;
+            mg_w_omega1_y[mg_l] = omega1_y;
+            mg_w_omega1_z[mg_l] = omega1_z;
+            mg_w_cse1[mg_l] = cse1;
+            mg_w_cse2[mg_l] = cse2;
+            mg_w_omega3_z[mg_l] = omega3_z;
+            mg_w_omega_loc1_z[mg_l] = omega_loc1_z;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double cse0 = mg_w_cse0[mg_l];
+            const double cse1 = mg_w_cse1[mg_l];
+            const double cse2 = mg_w_cse2[mg_l];
+            mg_w_c1[mg_l] = cos(cse0);
+            mg_w_s1[mg_l] = sin(cse0);
+            mg_w_c2[mg_l] = cos(cse1);
+            mg_w_s2[mg_l] = sin(cse1);
+            mg_w_c3[mg_l] = cos(cse2);
+            mg_w_s3[mg_l] = sin(cse2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double omega1_y = mg_w_omega1_y[mg_l];
+            const double omega1_z = mg_w_omega1_z[mg_l];
+            const double omega3_z = mg_w_omega3_z[mg_l];
+            const double omega_loc1_z = mg_w_omega_loc1_z[mg_l];
+            const double tau1_01 = (0.3232895668635034)*s1;
+            const double tau1_02 = (0.9463000876874145)*s1;
+            const double tau1_11 = (0.3232895668635034)*c1;
+            const double tau1_12 = (0.9463000876874145)*c1;
+            const double cse3 = (0.10691419700008513)*s2;
+            const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
+            const double cse4 = (0.10691419700008513)*c2;
+            const double theta_J3_01 = cse4 + (0.8334910037167914)*s2;
+            const double theta_J3_10 = cse4 - 0.931351183567697*s2;
+            const double theta_J3_11 = (0.931351183567697)*c2 + cse3;
+            const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
+            const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
+            const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
+            const double tau3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
+            const double tau3_10 = c3*theta_J3_10 - s3*theta_J3_00;
+            const double tau3_11 = c3*theta_J3_11 - s3*theta_J3_01;
+            const double tau3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
+            const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
+            const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            const double omega3_x = qd3*theta_J3_20;
+            const double omega3_y = qd3*theta_J3_21;
+            const double v3_x = -qd2*r_rel0_3_y;
+            const double v3_y = qd2*r_rel0_3_x;
+            const double omega_loc1_x = omega1_y*tau1_01 + omega1_z*tau1_02;
+            const double omega_loc1_y = omega1_y*tau1_11 + omega1_z*tau1_12;
+            const double v_loc3_x = tau3_00*v3_x + tau3_01*v3_y;
+            const double v_loc3_y = tau3_10*v3_x + tau3_11*v3_y;
+            const double v_loc3_z = theta_J3_20*v3_x + theta_J3_21*v3_y;
+            const double omega_loc3_x = omega3_x*tau3_00 + omega3_y*tau3_01 + omega3_z*tau3_02;
+            const double omega_loc3_y = omega3_x*tau3_10 + omega3_y*tau3_11 + omega3_z*tau3_12;
+            const double omega_loc3_z = omega3_x*theta_J3_20 + omega3_y*theta_J3_21 + (0.7648421872844884)*omega3_z;
+            mg_o_T[0][mg_l] = (0.5)*omega_loc1_x*((0.1324429278349926)*omega_loc1_x - 0.18503117866286278*omega_loc1_y + (3.1539359977293548e-18)*omega_loc1_z) + (0.5)*omega_loc1_y*(-0.18503117866286278*omega_loc1_x + (0.25982169156907564)*omega_loc1_y + (4.205033077564196e-18)*omega_loc1_z) + (0.5)*omega_loc1_z*((3.1539359977293548e-18)*omega_loc1_x + (4.205033077564196e-18)*omega_loc1_y + (0.39181796180758344)*omega_loc1_z) + (0.5)*omega_loc3_x*((0.17167494594535737)*omega_loc3_x - 0.42773480260940394*omega_loc3_y - 5.696828175998484e-18*omega_loc3_z) + (0.5)*omega_loc3_y*(-0.42773480260940394*omega_loc3_x + (1.0704625419849638)*omega_loc3_y + (4.141755410787972e-18)*omega_loc3_z) + (0.5)*omega_loc3_z*(-5.696828175998484e-18*omega_loc3_x + (4.141755410787972e-18)*omega_loc3_y + (1.2414813865361913)*omega_loc3_z) + (0.19590898090379172)*qd2*qd2 + (1.2301901139936389)*v_loc3_x*v_loc3_x + v_loc3_x*((4.408568058868086e-18)*omega_loc3_y + (0.5618380289699489)*omega_loc3_z) + (1.2301901139936389)*v_loc3_y*v_loc3_y + v_loc3_y*(-4.408568058868086e-18*omega_loc3_x - 1.4052116832536095*omega_loc3_z) + (1.2301901139936389)*v_loc3_z*v_loc3_z + v_loc3_z*(-0.5618380289699489*omega_loc3_x + (1.4052116832536095)*omega_loc3_y);
+            mg_o_V[0][mg_l] = (5.78975446283117)*c2 + (24.136330036555197)*r_rel0_3_y + (3.7175585886567317)*s2 + (5.6013227352323804)*tau1_01 + (3.9958331065921326)*tau1_11 - 13.78512661271791*tau3_01 - 5.5116310641952*tau3_11 + (4.3248052657495925e-17)*theta_J3_21 + 6.07991228584968e-17;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_bennett_energy(q + mg_i * 3, qd + mg_i * 3, T + mg_i * 1, V + mg_i * 1);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
@@ -1410,13 +3248,29 @@ int mechgen_bennett_springs(const double *restrict q, const double *restrict qd,
 
 int64_t mechgen_bennett_springs_batch(int64_t n, const double *q, const double *qd, double *state, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_bennett_springs(q + i * 3, qd + i * 3, state + i * 3);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_state[3][8];
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_o_state[0][mg_l] = 0.0;
+            mg_o_state[1][mg_l] = 0.0;
+            mg_o_state[2][mg_l] = 0.0;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_bennett_springs(q + mg_i * 3, qd + mg_i * 3, state + mg_i * 3);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -1497,12 +3351,136 @@ int mechgen_bennett_violation(const double *restrict q, const double *restrict q
 
 int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double *qd, double *position, double *velocity, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_bennett_violation(q + i * 3, qd + i * 3, position + i * 1, velocity + i * 1);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_position[1][8];
+        double mg_o_velocity[1][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_cse0[8];
+        double mg_w_cse1[8];
+        double mg_w_cse2[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_qd3[8];
+        double mg_w_qd1[8];
+        double mg_w_qd2[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double cse0 = q1 + 2.5219477102325203;
+            const double cse1 = q2 + (-1.0);
+            const double cse2 = q3 - 2.5219477102325203;
+            mg_w_cse0[mg_l] = cse0;
+            mg_w_cse1[mg_l] = cse1;
+            mg_w_cse2[mg_l] = cse2;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double cse0 = mg_w_cse0[mg_l];
+            const double cse1 = mg_w_cse1[mg_l];
+            const double cse2 = mg_w_cse2[mg_l];
+            mg_w_c1[mg_l] = cos(cse0);
+            mg_w_s1[mg_l] = sin(cse0);
+            mg_w_c2[mg_l] = cos(cse1);
+            mg_w_s2[mg_l] = sin(cse1);
+            mg_w_c3[mg_l] = cos(cse2);
+            mg_w_s3[mg_l] = sin(cse2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double tau1_01 = (0.3232895668635034)*s1;
+            const double tau1_02 = (0.9463000876874145)*s1;
+            const double tau1_11 = (0.3232895668635034)*c1;
+            const double tau1_12 = (0.9463000876874145)*c1;
+            const double cse3 = (0.10691419700008513)*s2;
+            const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
+            const double cse4 = (0.10691419700008513)*c2;
+            const double theta_J3_01 = cse4 + (0.8334910037167914)*s2;
+            const double theta_J3_10 = cse4 - 0.931351183567697*s2;
+            const double theta_J3_11 = (0.931351183567697)*c2 + cse3;
+            const double theta_J3_20 = (0.5420904917105653)*c2 + (0.34807230189556454)*s2;
+            const double theta_J3_21 = -0.34807230189556454*c2 + (0.5420904917105653)*s2;
+            const double tau3_00 = c3*theta_J3_00 + s3*theta_J3_10;
+            const double tau3_01 = c3*theta_J3_01 + s3*theta_J3_11;
+            const double tau3_02 = -0.5420904917105653*c3 + (0.34807230189556454)*s3;
+            const double tau3_10 = c3*theta_J3_10 - s3*theta_J3_00;
+            const double tau3_11 = c3*theta_J3_11 - s3*theta_J3_01;
+            const double tau3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
+            const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
+            const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            const double J3_f1_d_x = -1.1422719685917389*tau3_00 - 0.45670829457897444*tau3_10 + (3.583647770145291e-18)*theta_J3_20;
+            const double J3_f1_d_y = -1.1422719685917389*tau3_01 - 0.45670829457897444*tau3_11 + (3.583647770145291e-18)*theta_J3_21;
+            const double J3_f1_d_z = -1.1422719685917389*tau3_02 - 0.45670829457897444*tau3_12 + 2.740924998975104e-18;
+            const double J3_f1_o_x = J3_f1_d_x + r_rel0_3_x;
+            const double cse5 = J3_f1_d_y + r_rel0_3_y;
+            const double J3_f1_o_y = cse5;
+            const double J3_f1_x_x = -0.46939304286890887*tau3_00 + (0.1334707108957367)*tau3_10 + (0.872843480034796)*theta_J3_20;
+            const double J3_f1_x_y = -0.46939304286890887*tau3_01 + (0.1334707108957367)*tau3_11 + (0.872843480034796)*theta_J3_21;
+            const double J3_f1_x_z = -0.46939304286890887*tau3_02 + (0.1334707108957367)*tau3_12 + 0.667587516426818;
+            const double J3_f1_y_x = (0.8100917192466086)*tau3_00 + (0.4583920713648074)*tau3_10 + (0.36555179567053836)*theta_J3_20;
+            const double J3_f1_y_y = (0.8100917192466086)*tau3_01 + (0.4583920713648074)*tau3_11 + (0.36555179567053836)*theta_J3_21;
+            const double J3_f1_y_z = (0.8100917192466086)*tau3_02 + (0.4583920713648074)*tau3_12 + 0.2795894349664269;
+            const double J3_f1_T2_x = -cse5;
+            const double J3_f1_T3_x = -0.7648421872844884*J3_f1_d_y + J3_f1_d_z*theta_J3_21;
+            const double J3_f1_T3_y = (0.7648421872844884)*J3_f1_d_x - J3_f1_d_z*theta_J3_20;
+            const double J3_f1_T3_z = -J3_f1_d_x*theta_J3_21 + J3_f1_d_y*theta_J3_20;
+            const double J3_f2_d_x = (0.6817820962605995)*c1 - 0.48636502492243316*s1;
+            const double J3_f2_d_y = (0.6817820962605995)*tau1_01 + (0.48636502492243316)*tau1_11 + 7.400350844371047e-18;
+            const double J3_f2_d_z = (0.6817820962605995)*tau1_02 + (0.48636502492243316)*tau1_12 - 2.528221491515874e-18;
+            const double J3_f2_o_x = J3_f2_d_x - 1.2301901139936389;
+            const double J3_f2_z_x = -0.3741269422480255*c1 - 0.5244477663543072*s1;
+            const double J3_f2_z_y = -0.3741269422480255*tau1_01 + (0.5244477663543072)*tau1_11 + 0.7237702288943453;
+            const double J3_f2_z_z = -0.3741269422480255*tau1_02 + (0.5244477663543072)*tau1_12 - 0.2472654994461368;
+            const double J3_f2_T1_x = -0.3232895668635034*J3_f2_d_y - 0.9463000876874145*J3_f2_d_z;
+            const double J3_f2_T1_y = (0.3232895668635034)*J3_f2_d_x;
+            const double J3_f2_T1_z = (0.9463000876874145)*J3_f2_d_x;
+            const double cse6 = J3_f1_x_x*J3_f2_z_y;
+            const double cse7 = J3_f1_x_x*J3_f2_z_z;
+            const double cse8 = J3_f1_x_y*J3_f2_z_x;
+            const double cse9 = J3_f1_y_x*J3_f2_z_y;
+            const double cse10 = J3_f1_y_x*J3_f2_z_z;
+            const double cse11 = J3_f1_y_y*J3_f2_z_x;
+            mg_o_position[0][mg_l] = sqrt((-J3_f1_d_z + J3_f2_d_z)*(-J3_f1_d_z + J3_f2_d_z) + (-J3_f1_o_x + J3_f2_o_x)*(-J3_f1_o_x + J3_f2_o_x) + (-J3_f1_o_y + J3_f2_d_y)*(-J3_f1_o_y + J3_f2_d_y) + (J3_f1_x_x*J3_f2_z_x + J3_f1_x_y*J3_f2_z_y + J3_f1_x_z*J3_f2_z_z)*(J3_f1_x_x*J3_f2_z_x + J3_f1_x_y*J3_f2_z_y + J3_f1_x_z*J3_f2_z_z) + (J3_f1_y_x*J3_f2_z_x + J3_f1_y_y*J3_f2_z_y + J3_f1_y_z*J3_f2_z_z)*(J3_f1_y_x*J3_f2_z_x + J3_f1_y_y*J3_f2_z_y + J3_f1_y_z*J3_f2_z_z));
+            mg_o_velocity[0][mg_l] = sqrt((-J3_f1_T3_z*qd3 + J3_f2_T1_z*qd1)*(-J3_f1_T3_z*qd3 + J3_f2_T1_z*qd1) + (-J3_f1_T2_x*qd2 - J3_f1_T3_x*qd3 + J3_f2_T1_x*qd1)*(-J3_f1_T2_x*qd2 - J3_f1_T3_x*qd3 + J3_f2_T1_x*qd1) + (-J3_f1_T3_y*qd3 - J3_f1_o_x*qd2 + J3_f2_T1_y*qd1)*(-J3_f1_T3_y*qd3 - J3_f1_o_x*qd2 + J3_f2_T1_y*qd1) + (qd1*((0.3232895668635034)*J3_f1_x_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_x_z*J3_f2_z_x - 0.3232895668635034*cse6 - 0.9463000876874145*cse7) + qd2*(cse6 - cse8) + qd3*((0.7648421872844884)*J3_f1_x_x*J3_f2_z_y - 0.7648421872844884*cse8 - theta_J3_20*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_x_z*J3_f2_z_x + cse7)))*(qd1*((0.3232895668635034)*J3_f1_x_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_x_z*J3_f2_z_x - 0.3232895668635034*cse6 - 0.9463000876874145*cse7) + qd2*(cse6 - cse8) + qd3*((0.7648421872844884)*J3_f1_x_x*J3_f2_z_y - 0.7648421872844884*cse8 - theta_J3_20*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_x_z*J3_f2_z_x + cse7))) + (qd1*((0.3232895668635034)*J3_f1_y_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_y_z*J3_f2_z_x - 0.9463000876874145*cse10 - 0.3232895668635034*cse9) + qd2*(-cse11 + cse9) + qd3*((0.7648421872844884)*J3_f1_y_x*J3_f2_z_y - 0.7648421872844884*cse11 - theta_J3_20*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_y_z*J3_f2_z_x + cse10)))*(qd1*((0.3232895668635034)*J3_f1_y_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_y_z*J3_f2_z_x - 0.9463000876874145*cse10 - 0.3232895668635034*cse9) + qd2*(-cse11 + cse9) + qd3*((0.7648421872844884)*J3_f1_y_x*J3_f2_z_y - 0.7648421872844884*cse11 - theta_J3_20*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_y_z*J3_f2_z_x + cse10))));
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_bennett_violation(q + mg_i * 3, qd + mg_i * 3, position + mg_i * 1, velocity + mg_i * 1);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 

@@ -54,13 +54,79 @@ int mechgen_hooke_shafts_closure(const double *restrict q, double *restrict phi,
 
 int64_t mechgen_hooke_shafts_closure_batch(int64_t n, const double *q, double *phi, double *G, double *orientation, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_hooke_shafts_closure(q + i * 2, phi + i * 4, G + i * 8, orientation + i * 1);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_phi[4][8];
+        double mg_o_G[8][8];
+        double mg_o_orientation[1][8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 2 + 0];
+            const double q2 = q[(mg_i + mg_l) * 2 + 1];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double cse0 = (0.43301270189221935)*s1;
+            const double tau1_00 = (0.25)*c1 - cse0;
+            const double cse1 = (0.43301270189221935)*c1;
+            const double tau1_01 = -cse1 + (0.75)*s1;
+            const double tau1_02 = -0.8660254037844386*c1 - 0.5*s1;
+            const double tau1_10 = -cse1 - 0.25*s1;
+            const double tau1_11 = (0.75)*c1 + cse0;
+            const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
+            const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
+            const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
+            const double cross_f2_o_x = cross_f2_d_x + 0.34641016151377546;
+            const double cross_f2_o_y = cross_f2_d_y + 0.2;
+            const double cross_f2_z_x = -0.8660254037844386*tau1_00 - 0.5*tau1_10;
+            const double cross_f2_z_y = -0.8660254037844386*tau1_01 - 0.5*tau1_11;
+            const double cross_f2_z_z = -0.8660254037844386*tau1_02 - 0.5*tau1_12;
+            const double cross_f2_T1_x = (0.5)*cross_f2_d_z;
+            const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
+            const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
+            const double cse2 = c2*cross_f2_z_z;
+            mg_o_phi[0][mg_l] = cross_f2_o_x;
+            mg_o_phi[1][mg_l] = cross_f2_o_y;
+            mg_o_phi[2][mg_l] = cross_f2_d_z;
+            mg_o_phi[3][mg_l] = c2*cross_f2_z_y + cross_f2_z_z*s2;
+            mg_o_G[0][mg_l] = cross_f2_T1_x;
+            mg_o_G[1][mg_l] = 0.0;
+            mg_o_G[2][mg_l] = cross_f2_T1_y;
+            mg_o_G[3][mg_l] = 0.0;
+            mg_o_G[4][mg_l] = cross_f2_T1_z;
+            mg_o_G[5][mg_l] = 0.0;
+            mg_o_G[6][mg_l] = -0.5*cross_f2_z_x*s2 + (0.8660254037844386)*cross_f2_z_y*s2 - 0.8660254037844386*cse2;
+            mg_o_G[7][mg_l] = -cross_f2_z_y*s2 + cse2;
+            mg_o_orientation[0][mg_l] = 1.0;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 4; ++mg_j) phi[(mg_i + mg_l) * 4 + mg_j] = mg_o_phi[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 8; ++mg_j) G[(mg_i + mg_l) * 8 + mg_j] = mg_o_G[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_hooke_shafts_closure(q + mg_i * 2, phi + mg_i * 4, G + mg_i * 8, orientation + mg_i * 1);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
@@ -119,13 +185,97 @@ fail:
 
 int64_t mechgen_hooke_shafts_newton_step_batch(int64_t n, const double *q, double *q_next, double *error, double *branch, double *orientation, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_hooke_shafts_newton_step(q + i * 2, q_next + i * 2, error + i * 1, branch + i * 1, orientation + i * 1);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_q_next[2][8];
+        double mg_o_error[1][8];
+        double mg_o_branch[1][8];
+        double mg_o_orientation[1][8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 2 + 0];
+            const double q2 = q[(mg_i + mg_l) * 2 + 1];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double cse0 = (0.43301270189221935)*s1;
+            const double tau1_00 = (0.25)*c1 - cse0;
+            const double cse1 = (0.43301270189221935)*c1;
+            const double tau1_01 = -cse1 + (0.75)*s1;
+            const double tau1_02 = -0.8660254037844386*c1 - 0.5*s1;
+            const double tau1_10 = -cse1 - 0.25*s1;
+            const double tau1_11 = (0.75)*c1 + cse0;
+            const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
+            const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
+            const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
+            const double cross_f2_o_x = cross_f2_d_x + 0.34641016151377546;
+            const double cross_f2_o_y = cross_f2_d_y + 0.2;
+            const double cross_f2_z_x = -0.8660254037844386*tau1_00 - 0.5*tau1_10;
+            const double cross_f2_z_y = -0.8660254037844386*tau1_01 - 0.5*tau1_11;
+            const double cross_f2_z_z = -0.8660254037844386*tau1_02 - 0.5*tau1_12;
+            const double cross_f2_T1_x = (0.5)*cross_f2_d_z;
+            const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
+            const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
+            const double cse2 = -0.8660254037844386*c2*cross_f2_z_z - 0.5*cross_f2_z_x*s2 + (0.8660254037844386)*cross_f2_z_y*s2;
+            const double N1_1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y + cross_f2_T1_z*cross_f2_T1_z + cse2*cse2;
+            const double cse3 = c2*cross_f2_z_y + cross_f2_z_z*s2;
+            const double err = sqrt(cross_f2_d_z*cross_f2_d_z + cross_f2_o_x*cross_f2_o_x + cross_f2_o_y*cross_f2_o_y + cse3*cse3);
+            const double dqrhs1 = -cross_f2_T1_x*cross_f2_o_x - cross_f2_T1_y*cross_f2_o_y - cross_f2_T1_z*cross_f2_d_z - cse2*cse3;
+            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            const double invD1 = 1.0/N1_1;
+            const double dq1 = dqrhs1*invD1;
+            mg_o_q_next[0][mg_l] = dq1 + q1;
+            mg_o_q_next[1][mg_l] = q2;
+            mg_o_error[0][mg_l] = err;
+            mg_o_branch[0][mg_l] = 1.0;
+            mg_o_orientation[0][mg_l] = 1.0;
+            mg_st[mg_l] = mg_s;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 2; ++mg_j) q_next[(mg_i + mg_l) * 2 + mg_j] = mg_o_q_next[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+            if (mg_st[mg_l] != 0) {
+                mg_failed += 1;
+                for (int mg_j = 0; mg_j < 2; ++mg_j) q_next[(mg_i + mg_l) * 2 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = NAN;
+            }
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_hooke_shafts_newton_step(q + mg_i * 2, q_next + mg_i * 2, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 1);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
@@ -179,13 +329,85 @@ fail:
 
 int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const double *qd_ind, double *qd, double *H, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_hooke_shafts_velocity(q + i * 2, qd_ind + i * 1, qd + i * 2, H + i * 2);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_qd[2][8];
+        double mg_o_H[2][8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_qd_ind1[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 2 + 0];
+            const double q2 = q[(mg_i + mg_l) * 2 + 1];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            const double cse0 = (0.43301270189221935)*s1;
+            const double tau1_00 = (0.25)*c1 - cse0;
+            const double cse1 = (0.43301270189221935)*c1;
+            const double tau1_01 = -cse1 + (0.75)*s1;
+            const double tau1_02 = -0.8660254037844386*c1 - 0.5*s1;
+            const double tau1_10 = -cse1 - 0.25*s1;
+            const double tau1_11 = (0.75)*c1 + cse0;
+            const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
+            const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
+            const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
+            const double cross_f2_z_x = -0.8660254037844386*tau1_00 - 0.5*tau1_10;
+            const double cross_f2_z_y = -0.8660254037844386*tau1_01 - 0.5*tau1_11;
+            const double cross_f2_z_z = -0.8660254037844386*tau1_02 - 0.5*tau1_12;
+            const double cross_f2_T1_x = (0.5)*cross_f2_d_z;
+            const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
+            const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
+            const double cse2 = c2*cross_f2_z_z;
+            const double cse3 = -0.5*cross_f2_z_x*s2 + (0.8660254037844386)*cross_f2_z_y*s2 - 0.8660254037844386*cse2;
+            const double N1_1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y + cross_f2_T1_z*cross_f2_T1_z + cse3*cse3;
+            const double X1_rhs1 = cse3*(-cross_f2_z_y*s2 + cse2);
+            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            const double invD1 = 1.0/N1_1;
+            const double X1_1 = X1_rhs1*invD1;
+            const double qd_dep1 = -X1_1*qd_ind1;
+            mg_o_qd[0][mg_l] = qd_dep1;
+            mg_o_qd[1][mg_l] = qd_ind1;
+            mg_o_H[0][mg_l] = -X1_1;
+            mg_o_H[1][mg_l] = 1.0;
+            mg_st[mg_l] = mg_s;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 2; ++mg_j) qd[(mg_i + mg_l) * 2 + mg_j] = mg_o_qd[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 2; ++mg_j) H[(mg_i + mg_l) * 2 + mg_j] = mg_o_H[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+            if (mg_st[mg_l] != 0) {
+                mg_failed += 1;
+                for (int mg_j = 0; mg_j < 2; ++mg_j) qd[(mg_i + mg_l) * 2 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 2; ++mg_j) H[(mg_i + mg_l) * 2 + mg_j] = NAN;
+            }
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_hooke_shafts_velocity(q + mg_i * 2, qd_ind + mg_i * 1, qd + mg_i * 2, H + mg_i * 2);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -342,13 +564,226 @@ int mechgen_hooke_shafts_kinematics(const double *restrict q, const double *rest
 
 int64_t mechgen_hooke_shafts_kinematics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *r, double *v, double *a, double *R, double *omega, double *alpha, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_hooke_shafts_kinematics(q + i * 2, qd + i * 2, qdd + i * 2, r + i * 12, v + i * 12, a + i * 12, R + i * 18, omega + i * 6, alpha + i * 6);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_r[12][8];
+        double mg_o_v[12][8];
+        double mg_o_a[12][8];
+        double mg_o_R[18][8];
+        double mg_o_omega[6][8];
+        double mg_o_alpha[6][8];
+        double mg_w_qd1[8];
+        double mg_w_qd2[8];
+        double mg_w_qdd1[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_cse2[8];
+        double mg_w_qdd2[8];
+        double mg_w_omega1_y[8];
+        double mg_w_omega1_x[8];
+        double mg_w_cse4[8];
+        double mg_w_cse5[8];
+        double mg_w_output_shaft_alphax[8];
+        double mg_w_output_shaft_alphay[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
+            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 2 + 0];
+            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 2 + 1];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double qd1 = mg_w_qd1[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qdd1 = mg_w_qdd1[mg_l];
+            const double omega1_x = (0.8660254037844386)*qd1;
+            const double omega1_y = (0.5)*qd1;
+            const double cse2 = qd2*qd2;
+            const double cse4 = omega1_x*omega1_x;
+            const double cse5 = omega1_y*omega1_y;
+            const double output_shaft_alphax = (0.8660254037844386)*qdd1;
+            const double output_shaft_alphay = (0.5)*qdd1;
+            mg_w_omega1_x[mg_l] = omega1_x;
+            mg_w_omega1_y[mg_l] = omega1_y;
+            mg_w_cse2[mg_l] = cse2;
+            mg_w_cse4[mg_l] = cse4;
+            mg_w_cse5[mg_l] = cse5;
+            mg_w_output_shaft_alphax[mg_l] = output_shaft_alphax;
+            mg_w_output_shaft_alphay[mg_l] = output_shaft_alphay;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 2 + 0];
+            const double q2 = q[(mg_i + mg_l) * 2 + 1];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double cse2 = mg_w_cse2[mg_l];
+            const double qdd2 = mg_w_qdd2[mg_l];
+            const double omega1_y = mg_w_omega1_y[mg_l];
+            const double omega1_x = mg_w_omega1_x[mg_l];
+            const double cse4 = mg_w_cse4[mg_l];
+            const double cse5 = mg_w_cse5[mg_l];
+            const double qdd1 = mg_w_qdd1[mg_l];
+            const double output_shaft_alphax = mg_w_output_shaft_alphax[mg_l];
+            const double output_shaft_alphay = mg_w_output_shaft_alphay[mg_l];
+            const double cse0 = (0.43301270189221935)*s1;
+            const double tau1_00 = (0.25)*c1 - cse0;
+            const double cse1 = (0.43301270189221935)*c1;
+            const double tau1_01 = -cse1 + (0.75)*s1;
+            const double tau1_02 = -0.8660254037844386*c1 - 0.5*s1;
+            const double tau1_10 = -cse1 - 0.25*s1;
+            const double tau1_11 = (0.75)*c1 + cse0;
+            const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            const double input_pin_tip_d_y = (0.05)*c2;
+            const double input_pin_tip_d_z = (0.05)*s2;
+            const double input_pin_tip_v_y = -input_pin_tip_d_z*qd2;
+            const double input_pin_tip_v_z = input_pin_tip_d_y*qd2;
+            const double input_pin_tip_abias_y = -cse2*input_pin_tip_d_y;
+            const double input_pin_tip_abias_z = -cse2*input_pin_tip_d_z;
+            const double input_pin_tip_ay = input_pin_tip_abias_y - input_pin_tip_d_z*qdd2;
+            const double input_pin_tip_az = input_pin_tip_abias_z + input_pin_tip_d_y*qdd2;
+            const double output_pin_tip_d_x = -0.04330127018922192*tau1_00 - 0.024999999999999998*tau1_10 - 0.3464101615137754;
+            const double output_pin_tip_d_y = -0.04330127018922192*tau1_01 - 0.024999999999999998*tau1_11 - 0.19999999999999998;
+            const double output_pin_tip_d_z = -0.04330127018922192*tau1_02 - 0.024999999999999998*tau1_12;
+            const double output_pin_tip_o_x = output_pin_tip_d_x + 0.34641016151377546;
+            const double output_pin_tip_o_y = output_pin_tip_d_y + 0.2;
+            const double output_pin_tip_T1_x = (0.5)*output_pin_tip_d_z;
+            const double output_pin_tip_T1_y = -0.8660254037844386*output_pin_tip_d_z;
+            const double output_pin_tip_T1_z = -0.5*output_pin_tip_d_x + (0.8660254037844386)*output_pin_tip_d_y;
+            const double output_pin_tip_v_x = omega1_y*output_pin_tip_d_z;
+            const double output_pin_tip_v_y = -omega1_x*output_pin_tip_d_z;
+            const double cse3 = omega1_x*output_pin_tip_d_y - omega1_y*output_pin_tip_d_x;
+            const double output_pin_tip_v_z = cse3;
+            const double output_pin_tip_abias_x = cse3*omega1_y;
+            const double output_pin_tip_abias_y = -cse3*omega1_x;
+            const double output_pin_tip_abias_z = -cse4*output_pin_tip_d_z - cse5*output_pin_tip_d_z;
+            const double output_pin_tip_ax = output_pin_tip_T1_x*qdd1 + output_pin_tip_abias_x;
+            const double output_pin_tip_ay = output_pin_tip_T1_y*qdd1 + output_pin_tip_abias_y;
+            const double output_pin_tip_az = output_pin_tip_T1_z*qdd1 + output_pin_tip_abias_z;
+            const double output_shaft_d_x = (5.1792609195423464e-18)*tau1_00 + (1.5682459403312203e-18)*tau1_10 - 0.1732050807568877;
+            const double output_shaft_d_y = (5.1792609195423464e-18)*tau1_01 + (1.5682459403312203e-18)*tau1_11 - 0.09999999999999999;
+            const double output_shaft_d_z = (5.1792609195423464e-18)*tau1_02 + (1.5682459403312203e-18)*tau1_12;
+            const double output_shaft_o_x = output_shaft_d_x + 0.34641016151377546;
+            const double output_shaft_o_y = output_shaft_d_y + 0.2;
+            const double output_shaft_T1_x = (0.5)*output_shaft_d_z;
+            const double output_shaft_T1_y = -0.8660254037844386*output_shaft_d_z;
+            const double output_shaft_T1_z = -0.5*output_shaft_d_x + (0.8660254037844386)*output_shaft_d_y;
+            const double output_shaft_v_x = omega1_y*output_shaft_d_z;
+            const double output_shaft_v_y = -omega1_x*output_shaft_d_z;
+            const double cse6 = omega1_x*output_shaft_d_y - omega1_y*output_shaft_d_x;
+            const double output_shaft_v_z = cse6;
+            const double output_shaft_abias_x = cse6*omega1_y;
+            const double output_shaft_abias_y = -cse6*omega1_x;
+            const double output_shaft_abias_z = -cse4*output_shaft_d_z - cse5*output_shaft_d_z;
+            const double output_shaft_ax = output_shaft_T1_x*qdd1 + output_shaft_abias_x;
+            const double output_shaft_ay = output_shaft_T1_y*qdd1 + output_shaft_abias_y;
+            const double output_shaft_az = output_shaft_T1_z*qdd1 + output_shaft_abias_z;
+            const double output_shaft_R00 = (0.25)*tau1_00 - 0.43301270189221935*tau1_10 + 0.7499999999999999;
+            const double output_shaft_R01 = -0.43301270189221935*tau1_00 + (0.75)*tau1_10 + 0.4330127018922193;
+            const double output_shaft_R02 = -0.8660254037844386*tau1_00 - 0.5*tau1_10;
+            const double output_shaft_R10 = (0.25)*tau1_01 - 0.43301270189221935*tau1_11 + 0.4330127018922193;
+            const double output_shaft_R11 = -0.43301270189221935*tau1_01 + (0.75)*tau1_11 + 0.25;
+            const double output_shaft_R12 = -0.8660254037844386*tau1_01 - 0.5*tau1_11;
+            const double output_shaft_R20 = (0.25)*tau1_02 - 0.43301270189221935*tau1_12;
+            const double output_shaft_R21 = -0.43301270189221935*tau1_02 + (0.75)*tau1_12;
+            const double output_shaft_R22 = -0.8660254037844386*tau1_02 - 0.5*tau1_12;
+            mg_o_r[0][mg_l] = 0.0;
+            mg_o_r[1][mg_l] = input_pin_tip_d_y;
+            mg_o_r[2][mg_l] = input_pin_tip_d_z;
+            mg_o_r[3][mg_l] = output_pin_tip_o_x;
+            mg_o_r[4][mg_l] = output_pin_tip_o_y;
+            mg_o_r[5][mg_l] = output_pin_tip_d_z;
+            mg_o_r[6][mg_l] = -0.2;
+            mg_o_r[7][mg_l] = 0.0;
+            mg_o_r[8][mg_l] = 0.0;
+            mg_o_r[9][mg_l] = output_shaft_o_x;
+            mg_o_r[10][mg_l] = output_shaft_o_y;
+            mg_o_r[11][mg_l] = output_shaft_d_z;
+            mg_o_v[0][mg_l] = 0.0;
+            mg_o_v[1][mg_l] = input_pin_tip_v_y;
+            mg_o_v[2][mg_l] = input_pin_tip_v_z;
+            mg_o_v[3][mg_l] = output_pin_tip_v_x;
+            mg_o_v[4][mg_l] = output_pin_tip_v_y;
+            mg_o_v[5][mg_l] = output_pin_tip_v_z;
+            mg_o_v[6][mg_l] = 0.0;
+            mg_o_v[7][mg_l] = 0.0;
+            mg_o_v[8][mg_l] = 0.0;
+            mg_o_v[9][mg_l] = output_shaft_v_x;
+            mg_o_v[10][mg_l] = output_shaft_v_y;
+            mg_o_v[11][mg_l] = output_shaft_v_z;
+            mg_o_a[0][mg_l] = 0.0;
+            mg_o_a[1][mg_l] = input_pin_tip_ay;
+            mg_o_a[2][mg_l] = input_pin_tip_az;
+            mg_o_a[3][mg_l] = output_pin_tip_ax;
+            mg_o_a[4][mg_l] = output_pin_tip_ay;
+            mg_o_a[5][mg_l] = output_pin_tip_az;
+            mg_o_a[6][mg_l] = 0.0;
+            mg_o_a[7][mg_l] = 0.0;
+            mg_o_a[8][mg_l] = 0.0;
+            mg_o_a[9][mg_l] = output_shaft_ax;
+            mg_o_a[10][mg_l] = output_shaft_ay;
+            mg_o_a[11][mg_l] = output_shaft_az;
+            mg_o_R[0][mg_l] = 1.0;
+            mg_o_R[1][mg_l] = 0.0;
+            mg_o_R[2][mg_l] = 0.0;
+            mg_o_R[3][mg_l] = 0.0;
+            mg_o_R[4][mg_l] = c2;
+            mg_o_R[5][mg_l] = -s2;
+            mg_o_R[6][mg_l] = 0.0;
+            mg_o_R[7][mg_l] = s2;
+            mg_o_R[8][mg_l] = c2;
+            mg_o_R[9][mg_l] = output_shaft_R00;
+            mg_o_R[10][mg_l] = output_shaft_R01;
+            mg_o_R[11][mg_l] = output_shaft_R02;
+            mg_o_R[12][mg_l] = output_shaft_R10;
+            mg_o_R[13][mg_l] = output_shaft_R11;
+            mg_o_R[14][mg_l] = output_shaft_R12;
+            mg_o_R[15][mg_l] = output_shaft_R20;
+            mg_o_R[16][mg_l] = output_shaft_R21;
+            mg_o_R[17][mg_l] = output_shaft_R22;
+            mg_o_omega[0][mg_l] = qd2;
+            mg_o_omega[1][mg_l] = 0.0;
+            mg_o_omega[2][mg_l] = 0.0;
+            mg_o_omega[3][mg_l] = omega1_x;
+            mg_o_omega[4][mg_l] = omega1_y;
+            mg_o_omega[5][mg_l] = 0.0;
+            mg_o_alpha[0][mg_l] = qdd2;
+            mg_o_alpha[1][mg_l] = 0.0;
+            mg_o_alpha[2][mg_l] = 0.0;
+            mg_o_alpha[3][mg_l] = output_shaft_alphax;
+            mg_o_alpha[4][mg_l] = output_shaft_alphay;
+            mg_o_alpha[5][mg_l] = 0.0;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 12; ++mg_j) r[(mg_i + mg_l) * 12 + mg_j] = mg_o_r[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 12; ++mg_j) v[(mg_i + mg_l) * 12 + mg_j] = mg_o_v[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 12; ++mg_j) a[(mg_i + mg_l) * 12 + mg_j] = mg_o_a[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 18; ++mg_j) R[(mg_i + mg_l) * 18 + mg_j] = mg_o_R[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 6; ++mg_j) omega[(mg_i + mg_l) * 6 + mg_j] = mg_o_omega[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 6; ++mg_j) alpha[(mg_i + mg_l) * 6 + mg_j] = mg_o_alpha[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_hooke_shafts_kinematics(q + mg_i * 2, qd + mg_i * 2, qdd + mg_i * 2, r + mg_i * 12, v + mg_i * 12, a + mg_i * 12, R + mg_i * 18, omega + mg_i * 6, alpha + mg_i * 6);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
@@ -364,13 +799,30 @@ int mechgen_hooke_shafts_mass_matrix(const double *restrict q, double *restrict 
 
 int64_t mechgen_hooke_shafts_mass_matrix_batch(int64_t n, const double *q, double *M, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_hooke_shafts_mass_matrix(q + i * 2, M + i * 4);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_M[4][8];
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_o_M[0][mg_l] = 0.00040000000000000056;
+            mg_o_M[1][mg_l] = 0.0;
+            mg_o_M[2][mg_l] = 0.0;
+            mg_o_M[3][mg_l] = 0.0004;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 4; ++mg_j) M[(mg_i + mg_l) * 4 + mg_j] = mg_o_M[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_hooke_shafts_mass_matrix(q + mg_i * 2, M + mg_i * 4);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -425,13 +877,99 @@ int mechgen_hooke_shafts_bias(const double *restrict q, const double *restrict q
 
 int64_t mechgen_hooke_shafts_bias_batch(int64_t n, const double *q, const double *qd, const double *tau, double *b, double *gamma, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_hooke_shafts_bias(q + i * 2, qd + i * 2, tau + i * 2, b + i * 2, gamma + i * 4);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_b[2][8];
+        double mg_o_gamma[4][8];
+        double mg_w_qd1[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_omega1_y[8];
+        double mg_w_omega1_x[8];
+        double mg_w_tau1[8];
+        double mg_w_c2[8];
+        double mg_w_qd2[8];
+        double mg_w_s2[8];
+        double mg_w_tau2[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
+            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 2 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
+            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 2 + 1];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double qd1 = mg_w_qd1[mg_l];
+            const double omega1_x = (0.8660254037844386)*qd1;
+            const double omega1_y = (0.5)*qd1;
+            mg_w_omega1_x[mg_l] = omega1_x;
+            mg_w_omega1_y[mg_l] = omega1_y;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 2 + 0];
+            const double q2 = q[(mg_i + mg_l) * 2 + 1];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double omega1_y = mg_w_omega1_y[mg_l];
+            const double omega1_x = mg_w_omega1_x[mg_l];
+            const double tau1 = mg_w_tau1[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double tau2 = mg_w_tau2[mg_l];
+            const double cse0 = (0.43301270189221935)*s1;
+            const double beta1_00 = (0.25)*c1 - cse0;
+            const double cse1 = (0.43301270189221935)*c1;
+            const double beta1_01 = -cse1 + (0.75)*s1;
+            const double beta1_02 = -0.8660254037844386*c1 - 0.5*s1;
+            const double beta1_10 = -cse1 - 0.25*s1;
+            const double beta1_11 = (0.75)*c1 + cse0;
+            const double beta1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            const double a1_x = (9.81)*beta1_02;
+            const double a1_y = (9.81)*beta1_12;
+            const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
+            const double cross_f2_d_x = (1.0358521839084693e-17)*beta1_00 + (3.1364918806624406e-18)*beta1_10 - 0.3464101615137754;
+            const double cross_f2_d_y = (1.0358521839084693e-17)*beta1_01 + (3.1364918806624406e-18)*beta1_11 - 0.19999999999999998;
+            const double cross_f2_d_z = (1.0358521839084693e-17)*beta1_02 + (3.1364918806624406e-18)*beta1_12;
+            const double cross_f2_z_x = -0.8660254037844386*beta1_00 - 0.5*beta1_10;
+            const double cross_f2_z_y = -0.8660254037844386*beta1_01 - 0.5*beta1_11;
+            const double cross_f2_z_z = -0.8660254037844386*beta1_02 - 0.5*beta1_12;
+            const double cse2 = -cross_f2_d_x*omega1_y + cross_f2_d_y*omega1_x;
+            const double cross_f2_abias_x = cse2*omega1_y;
+            const double cross_f2_abias_y = -cse2*omega1_x;
+            const double cross_f2_abias_z = -cross_f2_d_z*omega1_x*omega1_x - cross_f2_d_z*omega1_y*omega1_y;
+            const double b1 = -N1_z + tau1;
+            const double cse3 = c2*qd2;
+            const double cse4 = cross_f2_z_z*s2;
+            mg_o_b[0][mg_l] = b1;
+            mg_o_b[1][mg_l] = tau2;
+            mg_o_gamma[0][mg_l] = -cross_f2_abias_x;
+            mg_o_gamma[1][mg_l] = -cross_f2_abias_y;
+            mg_o_gamma[2][mg_l] = -cross_f2_abias_z;
+            mg_o_gamma[3][mg_l] = -omega1_y*(-cross_f2_z_x*cse3 - cse4*omega1_y) - (omega1_x - qd2)*(-c2*(-cross_f2_z_x*omega1_y + cross_f2_z_y*omega1_x) + cross_f2_z_y*cse3 - cse4*omega1_x + cse4*qd2);
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 2; ++mg_j) b[(mg_i + mg_l) * 2 + mg_j] = mg_o_b[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 4; ++mg_j) gamma[(mg_i + mg_l) * 4 + mg_j] = mg_o_gamma[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_hooke_shafts_bias(q + mg_i * 2, qd + mg_i * 2, tau + mg_i * 2, b + mg_i * 2, gamma + mg_i * 4);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -532,13 +1070,149 @@ fail:
 
 int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_hooke_shafts_forward_dynamics(q + i * 2, qd + i * 2, tau + i * 2, qdd + i * 2, multipliers + i * 4, reaction + i * 6);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_qdd[2][8];
+        double mg_o_multipliers[4][8];
+        double mg_o_reaction[6][8];
+        double mg_w_qd1[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_omega1_y[8];
+        double mg_w_omega1_x[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_tau1[8];
+        double mg_w_qd2[8];
+        double mg_w_tau2[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
+            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 2 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
+            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 2 + 1];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double qd1 = mg_w_qd1[mg_l];
+            const double omega1_x = (0.8660254037844386)*qd1;
+            const double omega1_y = (0.5)*qd1;
+            mg_w_omega1_x[mg_l] = omega1_x;
+            mg_w_omega1_y[mg_l] = omega1_y;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 2 + 0];
+            const double q2 = q[(mg_i + mg_l) * 2 + 1];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double omega1_y = mg_w_omega1_y[mg_l];
+            const double omega1_x = mg_w_omega1_x[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double tau1 = mg_w_tau1[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double tau2 = mg_w_tau2[mg_l];
+            const double cse0 = (0.43301270189221935)*s1;
+            const double beta1_00 = (0.25)*c1 - cse0;
+            const double cse1 = (0.43301270189221935)*c1;
+            const double beta1_01 = -cse1 + (0.75)*s1;
+            const double beta1_02 = -0.8660254037844386*c1 - 0.5*s1;
+            const double beta1_10 = -cse1 - 0.25*s1;
+            const double beta1_11 = (0.75)*c1 + cse0;
+            const double beta1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            const double a1_x = (9.81)*beta1_02;
+            const double a1_y = (9.81)*beta1_12;
+            const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
+            const double cross_f2_d_x = (1.0358521839084693e-17)*beta1_00 + (3.1364918806624406e-18)*beta1_10 - 0.3464101615137754;
+            const double cross_f2_d_y = (1.0358521839084693e-17)*beta1_01 + (3.1364918806624406e-18)*beta1_11 - 0.19999999999999998;
+            const double cross_f2_d_z = (1.0358521839084693e-17)*beta1_02 + (3.1364918806624406e-18)*beta1_12;
+            const double cross_f2_z_x = -0.8660254037844386*beta1_00 - 0.5*beta1_10;
+            const double cross_f2_z_y = -0.8660254037844386*beta1_01 - 0.5*beta1_11;
+            const double cross_f2_z_z = -0.8660254037844386*beta1_02 - 0.5*beta1_12;
+            const double cross_f2_T1_x = (0.5)*cross_f2_d_z;
+            const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
+            const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
+            const double cse2 = -cross_f2_d_x*omega1_y + cross_f2_d_y*omega1_x;
+            const double cross_f2_abias_x = cse2*omega1_y;
+            const double cross_f2_abias_y = -cse2*omega1_x;
+            const double cross_f2_abias_z = -cross_f2_d_z*omega1_x*omega1_x - cross_f2_d_z*omega1_y*omega1_y;
+            const double cse3 = cross_f2_z_x*s2;
+            const double cse4 = c2*cross_f2_z_z;
+            const double cse5 = (0.8660254037844386)*cross_f2_z_y*s2 - 0.5*cse3 - 0.8660254037844386*cse4;
+            const double N1_1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y + cross_f2_T1_z*cross_f2_T1_z + cse5*cse5;
+            const double cse6 = -cross_f2_z_y*s2 + cse4;
+            const double X1_rhs1 = cse5*cse6;
+            const double cse7 = 0.9999999999999*N1_1;
+            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            const double invD1 = 1.0/N1_1;
+            const double X1_1 = X1_rhs1*invD1;
+            const double b1 = -N1_z + tau1;
+            const double cse8 = c2*qd2;
+            const double cse9 = cross_f2_z_z*s2;
+            const double qdd0_rhs1 = -cross_f2_T1_x*cross_f2_abias_x - cross_f2_T1_y*cross_f2_abias_y - cross_f2_T1_z*cross_f2_abias_z + cse5*(-omega1_y*(-cross_f2_z_x*cse8 - cse9*omega1_y) - (omega1_x - qd2)*(-c2*(-cross_f2_z_x*omega1_y + cross_f2_z_y*omega1_x) + cross_f2_z_y*cse8 - cse9*omega1_x + cse9*qd2));
+            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            const double qdd0_1 = invD1*qdd0_rhs1;
+            const double c1_2 = b1 - 0.00040000000000000056*qdd0_1;
+            const double MH1_1 = -0.00040000000000000056*X1_1;
+            const double Mr1_1 = -MH1_1*X1_1 + 0.0004;
+            const double br1 = -X1_1*c1_2 + tau2;
+            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            const double invD1_2 = 1.0/Mr1_1;
+            const double qdd_ind1 = br1*invD1_2;
+            const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            const double resD1 = -b1 + (0.00040000000000000056)*qdd_dep1;
+            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            const double lambda_z1 = invD1*resD1;
+            const double lambda1 = cross_f2_T1_x*lambda_z1;
+            const double lambda2 = cross_f2_T1_y*lambda_z1;
+            const double lambda3 = cross_f2_T1_z*lambda_z1;
+            const double lambda4 = cse5*lambda_z1;
+            const double cross_reaction_mx = -cse6*lambda4;
+            const double cross_reaction_my = -cse3*lambda4;
+            const double cross_reaction_mz = c2*cross_f2_z_x*lambda4;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
+            mg_o_qdd[1][mg_l] = qdd_ind1;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_multipliers[2][mg_l] = lambda3;
+            mg_o_multipliers[3][mg_l] = lambda4;
+            mg_o_reaction[0][mg_l] = lambda1;
+            mg_o_reaction[1][mg_l] = lambda2;
+            mg_o_reaction[2][mg_l] = lambda3;
+            mg_o_reaction[3][mg_l] = cross_reaction_mx;
+            mg_o_reaction[4][mg_l] = cross_reaction_my;
+            mg_o_reaction[5][mg_l] = cross_reaction_mz;
+            mg_st[mg_l] = mg_s;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 2; ++mg_j) qdd[(mg_i + mg_l) * 2 + mg_j] = mg_o_qdd[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = mg_o_multipliers[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+            if (mg_st[mg_l] != 0) {
+                mg_failed += 1;
+                for (int mg_j = 0; mg_j < 2; ++mg_j) qdd[(mg_i + mg_l) * 2 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = NAN;
+            }
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_hooke_shafts_forward_dynamics(q + mg_i * 2, qd + mg_i * 2, tau + mg_i * 2, qdd + mg_i * 2, multipliers + mg_i * 4, reaction + mg_i * 6);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
@@ -633,13 +1307,147 @@ fail:
 
 int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd_ind, double *tau_ind, double *qdd, double *multipliers, double *reaction, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_hooke_shafts_inverse_dynamics(q + i * 2, qd + i * 2, qdd_ind + i * 1, tau_ind + i * 1, qdd + i * 2, multipliers + i * 4, reaction + i * 6);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_tau_ind[1][8];
+        double mg_o_qdd[2][8];
+        double mg_o_multipliers[4][8];
+        double mg_o_reaction[6][8];
+        double mg_w_qd1[8];
+        double mg_w_qdd_ind1[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_omega1_y[8];
+        double mg_w_omega1_x[8];
+        double mg_w_s2[8];
+        double mg_w_c2[8];
+        double mg_w_qd2[8];
+        double mg_w_N2_x[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
+            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double qd1 = mg_w_qd1[mg_l];
+            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
+            const double omega1_x = (0.8660254037844386)*qd1;
+            const double omega1_y = (0.5)*qd1;
+            const double N2_x = (0.0004)*qdd_ind1;
+            mg_w_omega1_x[mg_l] = omega1_x;
+            mg_w_omega1_y[mg_l] = omega1_y;
+            mg_w_N2_x[mg_l] = N2_x;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 2 + 0];
+            const double q2 = q[(mg_i + mg_l) * 2 + 1];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double omega1_y = mg_w_omega1_y[mg_l];
+            const double omega1_x = mg_w_omega1_x[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
+            const double N2_x = mg_w_N2_x[mg_l];
+            const double cse0 = (0.43301270189221935)*s1;
+            const double tau1_00 = (0.25)*c1 - cse0;
+            const double cse1 = (0.43301270189221935)*c1;
+            const double tau1_01 = -cse1 + (0.75)*s1;
+            const double tau1_02 = -0.8660254037844386*c1 - 0.5*s1;
+            const double tau1_10 = -cse1 - 0.25*s1;
+            const double tau1_11 = (0.75)*c1 + cse0;
+            const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
+            const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
+            const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
+            const double cross_f2_z_x = -0.8660254037844386*tau1_00 - 0.5*tau1_10;
+            const double cross_f2_z_y = -0.8660254037844386*tau1_01 - 0.5*tau1_11;
+            const double cross_f2_z_z = -0.8660254037844386*tau1_02 - 0.5*tau1_12;
+            const double cross_f2_T1_x = (0.5)*cross_f2_d_z;
+            const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
+            const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
+            const double cse2 = -cross_f2_d_x*omega1_y + cross_f2_d_y*omega1_x;
+            const double cross_f2_abias_x = cse2*omega1_y;
+            const double cross_f2_abias_y = -cse2*omega1_x;
+            const double cross_f2_abias_z = -cross_f2_d_z*omega1_x*omega1_x - cross_f2_d_z*omega1_y*omega1_y;
+            const double cse3 = cross_f2_z_x*s2;
+            const double cse4 = c2*cross_f2_z_z;
+            const double cse5 = (0.8660254037844386)*cross_f2_z_y*s2 - 0.5*cse3 - 0.8660254037844386*cse4;
+            const double N1_1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y + cross_f2_T1_z*cross_f2_T1_z + cse5*cse5;
+            const double cse6 = -cross_f2_z_y*s2 + cse4;
+            const double X1_rhs1 = cse5*cse6;
+            const double cse7 = 0.9999999999999*N1_1;
+            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            const double invD1 = 1.0/N1_1;
+            const double X1_1 = X1_rhs1*invD1;
+            const double cse8 = c2*qd2;
+            const double cse9 = cross_f2_z_z*s2;
+            const double qdd0_rhs1 = -cross_f2_T1_x*cross_f2_abias_x - cross_f2_T1_y*cross_f2_abias_y - cross_f2_T1_z*cross_f2_abias_z + cse5*(-omega1_y*(-cross_f2_z_x*cse8 - cse9*omega1_y) - (omega1_x - qd2)*(-c2*(-cross_f2_z_x*omega1_y + cross_f2_z_y*omega1_x) + cross_f2_z_y*cse8 - cse9*omega1_x + cse9*qd2));
+            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            const double qdd0_1 = invD1*qdd0_rhs1;
+            const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            const double a1_x = (9.81)*tau1_02;
+            const double a1_y = (9.81)*tau1_12;
+            const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y + (0.00040000000000000056)*qdd_dep1;
+            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            const double lambda_z1 = N1_z*invD1;
+            const double lambda1 = cross_f2_T1_x*lambda_z1;
+            const double lambda2 = cross_f2_T1_y*lambda_z1;
+            const double lambda3 = cross_f2_T1_z*lambda_z1;
+            const double lambda4 = cse5*lambda_z1;
+            const double tau_ind1 = N2_x - cse6*lambda4;
+            const double cross_reaction_mx = -cse6*lambda4;
+            const double cross_reaction_my = -cse3*lambda4;
+            const double cross_reaction_mz = c2*cross_f2_z_x*lambda4;
+            mg_o_tau_ind[0][mg_l] = tau_ind1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
+            mg_o_qdd[1][mg_l] = qdd_ind1;
+            mg_o_multipliers[0][mg_l] = lambda1;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_multipliers[2][mg_l] = lambda3;
+            mg_o_multipliers[3][mg_l] = lambda4;
+            mg_o_reaction[0][mg_l] = lambda1;
+            mg_o_reaction[1][mg_l] = lambda2;
+            mg_o_reaction[2][mg_l] = lambda3;
+            mg_o_reaction[3][mg_l] = cross_reaction_mx;
+            mg_o_reaction[4][mg_l] = cross_reaction_my;
+            mg_o_reaction[5][mg_l] = cross_reaction_mz;
+            mg_st[mg_l] = mg_s;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 2; ++mg_j) qdd[(mg_i + mg_l) * 2 + mg_j] = mg_o_qdd[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = mg_o_multipliers[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+            if (mg_st[mg_l] != 0) {
+                mg_failed += 1;
+                for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 2; ++mg_j) qdd[(mg_i + mg_l) * 2 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = NAN;
+            }
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_hooke_shafts_inverse_dynamics(q + mg_i * 2, qd + mg_i * 2, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 2, multipliers + mg_i * 4, reaction + mg_i * 6);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
@@ -672,13 +1480,72 @@ int mechgen_hooke_shafts_energy(const double *restrict q, const double *restrict
 
 int64_t mechgen_hooke_shafts_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_hooke_shafts_energy(q + i * 2, qd + i * 2, T + i * 1, V + i * 1);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_T[1][8];
+        double mg_o_V[1][8];
+        double mg_w_qd1[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_omega1_x[8];
+        double mg_w_omega1_y[8];
+        double mg_w_omega_loc1_z[8];
+        double mg_w_qd2[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double qd1 = mg_w_qd1[mg_l];
+            const double omega1_x = (0.8660254037844386)*qd1;
+            const double omega1_y = (0.5)*qd1;
+            const double omega_loc1_z = (0.8660254037844386)*omega1_x + (0.5)*omega1_y;
+            mg_w_omega1_x[mg_l] = omega1_x;
+            mg_w_omega1_y[mg_l] = omega1_y;
+            mg_w_omega_loc1_z[mg_l] = omega_loc1_z;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 2 + 0];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double omega1_x = mg_w_omega1_x[mg_l];
+            const double omega1_y = mg_w_omega1_y[mg_l];
+            const double omega_loc1_z = mg_w_omega_loc1_z[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double cse0 = (0.43301270189221935)*s1;
+            const double tau1_00 = (0.25)*c1 - cse0;
+            const double cse1 = (0.43301270189221935)*c1;
+            const double tau1_01 = -cse1 + (0.75)*s1;
+            const double tau1_02 = -0.8660254037844386*c1 - 0.5*s1;
+            const double tau1_10 = -cse1 - 0.25*s1;
+            const double tau1_11 = (0.75)*c1 + cse0;
+            const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            const double omega_loc1_x = omega1_x*tau1_00 + omega1_y*tau1_01;
+            const double omega_loc1_y = omega1_x*tau1_10 + omega1_y*tau1_11;
+            mg_o_T[0][mg_l] = (0.5)*omega_loc1_x*((0.10686666666666665)*omega_loc1_x - 1.3134273192314947e-18*omega_loc1_y + (1.4847670332167236e-18)*omega_loc1_z) + (0.5)*omega_loc1_y*(-1.3134273192314947e-18*omega_loc1_x + (0.10686666666666665)*omega_loc1_y + (1.6228256825218455e-18)*omega_loc1_z) + (0.5)*omega_loc1_z*((1.4847670332167236e-18)*omega_loc1_x + (1.6228256825218455e-18)*omega_loc1_y + (0.00040000000000000056)*omega_loc1_z) + (0.0002)*qd2*qd2;
+            mg_o_V[0][mg_l] = (1.0161709924142084e-16)*tau1_02 + (3.0768985349298546e-17)*tau1_12;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_hooke_shafts_energy(q + mg_i * 2, qd + mg_i * 2, T + mg_i * 1, V + mg_i * 1);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
@@ -693,13 +1560,29 @@ int mechgen_hooke_shafts_springs(const double *restrict q, const double *restric
 
 int64_t mechgen_hooke_shafts_springs_batch(int64_t n, const double *q, const double *qd, double *state, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_hooke_shafts_springs(q + i * 2, qd + i * 2, state + i * 3);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_state[3][8];
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_o_state[0][mg_l] = 0.0;
+            mg_o_state[1][mg_l] = 0.0;
+            mg_o_state[2][mg_l] = 0.0;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_hooke_shafts_springs(q + mg_i * 2, qd + mg_i * 2, state + mg_i * 3);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -742,12 +1625,81 @@ int mechgen_hooke_shafts_violation(const double *restrict q, const double *restr
 
 int64_t mechgen_hooke_shafts_violation_batch(int64_t n, const double *q, const double *qd, double *position, double *velocity, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_hooke_shafts_violation(q + i * 2, qd + i * 2, position + i * 1, velocity + i * 1);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_position[1][8];
+        double mg_o_velocity[1][8];
+        double mg_w_qd1[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_cse3[8];
+        double mg_w_qd2[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double qd1 = mg_w_qd1[mg_l];
+            const double cse3 = qd1*qd1;
+            mg_w_cse3[mg_l] = cse3;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 2 + 0];
+            const double q2 = q[(mg_i + mg_l) * 2 + 1];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double cse3 = mg_w_cse3[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double cse0 = (0.43301270189221935)*s1;
+            const double tau1_00 = (0.25)*c1 - cse0;
+            const double cse1 = (0.43301270189221935)*c1;
+            const double tau1_01 = -cse1 + (0.75)*s1;
+            const double tau1_02 = -0.8660254037844386*c1 - 0.5*s1;
+            const double tau1_10 = -cse1 - 0.25*s1;
+            const double tau1_11 = (0.75)*c1 + cse0;
+            const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
+            const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
+            const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
+            const double cross_f2_o_x = cross_f2_d_x + 0.34641016151377546;
+            const double cross_f2_o_y = cross_f2_d_y + 0.2;
+            const double cross_f2_z_x = -0.8660254037844386*tau1_00 - 0.5*tau1_10;
+            const double cross_f2_z_y = -0.8660254037844386*tau1_01 - 0.5*tau1_11;
+            const double cross_f2_z_z = -0.8660254037844386*tau1_02 - 0.5*tau1_12;
+            const double cross_f2_T1_x = (0.5)*cross_f2_d_z;
+            const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
+            const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
+            const double cse2 = c2*cross_f2_z_z;
+            mg_o_position[0][mg_l] = sqrt(cross_f2_d_z*cross_f2_d_z + cross_f2_o_x*cross_f2_o_x + cross_f2_o_y*cross_f2_o_y + (c2*cross_f2_z_y + cross_f2_z_z*s2)*(c2*cross_f2_z_y + cross_f2_z_z*s2));
+            mg_o_velocity[0][mg_l] = sqrt(cross_f2_T1_x*cross_f2_T1_x*cse3 + cross_f2_T1_y*cross_f2_T1_y*cse3 + cross_f2_T1_z*cross_f2_T1_z*cse3 + (qd1*(-0.5*cross_f2_z_x*s2 + (0.8660254037844386)*cross_f2_z_y*s2 - 0.8660254037844386*cse2) + qd2*(-cross_f2_z_y*s2 + cse2))*(qd1*(-0.5*cross_f2_z_x*s2 + (0.8660254037844386)*cross_f2_z_y*s2 - 0.8660254037844386*cse2) + qd2*(-cross_f2_z_y*s2 + cse2)));
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_hooke_shafts_violation(q + mg_i * 2, qd + mg_i * 2, position + mg_i * 1, velocity + mg_i * 1);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 

@@ -51,13 +51,80 @@ int mechgen_swash_plate_closure(const double *restrict q, double *restrict phi, 
 
 int64_t mechgen_swash_plate_closure_batch(int64_t n, const double *q, double *phi, double *G, double *orientation, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_swash_plate_closure(q + i * 3, phi + i * 2, G + i * 6, orientation + i * 1);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_phi[2][8];
+        double mg_o_G[6][8];
+        double mg_o_orientation[1][8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_c1[8];
+        double mg_w_s1[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 3 + 0];
+            const double q2 = q[(mg_i + mg_l) * 3 + 1];
+            const double q3 = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+            mg_w_c3[mg_l] = cos(q3);
+            mg_w_s3[mg_l] = sin(q3);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double c2 = mg_w_c2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double theta_J3_00 = (0.9659258262890683)*c2;
+            const double theta_J3_01 = (0.9659258262890683)*s2;
+            const double theta_J3_20 = (0.25881904510252074)*c2;
+            const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double tau3_00 = c3*theta_J3_00 - s2*s3;
+            const double tau3_01 = c2*s3 + c3*theta_J3_01;
+            const double tau3_02 = -0.25881904510252074*c3;
+            const double tau3_11 = c2*c3 - s3*theta_J3_01;
+            const double tau3_12 = (0.25881904510252074)*s3;
+            const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
+            const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
+            const double trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
+            const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
+            const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
+            const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
+            const double cse0 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
+            const double cse1 = s1*theta_J3_21;
+            const double cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
+            mg_o_phi[0][mg_l] = c1*trunnion_f1_x_y + s1*trunnion_f1_x_z;
+            mg_o_phi[1][mg_l] = c1*trunnion_f1_y_y + s1*trunnion_f1_y_z;
+            mg_o_G[0][mg_l] = cse0;
+            mg_o_G[1][mg_l] = c1*trunnion_f1_x_x;
+            mg_o_G[2][mg_l] = (0.9659258262890683)*c1*trunnion_f1_x_x - cse0*theta_J3_20 - cse1*trunnion_f1_x_x;
+            mg_o_G[3][mg_l] = cse2;
+            mg_o_G[4][mg_l] = c1*trunnion_f1_y_x;
+            mg_o_G[5][mg_l] = (0.9659258262890683)*c1*trunnion_f1_y_x - cse1*trunnion_f1_y_x - cse2*theta_J3_20;
+            mg_o_orientation[0][mg_l] = c1*tau3_11 + s1*tau3_12;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 2; ++mg_j) phi[(mg_i + mg_l) * 2 + mg_j] = mg_o_phi[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 6; ++mg_j) G[(mg_i + mg_l) * 6 + mg_j] = mg_o_G[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_swash_plate_closure(q + mg_i * 3, phi + mg_i * 2, G + mg_i * 6, orientation + mg_i * 1);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* newton_step: One Newton step of the loop closure on the dependent coordinates (independent ones held):
@@ -125,13 +192,113 @@ fail:
 
 int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double *q_next, double *error, double *branch, double *orientation, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_swash_plate_newton_step(q + i * 3, q_next + i * 3, error + i * 1, branch + i * 1, orientation + i * 1);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_q_next[3][8];
+        double mg_o_error[1][8];
+        double mg_o_branch[1][8];
+        double mg_o_orientation[1][8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_c1[8];
+        double mg_w_s1[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 3 + 0];
+            const double q2 = q[(mg_i + mg_l) * 3 + 1];
+            const double q3 = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+            mg_w_c3[mg_l] = cos(q3);
+            mg_w_s3[mg_l] = sin(q3);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double theta_J3_00 = (0.9659258262890683)*c2;
+            const double theta_J3_01 = (0.9659258262890683)*s2;
+            const double theta_J3_20 = (0.25881904510252074)*c2;
+            const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double tau3_00 = c3*theta_J3_00 - s2*s3;
+            const double tau3_01 = c2*s3 + c3*theta_J3_01;
+            const double tau3_02 = -0.25881904510252074*c3;
+            const double tau3_11 = c2*c3 - s3*theta_J3_01;
+            const double tau3_12 = (0.25881904510252074)*s3;
+            const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
+            const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
+            const double trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
+            const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
+            const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
+            const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
+            const double cse0 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
+            mg_s = (mg_s == 0 && !isgreater(cse0*cse0 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            const double lu_inv1 = 1.0/cse0;
+            const double cse1 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
+            const double lu_f11 = cse1*lu_inv1;
+            const double cse2 = s1*theta_J3_21;
+            const double cse3 = (0.9659258262890683)*c1*trunnion_f1_y_x - cse0*theta_J3_20 - cse2*trunnion_f1_y_x;
+            const double lu_u12 = (0.9659258262890683)*c1*trunnion_f1_x_x - cse1*theta_J3_20 - cse2*trunnion_f1_x_x - cse3*lu_f11;
+            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            const double lu_inv2 = 1.0/lu_u12;
+            const double cse4 = c1*trunnion_f1_x_y + s1*trunnion_f1_x_z;
+            const double cse5 = c1*trunnion_f1_y_y + s1*trunnion_f1_y_z;
+            const double err = sqrt(cse4*cse4 + cse5*cse5);
+            const double dq_e1 = -cse4 + cse5*lu_f11;
+            const double dq2 = dq_e1*lu_inv2;
+            const double dq1 = lu_inv1*(-cse3*dq2 - cse5);
+            const double det_GD = -cse0*lu_u12;
+            mg_o_q_next[0][mg_l] = dq1 + q1;
+            mg_o_q_next[1][mg_l] = q2;
+            mg_o_q_next[2][mg_l] = dq2 + q3;
+            mg_o_error[0][mg_l] = err;
+            mg_o_branch[0][mg_l] = det_GD;
+            mg_o_orientation[0][mg_l] = c1*tau3_11 + s1*tau3_12;
+            mg_st[mg_l] = mg_s;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 3; ++mg_j) q_next[(mg_i + mg_l) * 3 + mg_j] = mg_o_q_next[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+            if (mg_st[mg_l] != 0) {
+                mg_failed += 1;
+                for (int mg_j = 0; mg_j < 3; ++mg_j) q_next[(mg_i + mg_l) * 3 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = NAN;
+            }
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_swash_plate_newton_step(q + mg_i * 3, q_next + mg_i * 3, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 1);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* velocity: Dependent rates from the independent ones (G_KD qd_D = -G_KI qd_I) and the transmission
@@ -193,13 +360,97 @@ fail:
 
 int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const double *qd_ind, double *qd, double *H, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_swash_plate_velocity(q + i * 3, qd_ind + i * 1, qd + i * 3, H + i * 3);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_qd[3][8];
+        double mg_o_H[3][8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_c1[8];
+        double mg_w_s1[8];
+        double mg_w_qd_ind1[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 3 + 0];
+            const double q2 = q[(mg_i + mg_l) * 3 + 1];
+            const double q3 = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+            mg_w_c3[mg_l] = cos(q3);
+            mg_w_s3[mg_l] = sin(q3);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            const double theta_J3_00 = (0.9659258262890683)*c2;
+            const double theta_J3_01 = (0.9659258262890683)*s2;
+            const double theta_J3_20 = (0.25881904510252074)*c2;
+            const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double tau3_00 = c3*theta_J3_00 - s2*s3;
+            const double tau3_01 = c2*s3 + c3*theta_J3_01;
+            const double tau3_02 = -0.25881904510252074*c3;
+            const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
+            const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
+            const double trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
+            const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
+            const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
+            const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
+            const double cse0 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
+            mg_s = (mg_s == 0 && !isgreater(cse0*cse0 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            const double lu_inv1 = 1.0/cse0;
+            const double cse1 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
+            const double lu_f11 = cse1*lu_inv1;
+            const double cse2 = s1*theta_J3_21;
+            const double cse3 = (0.9659258262890683)*c1*trunnion_f1_y_x - cse0*theta_J3_20 - cse2*trunnion_f1_y_x;
+            const double lu_u12 = (0.9659258262890683)*c1*trunnion_f1_x_x - cse1*theta_J3_20 - cse2*trunnion_f1_x_x - cse3*lu_f11;
+            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            const double lu_inv2 = 1.0/lu_u12;
+            const double X1__e1 = -c1*lu_f11*trunnion_f1_y_x + c1*trunnion_f1_x_x;
+            const double X1_2 = X1__e1*lu_inv2;
+            const double X1_1 = lu_inv1*(-X1_2*cse3 + c1*trunnion_f1_y_x);
+            const double qd_dep1 = -X1_1*qd_ind1;
+            const double qd_dep2 = -X1_2*qd_ind1;
+            mg_o_qd[0][mg_l] = qd_dep1;
+            mg_o_qd[1][mg_l] = qd_ind1;
+            mg_o_qd[2][mg_l] = qd_dep2;
+            mg_o_H[0][mg_l] = -X1_1;
+            mg_o_H[1][mg_l] = 1.0;
+            mg_o_H[2][mg_l] = -X1_2;
+            mg_st[mg_l] = mg_s;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 3; ++mg_j) qd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qd[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 3; ++mg_j) H[(mg_i + mg_l) * 3 + mg_j] = mg_o_H[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+            if (mg_st[mg_l] != 0) {
+                mg_failed += 1;
+                for (int mg_j = 0; mg_j < 3; ++mg_j) qd[(mg_i + mg_l) * 3 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 3; ++mg_j) H[(mg_i + mg_l) * 3 + mg_j] = NAN;
+            }
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_swash_plate_velocity(q + mg_i * 3, qd_ind + mg_i * 1, qd + mg_i * 3, H + mg_i * 3);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* kinematics: Positions, velocities and accelerations of the named points and the bodies' centres of mass;
@@ -378,13 +629,247 @@ int mechgen_swash_plate_kinematics(const double *restrict q, const double *restr
 
 int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *r, double *v, double *a, double *R, double *omega, double *alpha, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_swash_plate_kinematics(q + i * 3, qd + i * 3, qdd + i * 3, r + i * 15, v + i * 15, a + i * 15, R + i * 27, omega + i * 9, alpha + i * 9);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_r[15][8];
+        double mg_o_v[15][8];
+        double mg_o_a[15][8];
+        double mg_o_R[27][8];
+        double mg_o_omega[9][8];
+        double mg_o_alpha[9][8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_qd1[8];
+        double mg_w_qdd2[8];
+        double mg_w_qdd3[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_s1[8];
+        double mg_w_c1[8];
+        double mg_w_cse2[8];
+        double mg_w_qdd1[8];
+        double mg_w_omega3_z[8];
+        double mg_w_plate_alphaz[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 3 + 1];
+            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 3 + 0];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double qdd2 = mg_w_qdd2[mg_l];
+            const double qdd3 = mg_w_qdd3[mg_l];
+            const double omega3_z = qd2 + (0.9659258262890683)*qd3;
+            const double cse2 = qd1*qd1;
+            const double plate_alphaz = qdd2 + (0.9659258262890683)*qdd3;
+            mg_w_omega3_z[mg_l] = omega3_z;
+            mg_w_cse2[mg_l] = cse2;
+            mg_w_plate_alphaz[mg_l] = plate_alphaz;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 3 + 0];
+            const double q2 = q[(mg_i + mg_l) * 3 + 1];
+            const double q3 = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+            mg_w_c3[mg_l] = cos(q3);
+            mg_w_s3[mg_l] = sin(q3);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double c2 = mg_w_c2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double cse2 = mg_w_cse2[mg_l];
+            const double qdd1 = mg_w_qdd1[mg_l];
+            const double omega3_z = mg_w_omega3_z[mg_l];
+            const double qdd3 = mg_w_qdd3[mg_l];
+            const double qdd2 = mg_w_qdd2[mg_l];
+            const double plate_alphaz = mg_w_plate_alphaz[mg_l];
+            const double theta_J3_00 = (0.9659258262890683)*c2;
+            const double theta_J3_01 = (0.9659258262890683)*s2;
+            const double theta_J3_20 = (0.25881904510252074)*c2;
+            const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double tau3_00 = c3*theta_J3_00 - s2*s3;
+            const double tau3_01 = c2*s3 + c3*theta_J3_01;
+            const double tau3_02 = -0.25881904510252074*c3;
+            const double tau3_10 = -c3*s2 - s3*theta_J3_00;
+            const double tau3_11 = c2*c3 - s3*theta_J3_01;
+            const double tau3_12 = (0.25881904510252074)*s3;
+            const double cse0 = qd3*theta_J3_20;
+            const double omega3_x = cse0;
+            const double cse1 = qd3*theta_J3_21;
+            const double omega3_y = cse1;
+            const double eps3_x = -cse1*qd2;
+            const double eps3_y = cse0*qd2;
+            const double lever_tip_d_y = (0.18)*s1;
+            const double lever_tip_d_z = -0.18*c1;
+            const double lever_tip_v_y = -lever_tip_d_z*qd1;
+            const double lever_tip_v_z = lever_tip_d_y*qd1;
+            const double lever_tip_abias_y = -cse2*lever_tip_d_y;
+            const double lever_tip_abias_z = -cse2*lever_tip_d_z;
+            const double lever_tip_ay = lever_tip_abias_y - lever_tip_d_z*qdd1;
+            const double lever_tip_az = lever_tip_abias_z + lever_tip_d_y*qdd1;
+            const double plate_rim_d_x = (0.12000000000000001)*tau3_00 - 3.638575276916199e-18*theta_J3_20;
+            const double plate_rim_d_y = (0.12000000000000001)*tau3_01 - 3.638575276916199e-18*theta_J3_21;
+            const double plate_rim_d_z = (0.12000000000000001)*tau3_02 - 3.514593830870255e-18;
+            const double plate_rim_T3_x = -0.9659258262890683*plate_rim_d_y + plate_rim_d_z*theta_J3_21;
+            const double plate_rim_T3_y = (0.9659258262890683)*plate_rim_d_x - plate_rim_d_z*theta_J3_20;
+            const double plate_rim_T3_z = -plate_rim_d_x*theta_J3_21 + plate_rim_d_y*theta_J3_20;
+            const double cse3 = omega3_y*plate_rim_d_z - omega3_z*plate_rim_d_y;
+            const double plate_rim_v_x = cse3;
+            const double cse4 = -omega3_x*plate_rim_d_z + omega3_z*plate_rim_d_x;
+            const double plate_rim_v_y = cse4;
+            const double cse5 = omega3_x*plate_rim_d_y - omega3_y*plate_rim_d_x;
+            const double plate_rim_v_z = cse5;
+            const double plate_rim_abias_x = -cse4*omega3_z + cse5*omega3_y + eps3_y*plate_rim_d_z;
+            const double plate_rim_abias_y = cse3*omega3_z - cse5*omega3_x - eps3_x*plate_rim_d_z;
+            const double plate_rim_abias_z = -cse3*omega3_y + cse4*omega3_x + eps3_x*plate_rim_d_y - eps3_y*plate_rim_d_x;
+            const double plate_rim_ax = plate_rim_T3_x*qdd3 + plate_rim_abias_x - plate_rim_d_y*qdd2;
+            const double plate_rim_ay = plate_rim_T3_y*qdd3 + plate_rim_abias_y + plate_rim_d_x*qdd2;
+            const double plate_rim_az = plate_rim_T3_z*qdd3 + plate_rim_abias_z;
+            const double yoke_d_y = (0.0225)*s1;
+            const double yoke_d_z = -0.0225*c1;
+            const double yoke_v_y = -qd1*yoke_d_z;
+            const double yoke_v_z = qd1*yoke_d_y;
+            const double yoke_abias_y = -cse2*yoke_d_y;
+            const double yoke_abias_z = -cse2*yoke_d_z;
+            const double yoke_ay = -qdd1*yoke_d_z + yoke_abias_y;
+            const double yoke_az = qdd1*yoke_d_y + yoke_abias_z;
+            const double plate_R00 = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
+            const double plate_R02 = -0.25881904510252074*tau3_00 + (0.9659258262890683)*theta_J3_20;
+            const double plate_R10 = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
+            const double plate_R12 = -0.25881904510252074*tau3_01 + (0.9659258262890683)*theta_J3_21;
+            const double plate_R20 = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
+            const double plate_R22 = 0.9330127018922194 - 0.25881904510252074*tau3_02;
+            const double plate_alphax = eps3_x + qdd3*theta_J3_20;
+            const double plate_alphay = eps3_y + qdd3*theta_J3_21;
+            mg_o_r[0][mg_l] = 0.2;
+            mg_o_r[1][mg_l] = lever_tip_d_y;
+            mg_o_r[2][mg_l] = lever_tip_d_z;
+            mg_o_r[3][mg_l] = plate_rim_d_x;
+            mg_o_r[4][mg_l] = plate_rim_d_y;
+            mg_o_r[5][mg_l] = plate_rim_d_z;
+            mg_o_r[6][mg_l] = 0.0;
+            mg_o_r[7][mg_l] = 0.0;
+            mg_o_r[8][mg_l] = -0.15;
+            mg_o_r[9][mg_l] = 0.0;
+            mg_o_r[10][mg_l] = 0.0;
+            mg_o_r[11][mg_l] = 0.0;
+            mg_o_r[12][mg_l] = 0.125;
+            mg_o_r[13][mg_l] = yoke_d_y;
+            mg_o_r[14][mg_l] = yoke_d_z;
+            mg_o_v[0][mg_l] = 0.0;
+            mg_o_v[1][mg_l] = lever_tip_v_y;
+            mg_o_v[2][mg_l] = lever_tip_v_z;
+            mg_o_v[3][mg_l] = plate_rim_v_x;
+            mg_o_v[4][mg_l] = plate_rim_v_y;
+            mg_o_v[5][mg_l] = plate_rim_v_z;
+            mg_o_v[6][mg_l] = 0.0;
+            mg_o_v[7][mg_l] = 0.0;
+            mg_o_v[8][mg_l] = 0.0;
+            mg_o_v[9][mg_l] = 0.0;
+            mg_o_v[10][mg_l] = 0.0;
+            mg_o_v[11][mg_l] = 0.0;
+            mg_o_v[12][mg_l] = 0.0;
+            mg_o_v[13][mg_l] = yoke_v_y;
+            mg_o_v[14][mg_l] = yoke_v_z;
+            mg_o_a[0][mg_l] = 0.0;
+            mg_o_a[1][mg_l] = lever_tip_ay;
+            mg_o_a[2][mg_l] = lever_tip_az;
+            mg_o_a[3][mg_l] = plate_rim_ax;
+            mg_o_a[4][mg_l] = plate_rim_ay;
+            mg_o_a[5][mg_l] = plate_rim_az;
+            mg_o_a[6][mg_l] = 0.0;
+            mg_o_a[7][mg_l] = 0.0;
+            mg_o_a[8][mg_l] = 0.0;
+            mg_o_a[9][mg_l] = 0.0;
+            mg_o_a[10][mg_l] = 0.0;
+            mg_o_a[11][mg_l] = 0.0;
+            mg_o_a[12][mg_l] = 0.0;
+            mg_o_a[13][mg_l] = yoke_ay;
+            mg_o_a[14][mg_l] = yoke_az;
+            mg_o_R[0][mg_l] = c2;
+            mg_o_R[1][mg_l] = -s2;
+            mg_o_R[2][mg_l] = 0.0;
+            mg_o_R[3][mg_l] = s2;
+            mg_o_R[4][mg_l] = c2;
+            mg_o_R[5][mg_l] = 0.0;
+            mg_o_R[6][mg_l] = 0.0;
+            mg_o_R[7][mg_l] = 0.0;
+            mg_o_R[8][mg_l] = 1.0;
+            mg_o_R[9][mg_l] = plate_R00;
+            mg_o_R[10][mg_l] = tau3_10;
+            mg_o_R[11][mg_l] = plate_R02;
+            mg_o_R[12][mg_l] = plate_R10;
+            mg_o_R[13][mg_l] = tau3_11;
+            mg_o_R[14][mg_l] = plate_R12;
+            mg_o_R[15][mg_l] = plate_R20;
+            mg_o_R[16][mg_l] = tau3_12;
+            mg_o_R[17][mg_l] = plate_R22;
+            mg_o_R[18][mg_l] = 1.0;
+            mg_o_R[19][mg_l] = 0.0;
+            mg_o_R[20][mg_l] = 0.0;
+            mg_o_R[21][mg_l] = 0.0;
+            mg_o_R[22][mg_l] = c1;
+            mg_o_R[23][mg_l] = -s1;
+            mg_o_R[24][mg_l] = 0.0;
+            mg_o_R[25][mg_l] = s1;
+            mg_o_R[26][mg_l] = c1;
+            mg_o_omega[0][mg_l] = 0.0;
+            mg_o_omega[1][mg_l] = 0.0;
+            mg_o_omega[2][mg_l] = qd2;
+            mg_o_omega[3][mg_l] = omega3_x;
+            mg_o_omega[4][mg_l] = omega3_y;
+            mg_o_omega[5][mg_l] = omega3_z;
+            mg_o_omega[6][mg_l] = qd1;
+            mg_o_omega[7][mg_l] = 0.0;
+            mg_o_omega[8][mg_l] = 0.0;
+            mg_o_alpha[0][mg_l] = 0.0;
+            mg_o_alpha[1][mg_l] = 0.0;
+            mg_o_alpha[2][mg_l] = qdd2;
+            mg_o_alpha[3][mg_l] = plate_alphax;
+            mg_o_alpha[4][mg_l] = plate_alphay;
+            mg_o_alpha[5][mg_l] = plate_alphaz;
+            mg_o_alpha[6][mg_l] = qdd1;
+            mg_o_alpha[7][mg_l] = 0.0;
+            mg_o_alpha[8][mg_l] = 0.0;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 15; ++mg_j) r[(mg_i + mg_l) * 15 + mg_j] = mg_o_r[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 15; ++mg_j) v[(mg_i + mg_l) * 15 + mg_j] = mg_o_v[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 15; ++mg_j) a[(mg_i + mg_l) * 15 + mg_j] = mg_o_a[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 27; ++mg_j) R[(mg_i + mg_l) * 27 + mg_j] = mg_o_R[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 9; ++mg_j) omega[(mg_i + mg_l) * 9 + mg_j] = mg_o_omega[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 9; ++mg_j) alpha[(mg_i + mg_l) * 9 + mg_j] = mg_o_alpha[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_swash_plate_kinematics(q + mg_i * 3, qd + mg_i * 3, qdd + mg_i * 3, r + mg_i * 15, v + mg_i * 15, a + mg_i * 15, R + mg_i * 27, omega + mg_i * 9, alpha + mg_i * 9);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* mass_matrix: Mass matrix M(q) of the spanning tree (composite-body algorithm; the cut joints removed).
@@ -410,13 +895,45 @@ int mechgen_swash_plate_mass_matrix(const double *restrict q, double *restrict M
 
 int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double *M, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_swash_plate_mass_matrix(q + i * 3, M + i * 9);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_M[9][8];
+        double mg_w_c3[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q3 = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_c3[mg_l] = cos(q3);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double c3 = mg_w_c3[mg_l];
+            const double beta3_02 = -0.25881904510252074*c3;
+            const double IJ3_02 = (2.1539120601574185e-19)*c3;
+            const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
+            const double Nm3_2_z = (2.1539120601574185e-19)*beta3_02 + 0.017386664873203228;
+            mg_o_M[0][mg_l] = 0.004573333333333333;
+            mg_o_M[1][mg_l] = 0.0;
+            mg_o_M[2][mg_l] = 0.0;
+            mg_o_M[3][mg_l] = 0.0;
+            mg_o_M[4][mg_l] = Ic2_22;
+            mg_o_M[5][mg_l] = Nm3_2_z;
+            mg_o_M[6][mg_l] = 0.0;
+            mg_o_M[7][mg_l] = Nm3_2_z;
+            mg_o_M[8][mg_l] = 0.018;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 9; ++mg_j) M[(mg_i + mg_l) * 9 + mg_j] = mg_o_M[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_swash_plate_mass_matrix(q + mg_i * 3, M + mg_i * 9);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* bias: The tree's generalised forces b = tau + Q_springs_dampers - h(q, qd) (so M qdd = b + G^T
@@ -497,13 +1014,137 @@ int mechgen_swash_plate_bias(const double *restrict q, const double *restrict qd
 
 int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double *qd, const double *tau, double *b, double *gamma, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_swash_plate_bias(q + i * 3, qd + i * 3, tau + i * 3, b + i * 3, gamma + i * 2);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_b[3][8];
+        double mg_o_gamma[2][8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_s1[8];
+        double mg_w_omega3_z[8];
+        double mg_w_oo3_zz[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_tau1[8];
+        double mg_w_tau2[8];
+        double mg_w_tau3[8];
+        double mg_w_omega3_z_2[8];
+        double mg_w_qd1[8];
+        double mg_w_c1[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 3 + 0];
+            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 3 + 1];
+            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double omega_p3_z = (0.9659258262890683)*qd2;
+            const double omega3_z = omega_p3_z + qd3;
+            const double oo3_zz = omega3_z*omega3_z;
+            const double omega3_z_2 = qd2 + (0.9659258262890683)*qd3;
+            mg_w_omega3_z[mg_l] = omega3_z;
+            mg_w_oo3_zz[mg_l] = oo3_zz;
+            mg_w_omega3_z_2[mg_l] = omega3_z_2;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 3 + 0];
+            const double q2 = q[(mg_i + mg_l) * 3 + 1];
+            const double q3 = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+            mg_w_c3[mg_l] = cos(q3);
+            mg_w_s3[mg_l] = sin(q3);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double omega3_z = mg_w_omega3_z[mg_l];
+            const double oo3_zz = mg_w_oo3_zz[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double tau1 = mg_w_tau1[mg_l];
+            const double tau2 = mg_w_tau2[mg_l];
+            const double tau3 = mg_w_tau3[mg_l];
+            const double omega3_z_2 = mg_w_omega3_z_2[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double beta3_02 = -0.25881904510252074*c3;
+            const double beta3_12 = (0.25881904510252074)*s3;
+            const double a1_y = (9.81)*s1;
+            const double omega_p3_x = beta3_02*qd2;
+            const double omega_p3_y = beta3_12*qd2;
+            const double epsd3_x = omega_p3_y*qd3;
+            const double epsd3_y = -omega_p3_x*qd3;
+            const double oo3_xx = omega_p3_x*omega_p3_x;
+            const double oo3_xy = omega_p3_x*omega_p3_y;
+            const double oo3_xz = omega3_z*omega_p3_x;
+            const double oo3_yz = omega3_z*omega_p3_y;
+            const double N3_x = (0.009130208333333334)*epsd3_x + (2.1539120601574185e-19)*oo3_xy + (0.008869791666666665)*oo3_yz;
+            const double N3_y = (0.009130208333333334)*epsd3_y - 2.1539120601574185e-19*oo3_xx - 0.008869791666666665*oo3_xz + (2.1539120601574185e-19)*oo3_zz;
+            const double N3_z = (2.1539120601574185e-19)*epsd3_x - 2.1539120601574185e-19*oo3_yz;
+            const double N2_z = N3_x*beta3_02 + N3_y*beta3_12 + (0.9659258262890683)*N3_z;
+            const double N1_x = (0.036)*a1_y;
+            const double theta_J3_00 = (0.9659258262890683)*c2;
+            const double theta_J3_01 = (0.9659258262890683)*s2;
+            const double theta_J3_20 = (0.25881904510252074)*c2;
+            const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double tau3_00 = c3*theta_J3_00 - s2*s3;
+            const double tau3_01 = c2*s3 + c3*theta_J3_01;
+            const double cse0 = qd3*theta_J3_20;
+            const double omega3_x = cse0;
+            const double cse1 = qd3*theta_J3_21;
+            const double omega3_y = cse1;
+            const double eps3_x = -cse1*qd2;
+            const double eps3_y = cse0*qd2;
+            const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
+            const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
+            const double trunnion_f1_x_z = (0.9659258262890683)*beta3_02 + 0.24999999999999997;
+            const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
+            const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
+            const double trunnion_f1_y_z = (0.25881904510252074)*beta3_02 - 0.9330127018922194;
+            const double b1 = -N1_x + tau1;
+            const double b2 = -N2_z + tau2;
+            const double b3 = -N3_z + tau3;
+            const double cse2 = omega3_y*trunnion_f1_x_z - omega3_z_2*trunnion_f1_x_y;
+            const double cse3 = -omega3_x + qd1;
+            const double cse4 = c1*qd1;
+            const double cse5 = qd1*s1;
+            const double cse6 = eps3_y*s1;
+            const double cse7 = omega3_y*trunnion_f1_y_z - omega3_z_2*trunnion_f1_y_y;
+            mg_o_b[0][mg_l] = b1;
+            mg_o_b[1][mg_l] = b2;
+            mg_o_b[2][mg_l] = b3;
+            mg_o_gamma[0][mg_l] = -cse3*(c1*(omega3_x*trunnion_f1_x_y - omega3_y*trunnion_f1_x_x) - cse4*trunnion_f1_x_y - cse5*trunnion_f1_x_z - s1*(-omega3_x*trunnion_f1_x_z + omega3_z_2*trunnion_f1_x_x)) + cse6*trunnion_f1_x_x + eps3_x*(c1*trunnion_f1_x_z - s1*trunnion_f1_x_y) + omega3_y*(c1*qd1*trunnion_f1_x_x + cse2*s1) + omega3_z_2*(-c1*cse2 + qd1*s1*trunnion_f1_x_x);
+            mg_o_gamma[1][mg_l] = -cse3*(c1*(omega3_x*trunnion_f1_y_y - omega3_y*trunnion_f1_y_x) - cse4*trunnion_f1_y_y - cse5*trunnion_f1_y_z - s1*(-omega3_x*trunnion_f1_y_z + omega3_z_2*trunnion_f1_y_x)) + cse6*trunnion_f1_y_x + eps3_x*(c1*trunnion_f1_y_z - s1*trunnion_f1_y_y) + omega3_y*(cse4*trunnion_f1_y_x + cse7*s1) + omega3_z_2*(-c1*cse7 + qd1*s1*trunnion_f1_y_x);
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 3; ++mg_j) b[(mg_i + mg_l) * 3 + mg_j] = mg_o_b[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 2; ++mg_j) gamma[(mg_i + mg_l) * 2 + mg_j] = mg_o_gamma[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_swash_plate_bias(q + mg_i * 3, qd + mg_i * 3, tau + mg_i * 3, b + mg_i * 3, gamma + mg_i * 2);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* forward_dynamics: Joint accelerations from the reduced equations (H^T M H) qdd_I = H^T (Q - h - M qdd_0), the
@@ -639,13 +1280,196 @@ fail:
 
 int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *tau, double *qdd, double *multipliers, double *reaction, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_swash_plate_forward_dynamics(q + i * 3, qd + i * 3, tau + i * 3, qdd + i * 3, multipliers + i * 2, reaction + i * 6);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_qdd[3][8];
+        double mg_o_multipliers[2][8];
+        double mg_o_reaction[6][8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_s1[8];
+        double mg_w_omega3_z[8];
+        double mg_w_oo3_zz[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_c1[8];
+        double mg_w_tau1[8];
+        double mg_w_tau2[8];
+        double mg_w_tau3[8];
+        double mg_w_omega3_z_2[8];
+        double mg_w_qd1[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+            mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 3 + 0];
+            mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 3 + 1];
+            mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double omega_p3_z = (0.9659258262890683)*qd2;
+            const double omega3_z = omega_p3_z + qd3;
+            const double oo3_zz = omega3_z*omega3_z;
+            const double omega3_z_2 = qd2 + (0.9659258262890683)*qd3;
+            mg_w_omega3_z[mg_l] = omega3_z;
+            mg_w_oo3_zz[mg_l] = oo3_zz;
+            mg_w_omega3_z_2[mg_l] = omega3_z_2;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 3 + 0];
+            const double q2 = q[(mg_i + mg_l) * 3 + 1];
+            const double q3 = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+            mg_w_c3[mg_l] = cos(q3);
+            mg_w_s3[mg_l] = sin(q3);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double omega3_z = mg_w_omega3_z[mg_l];
+            const double oo3_zz = mg_w_oo3_zz[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double tau1 = mg_w_tau1[mg_l];
+            const double tau2 = mg_w_tau2[mg_l];
+            const double tau3 = mg_w_tau3[mg_l];
+            const double omega3_z_2 = mg_w_omega3_z_2[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double beta3_02 = -0.25881904510252074*c3;
+            const double beta3_12 = (0.25881904510252074)*s3;
+            const double IJ3_02 = (2.1539120601574185e-19)*c3;
+            const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
+            const double Nm3_2_z = (2.1539120601574185e-19)*beta3_02 + 0.017386664873203228;
+            const double a1_y = (9.81)*s1;
+            const double omega_p3_x = beta3_02*qd2;
+            const double omega_p3_y = beta3_12*qd2;
+            const double epsd3_x = omega_p3_y*qd3;
+            const double epsd3_y = -omega_p3_x*qd3;
+            const double oo3_xx = omega_p3_x*omega_p3_x;
+            const double oo3_xy = omega_p3_x*omega_p3_y;
+            const double oo3_xz = omega3_z*omega_p3_x;
+            const double oo3_yz = omega3_z*omega_p3_y;
+            const double N3_x = (0.009130208333333334)*epsd3_x + (2.1539120601574185e-19)*oo3_xy + (0.008869791666666665)*oo3_yz;
+            const double N3_y = (0.009130208333333334)*epsd3_y - 2.1539120601574185e-19*oo3_xx - 0.008869791666666665*oo3_xz + (2.1539120601574185e-19)*oo3_zz;
+            const double N3_z = (2.1539120601574185e-19)*epsd3_x - 2.1539120601574185e-19*oo3_yz;
+            const double N2_z = N3_x*beta3_02 + N3_y*beta3_12 + (0.9659258262890683)*N3_z;
+            const double N1_x = (0.036)*a1_y;
+            const double theta_J3_00 = (0.9659258262890683)*c2;
+            const double theta_J3_01 = (0.9659258262890683)*s2;
+            const double theta_J3_20 = (0.25881904510252074)*c2;
+            const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double tau3_00 = c3*theta_J3_00 - s2*s3;
+            const double tau3_01 = c2*s3 + c3*theta_J3_01;
+            const double cse0 = qd3*theta_J3_20;
+            const double omega3_x = cse0;
+            const double cse1 = qd3*theta_J3_21;
+            const double omega3_y = cse1;
+            const double eps3_x = -cse1*qd2;
+            const double eps3_y = cse0*qd2;
+            const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
+            const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
+            const double trunnion_f1_x_z = (0.9659258262890683)*beta3_02 + 0.24999999999999997;
+            const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
+            const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
+            const double trunnion_f1_y_z = (0.25881904510252074)*beta3_02 - 0.9330127018922194;
+            const double cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
+            mg_s = (mg_s == 0 && !isgreater(cse2*cse2 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            const double lu_inv1 = 1.0/cse2;
+            const double cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
+            const double lu_f11 = cse3*lu_inv1;
+            const double cse4 = s1*theta_J3_21;
+            const double cse5 = (0.9659258262890683)*c1*trunnion_f1_y_x - cse2*theta_J3_20 - cse4*trunnion_f1_y_x;
+            const double lu_u12 = (0.9659258262890683)*c1*trunnion_f1_x_x - cse3*theta_J3_20 - cse4*trunnion_f1_x_x - cse5*lu_f11;
+            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            const double lu_inv2 = 1.0/lu_u12;
+            const double cse6 = c1*trunnion_f1_y_x;
+            const double X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11;
+            const double X1_2 = X1__e1*lu_inv2;
+            const double X1_1 = lu_inv1*(-X1_2*cse5 + c1*trunnion_f1_y_x);
+            const double b1 = -N1_x + tau1;
+            const double b2 = -N2_z + tau2;
+            const double b3 = -N3_z + tau3;
+            const double cse7 = omega3_y*trunnion_f1_x_z - omega3_z_2*trunnion_f1_x_y;
+            const double cse8 = c1*trunnion_f1_x_x;
+            const double cse10 = -omega3_x + qd1;
+            const double cse11 = c1*qd1;
+            const double cse12 = qd1*s1;
+            const double cse13 = eps3_y*s1;
+            const double cse9 = omega3_y*trunnion_f1_y_z - omega3_z_2*trunnion_f1_y_y;
+            const double cse14 = -cse10*(c1*(omega3_x*trunnion_f1_y_y - omega3_y*trunnion_f1_y_x) - cse11*trunnion_f1_y_y - cse12*trunnion_f1_y_z - s1*(-omega3_x*trunnion_f1_y_z + omega3_z_2*trunnion_f1_y_x)) + cse13*trunnion_f1_y_x + cse2*eps3_x + omega3_y*(cse6*qd1 + cse9*s1) + omega3_z_2*(-c1*cse9 + qd1*s1*trunnion_f1_y_x);
+            const double qdd0__e1 = -cse10*(c1*(omega3_x*trunnion_f1_x_y - omega3_y*trunnion_f1_x_x) - cse11*trunnion_f1_x_y - cse12*trunnion_f1_x_z - s1*(-omega3_x*trunnion_f1_x_z + omega3_z_2*trunnion_f1_x_x)) + cse13*trunnion_f1_x_x - cse14*lu_f11 + cse3*eps3_x + omega3_y*(cse7*s1 + cse8*qd1) + omega3_z_2*(-c1*cse7 + qd1*s1*trunnion_f1_x_x);
+            const double qdd0_2 = lu_inv2*qdd0__e1;
+            const double qdd0_1 = lu_inv1*(cse14 - cse5*qdd0_2);
+            const double c1_2 = b1 - 0.004573333333333333*qdd0_1;
+            const double c2_2 = -Nm3_2_z*qdd0_2 + b2;
+            const double c3_2 = b3 - 0.018*qdd0_2;
+            const double MH1_1 = -0.004573333333333333*X1_1;
+            const double MH2_1 = Ic2_22 - Nm3_2_z*X1_2;
+            const double MH3_1 = Nm3_2_z - 0.018*X1_2;
+            const double Mr1_1 = -MH1_1*X1_1 + MH2_1 - MH3_1*X1_2;
+            const double br1 = -X1_1*c1_2 - X1_2*c3_2 + c2_2;
+            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            const double invD1 = 1.0/Mr1_1;
+            const double qdd_ind1 = br1*invD1;
+            const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            const double resD1 = -b1 + (0.004573333333333333)*qdd_dep1;
+            const double resD2 = Nm3_2_z*qdd_ind1 - b3 + (0.018)*qdd_dep2;
+            const double lambda_z2 = lu_inv1*resD1;
+            const double lambda_z1 = lu_inv2*(-cse5*lambda_z2 + resD2);
+            const double lambda2 = -lambda_z1*lu_f11 + lambda_z2;
+            const double trunnion_reaction_mx = cse2*lambda2 + cse3*lambda_z1;
+            const double trunnion_reaction_my = lambda2*s1*trunnion_f1_y_x + lambda_z1*s1*trunnion_f1_x_x;
+            const double trunnion_reaction_mz = -cse6*lambda2 - cse8*lambda_z1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
+            mg_o_qdd[1][mg_l] = qdd_ind1;
+            mg_o_qdd[2][mg_l] = qdd_dep2;
+            mg_o_multipliers[0][mg_l] = lambda_z1;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_reaction[0][mg_l] = 0.0;
+            mg_o_reaction[1][mg_l] = 0.0;
+            mg_o_reaction[2][mg_l] = 0.0;
+            mg_o_reaction[3][mg_l] = trunnion_reaction_mx;
+            mg_o_reaction[4][mg_l] = trunnion_reaction_my;
+            mg_o_reaction[5][mg_l] = trunnion_reaction_mz;
+            mg_st[mg_l] = mg_s;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 2; ++mg_j) multipliers[(mg_i + mg_l) * 2 + mg_j] = mg_o_multipliers[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+            if (mg_st[mg_l] != 0) {
+                mg_failed += 1;
+                for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 2; ++mg_j) multipliers[(mg_i + mg_l) * 2 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = NAN;
+            }
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_swash_plate_forward_dynamics(q + mg_i * 3, qd + mg_i * 3, tau + mg_i * 3, qdd + mg_i * 3, multipliers + mg_i * 2, reaction + mg_i * 6);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* inverse_dynamics: Drive forces on the independent coordinates and the multipliers for given independent
@@ -767,13 +1591,178 @@ fail:
 
 int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd_ind, double *tau_ind, double *qdd, double *multipliers, double *reaction, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_swash_plate_inverse_dynamics(q + i * 3, qd + i * 3, qdd_ind + i * 1, tau_ind + i * 1, qdd + i * 3, multipliers + i * 2, reaction + i * 6);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_tau_ind[1][8];
+        double mg_o_qdd[3][8];
+        double mg_o_multipliers[2][8];
+        double mg_o_reaction[6][8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_c1[8];
+        double mg_w_s1[8];
+        double mg_w_omega3_z[8];
+        double mg_w_qd1[8];
+        double mg_w_qdd_ind1[8];
+        double mg_w_omega3_z_2[8];
+        double mg_w_oo3_zz[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double omega3_z = qd2 + (0.9659258262890683)*qd3;
+            const double omega_p3_z = (0.9659258262890683)*qd2;
+            const double omega3_z_2 = omega_p3_z + qd3;
+            const double oo3_zz = omega3_z_2*omega3_z_2;
+            mg_w_omega3_z[mg_l] = omega3_z;
+            mg_w_omega3_z_2[mg_l] = omega3_z_2;
+            mg_w_oo3_zz[mg_l] = oo3_zz;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 3 + 0];
+            const double q2 = q[(mg_i + mg_l) * 3 + 1];
+            const double q3 = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+            mg_w_c3[mg_l] = cos(q3);
+            mg_w_s3[mg_l] = sin(q3);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double c2 = mg_w_c2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double omega3_z = mg_w_omega3_z[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
+            const double omega3_z_2 = mg_w_omega3_z_2[mg_l];
+            const double oo3_zz = mg_w_oo3_zz[mg_l];
+            const double theta_J3_00 = (0.9659258262890683)*c2;
+            const double theta_J3_01 = (0.9659258262890683)*s2;
+            const double theta_J3_20 = (0.25881904510252074)*c2;
+            const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double tau3_00 = c3*theta_J3_00 - s2*s3;
+            const double tau3_01 = c2*s3 + c3*theta_J3_01;
+            const double tau3_02 = -0.25881904510252074*c3;
+            const double tau3_12 = (0.25881904510252074)*s3;
+            const double cse0 = qd3*theta_J3_20;
+            const double omega3_x = cse0;
+            const double cse1 = qd3*theta_J3_21;
+            const double omega3_y = cse1;
+            const double eps3_x = -cse1*qd2;
+            const double eps3_y = cse0*qd2;
+            const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
+            const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
+            const double trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
+            const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
+            const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
+            const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
+            const double cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
+            mg_s = (mg_s == 0 && !isgreater(cse2*cse2 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            const double lu_inv1 = 1.0/cse2;
+            const double cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
+            const double lu_f11 = cse3*lu_inv1;
+            const double cse4 = s1*theta_J3_21;
+            const double cse5 = (0.9659258262890683)*c1*trunnion_f1_y_x - cse2*theta_J3_20 - cse4*trunnion_f1_y_x;
+            const double lu_u12 = (0.9659258262890683)*c1*trunnion_f1_x_x - cse3*theta_J3_20 - cse4*trunnion_f1_x_x - cse5*lu_f11;
+            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            const double lu_inv2 = 1.0/lu_u12;
+            const double cse6 = c1*trunnion_f1_y_x;
+            const double X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11;
+            const double X1_2 = X1__e1*lu_inv2;
+            const double X1_1 = lu_inv1*(-X1_2*cse5 + c1*trunnion_f1_y_x);
+            const double cse7 = omega3_y*trunnion_f1_x_z - omega3_z*trunnion_f1_x_y;
+            const double cse8 = c1*trunnion_f1_x_x;
+            const double cse10 = -omega3_x + qd1;
+            const double cse11 = c1*qd1;
+            const double cse12 = qd1*s1;
+            const double cse13 = eps3_y*s1;
+            const double cse9 = omega3_y*trunnion_f1_y_z - omega3_z*trunnion_f1_y_y;
+            const double cse14 = -cse10*(c1*(omega3_x*trunnion_f1_y_y - omega3_y*trunnion_f1_y_x) - cse11*trunnion_f1_y_y - cse12*trunnion_f1_y_z - s1*(-omega3_x*trunnion_f1_y_z + omega3_z*trunnion_f1_y_x)) + cse13*trunnion_f1_y_x + cse2*eps3_x + omega3_y*(cse6*qd1 + cse9*s1) + omega3_z*(-c1*cse9 + qd1*s1*trunnion_f1_y_x);
+            const double qdd0__e1 = -cse10*(c1*(omega3_x*trunnion_f1_x_y - omega3_y*trunnion_f1_x_x) - cse11*trunnion_f1_x_y - cse12*trunnion_f1_x_z - s1*(-omega3_x*trunnion_f1_x_z + omega3_z*trunnion_f1_x_x)) + cse13*trunnion_f1_x_x - cse14*lu_f11 + cse3*eps3_x + omega3_y*(cse7*s1 + cse8*qd1) + omega3_z*(-c1*cse7 + qd1*s1*trunnion_f1_x_x);
+            const double qdd0_2 = lu_inv2*qdd0__e1;
+            const double qdd0_1 = lu_inv1*(cse14 - cse5*qdd0_2);
+            const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
+            const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
+            const double a1_y = (9.81)*s1;
+            const double omega_p3_x = qd2*tau3_02;
+            const double omega_p3_y = qd2*tau3_12;
+            const double epsd3_x = omega_p3_y*qd3 + qdd_ind1*tau3_02;
+            const double epsd3_y = -omega_p3_x*qd3 + qdd_ind1*tau3_12;
+            const double epsd3_z = qdd_dep2 + (0.9659258262890683)*qdd_ind1;
+            const double oo3_xx = omega_p3_x*omega_p3_x;
+            const double oo3_xy = omega_p3_x*omega_p3_y;
+            const double oo3_xz = omega3_z_2*omega_p3_x;
+            const double oo3_yz = omega3_z_2*omega_p3_y;
+            const double N3_x = (0.009130208333333334)*epsd3_x + (2.1539120601574185e-19)*epsd3_z + (2.1539120601574185e-19)*oo3_xy + (0.008869791666666665)*oo3_yz;
+            const double N3_y = (0.009130208333333334)*epsd3_y - 2.1539120601574185e-19*oo3_xx - 0.008869791666666665*oo3_xz + (2.1539120601574185e-19)*oo3_zz;
+            const double N3_z = (2.1539120601574185e-19)*epsd3_x + (0.018)*epsd3_z - 2.1539120601574185e-19*oo3_yz;
+            const double N2_z = N3_x*tau3_02 + N3_y*tau3_12 + (0.9659258262890683)*N3_z + (0.0009375)*qdd_ind1;
+            const double N1_x = (0.036)*a1_y + (0.004573333333333333)*qdd_dep1;
+            const double lambda_z2 = N1_x*lu_inv1;
+            const double lambda_z1 = lu_inv2*(N3_z - cse5*lambda_z2);
+            const double lambda2 = -lambda_z1*lu_f11 + lambda_z2;
+            const double cse15 = cse6*lambda2 + cse8*lambda_z1;
+            const double tau_ind1 = N2_z - cse15;
+            const double trunnion_reaction_mx = cse2*lambda2 + cse3*lambda_z1;
+            const double trunnion_reaction_my = lambda2*s1*trunnion_f1_y_x + lambda_z1*s1*trunnion_f1_x_x;
+            const double trunnion_reaction_mz = -cse15;
+            mg_o_tau_ind[0][mg_l] = tau_ind1;
+            mg_o_qdd[0][mg_l] = qdd_dep1;
+            mg_o_qdd[1][mg_l] = qdd_ind1;
+            mg_o_qdd[2][mg_l] = qdd_dep2;
+            mg_o_multipliers[0][mg_l] = lambda_z1;
+            mg_o_multipliers[1][mg_l] = lambda2;
+            mg_o_reaction[0][mg_l] = 0.0;
+            mg_o_reaction[1][mg_l] = 0.0;
+            mg_o_reaction[2][mg_l] = 0.0;
+            mg_o_reaction[3][mg_l] = trunnion_reaction_mx;
+            mg_o_reaction[4][mg_l] = trunnion_reaction_my;
+            mg_o_reaction[5][mg_l] = trunnion_reaction_mz;
+            mg_st[mg_l] = mg_s;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 2; ++mg_j) multipliers[(mg_i + mg_l) * 2 + mg_j] = mg_o_multipliers[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+            if (mg_st[mg_l] != 0) {
+                mg_failed += 1;
+                for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 2; ++mg_j) multipliers[(mg_i + mg_l) * 2 + mg_j] = NAN;
+                for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = NAN;
+            }
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_swash_plate_inverse_dynamics(q + mg_i * 3, qd + mg_i * 3, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 3, multipliers + mg_i * 2, reaction + mg_i * 6);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* energy: Kinetic energy T and potential energy V (gravity, joint and point springs, constant forces):
@@ -815,13 +1804,85 @@ int mechgen_swash_plate_energy(const double *restrict q, const double *restrict 
 
 int64_t mechgen_swash_plate_energy_batch(int64_t n, const double *q, const double *qd, double *T, double *V, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_swash_plate_energy(q + i * 3, qd + i * 3, T + i * 1, V + i * 1);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_T[1][8];
+        double mg_o_V[1][8];
+        double mg_w_qd2[8];
+        double mg_w_qd3[8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_omega3_z[8];
+        double mg_w_qd1[8];
+        double mg_w_c1[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double omega3_z = qd2 + (0.9659258262890683)*qd3;
+            mg_w_omega3_z[mg_l] = omega3_z;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 3 + 0];
+            const double q2 = q[(mg_i + mg_l) * 3 + 1];
+            const double q3 = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+            mg_w_c3[mg_l] = cos(q3);
+            mg_w_s3[mg_l] = sin(q3);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double c2 = mg_w_c2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double omega3_z = mg_w_omega3_z[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double theta_J3_00 = (0.9659258262890683)*c2;
+            const double theta_J3_01 = (0.9659258262890683)*s2;
+            const double theta_J3_20 = (0.25881904510252074)*c2;
+            const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double tau3_00 = c3*theta_J3_00 - s2*s3;
+            const double tau3_01 = c2*s3 + c3*theta_J3_01;
+            const double tau3_02 = -0.25881904510252074*c3;
+            const double tau3_10 = -c3*s2 - s3*theta_J3_00;
+            const double tau3_11 = c2*c3 - s3*theta_J3_01;
+            const double tau3_12 = (0.25881904510252074)*s3;
+            const double omega3_x = qd3*theta_J3_20;
+            const double omega3_y = qd3*theta_J3_21;
+            const double omega_loc3_x = omega3_x*tau3_00 + omega3_y*tau3_01 + omega3_z*tau3_02;
+            const double omega_loc3_y = omega3_x*tau3_10 + omega3_y*tau3_11 + omega3_z*tau3_12;
+            const double omega_loc3_z = omega3_x*theta_J3_20 + omega3_y*theta_J3_21 + (0.9659258262890683)*omega3_z;
+            mg_o_T[0][mg_l] = (0.5)*omega_loc3_x*((0.009130208333333334)*omega_loc3_x + (2.1539120601574185e-19)*omega_loc3_z) + (0.004565104166666667)*omega_loc3_y*omega_loc3_y + (0.5)*omega_loc3_z*((2.1539120601574185e-19)*omega_loc3_x + (0.018)*omega_loc3_z) + (0.0022866666666666664)*qd1*qd1 + (0.00046875)*qd2*qd2;
+            mg_o_V[0][mg_l] = -0.35316*c1 - 4.4145;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_swash_plate_energy(q + mg_i * 3, qd + mg_i * 3, T + mg_i * 1, V + mg_i * 1);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* springs: Length, rate of change and tension of each point-to-point spring-damper (a strut's force).
@@ -836,13 +1897,29 @@ int mechgen_swash_plate_springs(const double *restrict q, const double *restrict
 
 int64_t mechgen_swash_plate_springs_batch(int64_t n, const double *q, const double *qd, double *state, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_swash_plate_springs(q + i * 3, qd + i * 3, state + i * 3);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_state[3][8];
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_o_state[0][mg_l] = 0.0;
+            mg_o_state[1][mg_l] = 0.0;
+            mg_o_state[2][mg_l] = 0.0;
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_swash_plate_springs(q + mg_i * 3, qd + mg_i * 3, state + mg_i * 3);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 
 /* violation: Constraint violation norms over every structural row: |phi(q)| and |G(q) qd|.
@@ -884,12 +1961,79 @@ int mechgen_swash_plate_violation(const double *restrict q, const double *restri
 
 int64_t mechgen_swash_plate_violation_batch(int64_t n, const double *q, const double *qd, double *position, double *velocity, int32_t *status)
 {
-    int64_t failed = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const int s = mechgen_swash_plate_violation(q + i * 3, qd + i * 3, position + i * 1, velocity + i * 1);
-        status[i] = s;
-        failed += (s != 0);
+    int64_t mg_failed = 0;
+    int64_t mg_i = 0;
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+    for (; mg_i + 8 <= n; mg_i += 8) {
+        int32_t mg_st[8] = {0};
+        double mg_o_position[1][8];
+        double mg_o_velocity[1][8];
+        double mg_w_c2[8];
+        double mg_w_s2[8];
+        double mg_w_c3[8];
+        double mg_w_s3[8];
+        double mg_w_c1[8];
+        double mg_w_s1[8];
+        double mg_w_qd2[8];
+        double mg_w_qd1[8];
+        double mg_w_qd3[8];
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = q[(mg_i + mg_l) * 3 + 0];
+            const double q2 = q[(mg_i + mg_l) * 3 + 1];
+            const double q3 = q[(mg_i + mg_l) * 3 + 2];
+            mg_w_c1[mg_l] = cos(q1);
+            mg_w_s1[mg_l] = sin(q1);
+            mg_w_c2[mg_l] = cos(q2);
+            mg_w_s2[mg_l] = sin(q2);
+            mg_w_c3[mg_l] = cos(q3);
+            mg_w_s3[mg_l] = sin(q3);
+        }
+        #pragma omp simd
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double c2 = mg_w_c2[mg_l];
+            const double s2 = mg_w_s2[mg_l];
+            const double c3 = mg_w_c3[mg_l];
+            const double s3 = mg_w_s3[mg_l];
+            const double c1 = mg_w_c1[mg_l];
+            const double s1 = mg_w_s1[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double theta_J3_00 = (0.9659258262890683)*c2;
+            const double theta_J3_01 = (0.9659258262890683)*s2;
+            const double theta_J3_20 = (0.25881904510252074)*c2;
+            const double theta_J3_21 = (0.25881904510252074)*s2;
+            const double tau3_00 = c3*theta_J3_00 - s2*s3;
+            const double tau3_01 = c2*s3 + c3*theta_J3_01;
+            const double tau3_02 = -0.25881904510252074*c3;
+            const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
+            const double trunnion_f1_x_y = (0.9659258262890683)*tau3_01 + (0.25881904510252074)*theta_J3_21;
+            const double trunnion_f1_x_z = (0.9659258262890683)*tau3_02 + 0.24999999999999997;
+            const double trunnion_f1_y_x = (0.25881904510252074)*tau3_00 - 0.9659258262890683*theta_J3_20;
+            const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
+            const double trunnion_f1_y_z = (0.25881904510252074)*tau3_02 - 0.9330127018922194;
+            const double cse0 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
+            const double cse1 = s1*theta_J3_21;
+            const double cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
+            mg_o_position[0][mg_l] = sqrt((c1*trunnion_f1_x_y + s1*trunnion_f1_x_z)*(c1*trunnion_f1_x_y + s1*trunnion_f1_x_z) + (c1*trunnion_f1_y_y + s1*trunnion_f1_y_z)*(c1*trunnion_f1_y_y + s1*trunnion_f1_y_z));
+            mg_o_velocity[0][mg_l] = sqrt((c1*qd2*trunnion_f1_x_x + cse0*qd1 + qd3*((0.9659258262890683)*c1*trunnion_f1_x_x - cse0*theta_J3_20 - cse1*trunnion_f1_x_x))*(c1*qd2*trunnion_f1_x_x + cse0*qd1 + qd3*((0.9659258262890683)*c1*trunnion_f1_x_x - cse0*theta_J3_20 - cse1*trunnion_f1_x_x)) + (c1*qd2*trunnion_f1_y_x + cse2*qd1 + qd3*((0.9659258262890683)*c1*trunnion_f1_y_x - cse1*trunnion_f1_y_x - cse2*theta_J3_20))*(c1*qd2*trunnion_f1_y_x + cse2*qd1 + qd3*((0.9659258262890683)*c1*trunnion_f1_y_x - cse1*trunnion_f1_y_x - cse2*theta_J3_20)));
+        }
+        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
+            for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
+            status[mg_i + mg_l] = mg_st[mg_l];
+        }
     }
-    return failed;
+    for (; mg_i < n; ++mg_i) {
+        const int mg_s = mechgen_swash_plate_violation(q + mg_i * 3, qd + mg_i * 3, position + mg_i * 1, velocity + mg_i * 1);
+        status[mg_i] = mg_s;
+        mg_failed += (mg_s != 0);
+    }
+    return mg_failed;
 }
 

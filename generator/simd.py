@@ -1,0 +1,237 @@
+"""The plan of a C kernel's SIMD batch: blocks of W states, vectorised across the states.
+
+The single-state kernel is a list of printed C lines (assignments, checks, outputs). Its
+``_batch`` twin evaluates blocks of :data:`WIDTH` consecutive states with the same lines inside
+``#pragma omp simd`` loops over the W lanes, so the compiler keeps one vector register per
+variable and the W states advance together. Three things do not vectorise and are handled here:
+
+- calls of the C library that have no vector form without ``-ffast-math`` (``sin``, ``cos``,
+  ``atan2``, ``pow``; ``fmax``/``fmin`` have no vector form that keeps their NaN rule). Each
+  call is cut out of its line (the text of the call, innermost first, replaced by a fresh
+  name) and evaluated per lane in a scalar loop, so its value is the very one the
+  single-state kernel computes;
+- a check (``goto fail``): each lane keeps its first failing status instead (a branchless
+  select), computes on, and the block's failed states get NaN outputs afterwards;
+- the order of the lines: a line whose inputs come from a scalar call can only run after that
+  call's loop. The lines are grouped in *stages* (vector loop k, then scalar loop k, then
+  vector loop k+1, ...), each line in the earliest stage its inputs allow; checks stay in
+  their order, so the first failing check of a state is the single-state kernel's.
+
+A value crossing a stage is kept in an array of W doubles; everything else stays a local of
+its loop. Replacing a call by a variable holding its result, and evaluating the same
+arithmetic in vector lanes (IEEE operations, ``-ffp-contract=off``), changes no bit: the batch
+equals the single-state kernel bitwise (``tests/test_simd_batch.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+WIDTH = 8
+"""States per block (lanes). Chosen by measurement (bench/simd_bench.py, AVX-512 CPU): 8
+beat 4 on every timed kernel (the platform step 2.0x vs 1.2x the scalar loop); with narrower
+vectors a lane block takes two or four registers per value, still correct."""
+
+SCALAR_CALLS = frozenset({"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "exp", "log",
+                          "pow", "sinh", "cosh", "tanh", "fmax", "fmin", "hypot", "cbrt"})
+"""C functions evaluated per lane: the compiler has no vector form that keeps the scalar
+result bit for bit (``sqrt``, ``fabs`` and the arithmetic operators have one)."""
+
+VECTOR_CALLS = frozenset({"sqrt", "fabs"})
+
+STACK_BYTES = 256 * 1024
+"""Largest block buffer (W-wide arrays of crossing values, inputs and outputs) a batch may put
+on the stack; a kernel that needs more keeps the plain loop over the single-state kernel (so
+a thread with a small stack is safe)."""
+
+_TOKEN = re.compile(r"(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)")
+
+
+class SimdPlanError(ValueError):
+    """A printed line calls a function this module does not know how to batch."""
+
+
+@dataclass
+class Stage:
+    """One vector loop over the lanes (``vector``) or one scalar loop (calls, per lane)."""
+    vector: bool
+    lines: list = field(default_factory=list)   # (kind, target/None, text, status, message)
+    loads: list = field(default_factory=list)   # names read here: inputs and arrays
+    stores: list = field(default_factory=list)  # names kept in arrays after this stage
+
+
+def names_in(text: str) -> list[str]:
+    """The identifiers of a printed C expression that are not called (variables), in order."""
+    found = []
+    for m in _TOKEN.finditer(text):
+        name = m.group("name")
+        if name and not text[m.end():].lstrip().startswith("("):
+            found.append(name)
+    return found
+
+
+def calls_in(text: str) -> list[tuple[str, int, int]]:
+    """Every call ``f(...)`` in ``text``: (name, start, end after its closing parenthesis)."""
+    out = []
+    for m in _TOKEN.finditer(text):
+        name = m.group("name")
+        rest = text[m.end():]
+        if not name or not rest.lstrip().startswith("("):
+            continue
+        open_at = m.end() + (len(rest) - len(rest.lstrip()))
+        depth = 0
+        for j in range(open_at, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            if depth == 0:
+                out.append((name, m.start(), j + 1))
+                break
+        else:
+            raise SimdPlanError(f"unbalanced parentheses in {text!r}")
+    return out
+
+
+def hoist_calls(text: str, temps: dict[str, str], prefix: str) -> tuple[str, list[str]]:
+    """``text`` with each scalar-only call replaced by a temporary, innermost calls first.
+
+    ``temps`` maps a call's text to its temporary (shared by the whole kernel: one call text
+    is one value, the lines being constant). Returns the new text and the temporaries it
+    created, in the order they must be computed.
+    """
+    created = []
+    while True:
+        inner = [(n, a, b) for n, a, b in calls_in(text) if n in SCALAR_CALLS
+                 and not any(m in SCALAR_CALLS for m, _, _ in calls_in(text[a:b])[1:])]
+        for name, _, _ in calls_in(text):
+            if name not in SCALAR_CALLS | VECTOR_CALLS:
+                raise SimdPlanError(f"the C function {name}() in {text!r} has no SIMD rule")
+        if not inner:
+            return text, created
+        name, a, b = inner[0]
+        call = text[a:b]
+        if call not in temps:
+            temps[call] = f"{prefix}c{len(temps)}"
+            created.append(call)
+        text = text[:a] + temps[call] + text[b:]
+
+
+def free_prefix(taken: set[str], base: str = "mg_") -> str:
+    """A prefix no name of the kernel starts with: every name the batch adds starts with it."""
+    prefix = base
+    while any(name.startswith(prefix) for name in taken):
+        prefix += "_"
+    return prefix
+
+
+def simd_plan(k: dict) -> dict:
+    """The staged batch of a kernel context (``mechgen.generator.emit._kernel_context``).
+
+    Returns ``{"width", "prefix", "stages", "arrays", "gathered", "has_checks", "blocks"}``:
+    each stage a :class:`Stage` as a dict; ``arrays`` the names kept in per-lane arrays,
+    ``gathered`` the input elements among them; ``blocks`` False when the block buffers would
+    exceed :data:`STACK_BYTES` (the batch then stays the plain loop).
+    """
+    inputs = {s["name"]: (p["name"], p["size"], s["index"])
+              for p in k["inputs"] for s in p["used"]}
+    taken = set(inputs) | {p["name"] for p in (*k["inputs"], *k["outputs"])} | {
+        b["target"] for b in k["body"] if b["assign"]}
+    prefix = free_prefix(taken)
+    temps: dict[str, str] = {}
+    lines = []          # (kind, target, text, status, message), in program order
+    for b in k["body"]:
+        text, created = hoist_calls(b["expr"], temps, prefix)
+        if b["assign"] and created and text == temps[created[-1]]:
+            temps[created[-1]] = text = b["target"]     # c1 = cos(q1): the call's value is c1
+        lines += [("call", temps[c], c, None, None) for c in created]
+        if b["assign"] and text != b["target"]:
+            lines.append(("assign", b["target"], text, None, None))
+        elif not b["assign"]:
+            lines.append(("check", None, text, b["status"], b["message"]))
+    for p in k["outputs"]:
+        for j, e in enumerate(p["elements"]):
+            text, created = hoist_calls(e, temps, prefix)
+            lines += [("call", temps[c], c, None, None) for c in created]
+            lines.append(("output", p["name"], text, None, j))
+    plan = _staged(lines, inputs, prefix, k["has_checks"])
+    values = len(plan["arrays"]) + sum(p["size"] for p in k["outputs"])
+    plan["blocks"] = 8 * WIDTH * values <= STACK_BYTES
+    return plan
+
+
+def _staged(lines: list, inputs: dict, prefix: str, has_checks: bool) -> dict:
+    """Each line in its earliest stage (checks in order, outputs last); loads and stores."""
+    ready: dict[str, int] = {}          # name -> first vector stage that can read it
+    placed = []
+    last_check = 0
+    for kind, target, text, status, extra in lines:
+        if kind == "call":
+            # the call's argument text, once its variables are ready; the call runs in the
+            # scalar loop after that vector stage and is read from the next one
+            at = max((ready.get(n, 0) for n in names_in(text)), default=0)
+            ready[target] = at + 1
+        else:
+            at = max((ready.get(n, 0) for n in names_in(text)), default=0)
+            if kind == "check":
+                at = last_check = max(at, last_check)
+            elif kind == "assign":
+                ready[target] = at
+        placed.append((at, kind, target, text, status, extra))
+    final = max([last_check] + [at for at, kind, *_ in placed])
+    stages = []
+    for s in range(final + 1):
+        stages.append(Stage(vector=True))
+        if s < final:
+            stages.append(Stage(vector=False))
+    where: dict[str, int] = {}          # name -> index into stages where it is computed
+    for at, kind, target, text, status, extra in placed:
+        if kind == "output":
+            index = 2 * final
+        elif kind == "call":
+            index = 2 * at + 1
+        else:
+            index = 2 * at
+        stages[index].lines.append({"kind": kind, "target": target, "text": text,
+                                    "status": status, "extra": extra})
+        if kind in ("assign", "call"):
+            where[target] = index
+    arrays, gathered = _loads_and_stores(stages, where, inputs)
+    return {"width": WIDTH, "prefix": prefix, "has_checks": has_checks,
+            "arrays": arrays, "gathered": gathered,
+            "stages": [{"vector": st.vector, "lines": st.lines, "stores": st.stores,
+                        "loads": st.loads,
+                        "checks": any(ln["kind"] == "check" for ln in st.lines)}
+                       for st in stages if st.lines]}
+
+
+def _loads_and_stores(stages: list[Stage], where: dict[str, int], inputs: dict
+                      ) -> tuple[list[str], list[dict]]:
+    """Fill each stage's loads (inputs and arrays it reads, as template dicts) and stores
+    (its values read by a later stage). Returns the names kept in arrays, in order, and the
+    input elements among them: a vector loop reads an input from an array of its W lanes
+    (copied once per block), as a strided read of the states' rows with gaps does not
+    vectorise; a scalar loop reads the rows directly."""
+    crossing: dict[str, None] = {}
+    for index, st in enumerate(stages):
+        seen: dict[str, None] = {}
+        for ln in st.lines:
+            for n in names_in(ln["text"]):
+                if n in inputs or (n in where and (where[n] != index or not st.vector)):
+                    seen.setdefault(n)
+        for n in seen:
+            if n in inputs and not st.vector:
+                port, size, element = inputs[n]
+                st.loads.append({"name": n, "array": False, "port": port, "size": size,
+                                 "index": element})
+            else:
+                st.loads.append({"name": n, "array": True})
+                crossing.setdefault(n)
+    for index, st in enumerate(stages):
+        st.stores = [ln["target"] for ln in st.lines
+                     if ln["kind"] == "assign" and ln["target"] in crossing]
+    for st in stages:
+        for ln in st.lines:
+            if ln["kind"] == "call":
+                crossing.setdefault(ln["target"])
+    gathered = [{"name": n, "port": inputs[n][0], "size": inputs[n][1], "index": inputs[n][2]}
+                for n in crossing if n in inputs]
+    return list(crossing), gathered

@@ -1,0 +1,182 @@
+"""The SIMD batch of every C kernel (blocks of W states vectorised across the states,
+mechgen.generator.simd) equals its single-state kernel bit for bit: outputs, statuses, the NaN
+rows of failed states, every tail length, NaN inputs.
+
+The kernels are the committed ones of a serial arm, a free-base tree, a parallel mechanism, a
+closed-loop linkage and the contact interface, compiled by the runtime (its flags, with
+``-fopenmp-simd`` and ``-march=native`` when the compiler takes them) and called directly
+through cffi, states one after another vs one batch call.
+"""
+
+from __future__ import annotations
+
+import json
+from math import prod
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mechgen.generator.simd import WIDTH, calls_in, hoist_calls, simd_plan
+from mechgen.runtime import cbuild
+
+ROOT = Path(__file__).resolve().parent.parent
+MECHANISMS = ["ur5", "solo12", "gough_stewart_docking", "double_wishbone", "apas_interface"]
+FAILING = {"gough_stewart_docking"}   # random states far from home fail its checks
+STATES = 6 * WIDTH + 3          # blocks and a tail
+
+
+def _library(name: str):
+    folder = ROOT / "generated" / name
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return cbuild.load_c(folder, manifest), manifest
+
+
+def _inputs(manifest: dict, meta: dict, n: int, rng) -> list[np.ndarray]:
+    """Random states: half near the spec's home pose and default parameters, half far off
+    (where checks fail)."""
+    spread = np.where(np.arange(n) % 2 == 0, 0.05, 1.5)[:, None]
+    arrays = []
+    for p in meta["inputs"]:
+        size = prod(p["shape"])
+        base = np.zeros(size)
+        if p["name"] == "p":
+            base = np.array([manifest["parameter_defaults"][k] for k in manifest["parameters"]],
+                            dtype=float)
+        elif p["name"] == "x" and len(manifest.get("home") or []) == size:
+            base = np.array(manifest["home"], dtype=float)
+        scale = 0.0 if p["name"] == "p" else 1.0
+        arrays.append(np.ascontiguousarray(base + scale * spread * rng.uniform(-1, 1, (n, size))))
+    return arrays
+
+
+def _run(module, meta: dict, inputs: list[np.ndarray], batch: bool):
+    """Outputs (n x size each) and statuses, from one batch call or n single-state calls."""
+    ffi, lib = module.ffi, module.lib
+    n = len(inputs[0])
+    outs = [np.full((n, prod(p["shape"])), 7.0) for p in meta["outputs"]]
+    status = np.full(n, -1, dtype=np.int32)
+    ptr = lambda a: ffi.cast("double *", a.ctypes.data)
+    fn = meta["c_function"]
+    if batch:
+        failed = getattr(lib, fn + "_batch")(n, *map(ptr, inputs), *map(ptr, outs),
+                                             ffi.cast("int32_t *", status.ctypes.data))
+        assert failed == np.count_nonzero(status)
+    else:
+        for i in range(n):
+            status[i] = getattr(lib, fn)(*[ptr(a[i:]) for a in inputs],
+                                         *[ptr(o[i:]) for o in outs])
+    return outs, status
+
+
+def _assert_bitwise(a, b, what: str) -> None:
+    """Equal statuses, and outputs equal bit for bit, except that any two NaNs are equal: the
+    sign and payload of a NaN depend on which operand of ``x*y`` the compiler puts first
+    (x86 keeps the first NaN operand's bits), which C leaves free."""
+    (outs_a, st_a), (outs_b, st_b) = a, b
+    assert np.array_equal(st_a, st_b), f"{what}: statuses differ"
+    for x, y in zip(outs_a, outs_b):
+        same = (x.view(np.uint64) == y.view(np.uint64)) | (np.isnan(x) & np.isnan(y))
+        diff = np.flatnonzero(~same.all(axis=1))
+        assert diff.size == 0, f"{what}: states {diff[:5]} differ in their bits"
+
+
+@pytest.fixture(scope="module", params=MECHANISMS)
+def mechanism(request):
+    return _library(request.param)
+
+
+def test_batch_equals_single_state_kernel_bitwise_for_every_kernel(mechanism):
+    module, manifest = mechanism
+    rng = np.random.default_rng(13)
+    any_failed = False
+    for meta in manifest["kernels"]:
+        inputs = _inputs(manifest, meta, STATES, rng)
+        single = _run(module, meta, inputs, batch=False)
+        _assert_bitwise(_run(module, meta, inputs, batch=True), single,
+                        f"{manifest['mechanism']}.{meta['name']}")
+        failed = single[1] != 0
+        any_failed |= bool(failed.any())
+        for o in single[0]:
+            assert np.isnan(o[failed]).all()
+    if manifest["mechanism"] in FAILING:
+        assert any_failed, "no state failed a check: the failure path was not exercised"
+
+
+def test_free_base_singular_states_fail_as_in_the_single_state_kernel():
+    """solo12's forward dynamics refuses |cos psi_z| < 1e-3: a batch mixing such states."""
+    module, manifest = _library("solo12")
+    meta = next(k for k in manifest["kernels"] if k["name"] == "forward_dynamics")
+    inputs = _inputs(manifest, meta, 5 * WIDTH + 1, np.random.default_rng(3))
+    psi_z = manifest["coordinates"].index("base_rz")
+    inputs[0][::3, psi_z] = np.pi / 2
+    single = _run(module, meta, inputs, batch=False)
+    assert np.count_nonzero(single[1]) == len(inputs[0][::3])
+    _assert_bitwise(_run(module, meta, inputs, batch=True), single, "solo12.forward_dynamics")
+
+
+@pytest.mark.parametrize("name", ["gough_stewart_docking", "ur5"])
+def test_every_tail_length_matches(name):
+    module, manifest = _library(name)
+    rng = np.random.default_rng(5)
+    meta = manifest["kernels"][-1] if name == "ur5" else next(
+        k for k in manifest["kernels"] if k["name"] == "step")
+    inputs = _inputs(manifest, meta, 2 * WIDTH + WIDTH, rng)
+    for n in range(0, WIDTH + 1):
+        for start in (0, WIDTH + 1):            # a tail alone, and a block then the tail
+            part = [np.ascontiguousarray(a[start:start + WIDTH * (start > 0) + n])
+                    for a in inputs]
+            _assert_bitwise(_run(module, meta, part, True), _run(module, meta, part, False),
+                            f"{name}.{meta['name']} n={len(part[0])}")
+
+
+@pytest.mark.parametrize("name", ["solo12", "gough_stewart_docking"])
+def test_nan_inputs_give_the_single_state_bits(name):
+    module, manifest = _library(name)
+    rng = np.random.default_rng(9)
+    for meta in manifest["kernels"][:6]:
+        inputs = _inputs(manifest, meta, 3 * WIDTH, rng)
+        for k, a in enumerate(inputs):
+            a[k % len(a), rng.integers(a.shape[1])] = np.nan
+            a[WIDTH + 1, :] = np.nan
+        _assert_bitwise(_run(module, meta, inputs, True), _run(module, meta, inputs, False),
+                        f"{name}.{meta['name']} with NaN inputs")
+
+
+def test_nested_calls_are_hoisted_innermost_first():
+    temps: dict[str, str] = {}
+    text, created = hoist_calls("a*sin(atan2(b, sqrt(c))) + cos(d)", temps, "mg_")
+    assert created == ["atan2(b, sqrt(c))", "sin(mg_c0)", "cos(d)"]
+    assert text == "a*mg_c1 + mg_c2"
+    assert [n for n, _, _ in calls_in(text)] == []
+
+
+def _context(body: list[dict], outputs: list[str]) -> dict:
+    return {"inputs": [{"name": "q", "size": 2, "used": [{"name": "q0", "index": 0},
+                                                         {"name": "q1", "index": 1}]}],
+            "outputs": [{"name": "y", "size": len(outputs), "elements": outputs}],
+            "body": body, "has_checks": any(not b["assign"] for b in body)}
+
+
+def test_checks_keep_their_order_across_stages():
+    # the second check's input is ready before the first's: it must still come later
+    body = [{"assign": True, "target": "c", "expr": "cos(q0)"},
+            {"assign": False, "expr": "c - 0.5", "status": 1, "message": "first"},
+            {"assign": False, "expr": "q1", "status": 2, "message": "second"}]
+    plan = simd_plan(_context(body, ["c"]))
+    checks = [ln["status"] for st in plan["stages"] for ln in st["lines"]
+              if ln["kind"] == "check"]
+    assert checks == [1, 2]
+
+
+def test_unknown_function_is_refused():
+    with pytest.raises(ValueError, match="erf"):
+        simd_plan(_context([{"assign": True, "target": "e", "expr": "erf(q0)"}], ["e"]))
+
+
+def test_a_kernel_too_large_for_the_stack_keeps_the_plain_loop(monkeypatch):
+    import mechgen.generator.simd as simd
+    body = [{"assign": True, "target": "c", "expr": "cos(q0)"}]
+    assert simd.simd_plan(_context(body, ["c", "q1"]))["blocks"]
+    monkeypatch.setattr(simd, "STACK_BYTES", 8 * simd.WIDTH * 2)
+    assert not simd.simd_plan(_context(body, ["c", "q1"]))["blocks"]
