@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-QUICK = ["ur5_arm", "panda", "gough_stewart_docking", "chain10"]
+QUICK = ["ur5_arm", "panda_arm", "fourbar", "chain10"]
 CHAINS = [10, 20, 30, 40]
 TALOS = "talos_data/robots/talos_reduced.urdf"
 

@@ -157,6 +157,8 @@ def main() -> None:
           "base loads)")
     from bench.platform_bench import run as run_platforms
     results["parallel"] = run_platforms(parallel, tmp, args.batch)
+    from bench.generation_bench import run as run_generation   # --all there: the big ones
+    results["generation"] = run_generation()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     print(f"\nops: generated kernel after all passes; dense: the same equations as dense 3x3 "

@@ -56,7 +56,9 @@ def _number_precedence(e: sp.Number) -> int:
     """precedence() of a number: Integer/Float negative -> Add, else Atom; Rational -> Mul."""
     if e.is_Integer or e.is_Float:
         return ADD if e < 0 else ATOM
-    return ADD if e.p < 0 else MUL
+    if e.is_Rational:
+        return ADD if e.p < 0 else MUL
+    return precedence(e)
 
 
 def _is_plain_symbol(e: Any) -> bool:
@@ -70,6 +72,7 @@ class FastPrinter:
     def __init__(self, printer: Any) -> None:
         self.printer = printer
         self._symbols: dict[sp.Symbol, str] = {}
+        self._numbers: dict[tuple, _Printed] = {}
 
     # --- entry point --------------------------------------------------------------------
 
@@ -96,7 +99,9 @@ class FastPrinter:
         if e.is_Symbol:
             return self._symbol(e)
         if e.is_Number:
-            return _Printed(self.printer._print(e), _number_precedence(e), False)
+            if not (e.is_Rational or e.is_Float) or not e.is_finite:
+                raise NotSimple      # nan, oo, zoo: SymPy's printer (and its refusal)
+            return self._number(e)
         if e.is_Add:
             return self._add(e)
         if e.is_Mul:
@@ -112,6 +117,15 @@ class FastPrinter:
         if text is None:
             text = self._symbols[e] = self.printer._print_Symbol(e)
         return _Printed(text, ATOM, True)
+
+    def _number(self, e: sp.Number) -> _Printed:
+        """A number as the printer prints it (kept per class and value: 2 and 2.0 differ)."""
+        key = (type(e), e)
+        printed = self._numbers.get(key)
+        if printed is None:
+            printed = _Printed(self.printer._print(e), _number_precedence(e), False)
+            self._numbers[key] = printed
+        return printed
 
     def _delegate(self, e: sp.Basic) -> _Printed:
         """A node the fast path does not print (a function call): SymPy prints it."""
@@ -157,7 +171,7 @@ class FastPrinter:
             if a.is_Number or not a.is_commutative:
                 raise NotSimple
         lead = args[0]
-        negative = lead.is_Number and lead < 0
+        negative = lead.is_Number and bool(lead.is_extended_negative)   # c < 0
         prec = ADD if negative else MUL
         if negative:
             sign = "-"
@@ -212,13 +226,13 @@ class FastPrinter:
         base = self._print(b)
         if not base.symbolic:
             raise NotSimple          # a constant: SymPy's printer (and its macros)
-        if x.is_Integer and 2 <= x <= 4:
-            text = "*".join([self._paren(base, MUL)] * int(x))
-        elif x == -1:
+        if x.is_Integer and 2 <= x.p <= 4:
+            text = "*".join([self._paren(base, MUL)] * x.p)
+        elif x is sp.S.NegativeOne:
             text = f"1.0/{self._paren(base, POW)}"
-        elif x == sp.S.Half:
+        elif x is sp.S.Half:
             text = f"{self.printer.sqrt_name}({base.text})"
-        else:
+        else:                        # another exponent (a float, too): the printer's rule
             text = self.printer._print(e)
         return _Printed(text, POW, True)
 
@@ -244,7 +258,7 @@ def ordered_terms(e: sp.Add) -> list[sp.Expr]:
         monom = [0] * len(order)
         for base, exp in powers.items():
             monom[index[base]] = exp
-        return tuple(-m for m in monom), (), ((False, 0.0), (coeff, 0.0))
+        return tuple(-m for m in monom), coeff
 
     return [t for t, _, _ in sorted(terms, key=key)]
 
@@ -263,13 +277,14 @@ def _number_minus_product(args) -> list[sp.Expr] | None:
 
 
 def _term(t: sp.Expr):
-    """(term, float coefficient, {base: integer exponent}) as Expr.as_terms splits it."""
+    """(term, coefficient, {base: integer exponent}) as Expr.as_terms splits it (the
+    coefficient only breaks ties of equal monomials, which a canonical sum does not have)."""
     if t.is_Number:
-        return t, float(t), {}
+        return t, t, {}
     if t.is_Mul and t.args[0].is_Number:
-        coeff, factors = float(t.args[0]), t.args[1:]
+        coeff, factors = t.args[0], t.args[1:]
     else:
-        coeff, factors = 1.0, (t.args if t.is_Mul else (t,))
+        coeff, factors = sp.S.One, (t.args if t.is_Mul else (t,))
     powers = {}
     for f in factors:
         if f.is_number:

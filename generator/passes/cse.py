@@ -61,16 +61,32 @@ def could_extract_minus_sign(e: sp.Expr) -> bool:
 
 
 def _first_term_is_negative(e: sp.Add) -> bool:
-    """Add's tie rule ``e.sort_key() < (-e).sort_key()`` for sums of symbolic terms."""
-    if any(a.is_Number for a in e.args):
-        return e.could_extract_minus_sign()
+    """Add's tie rule ``e.sort_key() < (-e).sort_key()`` for sums of symbolic terms and at
+    most one number.
+
+    The terms of ``e`` and ``-e`` come in the same order and their sort keys differ first in
+    the coefficient, so the first term's sign decides; except where ``as_ordered_terms`` puts
+    a number first (``n - c*x``, n > 0, c > 0): then ``e`` sorts first (a number's class
+    sorts before any other), and its negation ``-n + c*x`` sorts after.
+    """
+    numbers = [a for a in e.args if a.is_Number]
+    if numbers:
+        if len(e.args) == 2 and not any(isinstance(a, sp.NumberSymbol) for a in e.args):
+            n = numbers[0]
+            m = e.args[1] if e.args[0] is n else e.args[0]
+            if m.is_Mul and len(m.args) == 2 and m.args[0].is_Number and \
+                    _finite_number(n) and _finite_number(m.args[0]):
+                if n > 0 and m.args[0] < 0:
+                    return True
+                if n < 0 and m.args[0] > 0:
+                    return False
     try:
         first = ordered_terms(e)[0]
     except NotSimple:
         return e.could_extract_minus_sign()
     core = first.args[1:] if first.is_Mul and first.args[0].is_Number else (first,)
-    if not all(f.is_Symbol or (f.is_Pow and f.base.is_Symbol and f.exp.is_Rational)
-               for f in core):
+    if first.is_Number or not all(
+            f.is_Symbol or (f.is_Pow and f.base.is_Symbol and f.exp.is_Rational) for f in core):
         return e.could_extract_minus_sign()
     return bool(first.is_Mul and first.args[0].is_Number and first.args[0] < 0)
 
@@ -115,13 +131,13 @@ def opt_cse(exprs: list[sp.Expr]) -> dict:
     edges = [(s, s.args[0]) for s in collapsible if s.args[0] in collapsible]
     for e in reversed(topological_sort((collapsible, edges))):
         opt_subs[e] = opt_subs.get(e.args[0], e.args[0])
+    # SymPy rebuilds each product from its commutative factors; every product of the IR is
+    # commutative and canonical (nothing is built unevaluated), so that gives the product
     commutative_muls: OrderedSet = OrderedSet()
     for m in muls:
-        c, nc = m.args_cnc(cset=False)
-        if nc:
+        if not m.is_commutative:
             raise NotSimple("non-commutative product")
-        if len(c) > 1:
-            commutative_muls.add(m.func(*c))
+        commutative_muls.add(m)
     match_common_args(sp.Add, adds, opt_subs)
     match_common_args(sp.Mul, commutative_muls, opt_subs)
     return opt_subs
