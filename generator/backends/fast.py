@@ -23,6 +23,7 @@ printers on random expressions and on every bundled kernel's statements.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import sympy as sp
@@ -115,6 +116,8 @@ class FastPrinter:
             raise NotSimple
         text = self._symbols.get(e)
         if text is None:
+            if not e.is_commutative:
+                raise NotSimple
             text = self._symbols[e] = self.printer._print_Symbol(e)
         return _Printed(text, ATOM, True)
 
@@ -129,7 +132,7 @@ class FastPrinter:
 
     def _delegate(self, e: sp.Basic) -> _Printed:
         """A node the fast path does not print (a function call): SymPy prints it."""
-        if not isinstance(e, sp.Function) or e.has(sp.re, sp.im):
+        if not isinstance(e, sp.Function) or e.has(sp.re, sp.im) or not e.is_commutative:
             raise NotSimple
         if hasattr(e, "precedence"):
             raise NotSimple
@@ -167,8 +170,8 @@ class FastPrinter:
         printed = {a: self._print(a) for a in args}
         if not any(p.symbolic for p in printed.values()):
             raise NotSimple          # a constant: SymPy's printer (and its macros)
-        for a in args[1:]:
-            if a.is_Number or not a.is_commutative:
+        for a in args[1:]:           # (every leaf was checked commutative when printed)
+            if a.is_Number:
                 raise NotSimple
         lead = args[0]
         negative = lead.is_Number and bool(lead.is_extended_negative)   # c < 0
@@ -187,7 +190,7 @@ class FastPrinter:
         den: list[sp.Expr] = []
         paren_den: list[sp.Expr] = []
         for f in factors:
-            if f.is_Pow and f.exp.is_Rational and f.exp.is_negative:
+            if f.is_Pow and f.exp.is_Rational and f.exp.p < 0:
                 if f.exp != -1:
                     d = sp.Pow(f.base, -f.exp, evaluate=False)
                     printed[d] = self._pow(d)
@@ -237,14 +240,16 @@ class FastPrinter:
         return _Printed(text, POW, True)
 
 
-def ordered_terms(e: sp.Add) -> list[sp.Expr]:
+@lru_cache(maxsize=1 << 16)
+def ordered_terms(e: sp.Add) -> tuple[sp.Expr, ...]:
     """Expr.as_ordered_terms(order=None) for a sum of products of symbolic factors (raises
-    :class:`NotSimple` for anything else, e.g. a number among a term's factors)."""
+    :class:`NotSimple` for anything else, e.g. a number among a term's factors). Kept for
+    the sums seen last: both backends print the same statements, and CSE asks too."""
     args = e.args
     if len(args) == 2:
         special = _number_minus_product(args)
         if special is not None:
-            return special
+            return tuple(special)
     terms = [_term(t) for t in args]
     gens = {base for _, _, powers in terms for base in powers}
     if all(_is_plain_symbol(g) for g in gens):
@@ -260,7 +265,7 @@ def ordered_terms(e: sp.Add) -> list[sp.Expr]:
             monom[index[base]] = exp
         return tuple(-m for m in monom), coeff
 
-    return [t for t, _, _ in sorted(terms, key=key)]
+    return tuple(t for t, _, _ in sorted(terms, key=key))
 
 
 def _number_minus_product(args) -> list[sp.Expr] | None:

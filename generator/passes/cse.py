@@ -30,15 +30,19 @@ def _finite_number(e: sp.Expr) -> bool:
     return e.is_Rational or (e.is_Float and e.is_finite)
 
 
+def _negative(number: sp.Number) -> bool:
+    """number < 0 for a rational or a finite float."""
+    return number.p < 0 if number.is_Rational else bool(number.is_extended_negative)
+
+
 def could_extract_minus_sign(e: sp.Expr) -> bool:
     """``e.could_extract_minus_sign()`` (SymPy 1.14), decided from the structure.
 
     A product: its numeric coefficient is negative (Mul.could_extract_minus_sign, whose
     ``self == -self`` test only holds for infinite or undefined coefficients). A sum: more
     terms that could than terms that could not; on a tie SymPy compares the sort keys of the
-    sum and its negation, which differ first in the coefficient of the sum's first term in
-    ``as_ordered_terms`` order, so the sign of that coefficient decides (a sum with a number
-    term, whose order changes on negation, is left to SymPy). A power or a symbol: no.
+    sum and its negation (:func:`_first_term_is_negative`). A power or a symbol: no. Anything
+    else is asked of SymPy.
     """
     if e.is_Symbol or e.is_Pow:
         return False
@@ -50,7 +54,7 @@ def could_extract_minus_sign(e: sp.Expr) -> bool:
             return False
         if not _finite_number(lead):
             return e.could_extract_minus_sign()
-        return bool(lead < 0)
+        return _negative(lead)
     if e.is_Add:
         negative = sum(1 for a in e.args if could_extract_minus_sign(a))
         positive = len(e.args) - negative
@@ -64,10 +68,12 @@ def _first_term_is_negative(e: sp.Add) -> bool:
     """Add's tie rule ``e.sort_key() < (-e).sort_key()`` for sums of symbolic terms and at
     most one number.
 
-    The terms of ``e`` and ``-e`` come in the same order and their sort keys differ first in
-    the coefficient, so the first term's sign decides; except where ``as_ordered_terms`` puts
-    a number first (``n - c*x``, n > 0, c > 0): then ``e`` sorts first (a number's class
-    sorts before any other), and its negation ``-n + c*x`` sorts after.
+    The terms of ``e`` and ``-e`` come in the same order (their monomials are the same) and
+    the sort keys of a term ``c*rest`` and of its negation ``-c*rest`` (Expr.sort_key: class,
+    arguments and exponent of ``rest``, then ``c``) differ only in ``c``, so the first term's
+    sign decides; except where ``as_ordered_terms`` puts a number first (``n - c*x``,
+    n > 0, c > 0): then ``e`` sorts first (a number's class sorts before any other), and its
+    negation ``-n + c*x`` sorts after.
     """
     numbers = [a for a in e.args if a.is_Number]
     if numbers:
@@ -84,11 +90,9 @@ def _first_term_is_negative(e: sp.Add) -> bool:
         first = ordered_terms(e)[0]
     except NotSimple:
         return e.could_extract_minus_sign()
-    core = first.args[1:] if first.is_Mul and first.args[0].is_Number else (first,)
-    if first.is_Number or not all(
-            f.is_Symbol or (f.is_Pow and f.base.is_Symbol and f.exp.is_Rational) for f in core):
+    if first.is_Number:
         return e.could_extract_minus_sign()
-    return bool(first.is_Mul and first.args[0].is_Number and first.args[0] < 0)
+    return first.is_Mul and first.args[0].is_Number and _negative(first.args[0])
 
 
 def opt_cse(exprs: list[sp.Expr]) -> dict:
