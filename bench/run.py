@@ -175,6 +175,8 @@ def main() -> None:
     print("\n== batches across states: single-state calls vs scalar batch loop vs SIMD batch")
     from bench.simd_bench import run as run_simd
     results["simd_batch"] = run_simd()
+    from bench.generation_bench import run as run_generation   # --all there: the big ones
+    results["generation"] = run_generation()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
     print(f"\nops: generated kernel after all passes; dense: the same equations as dense 3x3 "

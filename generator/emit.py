@@ -132,7 +132,7 @@ def _check_distinct(k, backend: Backend, where: str) -> None:
 def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spec>") -> dict:
     k = g.kernel
     where = f"{spec}: kernel {k.name}"
-    printer = backend.printer
+    printer = backend.fast_printer       # SymPy's printer's text, printed directly
     _check_distinct(k, backend, where)
     used: set = set()
     for st in k.body:

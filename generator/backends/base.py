@@ -27,6 +27,8 @@ from typing import Any, Callable
 import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
+from mechgen.generator.backends.fast import FastPrinter
+
 _PRINTABLE = frozenset(chr(c) for c in range(0x20, 0x7F)) - {"\\"}
 
 
@@ -132,6 +134,15 @@ class Backend:
     templates: dict[str, str] = {}          # role -> template path under templates/
     file_patterns: dict[str, str] = {}      # role -> file name, "{mech}" replaced
     loader: str = ""
+
+    @property
+    def fast_printer(self):
+        """:class:`~mechgen.generator.backends.fast.FastPrinter` over ``printer``: the same
+        text, without SymPy's general printing machinery (made once per backend)."""
+        fast = self.__dict__.get("_fast_printer")
+        if fast is None:
+            fast = self.__dict__["_fast_printer"] = FastPrinter(self.printer)
+        return fast
 
     def file_names(self, mech: str) -> dict[str, str]:
         """Role -> generated file name for one mechanism."""

@@ -3,13 +3,158 @@
 The recursion already names every matrix element, so what is left to share are products and
 sums that several elements repeat (``c1*x`` in two rows, say). New names ``x0, x1, ...`` are
 prefixed ``cse`` and each is placed right before its first use.
+
+:func:`cse` gives exactly ``sympy.cse(exprs, symbols, order="none")``: SymPy's two stages,
+:func:`opt_cse` (sign, power and common-argument substitutions) and SymPy's ``tree_cse``. Its
+:func:`opt_cse` is SymPy's, except that whether a node "could extract a minus sign" is decided
+from its structure (:func:`could_extract_minus_sign`) instead of by building its negation
+and comparing sort keys for every product and sum, which was most of the time of the pass.
+``tests/test_fast_printer.py`` checks both against SymPy's on random and bundled kernels.
 """
 
 from __future__ import annotations
 
-import sympy as sp
+from typing import Iterable
 
+import sympy as sp
+from sympy.core.containers import OrderedSet
+from sympy.simplify.cse_main import Unevaluated, match_common_args, tree_cse
+from sympy.utilities.iterables import iterable, topological_sort
+
+from mechgen.generator.backends.fast import NotSimple, ordered_terms
 from mechgen.generator.ir import Assign, Check, Kernel, symbol
+
+
+def _finite_number(e: sp.Expr) -> bool:
+    """A rational or a finite float (not oo, zoo or nan, for which SymPy's rule differs)."""
+    return e.is_Rational or (e.is_Float and e.is_finite)
+
+
+def _negative(number: sp.Number) -> bool:
+    """number < 0 for a rational or a finite float."""
+    return number.p < 0 if number.is_Rational else bool(number.is_extended_negative)
+
+
+def could_extract_minus_sign(e: sp.Expr) -> bool:
+    """``e.could_extract_minus_sign()`` (SymPy 1.14), decided from the structure.
+
+    A product: its numeric coefficient is negative (Mul.could_extract_minus_sign, whose
+    ``self == -self`` test only holds for infinite or undefined coefficients). A sum: more
+    terms that could than terms that could not; on a tie SymPy compares the sort keys of the
+    sum and its negation (:func:`_first_term_is_negative`). A power or a symbol: no. Anything
+    else is asked of SymPy.
+    """
+    if e.is_Symbol or e.is_Pow:
+        return False
+    if e.is_Number:
+        return bool(e.is_extended_negative)
+    if e.is_Mul:
+        lead = e.args[0]
+        if not lead.is_Number:
+            return False
+        if not _finite_number(lead):
+            return e.could_extract_minus_sign()
+        return _negative(lead)
+    if e.is_Add:
+        negative = sum(1 for a in e.args if could_extract_minus_sign(a))
+        positive = len(e.args) - negative
+        if positive != negative:
+            return positive < negative
+        return _first_term_is_negative(e)
+    return e.could_extract_minus_sign()
+
+
+def _first_term_is_negative(e: sp.Add) -> bool:
+    """Add's tie rule ``e.sort_key() < (-e).sort_key()`` for sums of symbolic terms and at
+    most one number.
+
+    The terms of ``e`` and ``-e`` come in the same order (their monomials are the same) and
+    the sort keys of a term ``c*rest`` and of its negation ``-c*rest`` (Expr.sort_key: class,
+    arguments and exponent of ``rest``, then ``c``) differ only in ``c``, so the first term's
+    sign decides; except where ``as_ordered_terms`` puts a number first (``n - c*x``,
+    n > 0, c > 0): then ``e`` sorts first (a number's class sorts before any other), and its
+    negation ``-n + c*x`` sorts after.
+    """
+    numbers = [a for a in e.args if a.is_Number]
+    if numbers:
+        if len(e.args) == 2 and not any(isinstance(a, sp.NumberSymbol) for a in e.args):
+            n = numbers[0]
+            m = e.args[1] if e.args[0] is n else e.args[0]
+            if m.is_Mul and len(m.args) == 2 and m.args[0].is_Number and \
+                    _finite_number(n) and _finite_number(m.args[0]):
+                if n > 0 and m.args[0] < 0:
+                    return True
+                if n < 0 and m.args[0] > 0:
+                    return False
+    try:
+        first = ordered_terms(e)[0]
+    except NotSimple:
+        return e.could_extract_minus_sign()
+    if first.is_Number:
+        return e.could_extract_minus_sign()
+    return first.is_Mul and first.args[0].is_Number and _negative(first.args[0])
+
+
+def opt_cse(exprs: list[sp.Expr]) -> dict:
+    """sympy.simplify.cse_main.opt_cse(exprs, order="none") for scalar expressions: the
+    substitutions that expose negated products and sums, negative powers, and the common
+    arguments of sums and of products (SymPy's ``match_common_args``)."""
+    opt_subs: dict = {}
+    adds: OrderedSet = OrderedSet()
+    muls: OrderedSet = OrderedSet()
+    seen: set = set()
+    collapsible: set = set()
+
+    def find_opts(expr) -> None:
+        if not isinstance(expr, sp.Basic) or expr.is_Atom or expr.is_Order:
+            return
+        if iterable(expr):           # a Tuple (e.g. a Piecewise's pair): its items
+            for a in expr:
+                find_opts(a)
+            return
+        if expr in seen:
+            return
+        seen.add(expr)
+        for a in expr.args:
+            find_opts(a)
+        if could_extract_minus_sign(expr):
+            neg = sp.Add(*(-a for a in expr.args)) if expr.is_Add else -expr
+            if not neg.is_Atom:
+                opt_subs[expr] = Unevaluated(sp.Mul, (sp.S.NegativeOne, neg))
+                seen.add(neg)
+                expr = neg
+        if expr.is_Mul:
+            (collapsible if len(expr.args) == 1 else muls).add(expr)
+        elif expr.is_Add:
+            (collapsible if len(expr.args) == 1 else adds).add(expr)
+        elif expr.is_Pow and expr.exp.could_extract_minus_sign():
+            opt_subs[expr] = Unevaluated(sp.Pow, (sp.Pow(expr.base, -expr.exp), -1))
+
+    for e in exprs:
+        find_opts(e)
+    edges = [(s, s.args[0]) for s in collapsible if s.args[0] in collapsible]
+    for e in reversed(topological_sort((collapsible, edges))):
+        opt_subs[e] = opt_subs.get(e.args[0], e.args[0])
+    # SymPy rebuilds each product from its commutative factors; every product of the IR is
+    # commutative and canonical (nothing is built unevaluated), so that gives the product
+    commutative_muls: OrderedSet = OrderedSet()
+    for m in muls:
+        if not m.is_commutative:
+            raise NotSimple("non-commutative product")
+        commutative_muls.add(m)
+    match_common_args(sp.Add, adds, opt_subs)
+    match_common_args(sp.Mul, commutative_muls, opt_subs)
+    return opt_subs
+
+
+def cse(exprs: list[sp.Expr], symbols: Iterable[sp.Symbol]):
+    """(replacements, reduced expressions): ``sympy.cse(exprs, symbols, order="none")``."""
+    exprs = [sp.sympify(e) for e in exprs]
+    try:
+        opt_subs = opt_cse(exprs)
+    except NotSimple:
+        return sp.cse(exprs, symbols=symbols, order="none")
+    return tree_cse(exprs, iter(symbols), opt_subs, "none", ())
 
 
 def common_subexpressions(k: Kernel) -> Kernel:
@@ -17,7 +162,7 @@ def common_subexpressions(k: Kernel) -> Kernel:
     flat_out = [sp.sympify(e) for port in k.outputs for e in port.elements]
     taken = {str(s) for st in k.body if isinstance(st, Assign) for s in [st.target]}
     names = (symbol(f"cse{i}") for i in range(10**9) if f"cse{i}" not in taken)
-    replacements, reduced = sp.cse(exprs + flat_out, symbols=names, order="none")
+    replacements, reduced = cse(exprs + flat_out, names)
     if not replacements:
         return k
     pending = dict(replacements)

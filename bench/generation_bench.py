@@ -1,0 +1,148 @@
+"""Generation time: mechgen's fast printer and CSE against SymPy's printers and ``sympy.cse``.
+
+Every case is generated in a fresh process (so neither path inherits the other's SymPy cache),
+alternately by the two paths, ``--reps`` times each; the best time of each path is reported,
+with their ratio. Both paths must give byte-identical files (checked: the sha256 of all files).
+
+- ``sympy``: the kernels printed by the backends' SymPy printers and CSE'd by ``sympy.cse``
+  (what generation did before :mod:`mechgen.generator.backends.fast`);
+- ``fast``: what generation does now.
+
+Cases: by default a few quick ones (what ``make bench`` runs); ``--all`` adds every bundled
+mechanism, Talos (reduced, on a free base, 38 DoF) from example-robot-data when installed, and
+random chains of 10, 20, 30 and 40 joints (``tests/chains.py``, seed 0); those take minutes.
+
+    python bench/generation_bench.py [--all] [--reps 2] [--cases ur5_arm chain30 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+QUICK = ["ur5_arm", "panda_arm", "fourbar", "chain10"]
+CHAINS = [10, 20, 30, 40]
+TALOS = "talos_data/robots/talos_reduced.urdf"
+
+
+def robots_dir() -> Path | None:
+    """example-robot-data's robots folder on sys.path (a cmeel package), if installed."""
+    for entry in sys.path:
+        folder = Path(entry) / "cmeel.prefix" / "share" / "example-robot-data" / "robots"
+        if folder.is_dir():
+            return folder
+    return None
+
+
+def all_cases() -> list[str]:
+    from mechgen.generator.build import bundled_specs
+    cases = [s.stem for s in bundled_specs()]
+    robots = robots_dir()
+    if robots is not None and (robots / TALOS).is_file():
+        cases.append("talos_reduced")
+    return cases + [f"chain{n}" for n in CHAINS]
+
+
+def build_model(case: str):
+    """The model of a case name: a bundled spec's stem, talos_reduced, or chain<n>."""
+    from mechgen.generator.build import MECHANISMS
+    from mechgen.generator.frontend import load
+    if case.startswith("chain"):
+        from tests.chains import random_chain
+        return random_chain(0, int(case[5:]))[0]
+    if case == "talos_reduced":
+        from mechgen.generator.families.serial.urdf import load_urdf
+        return load_urdf(robots_dir() / TALOS, base="free", gravity=(0.0, 0.0, -9.81))
+    return load(MECHANISMS / f"{case}.toml")
+
+
+def use_sympy_paths() -> None:
+    """Generation as before: SymPy's printers in emit, ``sympy.cse`` in the CSE pass."""
+    import sympy as sp
+    from mechgen.generator.backends.base import Backend
+    from mechgen.generator.passes import cse
+    Backend.fast_printer = property(lambda self: self.printer)
+    cse.cse = lambda exprs, symbols: sp.cse(list(exprs), symbols=symbols, order="none")
+
+
+def child(case: str, path: str) -> dict:
+    """Generate one case in this process: seconds (kernels, printing) and the files' digest."""
+    if path == "sympy":
+        use_sympy_paths()
+    from mechgen.generator.build import generate_kernels, manifest_fields
+    from mechgen.generator.emit import render
+    model = build_model(case)
+    t0 = time.perf_counter()
+    gen = generate_kernels(model)
+    t1 = time.perf_counter()
+    files = render(model.name, f"{case}.toml", "0" * 64, gen, manifest_fields(model))
+    t2 = time.perf_counter()
+    digest = hashlib.sha256("".join(files[k] for k in sorted(files)).encode()).hexdigest()
+    n = getattr(model, "n", None)
+    return {"n": n, "kernels_s": t1 - t0, "render_s": t2 - t1, "total_s": t2 - t0,
+            "sha256": digest}
+
+
+def measure(case: str, path: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", case, path],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run(cases: list[str] | None = None, reps: int = 2) -> dict:
+    """Each case by both paths, alternately, ``reps`` times; the best of each, their ratio."""
+    cases = cases or QUICK
+    print(f"\n== generation time (all kernels, C and Python), best of {reps}, each run a fresh "
+          f"process, alternating")
+    print(f"{'case':24s} {'DoF':>4s} {'sympy s':>8s} {'fast s':>8s} {'ratio':>6s} "
+          f"{'fast: kernels':>13s} {'printing':>9s}  files")
+    results = {}
+    for case in cases:
+        runs: dict[str, list[dict]] = {"sympy": [], "fast": []}
+        for _ in range(reps):
+            for path in runs:
+                runs[path].append(measure(case, path))
+        best = {p: min(r, key=lambda x: x["total_s"]) for p, r in runs.items()}
+        same = len({r["sha256"] for rs in runs.values() for r in rs}) == 1
+        row = {"n": best["fast"]["n"], "sympy_s": best["sympy"]["total_s"],
+               "fast_s": best["fast"]["total_s"], "fast_kernels_s": best["fast"]["kernels_s"],
+               "fast_render_s": best["fast"]["render_s"],
+               "ratio": best["sympy"]["total_s"] / best["fast"]["total_s"],
+               "identical_files": same}
+        results[case] = row
+        print(f"{case:24s} {str(row['n'] or ''):>4s} {row['sympy_s']:8.1f} {row['fast_s']:8.1f} "
+              f"{row['ratio']:6.2f} {row['fast_kernels_s']:13.1f} {row['fast_render_s']:9.1f}  "
+              f"{'identical' if same else 'DIFFER'}", flush=True)
+    return results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--all", action="store_true", help="every bundled mechanism, Talos, "
+                    "random chains of 10-40 joints (minutes)")
+    ap.add_argument("--cases", nargs="*", help="case names (bundled spec stems, "
+                    "talos_reduced, chain<n>)")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--child", nargs=2, metavar=("CASE", "PATH"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return
+    results = run(args.cases or (all_cases() if args.all else QUICK), args.reps)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
