@@ -87,6 +87,23 @@ def test_fast_printer_prints_sums_with_a_number_and_a_negative_product():
             assert fast.doprint(e) == b.printer.doprint(e), sp.srepr(e)
 
 
+def test_a_lone_power_denominator_is_divided_by_as_a_whole():
+    """y/x**2 prints as y/(x*x), never y/x*x (which divides once): both printers, and the
+    value of the printed text equals the expression's."""
+    x, y, z = SYMBOLS[5], SYMBOLS[6], SYMBOLS[7]
+    cases = [4 / x ** 2, y / x ** 2, -y / x ** 3, y * z / x ** 4, 3 * y / x ** 2,
+             -4 * y / x ** 2, (y + z) / x ** 2, y / (x + z) ** 2, y / (x ** 2 * z)]
+    at = {x: 1.7, y: 0.3, z: -2.1}
+    for name, b in BACKENDS.items():
+        fast = FastPrinter(b.printer)
+        for e in cases:
+            text = fast.doprint(e)
+            assert text == b.printer.doprint(e), sp.srepr(e)
+            if name == "python":
+                value = eval(text, {"math": __import__("math")}, {str(k): v for k, v in at.items()})
+                assert value == pytest.approx(float(e.subs(at)), rel=1e-14), text
+
+
 def test_fast_printer_refuses_non_finite_constants_as_the_printers_do():
     for b in BACKENDS.values():
         for e in (SYMBOLS[0] * sp.Integer(10) ** 400, SYMBOLS[0] + sp.Integer(10) ** 400):

@@ -189,8 +189,10 @@ class FastPrinter:
         num: list[sp.Expr] = []
         den: list[sp.Expr] = []
         paren_den: list[sp.Expr] = []
+        power_den = False            # a lone x**-k (k = 2..4): "/(x*x)", ScalarLines._print_Mul
         for f in factors:
             if f.is_Pow and f.exp.is_Rational and f.exp.p < 0:
+                power_den = f.exp.is_Integer and -4 <= f.exp <= -2
                 if f.exp != -1:
                     d = sp.Pow(f.base, -f.exp, evaluate=False)
                     printed[d] = self._pow(d)
@@ -216,7 +218,9 @@ class FastPrinter:
                 i = den.index(f.base)
                 den_text[i] = f"({den_text[i]})"
         text = sign + "*".join(num_text)
-        if len(den) == 1:
+        if len(den) == 1 and power_den:
+            text += f"/({den_text[0]})"
+        elif len(den) == 1:
             text += "/" + den_text[0]
         elif den:
             text += "/(%s)" % "*".join(den_text)
