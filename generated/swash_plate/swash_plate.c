@@ -909,10 +909,9 @@ int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c3 = mg_w_c3[mg_l];
-            const double beta3_02 = -0.25881904510252074*c3;
             const double IJ3_02 = (2.1539120601574185e-19)*c3;
             const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
-            const double Nm3_2_z = (2.1539120601574185e-19)*beta3_02 + 0.017386664873203228;
+            const double Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02;
             mg_o_M[0][mg_l] = 0.004573333333333333;
             mg_o_M[1][mg_l] = 0.0;
             mg_o_M[2][mg_l] = 0.0;
@@ -1024,8 +1023,9 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_c3[8];
-        double mg_w_s3[8];
         double mg_w_s1[8];
+        double mg_w_omega_p3_J_x[8];
+        double mg_w_s3[8];
         double mg_w_omega3_z[8];
         double mg_w_oo3_zz[8];
         double mg_w_c2[8];
@@ -1048,10 +1048,12 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double omega_p3_z = (0.9659258262890683)*qd2;
-            const double omega3_z = omega_p3_z + qd3;
+            const double omega_p3_J_x = -0.25881904510252074*qd2;
+            const double omega_p3_J_z = (0.9659258262890683)*qd2;
+            const double omega3_z = omega_p3_J_z + qd3;
             const double oo3_zz = omega3_z*omega3_z;
             const double omega3_z_2 = qd2 + (0.9659258262890683)*qd3;
+            mg_w_omega_p3_J_x[mg_l] = omega_p3_J_x;
             mg_w_omega3_z[mg_l] = omega3_z;
             mg_w_oo3_zz[mg_l] = oo3_zz;
             mg_w_omega3_z_2[mg_l] = omega3_z_2;
@@ -1070,14 +1072,15 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double s1 = mg_w_s1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
+            const double omega_p3_J_x = mg_w_omega_p3_J_x[mg_l];
+            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double omega3_z = mg_w_omega3_z[mg_l];
             const double oo3_zz = mg_w_oo3_zz[mg_l];
             const double c2 = mg_w_c2[mg_l];
             const double s2 = mg_w_s2[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
@@ -1085,10 +1088,9 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
             const double qd1 = mg_w_qd1[mg_l];
             const double c1 = mg_w_c1[mg_l];
             const double beta3_02 = -0.25881904510252074*c3;
-            const double beta3_12 = (0.25881904510252074)*s3;
             const double a1_y = (9.81)*s1;
-            const double omega_p3_x = beta3_02*qd2;
-            const double omega_p3_y = beta3_12*qd2;
+            const double omega_p3_x = c3*omega_p3_J_x;
+            const double omega_p3_y = -omega_p3_J_x*s3;
             const double epsd3_x = omega_p3_y*qd3;
             const double epsd3_y = -omega_p3_x*qd3;
             const double oo3_xx = omega_p3_x*omega_p3_x;
@@ -1098,7 +1100,8 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
             const double N3_x = (0.009130208333333334)*epsd3_x + (2.1539120601574185e-19)*oo3_xy + (0.008869791666666665)*oo3_yz;
             const double N3_y = (0.009130208333333334)*epsd3_y - 2.1539120601574185e-19*oo3_xx - 0.008869791666666665*oo3_xz + (2.1539120601574185e-19)*oo3_zz;
             const double N3_z = (2.1539120601574185e-19)*epsd3_x - 2.1539120601574185e-19*oo3_yz;
-            const double N2_z = N3_x*beta3_02 + N3_y*beta3_12 + (0.9659258262890683)*N3_z;
+            const double N_c3_J_x = N3_x*c3 - N3_y*s3;
+            const double N2_z = (0.9659258262890683)*N3_z - 0.25881904510252074*N_c3_J_x;
             const double N1_x = (0.036)*a1_y;
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
@@ -1291,8 +1294,9 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_c3[8];
-        double mg_w_s3[8];
         double mg_w_s1[8];
+        double mg_w_omega_p3_J_x[8];
+        double mg_w_s3[8];
         double mg_w_omega3_z[8];
         double mg_w_oo3_zz[8];
         double mg_w_c2[8];
@@ -1315,10 +1319,12 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double omega_p3_z = (0.9659258262890683)*qd2;
-            const double omega3_z = omega_p3_z + qd3;
+            const double omega_p3_J_x = -0.25881904510252074*qd2;
+            const double omega_p3_J_z = (0.9659258262890683)*qd2;
+            const double omega3_z = omega_p3_J_z + qd3;
             const double oo3_zz = omega3_z*omega3_z;
             const double omega3_z_2 = qd2 + (0.9659258262890683)*qd3;
+            mg_w_omega_p3_J_x[mg_l] = omega_p3_J_x;
             mg_w_omega3_z[mg_l] = omega3_z;
             mg_w_oo3_zz[mg_l] = oo3_zz;
             mg_w_omega3_z_2[mg_l] = omega3_z_2;
@@ -1338,14 +1344,15 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
             const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double s1 = mg_w_s1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
+            const double omega_p3_J_x = mg_w_omega_p3_J_x[mg_l];
+            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double omega3_z = mg_w_omega3_z[mg_l];
             const double oo3_zz = mg_w_oo3_zz[mg_l];
             const double c2 = mg_w_c2[mg_l];
             const double s2 = mg_w_s2[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
             const double c1 = mg_w_c1[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
@@ -1353,13 +1360,12 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double omega3_z_2 = mg_w_omega3_z_2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double beta3_02 = -0.25881904510252074*c3;
-            const double beta3_12 = (0.25881904510252074)*s3;
             const double IJ3_02 = (2.1539120601574185e-19)*c3;
             const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
-            const double Nm3_2_z = (2.1539120601574185e-19)*beta3_02 + 0.017386664873203228;
+            const double Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02;
             const double a1_y = (9.81)*s1;
-            const double omega_p3_x = beta3_02*qd2;
-            const double omega_p3_y = beta3_12*qd2;
+            const double omega_p3_x = c3*omega_p3_J_x;
+            const double omega_p3_y = -omega_p3_J_x*s3;
             const double epsd3_x = omega_p3_y*qd3;
             const double epsd3_y = -omega_p3_x*qd3;
             const double oo3_xx = omega_p3_x*omega_p3_x;
@@ -1369,7 +1375,8 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double N3_x = (0.009130208333333334)*epsd3_x + (2.1539120601574185e-19)*oo3_xy + (0.008869791666666665)*oo3_yz;
             const double N3_y = (0.009130208333333334)*epsd3_y - 2.1539120601574185e-19*oo3_xx - 0.008869791666666665*oo3_xz + (2.1539120601574185e-19)*oo3_zz;
             const double N3_z = (2.1539120601574185e-19)*epsd3_x - 2.1539120601574185e-19*oo3_yz;
-            const double N2_z = N3_x*beta3_02 + N3_y*beta3_12 + (0.9659258262890683)*N3_z;
+            const double N_c3_J_x = N3_x*c3 - N3_y*s3;
+            const double N2_z = (0.9659258262890683)*N3_z - 0.25881904510252074*N_c3_J_x;
             const double N1_x = (0.036)*a1_y;
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
@@ -1602,6 +1609,7 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
         double mg_o_reaction[6][8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
+        double mg_w_qdd_ind1[8];
         double mg_w_c2[8];
         double mg_w_s2[8];
         double mg_w_c3[8];
@@ -1610,24 +1618,33 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
         double mg_w_s1[8];
         double mg_w_omega3_z[8];
         double mg_w_qd1[8];
-        double mg_w_qdd_ind1[8];
+        double mg_w_omega_p3_J_x[8];
+        double mg_w_epsd3_J_x[8];
+        double mg_w_epsd3_J_z[8];
         double mg_w_omega3_z_2[8];
         double mg_w_oo3_zz[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
             mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
+            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
             const double omega3_z = qd2 + (0.9659258262890683)*qd3;
-            const double omega_p3_z = (0.9659258262890683)*qd2;
-            const double omega3_z_2 = omega_p3_z + qd3;
+            const double omega_p3_J_x = -0.25881904510252074*qd2;
+            const double omega_p3_J_z = (0.9659258262890683)*qd2;
+            const double epsd3_J_x = -0.25881904510252074*qdd_ind1;
+            const double epsd3_J_z = (0.9659258262890683)*qdd_ind1;
+            const double omega3_z_2 = omega_p3_J_z + qd3;
             const double oo3_zz = omega3_z_2*omega3_z_2;
             mg_w_omega3_z[mg_l] = omega3_z;
+            mg_w_omega_p3_J_x[mg_l] = omega_p3_J_x;
+            mg_w_epsd3_J_x[mg_l] = epsd3_J_x;
+            mg_w_epsd3_J_z[mg_l] = epsd3_J_z;
             mg_w_omega3_z_2[mg_l] = omega3_z_2;
             mg_w_oo3_zz[mg_l] = oo3_zz;
         }
@@ -1656,6 +1673,9 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double omega3_z = mg_w_omega3_z[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
+            const double omega_p3_J_x = mg_w_omega_p3_J_x[mg_l];
+            const double epsd3_J_x = mg_w_epsd3_J_x[mg_l];
+            const double epsd3_J_z = mg_w_epsd3_J_z[mg_l];
             const double omega3_z_2 = mg_w_omega3_z_2[mg_l];
             const double oo3_zz = mg_w_oo3_zz[mg_l];
             const double theta_J3_00 = (0.9659258262890683)*c2;
@@ -1665,7 +1685,6 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double tau3_00 = c3*theta_J3_00 - s2*s3;
             const double tau3_01 = c2*s3 + c3*theta_J3_01;
             const double tau3_02 = -0.25881904510252074*c3;
-            const double tau3_12 = (0.25881904510252074)*s3;
             const double cse0 = qd3*theta_J3_20;
             const double omega3_x = cse0;
             const double cse1 = qd3*theta_J3_21;
@@ -1706,11 +1725,11 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
             const double a1_y = (9.81)*s1;
-            const double omega_p3_x = qd2*tau3_02;
-            const double omega_p3_y = qd2*tau3_12;
-            const double epsd3_x = omega_p3_y*qd3 + qdd_ind1*tau3_02;
-            const double epsd3_y = -omega_p3_x*qd3 + qdd_ind1*tau3_12;
-            const double epsd3_z = qdd_dep2 + (0.9659258262890683)*qdd_ind1;
+            const double omega_p3_x = c3*omega_p3_J_x;
+            const double omega_p3_y = -omega_p3_J_x*s3;
+            const double epsd3_x = c3*epsd3_J_x + omega_p3_y*qd3;
+            const double epsd3_y = -epsd3_J_x*s3 - omega_p3_x*qd3;
+            const double epsd3_z = epsd3_J_z + qdd_dep2;
             const double oo3_xx = omega_p3_x*omega_p3_x;
             const double oo3_xy = omega_p3_x*omega_p3_y;
             const double oo3_xz = omega3_z_2*omega_p3_x;
@@ -1718,7 +1737,8 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double N3_x = (0.009130208333333334)*epsd3_x + (2.1539120601574185e-19)*epsd3_z + (2.1539120601574185e-19)*oo3_xy + (0.008869791666666665)*oo3_yz;
             const double N3_y = (0.009130208333333334)*epsd3_y - 2.1539120601574185e-19*oo3_xx - 0.008869791666666665*oo3_xz + (2.1539120601574185e-19)*oo3_zz;
             const double N3_z = (2.1539120601574185e-19)*epsd3_x + (0.018)*epsd3_z - 2.1539120601574185e-19*oo3_yz;
-            const double N2_z = N3_x*tau3_02 + N3_y*tau3_12 + (0.9659258262890683)*N3_z + (0.0009375)*qdd_ind1;
+            const double N_c3_J_x = N3_x*c3 - N3_y*s3;
+            const double N2_z = (0.9659258262890683)*N3_z - 0.25881904510252074*N_c3_J_x + (0.0009375)*qdd_ind1;
             const double N1_x = (0.036)*a1_y + (0.004573333333333333)*qdd_dep1;
             const double lambda_z2 = N1_x*lu_inv1;
             const double lambda_z1 = lu_inv2*(N3_z - cse5*lambda_z2);
