@@ -8,7 +8,7 @@
     rhs(mech, tau)               the minimal ODE y = (q, qd_ind): qdot = H qd_ind, and qdd_ind
                                  from the reduced equations (for scipy's solve_ivp)
     simulate(mech, ...)          solve_ivp on rhs from an assembled start, with projection
-    inverse_dynamics_on_grid     paper 004's "direct" problem on a uniform time grid
+    inverse_dynamics_on_grid     paper 004's "direct" problem on a uniform (or any increasing) grid
     forward_dynamics_on_grid     paper 004's "inverse" problem with its constant-acceleration
                                  step (first order: a fidelity mode, energy drifts as O(dt))
 """
@@ -314,7 +314,7 @@ def inverse_dynamics_on_grid(mech: Mechanism, q_ind: Callable, qd_ind: Callable,
                              qdd_ind: Callable, q_start: Any, t_end: float | None = None,
                              steps: int | None = None, p: Any = None,
                              t: Any = None) -> dict:
-    """Paper 004's "direct" problem (section 2.2 step 5) on the grid t_l = l dt, dt =
+    """Paper 004's "direct" problem on the grid t_l = l dt, dt =
     t_end/steps (or the increasing times ``t``). Given the laws q_I(t), qd_I(t), qdd_I(t) of
     the independent coordinates (functions of t returning shape (f,)), at each node:
     (a) the dependent coordinates by Newton (eq. 6; started from the previous node moved by
@@ -351,7 +351,7 @@ def inverse_dynamics_on_grid(mech: Mechanism, q_ind: Callable, qd_ind: Callable,
 def forward_dynamics_on_grid(mech: Mechanism, tau: Callable | Any, q0: Any, qd_ind0: Any,
                              t_end: float | None = None, steps: int | None = None,
                              p: Any = None, t: Any = None) -> dict:
-    """Paper 004's "inverse" problem (section 2.2 step 6) with its own step, on the grid t_l =
+    """Paper 004's "inverse" problem with its own step, on the grid t_l =
     l dt, dt = t_end/steps (or the increasing times ``t``). At each node: (a) the dependent
     q by Newton (eq. 6), (b) the rates (eq. 7), (c) eqs. 8-9 together for qdd and lambda
     (forward_dynamics); (d) the accelerations held constant over the step:

@@ -1,5 +1,5 @@
 """Paper 004's two time-grid procedures (runtime/linkage.py; docs/linkage.md, "Time-grid
-procedures"; /work/shared reading of paper 004, section 2.2 steps 5 and 6):
+procedures (paper 004)"):
 
 * inverse_dynamics_on_grid (the paper's "direct" problem, motion -> forces) on a prescribed
   smooth drive law q_I(t) = q_I,ref + a sin(w t): at every node the loops are closed to
