@@ -8,7 +8,7 @@
     rhs(mech, tau)               the minimal ODE y = (q, qd_ind): qdot = H qd_ind, and qdd_ind
                                  from the reduced equations (for scipy's solve_ivp)
     simulate(mech, ...)          solve_ivp on rhs from an assembled start, with projection
-    inverse_dynamics_on_grid     paper 004's "direct" problem on a uniform time grid
+    inverse_dynamics_on_grid     paper 004's "direct" problem on a uniform (or any increasing) grid
     forward_dynamics_on_grid     paper 004's "inverse" problem with its constant-acceleration
                                  step (first order: a fidelity mode, energy drifts as O(dt))
 """
@@ -267,51 +267,114 @@ def simulate(mech: Mechanism, q0: Any, qd_ind0: Any, t_end: float, tau: Any = No
     return Trajectory(sol.t, q, qd)
 
 
+def _time_grid(where: str, t_end: Any, steps: Any, t: Any) -> np.ndarray:
+    """The grid t_0 < t_1 < ... : paper 004's uniform t_l = l dt, dt = t_end/steps (from 0),
+    or the times ``t`` given explicitly. Errors name the argument."""
+    if t is not None:
+        if t_end is not None or steps is not None:
+            raise ValueError(f"{where}: give either the grid 't' or 't_end' and 'steps', not both")
+        grid = np.asarray(t, dtype=float)
+        if grid.ndim != 1 or grid.size < 2:
+            raise ValueError(f"{where}: argument 't': expected a 1-D grid of at least 2 times, "
+                             f"got shape {grid.shape}")
+        if not np.all(np.isfinite(grid)):
+            raise ValueError(f"{where}: argument 't' contains NaN or infinity")
+        bad = np.flatnonzero(np.diff(grid) <= 0)
+        if bad.size:
+            k = int(bad[0])
+            raise ValueError(f"{where}: argument 't' must be strictly increasing: "
+                             f"t[{k + 1}] = {grid[k + 1]!r} after t[{k}] = {grid[k]!r}")
+        return grid
+    if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, (int, np.integer)) \
+            or steps < 1:
+        raise ValueError(f"{where}: argument 'steps' must be an integer >= 1, got {steps!r}")
+    if isinstance(t_end, (bool, np.bool_)) or not isinstance(t_end, (int, float, np.number)) \
+            or not np.isfinite(t_end) or t_end <= 0:
+        raise ValueError(f"{where}: argument 't_end' must be a finite time > 0 (a grid from 0 "
+                         f"increasing), got {t_end!r}")
+    return np.linspace(0.0, float(t_end), int(steps) + 1)
+
+
+def _law(f: Callable, tl: float, size: int, name: str) -> np.ndarray:
+    """One value of a prescribed law at a node, checked: shape (size,), finite."""
+    return _vector(f(tl), size, f"{name}(t) at t = {float(tl):.6g}")
+
+
+def _drive_forces(tau: Callable | Any, n: int, tl: float, q: np.ndarray,
+                  qd: np.ndarray) -> np.ndarray:
+    """tau on every coordinate at a node: None (zero), an array (n,) or tau(t, q, qd)."""
+    if tau is None:
+        return np.zeros(n)
+    if callable(tau):
+        return _vector(tau(tl, q.copy(), qd.copy()), n, f"tau(t, q, qd) at t = {float(tl):.6g}")
+    return _vector(tau, n, "tau")
+
+
 def inverse_dynamics_on_grid(mech: Mechanism, q_ind: Callable, qd_ind: Callable,
-                             qdd_ind: Callable, q_start: Any, t_end: float, steps: int,
-                             p: Any = None) -> dict:
-    """Paper 004's "direct" problem on t_l = l dt: at each node (a) the dependent coordinates
-    by Newton from the previous node, (b) the rates, (c)-(d) the drive forces on the
-    independent coordinates and the multipliers (inverse_dynamics)."""
-    _require_linkage(mech, "inverse_dynamics_on_grid")
+                             qdd_ind: Callable, q_start: Any, t_end: float | None = None,
+                             steps: int | None = None, p: Any = None,
+                             t: Any = None) -> dict:
+    """Paper 004's "direct" problem on the grid t_l = l dt, dt =
+    t_end/steps (or the increasing times ``t``). Given the laws q_I(t), qd_I(t), qdd_I(t) of
+    the independent coordinates (functions of t returning shape (f,)), at each node:
+    (a) the dependent coordinates by Newton (eq. 6; started from the previous node moved by
+    qd dt + qdd dt^2/2, the first node from ``q_start``), (b) all rates (eq. 7), (c)-(d) all
+    accelerations, the drive forces on the independent coordinates and the multipliers
+    (eqs. 8-9; the generated inverse_dynamics: minimum-norm multipliers when constraints are
+    redundant). Returns arrays t (N+1,), q, qd, qdd (N+1, n), tau_ind (N+1, f), lambda (N+1, m)."""
+    where = "inverse_dynamics_on_grid"
+    _require_linkage(mech, where)
+    for name, f_ in (("q_ind", q_ind), ("qd_ind", qd_ind), ("qdd_ind", qdd_ind)):
+        if not callable(f_):
+            raise TypeError(f"{where}: argument {name!r} must be a function of t, "
+                            f"got {type(f_).__name__}")
+    grid = _time_grid(where, t_end, steps, t)
     ind = independent_indices(mech)
+    f = len(ind)
     kw = {} if p is None else {"p": p}
-    t = np.linspace(0.0, float(t_end), int(steps) + 1)
     q = _vector(q_start, mech.n, "q_start").copy()
-    out = {"t": t, "q": [], "tau_ind": [], "lambda": []}
-    for tl in t:
-        q[ind] = q_ind(tl)
+    out: dict[str, list] = {"q": [], "qd": [], "qdd": [], "tau_ind": [], "lambda": []}
+    for l, tl in enumerate(grid):
+        if l:
+            dt = tl - grid[l - 1]
+            q = q + out["qd"][-1] * dt + out["qdd"][-1] * dt * dt / 2
+        q[ind] = _law(q_ind, tl, f, "q_ind")
         q = assemble(mech, q, p)
-        qd, _ = mech.velocity(q, qd_ind(tl), **kw)
-        tau_i, _, lam, *_ = mech.inverse_dynamics(q, qd, qdd_ind(tl), **kw)
-        out["q"].append(q.copy())
-        out["tau_ind"].append(tau_i)
-        out["lambda"].append(lam)
-    return {k: np.asarray(v) for k, v in out.items()}
+        qd, _ = mech.velocity(q, _law(qd_ind, tl, f, "qd_ind"), **kw)
+        tau_i, qdd, lam, *_ = mech.inverse_dynamics(q, qd, _law(qdd_ind, tl, f, "qdd_ind"), **kw)
+        for key, value in (("q", q.copy()), ("qd", qd), ("qdd", qdd), ("tau_ind", tau_i),
+                           ("lambda", lam)):
+            out[key].append(value)
+    return {"t": grid} | {k: np.asarray(v) for k, v in out.items()}
 
 
 def forward_dynamics_on_grid(mech: Mechanism, tau: Callable | Any, q0: Any, qd_ind0: Any,
-                             t_end: float, steps: int, p: Any = None) -> dict:
-    """Paper 004's "inverse" problem with its own step: at t_l the dependent q by Newton, the
-    rates, then (8)-(9) for qdd and lambda; the independent accelerations held over the step:
-    qd^{l+1} = qd^l + qdd^l dt, q^{l+1} = q^l + qd^l dt + qdd^l dt^2 / 2."""
-    _require_linkage(mech, "forward_dynamics_on_grid")
+                             t_end: float | None = None, steps: int | None = None,
+                             p: Any = None, t: Any = None) -> dict:
+    """Paper 004's "inverse" problem with its own step, on the grid t_l =
+    l dt, dt = t_end/steps (or the increasing times ``t``). At each node: (a) the dependent
+    q by Newton (eq. 6), (b) the rates (eq. 7), (c) eqs. 8-9 together for qdd and lambda
+    (forward_dynamics); (d) the accelerations held constant over the step:
+    qd_I^{l+1} = qd_I^l + qdd_I^l dt, q^{l+1} = q^l + qd^l dt + qdd^l dt^2 / 2 (the dependent
+    part only starts the Newton solve of the next node). First order: the error at a fixed
+    time is O(dt). ``tau``: drive forces on all n coordinates, None (zero), an array (n,) or
+    a function tau(t, q, qd). Returns arrays t (N+1,), q, qd, qdd (N+1, n), lambda (N+1, m)."""
+    where = "forward_dynamics_on_grid"
+    _require_linkage(mech, where)
+    grid = _time_grid(where, t_end, steps, t)
     ind = independent_indices(mech)
     kw = {} if p is None else {"p": p}
-    t = np.linspace(0.0, float(t_end), int(steps) + 1)
-    dt = t[1] - t[0]
-    q = assemble(mech, q0, p)
+    q = assemble(mech, _vector(q0, mech.n, "q0"), p)
     v = _vector(qd_ind0, len(ind), "qd_ind0").copy()
-    out = {"t": t, "q": [], "qd": [], "lambda": []}
-    for tl in t:
-        q = assemble(mech, q, p)
+    out: dict[str, list] = {"q": [], "qd": [], "qdd": [], "lambda": []}
+    for l, tl in enumerate(grid):
+        if l:
+            dt = tl - grid[l - 1]
+            qd_prev, qdd_prev = out["qd"][-1], out["qdd"][-1]
+            q = assemble(mech, q + qd_prev * dt + qdd_prev * dt * dt / 2, p)
+            v = v + qdd_prev[ind] * dt
         qd, _ = mech.velocity(q, v, **kw)
-        forces = tau(tl, q, qd) if callable(tau) else (np.zeros(mech.n) if tau is None else tau)
-        qdd, lam, *_ = mech.forward_dynamics(q, qd, forces, **kw)
-        out["q"].append(q.copy())
-        out["qd"].append(qd)
-        out["lambda"].append(lam)
-        q = q.copy()
-        q[ind] += v * dt + qdd[ind] * dt * dt / 2
-        v = v + qdd[ind] * dt
-    return {k: np.asarray(v_) for k, v_ in out.items()}
+        qdd, lam, *_ = mech.forward_dynamics(q, qd, _drive_forces(tau, mech.n, tl, q, qd), **kw)
+        for key, value in (("q", q.copy()), ("qd", qd), ("qdd", qdd), ("lambda", lam)):
+            out[key].append(value)
+    return {"t": grid} | {k: np.asarray(v_) for k, v_ in out.items()}
