@@ -7,7 +7,7 @@
 - ``SIMD batch``: the generated ``_batch`` (blocks of W states vectorised across the states,
   ``mechgen.generator.simd``).
 
-All three are compiled in one library with the runtime's flags (``cbuild.cflags()``) and timed
+All three are compiled in one library with the runtime's flags (``cbuild.cflags(simd=True)``, the ``MECHGEN_SIMD=1`` build) and timed
 in one run, interleaved, best of several repetitions. A benchmark, not a test.
 
     python -m bench.simd_bench [--states N] [--repeat R]
@@ -78,7 +78,7 @@ def build(mech: str, kernels: list[str], tmp: Path, generated: Path = ROOT / "ge
     ffi = cffi.FFI()
     ffi.cdef("\n".join(decls))
     name = f"_simd_bench_{mech}_{int(time.time() * 1e6) % 10**9}"
-    ffi.set_source(name, source, extra_compile_args=cbuild.cflags() + ["-iquote", str(folder)],
+    ffi.set_source(name, source, extra_compile_args=cbuild.cflags(simd=True) + ["-iquote", str(folder)],
                    libraries=["m"])
     so = ffi.compile(tmpdir=str(tmp), verbose=False)
     spec = importlib.util.spec_from_file_location(name, so)
@@ -139,7 +139,7 @@ def run(states: int = 4096, repeat: int = 15, cases: dict | None = None,
     scalar/SIMD ratio, how many states failed a check)."""
     rng = np.random.default_rng(13)
     rows = {}
-    print(f"SIMD batch (flags: {' '.join(cbuild.cflags())}; {states} states, best of {repeat})")
+    print(f"SIMD batch (flags: {' '.join(cbuild.cflags(simd=True))}; {states} states, best of {repeat})")
     header = (f"{'mechanism':22s} {'kernel':18s} {'single ns':>10s} {'scalar ns':>10s} "
               f"{'SIMD ns':>9s} {'scalar/SIMD':>11s}")
     print(header)

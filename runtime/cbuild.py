@@ -45,13 +45,17 @@ CFLAGS = ["-O2", "-std=c99", "-fno-math-errno", "-ffp-contract=off"]
 """Always given. ``-ffp-contract=off``: no fused multiply-add, so the vectorised batch of a
 kernel rounds exactly like its single-state form (and like any other CPU)."""
 OPTIONAL_CFLAGS = ["-fno-tree-slp-vectorize", "-fopenmp-simd", "-march=native"]
-"""Given when the compiler accepts them (:func:`cflags`): ``#pragma omp simd`` vectorises the
-batch kernels across states (templates/c/kernel.c.j2); ``-march=native`` lets it use the
-CPU's widest vectors, only together with ``-fno-tree-slp-vectorize``: GCC 12's straight-line
-vectoriser fuses ``a*b - c, a*b + c`` pairs into ``vfmsubadd`` (FMA) despite
-``-ffp-contract=off`` when the CPU has FMA, which would change the single-state kernels' last
-bits. None changes a result: no fast-math, no contraction. Without them the batch is the same
-code run lane after lane."""
+"""Given with :data:`SIMD_ENV` set, when the compiler accepts them (:func:`cflags`), with
+``-DMECHGEN_SIMD=1``: ``#pragma omp simd`` then vectorises the batch kernels across states
+(templates/c/kernel.c.j2); ``-march=native`` lets it use the CPU's widest vectors, only together
+with ``-fno-tree-slp-vectorize``: GCC 12's straight-line vectoriser fuses ``a*b - c, a*b + c``
+pairs into ``vfmsubadd`` (FMA) despite ``-ffp-contract=off`` when the CPU has FMA, which would
+change the single-state kernels' last bits. None changes a result: no fast-math, no
+contraction. Without them the batch runs the single-state kernel state after state."""
+SIMD_ENV = "MECHGEN_SIMD"
+"""``MECHGEN_SIMD=1`` builds the SIMD batch kernels. Off by default: the vectorised batches
+take about 5x longer to compile (gough_stewart_docking: 6 s -> 34 s of gcc) for 1.0-2.6x the
+batch throughput (make bench, bench/simd_bench.py); single-state calls gain nothing."""
 ENV_FLAGS = ("CC", "CFLAGS", "CPPFLAGS", "LDSHARED", "LDFLAGS", "ARCHFLAGS")
 CONFIG_VARS = ("CC", "CFLAGS", "CCSHARED", "CPPFLAGS", "LDSHARED", "LDFLAGS", "EXT_SUFFIX")
 STALE_SECONDS = 600.0
@@ -146,15 +150,26 @@ def accepts(cc: str, flag: str) -> bool:
     return run.returncode == 0 and not run.stderr.strip()
 
 
-def cflags() -> list[str]:
-    """The flags the kernels are compiled with: :data:`CFLAGS`, then each of
-    :data:`OPTIONAL_CFLAGS` the compiler accepts (a compiler without them builds the plain
-    lane-by-lane loop, with the same results)."""
+def simd_requested() -> bool:
+    """True if the environment asks for the SIMD batch kernels (``MECHGEN_SIMD=1``)."""
+    value = os.environ.get(SIMD_ENV, "0").strip()
+    if value not in ("0", "1", ""):
+        raise ValueError(f"{SIMD_ENV} must be 0 or 1, got {value!r}")
+    return value == "1"
+
+
+def cflags(simd: bool | None = None) -> list[str]:
+    """The flags the kernels are compiled with: :data:`CFLAGS`; with ``simd`` (default: the
+    environment's :data:`SIMD_ENV`) also ``-DMECHGEN_SIMD=1`` and each of
+    :data:`OPTIONAL_CFLAGS` the compiler accepts (a compiler without them builds the blocks
+    lane by lane, with the same results)."""
+    if not (simd_requested() if simd is None else simd):
+        return list(CFLAGS)
     cc = compiler_command()
     flags = CFLAGS + [flag for flag in OPTIONAL_CFLAGS if accepts(cc, flag)]
     if "-fno-tree-slp-vectorize" not in flags and "-march=native" in flags:
         flags.remove("-march=native")
-    return flags
+    return flags + ["-DMECHGEN_SIMD=1"]
 
 
 @functools.lru_cache(maxsize=None)

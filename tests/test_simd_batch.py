@@ -3,9 +3,10 @@ mechgen.generator.simd) equals its single-state kernel bit for bit: outputs, sta
 rows of failed states, every tail length, NaN inputs.
 
 The kernels are the committed ones of a serial arm, a free-base tree, a parallel mechanism, a
-closed-loop linkage and the contact interface, compiled by the runtime (its flags, with
-``-fopenmp-simd`` and ``-march=native`` when the compiler takes them) and called directly
-through cffi, states one after another vs one batch call.
+closed-loop linkage and the contact interface, compiled by the runtime with the SIMD build
+switched on (``MECHGEN_SIMD=1``: ``-DMECHGEN_SIMD=1``, ``-fopenmp-simd`` and ``-march=native``
+when the compiler takes them) and called directly through cffi, states one after another vs one
+batch call.
 """
 
 from __future__ import annotations
@@ -26,10 +27,30 @@ FAILING = {"gough_stewart_docking"}   # random states far from home fail its che
 STATES = 6 * WIDTH + 3          # blocks and a tail
 
 
+@pytest.fixture(autouse=True, scope="module")
+def simd_build():
+    """Every library of this module is the SIMD build (its own cache entry: the flags differ)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(cbuild.SIMD_ENV, "1")
+        yield
+
+
 def _library(name: str):
     folder = ROOT / "generated" / name
     manifest = json.loads((folder / "manifest.json").read_text())
-    return cbuild.load_c(folder, manifest), manifest
+    module = cbuild.load_c(folder, manifest)
+    assert "-DMECHGEN_SIMD=1" in cbuild.cflags()
+    return module, manifest
+
+
+def test_the_simd_build_is_off_unless_asked_for(monkeypatch):
+    monkeypatch.delenv(cbuild.SIMD_ENV, raising=False)
+    assert cbuild.cflags() == cbuild.CFLAGS
+    monkeypatch.setenv(cbuild.SIMD_ENV, "1")
+    assert cbuild.cflags()[-1] == "-DMECHGEN_SIMD=1"
+    monkeypatch.setenv(cbuild.SIMD_ENV, "yes")
+    with pytest.raises(ValueError, match="MECHGEN_SIMD must be 0 or 1"):
+        cbuild.cflags()
 
 
 def _inputs(manifest: dict, meta: dict, n: int, rng) -> list[np.ndarray]:

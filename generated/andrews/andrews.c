@@ -142,7 +142,9 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_phi[6][8];
@@ -348,6 +350,7 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_closure(q + mg_i * 7, p + mg_i * 1, phi + mg_i * 6, G + mg_i * 42, orientation + mg_i * 3);
         status[mg_i] = mg_s;
@@ -497,7 +500,9 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_q_next[7][8];
@@ -719,6 +724,7 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_newton_step(q + mg_i * 7, p + mg_i * 1, q_next + mg_i * 7, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 3);
         status[mg_i] = mg_s;
@@ -856,7 +862,9 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qd[7][8];
@@ -1056,6 +1064,7 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_velocity(q + mg_i * 7, qd_ind + mg_i * 1, p + mg_i * 1, qd + mg_i * 7, H + mg_i * 7);
         status[mg_i] = mg_s;
@@ -1452,7 +1461,9 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_r[27][8];
@@ -2001,6 +2012,7 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_kinematics(q + mg_i * 7, qd + mg_i * 7, qdd + mg_i * 7, p + mg_i * 1, r + mg_i * 27, v + mg_i * 27, a + mg_i * 27, R + mg_i * 63, omega + mg_i * 21, alpha + mg_i * 21);
         status[mg_i] = mg_s;
@@ -2098,7 +2110,9 @@ int64_t mechgen_andrews_mass_matrix_batch(int64_t n, const double *q, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_M[49][8];
@@ -2217,6 +2231,7 @@ int64_t mechgen_andrews_mass_matrix_batch(int64_t n, const double *q, const doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_mass_matrix(q + mg_i * 7, p + mg_i * 1, M + mg_i * 49);
         status[mg_i] = mg_s;
@@ -2391,7 +2406,9 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_b[7][8];
@@ -2690,6 +2707,7 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_bias(q + mg_i * 7, qd + mg_i * 7, tau + mg_i * 7, p + mg_i * 1, b + mg_i * 7, gamma + mg_i * 6);
         status[mg_i] = mg_s;
@@ -3006,7 +3024,9 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qdd[7][8];
@@ -3451,6 +3471,7 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_forward_dynamics(q + mg_i * 7, qd + mg_i * 7, tau + mg_i * 7, p + mg_i * 1, qdd + mg_i * 7, multipliers + mg_i * 6, reaction + mg_i * 18);
         status[mg_i] = mg_s;
@@ -3718,7 +3739,9 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_tau_ind[1][8];
@@ -4105,6 +4128,7 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_inverse_dynamics(q + mg_i * 7, qd + mg_i * 7, qdd_ind + mg_i * 1, p + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 7, multipliers + mg_i * 6, reaction + mg_i * 18);
         status[mg_i] = mg_s;
@@ -4202,7 +4226,9 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[1][8];
@@ -4386,6 +4412,7 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_energy(q + mg_i * 7, qd + mg_i * 7, p + mg_i * 1, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -4427,7 +4454,9 @@ int64_t mechgen_andrews_springs_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_state[3][8];
@@ -4481,6 +4510,7 @@ int64_t mechgen_andrews_springs_batch(int64_t n, const double *q, const double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_springs(q + mg_i * 7, qd + mg_i * 7, p + mg_i * 1, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -4582,7 +4612,9 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_position[1][8];
@@ -4757,6 +4789,7 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_violation(q + mg_i * 7, qd + mg_i * 7, p + mg_i * 1, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

@@ -105,7 +105,9 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_phi[5][8];
@@ -243,6 +245,7 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_closure(q + mg_i * 3, phi + mg_i * 5, G + mg_i * 15, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -366,7 +369,9 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_q_next[3][8];
@@ -525,6 +530,7 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_newton_step(q + mg_i * 3, q_next + mg_i * 3, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -640,7 +646,9 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qd[3][8];
@@ -787,6 +795,7 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_velocity(q + mg_i * 3, qd_ind + mg_i * 1, qd + mg_i * 3, H + mg_i * 3);
         status[mg_i] = mg_s;
@@ -1057,7 +1066,9 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_r[18][8];
@@ -1404,6 +1415,7 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_kinematics(q + mg_i * 3, qd + mg_i * 3, qdd + mg_i * 3, r + mg_i * 18, v + mg_i * 18, a + mg_i * 18, R + mg_i * 27, omega + mg_i * 9, alpha + mg_i * 9);
         status[mg_i] = mg_s;
@@ -1457,7 +1469,9 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_M[9][8];
@@ -1519,6 +1533,7 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_mass_matrix(q + mg_i * 3, M + mg_i * 9);
         status[mg_i] = mg_s;
@@ -1678,7 +1693,9 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_b[3][8];
@@ -1900,6 +1917,7 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_bias(q + mg_i * 3, qd + mg_i * 3, tau + mg_i * 3, b + mg_i * 3, gamma + mg_i * 5);
         status[mg_i] = mg_s;
@@ -2164,7 +2182,9 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qdd[3][8];
@@ -2495,6 +2515,7 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_forward_dynamics(q + mg_i * 3, qd + mg_i * 3, tau + mg_i * 3, qdd + mg_i * 3, multipliers + mg_i * 5, reaction + mg_i * 6);
         status[mg_i] = mg_s;
@@ -2732,7 +2753,9 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_tau_ind[1][8];
@@ -3034,6 +3057,7 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_inverse_dynamics(q + mg_i * 3, qd + mg_i * 3, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 3, multipliers + mg_i * 5, reaction + mg_i * 6);
         status[mg_i] = mg_s;
@@ -3107,7 +3131,9 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[1][8];
@@ -3228,6 +3254,7 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_energy(q + mg_i * 3, qd + mg_i * 3, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -3250,7 +3277,9 @@ int64_t mechgen_bennett_springs_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_state[3][8];
@@ -3265,6 +3294,7 @@ int64_t mechgen_bennett_springs_batch(int64_t n, const double *q, const double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_springs(q + mg_i * 3, qd + mg_i * 3, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -3353,7 +3383,9 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_position[1][8];
@@ -3476,6 +3508,7 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_violation(q + mg_i * 3, qd + mg_i * 3, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

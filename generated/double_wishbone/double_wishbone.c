@@ -207,7 +207,9 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_phi[6][8];
@@ -453,6 +455,7 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_closure(q + mg_i * 8, p + mg_i * 1, phi + mg_i * 6, G + mg_i * 48, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -672,7 +675,9 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_q_next[8][8];
@@ -952,6 +957,7 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_newton_step(q + mg_i * 8, p + mg_i * 1, q_next + mg_i * 8, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -1182,7 +1188,9 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qd[8][8];
@@ -1444,6 +1452,7 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_velocity(q + mg_i * 8, qd_ind + mg_i * 2, p + mg_i * 1, qd + mg_i * 8, H + mg_i * 16);
         status[mg_i] = mg_s;
@@ -1978,7 +1987,9 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_r[24][8];
@@ -2649,6 +2660,7 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_kinematics(q + mg_i * 8, qd + mg_i * 8, qdd + mg_i * 8, p + mg_i * 1, r + mg_i * 24, v + mg_i * 24, a + mg_i * 24, R + mg_i * 45, omega + mg_i * 15, alpha + mg_i * 15);
         status[mg_i] = mg_s;
@@ -2824,7 +2836,9 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_M[64][8];
@@ -3014,6 +3028,7 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_mass_matrix(q + mg_i * 8, p + mg_i * 1, M + mg_i * 64);
         status[mg_i] = mg_s;
@@ -3336,7 +3351,9 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_b[8][8];
@@ -3765,6 +3782,7 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_bias(q + mg_i * 8, qd + mg_i * 8, tau + mg_i * 8, p + mg_i * 1, b + mg_i * 8, gamma + mg_i * 6);
         status[mg_i] = mg_s;
@@ -4342,7 +4360,9 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qdd[8][8];
@@ -5030,6 +5050,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_forward_dynamics(q + mg_i * 8, qd + mg_i * 8, tau + mg_i * 8, p + mg_i * 1, qdd + mg_i * 8, multipliers + mg_i * 6, reaction + mg_i * 12);
         status[mg_i] = mg_s;
@@ -5491,7 +5512,9 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_tau_ind[2][8];
@@ -6060,6 +6083,7 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_inverse_dynamics(q + mg_i * 8, qd + mg_i * 8, qdd_ind + mg_i * 2, p + mg_i * 1, tau_ind + mg_i * 2, qdd + mg_i * 8, multipliers + mg_i * 6, reaction + mg_i * 12);
         status[mg_i] = mg_s;
@@ -6211,7 +6235,9 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[1][8];
@@ -6431,6 +6457,7 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_energy(q + mg_i * 8, qd + mg_i * 8, p + mg_i * 1, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -6482,7 +6509,9 @@ int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_state[3][8];
@@ -6538,6 +6567,7 @@ int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_springs(q + mg_i * 8, qd + mg_i * 8, p + mg_i * 1, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -6702,7 +6732,9 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_position[1][8];
@@ -6917,6 +6949,7 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_violation(q + mg_i * 8, qd + mg_i * 8, p + mg_i * 1, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

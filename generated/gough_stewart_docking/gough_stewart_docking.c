@@ -200,7 +200,9 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_q[18][8];
@@ -539,6 +541,7 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_inverse_kinematics(x + mg_i * 6, p + mg_i * 6, q + mg_i * 18);
         status[mg_i] = mg_s;
@@ -870,7 +873,9 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_q_next[18][8];
@@ -1360,6 +1365,7 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_newton_step(x + mg_i * 6, q + mg_i * 18, p + mg_i * 6, q_next + mg_i * 18, residual + mg_i * 18);
         status[mg_i] = mg_s;
@@ -1932,7 +1938,9 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_H[108][8];
@@ -2521,6 +2529,7 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_velocity_constraints(x + mg_i * 6, p + mg_i * 6, H + mg_i * 108);
         status[mg_i] = mg_s;
@@ -3058,7 +3067,9 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_q[18][8];
@@ -3799,6 +3810,7 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_leg_rates(x + mg_i * 6, u + mg_i * 6, p + mg_i * 6, q + mg_i * 18, qd + mg_i * 18);
         status[mg_i] = mg_s;
@@ -4475,7 +4487,9 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_h[18][8];
@@ -5240,6 +5254,7 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_acceleration_terms(x + mg_i * 6, u + mg_i * 6, p + mg_i * 6, h + mg_i * 18);
         status[mg_i] = mg_s;
@@ -5780,7 +5795,9 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_Q[18][8];
@@ -6542,6 +6559,7 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_leg_forces(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, p + mg_i * 6, Q + mg_i * 18);
         status[mg_i] = mg_s;
@@ -7381,7 +7399,9 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_A_leg1[9][8];
@@ -8541,6 +8561,7 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_leg_dynamics(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, g + mg_i * 3, p + mg_i * 6, A_leg1 + mg_i * 9, A_leg2 + mg_i * 9, A_leg3 + mg_i * 9, A_leg4 + mg_i * 9, A_leg5 + mg_i * 9, A_leg6 + mg_i * 9, b + mg_i * 18);
         status[mg_i] = mg_s;
@@ -9708,7 +9729,9 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_A_star[36][8];
@@ -11700,6 +11723,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_reduced_dynamics(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 6, A_star + mg_i * 36, b_star + mg_i * 6, udot + mg_i * 6);
         status[mg_i] = mg_s;
@@ -13278,7 +13302,9 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_xdot[12][8];
@@ -16436,6 +16462,7 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 6, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, F_on_C + mg_i * 18, M_on_C + mg_i * 18, base_force + mg_i * 3, base_moment + mg_i * 3, damping_power + mg_i * 1);
         status[mg_i] = mg_s;
@@ -17010,7 +17037,9 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[1][8];
@@ -17931,6 +17960,7 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_energy(x + mg_i * 6, u + mg_i * 6, g + mg_i * 3, p + mg_i * 6, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -19230,7 +19260,9 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_F[6][8];
@@ -21459,6 +21491,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_drive_forces(x + mg_i * 6, u + mg_i * 6, udot + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 6, F + mg_i * 6);
         status[mg_i] = mg_s;
@@ -23206,7 +23239,9 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_xdot[12][8];
@@ -26692,6 +26727,7 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_base_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, w0 + mg_i * 3, dw0 + mg_i * 3, p + mg_i * 6, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, F_on_C + mg_i * 18, M_on_C + mg_i * 18, base_force + mg_i * 3, base_moment + mg_i * 3, damping_power + mg_i * 1);
         status[mg_i] = mg_s;
@@ -30877,7 +30913,9 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_xdot[12][8];
@@ -36992,6 +37030,7 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_coupled_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, w0 + mg_i * 3, dw0 + mg_i * 3, p + mg_i * 6, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, udot + mg_i * 6, wrench + mg_i * 6, damping_power + mg_i * 1, stop_force + mg_i * 6, dudot_dbase + mg_i * 36, dwrench_dbase + mg_i * 36);
         status[mg_i] = mg_s;
@@ -37788,7 +37827,9 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_momentum[3][8];
@@ -38748,6 +38789,7 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_momentum(x + mg_i * 6, u + mg_i * 6, w0 + mg_i * 3, V0 + mg_i * 3, p + mg_i * 6, momentum + mg_i * 3, angular_momentum + mg_i * 3, T + mg_i * 1);
         status[mg_i] = mg_s;

@@ -189,7 +189,9 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_phi[7][8];
@@ -414,6 +416,7 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_closure(q + mg_i * 6, phi + mg_i * 7, G + mg_i * 42, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -625,7 +628,9 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_q_next[6][8];
@@ -886,6 +891,7 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_newton_step(q + mg_i * 6, q_next + mg_i * 6, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -1080,7 +1086,9 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qd[6][8];
@@ -1309,6 +1317,7 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_velocity(q + mg_i * 6, qd_ind + mg_i * 1, qd + mg_i * 6, H + mg_i * 6);
         status[mg_i] = mg_s;
@@ -1826,7 +1835,9 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_r[24][8];
@@ -2478,6 +2489,7 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_kinematics(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, r + mg_i * 24, v + mg_i * 24, a + mg_i * 24, R + mg_i * 45, omega + mg_i * 15, alpha + mg_i * 15);
         status[mg_i] = mg_s;
@@ -2577,7 +2589,9 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_M[36][8];
@@ -2718,6 +2732,7 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_mass_matrix(q + mg_i * 6, M + mg_i * 36);
         status[mg_i] = mg_s;
@@ -2993,7 +3008,9 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_b[6][8];
@@ -3391,6 +3408,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_bias(q + mg_i * 6, qd + mg_i * 6, tau + mg_i * 6, b + mg_i * 6, gamma + mg_i * 7);
         status[mg_i] = mg_s;
@@ -3864,7 +3882,9 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qdd[6][8];
@@ -4488,6 +4508,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_forward_dynamics(q + mg_i * 6, qd + mg_i * 6, tau + mg_i * 6, qdd + mg_i * 6, multipliers + mg_i * 7, reaction + mg_i * 12);
         status[mg_i] = mg_s;
@@ -4898,7 +4919,9 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_tau_ind[1][8];
@@ -5424,6 +5447,7 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_inverse_dynamics(q + mg_i * 6, qd + mg_i * 6, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 6, multipliers + mg_i * 7, reaction + mg_i * 12);
         status[mg_i] = mg_s;
@@ -5558,7 +5582,9 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[1][8];
@@ -5768,6 +5794,7 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_energy(q + mg_i * 6, qd + mg_i * 6, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -5790,7 +5817,9 @@ int64_t mechgen_landing_gear_springs_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_state[3][8];
@@ -5805,6 +5834,7 @@ int64_t mechgen_landing_gear_springs_batch(int64_t n, const double *q, const dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_springs(q + mg_i * 6, qd + mg_i * 6, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -5954,7 +5984,9 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_position[1][8];
@@ -6147,6 +6179,7 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_violation(q + mg_i * 6, qd + mg_i * 6, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

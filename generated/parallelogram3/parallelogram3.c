@@ -75,7 +75,9 @@ int64_t mechgen_parallelogram3_closure_batch(int64_t n, const double *q, double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_phi[4][8];
@@ -192,6 +194,7 @@ int64_t mechgen_parallelogram3_closure_batch(int64_t n, const double *q, double 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_closure(q + mg_i * 4, phi + mg_i * 4, G + mg_i * 16, orientation + mg_i * 2);
         status[mg_i] = mg_s;
@@ -286,7 +289,9 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_q_next[4][8];
@@ -426,6 +431,7 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_newton_step(q + mg_i * 4, q_next + mg_i * 4, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 2);
         status[mg_i] = mg_s;
@@ -514,7 +520,9 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qd[4][8];
@@ -643,6 +651,7 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_velocity(q + mg_i * 4, qd_ind + mg_i * 1, qd + mg_i * 4, H + mg_i * 4);
         status[mg_i] = mg_s;
@@ -858,7 +867,9 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_r[18][8];
@@ -1160,6 +1171,7 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_kinematics(q + mg_i * 4, qd + mg_i * 4, qdd + mg_i * 4, r + mg_i * 18, v + mg_i * 18, a + mg_i * 18, R + mg_i * 36, omega + mg_i * 12, alpha + mg_i * 12);
         status[mg_i] = mg_s;
@@ -1201,7 +1213,9 @@ int64_t mechgen_parallelogram3_mass_matrix_batch(int64_t n, const double *q, dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_M[16][8];
@@ -1251,6 +1265,7 @@ int64_t mechgen_parallelogram3_mass_matrix_batch(int64_t n, const double *q, dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_mass_matrix(q + mg_i * 4, M + mg_i * 16);
         status[mg_i] = mg_s;
@@ -1351,7 +1366,9 @@ int64_t mechgen_parallelogram3_bias_batch(int64_t n, const double *q, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_b[4][8];
@@ -1519,6 +1536,7 @@ int64_t mechgen_parallelogram3_bias_batch(int64_t n, const double *q, const doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_bias(q + mg_i * 4, qd + mg_i * 4, tau + mg_i * 4, b + mg_i * 4, gamma + mg_i * 4);
         status[mg_i] = mg_s;
@@ -1711,7 +1729,9 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qdd[4][8];
@@ -1975,6 +1995,7 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_forward_dynamics(q + mg_i * 4, qd + mg_i * 4, tau + mg_i * 4, qdd + mg_i * 4, multipliers + mg_i * 4, reaction + mg_i * 12);
         status[mg_i] = mg_s;
@@ -2148,7 +2169,9 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_tau_ind[1][8];
@@ -2389,6 +2412,7 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_inverse_dynamics(q + mg_i * 4, qd + mg_i * 4, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 4, multipliers + mg_i * 4, reaction + mg_i * 12);
         status[mg_i] = mg_s;
@@ -2442,7 +2466,9 @@ int64_t mechgen_parallelogram3_energy_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[1][8];
@@ -2544,6 +2570,7 @@ int64_t mechgen_parallelogram3_energy_batch(int64_t n, const double *q, const do
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_energy(q + mg_i * 4, qd + mg_i * 4, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -2566,7 +2593,9 @@ int64_t mechgen_parallelogram3_springs_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_state[3][8];
@@ -2581,6 +2610,7 @@ int64_t mechgen_parallelogram3_springs_batch(int64_t n, const double *q, const d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_springs(q + mg_i * 4, qd + mg_i * 4, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -2642,7 +2672,9 @@ int64_t mechgen_parallelogram3_violation_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_position[1][8];
@@ -2749,6 +2781,7 @@ int64_t mechgen_parallelogram3_violation_batch(int64_t n, const double *q, const
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_violation(q + mg_i * 4, qd + mg_i * 4, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

@@ -458,7 +458,9 @@ int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_r[51][8];
@@ -984,6 +986,7 @@ int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_forward_kinematics(q + mg_i * 18, r + mg_i * 51, tau + mg_i * 153);
         status[mg_i] = mg_s;
@@ -3255,7 +3258,9 @@ int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[918][8];
@@ -5582,6 +5587,7 @@ int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, do
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_jacobians(q + mg_i * 18, T + mg_i * 918, R + mg_i * 918);
         status[mg_i] = mg_s;
@@ -6179,7 +6185,9 @@ int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_v[39][8];
@@ -6858,6 +6866,7 @@ int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_velocities(q + mg_i * 18, qd + mg_i * 18, v + mg_i * 39, omega + mg_i * 39, w + mg_i * 39, eps + mg_i * 39);
         status[mg_i] = mg_s;
@@ -7726,7 +7735,9 @@ int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_A[324][8];
@@ -8649,6 +8660,7 @@ int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_mass_matrix(q + mg_i * 18, A + mg_i * 324);
         status[mg_i] = mg_s;
@@ -9165,7 +9177,9 @@ int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_b[18][8];
@@ -9804,6 +9818,7 @@ int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_bias(q + mg_i * 18, qd + mg_i * 18, Q + mg_i * 18, b + mg_i * 18);
         status[mg_i] = mg_s;
@@ -10306,7 +10321,9 @@ int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_Q[18][8];
@@ -10937,6 +10954,7 @@ int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_inverse_dynamics(q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, Q + mg_i * 18);
         status[mg_i] = mg_s;
@@ -12475,7 +12493,9 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qdd[18][8];
@@ -14138,6 +14158,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_forward_dynamics(q + mg_i * 18, qd + mg_i * 18, Q + mg_i * 18, qdd + mg_i * 18);
         status[mg_i] = mg_s;
@@ -14521,7 +14542,9 @@ int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[1][8];
@@ -15000,6 +15023,7 @@ int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_energy(q + mg_i * 18, qd + mg_i * 18, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -19660,7 +19684,9 @@ int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_dtau_dq[324][8];
@@ -24489,6 +24515,7 @@ int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_inverse_dynamics_derivatives(q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, dtau_dq + mg_i * 324, dtau_dqd + mg_i * 324);
         status[mg_i] = mg_s;
@@ -32117,7 +32144,9 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qdd[18][8];
@@ -39920,6 +39949,7 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_forward_dynamics_derivatives(q + mg_i * 18, qd + mg_i * 18, Q + mg_i * 18, qdd + mg_i * 18, dqdd_dq + mg_i * 324, dqdd_dqd + mg_i * 324, dqdd_dQ + mg_i * 324);
         status[mg_i] = mg_s;

@@ -263,7 +263,9 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_r[27][8];
@@ -574,6 +576,7 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_forward_kinematics(q + mg_i * 13, p + mg_i * 1, r + mg_i * 27, tau + mg_i * 81);
         status[mg_i] = mg_s;
@@ -1556,7 +1559,9 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[351][8];
@@ -2570,6 +2575,7 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_jacobians(q + mg_i * 13, p + mg_i * 1, T + mg_i * 351, R + mg_i * 351);
         status[mg_i] = mg_s;
@@ -2979,7 +2985,9 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_v[24][8];
@@ -3452,6 +3460,7 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_velocities(q + mg_i * 13, qd + mg_i * 13, p + mg_i * 1, v + mg_i * 24, omega + mg_i * 24, w + mg_i * 24, eps + mg_i * 24);
         status[mg_i] = mg_s;
@@ -4015,7 +4024,9 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_A[169][8];
@@ -4649,6 +4660,7 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_mass_matrix(q + mg_i * 13, p + mg_i * 1, A + mg_i * 169);
         status[mg_i] = mg_s;
@@ -4970,7 +4982,9 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_b[13][8];
@@ -5389,6 +5403,7 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_bias(q + mg_i * 13, qd + mg_i * 13, Q + mg_i * 13, p + mg_i * 1, b + mg_i * 13);
         status[mg_i] = mg_s;
@@ -5709,7 +5724,9 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_Q[13][8];
@@ -6127,6 +6144,7 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_inverse_dynamics(q + mg_i * 13, qd + mg_i * 13, qdd + mg_i * 13, p + mg_i * 1, Q + mg_i * 13);
         status[mg_i] = mg_s;
@@ -7252,7 +7270,9 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qdd[13][8];
@@ -8516,6 +8536,7 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_forward_dynamics(q + mg_i * 13, qd + mg_i * 13, Q + mg_i * 13, p + mg_i * 1, qdd + mg_i * 13);
         status[mg_i] = mg_s;
@@ -8758,7 +8779,9 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[1][8];
@@ -9076,6 +9099,7 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_energy(q + mg_i * 13, qd + mg_i * 13, p + mg_i * 1, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;

@@ -204,7 +204,9 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_q[18][8];
@@ -547,6 +549,7 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_inverse_kinematics(x + mg_i * 6, p + mg_i * 17, q + mg_i * 18);
         status[mg_i] = mg_s;
@@ -877,7 +880,9 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_q_next[18][8];
@@ -1368,6 +1373,7 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_newton_step(x + mg_i * 6, q + mg_i * 18, p + mg_i * 17, q_next + mg_i * 18, residual + mg_i * 18);
         status[mg_i] = mg_s;
@@ -1911,7 +1917,9 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_H[108][8];
@@ -2471,6 +2479,7 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_velocity_constraints(x + mg_i * 6, p + mg_i * 17, H + mg_i * 108);
         status[mg_i] = mg_s;
@@ -2979,7 +2988,9 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_q[18][8];
@@ -3691,6 +3702,7 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_leg_rates(x + mg_i * 6, u + mg_i * 6, p + mg_i * 17, q + mg_i * 18, qd + mg_i * 18);
         status[mg_i] = mg_s;
@@ -4339,7 +4351,9 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_h[18][8];
@@ -5076,6 +5090,7 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_acceleration_terms(x + mg_i * 6, u + mg_i * 6, p + mg_i * 17, h + mg_i * 18);
         status[mg_i] = mg_s;
@@ -5277,7 +5292,9 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_Q[18][8];
@@ -5507,6 +5524,7 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_leg_forces(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, p + mg_i * 17, Q + mg_i * 18);
         status[mg_i] = mg_s;
@@ -6292,7 +6310,9 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_A_leg1[9][8];
@@ -7192,6 +7212,7 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_leg_dynamics(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, g + mg_i * 3, p + mg_i * 17, A_leg1 + mg_i * 9, A_leg2 + mg_i * 9, A_leg3 + mg_i * 9, A_leg4 + mg_i * 9, A_leg5 + mg_i * 9, A_leg6 + mg_i * 9, b + mg_i * 18);
         status[mg_i] = mg_s;
@@ -8305,7 +8326,9 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_A_star[36][8];
@@ -9636,6 +9659,7 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_reduced_dynamics(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 17, A_star + mg_i * 36, b_star + mg_i * 6, udot + mg_i * 6);
         status[mg_i] = mg_s;
@@ -11141,7 +11165,9 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_xdot[12][8];
@@ -13212,6 +13238,7 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 17, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, F_on_C + mg_i * 18, M_on_C + mg_i * 18, base_force + mg_i * 3, base_moment + mg_i * 3, damping_power + mg_i * 1);
         status[mg_i] = mg_s;
@@ -13780,7 +13807,9 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[1][8];
@@ -14461,6 +14490,7 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_energy(x + mg_i * 6, u + mg_i * 6, g + mg_i * 3, p + mg_i * 17, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -15700,7 +15730,9 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_F[6][8];
@@ -17154,6 +17186,7 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_drive_forces(x + mg_i * 6, u + mg_i * 6, udot + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 17, F + mg_i * 6);
         status[mg_i] = mg_s;
@@ -18832,7 +18865,9 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_xdot[12][8];
@@ -21146,6 +21181,7 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_base_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, w0 + mg_i * 3, dw0 + mg_i * 3, p + mg_i * 17, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, F_on_C + mg_i * 18, M_on_C + mg_i * 18, base_force + mg_i * 3, base_moment + mg_i * 3, damping_power + mg_i * 1);
         status[mg_i] = mg_s;
@@ -25187,7 +25223,9 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_xdot[12][8];
@@ -30023,6 +30061,7 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_coupled_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, w0 + mg_i * 3, dw0 + mg_i * 3, p + mg_i * 17, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, udot + mg_i * 6, wrench + mg_i * 6, damping_power + mg_i * 1, stop_force + mg_i * 6, dudot_dbase + mg_i * 36, dwrench_dbase + mg_i * 36);
         status[mg_i] = mg_s;
@@ -30856,7 +30895,9 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_momentum[3][8];
@@ -31882,6 +31923,7 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_momentum(x + mg_i * 6, u + mg_i * 6, w0 + mg_i * 3, V0 + mg_i * 3, p + mg_i * 17, momentum + mg_i * 3, angular_momentum + mg_i * 3, T + mg_i * 1);
         status[mg_i] = mg_s;

@@ -53,7 +53,9 @@ int64_t mechgen_swash_plate_closure_batch(int64_t n, const double *q, double *ph
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_phi[2][8];
@@ -119,6 +121,7 @@ int64_t mechgen_swash_plate_closure_batch(int64_t n, const double *q, double *ph
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_closure(q + mg_i * 3, phi + mg_i * 2, G + mg_i * 6, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -194,7 +197,9 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_q_next[3][8];
@@ -293,6 +298,7 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_newton_step(q + mg_i * 3, q_next + mg_i * 3, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -362,7 +368,9 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qd[3][8];
@@ -445,6 +453,7 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_velocity(q + mg_i * 3, qd_ind + mg_i * 1, qd + mg_i * 3, H + mg_i * 3);
         status[mg_i] = mg_s;
@@ -631,7 +640,9 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_r[15][8];
@@ -864,6 +875,7 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_kinematics(q + mg_i * 3, qd + mg_i * 3, qdd + mg_i * 3, r + mg_i * 15, v + mg_i * 15, a + mg_i * 15, R + mg_i * 27, omega + mg_i * 9, alpha + mg_i * 9);
         status[mg_i] = mg_s;
@@ -897,7 +909,9 @@ int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_M[9][8];
@@ -927,6 +941,7 @@ int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_mass_matrix(q + mg_i * 3, M + mg_i * 9);
         status[mg_i] = mg_s;
@@ -1015,7 +1030,9 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_b[3][8];
@@ -1142,6 +1159,7 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_bias(q + mg_i * 3, qd + mg_i * 3, tau + mg_i * 3, b + mg_i * 3, gamma + mg_i * 2);
         status[mg_i] = mg_s;
@@ -1285,7 +1303,9 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qdd[3][8];
@@ -1471,6 +1491,7 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_forward_dynamics(q + mg_i * 3, qd + mg_i * 3, tau + mg_i * 3, qdd + mg_i * 3, multipliers + mg_i * 2, reaction + mg_i * 6);
         status[mg_i] = mg_s;
@@ -1600,7 +1621,9 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_tau_ind[1][8];
@@ -1777,6 +1800,7 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_inverse_dynamics(q + mg_i * 3, qd + mg_i * 3, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 3, multipliers + mg_i * 2, reaction + mg_i * 6);
         status[mg_i] = mg_s;
@@ -1826,7 +1850,9 @@ int64_t mechgen_swash_plate_energy_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[1][8];
@@ -1897,6 +1923,7 @@ int64_t mechgen_swash_plate_energy_batch(int64_t n, const double *q, const doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_energy(q + mg_i * 3, qd + mg_i * 3, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -1919,7 +1946,9 @@ int64_t mechgen_swash_plate_springs_batch(int64_t n, const double *q, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_state[3][8];
@@ -1934,6 +1963,7 @@ int64_t mechgen_swash_plate_springs_batch(int64_t n, const double *q, const doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_springs(q + mg_i * 3, qd + mg_i * 3, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -1983,7 +2013,9 @@ int64_t mechgen_swash_plate_violation_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_position[1][8];
@@ -2049,6 +2081,7 @@ int64_t mechgen_swash_plate_violation_batch(int64_t n, const double *q, const do
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_violation(q + mg_i * 3, qd + mg_i * 3, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

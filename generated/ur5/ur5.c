@@ -193,7 +193,9 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_r[21][8];
@@ -410,6 +412,7 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_forward_kinematics(q + mg_i * 6, r + mg_i * 21, tau + mg_i * 63);
         status[mg_i] = mg_s;
@@ -802,7 +805,9 @@ int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[126][8];
@@ -1210,6 +1215,7 @@ int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_jacobians(q + mg_i * 6, T + mg_i * 126, R + mg_i * 126);
         status[mg_i] = mg_s;
@@ -1464,7 +1470,9 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_v[18][8];
@@ -1759,6 +1767,7 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_velocities(q + mg_i * 6, qd + mg_i * 6, v + mg_i * 18, omega + mg_i * 18, w + mg_i * 18, eps + mg_i * 18);
         status[mg_i] = mg_s;
@@ -1939,7 +1948,9 @@ int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_A[36][8];
@@ -2134,6 +2145,7 @@ int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_mass_matrix(q + mg_i * 6, A + mg_i * 36);
         status[mg_i] = mg_s;
@@ -2314,7 +2326,9 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_b[6][8];
@@ -2557,6 +2571,7 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_bias(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, b + mg_i * 6);
         status[mg_i] = mg_s;
@@ -2737,7 +2752,9 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_Q[6][8];
@@ -2987,6 +3004,7 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_inverse_dynamics(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, Q + mg_i * 6);
         status[mg_i] = mg_s;
@@ -3339,7 +3357,9 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qdd[6][8];
@@ -3756,6 +3776,7 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_forward_dynamics(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, qdd + mg_i * 6);
         status[mg_i] = mg_s;
@@ -3912,7 +3933,9 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[1][8];
@@ -4102,6 +4125,7 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_energy(q + mg_i * 6, qd + mg_i * 6, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -5043,7 +5067,9 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_dtau_dq[36][8];
@@ -6084,6 +6110,7 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_inverse_dynamics_derivatives(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, dtau_dq + mg_i * 36, dtau_dqd + mg_i * 36);
         status[mg_i] = mg_s;
@@ -7518,7 +7545,9 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qdd[6][8];
@@ -9054,6 +9083,7 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_forward_dynamics_derivatives(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, qdd + mg_i * 6, dqdd_dq + mg_i * 36, dqdd_dqd + mg_i * 36, dqdd_dQ + mg_i * 36);
         status[mg_i] = mg_s;
@@ -9873,7 +9903,9 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_Y[360][8];
@@ -10773,6 +10805,7 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_regressor(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, Y + mg_i * 360);
         status[mg_i] = mg_s;
@@ -11390,7 +11423,9 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_Y_b[216][8];
@@ -12088,6 +12123,7 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_base_regressor(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, Y_b + mg_i * 216);
         status[mg_i] = mg_s;
@@ -12347,7 +12383,9 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_Q[6][8];
@@ -12751,6 +12789,7 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_base_inverse_dynamics(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, beta + mg_i * 36, Q + mg_i * 6);
         status[mg_i] = mg_s;
@@ -12860,7 +12899,9 @@ int64_t mechgen_ur5_base_parameters_batch(int64_t n, const double *pi, double *b
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_beta[36][8];
@@ -13066,6 +13107,7 @@ int64_t mechgen_ur5_base_parameters_batch(int64_t n, const double *pi, double *b
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_base_parameters(pi + mg_i * 60, beta + mg_i * 36);
         status[mg_i] = mg_s;

@@ -173,7 +173,9 @@ int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_r[21][8];
@@ -370,6 +372,7 @@ int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_forward_kinematics(q + mg_i * 6, r + mg_i * 21, tau + mg_i * 63);
         status[mg_i] = mg_s;
@@ -751,7 +754,9 @@ int64_t mechgen_ur5_arm_jacobians_batch(int64_t n, const double *q, double *T, d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[126][8];
@@ -1148,6 +1153,7 @@ int64_t mechgen_ur5_arm_jacobians_batch(int64_t n, const double *q, double *T, d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_jacobians(q + mg_i * 6, T + mg_i * 126, R + mg_i * 126);
         status[mg_i] = mg_s;
@@ -1386,7 +1392,9 @@ int64_t mechgen_ur5_arm_velocities_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_v[18][8];
@@ -1665,6 +1673,7 @@ int64_t mechgen_ur5_arm_velocities_batch(int64_t n, const double *q, const doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_velocities(q + mg_i * 6, qd + mg_i * 6, v + mg_i * 18, omega + mg_i * 18, w + mg_i * 18, eps + mg_i * 18);
         status[mg_i] = mg_s;
@@ -1825,7 +1834,9 @@ int64_t mechgen_ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_A[36][8];
@@ -1996,6 +2007,7 @@ int64_t mechgen_ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_mass_matrix(q + mg_i * 6, A + mg_i * 36);
         status[mg_i] = mg_s;
@@ -2172,7 +2184,9 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_b[6][8];
@@ -2410,6 +2424,7 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_bias(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, b + mg_i * 6);
         status[mg_i] = mg_s;
@@ -2585,7 +2600,9 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_Q[6][8];
@@ -2829,6 +2846,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_inverse_dynamics(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, Q + mg_i * 6);
         status[mg_i] = mg_s;
@@ -3167,7 +3185,9 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qdd[6][8];
@@ -3569,6 +3589,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_forward_dynamics(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, qdd + mg_i * 6);
         status[mg_i] = mg_s;
@@ -3708,7 +3729,9 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_T[1][8];
@@ -3881,6 +3904,7 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_energy(q + mg_i * 6, qd + mg_i * 6, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -4879,7 +4903,9 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_dtau_dq[36][8];
@@ -5994,6 +6020,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_inverse_dynamics_derivatives(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, dtau_dq + mg_i * 36, dtau_dqd + mg_i * 36);
         status[mg_i] = mg_s;
@@ -7479,7 +7506,9 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd) */
+#ifdef MECHGEN_SIMD
+    /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
+       with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
         double mg_o_qdd[6][8];
@@ -9080,6 +9109,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             }
         }
     }
+#endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_forward_dynamics_derivatives(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, qdd + mg_i * 6, dqdd_dq + mg_i * 36, dqdd_dqd + mg_i * 36, dqdd_dQ + mg_i * 36);
         status[mg_i] = mg_s;
