@@ -201,6 +201,49 @@ def module_name(mech: str, c_text: str, h_text: str, cdef: str) -> str:
     return f"_mechgen_{mech}_{tag}"
 
 
+# --- hand-written C drivers (runtime/csrc) ---------------------------------------------------
+
+def build_driver(kind: str, cdef: str, include: str, sources: dict[str, str],
+                 flags: list[str]) -> ModuleType:
+    """The cffi module of a hand-written C driver (the docking simulation, the linkage
+    assembly loop): ``sources`` {file name: text} (.c files compiled, .h files beside them),
+    ``include`` the header the module includes, cached under ``<cache>/<kind>/<hash>`` keyed
+    by the cdef, the sources, the flags and the compiler, Python and cffi versions.
+    Another process building the same module at the same time is harmless (the first rename
+    wins)."""
+    tag = _digest([cdef, *[f"{k}\n{v}" for k, v in sorted(sources.items())],
+                   " ".join(flags), compiler_version(compiler_command()), sys.version,
+                   cffi.__version__])
+    modname = f"_mechgen_{kind}_{tag}"
+    target = cache_dir() / kind / tag
+    so = next(target.glob(f"{modname}*.so"), None) if target.is_dir() else None
+    if so is None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+            src = Path(tmp) / "src"
+            src.mkdir()
+            for name, text in sources.items():
+                (src / name).write_text(text)
+            ffi = cffi.FFI()
+            ffi.cdef(cdef)
+            c_files = [str(src / n) for n in sorted(sources) if n.endswith(".c")]
+            ffi.set_source(modname, f'#include "{include}"', sources=c_files,
+                           include_dirs=[str(src)], extra_compile_args=flags)
+            built = Path(ffi.compile(tmpdir=tmp, verbose=False))
+            stage = Path(tmp) / "stage"
+            stage.mkdir()
+            built.rename(stage / built.name)
+            try:
+                stage.rename(target)
+            except OSError:             # another process put it there first
+                pass
+        so = next(target.glob(f"{modname}*.so"))
+    spec = importlib.util.spec_from_file_location(modname, so)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 # --- loading with verification --------------------------------------------------------------
 
 def load_c(folder: Path, manifest: dict, backend: str = "c") -> ModuleType:

@@ -9,9 +9,6 @@ use), so no mechanism is compiled again.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-import tempfile
 import weakref
 from functools import lru_cache
 from pathlib import Path
@@ -20,7 +17,7 @@ from types import ModuleType
 import numpy as np
 
 from mechgen.runtime.backends import entry
-from mechgen.runtime.cbuild import _digest, cache_dir, compiler_command, compiler_version
+from mechgen.runtime.cbuild import build_driver
 from mechgen.runtime.mechanism import Mechanism
 
 CSRC = Path(__file__).resolve().parent / "csrc"
@@ -46,39 +43,8 @@ int64_t lk_assemble_batch(const lk_assembly *a, lk_newton_step step, lk_newton_s
 @lru_cache(maxsize=None)
 def driver() -> ModuleType:
     """The compiled loop's cffi module, built now or taken from the cache."""
-    import cffi
-
     texts = {name: (CSRC / name).read_text() for name in SOURCES}
-    tag = _digest([CDEF, *[f"{k}\n{v}" for k, v in texts.items()], " ".join(FLAGS),
-                   compiler_version(compiler_command()), sys.version, cffi.__version__])
-    modname = f"_mechgen_linkage_assemble_{tag}"
-    target = cache_dir() / "linkage" / tag
-    so = next(target.glob(f"{modname}*.so"), None) if target.is_dir() else None
-    if so is None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-            src = Path(tmp) / "src"
-            src.mkdir()
-            for name, text in texts.items():
-                (src / name).write_text(text)
-            ffi = cffi.FFI()
-            ffi.cdef(CDEF)
-            ffi.set_source(modname, '#include "linkage_assemble.h"',
-                           sources=[str(src / "linkage_assemble.c")], include_dirs=[str(src)],
-                           extra_compile_args=FLAGS)
-            built = Path(ffi.compile(tmpdir=tmp, verbose=False))
-            stage = Path(tmp) / "stage"
-            stage.mkdir()
-            built.rename(stage / built.name)
-            try:
-                stage.rename(target)
-            except OSError:             # another process put it there first
-                pass
-        so = next(target.glob(f"{modname}*.so"))
-    spec = importlib.util.spec_from_file_location(modname, so)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return build_driver("linkage", CDEF, "linkage_assemble.h", texts, FLAGS)
 
 
 def available(mech: Mechanism) -> bool:

@@ -10,17 +10,13 @@ needs is refused with its name.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
-import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from mechgen.runtime.cbuild import _digest, cache_dir, compiler_command, compiler_version
+from mechgen.runtime.cbuild import build_driver
 from mechgen.runtime.mechanism import Mechanism, load as load_mechanism
 from mechgen.runtime.docking.scenario import Scenario, ScenarioError, case_variables
 
@@ -111,46 +107,15 @@ def binding_header(mech: Mechanism, iface: Mechanism) -> str:
 
 def build(mech: Mechanism, iface: Mechanism):
     """The cffi module of the docking driver for this mechanism and interface (cached)."""
-    import cffi
-
     bind = binding_header(mech, iface)
     sources = {p.name: p.read_text() for p in sorted(CSRC.glob("*.[ch]"))}
     for owner in (mech, iface):
         for f in ("c", "h"):
             path = owner.folder / f"{owner.name}.{f}"
             sources[path.name] = path.read_text()
-    flags = ["-O2", "-std=c99", "-fno-fast-math"]
-    tag = _digest([bind, *[f"{k}\n{v}" for k, v in sorted(sources.items())], " ".join(flags),
-                   compiler_version(compiler_command()), sys.version, cffi.__version__])
-    modname = f"_mechgen_dock_{tag}"
-    target = cache_dir() / "docking" / tag
-    so = next(target.glob(f"{modname}*.so"), None) if target.is_dir() else None
-    if so is None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-            src = Path(tmp) / "src"
-            src.mkdir()
-            for name, text in sources.items():
-                (src / name).write_text(text)
-            (src / "dk_bind.h").write_text(bind)
-            ffi = cffi.FFI()
-            ffi.cdef(CDEF)
-            c_files = [str(src / n) for n in sorted(sources) if n.endswith(".c")]
-            ffi.set_source(modname, '#include "docking_sim.h"', sources=c_files,
-                           include_dirs=[str(src)], extra_compile_args=flags)
-            built = Path(ffi.compile(tmpdir=tmp, verbose=False))
-            stage = Path(tmp) / "stage"
-            stage.mkdir()
-            built.rename(stage / built.name)
-            try:
-                stage.rename(target)
-            except OSError:             # another process put it there first
-                pass
-        so = next(target.glob(f"{modname}*.so"))
-    spec = importlib.util.spec_from_file_location(modname, so)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    sources["dk_bind.h"] = bind
+    return build_driver("docking", CDEF, "docking_sim.h", sources,
+                        ["-O2", "-std=c99", "-fno-fast-math"])
 
 
 # --- numpy frames (the same conventions as the C driver) ------------------------------------
