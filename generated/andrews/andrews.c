@@ -142,7 +142,7 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -350,7 +350,7 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_closure(q + mg_i * 7, p + mg_i * 1, phi + mg_i * 6, G + mg_i * 42, orientation + mg_i * 3);
         status[mg_i] = mg_s;
@@ -500,7 +500,7 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -724,7 +724,7 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_newton_step(q + mg_i * 7, p + mg_i * 1, q_next + mg_i * 7, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 3);
         status[mg_i] = mg_s;
@@ -862,7 +862,7 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1064,7 +1064,7 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_velocity(q + mg_i * 7, qd_ind + mg_i * 1, p + mg_i * 1, qd + mg_i * 7, H + mg_i * 7);
         status[mg_i] = mg_s;
@@ -1461,7 +1461,7 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2012,7 +2012,7 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_kinematics(q + mg_i * 7, qd + mg_i * 7, qdd + mg_i * 7, p + mg_i * 1, r + mg_i * 27, v + mg_i * 27, a + mg_i * 27, R + mg_i * 63, omega + mg_i * 21, alpha + mg_i * 21);
         status[mg_i] = mg_s;
@@ -2110,7 +2110,7 @@ int64_t mechgen_andrews_mass_matrix_batch(int64_t n, const double *q, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2231,7 +2231,7 @@ int64_t mechgen_andrews_mass_matrix_batch(int64_t n, const double *q, const doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_mass_matrix(q + mg_i * 7, p + mg_i * 1, M + mg_i * 49);
         status[mg_i] = mg_s;
@@ -2406,7 +2406,7 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2707,7 +2707,7 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_bias(q + mg_i * 7, qd + mg_i * 7, tau + mg_i * 7, p + mg_i * 1, b + mg_i * 7, gamma + mg_i * 6);
         status[mg_i] = mg_s;
@@ -3024,7 +3024,7 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3471,7 +3471,7 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_forward_dynamics(q + mg_i * 7, qd + mg_i * 7, tau + mg_i * 7, p + mg_i * 1, qdd + mg_i * 7, multipliers + mg_i * 6, reaction + mg_i * 18);
         status[mg_i] = mg_s;
@@ -3739,7 +3739,7 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -4128,7 +4128,7 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_inverse_dynamics(q + mg_i * 7, qd + mg_i * 7, qdd_ind + mg_i * 1, p + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 7, multipliers + mg_i * 6, reaction + mg_i * 18);
         status[mg_i] = mg_s;
@@ -4226,7 +4226,7 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -4412,7 +4412,7 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_energy(q + mg_i * 7, qd + mg_i * 7, p + mg_i * 1, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -4454,7 +4454,7 @@ int64_t mechgen_andrews_springs_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -4510,7 +4510,7 @@ int64_t mechgen_andrews_springs_batch(int64_t n, const double *q, const double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_springs(q + mg_i * 7, qd + mg_i * 7, p + mg_i * 1, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -4612,7 +4612,7 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -4789,7 +4789,7 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_andrews_violation(q + mg_i * 7, qd + mg_i * 7, p + mg_i * 1, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

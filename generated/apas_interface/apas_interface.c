@@ -3148,7 +3148,7 @@ int64_t mechgen_apas_interface_contact_batch(int64_t n, const double *r, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -13413,7 +13413,7 @@ int64_t mechgen_apas_interface_contact_batch(int64_t n, const double *r, const d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_apas_interface_contact(r + mg_i * 3, R + mg_i * 9, v + mg_i * 3, w + mg_i * 3, latched + mg_i * 1, p + mg_i * 9, f_P + mg_i * 3, m_P + mg_i * 3, f_A + mg_i * 3, m_A + mg_i * 3, V + mg_i * 1, P_diss + mg_i * 1, gap + mg_i * 1, f_normal + mg_i * 1, capture_margin + mg_i * 1, margins + mg_i * 4, f_normal_by_kind + mg_i * 3);
         status[mg_i] = mg_s;
@@ -15372,7 +15372,7 @@ int64_t mechgen_apas_interface_contact_pairs_batch(int64_t n, const double *r, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -20830,7 +20830,7 @@ int64_t mechgen_apas_interface_contact_pairs_batch(int64_t n, const double *r, c
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_apas_interface_contact_pairs(r + mg_i * 3, R + mg_i * 9, distance + mg_i * 60, normal + mg_i * 180, point + mg_i * 180, active + mg_i * 60);
         status[mg_i] = mg_s;

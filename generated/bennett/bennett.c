@@ -105,7 +105,7 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -245,7 +245,7 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_closure(q + mg_i * 3, phi + mg_i * 5, G + mg_i * 15, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -369,7 +369,7 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -530,7 +530,7 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_newton_step(q + mg_i * 3, q_next + mg_i * 3, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -646,7 +646,7 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -795,7 +795,7 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_velocity(q + mg_i * 3, qd_ind + mg_i * 1, qd + mg_i * 3, H + mg_i * 3);
         status[mg_i] = mg_s;
@@ -1066,7 +1066,7 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1415,7 +1415,7 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_kinematics(q + mg_i * 3, qd + mg_i * 3, qdd + mg_i * 3, r + mg_i * 18, v + mg_i * 18, a + mg_i * 18, R + mg_i * 27, omega + mg_i * 9, alpha + mg_i * 9);
         status[mg_i] = mg_s;
@@ -1469,7 +1469,7 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1533,7 +1533,7 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_mass_matrix(q + mg_i * 3, M + mg_i * 9);
         status[mg_i] = mg_s;
@@ -1693,7 +1693,7 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1917,7 +1917,7 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_bias(q + mg_i * 3, qd + mg_i * 3, tau + mg_i * 3, b + mg_i * 3, gamma + mg_i * 5);
         status[mg_i] = mg_s;
@@ -2182,7 +2182,7 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2515,7 +2515,7 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_forward_dynamics(q + mg_i * 3, qd + mg_i * 3, tau + mg_i * 3, qdd + mg_i * 3, multipliers + mg_i * 5, reaction + mg_i * 6);
         status[mg_i] = mg_s;
@@ -2753,7 +2753,7 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3057,7 +3057,7 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_inverse_dynamics(q + mg_i * 3, qd + mg_i * 3, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 3, multipliers + mg_i * 5, reaction + mg_i * 6);
         status[mg_i] = mg_s;
@@ -3131,7 +3131,7 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3254,7 +3254,7 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_energy(q + mg_i * 3, qd + mg_i * 3, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -3277,7 +3277,7 @@ int64_t mechgen_bennett_springs_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3294,7 +3294,7 @@ int64_t mechgen_bennett_springs_batch(int64_t n, const double *q, const double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_springs(q + mg_i * 3, qd + mg_i * 3, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -3383,7 +3383,7 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3508,7 +3508,7 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bennett_violation(q + mg_i * 3, qd + mg_i * 3, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

@@ -131,7 +131,7 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -285,7 +285,7 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bricard_closure(q + mg_i * 5, phi + mg_i * 5, G + mg_i * 25, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -447,7 +447,7 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -648,7 +648,7 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bricard_newton_step(q + mg_i * 5, q_next + mg_i * 5, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -808,7 +808,7 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -991,7 +991,7 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bricard_velocity(q + mg_i * 5, qd_ind + mg_i * 1, qd + mg_i * 5, H + mg_i * 5);
         status[mg_i] = mg_s;
@@ -1496,7 +1496,7 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2058,7 +2058,7 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bricard_kinematics(q + mg_i * 5, qd + mg_i * 5, qdd + mg_i * 5, r + mg_i * 24, v + mg_i * 24, a + mg_i * 24, R + mg_i * 45, omega + mg_i * 15, alpha + mg_i * 15);
         status[mg_i] = mg_s;
@@ -2196,7 +2196,7 @@ int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2346,7 +2346,7 @@ int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bricard_mass_matrix(q + mg_i * 5, M + mg_i * 25);
         status[mg_i] = mg_s;
@@ -2593,7 +2593,7 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2890,7 +2890,7 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bricard_bias(q + mg_i * 5, qd + mg_i * 5, tau + mg_i * 5, b + mg_i * 5, gamma + mg_i * 5);
         status[mg_i] = mg_s;
@@ -3381,7 +3381,7 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3926,7 +3926,7 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bricard_forward_dynamics(q + mg_i * 5, qd + mg_i * 5, tau + mg_i * 5, qdd + mg_i * 5, multipliers + mg_i * 5, reaction + mg_i * 6);
         status[mg_i] = mg_s;
@@ -4311,7 +4311,7 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -4744,7 +4744,7 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bricard_inverse_dynamics(q + mg_i * 5, qd + mg_i * 5, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 5, multipliers + mg_i * 5, reaction + mg_i * 6);
         status[mg_i] = mg_s;
@@ -4857,7 +4857,7 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -4999,7 +4999,7 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bricard_energy(q + mg_i * 5, qd + mg_i * 5, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -5022,7 +5022,7 @@ int64_t mechgen_bricard_springs_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -5039,7 +5039,7 @@ int64_t mechgen_bricard_springs_batch(int64_t n, const double *q, const double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bricard_springs(q + mg_i * 5, qd + mg_i * 5, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -5148,7 +5148,7 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -5287,7 +5287,7 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_bricard_violation(q + mg_i * 5, qd + mg_i * 5, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

@@ -82,7 +82,7 @@ int64_t mechgen_double_fourbar_closure_batch(int64_t n, const double *q, double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -217,7 +217,7 @@ int64_t mechgen_double_fourbar_closure_batch(int64_t n, const double *q, double 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_fourbar_closure(q + mg_i * 5, phi + mg_i * 4, G + mg_i * 20, orientation + mg_i * 2);
         status[mg_i] = mg_s;
@@ -313,7 +313,7 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -466,7 +466,7 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_fourbar_newton_step(q + mg_i * 5, q_next + mg_i * 5, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 2);
         status[mg_i] = mg_s;
@@ -557,7 +557,7 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -699,7 +699,7 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_fourbar_velocity(q + mg_i * 5, qd_ind + mg_i * 1, qd + mg_i * 5, H + mg_i * 5);
         status[mg_i] = mg_s;
@@ -993,7 +993,7 @@ int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1402,7 +1402,7 @@ int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, cons
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_fourbar_kinematics(q + mg_i * 5, qd + mg_i * 5, qdd + mg_i * 5, r + mg_i * 24, v + mg_i * 24, a + mg_i * 24, R + mg_i * 45, omega + mg_i * 15, alpha + mg_i * 15);
         status[mg_i] = mg_s;
@@ -1461,7 +1461,7 @@ int64_t mechgen_double_fourbar_mass_matrix_batch(int64_t n, const double *q, dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1520,7 +1520,7 @@ int64_t mechgen_double_fourbar_mass_matrix_batch(int64_t n, const double *q, dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_fourbar_mass_matrix(q + mg_i * 5, M + mg_i * 25);
         status[mg_i] = mg_s;
@@ -1631,7 +1631,7 @@ int64_t mechgen_double_fourbar_bias_batch(int64_t n, const double *q, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1833,7 +1833,7 @@ int64_t mechgen_double_fourbar_bias_batch(int64_t n, const double *q, const doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_fourbar_bias(q + mg_i * 5, qd + mg_i * 5, tau + mg_i * 5, b + mg_i * 5, gamma + mg_i * 4);
         status[mg_i] = mg_s;
@@ -2039,7 +2039,7 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2340,7 +2340,7 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_fourbar_forward_dynamics(q + mg_i * 5, qd + mg_i * 5, tau + mg_i * 5, qdd + mg_i * 5, multipliers + mg_i * 4, reaction + mg_i * 12);
         status[mg_i] = mg_s;
@@ -2515,7 +2515,7 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2779,7 +2779,7 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_fourbar_inverse_dynamics(q + mg_i * 5, qd + mg_i * 5, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 5, multipliers + mg_i * 4, reaction + mg_i * 12);
         status[mg_i] = mg_s;
@@ -2843,7 +2843,7 @@ int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2965,7 +2965,7 @@ int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const do
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_fourbar_energy(q + mg_i * 5, qd + mg_i * 5, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -2988,7 +2988,7 @@ int64_t mechgen_double_fourbar_springs_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3005,7 +3005,7 @@ int64_t mechgen_double_fourbar_springs_batch(int64_t n, const double *q, const d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_fourbar_springs(q + mg_i * 5, qd + mg_i * 5, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -3067,7 +3067,7 @@ int64_t mechgen_double_fourbar_violation_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3187,7 +3187,7 @@ int64_t mechgen_double_fourbar_violation_batch(int64_t n, const double *q, const
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_fourbar_violation(q + mg_i * 5, qd + mg_i * 5, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

@@ -207,7 +207,7 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -455,7 +455,7 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_closure(q + mg_i * 8, p + mg_i * 1, phi + mg_i * 6, G + mg_i * 48, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -675,7 +675,7 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -957,7 +957,7 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_newton_step(q + mg_i * 8, p + mg_i * 1, q_next + mg_i * 8, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -1188,7 +1188,7 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1452,7 +1452,7 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_velocity(q + mg_i * 8, qd_ind + mg_i * 2, p + mg_i * 1, qd + mg_i * 8, H + mg_i * 16);
         status[mg_i] = mg_s;
@@ -1987,7 +1987,7 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2660,7 +2660,7 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_kinematics(q + mg_i * 8, qd + mg_i * 8, qdd + mg_i * 8, p + mg_i * 1, r + mg_i * 24, v + mg_i * 24, a + mg_i * 24, R + mg_i * 45, omega + mg_i * 15, alpha + mg_i * 15);
         status[mg_i] = mg_s;
@@ -2836,7 +2836,7 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3028,7 +3028,7 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_mass_matrix(q + mg_i * 8, p + mg_i * 1, M + mg_i * 64);
         status[mg_i] = mg_s;
@@ -3351,7 +3351,7 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3782,7 +3782,7 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_bias(q + mg_i * 8, qd + mg_i * 8, tau + mg_i * 8, p + mg_i * 1, b + mg_i * 8, gamma + mg_i * 6);
         status[mg_i] = mg_s;
@@ -4360,7 +4360,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -5050,7 +5050,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_forward_dynamics(q + mg_i * 8, qd + mg_i * 8, tau + mg_i * 8, p + mg_i * 1, qdd + mg_i * 8, multipliers + mg_i * 6, reaction + mg_i * 12);
         status[mg_i] = mg_s;
@@ -5512,7 +5512,7 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -6083,7 +6083,7 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_inverse_dynamics(q + mg_i * 8, qd + mg_i * 8, qdd_ind + mg_i * 2, p + mg_i * 1, tau_ind + mg_i * 2, qdd + mg_i * 8, multipliers + mg_i * 6, reaction + mg_i * 12);
         status[mg_i] = mg_s;
@@ -6235,7 +6235,7 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -6457,7 +6457,7 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_energy(q + mg_i * 8, qd + mg_i * 8, p + mg_i * 1, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -6509,7 +6509,7 @@ int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -6567,7 +6567,7 @@ int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_springs(q + mg_i * 8, qd + mg_i * 8, p + mg_i * 1, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -6732,7 +6732,7 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -6949,7 +6949,7 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_double_wishbone_violation(q + mg_i * 8, qd + mg_i * 8, p + mg_i * 1, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

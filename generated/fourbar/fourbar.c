@@ -54,7 +54,7 @@ int64_t mechgen_fourbar_closure_batch(int64_t n, const double *q, double *phi, d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -143,7 +143,7 @@ int64_t mechgen_fourbar_closure_batch(int64_t n, const double *q, double *phi, d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_fourbar_closure(q + mg_i * 3, phi + mg_i * 2, G + mg_i * 6, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -215,7 +215,7 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -324,7 +324,7 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_fourbar_newton_step(q + mg_i * 3, q_next + mg_i * 3, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -392,7 +392,7 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -493,7 +493,7 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_fourbar_velocity(q + mg_i * 3, qd_ind + mg_i * 1, qd + mg_i * 3, H + mg_i * 3);
         status[mg_i] = mg_s;
@@ -704,7 +704,7 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -986,7 +986,7 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_fourbar_kinematics(q + mg_i * 3, qd + mg_i * 3, qdd + mg_i * 3, r + mg_i * 18, v + mg_i * 18, a + mg_i * 18, R + mg_i * 27, omega + mg_i * 9, alpha + mg_i * 9);
         status[mg_i] = mg_s;
@@ -1025,7 +1025,7 @@ int64_t mechgen_fourbar_mass_matrix_batch(int64_t n, const double *q, double *M,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1074,7 +1074,7 @@ int64_t mechgen_fourbar_mass_matrix_batch(int64_t n, const double *q, double *M,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_fourbar_mass_matrix(q + mg_i * 3, M + mg_i * 9);
         status[mg_i] = mg_s;
@@ -1157,7 +1157,7 @@ int64_t mechgen_fourbar_bias_batch(int64_t n, const double *q, const double *qd,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1293,7 +1293,7 @@ int64_t mechgen_fourbar_bias_batch(int64_t n, const double *q, const double *qd,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_fourbar_bias(q + mg_i * 3, qd + mg_i * 3, tau + mg_i * 3, b + mg_i * 3, gamma + mg_i * 2);
         status[mg_i] = mg_s;
@@ -1426,7 +1426,7 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1616,7 +1616,7 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_fourbar_forward_dynamics(q + mg_i * 3, qd + mg_i * 3, tau + mg_i * 3, qdd + mg_i * 3, multipliers + mg_i * 2, reaction + mg_i * 6);
         status[mg_i] = mg_s;
@@ -1729,7 +1729,7 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1897,7 +1897,7 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_fourbar_inverse_dynamics(q + mg_i * 3, qd + mg_i * 3, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 3, multipliers + mg_i * 2, reaction + mg_i * 6);
         status[mg_i] = mg_s;
@@ -1946,7 +1946,7 @@ int64_t mechgen_fourbar_energy_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2034,7 +2034,7 @@ int64_t mechgen_fourbar_energy_batch(int64_t n, const double *q, const double *q
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_fourbar_energy(q + mg_i * 3, qd + mg_i * 3, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -2057,7 +2057,7 @@ int64_t mechgen_fourbar_springs_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2074,7 +2074,7 @@ int64_t mechgen_fourbar_springs_batch(int64_t n, const double *q, const double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_fourbar_springs(q + mg_i * 3, qd + mg_i * 3, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -2126,7 +2126,7 @@ int64_t mechgen_fourbar_violation_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2214,7 +2214,7 @@ int64_t mechgen_fourbar_violation_batch(int64_t n, const double *q, const double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_fourbar_violation(q + mg_i * 3, qd + mg_i * 3, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

@@ -200,7 +200,7 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -541,7 +541,7 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_inverse_kinematics(x + mg_i * 6, p + mg_i * 6, q + mg_i * 18);
         status[mg_i] = mg_s;
@@ -873,7 +873,7 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1365,7 +1365,7 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_newton_step(x + mg_i * 6, q + mg_i * 18, p + mg_i * 6, q_next + mg_i * 18, residual + mg_i * 18);
         status[mg_i] = mg_s;
@@ -1938,7 +1938,7 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2529,7 +2529,7 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_velocity_constraints(x + mg_i * 6, p + mg_i * 6, H + mg_i * 108);
         status[mg_i] = mg_s;
@@ -3067,7 +3067,7 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3810,7 +3810,7 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_leg_rates(x + mg_i * 6, u + mg_i * 6, p + mg_i * 6, q + mg_i * 18, qd + mg_i * 18);
         status[mg_i] = mg_s;
@@ -4487,7 +4487,7 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -5254,7 +5254,7 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_acceleration_terms(x + mg_i * 6, u + mg_i * 6, p + mg_i * 6, h + mg_i * 18);
         status[mg_i] = mg_s;
@@ -5795,7 +5795,7 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -6559,7 +6559,7 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_leg_forces(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, p + mg_i * 6, Q + mg_i * 18);
         status[mg_i] = mg_s;
@@ -7399,7 +7399,7 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -8561,7 +8561,7 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_leg_dynamics(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, g + mg_i * 3, p + mg_i * 6, A_leg1 + mg_i * 9, A_leg2 + mg_i * 9, A_leg3 + mg_i * 9, A_leg4 + mg_i * 9, A_leg5 + mg_i * 9, A_leg6 + mg_i * 9, b + mg_i * 18);
         status[mg_i] = mg_s;
@@ -9729,7 +9729,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -11723,7 +11723,7 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_reduced_dynamics(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 6, A_star + mg_i * 36, b_star + mg_i * 6, udot + mg_i * 6);
         status[mg_i] = mg_s;
@@ -13302,7 +13302,7 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -16462,7 +16462,7 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 6, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, F_on_C + mg_i * 18, M_on_C + mg_i * 18, base_force + mg_i * 3, base_moment + mg_i * 3, damping_power + mg_i * 1);
         status[mg_i] = mg_s;
@@ -17037,7 +17037,7 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -17960,7 +17960,7 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_energy(x + mg_i * 6, u + mg_i * 6, g + mg_i * 3, p + mg_i * 6, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -19260,7 +19260,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -21491,7 +21491,7 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_drive_forces(x + mg_i * 6, u + mg_i * 6, udot + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 6, F + mg_i * 6);
         status[mg_i] = mg_s;
@@ -23239,7 +23239,7 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -26727,7 +26727,7 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_base_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, w0 + mg_i * 3, dw0 + mg_i * 3, p + mg_i * 6, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, F_on_C + mg_i * 18, M_on_C + mg_i * 18, base_force + mg_i * 3, base_moment + mg_i * 3, damping_power + mg_i * 1);
         status[mg_i] = mg_s;
@@ -30913,7 +30913,7 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -37030,7 +37030,7 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_coupled_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, w0 + mg_i * 3, dw0 + mg_i * 3, p + mg_i * 6, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, udot + mg_i * 6, wrench + mg_i * 6, damping_power + mg_i * 1, stop_force + mg_i * 6, dudot_dbase + mg_i * 36, dwrench_dbase + mg_i * 36);
         status[mg_i] = mg_s;
@@ -37827,7 +37827,7 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -38789,7 +38789,7 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_gough_stewart_docking_momentum(x + mg_i * 6, u + mg_i * 6, w0 + mg_i * 3, V0 + mg_i * 3, p + mg_i * 6, momentum + mg_i * 3, angular_momentum + mg_i * 3, T + mg_i * 1);
         status[mg_i] = mg_s;

@@ -242,7 +242,7 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -625,7 +625,7 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hexapod_pus_inverse_kinematics(x + mg_i * 6, p + mg_i * 7, q + mg_i * 18);
         status[mg_i] = mg_s;
@@ -1029,7 +1029,7 @@ int64_t mechgen_hexapod_pus_newton_step_batch(int64_t n, const double *x, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1611,7 +1611,7 @@ int64_t mechgen_hexapod_pus_newton_step_batch(int64_t n, const double *x, const 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hexapod_pus_newton_step(x + mg_i * 6, q + mg_i * 18, p + mg_i * 7, q_next + mg_i * 18, residual + mg_i * 18);
         status[mg_i] = mg_s;
@@ -2318,7 +2318,7 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3043,7 +3043,7 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hexapod_pus_velocity_constraints(x + mg_i * 6, p + mg_i * 7, H + mg_i * 108);
         status[mg_i] = mg_s;
@@ -3715,7 +3715,7 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -4592,7 +4592,7 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hexapod_pus_leg_rates(x + mg_i * 6, u + mg_i * 6, p + mg_i * 7, q + mg_i * 18, qd + mg_i * 18);
         status[mg_i] = mg_s;
@@ -5377,7 +5377,7 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -6252,7 +6252,7 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hexapod_pus_acceleration_terms(x + mg_i * 6, u + mg_i * 6, p + mg_i * 7, h + mg_i * 18);
         status[mg_i] = mg_s;
@@ -6921,7 +6921,7 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -7640,7 +7640,7 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hexapod_pus_leg_forces(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, p + mg_i * 7, Q + mg_i * 18);
         status[mg_i] = mg_s;
@@ -8663,7 +8663,7 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -9864,7 +9864,7 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hexapod_pus_leg_dynamics(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, g + mg_i * 3, p + mg_i * 7, A_leg1 + mg_i * 9, A_leg2 + mg_i * 9, A_leg3 + mg_i * 9, A_leg4 + mg_i * 9, A_leg5 + mg_i * 9, A_leg6 + mg_i * 9, b + mg_i * 18);
         status[mg_i] = mg_s;
@@ -11173,7 +11173,7 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -12739,7 +12739,7 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hexapod_pus_reduced_dynamics(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 7, A_star + mg_i * 36, b_star + mg_i * 6, udot + mg_i * 6);
         status[mg_i] = mg_s;
@@ -14523,7 +14523,7 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -16964,7 +16964,7 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hexapod_pus_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 7, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, F_on_C + mg_i * 18, M_on_C + mg_i * 18, base_force + mg_i * 3, base_moment + mg_i * 3, damping_power + mg_i * 1);
         status[mg_i] = mg_s;
@@ -17721,7 +17721,7 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -18591,7 +18591,7 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hexapod_pus_energy(x + mg_i * 6, u + mg_i * 6, g + mg_i * 3, p + mg_i * 7, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -20028,7 +20028,7 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -21722,7 +21722,7 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hexapod_pus_drive_forces(x + mg_i * 6, u + mg_i * 6, udot + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 7, F + mg_i * 6);
         status[mg_i] = mg_s;
@@ -23786,7 +23786,7 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -26693,7 +26693,7 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hexapod_pus_base_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, w0 + mg_i * 3, dw0 + mg_i * 3, p + mg_i * 7, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, F_on_C + mg_i * 18, M_on_C + mg_i * 18, base_force + mg_i * 3, base_moment + mg_i * 3, damping_power + mg_i * 1);
         status[mg_i] = mg_s;
@@ -31933,7 +31933,7 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -38324,7 +38324,7 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hexapod_pus_coupled_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, w0 + mg_i * 3, dw0 + mg_i * 3, p + mg_i * 7, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, udot + mg_i * 6, wrench + mg_i * 6, damping_power + mg_i * 1, stop_force + mg_i * 6, dudot_dbase + mg_i * 36, dwrench_dbase + mg_i * 36);
         status[mg_i] = mg_s;
@@ -39362,7 +39362,7 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -40572,7 +40572,7 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hexapod_pus_momentum(x + mg_i * 6, u + mg_i * 6, w0 + mg_i * 3, V0 + mg_i * 3, p + mg_i * 7, momentum + mg_i * 3, angular_momentum + mg_i * 3, T + mg_i * 1);
         status[mg_i] = mg_s;

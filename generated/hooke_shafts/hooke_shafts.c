@@ -56,7 +56,7 @@ int64_t mechgen_hooke_shafts_closure_batch(int64_t n, const double *q, double *p
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -123,7 +123,7 @@ int64_t mechgen_hooke_shafts_closure_batch(int64_t n, const double *q, double *p
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hooke_shafts_closure(q + mg_i * 2, phi + mg_i * 4, G + mg_i * 8, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -190,7 +190,7 @@ int64_t mechgen_hooke_shafts_newton_step_batch(int64_t n, const double *q, doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -275,7 +275,7 @@ int64_t mechgen_hooke_shafts_newton_step_batch(int64_t n, const double *q, doubl
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hooke_shafts_newton_step(q + mg_i * 2, q_next + mg_i * 2, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -337,7 +337,7 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -410,7 +410,7 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hooke_shafts_velocity(q + mg_i * 2, qd_ind + mg_i * 1, qd + mg_i * 2, H + mg_i * 2);
         status[mg_i] = mg_s;
@@ -575,7 +575,7 @@ int64_t mechgen_hooke_shafts_kinematics_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -789,7 +789,7 @@ int64_t mechgen_hooke_shafts_kinematics_batch(int64_t n, const double *q, const 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hooke_shafts_kinematics(q + mg_i * 2, qd + mg_i * 2, qdd + mg_i * 2, r + mg_i * 12, v + mg_i * 12, a + mg_i * 12, R + mg_i * 18, omega + mg_i * 6, alpha + mg_i * 6);
         status[mg_i] = mg_s;
@@ -813,7 +813,7 @@ int64_t mechgen_hooke_shafts_mass_matrix_batch(int64_t n, const double *q, doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -831,7 +831,7 @@ int64_t mechgen_hooke_shafts_mass_matrix_batch(int64_t n, const double *q, doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hooke_shafts_mass_matrix(q + mg_i * 2, M + mg_i * 4);
         status[mg_i] = mg_s;
@@ -894,7 +894,7 @@ int64_t mechgen_hooke_shafts_bias_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -981,7 +981,7 @@ int64_t mechgen_hooke_shafts_bias_batch(int64_t n, const double *q, const double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hooke_shafts_bias(q + mg_i * 2, qd + mg_i * 2, tau + mg_i * 2, b + mg_i * 2, gamma + mg_i * 4);
         status[mg_i] = mg_s;
@@ -1090,7 +1090,7 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1227,7 +1227,7 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hooke_shafts_forward_dynamics(q + mg_i * 2, qd + mg_i * 2, tau + mg_i * 2, qdd + mg_i * 2, multipliers + mg_i * 4, reaction + mg_i * 6);
         status[mg_i] = mg_s;
@@ -1330,7 +1330,7 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1465,7 +1465,7 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hooke_shafts_inverse_dynamics(q + mg_i * 2, qd + mg_i * 2, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 2, multipliers + mg_i * 4, reaction + mg_i * 6);
         status[mg_i] = mg_s;
@@ -1506,7 +1506,7 @@ int64_t mechgen_hooke_shafts_energy_batch(int64_t n, const double *q, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1566,7 +1566,7 @@ int64_t mechgen_hooke_shafts_energy_batch(int64_t n, const double *q, const doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hooke_shafts_energy(q + mg_i * 2, qd + mg_i * 2, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -1589,7 +1589,7 @@ int64_t mechgen_hooke_shafts_springs_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1606,7 +1606,7 @@ int64_t mechgen_hooke_shafts_springs_batch(int64_t n, const double *q, const dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hooke_shafts_springs(q + mg_i * 2, qd + mg_i * 2, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -1657,7 +1657,7 @@ int64_t mechgen_hooke_shafts_violation_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1727,7 +1727,7 @@ int64_t mechgen_hooke_shafts_violation_batch(int64_t n, const double *q, const d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_hooke_shafts_violation(q + mg_i * 2, qd + mg_i * 2, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

@@ -189,7 +189,7 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -416,7 +416,7 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_closure(q + mg_i * 6, phi + mg_i * 7, G + mg_i * 42, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -628,7 +628,7 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -891,7 +891,7 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_newton_step(q + mg_i * 6, q_next + mg_i * 6, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -1086,7 +1086,7 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1317,7 +1317,7 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_velocity(q + mg_i * 6, qd_ind + mg_i * 1, qd + mg_i * 6, H + mg_i * 6);
         status[mg_i] = mg_s;
@@ -1835,7 +1835,7 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2489,7 +2489,7 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_kinematics(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, r + mg_i * 24, v + mg_i * 24, a + mg_i * 24, R + mg_i * 45, omega + mg_i * 15, alpha + mg_i * 15);
         status[mg_i] = mg_s;
@@ -2589,7 +2589,7 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2732,7 +2732,7 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_mass_matrix(q + mg_i * 6, M + mg_i * 36);
         status[mg_i] = mg_s;
@@ -3008,7 +3008,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3408,7 +3408,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_bias(q + mg_i * 6, qd + mg_i * 6, tau + mg_i * 6, b + mg_i * 6, gamma + mg_i * 7);
         status[mg_i] = mg_s;
@@ -3882,7 +3882,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -4508,7 +4508,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_forward_dynamics(q + mg_i * 6, qd + mg_i * 6, tau + mg_i * 6, qdd + mg_i * 6, multipliers + mg_i * 7, reaction + mg_i * 12);
         status[mg_i] = mg_s;
@@ -4919,7 +4919,7 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -5447,7 +5447,7 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_inverse_dynamics(q + mg_i * 6, qd + mg_i * 6, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 6, multipliers + mg_i * 7, reaction + mg_i * 12);
         status[mg_i] = mg_s;
@@ -5582,7 +5582,7 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -5794,7 +5794,7 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_energy(q + mg_i * 6, qd + mg_i * 6, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -5817,7 +5817,7 @@ int64_t mechgen_landing_gear_springs_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -5834,7 +5834,7 @@ int64_t mechgen_landing_gear_springs_batch(int64_t n, const double *q, const dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_springs(q + mg_i * 6, qd + mg_i * 6, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -5984,7 +5984,7 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -6179,7 +6179,7 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_landing_gear_violation(q + mg_i * 6, qd + mg_i * 6, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

@@ -178,7 +178,7 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -386,7 +386,7 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_forward_kinematics(q + mg_i * 7, r + mg_i * 21, tau + mg_i * 63);
         status[mg_i] = mg_s;
@@ -807,7 +807,7 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1249,7 +1249,7 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_jacobians(q + mg_i * 7, T + mg_i * 147, R + mg_i * 147);
         status[mg_i] = mg_s;
@@ -1530,7 +1530,7 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1859,7 +1859,7 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_velocities(q + mg_i * 7, qd + mg_i * 7, v + mg_i * 21, omega + mg_i * 21, w + mg_i * 21, eps + mg_i * 21);
         status[mg_i] = mg_s;
@@ -2129,7 +2129,7 @@ int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, i
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2419,7 +2419,7 @@ int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, i
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_mass_matrix(q + mg_i * 7, A + mg_i * 49);
         status[mg_i] = mg_s;
@@ -2634,7 +2634,7 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2906,7 +2906,7 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_bias(q + mg_i * 7, qd + mg_i * 7, Q + mg_i * 7, b + mg_i * 7);
         status[mg_i] = mg_s;
@@ -3119,7 +3119,7 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3389,7 +3389,7 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_inverse_dynamics(q + mg_i * 7, qd + mg_i * 7, qdd + mg_i * 7, Q + mg_i * 7);
         status[mg_i] = mg_s;
@@ -3893,7 +3893,7 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -4456,7 +4456,7 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_forward_dynamics(q + mg_i * 7, qd + mg_i * 7, Q + mg_i * 7, qdd + mg_i * 7);
         status[mg_i] = mg_s;
@@ -4620,7 +4620,7 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -4825,7 +4825,7 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_energy(q + mg_i * 7, qd + mg_i * 7, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -6471,7 +6471,7 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -8190,7 +8190,7 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_inverse_dynamics_derivatives(q + mg_i * 7, qd + mg_i * 7, qdd + mg_i * 7, dtau_dq + mg_i * 49, dtau_dqd + mg_i * 49);
         status[mg_i] = mg_s;
@@ -10553,7 +10553,7 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -12998,7 +12998,7 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_forward_dynamics_derivatives(q + mg_i * 7, qd + mg_i * 7, Q + mg_i * 7, qdd + mg_i * 7, dqdd_dq + mg_i * 49, dqdd_dqd + mg_i * 49, dqdd_dQ + mg_i * 49);
         status[mg_i] = mg_s;
@@ -14110,7 +14110,7 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -15281,7 +15281,7 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_regressor(q + mg_i * 7, qd + mg_i * 7, qdd + mg_i * 7, Y + mg_i * 490);
         status[mg_i] = mg_s;
@@ -16107,7 +16107,7 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -16992,7 +16992,7 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_base_regressor(q + mg_i * 7, qd + mg_i * 7, qdd + mg_i * 7, Y_b + mg_i * 301);
         status[mg_i] = mg_s;
@@ -17263,7 +17263,7 @@ int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -17677,7 +17677,7 @@ int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, co
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_base_inverse_dynamics(q + mg_i * 7, qd + mg_i * 7, qdd + mg_i * 7, beta + mg_i * 43, Q + mg_i * 7);
         status[mg_i] = mg_s;
@@ -17805,7 +17805,7 @@ int64_t mechgen_panda_base_parameters_batch(int64_t n, const double *pi, double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -18047,7 +18047,7 @@ int64_t mechgen_panda_base_parameters_batch(int64_t n, const double *pi, double 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_panda_base_parameters(pi + mg_i * 70, beta + mg_i * 43);
         status[mg_i] = mg_s;

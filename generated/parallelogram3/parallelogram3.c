@@ -75,7 +75,7 @@ int64_t mechgen_parallelogram3_closure_batch(int64_t n, const double *q, double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -194,7 +194,7 @@ int64_t mechgen_parallelogram3_closure_batch(int64_t n, const double *q, double 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_closure(q + mg_i * 4, phi + mg_i * 4, G + mg_i * 16, orientation + mg_i * 2);
         status[mg_i] = mg_s;
@@ -289,7 +289,7 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -431,7 +431,7 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_newton_step(q + mg_i * 4, q_next + mg_i * 4, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 2);
         status[mg_i] = mg_s;
@@ -520,7 +520,7 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -651,7 +651,7 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_velocity(q + mg_i * 4, qd_ind + mg_i * 1, qd + mg_i * 4, H + mg_i * 4);
         status[mg_i] = mg_s;
@@ -867,7 +867,7 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1171,7 +1171,7 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_kinematics(q + mg_i * 4, qd + mg_i * 4, qdd + mg_i * 4, r + mg_i * 18, v + mg_i * 18, a + mg_i * 18, R + mg_i * 36, omega + mg_i * 12, alpha + mg_i * 12);
         status[mg_i] = mg_s;
@@ -1213,7 +1213,7 @@ int64_t mechgen_parallelogram3_mass_matrix_batch(int64_t n, const double *q, dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1265,7 +1265,7 @@ int64_t mechgen_parallelogram3_mass_matrix_batch(int64_t n, const double *q, dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_mass_matrix(q + mg_i * 4, M + mg_i * 16);
         status[mg_i] = mg_s;
@@ -1366,7 +1366,7 @@ int64_t mechgen_parallelogram3_bias_batch(int64_t n, const double *q, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1536,7 +1536,7 @@ int64_t mechgen_parallelogram3_bias_batch(int64_t n, const double *q, const doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_bias(q + mg_i * 4, qd + mg_i * 4, tau + mg_i * 4, b + mg_i * 4, gamma + mg_i * 4);
         status[mg_i] = mg_s;
@@ -1729,7 +1729,7 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1995,7 +1995,7 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_forward_dynamics(q + mg_i * 4, qd + mg_i * 4, tau + mg_i * 4, qdd + mg_i * 4, multipliers + mg_i * 4, reaction + mg_i * 12);
         status[mg_i] = mg_s;
@@ -2169,7 +2169,7 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2412,7 +2412,7 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_inverse_dynamics(q + mg_i * 4, qd + mg_i * 4, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 4, multipliers + mg_i * 4, reaction + mg_i * 12);
         status[mg_i] = mg_s;
@@ -2466,7 +2466,7 @@ int64_t mechgen_parallelogram3_energy_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2570,7 +2570,7 @@ int64_t mechgen_parallelogram3_energy_batch(int64_t n, const double *q, const do
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_energy(q + mg_i * 4, qd + mg_i * 4, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -2593,7 +2593,7 @@ int64_t mechgen_parallelogram3_springs_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2610,7 +2610,7 @@ int64_t mechgen_parallelogram3_springs_batch(int64_t n, const double *q, const d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_springs(q + mg_i * 4, qd + mg_i * 4, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -2672,7 +2672,7 @@ int64_t mechgen_parallelogram3_violation_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2781,7 +2781,7 @@ int64_t mechgen_parallelogram3_violation_batch(int64_t n, const double *q, const
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_parallelogram3_violation(q + mg_i * 4, qd + mg_i * 4, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

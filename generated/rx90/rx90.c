@@ -162,7 +162,7 @@ int64_t mechgen_rx90_forward_kinematics_batch(int64_t n, const double *q, double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -350,7 +350,7 @@ int64_t mechgen_rx90_forward_kinematics_batch(int64_t n, const double *q, double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_rx90_forward_kinematics(q + mg_i * 6, r + mg_i * 21, tau + mg_i * 63);
         status[mg_i] = mg_s;
@@ -704,7 +704,7 @@ int64_t mechgen_rx90_jacobians_batch(int64_t n, const double *q, double *T, doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1075,7 +1075,7 @@ int64_t mechgen_rx90_jacobians_batch(int64_t n, const double *q, double *T, doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_rx90_jacobians(q + mg_i * 6, T + mg_i * 126, R + mg_i * 126);
         status[mg_i] = mg_s;
@@ -1283,7 +1283,7 @@ int64_t mechgen_rx90_velocities_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1533,7 +1533,7 @@ int64_t mechgen_rx90_velocities_batch(int64_t n, const double *q, const double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_rx90_velocities(q + mg_i * 6, qd + mg_i * 6, v + mg_i * 18, omega + mg_i * 18, w + mg_i * 18, eps + mg_i * 18);
         status[mg_i] = mg_s;
@@ -1732,7 +1732,7 @@ int64_t mechgen_rx90_mass_matrix_batch(int64_t n, const double *q, double *A, in
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1947,7 +1947,7 @@ int64_t mechgen_rx90_mass_matrix_batch(int64_t n, const double *q, double *A, in
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_rx90_mass_matrix(q + mg_i * 6, A + mg_i * 36);
         status[mg_i] = mg_s;
@@ -2125,7 +2125,7 @@ int64_t mechgen_rx90_bias_batch(int64_t n, const double *q, const double *qd, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2359,7 +2359,7 @@ int64_t mechgen_rx90_bias_batch(int64_t n, const double *q, const double *qd, co
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_rx90_bias(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, b + mg_i * 6);
         status[mg_i] = mg_s;
@@ -2537,7 +2537,7 @@ int64_t mechgen_rx90_inverse_dynamics_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2775,7 +2775,7 @@ int64_t mechgen_rx90_inverse_dynamics_batch(int64_t n, const double *q, const do
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_rx90_inverse_dynamics(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, Q + mg_i * 6);
         status[mg_i] = mg_s;
@@ -3156,7 +3156,7 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3595,7 +3595,7 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_rx90_forward_dynamics(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, qdd + mg_i * 6);
         status[mg_i] = mg_s;
@@ -3723,7 +3723,7 @@ int64_t mechgen_rx90_energy_batch(int64_t n, const double *q, const double *qd, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3886,7 +3886,7 @@ int64_t mechgen_rx90_energy_batch(int64_t n, const double *q, const double *qd, 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_rx90_energy(q + mg_i * 6, qd + mg_i * 6, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -4688,7 +4688,7 @@ int64_t mechgen_rx90_regressor_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -5555,7 +5555,7 @@ int64_t mechgen_rx90_regressor_batch(int64_t n, const double *q, const double *q
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_rx90_regressor(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, Y + mg_i * 360);
         status[mg_i] = mg_s;
@@ -6140,7 +6140,7 @@ int64_t mechgen_rx90_base_regressor_batch(int64_t n, const double *q, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -6790,7 +6790,7 @@ int64_t mechgen_rx90_base_regressor_batch(int64_t n, const double *q, const doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_rx90_base_regressor(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, Y_b + mg_i * 216);
         status[mg_i] = mg_s;
@@ -7015,7 +7015,7 @@ int64_t mechgen_rx90_base_inverse_dynamics_batch(int64_t n, const double *q, con
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -7372,7 +7372,7 @@ int64_t mechgen_rx90_base_inverse_dynamics_batch(int64_t n, const double *q, con
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_rx90_base_inverse_dynamics(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, beta + mg_i * 36, Q + mg_i * 6);
         status[mg_i] = mg_s;
@@ -7482,7 +7482,7 @@ int64_t mechgen_rx90_base_parameters_batch(int64_t n, const double *pi, double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -7686,7 +7686,7 @@ int64_t mechgen_rx90_base_parameters_batch(int64_t n, const double *pi, double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_rx90_base_parameters(pi + mg_i * 60, beta + mg_i * 36);
         status[mg_i] = mg_s;

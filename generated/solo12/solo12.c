@@ -458,7 +458,7 @@ int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -986,7 +986,7 @@ int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_forward_kinematics(q + mg_i * 18, r + mg_i * 51, tau + mg_i * 153);
         status[mg_i] = mg_s;
@@ -3258,7 +3258,7 @@ int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -5587,7 +5587,7 @@ int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, do
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_jacobians(q + mg_i * 18, T + mg_i * 918, R + mg_i * 918);
         status[mg_i] = mg_s;
@@ -6185,7 +6185,7 @@ int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -6866,7 +6866,7 @@ int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_velocities(q + mg_i * 18, qd + mg_i * 18, v + mg_i * 39, omega + mg_i * 39, w + mg_i * 39, eps + mg_i * 39);
         status[mg_i] = mg_s;
@@ -7735,7 +7735,7 @@ int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -8660,7 +8660,7 @@ int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_mass_matrix(q + mg_i * 18, A + mg_i * 324);
         status[mg_i] = mg_s;
@@ -9177,7 +9177,7 @@ int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -9818,7 +9818,7 @@ int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_bias(q + mg_i * 18, qd + mg_i * 18, Q + mg_i * 18, b + mg_i * 18);
         status[mg_i] = mg_s;
@@ -10321,7 +10321,7 @@ int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -10954,7 +10954,7 @@ int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_inverse_dynamics(q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, Q + mg_i * 18);
         status[mg_i] = mg_s;
@@ -12493,7 +12493,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -14158,7 +14158,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_forward_dynamics(q + mg_i * 18, qd + mg_i * 18, Q + mg_i * 18, qdd + mg_i * 18);
         status[mg_i] = mg_s;
@@ -14542,7 +14542,7 @@ int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -15023,7 +15023,7 @@ int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_energy(q + mg_i * 18, qd + mg_i * 18, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -19684,7 +19684,7 @@ int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -24515,7 +24515,7 @@ int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_inverse_dynamics_derivatives(q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, dtau_dq + mg_i * 324, dtau_dqd + mg_i * 324);
         status[mg_i] = mg_s;
@@ -32144,7 +32144,7 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -39949,7 +39949,7 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_solo12_forward_dynamics_derivatives(q + mg_i * 18, qd + mg_i * 18, Q + mg_i * 18, qdd + mg_i * 18, dqdd_dq + mg_i * 324, dqdd_dqd + mg_i * 324, dqdd_dQ + mg_i * 324);
         status[mg_i] = mg_s;

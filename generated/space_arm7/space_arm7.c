@@ -263,7 +263,7 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -576,7 +576,7 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_forward_kinematics(q + mg_i * 13, p + mg_i * 1, r + mg_i * 27, tau + mg_i * 81);
         status[mg_i] = mg_s;
@@ -1559,7 +1559,7 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2575,7 +2575,7 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_jacobians(q + mg_i * 13, p + mg_i * 1, T + mg_i * 351, R + mg_i * 351);
         status[mg_i] = mg_s;
@@ -2985,7 +2985,7 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3460,7 +3460,7 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_velocities(q + mg_i * 13, qd + mg_i * 13, p + mg_i * 1, v + mg_i * 24, omega + mg_i * 24, w + mg_i * 24, eps + mg_i * 24);
         status[mg_i] = mg_s;
@@ -4024,7 +4024,7 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -4660,7 +4660,7 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_mass_matrix(q + mg_i * 13, p + mg_i * 1, A + mg_i * 169);
         status[mg_i] = mg_s;
@@ -4982,7 +4982,7 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -5403,7 +5403,7 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_bias(q + mg_i * 13, qd + mg_i * 13, Q + mg_i * 13, p + mg_i * 1, b + mg_i * 13);
         status[mg_i] = mg_s;
@@ -5724,7 +5724,7 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -6144,7 +6144,7 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_inverse_dynamics(q + mg_i * 13, qd + mg_i * 13, qdd + mg_i * 13, p + mg_i * 1, Q + mg_i * 13);
         status[mg_i] = mg_s;
@@ -7270,7 +7270,7 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -8536,7 +8536,7 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_forward_dynamics(q + mg_i * 13, qd + mg_i * 13, Q + mg_i * 13, p + mg_i * 1, qdd + mg_i * 13);
         status[mg_i] = mg_s;
@@ -8779,7 +8779,7 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -9099,7 +9099,7 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_space_arm7_energy(q + mg_i * 13, qd + mg_i * 13, p + mg_i * 1, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;

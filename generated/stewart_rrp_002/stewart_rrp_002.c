@@ -204,7 +204,7 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -549,7 +549,7 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_inverse_kinematics(x + mg_i * 6, p + mg_i * 17, q + mg_i * 18);
         status[mg_i] = mg_s;
@@ -880,7 +880,7 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1373,7 +1373,7 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_newton_step(x + mg_i * 6, q + mg_i * 18, p + mg_i * 17, q_next + mg_i * 18, residual + mg_i * 18);
         status[mg_i] = mg_s;
@@ -1917,7 +1917,7 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2479,7 +2479,7 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_velocity_constraints(x + mg_i * 6, p + mg_i * 17, H + mg_i * 108);
         status[mg_i] = mg_s;
@@ -2988,7 +2988,7 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3702,7 +3702,7 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_leg_rates(x + mg_i * 6, u + mg_i * 6, p + mg_i * 17, q + mg_i * 18, qd + mg_i * 18);
         status[mg_i] = mg_s;
@@ -4351,7 +4351,7 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -5090,7 +5090,7 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_acceleration_terms(x + mg_i * 6, u + mg_i * 6, p + mg_i * 17, h + mg_i * 18);
         status[mg_i] = mg_s;
@@ -5292,7 +5292,7 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -5524,7 +5524,7 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_leg_forces(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, p + mg_i * 17, Q + mg_i * 18);
         status[mg_i] = mg_s;
@@ -6310,7 +6310,7 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -7212,7 +7212,7 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_leg_dynamics(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, g + mg_i * 3, p + mg_i * 17, A_leg1 + mg_i * 9, A_leg2 + mg_i * 9, A_leg3 + mg_i * 9, A_leg4 + mg_i * 9, A_leg5 + mg_i * 9, A_leg6 + mg_i * 9, b + mg_i * 18);
         status[mg_i] = mg_s;
@@ -8326,7 +8326,7 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -9659,7 +9659,7 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_reduced_dynamics(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 17, A_star + mg_i * 36, b_star + mg_i * 6, udot + mg_i * 6);
         status[mg_i] = mg_s;
@@ -11165,7 +11165,7 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -13238,7 +13238,7 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 17, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, F_on_C + mg_i * 18, M_on_C + mg_i * 18, base_force + mg_i * 3, base_moment + mg_i * 3, damping_power + mg_i * 1);
         status[mg_i] = mg_s;
@@ -13807,7 +13807,7 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -14490,7 +14490,7 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_energy(x + mg_i * 6, u + mg_i * 6, g + mg_i * 3, p + mg_i * 17, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -15730,7 +15730,7 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -17186,7 +17186,7 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_drive_forces(x + mg_i * 6, u + mg_i * 6, udot + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, p + mg_i * 17, F + mg_i * 6);
         status[mg_i] = mg_s;
@@ -18865,7 +18865,7 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -21181,7 +21181,7 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_base_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, w0 + mg_i * 3, dw0 + mg_i * 3, p + mg_i * 17, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, qdd + mg_i * 18, F_on_C + mg_i * 18, M_on_C + mg_i * 18, base_force + mg_i * 3, base_moment + mg_i * 3, damping_power + mg_i * 1);
         status[mg_i] = mg_s;
@@ -25223,7 +25223,7 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -30061,7 +30061,7 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_coupled_step(x + mg_i * 6, u + mg_i * 6, F + mg_i * 6, fE + mg_i * 3, mE + mg_i * 3, g + mg_i * 3, w0 + mg_i * 3, dw0 + mg_i * 3, p + mg_i * 17, xdot + mg_i * 12, q + mg_i * 18, qd + mg_i * 18, udot + mg_i * 6, wrench + mg_i * 6, damping_power + mg_i * 1, stop_force + mg_i * 6, dudot_dbase + mg_i * 36, dwrench_dbase + mg_i * 36);
         status[mg_i] = mg_s;
@@ -30895,7 +30895,7 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -31923,7 +31923,7 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_stewart_rrp_002_momentum(x + mg_i * 6, u + mg_i * 6, w0 + mg_i * 3, V0 + mg_i * 3, p + mg_i * 17, momentum + mg_i * 3, angular_momentum + mg_i * 3, T + mg_i * 1);
         status[mg_i] = mg_s;

@@ -53,7 +53,7 @@ int64_t mechgen_swash_plate_closure_batch(int64_t n, const double *q, double *ph
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -121,7 +121,7 @@ int64_t mechgen_swash_plate_closure_batch(int64_t n, const double *q, double *ph
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_closure(q + mg_i * 3, phi + mg_i * 2, G + mg_i * 6, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -197,7 +197,7 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -298,7 +298,7 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_newton_step(q + mg_i * 3, q_next + mg_i * 3, error + mg_i * 1, branch + mg_i * 1, orientation + mg_i * 1);
         status[mg_i] = mg_s;
@@ -368,7 +368,7 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -453,7 +453,7 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_velocity(q + mg_i * 3, qd_ind + mg_i * 1, qd + mg_i * 3, H + mg_i * 3);
         status[mg_i] = mg_s;
@@ -640,7 +640,7 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -875,7 +875,7 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_kinematics(q + mg_i * 3, qd + mg_i * 3, qdd + mg_i * 3, r + mg_i * 15, v + mg_i * 15, a + mg_i * 15, R + mg_i * 27, omega + mg_i * 9, alpha + mg_i * 9);
         status[mg_i] = mg_s;
@@ -909,7 +909,7 @@ int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -941,7 +941,7 @@ int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_mass_matrix(q + mg_i * 3, M + mg_i * 9);
         status[mg_i] = mg_s;
@@ -1030,7 +1030,7 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1159,7 +1159,7 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_bias(q + mg_i * 3, qd + mg_i * 3, tau + mg_i * 3, b + mg_i * 3, gamma + mg_i * 2);
         status[mg_i] = mg_s;
@@ -1303,7 +1303,7 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1491,7 +1491,7 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_forward_dynamics(q + mg_i * 3, qd + mg_i * 3, tau + mg_i * 3, qdd + mg_i * 3, multipliers + mg_i * 2, reaction + mg_i * 6);
         status[mg_i] = mg_s;
@@ -1621,7 +1621,7 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1800,7 +1800,7 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_inverse_dynamics(q + mg_i * 3, qd + mg_i * 3, qdd_ind + mg_i * 1, tau_ind + mg_i * 1, qdd + mg_i * 3, multipliers + mg_i * 2, reaction + mg_i * 6);
         status[mg_i] = mg_s;
@@ -1850,7 +1850,7 @@ int64_t mechgen_swash_plate_energy_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1923,7 +1923,7 @@ int64_t mechgen_swash_plate_energy_batch(int64_t n, const double *q, const doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_energy(q + mg_i * 3, qd + mg_i * 3, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -1946,7 +1946,7 @@ int64_t mechgen_swash_plate_springs_batch(int64_t n, const double *q, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1963,7 +1963,7 @@ int64_t mechgen_swash_plate_springs_batch(int64_t n, const double *q, const doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_springs(q + mg_i * 3, qd + mg_i * 3, state + mg_i * 3);
         status[mg_i] = mg_s;
@@ -2013,7 +2013,7 @@ int64_t mechgen_swash_plate_violation_batch(int64_t n, const double *q, const do
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2081,7 +2081,7 @@ int64_t mechgen_swash_plate_violation_batch(int64_t n, const double *q, const do
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_swash_plate_violation(q + mg_i * 3, qd + mg_i * 3, position + mg_i * 1, velocity + mg_i * 1);
         status[mg_i] = mg_s;

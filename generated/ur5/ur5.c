@@ -193,7 +193,7 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -412,7 +412,7 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_forward_kinematics(q + mg_i * 6, r + mg_i * 21, tau + mg_i * 63);
         status[mg_i] = mg_s;
@@ -805,7 +805,7 @@ int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1215,7 +1215,7 @@ int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_jacobians(q + mg_i * 6, T + mg_i * 126, R + mg_i * 126);
         status[mg_i] = mg_s;
@@ -1470,7 +1470,7 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1767,7 +1767,7 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_velocities(q + mg_i * 6, qd + mg_i * 6, v + mg_i * 18, omega + mg_i * 18, w + mg_i * 18, eps + mg_i * 18);
         status[mg_i] = mg_s;
@@ -1948,7 +1948,7 @@ int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2145,7 +2145,7 @@ int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_mass_matrix(q + mg_i * 6, A + mg_i * 36);
         status[mg_i] = mg_s;
@@ -2326,7 +2326,7 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2571,7 +2571,7 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_bias(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, b + mg_i * 6);
         status[mg_i] = mg_s;
@@ -2752,7 +2752,7 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3004,7 +3004,7 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_inverse_dynamics(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, Q + mg_i * 6);
         status[mg_i] = mg_s;
@@ -3357,7 +3357,7 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3776,7 +3776,7 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_forward_dynamics(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, qdd + mg_i * 6);
         status[mg_i] = mg_s;
@@ -3933,7 +3933,7 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -4125,7 +4125,7 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_energy(q + mg_i * 6, qd + mg_i * 6, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -5067,7 +5067,7 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -6110,7 +6110,7 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_inverse_dynamics_derivatives(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, dtau_dq + mg_i * 36, dtau_dqd + mg_i * 36);
         status[mg_i] = mg_s;
@@ -7545,7 +7545,7 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -9083,7 +9083,7 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_forward_dynamics_derivatives(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, qdd + mg_i * 6, dqdd_dq + mg_i * 36, dqdd_dqd + mg_i * 36, dqdd_dQ + mg_i * 36);
         status[mg_i] = mg_s;
@@ -9903,7 +9903,7 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -10805,7 +10805,7 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_regressor(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, Y + mg_i * 360);
         status[mg_i] = mg_s;
@@ -11423,7 +11423,7 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -12123,7 +12123,7 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_base_regressor(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, Y_b + mg_i * 216);
         status[mg_i] = mg_s;
@@ -12383,7 +12383,7 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -12789,7 +12789,7 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_base_inverse_dynamics(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, beta + mg_i * 36, Q + mg_i * 6);
         status[mg_i] = mg_s;
@@ -12899,7 +12899,7 @@ int64_t mechgen_ur5_base_parameters_batch(int64_t n, const double *pi, double *b
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -13107,7 +13107,7 @@ int64_t mechgen_ur5_base_parameters_batch(int64_t n, const double *pi, double *b
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_base_parameters(pi + mg_i * 60, beta + mg_i * 36);
         status[mg_i] = mg_s;

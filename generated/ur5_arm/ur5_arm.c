@@ -173,7 +173,7 @@ int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, dou
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -372,7 +372,7 @@ int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, dou
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_forward_kinematics(q + mg_i * 6, r + mg_i * 21, tau + mg_i * 63);
         status[mg_i] = mg_s;
@@ -754,7 +754,7 @@ int64_t mechgen_ur5_arm_jacobians_batch(int64_t n, const double *q, double *T, d
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1153,7 +1153,7 @@ int64_t mechgen_ur5_arm_jacobians_batch(int64_t n, const double *q, double *T, d
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_jacobians(q + mg_i * 6, T + mg_i * 126, R + mg_i * 126);
         status[mg_i] = mg_s;
@@ -1392,7 +1392,7 @@ int64_t mechgen_ur5_arm_velocities_batch(int64_t n, const double *q, const doubl
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -1673,7 +1673,7 @@ int64_t mechgen_ur5_arm_velocities_batch(int64_t n, const double *q, const doubl
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_velocities(q + mg_i * 6, qd + mg_i * 6, v + mg_i * 18, omega + mg_i * 18, w + mg_i * 18, eps + mg_i * 18);
         status[mg_i] = mg_s;
@@ -1834,7 +1834,7 @@ int64_t mechgen_ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2007,7 +2007,7 @@ int64_t mechgen_ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_mass_matrix(q + mg_i * 6, A + mg_i * 36);
         status[mg_i] = mg_s;
@@ -2184,7 +2184,7 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2424,7 +2424,7 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_bias(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, b + mg_i * 6);
         status[mg_i] = mg_s;
@@ -2600,7 +2600,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -2846,7 +2846,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_inverse_dynamics(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, Q + mg_i * 6);
         status[mg_i] = mg_s;
@@ -3185,7 +3185,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3589,7 +3589,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_forward_dynamics(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, qdd + mg_i * 6);
         status[mg_i] = mg_s;
@@ -3729,7 +3729,7 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -3904,7 +3904,7 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_energy(q + mg_i * 6, qd + mg_i * 6, T + mg_i * 1, V + mg_i * 1);
         status[mg_i] = mg_s;
@@ -4903,7 +4903,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -6020,7 +6020,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             status[mg_i + mg_l] = mg_st[mg_l];
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_inverse_dynamics_derivatives(q + mg_i * 6, qd + mg_i * 6, qdd + mg_i * 6, dtau_dq + mg_i * 36, dtau_dqd + mg_i * 36);
         status[mg_i] = mg_s;
@@ -7506,7 +7506,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
 {
     int64_t mg_failed = 0;
     int64_t mg_i = 0;
-#ifdef MECHGEN_SIMD
+    #ifdef MECHGEN_SIMD
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
@@ -9109,7 +9109,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             }
         }
     }
-#endif
+    #endif
     for (; mg_i < n; ++mg_i) {
         const int mg_s = mechgen_ur5_arm_forward_dynamics_derivatives(q + mg_i * 6, qd + mg_i * 6, Q + mg_i * 6, qdd + mg_i * 6, dqdd_dq + mg_i * 36, dqdd_dqd + mg_i * 36, dqdd_dQ + mg_i * 36);
         status[mg_i] = mg_s;
