@@ -27,12 +27,10 @@ from __future__ import annotations
 
 import sympy as sp
 
-from mechgen.generator.algorithms.crba import crba
 from mechgen.generator.algorithms.ldlt import SINGULAR, SingularMassMatrix, _inverse_pivot
 from mechgen.generator.algorithms.rnea import rnea
-from mechgen.generator.families.serial.kernels import (EULER_MESSAGE, EULER_SINGULAR, _bias,
-                                                       _flat, _links, _require_euler_regular,
-                                                       _start, passive_forces)
+from mechgen.generator.families.serial.kernels import (_flat, _links, _start, mass_and_bias,
+                                                       passive_forces)
 from mechgen.generator.ir import Assign, Kernel, Port
 from mechgen.generator.model import Chain, ModelError
 from mechgen.generator.passes.derivatives import differentiate, merge_equal_statements
@@ -123,13 +121,7 @@ def forward_dynamics_derivatives(chain: Chain) -> Kernel:
     """qdd = FD(q, qd, Q) and its derivatives -A^-1 dID/dq, -A^-1 dID/dqd, A^-1."""
     ins, rec, rchain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
     n, nq, parent = chain.n, chain.nq, list(rchain.parent)
-    links = _links(rec, rchain, q)
-    A = crba(rec, rchain, links)
-    b = _bias(rec, rchain, links, q, qd, Q)
-    statuses = {SINGULAR: "mass matrix not positive definite"}
-    if chain.base == "free" and chain.attitude == "euler":
-        _require_euler_regular(rec, q)
-        statuses[EULER_SINGULAR] = EULER_MESSAGE
+    links, A, b, statuses = mass_and_bias(rec, rchain, q, qd, Q)
     try:
         L, invD = ltdl_factor(rec, A, parent, rchain.coordinates)
     except SingularMassMatrix as e:

@@ -231,8 +231,10 @@ def _require_euler_regular(rec: Recorder, q: list) -> None:
     rec.require_positive(c * c - COS_PSI_Z_MIN ** 2, EULER_SINGULAR, "cos psi_z ~ 0")
 
 
-def forward_dynamics(chain: Chain) -> Kernel:
-    ins, rec, chain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
+def mass_and_bias(rec: Recorder, chain: Chain, q, qd, Q) -> tuple[list, list, list, dict]:
+    """(links, A, b, statuses) of forward dynamics A qdd = b: the CRBA mass matrix, the bias,
+    and the Euler-base regularity check of a free base (forward_dynamics and its
+    derivatives)."""
     links = _links(rec, chain, q)
     A = crba(rec, chain, links)
     b = _bias(rec, chain, links, q, qd, Q)
@@ -240,6 +242,12 @@ def forward_dynamics(chain: Chain) -> Kernel:
     if chain.base == "free" and chain.attitude == "euler":
         _require_euler_regular(rec, q)
         statuses[EULER_SINGULAR] = EULER_MESSAGE
+    return links, A, b, statuses
+
+
+def forward_dynamics(chain: Chain) -> Kernel:
+    ins, rec, chain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
+    _, A, b, statuses = mass_and_bias(rec, chain, q, qd, Q)
     try:
         qdd = ltdl_solve(rec, A, b, chain.parent, chain.coordinates)
     except SingularMassMatrix as e:
