@@ -68,9 +68,13 @@ class InvariantError(AssertionError):
     pass
 
 
-def check_invariants(k: Kernel) -> None:
+def check_invariants(k: Kernel, free: dict | None = None) -> None:
     """Defined before use, assigned once, every output assigned, no unknown symbol, and
-    every check's status declared (with its message) in the kernel's statuses."""
+    every check's status declared (with its message) in the kernel's statuses.
+
+    ``free`` (expression -> its free symbols), kept by the caller across the passes of one
+    kernel, spares recomputing them for the statements a pass left unchanged."""
+    free_symbols = _free_symbols if free is None else lambda e: _memo_free_symbols(e, free)
     defined: set[sp.Symbol] = set()
     for port in k.inputs:
         if len(port.elements) != port.size:
@@ -81,7 +85,7 @@ def check_invariants(k: Kernel) -> None:
                 raise InvariantError(f"{k.name}: input symbol {s} appears twice")
             defined.add(s)
     for st in k.body:
-        missing = st.expr.free_symbols - defined
+        missing = free_symbols(st.expr) - defined
         if missing:
             raise InvariantError(f"{k.name}: {sorted(map(str, missing))} used before definition")
         if isinstance(st, Check) and st.status not in k.statuses:
@@ -96,7 +100,18 @@ def check_invariants(k: Kernel) -> None:
         if len(port.elements) != port.size:
             raise InvariantError(f"{k.name}: output {port.name} size mismatch")
         for e in port.elements:
-            missing = sp.sympify(e).free_symbols - defined
+            missing = free_symbols(sp.sympify(e)) - defined
             if missing:
                 raise InvariantError(f"{k.name}: output {port.name} uses undefined "
                                      f"{sorted(map(str, missing))}")
+
+
+def _free_symbols(e: sp.Expr) -> set:
+    return e.free_symbols
+
+
+def _memo_free_symbols(e: sp.Expr, memo: dict) -> set:
+    found = memo.get(e)
+    if found is None:
+        found = memo[e] = e.free_symbols
+    return found

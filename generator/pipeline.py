@@ -42,12 +42,14 @@ def optimise(build: Callable[[Chain], Kernel], chain: Chain, cse: bool = True) -
     with counting_dense() as dense_ops:
         k = build(chain)
     dense = dense_ops.as_dict()
-    check_invariants(k)
-    history = [("built", count_ops(k))]
+    counted: dict = {}   # expression -> its op count, and its free symbols, kept across the
+    free: dict = {}      # passes (most statements come out of a pass unchanged)
+    check_invariants(k, free)
+    history = [("built", count_ops(k, counted))]
     for name, p in PASSES:
         if not cse and name.startswith(("cse", "dead_code_after")):
             continue
         k = p(k)
-        check_invariants(k)
-        history.append((name, count_ops(k)))
+        check_invariants(k, free)
+        history.append((name, count_ops(k, counted)))
     return Generated(k, history[-1][1], history, dense, time.perf_counter() - t0)

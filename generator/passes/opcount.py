@@ -67,9 +67,19 @@ def count_expr_ops(exprs) -> Counter:
     return c
 
 
-def count_ops(k: Kernel) -> dict[str, int]:
-    c = count_expr_ops([*(st.expr for st in k.body),
-                        *(e for port in k.outputs for e in port.elements)])
+def count_ops(k: Kernel, memo: dict | None = None) -> dict[str, int]:
+    """The kernel's op count. ``memo`` (expression -> its Counter), kept by the caller across
+    the passes of one kernel, spares recounting the statements a pass left unchanged."""
+    exprs = [*(st.expr for st in k.body), *(e for port in k.outputs for e in port.elements)]
+    if memo is None:
+        c = count_expr_ops(exprs)
+    else:
+        c = Counter()
+        for e in exprs:
+            counted = memo.get(e)
+            if counted is None:
+                counted = memo[e] = count_expr_ops([e])
+            c.update(counted)
     out = {key: c.get(key, 0) for key in ("adds", "muls", "divs", "sqrt", "trig")}
     for extra in ("pow", "other"):
         if c.get(extra):
