@@ -8,7 +8,7 @@ raised here, before any mechgen module imports SymPy (SymPy reads it once, at im
 generation of a 30-joint chain or of the Gough-Stewart mechanism takes ~35-40 % less CPU
 (bench/generation_bench.py), for ~20 MB more memory. The cache only memoises pure
 constructors, so the kernels are the same bytes whatever its size
-(tests/test_generation_cache.py).
+(tests/test_generation_speed_paths.py).
 """
 
 import os

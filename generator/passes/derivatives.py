@@ -116,13 +116,34 @@ def forward_derivatives(k: Kernel, of: list[str], wrt: list[sp.Symbol],
     return k.with_body(body, list(k.outputs) + extra)
 
 
+def _terms_key(e: sp.Expr) -> tuple:
+    """``e`` as (kind, its terms as (coefficient, rest) pairs): equal keys, equal expressions.
+    A sum is the set of its terms, anything else the one term ``e.as_coeff_Mul()``."""
+    if e.is_Add:
+        return ("add", frozenset(a.as_coeff_Mul() for a in e.args))
+    return ("term", e.as_coeff_Mul())
+
+
+def _negated_key(e: sp.Expr) -> tuple:
+    """``_terms_key(-e)`` without building ``-e``: SymPy negates a sum term by term and a term
+    by its numeric coefficient (``Mul.flatten`` distributing -1, ``_keep_coeff``), leaving
+    the rest of each term as it is."""
+    if e.is_Add:
+        return ("add", frozenset((-c, m) for c, m in (a.as_coeff_Mul() for a in e.args)))
+    c, m = e.as_coeff_Mul()
+    return ("term", (-c, m))
+
+
 def merge_equal_statements(k: Kernel) -> Kernel:
     """Value numbering: a statement whose expression (after the replacements made so far) is
     that of an earlier statement, or its negative, is dropped and its name replaced by the
     earlier one (or its negative). Derivatives repeat values the kernel already has: for a
     rotation about the joint axis e, d(beta v)/dq = (beta v) x e, whose components are the
-    other components of beta v; the pass finds these without knowing the rule."""
+    other components of beta v; the pass finds these without knowing the rule. The negative
+    is looked up by its key (:func:`_negated_key`), not built: building ``-e`` for every
+    statement was most of the pass's time."""
     seen: dict[sp.Expr, sp.Symbol] = {}
+    seen_keys: dict[tuple, sp.Symbol] = {}
     subs: dict[sp.Symbol, sp.Expr] = {}
     body = []
     for st in k.body:
@@ -133,10 +154,12 @@ def merge_equal_statements(k: Kernel) -> Kernel:
         if e in seen:
             subs[st.target] = seen[e]
             continue
-        if -e in seen:
-            subs[st.target] = -seen[-e]
+        earlier = seen_keys.get(_negated_key(e))
+        if earlier is not None:
+            subs[st.target] = -earlier
             continue
         seen[e] = st.target
+        seen_keys[_terms_key(e)] = st.target
         body.append(Assign(st.target, e))
     outputs = [Port(p.name, p.shape, tuple(sp.sympify(x).xreplace(subs) for x in p.elements),
                     p.doc) for p in k.outputs]

@@ -1,10 +1,13 @@
-"""Generation-time caches change the time, never the kernels.
+"""What makes generation faster changes the time, never the kernels.
 
 - SymPy's construction cache (raised by ``mechgen.generator`` unless SYMPY_CACHE_SIZE is set):
   a generation with a tiny cache gives the committed bytes (a generation with the large one
   is tests/test_generated_current.py);
 - the op counts and free symbols the pipeline memoises across the passes of one kernel:
-  the same answers as computed afresh, and a bad kernel is still refused.
+  the same answers as computed afresh, and a bad kernel is still refused;
+- the derivative passes' value numbering looks a negative up by its key instead of building
+  it: the key of ``-e`` computed without ``-e`` is the key of ``-e``, and keys are equal
+  only for equal expressions.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import pytest
 import sympy as sp
 
 from mechgen.generator.build import GENERATED, MECHANISMS
+from mechgen.generator.passes.derivatives import _negated_key, _terms_key
 from mechgen.generator.ir import Assign, InvariantError, Kernel, Port, check_invariants, symbol
 from mechgen.generator.passes.opcount import count_ops
 from mechgen.generator.pipeline import optimise
@@ -103,3 +107,30 @@ def test_memoised_free_symbols_still_refuse_a_use_before_definition():
     check_invariants(good, free)
     with pytest.raises(InvariantError, match="t1"):
         check_invariants(bad, free)
+
+
+def _random_expressions(seed: int, count: int) -> list[sp.Expr]:
+    """Sums and terms with integer, rational and float coefficients, powers, functions."""
+    import random
+    rng = random.Random(seed)
+    x = [symbol(f"x{i}") for i in range(5)]
+    forms = [lambda a, b, c: a * b - c, lambda a, b, c: -a * b + sp.Rational(3, 2),
+             lambda a, b, c: 2.5 * a - b * c, lambda a, b, c: -(a + b) * c * b,
+             lambda a, b, c: a**2 - 1, lambda a, b, c: -a / b, lambda a, b, c: sp.sin(a) * (b - c),
+             lambda a, b, c: -sp.Float("0.1") * a * b * c + 3, lambda a, b, c: a - b,
+             lambda a, b, c: sp.Integer(-3), lambda a, b, c: c, lambda a, b, c: -c,
+             lambda a, b, c: (a - b) * (b - c) - 2 * a * c + sp.sqrt(b)]
+    return [rng.choice(forms)(*rng.sample(x, 3)) for _ in range(count)]
+
+
+def test_negated_key_is_the_key_of_the_built_negative():
+    for e in _random_expressions(0, 400):
+        assert _negated_key(e) == _terms_key(-e), e
+
+
+def test_equal_keys_only_for_equal_expressions():
+    exprs = _random_expressions(1, 400)
+    keys: dict = {}
+    for e in exprs:
+        assert keys.setdefault(_terms_key(e), e) == e
+    assert len(keys) == len(set(exprs))
