@@ -51,3 +51,11 @@ def optimise(build: Callable[[Chain], Kernel], chain: Chain, cse: bool = True) -
         check_invariants(k)
         history.append((name, count_ops(k)))
     return Generated(k, history[-1][1], history, dense, time.perf_counter() - t0)
+
+
+def cheapest(chain: Chain, builds: tuple[Callable[[Chain], Kernel], ...]) -> Kernel:
+    """The kernel of whichever build has the fewest operations after the passes (the first on
+    a tie), built afresh so that the caller's dense count is the chosen build's. Each candidate
+    is optimised once here to be counted."""
+    best = min(builds, key=lambda build: optimise(build, chain).ops["total"])
+    return best(chain)
