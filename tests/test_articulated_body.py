@@ -149,3 +149,23 @@ def test_aba_refuses_a_joint_that_moves_no_mass():
             body={"name": "dot", "mass": 1.0, "com": [0, 0, 1.0]})
     with pytest.raises(ModelError, match="'spin' moves no mass"):
         kernels.forward_dynamics_aba(b.build().with_prefixed_parameters())
+
+
+def test_choice_keeps_the_first_candidate_on_a_tie_and_the_cheaper_otherwise():
+    from dataclasses import replace
+    from mechgen.generator.pipeline import choice
+    chain = _pendulum().build()
+
+    def ltdl_labelled(doc):
+        return lambda c: replace(kernels.forward_dynamics_ltdl(c), doc=doc)
+
+    first, second = ltdl_labelled("first"), ltdl_labelled("second")
+    tie = choice(first, second)(lambda c: None)
+    assert optimise(tie, chain).kernel.doc == "first"
+    assert tie(chain).doc == "first"
+    ops = {f: optimise(b, chain).ops["total"] for f, b in FORMS.items()}
+    assert ops["aba"] != ops["ltdl"]
+    cheaper = min(ops, key=ops.get)
+    either = choice(kernels.forward_dynamics_ltdl, kernels.forward_dynamics_aba)(lambda c: None)
+    assert optimise(either, chain).ops["total"] == ops[cheaper]
+    assert ("articulated-body" in either(chain).doc) == (cheaper == "aba")

@@ -145,8 +145,9 @@ def force_to_parent(rec: Recorder, lt: LinkTransform, n: Vec, f: Vec, name: str
 def motion_from_parent(rec: Recorder, lt: LinkTransform, eps: Vec, a: Vec, name: str
                        ) -> tuple[Vec, Vec]:
     """X (eps, a): eps' = beta eps, a' = beta (a + eps x r)."""
-    eps_j = rotate_from_parent(rec, lt, eps, f"{name}e")
-    a_j = rotate_from_parent(rec, lt, add(a, cross(eps, lt.r_rel)), f"{name}a")
+    eps_j = rec.vec(rotate_from_parent(rec, lt, eps, f"{name}e"), f"{name}e")
+    a_j = rec.vec(rotate_from_parent(rec, lt, add(a, cross(eps, lt.r_rel)), f"{name}a"),
+                  f"{name}a")
     return eps_j, a_j
 
 
@@ -164,6 +165,9 @@ def aba(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list, tau: 
     for j in range(n, 0, -1):
         lt, k = links[j - 1], _axis(links[j - 1])
         I = IA[j - 1]
+        if chain.children(j):   # sums of the children's terms: named once, used many times
+            I = Inertia6(_sym(rec, I.J, f"IAJ{j}"), rec.mat(I.H, f"IAH{j}"),
+                         _sym(rec, I.M, f"IAM{j}"))
         f, nm = rec.vec(pA[j - 1][0], f"pAf{j}"), rec.vec(pA[j - 1][1], f"pAn{j}")
         Un, Uf, D = motion_subspace(I, lt.kind, k)
         D = rec.bind(D, f"Da{j}")

@@ -23,7 +23,7 @@ from mechgen.generator.family import Family
 from mechgen.generator.statuses import EULER_BASE_SINGULAR
 from mechgen.generator.ir import Kernel, Port, symbol
 from mechgen.generator.model import Chain, ModelError, identity3
-from mechgen.generator.pipeline import cheapest
+from mechgen.generator.pipeline import choice
 from mechgen.generator.scalar import Recorder, add, cross, dot, matmul, matvec, scale, transpose
 
 
@@ -247,12 +247,6 @@ def mass_and_bias(rec: Recorder, chain: Chain, q, qd, Q) -> tuple[list, list, li
     return links, A, b, statuses
 
 
-def forward_dynamics(chain: Chain) -> Kernel:
-    """The cheaper of the two forms (operations after the passes, counted at generation):
-    CRBA + bias + L^T D L, or the articulated-body algorithm (docs/algorithms.md §2.4)."""
-    return cheapest(chain, (forward_dynamics_ltdl, forward_dynamics_aba))
-
-
 def forward_dynamics_aba(chain: Chain) -> Kernel:
     ins, rec, chain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
     links = _links(rec, chain, q)
@@ -284,6 +278,12 @@ def forward_dynamics_ltdl(chain: Chain) -> Kernel:
                   ins, (Port("qdd", (chain.n,), tuple(qdd),
                              f"joint accelerations (rad/s^2 or m/s^2), shape ({chain.n},), in the "
                              f"order of q"),), tuple(rec.statements), statuses)
+
+
+@choice(forward_dynamics_ltdl, forward_dynamics_aba)
+def forward_dynamics(chain: Chain) -> Kernel:
+    """The cheaper of the two forms (operations after the passes, counted at generation):
+    CRBA + bias + L^T D L, or the articulated-body algorithm (docs/algorithms.md §2.4)."""
 
 
 def energy(chain: Chain) -> Kernel:
