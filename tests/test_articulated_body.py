@@ -169,3 +169,17 @@ def test_choice_keeps_the_first_candidate_on_a_tie_and_the_cheaper_otherwise():
     either = choice(kernels.forward_dynamics_ltdl, kernels.forward_dynamics_aba)(lambda c: None)
     assert optimise(either, chain).ops["total"] == ops[cheaper]
     assert ("articulated-body" in either(chain).doc) == (cheaper == "aba")
+
+
+def test_aba_reports_the_euler_singularity_before_any_pivot(case):
+    chain, model, forms, (q, qd, Q) = case
+    if chain.base != "free":
+        pytest.skip("fixed base: no Euler angles")
+    from mechgen.generator.statuses import EULER_BASE_SINGULAR
+    q = q.copy()
+    q[:, 4] = np.pi / 2                                 # psi_z = 90 deg
+    P = {"p": np.tile(model["p"], (STATES, 1))} if model["p"].size else {}
+    for form, (mech, _) in forms.items():
+        with pytest.raises(runtime.KernelStatusError, match="free base within") as info:
+            mech.forward_dynamics(q, qd, Q, **P)
+        assert (info.value.status == EULER_BASE_SINGULAR).all(), form

@@ -251,14 +251,14 @@ def forward_dynamics_aba(chain: Chain) -> Kernel:
     ins, rec, chain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
     links = _links(rec, chain, q)
     tau = [Qj + Pj for Qj, Pj in zip(Q, passive_forces(chain, q, qd))]
+    statuses = {SINGULAR: "mass matrix not positive definite"}
+    if chain.base == "free" and chain.attitude == "euler":  # checked before the pivots, as
+        _require_euler_regular(rec, q)                      # in mass_and_bias
+        statuses[EULER_SINGULAR] = EULER_MESSAGE
     try:
         qdd = aba(rec, chain, links, qd, tau)
     except SingularMassMatrix as e:
         raise ModelError(f"{chain.source}: {e}") from None
-    statuses = {SINGULAR: "mass matrix not positive definite"}
-    if chain.base == "free" and chain.attitude == "euler":
-        _require_euler_regular(rec, q)
-        statuses[EULER_SINGULAR] = EULER_MESSAGE
     return Kernel("forward_dynamics",
                   "Joint accelerations qdd solving A qdd = b by the articulated-body algorithm.",
                   ins, (Port("qdd", (chain.n,), tuple(qdd),
