@@ -38,6 +38,12 @@ PASSES: list[tuple[str, Callable[[Kernel], Kernel]]] = [
 
 
 def optimise(build: Callable[[Chain], Kernel], chain: Chain, cse: bool = True) -> Generated:
+    """The kernel of ``build`` through the passes; a build with ``candidates`` (alternative
+    builds of the same kernel, see :func:`choice`) gives the candidate with the fewest
+    operations after the passes (the first on a tie)."""
+    candidates = getattr(build, "candidates", None)
+    if candidates:
+        return min((optimise(c, chain, cse) for c in candidates), key=lambda g: g.ops["total"])
     t0 = time.perf_counter()
     with counting_dense() as dense_ops:
         k = build(chain)
@@ -53,3 +59,19 @@ def optimise(build: Callable[[Chain], Kernel], chain: Chain, cse: bool = True) -
         check_invariants(k, free)
         history.append((name, count_ops(k, counted)))
     return Generated(k, history[-1][1], history, dense, time.perf_counter() - t0)
+
+
+
+def choice(*candidates: Callable[[Chain], Kernel]) -> Callable:
+    """Decorate a builder whose kernel has alternative forms: :func:`optimise` builds every
+    candidate and keeps the one with the fewest operations; calling the builder directly
+    gives that candidate's (unoptimised) kernel."""
+    def wrap(build: Callable[[Chain], Kernel]) -> Callable[[Chain], Kernel]:
+        def chosen(chain: Chain) -> Kernel:
+            best = min(candidates, key=lambda c: optimise(c, chain).ops["total"])
+            return best(chain)
+        chosen.__name__, chosen.__doc__ = build.__name__, build.__doc__
+        chosen.__qualname__ = build.__qualname__
+        chosen.candidates = candidates
+        return chosen
+    return wrap

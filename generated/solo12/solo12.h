@@ -109,7 +109,7 @@ int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, 
 int mechgen_solo12_inverse_dynamics(const double *q, const double *qd, const double *qdd, double *Q);
 int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *Q, int32_t *status);
 
-/* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
+/* forward_dynamics: Joint accelerations qdd solving A qdd = b by the articulated-body algorithm.
  *   in  q[18]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (18,), in this
  *       order: base_x, base_y, base_z, base_ry, base_rz, base_rx, FL_HAA, FL_HFE, FL_KFE, FR_HAA,
  *       FR_HFE, FR_KFE, HL_HAA, HL_HFE, HL_KFE, HR_HAA, HR_HFE, HR_KFE
@@ -119,7 +119,7 @@ int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const 
  *   out qdd[18] shape 18: joint accelerations (rad/s^2 or m/s^2), shape (18,), in the order of q
  *   status 1: mass matrix not positive definite
  *   status 2: free base within 0.057 deg of the y-z-x angle singularity psi_z = +-90 deg (the mass matrix in angle rates is ill-conditioned there)
- *   ops: 1822 adds, 2237 muls, 14 divs, 30 trig (4103 total)
+ *   ops: 1756 adds, 2081 muls, 14 divs, 30 trig (3881 total)
  */
 int mechgen_solo12_forward_dynamics(const double *q, const double *qd, const double *Q, double *qdd);
 int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, int32_t *status);

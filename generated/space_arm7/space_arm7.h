@@ -108,7 +108,7 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
 int mechgen_space_arm7_inverse_dynamics(const double *q, const double *qd, const double *qdd, const double *p, double *Q);
 int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, const double *qd, const double *qdd, const double *p, double *Q, int32_t *status);
 
-/* forward_dynamics: Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).
+/* forward_dynamics: Joint accelerations qdd solving A qdd = b by the articulated-body algorithm.
  *   in  q[13]: joint coordinates (rad for a revolute joint, m for a prismatic one), shape (13,), in this
  *       order: base_x, base_y, base_z, base_ry, base_rz, base_rx, shoulder_roll, shoulder_yaw,
  *       shoulder_pitch, elbow_pitch, wrist_pitch, wrist_yaw, wrist_roll
@@ -119,7 +119,7 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
  *   out qdd[13] shape 13: joint accelerations (rad/s^2 or m/s^2), shape (13,), in the order of q
  *   status 1: mass matrix not positive definite
  *   status 2: free base within 0.057 deg of the y-z-x angle singularity psi_z = +-90 deg (the mass matrix in angle rates is ill-conditioned there)
- *   ops: 1243 adds, 1569 muls, 12 divs, 20 trig (2844 total)
+ *   ops: 1060 adds, 1369 muls, 12 divs, 20 trig (2461 total)
  */
 int mechgen_space_arm7_forward_dynamics(const double *q, const double *qd, const double *Q, const double *p, double *qdd);
 int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, const double *qd, const double *Q, const double *p, double *qdd, int32_t *status);

@@ -112,6 +112,22 @@ def carry_to_base(rec: Recorder, chain: Chain, links: list[LinkTransform],
     return F, N
 
 
+def body_forces(chain: Chain, mo: Motion) -> list[tuple[Vec, Vec]]:
+    """(f_j, n_j) of every body, frame j, about O_j (section 2.3):
+
+        f_j = m_j a_j + epsd_j x c_j + omega_j x (omega_j x c_j)
+        n_j = I_j epsd_j + omega_j x (I_j omega_j) + c_j x a_j."""
+    own = []
+    for j, body in enumerate(chain.bodies, start=1):
+        W = mo.W[j - 1]
+        c = list(body.c)
+        I = [list(row) for row in body.I]
+        Fj = add(add(scale(body.m, mo.a[j - 1]), cross(mo.epsd[j - 1], c)), omega_x_omega_x(W, c))
+        Nj = add(add(matvec(I, mo.epsd[j - 1]), omega_x_I_omega(W, I)), cross(c, mo.a[j - 1]))
+        own.append((Fj, Nj))
+    return own
+
+
 def backward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], mo: Motion,
                   tip: tuple[Vec, Vec] | None = None) -> JointWrenches:
     """Inertial forces summed from the leaves to the base (:func:`carry_to_base`), with
@@ -122,17 +138,10 @@ def backward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], mo: M
     ``tip`` = (force, moment about O_n) applied on the last body from outside, frame n.
     F1, N1: what the base applies on body 1."""
     n = chain.n
-    own = []
-    for j in range(1, n + 1):
-        body = chain.bodies[j - 1]
-        W = mo.W[j - 1]
-        c = list(body.c)
-        I = [list(row) for row in body.I]
-        Fj = add(add(scale(body.m, mo.a[j - 1]), cross(mo.epsd[j - 1], c)), omega_x_omega_x(W, c))
-        Nj = add(add(matvec(I, mo.epsd[j - 1]), omega_x_I_omega(W, I)), cross(c, mo.a[j - 1]))
-        if j == n and tip is not None:
-            Fj, Nj = add(Fj, [-x for x in tip[0]]), add(Nj, [-x for x in tip[1]])
-        own.append((Fj, Nj))
+    own = body_forces(chain, mo)
+    if tip is not None:
+        Fn, Nn = own[n - 1]
+        own[n - 1] = (add(Fn, [-x for x in tip[0]]), add(Nn, [-x for x in tip[1]]))
     F, N = carry_to_base(rec, chain, links, own)
     Q = [(N[j] if links[j].kind == "R" else F[j])[[i for i in range(3) if links[j].e[i] != 0][0]]
          for j in range(n)]

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import sympy as sp
 
+from mechgen.generator.algorithms.aba import aba
 from mechgen.generator.algorithms.crba import crba
 from mechgen.generator.algorithms.joints import link_transform
 from mechgen.generator.algorithms.kinematics import (chain_kinematics,
@@ -22,6 +23,7 @@ from mechgen.generator.family import Family
 from mechgen.generator.statuses import EULER_BASE_SINGULAR
 from mechgen.generator.ir import Kernel, Port, symbol
 from mechgen.generator.model import Chain, ModelError, identity3
+from mechgen.generator.pipeline import choice
 from mechgen.generator.scalar import Recorder, add, cross, dot, matmul, matvec, scale, transpose
 
 
@@ -245,7 +247,26 @@ def mass_and_bias(rec: Recorder, chain: Chain, q, qd, Q) -> tuple[list, list, li
     return links, A, b, statuses
 
 
-def forward_dynamics(chain: Chain) -> Kernel:
+def forward_dynamics_aba(chain: Chain) -> Kernel:
+    ins, rec, chain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
+    links = _links(rec, chain, q)
+    tau = [Qj + Pj for Qj, Pj in zip(Q, passive_forces(chain, q, qd))]
+    statuses = {SINGULAR: "mass matrix not positive definite"}
+    if chain.base == "free" and chain.attitude == "euler":  # checked before the pivots, as
+        _require_euler_regular(rec, q)                      # in mass_and_bias
+        statuses[EULER_SINGULAR] = EULER_MESSAGE
+    try:
+        qdd = aba(rec, chain, links, qd, tau)
+    except SingularMassMatrix as e:
+        raise ModelError(f"{chain.source}: {e}") from None
+    return Kernel("forward_dynamics",
+                  "Joint accelerations qdd solving A qdd = b by the articulated-body algorithm.",
+                  ins, (Port("qdd", (chain.n,), tuple(qdd),
+                             f"joint accelerations (rad/s^2 or m/s^2), shape ({chain.n},), in the "
+                             f"order of q"),), tuple(rec.statements), statuses)
+
+
+def forward_dynamics_ltdl(chain: Chain) -> Kernel:
     ins, rec, chain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
     _, A, b, statuses = mass_and_bias(rec, chain, q, qd, Q)
     try:
@@ -257,6 +278,12 @@ def forward_dynamics(chain: Chain) -> Kernel:
                   ins, (Port("qdd", (chain.n,), tuple(qdd),
                              f"joint accelerations (rad/s^2 or m/s^2), shape ({chain.n},), in the "
                              f"order of q"),), tuple(rec.statements), statuses)
+
+
+@choice(forward_dynamics_ltdl, forward_dynamics_aba)
+def forward_dynamics(chain: Chain) -> Kernel:
+    """The cheaper of the two forms (operations after the passes, counted at generation):
+    CRBA + bias + L^T D L, or the articulated-body algorithm (docs/algorithms.md §2.4)."""
 
 
 def energy(chain: Chain) -> Kernel:
