@@ -1,6 +1,7 @@
 """The analytical RNEA derivatives (generator/algorithms/rnea_derivatives.py, frame-0 spatial
 algebra) give the same dID/dq, dID/dqd, and through -A^-1 dID the same dFD/dq, dFD/dqd, as the
-forward-mode differentiation of the RNEA's scalar IR, to 1e-10 relative, on random fixed- and
+forward-mode differentiation of the RNEA's scalar IR, to 1e-10 relative, in several common
+frames (frame 0, a leaf's frame, the one chosen by op count), on random fixed- and
 free-base (y-z-x angles) chains and trees with prismatic joints, massless bodies, composite
 joints, spring-damper laws and named parameters. Each kernel is evaluated as built (before CSE)
 from its statements printed as Python."""
@@ -73,8 +74,12 @@ def test_analytical_derivatives_equal_forward_mode_derivatives(seed, n, base, pa
     assert D.analytic_applies(chain)
     assert any(j.kind == "P" for j in chain.joints) and any(
         j.stiffness != 0 for j in chain.joints) and chain.is_tree == tree
-    for analytic, forward in ((D.id_derivatives_analytic, D.id_derivatives_forward),
-                              (D.fd_derivatives_analytic, D.fd_derivatives_forward)):
+    # frame 0, the last body's frame (reached by walking up through the base) and the frame
+    # best_frame picks; the forward dynamics' derivatives in the picked frame
+    pairs = [(lambda c, f=f: D.id_derivatives_analytic(c, f), D.id_derivatives_forward)
+             for f in sorted({0, chain.n, D.best_frame(chain)})]
+    pairs.append((D.fd_derivatives_analytic, D.fd_derivatives_forward))
+    for analytic, forward in pairs:
         ka, kf = analytic(chain), forward(chain)
         fa, ff = _function(ka), _function(kf)
         for x in _states(chain, pvals, [p.name for p in ka.inputs], seed):

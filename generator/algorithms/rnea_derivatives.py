@@ -154,34 +154,53 @@ def inertia_rate(rec: Recorder, I: Inertia, v: list, name: str) -> Inertia:
 
 @dataclass
 class Pose:
-    R: Mat        # frame j -> frame 0
-    p: Vec        # O_j in frame 0
+    R: Mat        # frame j -> the common frame
+    p: Vec        # O_j in the common frame
 
 
-def _pose(rec: Recorder, lt: LinkTransform, parent: Pose, j: int) -> tuple[Pose, Vec]:
-    """(pose of frame j, axis e_j in frame 0): R_j = (R_p gamma^T) alpha^T, the axis a column
-    of R_p gamma^T; p_j = p_p + R_p r_{p,j}."""
-    G = rec.mat(matmul(parent.R, transpose(lt.gamma)), f"G{j}")
-    axis = [i for i in range(3) if lt.e[i] != 0][0]
-    R = rec.mat(matmul(G, transpose(lt.alpha)), f"R{j}")
-    p = rec.vec(_add3(parent.p, matvec(parent.R, lt.r_rel)), f"p{j}")
-    return Pose(R, p), [row[axis] for row in G]
+def poses(rec: Recorder, chain: Chain, links: list[LinkTransform], frame: int) -> list[Pose]:
+    """Pose of every frame 0..n in the common frame ``frame`` (its own pose: the identity),
+    walking the tree from it: down a joint, R_j = (R_p gamma^T) alpha^T and
+    p_j = p_p + R_p r_{p,j}; up a joint, R_p = (R_j alpha) gamma and p_p = p_j - R_p r_{p,j}."""
+    out: list = [None] * (chain.n + 1)
+    out[frame] = Pose(eye(), [ZERO] * 3)
+    done = False
+    while not done:
+        done = True
+        for j in range(1, chain.n + 1):
+            lt, par = links[j - 1], chain.parent[j - 1]
+            if out[par] is not None and out[j] is None:
+                Rp, pp = out[par].R, out[par].p
+                G = rec.mat(matmul(Rp, transpose(lt.gamma)), f"G{j}")
+                out[j] = Pose(rec.mat(matmul(G, transpose(lt.alpha)), f"R{j}"),
+                              rec.vec(_add3(pp, matvec(Rp, lt.r_rel)), f"p{j}"))
+                done = False
+            elif out[j] is not None and out[par] is None:
+                Ra = rec.mat(matmul(out[j].R, lt.alpha), f"Ra{par}")
+                R = rec.mat(matmul(Ra, lt.gamma), f"R{par}")
+                out[par] = Pose(R, rec.vec([x - y for x, y in zip(out[j].p, matvec(R, lt.r_rel))],
+                                           f"p{par}"))
+                done = False
+    return out
 
 
 def rnea_derivatives(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list,
-                     qdd: list) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]]]:
+                     qdd: list, frame: int = 0) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]]]:
     """(dtau/dq, dtau/dqd), n x n each, of tau = A(q) qdd + h(q, qd) (no springs), by
-    eqs. (2)-(7). Joints: 1-DoF revolute or prismatic (no quasi joints)."""
+    eqs. (2)-(7), every vector in the coordinates of the common frame ``frame`` (0: the base;
+    j: body j's frame at the current configuration: the equations hold in any one frame's
+    coordinates, and a frame in the middle of the tree makes the rotations sparser).
+    Joints: 1-DoF revolute or prismatic (no quasi joints)."""
     n = chain.n
     zero6 = [ZERO] * 6
-    base = Pose(eye(), [ZERO] * 3)
-    a0 = [ZERO] * 3 + [-sp.sympify(x) for x in chain.gravity]
-    pose, S, v, Sd, a, Sdd = [], [], [], [], [], []
+    pose = poses(rec, chain, links, frame)
+    a0 = [ZERO] * 3 + rec.vec(matvec(pose[0].R, [-sp.sympify(x) for x in chain.gravity]), "g_c")
+    S, v, Sd, a, Sdd = [], [], [], [], []
     own: list = []   # (I, Id, h, f) per body, None for a massless body
     for j in range(1, n + 1):
         lt, par = links[j - 1], chain.parent[j - 1]
-        P, e = _pose(rec, lt, base if par == 0 else pose[par - 1], j)
-        pose.append(P)
+        P = pose[j]
+        e = [row[lt.e.index(1)] for row in P.R]
         Sj = e + cross(P.p, e) if lt.kind == "R" else [ZERO] * 3 + list(e)
         S.append(rec.vec(Sj, f"S{j}", labels="abcxyz"))
         v_p, a_p = (zero6, a0) if par == 0 else (v[par - 1], a[par - 1])
