@@ -1,4 +1,4 @@
-"""Analytical derivatives of the recursive Newton-Euler algorithm in the base frame.
+"""Analytical derivatives of the recursive Newton-Euler algorithm in one common frame.
 
 Carpentier & Mansard, "Analytical derivatives of rigid body dynamics algorithms" (RSS 2018),
 rederived for 1-DoF joints and written with 6-vectors in frame 0 (Plücker coordinates at O_0):
@@ -8,6 +8,11 @@ n the moment about O_0. Products:
     m1 x m2  = (w1 x w2, w1 x v2 + v1 x w2)          (motion cross motion)
     m x* f   = (w x n + v x f, w x f)                 (motion cross force)
     m . f    = w . n + v . f,       m1 . (m2 x* f) = -(m2 x m1) . f                     (1)
+
+Written below for frame 0; the equations only combine values at the current configuration by
+dot and cross products, so they hold unchanged in the coordinates of any one frame c (a body's
+frame at this configuration, origin O_c, gravity rotated into it): :func:`rnea_derivatives`
+takes c as ``frame`` (the caller picks the cheapest).
 
 A spatial inertia about O_0 is (mass m, first moment h = m c, inertia J about O_0):
 I (w, v) = (J w + h x v, m v - h x w).
