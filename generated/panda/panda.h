@@ -137,7 +137,7 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
  *   in  qdd[7]: joint accelerations (rad/s^2 or m/s^2), shape (7,), in the order of q
  *   out dtau_dq[49] shape 7x7: dQ/dq, shape (7, 7); row i: Q_i in the order of qd, column j: coordinate j of q
  *   out dtau_dqd[49] shape 7x7: dQ/dqd, shape (7, 7); rows and columns in the order of qd
- *   ops: 3229 adds, 3970 muls, 12 trig (7211 total)
+ *   ops: 1790 adds, 2088 muls, 12 trig (3890 total)
  */
 int mechgen_panda_inverse_dynamics_derivatives(const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd);
 int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd, int32_t *status);
@@ -155,7 +155,7 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
  *   out dqdd_dqd[49] shape 7x7: dqdd/dqd, shape (7, 7); rows and columns in the order of qd
  *   out dqdd_dQ[49] shape 7x7: dqdd/dQ = A^-1, symmetric, shape (7, 7), in the order of qd
  *   status 1: mass matrix not positive definite
- *   ops: 4474 adds, 5382 muls, 6 divs, 12 trig (9874 total)
+ *   ops: 3191 adds, 3749 muls, 6 divs, 12 trig (6958 total)
  */
 int mechgen_panda_forward_dynamics_derivatives(const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ);
 int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ, int32_t *status);

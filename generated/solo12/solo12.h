@@ -147,7 +147,7 @@ int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd
  *   in  qdd[18]: joint accelerations (rad/s^2 or m/s^2), shape (18,), in the order of q
  *   out dtau_dq[324] shape 18x18: dQ/dq, shape (18, 18); row i: Q_i in the order of qd, column j: coordinate j of q
  *   out dtau_dqd[324] shape 18x18: dQ/dqd, shape (18, 18); rows and columns in the order of qd
- *   ops: 6574 adds, 8143 muls, 30 trig (14747 total)
+ *   ops: 4279 adds, 4888 muls, 30 trig (9197 total)
  */
 int mechgen_solo12_inverse_dynamics_derivatives(const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd);
 int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd, int32_t *status);
@@ -166,7 +166,7 @@ int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const doubl
  *   out dqdd_dQ[324] shape 18x18: dqdd/dQ = A^-1, symmetric, shape (18, 18), in the order of qd
  *   status 1: mass matrix not positive definite
  *   status 2: free base within 0.057 deg of the y-z-x angle singularity psi_z = +-90 deg (the mass matrix in angle rates is ill-conditioned there)
- *   ops: 14274 adds, 16882 muls, 14 divs, 30 trig (31200 total)
+ *   ops: 12163 adds, 14061 muls, 14 divs, 30 trig (26268 total)
  */
 int mechgen_solo12_forward_dynamics_derivatives(const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ);
 int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ, int32_t *status);

@@ -138,7 +138,7 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
  *   in  qdd[6]: joint accelerations (rad/s^2 or m/s^2), shape (6,), in the order of q
  *   out dtau_dq[36] shape 6x6: dQ/dq, shape (6, 6); row i: Q_i in the order of qd, column j: coordinate j of q
  *   out dtau_dqd[36] shape 6x6: dQ/dqd, shape (6, 6); rows and columns in the order of qd
- *   ops: 864 adds, 1234 muls, 10 trig (2108 total)
+ *   ops: 982 adds, 1115 muls, 10 trig (2107 total)
  */
 int mechgen_ur5_inverse_dynamics_derivatives(const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd);
 int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd, int32_t *status);

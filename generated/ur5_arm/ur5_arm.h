@@ -126,7 +126,7 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
  *   in  qdd[6]: joint accelerations (rad/s^2 or m/s^2), shape (6,), in the order of q
  *   out dtau_dq[36] shape 6x6: dQ/dq, shape (6, 6); row i: Q_i in the order of qd, column j: coordinate j of q
  *   out dtau_dqd[36] shape 6x6: dQ/dqd, shape (6, 6); rows and columns in the order of qd
- *   ops: 1184 adds, 1496 muls, 10 trig (2690 total)
+ *   ops: 1029 adds, 1192 muls, 10 trig (2231 total)
  */
 int mechgen_ur5_arm_inverse_dynamics_derivatives(const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd);
 int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *qdd, double *dtau_dq, double *dtau_dqd, int32_t *status);
@@ -143,7 +143,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
  *   out dqdd_dqd[36] shape 6x6: dqdd/dqd, shape (6, 6); rows and columns in the order of qd
  *   out dqdd_dQ[36] shape 6x6: dqdd/dQ = A^-1, symmetric, shape (6, 6), in the order of qd
  *   status 1: mass matrix not positive definite
- *   ops: 1856 adds, 2263 muls, 4 divs, 10 trig (4133 total)
+ *   ops: 1738 adds, 2079 muls, 4 divs, 10 trig (3831 total)
  */
 int mechgen_ur5_arm_forward_dynamics_derivatives(const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ);
 int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const double *q, const double *qd, const double *Q, double *qdd, double *dqdd_dq, double *dqdd_dqd, double *dqdd_dQ, int32_t *status);

@@ -1,0 +1,265 @@
+"""Analytical derivatives of the recursive Newton-Euler algorithm in one common frame.
+
+Carpentier & Mansard, "Analytical derivatives of rigid body dynamics algorithms" (RSS 2018),
+rederived for 1-DoF joints and written with 6-vectors in frame 0 (Plücker coordinates at O_0):
+a motion m = (omega, v) with v the velocity of the body point at O_0, a force f = (n, f) with
+n the moment about O_0. Products:
+
+    m1 x m2  = (w1 x w2, w1 x v2 + v1 x w2)          (motion cross motion)
+    m x* f   = (w x n + v x f, w x f)                 (motion cross force)
+    m . f    = w . n + v . f,       m1 . (m2 x* f) = -(m2 x m1) . f                     (1)
+
+Written below for frame 0; the equations only combine values at the current configuration by
+dot and cross products, so they hold unchanged in the coordinates of any one frame c (a body's
+frame at this configuration, origin O_c, gravity rotated into it): :func:`rnea_derivatives`
+takes c as ``frame`` (the caller picks the cheapest).
+
+A spatial inertia about O_0 is (mass m, first moment h = m c, inertia J about O_0):
+I (w, v) = (J w + h x v, m v - h x w).
+
+Forward pass (k ranges over the path from the base to body i, ⪯ "is k or an ancestor of"):
+
+    S_i  = (e_i, p_i x e_i) revolute, (0, e_i) prismatic      (e_i axis, p_i = O_i, frame 0)
+    v_i  = v_p(i) + S_i qd_i                                   v_0 = 0
+    Sd_i = v_i x S_i  (= dS_i/dt)                                                     (2)
+    a_i  = a_p(i) + S_i qdd_i + Sd_i qd_i                      a_0 = (0, -g)
+    Sdd_i = a_i x S_i + v_i x Sd_i = a_p(i) x S_i + v_p(i) x Sd_i                      (3)
+
+Per body: its inertia I_i in frame 0, its momentum h_i = I_i v_i, its inertial force
+f_i = I_i a_i + v_i x* h_i, and the time derivative of its inertia in frame 0,
+Id_i = v_i x* I_i - I_i v_i x, again a (massless) spatial inertia:
+
+    hd = m v + w x h,    Jd = [w]x J - J [w]x - (h v^T + v h^T) + 2 (v . h) 1        (4)
+
+Composites over the subtree of j (sums): Ic_j, Idc_j, Hc_j = sum h_i, Fc_j = sum f_i; the
+torque is tau_j = S_j . Fc_j.
+
+Derivatives. Turning q_k turns the subtree of k about S_k: dS_i/dq_k = S_k x S_i (i below k),
+so dv_i/dq_k = S_k x (v_i - v_k), da_i/dq_k = S_k x (a_i - a_k) + Sd_k x (v_i - v_k), and
+dI_i/dq_k = S_k x* I_i - I_i S_k x. Writing each as the rigid turn (S_k x ...) plus the rest,
+the turn of tau_j's own S_j and of Fc_j cancel by (1) when k ⪯ j, and
+
+    df_i/dq_k  = S_k x* f_i + I_i Sdd_k + X_i Sd_k                 (i below k)
+    df_i/dqd_k = 2 I_i Sd_k + X_i S_k,      X_i m = Id_i m + m x* h_i                  (5)
+
+Summing (5) over the bodies that tau_j sees gives, with w_j = Ic_j S_j and
+u_j = Idc_j S_j - S_j x* Hc_j (= X_c^T S_j: Idc is symmetric, (m x*)^T = -m x),
+
+    k ⪯ j:  dtau_j/dq_k  = w_j . Sdd_k + u_j . Sd_k
+            dtau_j/dqd_k = 2 w_j . Sd_k + u_j . S_k                                   (6)
+    j ≺ k:  dtau_j/dq_k  = S_j . P_k,   P_k = S_k x* Fc_k + Ic_k Sdd_k + Idc_k Sd_k + Sd_k x* Hc_k
+            dtau_j/dqd_k = S_j . G_k,   G_k = 2 Ic_k Sd_k + Idc_k S_k + S_k x* Hc_k      (7)
+
+and 0 when j and k are on different branches. Every pair costs one or two 6-vector dot
+products: the O(n^2) part; the rest is linear in n. Springs and dampers are added by the caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from mechgen.generator.algorithms.joints import LinkTransform
+from mechgen.generator.model import Chain
+from mechgen.generator.scalar import Mat, Recorder, Vec, cross, eye, matmul, matvec, transpose
+
+ZERO = sp.Integer(0)
+
+
+def mcross(a: list, b: list) -> list:
+    """Motion x motion: (w1 x w2, w1 x v2 + v1 x w2)."""
+    return cross(a[:3], b[:3]) + _add3(cross(a[:3], b[3:]), cross(a[3:], b[:3]))
+
+
+def fcross(m: list, f: list) -> list:
+    """Motion x* force: (w x n + v x f, w x f)."""
+    return _add3(cross(m[:3], f[:3]), cross(m[3:], f[3:])) + cross(m[:3], f[3:])
+
+
+def dot6(m: list, f: list) -> sp.Expr:
+    return sp.Add(*[x * y for x, y in zip(m, f)])
+
+
+def _add3(a: Vec, b: Vec) -> Vec:
+    return [x + y for x, y in zip(a, b)]
+
+
+def _add(*vs: list) -> list:
+    return [sp.Add(*xs) for xs in zip(*vs)]
+
+
+def _scale(s, v: list) -> list:
+    return [s * x for x in v]
+
+
+@dataclass
+class Inertia:
+    """Spatial inertia about O_0: mass m, first moment h, inertia J about O_0 (symmetric)."""
+
+    m: sp.Expr
+    h: Vec
+    J: Mat
+
+    def times(self, v: list) -> list:
+        """I (w, v) = (J w + h x v, m v - h x w)."""
+        return _add3(matvec(self.J, v[:3]), cross(self.h, v[3:])) + \
+            [self.m * x - y for x, y in zip(v[3:], cross(self.h, v[:3]))]
+
+    def plus(self, o: "Inertia") -> "Inertia":
+        return Inertia(self.m + o.m, _add3(self.h, o.h),
+                       [[a + b for a, b in zip(r, s)] for r, s in zip(self.J, o.J)])
+
+    def named(self, rec: Recorder, name: str) -> "Inertia":
+        J = [[ZERO] * 3 for _ in range(3)]
+        for i in range(3):
+            for j in range(i, 3):
+                J[i][j] = J[j][i] = rec.bind(self.J[i][j], f"{name}_J{i}{j}")
+        return Inertia(rec.bind(self.m, f"{name}_m"), rec.vec(self.h, f"{name}_h"), J)
+
+
+def _outer_sym(a: Vec, b: Vec) -> Mat:
+    """a b^T + b a^T."""
+    return [[a[i] * b[j] + b[i] * a[j] for j in range(3)] for i in range(3)]
+
+
+def central_inertia(m, d: Vec, I: Mat) -> Mat:
+    """Inertia about the centre of mass from the inertia about O_j: I_G = I - m (d.d 1 - d d^T)
+    (SymPy arithmetic at generation: exact, or correctly rounded for floats)."""
+    dd = sum(x * x for x in d)
+    return [[sp.expand(I[i][j] - m * ((dd if i == j else 0) - d[i] * d[j])) for j in range(3)]
+            for i in range(3)]
+
+
+def world_inertia(rec: Recorder, m, d: Vec, I_G: Mat, R: Mat, p: Vec, name: str) -> Inertia:
+    """Body inertia in frame 0 about O_0 from its mass m, centre of mass d (frame j) and
+    inertia I_G about the centre of mass (frame j), with R: frame j -> frame 0, p = O_j:
+    c = p + R d, h = m c, J = R I_G R^T + (h.c) 1 - h c^T (parallel axes)."""
+    c = rec.vec(_add3(p, matvec(R, list(d))), f"{name}_c")
+    h = [m * x for x in c]
+    T = rec.mat(matmul(R, I_G), f"{name}_T")
+    hc = sum(x * y for x, y in zip(h, c))
+    J = [[sum(T[i][k] * R[j][k] for k in range(3)) + (hc if i == j else ZERO) - h[i] * c[j]
+          for j in range(3)] for i in range(3)]
+    return Inertia(m, h, J).named(rec, name)
+
+
+def inertia_rate(rec: Recorder, I: Inertia, v: list, name: str) -> Inertia:
+    """Id = v x* I - I v x, eq. (4): hd = m v + w x h, Jd = [w]x J - J [w]x - (h v^T + v h^T)
+    + 2 (v.h) 1 (a massless spatial inertia)."""
+    w, lin = v[:3], v[3:]
+    M = [cross(w, [I.J[r][c] for r in range(3)]) for c in range(3)]   # M[c] = column c of [w]x J
+    vh = 2 * sum(x * y for x, y in zip(lin, I.h))
+    hv = _outer_sym(I.h, lin)
+    J = [[M[j][i] + M[i][j] - hv[i][j] + (vh if i == j else ZERO) for j in range(3)]
+         for i in range(3)]
+    hd = [I.m * x + y for x, y in zip(lin, cross(w, I.h))]
+    return Inertia(ZERO, hd, J).named(rec, name)
+
+
+@dataclass
+class Pose:
+    R: Mat        # frame j -> the common frame
+    p: Vec        # O_j in the common frame
+
+
+def poses(rec: Recorder, chain: Chain, links: list[LinkTransform], frame: int) -> list[Pose]:
+    """Pose of every frame 0..n in the common frame ``frame`` (its own pose: the identity),
+    walking the tree from it: down a joint, R_j = (R_p gamma^T) alpha^T and
+    p_j = p_p + R_p r_{p,j}; up a joint, R_p = (R_j alpha) gamma and p_p = p_j - R_p r_{p,j}."""
+    out: list = [None] * (chain.n + 1)
+    out[frame] = Pose(eye(), [ZERO] * 3)
+    done = False
+    while not done:
+        done = True
+        for j in range(1, chain.n + 1):
+            lt, par = links[j - 1], chain.parent[j - 1]
+            if out[par] is not None and out[j] is None:
+                Rp, pp = out[par].R, out[par].p
+                G = rec.mat(matmul(Rp, transpose(lt.gamma)), f"G{j}")
+                out[j] = Pose(rec.mat(matmul(G, transpose(lt.alpha)), f"R{j}"),
+                              rec.vec(_add3(pp, matvec(Rp, lt.r_rel)), f"p{j}"))
+                done = False
+            elif out[j] is not None and out[par] is None:
+                Ra = rec.mat(matmul(out[j].R, lt.alpha), f"Ra{par}")
+                R = rec.mat(matmul(Ra, lt.gamma), f"R{par}")
+                out[par] = Pose(R, rec.vec([x - y for x, y in zip(out[j].p, matvec(R, lt.r_rel))],
+                                           f"p{par}"))
+                done = False
+    return out
+
+
+def rnea_derivatives(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list,
+                     qdd: list, frame: int = 0) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]]]:
+    """(dtau/dq, dtau/dqd), n x n each, of tau = A(q) qdd + h(q, qd) (no springs), by
+    eqs. (2)-(7), every vector in the coordinates of the common frame ``frame`` (0: the base;
+    j: body j's frame at the current configuration: the equations hold in any one frame's
+    coordinates, and a frame in the middle of the tree makes the rotations sparser).
+    Joints: 1-DoF revolute or prismatic (no quasi joints)."""
+    n = chain.n
+    zero6 = [ZERO] * 6
+    pose = poses(rec, chain, links, frame)
+    a0 = [ZERO] * 3 + rec.vec(matvec(pose[0].R, [-sp.sympify(x) for x in chain.gravity]), "g_c")
+    S, v, Sd, a, Sdd = [], [], [], [], []
+    own: list = []   # (I, Id, h, f) per body, None for a massless body
+    for j in range(1, n + 1):
+        lt, par = links[j - 1], chain.parent[j - 1]
+        P = pose[j]
+        e = [row[lt.e.index(1)] for row in P.R]
+        Sj = e + cross(P.p, e) if lt.kind == "R" else [ZERO] * 3 + list(e)
+        S.append(rec.vec(Sj, f"S{j}", labels="abcxyz"))
+        v_p, a_p = (zero6, a0) if par == 0 else (v[par - 1], a[par - 1])
+        Sd.append(rec.vec(mcross(v_p, S[-1]), f"Sd{j}", labels="abcxyz"))
+        v.append(rec.vec(_add(v_p, _scale(qd[j - 1], S[-1])), f"V{j}", labels="abcxyz"))
+        a.append(rec.vec(_add(a_p, _scale(qdd[j - 1], S[-1]), _scale(qd[j - 1], Sd[-1])),
+                         f"Acc{j}", labels="abcxyz"))
+        Sdd.append(rec.vec(_add(mcross(a_p, S[-1]), mcross(v_p, Sd[-1])), f"Sdd{j}",
+                           labels="abcxyz"))
+        body = chain.bodies[j - 1]
+        if body.fictitious:
+            own.append(None)
+            continue
+        I = world_inertia(rec, body.m, list(body.d), central_inertia(body.m, body.d, body.I),
+                          P.R, P.p, f"Iw{j}")
+        h = rec.vec(I.times(v[-1]), f"hw{j}", labels="abcxyz")
+        f = _add(I.times(a[-1]), fcross(v[-1], h))
+        own.append((I, inertia_rate(rec, I, v[-1], f"Id{j}"), h, f))
+    Ic: list = [None] * n
+    Idc: list = [None] * n
+    Hc: list = [None] * n
+    Fc: list = [None] * n
+    for j in range(n, 0, -1):
+        terms = ([own[j - 1]] if own[j - 1] else []) + \
+            [(Ic[c - 1], Idc[c - 1], Hc[c - 1], Fc[c - 1]) for c in chain.children(j)
+             if Ic[c - 1] is not None]
+        if not terms:
+            continue
+        I, Id, h, f = terms[0]
+        for t in terms[1:]:
+            I, Id, h, f = I.plus(t[0]), Id.plus(t[1]), _add(h, t[2]), _add(f, t[3])
+        if len(terms) > 1:
+            I, Id = I.named(rec, f"Ic{j}"), Id.named(rec, f"Idc{j}")
+        Ic[j - 1], Idc[j - 1] = I, Id
+        Hc[j - 1] = rec.vec(h, f"Hc{j}", labels="abcxyz")
+        Fc[j - 1] = rec.vec(f, f"Fc{j}", labels="abcxyz")
+    dq = [[ZERO] * n for _ in range(n)]
+    dqd = [[ZERO] * n for _ in range(n)]
+    for j in range(1, n + 1):
+        if Ic[j - 1] is None:   # nothing moves below joint j
+            continue
+        w = rec.vec(Ic[j - 1].times(S[j - 1]), f"wS{j}", labels="abcxyz")
+        XS = Idc[j - 1].times(S[j - 1])
+        SH = fcross(S[j - 1], Hc[j - 1])
+        u = rec.vec([x - y for x, y in zip(XS, SH)], f"uS{j}", labels="abcxyz")
+        P = _add(fcross(S[j - 1], Fc[j - 1]), Ic[j - 1].times(Sdd[j - 1]),
+                 Idc[j - 1].times(Sd[j - 1]), fcross(Sd[j - 1], Hc[j - 1]))
+        P = rec.vec(P, f"Pq{j}", labels="abcxyz")
+        G = _add(_scale(2, Ic[j - 1].times(Sd[j - 1])), XS, SH)
+        G = rec.vec(G, f"Gqd{j}", labels="abcxyz")
+        for k in chain.ancestors(j):          # k ⪯ j, eq. (6)
+            dq[j - 1][k - 1] = dot6(Sdd[k - 1], w) + dot6(Sd[k - 1], u)
+            dqd[j - 1][k - 1] = 2 * dot6(Sd[k - 1], w) + dot6(S[k - 1], u)
+        for i in chain.ancestors(j)[1:]:      # i ≺ j, eq. (7)
+            dq[i - 1][j - 1] = dot6(S[i - 1], P)
+            dqd[i - 1][j - 1] = dot6(S[i - 1], G)
+    return dq, dqd
