@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "panda.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 41 adds, 77 muls, 14 trig (132 total) */
 int mechgen_panda_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
@@ -16,16 +134,16 @@ int mechgen_panda_forward_kinematics(const double *restrict q, double *restrict 
     const double q5 = q[4];
     const double q6 = q[5];
     const double q7 = q[6];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_11 = -s1*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 - s1*s3;
     const double tau3_01 = c1*s3 + c3*tau2_01;
     const double tau3_02 = -c3*s2;
@@ -36,8 +154,8 @@ int mechgen_panda_forward_kinematics(const double *restrict q, double *restrict 
     const double r_rel0_3_y = -0.316*tau2_11;
     const double r_rel0_3_z = (0.316)*c2;
     const double r3_z = r_rel0_3_z + 0.333;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 - s4*tau2_10;
     const double tau4_01 = c4*tau3_01 - s4*tau2_11;
     const double tau4_02 = c2*s4 + c4*tau3_02;
@@ -50,8 +168,8 @@ int mechgen_panda_forward_kinematics(const double *restrict q, double *restrict 
     const double r4_x = r_rel0_3_x + r_rel0_4_x;
     const double r4_y = r_rel0_3_y + r_rel0_4_y;
     const double r4_z = r3_z + r_rel0_4_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_01 = c5*tau4_01 + s5*tau3_11;
     const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -64,16 +182,16 @@ int mechgen_panda_forward_kinematics(const double *restrict q, double *restrict 
     const double r5_x = r4_x + r_rel0_5_x;
     const double r5_y = r4_y + r_rel0_5_y;
     const double r5_z = r4_z + r_rel0_5_z;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_00 = c6*tau5_00 + s6*tau4_10;
     const double tau6_01 = c6*tau5_01 + s6*tau4_11;
     const double tau6_02 = c6*tau5_02 + s6*tau4_12;
     const double tau6_10 = c6*tau4_10 - s6*tau5_00;
     const double tau6_11 = c6*tau4_11 - s6*tau5_01;
     const double tau6_12 = c6*tau4_12 - s6*tau5_02;
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
     const double tau7_00 = c7*tau6_00 - s7*tau5_10;
     const double tau7_01 = c7*tau6_01 - s7*tau5_11;
     const double tau7_02 = c7*tau6_02 - s7*tau5_12;
@@ -183,65 +301,47 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[21][8];
         double mg_o_tau[63][8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 7 + 0];
-            const double q2 = q[(mg_i + mg_l) * 7 + 1];
-            const double q3 = q[(mg_i + mg_l) * 7 + 2];
-            const double q4 = q[(mg_i + mg_l) * 7 + 3];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double q6 = q[(mg_i + mg_l) * 7 + 5];
-            const double q7 = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_01 = c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_11 = -s1*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 - s1*s3;
             const double tau3_01 = c1*s3 + c3*tau2_01;
             const double tau3_02 = -c3*s2;
@@ -252,6 +352,9 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
             const double r_rel0_3_y = -0.316*tau2_11;
             const double r_rel0_3_z = (0.316)*c2;
             const double r3_z = r_rel0_3_z + 0.333;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau3_00 - s4*tau2_10;
             const double tau4_01 = c4*tau3_01 - s4*tau2_11;
             const double tau4_02 = c2*s4 + c4*tau3_02;
@@ -264,6 +367,9 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
             const double r4_x = r_rel0_3_x + r_rel0_4_x;
             const double r4_y = r_rel0_3_y + r_rel0_4_y;
             const double r4_z = r3_z + r_rel0_4_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s5*tau3_10;
             const double tau5_01 = c5*tau4_01 + s5*tau3_11;
             const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -276,12 +382,18 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
             const double r5_x = r4_x + r_rel0_5_x;
             const double r5_y = r4_y + r_rel0_5_y;
             const double r5_z = r4_z + r_rel0_5_z;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_00 = c6*tau5_00 + s6*tau4_10;
             const double tau6_01 = c6*tau5_01 + s6*tau4_11;
             const double tau6_02 = c6*tau5_02 + s6*tau4_12;
             const double tau6_10 = c6*tau4_10 - s6*tau5_00;
             const double tau6_11 = c6*tau4_11 - s6*tau5_01;
             const double tau6_12 = c6*tau4_12 - s6*tau5_02;
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double tau7_00 = c7*tau6_00 - s7*tau5_10;
             const double tau7_01 = c7*tau6_01 - s7*tau5_11;
             const double tau7_02 = c7*tau6_02 - s7*tau5_12;
@@ -381,6 +493,12 @@ int64_t mechgen_panda_forward_kinematics_batch(int64_t n, const double *q, doubl
             mg_o_tau[62][mg_l] = -tau6_12;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_panda_forward_kinematics(q + (mg_i + mg_l) * 7, r + (mg_i + mg_l) * 21, tau + (mg_i + mg_l) * 63);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 21; ++mg_j) r[(mg_i + mg_l) * 21 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 63; ++mg_j) tau[(mg_i + mg_l) * 63 + mg_j] = mg_o_tau[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -406,16 +524,16 @@ int mechgen_panda_jacobians(const double *restrict q, double *restrict T, double
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_11 = -s1*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 - s1*s3;
     const double tau3_01 = c1*s3 + c3*tau2_01;
     const double tau3_02 = -c3*s2;
@@ -428,8 +546,8 @@ int mechgen_panda_jacobians(const double *restrict q, double *restrict T, double
     const double T3_2_x = c1*r_rel0_3_z;
     const double T3_2_y = r_rel0_3_z*s1;
     const double T3_2_z = -c1*r_rel0_3_x - r_rel0_3_y*s1;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 - s4*tau2_10;
     const double tau4_01 = c4*tau3_01 - s4*tau2_11;
     const double tau4_02 = c2*s4 + c4*tau3_02;
@@ -447,8 +565,8 @@ int mechgen_panda_jacobians(const double *restrict q, double *restrict T, double
     const double T4_3_x = -c2*r_rel0_4_y - r_rel0_4_z*tau2_11;
     const double T4_3_y = c2*r_rel0_4_x + r_rel0_4_z*tau2_10;
     const double T4_3_z = r_rel0_4_x*tau2_11 - r_rel0_4_y*tau2_10;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_01 = c5*tau4_01 + s5*tau3_11;
     const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -469,8 +587,8 @@ int mechgen_panda_jacobians(const double *restrict q, double *restrict T, double
     const double T5_4_x = r_rel0_5_y*tau3_12 - r_rel0_5_z*tau3_11;
     const double T5_4_y = -r_rel0_5_x*tau3_12 + r_rel0_5_z*tau3_10;
     const double T5_4_z = r_rel0_5_x*tau3_11 - r_rel0_5_y*tau3_10;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_00 = c6*tau5_00 + s6*tau4_10;
     const double tau6_01 = c6*tau5_01 + s6*tau4_11;
     const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -812,58 +930,44 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[147][8];
         double mg_o_R[147][8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 7 + 0];
-            const double q2 = q[(mg_i + mg_l) * 7 + 1];
-            const double q3 = q[(mg_i + mg_l) * 7 + 2];
-            const double q4 = q[(mg_i + mg_l) * 7 + 3];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double q6 = q[(mg_i + mg_l) * 7 + 5];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_01 = c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_11 = -s1*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 - s1*s3;
             const double tau3_01 = c1*s3 + c3*tau2_01;
             const double tau3_02 = -c3*s2;
@@ -876,6 +980,9 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
             const double T3_2_x = c1*r_rel0_3_z;
             const double T3_2_y = r_rel0_3_z*s1;
             const double T3_2_z = -c1*r_rel0_3_x - r_rel0_3_y*s1;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau3_00 - s4*tau2_10;
             const double tau4_01 = c4*tau3_01 - s4*tau2_11;
             const double tau4_02 = c2*s4 + c4*tau3_02;
@@ -893,6 +1000,9 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
             const double T4_3_x = -c2*r_rel0_4_y - r_rel0_4_z*tau2_11;
             const double T4_3_y = c2*r_rel0_4_x + r_rel0_4_z*tau2_10;
             const double T4_3_z = r_rel0_4_x*tau2_11 - r_rel0_4_y*tau2_10;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s5*tau3_10;
             const double tau5_01 = c5*tau4_01 + s5*tau3_11;
             const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -913,6 +1023,9 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
             const double T5_4_x = r_rel0_5_y*tau3_12 - r_rel0_5_z*tau3_11;
             const double T5_4_y = -r_rel0_5_x*tau3_12 + r_rel0_5_z*tau3_10;
             const double T5_4_z = r_rel0_5_x*tau3_11 - r_rel0_5_y*tau3_10;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_00 = c6*tau5_00 + s6*tau4_10;
             const double tau6_01 = c6*tau5_01 + s6*tau4_11;
             const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -1244,6 +1357,12 @@ int64_t mechgen_panda_jacobians_batch(int64_t n, const double *q, double *T, dou
             mg_o_R[146][mg_l] = -tau6_12;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_panda_jacobians(q + (mg_i + mg_l) * 7, T + (mg_i + mg_l) * 147, R + (mg_i + mg_l) * 147);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 147; ++mg_j) T[(mg_i + mg_l) * 147 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 147; ++mg_j) R[(mg_i + mg_l) * 147 + mg_j] = mg_o_R[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1276,10 +1395,10 @@ int mechgen_panda_velocities(const double *restrict q, const double *restrict qd
     const double qd5 = qd[4];
     const double qd6 = qd[5];
     const double qd7 = qd[6];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
@@ -1291,8 +1410,8 @@ int mechgen_panda_velocities(const double *restrict q, const double *restrict qd
     const double omega2_y = cse1;
     const double eps2_x = -cse1*qd1;
     const double eps2_y = -cse0*qd1;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 - s1*s3;
     const double tau3_01 = c1*s3 + c3*tau2_01;
     const double tau3_02 = -c3*s2;
@@ -1325,8 +1444,8 @@ int mechgen_panda_velocities(const double *restrict q, const double *restrict qd
     const double eps3_x = cse3*qd1 + cse4*omega2_y + eps2_x;
     const double eps3_y = -cse2*qd1 - cse4*omega2_x + eps2_y;
     const double eps3_z = -cse3*omega2_x + omega2_y*qd3*tau2_10;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 - s4*tau2_10;
     const double tau4_01 = c4*tau3_01 - s4*tau2_11;
     const double tau4_02 = c2*s4 + c4*tau3_02;
@@ -1360,8 +1479,8 @@ int mechgen_panda_velocities(const double *restrict q, const double *restrict qd
     const double eps4_x = cse6*omega3_z - cse7*omega3_y + eps3_x;
     const double eps4_y = -cse5*omega3_z + cse7*omega3_x + eps3_y;
     const double eps4_z = cse5*omega3_y - cse6*omega3_x + eps3_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_01 = c5*tau4_01 + s5*tau3_11;
     const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -1395,8 +1514,8 @@ int mechgen_panda_velocities(const double *restrict q, const double *restrict qd
     const double eps5_x = cse10*omega4_y - cse9*omega4_z + eps4_x;
     const double eps5_y = -cse10*omega4_x + cse8*omega4_z + eps4_y;
     const double eps5_z = -cse8*omega4_y + cse9*omega4_x + eps4_z;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_00 = c6*tau5_00 + s6*tau4_10;
     const double tau6_01 = c6*tau5_01 + s6*tau4_11;
     const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -1535,97 +1654,74 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_v[21][8];
         double mg_o_omega[21][8];
         double mg_o_w[21][8];
         double mg_o_eps[21][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd1[8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
         double mg_w_qd2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_oo1_zz[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
+        double mg_w_q6[8];
         double mg_w_qd6[8];
         double mg_w_qd7[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 7 + 5];
             mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 7 + 6];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double oo1_zz = qd1*qd1;
-            mg_w_oo1_zz[mg_l] = oo1_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 7 + 0];
-            const double q2 = q[(mg_i + mg_l) * 7 + 1];
-            const double q3 = q[(mg_i + mg_l) * 7 + 2];
-            const double q4 = q[(mg_i + mg_l) * 7 + 3];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double q6 = q[(mg_i + mg_l) * 7 + 5];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double oo1_zz = mg_w_oo1_zz[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_01 = c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_11 = -s1*s2;
+            const double oo1_zz = qd1*qd1;
             const double cse0 = qd2*s1;
             const double omega2_x = -cse0;
             const double cse1 = c1*qd2;
             const double omega2_y = cse1;
             const double eps2_x = -cse1*qd1;
             const double eps2_y = -cse0*qd1;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 - s1*s3;
             const double tau3_01 = c1*s3 + c3*tau2_01;
             const double tau3_02 = -c3*s2;
@@ -1658,6 +1754,9 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
             const double eps3_x = cse3*qd1 + cse4*omega2_y + eps2_x;
             const double eps3_y = -cse2*qd1 - cse4*omega2_x + eps2_y;
             const double eps3_z = -cse3*omega2_x + omega2_y*qd3*tau2_10;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau3_00 - s4*tau2_10;
             const double tau4_01 = c4*tau3_01 - s4*tau2_11;
             const double tau4_02 = c2*s4 + c4*tau3_02;
@@ -1691,6 +1790,9 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
             const double eps4_x = cse6*omega3_z - cse7*omega3_y + eps3_x;
             const double eps4_y = -cse5*omega3_z + cse7*omega3_x + eps3_y;
             const double eps4_z = cse5*omega3_y - cse6*omega3_x + eps3_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s5*tau3_10;
             const double tau5_01 = c5*tau4_01 + s5*tau3_11;
             const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -1724,6 +1826,9 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
             const double eps5_x = cse10*omega4_y - cse9*omega4_z + eps4_x;
             const double eps5_y = -cse10*omega4_x + cse8*omega4_z + eps4_y;
             const double eps5_z = -cse8*omega4_y + cse9*omega4_x + eps4_z;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_00 = c6*tau5_00 + s6*tau4_10;
             const double tau6_01 = c6*tau5_01 + s6*tau4_11;
             const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -1852,6 +1957,12 @@ int64_t mechgen_panda_velocities_batch(int64_t n, const double *q, const double 
             mg_o_eps[20][mg_l] = eps7_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_panda_velocities(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, v + (mg_i + mg_l) * 21, omega + (mg_i + mg_l) * 21, w + (mg_i + mg_l) * 21, eps + (mg_i + mg_l) * 21);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 21; ++mg_j) v[(mg_i + mg_l) * 21 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 21; ++mg_j) omega[(mg_i + mg_l) * 21 + mg_j] = mg_o_omega[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 21; ++mg_j) w[(mg_i + mg_l) * 21 + mg_j] = mg_o_w[mg_j][mg_l];
@@ -1878,18 +1989,18 @@ int mechgen_panda_mass_matrix(const double *restrict q, double *restrict A)
     const double q5 = q[4];
     const double q6 = q[5];
     const double q7 = q[6];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
     const double cp7_x = (0.002573605371338202)*c7 - 0.0020344399586617965*s7;
     const double cse0 = (0.0020344399586617965)*c7 + (0.002573605371338202)*s7;
     const double cp7_z = cse0;
@@ -2134,53 +2245,48 @@ int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, i
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_A[49][8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 7 + 1];
-            const double q3 = q[(mg_i + mg_l) * 7 + 2];
-            const double q4 = q[(mg_i + mg_l) * 7 + 3];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double q6 = q[(mg_i + mg_l) * 7 + 5];
-            const double q7 = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double cp7_x = (0.002573605371338202)*c7 - 0.0020344399586617965*s7;
             const double cse0 = (0.0020344399586617965)*c7 + (0.002573605371338202)*s7;
             const double cp7_z = cse0;
@@ -2415,6 +2521,12 @@ int64_t mechgen_panda_mass_matrix_batch(int64_t n, const double *q, double *A, i
             mg_o_A[48][mg_l] = 0.006684151967360946;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_panda_mass_matrix(q + (mg_i + mg_l) * 7, A + (mg_i + mg_l) * 49);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 49; ++mg_j) A[(mg_i + mg_l) * 49 + mg_j] = mg_o_A[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2452,18 +2564,18 @@ int mechgen_panda_bias(const double *restrict q, const double *restrict qd, cons
     const double Q5 = Q[4];
     const double Q6 = Q[5];
     const double Q7 = Q[6];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
     const double omega_p2_x = -qd1*s2;
     const double omega_p2_y = -c2*qd1;
     const double epsd2_x = omega_p2_y*qd2;
@@ -2639,26 +2751,20 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[7][8];
-        double mg_w_qd2[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
         double mg_w_qd1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
+        double mg_w_qd2[8];
         double mg_w_qd3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
         double mg_w_qd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
         double mg_w_qd7[8];
         double mg_w_Q1[8];
         double mg_w_Q2[8];
@@ -2668,8 +2774,14 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
         double mg_w_Q6[8];
         double mg_w_Q7[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
@@ -2685,51 +2797,18 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = qd2*qd2;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 7 + 1];
-            const double q3 = q[(mg_i + mg_l) * 7 + 2];
-            const double q4 = q[(mg_i + mg_l) * 7 + 3];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double q6 = q[(mg_i + mg_l) * 7 + 5];
-            const double q7 = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
             const double Q1 = mg_w_Q1[mg_l];
             const double Q2 = mg_w_Q2[mg_l];
@@ -2738,6 +2817,24 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
             const double Q5 = mg_w_Q5[mg_l];
             const double Q6 = mg_w_Q6[mg_l];
             const double Q7 = mg_w_Q7[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double omega_p2_x = -qd1*s2;
             const double omega_p2_y = -c2*qd1;
             const double epsd2_x = omega_p2_y*qd2;
@@ -2747,6 +2844,7 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
             const double a2_y = -9.81*c2;
             const double oo2_xx = omega_p2_x*omega_p2_x;
             const double oo2_yy = omega_p2_y*omega_p2_y;
+            const double oo2_zz = qd2*qd2;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_xz = cse0;
             const double oo2_W_11 = -oo2_xx - oo2_zz;
@@ -2902,6 +3000,12 @@ int64_t mechgen_panda_bias_batch(int64_t n, const double *q, const double *qd, c
             mg_o_b[6][mg_l] = b7;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_panda_bias(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, Q + (mg_i + mg_l) * 7, b + (mg_i + mg_l) * 7);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 7; ++mg_j) b[(mg_i + mg_l) * 7 + mg_j] = mg_o_b[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2939,18 +3043,18 @@ int mechgen_panda_inverse_dynamics(const double *restrict q, const double *restr
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
     const double qdd7 = qdd[6];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
     const double omega_p2_x = -qd1*s2;
     const double omega_p2_y = -c2*qd1;
     const double cse0 = omega_p2_y*qd2;
@@ -3124,37 +3228,37 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_Q[7][8];
-        double mg_w_qd2[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
         double mg_w_qd1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
+        double mg_w_qd2[8];
         double mg_w_qdd1[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         double mg_w_qd3[8];
         double mg_w_qdd2[8];
         double mg_w_qdd3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
         double mg_w_qd7[8];
         double mg_w_qdd7[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 7 + 0];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 7 + 1];
@@ -3170,59 +3274,44 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = qd2*qd2;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 7 + 1];
-            const double q3 = q[(mg_i + mg_l) * 7 + 2];
-            const double q4 = q[(mg_i + mg_l) * 7 + 3];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double q6 = q[(mg_i + mg_l) * 7 + 5];
-            const double q7 = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
             const double qdd7 = mg_w_qdd7[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double omega_p2_x = -qd1*s2;
             const double omega_p2_y = -c2*qd1;
             const double cse0 = omega_p2_y*qd2;
@@ -3233,6 +3322,7 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
             const double a2_y = -9.81*c2;
             const double oo2_xx = omega_p2_x*omega_p2_x;
             const double oo2_yy = omega_p2_y*omega_p2_y;
+            const double oo2_zz = qd2*qd2;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_xz = cse1;
             const double oo2_yz = cse0;
@@ -3385,6 +3475,12 @@ int64_t mechgen_panda_inverse_dynamics_batch(int64_t n, const double *q, const d
             mg_o_Q[6][mg_l] = N7_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_panda_inverse_dynamics(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, Q + (mg_i + mg_l) * 7);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 7; ++mg_j) Q[(mg_i + mg_l) * 7 + mg_j] = mg_o_Q[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -3423,18 +3519,18 @@ int mechgen_panda_forward_dynamics(const double *restrict q, const double *restr
     const double Q5 = Q[4];
     const double Q6 = Q[5];
     const double Q7 = Q[6];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
     const double cp7_x = (0.002573605371338202)*c7 - 0.0020344399586617965*s7;
     const double cse0 = (0.0020344399586617965)*c7 + (0.002573605371338202)*s7;
     const double cp7_z = cse0;
@@ -3898,22 +3994,16 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[7][8];
-        double mg_w_qd2[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
         double mg_w_qd1[8];
-        double mg_w_oo2_zz[8];
+        double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd4[8];
         double mg_w_qd5[8];
@@ -3927,8 +4017,14 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
         double mg_w_Q6[8];
         double mg_w_Q7[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
@@ -3944,48 +4040,15 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = qd2*qd2;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 7 + 1];
-            const double q3 = q[(mg_i + mg_l) * 7 + 2];
-            const double q4 = q[(mg_i + mg_l) * 7 + 3];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double q6 = q[(mg_i + mg_l) * 7 + 5];
-            const double q7 = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
@@ -3998,6 +4061,24 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             const double Q5 = mg_w_Q5[mg_l];
             const double Q6 = mg_w_Q6[mg_l];
             const double Q7 = mg_w_Q7[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double cp7_x = (0.002573605371338202)*c7 - 0.0020344399586617965*s7;
             const double cse0 = (0.0020344399586617965)*c7 + (0.002573605371338202)*s7;
             const double cp7_z = cse0;
@@ -4190,6 +4271,7 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             const double a2_y = -9.81*c2;
             const double oo2_xx = omega_p2_x*omega_p2_x;
             const double oo2_yy = omega_p2_y*omega_p2_y;
+            const double oo2_zz = qd2*qd2;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_xz = cse19;
             const double oo2_W_11 = -oo2_xx - oo2_zz;
@@ -4448,6 +4530,12 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_panda_forward_dynamics(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, Q + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 7; ++mg_j) qdd[(mg_i + mg_l) * 7 + mg_j] = mg_o_qdd[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
@@ -4484,18 +4572,18 @@ int mechgen_panda_energy(const double *restrict q, const double *restrict qd, do
     const double qd5 = qd[4];
     const double qd6 = qd[5];
     const double qd7 = qd[6];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_11 = -s1*s2;
     const double omega2_x = -qd2*s1;
     const double omega2_y = c1*qd2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 - s1*s3;
     const double tau3_01 = c1*s3 + c3*tau2_01;
     const double tau3_02 = -c3*s2;
@@ -4512,8 +4600,8 @@ int mechgen_panda_energy(const double *restrict q, const double *restrict qd, do
     const double v3_x = omega2_y*r_rel0_3_z - qd1*r_rel0_3_y;
     const double v3_y = -omega2_x*r_rel0_3_z + qd1*r_rel0_3_x;
     const double v3_z = omega2_x*r_rel0_3_y - omega2_y*r_rel0_3_x;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 - s4*tau2_10;
     const double tau4_01 = c4*tau3_01 - s4*tau2_11;
     const double tau4_02 = c2*s4 + c4*tau3_02;
@@ -4530,8 +4618,8 @@ int mechgen_panda_energy(const double *restrict q, const double *restrict qd, do
     const double v4_x = omega3_y*r_rel0_4_z - omega3_z*r_rel0_4_y + v3_x;
     const double v4_y = -omega3_x*r_rel0_4_z + omega3_z*r_rel0_4_x + v3_y;
     const double v4_z = omega3_x*r_rel0_4_y - omega3_y*r_rel0_4_x + v3_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_01 = c5*tau4_01 + s5*tau3_11;
     const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -4548,8 +4636,8 @@ int mechgen_panda_energy(const double *restrict q, const double *restrict qd, do
     const double v5_x = omega4_y*r_rel0_5_z - omega4_z*r_rel0_5_y + v4_x;
     const double v5_y = -omega4_x*r_rel0_5_z + omega4_z*r_rel0_5_x + v4_y;
     const double v5_z = omega4_x*r_rel0_5_y - omega4_y*r_rel0_5_x + v4_z;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_00 = c6*tau5_00 + s6*tau4_10;
     const double tau6_01 = c6*tau5_01 + s6*tau4_11;
     const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -4559,8 +4647,8 @@ int mechgen_panda_energy(const double *restrict q, const double *restrict qd, do
     const double omega6_x = omega5_x - qd6*tau5_10;
     const double omega6_y = omega5_y - qd6*tau5_11;
     const double omega6_z = omega5_z - qd6*tau5_12;
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
     const double tau7_00 = c7*tau6_00 - s7*tau5_10;
     const double tau7_01 = c7*tau6_01 - s7*tau5_11;
     const double tau7_02 = c7*tau6_02 - s7*tau5_12;
@@ -4625,90 +4713,70 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
         double mg_w_qd1[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
+        double mg_w_q6[8];
         double mg_w_qd6[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
+        double mg_w_q7[8];
         double mg_w_qd7[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 7 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
             mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 7 + 6];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 7 + 0];
-            const double q2 = q[(mg_i + mg_l) * 7 + 1];
-            const double q3 = q[(mg_i + mg_l) * 7 + 2];
-            const double q4 = q[(mg_i + mg_l) * 7 + 3];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double q6 = q[(mg_i + mg_l) * 7 + 5];
-            const double q7 = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
+            const double q7 = mg_w_q7[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_01 = c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_11 = -s1*s2;
             const double omega2_x = -qd2*s1;
             const double omega2_y = c1*qd2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 - s1*s3;
             const double tau3_01 = c1*s3 + c3*tau2_01;
             const double tau3_02 = -c3*s2;
@@ -4725,6 +4793,9 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
             const double v3_x = omega2_y*r_rel0_3_z - qd1*r_rel0_3_y;
             const double v3_y = -omega2_x*r_rel0_3_z + qd1*r_rel0_3_x;
             const double v3_z = omega2_x*r_rel0_3_y - omega2_y*r_rel0_3_x;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau3_00 - s4*tau2_10;
             const double tau4_01 = c4*tau3_01 - s4*tau2_11;
             const double tau4_02 = c2*s4 + c4*tau3_02;
@@ -4741,6 +4812,9 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
             const double v4_x = omega3_y*r_rel0_4_z - omega3_z*r_rel0_4_y + v3_x;
             const double v4_y = -omega3_x*r_rel0_4_z + omega3_z*r_rel0_4_x + v3_y;
             const double v4_z = omega3_x*r_rel0_4_y - omega3_y*r_rel0_4_x + v3_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s5*tau3_10;
             const double tau5_01 = c5*tau4_01 + s5*tau3_11;
             const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -4757,6 +4831,9 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
             const double v5_x = omega4_y*r_rel0_5_z - omega4_z*r_rel0_5_y + v4_x;
             const double v5_y = -omega4_x*r_rel0_5_z + omega4_z*r_rel0_5_x + v4_y;
             const double v5_z = omega4_x*r_rel0_5_y - omega4_y*r_rel0_5_x + v4_z;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_00 = c6*tau5_00 + s6*tau4_10;
             const double tau6_01 = c6*tau5_01 + s6*tau4_11;
             const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -4766,6 +4843,9 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
             const double omega6_x = omega5_x - qd6*tau5_10;
             const double omega6_y = omega5_y - qd6*tau5_11;
             const double omega6_z = omega5_z - qd6*tau5_12;
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double tau7_00 = c7*tau6_00 - s7*tau5_10;
             const double tau7_01 = c7*tau6_01 - s7*tau5_11;
             const double tau7_02 = c7*tau6_02 - s7*tau5_12;
@@ -4820,6 +4900,12 @@ int64_t mechgen_panda_energy_batch(int64_t n, const double *q, const double *qd,
             mg_o_V[0][mg_l] = -1.92402459226728*c2 + (31.67260524)*r3_z + (35.19724995)*r4_z + (28.37543481)*r5_z + (14.671070819999999)*r7_z + (0.01993386669246)*s2 + (0.87156675099432)*tau3_02 + (0.27690780075318033)*tau3_12 - 1.8714377798415*tau4_02 + (3.21299789892543)*tau4_12 - 0.14375311619778*tau5_02 + (0.66581089427925)*tau5_12 + (0.98337025977795)*tau6_02 - 1.70502416163189*tau6_12 + (0.02524706869282776)*tau7_02 + (0.019957855994472223)*tau7_12 + 16.0291491491952;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_panda_energy(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -4859,18 +4945,18 @@ int mechgen_panda_inverse_dynamics_derivatives(const double *restrict q, const d
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
     const double qdd7 = qdd[6];
-    const double c2 = cos(q2);
-    const double c2_dq2 = -sin(q2);
-    const double c3 = cos(q3);
-    const double c3_dq3 = -sin(q3);
-    const double c4 = cos(q4);
-    const double c4_dq4 = -sin(q4);
-    const double c5 = cos(q5);
-    const double c5_dq5 = -sin(q5);
-    const double c6 = cos(q6);
-    const double c6_dq6 = -sin(q6);
-    const double c7 = cos(q7);
-    const double c7_dq7 = -sin(q7);
+    const double c2 = mg_cos(q2);
+    const double c2_dq2 = -mg_sin(q2);
+    const double c3 = mg_cos(q3);
+    const double c3_dq3 = -mg_sin(q3);
+    const double c4 = mg_cos(q4);
+    const double c4_dq4 = -mg_sin(q4);
+    const double c5 = mg_cos(q5);
+    const double c5_dq5 = -mg_sin(q5);
+    const double c6 = mg_cos(q6);
+    const double c6_dq6 = -mg_sin(q6);
+    const double c7 = mg_cos(q7);
+    const double c7_dq7 = -mg_sin(q7);
     const double omega_p2_x = c2_dq2*qd1;
     const double omega_p2_x_dq2 = -c2*qd1;
     const double omega_p2_x_dqd1 = c2_dq2;
@@ -6476,41 +6562,38 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_dtau_dq[49][8];
         double mg_o_dtau_dqd[49][8];
-        double mg_w_qd2[8];
-        double mg_w_mg_c1[8];
-        double mg_w_mg_c3[8];
-        double mg_w_mg_c5[8];
-        double mg_w_mg_c7[8];
-        double mg_w_mg_c9[8];
-        double mg_w_mg_c11[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
         double mg_w_qd1[8];
-        double mg_w_c2[8];
+        double mg_w_qd2[8];
         double mg_w_qdd1[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_c3[8];
         double mg_w_qd3[8];
         double mg_w_qdd2[8];
         double mg_w_qdd3[8];
-        double mg_w_c4[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_a3_z_dqd2[8];
-        double mg_w_c5[8];
         double mg_w_qd5[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
-        double mg_w_c7[8];
         double mg_w_qd7[8];
         double mg_w_qdd7[8];
-        double mg_w_oo4_W_22_dq4[8];
-        double mg_w_oo2_zz_dqd2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 7 + 0];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 7 + 1];
@@ -6526,75 +6609,50 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = qd2*qd2;
-            const double oo2_zz_dqd2 = 2.0*qd2;
-            const double oo2_W_11_dqd2 = -oo2_zz_dqd2;
-            const double a3_z_dqd2 = (0.316)*oo2_W_11_dqd2;
-            const double oo4_W_22_dq4 = 0.0;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_oo2_zz_dqd2[mg_l] = oo2_zz_dqd2;
-            mg_w_a3_z_dqd2[mg_l] = a3_z_dqd2;
-            mg_w_oo4_W_22_dq4[mg_l] = oo4_W_22_dq4;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 7 + 1];
-            const double q3 = q[(mg_i + mg_l) * 7 + 2];
-            const double q4 = q[(mg_i + mg_l) * 7 + 3];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double q6 = q[(mg_i + mg_l) * 7 + 5];
-            const double q7 = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_mg_c1[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_mg_c3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_mg_c5[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_mg_c7[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_mg_c9[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_mg_c11[mg_l] = sin(q7);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double mg_c1 = mg_w_mg_c1[mg_l];
-            const double mg_c3 = mg_w_mg_c3[mg_l];
-            const double mg_c5 = mg_w_mg_c5[mg_l];
-            const double mg_c7 = mg_w_mg_c7[mg_l];
-            const double mg_c9 = mg_w_mg_c9[mg_l];
-            const double mg_c11 = mg_w_mg_c11[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double c3 = mg_w_c3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double a3_z_dqd2 = mg_w_a3_z_dqd2[mg_l];
-            const double c5 = mg_w_c5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
-            const double c7 = mg_w_c7[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
             const double qdd7 = mg_w_qdd7[mg_l];
-            const double oo4_W_22_dq4 = mg_w_oo4_W_22_dq4[mg_l];
-            const double oo2_zz_dqd2 = mg_w_oo2_zz_dqd2[mg_l];
-            const double c2_dq2 = -mg_c1;
-            const double c3_dq3 = -mg_c3;
-            const double c4_dq4 = -mg_c5;
-            const double c5_dq5 = -mg_c7;
-            const double c6_dq6 = -mg_c9;
-            const double c7_dq7 = -mg_c11;
+            const double c2 = mg_cos_poly(q2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double c2_dq2 = -mg_sin_poly(q2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double c3 = mg_cos_poly(q3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double c3_dq3 = -mg_sin_poly(q3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double c4 = mg_cos_poly(q4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double c4_dq4 = -mg_sin_poly(q4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double c5 = mg_cos_poly(q5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double c5_dq5 = -mg_sin_poly(q5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double c6 = mg_cos_poly(q6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double c6_dq6 = -mg_sin_poly(q6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double c7 = mg_cos_poly(q7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            const double c7_dq7 = -mg_sin_poly(q7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double omega_p2_x = c2_dq2*qd1;
             const double omega_p2_x_dq2 = -c2*qd1;
             const double omega_p2_x_dqd1 = c2_dq2;
@@ -6617,6 +6675,8 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
             const double cse4 = omega_p2_x_dq2*omega_p2_x_dq2;
             const double oo2_yy = cse4;
             const double oo2_yy_dqd1 = 2.0*omega_p2_x_dq2*omega_p2_y_dqd1;
+            const double oo2_zz = qd2*qd2;
+            const double oo2_zz_dqd2 = 2.0*qd2;
             const double oo2_xy = cse3;
             const double oo2_xy_dq2 = -cse2 + cse4;
             const double oo2_xy_dqd1 = omega_p2_x*omega_p2_y_dqd1 + omega_p2_x_dq2*omega_p2_x_dqd1;
@@ -6625,6 +6685,7 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
             const double oo2_W_11 = -oo2_xx - oo2_zz;
             const double oo2_W_11_dq2 = -oo2_xx_dq2;
             const double oo2_W_11_dqd1 = -oo2_xx_dqd1;
+            const double oo2_W_11_dqd2 = -oo2_zz_dqd2;
             const double omega_p3_x = c3*omega_p2_x - c3_dq3*qd2;
             const double omega_p3_x_dq2 = c3*omega_p2_x_dq2;
             const double omega_p3_x_dq3 = c3*qd2 + c3_dq3*omega_p2_x;
@@ -6671,6 +6732,7 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
             const double a3_z = -a2_x_dq2 + (0.316)*oo2_W_11;
             const double a3_z_dq2 = a2_x + (0.316)*oo2_W_11_dq2;
             const double a3_z_dqd1 = (0.316)*oo2_W_11_dqd1;
+            const double a3_z_dqd2 = (0.316)*oo2_W_11_dqd2;
             const double cse15 = omega_p3_x*omega_p3_x;
             const double oo3_xx = cse15;
             const double cse16 = 2.0*omega_p3_x;
@@ -6836,6 +6898,7 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
             const double oo4_W_22 = -oo4_xx - oo4_yy;
             const double oo4_W_22_dq2 = -oo4_xx_dq2 - oo4_yy_dq2;
             const double oo4_W_22_dq3 = -oo4_xx_dq3 - oo4_yy_dq3;
+            const double oo4_W_22_dq4 = 0.0;
             const double oo4_W_22_dqd1 = -oo4_xx_dqd1 - oo4_yy_dqd1;
             const double oo4_W_22_dqd2 = -oo4_xx_dqd2 - oo4_yy_dqd2;
             const double oo4_W_22_dqd3 = -oo4_xx_dqd3 - oo4_yy_dqd3;
@@ -8185,6 +8248,12 @@ int64_t mechgen_panda_inverse_dynamics_derivatives_batch(int64_t n, const double
             mg_o_dtau_dqd[48][mg_l] = oo4_W_22_dq4;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_panda_inverse_dynamics_derivatives(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, dtau_dq + (mg_i + mg_l) * 49, dtau_dqd + (mg_i + mg_l) * 49);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 49; ++mg_j) dtau_dq[(mg_i + mg_l) * 49 + mg_j] = mg_o_dtau_dq[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 49; ++mg_j) dtau_dqd[(mg_i + mg_l) * 49 + mg_j] = mg_o_dtau_dqd[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -8225,18 +8294,18 @@ int mechgen_panda_forward_dynamics_derivatives(const double *restrict q, const d
     const double Q5 = Q[4];
     const double Q6 = Q[5];
     const double Q7 = Q[6];
-    const double c2 = cos(q2);
-    const double c2_dq2 = -sin(q2);
-    const double c3 = cos(q3);
-    const double c3_dq3 = -sin(q3);
-    const double c4 = cos(q4);
-    const double c4_dq4 = -sin(q4);
-    const double c5 = cos(q5);
-    const double c5_dq5 = -sin(q5);
-    const double c6 = cos(q6);
-    const double c6_dq6 = -sin(q6);
-    const double c7 = cos(q7);
-    const double c7_dq7 = -sin(q7);
+    const double c2 = mg_cos(q2);
+    const double c2_dq2 = -mg_sin(q2);
+    const double c3 = mg_cos(q3);
+    const double c3_dq3 = -mg_sin(q3);
+    const double c4 = mg_cos(q4);
+    const double c4_dq4 = -mg_sin(q4);
+    const double c5 = mg_cos(q5);
+    const double c5_dq5 = -mg_sin(q5);
+    const double c6 = mg_cos(q6);
+    const double c6_dq6 = -mg_sin(q6);
+    const double c7 = mg_cos(q7);
+    const double c7_dq7 = -mg_sin(q7);
     const double cp7_x = (0.002573605371338202)*c7 + (0.0020344399586617965)*c7_dq7;
     const double cp7_z = (0.0020344399586617965)*c7 - 0.002573605371338202*c7_dq7;
     const double IJ7_C2 = c7*c7 - c7_dq7*c7_dq7;
@@ -10558,31 +10627,24 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[7][8];
         double mg_o_dqdd_dq[49][8];
         double mg_o_dqdd_dqd[49][8];
         double mg_o_dqdd_dQ[49][8];
-        double mg_w_qd2[8];
-        double mg_w_mg_c1[8];
-        double mg_w_mg_c3[8];
-        double mg_w_mg_c5[8];
-        double mg_w_mg_c7[8];
-        double mg_w_mg_c9[8];
-        double mg_w_mg_c11[8];
-        double mg_w_c7[8];
-        double mg_w_c6[8];
-        double mg_w_c5[8];
-        double mg_w_c4[8];
-        double mg_w_c3[8];
-        double mg_w_c2[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
         double mg_w_qd1[8];
-        double mg_w_oo2_zz[8];
+        double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd4[8];
         double mg_w_qd5[8];
         double mg_w_qd6[8];
         double mg_w_qd7[8];
-        double mg_w_cse130[8];
         double mg_w_Q1[8];
         double mg_w_Q2[8];
         double mg_w_Q3[8];
@@ -10590,12 +10652,15 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
         double mg_w_Q5[8];
         double mg_w_Q6[8];
         double mg_w_Q7[8];
-        double mg_w_a3_z_dqd2[8];
-        double mg_w_oo4_W_22_dq4[8];
-        double mg_w_oo2_zz_dqd2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
@@ -10611,63 +10676,20 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = qd2*qd2;
-            const double oo2_zz_dqd2 = 2.0*qd2;
-            const double oo2_W_11_dqd2 = -oo2_zz_dqd2;
-            const double a3_z_dqd2 = (0.316)*oo2_W_11_dqd2;
-            const double oo4_W_22_dq4 = 0.0;
-            const double cse130 = (0.0007689361029464)*oo2_zz;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_oo2_zz_dqd2[mg_l] = oo2_zz_dqd2;
-            mg_w_a3_z_dqd2[mg_l] = a3_z_dqd2;
-            mg_w_oo4_W_22_dq4[mg_l] = oo4_W_22_dq4;
-            mg_w_cse130[mg_l] = cse130;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 7 + 1];
-            const double q3 = q[(mg_i + mg_l) * 7 + 2];
-            const double q4 = q[(mg_i + mg_l) * 7 + 3];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double q6 = q[(mg_i + mg_l) * 7 + 5];
-            const double q7 = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_mg_c1[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_mg_c3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_mg_c5[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_mg_c7[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_mg_c9[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_mg_c11[mg_l] = sin(q7);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double mg_c1 = mg_w_mg_c1[mg_l];
-            const double mg_c3 = mg_w_mg_c3[mg_l];
-            const double mg_c5 = mg_w_mg_c5[mg_l];
-            const double mg_c7 = mg_w_mg_c7[mg_l];
-            const double mg_c9 = mg_w_mg_c9[mg_l];
-            const double mg_c11 = mg_w_mg_c11[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double c2 = mg_w_c2[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
-            const double cse130 = mg_w_cse130[mg_l];
             const double Q1 = mg_w_Q1[mg_l];
             const double Q2 = mg_w_Q2[mg_l];
             const double Q3 = mg_w_Q3[mg_l];
@@ -10675,15 +10697,30 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
             const double Q5 = mg_w_Q5[mg_l];
             const double Q6 = mg_w_Q6[mg_l];
             const double Q7 = mg_w_Q7[mg_l];
-            const double a3_z_dqd2 = mg_w_a3_z_dqd2[mg_l];
-            const double oo4_W_22_dq4 = mg_w_oo4_W_22_dq4[mg_l];
-            const double oo2_zz_dqd2 = mg_w_oo2_zz_dqd2[mg_l];
-            const double c2_dq2 = -mg_c1;
-            const double c3_dq3 = -mg_c3;
-            const double c4_dq4 = -mg_c5;
-            const double c5_dq5 = -mg_c7;
-            const double c6_dq6 = -mg_c9;
-            const double c7_dq7 = -mg_c11;
+            const double c2 = mg_cos_poly(q2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double c2_dq2 = -mg_sin_poly(q2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double c3 = mg_cos_poly(q3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double c3_dq3 = -mg_sin_poly(q3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double c4 = mg_cos_poly(q4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double c4_dq4 = -mg_sin_poly(q4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double c5 = mg_cos_poly(q5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double c5_dq5 = -mg_sin_poly(q5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double c6 = mg_cos_poly(q6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double c6_dq6 = -mg_sin_poly(q6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double c7 = mg_cos_poly(q7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            const double c7_dq7 = -mg_sin_poly(q7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double cp7_x = (0.002573605371338202)*c7 + (0.0020344399586617965)*c7_dq7;
             const double cp7_z = (0.0020344399586617965)*c7 - 0.002573605371338202*c7_dq7;
             const double IJ7_C2 = c7*c7 - c7_dq7*c7_dq7;
@@ -10880,6 +10917,8 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
             const double cse21 = omega_p2_x_dq2*omega_p2_x_dq2;
             const double oo2_yy = cse21;
             const double oo2_yy_dqd1 = 2.0*omega_p2_x_dq2*omega_p2_y_dqd1;
+            const double oo2_zz = qd2*qd2;
+            const double oo2_zz_dqd2 = 2.0*qd2;
             const double oo2_xy = cse20;
             const double oo2_xy_dq2 = -cse19 + cse21;
             const double oo2_xy_dqd1 = omega_p2_x*omega_p2_y_dqd1 + omega_p2_x_dq2*omega_p2_x_dqd1;
@@ -10888,6 +10927,7 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
             const double oo2_W_11 = -oo2_xx - oo2_zz;
             const double oo2_W_11_dq2 = -oo2_xx_dq2;
             const double oo2_W_11_dqd1 = -oo2_xx_dqd1;
+            const double oo2_W_11_dqd2 = -oo2_zz_dqd2;
             const double omega_p3_x = c3*omega_p2_x - c3_dq3*qd2;
             const double omega_p3_x_dq2 = c3*omega_p2_x_dq2;
             const double omega_p3_x_dq3 = c3*qd2 + c3_dq3*omega_p2_x;
@@ -10910,6 +10950,7 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
             const double a3_z = -a2_x_dq2 + (0.316)*oo2_W_11;
             const double a3_z_dq2 = a2_x + (0.316)*oo2_W_11_dq2;
             const double a3_z_dqd1 = (0.316)*oo2_W_11_dqd1;
+            const double a3_z_dqd2 = (0.316)*oo2_W_11_dqd2;
             const double cse27 = omega_p3_x*omega_p3_x;
             const double oo3_xx = cse27;
             const double cse28 = 2.0*omega_p3_x;
@@ -11046,6 +11087,7 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
             const double oo4_W_22 = -oo4_xx - oo4_yy;
             const double oo4_W_22_dq2 = -oo4_xx_dq2 - oo4_yy_dq2;
             const double oo4_W_22_dq3 = -oo4_xx_dq3 - oo4_yy_dq3;
+            const double oo4_W_22_dq4 = 0.0;
             const double oo4_W_22_dqd1 = -oo4_xx_dqd1 - oo4_yy_dqd1;
             const double oo4_W_22_dqd2 = -oo4_xx_dqd2 - oo4_yy_dqd2;
             const double oo4_W_22_dqd3 = -oo4_xx_dqd3 - oo4_yy_dqd3;
@@ -11557,6 +11599,7 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
             const double F_c3_z = -F3_x*c3_dq3 + F3_y*c3;
             const double cse128 = (0.0022610063699999997)*a2_x_dq2;
             const double cse129 = -cse128;
+            const double cse130 = (0.0007689361029464)*oo2_zz;
             const double N2_x = -0.316*F_c3_z + N3_x*c3 + N3_y*c3_dq3 + cse129 - cse130 + (0.006914218813516801)*epsd2_x - 0.00796671776787104*epsd2_x_dq2 + (0.01026110182100817)*oo2_xy + (0.0007689361029464)*oo2_yy;
             const double cse131 = -0.0022610063699999997*a2_x + (0.01026110182100817)*oo2_xx + (0.0007689361029464)*oo2_xy - 0.01026110182100817*oo2_zz;
             const double N2_y = -N3_z - cse131 - 0.00796671776787104*epsd2_x + (0.04615576498986361)*epsd2_x_dq2;
@@ -12984,6 +13027,12 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_panda_forward_dynamics_derivatives(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, Q + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, dqdd_dq + (mg_i + mg_l) * 49, dqdd_dqd + (mg_i + mg_l) * 49, dqdd_dQ + (mg_i + mg_l) * 49);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 7; ++mg_j) qdd[(mg_i + mg_l) * 7 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 49; ++mg_j) dqdd_dq[(mg_i + mg_l) * 49 + mg_j] = mg_o_dqdd_dq[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 49; ++mg_j) dqdd_dqd[(mg_i + mg_l) * 49 + mg_j] = mg_o_dqdd_dqd[mg_j][mg_l];
@@ -13032,18 +13081,18 @@ int mechgen_panda_regressor(const double *restrict q, const double *restrict qd,
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
     const double qdd7 = qdd[6];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
     const double omega_p2_x = -qd1*s2;
     const double omega_p2_y = -c2*qd1;
     const double cse0 = omega_p2_y*qd2;
@@ -14115,38 +14164,37 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_Y[490][8];
-        double mg_w_qd2[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
         double mg_w_qd1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
+        double mg_w_qd2[8];
         double mg_w_qdd1[8];
         double mg_w_qdd2[8];
-        double mg_w_ww2_2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         double mg_w_qd3[8];
         double mg_w_qdd3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
         double mg_w_qd7[8];
         double mg_w_qdd7[8];
-        double mg_w_cse80[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 7 + 0];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 7 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
@@ -14162,63 +14210,44 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double cse3 = qd2*qd2;
-            const double ww2_2 = cse3;
-            const double cse80 = -cse3;
-            mg_w_ww2_2[mg_l] = ww2_2;
-            mg_w_cse80[mg_l] = cse80;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 7 + 1];
-            const double q3 = q[(mg_i + mg_l) * 7 + 2];
-            const double q4 = q[(mg_i + mg_l) * 7 + 3];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double q6 = q[(mg_i + mg_l) * 7 + 5];
-            const double q7 = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
-            const double ww2_2 = mg_w_ww2_2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
             const double qdd7 = mg_w_qdd7[mg_l];
-            const double cse80 = mg_w_cse80[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double omega_p2_x = -qd1*s2;
             const double omega_p2_y = -c2*qd1;
             const double cse0 = omega_p2_y*qd2;
@@ -14229,6 +14258,8 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
             const double a2_y = -9.81*c2;
             const double cse2 = omega_p2_x*omega_p2_x;
             const double ww2_0 = cse2;
+            const double cse3 = qd2*qd2;
+            const double ww2_2 = cse3;
             const double cse4 = omega_p2_x*omega_p2_y;
             const double cse5 = cse4 - qdd2;
             const double U2_01 = cse5;
@@ -14419,6 +14450,7 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
             const double cse79 = -cse0;
             const double n2_I_yy_x = cse79;
             const double n2_I_yy_z = cse4;
+            const double cse80 = -cse3;
             const double n2_I_xz_y = -cse2 - cse80;
             const double n2_I_xz_z = cse79 + epsd2_x;
             const double n2_I_yz_x = cse78 + cse80;
@@ -15277,6 +15309,12 @@ int64_t mechgen_panda_regressor_batch(int64_t n, const double *q, const double *
             mg_o_Y[489][mg_l] = epsd7_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_panda_regressor(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, Y + (mg_i + mg_l) * 490);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 490; ++mg_j) Y[(mg_i + mg_l) * 490 + mg_j] = mg_o_Y[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -15315,18 +15353,18 @@ int mechgen_panda_base_regressor(const double *restrict q, const double *restric
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
     const double qdd7 = qdd[6];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
     const double omega_p2_x = -qd1*s2;
     const double omega_p2_y = -c2*qd1;
     const double cse0 = omega_p2_y*qd2;
@@ -16112,38 +16150,37 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_Y_b[301][8];
-        double mg_w_qd2[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
         double mg_w_qd1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
+        double mg_w_qd2[8];
         double mg_w_qdd1[8];
         double mg_w_qdd2[8];
-        double mg_w_ww2_2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         double mg_w_qd3[8];
         double mg_w_qdd3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
         double mg_w_qd7[8];
         double mg_w_qdd7[8];
-        double mg_w_cse69[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 7 + 0];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 7 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
@@ -16159,63 +16196,44 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double cse3 = qd2*qd2;
-            const double ww2_2 = cse3;
-            const double cse69 = -cse3;
-            mg_w_ww2_2[mg_l] = ww2_2;
-            mg_w_cse69[mg_l] = cse69;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 7 + 1];
-            const double q3 = q[(mg_i + mg_l) * 7 + 2];
-            const double q4 = q[(mg_i + mg_l) * 7 + 3];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double q6 = q[(mg_i + mg_l) * 7 + 5];
-            const double q7 = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
-            const double ww2_2 = mg_w_ww2_2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
             const double qdd7 = mg_w_qdd7[mg_l];
-            const double cse69 = mg_w_cse69[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double omega_p2_x = -qd1*s2;
             const double omega_p2_y = -c2*qd1;
             const double cse0 = omega_p2_y*qd2;
@@ -16226,6 +16244,8 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
             const double a2_y = -9.81*c2;
             const double cse2 = omega_p2_x*omega_p2_x;
             const double ww2_0 = cse2;
+            const double cse3 = qd2*qd2;
+            const double ww2_2 = cse3;
             const double cse4 = omega_p2_x*omega_p2_y;
             const double cse5 = cse4 - qdd2;
             const double U2_01 = cse5;
@@ -16394,6 +16414,7 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
             const double n2_I_xy_x = cse67 + epsd2_y;
             const double cse68 = omega_p2_y*omega_p2_y;
             const double n2_I_xy_z = cse2 - cse68;
+            const double cse69 = -cse3;
             const double n2_I_xz_y = -cse2 - cse69;
             const double n2_I_xz_z = -cse0 + epsd2_x;
             const double n2_I_yz_x = cse68 + cse69;
@@ -16988,6 +17009,12 @@ int64_t mechgen_panda_base_regressor_batch(int64_t n, const double *q, const dou
             mg_o_Y_b[300][mg_l] = epsd7_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_panda_base_regressor(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, Y_b + (mg_i + mg_l) * 301);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 301; ++mg_j) Y_b[(mg_i + mg_l) * 301 + mg_j] = mg_o_Y_b[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -17068,18 +17095,18 @@ int mechgen_panda_base_inverse_dynamics(const double *restrict q, const double *
     const double beta41 = beta[40];
     const double beta42 = beta[41];
     const double beta43 = beta[42];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
     const double omega_p2_x = -qd1*s2;
     const double omega_p2_y = -c2*qd1;
     const double cse0 = omega_p2_y*qd2;
@@ -17268,32 +17295,26 @@ int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, co
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_Q[7][8];
-        double mg_w_qd2[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
         double mg_w_qd1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
+        double mg_w_qd2[8];
         double mg_w_qdd1[8];
         double mg_w_qdd2[8];
-        double mg_w_ww2_2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         double mg_w_qd3[8];
         double mg_w_qdd3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
         double mg_w_qd7[8];
         double mg_w_qdd7[8];
         double mg_w_beta37[8];
@@ -17340,8 +17361,14 @@ int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, co
         double mg_w_beta2[8];
         double mg_w_beta1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 7 + 1];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 7 + 0];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 7 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
@@ -17400,57 +17427,24 @@ int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, co
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double ww2_2 = qd2*qd2;
-            mg_w_ww2_2[mg_l] = ww2_2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 7 + 1];
-            const double q3 = q[(mg_i + mg_l) * 7 + 2];
-            const double q4 = q[(mg_i + mg_l) * 7 + 3];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double q6 = q[(mg_i + mg_l) * 7 + 5];
-            const double q7 = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
-            const double ww2_2 = mg_w_ww2_2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
             const double qdd7 = mg_w_qdd7[mg_l];
             const double beta37 = mg_w_beta37[mg_l];
@@ -17496,6 +17490,24 @@ int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, co
             const double beta3 = mg_w_beta3[mg_l];
             const double beta2 = mg_w_beta2[mg_l];
             const double beta1 = mg_w_beta1[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double omega_p2_x = -qd1*s2;
             const double omega_p2_y = -c2*qd1;
             const double cse0 = omega_p2_y*qd2;
@@ -17504,6 +17516,7 @@ int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, co
             const double a2_x = -9.81*s2;
             const double a2_y = -9.81*c2;
             const double ww2_0 = omega_p2_x*omega_p2_x;
+            const double ww2_2 = qd2*qd2;
             const double U2_01 = omega_p2_x*omega_p2_y - qdd2;
             const double U2_11 = -ww2_0 - ww2_2;
             const double U2_21 = cse0 + epsd2_x;
@@ -17673,6 +17686,12 @@ int64_t mechgen_panda_base_inverse_dynamics_batch(int64_t n, const double *q, co
             mg_o_Q[6][mg_l] = N7_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_panda_base_inverse_dynamics(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, beta + (mg_i + mg_l) * 43, Q + (mg_i + mg_l) * 7);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 7; ++mg_j) Q[(mg_i + mg_l) * 7 + mg_j] = mg_o_Q[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }

@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "space_arm7.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 91 adds, 149 muls, 20 trig (260 total) */
 int mechgen_space_arm7_forward_kinematics(const double *restrict q, const double *restrict p, double *restrict r, double *restrict tau)
@@ -22,24 +140,24 @@ int mechgen_space_arm7_forward_kinematics(const double *restrict q, const double
     const double q11 = q[10];
     const double q12 = q[11];
     const double q13 = q[12];
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c4*c5;
     const double tau5_02 = -c5*s4;
     const double tau5_10 = -c4*s5;
     const double tau5_12 = s4*s5;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_10 = c6*tau5_10 + s4*s6;
     const double tau6_11 = c5*c6;
     const double tau6_12 = c4*s6 + c6*tau5_12;
     const double tau6_20 = c6*s4 - s6*tau5_10;
     const double tau6_21 = -c5*s6;
     const double tau6_22 = c4*c6 - s6*tau5_12;
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
     const double tau7_00 = c7*tau5_00 + s7*tau6_10;
     const double tau7_01 = c7*s5 + s7*tau6_11;
     const double tau7_02 = c7*tau5_02 + s7*tau6_12;
@@ -52,8 +170,8 @@ int mechgen_space_arm7_forward_kinematics(const double *restrict q, const double
     const double r7_x = q1 + r_rel0_7_x;
     const double r7_y = q2 + r_rel0_7_y;
     const double r7_z = q3 + r_rel0_7_z;
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
     const double tau8_00 = c8*tau7_00 - s8*tau6_20;
     const double tau8_01 = c8*tau7_01 - s8*tau6_21;
     const double tau8_02 = c8*tau7_02 - s8*tau6_22;
@@ -66,8 +184,8 @@ int mechgen_space_arm7_forward_kinematics(const double *restrict q, const double
     const double r8_x = r7_x + r_rel0_8_x;
     const double r8_y = r7_y + r_rel0_8_y;
     const double r8_z = r7_z + r_rel0_8_z;
-    const double c9 = cos(q9);
-    const double s9 = sin(q9);
+    double s9, c9;
+    mg_sincos(q9, &s9, &c9);
     const double tau9_10 = c9*tau7_10 + s9*tau8_20;
     const double tau9_11 = c9*tau7_11 + s9*tau8_21;
     const double tau9_12 = c9*tau7_12 + s9*tau8_22;
@@ -80,8 +198,8 @@ int mechgen_space_arm7_forward_kinematics(const double *restrict q, const double
     const double r9_x = r8_x + r_rel0_9_x;
     const double r9_y = r8_y + r_rel0_9_y;
     const double r9_z = r8_z + r_rel0_9_z;
-    const double c10 = cos(q10);
-    const double s10 = sin(q10);
+    double s10, c10;
+    mg_sincos(q10, &s10, &c10);
     const double tau10_10 = c10*tau9_10 + s10*tau9_20;
     const double tau10_11 = c10*tau9_11 + s10*tau9_21;
     const double tau10_12 = c10*tau9_12 + s10*tau9_22;
@@ -94,8 +212,8 @@ int mechgen_space_arm7_forward_kinematics(const double *restrict q, const double
     const double r10_x = r9_x + r_rel0_10_x;
     const double r10_y = r9_y + r_rel0_10_y;
     const double r10_z = r9_z + r_rel0_10_z;
-    const double c11 = cos(q11);
-    const double s11 = sin(q11);
+    double s11, c11;
+    mg_sincos(q11, &s11, &c11);
     const double tau11_10 = c11*tau10_10 + s11*tau10_20;
     const double tau11_11 = c11*tau10_11 + s11*tau10_21;
     const double tau11_12 = c11*tau10_12 + s11*tau10_22;
@@ -108,8 +226,8 @@ int mechgen_space_arm7_forward_kinematics(const double *restrict q, const double
     const double r11_x = r10_x + r_rel0_11_x;
     const double r11_y = r10_y + r_rel0_11_y;
     const double r11_z = r10_z + r_rel0_11_z;
-    const double c12 = cos(q12);
-    const double s12 = sin(q12);
+    double s12, c12;
+    mg_sincos(q12, &s12, &c12);
     const double theta_J12_00 = (0.5)*tau11_10 + 0.8660254037844386*tau8_00;
     const double theta_J12_01 = (0.5)*tau11_11 + 0.8660254037844386*tau8_01;
     const double theta_J12_02 = (0.5)*tau11_12 + 0.8660254037844386*tau8_02;
@@ -128,8 +246,8 @@ int mechgen_space_arm7_forward_kinematics(const double *restrict q, const double
     const double r12_x = r11_x + r_rel0_12_x;
     const double r12_y = r11_y + r_rel0_12_y;
     const double r12_z = r11_z + r_rel0_12_z;
-    const double c13 = cos(q13);
-    const double s13 = sin(q13);
+    double s13, c13;
+    mg_sincos(q13, &s13, &c13);
     const double tau13_00 = c13*tau12_00 + s13*theta_J12_10;
     const double tau13_01 = c13*tau12_01 + s13*theta_J12_11;
     const double tau13_02 = c13*tau12_02 + s13*theta_J12_12;
@@ -268,103 +386,74 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[27][8];
         double mg_o_tau[81][8];
-        double mg_w_c4[8];
-        double mg_w_c5[8];
-        double mg_w_s4[8];
-        double mg_w_s5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
-        double mg_w_c9[8];
-        double mg_w_s9[8];
-        double mg_w_c10[8];
-        double mg_w_s10[8];
-        double mg_w_c11[8];
-        double mg_w_s11[8];
-        double mg_w_c12[8];
-        double mg_w_s12[8];
-        double mg_w_c13[8];
-        double mg_w_s13[8];
+        double mg_w_q8[8];
+        double mg_w_q9[8];
+        double mg_w_q10[8];
+        double mg_w_q11[8];
+        double mg_w_q12[8];
+        double mg_w_q13[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 13 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 13 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 13 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 13 + 6];
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 13 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 13 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 13 + 2];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q4 = q[(mg_i + mg_l) * 13 + 3];
-            const double q5 = q[(mg_i + mg_l) * 13 + 4];
-            const double q6 = q[(mg_i + mg_l) * 13 + 5];
-            const double q7 = q[(mg_i + mg_l) * 13 + 6];
-            const double q8 = q[(mg_i + mg_l) * 13 + 7];
-            const double q9 = q[(mg_i + mg_l) * 13 + 8];
-            const double q10 = q[(mg_i + mg_l) * 13 + 9];
-            const double q11 = q[(mg_i + mg_l) * 13 + 10];
-            const double q12 = q[(mg_i + mg_l) * 13 + 11];
-            const double q13 = q[(mg_i + mg_l) * 13 + 12];
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-            mg_w_c9[mg_l] = cos(q9);
-            mg_w_s9[mg_l] = sin(q9);
-            mg_w_c10[mg_l] = cos(q10);
-            mg_w_s10[mg_l] = sin(q10);
-            mg_w_c11[mg_l] = cos(q11);
-            mg_w_s11[mg_l] = sin(q11);
-            mg_w_c12[mg_l] = cos(q12);
-            mg_w_s12[mg_l] = sin(q12);
-            mg_w_c13[mg_l] = cos(q13);
-            mg_w_s13[mg_l] = sin(q13);
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 13 + 7];
+            mg_w_q9[mg_l] = q[(mg_i + mg_l) * 13 + 8];
+            mg_w_q10[mg_l] = q[(mg_i + mg_l) * 13 + 9];
+            mg_w_q11[mg_l] = q[(mg_i + mg_l) * 13 + 10];
+            mg_w_q12[mg_l] = q[(mg_i + mg_l) * 13 + 11];
+            mg_w_q13[mg_l] = q[(mg_i + mg_l) * 13 + 12];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c4 = mg_w_c4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
-            const double c9 = mg_w_c9[mg_l];
-            const double s9 = mg_w_s9[mg_l];
-            const double c10 = mg_w_c10[mg_l];
-            const double s10 = mg_w_s10[mg_l];
-            const double c11 = mg_w_c11[mg_l];
-            const double s11 = mg_w_s11[mg_l];
-            const double c12 = mg_w_c12[mg_l];
-            const double s12 = mg_w_s12[mg_l];
-            const double c13 = mg_w_c13[mg_l];
-            const double s13 = mg_w_s13[mg_l];
+            const double q8 = mg_w_q8[mg_l];
+            const double q9 = mg_w_q9[mg_l];
+            const double q10 = mg_w_q10[mg_l];
+            const double q11 = mg_w_q11[mg_l];
+            const double q12 = mg_w_q12[mg_l];
+            const double q13 = mg_w_q13[mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c4*c5;
             const double tau5_02 = -c5*s4;
             const double tau5_10 = -c4*s5;
             const double tau5_12 = s4*s5;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_10 = c6*tau5_10 + s4*s6;
             const double tau6_11 = c5*c6;
             const double tau6_12 = c4*s6 + c6*tau5_12;
             const double tau6_20 = c6*s4 - s6*tau5_10;
             const double tau6_21 = -c5*s6;
             const double tau6_22 = c4*c6 - s6*tau5_12;
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double tau7_00 = c7*tau5_00 + s7*tau6_10;
             const double tau7_01 = c7*s5 + s7*tau6_11;
             const double tau7_02 = c7*tau5_02 + s7*tau6_12;
@@ -377,6 +466,9 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
             const double r7_x = q1 + r_rel0_7_x;
             const double r7_y = q2 + r_rel0_7_y;
             const double r7_z = q3 + r_rel0_7_z;
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double tau8_00 = c8*tau7_00 - s8*tau6_20;
             const double tau8_01 = c8*tau7_01 - s8*tau6_21;
             const double tau8_02 = c8*tau7_02 - s8*tau6_22;
@@ -389,6 +481,9 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
             const double r8_x = r7_x + r_rel0_8_x;
             const double r8_y = r7_y + r_rel0_8_y;
             const double r8_z = r7_z + r_rel0_8_z;
+            double s9, c9;
+            mg_sincos_poly(q9, &s9, &c9);
+            mg_range[mg_l] |= mg_trig_out_of_range(q9);
             const double tau9_10 = c9*tau7_10 + s9*tau8_20;
             const double tau9_11 = c9*tau7_11 + s9*tau8_21;
             const double tau9_12 = c9*tau7_12 + s9*tau8_22;
@@ -401,6 +496,9 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
             const double r9_x = r8_x + r_rel0_9_x;
             const double r9_y = r8_y + r_rel0_9_y;
             const double r9_z = r8_z + r_rel0_9_z;
+            double s10, c10;
+            mg_sincos_poly(q10, &s10, &c10);
+            mg_range[mg_l] |= mg_trig_out_of_range(q10);
             const double tau10_10 = c10*tau9_10 + s10*tau9_20;
             const double tau10_11 = c10*tau9_11 + s10*tau9_21;
             const double tau10_12 = c10*tau9_12 + s10*tau9_22;
@@ -413,6 +511,9 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
             const double r10_x = r9_x + r_rel0_10_x;
             const double r10_y = r9_y + r_rel0_10_y;
             const double r10_z = r9_z + r_rel0_10_z;
+            double s11, c11;
+            mg_sincos_poly(q11, &s11, &c11);
+            mg_range[mg_l] |= mg_trig_out_of_range(q11);
             const double tau11_10 = c11*tau10_10 + s11*tau10_20;
             const double tau11_11 = c11*tau10_11 + s11*tau10_21;
             const double tau11_12 = c11*tau10_12 + s11*tau10_22;
@@ -425,6 +526,9 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
             const double r11_x = r10_x + r_rel0_11_x;
             const double r11_y = r10_y + r_rel0_11_y;
             const double r11_z = r10_z + r_rel0_11_z;
+            double s12, c12;
+            mg_sincos_poly(q12, &s12, &c12);
+            mg_range[mg_l] |= mg_trig_out_of_range(q12);
             const double theta_J12_00 = (0.5)*tau11_10 + 0.8660254037844386*tau8_00;
             const double theta_J12_01 = (0.5)*tau11_11 + 0.8660254037844386*tau8_01;
             const double theta_J12_02 = (0.5)*tau11_12 + 0.8660254037844386*tau8_02;
@@ -443,6 +547,9 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
             const double r12_x = r11_x + r_rel0_12_x;
             const double r12_y = r11_y + r_rel0_12_y;
             const double r12_z = r11_z + r_rel0_12_z;
+            double s13, c13;
+            mg_sincos_poly(q13, &s13, &c13);
+            mg_range[mg_l] |= mg_trig_out_of_range(q13);
             const double tau13_00 = c13*tau12_00 + s13*theta_J12_10;
             const double tau13_01 = c13*tau12_01 + s13*theta_J12_11;
             const double tau13_02 = c13*tau12_02 + s13*theta_J12_12;
@@ -571,6 +678,12 @@ int64_t mechgen_space_arm7_forward_kinematics_batch(int64_t n, const double *q, 
             mg_o_tau[80][mg_l] = tau12_22;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_space_arm7_forward_kinematics(q + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, r + (mg_i + mg_l) * 27, tau + (mg_i + mg_l) * 81);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 27; ++mg_j) r[(mg_i + mg_l) * 27 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 81; ++mg_j) tau[(mg_i + mg_l) * 81 + mg_j] = mg_o_tau[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -599,24 +712,24 @@ int mechgen_space_arm7_jacobians(const double *restrict q, const double *restric
     const double q10 = q[9];
     const double q11 = q[10];
     const double q12 = q[11];
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c4*c5;
     const double tau5_02 = -c5*s4;
     const double tau5_10 = -c4*s5;
     const double tau5_12 = s4*s5;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_10 = c6*tau5_10 + s4*s6;
     const double tau6_11 = c5*c6;
     const double tau6_12 = c4*s6 + c6*tau5_12;
     const double tau6_20 = c6*s4 - s6*tau5_10;
     const double tau6_21 = -c5*s6;
     const double tau6_22 = c4*c6 - s6*tau5_12;
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
     const double tau7_00 = c7*tau5_00 + s7*tau6_10;
     const double tau7_01 = c7*s5 + s7*tau6_11;
     const double tau7_02 = c7*tau5_02 + s7*tau6_12;
@@ -632,8 +745,8 @@ int mechgen_space_arm7_jacobians(const double *restrict q, const double *restric
     const double T7_6_x = -r_rel0_7_y*tau5_02 + r_rel0_7_z*s5;
     const double T7_6_y = r_rel0_7_x*tau5_02 - r_rel0_7_z*tau5_00;
     const double T7_6_z = -r_rel0_7_x*s5 + r_rel0_7_y*tau5_00;
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
     const double tau8_00 = c8*tau7_00 - s8*tau6_20;
     const double tau8_01 = c8*tau7_01 - s8*tau6_21;
     const double tau8_02 = c8*tau7_02 - s8*tau6_22;
@@ -654,8 +767,8 @@ int mechgen_space_arm7_jacobians(const double *restrict q, const double *restric
     const double T8_7_x = -r_rel0_8_y*tau6_22 + r_rel0_8_z*tau6_21;
     const double T8_7_y = r_rel0_8_x*tau6_22 - r_rel0_8_z*tau6_20;
     const double T8_7_z = -r_rel0_8_x*tau6_21 + r_rel0_8_y*tau6_20;
-    const double c9 = cos(q9);
-    const double s9 = sin(q9);
+    double s9, c9;
+    mg_sincos(q9, &s9, &c9);
     const double tau9_10 = c9*tau7_10 + s9*tau8_20;
     const double tau9_11 = c9*tau7_11 + s9*tau8_21;
     const double tau9_12 = c9*tau7_12 + s9*tau8_22;
@@ -679,8 +792,8 @@ int mechgen_space_arm7_jacobians(const double *restrict q, const double *restric
     const double T9_8_x = -r_rel0_9_y*tau7_12 + r_rel0_9_z*tau7_11;
     const double T9_8_y = r_rel0_9_x*tau7_12 - r_rel0_9_z*tau7_10;
     const double T9_8_z = -r_rel0_9_x*tau7_11 + r_rel0_9_y*tau7_10;
-    const double c10 = cos(q10);
-    const double s10 = sin(q10);
+    double s10, c10;
+    mg_sincos(q10, &s10, &c10);
     const double tau10_10 = c10*tau9_10 + s10*tau9_20;
     const double tau10_11 = c10*tau9_11 + s10*tau9_21;
     const double tau10_12 = c10*tau9_12 + s10*tau9_22;
@@ -707,8 +820,8 @@ int mechgen_space_arm7_jacobians(const double *restrict q, const double *restric
     const double T10_9_x = -r_rel0_10_y*tau8_02 + r_rel0_10_z*tau8_01;
     const double T10_9_y = r_rel0_10_x*tau8_02 - r_rel0_10_z*tau8_00;
     const double T10_9_z = -r_rel0_10_x*tau8_01 + r_rel0_10_y*tau8_00;
-    const double c11 = cos(q11);
-    const double s11 = sin(q11);
+    double s11, c11;
+    mg_sincos(q11, &s11, &c11);
     const double tau11_10 = c11*tau10_10 + s11*tau10_20;
     const double tau11_11 = c11*tau10_11 + s11*tau10_21;
     const double tau11_12 = c11*tau10_12 + s11*tau10_22;
@@ -741,8 +854,8 @@ int mechgen_space_arm7_jacobians(const double *restrict q, const double *restric
     const double T11_10_x = -cse0 + r_rel0_11_z*tau8_01;
     const double T11_10_y = cse1;
     const double T11_10_z = -cse2 + r_rel0_11_y*tau8_00;
-    const double c12 = cos(q12);
-    const double s12 = sin(q12);
+    double s12, c12;
+    mg_sincos(q12, &s12, &c12);
     const double theta_J12_00 = (0.5)*tau11_10 + 0.8660254037844386*tau8_00;
     const double theta_J12_01 = (0.5)*tau11_11 + 0.8660254037844386*tau8_01;
     const double theta_J12_02 = (0.5)*tau11_12 + 0.8660254037844386*tau8_02;
@@ -1564,85 +1677,62 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[351][8];
         double mg_o_R[351][8];
-        double mg_w_c4[8];
-        double mg_w_c5[8];
-        double mg_w_s4[8];
-        double mg_w_s5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
-        double mg_w_c9[8];
-        double mg_w_s9[8];
-        double mg_w_c10[8];
-        double mg_w_s10[8];
-        double mg_w_c11[8];
-        double mg_w_s11[8];
-        double mg_w_c12[8];
-        double mg_w_s12[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
+        double mg_w_q8[8];
+        double mg_w_q9[8];
+        double mg_w_q10[8];
+        double mg_w_q11[8];
+        double mg_w_q12[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q4 = q[(mg_i + mg_l) * 13 + 3];
-            const double q5 = q[(mg_i + mg_l) * 13 + 4];
-            const double q6 = q[(mg_i + mg_l) * 13 + 5];
-            const double q7 = q[(mg_i + mg_l) * 13 + 6];
-            const double q8 = q[(mg_i + mg_l) * 13 + 7];
-            const double q9 = q[(mg_i + mg_l) * 13 + 8];
-            const double q10 = q[(mg_i + mg_l) * 13 + 9];
-            const double q11 = q[(mg_i + mg_l) * 13 + 10];
-            const double q12 = q[(mg_i + mg_l) * 13 + 11];
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-            mg_w_c9[mg_l] = cos(q9);
-            mg_w_s9[mg_l] = sin(q9);
-            mg_w_c10[mg_l] = cos(q10);
-            mg_w_s10[mg_l] = sin(q10);
-            mg_w_c11[mg_l] = cos(q11);
-            mg_w_s11[mg_l] = sin(q11);
-            mg_w_c12[mg_l] = cos(q12);
-            mg_w_s12[mg_l] = sin(q12);
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 13 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 13 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 13 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 13 + 6];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 13 + 7];
+            mg_w_q9[mg_l] = q[(mg_i + mg_l) * 13 + 8];
+            mg_w_q10[mg_l] = q[(mg_i + mg_l) * 13 + 9];
+            mg_w_q11[mg_l] = q[(mg_i + mg_l) * 13 + 10];
+            mg_w_q12[mg_l] = q[(mg_i + mg_l) * 13 + 11];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c4 = mg_w_c4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
-            const double c9 = mg_w_c9[mg_l];
-            const double s9 = mg_w_s9[mg_l];
-            const double c10 = mg_w_c10[mg_l];
-            const double s10 = mg_w_s10[mg_l];
-            const double c11 = mg_w_c11[mg_l];
-            const double s11 = mg_w_s11[mg_l];
-            const double c12 = mg_w_c12[mg_l];
-            const double s12 = mg_w_s12[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            const double q8 = mg_w_q8[mg_l];
+            const double q9 = mg_w_q9[mg_l];
+            const double q10 = mg_w_q10[mg_l];
+            const double q11 = mg_w_q11[mg_l];
+            const double q12 = mg_w_q12[mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c4*c5;
             const double tau5_02 = -c5*s4;
             const double tau5_10 = -c4*s5;
             const double tau5_12 = s4*s5;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_10 = c6*tau5_10 + s4*s6;
             const double tau6_11 = c5*c6;
             const double tau6_12 = c4*s6 + c6*tau5_12;
             const double tau6_20 = c6*s4 - s6*tau5_10;
             const double tau6_21 = -c5*s6;
             const double tau6_22 = c4*c6 - s6*tau5_12;
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double tau7_00 = c7*tau5_00 + s7*tau6_10;
             const double tau7_01 = c7*s5 + s7*tau6_11;
             const double tau7_02 = c7*tau5_02 + s7*tau6_12;
@@ -1658,6 +1748,9 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
             const double T7_6_x = -r_rel0_7_y*tau5_02 + r_rel0_7_z*s5;
             const double T7_6_y = r_rel0_7_x*tau5_02 - r_rel0_7_z*tau5_00;
             const double T7_6_z = -r_rel0_7_x*s5 + r_rel0_7_y*tau5_00;
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double tau8_00 = c8*tau7_00 - s8*tau6_20;
             const double tau8_01 = c8*tau7_01 - s8*tau6_21;
             const double tau8_02 = c8*tau7_02 - s8*tau6_22;
@@ -1678,6 +1771,9 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
             const double T8_7_x = -r_rel0_8_y*tau6_22 + r_rel0_8_z*tau6_21;
             const double T8_7_y = r_rel0_8_x*tau6_22 - r_rel0_8_z*tau6_20;
             const double T8_7_z = -r_rel0_8_x*tau6_21 + r_rel0_8_y*tau6_20;
+            double s9, c9;
+            mg_sincos_poly(q9, &s9, &c9);
+            mg_range[mg_l] |= mg_trig_out_of_range(q9);
             const double tau9_10 = c9*tau7_10 + s9*tau8_20;
             const double tau9_11 = c9*tau7_11 + s9*tau8_21;
             const double tau9_12 = c9*tau7_12 + s9*tau8_22;
@@ -1701,6 +1797,9 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
             const double T9_8_x = -r_rel0_9_y*tau7_12 + r_rel0_9_z*tau7_11;
             const double T9_8_y = r_rel0_9_x*tau7_12 - r_rel0_9_z*tau7_10;
             const double T9_8_z = -r_rel0_9_x*tau7_11 + r_rel0_9_y*tau7_10;
+            double s10, c10;
+            mg_sincos_poly(q10, &s10, &c10);
+            mg_range[mg_l] |= mg_trig_out_of_range(q10);
             const double tau10_10 = c10*tau9_10 + s10*tau9_20;
             const double tau10_11 = c10*tau9_11 + s10*tau9_21;
             const double tau10_12 = c10*tau9_12 + s10*tau9_22;
@@ -1727,6 +1826,9 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
             const double T10_9_x = -r_rel0_10_y*tau8_02 + r_rel0_10_z*tau8_01;
             const double T10_9_y = r_rel0_10_x*tau8_02 - r_rel0_10_z*tau8_00;
             const double T10_9_z = -r_rel0_10_x*tau8_01 + r_rel0_10_y*tau8_00;
+            double s11, c11;
+            mg_sincos_poly(q11, &s11, &c11);
+            mg_range[mg_l] |= mg_trig_out_of_range(q11);
             const double tau11_10 = c11*tau10_10 + s11*tau10_20;
             const double tau11_11 = c11*tau10_11 + s11*tau10_21;
             const double tau11_12 = c11*tau10_12 + s11*tau10_22;
@@ -1759,6 +1861,9 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
             const double T11_10_x = -cse0 + r_rel0_11_z*tau8_01;
             const double T11_10_y = cse1;
             const double T11_10_z = -cse2 + r_rel0_11_y*tau8_00;
+            double s12, c12;
+            mg_sincos_poly(q12, &s12, &c12);
+            mg_range[mg_l] |= mg_trig_out_of_range(q12);
             const double theta_J12_00 = (0.5)*tau11_10 + 0.8660254037844386*tau8_00;
             const double theta_J12_01 = (0.5)*tau11_11 + 0.8660254037844386*tau8_01;
             const double theta_J12_02 = (0.5)*tau11_12 + 0.8660254037844386*tau8_02;
@@ -2570,6 +2675,12 @@ int64_t mechgen_space_arm7_jacobians_batch(int64_t n, const double *q, const dou
             mg_o_R[350][mg_l] = tau12_22;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_space_arm7_jacobians(q + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, T + (mg_i + mg_l) * 351, R + (mg_i + mg_l) * 351);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 351; ++mg_j) T[(mg_i + mg_l) * 351 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 351; ++mg_j) R[(mg_i + mg_l) * 351 + mg_j] = mg_o_R[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -2611,10 +2722,10 @@ int mechgen_space_arm7_velocities(const double *restrict q, const double *restri
     const double qd11 = qd[10];
     const double qd12 = qd[11];
     const double qd13 = qd[12];
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c4*c5;
     const double tau5_02 = -c5*s4;
     const double tau5_10 = -c4*s5;
@@ -2625,8 +2736,8 @@ int mechgen_space_arm7_velocities(const double *restrict q, const double *restri
     const double omega5_z = cse1;
     const double eps5_x = cse1*qd4;
     const double eps5_z = -cse0*qd4;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_10 = c6*tau5_10 + s4*s6;
     const double tau6_11 = c5*c6;
     const double tau6_12 = c4*s6 + c6*tau5_12;
@@ -2642,8 +2753,8 @@ int mechgen_space_arm7_velocities(const double *restrict q, const double *restri
     const double eps6_x = -cse3*omega5_z + cse4*qd4 + eps5_x;
     const double eps6_y = -cse4*omega5_x + omega5_z*qd6*tau5_00;
     const double eps6_z = -cse2*qd4 + cse3*omega5_x + eps5_z;
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
     const double tau7_00 = c7*tau5_00 + s7*tau6_10;
     const double tau7_01 = c7*s5 + s7*tau6_11;
     const double tau7_02 = c7*tau5_02 + s7*tau6_12;
@@ -2677,8 +2788,8 @@ int mechgen_space_arm7_velocities(const double *restrict q, const double *restri
     const double eps7_x = -cse6*omega6_z + cse7*omega6_y + eps6_x;
     const double eps7_y = cse5*omega6_z - cse7*omega6_x + eps6_y;
     const double eps7_z = -cse5*omega6_y + cse6*omega6_x + eps6_z;
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
     const double tau8_00 = c8*tau7_00 - s8*tau6_20;
     const double tau8_01 = c8*tau7_01 - s8*tau6_21;
     const double tau8_02 = c8*tau7_02 - s8*tau6_22;
@@ -2712,8 +2823,8 @@ int mechgen_space_arm7_velocities(const double *restrict q, const double *restri
     const double eps8_x = cse10*omega7_y - cse9*omega7_z + eps7_x;
     const double eps8_y = -cse10*omega7_x + cse8*omega7_z + eps7_y;
     const double eps8_z = -cse8*omega7_y + cse9*omega7_x + eps7_z;
-    const double c9 = cos(q9);
-    const double s9 = sin(q9);
+    double s9, c9;
+    mg_sincos(q9, &s9, &c9);
     const double tau9_10 = c9*tau7_10 + s9*tau8_20;
     const double tau9_11 = c9*tau7_11 + s9*tau8_21;
     const double tau9_12 = c9*tau7_12 + s9*tau8_22;
@@ -2747,8 +2858,8 @@ int mechgen_space_arm7_velocities(const double *restrict q, const double *restri
     const double eps9_x = -cse12*omega8_z + cse13*omega8_y + eps8_x;
     const double eps9_y = cse11*omega8_z - cse13*omega8_x + eps8_y;
     const double eps9_z = -cse11*omega8_y + cse12*omega8_x + eps8_z;
-    const double c10 = cos(q10);
-    const double s10 = sin(q10);
+    double s10, c10;
+    mg_sincos(q10, &s10, &c10);
     const double tau10_10 = c10*tau9_10 + s10*tau9_20;
     const double tau10_11 = c10*tau9_11 + s10*tau9_21;
     const double tau10_12 = c10*tau9_12 + s10*tau9_22;
@@ -2782,8 +2893,8 @@ int mechgen_space_arm7_velocities(const double *restrict q, const double *restri
     const double eps10_x = -cse15*omega9_z + cse16*omega9_y + eps9_x;
     const double eps10_y = cse14*omega9_z - cse16*omega9_x + eps9_y;
     const double eps10_z = -cse14*omega9_y + cse15*omega9_x + eps9_z;
-    const double c11 = cos(q11);
-    const double s11 = sin(q11);
+    double s11, c11;
+    mg_sincos(q11, &s11, &c11);
     const double tau11_10 = c11*tau10_10 + s11*tau10_20;
     const double tau11_11 = c11*tau10_11 + s11*tau10_21;
     const double tau11_12 = c11*tau10_12 + s11*tau10_22;
@@ -2817,8 +2928,8 @@ int mechgen_space_arm7_velocities(const double *restrict q, const double *restri
     const double eps11_x = -cse18*omega10_z + cse19*omega10_y + eps10_x;
     const double eps11_y = cse17*omega10_z - cse19*omega10_x + eps10_y;
     const double eps11_z = -cse17*omega10_y + cse18*omega10_x + eps10_z;
-    const double c12 = cos(q12);
-    const double s12 = sin(q12);
+    double s12, c12;
+    mg_sincos(q12, &s12, &c12);
     const double theta_J12_00 = (0.5)*tau11_10 + 0.8660254037844386*tau8_00;
     const double theta_J12_01 = (0.5)*tau11_11 + 0.8660254037844386*tau8_01;
     const double theta_J12_02 = (0.5)*tau11_12 + 0.8660254037844386*tau8_02;
@@ -2990,118 +3101,87 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_v[24][8];
         double mg_o_omega[24][8];
         double mg_o_w[24][8];
         double mg_o_eps[24][8];
-        double mg_w_c4[8];
-        double mg_w_c5[8];
-        double mg_w_s4[8];
-        double mg_w_s5[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
         double mg_w_qd4[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
+        double mg_w_q6[8];
         double mg_w_qd6[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
+        double mg_w_q7[8];
         double mg_w_qd7[8];
         double mg_w_qd1[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
+        double mg_w_q8[8];
         double mg_w_qd8[8];
-        double mg_w_c9[8];
-        double mg_w_s9[8];
+        double mg_w_q9[8];
         double mg_w_qd9[8];
-        double mg_w_c10[8];
-        double mg_w_s10[8];
+        double mg_w_q10[8];
         double mg_w_qd10[8];
-        double mg_w_c11[8];
-        double mg_w_s11[8];
+        double mg_w_q11[8];
         double mg_w_qd11[8];
-        double mg_w_c12[8];
-        double mg_w_s12[8];
+        double mg_w_q12[8];
         double mg_w_qd12[8];
         double mg_w_qd13[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 13 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 13 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 13 + 4];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 13 + 3];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 13 + 5];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 13 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 13 + 6];
             mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 13 + 6];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 13 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 13 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 13 + 2];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 13 + 7];
             mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 13 + 7];
+            mg_w_q9[mg_l] = q[(mg_i + mg_l) * 13 + 8];
             mg_w_qd9[mg_l] = qd[(mg_i + mg_l) * 13 + 8];
+            mg_w_q10[mg_l] = q[(mg_i + mg_l) * 13 + 9];
             mg_w_qd10[mg_l] = qd[(mg_i + mg_l) * 13 + 9];
+            mg_w_q11[mg_l] = q[(mg_i + mg_l) * 13 + 10];
             mg_w_qd11[mg_l] = qd[(mg_i + mg_l) * 13 + 10];
+            mg_w_q12[mg_l] = q[(mg_i + mg_l) * 13 + 11];
             mg_w_qd12[mg_l] = qd[(mg_i + mg_l) * 13 + 11];
             mg_w_qd13[mg_l] = qd[(mg_i + mg_l) * 13 + 12];
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q4 = q[(mg_i + mg_l) * 13 + 3];
-            const double q5 = q[(mg_i + mg_l) * 13 + 4];
-            const double q6 = q[(mg_i + mg_l) * 13 + 5];
-            const double q7 = q[(mg_i + mg_l) * 13 + 6];
-            const double q8 = q[(mg_i + mg_l) * 13 + 7];
-            const double q9 = q[(mg_i + mg_l) * 13 + 8];
-            const double q10 = q[(mg_i + mg_l) * 13 + 9];
-            const double q11 = q[(mg_i + mg_l) * 13 + 10];
-            const double q12 = q[(mg_i + mg_l) * 13 + 11];
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-            mg_w_c9[mg_l] = cos(q9);
-            mg_w_s9[mg_l] = sin(q9);
-            mg_w_c10[mg_l] = cos(q10);
-            mg_w_s10[mg_l] = sin(q10);
-            mg_w_c11[mg_l] = cos(q11);
-            mg_w_s11[mg_l] = sin(q11);
-            mg_w_c12[mg_l] = cos(q12);
-            mg_w_s12[mg_l] = sin(q12);
-        }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c4 = mg_w_c4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
+            const double q7 = mg_w_q7[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
+            const double q8 = mg_w_q8[mg_l];
             const double qd8 = mg_w_qd8[mg_l];
-            const double c9 = mg_w_c9[mg_l];
-            const double s9 = mg_w_s9[mg_l];
+            const double q9 = mg_w_q9[mg_l];
             const double qd9 = mg_w_qd9[mg_l];
-            const double c10 = mg_w_c10[mg_l];
-            const double s10 = mg_w_s10[mg_l];
+            const double q10 = mg_w_q10[mg_l];
             const double qd10 = mg_w_qd10[mg_l];
-            const double c11 = mg_w_c11[mg_l];
-            const double s11 = mg_w_s11[mg_l];
+            const double q11 = mg_w_q11[mg_l];
             const double qd11 = mg_w_qd11[mg_l];
-            const double c12 = mg_w_c12[mg_l];
-            const double s12 = mg_w_s12[mg_l];
+            const double q12 = mg_w_q12[mg_l];
             const double qd12 = mg_w_qd12[mg_l];
             const double qd13 = mg_w_qd13[mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c4*c5;
             const double tau5_02 = -c5*s4;
             const double tau5_10 = -c4*s5;
@@ -3112,6 +3192,9 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
             const double omega5_z = cse1;
             const double eps5_x = cse1*qd4;
             const double eps5_z = -cse0*qd4;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_10 = c6*tau5_10 + s4*s6;
             const double tau6_11 = c5*c6;
             const double tau6_12 = c4*s6 + c6*tau5_12;
@@ -3127,6 +3210,9 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
             const double eps6_x = -cse3*omega5_z + cse4*qd4 + eps5_x;
             const double eps6_y = -cse4*omega5_x + omega5_z*qd6*tau5_00;
             const double eps6_z = -cse2*qd4 + cse3*omega5_x + eps5_z;
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double tau7_00 = c7*tau5_00 + s7*tau6_10;
             const double tau7_01 = c7*s5 + s7*tau6_11;
             const double tau7_02 = c7*tau5_02 + s7*tau6_12;
@@ -3160,6 +3246,9 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
             const double eps7_x = -cse6*omega6_z + cse7*omega6_y + eps6_x;
             const double eps7_y = cse5*omega6_z - cse7*omega6_x + eps6_y;
             const double eps7_z = -cse5*omega6_y + cse6*omega6_x + eps6_z;
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double tau8_00 = c8*tau7_00 - s8*tau6_20;
             const double tau8_01 = c8*tau7_01 - s8*tau6_21;
             const double tau8_02 = c8*tau7_02 - s8*tau6_22;
@@ -3193,6 +3282,9 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
             const double eps8_x = cse10*omega7_y - cse9*omega7_z + eps7_x;
             const double eps8_y = -cse10*omega7_x + cse8*omega7_z + eps7_y;
             const double eps8_z = -cse8*omega7_y + cse9*omega7_x + eps7_z;
+            double s9, c9;
+            mg_sincos_poly(q9, &s9, &c9);
+            mg_range[mg_l] |= mg_trig_out_of_range(q9);
             const double tau9_10 = c9*tau7_10 + s9*tau8_20;
             const double tau9_11 = c9*tau7_11 + s9*tau8_21;
             const double tau9_12 = c9*tau7_12 + s9*tau8_22;
@@ -3226,6 +3318,9 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
             const double eps9_x = -cse12*omega8_z + cse13*omega8_y + eps8_x;
             const double eps9_y = cse11*omega8_z - cse13*omega8_x + eps8_y;
             const double eps9_z = -cse11*omega8_y + cse12*omega8_x + eps8_z;
+            double s10, c10;
+            mg_sincos_poly(q10, &s10, &c10);
+            mg_range[mg_l] |= mg_trig_out_of_range(q10);
             const double tau10_10 = c10*tau9_10 + s10*tau9_20;
             const double tau10_11 = c10*tau9_11 + s10*tau9_21;
             const double tau10_12 = c10*tau9_12 + s10*tau9_22;
@@ -3259,6 +3354,9 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
             const double eps10_x = -cse15*omega9_z + cse16*omega9_y + eps9_x;
             const double eps10_y = cse14*omega9_z - cse16*omega9_x + eps9_y;
             const double eps10_z = -cse14*omega9_y + cse15*omega9_x + eps9_z;
+            double s11, c11;
+            mg_sincos_poly(q11, &s11, &c11);
+            mg_range[mg_l] |= mg_trig_out_of_range(q11);
             const double tau11_10 = c11*tau10_10 + s11*tau10_20;
             const double tau11_11 = c11*tau10_11 + s11*tau10_21;
             const double tau11_12 = c11*tau10_12 + s11*tau10_22;
@@ -3292,6 +3390,9 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
             const double eps11_x = -cse18*omega10_z + cse19*omega10_y + eps10_x;
             const double eps11_y = cse17*omega10_z - cse19*omega10_x + eps10_y;
             const double eps11_z = -cse17*omega10_y + cse18*omega10_x + eps10_z;
+            double s12, c12;
+            mg_sincos_poly(q12, &s12, &c12);
+            mg_range[mg_l] |= mg_trig_out_of_range(q12);
             const double theta_J12_00 = (0.5)*tau11_10 + 0.8660254037844386*tau8_00;
             const double theta_J12_01 = (0.5)*tau11_11 + 0.8660254037844386*tau8_01;
             const double theta_J12_02 = (0.5)*tau11_12 + 0.8660254037844386*tau8_02;
@@ -3453,6 +3554,12 @@ int64_t mechgen_space_arm7_velocities_batch(int64_t n, const double *q, const do
             mg_o_eps[23][mg_l] = eps13_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_space_arm7_velocities(q + (mg_i + mg_l) * 13, qd + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, v + (mg_i + mg_l) * 24, omega + (mg_i + mg_l) * 24, w + (mg_i + mg_l) * 24, eps + (mg_i + mg_l) * 24);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 24; ++mg_j) v[(mg_i + mg_l) * 24 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 24; ++mg_j) omega[(mg_i + mg_l) * 24 + mg_j] = mg_o_omega[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 24; ++mg_j) w[(mg_i + mg_l) * 24 + mg_j] = mg_o_w[mg_j][mg_l];
@@ -3483,24 +3590,24 @@ int mechgen_space_arm7_mass_matrix(const double *restrict q, const double *restr
     const double q11 = q[10];
     const double q12 = q[11];
     const double p_m_payload = p[0];
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
-    const double c9 = cos(q9);
-    const double s9 = sin(q9);
-    const double c10 = cos(q10);
-    const double s10 = sin(q10);
-    const double c11 = cos(q11);
-    const double s11 = sin(q11);
-    const double c12 = cos(q12);
-    const double s12 = sin(q12);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
+    double s9, c9;
+    mg_sincos(q9, &s9, &c9);
+    double s10, c10;
+    mg_sincos(q10, &s10, &c10);
+    double s11, c11;
+    mg_sincos(q11, &s11, &c11);
+    double s12, c12;
+    mg_sincos(q12, &s12, &c12);
     const double cc13_z = (0.3)*p_m_payload;
     const double Ic13_00 = (0.09)*p_m_payload + 2.0;
     const double IJ13_Sum = 2.0*Ic13_00;
@@ -4029,43 +4136,69 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_A[169][8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
+        double mg_w_q8[8];
+        double mg_w_q9[8];
+        double mg_w_q10[8];
+        double mg_w_q11[8];
+        double mg_w_q12[8];
         double mg_w_p_m_payload[8];
-        double mg_w_cc12_z[8];
-        double mg_w_s12[8];
-        double mg_w_c12[8];
-        double mg_w_IJ12_D[8];
-        double mg_w_IJ12_Sum[8];
-        double mg_w_Mc12[8];
-        double mg_w_Ic12_11[8];
-        double mg_w_c11[8];
-        double mg_w_s11[8];
-        double mg_w_Mc11[8];
-        double mg_w_c10[8];
-        double mg_w_s10[8];
-        double mg_w_Mc10[8];
-        double mg_w_c9[8];
-        double mg_w_s9[8];
-        double mg_w_Mc9[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
-        double mg_w_Mc8[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
-        double mg_w_Mc7[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_Mc6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 13 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 13 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 13 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 13 + 6];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 13 + 7];
+            mg_w_q9[mg_l] = q[(mg_i + mg_l) * 13 + 8];
+            mg_w_q10[mg_l] = q[(mg_i + mg_l) * 13 + 9];
+            mg_w_q11[mg_l] = q[(mg_i + mg_l) * 13 + 10];
+            mg_w_q12[mg_l] = q[(mg_i + mg_l) * 13 + 11];
             mg_w_p_m_payload[mg_l] = p[(mg_i + mg_l) * 1 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            const double q8 = mg_w_q8[mg_l];
+            const double q9 = mg_w_q9[mg_l];
+            const double q10 = mg_w_q10[mg_l];
+            const double q11 = mg_w_q11[mg_l];
+            const double q12 = mg_w_q12[mg_l];
             const double p_m_payload = mg_w_p_m_payload[mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
+            double s9, c9;
+            mg_sincos_poly(q9, &s9, &c9);
+            mg_range[mg_l] |= mg_trig_out_of_range(q9);
+            double s10, c10;
+            mg_sincos_poly(q10, &s10, &c10);
+            mg_range[mg_l] |= mg_trig_out_of_range(q10);
+            double s11, c11;
+            mg_sincos_poly(q11, &s11, &c11);
+            mg_range[mg_l] |= mg_trig_out_of_range(q11);
+            double s12, c12;
+            mg_sincos_poly(q12, &s12, &c12);
+            mg_range[mg_l] |= mg_trig_out_of_range(q12);
             const double cc13_z = (0.3)*p_m_payload;
             const double Ic13_00 = (0.09)*p_m_payload + 2.0;
             const double IJ13_Sum = 2.0*Ic13_00;
@@ -4076,86 +4209,6 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
             const double cse0 = (0.5)*cc13_z + (0.0625)*p_m_payload + 0.34;
             const double Ic12_00 = IJ13_00 + cse0;
             const double Ic12_11 = IJ13_11 + cse0;
-            const double IJ12_D = 1.65 - Ic12_00;
-            const double IJ12_Sum = Ic12_00 + 1.65;
-            const double Mc11 = Mc12 + 14.0;
-            const double Mc10 = Mc11 + 40.0;
-            const double Mc9 = Mc10 + 45.0;
-            const double Mc8 = Mc9 + 16.0;
-            const double Mc7 = Mc8 + 18.0;
-            const double Mc6 = Mc7 + 1200.0;
-            mg_w_Mc12[mg_l] = Mc12;
-            mg_w_cc12_z[mg_l] = cc12_z;
-            mg_w_Ic12_11[mg_l] = Ic12_11;
-            mg_w_IJ12_D[mg_l] = IJ12_D;
-            mg_w_IJ12_Sum[mg_l] = IJ12_Sum;
-            mg_w_Mc11[mg_l] = Mc11;
-            mg_w_Mc10[mg_l] = Mc10;
-            mg_w_Mc9[mg_l] = Mc9;
-            mg_w_Mc8[mg_l] = Mc8;
-            mg_w_Mc7[mg_l] = Mc7;
-            mg_w_Mc6[mg_l] = Mc6;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q4 = q[(mg_i + mg_l) * 13 + 3];
-            const double q5 = q[(mg_i + mg_l) * 13 + 4];
-            const double q6 = q[(mg_i + mg_l) * 13 + 5];
-            const double q7 = q[(mg_i + mg_l) * 13 + 6];
-            const double q8 = q[(mg_i + mg_l) * 13 + 7];
-            const double q9 = q[(mg_i + mg_l) * 13 + 8];
-            const double q10 = q[(mg_i + mg_l) * 13 + 9];
-            const double q11 = q[(mg_i + mg_l) * 13 + 10];
-            const double q12 = q[(mg_i + mg_l) * 13 + 11];
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-            mg_w_c9[mg_l] = cos(q9);
-            mg_w_s9[mg_l] = sin(q9);
-            mg_w_c10[mg_l] = cos(q10);
-            mg_w_s10[mg_l] = sin(q10);
-            mg_w_c11[mg_l] = cos(q11);
-            mg_w_s11[mg_l] = sin(q11);
-            mg_w_c12[mg_l] = cos(q12);
-            mg_w_s12[mg_l] = sin(q12);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cc12_z = mg_w_cc12_z[mg_l];
-            const double s12 = mg_w_s12[mg_l];
-            const double c12 = mg_w_c12[mg_l];
-            const double IJ12_D = mg_w_IJ12_D[mg_l];
-            const double IJ12_Sum = mg_w_IJ12_Sum[mg_l];
-            const double Mc12 = mg_w_Mc12[mg_l];
-            const double Ic12_11 = mg_w_Ic12_11[mg_l];
-            const double c11 = mg_w_c11[mg_l];
-            const double s11 = mg_w_s11[mg_l];
-            const double Mc11 = mg_w_Mc11[mg_l];
-            const double c10 = mg_w_c10[mg_l];
-            const double s10 = mg_w_s10[mg_l];
-            const double Mc10 = mg_w_Mc10[mg_l];
-            const double c9 = mg_w_c9[mg_l];
-            const double s9 = mg_w_s9[mg_l];
-            const double Mc9 = mg_w_Mc9[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
-            const double Mc8 = mg_w_Mc8[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double Mc7 = mg_w_Mc7[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double Mc6 = mg_w_Mc6[mg_l];
             const double cse1 = cc12_z*s12;
             const double cp12_J_x = cse1;
             const double cp12_J_z = c12*cc12_z;
@@ -4163,9 +4216,12 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
             const double cp12_y = (0.5)*cp12_J_x;
             const double IJ12_C2 = c12*c12 - s12*s12;
             const double IJ12_cs = c12*s12;
+            const double IJ12_D = 1.65 - Ic12_00;
+            const double IJ12_Sum = Ic12_00 + 1.65;
             const double IJ12_22 = (0.5)*IJ12_C2*IJ12_D + (0.5)*IJ12_Sum;
             const double IJ12_00 = -IJ12_22 + IJ12_Sum;
             const double IJ12_02 = IJ12_D*IJ12_cs;
+            const double Mc11 = Mc12 + 14.0;
             const double cc11_z = (0.22)*Mc12 + cp12_J_z + 1.4;
             const double cse2 = (0.0484)*Mc12 + (0.44)*cp12_J_z + 0.34;
             const double Ic11_00 = 0.7499999999999999*IJ12_00 + (0.25)*Ic12_11 + cse2;
@@ -4187,6 +4243,7 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
             const double IJ11_12 = IJ11_C2*Ic11_12 + IJ11_D*IJ11_cs;
             const double IJ11_01 = Ic11_01*c11 - Ic11_02*s11;
             const double IJ11_02 = Ic11_01*s11 + Ic11_02*c11;
+            const double Mc10 = Mc11 + 40.0;
             const double cc10_y = (0.1)*Mc11 + cp11_y;
             const double cc10_z = (1.7)*Mc11 + cp11_z + 34.0;
             const double cse5 = (0.2)*cp11_y;
@@ -4211,6 +4268,7 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
             const double IJ10_12 = IJ10_C2*Ic10_12 + IJ10_D*IJ10_cs;
             const double IJ10_01 = Ic10_01*c10 - Ic10_02*s10;
             const double IJ10_02 = Ic10_01*s10 + Ic10_02*c10;
+            const double Mc9 = Mc10 + 45.0;
             const double cc9_y = -0.1*Mc10 + cp10_y;
             const double cc9_z = (1.8)*Mc10 + cp10_z + 40.5;
             const double cse10 = -0.2*cp10_y;
@@ -4233,6 +4291,7 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
             const double IJ9_12 = IJ9_C2*Ic9_12 + IJ9_D*IJ9_cs;
             const double IJ9_01 = Ic9_01*c9 - Ic9_02*s9;
             const double IJ9_02 = Ic9_01*s9 + Ic9_02*c9;
+            const double Mc8 = Mc9 + 16.0;
             const double cc8_y = (0.1)*Mc9 + cp9_y + 0.8;
             const double cc8_z = (0.22)*Mc9 + cp9_z + 1.6;
             const double cse13 = (0.2)*cp9_y;
@@ -4255,6 +4314,7 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
             const double IJ8_02 = IJ8_C2*Ic8_02 + IJ8_D*IJ8_cs;
             const double IJ8_12 = -Ic8_01*s8 + Ic8_12*c8;
             const double IJ8_01 = Ic8_01*c8 + Ic8_12*s8;
+            const double Mc7 = Mc8 + 18.0;
             const double cc7_z = (0.25)*Mc8 + cp8_z + 2.16;
             const double cse16 = (0.0625)*Mc8 + (0.5)*cp8_z + 0.5592;
             const double Ic7_00 = IJ8_00 + cse16;
@@ -4276,6 +4336,7 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
             const double IJ7_02 = Ic7_02*c7 - cse18;
             const double cse19 = Ic7_02*s7 + Ic7_12*c7;
             const double IJ7_12 = cse19;
+            const double Mc6 = Mc7 + 1200.0;
             const double cc6_x = (1.1)*Mc7 + cp7_x + 24.0;
             const double cc6_y = (0.4)*Mc7 + cp7_y + (-12.0);
             const double cc6_z = (0.9)*Mc7 + cc7_z + 60.0;
@@ -4656,6 +4717,12 @@ int64_t mechgen_space_arm7_mass_matrix_batch(int64_t n, const double *q, const d
             mg_o_A[168][mg_l] = 1.5;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_space_arm7_mass_matrix(q + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, A + (mg_i + mg_l) * 169);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 169; ++mg_j) A[(mg_i + mg_l) * 169 + mg_j] = mg_o_A[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -4707,26 +4774,26 @@ int mechgen_space_arm7_bias(const double *restrict q, const double *restrict qd,
     const double Q12 = Q[11];
     const double Q13 = Q[12];
     const double p_m_payload = p[0];
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
-    const double c9 = cos(q9);
-    const double s9 = sin(q9);
-    const double c10 = cos(q10);
-    const double s10 = sin(q10);
-    const double c11 = cos(q11);
-    const double s11 = sin(q11);
-    const double c12 = cos(q12);
-    const double s12 = sin(q12);
-    const double c13 = cos(q13);
-    const double s13 = sin(q13);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
+    double s9, c9;
+    mg_sincos(q9, &s9, &c9);
+    double s10, c10;
+    mg_sincos(q10, &s10, &c10);
+    double s11, c11;
+    mg_sincos(q11, &s11, &c11);
+    double s12, c12;
+    mg_sincos(q12, &s12, &c12);
+    double s13, c13;
+    mg_sincos(q13, &s13, &c13);
     const double omega_p5_x = qd4*s5;
     const double omega_p5_y = c5*qd4;
     const double epsd5_x = omega_p5_y*qd5;
@@ -4987,41 +5054,29 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[13][8];
-        double mg_w_p_m_payload[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
+        double mg_w_q8[8];
+        double mg_w_q9[8];
+        double mg_w_q10[8];
+        double mg_w_q11[8];
+        double mg_w_q12[8];
+        double mg_w_q13[8];
         double mg_w_qd4[8];
-        double mg_w_s5[8];
-        double mg_w_c5[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
         double mg_w_qd7[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
         double mg_w_qd8[8];
-        double mg_w_c9[8];
-        double mg_w_s9[8];
         double mg_w_qd9[8];
-        double mg_w_c10[8];
-        double mg_w_s10[8];
         double mg_w_qd10[8];
-        double mg_w_c11[8];
-        double mg_w_s11[8];
         double mg_w_qd11[8];
-        double mg_w_c12[8];
-        double mg_w_s12[8];
         double mg_w_qd12[8];
-        double mg_w_c13[8];
-        double mg_w_s13[8];
         double mg_w_qd13[8];
-        double mg_w_cse15[8];
-        double mg_w_cse18[8];
-        double mg_w_cse19[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_p_m_payload[8];
         double mg_w_Q1[8];
         double mg_w_Q2[8];
         double mg_w_Q3[8];
@@ -5036,7 +5091,16 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
         double mg_w_Q12[8];
         double mg_w_Q13[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_p_m_payload[mg_l] = p[(mg_i + mg_l) * 1 + 0];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 13 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 13 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 13 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 13 + 6];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 13 + 7];
+            mg_w_q9[mg_l] = q[(mg_i + mg_l) * 13 + 8];
+            mg_w_q10[mg_l] = q[(mg_i + mg_l) * 13 + 9];
+            mg_w_q11[mg_l] = q[(mg_i + mg_l) * 13 + 10];
+            mg_w_q12[mg_l] = q[(mg_i + mg_l) * 13 + 11];
+            mg_w_q13[mg_l] = q[(mg_i + mg_l) * 13 + 12];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 13 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 13 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 13 + 5];
@@ -5047,6 +5111,7 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
             mg_w_qd11[mg_l] = qd[(mg_i + mg_l) * 13 + 10];
             mg_w_qd12[mg_l] = qd[(mg_i + mg_l) * 13 + 11];
             mg_w_qd13[mg_l] = qd[(mg_i + mg_l) * 13 + 12];
+            mg_w_p_m_payload[mg_l] = p[(mg_i + mg_l) * 1 + 0];
             mg_w_Q1[mg_l] = Q[(mg_i + mg_l) * 13 + 0];
             mg_w_Q2[mg_l] = Q[(mg_i + mg_l) * 13 + 1];
             mg_w_Q3[mg_l] = Q[(mg_i + mg_l) * 13 + 2];
@@ -5063,83 +5128,27 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double p_m_payload = mg_w_p_m_payload[mg_l];
-            const double cse15 = (0.3)*p_m_payload;
-            const double cse17 = (0.09)*p_m_payload;
-            const double cse18 = cse17 + 2.0;
-            const double cse19 = cse17 + 0.5;
-            mg_w_cse15[mg_l] = cse15;
-            mg_w_cse18[mg_l] = cse18;
-            mg_w_cse19[mg_l] = cse19;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q4 = q[(mg_i + mg_l) * 13 + 3];
-            const double q5 = q[(mg_i + mg_l) * 13 + 4];
-            const double q6 = q[(mg_i + mg_l) * 13 + 5];
-            const double q7 = q[(mg_i + mg_l) * 13 + 6];
-            const double q8 = q[(mg_i + mg_l) * 13 + 7];
-            const double q9 = q[(mg_i + mg_l) * 13 + 8];
-            const double q10 = q[(mg_i + mg_l) * 13 + 9];
-            const double q11 = q[(mg_i + mg_l) * 13 + 10];
-            const double q12 = q[(mg_i + mg_l) * 13 + 11];
-            const double q13 = q[(mg_i + mg_l) * 13 + 12];
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-            mg_w_c9[mg_l] = cos(q9);
-            mg_w_s9[mg_l] = sin(q9);
-            mg_w_c10[mg_l] = cos(q10);
-            mg_w_s10[mg_l] = sin(q10);
-            mg_w_c11[mg_l] = cos(q11);
-            mg_w_s11[mg_l] = sin(q11);
-            mg_w_c12[mg_l] = cos(q12);
-            mg_w_s12[mg_l] = sin(q12);
-            mg_w_c13[mg_l] = cos(q13);
-            mg_w_s13[mg_l] = sin(q13);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            const double q8 = mg_w_q8[mg_l];
+            const double q9 = mg_w_q9[mg_l];
+            const double q10 = mg_w_q10[mg_l];
+            const double q11 = mg_w_q11[mg_l];
+            const double q12 = mg_w_q12[mg_l];
+            const double q13 = mg_w_q13[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c5 = mg_w_c5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
             const double qd8 = mg_w_qd8[mg_l];
-            const double c9 = mg_w_c9[mg_l];
-            const double s9 = mg_w_s9[mg_l];
             const double qd9 = mg_w_qd9[mg_l];
-            const double c10 = mg_w_c10[mg_l];
-            const double s10 = mg_w_s10[mg_l];
             const double qd10 = mg_w_qd10[mg_l];
-            const double c11 = mg_w_c11[mg_l];
-            const double s11 = mg_w_s11[mg_l];
             const double qd11 = mg_w_qd11[mg_l];
-            const double c12 = mg_w_c12[mg_l];
-            const double s12 = mg_w_s12[mg_l];
             const double qd12 = mg_w_qd12[mg_l];
-            const double c13 = mg_w_c13[mg_l];
-            const double s13 = mg_w_s13[mg_l];
             const double qd13 = mg_w_qd13[mg_l];
             const double p_m_payload = mg_w_p_m_payload[mg_l];
-            const double cse15 = mg_w_cse15[mg_l];
-            const double cse18 = mg_w_cse18[mg_l];
-            const double cse19 = mg_w_cse19[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
             const double Q1 = mg_w_Q1[mg_l];
             const double Q2 = mg_w_Q2[mg_l];
             const double Q3 = mg_w_Q3[mg_l];
@@ -5153,6 +5162,36 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
             const double Q11 = mg_w_Q11[mg_l];
             const double Q12 = mg_w_Q12[mg_l];
             const double Q13 = mg_w_Q13[mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
+            double s9, c9;
+            mg_sincos_poly(q9, &s9, &c9);
+            mg_range[mg_l] |= mg_trig_out_of_range(q9);
+            double s10, c10;
+            mg_sincos_poly(q10, &s10, &c10);
+            mg_range[mg_l] |= mg_trig_out_of_range(q10);
+            double s11, c11;
+            mg_sincos_poly(q11, &s11, &c11);
+            mg_range[mg_l] |= mg_trig_out_of_range(q11);
+            double s12, c12;
+            mg_sincos_poly(q12, &s12, &c12);
+            mg_range[mg_l] |= mg_trig_out_of_range(q12);
+            double s13, c13;
+            mg_sincos_poly(q13, &s13, &c13);
+            mg_range[mg_l] |= mg_trig_out_of_range(q13);
             const double omega_p5_x = qd4*s5;
             const double omega_p5_y = c5*qd4;
             const double epsd5_x = omega_p5_y*qd5;
@@ -5294,10 +5333,14 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
             const double oo13_yz = omega13_z*omega_p13_y;
             const double oo13_W_22 = -oo13_xx - oo13_yy;
             const double cse14 = a13_x*p_m_payload;
+            const double cse15 = (0.3)*p_m_payload;
             const double F13_x = cse14 + cse15*epsd13_y + cse15*oo13_xz;
             const double cse16 = a13_y*p_m_payload;
             const double F13_y = -cse15*epsd13_x + cse15*oo13_yz + cse16;
             const double F13_z = a13_z*p_m_payload + cse15*oo13_W_22;
+            const double cse17 = (0.09)*p_m_payload;
+            const double cse18 = cse17 + 2.0;
+            const double cse19 = cse17 + 0.5;
             const double N13_x = -0.3*cse16 + cse18*epsd13_x - cse19*oo13_yz;
             const double N13_y = (0.3)*cse14 + cse18*epsd13_y + cse19*oo13_xz;
             const double N13_z = (1.5)*epsd12_z;
@@ -5399,6 +5442,12 @@ int64_t mechgen_space_arm7_bias_batch(int64_t n, const double *q, const double *
             mg_o_b[12][mg_l] = b13;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_space_arm7_bias(q + (mg_i + mg_l) * 13, qd + (mg_i + mg_l) * 13, Q + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, b + (mg_i + mg_l) * 13);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 13; ++mg_j) b[(mg_i + mg_l) * 13 + mg_j] = mg_o_b[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -5450,26 +5499,26 @@ int mechgen_space_arm7_inverse_dynamics(const double *restrict q, const double *
     const double qdd12 = qdd[11];
     const double qdd13 = qdd[12];
     const double p_m_payload = p[0];
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
-    const double c9 = cos(q9);
-    const double s9 = sin(q9);
-    const double c10 = cos(q10);
-    const double s10 = sin(q10);
-    const double c11 = cos(q11);
-    const double s11 = sin(q11);
-    const double c12 = cos(q12);
-    const double s12 = sin(q12);
-    const double c13 = cos(q13);
-    const double s13 = sin(q13);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
+    double s9, c9;
+    mg_sincos(q9, &s9, &c9);
+    double s10, c10;
+    mg_sincos(q10, &s10, &c10);
+    double s11, c11;
+    mg_sincos(q11, &s11, &c11);
+    double s12, c12;
+    mg_sincos(q12, &s12, &c12);
+    double s13, c13;
+    mg_sincos(q13, &s13, &c13);
     const double a4_x = c4*qdd1 - qdd3*s4;
     const double a4_z = c4*qdd3 + qdd1*s4;
     const double omega_p5_x = qd4*s5;
@@ -5729,56 +5778,53 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_Q[13][8];
-        double mg_w_p_m_payload[8];
-        double mg_w_c4[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
+        double mg_w_q8[8];
+        double mg_w_q9[8];
+        double mg_w_q10[8];
+        double mg_w_q11[8];
+        double mg_w_q12[8];
+        double mg_w_q13[8];
         double mg_w_qdd1[8];
         double mg_w_qdd3[8];
-        double mg_w_s4[8];
         double mg_w_qd4[8];
-        double mg_w_s5[8];
-        double mg_w_c5[8];
         double mg_w_qd5[8];
         double mg_w_qdd4[8];
         double mg_w_qdd2[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
         double mg_w_qdd5[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
         double mg_w_qd7[8];
         double mg_w_qdd7[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
         double mg_w_qd8[8];
         double mg_w_qdd8[8];
-        double mg_w_c9[8];
-        double mg_w_s9[8];
         double mg_w_qd9[8];
         double mg_w_qdd9[8];
-        double mg_w_c10[8];
-        double mg_w_s10[8];
         double mg_w_qd10[8];
         double mg_w_qdd10[8];
-        double mg_w_c11[8];
-        double mg_w_s11[8];
         double mg_w_qd11[8];
         double mg_w_qdd11[8];
-        double mg_w_c12[8];
-        double mg_w_s12[8];
         double mg_w_qd12[8];
         double mg_w_qdd12[8];
-        double mg_w_c13[8];
-        double mg_w_s13[8];
         double mg_w_qd13[8];
         double mg_w_qdd13[8];
-        double mg_w_cse13[8];
-        double mg_w_cse16[8];
-        double mg_w_cse17[8];
+        double mg_w_p_m_payload[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_p_m_payload[mg_l] = p[(mg_i + mg_l) * 1 + 0];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 13 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 13 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 13 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 13 + 6];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 13 + 7];
+            mg_w_q9[mg_l] = q[(mg_i + mg_l) * 13 + 8];
+            mg_w_q10[mg_l] = q[(mg_i + mg_l) * 13 + 9];
+            mg_w_q11[mg_l] = q[(mg_i + mg_l) * 13 + 10];
+            mg_w_q12[mg_l] = q[(mg_i + mg_l) * 13 + 11];
+            mg_w_q13[mg_l] = q[(mg_i + mg_l) * 13 + 12];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 13 + 0];
             mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 13 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 13 + 3];
@@ -5802,99 +5848,74 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
             mg_w_qdd12[mg_l] = qdd[(mg_i + mg_l) * 13 + 11];
             mg_w_qd13[mg_l] = qd[(mg_i + mg_l) * 13 + 12];
             mg_w_qdd13[mg_l] = qdd[(mg_i + mg_l) * 13 + 12];
+            mg_w_p_m_payload[mg_l] = p[(mg_i + mg_l) * 1 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double p_m_payload = mg_w_p_m_payload[mg_l];
-            const double cse13 = (0.3)*p_m_payload;
-            const double cse15 = (0.09)*p_m_payload;
-            const double cse16 = cse15 + 2.0;
-            const double cse17 = cse15 + 0.5;
-            mg_w_cse13[mg_l] = cse13;
-            mg_w_cse16[mg_l] = cse16;
-            mg_w_cse17[mg_l] = cse17;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q4 = q[(mg_i + mg_l) * 13 + 3];
-            const double q5 = q[(mg_i + mg_l) * 13 + 4];
-            const double q6 = q[(mg_i + mg_l) * 13 + 5];
-            const double q7 = q[(mg_i + mg_l) * 13 + 6];
-            const double q8 = q[(mg_i + mg_l) * 13 + 7];
-            const double q9 = q[(mg_i + mg_l) * 13 + 8];
-            const double q10 = q[(mg_i + mg_l) * 13 + 9];
-            const double q11 = q[(mg_i + mg_l) * 13 + 10];
-            const double q12 = q[(mg_i + mg_l) * 13 + 11];
-            const double q13 = q[(mg_i + mg_l) * 13 + 12];
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-            mg_w_c9[mg_l] = cos(q9);
-            mg_w_s9[mg_l] = sin(q9);
-            mg_w_c10[mg_l] = cos(q10);
-            mg_w_s10[mg_l] = sin(q10);
-            mg_w_c11[mg_l] = cos(q11);
-            mg_w_s11[mg_l] = sin(q11);
-            mg_w_c12[mg_l] = cos(q12);
-            mg_w_s12[mg_l] = sin(q12);
-            mg_w_c13[mg_l] = cos(q13);
-            mg_w_s13[mg_l] = sin(q13);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c4 = mg_w_c4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            const double q8 = mg_w_q8[mg_l];
+            const double q9 = mg_w_q9[mg_l];
+            const double q10 = mg_w_q10[mg_l];
+            const double q11 = mg_w_q11[mg_l];
+            const double q12 = mg_w_q12[mg_l];
+            const double q13 = mg_w_q13[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c5 = mg_w_c5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
             const double qdd7 = mg_w_qdd7[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
             const double qd8 = mg_w_qd8[mg_l];
             const double qdd8 = mg_w_qdd8[mg_l];
-            const double c9 = mg_w_c9[mg_l];
-            const double s9 = mg_w_s9[mg_l];
             const double qd9 = mg_w_qd9[mg_l];
             const double qdd9 = mg_w_qdd9[mg_l];
-            const double c10 = mg_w_c10[mg_l];
-            const double s10 = mg_w_s10[mg_l];
             const double qd10 = mg_w_qd10[mg_l];
             const double qdd10 = mg_w_qdd10[mg_l];
-            const double c11 = mg_w_c11[mg_l];
-            const double s11 = mg_w_s11[mg_l];
             const double qd11 = mg_w_qd11[mg_l];
             const double qdd11 = mg_w_qdd11[mg_l];
-            const double c12 = mg_w_c12[mg_l];
-            const double s12 = mg_w_s12[mg_l];
             const double qd12 = mg_w_qd12[mg_l];
             const double qdd12 = mg_w_qdd12[mg_l];
-            const double c13 = mg_w_c13[mg_l];
-            const double s13 = mg_w_s13[mg_l];
             const double qd13 = mg_w_qd13[mg_l];
             const double qdd13 = mg_w_qdd13[mg_l];
             const double p_m_payload = mg_w_p_m_payload[mg_l];
-            const double cse13 = mg_w_cse13[mg_l];
-            const double cse16 = mg_w_cse16[mg_l];
-            const double cse17 = mg_w_cse17[mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
+            double s9, c9;
+            mg_sincos_poly(q9, &s9, &c9);
+            mg_range[mg_l] |= mg_trig_out_of_range(q9);
+            double s10, c10;
+            mg_sincos_poly(q10, &s10, &c10);
+            mg_range[mg_l] |= mg_trig_out_of_range(q10);
+            double s11, c11;
+            mg_sincos_poly(q11, &s11, &c11);
+            mg_range[mg_l] |= mg_trig_out_of_range(q11);
+            double s12, c12;
+            mg_sincos_poly(q12, &s12, &c12);
+            mg_range[mg_l] |= mg_trig_out_of_range(q12);
+            double s13, c13;
+            mg_sincos_poly(q13, &s13, &c13);
+            mg_range[mg_l] |= mg_trig_out_of_range(q13);
             const double a4_x = c4*qdd1 - qdd3*s4;
             const double a4_z = c4*qdd3 + qdd1*s4;
             const double omega_p5_x = qd4*s5;
@@ -6048,10 +6069,14 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
             const double oo13_yz = omega13_z*omega_p13_y;
             const double oo13_W_22 = -oo13_xx - oo13_yy;
             const double cse12 = a13_x*p_m_payload;
+            const double cse13 = (0.3)*p_m_payload;
             const double F13_x = cse12 + cse13*epsd13_y + cse13*oo13_xz;
             const double cse14 = a13_y*p_m_payload;
             const double F13_y = -cse13*epsd13_x + cse13*oo13_yz + cse14;
             const double F13_z = a13_z*p_m_payload + cse13*oo13_W_22;
+            const double cse15 = (0.09)*p_m_payload;
+            const double cse16 = cse15 + 2.0;
+            const double cse17 = cse15 + 0.5;
             const double N13_x = -0.3*cse14 + cse16*epsd13_x - cse17*oo13_yz;
             const double N13_y = (0.3)*cse12 + cse16*epsd13_y + cse17*oo13_xz;
             const double N13_z = (1.5)*epsd13_z;
@@ -6140,6 +6165,12 @@ int64_t mechgen_space_arm7_inverse_dynamics_batch(int64_t n, const double *q, co
             mg_o_Q[12][mg_l] = N13_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_space_arm7_inverse_dynamics(q + (mg_i + mg_l) * 13, qd + (mg_i + mg_l) * 13, qdd + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, Q + (mg_i + mg_l) * 13);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 13; ++mg_j) Q[(mg_i + mg_l) * 13 + mg_j] = mg_o_Q[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -6192,26 +6223,26 @@ int mechgen_space_arm7_forward_dynamics(const double *restrict q, const double *
     const double Q12 = Q[11];
     const double Q13 = Q[12];
     const double p_m_payload = p[0];
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
-    const double c9 = cos(q9);
-    const double s9 = sin(q9);
-    const double c10 = cos(q10);
-    const double s10 = sin(q10);
-    const double c11 = cos(q11);
-    const double s11 = sin(q11);
-    const double c12 = cos(q12);
-    const double s12 = sin(q12);
-    const double c13 = cos(q13);
-    const double s13 = sin(q13);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
+    double s9, c9;
+    mg_sincos(q9, &s9, &c9);
+    double s10, c10;
+    mg_sincos(q10, &s10, &c10);
+    double s11, c11;
+    mg_sincos(q11, &s11, &c11);
+    double s12, c12;
+    mg_sincos(q12, &s12, &c12);
+    double s13, c13;
+    mg_sincos(q13, &s13, &c13);
     const double cse0 = (0.3)*p_m_payload;
     const double cc13_z = cse0;
     const double cse1 = (0.09)*p_m_payload;
@@ -7275,36 +7306,19 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[13][8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
+        double mg_w_q8[8];
+        double mg_w_q9[8];
+        double mg_w_q10[8];
+        double mg_w_q11[8];
+        double mg_w_q12[8];
+        double mg_w_q13[8];
         double mg_w_p_m_payload[8];
-        double mg_w_cc12_z[8];
-        double mg_w_s12[8];
-        double mg_w_c12[8];
-        double mg_w_IJ12_D[8];
-        double mg_w_IJ12_Sum[8];
-        double mg_w_Mc12[8];
-        double mg_w_Ic12_11[8];
-        double mg_w_c11[8];
-        double mg_w_s11[8];
-        double mg_w_Mc11[8];
-        double mg_w_c10[8];
-        double mg_w_s10[8];
-        double mg_w_Mc10[8];
-        double mg_w_c9[8];
-        double mg_w_s9[8];
-        double mg_w_Mc9[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
-        double mg_w_Mc8[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
-        double mg_w_Mc7[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
         double mg_w_qd4[8];
         double mg_w_qd5[8];
         double mg_w_qd6[8];
@@ -7314,12 +7328,7 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
         double mg_w_qd10[8];
         double mg_w_qd11[8];
         double mg_w_qd12[8];
-        double mg_w_c13[8];
-        double mg_w_s13[8];
         double mg_w_qd13[8];
-        double mg_w_cse0[8];
-        double mg_w_cse2[8];
-        double mg_w_cse46[8];
         double mg_w_Q1[8];
         double mg_w_Q2[8];
         double mg_w_Q3[8];
@@ -7333,10 +7342,17 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
         double mg_w_Q11[8];
         double mg_w_Q12[8];
         double mg_w_Q13[8];
-        double mg_w_invD12[8];
-        double mg_w_cse55[8];
-        double mg_w_cse56[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 13 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 13 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 13 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 13 + 6];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 13 + 7];
+            mg_w_q9[mg_l] = q[(mg_i + mg_l) * 13 + 8];
+            mg_w_q10[mg_l] = q[(mg_i + mg_l) * 13 + 9];
+            mg_w_q11[mg_l] = q[(mg_i + mg_l) * 13 + 10];
+            mg_w_q12[mg_l] = q[(mg_i + mg_l) * 13 + 11];
+            mg_w_q13[mg_l] = q[(mg_i + mg_l) * 13 + 12];
             mg_w_p_m_payload[mg_l] = p[(mg_i + mg_l) * 1 + 0];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 13 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 13 + 4];
@@ -7364,112 +7380,18 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double p_m_payload = mg_w_p_m_payload[mg_l];
-            const double cse0 = (0.3)*p_m_payload;
-            const double cc13_z = cse0;
-            const double cse1 = (0.09)*p_m_payload;
-            const double cse2 = cse1 + 2.0;
-            const double Ic13_00 = cse2;
-            const double IJ13_Sum = 2.0*Ic13_00;
-            const double IJ13_00 = (0.5)*IJ13_Sum;
-            const double IJ13_11 = -IJ13_00 + IJ13_Sum;
-            const double Mc12 = p_m_payload + 14.0;
-            const double cc12_z = cc13_z + (0.25)*p_m_payload + 1.4;
-            const double cse3 = (0.5)*cc13_z + (0.0625)*p_m_payload + 0.34;
-            const double Ic12_00 = IJ13_00 + cse3;
-            const double Ic12_11 = IJ13_11 + cse3;
-            const double IJ12_D = 1.65 - Ic12_00;
-            const double IJ12_Sum = Ic12_00 + 1.65;
-            const double Mc11 = Mc12 + 14.0;
-            const double Mc10 = Mc11 + 40.0;
-            const double Mc9 = Mc10 + 45.0;
-            const double Mc8 = Mc9 + 16.0;
-            const double Mc7 = Mc8 + 18.0;
-            const double Mc6 = Mc7 + 1200.0;
-            const double cse46 = cse1 + 0.5;
-            const double invD12 = 1.0/Ic12_11;
-            const double cse55 = -Mc6;
-            const double cse56 = -1e-13*Mc6;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_Mc12[mg_l] = Mc12;
-            mg_w_cc12_z[mg_l] = cc12_z;
-            mg_w_Ic12_11[mg_l] = Ic12_11;
-            mg_w_IJ12_D[mg_l] = IJ12_D;
-            mg_w_IJ12_Sum[mg_l] = IJ12_Sum;
-            mg_w_Mc11[mg_l] = Mc11;
-            mg_w_Mc10[mg_l] = Mc10;
-            mg_w_Mc9[mg_l] = Mc9;
-            mg_w_Mc8[mg_l] = Mc8;
-            mg_w_Mc7[mg_l] = Mc7;
-            mg_w_cse46[mg_l] = cse46;
-            mg_w_invD12[mg_l] = invD12;
-            mg_w_cse55[mg_l] = cse55;
-            mg_w_cse56[mg_l] = cse56;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q4 = q[(mg_i + mg_l) * 13 + 3];
-            const double q5 = q[(mg_i + mg_l) * 13 + 4];
-            const double q6 = q[(mg_i + mg_l) * 13 + 5];
-            const double q7 = q[(mg_i + mg_l) * 13 + 6];
-            const double q8 = q[(mg_i + mg_l) * 13 + 7];
-            const double q9 = q[(mg_i + mg_l) * 13 + 8];
-            const double q10 = q[(mg_i + mg_l) * 13 + 9];
-            const double q11 = q[(mg_i + mg_l) * 13 + 10];
-            const double q12 = q[(mg_i + mg_l) * 13 + 11];
-            const double q13 = q[(mg_i + mg_l) * 13 + 12];
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-            mg_w_c9[mg_l] = cos(q9);
-            mg_w_s9[mg_l] = sin(q9);
-            mg_w_c10[mg_l] = cos(q10);
-            mg_w_s10[mg_l] = sin(q10);
-            mg_w_c11[mg_l] = cos(q11);
-            mg_w_s11[mg_l] = sin(q11);
-            mg_w_c12[mg_l] = cos(q12);
-            mg_w_s12[mg_l] = sin(q12);
-            mg_w_c13[mg_l] = cos(q13);
-            mg_w_s13[mg_l] = sin(q13);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double cc12_z = mg_w_cc12_z[mg_l];
-            const double s12 = mg_w_s12[mg_l];
-            const double c12 = mg_w_c12[mg_l];
-            const double IJ12_D = mg_w_IJ12_D[mg_l];
-            const double IJ12_Sum = mg_w_IJ12_Sum[mg_l];
-            const double Mc12 = mg_w_Mc12[mg_l];
-            const double Ic12_11 = mg_w_Ic12_11[mg_l];
-            const double c11 = mg_w_c11[mg_l];
-            const double s11 = mg_w_s11[mg_l];
-            const double Mc11 = mg_w_Mc11[mg_l];
-            const double c10 = mg_w_c10[mg_l];
-            const double s10 = mg_w_s10[mg_l];
-            const double Mc10 = mg_w_Mc10[mg_l];
-            const double c9 = mg_w_c9[mg_l];
-            const double s9 = mg_w_s9[mg_l];
-            const double Mc9 = mg_w_Mc9[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
-            const double Mc8 = mg_w_Mc8[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double Mc7 = mg_w_Mc7[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            const double q8 = mg_w_q8[mg_l];
+            const double q9 = mg_w_q9[mg_l];
+            const double q10 = mg_w_q10[mg_l];
+            const double q11 = mg_w_q11[mg_l];
+            const double q12 = mg_w_q12[mg_l];
+            const double q13 = mg_w_q13[mg_l];
+            const double p_m_payload = mg_w_p_m_payload[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
@@ -7479,13 +7401,7 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double qd10 = mg_w_qd10[mg_l];
             const double qd11 = mg_w_qd11[mg_l];
             const double qd12 = mg_w_qd12[mg_l];
-            const double c13 = mg_w_c13[mg_l];
-            const double s13 = mg_w_s13[mg_l];
             const double qd13 = mg_w_qd13[mg_l];
-            const double p_m_payload = mg_w_p_m_payload[mg_l];
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse46 = mg_w_cse46[mg_l];
             const double Q1 = mg_w_Q1[mg_l];
             const double Q2 = mg_w_Q2[mg_l];
             const double Q3 = mg_w_Q3[mg_l];
@@ -7499,9 +7415,49 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double Q11 = mg_w_Q11[mg_l];
             const double Q12 = mg_w_Q12[mg_l];
             const double Q13 = mg_w_Q13[mg_l];
-            const double invD12 = mg_w_invD12[mg_l];
-            const double cse55 = mg_w_cse55[mg_l];
-            const double cse56 = mg_w_cse56[mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
+            double s9, c9;
+            mg_sincos_poly(q9, &s9, &c9);
+            mg_range[mg_l] |= mg_trig_out_of_range(q9);
+            double s10, c10;
+            mg_sincos_poly(q10, &s10, &c10);
+            mg_range[mg_l] |= mg_trig_out_of_range(q10);
+            double s11, c11;
+            mg_sincos_poly(q11, &s11, &c11);
+            mg_range[mg_l] |= mg_trig_out_of_range(q11);
+            double s12, c12;
+            mg_sincos_poly(q12, &s12, &c12);
+            mg_range[mg_l] |= mg_trig_out_of_range(q12);
+            double s13, c13;
+            mg_sincos_poly(q13, &s13, &c13);
+            mg_range[mg_l] |= mg_trig_out_of_range(q13);
+            const double cse0 = (0.3)*p_m_payload;
+            const double cc13_z = cse0;
+            const double cse1 = (0.09)*p_m_payload;
+            const double cse2 = cse1 + 2.0;
+            const double Ic13_00 = cse2;
+            const double IJ13_Sum = 2.0*Ic13_00;
+            const double IJ13_00 = (0.5)*IJ13_Sum;
+            const double IJ13_11 = -IJ13_00 + IJ13_Sum;
+            const double Mc12 = p_m_payload + 14.0;
+            const double cc12_z = cc13_z + (0.25)*p_m_payload + 1.4;
+            const double cse3 = (0.5)*cc13_z + (0.0625)*p_m_payload + 0.34;
+            const double Ic12_00 = IJ13_00 + cse3;
+            const double Ic12_11 = IJ13_11 + cse3;
             const double cse4 = cc12_z*s12;
             const double cp12_J_x = cse4;
             const double cp12_J_z = c12*cc12_z;
@@ -7509,9 +7465,12 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double cp12_y = (0.5)*cp12_J_x;
             const double IJ12_C2 = c12*c12 - s12*s12;
             const double IJ12_cs = c12*s12;
+            const double IJ12_D = 1.65 - Ic12_00;
+            const double IJ12_Sum = Ic12_00 + 1.65;
             const double IJ12_22 = (0.5)*IJ12_C2*IJ12_D + (0.5)*IJ12_Sum;
             const double IJ12_00 = -IJ12_22 + IJ12_Sum;
             const double IJ12_02 = IJ12_D*IJ12_cs;
+            const double Mc11 = Mc12 + 14.0;
             const double cc11_z = (0.22)*Mc12 + cp12_J_z + 1.4;
             const double cse5 = (0.0484)*Mc12 + (0.44)*cp12_J_z + 0.34;
             const double Ic11_00 = 0.7499999999999999*IJ12_00 + (0.25)*Ic12_11 + cse5;
@@ -7533,6 +7492,7 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double IJ11_12 = IJ11_C2*Ic11_12 + IJ11_D*IJ11_cs;
             const double IJ11_01 = Ic11_01*c11 - Ic11_02*s11;
             const double IJ11_02 = Ic11_01*s11 + Ic11_02*c11;
+            const double Mc10 = Mc11 + 40.0;
             const double cc10_y = (0.1)*Mc11 + cp11_y;
             const double cc10_z = (1.7)*Mc11 + cp11_z + 34.0;
             const double cse8 = (0.2)*cp11_y;
@@ -7557,6 +7517,7 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double IJ10_12 = IJ10_C2*Ic10_12 + IJ10_D*IJ10_cs;
             const double IJ10_01 = Ic10_01*c10 - Ic10_02*s10;
             const double IJ10_02 = Ic10_01*s10 + Ic10_02*c10;
+            const double Mc9 = Mc10 + 45.0;
             const double cc9_y = -0.1*Mc10 + cp10_y;
             const double cc9_z = (1.8)*Mc10 + cp10_z + 40.5;
             const double cse13 = -0.2*cp10_y;
@@ -7579,6 +7540,7 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double IJ9_12 = IJ9_C2*Ic9_12 + IJ9_D*IJ9_cs;
             const double IJ9_01 = Ic9_01*c9 - Ic9_02*s9;
             const double IJ9_02 = Ic9_01*s9 + Ic9_02*c9;
+            const double Mc8 = Mc9 + 16.0;
             const double cc8_y = (0.1)*Mc9 + cp9_y + 0.8;
             const double cc8_z = (0.22)*Mc9 + cp9_z + 1.6;
             const double cse16 = (0.2)*cp9_y;
@@ -7601,6 +7563,7 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double IJ8_02 = IJ8_C2*Ic8_02 + IJ8_D*IJ8_cs;
             const double IJ8_12 = -Ic8_01*s8 + Ic8_12*c8;
             const double IJ8_01 = Ic8_01*c8 + Ic8_12*s8;
+            const double Mc7 = Mc8 + 18.0;
             const double cc7_z = (0.25)*Mc8 + cp8_z + 2.16;
             const double cse19 = (0.0625)*Mc8 + (0.5)*cp8_z + 0.5592;
             const double Ic7_00 = IJ8_00 + cse19;
@@ -7622,6 +7585,7 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double IJ7_02 = Ic7_02*c7 - cse21;
             const double cse22 = Ic7_02*s7 + Ic7_12*c7;
             const double IJ7_12 = cse22;
+            const double Mc6 = Mc7 + 1200.0;
             const double cc6_x = (1.1)*Mc7 + cp7_x + 24.0;
             const double cc6_y = (0.4)*Mc7 + cp7_y + (-12.0);
             const double cc6_z = (0.9)*Mc7 + cc7_z + 60.0;
@@ -7976,6 +7940,7 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double F13_x = a13_x*p_m_payload + cse0*epsd13_y + cse0*oo13_xz;
             const double F13_y = a13_y*p_m_payload - cse0*epsd13_x + cse0*oo13_yz;
             const double F13_z = a13_z*p_m_payload + cse0*oo13_W_22;
+            const double cse46 = cse1 + 0.5;
             const double N13_x = -a13_y*cse0 + cse2*epsd13_x - cse46*oo13_yz;
             const double N13_y = a13_x*cse0 + cse2*epsd13_y + cse46*oo13_xz;
             const double N13_z = (1.5)*epsd12_z;
@@ -8113,6 +8078,7 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double L13_4 = (0.6666666666666666)*Nm13_4_y;
             const double H4_4 = IJ5_11 - L13_4*Nm13_4_y;
             mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Ic12_11, 0.0)) ? 1 : mg_s;
+            const double invD12 = 1.0/Ic12_11;
             const double L12_11 = Nm12_11_x*invD12;
             const double H11_11_2 = H11_11 - L12_11*Nm12_11_x;
             const double H11_10_2 = H11_10 - L12_11*Nm12_10_x;
@@ -8182,6 +8148,7 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double H4_2 = -Fm12_4_y*L12_4;
             const double H4_1 = -Fm12_3_x*L12_4 + cp4_z;
             const double L12_3 = Fm12_3_z*invD12;
+            const double cse55 = -Mc6;
             const double H3_3 = -Fm12_3_z*L12_3 - cse55;
             const double H3_2 = -Fm12_4_y*L12_3;
             const double H3_1 = -Fm12_3_x*L12_3;
@@ -8474,6 +8441,7 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double H2_1_9 = H2_1_8 - H4_1_8*L4_2;
             const double L4_1 = H4_1_8*invD4;
             const double H1_1_9 = H1_1_8 - H4_1_8*L4_1;
+            const double cse56 = -1e-13*Mc6;
             mg_s = (mg_s == 0 && !isgreater(H3_3_9 + cse56, 0.0)) ? 1 : mg_s;
             const double invD3 = 1.0/H3_3_9;
             const double L3_2 = H3_2_9*invD3;
@@ -8528,6 +8496,12 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_space_arm7_forward_dynamics(q + (mg_i + mg_l) * 13, qd + (mg_i + mg_l) * 13, Q + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, qdd + (mg_i + mg_l) * 13);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 13; ++mg_j) qdd[(mg_i + mg_l) * 13 + mg_j] = mg_o_qdd[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
@@ -8574,18 +8548,18 @@ int mechgen_space_arm7_energy(const double *restrict q, const double *restrict q
     const double qd12 = qd[11];
     const double qd13 = qd[12];
     const double p_m_payload = p[0];
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c4*c5;
     const double tau5_02 = -c5*s4;
     const double tau5_10 = -c4*s5;
     const double tau5_12 = s4*s5;
     const double omega5_x = qd5*s4;
     const double omega5_z = c4*qd5;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_10 = c6*tau5_10 + s4*s6;
     const double tau6_11 = c5*c6;
     const double tau6_12 = c4*s6 + c6*tau5_12;
@@ -8595,8 +8569,8 @@ int mechgen_space_arm7_energy(const double *restrict q, const double *restrict q
     const double omega6_x = omega5_x + qd6*tau5_00;
     const double omega6_y = qd4 + qd6*s5;
     const double omega6_z = omega5_z + qd6*tau5_02;
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
     const double tau7_00 = c7*tau5_00 + s7*tau6_10;
     const double tau7_01 = c7*s5 + s7*tau6_11;
     const double tau7_02 = c7*tau5_02 + s7*tau6_12;
@@ -8612,8 +8586,8 @@ int mechgen_space_arm7_energy(const double *restrict q, const double *restrict q
     const double v7_x = omega6_y*r_rel0_7_z - omega6_z*r_rel0_7_y + qd1;
     const double v7_y = -omega6_x*r_rel0_7_z + omega6_z*r_rel0_7_x + qd2;
     const double v7_z = omega6_x*r_rel0_7_y - omega6_y*r_rel0_7_x + qd3;
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
     const double tau8_00 = c8*tau7_00 - s8*tau6_20;
     const double tau8_01 = c8*tau7_01 - s8*tau6_21;
     const double tau8_02 = c8*tau7_02 - s8*tau6_22;
@@ -8629,8 +8603,8 @@ int mechgen_space_arm7_energy(const double *restrict q, const double *restrict q
     const double v8_x = omega7_y*r_rel0_8_z - omega7_z*r_rel0_8_y + v7_x;
     const double v8_y = -omega7_x*r_rel0_8_z + omega7_z*r_rel0_8_x + v7_y;
     const double v8_z = omega7_x*r_rel0_8_y - omega7_y*r_rel0_8_x + v7_z;
-    const double c9 = cos(q9);
-    const double s9 = sin(q9);
+    double s9, c9;
+    mg_sincos(q9, &s9, &c9);
     const double tau9_10 = c9*tau7_10 + s9*tau8_20;
     const double tau9_11 = c9*tau7_11 + s9*tau8_21;
     const double tau9_12 = c9*tau7_12 + s9*tau8_22;
@@ -8646,8 +8620,8 @@ int mechgen_space_arm7_energy(const double *restrict q, const double *restrict q
     const double v9_x = omega8_y*r_rel0_9_z - omega8_z*r_rel0_9_y + v8_x;
     const double v9_y = -omega8_x*r_rel0_9_z + omega8_z*r_rel0_9_x + v8_y;
     const double v9_z = omega8_x*r_rel0_9_y - omega8_y*r_rel0_9_x + v8_z;
-    const double c10 = cos(q10);
-    const double s10 = sin(q10);
+    double s10, c10;
+    mg_sincos(q10, &s10, &c10);
     const double tau10_10 = c10*tau9_10 + s10*tau9_20;
     const double tau10_11 = c10*tau9_11 + s10*tau9_21;
     const double tau10_12 = c10*tau9_12 + s10*tau9_22;
@@ -8663,8 +8637,8 @@ int mechgen_space_arm7_energy(const double *restrict q, const double *restrict q
     const double v10_x = omega9_y*r_rel0_10_z - omega9_z*r_rel0_10_y + v9_x;
     const double v10_y = -omega9_x*r_rel0_10_z + omega9_z*r_rel0_10_x + v9_y;
     const double v10_z = omega9_x*r_rel0_10_y - omega9_y*r_rel0_10_x + v9_z;
-    const double c11 = cos(q11);
-    const double s11 = sin(q11);
+    double s11, c11;
+    mg_sincos(q11, &s11, &c11);
     const double tau11_10 = c11*tau10_10 + s11*tau10_20;
     const double tau11_11 = c11*tau10_11 + s11*tau10_21;
     const double tau11_12 = c11*tau10_12 + s11*tau10_22;
@@ -8680,8 +8654,8 @@ int mechgen_space_arm7_energy(const double *restrict q, const double *restrict q
     const double v11_x = omega10_y*r_rel0_11_z - omega10_z*r_rel0_11_y + v10_x;
     const double v11_y = -omega10_x*r_rel0_11_z + omega10_z*r_rel0_11_x + v10_y;
     const double v11_z = omega10_x*r_rel0_11_y - omega10_y*r_rel0_11_x + v10_z;
-    const double c12 = cos(q12);
-    const double s12 = sin(q12);
+    double s12, c12;
+    mg_sincos(q12, &s12, &c12);
     const double theta_J12_00 = (0.5)*tau11_10 + 0.8660254037844386*tau8_00;
     const double theta_J12_01 = (0.5)*tau11_11 + 0.8660254037844386*tau8_01;
     const double theta_J12_02 = (0.5)*tau11_12 + 0.8660254037844386*tau8_02;
@@ -8703,8 +8677,8 @@ int mechgen_space_arm7_energy(const double *restrict q, const double *restrict q
     const double v12_x = omega11_y*r_rel0_12_z - omega11_z*r_rel0_12_y + v11_x;
     const double v12_y = -omega11_x*r_rel0_12_z + omega11_z*r_rel0_12_x + v11_y;
     const double v12_z = omega11_x*r_rel0_12_y - omega11_y*r_rel0_12_x + v11_z;
-    const double c13 = cos(q13);
-    const double s13 = sin(q13);
+    double s13, c13;
+    mg_sincos(q13, &s13, &c13);
     const double tau13_00 = c13*tau12_00 + s13*theta_J12_10;
     const double tau13_01 = c13*tau12_01 + s13*theta_J12_11;
     const double tau13_02 = c13*tau12_02 + s13*theta_J12_12;
@@ -8784,144 +8758,100 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_p_m_payload[8];
-        double mg_w_c4[8];
-        double mg_w_c5[8];
-        double mg_w_s4[8];
-        double mg_w_s5[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
+        double mg_w_q6[8];
         double mg_w_qd6[8];
         double mg_w_qd4[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
+        double mg_w_q7[8];
         double mg_w_qd7[8];
         double mg_w_qd1[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
+        double mg_w_q8[8];
         double mg_w_qd8[8];
-        double mg_w_c9[8];
-        double mg_w_s9[8];
+        double mg_w_q9[8];
         double mg_w_qd9[8];
-        double mg_w_c10[8];
-        double mg_w_s10[8];
+        double mg_w_q10[8];
         double mg_w_qd10[8];
-        double mg_w_c11[8];
-        double mg_w_s11[8];
+        double mg_w_q11[8];
         double mg_w_qd11[8];
-        double mg_w_c12[8];
-        double mg_w_s12[8];
+        double mg_w_q12[8];
         double mg_w_qd12[8];
-        double mg_w_c13[8];
-        double mg_w_s13[8];
+        double mg_w_q13[8];
         double mg_w_qd13[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
+        double mg_w_p_m_payload[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_p_m_payload[mg_l] = p[(mg_i + mg_l) * 1 + 0];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 13 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 13 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 13 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 13 + 5];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 13 + 5];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 13 + 3];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 13 + 6];
             mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 13 + 6];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 13 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 13 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 13 + 2];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 13 + 7];
             mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 13 + 7];
+            mg_w_q9[mg_l] = q[(mg_i + mg_l) * 13 + 8];
             mg_w_qd9[mg_l] = qd[(mg_i + mg_l) * 13 + 8];
+            mg_w_q10[mg_l] = q[(mg_i + mg_l) * 13 + 9];
             mg_w_qd10[mg_l] = qd[(mg_i + mg_l) * 13 + 9];
+            mg_w_q11[mg_l] = q[(mg_i + mg_l) * 13 + 10];
             mg_w_qd11[mg_l] = qd[(mg_i + mg_l) * 13 + 10];
+            mg_w_q12[mg_l] = q[(mg_i + mg_l) * 13 + 11];
             mg_w_qd12[mg_l] = qd[(mg_i + mg_l) * 13 + 11];
+            mg_w_q13[mg_l] = q[(mg_i + mg_l) * 13 + 12];
             mg_w_qd13[mg_l] = qd[(mg_i + mg_l) * 13 + 12];
+            mg_w_p_m_payload[mg_l] = p[(mg_i + mg_l) * 1 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double p_m_payload = mg_w_p_m_payload[mg_l];
-            const double cse0 = (0.045)*p_m_payload + 1.0;
-            const double cse1 = (0.3)*p_m_payload;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q4 = q[(mg_i + mg_l) * 13 + 3];
-            const double q5 = q[(mg_i + mg_l) * 13 + 4];
-            const double q6 = q[(mg_i + mg_l) * 13 + 5];
-            const double q7 = q[(mg_i + mg_l) * 13 + 6];
-            const double q8 = q[(mg_i + mg_l) * 13 + 7];
-            const double q9 = q[(mg_i + mg_l) * 13 + 8];
-            const double q10 = q[(mg_i + mg_l) * 13 + 9];
-            const double q11 = q[(mg_i + mg_l) * 13 + 10];
-            const double q12 = q[(mg_i + mg_l) * 13 + 11];
-            const double q13 = q[(mg_i + mg_l) * 13 + 12];
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-            mg_w_c9[mg_l] = cos(q9);
-            mg_w_s9[mg_l] = sin(q9);
-            mg_w_c10[mg_l] = cos(q10);
-            mg_w_s10[mg_l] = sin(q10);
-            mg_w_c11[mg_l] = cos(q11);
-            mg_w_s11[mg_l] = sin(q11);
-            mg_w_c12[mg_l] = cos(q12);
-            mg_w_s12[mg_l] = sin(q12);
-            mg_w_c13[mg_l] = cos(q13);
-            mg_w_s13[mg_l] = sin(q13);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c4 = mg_w_c4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
+            const double q7 = mg_w_q7[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
+            const double q8 = mg_w_q8[mg_l];
             const double qd8 = mg_w_qd8[mg_l];
-            const double c9 = mg_w_c9[mg_l];
-            const double s9 = mg_w_s9[mg_l];
+            const double q9 = mg_w_q9[mg_l];
             const double qd9 = mg_w_qd9[mg_l];
-            const double c10 = mg_w_c10[mg_l];
-            const double s10 = mg_w_s10[mg_l];
+            const double q10 = mg_w_q10[mg_l];
             const double qd10 = mg_w_qd10[mg_l];
-            const double c11 = mg_w_c11[mg_l];
-            const double s11 = mg_w_s11[mg_l];
+            const double q11 = mg_w_q11[mg_l];
             const double qd11 = mg_w_qd11[mg_l];
-            const double c12 = mg_w_c12[mg_l];
-            const double s12 = mg_w_s12[mg_l];
+            const double q12 = mg_w_q12[mg_l];
             const double qd12 = mg_w_qd12[mg_l];
-            const double c13 = mg_w_c13[mg_l];
-            const double s13 = mg_w_s13[mg_l];
+            const double q13 = mg_w_q13[mg_l];
             const double qd13 = mg_w_qd13[mg_l];
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
             const double p_m_payload = mg_w_p_m_payload[mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c4*c5;
             const double tau5_02 = -c5*s4;
             const double tau5_10 = -c4*s5;
             const double tau5_12 = s4*s5;
             const double omega5_x = qd5*s4;
             const double omega5_z = c4*qd5;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_10 = c6*tau5_10 + s4*s6;
             const double tau6_11 = c5*c6;
             const double tau6_12 = c4*s6 + c6*tau5_12;
@@ -8931,6 +8861,9 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
             const double omega6_x = omega5_x + qd6*tau5_00;
             const double omega6_y = qd4 + qd6*s5;
             const double omega6_z = omega5_z + qd6*tau5_02;
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
             const double tau7_00 = c7*tau5_00 + s7*tau6_10;
             const double tau7_01 = c7*s5 + s7*tau6_11;
             const double tau7_02 = c7*tau5_02 + s7*tau6_12;
@@ -8946,6 +8879,9 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
             const double v7_x = omega6_y*r_rel0_7_z - omega6_z*r_rel0_7_y + qd1;
             const double v7_y = -omega6_x*r_rel0_7_z + omega6_z*r_rel0_7_x + qd2;
             const double v7_z = omega6_x*r_rel0_7_y - omega6_y*r_rel0_7_x + qd3;
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double tau8_00 = c8*tau7_00 - s8*tau6_20;
             const double tau8_01 = c8*tau7_01 - s8*tau6_21;
             const double tau8_02 = c8*tau7_02 - s8*tau6_22;
@@ -8961,6 +8897,9 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
             const double v8_x = omega7_y*r_rel0_8_z - omega7_z*r_rel0_8_y + v7_x;
             const double v8_y = -omega7_x*r_rel0_8_z + omega7_z*r_rel0_8_x + v7_y;
             const double v8_z = omega7_x*r_rel0_8_y - omega7_y*r_rel0_8_x + v7_z;
+            double s9, c9;
+            mg_sincos_poly(q9, &s9, &c9);
+            mg_range[mg_l] |= mg_trig_out_of_range(q9);
             const double tau9_10 = c9*tau7_10 + s9*tau8_20;
             const double tau9_11 = c9*tau7_11 + s9*tau8_21;
             const double tau9_12 = c9*tau7_12 + s9*tau8_22;
@@ -8976,6 +8915,9 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
             const double v9_x = omega8_y*r_rel0_9_z - omega8_z*r_rel0_9_y + v8_x;
             const double v9_y = -omega8_x*r_rel0_9_z + omega8_z*r_rel0_9_x + v8_y;
             const double v9_z = omega8_x*r_rel0_9_y - omega8_y*r_rel0_9_x + v8_z;
+            double s10, c10;
+            mg_sincos_poly(q10, &s10, &c10);
+            mg_range[mg_l] |= mg_trig_out_of_range(q10);
             const double tau10_10 = c10*tau9_10 + s10*tau9_20;
             const double tau10_11 = c10*tau9_11 + s10*tau9_21;
             const double tau10_12 = c10*tau9_12 + s10*tau9_22;
@@ -8991,6 +8933,9 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
             const double v10_x = omega9_y*r_rel0_10_z - omega9_z*r_rel0_10_y + v9_x;
             const double v10_y = -omega9_x*r_rel0_10_z + omega9_z*r_rel0_10_x + v9_y;
             const double v10_z = omega9_x*r_rel0_10_y - omega9_y*r_rel0_10_x + v9_z;
+            double s11, c11;
+            mg_sincos_poly(q11, &s11, &c11);
+            mg_range[mg_l] |= mg_trig_out_of_range(q11);
             const double tau11_10 = c11*tau10_10 + s11*tau10_20;
             const double tau11_11 = c11*tau10_11 + s11*tau10_21;
             const double tau11_12 = c11*tau10_12 + s11*tau10_22;
@@ -9006,6 +8951,9 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
             const double v11_x = omega10_y*r_rel0_11_z - omega10_z*r_rel0_11_y + v10_x;
             const double v11_y = -omega10_x*r_rel0_11_z + omega10_z*r_rel0_11_x + v10_y;
             const double v11_z = omega10_x*r_rel0_11_y - omega10_y*r_rel0_11_x + v10_z;
+            double s12, c12;
+            mg_sincos_poly(q12, &s12, &c12);
+            mg_range[mg_l] |= mg_trig_out_of_range(q12);
             const double theta_J12_00 = (0.5)*tau11_10 + 0.8660254037844386*tau8_00;
             const double theta_J12_01 = (0.5)*tau11_11 + 0.8660254037844386*tau8_01;
             const double theta_J12_02 = (0.5)*tau11_12 + 0.8660254037844386*tau8_02;
@@ -9027,6 +8975,9 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
             const double v12_x = omega11_y*r_rel0_12_z - omega11_z*r_rel0_12_y + v11_x;
             const double v12_y = -omega11_x*r_rel0_12_z + omega11_z*r_rel0_12_x + v11_y;
             const double v12_z = omega11_x*r_rel0_12_y - omega11_y*r_rel0_12_x + v11_z;
+            double s13, c13;
+            mg_sincos_poly(q13, &s13, &c13);
+            mg_range[mg_l] |= mg_trig_out_of_range(q13);
             const double tau13_00 = c13*tau12_00 + s13*theta_J12_10;
             const double tau13_01 = c13*tau12_01 + s13*theta_J12_11;
             const double tau13_02 = c13*tau12_02 + s13*theta_J12_12;
@@ -9090,10 +9041,18 @@ int64_t mechgen_space_arm7_energy_batch(int64_t n, const double *q, const double
             const double omega_loc13_x = omega13_x*tau13_00 + omega13_y*tau13_01 + omega13_z*tau13_02;
             const double omega_loc13_y = omega13_x*tau13_10 + omega13_y*tau13_11 + omega13_z*tau13_12;
             const double omega_loc13_z = omega13_x*tau12_20 + omega13_y*tau12_21 + omega13_z*tau12_22;
+            const double cse0 = (0.045)*p_m_payload + 1.0;
+            const double cse1 = (0.3)*p_m_payload;
             mg_o_T[0][mg_l] = cse0*omega_loc13_x*omega_loc13_x + cse0*omega_loc13_y*omega_loc13_y - cse1*omega_loc13_x*v_loc13_y + cse1*omega_loc13_y*v_loc13_x + (19.45)*omega_loc10_x*omega_loc10_x - 34.0*omega_loc10_x*v_loc10_y + (19.45)*omega_loc10_y*omega_loc10_y + 34.0*omega_loc10_y*v_loc10_x + (0.175)*omega_loc10_z*omega_loc10_z + (0.17)*omega_loc11_x*omega_loc11_x - 1.4*omega_loc11_x*v_loc11_y + (0.17)*omega_loc11_y*omega_loc11_y + (1.4)*omega_loc11_y*v_loc11_x + (0.075)*omega_loc11_z*omega_loc11_z + (0.17)*omega_loc12_x*omega_loc12_x - 1.4*omega_loc12_x*v_loc12_y + (0.17)*omega_loc12_y*omega_loc12_y + (1.4)*omega_loc12_y*v_loc12_x + (0.075)*omega_loc12_z*omega_loc12_z + (0.75)*omega_loc13_z*omega_loc13_z + (0.5)*omega_loc6_x*((953.12)*omega_loc6_x + (12.24)*omega_loc6_y - 9.2*omega_loc6_z) + (0.5)*omega_loc6_y*((12.24)*omega_loc6_x + (1103.48)*omega_loc6_y + (5.6)*omega_loc6_z) + (0.5)*omega_loc6_z*(-9.2*omega_loc6_x + (5.6)*omega_loc6_y + (780.6)*omega_loc6_z) + (0.2796)*omega_loc7_x*omega_loc7_x - 2.16*omega_loc7_x*v_loc7_y + (0.2796)*omega_loc7_y*omega_loc7_y + (2.16)*omega_loc7_y*v_loc7_x + (0.1)*omega_loc7_z*omega_loc7_z + (0.225)*omega_loc8_x*omega_loc8_x - 1.6*omega_loc8_x*v_loc8_y + (0.8)*omega_loc8_x*v_loc8_z + (0.5)*omega_loc8_y*((0.38)*omega_loc8_y - 0.07*omega_loc8_z) + (0.5)*omega_loc8_z*(-0.07*omega_loc8_y + (0.22)*omega_loc8_z) + (24.475)*omega_loc9_x*omega_loc9_x - 40.5*omega_loc9_x*v_loc9_y + (24.475)*omega_loc9_y*omega_loc9_y + (40.5)*omega_loc9_y*v_loc9_x + (0.2)*omega_loc9_z*omega_loc9_z + (0.5)*p_m_payload*(v_loc13_x*v_loc13_x + v_loc13_y*v_loc13_y + v_loc13_z*v_loc13_z) + 20.0*v_loc10_x*v_loc10_x + 20.0*v_loc10_y*v_loc10_y + 20.0*v_loc10_z*v_loc10_z + 7.0*v_loc11_x*v_loc11_x + 7.0*v_loc11_y*v_loc11_y + 7.0*v_loc11_z*v_loc11_z + 7.0*v_loc12_x*v_loc12_x + 7.0*v_loc12_y*v_loc12_y + 7.0*v_loc12_z*v_loc12_z + 600.0*v_loc6_x*v_loc6_x + v_loc6_x*(60.0*omega_loc6_y + 12.0*omega_loc6_z) + 600.0*v_loc6_y*v_loc6_y + v_loc6_y*(-60.0*omega_loc6_x + 24.0*omega_loc6_z) + 600.0*v_loc6_z*v_loc6_z + v_loc6_z*(-12.0*omega_loc6_x - 24.0*omega_loc6_y) + 9.0*v_loc7_x*v_loc7_x + 9.0*v_loc7_y*v_loc7_y + 9.0*v_loc7_z*v_loc7_z + 8.0*v_loc8_x*v_loc8_x + v_loc8_x*((1.6)*omega_loc8_y - 0.8*omega_loc8_z) + 8.0*v_loc8_y*v_loc8_y + 8.0*v_loc8_z*v_loc8_z + (22.5)*v_loc9_x*v_loc9_x + (22.5)*v_loc9_y*v_loc9_y + (22.5)*v_loc9_z*v_loc9_z;
             mg_o_V[0][mg_l] = 0.0;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_space_arm7_energy(q + (mg_i + mg_l) * 13, qd + (mg_i + mg_l) * 13, p + (mg_i + mg_l) * 1, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];

@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "ur5.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 56 adds, 88 muls, 12 trig (156 total) */
 int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
@@ -15,10 +133,10 @@ int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r,
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double theta_J2_00 = (4.8965888601467475e-12)*c1;
     const double theta_J2_01 = (4.8965888601467475e-12)*s1;
     const double tau2_00 = -c1*s2 + c2*theta_J2_00;
@@ -29,8 +147,8 @@ int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r,
     const double tau2_22 = (4.8965888601467475e-12)*c2 - s2;
     const double r_rel0_2_x = -0.13585*s1;
     const double r_rel0_2_y = (0.13585)*c1;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 - s3*tau2_20;
     const double tau3_01 = c3*tau2_01 - s3*tau2_21;
     const double tau3_02 = c3*tau2_02 - s3*tau2_22;
@@ -43,8 +161,8 @@ int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r,
     const double r3_x = r_rel0_2_x + r_rel0_3_x;
     const double r3_y = r_rel0_2_y + r_rel0_3_y;
     const double r3_z = r_rel0_3_z + 0.089159;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double theta_J4_00 = (4.8965888601467475e-12)*tau3_00 - tau3_20;
     const double theta_J4_01 = (4.8965888601467475e-12)*tau3_01 - tau3_21;
     const double theta_J4_02 = (4.8965888601467475e-12)*tau3_02 - tau3_22;
@@ -63,8 +181,8 @@ int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r,
     const double r4_x = r3_x + r_rel0_4_x;
     const double r4_y = r3_y + r_rel0_4_y;
     const double r4_z = r3_z + r_rel0_4_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 - s1*s5;
     const double tau5_01 = c1*s5 + c5*tau4_01;
     const double tau5_02 = c5*tau4_02;
@@ -75,8 +193,8 @@ int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r,
     const double r_rel0_5_y = (0.093)*c1;
     const double r5_x = r4_x + r_rel0_5_x;
     const double r5_y = r4_y + r_rel0_5_y;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_00 = c6*tau5_00 - s6*tau4_20;
     const double tau6_01 = c6*tau5_01 - s6*tau4_21;
     const double tau6_02 = c6*tau5_02 - s6*tau4_22;
@@ -198,54 +316,37 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[21][8];
         double mg_o_tau[63][8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (4.8965888601467475e-12)*c1;
             const double theta_J2_01 = (4.8965888601467475e-12)*s1;
             const double tau2_00 = -c1*s2 + c2*theta_J2_00;
@@ -256,6 +357,9 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
             const double tau2_22 = (4.8965888601467475e-12)*c2 - s2;
             const double r_rel0_2_x = -0.13585*s1;
             const double r_rel0_2_y = (0.13585)*c1;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 - s3*tau2_20;
             const double tau3_01 = c3*tau2_01 - s3*tau2_21;
             const double tau3_02 = c3*tau2_02 - s3*tau2_22;
@@ -268,6 +372,9 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
             const double r3_x = r_rel0_2_x + r_rel0_3_x;
             const double r3_y = r_rel0_2_y + r_rel0_3_y;
             const double r3_z = r_rel0_3_z + 0.089159;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (4.8965888601467475e-12)*tau3_00 - tau3_20;
             const double theta_J4_01 = (4.8965888601467475e-12)*tau3_01 - tau3_21;
             const double theta_J4_02 = (4.8965888601467475e-12)*tau3_02 - tau3_22;
@@ -286,6 +393,9 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
             const double r4_x = r3_x + r_rel0_4_x;
             const double r4_y = r3_y + r_rel0_4_y;
             const double r4_z = r3_z + r_rel0_4_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 - s1*s5;
             const double tau5_01 = c1*s5 + c5*tau4_01;
             const double tau5_02 = c5*tau4_02;
@@ -296,6 +406,9 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
             const double r_rel0_5_y = (0.093)*c1;
             const double r5_x = r4_x + r_rel0_5_x;
             const double r5_y = r4_y + r_rel0_5_y;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_00 = c6*tau5_00 - s6*tau4_20;
             const double tau6_01 = c6*tau5_01 - s6*tau4_21;
             const double tau6_02 = c6*tau5_02 - s6*tau4_22;
@@ -407,6 +520,12 @@ int64_t mechgen_ur5_forward_kinematics_batch(int64_t n, const double *q, double 
             mg_o_tau[62][mg_l] = tool0_tau_22;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_forward_kinematics(q + (mg_i + mg_l) * 6, r + (mg_i + mg_l) * 21, tau + (mg_i + mg_l) * 63);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 21; ++mg_j) r[(mg_i + mg_l) * 21 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 63; ++mg_j) tau[(mg_i + mg_l) * 63 + mg_j] = mg_o_tau[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -431,10 +550,10 @@ int mechgen_ur5_jacobians(const double *restrict q, double *restrict T, double *
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double theta_J2_00 = (4.8965888601467475e-12)*c1;
     const double theta_J2_01 = (4.8965888601467475e-12)*s1;
     const double tau2_00 = -c1*s2 + c2*theta_J2_00;
@@ -445,8 +564,8 @@ int mechgen_ur5_jacobians(const double *restrict q, double *restrict T, double *
     const double tau2_22 = (4.8965888601467475e-12)*c2 - s2;
     const double r_rel0_2_x = -0.13585*s1;
     const double r_rel0_2_y = (0.13585)*c1;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 - s3*tau2_20;
     const double tau3_01 = c3*tau2_01 - s3*tau2_21;
     const double tau3_02 = c3*tau2_02 - s3*tau2_22;
@@ -461,8 +580,8 @@ int mechgen_ur5_jacobians(const double *restrict q, double *restrict T, double *
     const double T3_2_x = c1*r_rel0_3_z;
     const double T3_2_y = r_rel0_3_z*s1;
     const double T3_2_z = -c1*r_rel0_3_x - r_rel0_3_y*s1;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double theta_J4_00 = (4.8965888601467475e-12)*tau3_00 - tau3_20;
     const double theta_J4_01 = (4.8965888601467475e-12)*tau3_01 - tau3_21;
     const double theta_J4_02 = (4.8965888601467475e-12)*tau3_02 - tau3_22;
@@ -489,8 +608,8 @@ int mechgen_ur5_jacobians(const double *restrict q, double *restrict T, double *
     const double T4_3_x = cse0;
     const double T4_3_y = cse1;
     const double T4_3_z = -cse2;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = -c5*s1 - s5*tau4_00;
     const double tau5_11 = c1*c5 - s5*tau4_01;
     const double tau5_12 = -s5*tau4_02;
@@ -810,47 +929,34 @@ int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, doubl
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[126][8];
         double mg_o_R[126][8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (4.8965888601467475e-12)*c1;
             const double theta_J2_01 = (4.8965888601467475e-12)*s1;
             const double tau2_00 = -c1*s2 + c2*theta_J2_00;
@@ -861,6 +967,9 @@ int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, doubl
             const double tau2_22 = (4.8965888601467475e-12)*c2 - s2;
             const double r_rel0_2_x = -0.13585*s1;
             const double r_rel0_2_y = (0.13585)*c1;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 - s3*tau2_20;
             const double tau3_01 = c3*tau2_01 - s3*tau2_21;
             const double tau3_02 = c3*tau2_02 - s3*tau2_22;
@@ -875,6 +984,9 @@ int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, doubl
             const double T3_2_x = c1*r_rel0_3_z;
             const double T3_2_y = r_rel0_3_z*s1;
             const double T3_2_z = -c1*r_rel0_3_x - r_rel0_3_y*s1;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (4.8965888601467475e-12)*tau3_00 - tau3_20;
             const double theta_J4_01 = (4.8965888601467475e-12)*tau3_01 - tau3_21;
             const double theta_J4_02 = (4.8965888601467475e-12)*tau3_02 - tau3_22;
@@ -901,6 +1013,9 @@ int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, doubl
             const double T4_3_x = cse0;
             const double T4_3_y = cse1;
             const double T4_3_z = -cse2;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_10 = -c5*s1 - s5*tau4_00;
             const double tau5_11 = c1*c5 - s5*tau4_01;
             const double tau5_12 = -s5*tau4_02;
@@ -1210,6 +1325,12 @@ int64_t mechgen_ur5_jacobians_batch(int64_t n, const double *q, double *T, doubl
             mg_o_R[125][mg_l] = tau5_12;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_jacobians(q + (mg_i + mg_l) * 6, T + (mg_i + mg_l) * 126, R + (mg_i + mg_l) * 126);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 126; ++mg_j) T[(mg_i + mg_l) * 126 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 126; ++mg_j) R[(mg_i + mg_l) * 126 + mg_j] = mg_o_R[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1240,10 +1361,10 @@ int mechgen_ur5_velocities(const double *restrict q, const double *restrict qd, 
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double theta_J2_00 = (4.8965888601467475e-12)*c1;
     const double theta_J2_01 = (4.8965888601467475e-12)*s1;
     const double tau2_00 = -c1*s2 + c2*theta_J2_00;
@@ -1265,8 +1386,8 @@ int mechgen_ur5_velocities(const double *restrict q, const double *restrict qd, 
     const double w2_y = -oo1_zz*r_rel0_2_y;
     const double eps2_x = -cse1*qd1;
     const double eps2_y = -cse0*qd1;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 - s3*tau2_20;
     const double tau3_01 = c3*tau2_01 - s3*tau2_21;
     const double tau3_02 = c3*tau2_02 - s3*tau2_22;
@@ -1297,8 +1418,8 @@ int mechgen_ur5_velocities(const double *restrict q, const double *restrict qd, 
     const double eps3_x = -cse3*qd1 + eps2_x;
     const double eps3_y = -cse2*qd1 + eps2_y;
     const double eps3_z = cse2*omega2_y + cse3*omega2_x;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double theta_J4_00 = (4.8965888601467475e-12)*tau3_00 - tau3_20;
     const double theta_J4_01 = (4.8965888601467475e-12)*tau3_01 - tau3_21;
     const double theta_J4_02 = (4.8965888601467475e-12)*tau3_02 - tau3_22;
@@ -1335,8 +1456,8 @@ int mechgen_ur5_velocities(const double *restrict q, const double *restrict qd, 
     const double eps4_x = -cse5*qd1 + eps3_x;
     const double eps4_y = -cse4*qd1 + eps3_y;
     const double eps4_z = cse4*omega3_y + cse5*omega3_x + eps3_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = -c5*s1 - s5*tau4_00;
     const double tau5_11 = c1*c5 - s5*tau4_01;
     const double tau5_12 = -s5*tau4_02;
@@ -1475,77 +1596,54 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_v[18][8];
         double mg_o_omega[18][8];
         double mg_o_w[18][8];
         double mg_o_eps[18][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd1[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
         double mg_w_qd2[8];
-        double mg_w_oo1_zz[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
         double mg_w_qd6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double oo1_zz = qd1*qd1;
-            mg_w_oo1_zz[mg_l] = oo1_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double oo1_zz = mg_w_oo1_zz[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (4.8965888601467475e-12)*c1;
             const double theta_J2_01 = (4.8965888601467475e-12)*s1;
             const double tau2_00 = -c1*s2 + c2*theta_J2_00;
@@ -1556,6 +1654,7 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
             const double tau2_22 = (4.8965888601467475e-12)*c2 - s2;
             const double r_rel0_2_x = -0.13585*s1;
             const double r_rel0_2_y = (0.13585)*c1;
+            const double oo1_zz = qd1*qd1;
             const double cse0 = qd2*s1;
             const double omega2_x = -cse0;
             const double cse1 = c1*qd2;
@@ -1566,6 +1665,9 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
             const double w2_y = -oo1_zz*r_rel0_2_y;
             const double eps2_x = -cse1*qd1;
             const double eps2_y = -cse0*qd1;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 - s3*tau2_20;
             const double tau3_01 = c3*tau2_01 - s3*tau2_21;
             const double tau3_02 = c3*tau2_02 - s3*tau2_22;
@@ -1596,6 +1698,9 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
             const double eps3_x = -cse3*qd1 + eps2_x;
             const double eps3_y = -cse2*qd1 + eps2_y;
             const double eps3_z = cse2*omega2_y + cse3*omega2_x;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (4.8965888601467475e-12)*tau3_00 - tau3_20;
             const double theta_J4_01 = (4.8965888601467475e-12)*tau3_01 - tau3_21;
             const double theta_J4_02 = (4.8965888601467475e-12)*tau3_02 - tau3_22;
@@ -1632,6 +1737,9 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
             const double eps4_x = -cse5*qd1 + eps3_x;
             const double eps4_y = -cse4*qd1 + eps3_y;
             const double eps4_z = cse4*omega3_y + cse5*omega3_x + eps3_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_10 = -c5*s1 - s5*tau4_00;
             const double tau5_11 = c1*c5 - s5*tau4_01;
             const double tau5_12 = -s5*tau4_02;
@@ -1760,6 +1868,12 @@ int64_t mechgen_ur5_velocities_batch(int64_t n, const double *q, const double *q
             mg_o_eps[17][mg_l] = eps6_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_velocities(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, v + (mg_i + mg_l) * 18, omega + (mg_i + mg_l) * 18, w + (mg_i + mg_l) * 18, eps + (mg_i + mg_l) * 18);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 18; ++mg_j) v[(mg_i + mg_l) * 18 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) omega[(mg_i + mg_l) * 18 + mg_j] = mg_o_omega[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) w[(mg_i + mg_l) * 18 + mg_j] = mg_o_w[mg_j][mg_l];
@@ -1785,24 +1899,24 @@ int mechgen_ur5_mass_matrix(const double *restrict q, double *restrict A)
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
     const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double beta4_02 = -cse1;
     const double beta4_20 = cse1;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double IJ6_C2 = c6*c6 - s6*s6;
     const double IJ6_cs = c6*s6;
     const double IJ6_22 = (0.0083427634273)*IJ6_C2 + 0.0254792365727;
@@ -1953,54 +2067,50 @@ int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_A[36][8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
             const double cse0 = c2 + (4.8965888601467475e-12)*s2;
             const double beta2_02 = -cse0;
             const double beta2_20 = cse0;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
             const double cse1 = c4 + (4.8965888601467475e-12)*s4;
             const double beta4_02 = -cse1;
             const double beta4_20 = cse1;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double IJ6_C2 = c6*c6 - s6*s6;
             const double IJ6_cs = c6*s6;
             const double IJ6_22 = (0.0083427634273)*IJ6_C2 + 0.0254792365727;
@@ -2141,6 +2251,12 @@ int64_t mechgen_ur5_mass_matrix_batch(int64_t n, const double *q, double *A, int
             mg_o_A[35][mg_l] = 0.0171364731454;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_mass_matrix(q + (mg_i + mg_l) * 6, A + (mg_i + mg_l) * 36);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 36; ++mg_j) A[(mg_i + mg_l) * 36 + mg_j] = mg_o_A[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2175,24 +2291,24 @@ int mechgen_ur5_bias(const double *restrict q, const double *restrict qd, const 
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
     const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double beta4_02 = -cse1;
     const double beta4_20 = cse1;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double oo1_zz = qd1*qd1;
     const double omega_p2_x = beta2_02*qd1;
     const double omega_p2_z = beta2_00*qd1;
@@ -2331,27 +2447,18 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[6][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         double mg_w_qd1[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd4[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_oo2_yy[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_a2_y[8];
-        double mg_w_omega3_y[8];
-        double mg_w_oo3_yy[8];
-        double mg_w_omega4_y[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_Q1[8];
         double mg_w_Q2[8];
@@ -2360,6 +2467,11 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
         double mg_w_Q5[8];
         double mg_w_Q6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
@@ -2375,61 +2487,16 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double oo1_zz = qd1*qd1;
-            const double a2_y = -0.13585*oo1_zz;
-            const double oo2_yy = qd2*qd2;
-            const double omega3_y = qd2 + qd3;
-            const double oo3_yy = omega3_y*omega3_y;
-            const double omega4_y = omega3_y + qd4;
-            mg_w_a2_y[mg_l] = a2_y;
-            mg_w_oo2_yy[mg_l] = oo2_yy;
-            mg_w_omega3_y[mg_l] = omega3_y;
-            mg_w_oo3_yy[mg_l] = oo3_yy;
-            mg_w_omega4_y[mg_l] = omega4_y;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_yy = mg_w_oo2_yy[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double a2_y = mg_w_a2_y[mg_l];
-            const double omega3_y = mg_w_omega3_y[mg_l];
-            const double oo3_yy = mg_w_oo3_yy[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double omega4_y = mg_w_omega4_y[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double Q1 = mg_w_Q1[mg_l];
             const double Q2 = mg_w_Q2[mg_l];
@@ -2437,22 +2504,40 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
             const double Q4 = mg_w_Q4[mg_l];
             const double Q5 = mg_w_Q5[mg_l];
             const double Q6 = mg_w_Q6[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
             const double cse0 = c2 + (4.8965888601467475e-12)*s2;
             const double beta2_02 = -cse0;
             const double beta2_20 = cse0;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
             const double cse1 = c4 + (4.8965888601467475e-12)*s4;
             const double beta4_02 = -cse1;
             const double beta4_20 = cse1;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double oo1_zz = qd1*qd1;
             const double omega_p2_x = beta2_02*qd1;
             const double omega_p2_z = beta2_00*qd1;
             const double cse2 = omega_p2_z*qd2;
             const double epsd2_x = -cse2;
             const double epsd2_z = omega_p2_x*qd2;
             const double a2_x = (9.81)*beta2_02;
+            const double a2_y = -0.13585*oo1_zz;
             const double a2_z = (9.81)*beta2_00;
             const double oo2_xx = omega_p2_x*omega_p2_x;
+            const double oo2_yy = qd2*qd2;
             const double oo2_zz = omega_p2_z*omega_p2_z;
             const double oo2_xz = omega_p2_x*omega_p2_z;
             const double oo2_yz = cse2;
@@ -2460,6 +2545,7 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
             const double oo2_W_22 = -oo2_xx - oo2_yy;
             const double omega_p3_x = c3*omega_p2_x - omega_p2_z*s3;
             const double omega_p3_z = c3*omega_p2_z + omega_p2_x*s3;
+            const double omega3_y = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x - epsd2_z*s3 - omega_p3_z*qd3;
             const double epsd3_z = c3*epsd2_z + epsd2_x*s3 + omega_p3_x*qd3;
             const double cse3 = a2_x + (0.425)*oo2_xz;
@@ -2468,11 +2554,13 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
             const double a3_y = a2_y - 0.425*epsd2_x - 0.1197*oo2_W_11 + (0.425)*oo2_yz;
             const double a3_z = c3*cse4 + cse3*s3;
             const double oo3_xx = omega_p3_x*omega_p3_x;
+            const double oo3_yy = omega3_y*omega3_y;
             const double oo3_xz = omega_p3_x*omega_p3_z;
             const double oo3_yz = omega3_y*omega_p3_z;
             const double oo3_W_22 = -oo3_xx - oo3_yy;
             const double omega_p4_x = beta4_00*omega_p3_x + beta4_02*omega_p3_z;
             const double omega_p4_z = beta4_00*omega_p3_z + beta4_20*omega_p3_x;
+            const double omega4_y = omega3_y + qd4;
             const double epsd4_x = beta4_00*epsd3_x + beta4_02*epsd3_z - omega_p4_z*qd4;
             const double epsd4_z = beta4_00*epsd3_z + beta4_20*epsd3_x + omega_p4_x*qd4;
             const double cse5 = a3_x + (0.39225)*oo3_xz;
@@ -2567,6 +2655,12 @@ int64_t mechgen_ur5_bias_batch(int64_t n, const double *q, const double *qd, con
             mg_o_b[5][mg_l] = b6;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_bias(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, b + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) b[(mg_i + mg_l) * 6 + mg_j] = mg_o_b[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2601,24 +2695,24 @@ int mechgen_ur5_inverse_dynamics(const double *restrict q, const double *restric
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
     const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double beta4_02 = -cse1;
     const double beta4_20 = cse1;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double oo1_zz = qd1*qd1;
     const double omega_p2_x = beta2_02*qd1;
     const double omega_p2_z = beta2_00*qd1;
@@ -2757,45 +2851,39 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_Q[6][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         double mg_w_qd1[8];
         double mg_w_qd2[8];
+        double mg_w_qdd1[8];
         double mg_w_qd3[8];
         double mg_w_qdd2[8];
         double mg_w_qdd3[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_qdd1[8];
-        double mg_w_oo2_yy[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_a2_y[8];
-        double mg_w_omega3_y[8];
-        double mg_w_oo3_yy[8];
-        double mg_w_epsd3_y[8];
-        double mg_w_omega4_y[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
-        double mg_w_epsd4_y[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
+            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
             mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 6 + 3];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
@@ -2803,83 +2891,47 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
+            const double qdd1 = mg_w_qdd1[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double oo1_zz = qd1*qd1;
-            const double a2_y = -0.13585*oo1_zz;
-            const double oo2_yy = qd2*qd2;
-            const double omega3_y = qd2 + qd3;
-            const double epsd3_y = qdd2 + qdd3;
-            const double oo3_yy = omega3_y*omega3_y;
-            const double omega4_y = omega3_y + qd4;
-            const double epsd4_y = epsd3_y + qdd4;
-            mg_w_a2_y[mg_l] = a2_y;
-            mg_w_oo2_yy[mg_l] = oo2_yy;
-            mg_w_omega3_y[mg_l] = omega3_y;
-            mg_w_epsd3_y[mg_l] = epsd3_y;
-            mg_w_oo3_yy[mg_l] = oo3_yy;
-            mg_w_omega4_y[mg_l] = omega4_y;
-            mg_w_epsd4_y[mg_l] = epsd4_y;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double oo2_yy = mg_w_oo2_yy[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double a2_y = mg_w_a2_y[mg_l];
-            const double omega3_y = mg_w_omega3_y[mg_l];
-            const double oo3_yy = mg_w_oo3_yy[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double epsd3_y = mg_w_epsd3_y[mg_l];
-            const double omega4_y = mg_w_omega4_y[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double epsd4_y = mg_w_epsd4_y[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
             const double cse0 = c2 + (4.8965888601467475e-12)*s2;
             const double beta2_02 = -cse0;
             const double beta2_20 = cse0;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
             const double cse1 = c4 + (4.8965888601467475e-12)*s4;
             const double beta4_02 = -cse1;
             const double beta4_20 = cse1;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double oo1_zz = qd1*qd1;
             const double omega_p2_x = beta2_02*qd1;
             const double omega_p2_z = beta2_00*qd1;
             const double cse2 = omega_p2_z*qd2;
@@ -2888,8 +2940,10 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
             const double cse4 = omega_p2_x*qd2;
             const double epsd2_z = cse3 + cse4;
             const double a2_x = (9.81)*beta2_02 - 0.13585*cse3;
+            const double a2_y = -0.13585*oo1_zz;
             const double a2_z = (9.81)*beta2_00 - 0.13585*beta2_20*qdd1;
             const double oo2_xx = omega_p2_x*omega_p2_x;
+            const double oo2_yy = qd2*qd2;
             const double oo2_zz = omega_p2_z*omega_p2_z;
             const double oo2_xy = cse4;
             const double oo2_xz = omega_p2_x*omega_p2_z;
@@ -2898,7 +2952,9 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
             const double oo2_W_22 = -oo2_xx - oo2_yy;
             const double omega_p3_x = c3*omega_p2_x - omega_p2_z*s3;
             const double omega_p3_z = c3*omega_p2_z + omega_p2_x*s3;
+            const double omega3_y = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x - epsd2_z*s3 - omega_p3_z*qd3;
+            const double epsd3_y = qdd2 + qdd3;
             const double epsd3_z = c3*epsd2_z + epsd2_x*s3 + omega_p3_x*qd3;
             const double cse5 = a2_x + (0.1197)*epsd2_z - 0.1197*oo2_xy + (0.425)*oo2_xz + (0.425)*qdd2;
             const double cse6 = a2_z - 0.1197*epsd2_x + (0.425)*oo2_W_22 - 0.1197*oo2_yz;
@@ -2906,12 +2962,15 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
             const double a3_y = a2_y - 0.425*epsd2_x - 0.1197*oo2_W_11 + (0.425)*oo2_yz;
             const double a3_z = c3*cse6 + cse5*s3;
             const double oo3_xx = omega_p3_x*omega_p3_x;
+            const double oo3_yy = omega3_y*omega3_y;
             const double oo3_xz = omega_p3_x*omega_p3_z;
             const double oo3_yz = omega3_y*omega_p3_z;
             const double oo3_W_22 = -oo3_xx - oo3_yy;
             const double omega_p4_x = beta4_00*omega_p3_x + beta4_02*omega_p3_z;
             const double omega_p4_z = beta4_00*omega_p3_z + beta4_20*omega_p3_x;
+            const double omega4_y = omega3_y + qd4;
             const double epsd4_x = beta4_00*epsd3_x + beta4_02*epsd3_z - omega_p4_z*qd4;
+            const double epsd4_y = epsd3_y + qdd4;
             const double epsd4_z = beta4_00*epsd3_z + beta4_20*epsd3_x + omega_p4_x*qd4;
             const double cse7 = a3_x + (0.39225)*epsd3_y + (0.39225)*oo3_xz;
             const double cse8 = a3_z + (0.39225)*oo3_W_22;
@@ -3000,6 +3059,12 @@ int64_t mechgen_ur5_inverse_dynamics_batch(int64_t n, const double *q, const dou
             mg_o_Q[5][mg_l] = N6_y;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_inverse_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) Q[(mg_i + mg_l) * 6 + mg_j] = mg_o_Q[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -3035,24 +3100,24 @@ int mechgen_ur5_forward_dynamics(const double *restrict q, const double *restric
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
     const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double beta4_02 = -cse1;
     const double beta4_20 = cse1;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double IJ6_C2 = c6*c6 - s6*s6;
     const double IJ6_cs = c6*s6;
     const double IJ6_22 = (0.0083427634273)*IJ6_C2 + 0.0254792365727;
@@ -3362,26 +3427,17 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[6][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         double mg_w_qd1[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd4[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_oo2_yy[8];
-        double mg_w_a2_y[8];
-        double mg_w_omega3_y[8];
-        double mg_w_oo3_yy[8];
-        double mg_w_omega4_y[8];
         double mg_w_qd5[8];
         double mg_w_qd6[8];
         double mg_w_Q1[8];
@@ -3391,6 +3447,11 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
         double mg_w_Q5[8];
         double mg_w_Q6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
@@ -3406,61 +3467,16 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double oo1_zz = qd1*qd1;
-            const double a2_y = -0.13585*oo1_zz;
-            const double oo2_yy = qd2*qd2;
-            const double omega3_y = qd2 + qd3;
-            const double oo3_yy = omega3_y*omega3_y;
-            const double omega4_y = omega3_y + qd4;
-            mg_w_a2_y[mg_l] = a2_y;
-            mg_w_oo2_yy[mg_l] = oo2_yy;
-            mg_w_omega3_y[mg_l] = omega3_y;
-            mg_w_oo3_yy[mg_l] = oo3_yy;
-            mg_w_omega4_y[mg_l] = omega4_y;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_yy = mg_w_oo2_yy[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double a2_y = mg_w_a2_y[mg_l];
-            const double omega3_y = mg_w_omega3_y[mg_l];
-            const double oo3_yy = mg_w_oo3_yy[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double omega4_y = mg_w_omega4_y[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double Q1 = mg_w_Q1[mg_l];
@@ -3469,14 +3485,29 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             const double Q4 = mg_w_Q4[mg_l];
             const double Q5 = mg_w_Q5[mg_l];
             const double Q6 = mg_w_Q6[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
             const double cse0 = c2 + (4.8965888601467475e-12)*s2;
             const double beta2_02 = -cse0;
             const double beta2_20 = cse0;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
             const double cse1 = c4 + (4.8965888601467475e-12)*s4;
             const double beta4_02 = -cse1;
             const double beta4_20 = cse1;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double IJ6_C2 = c6*c6 - s6*s6;
             const double IJ6_cs = c6*s6;
             const double IJ6_22 = (0.0083427634273)*IJ6_C2 + 0.0254792365727;
@@ -3579,14 +3610,17 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             const double Nm3_1_z = -0.13585*Fm3_1_x + Nm3_2_x*beta2_02 + Nm3_2_z*beta2_00;
             const double Fm2_1_x = beta2_00*cc2_z - beta2_20*cp3_x;
             const double Nm2_1_z = -0.13585*Fm2_1_x + Ic2_01*beta2_02 + Ic2_12*beta2_00;
+            const double oo1_zz = qd1*qd1;
             const double omega_p2_x = beta2_02*qd1;
             const double omega_p2_z = beta2_00*qd1;
             const double cse9 = omega_p2_z*qd2;
             const double epsd2_x = -cse9;
             const double epsd2_z = omega_p2_x*qd2;
             const double a2_x = (9.81)*beta2_02;
+            const double a2_y = -0.13585*oo1_zz;
             const double a2_z = (9.81)*beta2_00;
             const double oo2_xx = omega_p2_x*omega_p2_x;
+            const double oo2_yy = qd2*qd2;
             const double oo2_zz = omega_p2_z*omega_p2_z;
             const double oo2_xz = omega_p2_x*omega_p2_z;
             const double oo2_yz = cse9;
@@ -3594,6 +3628,7 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             const double oo2_W_22 = -oo2_xx - oo2_yy;
             const double omega_p3_x = c3*omega_p2_x - omega_p2_z*s3;
             const double omega_p3_z = c3*omega_p2_z + omega_p2_x*s3;
+            const double omega3_y = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x - epsd2_z*s3 - omega_p3_z*qd3;
             const double epsd3_z = c3*epsd2_z + epsd2_x*s3 + omega_p3_x*qd3;
             const double cse10 = a2_x + (0.425)*oo2_xz;
@@ -3602,11 +3637,13 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             const double a3_y = a2_y - 0.425*epsd2_x - 0.1197*oo2_W_11 + (0.425)*oo2_yz;
             const double a3_z = c3*cse11 + cse10*s3;
             const double oo3_xx = omega_p3_x*omega_p3_x;
+            const double oo3_yy = omega3_y*omega3_y;
             const double oo3_xz = omega_p3_x*omega_p3_z;
             const double oo3_yz = omega3_y*omega_p3_z;
             const double oo3_W_22 = -oo3_xx - oo3_yy;
             const double omega_p4_x = beta4_00*omega_p3_x + beta4_02*omega_p3_z;
             const double omega_p4_z = beta4_00*omega_p3_z + beta4_20*omega_p3_x;
+            const double omega4_y = omega3_y + qd4;
             const double epsd4_x = beta4_00*epsd3_x + beta4_02*epsd3_z - omega_p4_z*qd4;
             const double epsd4_z = beta4_00*epsd3_z + beta4_20*epsd3_x + omega_p4_x*qd4;
             const double cse12 = a3_x + (0.39225)*oo3_xz;
@@ -3768,6 +3805,12 @@ int64_t mechgen_ur5_forward_dynamics_batch(int64_t n, const double *q, const dou
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_forward_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) qdd[(mg_i + mg_l) * 6 + mg_j] = mg_o_qdd[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
@@ -3802,10 +3845,10 @@ int mechgen_ur5_energy(const double *restrict q, const double *restrict qd, doub
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double theta_J2_00 = (4.8965888601467475e-12)*c1;
     const double theta_J2_01 = (4.8965888601467475e-12)*s1;
     const double tau2_00 = -c1*s2 + c2*theta_J2_00;
@@ -3820,8 +3863,8 @@ int mechgen_ur5_energy(const double *restrict q, const double *restrict qd, doub
     const double omega2_y = c1*qd2;
     const double v2_x = -qd1*r_rel0_2_y;
     const double v2_y = qd1*r_rel0_2_x;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 - s3*tau2_20;
     const double tau3_01 = c3*tau2_01 - s3*tau2_21;
     const double tau3_02 = c3*tau2_02 - s3*tau2_22;
@@ -3837,8 +3880,8 @@ int mechgen_ur5_energy(const double *restrict q, const double *restrict qd, doub
     const double v3_x = omega2_y*r_rel0_3_z - qd1*r_rel0_3_y + v2_x;
     const double v3_y = -omega2_x*r_rel0_3_z + qd1*r_rel0_3_x + v2_y;
     const double v3_z = omega2_x*r_rel0_3_y - omega2_y*r_rel0_3_x;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double theta_J4_00 = (4.8965888601467475e-12)*tau3_00 - tau3_20;
     const double theta_J4_01 = (4.8965888601467475e-12)*tau3_01 - tau3_21;
     const double theta_J4_02 = (4.8965888601467475e-12)*tau3_02 - tau3_22;
@@ -3860,8 +3903,8 @@ int mechgen_ur5_energy(const double *restrict q, const double *restrict qd, doub
     const double v4_x = omega3_y*r_rel0_4_z - qd1*r_rel0_4_y + v3_x;
     const double v4_y = -omega3_x*r_rel0_4_z + qd1*r_rel0_4_x + v3_y;
     const double v4_z = omega3_x*r_rel0_4_y - omega3_y*r_rel0_4_x + v3_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 - s1*s5;
     const double tau5_01 = c1*s5 + c5*tau4_01;
     const double tau5_02 = c5*tau4_02;
@@ -3876,8 +3919,8 @@ int mechgen_ur5_energy(const double *restrict q, const double *restrict qd, doub
     const double v5_x = -qd1*r_rel0_5_y + v4_x;
     const double v5_y = qd1*r_rel0_5_x + v4_y;
     const double v5_z = omega4_x*r_rel0_5_y - omega4_y*r_rel0_5_x + v4_z;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_00 = c6*tau5_00 - s6*tau4_20;
     const double tau6_01 = c6*tau5_01 - s6*tau4_21;
     const double tau6_02 = c6*tau5_02 - s6*tau4_22;
@@ -3938,74 +3981,55 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd2[8];
         double mg_w_qd1[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
+        double mg_w_q6[8];
         double mg_w_qd6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (4.8965888601467475e-12)*c1;
             const double theta_J2_01 = (4.8965888601467475e-12)*s1;
             const double tau2_00 = -c1*s2 + c2*theta_J2_00;
@@ -4020,6 +4044,9 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
             const double omega2_y = c1*qd2;
             const double v2_x = -qd1*r_rel0_2_y;
             const double v2_y = qd1*r_rel0_2_x;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 - s3*tau2_20;
             const double tau3_01 = c3*tau2_01 - s3*tau2_21;
             const double tau3_02 = c3*tau2_02 - s3*tau2_22;
@@ -4035,6 +4062,9 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
             const double v3_x = omega2_y*r_rel0_3_z - qd1*r_rel0_3_y + v2_x;
             const double v3_y = -omega2_x*r_rel0_3_z + qd1*r_rel0_3_x + v2_y;
             const double v3_z = omega2_x*r_rel0_3_y - omega2_y*r_rel0_3_x;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (4.8965888601467475e-12)*tau3_00 - tau3_20;
             const double theta_J4_01 = (4.8965888601467475e-12)*tau3_01 - tau3_21;
             const double theta_J4_02 = (4.8965888601467475e-12)*tau3_02 - tau3_22;
@@ -4056,6 +4086,9 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
             const double v4_x = omega3_y*r_rel0_4_z - qd1*r_rel0_4_y + v3_x;
             const double v4_y = -omega3_x*r_rel0_4_z + qd1*r_rel0_4_x + v3_y;
             const double v4_z = omega3_x*r_rel0_4_y - omega3_y*r_rel0_4_x + v3_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 - s1*s5;
             const double tau5_01 = c1*s5 + c5*tau4_01;
             const double tau5_02 = c5*tau4_02;
@@ -4070,6 +4103,9 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
             const double v5_x = -qd1*r_rel0_5_y + v4_x;
             const double v5_y = qd1*r_rel0_5_x + v4_y;
             const double v5_z = omega4_x*r_rel0_5_y - omega4_y*r_rel0_5_x + v4_z;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_00 = c6*tau5_00 - s6*tau4_20;
             const double tau6_01 = c6*tau5_01 - s6*tau4_21;
             const double tau6_02 = c6*tau5_02 - s6*tau4_22;
@@ -4120,6 +4156,12 @@ int64_t mechgen_ur5_energy_batch(int64_t n, const double *q, const double *qd, d
             mg_o_V[0][mg_l] = (22.31775)*r3_z + (23.91678)*r4_z + (1.843299)*r6_z + (23.0538924)*tau2_22 + (5.5794375)*tau3_22 + 10.57713991047;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_energy(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -4156,20 +4198,20 @@ int mechgen_ur5_inverse_dynamics_derivatives(const double *restrict q, const dou
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    const double c2 = cos(q2);
-    const double c2_dq2 = -sin(q2);
+    const double c2 = mg_cos(q2);
+    const double c2_dq2 = -mg_sin(q2);
     const double beta2_00 = (4.8965888601467475e-12)*c2 + c2_dq2;
     const double beta2_00_dq2 = -c2 + (4.8965888601467475e-12)*c2_dq2;
-    const double c3 = cos(q3);
-    const double c3_dq3 = -sin(q3);
-    const double c4 = cos(q4);
-    const double c4_dq4 = -sin(q4);
+    const double c3 = mg_cos(q3);
+    const double c3_dq3 = -mg_sin(q3);
+    const double c4 = mg_cos(q4);
+    const double c4_dq4 = -mg_sin(q4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 + c4_dq4;
     const double beta4_00_dq4 = -c4 + (4.8965888601467475e-12)*c4_dq4;
-    const double c5 = cos(q5);
-    const double c5_dq5 = -sin(q5);
-    const double c6 = cos(q6);
-    const double c6_dq6 = -sin(q6);
+    const double c5 = mg_cos(q5);
+    const double c5_dq5 = -mg_sin(q5);
+    const double c6 = mg_cos(q6);
+    const double c6_dq6 = -mg_sin(q6);
     const double oo1_zz = qd1*qd1;
     const double oo1_zz_dqd1 = 2.0*qd1;
     const double omega_p2_x = beta2_00_dq2*qd1;
@@ -5072,54 +5114,40 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_dtau_dq[36][8];
         double mg_o_dtau_dqd[36][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         double mg_w_qd1[8];
+        double mg_w_qdd1[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qdd2[8];
         double mg_w_qdd3[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_mg_c1[8];
-        double mg_w_c2[8];
-        double mg_w_mg_c3[8];
-        double mg_w_mg_c5[8];
-        double mg_w_c4[8];
-        double mg_w_mg_c7[8];
-        double mg_w_mg_c9[8];
-        double mg_w_qdd1[8];
-        double mg_w_oo2_yy[8];
-        double mg_w_c3[8];
-        double mg_w_oo2_W_22_dqd2[8];
-        double mg_w_a2_y[8];
-        double mg_w_oo2_W_11_dq2[8];
-        double mg_w_a2_y_dqd1[8];
-        double mg_w_omega3_y[8];
-        double mg_w_oo3_yy[8];
-        double mg_w_epsd3_y[8];
-        double mg_w_oo3_W_22_dqd2[8];
-        double mg_w_omega4_y[8];
-        double mg_w_c5[8];
         double mg_w_qd5[8];
-        double mg_w_epsd4_y[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
-        double mg_w_F6_x_dqd5[8];
-        double mg_w_cse75[8];
-        double mg_w_F5_y_dqd5[8];
-        double mg_w_cse102[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
+            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
             mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 6 + 3];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
@@ -5127,111 +5155,49 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
+            const double qdd1 = mg_w_qdd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double oo1_zz = qd1*qd1;
-            const double oo1_zz_dqd1 = 2.0*qd1;
-            const double a2_y = -0.13585*oo1_zz;
-            const double a2_y_dqd1 = -0.13585*oo1_zz_dqd1;
-            const double oo2_yy = qd2*qd2;
-            const double oo2_yy_dqd2 = 2.0*qd2;
-            const double oo2_W_11_dq2 = 0.0;
-            const double oo2_W_22_dqd2 = -oo2_yy_dqd2;
-            const double omega3_y = qd2 + qd3;
-            const double epsd3_y = qdd2 + qdd3;
-            const double oo3_yy = omega3_y*omega3_y;
-            const double oo3_yy_dqd2 = 2.0*omega3_y;
-            const double oo3_W_22_dqd2 = -oo3_yy_dqd2;
-            const double omega4_y = omega3_y + qd4;
-            const double epsd4_y = epsd3_y + qdd4;
-            const double F6_x_dqd5 = (0.1879)*oo2_W_11_dq2;
-            const double cse75 = (1.219)*oo2_W_11_dq2;
-            const double F5_y_dqd5 = F6_x_dqd5;
-            const double cse102 = (0.56875)*oo3_W_22_dqd2;
-            mg_w_a2_y[mg_l] = a2_y;
-            mg_w_a2_y_dqd1[mg_l] = a2_y_dqd1;
-            mg_w_oo2_yy[mg_l] = oo2_yy;
-            mg_w_oo2_W_11_dq2[mg_l] = oo2_W_11_dq2;
-            mg_w_oo2_W_22_dqd2[mg_l] = oo2_W_22_dqd2;
-            mg_w_omega3_y[mg_l] = omega3_y;
-            mg_w_epsd3_y[mg_l] = epsd3_y;
-            mg_w_oo3_yy[mg_l] = oo3_yy;
-            mg_w_oo3_W_22_dqd2[mg_l] = oo3_W_22_dqd2;
-            mg_w_omega4_y[mg_l] = omega4_y;
-            mg_w_epsd4_y[mg_l] = epsd4_y;
-            mg_w_F6_x_dqd5[mg_l] = F6_x_dqd5;
-            mg_w_cse75[mg_l] = cse75;
-            mg_w_F5_y_dqd5[mg_l] = F5_y_dqd5;
-            mg_w_cse102[mg_l] = cse102;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_mg_c1[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_mg_c3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_mg_c5[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_mg_c7[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_mg_c9[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double mg_c1 = mg_w_mg_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double mg_c3 = mg_w_mg_c3[mg_l];
-            const double mg_c5 = mg_w_mg_c5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double mg_c7 = mg_w_mg_c7[mg_l];
-            const double mg_c9 = mg_w_mg_c9[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_yy = mg_w_oo2_yy[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double oo2_W_22_dqd2 = mg_w_oo2_W_22_dqd2[mg_l];
-            const double a2_y = mg_w_a2_y[mg_l];
-            const double oo2_W_11_dq2 = mg_w_oo2_W_11_dq2[mg_l];
-            const double a2_y_dqd1 = mg_w_a2_y_dqd1[mg_l];
-            const double omega3_y = mg_w_omega3_y[mg_l];
-            const double oo3_yy = mg_w_oo3_yy[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double epsd3_y = mg_w_epsd3_y[mg_l];
-            const double oo3_W_22_dqd2 = mg_w_oo3_W_22_dqd2[mg_l];
-            const double omega4_y = mg_w_omega4_y[mg_l];
-            const double c5 = mg_w_c5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double epsd4_y = mg_w_epsd4_y[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
-            const double F6_x_dqd5 = mg_w_F6_x_dqd5[mg_l];
-            const double cse75 = mg_w_cse75[mg_l];
-            const double F5_y_dqd5 = mg_w_F5_y_dqd5[mg_l];
-            const double cse102 = mg_w_cse102[mg_l];
-            const double c2_dq2 = -mg_c1;
+            const double c2 = mg_cos_poly(q2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double c2_dq2 = -mg_sin_poly(q2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double beta2_00 = (4.8965888601467475e-12)*c2 + c2_dq2;
             const double beta2_00_dq2 = -c2 + (4.8965888601467475e-12)*c2_dq2;
-            const double c3_dq3 = -mg_c3;
-            const double c4_dq4 = -mg_c5;
+            const double c3 = mg_cos_poly(q3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double c3_dq3 = -mg_sin_poly(q3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double c4 = mg_cos_poly(q4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double c4_dq4 = -mg_sin_poly(q4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double beta4_00 = (4.8965888601467475e-12)*c4 + c4_dq4;
             const double beta4_00_dq4 = -c4 + (4.8965888601467475e-12)*c4_dq4;
-            const double c5_dq5 = -mg_c7;
-            const double c6_dq6 = -mg_c9;
+            const double c5 = mg_cos_poly(q5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double c5_dq5 = -mg_sin_poly(q5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double c6 = mg_cos_poly(q6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double c6_dq6 = -mg_sin_poly(q6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double oo1_zz = qd1*qd1;
+            const double oo1_zz_dqd1 = 2.0*qd1;
             const double omega_p2_x = beta2_00_dq2*qd1;
             const double omega_p2_x_dq2 = -beta2_00*qd1;
             const double omega_p2_x_dqd1 = beta2_00_dq2;
@@ -5248,11 +5214,15 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
             const double epsd2_z_dqd2 = omega_p2_x;
             const double a2_x = (9.81)*beta2_00_dq2 - 0.13585*cse2;
             const double a2_x_dq2 = -9.81*beta2_00 - 0.13585*cse0;
+            const double a2_y = -0.13585*oo1_zz;
+            const double a2_y_dqd1 = -0.13585*oo1_zz_dqd1;
             const double cse4 = omega_p2_x*omega_p2_x;
             const double oo2_xx = cse4;
             const double cse5 = omega_p2_x*omega_p2_x_dq2;
             const double oo2_xx_dq2 = 2.0*cse5;
             const double oo2_xx_dqd1 = 2.0*omega_p2_x*omega_p2_x_dqd1;
+            const double oo2_yy = qd2*qd2;
+            const double oo2_yy_dqd2 = 2.0*qd2;
             const double cse6 = omega_p2_x_dq2*omega_p2_x_dq2;
             const double oo2_zz = cse6;
             const double oo2_zz_dqd1 = -2.0*omega_p2_x_dq2*omega_p2_z_dqd1;
@@ -5262,14 +5232,17 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
             const double oo2_xz_dq2 = cse4 - cse6;
             const double oo2_xz_dqd1 = omega_p2_x*omega_p2_z_dqd1 - omega_p2_x_dq2*omega_p2_x_dqd1;
             const double oo2_W_11 = -oo2_xx - oo2_zz;
+            const double oo2_W_11_dq2 = 0.0;
             const double oo2_W_11_dqd1 = -oo2_xx_dqd1 - oo2_zz_dqd1;
             const double oo2_W_22 = -oo2_xx - oo2_yy;
             const double oo2_W_22_dq2 = -oo2_xx_dq2;
             const double oo2_W_22_dqd1 = -oo2_xx_dqd1;
+            const double oo2_W_22_dqd2 = -oo2_yy_dqd2;
             const double omega_p3_x = c3*omega_p2_x - c3_dq3*omega_p2_x_dq2;
             const double omega_p3_x_dq2 = c3*omega_p2_x_dq2 + c3_dq3*omega_p2_x;
             const double omega_p3_x_dqd1 = c3*omega_p2_x_dqd1 + c3_dq3*omega_p2_z_dqd1;
             const double omega_p3_z_dqd1 = c3*omega_p2_z_dqd1 - c3_dq3*omega_p2_x_dqd1;
+            const double omega3_y = qd2 + qd3;
             const double cse7 = c3*epsd2_x;
             const double cse8 = c3_dq3*epsd2_x_dq2;
             const double epsd3_x = cse7 - cse8 + omega_p3_x_dq2*qd3;
@@ -5279,6 +5252,7 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
             const double epsd3_x_dqd1 = c3*epsd2_x_dqd1 + c3_dq3*epsd2_z_dqd1 - omega_p3_z_dqd1*qd3;
             const double epsd3_x_dqd2 = c3*epsd2_x_dqd2 + c3_dq3*epsd2_z_dqd2;
             const double epsd3_x_dqd3 = omega_p3_x_dq2;
+            const double epsd3_y = qdd2 + qdd3;
             const double epsd3_z_dqd1 = c3*epsd2_z_dqd1 - c3_dq3*epsd2_x_dqd1 + omega_p3_x_dqd1*qd3;
             const double epsd3_z_dqd2 = c3*epsd2_z_dqd2 - c3_dq3*epsd2_x_dqd2;
             const double epsd3_z_dqd3 = omega_p3_x;
@@ -5307,6 +5281,8 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
             const double cse19 = omega_p3_x*omega_p3_x_dq2;
             const double oo3_xx_dq2 = 2.0*cse19;
             const double oo3_xx_dqd1 = 2.0*omega_p3_x*omega_p3_x_dqd1;
+            const double oo3_yy = omega3_y*omega3_y;
+            const double oo3_yy_dqd2 = 2.0*omega3_y;
             const double oo3_xy = omega3_y*omega_p3_x;
             const double oo3_xz = -cse19;
             const double oo3_xz_dq2 = cse18 - omega_p3_x_dq2*omega_p3_x_dq2;
@@ -5316,16 +5292,19 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
             const double oo3_W_22 = -oo3_xx - oo3_yy;
             const double oo3_W_22_dq2 = -oo3_xx_dq2;
             const double oo3_W_22_dqd1 = -oo3_xx_dqd1;
+            const double oo3_W_22_dqd2 = -oo3_yy_dqd2;
             const double omega_p4_x = beta4_00*omega_p3_x - beta4_00_dq4*omega_p3_x_dq2;
             const double omega_p4_x_dq2 = beta4_00*omega_p3_x_dq2 + beta4_00_dq4*omega_p3_x;
             const double omega_p4_x_dqd1 = beta4_00*omega_p3_x_dqd1 + beta4_00_dq4*omega_p3_z_dqd1;
             const double omega_p4_z_dqd1 = beta4_00*omega_p3_z_dqd1 - beta4_00_dq4*omega_p3_x_dqd1;
+            const double omega4_y = omega3_y + qd4;
             const double epsd4_x = beta4_00*epsd3_x - beta4_00_dq4*epsd3_x_dq2 + omega_p4_x_dq2*qd4;
             const double epsd4_x_dq2 = beta4_00*epsd3_x_dq2 + beta4_00_dq4*epsd3_x - omega_p4_x*qd4;
             const double epsd4_x_dqd1 = beta4_00*epsd3_x_dqd1 + beta4_00_dq4*epsd3_z_dqd1 - omega_p4_z_dqd1*qd4;
             const double epsd4_x_dqd2 = beta4_00*epsd3_x_dqd2 + beta4_00_dq4*epsd3_z_dqd2;
             const double epsd4_x_dqd3 = beta4_00*epsd3_x_dqd3 + beta4_00_dq4*epsd3_z_dqd3;
             const double epsd4_x_dqd4 = omega_p4_x_dq2;
+            const double epsd4_y = epsd3_y + qdd4;
             const double epsd4_z_dqd1 = beta4_00*epsd3_z_dqd1 - beta4_00_dq4*epsd3_x_dqd1 + omega_p4_x_dqd1*qd4;
             const double epsd4_z_dqd2 = beta4_00*epsd3_z_dqd2 - beta4_00_dq4*epsd3_x_dqd2;
             const double epsd4_z_dqd3 = beta4_00*epsd3_z_dqd3 - beta4_00_dq4*epsd3_x_dqd3;
@@ -5574,6 +5553,7 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
             const double F6_x_dqd2 = (0.1879)*a6_x_dqd2;
             const double F6_x_dqd3 = (0.1879)*a6_x_dqd3;
             const double F6_x_dqd4 = (0.1879)*a6_x_dqd4;
+            const double F6_x_dqd5 = (0.1879)*oo2_W_11_dq2;
             const double F6_y = (0.1879)*a6_y;
             const double F6_y_dq2 = (0.1879)*a6_y_dq2;
             const double F6_y_dq3 = (0.1879)*a6_y_dq3;
@@ -5659,6 +5639,7 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
             const double F5_x_dqd1 = F_c6_x_dqd1 + (1.219)*a5_x_dqd1;
             const double F5_x_dqd2 = F_c6_x_dqd2 + (1.219)*a5_x_dqd2;
             const double F5_x_dqd3 = F_c6_x_dqd3 + (1.219)*a5_x_dqd3;
+            const double cse75 = (1.219)*oo2_W_11_dq2;
             const double F5_x_dqd4 = F_c6_x_dqd4 + cse75;
             const double F5_x_dqd5 = F_c6_x_dqd5;
             const double F5_y = F6_y + cse74;
@@ -5670,6 +5651,7 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
             const double F5_y_dqd2 = F6_y_dqd2 + (1.219)*a5_y_dqd2;
             const double F5_y_dqd3 = F6_y_dqd3 + (1.219)*a5_y_dqd3;
             const double F5_y_dqd4 = F6_y_dqd4 + cse75;
+            const double F5_y_dqd5 = F6_x_dqd5;
             const double F5_z = F_c6_z + (1.219)*a5_z;
             const double F5_z_dq2 = F_c6_z_dq2 + (1.219)*a5_z_dq2;
             const double F5_z_dq3 = F_c6_z_dq3 + (1.219)*a5_z_dq3;
@@ -5881,6 +5863,7 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
             const double F3_z_dq5 = F_c4_z_dq5;
             const double F3_z_dq6 = F_c4_z_dq6;
             const double F3_z_dqd1 = F_c4_z_dqd1 + (2.275)*a3_z_dqd1 + (0.56875)*oo3_W_22_dqd1;
+            const double cse102 = (0.56875)*oo3_W_22_dqd2;
             const double F3_z_dqd2 = F_c4_z_dqd2 + (2.275)*a3_z_dqd2 + cse102;
             const double F3_z_dqd3 = F_c4_z_dqd3 + cse102;
             const double F3_z_dqd4 = F_c4_z_dqd4;
@@ -6105,6 +6088,12 @@ int64_t mechgen_ur5_inverse_dynamics_derivatives_batch(int64_t n, const double *
             mg_o_dtau_dqd[35][mg_l] = 0.0;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_inverse_dynamics_derivatives(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, dtau_dq + (mg_i + mg_l) * 36, dtau_dqd + (mg_i + mg_l) * 36);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 36; ++mg_j) dtau_dq[(mg_i + mg_l) * 36 + mg_j] = mg_o_dtau_dq[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 36; ++mg_j) dtau_dqd[(mg_i + mg_l) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -6142,20 +6131,20 @@ int mechgen_ur5_forward_dynamics_derivatives(const double *restrict q, const dou
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    const double c2 = cos(q2);
-    const double c2_dq2 = -sin(q2);
+    const double c2 = mg_cos(q2);
+    const double c2_dq2 = -mg_sin(q2);
     const double beta2_00 = (4.8965888601467475e-12)*c2 + c2_dq2;
     const double beta2_00_dq2 = -c2 + (4.8965888601467475e-12)*c2_dq2;
-    const double c3 = cos(q3);
-    const double c3_dq3 = -sin(q3);
-    const double c4 = cos(q4);
-    const double c4_dq4 = -sin(q4);
+    const double c3 = mg_cos(q3);
+    const double c3_dq3 = -mg_sin(q3);
+    const double c4 = mg_cos(q4);
+    const double c4_dq4 = -mg_sin(q4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 + c4_dq4;
     const double beta4_00_dq4 = -c4 + (4.8965888601467475e-12)*c4_dq4;
-    const double c5 = cos(q5);
-    const double c5_dq5 = -sin(q5);
-    const double c6 = cos(q6);
-    const double c6_dq6 = -sin(q6);
+    const double c5 = mg_cos(q5);
+    const double c5_dq5 = -mg_sin(q5);
+    const double c6 = mg_cos(q6);
+    const double c6_dq6 = -mg_sin(q6);
     const double IJ6_C2 = c6*c6 - c6_dq6*c6_dq6;
     const double IJ6_cs = -c6*c6_dq6;
     const double IJ6_22 = (0.0083427634273)*IJ6_C2 + 0.0254792365727;
@@ -7550,47 +7539,34 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[6][8];
         double mg_o_dqdd_dq[36][8];
         double mg_o_dqdd_dqd[36][8];
         double mg_o_dqdd_dQ[36][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         double mg_w_qd1[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd4[8];
-        double mg_w_mg_c1[8];
-        double mg_w_c2[8];
-        double mg_w_mg_c3[8];
-        double mg_w_mg_c5[8];
-        double mg_w_c4[8];
-        double mg_w_mg_c7[8];
-        double mg_w_mg_c9[8];
-        double mg_w_c6[8];
-        double mg_w_c5[8];
-        double mg_w_c3[8];
-        double mg_w_oo2_yy[8];
-        double mg_w_a2_y[8];
-        double mg_w_omega3_y[8];
-        double mg_w_oo3_yy[8];
-        double mg_w_omega4_y[8];
         double mg_w_qd5[8];
         double mg_w_qd6[8];
-        double mg_w_cse65[8];
         double mg_w_Q1[8];
         double mg_w_Q2[8];
         double mg_w_Q3[8];
         double mg_w_Q4[8];
         double mg_w_Q5[8];
         double mg_w_Q6[8];
-        double mg_w_oo2_W_22_dqd2[8];
-        double mg_w_oo2_W_11_dq2[8];
-        double mg_w_a2_y_dqd1[8];
-        double mg_w_oo3_W_22_dqd2[8];
-        double mg_w_F6_x_2_dqd5[8];
-        double mg_w_cse134[8];
-        double mg_w_F5_y_2_dqd5[8];
-        double mg_w_cse159[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
@@ -7606,108 +7582,48 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double oo1_zz = qd1*qd1;
-            const double oo1_zz_dqd1 = 2.0*qd1;
-            const double a2_y = -0.13585*oo1_zz;
-            const double a2_y_dqd1 = -0.13585*oo1_zz_dqd1;
-            const double oo2_yy = qd2*qd2;
-            const double oo2_yy_dqd2 = 2.0*qd2;
-            const double oo2_W_11_dq2 = 0.0;
-            const double oo2_W_22_dqd2 = -oo2_yy_dqd2;
-            const double omega3_y = qd2 + qd3;
-            const double oo3_yy = omega3_y*omega3_y;
-            const double oo3_yy_dqd2 = 2.0*omega3_y;
-            const double oo3_W_22_dqd2 = -oo3_yy_dqd2;
-            const double omega4_y = omega3_y + qd4;
-            const double cse65 = (2.35004)*a2_y;
-            const double F6_x_2_dqd5 = (0.1879)*oo2_W_11_dq2;
-            const double cse134 = (1.219)*oo2_W_11_dq2;
-            const double F5_y_2_dqd5 = F6_x_2_dqd5;
-            const double cse159 = (0.56875)*oo3_W_22_dqd2;
-            mg_w_a2_y[mg_l] = a2_y;
-            mg_w_a2_y_dqd1[mg_l] = a2_y_dqd1;
-            mg_w_oo2_yy[mg_l] = oo2_yy;
-            mg_w_oo2_W_11_dq2[mg_l] = oo2_W_11_dq2;
-            mg_w_oo2_W_22_dqd2[mg_l] = oo2_W_22_dqd2;
-            mg_w_omega3_y[mg_l] = omega3_y;
-            mg_w_oo3_yy[mg_l] = oo3_yy;
-            mg_w_oo3_W_22_dqd2[mg_l] = oo3_W_22_dqd2;
-            mg_w_omega4_y[mg_l] = omega4_y;
-            mg_w_cse65[mg_l] = cse65;
-            mg_w_F6_x_2_dqd5[mg_l] = F6_x_2_dqd5;
-            mg_w_cse134[mg_l] = cse134;
-            mg_w_F5_y_2_dqd5[mg_l] = F5_y_2_dqd5;
-            mg_w_cse159[mg_l] = cse159;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_mg_c1[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_mg_c3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_mg_c5[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_mg_c7[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_mg_c9[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double mg_c1 = mg_w_mg_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double mg_c3 = mg_w_mg_c3[mg_l];
-            const double mg_c5 = mg_w_mg_c5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double mg_c7 = mg_w_mg_c7[mg_l];
-            const double mg_c9 = mg_w_mg_c9[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double c3 = mg_w_c3[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_yy = mg_w_oo2_yy[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double a2_y = mg_w_a2_y[mg_l];
-            const double omega3_y = mg_w_omega3_y[mg_l];
-            const double oo3_yy = mg_w_oo3_yy[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double omega4_y = mg_w_omega4_y[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
-            const double cse65 = mg_w_cse65[mg_l];
             const double Q1 = mg_w_Q1[mg_l];
             const double Q2 = mg_w_Q2[mg_l];
             const double Q3 = mg_w_Q3[mg_l];
             const double Q4 = mg_w_Q4[mg_l];
             const double Q5 = mg_w_Q5[mg_l];
             const double Q6 = mg_w_Q6[mg_l];
-            const double oo2_W_22_dqd2 = mg_w_oo2_W_22_dqd2[mg_l];
-            const double oo2_W_11_dq2 = mg_w_oo2_W_11_dq2[mg_l];
-            const double a2_y_dqd1 = mg_w_a2_y_dqd1[mg_l];
-            const double oo3_W_22_dqd2 = mg_w_oo3_W_22_dqd2[mg_l];
-            const double F6_x_2_dqd5 = mg_w_F6_x_2_dqd5[mg_l];
-            const double cse134 = mg_w_cse134[mg_l];
-            const double F5_y_2_dqd5 = mg_w_F5_y_2_dqd5[mg_l];
-            const double cse159 = mg_w_cse159[mg_l];
-            const double c2_dq2 = -mg_c1;
+            const double c2 = mg_cos_poly(q2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double c2_dq2 = -mg_sin_poly(q2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double beta2_00 = (4.8965888601467475e-12)*c2 + c2_dq2;
             const double beta2_00_dq2 = -c2 + (4.8965888601467475e-12)*c2_dq2;
-            const double c3_dq3 = -mg_c3;
-            const double c4_dq4 = -mg_c5;
+            const double c3 = mg_cos_poly(q3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double c3_dq3 = -mg_sin_poly(q3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double c4 = mg_cos_poly(q4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double c4_dq4 = -mg_sin_poly(q4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double beta4_00 = (4.8965888601467475e-12)*c4 + c4_dq4;
             const double beta4_00_dq4 = -c4 + (4.8965888601467475e-12)*c4_dq4;
-            const double c5_dq5 = -mg_c7;
-            const double c6_dq6 = -mg_c9;
+            const double c5 = mg_cos_poly(q5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double c5_dq5 = -mg_sin_poly(q5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double c6 = mg_cos_poly(q6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double c6_dq6 = -mg_sin_poly(q6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double IJ6_C2 = c6*c6 - c6_dq6*c6_dq6;
             const double IJ6_cs = -c6*c6_dq6;
             const double IJ6_22 = (0.0083427634273)*IJ6_C2 + 0.0254792365727;
@@ -7811,6 +7727,8 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             const double Fm3_1_x = beta2_00*cp3_z + cse9;
             const double Nm3_1_z = -0.13585*Fm3_1_x + Nm3_2_x*beta2_00_dq2 + Nm3_2_z*beta2_00;
             const double Nm2_1_z = Ic2_01*beta2_00_dq2 + Ic2_12*beta2_00 - 0.13585*cp2_z;
+            const double oo1_zz = qd1*qd1;
+            const double oo1_zz_dqd1 = 2.0*qd1;
             const double omega_p2_x = beta2_00_dq2*qd1;
             const double omega_p2_x_dq2 = -beta2_00*qd1;
             const double omega_p2_x_dqd1 = beta2_00_dq2;
@@ -7822,6 +7740,8 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             const double epsd2_z_dqd1 = omega_p2_x_dqd1*qd2;
             const double epsd2_z_dqd2 = omega_p2_x;
             const double a2_x = (9.81)*beta2_00_dq2;
+            const double a2_y = -0.13585*oo1_zz;
+            const double a2_y_dqd1 = -0.13585*oo1_zz_dqd1;
             const double cse12 = (9.81)*beta2_00;
             const double a2_z = cse12;
             const double cse13 = omega_p2_x*omega_p2_x;
@@ -7829,6 +7749,8 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             const double cse14 = omega_p2_x*omega_p2_x_dq2;
             const double oo2_xx_dq2 = 2.0*cse14;
             const double oo2_xx_dqd1 = 2.0*omega_p2_x*omega_p2_x_dqd1;
+            const double oo2_yy = qd2*qd2;
+            const double oo2_yy_dqd2 = 2.0*qd2;
             const double cse15 = omega_p2_x_dq2*omega_p2_x_dq2;
             const double oo2_zz = cse15;
             const double oo2_zz_dqd1 = -2.0*omega_p2_x_dq2*omega_p2_z_dqd1;
@@ -7838,14 +7760,17 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             const double oo2_yz_dqd1 = omega_p2_z_dqd1*qd2;
             const double oo2_yz_dqd2 = -omega_p2_x_dq2;
             const double oo2_W_11 = -oo2_xx - oo2_zz;
+            const double oo2_W_11_dq2 = 0.0;
             const double oo2_W_11_dqd1 = -oo2_xx_dqd1 - oo2_zz_dqd1;
             const double oo2_W_22 = -oo2_xx - oo2_yy;
             const double oo2_W_22_dq2 = -oo2_xx_dq2;
             const double oo2_W_22_dqd1 = -oo2_xx_dqd1;
+            const double oo2_W_22_dqd2 = -oo2_yy_dqd2;
             const double omega_p3_x = c3*omega_p2_x - c3_dq3*omega_p2_x_dq2;
             const double omega_p3_x_dq2 = c3*omega_p2_x_dq2 + c3_dq3*omega_p2_x;
             const double omega_p3_x_dqd1 = c3*omega_p2_x_dqd1 + c3_dq3*omega_p2_z_dqd1;
             const double omega_p3_z_dqd1 = c3*omega_p2_z_dqd1 - c3_dq3*omega_p2_x_dqd1;
+            const double omega3_y = qd2 + qd3;
             const double cse16 = c3*epsd2_x;
             const double cse17 = c3_dq3*epsd2_z;
             const double cse18 = omega_p3_x_dq2*qd3;
@@ -7865,6 +7790,8 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             const double cse26 = omega_p3_x*omega_p3_x_dq2;
             const double oo3_xx_dq2 = 2.0*cse26;
             const double oo3_xx_dqd1 = 2.0*omega_p3_x*omega_p3_x_dqd1;
+            const double oo3_yy = omega3_y*omega3_y;
+            const double oo3_yy_dqd2 = 2.0*omega3_y;
             const double oo3_xy = omega3_y*omega_p3_x;
             const double oo3_xz = -cse26;
             const double oo3_xz_dq2 = cse25 - omega_p3_x_dq2*omega_p3_x_dq2;
@@ -7875,10 +7802,12 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             const double oo3_W_22 = -oo3_xx - oo3_yy;
             const double oo3_W_22_dq2 = -oo3_xx_dq2;
             const double oo3_W_22_dqd1 = -oo3_xx_dqd1;
+            const double oo3_W_22_dqd2 = -oo3_yy_dqd2;
             const double omega_p4_x = beta4_00*omega_p3_x - beta4_00_dq4*omega_p3_x_dq2;
             const double omega_p4_x_dq2 = beta4_00*omega_p3_x_dq2 + beta4_00_dq4*omega_p3_x;
             const double omega_p4_x_dqd1 = beta4_00*omega_p3_x_dqd1 + beta4_00_dq4*omega_p3_z_dqd1;
             const double omega_p4_z_dqd1 = beta4_00*omega_p3_z_dqd1 - beta4_00_dq4*omega_p3_x_dqd1;
+            const double omega4_y = omega3_y + qd4;
             const double cse27 = omega_p4_x_dq2*qd4;
             const double epsd4_x = beta4_00*epsd3_x + beta4_00_dq4*epsd3_z + cse27;
             const double cse28 = omega_p4_x*qd4;
@@ -8044,6 +7973,7 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             const double F2_x = F_c3_x + (8.393)*a2_x + cse63;
             const double cse64 = (2.35004)*oo2_W_22;
             const double F2_z = F_c3_z + (8.393)*a2_z + cse64;
+            const double cse65 = (2.35004)*a2_y;
             const double N2_x = -0.425*F3_y - 0.1197*F_c3_z + N3_x*c3 - N3_z*c3_dq3 - cse65 + (1.7546963518200003)*epsd2_x;
             const double N2_y = (0.425)*F_c3_x + N3_y + (2.35004)*a2_x + (0.8697944759100001)*oo2_xz;
             const double N2_z = (0.1197)*F_c3_x + N3_x*c3_dq3 + N3_z*c3 + (0.0151074)*epsd2_z;
@@ -8331,6 +8261,7 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             const double F6_x_2_dqd2 = (0.1879)*a6_x_2_dqd2;
             const double F6_x_2_dqd3 = (0.1879)*a6_x_2_dqd3;
             const double F6_x_2_dqd4 = (0.1879)*a6_x_2_dqd4;
+            const double F6_x_2_dqd5 = (0.1879)*oo2_W_11_dq2;
             const double F6_y_2 = (0.1879)*a6_y_2;
             const double F6_y_2_dq2 = (0.1879)*a6_y_2_dq2;
             const double F6_y_2_dq3 = (0.1879)*a6_y_2_dq3;
@@ -8416,6 +8347,7 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             const double F5_x_2_dqd1 = F_c6_x_2_dqd1 + (1.219)*a5_x_2_dqd1;
             const double F5_x_2_dqd2 = F_c6_x_2_dqd2 + (1.219)*a5_x_2_dqd2;
             const double F5_x_2_dqd3 = F_c6_x_2_dqd3 + (1.219)*a5_x_2_dqd3;
+            const double cse134 = (1.219)*oo2_W_11_dq2;
             const double F5_x_2_dqd4 = F_c6_x_2_dqd4 + cse134;
             const double F5_x_2_dqd5 = F_c6_x_2_dqd5;
             const double F5_y_2 = F6_y_2 + cse133;
@@ -8427,6 +8359,7 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             const double F5_y_2_dqd2 = F6_y_2_dqd2 + (1.219)*a5_y_2_dqd2;
             const double F5_y_2_dqd3 = F6_y_2_dqd3 + (1.219)*a5_y_2_dqd3;
             const double F5_y_2_dqd4 = F6_y_2_dqd4 + cse134;
+            const double F5_y_2_dqd5 = F6_x_2_dqd5;
             const double F5_z_2 = F_c6_z_2 + (1.219)*a5_z_2;
             const double F5_z_2_dq2 = F_c6_z_2_dq2 + (1.219)*a5_z_2_dq2;
             const double F5_z_2_dq3 = F_c6_z_2_dq3 + (1.219)*a5_z_2_dq3;
@@ -8636,6 +8569,7 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             const double F3_z_2_dq5 = F_c4_z_2_dq5;
             const double F3_z_2_dq6 = F_c4_z_2_dq6;
             const double F3_z_2_dqd1 = F_c4_z_2_dqd1 + (2.275)*a3_z_2_dqd1 + (0.56875)*oo3_W_22_dqd1;
+            const double cse159 = (0.56875)*oo3_W_22_dqd2;
             const double F3_z_2_dqd2 = F_c4_z_2_dqd2 + (2.275)*a3_z_2_dqd2 + cse159;
             const double F3_z_2_dqd3 = F_c4_z_2_dqd3 + cse159;
             const double F3_z_2_dqd4 = F_c4_z_2_dqd4;
@@ -9069,6 +9003,12 @@ int64_t mechgen_ur5_forward_dynamics_derivatives_batch(int64_t n, const double *
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_forward_dynamics_derivatives(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, dqdd_dq + (mg_i + mg_l) * 36, dqdd_dqd + (mg_i + mg_l) * 36, dqdd_dQ + (mg_i + mg_l) * 36);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) qdd[(mg_i + mg_l) * 6 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 36; ++mg_j) dqdd_dq[(mg_i + mg_l) * 36 + mg_j] = mg_o_dqdd_dq[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 36; ++mg_j) dqdd_dqd[(mg_i + mg_l) * 36 + mg_j] = mg_o_dqdd_dqd[mg_j][mg_l];
@@ -9114,24 +9054,24 @@ int mechgen_ur5_regressor(const double *restrict q, const double *restrict qd, c
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
     const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double beta4_02 = -cse1;
     const double beta4_20 = cse1;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double ww1_2 = qd1*qd1;
     const double omega_p2_x = beta2_02*qd1;
     const double omega_p2_z = beta2_00*qd1;
@@ -9908,49 +9848,39 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_Y[360][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         double mg_w_qd1[8];
         double mg_w_qd2[8];
-        double mg_w_qd3[8];
+        double mg_w_qdd1[8];
         double mg_w_qdd2[8];
+        double mg_w_qd3[8];
         double mg_w_qdd3[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_qdd1[8];
-        double mg_w_ww2_1[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_a2_y[8];
-        double mg_w_ww3_1[8];
-        double mg_w_omega3_y[8];
-        double mg_w_epsd3_y[8];
-        double mg_w_ww4_1[8];
-        double mg_w_omega4_y[8];
-        double mg_w_epsd4_y[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
-        double mg_w_cse71[8];
-        double mg_w_cse18[8];
-        double mg_w_cse32[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
+            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
             mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 6 + 3];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
@@ -9958,96 +9888,47 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qdd4 = mg_w_qdd4[mg_l];
-            const double ww1_2 = qd1*qd1;
-            const double a2_y = -0.13585*ww1_2;
-            const double cse8 = qd2*qd2;
-            const double ww2_1 = cse8;
-            const double omega3_y = qd2 + qd3;
-            const double epsd3_y = qdd2 + qdd3;
-            const double cse18 = omega3_y*omega3_y;
-            const double ww3_1 = cse18;
-            const double omega4_y = omega3_y + qd4;
-            const double epsd4_y = epsd3_y + qdd4;
-            const double cse32 = omega4_y*omega4_y;
-            const double ww4_1 = cse32;
-            const double cse71 = -cse8;
-            mg_w_a2_y[mg_l] = a2_y;
-            mg_w_ww2_1[mg_l] = ww2_1;
-            mg_w_omega3_y[mg_l] = omega3_y;
-            mg_w_epsd3_y[mg_l] = epsd3_y;
-            mg_w_cse18[mg_l] = cse18;
-            mg_w_ww3_1[mg_l] = ww3_1;
-            mg_w_omega4_y[mg_l] = omega4_y;
-            mg_w_epsd4_y[mg_l] = epsd4_y;
-            mg_w_cse32[mg_l] = cse32;
-            mg_w_ww4_1[mg_l] = ww4_1;
-            mg_w_cse71[mg_l] = cse71;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
-            const double ww2_1 = mg_w_ww2_1[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double a2_y = mg_w_a2_y[mg_l];
-            const double ww3_1 = mg_w_ww3_1[mg_l];
-            const double omega3_y = mg_w_omega3_y[mg_l];
-            const double epsd3_y = mg_w_epsd3_y[mg_l];
+            const double qdd3 = mg_w_qdd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double ww4_1 = mg_w_ww4_1[mg_l];
-            const double omega4_y = mg_w_omega4_y[mg_l];
-            const double epsd4_y = mg_w_epsd4_y[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double qdd4 = mg_w_qdd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
-            const double cse71 = mg_w_cse71[mg_l];
-            const double cse18 = mg_w_cse18[mg_l];
-            const double cse32 = mg_w_cse32[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
             const double cse0 = c2 + (4.8965888601467475e-12)*s2;
             const double beta2_02 = -cse0;
             const double beta2_20 = cse0;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
             const double cse1 = c4 + (4.8965888601467475e-12)*s4;
             const double beta4_02 = -cse1;
             const double beta4_20 = cse1;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double ww1_2 = qd1*qd1;
             const double omega_p2_x = beta2_02*qd1;
             const double omega_p2_z = beta2_00*qd1;
             const double cse2 = omega_p2_z*qd2;
@@ -10057,10 +9938,13 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
             const double cse5 = omega_p2_x*qd2;
             const double epsd2_z = cse4 + cse5;
             const double a2_x = (9.81)*beta2_02 - 0.13585*cse4;
+            const double a2_y = -0.13585*ww1_2;
             const double cse6 = (0.13585)*beta2_20;
             const double a2_z = (9.81)*beta2_00 - cse6*qdd1;
             const double cse7 = omega_p2_x*omega_p2_x;
             const double ww2_0 = cse7;
+            const double cse8 = qd2*qd2;
+            const double ww2_1 = cse8;
             const double cse9 = omega_p2_z*omega_p2_z;
             const double ww2_2 = cse9;
             const double U2_00 = -ww2_1 - ww2_2;
@@ -10079,7 +9963,9 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
             const double U2_22 = -ww2_0 - ww2_1;
             const double omega_p3_x = c3*omega_p2_x - omega_p2_z*s3;
             const double omega_p3_z = c3*omega_p2_z + omega_p2_x*s3;
+            const double omega3_y = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x - epsd2_z*s3 - omega_p3_z*qd3;
+            const double epsd3_y = qdd2 + qdd3;
             const double epsd3_z = c3*epsd2_z + epsd2_x*s3 + omega_p3_x*qd3;
             const double cse15 = -0.1197*U2_01 + (0.425)*U2_02 + a2_x;
             const double cse16 = -0.1197*U2_21 + (0.425)*U2_22 + a2_z;
@@ -10088,6 +9974,8 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
             const double a3_z = c3*cse16 + cse15*s3;
             const double cse17 = omega_p3_x*omega_p3_x;
             const double ww3_0 = cse17;
+            const double cse18 = omega3_y*omega3_y;
+            const double ww3_1 = cse18;
             const double cse19 = omega_p3_z*omega_p3_z;
             const double ww3_2 = cse19;
             const double U3_00 = -ww3_1 - ww3_2;
@@ -10110,7 +9998,9 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
             const double U3_22 = -ww3_0 - ww3_1;
             const double omega_p4_x = beta4_00*omega_p3_x + beta4_02*omega_p3_z;
             const double omega_p4_z = beta4_00*omega_p3_z + beta4_20*omega_p3_x;
+            const double omega4_y = omega3_y + qd4;
             const double epsd4_x = beta4_00*epsd3_x + beta4_02*epsd3_z - omega_p4_z*qd4;
+            const double epsd4_y = epsd3_y + qdd4;
             const double epsd4_z = beta4_00*epsd3_z + beta4_20*epsd3_x + omega_p4_x*qd4;
             const double cse29 = (0.39225)*U3_02 + a3_x;
             const double cse30 = (0.39225)*U3_22 + a3_z;
@@ -10119,6 +10009,8 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
             const double a4_z = beta4_00*cse30 + beta4_20*cse29;
             const double cse31 = omega_p4_x*omega_p4_x;
             const double ww4_0 = cse31;
+            const double cse32 = omega4_y*omega4_y;
+            const double ww4_1 = cse32;
             const double cse33 = omega_p4_z*omega_p4_z;
             const double ww4_2 = cse33;
             const double U4_00 = -ww4_1 - ww4_2;
@@ -10212,6 +10104,7 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
             const double n2_I_xx_y = cse12;
             const double n2_I_xx_z = cse10;
             const double n2_I_xy_x = -cse14;
+            const double cse71 = -cse8;
             const double n2_I_xy_z = cse7 + cse71;
             const double n2_I_yy_x = cse3;
             const double n2_I_yy_z = cse5;
@@ -10801,6 +10694,12 @@ int64_t mechgen_ur5_regressor_batch(int64_t n, const double *q, const double *qd
             mg_o_Y[359][mg_l] = n6_I_zz_y;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_regressor(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Y + (mg_i + mg_l) * 360);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 360; ++mg_j) Y[(mg_i + mg_l) * 360 + mg_j] = mg_o_Y[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -10836,24 +10735,24 @@ int mechgen_ur5_base_regressor(const double *restrict q, const double *restrict 
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
     const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double beta4_02 = -cse1;
     const double beta4_20 = cse1;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double ww1_2 = qd1*qd1;
     const double omega_p2_x = beta2_02*qd1;
     const double omega_p2_z = beta2_00*qd1;
@@ -11428,49 +11327,39 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_Y_b[216][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         double mg_w_qd1[8];
         double mg_w_qd2[8];
-        double mg_w_qd3[8];
+        double mg_w_qdd1[8];
         double mg_w_qdd2[8];
+        double mg_w_qd3[8];
         double mg_w_qdd3[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_qdd1[8];
-        double mg_w_ww2_1[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_a2_y[8];
-        double mg_w_ww3_1[8];
-        double mg_w_epsd3_y[8];
-        double mg_w_omega3_y[8];
-        double mg_w_ww4_1[8];
-        double mg_w_omega4_y[8];
-        double mg_w_epsd4_y[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
-        double mg_w_cse63[8];
-        double mg_w_cse18[8];
-        double mg_w_cse29[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
+            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
             mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 6 + 3];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
@@ -11478,96 +11367,47 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qdd4 = mg_w_qdd4[mg_l];
-            const double ww1_2 = qd1*qd1;
-            const double a2_y = -0.13585*ww1_2;
-            const double cse8 = qd2*qd2;
-            const double ww2_1 = cse8;
-            const double omega3_y = qd2 + qd3;
-            const double epsd3_y = qdd2 + qdd3;
-            const double cse18 = omega3_y*omega3_y;
-            const double ww3_1 = cse18;
-            const double omega4_y = omega3_y + qd4;
-            const double epsd4_y = epsd3_y + qdd4;
-            const double cse29 = omega4_y*omega4_y;
-            const double ww4_1 = cse29;
-            const double cse63 = -cse8;
-            mg_w_a2_y[mg_l] = a2_y;
-            mg_w_ww2_1[mg_l] = ww2_1;
-            mg_w_omega3_y[mg_l] = omega3_y;
-            mg_w_epsd3_y[mg_l] = epsd3_y;
-            mg_w_cse18[mg_l] = cse18;
-            mg_w_ww3_1[mg_l] = ww3_1;
-            mg_w_omega4_y[mg_l] = omega4_y;
-            mg_w_epsd4_y[mg_l] = epsd4_y;
-            mg_w_cse29[mg_l] = cse29;
-            mg_w_ww4_1[mg_l] = ww4_1;
-            mg_w_cse63[mg_l] = cse63;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
-            const double ww2_1 = mg_w_ww2_1[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double a2_y = mg_w_a2_y[mg_l];
-            const double ww3_1 = mg_w_ww3_1[mg_l];
-            const double epsd3_y = mg_w_epsd3_y[mg_l];
-            const double omega3_y = mg_w_omega3_y[mg_l];
+            const double qdd3 = mg_w_qdd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double ww4_1 = mg_w_ww4_1[mg_l];
-            const double omega4_y = mg_w_omega4_y[mg_l];
-            const double epsd4_y = mg_w_epsd4_y[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double qdd4 = mg_w_qdd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
-            const double cse63 = mg_w_cse63[mg_l];
-            const double cse18 = mg_w_cse18[mg_l];
-            const double cse29 = mg_w_cse29[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
             const double cse0 = c2 + (4.8965888601467475e-12)*s2;
             const double beta2_02 = -cse0;
             const double beta2_20 = cse0;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
             const double cse1 = c4 + (4.8965888601467475e-12)*s4;
             const double beta4_02 = -cse1;
             const double beta4_20 = cse1;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double ww1_2 = qd1*qd1;
             const double omega_p2_x = beta2_02*qd1;
             const double omega_p2_z = beta2_00*qd1;
             const double cse2 = omega_p2_z*qd2;
@@ -11577,10 +11417,13 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
             const double cse5 = omega_p2_x*qd2;
             const double epsd2_z = cse4 + cse5;
             const double a2_x = (9.81)*beta2_02 - 0.13585*cse4;
+            const double a2_y = -0.13585*ww1_2;
             const double cse6 = (0.13585)*beta2_20;
             const double a2_z = (9.81)*beta2_00 - cse6*qdd1;
             const double cse7 = omega_p2_x*omega_p2_x;
             const double ww2_0 = cse7;
+            const double cse8 = qd2*qd2;
+            const double ww2_1 = cse8;
             const double cse9 = omega_p2_z*omega_p2_z;
             const double ww2_2 = cse9;
             const double U2_00 = -ww2_1 - ww2_2;
@@ -11599,7 +11442,9 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
             const double U2_22 = -ww2_0 - ww2_1;
             const double omega_p3_x = c3*omega_p2_x - omega_p2_z*s3;
             const double omega_p3_z = c3*omega_p2_z + omega_p2_x*s3;
+            const double omega3_y = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x - epsd2_z*s3 - omega_p3_z*qd3;
+            const double epsd3_y = qdd2 + qdd3;
             const double epsd3_z = c3*epsd2_z + epsd2_x*s3 + omega_p3_x*qd3;
             const double cse15 = -0.1197*U2_01 + (0.425)*U2_02 + a2_x;
             const double cse16 = -0.1197*U2_21 + (0.425)*U2_22 + a2_z;
@@ -11608,6 +11453,8 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
             const double a3_z = c3*cse16 + cse15*s3;
             const double cse17 = omega_p3_x*omega_p3_x;
             const double ww3_0 = cse17;
+            const double cse18 = omega3_y*omega3_y;
+            const double ww3_1 = cse18;
             const double cse19 = omega_p3_z*omega_p3_z;
             const double ww3_2 = cse19;
             const double U3_00 = -ww3_1 - ww3_2;
@@ -11625,7 +11472,9 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
             const double U3_22 = -ww3_0 - ww3_1;
             const double omega_p4_x = beta4_00*omega_p3_x + beta4_02*omega_p3_z;
             const double omega_p4_z = beta4_00*omega_p3_z + beta4_20*omega_p3_x;
+            const double omega4_y = omega3_y + qd4;
             const double epsd4_x = beta4_00*epsd3_x + beta4_02*epsd3_z - omega_p4_z*qd4;
+            const double epsd4_y = epsd3_y + qdd4;
             const double epsd4_z = beta4_00*epsd3_z + beta4_20*epsd3_x + omega_p4_x*qd4;
             const double cse26 = (0.39225)*U3_02 + a3_x;
             const double cse27 = (0.39225)*U3_22 + a3_z;
@@ -11634,6 +11483,8 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
             const double a4_z = beta4_00*cse27 + beta4_20*cse26;
             const double cse28 = omega_p4_x*omega_p4_x;
             const double ww4_0 = cse28;
+            const double cse29 = omega4_y*omega4_y;
+            const double ww4_1 = cse29;
             const double cse30 = omega_p4_z*omega_p4_z;
             const double ww4_2 = cse30;
             const double U4_00 = -ww4_1 - ww4_2;
@@ -11720,6 +11571,7 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
             const double n2_I_xx_y = cse12;
             const double n2_I_xx_z = cse10;
             const double n2_I_xy_x = -cse14;
+            const double cse63 = -cse8;
             const double n2_I_xy_z = cse63 + cse7;
             const double n2_I_yy_x = cse3;
             const double n2_I_yy_z = cse5;
@@ -12119,6 +11971,12 @@ int64_t mechgen_ur5_base_regressor_batch(int64_t n, const double *q, const doubl
             mg_o_Y_b[215][mg_l] = n6_I_yz_y;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_base_regressor(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Y_b + (mg_i + mg_l) * 216);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 216; ++mg_j) Y_b[(mg_i + mg_l) * 216 + mg_j] = mg_o_Y_b[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -12189,24 +12047,24 @@ int mechgen_ur5_base_inverse_dynamics(const double *restrict q, const double *re
     const double beta34 = beta[33];
     const double beta35 = beta[34];
     const double beta36 = beta[35];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
     const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double beta4_02 = -cse1;
     const double beta4_20 = cse1;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double ww1_2 = qd1*qd1;
     const double omega_p2_x = beta2_02*qd1;
     const double omega_p2_z = beta2_00*qd1;
@@ -12388,35 +12246,23 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_Q[6][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         double mg_w_qd1[8];
         double mg_w_qd2[8];
-        double mg_w_qd3[8];
+        double mg_w_qdd1[8];
         double mg_w_qdd2[8];
+        double mg_w_qd3[8];
         double mg_w_qdd3[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_qdd1[8];
-        double mg_w_ww2_1[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_a2_y[8];
-        double mg_w_ww3_1[8];
-        double mg_w_epsd3_y[8];
-        double mg_w_omega3_y[8];
-        double mg_w_ww4_1[8];
-        double mg_w_omega4_y[8];
-        double mg_w_epsd4_y[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
         double mg_w_beta30[8];
@@ -12456,14 +12302,19 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
         double mg_w_beta4[8];
         double mg_w_beta1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
+            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
             mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 6 + 3];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
@@ -12507,76 +12358,21 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double qdd4 = mg_w_qdd4[mg_l];
-            const double ww1_2 = qd1*qd1;
-            const double a2_y = -0.13585*ww1_2;
-            const double ww2_1 = qd2*qd2;
-            const double omega3_y = qd2 + qd3;
-            const double epsd3_y = qdd2 + qdd3;
-            const double ww3_1 = omega3_y*omega3_y;
-            const double omega4_y = omega3_y + qd4;
-            const double epsd4_y = epsd3_y + qdd4;
-            const double ww4_1 = omega4_y*omega4_y;
-            mg_w_a2_y[mg_l] = a2_y;
-            mg_w_ww2_1[mg_l] = ww2_1;
-            mg_w_omega3_y[mg_l] = omega3_y;
-            mg_w_epsd3_y[mg_l] = epsd3_y;
-            mg_w_ww3_1[mg_l] = ww3_1;
-            mg_w_omega4_y[mg_l] = omega4_y;
-            mg_w_epsd4_y[mg_l] = epsd4_y;
-            mg_w_ww4_1[mg_l] = ww4_1;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
-            const double ww2_1 = mg_w_ww2_1[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double a2_y = mg_w_a2_y[mg_l];
-            const double ww3_1 = mg_w_ww3_1[mg_l];
-            const double epsd3_y = mg_w_epsd3_y[mg_l];
-            const double omega3_y = mg_w_omega3_y[mg_l];
+            const double qdd3 = mg_w_qdd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double ww4_1 = mg_w_ww4_1[mg_l];
-            const double omega4_y = mg_w_omega4_y[mg_l];
-            const double epsd4_y = mg_w_epsd4_y[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double qdd4 = mg_w_qdd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
             const double beta30 = mg_w_beta30[mg_l];
@@ -12615,14 +12411,30 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
             const double beta6 = mg_w_beta6[mg_l];
             const double beta4 = mg_w_beta4[mg_l];
             const double beta1 = mg_w_beta1[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
             const double cse0 = c2 + (4.8965888601467475e-12)*s2;
             const double beta2_02 = -cse0;
             const double beta2_20 = cse0;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
             const double cse1 = c4 + (4.8965888601467475e-12)*s4;
             const double beta4_02 = -cse1;
             const double beta4_20 = cse1;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double ww1_2 = qd1*qd1;
             const double omega_p2_x = beta2_02*qd1;
             const double omega_p2_z = beta2_00*qd1;
             const double cse2 = omega_p2_z*qd2;
@@ -12631,8 +12443,10 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
             const double cse4 = beta2_00*qdd1;
             const double epsd2_z = cse4 + omega_p2_x*qd2;
             const double a2_x = (9.81)*beta2_02 - 0.13585*cse4;
+            const double a2_y = -0.13585*ww1_2;
             const double a2_z = (9.81)*beta2_00 - 0.13585*beta2_20*qdd1;
             const double ww2_0 = omega_p2_x*omega_p2_x;
+            const double ww2_1 = qd2*qd2;
             const double ww2_2 = omega_p2_z*omega_p2_z;
             const double U2_00 = -ww2_1 - ww2_2;
             const double U2_01 = -epsd2_z + omega_p2_x*qd2;
@@ -12645,7 +12459,9 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
             const double U2_22 = -ww2_0 - ww2_1;
             const double omega_p3_x = c3*omega_p2_x - omega_p2_z*s3;
             const double omega_p3_z = c3*omega_p2_z + omega_p2_x*s3;
+            const double omega3_y = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x - epsd2_z*s3 - omega_p3_z*qd3;
+            const double epsd3_y = qdd2 + qdd3;
             const double epsd3_z = c3*epsd2_z + epsd2_x*s3 + omega_p3_x*qd3;
             const double cse6 = -0.1197*U2_01 + (0.425)*U2_02 + a2_x;
             const double cse7 = -0.1197*U2_21 + (0.425)*U2_22 + a2_z;
@@ -12653,6 +12469,7 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
             const double a3_y = -0.1197*U2_11 + (0.425)*U2_12 + a2_y;
             const double a3_z = c3*cse7 + cse6*s3;
             const double ww3_0 = omega_p3_x*omega_p3_x;
+            const double ww3_1 = omega3_y*omega3_y;
             const double ww3_2 = omega_p3_z*omega_p3_z;
             const double U3_00 = -ww3_1 - ww3_2;
             const double U3_02 = epsd3_y + omega_p3_x*omega_p3_z;
@@ -12662,7 +12479,9 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
             const double U3_22 = -ww3_0 - ww3_1;
             const double omega_p4_x = beta4_00*omega_p3_x + beta4_02*omega_p3_z;
             const double omega_p4_z = beta4_00*omega_p3_z + beta4_20*omega_p3_x;
+            const double omega4_y = omega3_y + qd4;
             const double epsd4_x = beta4_00*epsd3_x + beta4_02*epsd3_z - omega_p4_z*qd4;
+            const double epsd4_y = epsd3_y + qdd4;
             const double epsd4_z = beta4_00*epsd3_z + beta4_20*epsd3_x + omega_p4_x*qd4;
             const double cse8 = (0.39225)*U3_02 + a3_x;
             const double cse9 = (0.39225)*U3_22 + a3_z;
@@ -12670,6 +12489,7 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
             const double a4_y = (0.39225)*U3_12 + a3_y;
             const double a4_z = beta4_00*cse9 + beta4_20*cse8;
             const double ww4_0 = omega_p4_x*omega_p4_x;
+            const double ww4_1 = omega4_y*omega4_y;
             const double ww4_2 = omega_p4_z*omega_p4_z;
             const double U4_00 = -ww4_1 - ww4_2;
             const double U4_01 = -epsd4_z + omega4_y*omega_p4_x;
@@ -12785,6 +12605,12 @@ int64_t mechgen_ur5_base_inverse_dynamics_batch(int64_t n, const double *q, cons
             mg_o_Q[5][mg_l] = N6_y;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_base_inverse_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, beta + (mg_i + mg_l) * 36, Q + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) Q[(mg_i + mg_l) * 6 + mg_j] = mg_o_Q[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }

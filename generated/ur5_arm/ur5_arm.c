@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "ur5_arm.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 34 adds, 64 muls, 12 trig (110 total) */
 int mechgen_ur5_arm_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
@@ -15,16 +133,16 @@ int mechgen_ur5_arm_forward_kinematics(const double *restrict q, double *restric
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_11 = -s1*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 + s3*tau2_10;
     const double tau3_01 = c3*tau2_01 + s3*tau2_11;
     const double tau3_02 = c2*s3 + c3*s2;
@@ -35,8 +153,8 @@ int mechgen_ur5_arm_forward_kinematics(const double *restrict q, double *restric
     const double r_rel0_3_y = -0.425*tau2_01;
     const double r_rel0_3_z = -0.425*s2;
     const double r3_z = r_rel0_3_z + 0.089159;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 + s4*tau3_10;
     const double tau4_01 = c4*tau3_01 + s4*tau3_11;
     const double tau4_02 = c4*tau3_02 + s4*tau3_12;
@@ -49,8 +167,8 @@ int mechgen_ur5_arm_forward_kinematics(const double *restrict q, double *restric
     const double r4_x = r_rel0_3_x + r_rel0_4_x;
     const double r4_y = r_rel0_3_y + r_rel0_4_y;
     const double r4_z = r3_z + r_rel0_4_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s1*s5;
     const double tau5_01 = -c1*s5 + c5*tau4_01;
     const double tau5_02 = c5*tau4_02;
@@ -61,8 +179,8 @@ int mechgen_ur5_arm_forward_kinematics(const double *restrict q, double *restric
     const double r_rel0_5_y = -0.10915*c1;
     const double r5_x = r4_x + r_rel0_5_x;
     const double r5_y = r4_y + r_rel0_5_y;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_00 = c6*tau5_00 + s6*tau4_10;
     const double tau6_01 = c6*tau5_01 + s6*tau4_11;
     const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -178,58 +296,44 @@ int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, dou
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[21][8];
         double mg_o_tau[63][8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_01 = c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_11 = -s1*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 + s3*tau2_10;
             const double tau3_01 = c3*tau2_01 + s3*tau2_11;
             const double tau3_02 = c2*s3 + c3*s2;
@@ -240,6 +344,9 @@ int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, dou
             const double r_rel0_3_y = -0.425*tau2_01;
             const double r_rel0_3_z = -0.425*s2;
             const double r3_z = r_rel0_3_z + 0.089159;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau3_00 + s4*tau3_10;
             const double tau4_01 = c4*tau3_01 + s4*tau3_11;
             const double tau4_02 = c4*tau3_02 + s4*tau3_12;
@@ -252,6 +359,9 @@ int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, dou
             const double r4_x = r_rel0_3_x + r_rel0_4_x;
             const double r4_y = r_rel0_3_y + r_rel0_4_y;
             const double r4_z = r3_z + r_rel0_4_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s1*s5;
             const double tau5_01 = -c1*s5 + c5*tau4_01;
             const double tau5_02 = c5*tau4_02;
@@ -262,6 +372,9 @@ int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, dou
             const double r_rel0_5_y = -0.10915*c1;
             const double r5_x = r4_x + r_rel0_5_x;
             const double r5_y = r4_y + r_rel0_5_y;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_00 = c6*tau5_00 + s6*tau4_10;
             const double tau6_01 = c6*tau5_01 + s6*tau4_11;
             const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -367,6 +480,12 @@ int64_t mechgen_ur5_arm_forward_kinematics_batch(int64_t n, const double *q, dou
             mg_o_tau[62][mg_l] = tau5_12;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_arm_forward_kinematics(q + (mg_i + mg_l) * 6, r + (mg_i + mg_l) * 21, tau + (mg_i + mg_l) * 63);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 21; ++mg_j) r[(mg_i + mg_l) * 21 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 63; ++mg_j) tau[(mg_i + mg_l) * 63 + mg_j] = mg_o_tau[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -391,16 +510,16 @@ int mechgen_ur5_arm_jacobians(const double *restrict q, double *restrict T, doub
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_11 = -s1*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 + s3*tau2_10;
     const double tau3_01 = c3*tau2_01 + s3*tau2_11;
     const double tau3_02 = c2*s3 + c3*s2;
@@ -413,8 +532,8 @@ int mechgen_ur5_arm_jacobians(const double *restrict q, double *restrict T, doub
     const double T3_2_x = -c1*r_rel0_3_z;
     const double T3_2_y = -r_rel0_3_z*s1;
     const double T3_2_z = c1*r_rel0_3_x + r_rel0_3_y*s1;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 + s4*tau3_10;
     const double tau4_01 = c4*tau3_01 + s4*tau3_11;
     const double tau4_02 = c4*tau3_02 + s4*tau3_12;
@@ -435,8 +554,8 @@ int mechgen_ur5_arm_jacobians(const double *restrict q, double *restrict T, doub
     const double T4_3_x = cse0;
     const double T4_3_y = cse1;
     const double T4_3_z = cse2;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = c5*s1 - s5*tau4_00;
     const double tau5_11 = -c1*c5 - s5*tau4_01;
     const double tau5_12 = -s5*tau4_02;
@@ -759,51 +878,41 @@ int64_t mechgen_ur5_arm_jacobians_batch(int64_t n, const double *q, double *T, d
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[126][8];
         double mg_o_R[126][8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_01 = c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_11 = -s1*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 + s3*tau2_10;
             const double tau3_01 = c3*tau2_01 + s3*tau2_11;
             const double tau3_02 = c2*s3 + c3*s2;
@@ -816,6 +925,9 @@ int64_t mechgen_ur5_arm_jacobians_batch(int64_t n, const double *q, double *T, d
             const double T3_2_x = -c1*r_rel0_3_z;
             const double T3_2_y = -r_rel0_3_z*s1;
             const double T3_2_z = c1*r_rel0_3_x + r_rel0_3_y*s1;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau3_00 + s4*tau3_10;
             const double tau4_01 = c4*tau3_01 + s4*tau3_11;
             const double tau4_02 = c4*tau3_02 + s4*tau3_12;
@@ -836,6 +948,9 @@ int64_t mechgen_ur5_arm_jacobians_batch(int64_t n, const double *q, double *T, d
             const double T4_3_x = cse0;
             const double T4_3_y = cse1;
             const double T4_3_z = cse2;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_10 = c5*s1 - s5*tau4_00;
             const double tau5_11 = -c1*c5 - s5*tau4_01;
             const double tau5_12 = -s5*tau4_02;
@@ -1148,6 +1263,12 @@ int64_t mechgen_ur5_arm_jacobians_batch(int64_t n, const double *q, double *T, d
             mg_o_R[125][mg_l] = tau5_12;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_arm_jacobians(q + (mg_i + mg_l) * 6, T + (mg_i + mg_l) * 126, R + (mg_i + mg_l) * 126);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 126; ++mg_j) T[(mg_i + mg_l) * 126 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 126; ++mg_j) R[(mg_i + mg_l) * 126 + mg_j] = mg_o_R[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1178,10 +1299,10 @@ int mechgen_ur5_arm_velocities(const double *restrict q, const double *restrict 
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
@@ -1193,8 +1314,8 @@ int mechgen_ur5_arm_velocities(const double *restrict q, const double *restrict 
     const double omega2_y = -cse1;
     const double eps2_x = cse1*qd1;
     const double eps2_y = cse0*qd1;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 + s3*tau2_10;
     const double tau3_01 = c3*tau2_01 + s3*tau2_11;
     const double tau3_02 = c2*s3 + c3*s2;
@@ -1225,8 +1346,8 @@ int mechgen_ur5_arm_velocities(const double *restrict q, const double *restrict 
     const double eps3_x = cse3*qd1 + eps2_x;
     const double eps3_y = cse2*qd1 + eps2_y;
     const double eps3_z = -cse2*omega2_y - cse3*omega2_x;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 + s4*tau3_10;
     const double tau4_01 = c4*tau3_01 + s4*tau3_11;
     const double tau4_02 = c4*tau3_02 + s4*tau3_12;
@@ -1257,8 +1378,8 @@ int mechgen_ur5_arm_velocities(const double *restrict q, const double *restrict 
     const double eps4_x = cse5*qd1 + eps3_x;
     const double eps4_y = cse4*qd1 + eps3_y;
     const double eps4_z = -cse4*omega3_y - cse5*omega3_x + eps3_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = c5*s1 - s5*tau4_00;
     const double tau5_11 = -c1*c5 - s5*tau4_01;
     const double tau5_12 = -s5*tau4_02;
@@ -1397,87 +1518,68 @@ int64_t mechgen_ur5_arm_velocities_batch(int64_t n, const double *q, const doubl
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_v[18][8];
         double mg_o_omega[18][8];
         double mg_o_w[18][8];
         double mg_o_eps[18][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd1[8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
         double mg_w_qd2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_oo1_zz[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
         double mg_w_qd6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double oo1_zz = qd1*qd1;
-            mg_w_oo1_zz[mg_l] = oo1_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double oo1_zz = mg_w_oo1_zz[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_01 = c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_11 = -s1*s2;
+            const double oo1_zz = qd1*qd1;
             const double cse0 = qd2*s1;
             const double omega2_x = cse0;
             const double cse1 = c1*qd2;
             const double omega2_y = -cse1;
             const double eps2_x = cse1*qd1;
             const double eps2_y = cse0*qd1;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 + s3*tau2_10;
             const double tau3_01 = c3*tau2_01 + s3*tau2_11;
             const double tau3_02 = c2*s3 + c3*s2;
@@ -1508,6 +1610,9 @@ int64_t mechgen_ur5_arm_velocities_batch(int64_t n, const double *q, const doubl
             const double eps3_x = cse3*qd1 + eps2_x;
             const double eps3_y = cse2*qd1 + eps2_y;
             const double eps3_z = -cse2*omega2_y - cse3*omega2_x;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau3_00 + s4*tau3_10;
             const double tau4_01 = c4*tau3_01 + s4*tau3_11;
             const double tau4_02 = c4*tau3_02 + s4*tau3_12;
@@ -1538,6 +1643,9 @@ int64_t mechgen_ur5_arm_velocities_batch(int64_t n, const double *q, const doubl
             const double eps4_x = cse5*qd1 + eps3_x;
             const double eps4_y = cse4*qd1 + eps3_y;
             const double eps4_z = -cse4*omega3_y - cse5*omega3_x + eps3_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_10 = c5*s1 - s5*tau4_00;
             const double tau5_11 = -c1*c5 - s5*tau4_01;
             const double tau5_12 = -s5*tau4_02;
@@ -1666,6 +1774,12 @@ int64_t mechgen_ur5_arm_velocities_batch(int64_t n, const double *q, const doubl
             mg_o_eps[17][mg_l] = eps6_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_arm_velocities(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, v + (mg_i + mg_l) * 18, omega + (mg_i + mg_l) * 18, w + (mg_i + mg_l) * 18, eps + (mg_i + mg_l) * 18);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 18; ++mg_j) v[(mg_i + mg_l) * 18 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) omega[(mg_i + mg_l) * 18 + mg_j] = mg_o_omega[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) w[(mg_i + mg_l) * 18 + mg_j] = mg_o_w[mg_j][mg_l];
@@ -1690,14 +1804,14 @@ int mechgen_ur5_arm_mass_matrix(const double *restrict q, double *restrict A)
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double cp5_x = -0.0019764239*s5;
     const double cse0 = (0.0019764239)*c5;
     const double cp5_z = cse0;
@@ -1839,39 +1953,36 @@ int64_t mechgen_ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A,
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_A[36][8];
-        double mg_w_s5[8];
-        double mg_w_c5[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s5 = mg_w_s5[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double cp5_x = -0.0019764239*s5;
             const double cse0 = (0.0019764239)*c5;
             const double cp5_z = cse0;
@@ -2003,6 +2114,12 @@ int64_t mechgen_ur5_arm_mass_matrix_batch(int64_t n, const double *q, double *A,
             mg_o_A[35][mg_l] = 0.0001321;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_arm_mass_matrix(q + (mg_i + mg_l) * 6, A + (mg_i + mg_l) * 36);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 36; ++mg_j) A[(mg_i + mg_l) * 36 + mg_j] = mg_o_A[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2037,16 +2154,16 @@ int mechgen_ur5_arm_bias(const double *restrict q, const double *restrict qd, co
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double omega_p2_x = qd1*s2;
     const double omega_p2_y = c2*qd1;
     const double epsd2_x = omega_p2_y*qd2;
@@ -2189,27 +2306,18 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[6][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_qd1[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd4[8];
-        double mg_w_qd1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_omega3_z[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_omega4_z[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_Q1[8];
         double mg_w_Q2[8];
@@ -2218,10 +2326,15 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
         double mg_w_Q5[8];
         double mg_w_Q6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
             mg_w_Q1[mg_l] = Q[(mg_i + mg_l) * 6 + 0];
@@ -2233,59 +2346,16 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double oo2_zz = qd2*qd2;
-            const double omega3_z = qd2 + qd3;
-            const double oo3_zz = omega3_z*omega3_z;
-            const double omega4_z = omega3_z + qd4;
-            const double oo4_zz = omega4_z*omega4_z;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double Q1 = mg_w_Q1[mg_l];
             const double Q2 = mg_w_Q2[mg_l];
@@ -2293,6 +2363,21 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
             const double Q4 = mg_w_Q4[mg_l];
             const double Q5 = mg_w_Q5[mg_l];
             const double Q6 = mg_w_Q6[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double omega_p2_x = qd1*s2;
             const double omega_p2_y = c2*qd1;
             const double epsd2_x = omega_p2_y*qd2;
@@ -2302,11 +2387,13 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
             const double a2_y = (9.81)*c2;
             const double oo2_xx = omega_p2_x*omega_p2_x;
             const double oo2_yy = omega_p2_y*omega_p2_y;
+            const double oo2_zz = qd2*qd2;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_xz = cse0;
             const double oo2_W_00 = -oo2_yy - oo2_zz;
             const double omega_p3_x = c3*omega_p2_x + omega_p2_y*s3;
             const double omega_p3_y = c3*omega_p2_y - omega_p2_x*s3;
+            const double omega3_z = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x + epsd2_y*s3 + omega_p3_y*qd3;
             const double epsd3_y = c3*epsd2_y - epsd2_x*s3 - omega_p3_x*qd3;
             const double cse1 = a2_x - 0.425*oo2_W_00;
@@ -2316,6 +2403,7 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
             const double a3_z = (0.425)*epsd2_y - 0.425*oo2_xz;
             const double oo3_xx = omega_p3_x*omega_p3_x;
             const double oo3_yy = omega_p3_y*omega_p3_y;
+            const double oo3_zz = omega3_z*omega3_z;
             const double oo3_xy = omega_p3_x*omega_p3_y;
             const double oo3_xz = omega3_z*omega_p3_x;
             const double oo3_yz = omega3_z*omega_p3_y;
@@ -2323,6 +2411,7 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
             const double oo3_W_22 = -oo3_xx - oo3_yy;
             const double omega_p4_x = c4*omega_p3_x + omega_p3_y*s4;
             const double omega_p4_y = c4*omega_p3_y - omega_p3_x*s4;
+            const double omega4_z = omega3_z + qd4;
             const double epsd4_x = c4*epsd3_x + epsd3_y*s4 + omega_p4_y*qd4;
             const double epsd4_y = c4*epsd3_y - epsd3_x*s4 - omega_p4_x*qd4;
             const double cse3 = a3_x - 0.39225*oo3_W_00;
@@ -2332,6 +2421,7 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
             const double a4_z = a3_z + (0.39225)*epsd3_y - 0.39225*oo3_xz;
             const double oo4_xx = omega_p4_x*omega_p4_x;
             const double oo4_yy = omega_p4_y*omega_p4_y;
+            const double oo4_zz = omega4_z*omega4_z;
             const double oo4_xy = omega_p4_x*omega_p4_y;
             const double oo4_xz = omega4_z*omega_p4_x;
             const double oo4_yz = omega4_z*omega_p4_y;
@@ -2420,6 +2510,12 @@ int64_t mechgen_ur5_arm_bias_batch(int64_t n, const double *q, const double *qd,
             mg_o_b[5][mg_l] = b6;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_arm_bias(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, b + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) b[(mg_i + mg_l) * 6 + mg_j] = mg_o_b[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2454,16 +2550,16 @@ int mechgen_ur5_arm_inverse_dynamics(const double *restrict q, const double *res
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double omega_p2_x = qd1*s2;
     const double omega_p2_y = c2*qd1;
     const double cse0 = omega_p2_y*qd2;
@@ -2605,45 +2701,39 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_Q[6][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_qd1[8];
         double mg_w_qd2[8];
+        double mg_w_qdd1[8];
         double mg_w_qd3[8];
         double mg_w_qdd2[8];
         double mg_w_qdd3[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_qd1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_qdd1[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_omega3_z[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_epsd3_z[8];
-        double mg_w_omega4_z[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
-        double mg_w_epsd4_z[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
+            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
             mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 6 + 3];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
@@ -2651,73 +2741,38 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
+            const double qdd1 = mg_w_qdd1[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double oo2_zz = qd2*qd2;
-            const double omega3_z = qd2 + qd3;
-            const double epsd3_z = qdd2 + qdd3;
-            const double oo3_zz = omega3_z*omega3_z;
-            const double omega4_z = omega3_z + qd4;
-            const double epsd4_z = epsd3_z + qdd4;
-            const double oo4_zz = omega4_z*omega4_z;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_epsd3_z[mg_l] = epsd3_z;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_epsd4_z[mg_l] = epsd4_z;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd1 = mg_w_qd1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double epsd3_z = mg_w_epsd3_z[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double epsd4_z = mg_w_epsd4_z[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double omega_p2_x = qd1*s2;
             const double omega_p2_y = c2*qd1;
             const double cse0 = omega_p2_y*qd2;
@@ -2728,14 +2783,17 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
             const double a2_y = (9.81)*c2;
             const double oo2_xx = omega_p2_x*omega_p2_x;
             const double oo2_yy = omega_p2_y*omega_p2_y;
+            const double oo2_zz = qd2*qd2;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_xz = cse1;
             const double oo2_yz = cse0;
             const double oo2_W_00 = -oo2_yy - oo2_zz;
             const double omega_p3_x = c3*omega_p2_x + omega_p2_y*s3;
             const double omega_p3_y = c3*omega_p2_y - omega_p2_x*s3;
+            const double omega3_z = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x + epsd2_y*s3 + omega_p3_y*qd3;
             const double epsd3_y = c3*epsd2_y - epsd2_x*s3 - omega_p3_x*qd3;
+            const double epsd3_z = qdd2 + qdd3;
             const double cse2 = a2_x - 0.425*oo2_W_00;
             const double cse3 = a2_y - 0.425*oo2_xy - 0.425*qdd2;
             const double a3_x = c3*cse2 + cse3*s3;
@@ -2743,6 +2801,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
             const double a3_z = (0.425)*epsd2_y - 0.425*oo2_xz;
             const double oo3_xx = omega_p3_x*omega_p3_x;
             const double oo3_yy = omega_p3_y*omega_p3_y;
+            const double oo3_zz = omega3_z*omega3_z;
             const double oo3_xy = omega_p3_x*omega_p3_y;
             const double oo3_xz = omega3_z*omega_p3_x;
             const double oo3_yz = omega3_z*omega_p3_y;
@@ -2750,8 +2809,10 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
             const double oo3_W_22 = -oo3_xx - oo3_yy;
             const double omega_p4_x = c4*omega_p3_x + omega_p3_y*s4;
             const double omega_p4_y = c4*omega_p3_y - omega_p3_x*s4;
+            const double omega4_z = omega3_z + qd4;
             const double epsd4_x = c4*epsd3_x + epsd3_y*s4 + omega_p4_y*qd4;
             const double epsd4_y = c4*epsd3_y - epsd3_x*s4 - omega_p4_x*qd4;
+            const double epsd4_z = epsd3_z + qdd4;
             const double cse4 = a3_x - 0.39225*oo3_W_00;
             const double cse5 = a3_y - 0.39225*epsd3_z - 0.39225*oo3_xy;
             const double a4_x = c4*cse4 + cse5*s4;
@@ -2759,6 +2820,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
             const double a4_z = a3_z + (0.39225)*epsd3_y - 0.39225*oo3_xz;
             const double oo4_xx = omega_p4_x*omega_p4_x;
             const double oo4_yy = omega_p4_y*omega_p4_y;
+            const double oo4_zz = omega4_z*omega4_z;
             const double oo4_xy = omega_p4_x*omega_p4_y;
             const double oo4_xz = omega4_z*omega_p4_x;
             const double oo4_yz = omega4_z*omega_p4_y;
@@ -2842,6 +2904,12 @@ int64_t mechgen_ur5_arm_inverse_dynamics_batch(int64_t n, const double *q, const
             mg_o_Q[5][mg_l] = N6_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_arm_inverse_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) Q[(mg_i + mg_l) * 6 + mg_j] = mg_o_Q[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2877,16 +2945,16 @@ int mechgen_ur5_arm_forward_dynamics(const double *restrict q, const double *res
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double cp5_x = -0.0019764239*s5;
     const double cse0 = (0.0019764239)*c5;
     const double cp5_z = cse0;
@@ -3190,27 +3258,18 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[6][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_qd1[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd4[8];
-        double mg_w_s5[8];
-        double mg_w_c5[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_qd1[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_omega3_z[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_omega4_z[8];
-        double mg_w_oo4_zz[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_Q1[8];
         double mg_w_Q2[8];
@@ -3219,10 +3278,15 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
         double mg_w_Q5[8];
         double mg_w_Q6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
             mg_w_Q1[mg_l] = Q[(mg_i + mg_l) * 6 + 0];
@@ -3234,60 +3298,17 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double oo2_zz = qd2*qd2;
-            const double omega3_z = qd2 + qd3;
-            const double oo3_zz = omega3_z*omega3_z;
-            const double omega4_z = omega3_z + qd4;
-            const double oo4_zz = omega4_z*omega4_z;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double Q1 = mg_w_Q1[mg_l];
             const double Q2 = mg_w_Q2[mg_l];
@@ -3295,6 +3316,21 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
             const double Q4 = mg_w_Q4[mg_l];
             const double Q5 = mg_w_Q5[mg_l];
             const double Q6 = mg_w_Q6[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double cp5_x = -0.0019764239*s5;
             const double cse0 = (0.0019764239)*c5;
             const double cp5_z = cse0;
@@ -3398,11 +3434,13 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
             const double a2_y = (9.81)*c2;
             const double oo2_xx = omega_p2_x*omega_p2_x;
             const double oo2_yy = omega_p2_y*omega_p2_y;
+            const double oo2_zz = qd2*qd2;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_xz = cse9;
             const double oo2_W_00 = -oo2_yy - oo2_zz;
             const double omega_p3_x = c3*omega_p2_x + omega_p2_y*s3;
             const double omega_p3_y = c3*omega_p2_y - omega_p2_x*s3;
+            const double omega3_z = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x + epsd2_y*s3 + omega_p3_y*qd3;
             const double epsd3_y = c3*epsd2_y - epsd2_x*s3 - omega_p3_x*qd3;
             const double cse10 = a2_x - 0.425*oo2_W_00;
@@ -3412,6 +3450,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
             const double a3_z = (0.425)*epsd2_y - 0.425*oo2_xz;
             const double oo3_xx = omega_p3_x*omega_p3_x;
             const double oo3_yy = omega_p3_y*omega_p3_y;
+            const double oo3_zz = omega3_z*omega3_z;
             const double oo3_xy = omega_p3_x*omega_p3_y;
             const double oo3_xz = omega3_z*omega_p3_x;
             const double oo3_yz = omega3_z*omega_p3_y;
@@ -3419,6 +3458,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
             const double oo3_W_22 = -oo3_xx - oo3_yy;
             const double omega_p4_x = c4*omega_p3_x + omega_p3_y*s4;
             const double omega_p4_y = c4*omega_p3_y - omega_p3_x*s4;
+            const double omega4_z = omega3_z + qd4;
             const double epsd4_x = c4*epsd3_x + epsd3_y*s4 + omega_p4_y*qd4;
             const double epsd4_y = c4*epsd3_y - epsd3_x*s4 - omega_p4_x*qd4;
             const double cse12 = a3_x - 0.39225*oo3_W_00;
@@ -3428,6 +3468,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
             const double a4_z = a3_z + (0.39225)*epsd3_y - 0.39225*oo3_xz;
             const double oo4_xx = omega_p4_x*omega_p4_x;
             const double oo4_yy = omega_p4_y*omega_p4_y;
+            const double oo4_zz = omega4_z*omega4_z;
             const double oo4_xy = omega_p4_x*omega_p4_y;
             const double oo4_xz = omega4_z*omega_p4_x;
             const double oo4_yz = omega4_z*omega_p4_y;
@@ -3581,6 +3622,12 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_arm_forward_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) qdd[(mg_i + mg_l) * 6 + mg_j] = mg_o_qdd[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
@@ -3615,18 +3662,18 @@ int mechgen_ur5_arm_energy(const double *restrict q, const double *restrict qd, 
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_11 = -s1*s2;
     const double omega2_x = qd2*s1;
     const double omega2_y = -c1*qd2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 + s3*tau2_10;
     const double tau3_01 = c3*tau2_01 + s3*tau2_11;
     const double tau3_02 = c2*s3 + c3*s2;
@@ -3642,8 +3689,8 @@ int mechgen_ur5_arm_energy(const double *restrict q, const double *restrict qd, 
     const double v3_x = omega2_y*r_rel0_3_z - qd1*r_rel0_3_y;
     const double v3_y = -omega2_x*r_rel0_3_z + qd1*r_rel0_3_x;
     const double v3_z = omega2_x*r_rel0_3_y - omega2_y*r_rel0_3_x;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 + s4*tau3_10;
     const double tau4_01 = c4*tau3_01 + s4*tau3_11;
     const double tau4_02 = c4*tau3_02 + s4*tau3_12;
@@ -3659,8 +3706,8 @@ int mechgen_ur5_arm_energy(const double *restrict q, const double *restrict qd, 
     const double v4_x = omega3_y*r_rel0_4_z - qd1*r_rel0_4_y + v3_x;
     const double v4_y = -omega3_x*r_rel0_4_z + qd1*r_rel0_4_x + v3_y;
     const double v4_z = omega3_x*r_rel0_4_y - omega3_y*r_rel0_4_x + v3_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s1*s5;
     const double tau5_01 = -c1*s5 + c5*tau4_01;
     const double tau5_02 = c5*tau4_02;
@@ -3675,8 +3722,8 @@ int mechgen_ur5_arm_energy(const double *restrict q, const double *restrict qd, 
     const double v5_x = -qd1*r_rel0_5_y + v4_x;
     const double v5_y = qd1*r_rel0_5_x + v4_y;
     const double v5_z = omega4_x*r_rel0_5_y - omega4_y*r_rel0_5_x + v4_z;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_00 = c6*tau5_00 + s6*tau4_10;
     const double tau6_01 = c6*tau5_01 + s6*tau4_11;
     const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -3734,80 +3781,64 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
         double mg_w_qd1[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
+        double mg_w_q6[8];
         double mg_w_qd6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_01 = c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_11 = -s1*s2;
             const double omega2_x = qd2*s1;
             const double omega2_y = -c1*qd2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 + s3*tau2_10;
             const double tau3_01 = c3*tau2_01 + s3*tau2_11;
             const double tau3_02 = c2*s3 + c3*s2;
@@ -3823,6 +3854,9 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
             const double v3_x = omega2_y*r_rel0_3_z - qd1*r_rel0_3_y;
             const double v3_y = -omega2_x*r_rel0_3_z + qd1*r_rel0_3_x;
             const double v3_z = omega2_x*r_rel0_3_y - omega2_y*r_rel0_3_x;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau3_00 + s4*tau3_10;
             const double tau4_01 = c4*tau3_01 + s4*tau3_11;
             const double tau4_02 = c4*tau3_02 + s4*tau3_12;
@@ -3838,6 +3872,9 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
             const double v4_x = omega3_y*r_rel0_4_z - qd1*r_rel0_4_y + v3_x;
             const double v4_y = -omega3_x*r_rel0_4_z + qd1*r_rel0_4_x + v3_y;
             const double v4_z = omega3_x*r_rel0_4_y - omega3_y*r_rel0_4_x + v3_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s1*s5;
             const double tau5_01 = -c1*s5 + c5*tau4_01;
             const double tau5_02 = c5*tau4_02;
@@ -3852,6 +3889,9 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
             const double v5_x = -qd1*r_rel0_5_y + v4_x;
             const double v5_y = qd1*r_rel0_5_x + v4_y;
             const double v5_z = omega4_x*r_rel0_5_y - omega4_y*r_rel0_5_x + v4_z;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_00 = c6*tau5_00 + s6*tau4_10;
             const double tau6_01 = c6*tau5_01 + s6*tau4_11;
             const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -3899,6 +3939,12 @@ int64_t mechgen_ur5_arm_energy_batch(int64_t n, const double *q, const double *q
             mg_o_V[0][mg_l] = (22.31775)*r3_z + (23.91678)*r4_z + (1.843299)*r6_z - 17.496257625*s2 - 3.3476625*tau3_02 - 0.2169251946*tau4_12 + (0.019388718459)*tau5_12 + 7.41098889747;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_arm_energy(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -3935,16 +3981,16 @@ int mechgen_ur5_arm_inverse_dynamics_derivatives(const double *restrict q, const
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    const double c2 = cos(q2);
-    const double c2_dq2 = -sin(q2);
-    const double c3 = cos(q3);
-    const double c3_dq3 = -sin(q3);
-    const double c4 = cos(q4);
-    const double c4_dq4 = -sin(q4);
-    const double c5 = cos(q5);
-    const double c5_dq5 = -sin(q5);
-    const double c6 = cos(q6);
-    const double c6_dq6 = -sin(q6);
+    const double c2 = mg_cos(q2);
+    const double c2_dq2 = -mg_sin(q2);
+    const double c3 = mg_cos(q3);
+    const double c3_dq3 = -mg_sin(q3);
+    const double c4 = mg_cos(q4);
+    const double c4_dq4 = -mg_sin(q4);
+    const double c5 = mg_cos(q5);
+    const double c5_dq5 = -mg_sin(q5);
+    const double c6 = mg_cos(q6);
+    const double c6_dq6 = -mg_sin(q6);
     const double omega_p2_x = -c2_dq2*qd1;
     const double omega_p2_x_dq2 = c2*qd1;
     const double omega_p2_x_dqd1 = -c2_dq2;
@@ -4908,60 +4954,40 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_dtau_dq[36][8];
         double mg_o_dtau_dqd[36][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_qd1[8];
+        double mg_w_qdd1[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qdd2[8];
         double mg_w_qdd3[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_mg_c1[8];
-        double mg_w_mg_c3[8];
-        double mg_w_mg_c5[8];
-        double mg_w_mg_c7[8];
-        double mg_w_mg_c9[8];
-        double mg_w_qd1[8];
-        double mg_w_c2[8];
-        double mg_w_qdd1[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_c3[8];
-        double mg_w_oo2_W_00_dqd2[8];
-        double mg_w_omega3_z[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_c4[8];
-        double mg_w_epsd3_z[8];
-        double mg_w_oo3_W_00_dqd2[8];
-        double mg_w_omega4_z[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_c5[8];
         double mg_w_qd5[8];
-        double mg_w_epsd4_z[8];
         double mg_w_qdd5[8];
-        double mg_w_oo3_W_22_dq2[8];
-        double mg_w_c6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
-        double mg_w_cse76[8];
-        double mg_w_cse78[8];
-        double mg_w_cse93[8];
-        double mg_w_cse97[8];
-        double mg_w_F6_z_dq6[8];
-        double mg_w_F5_y_dq6[8];
-        double mg_w_cse115[8];
-        double mg_w_cse122[8];
-        double mg_w_cse134[8];
-        double mg_w_cse145[8];
-        double mg_w_oo2_zz_dqd2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
+            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
             mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 6 + 3];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
@@ -4969,123 +4995,43 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double qdd1 = mg_w_qdd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double oo2_zz = qd2*qd2;
-            const double oo2_zz_dqd2 = 2.0*qd2;
-            const double oo2_W_00_dqd2 = -oo2_zz_dqd2;
-            const double omega3_z = qd2 + qd3;
-            const double epsd3_z = qdd2 + qdd3;
-            const double oo3_zz = omega3_z*omega3_z;
-            const double oo3_zz_dqd2 = 2.0*omega3_z;
-            const double oo3_W_00_dqd2 = -oo3_zz_dqd2;
-            const double oo3_W_22_dq2 = 0.0;
-            const double omega4_z = omega3_z + qd4;
-            const double epsd4_z = epsd3_z + qdd4;
-            const double oo4_zz = omega4_z*omega4_z;
-            const double oo4_zz_dqd2 = 2.0*omega4_z;
-            const double oo4_W_11_dqd2 = -oo4_zz_dqd2;
-            const double cse76 = (0.1879)*oo3_W_22_dq2;
-            const double cse78 = (0.0002177761)*oo3_W_22_dq2;
-            const double F6_z_dq6 = -cse78;
-            const double cse93 = (1.219)*oo3_W_22_dq2;
-            const double F5_y_dq6 = F6_z_dq6;
-            const double cse97 = (0.01991846)*oo3_W_22_dq2;
-            const double cse115 = (0.0021942)*oo4_W_11_dqd2;
-            const double cse122 = -3.5853228e-05*oo4_zz_dqd2;
-            const double cse134 = -0.34125*oo3_W_00_dqd2;
-            const double cse145 = (0.009043125)*oo3_zz_dqd2;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_oo2_zz_dqd2[mg_l] = oo2_zz_dqd2;
-            mg_w_oo2_W_00_dqd2[mg_l] = oo2_W_00_dqd2;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_epsd3_z[mg_l] = epsd3_z;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_oo3_W_00_dqd2[mg_l] = oo3_W_00_dqd2;
-            mg_w_oo3_W_22_dq2[mg_l] = oo3_W_22_dq2;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_epsd4_z[mg_l] = epsd4_z;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-            mg_w_cse76[mg_l] = cse76;
-            mg_w_cse78[mg_l] = cse78;
-            mg_w_F6_z_dq6[mg_l] = F6_z_dq6;
-            mg_w_cse93[mg_l] = cse93;
-            mg_w_F5_y_dq6[mg_l] = F5_y_dq6;
-            mg_w_cse97[mg_l] = cse97;
-            mg_w_cse115[mg_l] = cse115;
-            mg_w_cse122[mg_l] = cse122;
-            mg_w_cse134[mg_l] = cse134;
-            mg_w_cse145[mg_l] = cse145;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_mg_c1[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_mg_c3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_mg_c5[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_mg_c7[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_mg_c9[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double mg_c1 = mg_w_mg_c1[mg_l];
-            const double mg_c3 = mg_w_mg_c3[mg_l];
-            const double mg_c5 = mg_w_mg_c5[mg_l];
-            const double mg_c7 = mg_w_mg_c7[mg_l];
-            const double mg_c9 = mg_w_mg_c9[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double oo2_W_00_dqd2 = mg_w_oo2_W_00_dqd2[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double epsd3_z = mg_w_epsd3_z[mg_l];
-            const double oo3_W_00_dqd2 = mg_w_oo3_W_00_dqd2[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double c5 = mg_w_c5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double epsd4_z = mg_w_epsd4_z[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double oo3_W_22_dq2 = mg_w_oo3_W_22_dq2[mg_l];
-            const double c6 = mg_w_c6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
-            const double cse76 = mg_w_cse76[mg_l];
-            const double cse78 = mg_w_cse78[mg_l];
-            const double cse93 = mg_w_cse93[mg_l];
-            const double cse97 = mg_w_cse97[mg_l];
-            const double F6_z_dq6 = mg_w_F6_z_dq6[mg_l];
-            const double F5_y_dq6 = mg_w_F5_y_dq6[mg_l];
-            const double cse115 = mg_w_cse115[mg_l];
-            const double cse122 = mg_w_cse122[mg_l];
-            const double cse134 = mg_w_cse134[mg_l];
-            const double cse145 = mg_w_cse145[mg_l];
-            const double oo2_zz_dqd2 = mg_w_oo2_zz_dqd2[mg_l];
-            const double c2_dq2 = -mg_c1;
-            const double c3_dq3 = -mg_c3;
-            const double c4_dq4 = -mg_c5;
-            const double c5_dq5 = -mg_c7;
-            const double c6_dq6 = -mg_c9;
+            const double c2 = mg_cos_poly(q2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double c2_dq2 = -mg_sin_poly(q2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double c3 = mg_cos_poly(q3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double c3_dq3 = -mg_sin_poly(q3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double c4 = mg_cos_poly(q4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double c4_dq4 = -mg_sin_poly(q4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double c5 = mg_cos_poly(q5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double c5_dq5 = -mg_sin_poly(q5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double c6 = mg_cos_poly(q6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double c6_dq6 = -mg_sin_poly(q6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double omega_p2_x = -c2_dq2*qd1;
             const double omega_p2_x_dq2 = c2*qd1;
             const double omega_p2_x_dqd1 = -c2_dq2;
@@ -5107,6 +5053,8 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double cse3 = omega_p2_x_dq2*omega_p2_x_dq2;
             const double oo2_yy = cse3;
             const double oo2_yy_dqd1 = 2.0*omega_p2_x_dq2*omega_p2_y_dqd1;
+            const double oo2_zz = qd2*qd2;
+            const double oo2_zz_dqd2 = 2.0*qd2;
             const double oo2_xy = cse2;
             const double oo2_xy_dq2 = -cse1 + cse3;
             const double oo2_xy_dqd1 = omega_p2_x*omega_p2_y_dqd1 + omega_p2_x_dq2*omega_p2_x_dqd1;
@@ -5115,10 +5063,12 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double oo2_W_00 = -oo2_yy - oo2_zz;
             const double oo2_W_00_dq2 = oo2_xx_dq2;
             const double oo2_W_00_dqd1 = -oo2_yy_dqd1;
+            const double oo2_W_00_dqd2 = -oo2_zz_dqd2;
             const double omega_p3_x = c3*omega_p2_x - c3_dq3*omega_p2_x_dq2;
             const double omega_p3_x_dq2 = c3*omega_p2_x_dq2 + c3_dq3*omega_p2_x;
             const double omega_p3_x_dqd1 = c3*omega_p2_x_dqd1 - c3_dq3*omega_p2_y_dqd1;
             const double omega_p3_y_dqd1 = c3*omega_p2_y_dqd1 + c3_dq3*omega_p2_x_dqd1;
+            const double omega3_z = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x - c3_dq3*epsd2_x_dq2 + omega_p3_x_dq2*qd3;
             const double epsd3_x_dq2 = c3*epsd2_x_dq2 + c3_dq3*epsd2_x - omega_p3_x*qd3;
             const double epsd3_x_dqd1 = c3*epsd2_x_dqd1 - c3_dq3*epsd2_y_dqd1 + omega_p3_y_dqd1*qd3;
@@ -5127,6 +5077,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double epsd3_y_dqd1 = c3*epsd2_y_dqd1 + c3_dq3*epsd2_x_dqd1 - omega_p3_x_dqd1*qd3;
             const double epsd3_y_dqd2 = c3*epsd2_y_dqd2 + c3_dq3*epsd2_x_dqd2;
             const double epsd3_y_dqd3 = -omega_p3_x;
+            const double epsd3_z = qdd2 + qdd3;
             const double cse4 = a2_x - 0.425*oo2_W_00;
             const double cse5 = a2_x_dq2 - 0.425*oo2_xy - 0.425*qdd2;
             const double cse6 = c3_dq3*cse5;
@@ -5153,6 +5104,8 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double cse11 = omega_p3_x_dq2*omega_p3_x_dq2;
             const double oo3_yy = cse11;
             const double oo3_yy_dqd1 = 2.0*omega_p3_x_dq2*omega_p3_y_dqd1;
+            const double oo3_zz = omega3_z*omega3_z;
+            const double oo3_zz_dqd2 = 2.0*omega3_z;
             const double oo3_xy = cse10;
             const double oo3_xy_dq2 = cse11 - cse9;
             const double oo3_xy_dqd1 = omega_p3_x*omega_p3_y_dqd1 + omega_p3_x_dq2*omega_p3_x_dqd1;
@@ -5163,12 +5116,15 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double oo3_W_00 = -oo3_yy - oo3_zz;
             const double oo3_W_00_dq2 = oo3_xx_dq2;
             const double oo3_W_00_dqd1 = -oo3_yy_dqd1;
+            const double oo3_W_00_dqd2 = -oo3_zz_dqd2;
             const double oo3_W_22 = -oo3_xx - oo3_yy;
+            const double oo3_W_22_dq2 = 0.0;
             const double oo3_W_22_dqd1 = -oo3_xx_dqd1 - oo3_yy_dqd1;
             const double omega_p4_x = c4*omega_p3_x - c4_dq4*omega_p3_x_dq2;
             const double omega_p4_x_dq2 = c4*omega_p3_x_dq2 + c4_dq4*omega_p3_x;
             const double omega_p4_x_dqd1 = c4*omega_p3_x_dqd1 - c4_dq4*omega_p3_y_dqd1;
             const double omega_p4_y_dqd1 = c4*omega_p3_y_dqd1 + c4_dq4*omega_p3_x_dqd1;
+            const double omega4_z = omega3_z + qd4;
             const double epsd4_x = c4*epsd3_x - c4_dq4*epsd3_x_dq2 + omega_p4_x_dq2*qd4;
             const double epsd4_x_dq2 = c4*epsd3_x_dq2 + c4_dq4*epsd3_x - omega_p4_x*qd4;
             const double epsd4_x_dqd1 = c4*epsd3_x_dqd1 - c4_dq4*epsd3_y_dqd1 + omega_p4_y_dqd1*qd4;
@@ -5179,6 +5135,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double epsd4_y_dqd2 = c4*epsd3_y_dqd2 + c4_dq4*epsd3_x_dqd2;
             const double epsd4_y_dqd3 = c4*epsd3_y_dqd3 + c4_dq4*epsd3_x_dqd3;
             const double epsd4_y_dqd4 = -omega_p4_x;
+            const double epsd4_z = epsd3_z + qdd4;
             const double cse12 = a3_x - 0.39225*oo3_W_00;
             const double cse13 = a3_x_dq3 - 0.39225*epsd3_z - 0.39225*oo3_xy;
             const double cse14 = c4_dq4*cse13;
@@ -5216,6 +5173,8 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double cse24 = omega_p4_x_dq2*omega_p4_x_dq2;
             const double oo4_yy = cse24;
             const double oo4_yy_dqd1 = 2.0*omega_p4_x_dq2*omega_p4_y_dqd1;
+            const double oo4_zz = omega4_z*omega4_z;
+            const double oo4_zz_dqd2 = 2.0*omega4_z;
             const double oo4_xy = cse23;
             const double oo4_xy_dq2 = -cse22 + cse24;
             const double oo4_xy_dqd1 = omega_p4_x*omega_p4_y_dqd1 + omega_p4_x_dq2*omega_p4_x_dqd1;
@@ -5226,6 +5185,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double oo4_W_11 = -oo4_xx - oo4_zz;
             const double oo4_W_11_dq2 = -oo4_xx_dq2;
             const double oo4_W_11_dqd1 = -oo4_xx_dqd1;
+            const double oo4_W_11_dqd2 = -oo4_zz_dqd2;
             const double oo4_W_22 = -oo4_xx - oo4_yy;
             const double oo4_W_22_dqd1 = -oo4_xx_dqd1 - oo4_yy_dqd1;
             const double omega_p5_x = c5*omega_p4_x - c5_dq5*omega4_z;
@@ -5489,6 +5449,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double F6_y_dqd2 = (0.1879)*a6_y_dqd2 + cse75 + (0.0002177761)*epsd6_x_dqd2;
             const double F6_y_dqd3 = (0.1879)*a6_y_dqd3 + cse75 + (0.0002177761)*epsd6_x_dqd3;
             const double F6_y_dqd4 = (0.1879)*a6_y_dqd4 + cse75 + (0.0002177761)*epsd6_x_dqd4;
+            const double cse76 = (0.1879)*oo3_W_22_dq2;
             const double F6_y_dqd5 = cse76 + (0.0002177761)*epsd6_x_dqd5 - 0.0002177761*oo6_yz_dqd5;
             const double F6_z = (0.1879)*a6_z - 0.0002177761*oo6_W_22;
             const double cse77 = -0.0002177761*oo6_W_22_dq2;
@@ -5496,6 +5457,8 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double F6_z_dq3 = (0.1879)*a6_z_dq3 + cse77;
             const double F6_z_dq4 = (0.1879)*a6_z_dq4 + cse77;
             const double F6_z_dq5 = (0.1879)*a6_z_dq5 - 0.0002177761*oo6_W_22_dq5;
+            const double cse78 = (0.0002177761)*oo3_W_22_dq2;
+            const double F6_z_dq6 = -cse78;
             const double F6_z_dqd1 = (0.1879)*a6_z_dqd1 - 0.0002177761*oo6_W_22_dqd1;
             const double cse79 = -0.0002177761*oo6_W_22_dqd2;
             const double F6_z_dqd2 = (0.1879)*a6_z_dqd2 + cse79;
@@ -5580,6 +5543,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double cse92 = (0.0021942)*oo5_xy_dqd2 + (0.01991846)*oo5_xz_dqd2;
             const double F5_x_dqd2 = F_c6_x_dqd2 + (1.219)*a5_x_dqd2 + cse92 + (0.01991846)*epsd5_y_dqd2 - 0.0021942*epsd5_z_dqd2;
             const double F5_x_dqd3 = F_c6_x_dqd3 + (1.219)*a5_x_dqd3 + cse92 + (0.01991846)*epsd5_y_dqd3 - 0.0021942*epsd5_z_dqd3;
+            const double cse93 = (1.219)*oo3_W_22_dq2;
             const double F5_x_dqd4 = F_c6_x_dqd4 + cse92 + cse93 + (0.01991846)*epsd5_y_dqd4 - 0.0021942*epsd5_z_dqd4;
             const double F5_x_dqd5 = F_c6_x_dqd5;
             const double F5_x_dqd6 = F_c6_x_dqd6;
@@ -5589,6 +5553,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double F5_y_dq3 = F6_z_dq3 + (1.219)*a5_y_dq3 + cse94;
             const double F5_y_dq4 = F6_z_dq4 + (1.219)*a5_y_dq4 + cse94;
             const double F5_y_dq5 = F6_z_dq5 + (1.219)*a5_y_dq5 - cse88 - cse89 + (0.0021942)*oo5_W_11_dq5;
+            const double F5_y_dq6 = F6_z_dq6;
             const double F5_y_dqd1 = F6_z_dqd1 + (1.219)*a5_y_dqd1 - 0.01991846*epsd5_x_dqd1 + (0.0021942)*oo5_W_11_dqd1 + (0.01991846)*oo5_yz_dqd1;
             const double cse95 = (0.0021942)*oo5_W_11_dqd2 + (0.01991846)*oo5_yz_dqd2;
             const double F5_y_dqd2 = F6_z_dqd2 + (1.219)*a5_y_dqd2 + cse95 - 0.01991846*epsd5_x_dqd2;
@@ -5600,6 +5565,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double F5_z_dq2 = F_c6_z_dq2 + (1.219)*a5_z_dq2 + cse96;
             const double F5_z_dq3 = F_c6_z_dq3 + (1.219)*a5_z_dq3 + cse96;
             const double F5_z_dq4 = F_c6_z_dq4 + (1.219)*a5_z_dq4 + cse96;
+            const double cse97 = (0.01991846)*oo3_W_22_dq2;
             const double F5_z_dq5 = F_c6_z_dq5 + cse97 + (0.0021942)*epsd5_x_dq5 - 0.0021942*oo5_xz;
             const double F5_z_dq6 = F_c6_z_dq6;
             const double F5_z_dqd1 = F_c6_z_dqd1 + (1.219)*a5_z_dqd1 + (0.0021942)*epsd5_x_dqd1 + (0.01991846)*oo5_W_22_dqd1 + (0.0021942)*oo5_yz_dqd1;
@@ -5704,6 +5670,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double F4_y_dq5 = -F5_z_dq5;
             const double F4_y_dq6 = -F5_z_dq6;
             const double F4_y_dqd1 = -F5_z_dqd1 + (1.219)*a4_y_dqd1 - 0.01991846*epsd4_x_dqd1 - 0.0021942*oo4_W_11_dqd1 + (0.01991846)*oo4_yz_dqd1;
+            const double cse115 = (0.0021942)*oo4_W_11_dqd2;
             const double cse116 = cse115 - 0.01991846*epsd4_x_dqd4;
             const double F4_y_dqd2 = -F5_z_dqd2 + (1.219)*a4_y_dqd2 - cse116 - 0.01991846*epsd4_x_dqd2;
             const double F4_y_dqd3 = -F5_z_dqd3 + (1.219)*a4_y_dqd3 - cse116 - 0.01991846*epsd4_x_dqd3;
@@ -5734,6 +5701,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double N4_x_dq5 = (0.10915)*F5_z_dq5 + N5_x*c5_dq5 + N5_x_dq5*c5 - N5_y*c5 + N5_y_dq5*c5_dq5;
             const double N4_x_dq6 = (0.10915)*F5_z_dq6 + N5_x_dq6*c5 + N5_y_dq6*c5_dq5;
             const double N4_x_dqd1 = (0.10915)*F5_z_dqd1 + N5_x_dqd1*c5 + N5_y_dqd1*c5_dq5 - 0.01991846*a4_y_dqd1 - 0.0021942*a4_z_dqd1 + (0.0028893171964)*epsd4_x_dqd1 + (3.5853228e-05)*oo4_yy_dqd1 - 0.0006872180764*oo4_yz_dqd1;
+            const double cse122 = -3.5853228e-05*oo4_zz_dqd2;
             const double cse123 = cse122 - 0.0006872180764*epsd4_x_dqd4;
             const double N4_x_dqd2 = (0.10915)*F5_z_dqd2 + N5_x_dqd2*c5 + N5_y_dqd2*c5_dq5 - 0.01991846*a4_y_dqd2 - 0.0021942*a4_z_dqd2 + cse123 + (0.0028893171964)*epsd4_x_dqd2;
             const double N4_x_dqd3 = (0.10915)*F5_z_dqd3 + N5_x_dqd3*c5 + N5_y_dqd3*c5_dq5 - 0.01991846*a4_y_dqd3 - 0.0021942*a4_z_dqd3 + cse123 + (0.0028893171964)*epsd4_x_dqd3;
@@ -5804,6 +5772,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double F3_x_dq5 = F_c4_x_dq5;
             const double F3_x_dq6 = F_c4_x_dq6;
             const double F3_x_dqd1 = F_c4_x_dqd1 + (2.275)*a3_x_dqd1 + (0.0602875)*epsd3_y_dqd1 - 0.34125*oo3_W_00_dqd1 + (0.0602875)*oo3_xz_dqd1;
+            const double cse134 = -0.34125*oo3_W_00_dqd2;
             const double F3_x_dqd2 = F_c4_x_dqd2 + (2.275)*a3_x_dqd2 + cse134 + (0.0602875)*epsd3_y_dqd2 - 0.0602875*epsd3_y_dqd3;
             const double F3_x_dqd3 = F_c4_x_dqd3 + cse134;
             const double F3_x_dqd4 = F_c4_x_dqd4;
@@ -5862,6 +5831,7 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             const double N3_y_dq5 = (0.39225)*F4_z_dq5 - N4_x_dq5*c4_dq4 + N4_y_dq5*c4;
             const double N3_y_dq6 = (0.39225)*F4_z_dq6 - N4_x_dq6*c4_dq4 + N4_y_dq6*c4;
             const double N3_y_dqd1 = (0.39225)*F4_z_dqd1 - N4_x_dqd1*c4_dq4 + N4_y_dqd1*c4 + (0.0602875)*a3_x_dqd1 + (0.34125)*a3_z_dqd1 + (0.08400191875)*epsd3_y_dqd1 - 0.009043125*oo3_xx_dqd1 - 0.07671168125*oo3_xz_dqd1;
+            const double cse145 = (0.009043125)*oo3_zz_dqd2;
             const double N3_y_dqd2 = (0.39225)*F4_z_dqd2 - N4_x_dqd2*c4_dq4 + N4_y_dqd2*c4 + (0.0602875)*a3_x_dqd2 + (0.34125)*a3_z_dqd2 + cse145 + (0.08400191875)*epsd3_y_dqd2 + (0.07671168125)*epsd3_y_dqd3;
             const double N3_y_dqd3 = (0.39225)*F4_z_dqd3 - N4_x_dqd3*c4_dq4 + N4_y_dqd3*c4 + cse145 + (0.1607136)*epsd3_y_dqd3;
             const double N3_y_dqd4 = (0.39225)*F4_z_dqd4 - N4_x_dqd4*c4_dq4 + N4_y_dqd4*c4;
@@ -6015,6 +5985,12 @@ int64_t mechgen_ur5_arm_inverse_dynamics_derivatives_batch(int64_t n, const doub
             mg_o_dtau_dqd[35][mg_l] = 0.0;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_arm_inverse_dynamics_derivatives(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, dtau_dq + (mg_i + mg_l) * 36, dtau_dqd + (mg_i + mg_l) * 36);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 36; ++mg_j) dtau_dq[(mg_i + mg_l) * 36 + mg_j] = mg_o_dtau_dq[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 36; ++mg_j) dtau_dqd[(mg_i + mg_l) * 36 + mg_j] = mg_o_dtau_dqd[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -6052,16 +6028,16 @@ int mechgen_ur5_arm_forward_dynamics_derivatives(const double *restrict q, const
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    const double c2 = cos(q2);
-    const double c2_dq2 = -sin(q2);
-    const double c3 = cos(q3);
-    const double c3_dq3 = -sin(q3);
-    const double c4 = cos(q4);
-    const double c4_dq4 = -sin(q4);
-    const double c5 = cos(q5);
-    const double c5_dq5 = -sin(q5);
-    const double c6 = cos(q6);
-    const double c6_dq6 = -sin(q6);
+    const double c2 = mg_cos(q2);
+    const double c2_dq2 = -mg_sin(q2);
+    const double c3 = mg_cos(q3);
+    const double c3_dq3 = -mg_sin(q3);
+    const double c4 = mg_cos(q4);
+    const double c4_dq4 = -mg_sin(q4);
+    const double c5 = mg_cos(q5);
+    const double c5_dq5 = -mg_sin(q5);
+    const double c6 = mg_cos(q6);
+    const double c6_dq6 = -mg_sin(q6);
     const double cp5_x = (0.0019764239)*c5_dq5;
     const double cp5_z = (0.0019764239)*c5;
     const double IJ5_C2 = c5*c5 - c5_dq5*c5_dq5;
@@ -7511,30 +7487,21 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[6][8];
         double mg_o_dqdd_dq[36][8];
         double mg_o_dqdd_dqd[36][8];
         double mg_o_dqdd_dQ[36][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_qd1[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd4[8];
-        double mg_w_mg_c1[8];
-        double mg_w_mg_c3[8];
-        double mg_w_mg_c5[8];
-        double mg_w_mg_c7[8];
-        double mg_w_mg_c9[8];
-        double mg_w_c5[8];
-        double mg_w_c4[8];
-        double mg_w_c3[8];
-        double mg_w_c2[8];
-        double mg_w_qd1[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_omega3_z[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_omega4_z[8];
-        double mg_w_oo4_zz[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
         double mg_w_qd6[8];
         double mg_w_Q1[8];
         double mg_w_Q2[8];
@@ -7542,25 +7509,16 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
         double mg_w_Q4[8];
         double mg_w_Q5[8];
         double mg_w_Q6[8];
-        double mg_w_oo2_W_00_dqd2[8];
-        double mg_w_oo3_W_00_dqd2[8];
-        double mg_w_oo3_W_22_dq2[8];
-        double mg_w_cse142[8];
-        double mg_w_cse144[8];
-        double mg_w_cse157[8];
-        double mg_w_cse161[8];
-        double mg_w_F6_z_2_dq6[8];
-        double mg_w_F5_y_2_dq6[8];
-        double mg_w_cse179[8];
-        double mg_w_cse186[8];
-        double mg_w_cse198[8];
-        double mg_w_cse209[8];
-        double mg_w_oo2_zz_dqd2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
             mg_w_Q1[mg_l] = Q[(mg_i + mg_l) * 6 + 0];
@@ -7572,91 +7530,17 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double oo2_zz = qd2*qd2;
-            const double oo2_zz_dqd2 = 2.0*qd2;
-            const double oo2_W_00_dqd2 = -oo2_zz_dqd2;
-            const double omega3_z = qd2 + qd3;
-            const double oo3_zz = omega3_z*omega3_z;
-            const double oo3_zz_dqd2 = 2.0*omega3_z;
-            const double oo3_W_00_dqd2 = -oo3_zz_dqd2;
-            const double oo3_W_22_dq2 = 0.0;
-            const double omega4_z = omega3_z + qd4;
-            const double oo4_zz = omega4_z*omega4_z;
-            const double oo4_zz_dqd2 = 2.0*omega4_z;
-            const double oo4_W_11_dqd2 = -oo4_zz_dqd2;
-            const double cse142 = (0.1879)*oo3_W_22_dq2;
-            const double cse144 = (0.0002177761)*oo3_W_22_dq2;
-            const double F6_z_2_dq6 = -cse144;
-            const double cse157 = (1.219)*oo3_W_22_dq2;
-            const double F5_y_2_dq6 = F6_z_2_dq6;
-            const double cse161 = (0.01991846)*oo3_W_22_dq2;
-            const double cse179 = (0.0021942)*oo4_W_11_dqd2;
-            const double cse186 = -3.5853228e-05*oo4_zz_dqd2;
-            const double cse198 = -0.34125*oo3_W_00_dqd2;
-            const double cse209 = (0.009043125)*oo3_zz_dqd2;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_oo2_zz_dqd2[mg_l] = oo2_zz_dqd2;
-            mg_w_oo2_W_00_dqd2[mg_l] = oo2_W_00_dqd2;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_oo3_W_00_dqd2[mg_l] = oo3_W_00_dqd2;
-            mg_w_oo3_W_22_dq2[mg_l] = oo3_W_22_dq2;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-            mg_w_cse142[mg_l] = cse142;
-            mg_w_cse144[mg_l] = cse144;
-            mg_w_F6_z_2_dq6[mg_l] = F6_z_2_dq6;
-            mg_w_cse157[mg_l] = cse157;
-            mg_w_F5_y_2_dq6[mg_l] = F5_y_2_dq6;
-            mg_w_cse161[mg_l] = cse161;
-            mg_w_cse179[mg_l] = cse179;
-            mg_w_cse186[mg_l] = cse186;
-            mg_w_cse198[mg_l] = cse198;
-            mg_w_cse209[mg_l] = cse209;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_mg_c1[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_mg_c3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_mg_c5[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_mg_c7[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_mg_c9[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double mg_c1 = mg_w_mg_c1[mg_l];
-            const double mg_c3 = mg_w_mg_c3[mg_l];
-            const double mg_c5 = mg_w_mg_c5[mg_l];
-            const double mg_c7 = mg_w_mg_c7[mg_l];
-            const double mg_c9 = mg_w_mg_c9[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double c2 = mg_w_c2[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double Q1 = mg_w_Q1[mg_l];
             const double Q2 = mg_w_Q2[mg_l];
@@ -7664,25 +7548,26 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double Q4 = mg_w_Q4[mg_l];
             const double Q5 = mg_w_Q5[mg_l];
             const double Q6 = mg_w_Q6[mg_l];
-            const double oo2_W_00_dqd2 = mg_w_oo2_W_00_dqd2[mg_l];
-            const double oo3_W_00_dqd2 = mg_w_oo3_W_00_dqd2[mg_l];
-            const double oo3_W_22_dq2 = mg_w_oo3_W_22_dq2[mg_l];
-            const double cse142 = mg_w_cse142[mg_l];
-            const double cse144 = mg_w_cse144[mg_l];
-            const double cse157 = mg_w_cse157[mg_l];
-            const double cse161 = mg_w_cse161[mg_l];
-            const double F6_z_2_dq6 = mg_w_F6_z_2_dq6[mg_l];
-            const double F5_y_2_dq6 = mg_w_F5_y_2_dq6[mg_l];
-            const double cse179 = mg_w_cse179[mg_l];
-            const double cse186 = mg_w_cse186[mg_l];
-            const double cse198 = mg_w_cse198[mg_l];
-            const double cse209 = mg_w_cse209[mg_l];
-            const double oo2_zz_dqd2 = mg_w_oo2_zz_dqd2[mg_l];
-            const double c2_dq2 = -mg_c1;
-            const double c3_dq3 = -mg_c3;
-            const double c4_dq4 = -mg_c5;
-            const double c5_dq5 = -mg_c7;
-            const double c6_dq6 = -mg_c9;
+            const double c2 = mg_cos_poly(q2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double c2_dq2 = -mg_sin_poly(q2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double c3 = mg_cos_poly(q3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double c3_dq3 = -mg_sin_poly(q3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double c4 = mg_cos_poly(q4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double c4_dq4 = -mg_sin_poly(q4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double c5 = mg_cos_poly(q5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double c5_dq5 = -mg_sin_poly(q5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double c6 = mg_cos_poly(q6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            const double c6_dq6 = -mg_sin_poly(q6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double cp5_x = (0.0019764239)*c5_dq5;
             const double cp5_z = (0.0019764239)*c5;
             const double IJ5_C2 = c5*c5 - c5_dq5*c5_dq5;
@@ -7791,6 +7676,8 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double cse9 = omega_p2_x_dq2*omega_p2_x_dq2;
             const double oo2_yy = cse9;
             const double oo2_yy_dqd1 = 2.0*omega_p2_x_dq2*omega_p2_y_dqd1;
+            const double oo2_zz = qd2*qd2;
+            const double oo2_zz_dqd2 = 2.0*qd2;
             const double oo2_xy = cse8;
             const double oo2_xy_dq2 = -cse7 + cse9;
             const double oo2_xy_dqd1 = omega_p2_x*omega_p2_y_dqd1 + omega_p2_x_dq2*omega_p2_x_dqd1;
@@ -7799,10 +7686,12 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double oo2_W_00 = -oo2_yy - oo2_zz;
             const double oo2_W_00_dq2 = oo2_xx_dq2;
             const double oo2_W_00_dqd1 = -oo2_yy_dqd1;
+            const double oo2_W_00_dqd2 = -oo2_zz_dqd2;
             const double omega_p3_x = c3*omega_p2_x - c3_dq3*omega_p2_x_dq2;
             const double omega_p3_x_dq2 = c3*omega_p2_x_dq2 + c3_dq3*omega_p2_x;
             const double omega_p3_x_dqd1 = c3*omega_p2_x_dqd1 - c3_dq3*omega_p2_y_dqd1;
             const double omega_p3_y_dqd1 = c3*omega_p2_y_dqd1 + c3_dq3*omega_p2_x_dqd1;
+            const double omega3_z = qd2 + qd3;
             const double cse10 = omega_p3_x_dq2*qd3;
             const double epsd3_x = c3*epsd2_x - c3_dq3*epsd2_x_dq2 + cse10;
             const double cse11 = -omega_p3_x*qd3;
@@ -7823,6 +7712,8 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double cse19 = omega_p3_x_dq2*omega_p3_x_dq2;
             const double oo3_yy = cse19;
             const double oo3_yy_dqd1 = 2.0*omega_p3_x_dq2*omega_p3_y_dqd1;
+            const double oo3_zz = omega3_z*omega3_z;
+            const double oo3_zz_dqd2 = 2.0*omega3_z;
             const double oo3_xy = cse18;
             const double oo3_xy_dq2 = -cse17 + cse19;
             const double oo3_xy_dqd1 = omega_p3_x*omega_p3_y_dqd1 + omega_p3_x_dq2*omega_p3_x_dqd1;
@@ -7835,12 +7726,15 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double oo3_W_00 = -oo3_yy - oo3_zz;
             const double oo3_W_00_dq2 = oo3_xx_dq2;
             const double oo3_W_00_dqd1 = -oo3_yy_dqd1;
+            const double oo3_W_00_dqd2 = -oo3_zz_dqd2;
             const double oo3_W_22 = -oo3_xx - oo3_yy;
+            const double oo3_W_22_dq2 = 0.0;
             const double oo3_W_22_dqd1 = -oo3_xx_dqd1 - oo3_yy_dqd1;
             const double omega_p4_x = c4*omega_p3_x - c4_dq4*omega_p3_x_dq2;
             const double omega_p4_x_dq2 = c4*omega_p3_x_dq2 + c4_dq4*omega_p3_x;
             const double omega_p4_x_dqd1 = c4*omega_p3_x_dqd1 - c4_dq4*omega_p3_y_dqd1;
             const double omega_p4_y_dqd1 = c4*omega_p3_y_dqd1 + c4_dq4*omega_p3_x_dqd1;
+            const double omega4_z = omega3_z + qd4;
             const double cse20 = omega_p4_x_dq2*qd4;
             const double epsd4_x = c4*epsd3_x - c4_dq4*epsd3_y + cse20;
             const double cse21 = -omega_p4_x*qd4;
@@ -7861,6 +7755,8 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double cse29 = omega_p4_x_dq2*omega_p4_x_dq2;
             const double oo4_yy = cse29;
             const double oo4_yy_dqd1 = 2.0*omega_p4_x_dq2*omega_p4_y_dqd1;
+            const double oo4_zz = omega4_z*omega4_z;
+            const double oo4_zz_dqd2 = 2.0*omega4_z;
             const double oo4_xy = cse28;
             const double oo4_xy_dq2 = -cse27 + cse29;
             const double oo4_xy_dqd1 = omega_p4_x*omega_p4_y_dqd1 + omega_p4_x_dq2*omega_p4_x_dqd1;
@@ -7873,6 +7769,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double oo4_W_11 = -oo4_xx - oo4_zz;
             const double oo4_W_11_dq2 = -oo4_xx_dq2;
             const double oo4_W_11_dqd1 = -oo4_xx_dqd1;
+            const double oo4_W_11_dqd2 = -oo4_zz_dqd2;
             const double oo4_W_22 = -oo4_xx - oo4_yy;
             const double oo4_W_22_dqd1 = -oo4_xx_dqd1 - oo4_yy_dqd1;
             const double omega_p5_x = c5*omega_p4_x - c5_dq5*omega4_z;
@@ -8358,6 +8255,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double F6_y_2_dqd2 = (0.1879)*a6_y_2_dqd2 + cse141 + (0.0002177761)*epsd6_x_2_dqd2;
             const double F6_y_2_dqd3 = (0.1879)*a6_y_2_dqd3 + cse141 + (0.0002177761)*epsd6_x_2_dqd3;
             const double F6_y_2_dqd4 = (0.1879)*a6_y_2_dqd4 + cse141 + (0.0002177761)*epsd6_x_2_dqd4;
+            const double cse142 = (0.1879)*oo3_W_22_dq2;
             const double F6_y_2_dqd5 = cse142 + (0.0002177761)*epsd6_x_2_dqd5 - 0.0002177761*oo6_yz_dqd5;
             const double F6_z_2 = (0.1879)*a6_z_2 + cse54;
             const double cse143 = -0.0002177761*oo6_W_22_dq2;
@@ -8365,6 +8263,8 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double F6_z_2_dq3 = (0.1879)*a6_z_2_dq3 + cse143;
             const double F6_z_2_dq4 = (0.1879)*a6_z_2_dq4 + cse143;
             const double F6_z_2_dq5 = (0.1879)*a6_z_2_dq5 - 0.0002177761*oo6_W_22_dq5;
+            const double cse144 = (0.0002177761)*oo3_W_22_dq2;
+            const double F6_z_2_dq6 = -cse144;
             const double F6_z_2_dqd1 = (0.1879)*a6_z_2_dqd1 - 0.0002177761*oo6_W_22_dqd1;
             const double cse145 = -0.0002177761*oo6_W_22_dqd2;
             const double F6_z_2_dqd2 = (0.1879)*a6_z_2_dqd2 + cse145;
@@ -8447,6 +8347,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double cse156 = (0.0021942)*oo5_xy_dqd2 + (0.01991846)*oo5_xz_dqd2;
             const double F5_x_2_dqd2 = F_c6_x_2_dqd2 + (1.219)*a5_x_2_dqd2 + cse156 + (0.01991846)*epsd5_y_2_dqd2 - 0.0021942*epsd5_z_dqd2;
             const double F5_x_2_dqd3 = F_c6_x_2_dqd3 + (1.219)*a5_x_2_dqd3 + cse156 + (0.01991846)*epsd5_y_2_dqd3 - 0.0021942*epsd5_z_dqd3;
+            const double cse157 = (1.219)*oo3_W_22_dq2;
             const double F5_x_2_dqd4 = F_c6_x_2_dqd4 + cse156 + cse157 + (0.01991846)*epsd5_y_2_dqd4 - 0.0021942*epsd5_z_dqd4;
             const double F5_x_2_dqd5 = F_c6_x_2_dqd5;
             const double F5_x_2_dqd6 = F_c6_x_2_dqd6;
@@ -8456,6 +8357,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double F5_y_2_dq3 = F6_z_2_dq3 + (1.219)*a5_y_2_dq3 + cse158;
             const double F5_y_2_dq4 = F6_z_2_dq4 + (1.219)*a5_y_2_dq4 + cse158;
             const double F5_y_2_dq5 = F6_z_2_dq5 + (1.219)*a5_y_2_dq5 - cse153 - cse57 + (0.0021942)*oo5_W_11_dq5;
+            const double F5_y_2_dq6 = F6_z_2_dq6;
             const double F5_y_2_dqd1 = F6_z_2_dqd1 + (1.219)*a5_y_2_dqd1 - 0.01991846*epsd5_x_2_dqd1 + (0.0021942)*oo5_W_11_dqd1 + (0.01991846)*oo5_yz_dqd1;
             const double cse159 = (0.0021942)*oo5_W_11_dqd2 + (0.01991846)*oo5_yz_dqd2;
             const double F5_y_2_dqd2 = F6_z_2_dqd2 + (1.219)*a5_y_2_dqd2 + cse159 - 0.01991846*epsd5_x_2_dqd2;
@@ -8467,6 +8369,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double F5_z_2_dq2 = F_c6_z_2_dq2 + (1.219)*a5_z_2_dq2 + cse160;
             const double F5_z_2_dq3 = F_c6_z_2_dq3 + (1.219)*a5_z_2_dq3 + cse160;
             const double F5_z_2_dq4 = F_c6_z_2_dq4 + (1.219)*a5_z_2_dq4 + cse160;
+            const double cse161 = (0.01991846)*oo3_W_22_dq2;
             const double F5_z_2_dq5 = F_c6_z_2_dq5 + cse161 + (0.0021942)*epsd5_x_2_dq5 - 0.0021942*oo5_xz;
             const double F5_z_2_dq6 = F_c6_z_2_dq6;
             const double F5_z_2_dqd1 = F_c6_z_2_dqd1 + (1.219)*a5_z_2_dqd1 + (0.0021942)*epsd5_x_2_dqd1 + (0.01991846)*oo5_W_22_dqd1 + (0.0021942)*oo5_yz_dqd1;
@@ -8571,6 +8474,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double F4_y_2_dq5 = -F5_z_2_dq5;
             const double F4_y_2_dq6 = -F5_z_2_dq6;
             const double F4_y_2_dqd1 = -F5_z_2_dqd1 + (1.219)*a4_y_2_dqd1 - 0.01991846*epsd4_x_2_dqd1 - 0.0021942*oo4_W_11_dqd1 + (0.01991846)*oo4_yz_dqd1;
+            const double cse179 = (0.0021942)*oo4_W_11_dqd2;
             const double cse180 = cse179 - 0.01991846*oo4_yz_dqd2;
             const double F4_y_2_dqd2 = -F5_z_2_dqd2 + (1.219)*a4_y_2_dqd2 - cse180 - 0.01991846*epsd4_x_2_dqd2;
             const double F4_y_2_dqd3 = -F5_z_2_dqd3 + (1.219)*a4_y_2_dqd3 - cse180 - 0.01991846*epsd4_x_2_dqd3;
@@ -8601,6 +8505,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double N4_x_2_dq5 = (0.10915)*F5_z_2_dq5 + N5_x_2*c5_dq5 + N5_x_2_dq5*c5 - N5_y_2*c5 + N5_y_2_dq5*c5_dq5;
             const double N4_x_2_dq6 = (0.10915)*F5_z_2_dq6 + N5_x_2_dq6*c5 + N5_y_2_dq6*c5_dq5;
             const double N4_x_2_dqd1 = (0.10915)*F5_z_2_dqd1 + N5_x_2_dqd1*c5 + N5_y_2_dqd1*c5_dq5 - 0.01991846*a4_y_2_dqd1 - 0.0021942*a4_z_2_dqd1 + (0.0028893171964)*epsd4_x_2_dqd1 + (3.5853228e-05)*oo4_yy_dqd1 - 0.0006872180764*oo4_yz_dqd1;
+            const double cse186 = -3.5853228e-05*oo4_zz_dqd2;
             const double cse187 = cse186 - 0.0006872180764*oo4_yz_dqd2;
             const double N4_x_2_dqd2 = (0.10915)*F5_z_2_dqd2 + N5_x_2_dqd2*c5 + N5_y_2_dqd2*c5_dq5 - 0.01991846*a4_y_2_dqd2 - 0.0021942*a4_z_2_dqd2 + cse187 + (0.0028893171964)*epsd4_x_2_dqd2;
             const double N4_x_2_dqd3 = (0.10915)*F5_z_2_dqd3 + N5_x_2_dqd3*c5 + N5_y_2_dqd3*c5_dq5 - 0.01991846*a4_y_2_dqd3 - 0.0021942*a4_z_2_dqd3 + cse187 + (0.0028893171964)*epsd4_x_2_dqd3;
@@ -8671,6 +8576,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double F3_x_2_dq5 = F_c4_x_2_dq5;
             const double F3_x_2_dq6 = F_c4_x_2_dq6;
             const double F3_x_2_dqd1 = F_c4_x_2_dqd1 + (2.275)*a3_x_2_dqd1 + (0.0602875)*epsd3_y_2_dqd1 - 0.34125*oo3_W_00_dqd1 + (0.0602875)*oo3_xz_dqd1;
+            const double cse198 = -0.34125*oo3_W_00_dqd2;
             const double F3_x_2_dqd2 = F_c4_x_2_dqd2 + (2.275)*a3_x_2_dqd2 + cse198 + (0.0602875)*epsd3_y_2_dqd2 + (0.0602875)*oo3_xz_dqd2;
             const double F3_x_2_dqd3 = F_c4_x_2_dqd3 + cse198;
             const double F3_x_2_dqd4 = F_c4_x_2_dqd4;
@@ -8729,6 +8635,7 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double N3_y_2_dq5 = (0.39225)*F4_z_2_dq5 - N4_x_2_dq5*c4_dq4 + N4_y_2_dq5*c4;
             const double N3_y_2_dq6 = (0.39225)*F4_z_2_dq6 - N4_x_2_dq6*c4_dq4 + N4_y_2_dq6*c4;
             const double N3_y_2_dqd1 = (0.39225)*F4_z_2_dqd1 - N4_x_2_dqd1*c4_dq4 + N4_y_2_dqd1*c4 + (0.0602875)*a3_x_2_dqd1 + (0.34125)*a3_z_2_dqd1 + (0.08400191875)*epsd3_y_2_dqd1 - 0.009043125*oo3_xx_dqd1 - 0.07671168125*oo3_xz_dqd1;
+            const double cse209 = (0.009043125)*oo3_zz_dqd2;
             const double N3_y_2_dqd2 = (0.39225)*F4_z_2_dqd2 - N4_x_2_dqd2*c4_dq4 + N4_y_2_dqd2*c4 + (0.0602875)*a3_x_2_dqd2 + (0.34125)*a3_z_2_dqd2 + cse209 + (0.08400191875)*epsd3_y_2_dqd2 - 0.07671168125*oo3_xz_dqd2;
             const double N3_y_2_dqd3 = (0.39225)*F4_z_2_dqd3 - N4_x_2_dqd3*c4_dq4 + N4_y_2_dqd3*c4 + cse209 - 0.1607136*oo3_xz_dqd2;
             const double N3_y_2_dqd4 = (0.39225)*F4_z_2_dqd4 - N4_x_2_dqd4*c4_dq4 + N4_y_2_dqd4*c4;
@@ -9095,6 +9002,12 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_ur5_arm_forward_dynamics_derivatives(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, dqdd_dq + (mg_i + mg_l) * 36, dqdd_dqd + (mg_i + mg_l) * 36, dqdd_dQ + (mg_i + mg_l) * 36);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) qdd[(mg_i + mg_l) * 6 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 36; ++mg_j) dqdd_dq[(mg_i + mg_l) * 36 + mg_j] = mg_o_dqdd_dq[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 36; ++mg_j) dqdd_dqd[(mg_i + mg_l) * 36 + mg_j] = mg_o_dqdd_dqd[mg_j][mg_l];
