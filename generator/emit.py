@@ -34,6 +34,7 @@ from mechgen.generator.backends.python import PyPrinter, py_comment, py_docstrin
 from mechgen.generator.ir import Assign
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import Generated
+from mechgen.generator.passes.sincos import pair_sincos
 from mechgen.generator.simd import simd_plan
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -160,7 +161,8 @@ def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spe
         "ops_line": ", ".join(f"{v} {key}" for key, v in g.ops.items() if key != "total" and v)
                     + f" ({g.ops['total']} total)",
     }
-    if backend.name == "c":     # the _batch twin's blocks of states (templates/c/kernel.c.j2)
+    if backend.name == "c":     # sin and cos of one argument by one mg_sincos; the _batch
+        context["body"] = pair_sincos(body)     # twin's blocks of states (kernel.c.j2)
         context["simd"] = simd_plan(context)
     return context
 

@@ -3,10 +3,16 @@
 The single-state kernel is a list of printed C lines (assignments, checks, outputs). Its
 ``_batch`` twin evaluates blocks of :data:`WIDTH` consecutive states with the same lines inside
 ``#pragma omp simd`` loops over the W lanes, so the compiler keeps one vector register per
-variable and the W states advance together. Three things do not vectorise and are handled here:
+variable and the W states advance together. Four things need care and are handled here:
 
-- calls of the C library that have no vector form without ``-ffast-math`` (``sin``, ``cos``,
-  ``atan2``, ``pow``; ``fmax``/``fmin`` have no vector form that keeps their NaN rule). Each
+- sine and cosine: the kernels call the project's ``mg_sincos``, ``mg_sin``, ``mg_cos``
+  (templates/c/sincos.c.j2), whose polynomial path is plain arithmetic and vectorises bit for
+  bit. Their libm fallback (an argument beyond ``MG_TRIG_BOUND``, NaN or inf) does not, so a
+  vector loop calls the polynomial path only (``mg_sincos_poly``, ``mg_sin_poly``,
+  ``mg_cos_poly``) and marks the lane when an argument is out of its range; a marked lane's
+  state is then computed again by the single-state kernel, whose result it keeps;
+- calls of the C library that have no vector form without ``-ffast-math`` (``atan2``,
+  ``pow``; ``fmax``/``fmin`` have no vector form that keeps their NaN rule). Each
   call is cut out of its line (the text of the call, innermost first, replaced by a fresh
   name) and evaluated per lane in a scalar loop, so its value is the very one the
   single-state kernel computes;
@@ -38,7 +44,10 @@ SCALAR_CALLS = frozenset({"sin", "cos", "tan", "asin", "acos", "atan", "atan2", 
 """C functions evaluated per lane: the compiler has no vector form that keeps the scalar
 result bit for bit (``sqrt``, ``fabs`` and the arithmetic operators have one)."""
 
-VECTOR_CALLS = frozenset({"sqrt", "fabs"})
+TRIG_CALLS = frozenset({"mg_sin", "mg_cos"})
+"""The project's sine and cosine: vectorised by their polynomial path (:func:`poly_trig`)."""
+
+VECTOR_CALLS = frozenset({"sqrt", "fabs"}) | TRIG_CALLS
 
 STACK_BYTES = 256 * 1024
 """Largest block buffer (W-wide arrays of crossing values, inputs and outputs) a batch may put
@@ -134,11 +143,17 @@ def simd_plan(k: dict) -> dict:
     inputs = {s["name"]: (p["name"], p["size"], s["index"])
               for p in k["inputs"] for s in p["used"]}
     taken = set(inputs) | {p["name"] for p in (*k["inputs"], *k["outputs"])} | {
-        b["target"] for b in k["body"] if b["assign"]}
+        b["target"] for b in k["body"] if b["assign"] and not b.get("sincos")} | {
+        b["sincos"][f] for b in k["body"] if b.get("sincos") for f in ("sin", "cos")}
     prefix = free_prefix(taken)
     temps: dict[str, str] = {}
     lines = []          # (kind, target, text, status, message), in program order
     for b in k["body"]:
+        if b.get("sincos"):     # s, c = mg_sincos(x): a vector line with two targets
+            text, created = hoist_calls(b["sincos"]["arg"], temps, prefix)
+            lines += [("call", temps[c], c, None, None) for c in created]
+            lines.append(("sincos", (b["sincos"]["sin"], b["sincos"]["cos"]), text, None, None))
+            continue
         text, created = hoist_calls(b["expr"], temps, prefix)
         if b["assign"] and created and text == temps[created[-1]]:
             temps[created[-1]] = text = b["target"]     # c1 = cos(q1): the call's value is c1
@@ -153,9 +168,35 @@ def simd_plan(k: dict) -> dict:
             lines += [("call", temps[c], c, None, None) for c in created]
             lines.append(("output", p["name"], text, None, j))
     plan = _staged(lines, inputs, prefix, k["has_checks"])
+    plan["trig"] = poly_trig(plan["stages"])
     values = len(plan["arrays"]) + sum(p["size"] for p in k["outputs"])
     plan["blocks"] = 8 * WIDTH * values <= STACK_BYTES
     return plan
+
+
+def poly_trig(stages: list[dict]) -> bool:
+    """In the vector stages, sin and cos by their polynomial path only: ``mg_sin(`` and
+    ``mg_cos(`` become ``mg_sin_poly(`` and ``mg_cos_poly(`` in each line's text, and the line
+    gets ``ranges``, the arguments whose lane must be marked when out of the polynomial's
+    range (a ``sincos`` line: its own argument). Lines of scalar stages keep the full routines
+    and get no ranges. Returns whether any vector stage computes a sine or cosine."""
+    any_trig = False
+    for st in stages:
+        for ln in st["lines"]:
+            ln["ranges"] = []
+            if not st["vector"]:
+                continue
+            if ln["kind"] == "sincos":
+                ln["ranges"].append(ln["text"])
+            for name, a, b in calls_in(ln["text"]):
+                if name in TRIG_CALLS:
+                    ln["ranges"].append(ln["text"][a + len(name):b].strip()[1:-1])
+            ln["text"] = _TRIG_CALL.sub(r"\1_poly(", ln["text"])
+            any_trig = any_trig or bool(ln["ranges"])
+    return any_trig
+
+
+_TRIG_CALL = re.compile(r"\b(mg_sin|mg_cos)\s*\(")
 
 
 def _staged(lines: list, inputs: dict, prefix: str, has_checks: bool) -> dict:
@@ -169,6 +210,9 @@ def _staged(lines: list, inputs: dict, prefix: str, has_checks: bool) -> dict:
             # scalar loop after that vector stage and is read from the next one
             at = max((ready.get(n, 0) for n in names_in(text)), default=0)
             ready[target] = at + 1
+        elif kind == "sincos":
+            at = max((ready.get(n, 0) for n in names_in(text)), default=0)
+            ready.update(dict.fromkeys(target, at))
         else:
             at = max((ready.get(n, 0) for n in names_in(text)), default=0)
             if kind == "check":
@@ -194,6 +238,8 @@ def _staged(lines: list, inputs: dict, prefix: str, has_checks: bool) -> dict:
                                     "status": status, "extra": extra})
         if kind in ("assign", "call"):
             where[target] = index
+        elif kind == "sincos":
+            where.update(dict.fromkeys(target, index))
     arrays, gathered = _loads_and_stores(stages, where, inputs)
     return {"width": WIDTH, "prefix": prefix, "has_checks": has_checks,
             "arrays": arrays, "gathered": gathered,
@@ -226,8 +272,9 @@ def _loads_and_stores(stages: list[Stage], where: dict[str, int], inputs: dict
                 st.loads.append({"name": n, "array": True})
                 crossing.setdefault(n)
     for index, st in enumerate(stages):
-        st.stores = [ln["target"] for ln in st.lines
-                     if ln["kind"] == "assign" and ln["target"] in crossing]
+        targets = [t for ln in st.lines if ln["kind"] in ("assign", "sincos")
+                   for t in (ln["target"] if ln["kind"] == "sincos" else (ln["target"],))]
+        st.stores = [t for t in targets if t in crossing]
     for st in stages:
         for ln in st.lines:
             if ln["kind"] == "call":

@@ -473,7 +473,8 @@ _LABEL = re.compile(r"^\w+:\s*$")
 def split_units(c_text: str, manifest: dict, cdef: str) -> list[str] | None:
     """The generated C as one translation unit per kernel, or None if its layout is unexpected.
 
-    Each unit is the prelude (the includes before the first kernel) followed by the kernel's
+    Each unit is the prelude (the includes, macros and ``static inline`` helpers such as
+    ``mg_sincos`` before the first kernel) followed by the kernel's
     comment, its function and its ``_batch`` function. The split is accepted only if every
     kernel's two definitions appear exactly once at column 0, in order, and nothing else is
     defined at file scope (no helper, static table or preprocessor line after the prelude);
@@ -490,8 +491,8 @@ def split_units(c_text: str, manifest: dict, cdef: str) -> list[str] | None:
     if starts is None:
         return None
     prelude = c_text[:starts[0]]
-    if "{" in prelude or any(not line.startswith("#") for line in _TOP_LEVEL.findall(prelude)):
-        return None
+    if any(not line.startswith(("#", "static inline ")) for line in _TOP_LEVEL.findall(prelude)):
+        return None     # only includes, macros and static inline helpers (mg_sincos) repeat
     allowed = {head for _, single, batch in kernels for head in (single, batch)}
     for line in _TOP_LEVEL.findall(c_text[starts[0]:]):
         if not (_LABEL.match(line) or line[:line.find("(") + 1] in allowed):

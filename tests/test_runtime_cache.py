@@ -282,9 +282,10 @@ def test_compiler_version_is_asked_once_per_process(gen_root, monkeypatch):
 
 
 def test_build_under_other_cflags_is_not_reused(gen_root, cache, monkeypatch):
-    """The fuzzer's case: a build made with CFLAGS=-Dcos=sin must not serve a plain load."""
+    """The fuzzer's case: a build made with CFLAGS=-Dcos=sin must not serve a plain load
+    (with a negative MG_TRIG_BOUND, so that mg_sincos takes its libm path for every angle)."""
     q = np.array([0.3])
-    monkeypatch.setenv("CFLAGS", "-Dcos=sin")
+    monkeypatch.setenv("CFLAGS", "-Dcos=sin -DMG_TRIG_BOUND=-1.0")
     _, tau_bad = runtime.load("pend", "c", generated=gen_root).forward_kinematics(q)
     monkeypatch.delenv("CFLAGS")
     _, tau = runtime.load("pend", "c", generated=gen_root).forward_kinematics(q)
@@ -349,7 +350,7 @@ def test_bundled_c_splits_into_one_unit_per_kernel(name):
     units = cbuild.split_units(c_text, m, cdef)
     assert units is not None and len(units) == len(m["kernels"])
     prelude = c_text[:c_text.index(f"/* {m['kernels'][0]['name']}:")]
-    assert "#include" in prelude and "{" not in prelude
+    assert "#include" in prelude and "static inline MG_ALWAYS_INLINE void mg_sincos(" in prelude
     for unit, k in zip(units, m["kernels"]):
         assert unit.startswith(prelude)
         body = unit[len(prelude):]

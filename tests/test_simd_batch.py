@@ -164,6 +164,23 @@ def test_nan_inputs_give_the_single_state_bits(name):
                         f"{name}.{meta['name']} with NaN inputs")
 
 
+@pytest.mark.parametrize("name", ["ur5", "solo12"])
+def test_sin_cos_arguments_beyond_the_polynomial_range_give_the_single_state_bits(name):
+    """A lane with an angle beyond MG_TRIG_BOUND (1.6e6) or infinite is computed again by the
+    single-state kernel (libm's sin and cos); the vector loops' polynomial alone would differ."""
+    module, manifest = _library(name)
+    rng = np.random.default_rng(17)
+    for meta in manifest["kernels"][:4]:
+        inputs = _inputs(manifest, meta, 3 * WIDTH, rng)
+        q = inputs[0]
+        q[1, :] = 1e7
+        q[WIDTH + 3, -1] = -2e6
+        q[2 * WIDTH + 5, 0] = np.inf
+        single = _run(module, meta, inputs, batch=False)
+        _assert_bitwise(_run(module, meta, inputs, batch=True), single,
+                        f"{name}.{meta['name']} with huge angles")
+
+
 def test_nested_calls_are_hoisted_innermost_first():
     temps: dict[str, str] = {}
     text, created = hoist_calls("a*sin(atan2(b, sqrt(c))) + cos(d)", temps, "mg_")

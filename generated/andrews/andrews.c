@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "andrews.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* closure: Constraint rows phi(q) (zero when the loops are closed), their Jacobian G = d phi/dq
  * (columns: Pavlov's joint screws) and the orientation checks.
  * ops: 48 adds, 40 muls, 14 trig (102 total) */
@@ -18,19 +136,19 @@ int mechgen_andrews_closure(const double *restrict q, const double *restrict p, 
     const double q6 = q[5];
     const double q7 = q[6];
     const double cse0 = q1 - 1.2305474445498212;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 0.48736497954384256;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 0.45527981916307037;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 0.06171389001427645;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c4*c5 - s4*s5;
     const double cse4 = c4*s5 + c5*s4;
     const double tau5_01 = cse4;
@@ -38,8 +156,8 @@ int mechgen_andrews_closure(const double *restrict q, const double *restrict p, 
     const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
     const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
     const double cse5 = q6 - 0.22266839016588588;
-    const double c6 = cos(cse5);
-    const double s6 = sin(cse5);
+    double s6, c6;
+    mg_sincos(cse5, &s6, &c6);
     const double tau6_00 = c2*c6 - s2*s6;
     const double cse6 = c2*s6 + c6*s2;
     const double tau6_01 = cse6;
@@ -49,8 +167,8 @@ int mechgen_andrews_closure(const double *restrict q, const double *restrict p, 
     const double r6_x = r_rel0_6_x - 0.06934;
     const double r6_y = r_rel0_6_y - 0.00227;
     const double cse7 = q7 + 0.22266839016588588;
-    const double c7 = cos(cse7);
-    const double s7 = sin(cse7);
+    double s7, c7;
+    mg_sincos(cse7, &s7, &c7);
     const double tau7_00 = c1*c7 - s1*s7;
     const double cse8 = c1*s7 + c7*s1;
     const double tau7_01 = cse8;
@@ -147,6 +265,7 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_phi[6][8];
         double mg_o_G[42][8];
         double mg_o_orientation[3][8];
@@ -154,33 +273,15 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_q6[8];
         double mg_w_q7[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse5[8];
-        double mg_w_cse7[8];
-        double mg_w_c4[8];
-        double mg_w_c5[8];
-        double mg_w_s4[8];
-        double mg_w_s5[8];
-        double mg_w_c2[8];
-        double mg_w_c6[8];
-        double mg_w_s2[8];
-        double mg_w_s6[8];
-        double mg_w_c1[8];
-        double mg_w_c7[8];
-        double mg_w_s1[8];
-        double mg_w_s7[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
             mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
             mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
         }
@@ -190,66 +291,38 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double q6 = mg_w_q6[mg_l];
             const double q7 = mg_w_q7[mg_l];
             const double cse0 = q1 - 1.2305474445498212;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cse1 = q2 - 0.48736497954384256;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double cse2 = q3 - 0.45527981916307037;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = q4 + 0.06171389001427645;
-            const double cse5 = q6 - 0.22266839016588588;
-            const double cse7 = q7 + 0.22266839016588588;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_cse7[mg_l] = cse7;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(cse5);
-            mg_w_s6[mg_l] = sin(cse5);
-            mg_w_c7[mg_l] = cos(cse7);
-            mg_w_s7[mg_l] = sin(cse7);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c4 = mg_w_c4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c4*c5 - s4*s5;
             const double cse4 = c4*s5 + c5*s4;
             const double tau5_01 = cse4;
             const double tau5_10 = -cse4;
             const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
+            const double cse5 = q6 - 0.22266839016588588;
+            double s6, c6;
+            mg_sincos_poly(cse5, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse5);
             const double tau6_00 = c2*c6 - s2*s6;
             const double cse6 = c2*s6 + c6*s2;
             const double tau6_01 = cse6;
@@ -258,6 +331,10 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
             const double r6_x = r_rel0_6_x - 0.06934;
             const double r6_y = r_rel0_6_y - 0.00227;
+            const double cse7 = q7 + 0.22266839016588588;
+            double s7, c7;
+            mg_sincos_poly(cse7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse7);
             const double tau7_00 = c1*c7 - s1*s7;
             const double cse8 = c1*s7 + c7*s1;
             const double tau7_01 = cse8;
@@ -344,6 +421,12 @@ int64_t mechgen_andrews_closure_batch(int64_t n, const double *q, const double *
             mg_o_orientation[2][mg_l] = 1.0;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_andrews_closure(q + (mg_i + mg_l) * 7, p + (mg_i + mg_l) * 1, phi + (mg_i + mg_l) * 6, G + (mg_i + mg_l) * 42, orientation + (mg_i + mg_l) * 3);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) phi[(mg_i + mg_l) * 6 + mg_j] = mg_o_phi[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 42; ++mg_j) G[(mg_i + mg_l) * 42 + mg_j] = mg_o_G[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 3; ++mg_j) orientation[(mg_i + mg_l) * 3 + mg_j] = mg_o_orientation[mg_j][mg_l];
@@ -374,19 +457,19 @@ int mechgen_andrews_newton_step(const double *restrict q, const double *restrict
     const double q6 = q[5];
     const double q7 = q[6];
     const double cse0 = q1 - 1.2305474445498212;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 0.48736497954384256;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 0.45527981916307037;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 0.06171389001427645;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c4*c5 - s4*s5;
     const double cse4 = c4*s5 + c5*s4;
     const double tau5_01 = cse4;
@@ -394,8 +477,8 @@ int mechgen_andrews_newton_step(const double *restrict q, const double *restrict
     const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
     const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
     const double cse5 = q6 - 0.22266839016588588;
-    const double c6 = cos(cse5);
-    const double s6 = sin(cse5);
+    double s6, c6;
+    mg_sincos(cse5, &s6, &c6);
     const double tau6_00 = c2*c6 - s2*s6;
     const double cse6 = c2*s6 + c6*s2;
     const double tau6_01 = cse6;
@@ -405,8 +488,8 @@ int mechgen_andrews_newton_step(const double *restrict q, const double *restrict
     const double r6_x = r_rel0_6_x - 0.06934;
     const double r6_y = r_rel0_6_y - 0.00227;
     const double cse7 = q7 + 0.22266839016588588;
-    const double c7 = cos(cse7);
-    const double s7 = sin(cse7);
+    double s7, c7;
+    mg_sincos(cse7, &s7, &c7);
     const double tau7_00 = c1*c7 - s1*s7;
     const double cse8 = c1*s7 + c7*s1;
     const double tau7_01 = cse8;
@@ -505,6 +588,7 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_q_next[7][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
@@ -513,99 +597,21 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_q6[8];
         double mg_w_q7[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse5[8];
-        double mg_w_cse7[8];
-        double mg_w_c4[8];
-        double mg_w_c5[8];
-        double mg_w_s4[8];
-        double mg_w_s5[8];
-        double mg_w_c2[8];
-        double mg_w_c6[8];
-        double mg_w_s2[8];
-        double mg_w_s6[8];
-        double mg_w_c1[8];
-        double mg_w_c7[8];
-        double mg_w_s1[8];
-        double mg_w_s7[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_q5[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
             mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
             mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double q7 = mg_w_q7[mg_l];
-            const double cse0 = q1 - 1.2305474445498212;
-            const double cse1 = q2 - 0.48736497954384256;
-            const double cse2 = q3 - 0.45527981916307037;
-            const double cse3 = q4 + 0.06171389001427645;
-            const double cse5 = q6 - 0.22266839016588588;
-            const double cse7 = q7 + 0.22266839016588588;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_cse7[mg_l] = cse7;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(cse5);
-            mg_w_s6[mg_l] = sin(cse5);
-            mg_w_c7[mg_l] = cos(cse7);
-            mg_w_s7[mg_l] = sin(cse7);
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
@@ -613,12 +619,35 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
             const double q5 = mg_w_q5[mg_l];
             const double q6 = mg_w_q6[mg_l];
             const double q7 = mg_w_q7[mg_l];
+            const double cse0 = q1 - 1.2305474445498212;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 0.48736497954384256;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 0.45527981916307037;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 + 0.06171389001427645;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c4*c5 - s4*s5;
             const double cse4 = c4*s5 + c5*s4;
             const double tau5_01 = cse4;
             const double tau5_10 = -cse4;
             const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
+            const double cse5 = q6 - 0.22266839016588588;
+            double s6, c6;
+            mg_sincos_poly(cse5, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse5);
             const double tau6_00 = c2*c6 - s2*s6;
             const double cse6 = c2*s6 + c6*s2;
             const double tau6_01 = cse6;
@@ -627,6 +656,10 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
             const double r6_x = r_rel0_6_x - 0.06934;
             const double r6_y = r_rel0_6_y - 0.00227;
+            const double cse7 = q7 + 0.22266839016588588;
+            double s7, c7;
+            mg_sincos_poly(cse7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse7);
             const double tau7_00 = c1*c7 - s1*s7;
             const double cse8 = c1*s7 + c7*s1;
             const double tau7_01 = cse8;
@@ -710,6 +743,12 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_andrews_newton_step(q + (mg_i + mg_l) * 7, p + (mg_i + mg_l) * 1, q_next + (mg_i + mg_l) * 7, error + (mg_i + mg_l) * 1, branch + (mg_i + mg_l) * 1, orientation + (mg_i + mg_l) * 3);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 7; ++mg_j) q_next[(mg_i + mg_l) * 7 + mg_j] = mg_o_q_next[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
@@ -748,19 +787,19 @@ int mechgen_andrews_velocity(const double *restrict q, const double *restrict qd
     const double q7 = q[6];
     const double qd_ind1 = qd_ind[0];
     const double cse0 = q1 - 1.2305474445498212;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 0.48736497954384256;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 0.45527981916307037;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 0.06171389001427645;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c4*c5 - s4*s5;
     const double cse4 = c4*s5 + c5*s4;
     const double tau5_01 = cse4;
@@ -768,8 +807,8 @@ int mechgen_andrews_velocity(const double *restrict q, const double *restrict qd
     const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
     const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
     const double cse5 = q6 - 0.22266839016588588;
-    const double c6 = cos(cse5);
-    const double s6 = sin(cse5);
+    double s6, c6;
+    mg_sincos(cse5, &s6, &c6);
     const double tau6_00 = c2*c6 - s2*s6;
     const double cse6 = c2*s6 + c6*s2;
     const double tau6_01 = cse6;
@@ -777,8 +816,8 @@ int mechgen_andrews_velocity(const double *restrict q, const double *restrict qd
     const double r_rel0_6_x = (0.03534279611416002)*c2 - 0.018731971674997683*s2;
     const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
     const double cse7 = q7 + 0.22266839016588588;
-    const double c7 = cos(cse7);
-    const double s7 = sin(cse7);
+    double s7, c7;
+    mg_sincos(cse7, &s7, &c7);
     const double tau7_00 = c1*c7 - s1*s7;
     const double cse8 = c1*s7 + c7*s1;
     const double tau7_01 = cse8;
@@ -867,118 +906,77 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qd[7][8];
         double mg_o_H[7][8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_q6[8];
         double mg_w_q7[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse5[8];
-        double mg_w_cse7[8];
-        double mg_w_c4[8];
-        double mg_w_c5[8];
-        double mg_w_s4[8];
-        double mg_w_s5[8];
-        double mg_w_c2[8];
-        double mg_w_c6[8];
-        double mg_w_s2[8];
-        double mg_w_s6[8];
-        double mg_w_c1[8];
-        double mg_w_c7[8];
-        double mg_w_s1[8];
-        double mg_w_s7[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         double mg_w_qd_ind1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
             mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
             mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
             mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double q6 = mg_w_q6[mg_l];
             const double q7 = mg_w_q7[mg_l];
-            const double cse0 = q1 - 1.2305474445498212;
-            const double cse1 = q2 - 0.48736497954384256;
-            const double cse2 = q3 - 0.45527981916307037;
-            const double cse3 = q4 + 0.06171389001427645;
-            const double cse5 = q6 - 0.22266839016588588;
-            const double cse7 = q7 + 0.22266839016588588;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_cse7[mg_l] = cse7;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(cse5);
-            mg_w_s6[mg_l] = sin(cse5);
-            mg_w_c7[mg_l] = cos(cse7);
-            mg_w_s7[mg_l] = sin(cse7);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            const double cse0 = q1 - 1.2305474445498212;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 0.48736497954384256;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 0.45527981916307037;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 + 0.06171389001427645;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c4*c5 - s4*s5;
             const double cse4 = c4*s5 + c5*s4;
             const double tau5_01 = cse4;
             const double tau5_10 = -cse4;
             const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
+            const double cse5 = q6 - 0.22266839016588588;
+            double s6, c6;
+            mg_sincos_poly(cse5, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse5);
             const double tau6_00 = c2*c6 - s2*s6;
             const double cse6 = c2*s6 + c6*s2;
             const double tau6_01 = cse6;
             const double tau6_10 = -cse6;
             const double r_rel0_6_x = (0.03534279611416002)*c2 - 0.018731971674997683*s2;
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
+            const double cse7 = q7 + 0.22266839016588588;
+            double s7, c7;
+            mg_sincos_poly(cse7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse7);
             const double tau7_00 = c1*c7 - s1*s7;
             const double cse8 = c1*s7 + c7*s1;
             const double tau7_01 = cse8;
@@ -1054,6 +1052,12 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_andrews_velocity(q + (mg_i + mg_l) * 7, qd_ind + (mg_i + mg_l) * 1, p + (mg_i + mg_l) * 1, qd + (mg_i + mg_l) * 7, H + (mg_i + mg_l) * 7);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 7; ++mg_j) qd[(mg_i + mg_l) * 7 + mg_j] = mg_o_qd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 7; ++mg_j) H[(mg_i + mg_l) * 7 + mg_j] = mg_o_H[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1100,19 +1104,19 @@ int mechgen_andrews_kinematics(const double *restrict q, const double *restrict 
     const double qdd6 = qdd[5];
     const double qdd7 = qdd[6];
     const double cse0 = q1 - 1.2305474445498212;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 0.48736497954384256;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 0.45527981916307037;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 0.06171389001427645;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c4*c5 - s4*s5;
     const double cse4 = c4*s5 + c5*s4;
     const double tau5_01 = cse4;
@@ -1127,8 +1131,8 @@ int mechgen_andrews_kinematics(const double *restrict q, const double *restrict 
     const double w5_x = -oo4_zz*r_rel0_5_x;
     const double w5_y = -oo4_zz*r_rel0_5_y;
     const double cse6 = q6 - 0.22266839016588588;
-    const double c6 = cos(cse6);
-    const double s6 = sin(cse6);
+    double s6, c6;
+    mg_sincos(cse6, &s6, &c6);
     const double tau6_00 = c2*c6 - s2*s6;
     const double cse7 = c2*s6 + c6*s2;
     const double tau6_01 = cse7;
@@ -1145,8 +1149,8 @@ int mechgen_andrews_kinematics(const double *restrict q, const double *restrict 
     const double w6_x = -oo5_zz*r_rel0_6_x;
     const double w6_y = -oo5_zz*r_rel0_6_y;
     const double cse9 = q7 + 0.22266839016588588;
-    const double c7 = cos(cse9);
-    const double s7 = sin(cse9);
+    double s7, c7;
+    mg_sincos(cse9, &s7, &c7);
     const double tau7_00 = c1*c7 - s1*s7;
     const double cse10 = c1*s7 + c7*s1;
     const double tau7_01 = cse10;
@@ -1466,6 +1470,7 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[27][8];
         double mg_o_v[27][8];
         double mg_o_a[27][8];
@@ -1476,6 +1481,7 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_qd4[8];
         double mg_w_qd5[8];
         double mg_w_q6[8];
@@ -1484,55 +1490,20 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
         double mg_w_q7[8];
         double mg_w_qd1[8];
         double mg_w_qd7[8];
-        double mg_w_qd3[8];
         double mg_w_qdd4[8];
         double mg_w_qdd5[8];
+        double mg_w_qd3[8];
+        double mg_w_qdd3[8];
         double mg_w_qdd2[8];
         double mg_w_qdd6[8];
         double mg_w_qdd1[8];
         double mg_w_qdd7[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse6[8];
-        double mg_w_cse9[8];
-        double mg_w_c4[8];
-        double mg_w_c5[8];
-        double mg_w_s4[8];
-        double mg_w_s5[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_c2[8];
-        double mg_w_c6[8];
-        double mg_w_s2[8];
-        double mg_w_s6[8];
-        double mg_w_oo5_zz[8];
-        double mg_w_c1[8];
-        double mg_w_c7[8];
-        double mg_w_s1[8];
-        double mg_w_s7[8];
-        double mg_w_oo6_zz[8];
-        double mg_w_omega5_z[8];
-        double mg_w_cse15[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_cse17[8];
-        double mg_w_qdd3[8];
-        double mg_w_cse5[8];
-        double mg_w_omega6_z[8];
-        double mg_w_cse19[8];
-        double mg_w_cse8[8];
-        double mg_w_omega7_z[8];
-        double mg_w_cse20[8];
-        double mg_w_cse11[8];
-        double mg_w_body2_alphaz[8];
-        double mg_w_body4_alphaz[8];
-        double mg_w_body6_alphaz[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
             mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
@@ -1541,14 +1512,14 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
             mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
             mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 7 + 6];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 7 + 3];
             mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 7 + 4];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
+            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 7 + 2];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 7 + 1];
             mg_w_qdd6[mg_l] = qdd[(mg_i + mg_l) * 7 + 5];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 7 + 0];
             mg_w_qdd7[mg_l] = qdd[(mg_i + mg_l) * 7 + 6];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 7 + 2];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -1556,6 +1527,7 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double q6 = mg_w_q6[mg_l];
@@ -1564,134 +1536,50 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
             const double q7 = mg_w_q7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double qdd3 = mg_w_qdd3[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
             const double qdd7 = mg_w_qdd7[mg_l];
             const double cse0 = q1 - 1.2305474445498212;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cse1 = q2 - 0.48736497954384256;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double cse2 = q3 - 0.45527981916307037;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = q4 + 0.06171389001427645;
-            const double cse5 = qd4*qd4;
-            const double oo4_zz = cse5;
-            const double omega5_z = qd4 + qd5;
-            const double cse6 = q6 - 0.22266839016588588;
-            const double cse8 = qd2*qd2;
-            const double oo5_zz = cse8;
-            const double omega6_z = qd2 + qd6;
-            const double cse9 = q7 + 0.22266839016588588;
-            const double cse11 = qd1*qd1;
-            const double oo6_zz = cse11;
-            const double omega7_z = qd1 + qd7;
-            const double cse15 = omega5_z*omega5_z;
-            const double cse17 = qd3*qd3;
-            const double cse19 = omega6_z*omega6_z;
-            const double cse20 = omega7_z*omega7_z;
-            const double body2_alphaz = qdd4 + qdd5;
-            const double body4_alphaz = qdd2 + qdd6;
-            const double body6_alphaz = qdd1 + qdd7;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-            mg_w_omega5_z[mg_l] = omega5_z;
-            mg_w_cse6[mg_l] = cse6;
-            mg_w_cse8[mg_l] = cse8;
-            mg_w_oo5_zz[mg_l] = oo5_zz;
-            mg_w_omega6_z[mg_l] = omega6_z;
-            mg_w_cse9[mg_l] = cse9;
-            mg_w_cse11[mg_l] = cse11;
-            mg_w_oo6_zz[mg_l] = oo6_zz;
-            mg_w_omega7_z[mg_l] = omega7_z;
-            mg_w_cse15[mg_l] = cse15;
-            mg_w_cse17[mg_l] = cse17;
-            mg_w_cse19[mg_l] = cse19;
-            mg_w_cse20[mg_l] = cse20;
-            mg_w_body2_alphaz[mg_l] = body2_alphaz;
-            mg_w_body4_alphaz[mg_l] = body4_alphaz;
-            mg_w_body6_alphaz[mg_l] = body6_alphaz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double cse6 = mg_w_cse6[mg_l];
-            const double cse9 = mg_w_cse9[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(cse6);
-            mg_w_s6[mg_l] = sin(cse6);
-            mg_w_c7[mg_l] = cos(cse9);
-            mg_w_s7[mg_l] = sin(cse9);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c4 = mg_w_c4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo5_zz = mg_w_oo5_zz[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double oo6_zz = mg_w_oo6_zz[mg_l];
-            const double omega5_z = mg_w_omega5_z[mg_l];
-            const double cse15 = mg_w_cse15[mg_l];
-            const double qdd4 = mg_w_qdd4[mg_l];
-            const double qdd5 = mg_w_qdd5[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double cse17 = mg_w_cse17[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double omega6_z = mg_w_omega6_z[mg_l];
-            const double cse19 = mg_w_cse19[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd6 = mg_w_qdd6[mg_l];
-            const double cse8 = mg_w_cse8[mg_l];
-            const double omega7_z = mg_w_omega7_z[mg_l];
-            const double cse20 = mg_w_cse20[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double qdd7 = mg_w_qdd7[mg_l];
-            const double cse11 = mg_w_cse11[mg_l];
-            const double body2_alphaz = mg_w_body2_alphaz[mg_l];
-            const double body4_alphaz = mg_w_body4_alphaz[mg_l];
-            const double body6_alphaz = mg_w_body6_alphaz[mg_l];
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c4*c5 - s4*s5;
             const double cse4 = c4*s5 + c5*s4;
             const double tau5_01 = cse4;
             const double tau5_10 = -cse4;
             const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
+            const double cse5 = qd4*qd4;
+            const double oo4_zz = cse5;
+            const double omega5_z = qd4 + qd5;
             const double v5_x = -qd4*r_rel0_5_y;
             const double v5_y = qd4*r_rel0_5_x;
             const double w5_x = -oo4_zz*r_rel0_5_x;
             const double w5_y = -oo4_zz*r_rel0_5_y;
+            const double cse6 = q6 - 0.22266839016588588;
+            double s6, c6;
+            mg_sincos_poly(cse6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse6);
             const double tau6_00 = c2*c6 - s2*s6;
             const double cse7 = c2*s6 + c6*s2;
             const double tau6_01 = cse7;
@@ -1700,10 +1588,17 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
             const double r6_x = r_rel0_6_x - 0.06934;
             const double r6_y = r_rel0_6_y - 0.00227;
+            const double cse8 = qd2*qd2;
+            const double oo5_zz = cse8;
+            const double omega6_z = qd2 + qd6;
             const double v6_x = -qd2*r_rel0_6_y;
             const double v6_y = qd2*r_rel0_6_x;
             const double w6_x = -oo5_zz*r_rel0_6_x;
             const double w6_y = -oo5_zz*r_rel0_6_y;
+            const double cse9 = q7 + 0.22266839016588588;
+            double s7, c7;
+            mg_sincos_poly(cse9, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse9);
             const double tau7_00 = c1*c7 - s1*s7;
             const double cse10 = c1*s7 + c7*s1;
             const double tau7_01 = cse10;
@@ -1712,6 +1607,9 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
             const double r_rel0_7_y = -0.013348868668304538*c1 + (0.0377068654925911)*s1;
             const double r7_x = r_rel0_7_x - 0.06934;
             const double r7_y = r_rel0_7_y - 0.00227;
+            const double cse11 = qd1*qd1;
+            const double oo6_zz = cse11;
+            const double omega7_z = qd1 + qd7;
             const double v7_x = -qd1*r_rel0_7_y;
             const double v7_y = qd1*r_rel0_7_x;
             const double w7_x = -oo6_zz*r_rel0_7_x;
@@ -1726,6 +1624,7 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
             const double E_v_x = -E_d_y*omega5_z - cse13;
             const double E_v_y = E_d_x*omega5_z + v5_y;
             const double cse14 = -w5_x;
+            const double cse15 = omega5_z*omega5_z;
             const double E_abias_x = -E_d_x*cse15 - cse14;
             const double cse16 = -w5_y;
             const double E_abias_y = -E_d_y*cse15 - cse16;
@@ -1737,6 +1636,7 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
             const double D_o_y = D_d_y + 0.03273;
             const double D_v_x = -D_d_y*qd3;
             const double D_v_y = D_d_x*qd3;
+            const double cse17 = qd3*qd3;
             const double D_abias_x = -D_d_x*cse17;
             const double D_abias_y = -D_d_y*cse17;
             const double D_ax = D_abias_x - D_d_y*qdd3;
@@ -1779,6 +1679,7 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
             const double body4_T2_y = body4_d_x + r_rel0_6_x;
             const double body4_v_x = -body4_d_y*omega6_z + v6_x;
             const double body4_v_y = body4_d_x*omega6_z + v6_y;
+            const double cse19 = omega6_z*omega6_z;
             const double body4_abias_x = -body4_d_x*cse19 + w6_x;
             const double body4_abias_y = -body4_d_y*cse19 + w6_y;
             const double body4_ax = body4_T2_x*qdd2 + body4_abias_x - body4_d_y*qdd6;
@@ -1801,6 +1702,7 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
             const double body6_T1_y = body6_d_x + r_rel0_7_x;
             const double body6_v_x = -body6_d_y*omega7_z + v7_x;
             const double body6_v_y = body6_d_x*omega7_z + v7_y;
+            const double cse20 = omega7_z*omega7_z;
             const double body6_abias_x = -body6_d_x*cse20 + w7_x;
             const double body6_abias_y = -body6_d_y*cse20 + w7_y;
             const double body6_ax = body6_T1_x*qdd1 + body6_abias_x - body6_d_y*qdd7;
@@ -1815,6 +1717,9 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
             const double body7_abias_y = -body7_d_y*cse11;
             const double body7_ax = body7_abias_x - body7_d_y*qdd1;
             const double body7_ay = body7_abias_y + body7_d_x*qdd1;
+            const double body2_alphaz = qdd4 + qdd5;
+            const double body4_alphaz = qdd2 + qdd6;
+            const double body6_alphaz = qdd1 + qdd7;
             mg_o_r[0][mg_l] = E_o_x;
             mg_o_r[1][mg_l] = E_o_y;
             mg_o_r[2][mg_l] = 0.0;
@@ -2003,6 +1908,12 @@ int64_t mechgen_andrews_kinematics_batch(int64_t n, const double *q, const doubl
             mg_o_alpha[20][mg_l] = qdd1;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_andrews_kinematics(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd + (mg_i + mg_l) * 7, p + (mg_i + mg_l) * 1, r + (mg_i + mg_l) * 27, v + (mg_i + mg_l) * 27, a + (mg_i + mg_l) * 27, R + (mg_i + mg_l) * 63, omega + (mg_i + mg_l) * 21, alpha + (mg_i + mg_l) * 21);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 27; ++mg_j) r[(mg_i + mg_l) * 27 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 27; ++mg_j) v[(mg_i + mg_l) * 27 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 27; ++mg_j) a[(mg_i + mg_l) * 27 + mg_j] = mg_o_a[mg_j][mg_l];
@@ -2028,14 +1939,14 @@ int mechgen_andrews_mass_matrix(const double *restrict q, const double *restrict
     const double q5 = q[4];
     const double q6 = q[5];
     const double q7 = q[6];
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double cse0 = q6 - 0.22266839016588588;
-    const double c6 = cos(cse0);
-    const double s6 = sin(cse0);
+    double s6, c6;
+    mg_sincos(cse0, &s6, &c6);
     const double cse1 = q7 + 0.22266839016588588;
-    const double c7 = cos(cse1);
-    const double s7 = sin(cse1);
+    double s7, c7;
+    mg_sincos(cse1, &s7, &c7);
     const double cp7_x = (2.1814453752614592e-05)*c7 - 3.457009456502888e-05*s7;
     const double cse2 = (3.457009456502888e-05)*c7 + (2.1814453752614592e-05)*s7;
     const double cp7_y = cse2;
@@ -2115,49 +2026,32 @@ int64_t mechgen_andrews_mass_matrix_batch(int64_t n, const double *q, const doub
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_M[49][8];
+        double mg_w_q5[8];
         double mg_w_q6[8];
         double mg_w_q7[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
             mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q5 = mg_w_q5[mg_l];
             const double q6 = mg_w_q6[mg_l];
             const double q7 = mg_w_q7[mg_l];
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double cse0 = q6 - 0.22266839016588588;
+            double s6, c6;
+            mg_sincos_poly(cse0, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cse1 = q7 + 0.22266839016588588;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(cse0);
-            mg_w_s6[mg_l] = sin(cse0);
-            mg_w_c7[mg_l] = cos(cse1);
-            mg_w_s7[mg_l] = sin(cse1);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            double s7, c7;
+            mg_sincos_poly(cse1, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double cp7_x = (2.1814453752614592e-05)*c7 - 3.457009456502888e-05*s7;
             const double cse2 = (3.457009456502888e-05)*c7 + (2.1814453752614592e-05)*s7;
             const double cp7_y = cse2;
@@ -2227,6 +2121,12 @@ int64_t mechgen_andrews_mass_matrix_batch(int64_t n, const double *q, const doub
             mg_o_M[48][mg_l] = 8.03380146e-07;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_andrews_mass_matrix(q + (mg_i + mg_l) * 7, p + (mg_i + mg_l) * 1, M + (mg_i + mg_l) * 49);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 49; ++mg_j) M[(mg_i + mg_l) * 49 + mg_j] = mg_o_M[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2268,25 +2168,25 @@ int mechgen_andrews_bias(const double *restrict q, const double *restrict qd, co
     const double tau7 = tau[6];
     const double p_c0 = p[0];
     const double cse0 = q1 - 1.2305474445498212;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 0.48736497954384256;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 0.45527981916307037;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 0.06171389001427645;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double cse4 = q6 - 0.22266839016588588;
-    const double c6 = cos(cse4);
-    const double s6 = sin(cse4);
+    double s6, c6;
+    mg_sincos(cse4, &s6, &c6);
     const double cse5 = q7 + 0.22266839016588588;
-    const double c7 = cos(cse5);
-    const double s7 = sin(cse5);
+    double s7, c7;
+    mg_sincos(cse5, &s7, &c7);
     const double oo1_zz = qd1*qd1;
     const double oo2_zz = qd2*qd2;
     const double oo4_zz = qd4*qd4;
@@ -2411,12 +2311,14 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[7][8];
         double mg_o_gamma[6][8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_q6[8];
         double mg_w_q7[8];
         double mg_w_qd1[8];
@@ -2425,40 +2327,8 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
         double mg_w_qd5[8];
         double mg_w_qd6[8];
         double mg_w_qd7[8];
-        double mg_w_qd3[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse4[8];
-        double mg_w_cse5[8];
-        double mg_w_c5[8];
-        double mg_w_cse6[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_s5[8];
-        double mg_w_c6[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_s6[8];
-        double mg_w_c7[8];
-        double mg_w_cse10[8];
-        double mg_w_oo1_zz[8];
-        double mg_w_s7[8];
-        double mg_w_oo7_zz[8];
-        double mg_w_oo6_zz[8];
-        double mg_w_oo5_zz[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         double mg_w_p_c0[8];
-        double mg_w_cse7[8];
-        double mg_w_cse16[8];
-        double mg_w_cse9[8];
-        double mg_w_cse11[8];
+        double mg_w_qd3[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
@@ -2471,6 +2341,7 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
             mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
             mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
@@ -2479,8 +2350,8 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 7 + 5];
             mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 7 + 6];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
             mg_w_p_c0[mg_l] = p[(mg_i + mg_l) * 1 + 0];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
             mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 7 + 0];
             mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 7 + 1];
             mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 7 + 2];
@@ -2495,6 +2366,7 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double q6 = mg_w_q6[mg_l];
             const double q7 = mg_w_q7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
@@ -2503,99 +2375,8 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             const double qd5 = mg_w_qd5[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double cse0 = q1 - 1.2305474445498212;
-            const double cse1 = q2 - 0.48736497954384256;
-            const double cse2 = q3 - 0.45527981916307037;
-            const double cse3 = q4 + 0.06171389001427645;
-            const double cse4 = q6 - 0.22266839016588588;
-            const double cse5 = q7 + 0.22266839016588588;
-            const double oo1_zz = qd1*qd1;
-            const double oo2_zz = qd2*qd2;
-            const double oo4_zz = qd4*qd4;
-            const double omega5_z = qd4 + qd5;
-            const double cse6 = (0.006986674115451445)*oo4_zz;
-            const double cse7 = omega5_z*omega5_z;
-            const double oo5_zz = cse7;
-            const double omega6_z = qd2 + qd6;
-            const double cse9 = omega6_z*omega6_z;
-            const double oo6_zz = cse9;
-            const double omega7_z = qd1 + qd7;
-            const double cse10 = (0.0377068654925911)*oo1_zz;
-            const double cse11 = omega7_z*omega7_z;
-            const double oo7_zz = cse11;
-            const double cse16 = qd3*qd3;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse4[mg_l] = cse4;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_oo1_zz[mg_l] = oo1_zz;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-            mg_w_cse6[mg_l] = cse6;
-            mg_w_cse7[mg_l] = cse7;
-            mg_w_oo5_zz[mg_l] = oo5_zz;
-            mg_w_cse9[mg_l] = cse9;
-            mg_w_oo6_zz[mg_l] = oo6_zz;
-            mg_w_cse10[mg_l] = cse10;
-            mg_w_cse11[mg_l] = cse11;
-            mg_w_oo7_zz[mg_l] = oo7_zz;
-            mg_w_cse16[mg_l] = cse16;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double cse4 = mg_w_cse4[mg_l];
-            const double cse5 = mg_w_cse5[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(cse4);
-            mg_w_s6[mg_l] = sin(cse4);
-            mg_w_c7[mg_l] = cos(cse5);
-            mg_w_s7[mg_l] = sin(cse5);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c5 = mg_w_c5[mg_l];
-            const double cse6 = mg_w_cse6[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double cse10 = mg_w_cse10[mg_l];
-            const double oo1_zz = mg_w_oo1_zz[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double oo7_zz = mg_w_oo7_zz[mg_l];
-            const double oo6_zz = mg_w_oo6_zz[mg_l];
-            const double oo5_zz = mg_w_oo5_zz[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double p_c0 = mg_w_p_c0[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            const double cse16 = mg_w_cse16[mg_l];
-            const double cse9 = mg_w_cse9[mg_l];
-            const double cse11 = mg_w_cse11[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
@@ -2603,13 +2384,54 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             const double tau5 = mg_w_tau5[mg_l];
             const double tau6 = mg_w_tau6[mg_l];
             const double tau7 = mg_w_tau7[mg_l];
+            const double cse0 = q1 - 1.2305474445498212;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 0.48736497954384256;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 0.45527981916307037;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 + 0.06171389001427645;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double cse4 = q6 - 0.22266839016588588;
+            double s6, c6;
+            mg_sincos_poly(cse4, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
+            const double cse5 = q7 + 0.22266839016588588;
+            double s7, c7;
+            mg_sincos_poly(cse5, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse5);
+            const double oo1_zz = qd1*qd1;
+            const double oo2_zz = qd2*qd2;
+            const double oo4_zz = qd4*qd4;
+            const double omega5_z = qd4 + qd5;
+            const double cse6 = (0.006986674115451445)*oo4_zz;
             const double a5_x = -c5*cse6 + (0.00043172306456889544)*oo4_zz*s5;
             const double a5_y = (0.00043172306456889544)*c5*oo4_zz + cse6*s5;
+            const double cse7 = omega5_z*omega5_z;
+            const double oo5_zz = cse7;
+            const double omega6_z = qd2 + qd6;
             const double cse8 = c6*oo2_zz;
             const double a6_x = -0.03534279611416002*cse8 - 0.018731971674997683*oo2_zz*s6;
             const double a6_y = -0.018731971674997683*cse8 + (0.03534279611416002)*oo2_zz*s6;
+            const double cse9 = omega6_z*omega6_z;
+            const double oo6_zz = cse9;
+            const double omega7_z = qd1 + qd7;
+            const double cse10 = (0.0377068654925911)*oo1_zz;
             const double a7_x = -c7*cse10 + (0.013348868668304538)*oo1_zz*s7;
             const double a7_y = (0.013348868668304538)*c7*oo1_zz + cse10*s7;
+            const double cse11 = omega7_z*omega7_z;
+            const double oo7_zz = cse11;
             const double F7_x = (0.00706)*a7_x - 2.1814453752614592e-05*oo7_zz;
             const double F7_y = (0.00706)*a7_y - 3.457009456502888e-05*oo7_zz;
             const double N7_z = -3.457009456502888e-05*a7_x + (2.1814453752614592e-05)*a7_y;
@@ -2670,6 +2492,7 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             const double E23_f1_abias_y = -E23_f1_d_y*cse7 + w5_y;
             const double E23_f2_d_x = (0.015389977653645665)*c3 + (0.031434830806293314)*s3;
             const double E23_f2_d_y = -0.031434830806293314*c3 + (0.015389977653645665)*s3;
+            const double cse16 = qd3*qd3;
             const double E23_f2_abias_x = -E23_f2_d_x*cse16;
             const double E23_f2_abias_y = -E23_f2_d_y*cse16;
             const double E24_f2_d_x = (0.013037181539485646)*tau6_00 - 0.015166802481290995*tau6_10;
@@ -2702,6 +2525,12 @@ int64_t mechgen_andrews_bias_batch(int64_t n, const double *q, const double *qd,
             mg_o_gamma[5][mg_l] = E23_f1_abias_y - E26_f2_abias_y;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_andrews_bias(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, tau + (mg_i + mg_l) * 7, p + (mg_i + mg_l) * 1, b + (mg_i + mg_l) * 7, gamma + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 7; ++mg_j) b[(mg_i + mg_l) * 7 + mg_j] = mg_o_b[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) gamma[(mg_i + mg_l) * 6 + mg_j] = mg_o_gamma[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -2745,25 +2574,25 @@ int mechgen_andrews_forward_dynamics(const double *restrict q, const double *res
     const double tau7 = tau[6];
     const double p_c0 = p[0];
     const double cse0 = q1 - 1.2305474445498212;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 0.48736497954384256;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 0.45527981916307037;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 0.06171389001427645;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double cse4 = q6 - 0.22266839016588588;
-    const double c6 = cos(cse4);
-    const double s6 = sin(cse4);
+    double s6, c6;
+    mg_sincos(cse4, &s6, &c6);
     const double cse5 = q7 + 0.22266839016588588;
-    const double c7 = cos(cse5);
-    const double s7 = sin(cse5);
+    double s7, c7;
+    mg_sincos(cse5, &s7, &c7);
     const double cp7_x = (2.1814453752614592e-05)*c7 - 3.457009456502888e-05*s7;
     const double cse6 = (3.457009456502888e-05)*c7 + (2.1814453752614592e-05)*s7;
     const double cp7_y = cse6;
@@ -3029,6 +2858,7 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[7][8];
         double mg_o_multipliers[6][8];
         double mg_o_reaction[18][8];
@@ -3036,6 +2866,7 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_q6[8];
         double mg_w_q7[8];
         double mg_w_qd1[8];
@@ -3044,40 +2875,8 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
         double mg_w_qd5[8];
         double mg_w_qd6[8];
         double mg_w_qd7[8];
-        double mg_w_qd3[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse4[8];
-        double mg_w_cse5[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_cse9[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_cse13[8];
-        double mg_w_oo1_zz[8];
-        double mg_w_oo7_zz[8];
-        double mg_w_oo6_zz[8];
-        double mg_w_oo5_zz[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         double mg_w_p_c0[8];
-        double mg_w_cse10[8];
-        double mg_w_cse19[8];
-        double mg_w_cse12[8];
-        double mg_w_cse14[8];
+        double mg_w_qd3[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
@@ -3090,6 +2889,7 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
             mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
             mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 7 + 0];
@@ -3098,8 +2898,8 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 7 + 5];
             mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 7 + 6];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
             mg_w_p_c0[mg_l] = p[(mg_i + mg_l) * 1 + 0];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 7 + 2];
             mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 7 + 0];
             mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 7 + 1];
             mg_w_tau3[mg_l] = tau[(mg_i + mg_l) * 7 + 2];
@@ -3110,10 +2910,12 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double q6 = mg_w_q6[mg_l];
             const double q7 = mg_w_q7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
@@ -3122,100 +2924,8 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double qd5 = mg_w_qd5[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double cse0 = q1 - 1.2305474445498212;
-            const double cse1 = q2 - 0.48736497954384256;
-            const double cse2 = q3 - 0.45527981916307037;
-            const double cse3 = q4 + 0.06171389001427645;
-            const double cse4 = q6 - 0.22266839016588588;
-            const double cse5 = q7 + 0.22266839016588588;
-            const double oo1_zz = qd1*qd1;
-            const double oo2_zz = qd2*qd2;
-            const double oo4_zz = qd4*qd4;
-            const double omega5_z = qd4 + qd5;
-            const double cse9 = (0.006986674115451445)*oo4_zz;
-            const double cse10 = omega5_z*omega5_z;
-            const double oo5_zz = cse10;
-            const double omega6_z = qd2 + qd6;
-            const double cse12 = omega6_z*omega6_z;
-            const double oo6_zz = cse12;
-            const double omega7_z = qd1 + qd7;
-            const double cse13 = (0.0377068654925911)*oo1_zz;
-            const double cse14 = omega7_z*omega7_z;
-            const double oo7_zz = cse14;
-            const double cse19 = qd3*qd3;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse4[mg_l] = cse4;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_oo1_zz[mg_l] = oo1_zz;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-            mg_w_cse9[mg_l] = cse9;
-            mg_w_cse10[mg_l] = cse10;
-            mg_w_oo5_zz[mg_l] = oo5_zz;
-            mg_w_cse12[mg_l] = cse12;
-            mg_w_oo6_zz[mg_l] = oo6_zz;
-            mg_w_cse13[mg_l] = cse13;
-            mg_w_cse14[mg_l] = cse14;
-            mg_w_oo7_zz[mg_l] = oo7_zz;
-            mg_w_cse19[mg_l] = cse19;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double cse4 = mg_w_cse4[mg_l];
-            const double cse5 = mg_w_cse5[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(cse4);
-            mg_w_s6[mg_l] = sin(cse4);
-            mg_w_c7[mg_l] = cos(cse5);
-            mg_w_s7[mg_l] = sin(cse5);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double cse9 = mg_w_cse9[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double cse13 = mg_w_cse13[mg_l];
-            const double oo1_zz = mg_w_oo1_zz[mg_l];
-            const double oo7_zz = mg_w_oo7_zz[mg_l];
-            const double oo6_zz = mg_w_oo6_zz[mg_l];
-            const double oo5_zz = mg_w_oo5_zz[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double p_c0 = mg_w_p_c0[mg_l];
-            const double cse10 = mg_w_cse10[mg_l];
-            const double cse19 = mg_w_cse19[mg_l];
-            const double cse12 = mg_w_cse12[mg_l];
-            const double cse14 = mg_w_cse14[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
@@ -3223,6 +2933,33 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double tau5 = mg_w_tau5[mg_l];
             const double tau6 = mg_w_tau6[mg_l];
             const double tau7 = mg_w_tau7[mg_l];
+            const double cse0 = q1 - 1.2305474445498212;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 0.48736497954384256;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 0.45527981916307037;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 + 0.06171389001427645;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double cse4 = q6 - 0.22266839016588588;
+            double s6, c6;
+            mg_sincos_poly(cse4, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
+            const double cse5 = q7 + 0.22266839016588588;
+            double s7, c7;
+            mg_sincos_poly(cse5, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse5);
             const double cp7_x = (2.1814453752614592e-05)*c7 - 3.457009456502888e-05*s7;
             const double cse6 = (3.457009456502888e-05)*c7 + (2.1814453752614592e-05)*s7;
             const double cp7_y = cse6;
@@ -3241,13 +2978,27 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double Nm6_2_z = -0.018731971674997683*Fm6_2_x + (0.03534279611416002)*cp6_x + 8.03380146e-07;
             const double Fm5_4_x = -cse8;
             const double Nm5_4_z = (0.00043172306456889544)*Fm5_4_x + (0.006986674115451445)*cp5_x + 9.237125e-07;
+            const double oo1_zz = qd1*qd1;
+            const double oo2_zz = qd2*qd2;
+            const double oo4_zz = qd4*qd4;
+            const double omega5_z = qd4 + qd5;
+            const double cse9 = (0.006986674115451445)*oo4_zz;
             const double a5_x = -c5*cse9 + (0.00043172306456889544)*oo4_zz*s5;
             const double a5_y = (0.00043172306456889544)*c5*oo4_zz + cse9*s5;
+            const double cse10 = omega5_z*omega5_z;
+            const double oo5_zz = cse10;
+            const double omega6_z = qd2 + qd6;
             const double cse11 = c6*oo2_zz;
             const double a6_x = -0.03534279611416002*cse11 - 0.018731971674997683*oo2_zz*s6;
             const double a6_y = -0.018731971674997683*cse11 + (0.03534279611416002)*oo2_zz*s6;
+            const double cse12 = omega6_z*omega6_z;
+            const double oo6_zz = cse12;
+            const double omega7_z = qd1 + qd7;
+            const double cse13 = (0.0377068654925911)*oo1_zz;
             const double a7_x = -c7*cse13 + (0.013348868668304538)*oo1_zz*s7;
             const double a7_y = (0.013348868668304538)*c7*oo1_zz + cse13*s7;
+            const double cse14 = omega7_z*omega7_z;
+            const double oo7_zz = cse14;
             const double F7_x = (0.00706)*a7_x - 2.1814453752614592e-05*oo7_zz;
             const double F7_y = (0.00706)*a7_y - 3.457009456502888e-05*oo7_zz;
             const double N7_z = -3.457009456502888e-05*a7_x + (2.1814453752614592e-05)*a7_y;
@@ -3310,6 +3061,7 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double E23_f1_abias_y = -E23_f1_d_y*cse10 + w5_y;
             const double E23_f2_d_x = (0.015389977653645665)*c3 + (0.031434830806293314)*s3;
             const double E23_f2_d_y = -0.031434830806293314*c3 + (0.015389977653645665)*s3;
+            const double cse19 = qd3*qd3;
             const double E23_f2_abias_x = -E23_f2_d_x*cse19;
             const double E23_f2_abias_y = -E23_f2_d_y*cse19;
             const double E24_f2_d_x = (0.013037181539485646)*tau6_00 - 0.015166802481290995*tau6_10;
@@ -3459,6 +3211,12 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_andrews_forward_dynamics(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, tau + (mg_i + mg_l) * 7, p + (mg_i + mg_l) * 1, qdd + (mg_i + mg_l) * 7, multipliers + (mg_i + mg_l) * 6, reaction + (mg_i + mg_l) * 18);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 7; ++mg_j) qdd[(mg_i + mg_l) * 7 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) multipliers[(mg_i + mg_l) * 6 + mg_j] = mg_o_multipliers[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) reaction[(mg_i + mg_l) * 18 + mg_j] = mg_o_reaction[mg_j][mg_l];
@@ -3503,19 +3261,19 @@ int mechgen_andrews_inverse_dynamics(const double *restrict q, const double *res
     const double qdd_ind1 = qdd_ind[0];
     const double p_c0 = p[0];
     const double cse0 = q1 - 1.2305474445498212;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 0.48736497954384256;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 0.45527981916307037;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 0.06171389001427645;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c4*c5 - s4*s5;
     const double cse4 = c4*s5 + c5*s4;
     const double tau5_01 = cse4;
@@ -3527,8 +3285,8 @@ int mechgen_andrews_inverse_dynamics(const double *restrict q, const double *res
     const double w5_x = -oo4_zz*r_rel0_5_x;
     const double w5_y = -oo4_zz*r_rel0_5_y;
     const double cse5 = q6 - 0.22266839016588588;
-    const double c6 = cos(cse5);
-    const double s6 = sin(cse5);
+    double s6, c6;
+    mg_sincos(cse5, &s6, &c6);
     const double tau6_00 = c2*c6 - s2*s6;
     const double cse6 = c2*s6 + c6*s2;
     const double tau6_01 = cse6;
@@ -3540,8 +3298,8 @@ int mechgen_andrews_inverse_dynamics(const double *restrict q, const double *res
     const double w6_x = -oo5_zz*r_rel0_6_x;
     const double w6_y = -oo5_zz*r_rel0_6_y;
     const double cse7 = q7 + 0.22266839016588588;
-    const double c7 = cos(cse7);
-    const double s7 = sin(cse7);
+    double s7, c7;
+    mg_sincos(cse7, &s7, &c7);
     const double tau7_00 = c1*c7 - s1*s7;
     const double cse8 = c1*s7 + c7*s1;
     const double tau7_01 = cse8;
@@ -3744,6 +3502,7 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[7][8];
         double mg_o_multipliers[6][8];
@@ -3752,6 +3511,7 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_qd4[8];
         double mg_w_qd5[8];
         double mg_w_q6[8];
@@ -3762,44 +3522,13 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
         double mg_w_qd7[8];
         double mg_w_qd3[8];
         double mg_w_qdd_ind1[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse5[8];
-        double mg_w_cse7[8];
-        double mg_w_c4[8];
-        double mg_w_c5[8];
-        double mg_w_s4[8];
-        double mg_w_s5[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_c2[8];
-        double mg_w_c6[8];
-        double mg_w_s2[8];
-        double mg_w_s6[8];
-        double mg_w_oo5_zz[8];
-        double mg_w_c1[8];
-        double mg_w_c7[8];
-        double mg_w_s1[8];
-        double mg_w_s7[8];
-        double mg_w_oo6_zz[8];
-        double mg_w_cse9[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_cse10[8];
-        double mg_w_cse11[8];
-        double mg_w_cse12[8];
         double mg_w_p_c0[8];
-        double mg_w_cse19[8];
-        double mg_w_cse20[8];
-        double mg_w_oo7_zz[8];
-        double mg_w_oo6_zz_2[8];
-        double mg_w_oo5_zz_2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 7 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
             mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
@@ -3814,10 +3543,12 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double q6 = mg_w_q6[mg_l];
@@ -3828,144 +3559,88 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
             const double qd7 = mg_w_qd7[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            const double cse0 = q1 - 1.2305474445498212;
-            const double cse1 = q2 - 0.48736497954384256;
-            const double cse2 = q3 - 0.45527981916307037;
-            const double cse3 = q4 + 0.06171389001427645;
-            const double oo4_zz = qd4*qd4;
-            const double omega5_z = qd4 + qd5;
-            const double cse5 = q6 - 0.22266839016588588;
-            const double oo5_zz = qd2*qd2;
-            const double omega6_z = qd2 + qd6;
-            const double cse7 = q7 + 0.22266839016588588;
-            const double oo6_zz = qd1*qd1;
-            const double omega7_z = qd1 + qd7;
-            const double cse9 = omega5_z*omega5_z;
-            const double cse10 = qd3*qd3;
-            const double cse11 = omega6_z*omega6_z;
-            const double cse12 = omega7_z*omega7_z;
-            const double cse19 = -0.006986674115451445*oo4_zz + (0.00043172306456889544)*qdd_ind1;
-            const double cse20 = (0.00043172306456889544)*oo4_zz + (0.006986674115451445)*qdd_ind1;
-            const double oo5_zz_2 = cse9;
-            const double oo6_zz_2 = cse11;
-            const double oo7_zz = cse12;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_oo5_zz[mg_l] = oo5_zz;
-            mg_w_cse7[mg_l] = cse7;
-            mg_w_oo6_zz[mg_l] = oo6_zz;
-            mg_w_cse9[mg_l] = cse9;
-            mg_w_cse10[mg_l] = cse10;
-            mg_w_cse11[mg_l] = cse11;
-            mg_w_cse12[mg_l] = cse12;
-            mg_w_cse19[mg_l] = cse19;
-            mg_w_cse20[mg_l] = cse20;
-            mg_w_oo5_zz_2[mg_l] = oo5_zz_2;
-            mg_w_oo6_zz_2[mg_l] = oo6_zz_2;
-            mg_w_oo7_zz[mg_l] = oo7_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(cse5);
-            mg_w_s6[mg_l] = sin(cse5);
-            mg_w_c7[mg_l] = cos(cse7);
-            mg_w_s7[mg_l] = sin(cse7);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double oo5_zz = mg_w_oo5_zz[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double oo6_zz = mg_w_oo6_zz[mg_l];
-            const double cse9 = mg_w_cse9[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double cse10 = mg_w_cse10[mg_l];
-            const double cse11 = mg_w_cse11[mg_l];
-            const double cse12 = mg_w_cse12[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
             const double p_c0 = mg_w_p_c0[mg_l];
-            const double cse19 = mg_w_cse19[mg_l];
-            const double cse20 = mg_w_cse20[mg_l];
-            const double oo7_zz = mg_w_oo7_zz[mg_l];
-            const double oo6_zz_2 = mg_w_oo6_zz_2[mg_l];
-            const double oo5_zz_2 = mg_w_oo5_zz_2[mg_l];
+            const double cse0 = q1 - 1.2305474445498212;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 0.48736497954384256;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 0.45527981916307037;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 + 0.06171389001427645;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c4*c5 - s4*s5;
             const double cse4 = c4*s5 + c5*s4;
             const double tau5_01 = cse4;
             const double tau5_10 = -cse4;
             const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
+            const double oo4_zz = qd4*qd4;
+            const double omega5_z = qd4 + qd5;
             const double w5_x = -oo4_zz*r_rel0_5_x;
             const double w5_y = -oo4_zz*r_rel0_5_y;
+            const double cse5 = q6 - 0.22266839016588588;
+            double s6, c6;
+            mg_sincos_poly(cse5, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse5);
             const double tau6_00 = c2*c6 - s2*s6;
             const double cse6 = c2*s6 + c6*s2;
             const double tau6_01 = cse6;
             const double tau6_10 = -cse6;
             const double r_rel0_6_x = (0.03534279611416002)*c2 - 0.018731971674997683*s2;
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
+            const double oo5_zz = qd2*qd2;
+            const double omega6_z = qd2 + qd6;
             const double w6_x = -oo5_zz*r_rel0_6_x;
             const double w6_y = -oo5_zz*r_rel0_6_y;
+            const double cse7 = q7 + 0.22266839016588588;
+            double s7, c7;
+            mg_sincos_poly(cse7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse7);
             const double tau7_00 = c1*c7 - s1*s7;
             const double cse8 = c1*s7 + c7*s1;
             const double tau7_01 = cse8;
             const double tau7_10 = -cse8;
             const double r_rel0_7_x = (0.0377068654925911)*c1 + (0.013348868668304538)*s1;
             const double r_rel0_7_y = -0.013348868668304538*c1 + (0.0377068654925911)*s1;
+            const double oo6_zz = qd1*qd1;
+            const double omega7_z = qd1 + qd7;
             const double w7_x = -oo6_zz*r_rel0_7_x;
             const double w7_y = -oo6_zz*r_rel0_7_y;
             const double E23_f1_d_x = -0.02794669646180578*tau5_00 + (0.0017268922582755817)*tau5_10;
             const double E23_f1_d_y = (0.0017268922582755817)*tau5_00 - 0.02794669646180578*tau5_01;
             const double E23_f1_o_x = E23_f1_d_x + r_rel0_5_x;
             const double E23_f1_T4_x = -E23_f1_d_y - r_rel0_5_y;
+            const double cse9 = omega5_z*omega5_z;
             const double E23_f1_abias_x = -E23_f1_d_x*cse9 + w5_x;
             const double E23_f1_abias_y = -E23_f1_d_y*cse9 + w5_y;
             const double E23_f2_d_x = (0.015389977653645665)*c3 + (0.031434830806293314)*s3;
             const double E23_f2_d_y = -0.031434830806293314*c3 + (0.015389977653645665)*s3;
+            const double cse10 = qd3*qd3;
             const double E23_f2_abias_x = -E23_f2_d_x*cse10;
             const double E23_f2_abias_y = -E23_f2_d_y*cse10;
             const double E24_f2_d_x = (0.013037181539485646)*tau6_00 - 0.015166802481290995*tau6_10;
             const double E24_f2_d_y = -0.015166802481290995*tau6_00 + (0.013037181539485646)*tau6_01;
             const double E24_f2_T2_x = -E24_f2_d_y - r_rel0_6_y;
             const double E24_f2_T2_y = E24_f2_d_x + r_rel0_6_x;
+            const double cse11 = omega6_z*omega6_z;
             const double E24_f2_abias_x = -E24_f2_d_x*cse11 + w6_x;
             const double E24_f2_abias_y = -E24_f2_d_y*cse11 + w6_y;
             const double E26_f2_d_x = (0.010673112161054564)*tau7_00 + (0.016914037862011223)*tau7_10;
             const double E26_f2_d_y = (0.016914037862011223)*tau7_00 + (0.010673112161054564)*tau7_01;
             const double E26_f2_T1_x = -E26_f2_d_y - r_rel0_7_y;
             const double E26_f2_T1_y = E26_f2_d_x + r_rel0_7_x;
+            const double cse12 = omega7_z*omega7_z;
             const double E26_f2_abias_x = -E26_f2_d_x*cse12 + w7_x;
             const double E26_f2_abias_y = -E26_f2_d_y*cse12 + w7_y;
             mg_s = (mg_s == 0 && !isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0)) ? 1 : mg_s;
@@ -4036,18 +3711,23 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
             const double spring_J3 = spring_b_d_x*spring_u_y - spring_b_d_y*spring_u_x;
             const double spring_F = p_c0*(spring_L - 0.07785);
             const double epsd5_z = qdd_dep4 + qdd_ind1;
+            const double cse19 = -0.006986674115451445*oo4_zz + (0.00043172306456889544)*qdd_ind1;
+            const double cse20 = (0.00043172306456889544)*oo4_zz + (0.006986674115451445)*qdd_ind1;
             const double a5_x = c5*cse19 + cse20*s5;
             const double a5_y = c5*cse20 - cse19*s5;
+            const double oo5_zz_2 = cse9;
             const double epsd6_z = qdd_dep2 + qdd_dep5;
             const double cse21 = -0.03534279611416002*oo5_zz - 0.018731971674997683*qdd_dep2;
             const double cse22 = -0.018731971674997683*oo5_zz + (0.03534279611416002)*qdd_dep2;
             const double a6_x = c6*cse21 + cse22*s6;
             const double a6_y = c6*cse22 - cse21*s6;
+            const double oo6_zz_2 = cse11;
             const double epsd7_z = qdd_dep1 + qdd_dep6;
             const double cse23 = -0.0377068654925911*oo6_zz + (0.013348868668304538)*qdd_dep1;
             const double cse24 = (0.013348868668304538)*oo6_zz + (0.0377068654925911)*qdd_dep1;
             const double a7_x = c7*cse23 + cse24*s7;
             const double a7_y = c7*cse24 - cse23*s7;
+            const double oo7_zz = cse12;
             const double F7_x = (0.00706)*a7_x - 3.457009456502888e-05*epsd7_z - 2.1814453752614592e-05*oo7_zz;
             const double F7_y = (0.00706)*a7_y + (2.1814453752614592e-05)*epsd7_z - 3.457009456502888e-05*oo7_zz;
             const double N7_z = -3.457009456502888e-05*a7_x + (2.1814453752614592e-05)*a7_y + (8.03380146e-07)*epsd7_z;
@@ -4114,6 +3794,12 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_andrews_inverse_dynamics(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, qdd_ind + (mg_i + mg_l) * 1, p + (mg_i + mg_l) * 1, tau_ind + (mg_i + mg_l) * 1, qdd + (mg_i + mg_l) * 7, multipliers + (mg_i + mg_l) * 6, reaction + (mg_i + mg_l) * 18);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 7; ++mg_j) qdd[(mg_i + mg_l) * 7 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) multipliers[(mg_i + mg_l) * 6 + mg_j] = mg_o_multipliers[mg_j][mg_l];
@@ -4158,19 +3844,19 @@ int mechgen_andrews_energy(const double *restrict q, const double *restrict qd, 
     const double qd7 = qd[6];
     const double p_c0 = p[0];
     const double cse0 = q1 - 1.2305474445498212;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 0.48736497954384256;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 0.45527981916307037;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 0.06171389001427645;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c4*c5 - s4*s5;
     const double cse4 = c4*s5 + c5*s4;
     const double tau5_01 = cse4;
@@ -4181,8 +3867,8 @@ int mechgen_andrews_energy(const double *restrict q, const double *restrict qd, 
     const double v5_x = -qd4*r_rel0_5_y;
     const double v5_y = qd4*r_rel0_5_x;
     const double cse5 = q6 - 0.22266839016588588;
-    const double c6 = cos(cse5);
-    const double s6 = sin(cse5);
+    double s6, c6;
+    mg_sincos(cse5, &s6, &c6);
     const double tau6_00 = c2*c6 - s2*s6;
     const double cse6 = c2*s6 + c6*s2;
     const double tau6_01 = cse6;
@@ -4193,8 +3879,8 @@ int mechgen_andrews_energy(const double *restrict q, const double *restrict qd, 
     const double v6_x = -qd2*r_rel0_6_y;
     const double v6_y = qd2*r_rel0_6_x;
     const double cse7 = q7 + 0.22266839016588588;
-    const double c7 = cos(cse7);
-    const double s7 = sin(cse7);
+    double s7, c7;
+    mg_sincos(cse7, &s7, &c7);
     const double tau7_00 = c1*c7 - s1*s7;
     const double cse8 = c1*s7 + c7*s1;
     const double tau7_01 = cse8;
@@ -4231,12 +3917,14 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_qd4[8];
         double mg_w_qd5[8];
         double mg_w_q6[8];
@@ -4245,29 +3933,6 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
         double mg_w_q7[8];
         double mg_w_qd1[8];
         double mg_w_qd7[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse5[8];
-        double mg_w_cse7[8];
-        double mg_w_c4[8];
-        double mg_w_c5[8];
-        double mg_w_s4[8];
-        double mg_w_s5[8];
-        double mg_w_c2[8];
-        double mg_w_c6[8];
-        double mg_w_s2[8];
-        double mg_w_s6[8];
-        double mg_w_c1[8];
-        double mg_w_c7[8];
-        double mg_w_s1[8];
-        double mg_w_s7[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_omega5_z[8];
-        double mg_w_omega6_z[8];
-        double mg_w_omega7_z[8];
         double mg_w_qd3[8];
         double mg_w_p_c0[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -4275,6 +3940,7 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
             mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 7 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
@@ -4292,6 +3958,7 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double q6 = mg_w_q6[mg_l];
@@ -4300,94 +3967,60 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
             const double q7 = mg_w_q7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
-            const double cse0 = q1 - 1.2305474445498212;
-            const double cse1 = q2 - 0.48736497954384256;
-            const double cse2 = q3 - 0.45527981916307037;
-            const double cse3 = q4 + 0.06171389001427645;
-            const double omega5_z = qd4 + qd5;
-            const double cse5 = q6 - 0.22266839016588588;
-            const double omega6_z = qd2 + qd6;
-            const double cse7 = q7 + 0.22266839016588588;
-            const double omega7_z = qd1 + qd7;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_omega5_z[mg_l] = omega5_z;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_omega6_z[mg_l] = omega6_z;
-            mg_w_cse7[mg_l] = cse7;
-            mg_w_omega7_z[mg_l] = omega7_z;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(cse5);
-            mg_w_s6[mg_l] = sin(cse5);
-            mg_w_c7[mg_l] = cos(cse7);
-            mg_w_s7[mg_l] = sin(cse7);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c4 = mg_w_c4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double omega5_z = mg_w_omega5_z[mg_l];
-            const double omega6_z = mg_w_omega6_z[mg_l];
-            const double omega7_z = mg_w_omega7_z[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double p_c0 = mg_w_p_c0[mg_l];
+            const double cse0 = q1 - 1.2305474445498212;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 0.48736497954384256;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 0.45527981916307037;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 + 0.06171389001427645;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c4*c5 - s4*s5;
             const double cse4 = c4*s5 + c5*s4;
             const double tau5_01 = cse4;
             const double tau5_10 = -cse4;
             const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
+            const double omega5_z = qd4 + qd5;
             const double v5_x = -qd4*r_rel0_5_y;
             const double v5_y = qd4*r_rel0_5_x;
+            const double cse5 = q6 - 0.22266839016588588;
+            double s6, c6;
+            mg_sincos_poly(cse5, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse5);
             const double tau6_00 = c2*c6 - s2*s6;
             const double cse6 = c2*s6 + c6*s2;
             const double tau6_01 = cse6;
             const double tau6_10 = -cse6;
             const double r_rel0_6_x = (0.03534279611416002)*c2 - 0.018731971674997683*s2;
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
+            const double omega6_z = qd2 + qd6;
             const double v6_x = -qd2*r_rel0_6_y;
             const double v6_y = qd2*r_rel0_6_x;
+            const double cse7 = q7 + 0.22266839016588588;
+            double s7, c7;
+            mg_sincos_poly(cse7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse7);
             const double tau7_00 = c1*c7 - s1*s7;
             const double cse8 = c1*s7 + c7*s1;
             const double tau7_01 = cse8;
             const double tau7_10 = -cse8;
             const double r_rel0_7_x = (0.0377068654925911)*c1 + (0.013348868668304538)*s1;
             const double r_rel0_7_y = -0.013348868668304538*c1 + (0.0377068654925911)*s1;
+            const double omega7_z = qd1 + qd7;
             const double v7_x = -qd1*r_rel0_7_y;
             const double v7_y = qd1*r_rel0_7_x;
             const double v_loc5_x = tau5_00*v5_x + tau5_01*v5_y;
@@ -4407,6 +4040,12 @@ int64_t mechgen_andrews_energy_batch(int64_t n, const double *q, const double *q
             mg_o_V[0][mg_l] = (0.5)*p_c0*(spring_L - 0.07785)*(spring_L - 0.07785);
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_andrews_energy(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, p + (mg_i + mg_l) * 1, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -4429,8 +4068,8 @@ int mechgen_andrews_springs(const double *restrict q, const double *restrict qd,
     const double qd3 = qd[2];
     const double p_c0 = p[0];
     const double cse0 = q3 - 0.45527981916307037;
-    const double c3 = cos(cse0);
-    const double s3 = sin(cse0);
+    double s3, c3;
+    mg_sincos(cse0, &s3, &c3);
     const double spring_b_d_x = (0.025877606111185378)*c3 + (0.007372211469724756)*s3;
     const double spring_b_d_y = -0.007372211469724756*c3 + (0.025877606111185378)*s3;
     const double spring_b_o_x = spring_b_d_x - 0.03635;
@@ -4459,11 +4098,9 @@ int64_t mechgen_andrews_springs_batch(int64_t n, const double *q, const double *
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_state[3][8];
         double mg_w_q3[8];
-        double mg_w_cse0[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         double mg_w_qd3[8];
         double mg_w_p_c0[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -4474,20 +4111,12 @@ int64_t mechgen_andrews_springs_batch(int64_t n, const double *q, const double *
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q3 = mg_w_q3[mg_l];
-            const double cse0 = q3 - 0.45527981916307037;
-            mg_w_cse0[mg_l] = cse0;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            mg_w_c3[mg_l] = cos(cse0);
-            mg_w_s3[mg_l] = sin(cse0);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double p_c0 = mg_w_p_c0[mg_l];
+            const double cse0 = q3 - 0.45527981916307037;
+            double s3, c3;
+            mg_sincos_poly(cse0, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double spring_b_d_x = (0.025877606111185378)*c3 + (0.007372211469724756)*s3;
             const double spring_b_d_y = -0.007372211469724756*c3 + (0.025877606111185378)*s3;
             const double spring_b_o_x = spring_b_d_x - 0.03635;
@@ -4506,6 +4135,12 @@ int64_t mechgen_andrews_springs_batch(int64_t n, const double *q, const double *
             mg_o_state[2][mg_l] = spring_F;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_andrews_springs(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, p + (mg_i + mg_l) * 1, state + (mg_i + mg_l) * 3);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -4538,19 +4173,19 @@ int mechgen_andrews_violation(const double *restrict q, const double *restrict q
     const double qd6 = qd[5];
     const double qd7 = qd[6];
     const double cse0 = q1 - 1.2305474445498212;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 0.48736497954384256;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 0.45527981916307037;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 0.06171389001427645;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c4*c5 - s4*s5;
     const double cse4 = c4*s5 + c5*s4;
     const double tau5_01 = cse4;
@@ -4558,8 +4193,8 @@ int mechgen_andrews_violation(const double *restrict q, const double *restrict q
     const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
     const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
     const double cse5 = q6 - 0.22266839016588588;
-    const double c6 = cos(cse5);
-    const double s6 = sin(cse5);
+    double s6, c6;
+    mg_sincos(cse5, &s6, &c6);
     const double tau6_00 = c2*c6 - s2*s6;
     const double cse6 = c2*s6 + c6*s2;
     const double tau6_01 = cse6;
@@ -4569,8 +4204,8 @@ int mechgen_andrews_violation(const double *restrict q, const double *restrict q
     const double r6_x = r_rel0_6_x - 0.06934;
     const double r6_y = r_rel0_6_y - 0.00227;
     const double cse7 = q7 + 0.22266839016588588;
-    const double c7 = cos(cse7);
-    const double s7 = sin(cse7);
+    double s7, c7;
+    mg_sincos(cse7, &s7, &c7);
     const double tau7_00 = c1*c7 - s1*s7;
     const double cse8 = c1*s7 + c7*s1;
     const double tau7_01 = cse8;
@@ -4617,34 +4252,16 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_q6[8];
         double mg_w_q7[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse5[8];
-        double mg_w_cse7[8];
-        double mg_w_c4[8];
-        double mg_w_c5[8];
-        double mg_w_s4[8];
-        double mg_w_s5[8];
-        double mg_w_c2[8];
-        double mg_w_c6[8];
-        double mg_w_s2[8];
-        double mg_w_s6[8];
-        double mg_w_c1[8];
-        double mg_w_c7[8];
-        double mg_w_s1[8];
-        double mg_w_s7[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         double mg_w_qd4[8];
         double mg_w_qd5[8];
         double mg_w_qd3[8];
@@ -4657,6 +4274,7 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 7 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 7 + 2];
             mg_w_q4[mg_l] = q[(mg_i + mg_l) * 7 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 7 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 7 + 5];
             mg_w_q7[mg_l] = q[(mg_i + mg_l) * 7 + 6];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 7 + 3];
@@ -4673,60 +4291,9 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double q6 = mg_w_q6[mg_l];
             const double q7 = mg_w_q7[mg_l];
-            const double cse0 = q1 - 1.2305474445498212;
-            const double cse1 = q2 - 0.48736497954384256;
-            const double cse2 = q3 - 0.45527981916307037;
-            const double cse3 = q4 + 0.06171389001427645;
-            const double cse5 = q6 - 0.22266839016588588;
-            const double cse7 = q7 + 0.22266839016588588;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_cse7[mg_l] = cse7;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double q5 = q[(mg_i + mg_l) * 7 + 4];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(cse5);
-            mg_w_s6[mg_l] = sin(cse5);
-            mg_w_c7[mg_l] = cos(cse7);
-            mg_w_s7[mg_l] = sin(cse7);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c4 = mg_w_c4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
@@ -4734,12 +4301,35 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
             const double qd6 = mg_w_qd6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
+            const double cse0 = q1 - 1.2305474445498212;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 0.48736497954384256;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 0.45527981916307037;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 + 0.06171389001427645;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c4*c5 - s4*s5;
             const double cse4 = c4*s5 + c5*s4;
             const double tau5_01 = cse4;
             const double tau5_10 = -cse4;
             const double r_rel0_5_x = (0.006986674115451445)*c4 + (0.00043172306456889544)*s4;
             const double r_rel0_5_y = -0.00043172306456889544*c4 + (0.006986674115451445)*s4;
+            const double cse5 = q6 - 0.22266839016588588;
+            double s6, c6;
+            mg_sincos_poly(cse5, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse5);
             const double tau6_00 = c2*c6 - s2*s6;
             const double cse6 = c2*s6 + c6*s2;
             const double tau6_01 = cse6;
@@ -4748,6 +4338,10 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
             const double r_rel0_6_y = (0.018731971674997683)*c2 + (0.03534279611416002)*s2;
             const double r6_x = r_rel0_6_x - 0.06934;
             const double r6_y = r_rel0_6_y - 0.00227;
+            const double cse7 = q7 + 0.22266839016588588;
+            double s7, c7;
+            mg_sincos_poly(cse7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse7);
             const double tau7_00 = c1*c7 - s1*s7;
             const double cse8 = c1*s7 + c7*s1;
             const double tau7_01 = cse8;
@@ -4784,6 +4378,12 @@ int64_t mechgen_andrews_violation_batch(int64_t n, const double *q, const double
             mg_o_velocity[0][mg_l] = sqrt((E23_f2_d_x*qd3 - cse11)*(E23_f2_d_x*qd3 - cse11) + (-E23_f2_d_y*qd3 - cse10)*(-E23_f2_d_y*qd3 - cse10) + (E24_f2_T2_x*qd2 - E24_f2_d_y*qd6 - cse10)*(E24_f2_T2_x*qd2 - E24_f2_d_y*qd6 - cse10) + (E24_f2_T2_y*qd2 + E24_f2_d_x*qd6 - cse11)*(E24_f2_T2_y*qd2 + E24_f2_d_x*qd6 - cse11) + (E26_f2_T1_x*qd1 - E26_f2_d_y*qd7 - cse10)*(E26_f2_T1_x*qd1 - E26_f2_d_y*qd7 - cse10) + (E26_f2_T1_y*qd1 + E26_f2_d_x*qd7 - cse11)*(E26_f2_T1_y*qd1 + E26_f2_d_x*qd7 - cse11));
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_andrews_violation(q + (mg_i + mg_l) * 7, qd + (mg_i + mg_l) * 7, p + (mg_i + mg_l) * 1, position + (mg_i + mg_l) * 1, velocity + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];

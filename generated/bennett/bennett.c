@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "bennett.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* closure: Constraint rows phi(q) (zero when the loops are closed), their Jacobian G = d phi/dq
  * (columns: Pavlov's joint screws) and the orientation checks.
  * ops: 85 adds, 127 muls, 6 trig (218 total) */
@@ -14,18 +132,18 @@ int mechgen_bennett_closure(const double *restrict q, double *restrict phi, doub
     const double q2 = q[1];
     const double q3 = q[2];
     const double cse0 = q1 + 2.5219477102325203;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double tau1_01 = (0.3232895668635034)*s1;
     const double tau1_02 = (0.9463000876874145)*s1;
     const double tau1_11 = (0.3232895668635034)*c1;
     const double tau1_12 = (0.9463000876874145)*c1;
     const double cse1 = q2 + (-1.0);
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 2.5219477102325203;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s2;
     const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
     const double cse4 = (0.10691419700008513)*c2;
@@ -110,21 +228,13 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_phi[5][8];
         double mg_o_G[15][8];
         double mg_o_orientation[1][8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
@@ -136,35 +246,21 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double cse0 = q1 + 2.5219477102325203;
-            const double cse1 = q2 + (-1.0);
-            const double cse2 = q3 - 2.5219477102325203;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double tau1_01 = (0.3232895668635034)*s1;
             const double tau1_02 = (0.9463000876874145)*s1;
             const double tau1_11 = (0.3232895668635034)*c1;
             const double tau1_12 = (0.9463000876874145)*c1;
+            const double cse1 = q2 + (-1.0);
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 2.5219477102325203;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
             const double cse4 = (0.10691419700008513)*c2;
@@ -239,6 +335,12 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
             mg_o_orientation[0][mg_l] = J3_f1_z_x*J3_f2_z_x + J3_f1_z_y*J3_f2_z_y + J3_f1_z_z*J3_f2_z_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bennett_closure(q + (mg_i + mg_l) * 3, phi + (mg_i + mg_l) * 5, G + (mg_i + mg_l) * 15, orientation + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 5; ++mg_j) phi[(mg_i + mg_l) * 5 + mg_j] = mg_o_phi[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 15; ++mg_j) G[(mg_i + mg_l) * 15 + mg_j] = mg_o_G[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
@@ -265,18 +367,18 @@ int mechgen_bennett_newton_step(const double *restrict q, double *restrict q_nex
     const double q2 = q[1];
     const double q3 = q[2];
     const double cse0 = q1 + 2.5219477102325203;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double tau1_01 = (0.3232895668635034)*s1;
     const double tau1_02 = (0.9463000876874145)*s1;
     const double tau1_11 = (0.3232895668635034)*c1;
     const double tau1_12 = (0.9463000876874145)*c1;
     const double cse1 = q2 + (-1.0);
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 2.5219477102325203;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s2;
     const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
     const double cse4 = (0.10691419700008513)*c2;
@@ -374,6 +476,7 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_q_next[3][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
@@ -381,15 +484,6 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
@@ -397,43 +491,26 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double cse0 = q1 + 2.5219477102325203;
-            const double cse1 = q2 + (-1.0);
-            const double cse2 = q3 - 2.5219477102325203;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double tau1_01 = (0.3232895668635034)*s1;
             const double tau1_02 = (0.9463000876874145)*s1;
             const double tau1_11 = (0.3232895668635034)*c1;
             const double tau1_12 = (0.9463000876874145)*c1;
+            const double cse1 = q2 + (-1.0);
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 2.5219477102325203;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
             const double cse4 = (0.10691419700008513)*c2;
@@ -516,6 +593,12 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bennett_newton_step(q + (mg_i + mg_l) * 3, q_next + (mg_i + mg_l) * 3, error + (mg_i + mg_l) * 1, branch + (mg_i + mg_l) * 1, orientation + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 3; ++mg_j) q_next[(mg_i + mg_l) * 3 + mg_j] = mg_o_q_next[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
@@ -550,18 +633,18 @@ int mechgen_bennett_velocity(const double *restrict q, const double *restrict qd
     const double q3 = q[2];
     const double qd_ind1 = qd_ind[0];
     const double cse0 = q1 + 2.5219477102325203;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double tau1_01 = (0.3232895668635034)*s1;
     const double tau1_02 = (0.9463000876874145)*s1;
     const double tau1_11 = (0.3232895668635034)*c1;
     const double tau1_12 = (0.9463000876874145)*c1;
     const double cse1 = q2 + (-1.0);
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 2.5219477102325203;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s2;
     const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
     const double cse4 = (0.10691419700008513)*c2;
@@ -651,20 +734,12 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qd[3][8];
         double mg_o_H[3][8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         double mg_w_qd_ind1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
@@ -674,41 +749,27 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
-            const double cse0 = q1 + 2.5219477102325203;
-            const double cse1 = q2 + (-1.0);
-            const double cse2 = q3 - 2.5219477102325203;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            const double cse0 = q1 + 2.5219477102325203;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double tau1_01 = (0.3232895668635034)*s1;
             const double tau1_02 = (0.9463000876874145)*s1;
             const double tau1_11 = (0.3232895668635034)*c1;
             const double tau1_12 = (0.9463000876874145)*c1;
+            const double cse1 = q2 + (-1.0);
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 2.5219477102325203;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
             const double cse4 = (0.10691419700008513)*c2;
@@ -785,6 +846,12 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bennett_velocity(q + (mg_i + mg_l) * 3, qd_ind + (mg_i + mg_l) * 1, qd + (mg_i + mg_l) * 3, H + (mg_i + mg_l) * 3);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 3; ++mg_j) qd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 3; ++mg_j) H[(mg_i + mg_l) * 3 + mg_j] = mg_o_H[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -819,8 +886,8 @@ int mechgen_bennett_kinematics(const double *restrict q, const double *restrict 
     const double qdd2 = qdd[1];
     const double qdd3 = qdd[2];
     const double cse0 = q1 + 2.5219477102325203;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = (0.3232895668635034)*s1;
     const double tau1_01 = cse1;
     const double cse2 = (0.9463000876874145)*s1;
@@ -830,11 +897,11 @@ int mechgen_bennett_kinematics(const double *restrict q, const double *restrict 
     const double omega1_y = -0.9463000876874145*qd1;
     const double omega1_z = (0.3232895668635034)*qd1;
     const double cse3 = q2 + (-1.0);
-    const double c2 = cos(cse3);
-    const double s2 = sin(cse3);
+    double s2, c2;
+    mg_sincos(cse3, &s2, &c2);
     const double cse4 = q3 - 2.5219477102325203;
-    const double c3 = cos(cse4);
-    const double s3 = sin(cse4);
+    double s3, c3;
+    mg_sincos(cse4, &s3, &c3);
     const double cse5 = (0.10691419700008513)*s2;
     const double theta_J3_00 = (0.8334910037167914)*c2 - cse5;
     const double cse6 = (0.10691419700008513)*c2;
@@ -1071,6 +1138,7 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[18][8];
         double mg_o_v[18][8];
         double mg_o_a[18][8];
@@ -1086,23 +1154,6 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
         double mg_w_qdd2[8];
         double mg_w_qdd3[8];
         double mg_w_qdd1[8];
-        double mg_w_cse0[8];
-        double mg_w_cse3[8];
-        double mg_w_cse4[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_cse7[8];
-        double mg_w_omega3_z[8];
-        double mg_w_omega1_z[8];
-        double mg_w_omega1_y[8];
-        double mg_w_link2_alphaz[8];
-        double mg_w_link3_alphay[8];
-        double mg_w_link3_alphaz[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
@@ -1126,66 +1177,25 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
             const double qdd3 = mg_w_qdd3[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
             const double cse0 = q1 + 2.5219477102325203;
-            const double omega1_y = -0.9463000876874145*qd1;
-            const double omega1_z = (0.3232895668635034)*qd1;
-            const double cse3 = q2 + (-1.0);
-            const double cse4 = q3 - 2.5219477102325203;
-            const double cse7 = qd2*qd2;
-            const double oo2_zz = cse7;
-            const double omega3_z = qd2 + (0.7648421872844884)*qd3;
-            const double link2_alphaz = qdd2 + (0.7648421872844884)*qdd3;
-            const double link3_alphay = -0.9463000876874145*qdd1;
-            const double link3_alphaz = (0.3232895668635034)*qdd1;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_omega1_y[mg_l] = omega1_y;
-            mg_w_omega1_z[mg_l] = omega1_z;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse4[mg_l] = cse4;
-            mg_w_cse7[mg_l] = cse7;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_link2_alphaz[mg_l] = link2_alphaz;
-            mg_w_link3_alphay[mg_l] = link3_alphay;
-            mg_w_link3_alphaz[mg_l] = link3_alphaz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double cse4 = mg_w_cse4[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse3);
-            mg_w_s2[mg_l] = sin(cse3);
-            mg_w_c3[mg_l] = cos(cse4);
-            mg_w_s3[mg_l] = sin(cse4);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double omega1_z = mg_w_omega1_z[mg_l];
-            const double omega1_y = mg_w_omega1_y[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double link2_alphaz = mg_w_link2_alphaz[mg_l];
-            const double link3_alphay = mg_w_link3_alphay[mg_l];
-            const double link3_alphaz = mg_w_link3_alphaz[mg_l];
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cse1 = (0.3232895668635034)*s1;
             const double tau1_01 = cse1;
             const double cse2 = (0.9463000876874145)*s1;
             const double tau1_02 = cse2;
             const double tau1_11 = (0.3232895668635034)*c1;
             const double tau1_12 = (0.9463000876874145)*c1;
+            const double omega1_y = -0.9463000876874145*qd1;
+            const double omega1_z = (0.3232895668635034)*qd1;
+            const double cse3 = q2 + (-1.0);
+            double s2, c2;
+            mg_sincos_poly(cse3, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            const double cse4 = q3 - 2.5219477102325203;
+            double s3, c3;
+            mg_sincos_poly(cse4, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double cse5 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse5;
             const double cse6 = (0.10691419700008513)*c2;
@@ -1202,10 +1212,13 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
             const double tau3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
             const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
             const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            const double cse7 = qd2*qd2;
+            const double oo2_zz = cse7;
             const double cse8 = qd3*theta_J3_20;
             const double omega3_x = cse8;
             const double cse9 = qd3*theta_J3_21;
             const double omega3_y = cse9;
+            const double omega3_z = qd2 + (0.7648421872844884)*qd3;
             const double v3_x = -qd2*r_rel0_3_y;
             const double v3_y = qd2*r_rel0_3_x;
             const double w3_x = -oo2_zz*r_rel0_3_x;
@@ -1299,12 +1312,15 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
             const double link2_R22 = -0.5420904917105653*tau3_02 + (0.34807230189556454)*tau3_12 + 0.5849835714501204;
             const double link2_alphax = eps3_x + qdd3*theta_J3_20;
             const double link2_alphay = eps3_y + qdd3*theta_J3_21;
+            const double link2_alphaz = qdd2 + (0.7648421872844884)*qdd3;
             const double link3_R01 = -cse1;
             const double link3_R02 = -cse2;
             const double link3_R11 = (0.3232895668635034)*tau1_11 + 0.8954838559572084;
             const double link3_R12 = (0.9463000876874145)*tau1_11 - 0.3059289454713595;
             const double link3_R21 = (0.3232895668635034)*tau1_12 - 0.3059289454713595;
             const double link3_R22 = (0.9463000876874145)*tau1_12 + 0.10451614404279164;
+            const double link3_alphay = -0.9463000876874145*qdd1;
+            const double link3_alphaz = (0.3232895668635034)*qdd1;
             mg_o_r[0][mg_l] = r_rel0_3_x;
             mg_o_r[1][mg_l] = r_rel0_3_y;
             mg_o_r[2][mg_l] = 0.0;
@@ -1406,6 +1422,12 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
             mg_o_alpha[8][mg_l] = link3_alphaz;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bennett_kinematics(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, qdd + (mg_i + mg_l) * 3, r + (mg_i + mg_l) * 18, v + (mg_i + mg_l) * 18, a + (mg_i + mg_l) * 18, R + (mg_i + mg_l) * 27, omega + (mg_i + mg_l) * 9, alpha + (mg_i + mg_l) * 9);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 18; ++mg_j) r[(mg_i + mg_l) * 18 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) v[(mg_i + mg_l) * 18 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) a[(mg_i + mg_l) * 18 + mg_j] = mg_o_a[mg_j][mg_l];
@@ -1430,8 +1452,8 @@ int mechgen_bennett_mass_matrix(const double *restrict q, double *restrict M)
 {
     const double q3 = q[2];
     const double cse0 = q3 - 2.5219477102325203;
-    const double c3 = cos(cse0);
-    const double s3 = sin(cse0);
+    double s3, c3;
+    mg_sincos(cse0, &s3, &c3);
     const double cse1 = (0.10691419700008513)*s3;
     const double beta3_00 = (0.8334910037167914)*c3 + cse1;
     const double cse2 = (0.10691419700008513)*c3;
@@ -1474,11 +1496,9 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_M[9][8];
         double mg_w_q3[8];
-        double mg_w_cse0[8];
-        double mg_w_s3[8];
-        double mg_w_c3[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
         }
@@ -1486,17 +1506,9 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q3 = mg_w_q3[mg_l];
             const double cse0 = q3 - 2.5219477102325203;
-            mg_w_cse0[mg_l] = cse0;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            mg_w_c3[mg_l] = cos(cse0);
-            mg_w_s3[mg_l] = sin(cse0);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s3 = mg_w_s3[mg_l];
-            const double c3 = mg_w_c3[mg_l];
+            double s3, c3;
+            mg_sincos_poly(cse0, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cse1 = (0.10691419700008513)*s3;
             const double beta3_00 = (0.8334910037167914)*c3 + cse1;
             const double cse2 = (0.10691419700008513)*c3;
@@ -1529,6 +1541,12 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
             mg_o_M[8][mg_l] = 1.2414813865361913;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bennett_mass_matrix(q + (mg_i + mg_l) * 3, M + (mg_i + mg_l) * 9);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 9; ++mg_j) M[(mg_i + mg_l) * 9 + mg_j] = mg_o_M[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -1557,18 +1575,18 @@ int mechgen_bennett_bias(const double *restrict q, const double *restrict qd, co
     const double tau2 = tau[1];
     const double tau3 = tau[2];
     const double cse0 = q1 + 2.5219477102325203;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double beta1_01 = (0.3232895668635034)*s1;
     const double beta1_02 = (0.9463000876874145)*s1;
     const double beta1_11 = (0.3232895668635034)*c1;
     const double beta1_12 = (0.9463000876874145)*c1;
     const double cse1 = q2 + (-1.0);
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 2.5219477102325203;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s3;
     const double beta3_00 = (0.8334910037167914)*c3 + cse3;
     const double cse4 = (0.10691419700008513)*c3;
@@ -1698,6 +1716,7 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[3][8];
         double mg_o_gamma[5][8];
         double mg_w_q1[8];
@@ -1706,25 +1725,9 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd1[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_s3[8];
-        double mg_w_c3[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_omega3_z[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_omega3_z_2[8];
-        double mg_w_omega1_y[8];
-        double mg_w_omega1_z[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
-        double mg_w_cse20[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
@@ -1744,63 +1747,25 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double cse0 = q1 + 2.5219477102325203;
-            const double cse1 = q2 + (-1.0);
-            const double cse2 = q3 - 2.5219477102325203;
-            const double oo2_zz = qd2*qd2;
-            const double omega_p3_z = (0.7648421872844884)*qd2;
-            const double omega3_z = omega_p3_z + qd3;
-            const double oo3_zz = omega3_z*omega3_z;
-            const double omega1_y = -0.9463000876874145*qd1;
-            const double omega1_z = (0.3232895668635034)*qd1;
-            const double omega3_z_2 = qd2 + (0.7648421872844884)*qd3;
-            const double cse20 = omega1_z - omega3_z_2;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_omega1_y[mg_l] = omega1_y;
-            mg_w_omega1_z[mg_l] = omega1_z;
-            mg_w_omega3_z_2[mg_l] = omega3_z_2;
-            mg_w_cse20[mg_l] = cse20;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double omega3_z_2 = mg_w_omega3_z_2[mg_l];
-            const double omega1_y = mg_w_omega1_y[mg_l];
-            const double omega1_z = mg_w_omega1_z[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
-            const double cse20 = mg_w_cse20[mg_l];
+            const double cse0 = q1 + 2.5219477102325203;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double beta1_01 = (0.3232895668635034)*s1;
             const double beta1_02 = (0.9463000876874145)*s1;
             const double beta1_11 = (0.3232895668635034)*c1;
             const double beta1_12 = (0.9463000876874145)*c1;
+            const double cse1 = q2 + (-1.0);
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 2.5219477102325203;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = (0.10691419700008513)*s3;
             const double beta3_00 = (0.8334910037167914)*c3 + cse3;
             const double cse4 = (0.10691419700008513)*c3;
@@ -1813,10 +1778,13 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
             const double a1_y = (3.1714706509309685)*c1;
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
+            const double oo2_zz = qd2*qd2;
             const double a3_par_x = a2_x - 0.4524939924642339*oo2_zz;
             const double a3_par_y = a2_y - 0.704717639223735*oo2_zz;
             const double omega_p3_x = beta3_02*qd2;
             const double omega_p3_y = beta3_12*qd2;
+            const double omega_p3_z = (0.7648421872844884)*qd2;
+            const double omega3_z = omega_p3_z + qd3;
             const double epsd3_x = omega_p3_y*qd3;
             const double epsd3_y = -omega_p3_x*qd3;
             const double a3_x = a3_par_x*beta3_00 + a3_par_y*beta3_01;
@@ -1824,6 +1792,7 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
             const double a3_z = (0.5420904917105653)*a3_par_x - 0.34807230189556454*a3_par_y;
             const double oo3_xx = omega_p3_x*omega_p3_x;
             const double oo3_yy = omega_p3_y*omega_p3_y;
+            const double oo3_zz = omega3_z*omega3_z;
             const double oo3_xy = omega_p3_x*omega_p3_y;
             const double oo3_xz = omega3_z*omega_p3_x;
             const double oo3_yz = omega3_z*omega_p3_y;
@@ -1840,6 +1809,8 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
             const double F_c3_y = F3_x*beta3_01 + F3_y*beta3_11 - 0.34807230189556454*F3_z;
             const double N2_z = -0.704717639223735*F_c3_x + (0.4524939924642339)*F_c3_y + N3_x*beta3_02 + N3_y*beta3_12 + (0.7648421872844884)*N3_z - 0.5901890380052162*a2_x + (0.37895602330853534)*a2_y;
             const double N1_z = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y;
+            const double omega1_y = -0.9463000876874145*qd1;
+            const double omega1_z = (0.3232895668635034)*qd1;
             const double cse5 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse5;
             const double cse6 = (0.10691419700008513)*c2;
@@ -1858,6 +1829,7 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
             const double omega3_x = cse7;
             const double cse8 = qd3*theta_J3_21;
             const double omega3_y = cse8;
+            const double omega3_z_2 = qd2 + (0.7648421872844884)*qd3;
             const double w3_x = -oo2_zz*r_rel0_3_x;
             const double w3_y = -oo2_zz*r_rel0_3_y;
             const double eps3_x = -cse8*qd2;
@@ -1897,6 +1869,7 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
             const double cse17 = omega1_y - omega3_y;
             const double cse18 = -J3_f2_z_y*omega1_z + J3_f2_z_z*omega1_y;
             const double cse19 = -J3_f1_x_y*omega3_z_2 + J3_f1_x_z*omega3_y;
+            const double cse20 = omega1_z - omega3_z_2;
             const double cse21 = J3_f2_z_x*omega1_z;
             const double cse22 = J3_f1_y_z*J3_f2_z_x;
             const double cse23 = -J3_f1_y_x*omega3_y + J3_f1_y_y*omega3_x;
@@ -1912,6 +1885,12 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
             mg_o_gamma[4][mg_l] = -cse17*(-J3_f1_y_x*cse16 - J3_f1_y_z*cse18 - J3_f2_z_x*cse23 + J3_f2_z_z*cse25) - cse20*(-J3_f1_y_x*cse21 + J3_f1_y_y*cse18 + J3_f2_z_x*cse24 - J3_f2_z_y*cse25) + eps3_x*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) + eps3_y*(J3_f1_y_x*J3_f2_z_z - cse22) + omega3_x*(J3_f1_y_y*cse16 + J3_f2_z_y*cse23 - J3_f2_z_z*cse24 + cse22*omega1_z);
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bennett_bias(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, tau + (mg_i + mg_l) * 3, b + (mg_i + mg_l) * 3, gamma + (mg_i + mg_l) * 5);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 3; ++mg_j) b[(mg_i + mg_l) * 3 + mg_j] = mg_o_b[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 5; ++mg_j) gamma[(mg_i + mg_l) * 5 + mg_j] = mg_o_gamma[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1942,18 +1921,18 @@ int mechgen_bennett_forward_dynamics(const double *restrict q, const double *res
     const double tau2 = tau[1];
     const double tau3 = tau[2];
     const double cse0 = q1 + 2.5219477102325203;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double beta1_01 = (0.3232895668635034)*s1;
     const double beta1_02 = (0.9463000876874145)*s1;
     const double beta1_11 = (0.3232895668635034)*c1;
     const double beta1_12 = (0.9463000876874145)*c1;
     const double cse1 = q2 + (-1.0);
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 2.5219477102325203;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s3;
     const double beta3_00 = (0.8334910037167914)*c3 + cse3;
     const double cse4 = (0.10691419700008513)*c3;
@@ -2187,6 +2166,7 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[3][8];
         double mg_o_multipliers[5][8];
         double mg_o_reaction[6][8];
@@ -2196,25 +2176,9 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd1[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_s3[8];
-        double mg_w_c3[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_omega3_z[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_omega3_z_2[8];
-        double mg_w_omega1_y[8];
-        double mg_w_omega1_z[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
-        double mg_w_cse42[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
@@ -2228,70 +2192,32 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double cse0 = q1 + 2.5219477102325203;
-            const double cse1 = q2 + (-1.0);
-            const double cse2 = q3 - 2.5219477102325203;
-            const double oo2_zz = qd2*qd2;
-            const double omega_p3_z = (0.7648421872844884)*qd2;
-            const double omega3_z = omega_p3_z + qd3;
-            const double oo3_zz = omega3_z*omega3_z;
-            const double omega1_y = -0.9463000876874145*qd1;
-            const double omega1_z = (0.3232895668635034)*qd1;
-            const double omega3_z_2 = qd2 + (0.7648421872844884)*qd3;
-            const double cse42 = omega1_z - omega3_z_2;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_omega1_y[mg_l] = omega1_y;
-            mg_w_omega1_z[mg_l] = omega1_z;
-            mg_w_omega3_z_2[mg_l] = omega3_z_2;
-            mg_w_cse42[mg_l] = cse42;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double omega3_z_2 = mg_w_omega3_z_2[mg_l];
-            const double omega1_y = mg_w_omega1_y[mg_l];
-            const double omega1_z = mg_w_omega1_z[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
-            const double cse42 = mg_w_cse42[mg_l];
+            const double cse0 = q1 + 2.5219477102325203;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double beta1_01 = (0.3232895668635034)*s1;
             const double beta1_02 = (0.9463000876874145)*s1;
             const double beta1_11 = (0.3232895668635034)*c1;
             const double beta1_12 = (0.9463000876874145)*c1;
+            const double cse1 = q2 + (-1.0);
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 2.5219477102325203;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = (0.10691419700008513)*s3;
             const double beta3_00 = (0.8334910037167914)*c3 + cse3;
             const double cse4 = (0.10691419700008513)*c3;
@@ -2317,10 +2243,13 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double a1_y = (3.1714706509309685)*c1;
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
+            const double oo2_zz = qd2*qd2;
             const double a3_par_x = a2_x - 0.4524939924642339*oo2_zz;
             const double a3_par_y = a2_y - 0.704717639223735*oo2_zz;
             const double omega_p3_x = beta3_02*qd2;
             const double omega_p3_y = beta3_12*qd2;
+            const double omega_p3_z = (0.7648421872844884)*qd2;
+            const double omega3_z = omega_p3_z + qd3;
             const double epsd3_x = omega_p3_y*qd3;
             const double epsd3_y = -omega_p3_x*qd3;
             const double a3_x = a3_par_x*beta3_00 + a3_par_y*beta3_01;
@@ -2328,6 +2257,7 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double a3_z = (0.5420904917105653)*a3_par_x - 0.34807230189556454*a3_par_y;
             const double oo3_xx = omega_p3_x*omega_p3_x;
             const double oo3_yy = omega_p3_y*omega_p3_y;
+            const double oo3_zz = omega3_z*omega3_z;
             const double oo3_xy = omega_p3_x*omega_p3_y;
             const double oo3_xz = omega3_z*omega_p3_x;
             const double oo3_yz = omega3_z*omega_p3_y;
@@ -2344,6 +2274,8 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double F_c3_y = F3_x*beta3_01 + F3_y*beta3_11 - 0.34807230189556454*F3_z;
             const double N2_z = -0.704717639223735*F_c3_x + (0.4524939924642339)*F_c3_y + N3_x*beta3_02 + N3_y*beta3_12 + (0.7648421872844884)*N3_z - 0.5901890380052162*a2_x + (0.37895602330853534)*a2_y;
             const double N1_z = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y;
+            const double omega1_y = -0.9463000876874145*qd1;
+            const double omega1_z = (0.3232895668635034)*qd1;
             const double cse5 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse5;
             const double cse6 = (0.10691419700008513)*c2;
@@ -2362,6 +2294,7 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double omega3_x = cse7;
             const double cse8 = qd3*theta_J3_21;
             const double omega3_y = cse8;
+            const double omega3_z_2 = qd2 + (0.7648421872844884)*qd3;
             const double w3_x = -oo2_zz*r_rel0_3_x;
             const double w3_y = -oo2_zz*r_rel0_3_y;
             const double eps3_x = -cse8*qd2;
@@ -2445,6 +2378,7 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double cse39 = -J3_f2_z_y*omega1_z + J3_f2_z_z*omega1_y;
             const double cse40 = -J3_f1_x_y*omega3_z_2 + J3_f1_x_z*omega3_y;
             const double cse41 = J3_f1_x_x*J3_f2_z_x;
+            const double cse42 = omega1_z - omega3_z_2;
             const double cse43 = cse19*eps3_x + cse21*eps3_y - cse38*(-J3_f1_x_z*cse39 - J3_f2_z_x*cse36 + J3_f2_z_z*cse40 - cse41*omega1_y) - cse42*(J3_f1_x_y*cse39 + J3_f2_z_x*cse37 - J3_f2_z_y*cse40 - cse41*omega1_z) + omega3_x*(J3_f2_z_y*cse36 - J3_f2_z_z*cse37 + cse20*omega1_z + cse22*omega1_y);
             const double cse44 = -J3_f1_y_x*omega3_y + J3_f1_y_y*omega3_x;
             const double cse45 = J3_f1_y_x*omega3_z_2 - J3_f1_y_z*omega3_x;
@@ -2503,6 +2437,12 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bennett_forward_dynamics(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, tau + (mg_i + mg_l) * 3, qdd + (mg_i + mg_l) * 3, multipliers + (mg_i + mg_l) * 5, reaction + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 5; ++mg_j) multipliers[(mg_i + mg_l) * 5 + mg_j] = mg_o_multipliers[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
@@ -2538,8 +2478,8 @@ int mechgen_bennett_inverse_dynamics(const double *restrict q, const double *res
     const double qd3 = qd[2];
     const double qdd_ind1 = qdd_ind[0];
     const double cse0 = q1 + 2.5219477102325203;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double tau1_01 = (0.3232895668635034)*s1;
     const double tau1_02 = (0.9463000876874145)*s1;
     const double tau1_11 = (0.3232895668635034)*c1;
@@ -2547,11 +2487,11 @@ int mechgen_bennett_inverse_dynamics(const double *restrict q, const double *res
     const double omega1_y = -0.9463000876874145*qd1;
     const double omega1_z = (0.3232895668635034)*qd1;
     const double cse1 = q2 + (-1.0);
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 2.5219477102325203;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s2;
     const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
     const double cse4 = (0.10691419700008513)*c2;
@@ -2758,6 +2698,7 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[3][8];
         double mg_o_multipliers[5][8];
@@ -2768,23 +2709,7 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
         double mg_w_q3[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_omega3_z[8];
-        double mg_w_omega1_y[8];
-        double mg_w_omega1_z[8];
-        double mg_w_cse40[8];
         double mg_w_qdd_ind1[8];
-        double mg_w_omega3_z_2[8];
-        double mg_w_oo3_zz[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
@@ -2796,68 +2721,32 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double cse0 = q1 + 2.5219477102325203;
-            const double omega1_y = -0.9463000876874145*qd1;
-            const double omega1_z = (0.3232895668635034)*qd1;
-            const double cse1 = q2 + (-1.0);
-            const double cse2 = q3 - 2.5219477102325203;
-            const double oo2_zz = qd2*qd2;
-            const double omega3_z = qd2 + (0.7648421872844884)*qd3;
-            const double cse40 = omega1_z - omega3_z;
-            const double omega_p3_z = (0.7648421872844884)*qd2;
-            const double omega3_z_2 = omega_p3_z + qd3;
-            const double oo3_zz = omega3_z_2*omega3_z_2;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_omega1_y[mg_l] = omega1_y;
-            mg_w_omega1_z[mg_l] = omega1_z;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_cse40[mg_l] = cse40;
-            mg_w_omega3_z_2[mg_l] = omega3_z_2;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double omega1_y = mg_w_omega1_y[mg_l];
-            const double omega1_z = mg_w_omega1_z[mg_l];
-            const double cse40 = mg_w_cse40[mg_l];
             const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            const double omega3_z_2 = mg_w_omega3_z_2[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
+            const double cse0 = q1 + 2.5219477102325203;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double tau1_01 = (0.3232895668635034)*s1;
             const double tau1_02 = (0.9463000876874145)*s1;
             const double tau1_11 = (0.3232895668635034)*c1;
             const double tau1_12 = (0.9463000876874145)*c1;
+            const double omega1_y = -0.9463000876874145*qd1;
+            const double omega1_z = (0.3232895668635034)*qd1;
+            const double cse1 = q2 + (-1.0);
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 2.5219477102325203;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
             const double cse4 = (0.10691419700008513)*c2;
@@ -2874,10 +2763,12 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double tau3_12 = (0.34807230189556454)*c3 + (0.5420904917105653)*s3;
             const double r_rel0_3_x = (0.4524939924642339)*c2 - 0.704717639223735*s2;
             const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
+            const double oo2_zz = qd2*qd2;
             const double cse5 = qd3*theta_J3_20;
             const double omega3_x = cse5;
             const double cse6 = qd3*theta_J3_21;
             const double omega3_y = cse6;
+            const double omega3_z = qd2 + (0.7648421872844884)*qd3;
             const double w3_x = -oo2_zz*r_rel0_3_x;
             const double w3_y = -oo2_zz*r_rel0_3_y;
             const double eps3_x = -cse6*qd2;
@@ -2958,6 +2849,7 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double cse37 = -J3_f2_z_y*omega1_z + J3_f2_z_z*omega1_y;
             const double cse38 = -J3_f1_x_y*omega3_z + J3_f1_x_z*omega3_y;
             const double cse39 = J3_f1_x_x*J3_f2_z_x;
+            const double cse40 = omega1_z - omega3_z;
             const double cse41 = cse17*eps3_x + cse19*eps3_y - cse36*(-J3_f1_x_z*cse37 - J3_f2_z_x*cse34 + J3_f2_z_z*cse38 - cse39*omega1_y) - cse40*(J3_f1_x_y*cse37 + J3_f2_z_x*cse35 - J3_f2_z_y*cse38 - cse39*omega1_z) + omega3_x*(J3_f2_z_y*cse34 - J3_f2_z_z*cse35 + cse18*omega1_z + cse20*omega1_y);
             const double cse42 = -J3_f1_y_x*omega3_y + J3_f1_y_y*omega3_x;
             const double cse43 = J3_f1_y_x*omega3_z - J3_f1_y_z*omega3_x;
@@ -2987,6 +2879,8 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double a3_par_y = a2_y - 0.704717639223735*oo2_zz + (0.4524939924642339)*qdd_ind1;
             const double omega_p3_x = qd2*tau3_02;
             const double omega_p3_y = qd2*tau3_12;
+            const double omega_p3_z = (0.7648421872844884)*qd2;
+            const double omega3_z_2 = omega_p3_z + qd3;
             const double epsd3_x = omega_p3_y*qd3 + qdd_ind1*tau3_02;
             const double epsd3_y = -omega_p3_x*qd3 + qdd_ind1*tau3_12;
             const double epsd3_z = qdd_dep2 + (0.7648421872844884)*qdd_ind1;
@@ -2995,6 +2889,7 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double a3_z = (0.5420904917105653)*a3_par_x - 0.34807230189556454*a3_par_y;
             const double oo3_xx = omega_p3_x*omega_p3_x;
             const double oo3_yy = omega_p3_y*omega_p3_y;
+            const double oo3_zz = omega3_z_2*omega3_z_2;
             const double oo3_xy = omega_p3_x*omega_p3_y;
             const double oo3_xz = omega3_z_2*omega_p3_x;
             const double oo3_yz = omega3_z_2*omega_p3_y;
@@ -3043,6 +2938,12 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bennett_inverse_dynamics(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, qdd_ind + (mg_i + mg_l) * 1, tau_ind + (mg_i + mg_l) * 1, qdd + (mg_i + mg_l) * 3, multipliers + (mg_i + mg_l) * 5, reaction + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 5; ++mg_j) multipliers[(mg_i + mg_l) * 5 + mg_j] = mg_o_multipliers[mg_j][mg_l];
@@ -3078,8 +2979,8 @@ int mechgen_bennett_energy(const double *restrict q, const double *restrict qd, 
     const double qd2 = qd[1];
     const double qd3 = qd[2];
     const double cse0 = q1 + 2.5219477102325203;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double tau1_01 = (0.3232895668635034)*s1;
     const double tau1_02 = (0.9463000876874145)*s1;
     const double tau1_11 = (0.3232895668635034)*c1;
@@ -3087,11 +2988,11 @@ int mechgen_bennett_energy(const double *restrict q, const double *restrict qd, 
     const double omega1_y = -0.9463000876874145*qd1;
     const double omega1_z = (0.3232895668635034)*qd1;
     const double cse1 = q2 + (-1.0);
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 2.5219477102325203;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s2;
     const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
     const double cse4 = (0.10691419700008513)*c2;
@@ -3136,34 +3037,22 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
         double mg_w_q1[8];
         double mg_w_qd1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
-        double mg_w_qd2[8];
         double mg_w_qd3[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_omega1_y[8];
-        double mg_w_omega1_z[8];
-        double mg_w_omega3_z[8];
-        double mg_w_omega_loc1_z[8];
+        double mg_w_qd2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -3171,52 +3060,26 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
             const double qd1 = mg_w_qd1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
             const double cse0 = q1 + 2.5219477102325203;
-            const double omega1_y = -0.9463000876874145*qd1;
-            const double omega1_z = (0.3232895668635034)*qd1;
-            const double cse1 = q2 + (-1.0);
-            const double cse2 = q3 - 2.5219477102325203;
-            const double omega3_z = qd2 + (0.7648421872844884)*qd3;
-            const double omega_loc1_z = -0.9463000876874145*omega1_y + (0.3232895668635034)*omega1_z;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_omega1_y[mg_l] = omega1_y;
-            mg_w_omega1_z[mg_l] = omega1_z;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_omega_loc1_z[mg_l] = omega_loc1_z;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double omega1_y = mg_w_omega1_y[mg_l];
-            const double omega1_z = mg_w_omega1_z[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double omega_loc1_z = mg_w_omega_loc1_z[mg_l];
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double tau1_01 = (0.3232895668635034)*s1;
             const double tau1_02 = (0.9463000876874145)*s1;
             const double tau1_11 = (0.3232895668635034)*c1;
             const double tau1_12 = (0.9463000876874145)*c1;
+            const double omega1_y = -0.9463000876874145*qd1;
+            const double omega1_z = (0.3232895668635034)*qd1;
+            const double cse1 = q2 + (-1.0);
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 2.5219477102325203;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
             const double cse4 = (0.10691419700008513)*c2;
@@ -3235,10 +3098,12 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
             const double r_rel0_3_y = (0.704717639223735)*c2 + (0.4524939924642339)*s2;
             const double omega3_x = qd3*theta_J3_20;
             const double omega3_y = qd3*theta_J3_21;
+            const double omega3_z = qd2 + (0.7648421872844884)*qd3;
             const double v3_x = -qd2*r_rel0_3_y;
             const double v3_y = qd2*r_rel0_3_x;
             const double omega_loc1_x = omega1_y*tau1_01 + omega1_z*tau1_02;
             const double omega_loc1_y = omega1_y*tau1_11 + omega1_z*tau1_12;
+            const double omega_loc1_z = -0.9463000876874145*omega1_y + (0.3232895668635034)*omega1_z;
             const double v_loc3_x = tau3_00*v3_x + tau3_01*v3_y;
             const double v_loc3_y = tau3_10*v3_x + tau3_11*v3_y;
             const double v_loc3_z = theta_J3_20*v3_x + theta_J3_21*v3_y;
@@ -3249,6 +3114,12 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
             mg_o_V[0][mg_l] = (5.78975446283117)*c2 + (24.136330036555197)*r_rel0_3_y + (3.7175585886567317)*s2 + (5.6013227352323804)*tau1_01 + (3.9958331065921326)*tau1_11 - 13.78512661271791*tau3_01 - 5.5116310641952*tau3_11 + (4.3248052657495925e-17)*theta_J3_21 + 6.07991228584968e-17;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bennett_energy(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -3314,18 +3185,18 @@ int mechgen_bennett_violation(const double *restrict q, const double *restrict q
     const double qd2 = qd[1];
     const double qd3 = qd[2];
     const double cse0 = q1 + 2.5219477102325203;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double tau1_01 = (0.3232895668635034)*s1;
     const double tau1_02 = (0.9463000876874145)*s1;
     const double tau1_11 = (0.3232895668635034)*c1;
     const double tau1_12 = (0.9463000876874145)*c1;
     const double cse1 = q2 + (-1.0);
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 2.5219477102325203;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s2;
     const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
     const double cse4 = (0.10691419700008513)*c2;
@@ -3388,20 +3259,12 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         double mg_w_qd3[8];
         double mg_w_qd1[8];
         double mg_w_qd2[8];
@@ -3418,39 +3281,25 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
-            const double cse0 = q1 + 2.5219477102325203;
-            const double cse1 = q2 + (-1.0);
-            const double cse2 = q3 - 2.5219477102325203;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
+            const double cse0 = q1 + 2.5219477102325203;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double tau1_01 = (0.3232895668635034)*s1;
             const double tau1_02 = (0.9463000876874145)*s1;
             const double tau1_11 = (0.3232895668635034)*c1;
             const double tau1_12 = (0.9463000876874145)*c1;
+            const double cse1 = q2 + (-1.0);
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 2.5219477102325203;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = (0.10691419700008513)*s2;
             const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
             const double cse4 = (0.10691419700008513)*c2;
@@ -3503,6 +3352,12 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
             mg_o_velocity[0][mg_l] = sqrt((-J3_f1_T3_z*qd3 + J3_f2_T1_z*qd1)*(-J3_f1_T3_z*qd3 + J3_f2_T1_z*qd1) + (-J3_f1_T2_x*qd2 - J3_f1_T3_x*qd3 + J3_f2_T1_x*qd1)*(-J3_f1_T2_x*qd2 - J3_f1_T3_x*qd3 + J3_f2_T1_x*qd1) + (-J3_f1_T3_y*qd3 - J3_f1_o_x*qd2 + J3_f2_T1_y*qd1)*(-J3_f1_T3_y*qd3 - J3_f1_o_x*qd2 + J3_f2_T1_y*qd1) + (qd1*((0.3232895668635034)*J3_f1_x_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_x_z*J3_f2_z_x - 0.3232895668635034*cse6 - 0.9463000876874145*cse7) + qd2*(cse6 - cse8) + qd3*((0.7648421872844884)*J3_f1_x_x*J3_f2_z_y - 0.7648421872844884*cse8 - theta_J3_20*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_x_z*J3_f2_z_x + cse7)))*(qd1*((0.3232895668635034)*J3_f1_x_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_x_z*J3_f2_z_x - 0.3232895668635034*cse6 - 0.9463000876874145*cse7) + qd2*(cse6 - cse8) + qd3*((0.7648421872844884)*J3_f1_x_x*J3_f2_z_y - 0.7648421872844884*cse8 - theta_J3_20*(-J3_f1_x_y*J3_f2_z_z + J3_f1_x_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_x_z*J3_f2_z_x + cse7))) + (qd1*((0.3232895668635034)*J3_f1_y_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_y_z*J3_f2_z_x - 0.9463000876874145*cse10 - 0.3232895668635034*cse9) + qd2*(-cse11 + cse9) + qd3*((0.7648421872844884)*J3_f1_y_x*J3_f2_z_y - 0.7648421872844884*cse11 - theta_J3_20*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_y_z*J3_f2_z_x + cse10)))*(qd1*((0.3232895668635034)*J3_f1_y_y*J3_f2_z_x + (0.9463000876874145)*J3_f1_y_z*J3_f2_z_x - 0.9463000876874145*cse10 - 0.3232895668635034*cse9) + qd2*(-cse11 + cse9) + qd3*((0.7648421872844884)*J3_f1_y_x*J3_f2_z_y - 0.7648421872844884*cse11 - theta_J3_20*(-J3_f1_y_y*J3_f2_z_z + J3_f1_y_z*J3_f2_z_y) - theta_J3_21*(-J3_f1_y_z*J3_f2_z_x + cse10))));
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bennett_violation(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, position + (mg_i + mg_l) * 1, velocity + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];

@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "bricard.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* closure: Constraint rows phi(q) (zero when the loops are closed), their Jacobian G = d phi/dq
  * (columns: Pavlov's joint screws) and the orientation checks.
  * ops: 71 adds, 89 muls, 10 trig (170 total) */
@@ -15,16 +133,16 @@ int mechgen_bricard_closure(const double *restrict q, double *restrict phi, doub
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_02 = -c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_12 = s1*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_10 = c3*tau2_10 + s1*s3;
     const double tau3_11 = c2*c3;
     const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -36,8 +154,8 @@ int mechgen_bricard_closure(const double *restrict q, double *restrict phi, doub
     const double r3_z = -s1 - tau2_12;
     const double T3_1_z = -cse0;
     const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau2_00 - s4*tau3_20;
     const double tau4_01 = c4*s2 - s4*tau3_21;
     const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -54,8 +172,8 @@ int mechgen_bricard_closure(const double *restrict q, double *restrict phi, doub
     const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
     const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
     const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
@@ -136,52 +254,42 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_phi[5][8];
         double mg_o_G[25][8];
         double mg_o_orientation[1][8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 5 + 0];
-            const double q2 = q[(mg_i + mg_l) * 5 + 1];
-            const double q3 = q[(mg_i + mg_l) * 5 + 2];
-            const double q4 = q[(mg_i + mg_l) * 5 + 3];
-            const double q5 = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_12 = s1*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_10 = c3*tau2_10 + s1*s3;
             const double tau3_11 = c2*c3;
             const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -193,6 +301,9 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
             const double r3_z = -s1 - tau2_12;
             const double T3_1_z = -cse0;
             const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau2_00 - s4*tau3_20;
             const double tau4_01 = c4*s2 - s4*tau3_21;
             const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -209,6 +320,9 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
             const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
             const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
             const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s5*tau3_10;
             const double tau5_10 = c5*tau3_10 - s5*tau4_00;
             const double tau5_11 = c5*tau3_11 - s5*tau4_01;
@@ -279,6 +393,12 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
             mg_o_orientation[0][mg_l] = tau5_00;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bricard_closure(q + (mg_i + mg_l) * 5, phi + (mg_i + mg_l) * 5, G + (mg_i + mg_l) * 25, orientation + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 5; ++mg_j) phi[(mg_i + mg_l) * 5 + mg_j] = mg_o_phi[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 25; ++mg_j) G[(mg_i + mg_l) * 25 + mg_j] = mg_o_G[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
@@ -306,16 +426,16 @@ int mechgen_bricard_newton_step(const double *restrict q, double *restrict q_nex
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_02 = -c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_12 = s1*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_10 = c3*tau2_10 + s1*s3;
     const double tau3_11 = c2*c3;
     const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -325,8 +445,8 @@ int mechgen_bricard_newton_step(const double *restrict q, double *restrict q_nex
     const double r3_x = c1 - tau2_10;
     const double r3_z = -s1 - tau2_12;
     const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau2_00 - s4*tau3_20;
     const double tau4_01 = c4*s2 - s4*tau3_21;
     const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -342,8 +462,8 @@ int mechgen_bricard_newton_step(const double *restrict q, double *restrict q_nex
     const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
     const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
     const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
@@ -452,20 +572,11 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_q_next[5][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[1][8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
@@ -478,45 +589,27 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
             mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
             mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 5 + 0];
-            const double q2 = q[(mg_i + mg_l) * 5 + 1];
-            const double q3 = q[(mg_i + mg_l) * 5 + 2];
-            const double q4 = q[(mg_i + mg_l) * 5 + 3];
-            const double q5 = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-        }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
             const double q5 = mg_w_q5[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_12 = s1*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_10 = c3*tau2_10 + s1*s3;
             const double tau3_11 = c2*c3;
             const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -526,6 +619,9 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
             const double r3_x = c1 - tau2_10;
             const double r3_z = -s1 - tau2_12;
             const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau2_00 - s4*tau3_20;
             const double tau4_01 = c4*s2 - s4*tau3_21;
             const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -541,6 +637,9 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
             const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
             const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
             const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s5*tau3_10;
             const double tau5_10 = c5*tau3_10 - s5*tau4_00;
             const double tau5_11 = c5*tau3_11 - s5*tau4_01;
@@ -634,6 +733,12 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bricard_newton_step(q + (mg_i + mg_l) * 5, q_next + (mg_i + mg_l) * 5, error + (mg_i + mg_l) * 1, branch + (mg_i + mg_l) * 1, orientation + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 5; ++mg_j) q_next[(mg_i + mg_l) * 5 + mg_j] = mg_o_q_next[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
@@ -669,16 +774,16 @@ int mechgen_bricard_velocity(const double *restrict q, const double *restrict qd
     const double q4 = q[3];
     const double q5 = q[4];
     const double qd_ind1 = qd_ind[0];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_02 = -c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_12 = s1*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_10 = c3*tau2_10 + s1*s3;
     const double tau3_11 = c2*c3;
     const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -688,8 +793,8 @@ int mechgen_bricard_velocity(const double *restrict q, const double *restrict qd
     const double r3_z = -s1 - tau2_12;
     const double T3_1_z = -c1 + tau2_10;
     const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau2_00 - s4*tau3_20;
     const double tau4_01 = c4*s2 - s4*tau3_21;
     const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -704,8 +809,8 @@ int mechgen_bricard_velocity(const double *restrict q, const double *restrict qd
     const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
     const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
     const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
     const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -813,57 +918,45 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qd[5][8];
         double mg_o_H[5][8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_qd_ind1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
             mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 5 + 0];
-            const double q2 = q[(mg_i + mg_l) * 5 + 1];
-            const double q3 = q[(mg_i + mg_l) * 5 + 2];
-            const double q4 = q[(mg_i + mg_l) * 5 + 3];
-            const double q5 = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_12 = s1*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_10 = c3*tau2_10 + s1*s3;
             const double tau3_11 = c2*c3;
             const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -873,6 +966,9 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
             const double r3_z = -s1 - tau2_12;
             const double T3_1_z = -c1 + tau2_10;
             const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau2_00 - s4*tau3_20;
             const double tau4_01 = c4*s2 - s4*tau3_21;
             const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -887,6 +983,9 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
             const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
             const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
             const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_10 = c5*tau3_10 - s5*tau4_00;
             const double tau5_11 = c5*tau3_11 - s5*tau4_01;
             const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -981,6 +1080,12 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bricard_velocity(q + (mg_i + mg_l) * 5, qd_ind + (mg_i + mg_l) * 1, qd + (mg_i + mg_l) * 5, H + (mg_i + mg_l) * 5);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 5; ++mg_j) qd[(mg_i + mg_l) * 5 + mg_j] = mg_o_qd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 5; ++mg_j) H[(mg_i + mg_l) * 5 + mg_j] = mg_o_H[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1020,10 +1125,10 @@ int mechgen_bricard_kinematics(const double *restrict q, const double *restrict 
     const double qdd3 = qdd[2];
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_02 = -c2*s1;
     const double tau2_10 = -c1*s2;
@@ -1040,8 +1145,8 @@ int mechgen_bricard_kinematics(const double *restrict q, const double *restrict 
     const double w2_z = oo1_yy*s1;
     const double eps2_x = cse2*qd1;
     const double eps2_z = -cse1*qd1;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_10 = c3*tau2_10 + s1*s3;
     const double tau3_11 = c2*c3;
     const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -1082,8 +1187,8 @@ int mechgen_bricard_kinematics(const double *restrict q, const double *restrict 
     const double eps3_x = -cse5*omega2_z + cse6*qd1 + eps2_x;
     const double eps3_y = -cse6*omega2_x + omega2_z*qd3*tau2_00;
     const double eps3_z = -cse4*qd1 + cse5*omega2_x + eps2_z;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau2_00 - s4*tau3_20;
     const double tau4_01 = c4*s2 - s4*tau3_21;
     const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -1131,8 +1236,8 @@ int mechgen_bricard_kinematics(const double *restrict q, const double *restrict 
     const double eps4_x = -cse15*omega3_z + cse16*omega3_y + eps3_x;
     const double eps4_y = cse14*omega3_z - cse16*omega3_x + eps3_y;
     const double eps4_z = -cse14*omega3_y + cse15*omega3_x + eps3_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_01 = c5*tau4_01 + s5*tau3_11;
     const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -1501,39 +1606,38 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[24][8];
         double mg_o_v[24][8];
         double mg_o_a[24][8];
         double mg_o_R[45][8];
         double mg_o_omega[15][8];
         double mg_o_alpha[15][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd1[8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
         double mg_w_qd2[8];
-        double mg_w_oo1_yy[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
         double mg_w_qdd1[8];
         double mg_w_qdd2[8];
         double mg_w_qdd3[8];
         double mg_w_qdd4[8];
-        double mg_w_cse0[8];
         double mg_w_qdd5[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 5 + 0];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 5 + 1];
@@ -1543,57 +1647,33 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double cse0 = qd1*qd1;
-            const double oo1_yy = cse0;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_oo1_yy[mg_l] = oo1_yy;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 5 + 0];
-            const double q2 = q[(mg_i + mg_l) * 5 + 1];
-            const double q3 = q[(mg_i + mg_l) * 5 + 2];
-            const double q4 = q[(mg_i + mg_l) * 5 + 3];
-            const double q5 = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double oo1_yy = mg_w_oo1_yy[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double cse0 = mg_w_cse0[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_12 = s1*s2;
+            const double cse0 = qd1*qd1;
+            const double oo1_yy = cse0;
             const double cse1 = qd2*s1;
             const double omega2_x = cse1;
             const double cse2 = c1*qd2;
@@ -1604,6 +1684,9 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
             const double w2_z = oo1_yy*s1;
             const double eps2_x = cse2*qd1;
             const double eps2_z = -cse1*qd1;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_10 = c3*tau2_10 + s1*s3;
             const double tau3_11 = c2*c3;
             const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -1644,6 +1727,9 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
             const double eps3_x = -cse5*omega2_z + cse6*qd1 + eps2_x;
             const double eps3_y = -cse6*omega2_x + omega2_z*qd3*tau2_00;
             const double eps3_z = -cse4*qd1 + cse5*omega2_x + eps2_z;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau2_00 - s4*tau3_20;
             const double tau4_01 = c4*s2 - s4*tau3_21;
             const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -1691,6 +1777,9 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
             const double eps4_x = -cse15*omega3_z + cse16*omega3_y + eps3_x;
             const double eps4_y = cse14*omega3_z - cse16*omega3_x + eps3_y;
             const double eps4_z = -cse14*omega3_y + cse15*omega3_x + eps3_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s5*tau3_10;
             const double tau5_01 = c5*tau4_01 + s5*tau3_11;
             const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -2049,6 +2138,12 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
             mg_o_alpha[14][mg_l] = rod5_alphaz;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bricard_kinematics(q + (mg_i + mg_l) * 5, qd + (mg_i + mg_l) * 5, qdd + (mg_i + mg_l) * 5, r + (mg_i + mg_l) * 24, v + (mg_i + mg_l) * 24, a + (mg_i + mg_l) * 24, R + (mg_i + mg_l) * 45, omega + (mg_i + mg_l) * 15, alpha + (mg_i + mg_l) * 15);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 24; ++mg_j) r[(mg_i + mg_l) * 24 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 24; ++mg_j) v[(mg_i + mg_l) * 24 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 24; ++mg_j) a[(mg_i + mg_l) * 24 + mg_j] = mg_o_a[mg_j][mg_l];
@@ -2075,14 +2170,14 @@ int mechgen_bricard_mass_matrix(const double *restrict q, double *restrict M)
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double cp5_x = -0.5*s5;
     const double cse0 = (0.5)*c5;
     const double cp5_y = cse0;
@@ -2201,39 +2296,36 @@ int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M,
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_M[25][8];
-        double mg_w_s5[8];
-        double mg_w_c5[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 5 + 1];
-            const double q3 = q[(mg_i + mg_l) * 5 + 2];
-            const double q4 = q[(mg_i + mg_l) * 5 + 3];
-            const double q5 = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s5 = mg_w_s5[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double cp5_x = -0.5*s5;
             const double cse0 = (0.5)*c5;
             const double cp5_y = cse0;
@@ -2342,6 +2434,12 @@ int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M,
             mg_o_M[24][mg_l] = 0.33416666666666667;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bricard_mass_matrix(q + (mg_i + mg_l) * 5, M + (mg_i + mg_l) * 25);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 25; ++mg_j) M[(mg_i + mg_l) * 25 + mg_j] = mg_o_M[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2375,16 +2473,16 @@ int mechgen_bricard_bias(const double *restrict q, const double *restrict qd, co
     const double tau3 = tau[2];
     const double tau4 = tau[3];
     const double tau5 = tau[4];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double oo1_yy = qd1*qd1;
     const double omega_p2_x = qd1*s2;
     const double omega_p2_y = c2*qd1;
@@ -2598,31 +2696,30 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[5][8];
         double mg_o_gamma[5][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_qd1[8];
         double mg_w_qd2[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_oo1_yy[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         double mg_w_qd3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
         double mg_w_qd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
         double mg_w_tau4[8];
         double mg_w_tau5[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
@@ -2636,54 +2733,37 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double oo1_yy = qd1*qd1;
-            const double oo2_zz = qd2*qd2;
-            mg_w_oo1_yy[mg_l] = oo1_yy;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 5 + 0];
-            const double q2 = q[(mg_i + mg_l) * 5 + 1];
-            const double q3 = q[(mg_i + mg_l) * 5 + 2];
-            const double q4 = q[(mg_i + mg_l) * 5 + 3];
-            const double q5 = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd1 = mg_w_qd1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo1_yy = mg_w_oo1_yy[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
             const double tau4 = mg_w_tau4[mg_l];
             const double tau5 = mg_w_tau5[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            const double oo1_yy = qd1*qd1;
             const double omega_p2_x = qd1*s2;
             const double omega_p2_y = c2*qd1;
             const double epsd2_x = omega_p2_y*qd2;
@@ -2691,6 +2771,7 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
             const double a2_x = -c2*oo1_yy + (9.81)*s2;
             const double a2_y = (9.81)*c2 + oo1_yy*s2;
             const double oo2_xx = omega_p2_x*omega_p2_x;
+            const double oo2_zz = qd2*qd2;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_W_11 = -oo2_xx - oo2_zz;
             const double omega_p3_y = c3*omega_p2_y + qd2*s3;
@@ -2885,6 +2966,12 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
             mg_o_gamma[4][mg_l] = -eps5_y*tau4_22 + eps5_z*tau4_21 + omega5_y*(-omega5_x*tau4_21 + omega5_y*tau4_20) + omega5_z_2*(-omega5_x*tau4_22 + omega5_z_2*tau4_20);
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bricard_bias(q + (mg_i + mg_l) * 5, qd + (mg_i + mg_l) * 5, tau + (mg_i + mg_l) * 5, b + (mg_i + mg_l) * 5, gamma + (mg_i + mg_l) * 5);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 5; ++mg_j) b[(mg_i + mg_l) * 5 + mg_j] = mg_o_b[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 5; ++mg_j) gamma[(mg_i + mg_l) * 5 + mg_j] = mg_o_gamma[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -2920,16 +3007,16 @@ int mechgen_bricard_forward_dynamics(const double *restrict q, const double *res
     const double tau3 = tau[2];
     const double tau4 = tau[3];
     const double tau5 = tau[4];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double cp5_x = -0.5*s5;
     const double cse0 = (0.5)*c5;
     const double cp5_y = cse0;
@@ -3386,32 +3473,31 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[5][8];
         double mg_o_multipliers[5][8];
         double mg_o_reaction[6][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_qd1[8];
         double mg_w_qd2[8];
-        double mg_w_s5[8];
-        double mg_w_c5[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_oo1_yy[8];
-        double mg_w_oo2_zz[8];
         double mg_w_qd3[8];
         double mg_w_qd4[8];
         double mg_w_qd5[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
         double mg_w_tau4[8];
         double mg_w_tau5[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
@@ -3425,55 +3511,37 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo1_yy = qd1*qd1;
-            const double oo2_zz = qd2*qd2;
-            mg_w_oo1_yy[mg_l] = oo1_yy;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 5 + 0];
-            const double q2 = q[(mg_i + mg_l) * 5 + 1];
-            const double q3 = q[(mg_i + mg_l) * 5 + 2];
-            const double q4 = q[(mg_i + mg_l) * 5 + 3];
-            const double q5 = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double oo1_yy = mg_w_oo1_yy[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
             const double tau4 = mg_w_tau4[mg_l];
             const double tau5 = mg_w_tau5[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double cp5_x = -0.5*s5;
             const double cse0 = (0.5)*c5;
             const double cp5_y = cse0;
@@ -3555,6 +3623,7 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double cse5 = -cp3_y;
             const double Nm3_2_x = Ic3_00 + cse5;
             const double Nm3_1_y = IJ3_01*c2 + Nm3_2_x*s2 + cse5;
+            const double oo1_yy = qd1*qd1;
             const double omega_p2_x = qd1*s2;
             const double omega_p2_y = c2*qd1;
             const double epsd2_x = omega_p2_y*qd2;
@@ -3562,6 +3631,7 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double a2_x = -c2*oo1_yy + (9.81)*s2;
             const double a2_y = (9.81)*c2 + oo1_yy*s2;
             const double oo2_xx = omega_p2_x*omega_p2_x;
+            const double oo2_zz = qd2*qd2;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_W_11 = -oo2_xx - oo2_zz;
             const double omega_p3_y = c3*omega_p2_y + qd2*s3;
@@ -3914,6 +3984,12 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bricard_forward_dynamics(q + (mg_i + mg_l) * 5, qd + (mg_i + mg_l) * 5, tau + (mg_i + mg_l) * 5, qdd + (mg_i + mg_l) * 5, multipliers + (mg_i + mg_l) * 5, reaction + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 5; ++mg_j) qdd[(mg_i + mg_l) * 5 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 5; ++mg_j) multipliers[(mg_i + mg_l) * 5 + mg_j] = mg_o_multipliers[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
@@ -3952,10 +4028,10 @@ int mechgen_bricard_inverse_dynamics(const double *restrict q, const double *res
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qdd_ind1 = qdd_ind[0];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_02 = -c2*s1;
     const double tau2_10 = -c1*s2;
@@ -3969,8 +4045,8 @@ int mechgen_bricard_inverse_dynamics(const double *restrict q, const double *res
     const double w2_z = oo1_yy*s1;
     const double eps2_x = cse1*qd1;
     const double eps2_z = -cse0*qd1;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_10 = c3*tau2_10 + s1*s3;
     const double tau3_11 = c2*c3;
     const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -4000,8 +4076,8 @@ int mechgen_bricard_inverse_dynamics(const double *restrict q, const double *res
     const double eps3_x = -cse3*omega2_z + cse4*qd1 + eps2_x;
     const double eps3_y = -cse4*omega2_x + omega2_z*qd3*tau2_00;
     const double eps3_z = -cse2*qd1 + cse3*omega2_x + eps2_z;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau2_00 - s4*tau3_20;
     const double tau4_01 = c4*s2 - s4*tau3_21;
     const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -4037,8 +4113,8 @@ int mechgen_bricard_inverse_dynamics(const double *restrict q, const double *res
     const double eps4_x = -cse6*omega3_z + cse7*omega3_y + eps3_x;
     const double eps4_y = cse5*omega3_z - cse7*omega3_x + eps3_y;
     const double eps4_z = -cse5*omega3_y + cse6*omega3_x + eps3_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
     const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -4316,87 +4392,60 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[5][8];
         double mg_o_multipliers[5][8];
         double mg_o_reaction[6][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd1[8];
         double mg_w_qd2[8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_oo1_yy[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
         double mg_w_qdd_ind1[8];
-        double mg_w_oo2_zz_2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
             mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo1_yy = qd1*qd1;
-            const double oo2_zz_2 = qd2*qd2;
-            mg_w_oo1_yy[mg_l] = oo1_yy;
-            mg_w_oo2_zz_2[mg_l] = oo2_zz_2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 5 + 0];
-            const double q2 = q[(mg_i + mg_l) * 5 + 1];
-            const double q3 = q[(mg_i + mg_l) * 5 + 2];
-            const double q4 = q[(mg_i + mg_l) * 5 + 3];
-            const double q5 = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo1_yy = mg_w_oo1_yy[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            const double oo2_zz_2 = mg_w_oo2_zz_2[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_12 = s1*s2;
+            const double oo1_yy = qd1*qd1;
             const double cse0 = qd2*s1;
             const double omega2_x = cse0;
             const double cse1 = c1*qd2;
@@ -4405,6 +4454,9 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double w2_z = oo1_yy*s1;
             const double eps2_x = cse1*qd1;
             const double eps2_z = -cse0*qd1;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_10 = c3*tau2_10 + s1*s3;
             const double tau3_11 = c2*c3;
             const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -4434,6 +4486,9 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double eps3_x = -cse3*omega2_z + cse4*qd1 + eps2_x;
             const double eps3_y = -cse4*omega2_x + omega2_z*qd3*tau2_00;
             const double eps3_z = -cse2*qd1 + cse3*omega2_x + eps2_z;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau2_00 - s4*tau3_20;
             const double tau4_01 = c4*s2 - s4*tau3_21;
             const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -4469,6 +4524,9 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double eps4_x = -cse6*omega3_z + cse7*omega3_y + eps3_x;
             const double eps4_y = cse5*omega3_z - cse7*omega3_x + eps3_y;
             const double eps4_z = -cse5*omega3_y + cse6*omega3_x + eps3_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_10 = c5*tau3_10 - s5*tau4_00;
             const double tau5_11 = c5*tau3_11 - s5*tau4_01;
             const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -4609,6 +4667,7 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double a2_x = -c2*oo1_yy + (9.81)*s2;
             const double a2_y = (9.81)*c2 + oo1_yy*s2;
             const double oo2_xx_2 = omega_p2_x*omega_p2_x;
+            const double oo2_zz_2 = qd2*qd2;
             const double oo2_xy_2 = omega_p2_x*omega_p2_y;
             const double oo2_yz_2 = cse31;
             const double oo2_W_11_2 = -oo2_xx_2 - oo2_zz_2;
@@ -4730,6 +4789,12 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bricard_inverse_dynamics(q + (mg_i + mg_l) * 5, qd + (mg_i + mg_l) * 5, qdd_ind + (mg_i + mg_l) * 1, tau_ind + (mg_i + mg_l) * 1, qdd + (mg_i + mg_l) * 5, multipliers + (mg_i + mg_l) * 5, reaction + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 5; ++mg_j) qdd[(mg_i + mg_l) * 5 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 5; ++mg_j) multipliers[(mg_i + mg_l) * 5 + mg_j] = mg_o_multipliers[mg_j][mg_l];
@@ -4768,10 +4833,10 @@ int mechgen_bricard_energy(const double *restrict q, const double *restrict qd, 
     const double qd3 = qd[2];
     const double qd4 = qd[3];
     const double qd5 = qd[4];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_02 = -c2*s1;
     const double tau2_10 = -c1*s2;
@@ -4780,8 +4845,8 @@ int mechgen_bricard_energy(const double *restrict q, const double *restrict qd, 
     const double omega2_z = c1*qd2;
     const double v2_x = -qd1*s1;
     const double v2_z = -c1*qd1;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_10 = c3*tau2_10 + s1*s3;
     const double tau3_11 = c2*c3;
     const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -4794,8 +4859,8 @@ int mechgen_bricard_energy(const double *restrict q, const double *restrict qd, 
     const double v3_x = c2*omega2_z - qd1*tau2_12 + v2_x;
     const double v3_y = omega2_x*tau2_12 - omega2_z*tau2_10;
     const double v3_z = -c2*omega2_x + qd1*tau2_10 + v2_z;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau2_00 - s4*tau3_20;
     const double tau4_01 = c4*s2 - s4*tau3_21;
     const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -4809,8 +4874,8 @@ int mechgen_bricard_energy(const double *restrict q, const double *restrict qd, 
     const double v4_x = omega3_y*tau3_22 - omega3_z*tau3_21 + v3_x;
     const double v4_y = -omega3_x*tau3_22 + omega3_z*tau3_20 + v3_y;
     const double v4_z = omega3_x*tau3_21 - omega3_y*tau3_20 + v3_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_01 = c5*tau4_01 + s5*tau3_11;
     const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -4862,64 +4927,49 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd2[8];
         double mg_w_qd1[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 5 + 0];
-            const double q2 = q[(mg_i + mg_l) * 5 + 1];
-            const double q3 = q[(mg_i + mg_l) * 5 + 2];
-            const double q4 = q[(mg_i + mg_l) * 5 + 3];
-            const double q5 = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
@@ -4928,6 +4978,9 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
             const double omega2_z = c1*qd2;
             const double v2_x = -qd1*s1;
             const double v2_z = -c1*qd1;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_10 = c3*tau2_10 + s1*s3;
             const double tau3_11 = c2*c3;
             const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -4940,6 +4993,9 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
             const double v3_x = c2*omega2_z - qd1*tau2_12 + v2_x;
             const double v3_y = omega2_x*tau2_12 - omega2_z*tau2_10;
             const double v3_z = -c2*omega2_x + qd1*tau2_10 + v2_z;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau2_00 - s4*tau3_20;
             const double tau4_01 = c4*s2 - s4*tau3_21;
             const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -4953,6 +5009,9 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
             const double v4_x = omega3_y*tau3_22 - omega3_z*tau3_21 + v3_x;
             const double v4_y = -omega3_x*tau3_22 + omega3_z*tau3_20 + v3_y;
             const double v4_z = omega3_x*tau3_21 - omega3_y*tau3_20 + v3_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s5*tau3_10;
             const double tau5_01 = c5*tau4_01 + s5*tau3_11;
             const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -4994,6 +5053,12 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
             mg_o_V[0][mg_l] = -14.715*c2 + (9.81)*r4_y + (9.81)*r5_y + (4.905)*tau3_21 - 4.905*tau4_01 + (4.905)*tau5_11;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bricard_energy(q + (mg_i + mg_l) * 5, qd + (mg_i + mg_l) * 5, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -5062,16 +5127,16 @@ int mechgen_bricard_violation(const double *restrict q, const double *restrict q
     const double qd3 = qd[2];
     const double qd4 = qd[3];
     const double qd5 = qd[4];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_02 = -c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_12 = s1*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_10 = c3*tau2_10 + s1*s3;
     const double tau3_11 = c2*c3;
     const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -5083,8 +5148,8 @@ int mechgen_bricard_violation(const double *restrict q, const double *restrict q
     const double r3_z = -s1 - tau2_12;
     const double T3_1_z = -cse0;
     const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau2_00 - s4*tau3_20;
     const double tau4_01 = c4*s2 - s4*tau3_21;
     const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -5101,8 +5166,8 @@ int mechgen_bricard_violation(const double *restrict q, const double *restrict q
     const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
     const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
     const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
     const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -5153,68 +5218,56 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd4[8];
         double mg_w_qd5[8];
         double mg_w_qd1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 5 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 5 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 5 + 0];
-            const double q2 = q[(mg_i + mg_l) * 5 + 1];
-            const double q3 = q[(mg_i + mg_l) * 5 + 2];
-            const double q4 = q[(mg_i + mg_l) * 5 + 3];
-            const double q5 = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-        }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_02 = -c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_12 = s1*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_10 = c3*tau2_10 + s1*s3;
             const double tau3_11 = c2*c3;
             const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -5226,6 +5279,9 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
             const double r3_z = -s1 - tau2_12;
             const double T3_1_z = -cse0;
             const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau2_00 - s4*tau3_20;
             const double tau4_01 = c4*s2 - s4*tau3_21;
             const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -5242,6 +5298,9 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
             const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
             const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
             const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_10 = c5*tau3_10 - s5*tau4_00;
             const double tau5_11 = c5*tau3_11 - s5*tau4_01;
             const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -5282,6 +5341,12 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
             mg_o_velocity[0][mg_l] = sqrt((-J6_f1_T2_y*qd2 - J6_f1_T3_y*qd3 - J6_f1_T4_y*qd4 - J6_f1_T5_y*qd5)*(-J6_f1_T2_y*qd2 - J6_f1_T3_y*qd3 - J6_f1_T4_y*qd4 - J6_f1_T5_y*qd5) + (-c1*qd2*tau4_21 + qd1*tau4_22 + qd3*(s2*tau4_22 - tau2_02*tau4_21) + qd4*(tau3_11*tau4_22 - tau3_12*tau4_21))*(-c1*qd2*tau4_21 + qd1*tau4_22 + qd3*(s2*tau4_22 - tau2_02*tau4_21) + qd4*(tau3_11*tau4_22 - tau3_12*tau4_21)) + (-J6_f1_T1_z*qd1 - J6_f1_T2_z*qd2 - J6_f1_T3_z*qd3 - J6_f1_T4_z*qd4 - J6_f1_T5_z*qd5)*(-J6_f1_T1_z*qd1 - J6_f1_T2_z*qd2 - J6_f1_T3_z*qd3 - J6_f1_T4_z*qd4 - J6_f1_T5_z*qd5) + (-J6_f1_T2_x*qd2 - J6_f1_T3_x*qd3 - J6_f1_T4_x*qd4 - J6_f1_T5_x*qd5 - J6_f1_o_z*qd1)*(-J6_f1_T2_x*qd2 - J6_f1_T3_x*qd3 - J6_f1_T4_x*qd4 - J6_f1_T5_x*qd5 - J6_f1_o_z*qd1) + (-cse1*qd2 + cse2*qd3 + cse3*qd4 + cse4*qd5 + qd1*tau5_12)*(-cse1*qd2 + cse2*qd3 + cse3*qd4 + cse4*qd5 + qd1*tau5_12));
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_bricard_violation(q + (mg_i + mg_l) * 5, qd + (mg_i + mg_l) * 5, position + (mg_i + mg_l) * 1, velocity + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];

@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "double_fourbar.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* closure: Constraint rows phi(q) (zero when the loops are closed), their Jacobian G = d phi/dq
  * (columns: Pavlov's joint screws) and the orientation checks.
  * ops: 20 adds, 8 muls, 10 trig (38 total) */
@@ -16,22 +134,22 @@ int mechgen_double_fourbar_closure(const double *restrict q, double *restrict ph
     const double q4 = q[3];
     const double q5 = q[4];
     const double cse0 = q1 - 1.5707963267948966;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double cse4 = q5 + 1.5707963267948966;
-    const double c5 = cos(cse4);
-    const double s5 = sin(cse4);
+    double s5, c5;
+    mg_sincos(cse4, &s5, &c5);
     const double tau5_00 = c2*c5 - s2*s5;
     const double tau5_01 = c2*s5 + c5*s2;
     const double r5_x = 1.0 - s2;
@@ -87,6 +205,7 @@ int64_t mechgen_double_fourbar_closure_batch(int64_t n, const double *q, double 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_phi[4][8];
         double mg_o_G[20][8];
         double mg_o_orientation[2][8];
@@ -95,21 +214,6 @@ int64_t mechgen_double_fourbar_closure_batch(int64_t n, const double *q, double 
         double mg_w_q3[8];
         double mg_w_q4[8];
         double mg_w_q5[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse4[8];
-        double mg_w_c3[8];
-        double mg_w_c4[8];
-        double mg_w_s3[8];
-        double mg_w_s4[8];
-        double mg_w_c2[8];
-        double mg_w_c5[8];
-        double mg_w_s2[8];
-        double mg_w_s5[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
@@ -125,47 +229,27 @@ int64_t mechgen_double_fourbar_closure_batch(int64_t n, const double *q, double 
             const double q4 = mg_w_q4[mg_l];
             const double q5 = mg_w_q5[mg_l];
             const double cse0 = q1 - 1.5707963267948966;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cse1 = q2 - 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double cse2 = q3 - 1.5707963267948966;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = q4 + 1.5707963267948966;
-            const double cse4 = q5 + 1.5707963267948966;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse4[mg_l] = cse4;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double cse4 = mg_w_cse4[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(cse4);
-            mg_w_s5[mg_l] = sin(cse4);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c3 = mg_w_c3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
+            const double cse4 = q5 + 1.5707963267948966;
+            double s5, c5;
+            mg_sincos_poly(cse4, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double tau5_00 = c2*c5 - s2*s5;
             const double tau5_01 = c2*s5 + c5*s2;
             const double r5_x = 1.0 - s2;
@@ -211,6 +295,12 @@ int64_t mechgen_double_fourbar_closure_batch(int64_t n, const double *q, double 
             mg_o_orientation[1][mg_l] = 1.0;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_fourbar_closure(q + (mg_i + mg_l) * 5, phi + (mg_i + mg_l) * 4, G + (mg_i + mg_l) * 20, orientation + (mg_i + mg_l) * 2);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 4; ++mg_j) phi[(mg_i + mg_l) * 4 + mg_j] = mg_o_phi[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 20; ++mg_j) G[(mg_i + mg_l) * 20 + mg_j] = mg_o_G[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 2; ++mg_j) orientation[(mg_i + mg_l) * 2 + mg_j] = mg_o_orientation[mg_j][mg_l];
@@ -239,22 +329,22 @@ int mechgen_double_fourbar_newton_step(const double *restrict q, double *restric
     const double q4 = q[3];
     const double q5 = q[4];
     const double cse0 = q1 - 1.5707963267948966;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double cse4 = q5 + 1.5707963267948966;
-    const double c5 = cos(cse4);
-    const double s5 = sin(cse4);
+    double s5, c5;
+    mg_sincos(cse4, &s5, &c5);
     const double tau5_00 = c2*c5 - s2*s5;
     const double tau5_01 = c2*s5 + c5*s2;
     const double r5_x = 1.0 - s2;
@@ -318,6 +408,7 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_q_next[5][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
@@ -327,21 +418,6 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
         double mg_w_q3[8];
         double mg_w_q4[8];
         double mg_w_q5[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse4[8];
-        double mg_w_c3[8];
-        double mg_w_c4[8];
-        double mg_w_s3[8];
-        double mg_w_s4[8];
-        double mg_w_c2[8];
-        double mg_w_c5[8];
-        double mg_w_s2[8];
-        double mg_w_s5[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
@@ -351,59 +427,34 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
             const double q5 = mg_w_q5[mg_l];
             const double cse0 = q1 - 1.5707963267948966;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cse1 = q2 - 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double cse2 = q3 - 1.5707963267948966;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = q4 + 1.5707963267948966;
-            const double cse4 = q5 + 1.5707963267948966;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse4[mg_l] = cse4;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double cse4 = mg_w_cse4[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(cse4);
-            mg_w_s5[mg_l] = sin(cse4);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
-            const double q5 = mg_w_q5[mg_l];
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
+            const double cse4 = q5 + 1.5707963267948966;
+            double s5, c5;
+            mg_sincos_poly(cse4, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double tau5_00 = c2*c5 - s2*s5;
             const double tau5_01 = c2*s5 + c5*s2;
             const double r5_x = 1.0 - s2;
@@ -452,6 +503,12 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_fourbar_newton_step(q + (mg_i + mg_l) * 5, q_next + (mg_i + mg_l) * 5, error + (mg_i + mg_l) * 1, branch + (mg_i + mg_l) * 1, orientation + (mg_i + mg_l) * 2);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 5; ++mg_j) q_next[(mg_i + mg_l) * 5 + mg_j] = mg_o_q_next[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
@@ -488,22 +545,22 @@ int mechgen_double_fourbar_velocity(const double *restrict q, const double *rest
     const double q5 = q[4];
     const double qd_ind1 = qd_ind[0];
     const double cse0 = q1 - 1.5707963267948966;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double cse4 = q5 + 1.5707963267948966;
-    const double c5 = cos(cse4);
-    const double s5 = sin(cse4);
+    double s5, c5;
+    mg_sincos(cse4, &s5, &c5);
     const double tau5_00 = c2*c5 - s2*s5;
     const double tau5_01 = c2*s5 + c5*s2;
     const double B1_left_f1_o_x = -s3 + tau4_00;
@@ -562,6 +619,7 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qd[5][8];
         double mg_o_H[5][8];
         double mg_w_q1[8];
@@ -569,21 +627,6 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
         double mg_w_q3[8];
         double mg_w_q4[8];
         double mg_w_q5[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse4[8];
-        double mg_w_c3[8];
-        double mg_w_c4[8];
-        double mg_w_s3[8];
-        double mg_w_s4[8];
-        double mg_w_c2[8];
-        double mg_w_c5[8];
-        double mg_w_s2[8];
-        double mg_w_s5[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
         double mg_w_qd_ind1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
@@ -595,55 +638,35 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
             const double q5 = mg_w_q5[mg_l];
-            const double cse0 = q1 - 1.5707963267948966;
-            const double cse1 = q2 - 1.5707963267948966;
-            const double cse2 = q3 - 1.5707963267948966;
-            const double cse3 = q4 + 1.5707963267948966;
-            const double cse4 = q5 + 1.5707963267948966;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse4[mg_l] = cse4;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double cse4 = mg_w_cse4[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(cse4);
-            mg_w_s5[mg_l] = sin(cse4);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
             const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            const double cse0 = q1 - 1.5707963267948966;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 1.5707963267948966;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 + 1.5707963267948966;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
+            const double cse4 = q5 + 1.5707963267948966;
+            double s5, c5;
+            mg_sincos_poly(cse4, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double tau5_00 = c2*c5 - s2*s5;
             const double tau5_01 = c2*s5 + c5*s2;
             const double B1_left_f1_o_x = -s3 + tau4_00;
@@ -689,6 +712,12 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_fourbar_velocity(q + (mg_i + mg_l) * 5, qd_ind + (mg_i + mg_l) * 1, qd + (mg_i + mg_l) * 5, H + (mg_i + mg_l) * 5);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 5; ++mg_j) qd[(mg_i + mg_l) * 5 + mg_j] = mg_o_qd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 5; ++mg_j) H[(mg_i + mg_l) * 5 + mg_j] = mg_o_H[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -729,17 +758,17 @@ int mechgen_double_fourbar_kinematics(const double *restrict q, const double *re
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double cse0 = q1 - 1.5707963267948966;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double tau4_00 = c3*c4 - s3*s4;
     const double cse4 = c3*s4 + c4*s3;
     const double tau4_01 = cse4;
@@ -752,8 +781,8 @@ int mechgen_double_fourbar_kinematics(const double *restrict q, const double *re
     const double w4_x = oo3_zz*s3;
     const double w4_y = -c3*oo3_zz;
     const double cse6 = q5 + 1.5707963267948966;
-    const double c5 = cos(cse6);
-    const double s5 = sin(cse6);
+    double s5, c5;
+    mg_sincos(cse6, &s5, &c5);
     const double tau5_00 = c2*c5 - s2*s5;
     const double cse7 = c2*s5 + c5*s2;
     const double tau5_01 = cse7;
@@ -998,6 +1027,7 @@ int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, cons
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[24][8];
         double mg_o_v[24][8];
         double mg_o_a[24][8];
@@ -1013,38 +1043,12 @@ int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, cons
         double mg_w_q5[8];
         double mg_w_qd2[8];
         double mg_w_qd5[8];
-        double mg_w_qd1[8];
         double mg_w_qdd3[8];
-        double mg_w_qdd4[8];
         double mg_w_qdd2[8];
-        double mg_w_qdd5[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse6[8];
-        double mg_w_c3[8];
-        double mg_w_c4[8];
-        double mg_w_s3[8];
-        double mg_w_s4[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_c2[8];
-        double mg_w_c5[8];
-        double mg_w_s2[8];
-        double mg_w_s5[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_cse5[8];
-        double mg_w_cse8[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_cse9[8];
+        double mg_w_qd1[8];
         double mg_w_qdd1[8];
-        double mg_w_omega4_z[8];
-        double mg_w_cse12[8];
-        double mg_w_omega5_z[8];
-        double mg_w_cse15[8];
-        double mg_w_coupler1_alphaz[8];
-        double mg_w_coupler2_alphaz[8];
+        double mg_w_qdd4[8];
+        double mg_w_qdd5[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
@@ -1055,12 +1059,12 @@ int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, cons
             mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 5 + 1];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 5 + 4];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
             mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 5 + 2];
-            mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 5 + 3];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 5 + 1];
-            mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 5 + 4];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 5 + 0];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 5 + 0];
+            mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 5 + 3];
+            mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 5 + 4];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -1073,105 +1077,51 @@ int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, cons
             const double q5 = mg_w_q5[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
-            const double qdd4 = mg_w_qdd4[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double qdd1 = mg_w_qdd1[mg_l];
+            const double qdd4 = mg_w_qdd4[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
             const double cse0 = q1 - 1.5707963267948966;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cse1 = q2 - 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double cse2 = q3 - 1.5707963267948966;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = q4 + 1.5707963267948966;
-            const double cse5 = qd3*qd3;
-            const double oo3_zz = cse5;
-            const double omega4_z = qd3 + qd4;
-            const double cse6 = q5 + 1.5707963267948966;
-            const double cse8 = qd2*qd2;
-            const double oo4_zz = cse8;
-            const double omega5_z = qd2 + qd5;
-            const double cse9 = qd1*qd1;
-            const double cse12 = omega4_z*omega4_z;
-            const double cse15 = omega5_z*omega5_z;
-            const double coupler1_alphaz = qdd3 + qdd4;
-            const double coupler2_alphaz = qdd2 + qdd5;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_cse6[mg_l] = cse6;
-            mg_w_cse8[mg_l] = cse8;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-            mg_w_omega5_z[mg_l] = omega5_z;
-            mg_w_cse9[mg_l] = cse9;
-            mg_w_cse12[mg_l] = cse12;
-            mg_w_cse15[mg_l] = cse15;
-            mg_w_coupler1_alphaz[mg_l] = coupler1_alphaz;
-            mg_w_coupler2_alphaz[mg_l] = coupler2_alphaz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double cse6 = mg_w_cse6[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(cse6);
-            mg_w_s5[mg_l] = sin(cse6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c3 = mg_w_c3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double cse8 = mg_w_cse8[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double cse9 = mg_w_cse9[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
-            const double cse12 = mg_w_cse12[mg_l];
-            const double qdd4 = mg_w_qdd4[mg_l];
-            const double omega5_z = mg_w_omega5_z[mg_l];
-            const double cse15 = mg_w_cse15[mg_l];
-            const double qdd5 = mg_w_qdd5[mg_l];
-            const double coupler1_alphaz = mg_w_coupler1_alphaz[mg_l];
-            const double coupler2_alphaz = mg_w_coupler2_alphaz[mg_l];
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double cse4 = c3*s4 + c4*s3;
             const double tau4_01 = cse4;
             const double tau4_10 = -cse4;
+            const double cse5 = qd3*qd3;
+            const double oo3_zz = cse5;
+            const double omega4_z = qd3 + qd4;
             const double v4_x = -c3*qd3;
             const double v4_y = -qd3*s3;
             const double w4_x = oo3_zz*s3;
             const double w4_y = -c3*oo3_zz;
+            const double cse6 = q5 + 1.5707963267948966;
+            double s5, c5;
+            mg_sincos_poly(cse6, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse6);
             const double tau5_00 = c2*c5 - s2*s5;
             const double cse7 = c2*s5 + c5*s2;
             const double tau5_01 = cse7;
             const double tau5_10 = -cse7;
             const double r5_x = 1.0 - s2;
+            const double cse8 = qd2*qd2;
+            const double oo4_zz = cse8;
+            const double omega5_z = qd2 + qd5;
             const double v5_x = -c2*qd2;
             const double v5_y = -qd2*s2;
             const double w5_x = oo4_zz*s2;
@@ -1187,6 +1137,7 @@ int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, cons
             const double B2_o_x = 2.0 - s1;
             const double B2_v_x = -c1*qd1;
             const double B2_v_y = -qd1*s1;
+            const double cse9 = qd1*qd1;
             const double B2_abias_x = cse9*s1;
             const double B2_abias_y = -c1*cse9;
             const double B2_ax = B2_abias_x - c1*qdd1;
@@ -1226,6 +1177,7 @@ int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, cons
             const double coupler1_T3_x = -cse11;
             const double coupler1_v_x = -coupler1_d_y*omega4_z + v4_x;
             const double coupler1_v_y = coupler1_d_x*omega4_z + v4_y;
+            const double cse12 = omega4_z*omega4_z;
             const double coupler1_abias_x = -coupler1_d_x*cse12 + w4_x;
             const double coupler1_abias_y = -coupler1_d_y*cse12 + w4_y;
             const double coupler1_ax = coupler1_T3_x*qdd3 + coupler1_abias_x - coupler1_d_y*qdd4;
@@ -1240,10 +1192,13 @@ int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, cons
             const double coupler2_T2_y = coupler2_d_x + cse14;
             const double coupler2_v_x = -coupler2_d_y*omega5_z + v5_x;
             const double coupler2_v_y = coupler2_d_x*omega5_z + v5_y;
+            const double cse15 = omega5_z*omega5_z;
             const double coupler2_abias_x = -coupler2_d_x*cse15 + w5_x;
             const double coupler2_abias_y = -coupler2_d_y*cse15 + w5_y;
             const double coupler2_ax = coupler2_T2_x*qdd2 + coupler2_abias_x - coupler2_d_y*qdd5;
             const double coupler2_ay = coupler2_T2_y*qdd2 + coupler2_abias_y + coupler2_d_x*qdd5;
+            const double coupler1_alphaz = qdd3 + qdd4;
+            const double coupler2_alphaz = qdd2 + qdd5;
             mg_o_r[0][mg_l] = cse10;
             mg_o_r[1][mg_l] = c3;
             mg_o_r[2][mg_l] = 0.0;
@@ -1393,6 +1348,12 @@ int64_t mechgen_double_fourbar_kinematics_batch(int64_t n, const double *q, cons
             mg_o_alpha[14][mg_l] = coupler2_alphaz;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_fourbar_kinematics(q + (mg_i + mg_l) * 5, qd + (mg_i + mg_l) * 5, qdd + (mg_i + mg_l) * 5, r + (mg_i + mg_l) * 24, v + (mg_i + mg_l) * 24, a + (mg_i + mg_l) * 24, R + (mg_i + mg_l) * 45, omega + (mg_i + mg_l) * 15, alpha + (mg_i + mg_l) * 15);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 24; ++mg_j) r[(mg_i + mg_l) * 24 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 24; ++mg_j) v[(mg_i + mg_l) * 24 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 24; ++mg_j) a[(mg_i + mg_l) * 24 + mg_j] = mg_o_a[mg_j][mg_l];
@@ -1417,8 +1378,8 @@ int mechgen_double_fourbar_mass_matrix(const double *restrict q, double *restric
 {
     const double q4 = q[3];
     const double q5 = q[4];
-    const double s4 = sin(q4 + 1.5707963267948966);
-    const double s5 = sin(q5 + 1.5707963267948966);
+    const double s4 = mg_sin(q4 + 1.5707963267948966);
+    const double s5 = mg_sin(q5 + 1.5707963267948966);
     const double cse0 = (0.5)*s5;
     const double cp5_y = cse0;
     const double cse1 = (0.5)*s4;
@@ -1466,19 +1427,22 @@ int64_t mechgen_double_fourbar_mass_matrix_batch(int64_t n, const double *q, dou
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_M[25][8];
-        double mg_w_s5[8];
-        double mg_w_s4[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q4 = q[(mg_i + mg_l) * 5 + 3];
-            const double q5 = q[(mg_i + mg_l) * 5 + 4];
-            mg_w_s4[mg_l] = sin(q4 + 1.5707963267948966);
-            mg_w_s5[mg_l] = sin(q5 + 1.5707963267948966);
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 5 + 4];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s5 = mg_w_s5[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double s4 = mg_sin_poly(q4 + 1.5707963267948966);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4 + 1.5707963267948966);
+            const double s5 = mg_sin_poly(q5 + 1.5707963267948966);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5 + 1.5707963267948966);
             const double cse0 = (0.5)*s5;
             const double cp5_y = cse0;
             const double cse1 = (0.5)*s4;
@@ -1516,6 +1480,12 @@ int64_t mechgen_double_fourbar_mass_matrix_batch(int64_t n, const double *q, dou
             mg_o_M[24][mg_l] = 0.3333333333333333;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_fourbar_mass_matrix(q + (mg_i + mg_l) * 5, M + (mg_i + mg_l) * 25);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 25; ++mg_j) M[(mg_i + mg_l) * 25 + mg_j] = mg_o_M[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -1550,20 +1520,20 @@ int mechgen_double_fourbar_bias(const double *restrict q, const double *restrict
     const double tau4 = tau[3];
     const double tau5 = tau[4];
     const double cse0 = q1 - 1.5707963267948966;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double cse4 = q5 + 1.5707963267948966;
-    const double c5 = cos(cse4);
-    const double s5 = sin(cse4);
+    double s5, c5;
+    mg_sincos(cse4, &s5, &c5);
     const double a1_x = (9.81)*s1;
     const double a2_x = (9.81)*s2;
     const double a2_y = (9.81)*c2;
@@ -1636,6 +1606,7 @@ int64_t mechgen_double_fourbar_bias_batch(int64_t n, const double *q, const doub
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[5][8];
         double mg_o_gamma[4][8];
         double mg_w_q1[8];
@@ -1648,29 +1619,6 @@ int64_t mechgen_double_fourbar_bias_batch(int64_t n, const double *q, const doub
         double mg_w_qd4[8];
         double mg_w_qd5[8];
         double mg_w_qd1[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse4[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_s3[8];
-        double mg_w_c3[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_oo5_zz[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_cse7[8];
-        double mg_w_cse5[8];
-        double mg_w_cse9[8];
-        double mg_w_cse10[8];
-        double mg_w_c1[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
@@ -1705,88 +1653,51 @@ int64_t mechgen_double_fourbar_bias_batch(int64_t n, const double *q, const doub
             const double qd4 = mg_w_qd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double cse0 = q1 - 1.5707963267948966;
-            const double cse1 = q2 - 1.5707963267948966;
-            const double cse2 = q3 - 1.5707963267948966;
-            const double cse3 = q4 + 1.5707963267948966;
-            const double cse4 = q5 + 1.5707963267948966;
-            const double cse5 = qd2*qd2;
-            const double oo2_zz = cse5;
-            const double oo3_zz = qd3*qd3;
-            const double omega4_z = qd3 + qd4;
-            const double cse7 = omega4_z*omega4_z;
-            const double oo4_zz = cse7;
-            const double omega5_z = qd2 + qd5;
-            const double cse9 = omega5_z*omega5_z;
-            const double oo5_zz = cse9;
-            const double cse10 = qd1*qd1;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse4[mg_l] = cse4;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_cse7[mg_l] = cse7;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-            mg_w_cse9[mg_l] = cse9;
-            mg_w_oo5_zz[mg_l] = oo5_zz;
-            mg_w_cse10[mg_l] = cse10;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double cse4 = mg_w_cse4[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(cse4);
-            mg_w_s5[mg_l] = sin(cse4);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double oo5_zz = mg_w_oo5_zz[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double cse9 = mg_w_cse9[mg_l];
-            const double cse10 = mg_w_cse10[mg_l];
-            const double c1 = mg_w_c1[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
             const double tau4 = mg_w_tau4[mg_l];
             const double tau5 = mg_w_tau5[mg_l];
+            const double cse0 = q1 - 1.5707963267948966;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 1.5707963267948966;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 + 1.5707963267948966;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            const double cse4 = q5 + 1.5707963267948966;
+            double s5, c5;
+            mg_sincos_poly(cse4, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double a1_x = (9.81)*s1;
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
+            const double cse5 = qd2*qd2;
+            const double oo2_zz = cse5;
             const double a3_x = (9.81)*s3;
             const double a3_y = (9.81)*c3;
+            const double oo3_zz = qd3*qd3;
+            const double omega4_z = qd3 + qd4;
             const double cse6 = a3_y - oo3_zz;
             const double a4_x = a3_x*c4 + cse6*s4;
             const double a4_y = -a3_x*s4 + c4*cse6;
+            const double cse7 = omega4_z*omega4_z;
+            const double oo4_zz = cse7;
+            const double omega5_z = qd2 + qd5;
             const double cse8 = a2_y - oo2_zz;
             const double a5_x = a2_x*c5 + cse8*s5;
             const double a5_y = -a2_x*s5 + c5*cse8;
+            const double cse9 = omega5_z*omega5_z;
+            const double oo5_zz = cse9;
             const double F5_x = a5_x - 0.5*oo5_zz;
             const double N5_z = (0.5)*a5_y;
             const double F4_x = a4_x - 0.5*oo4_zz;
@@ -1810,6 +1721,7 @@ int64_t mechgen_double_fourbar_bias_batch(int64_t n, const double *q, const doub
             const double B1_left_f2_abias_y = -c2*cse5;
             const double B2_f1_abias_x = -cse9*tau5_00 + w5_x;
             const double B2_f1_abias_y = -cse9*tau5_01 + w5_y;
+            const double cse10 = qd1*qd1;
             const double B2_f2_abias_x = cse10*s1;
             const double B2_f2_abias_y = -c1*cse10;
             const double b1 = -N1_z + tau1;
@@ -1828,6 +1740,12 @@ int64_t mechgen_double_fourbar_bias_batch(int64_t n, const double *q, const doub
             mg_o_gamma[3][mg_l] = B2_f1_abias_y - B2_f2_abias_y;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_fourbar_bias(q + (mg_i + mg_l) * 5, qd + (mg_i + mg_l) * 5, tau + (mg_i + mg_l) * 5, b + (mg_i + mg_l) * 5, gamma + (mg_i + mg_l) * 4);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 5; ++mg_j) b[(mg_i + mg_l) * 5 + mg_j] = mg_o_b[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 4; ++mg_j) gamma[(mg_i + mg_l) * 4 + mg_j] = mg_o_gamma[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1864,20 +1782,20 @@ int mechgen_double_fourbar_forward_dynamics(const double *restrict q, const doub
     const double tau4 = tau[3];
     const double tau5 = tau[4];
     const double cse0 = q1 - 1.5707963267948966;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double cse4 = q5 + 1.5707963267948966;
-    const double c5 = cos(cse4);
-    const double s5 = sin(cse4);
+    double s5, c5;
+    mg_sincos(cse4, &s5, &c5);
     const double cse5 = (0.5)*s5;
     const double cp5_y = cse5;
     const double cse6 = (0.5)*s4;
@@ -2044,6 +1962,7 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[5][8];
         double mg_o_multipliers[4][8];
         double mg_o_reaction[12][8];
@@ -2057,29 +1976,6 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
         double mg_w_qd4[8];
         double mg_w_qd5[8];
         double mg_w_qd1[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse4[8];
-        double mg_w_s5[8];
-        double mg_w_s4[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_s3[8];
-        double mg_w_c3[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_c4[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_c5[8];
-        double mg_w_oo5_zz[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_cse9[8];
-        double mg_w_cse7[8];
-        double mg_w_cse11[8];
-        double mg_w_cse12[8];
-        double mg_w_c1[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
@@ -2104,6 +2000,7 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
@@ -2114,78 +2011,31 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double qd4 = mg_w_qd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double cse0 = q1 - 1.5707963267948966;
-            const double cse1 = q2 - 1.5707963267948966;
-            const double cse2 = q3 - 1.5707963267948966;
-            const double cse3 = q4 + 1.5707963267948966;
-            const double cse4 = q5 + 1.5707963267948966;
-            const double cse7 = qd2*qd2;
-            const double oo2_zz = cse7;
-            const double oo3_zz = qd3*qd3;
-            const double omega4_z = qd3 + qd4;
-            const double cse9 = omega4_z*omega4_z;
-            const double oo4_zz = cse9;
-            const double omega5_z = qd2 + qd5;
-            const double cse11 = omega5_z*omega5_z;
-            const double oo5_zz = cse11;
-            const double cse12 = qd1*qd1;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse4[mg_l] = cse4;
-            mg_w_cse7[mg_l] = cse7;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_cse9[mg_l] = cse9;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-            mg_w_cse11[mg_l] = cse11;
-            mg_w_oo5_zz[mg_l] = oo5_zz;
-            mg_w_cse12[mg_l] = cse12;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double cse4 = mg_w_cse4[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(cse4);
-            mg_w_s5[mg_l] = sin(cse4);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double oo5_zz = mg_w_oo5_zz[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double cse9 = mg_w_cse9[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            const double cse11 = mg_w_cse11[mg_l];
-            const double cse12 = mg_w_cse12[mg_l];
-            const double c1 = mg_w_c1[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
             const double tau4 = mg_w_tau4[mg_l];
             const double tau5 = mg_w_tau5[mg_l];
+            const double cse0 = q1 - 1.5707963267948966;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 1.5707963267948966;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 + 1.5707963267948966;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            const double cse4 = q5 + 1.5707963267948966;
+            double s5, c5;
+            mg_sincos_poly(cse4, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double cse5 = (0.5)*s5;
             const double cp5_y = cse5;
             const double cse6 = (0.5)*s4;
@@ -2199,14 +2049,23 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double a1_x = (9.81)*s1;
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
+            const double cse7 = qd2*qd2;
+            const double oo2_zz = cse7;
             const double a3_x = (9.81)*s3;
             const double a3_y = (9.81)*c3;
+            const double oo3_zz = qd3*qd3;
+            const double omega4_z = qd3 + qd4;
             const double cse8 = a3_y - oo3_zz;
             const double a4_x = a3_x*c4 + cse8*s4;
             const double a4_y = -a3_x*s4 + c4*cse8;
+            const double cse9 = omega4_z*omega4_z;
+            const double oo4_zz = cse9;
+            const double omega5_z = qd2 + qd5;
             const double cse10 = a2_y - oo2_zz;
             const double a5_x = a2_x*c5 + cse10*s5;
             const double a5_y = -a2_x*s5 + c5*cse10;
+            const double cse11 = omega5_z*omega5_z;
+            const double oo5_zz = cse11;
             const double F5_x = a5_x - 0.5*oo5_zz;
             const double N5_z = (0.5)*a5_y;
             const double F4_x = a4_x - 0.5*oo4_zz;
@@ -2234,6 +2093,7 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double B2_f1_T2_y = -s2 + tau5_00;
             const double B2_f1_abias_x = -cse11*tau5_00 + w5_x;
             const double B2_f1_abias_y = -cse11*tau5_01 + w5_y;
+            const double cse12 = qd1*qd1;
             const double B2_f2_abias_x = cse12*s1;
             const double B2_f2_abias_y = -c1*cse12;
             mg_s = (mg_s == 0 && !isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
@@ -2328,6 +2188,12 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_fourbar_forward_dynamics(q + (mg_i + mg_l) * 5, qd + (mg_i + mg_l) * 5, tau + (mg_i + mg_l) * 5, qdd + (mg_i + mg_l) * 5, multipliers + (mg_i + mg_l) * 4, reaction + (mg_i + mg_l) * 12);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 5; ++mg_j) qdd[(mg_i + mg_l) * 5 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = mg_o_multipliers[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 12; ++mg_j) reaction[(mg_i + mg_l) * 12 + mg_j] = mg_o_reaction[mg_j][mg_l];
@@ -2367,17 +2233,17 @@ int mechgen_double_fourbar_inverse_dynamics(const double *restrict q, const doub
     const double qd5 = qd[4];
     const double qdd_ind1 = qdd_ind[0];
     const double cse0 = q1 - 1.5707963267948966;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double oo3_zz = qd3*qd3;
@@ -2385,8 +2251,8 @@ int mechgen_double_fourbar_inverse_dynamics(const double *restrict q, const doub
     const double w4_x = oo3_zz*s3;
     const double w4_y = -c3*oo3_zz;
     const double cse4 = q5 + 1.5707963267948966;
-    const double c5 = cos(cse4);
-    const double s5 = sin(cse4);
+    double s5, c5;
+    mg_sincos(cse4, &s5, &c5);
     const double tau5_00 = c2*c5 - s2*s5;
     const double tau5_01 = c2*s5 + c5*s2;
     const double cse5 = qd2*qd2;
@@ -2520,6 +2386,7 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[5][8];
         double mg_o_multipliers[4][8];
@@ -2534,30 +2401,7 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
         double mg_w_qd2[8];
         double mg_w_qd5[8];
         double mg_w_qd1[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse4[8];
-        double mg_w_c3[8];
-        double mg_w_c4[8];
-        double mg_w_s3[8];
-        double mg_w_s4[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_c2[8];
-        double mg_w_c5[8];
-        double mg_w_s2[8];
-        double mg_w_s5[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_cse6[8];
-        double mg_w_cse5[8];
-        double mg_w_cse7[8];
-        double mg_w_cse8[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
         double mg_w_qdd_ind1[8];
-        double mg_w_oo5_zz[8];
-        double mg_w_oo4_zz_2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
@@ -2573,6 +2417,7 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
@@ -2583,92 +2428,53 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
             const double qd2 = mg_w_qd2[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
+            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
             const double cse0 = q1 - 1.5707963267948966;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cse1 = q2 - 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double cse2 = q3 - 1.5707963267948966;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = q4 + 1.5707963267948966;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
+            const double tau4_00 = c3*c4 - s3*s4;
+            const double tau4_01 = c3*s4 + c4*s3;
             const double oo3_zz = qd3*qd3;
             const double omega4_z = qd3 + qd4;
+            const double w4_x = oo3_zz*s3;
+            const double w4_y = -c3*oo3_zz;
             const double cse4 = q5 + 1.5707963267948966;
+            double s5, c5;
+            mg_sincos_poly(cse4, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
+            const double tau5_00 = c2*c5 - s2*s5;
+            const double tau5_01 = c2*s5 + c5*s2;
             const double cse5 = qd2*qd2;
             const double oo4_zz = cse5;
             const double omega5_z = qd2 + qd5;
-            const double cse6 = omega4_z*omega4_z;
-            const double cse7 = omega5_z*omega5_z;
-            const double cse8 = qd1*qd1;
-            const double oo4_zz_2 = cse6;
-            const double oo5_zz = cse7;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_cse4[mg_l] = cse4;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-            mg_w_cse6[mg_l] = cse6;
-            mg_w_cse7[mg_l] = cse7;
-            mg_w_cse8[mg_l] = cse8;
-            mg_w_oo4_zz_2[mg_l] = oo4_zz_2;
-            mg_w_oo5_zz[mg_l] = oo5_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double cse4 = mg_w_cse4[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(cse4);
-            mg_w_s5[mg_l] = sin(cse4);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double cse6 = mg_w_cse6[mg_l];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            const double cse8 = mg_w_cse8[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            const double oo5_zz = mg_w_oo5_zz[mg_l];
-            const double oo4_zz_2 = mg_w_oo4_zz_2[mg_l];
-            const double tau4_00 = c3*c4 - s3*s4;
-            const double tau4_01 = c3*s4 + c4*s3;
-            const double w4_x = oo3_zz*s3;
-            const double w4_y = -c3*oo3_zz;
-            const double tau5_00 = c2*c5 - s2*s5;
-            const double tau5_01 = c2*s5 + c5*s2;
             const double w5_x = oo4_zz*s2;
             const double w5_y = -c2*oo4_zz;
             const double B1_left_f1_o_x = -s3 + tau4_00;
             const double B1_left_f1_T3_x = -c3 - tau4_01;
+            const double cse6 = omega4_z*omega4_z;
             const double B1_left_f1_abias_x = -cse6*tau4_00 + w4_x;
             const double B1_left_f1_abias_y = -cse6*tau4_01 + w4_y;
             const double B1_left_f2_abias_x = cse5*s2;
             const double B1_left_f2_abias_y = -c2*cse5;
             const double B2_f1_T2_x = -c2 - tau5_01;
             const double B2_f1_T2_y = -s2 + tau5_00;
+            const double cse7 = omega5_z*omega5_z;
             const double B2_f1_abias_x = -cse7*tau5_00 + w5_x;
             const double B2_f1_abias_y = -cse7*tau5_01 + w5_y;
+            const double cse8 = qd1*qd1;
             const double B2_f2_abias_x = cse8*s1;
             const double B2_f2_abias_y = -c1*cse8;
             mg_s = (mg_s == 0 && !isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
@@ -2716,11 +2522,13 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
             const double cse11 = a3_y - oo3_zz;
             const double a4_x = c4*cse10 + cse11*s4;
             const double a4_y = c4*cse11 - cse10*s4;
+            const double oo4_zz_2 = cse6;
             const double epsd5_z = qdd_dep2 + qdd_dep4;
             const double cse12 = a2_x - qdd_dep2;
             const double cse13 = a2_y - oo4_zz;
             const double a5_x = c5*cse12 + cse13*s5;
             const double a5_y = c5*cse13 - cse12*s5;
+            const double oo5_zz = cse7;
             const double F5_x = a5_x - 0.5*oo5_zz;
             const double F5_y = a5_y + (0.5)*epsd5_z;
             const double N5_z = (0.5)*a5_y + (0.3333333333333333)*epsd5_z;
@@ -2765,6 +2573,12 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_fourbar_inverse_dynamics(q + (mg_i + mg_l) * 5, qd + (mg_i + mg_l) * 5, qdd_ind + (mg_i + mg_l) * 1, tau_ind + (mg_i + mg_l) * 1, qdd + (mg_i + mg_l) * 5, multipliers + (mg_i + mg_l) * 4, reaction + (mg_i + mg_l) * 12);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 5; ++mg_j) qdd[(mg_i + mg_l) * 5 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = mg_o_multipliers[mg_j][mg_l];
@@ -2803,16 +2617,16 @@ int mechgen_double_fourbar_energy(const double *restrict q, const double *restri
     const double qd3 = qd[2];
     const double qd4 = qd[3];
     const double qd5 = qd[4];
-    const double c1 = cos(q1 - 1.5707963267948966);
+    const double c1 = mg_cos(q1 - 1.5707963267948966);
     const double cse0 = q2 - 1.5707963267948966;
-    const double c2 = cos(cse0);
-    const double s2 = sin(cse0);
+    double s2, c2;
+    mg_sincos(cse0, &s2, &c2);
     const double cse1 = q3 - 1.5707963267948966;
-    const double c3 = cos(cse1);
-    const double s3 = sin(cse1);
+    double s3, c3;
+    mg_sincos(cse1, &s3, &c3);
     const double cse2 = q4 + 1.5707963267948966;
-    const double c4 = cos(cse2);
-    const double s4 = sin(cse2);
+    double s4, c4;
+    mg_sincos(cse2, &s4, &c4);
     const double tau4_00 = c3*c4 - s3*s4;
     const double cse3 = c3*s4 + c4*s3;
     const double tau4_01 = cse3;
@@ -2821,8 +2635,8 @@ int mechgen_double_fourbar_energy(const double *restrict q, const double *restri
     const double v4_x = -c3*qd3;
     const double v4_y = -qd3*s3;
     const double cse4 = q5 + 1.5707963267948966;
-    const double c5 = cos(cse4);
-    const double s5 = sin(cse4);
+    double s5, c5;
+    mg_sincos(cse4, &s5, &c5);
     const double tau5_00 = c2*c5 - s2*s5;
     const double cse5 = c2*s5 + c5*s2;
     const double tau5_01 = cse5;
@@ -2848,8 +2662,10 @@ int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const do
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
+        double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
@@ -2858,23 +2674,9 @@ int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const do
         double mg_w_q5[8];
         double mg_w_qd2[8];
         double mg_w_qd5[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse4[8];
-        double mg_w_c3[8];
-        double mg_w_c4[8];
-        double mg_w_s3[8];
-        double mg_w_s4[8];
-        double mg_w_c2[8];
-        double mg_w_c5[8];
-        double mg_w_s2[8];
-        double mg_w_s5[8];
-        double mg_w_omega4_z[8];
-        double mg_w_omega5_z[8];
         double mg_w_qd1[8];
-        double mg_w_c1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 5 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 5 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 5 + 2];
             mg_w_q4[mg_l] = q[(mg_i + mg_l) * 5 + 3];
@@ -2887,6 +2689,7 @@ int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const do
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
@@ -2895,61 +2698,37 @@ int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const do
             const double q5 = mg_w_q5[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double cse0 = q2 - 1.5707963267948966;
-            const double cse1 = q3 - 1.5707963267948966;
-            const double cse2 = q4 + 1.5707963267948966;
-            const double omega4_z = qd3 + qd4;
-            const double cse4 = q5 + 1.5707963267948966;
-            const double omega5_z = qd2 + qd5;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_cse4[mg_l] = cse4;
-            mg_w_omega5_z[mg_l] = omega5_z;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 5 + 0];
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse4 = mg_w_cse4[mg_l];
-            mg_w_c1[mg_l] = cos(q1 - 1.5707963267948966);
-            mg_w_c2[mg_l] = cos(cse0);
-            mg_w_s2[mg_l] = sin(cse0);
-            mg_w_c3[mg_l] = cos(cse1);
-            mg_w_s3[mg_l] = sin(cse1);
-            mg_w_c4[mg_l] = cos(cse2);
-            mg_w_s4[mg_l] = sin(cse2);
-            mg_w_c5[mg_l] = cos(cse4);
-            mg_w_s5[mg_l] = sin(cse4);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c3 = mg_w_c3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
-            const double omega5_z = mg_w_omega5_z[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
+            const double c1 = mg_cos_poly(q1 - 1.5707963267948966);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1 - 1.5707963267948966);
+            const double cse0 = q2 - 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse0, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q3 - 1.5707963267948966;
+            double s3, c3;
+            mg_sincos_poly(cse1, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q4 + 1.5707963267948966;
+            double s4, c4;
+            mg_sincos_poly(cse2, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau4_00 = c3*c4 - s3*s4;
             const double cse3 = c3*s4 + c4*s3;
             const double tau4_01 = cse3;
             const double tau4_10 = -cse3;
+            const double omega4_z = qd3 + qd4;
             const double v4_x = -c3*qd3;
             const double v4_y = -qd3*s3;
+            const double cse4 = q5 + 1.5707963267948966;
+            double s5, c5;
+            mg_sincos_poly(cse4, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double tau5_00 = c2*c5 - s2*s5;
             const double cse5 = c2*s5 + c5*s2;
             const double tau5_01 = cse5;
             const double tau5_10 = -cse5;
+            const double omega5_z = qd2 + qd5;
             const double v5_x = -c2*qd2;
             const double v5_y = -qd2*s2;
             const double v_loc4_x = tau4_00*v4_x + tau4_01*v4_y;
@@ -2960,6 +2739,12 @@ int64_t mechgen_double_fourbar_energy_batch(int64_t n, const double *q, const do
             mg_o_V[0][mg_l] = (4.905)*c1 + (14.715)*c2 + (14.715)*c3 + (4.905)*tau4_01 + (4.905)*tau5_01;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_fourbar_energy(q + (mg_i + mg_l) * 5, qd + (mg_i + mg_l) * 5, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -3029,22 +2814,22 @@ int mechgen_double_fourbar_violation(const double *restrict q, const double *res
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double cse0 = q1 - 1.5707963267948966;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double cse4 = q5 + 1.5707963267948966;
-    const double c5 = cos(cse4);
-    const double s5 = sin(cse4);
+    double s5, c5;
+    mg_sincos(cse4, &s5, &c5);
     const double tau5_00 = c2*c5 - s2*s5;
     const double tau5_01 = c2*s5 + c5*s2;
     const double r5_x = 1.0 - s2;
@@ -3072,6 +2857,7 @@ int64_t mechgen_double_fourbar_violation_batch(int64_t n, const double *q, const
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
         double mg_w_q1[8];
@@ -3079,21 +2865,6 @@ int64_t mechgen_double_fourbar_violation_batch(int64_t n, const double *q, const
         double mg_w_q3[8];
         double mg_w_q4[8];
         double mg_w_q5[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_cse4[8];
-        double mg_w_c3[8];
-        double mg_w_c4[8];
-        double mg_w_s3[8];
-        double mg_w_s4[8];
-        double mg_w_c2[8];
-        double mg_w_c5[8];
-        double mg_w_s2[8];
-        double mg_w_s5[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
         double mg_w_qd3[8];
         double mg_w_qd2[8];
         double mg_w_qd4[8];
@@ -3118,53 +2889,33 @@ int64_t mechgen_double_fourbar_violation_batch(int64_t n, const double *q, const
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
             const double q5 = mg_w_q5[mg_l];
-            const double cse0 = q1 - 1.5707963267948966;
-            const double cse1 = q2 - 1.5707963267948966;
-            const double cse2 = q3 - 1.5707963267948966;
-            const double cse3 = q4 + 1.5707963267948966;
-            const double cse4 = q5 + 1.5707963267948966;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse4[mg_l] = cse4;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            const double cse4 = mg_w_cse4[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-            mg_w_c5[mg_l] = cos(cse4);
-            mg_w_s5[mg_l] = sin(cse4);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c3 = mg_w_c3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
+            const double cse0 = q1 - 1.5707963267948966;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 1.5707963267948966;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 - 1.5707963267948966;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 + 1.5707963267948966;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
+            const double cse4 = q5 + 1.5707963267948966;
+            double s5, c5;
+            mg_sincos_poly(cse4, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse4);
             const double tau5_00 = c2*c5 - s2*s5;
             const double tau5_01 = c2*s5 + c5*s2;
             const double r5_x = 1.0 - s2;
@@ -3182,6 +2933,12 @@ int64_t mechgen_double_fourbar_violation_batch(int64_t n, const double *q, const
             mg_o_velocity[0][mg_l] = sqrt((-B1_left_f1_T3_x*qd3 - c2*qd2 + qd4*tau4_01)*(-B1_left_f1_T3_x*qd3 - c2*qd2 + qd4*tau4_01) + (-B1_left_f1_o_x*qd3 - qd2*s2 - qd4*tau4_00)*(-B1_left_f1_o_x*qd3 - qd2*s2 - qd4*tau4_00) + (-B2_f1_T2_x*qd2 - c1*qd1 + qd5*tau5_01)*(-B2_f1_T2_x*qd2 - c1*qd1 + qd5*tau5_01) + (-B2_f1_T2_y*qd2 - qd1*s1 - qd5*tau5_00)*(-B2_f1_T2_y*qd2 - qd1*s1 - qd5*tau5_00));
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_fourbar_violation(q + (mg_i + mg_l) * 5, qd + (mg_i + mg_l) * 5, position + (mg_i + mg_l) * 1, velocity + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];

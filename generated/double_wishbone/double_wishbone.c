@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "double_wishbone.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* closure: Constraint rows phi(q) (zero when the loops are closed), their Jacobian G = d phi/dq
  * (columns: Pavlov's joint screws) and the orientation checks.
  * ops: 115 adds, 164 muls, 14 trig (293 total) */
@@ -19,21 +137,21 @@ int mechgen_double_wishbone_closure(const double *restrict q, const double *rest
     const double q7 = q[6];
     const double q8 = q[7];
     const double r_rel0_1_y = q1 + 0.34;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = -0.023249527748763855*c2;
     const double tau2_02 = -0.9997296931968458*c2;
     const double cse0 = (0.023249527748763855)*s2;
     const double tau2_10 = cse0;
     const double tau2_12 = (0.9997296931968458)*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = -0.05759653509666974*c3;
     const double tau3_02 = -0.9983399416756089*c3;
     const double tau3_10 = (0.05759653509666974)*s3;
     const double tau3_12 = (0.9983399416756089)*s3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
     const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
     const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
@@ -56,26 +174,26 @@ int mechgen_double_wishbone_closure(const double *restrict q, const double *rest
     const double T4_2_x = (0.023249527748763855)*r_rel0_4_y;
     const double T4_2_y = -0.023249527748763855*r_rel0_4_x - 0.9997296931968458*r_rel0_4_z;
     const double T4_2_z = (0.9997296931968458)*r_rel0_4_y;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
     const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
     const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
     const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
     const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
     const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_10 = c6*tau4_10 - s6*tau5_20;
     const double tau6_11 = c6*tau4_11 - s6*tau5_21;
     const double tau6_12 = c6*tau4_12 - s6*tau5_22;
     const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
     const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
     const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
     const double cse3 = (0.0415944540727903)*s7;
     const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
     const double cse4 = (0.0415944540727903)*c7;
@@ -212,83 +330,57 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_phi[6][8];
         double mg_o_G[48][8];
         double mg_o_orientation[1][8];
         double mg_w_q1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_s7[8];
-        double mg_w_c7[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
-        double mg_w_r_rel0_1_y[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
+        double mg_w_q8[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 8 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            const double q8 = mg_w_q8[mg_l];
             const double r_rel0_1_y = q1 + 0.34;
-            mg_w_r_rel0_1_y[mg_l] = r_rel0_1_y;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 8 + 1];
-            const double q3 = q[(mg_i + mg_l) * 8 + 2];
-            const double q4 = q[(mg_i + mg_l) * 8 + 3];
-            const double q5 = q[(mg_i + mg_l) * 8 + 4];
-            const double q6 = q[(mg_i + mg_l) * 8 + 5];
-            const double q7 = q[(mg_i + mg_l) * 8 + 6];
-            const double q8 = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
-            const double r_rel0_1_y = mg_w_r_rel0_1_y[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = -0.023249527748763855*c2;
             const double tau2_02 = -0.9997296931968458*c2;
             const double cse0 = (0.023249527748763855)*s2;
             const double tau2_10 = cse0;
             const double tau2_12 = (0.9997296931968458)*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = -0.05759653509666974*c3;
             const double tau3_02 = -0.9983399416756089*c3;
             const double tau3_10 = (0.05759653509666974)*s3;
             const double tau3_12 = (0.9983399416756089)*s3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
             const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
@@ -311,18 +403,30 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
             const double T4_2_x = (0.023249527748763855)*r_rel0_4_y;
             const double T4_2_y = -0.023249527748763855*r_rel0_4_x - 0.9997296931968458*r_rel0_4_z;
             const double T4_2_z = (0.9997296931968458)*r_rel0_4_y;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
             const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
             const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
             const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
             const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
             const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_10 = c6*tau4_10 - s6*tau5_20;
             const double tau6_11 = c6*tau4_11 - s6*tau5_21;
             const double tau6_12 = c6*tau4_12 - s6*tau5_22;
             const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
             const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
             const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse3 = (0.0415944540727903)*s7;
             const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
             const double cse4 = (0.0415944540727903)*c7;
@@ -449,6 +553,12 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
             mg_o_orientation[0][mg_l] = 1.0;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_wishbone_closure(q + (mg_i + mg_l) * 8, p + (mg_i + mg_l) * 1, phi + (mg_i + mg_l) * 6, G + (mg_i + mg_l) * 48, orientation + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) phi[(mg_i + mg_l) * 6 + mg_j] = mg_o_phi[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 48; ++mg_j) G[(mg_i + mg_l) * 48 + mg_j] = mg_o_G[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
@@ -480,21 +590,21 @@ int mechgen_double_wishbone_newton_step(const double *restrict q, const double *
     const double q7 = q[6];
     const double q8 = q[7];
     const double r_rel0_1_y = q1 + 0.34;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = -0.023249527748763855*c2;
     const double tau2_02 = -0.9997296931968458*c2;
     const double cse0 = (0.023249527748763855)*s2;
     const double tau2_10 = cse0;
     const double tau2_12 = (0.9997296931968458)*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = -0.05759653509666974*c3;
     const double tau3_02 = -0.9983399416756089*c3;
     const double tau3_10 = (0.05759653509666974)*s3;
     const double tau3_12 = (0.9983399416756089)*s3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
     const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
     const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
@@ -514,26 +624,26 @@ int mechgen_double_wishbone_newton_step(const double *restrict q, const double *
     const double r4_x = r_rel0_4_x + 0.23;
     const double r4_y = r_rel0_4_y + 0.4;
     const double r4_z = r_rel0_4_z + 0.17;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
     const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
     const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
     const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
     const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
     const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_10 = c6*tau4_10 - s6*tau5_20;
     const double tau6_11 = c6*tau4_11 - s6*tau5_21;
     const double tau6_12 = c6*tau4_12 - s6*tau5_22;
     const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
     const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
     const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
     const double cse3 = (0.0415944540727903)*s7;
     const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
     const double cse4 = (0.0415944540727903)*c7;
@@ -680,26 +790,12 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_q_next[8][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[1][8];
         double mg_w_q1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_s7[8];
-        double mg_w_c7[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
-        double mg_w_r_rel0_1_y[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
@@ -719,51 +815,7 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = mg_w_q1[mg_l];
-            const double r_rel0_1_y = q1 + 0.34;
-            mg_w_r_rel0_1_y[mg_l] = r_rel0_1_y;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 8 + 1];
-            const double q3 = q[(mg_i + mg_l) * 8 + 2];
-            const double q4 = q[(mg_i + mg_l) * 8 + 3];
-            const double q5 = q[(mg_i + mg_l) * 8 + 4];
-            const double q6 = q[(mg_i + mg_l) * 8 + 5];
-            const double q7 = q[(mg_i + mg_l) * 8 + 6];
-            const double q8 = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
-            const double r_rel0_1_y = mg_w_r_rel0_1_y[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
@@ -772,15 +824,25 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double q6 = mg_w_q6[mg_l];
             const double q7 = mg_w_q7[mg_l];
             const double q8 = mg_w_q8[mg_l];
+            const double r_rel0_1_y = q1 + 0.34;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = -0.023249527748763855*c2;
             const double tau2_02 = -0.9997296931968458*c2;
             const double cse0 = (0.023249527748763855)*s2;
             const double tau2_10 = cse0;
             const double tau2_12 = (0.9997296931968458)*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = -0.05759653509666974*c3;
             const double tau3_02 = -0.9983399416756089*c3;
             const double tau3_10 = (0.05759653509666974)*s3;
             const double tau3_12 = (0.9983399416756089)*s3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
             const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
@@ -800,18 +862,30 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double r4_x = r_rel0_4_x + 0.23;
             const double r4_y = r_rel0_4_y + 0.4;
             const double r4_z = r_rel0_4_z + 0.17;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
             const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
             const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
             const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
             const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
             const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_10 = c6*tau4_10 - s6*tau5_20;
             const double tau6_11 = c6*tau4_11 - s6*tau5_21;
             const double tau6_12 = c6*tau4_12 - s6*tau5_22;
             const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
             const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
             const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse3 = (0.0415944540727903)*s7;
             const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
             const double cse4 = (0.0415944540727903)*c7;
@@ -943,6 +1017,12 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_wishbone_newton_step(q + (mg_i + mg_l) * 8, p + (mg_i + mg_l) * 1, q_next + (mg_i + mg_l) * 8, error + (mg_i + mg_l) * 1, branch + (mg_i + mg_l) * 1, orientation + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 8; ++mg_j) q_next[(mg_i + mg_l) * 8 + mg_j] = mg_o_q_next[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
@@ -981,21 +1061,21 @@ int mechgen_double_wishbone_velocity(const double *restrict q, const double *res
     const double q8 = q[7];
     const double qd_ind1 = qd_ind[0];
     const double qd_ind2 = qd_ind[1];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = -0.023249527748763855*c2;
     const double tau2_02 = -0.9997296931968458*c2;
     const double cse0 = (0.023249527748763855)*s2;
     const double tau2_10 = cse0;
     const double tau2_12 = (0.9997296931968458)*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = -0.05759653509666974*c3;
     const double tau3_02 = -0.9983399416756089*c3;
     const double tau3_10 = (0.05759653509666974)*s3;
     const double tau3_12 = (0.9983399416756089)*s3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
     const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
     const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
@@ -1015,26 +1095,26 @@ int mechgen_double_wishbone_velocity(const double *restrict q, const double *res
     const double T4_2_x = (0.023249527748763855)*r_rel0_4_y;
     const double T4_2_y = -0.023249527748763855*r_rel0_4_x - 0.9997296931968458*r_rel0_4_z;
     const double T4_2_z = (0.9997296931968458)*r_rel0_4_y;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
     const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
     const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
     const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
     const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
     const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_10 = c6*tau4_10 - s6*tau5_20;
     const double tau6_11 = c6*tau4_11 - s6*tau5_21;
     const double tau6_12 = c6*tau4_12 - s6*tau5_22;
     const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
     const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
     const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
     const double cse3 = (0.0415944540727903)*s7;
     const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
     const double cse4 = (0.0415944540727903)*c7;
@@ -1193,79 +1273,59 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qd[8][8];
         double mg_o_H[16][8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_s7[8];
-        double mg_w_c7[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
+        double mg_w_q8[8];
         double mg_w_qd_ind1[8];
         double mg_w_qd_ind2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
             mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 2 + 0];
             mg_w_qd_ind2[mg_l] = qd_ind[(mg_i + mg_l) * 2 + 1];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 8 + 1];
-            const double q3 = q[(mg_i + mg_l) * 8 + 2];
-            const double q4 = q[(mg_i + mg_l) * 8 + 3];
-            const double q5 = q[(mg_i + mg_l) * 8 + 4];
-            const double q6 = q[(mg_i + mg_l) * 8 + 5];
-            const double q7 = q[(mg_i + mg_l) * 8 + 6];
-            const double q8 = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            const double q8 = mg_w_q8[mg_l];
             const double qd_ind1 = mg_w_qd_ind1[mg_l];
             const double qd_ind2 = mg_w_qd_ind2[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = -0.023249527748763855*c2;
             const double tau2_02 = -0.9997296931968458*c2;
             const double cse0 = (0.023249527748763855)*s2;
             const double tau2_10 = cse0;
             const double tau2_12 = (0.9997296931968458)*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = -0.05759653509666974*c3;
             const double tau3_02 = -0.9983399416756089*c3;
             const double tau3_10 = (0.05759653509666974)*s3;
             const double tau3_12 = (0.9983399416756089)*s3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
             const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
@@ -1285,18 +1345,30 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             const double T4_2_x = (0.023249527748763855)*r_rel0_4_y;
             const double T4_2_y = -0.023249527748763855*r_rel0_4_x - 0.9997296931968458*r_rel0_4_z;
             const double T4_2_z = (0.9997296931968458)*r_rel0_4_y;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
             const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
             const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
             const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
             const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
             const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_10 = c6*tau4_10 - s6*tau5_20;
             const double tau6_11 = c6*tau4_11 - s6*tau5_21;
             const double tau6_12 = c6*tau4_12 - s6*tau5_22;
             const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
             const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
             const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse3 = (0.0415944540727903)*s7;
             const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
             const double cse4 = (0.0415944540727903)*c7;
@@ -1442,6 +1514,12 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_wishbone_velocity(q + (mg_i + mg_l) * 8, qd_ind + (mg_i + mg_l) * 2, p + (mg_i + mg_l) * 1, qd + (mg_i + mg_l) * 8, H + (mg_i + mg_l) * 16);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 8; ++mg_j) qd[(mg_i + mg_l) * 8 + mg_j] = mg_o_qd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 16; ++mg_j) H[(mg_i + mg_l) * 16 + mg_j] = mg_o_H[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1491,8 +1569,8 @@ int mechgen_double_wishbone_kinematics(const double *restrict q, const double *r
     const double qdd7 = qdd[6];
     const double qdd8 = qdd[7];
     const double r_rel0_1_y = q1 + 0.34;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = -0.023249527748763855*c2;
     const double tau2_02 = -0.9997296931968458*c2;
     const double cse0 = (0.023249527748763855)*s2;
@@ -1501,8 +1579,8 @@ int mechgen_double_wishbone_kinematics(const double *restrict q, const double *r
     const double tau2_12 = cse1;
     const double omega2_x = (0.9997296931968458)*qd2;
     const double omega2_z = -0.023249527748763855*qd2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = -0.05759653509666974*c3;
     const double tau3_02 = -0.9983399416756089*c3;
     const double cse2 = (0.05759653509666974)*s3;
@@ -1511,8 +1589,8 @@ int mechgen_double_wishbone_kinematics(const double *restrict q, const double *r
     const double tau3_12 = cse3;
     const double omega3_x = (0.9983399416756089)*qd3;
     const double omega3_z = -0.05759653509666974*qd3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double cse4 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
     const double theta_J4_00 = cse4;
     const double cse5 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
@@ -1557,8 +1635,8 @@ int mechgen_double_wishbone_kinematics(const double *restrict q, const double *r
     const double eps4_x = -cse10*omega2_z;
     const double eps4_y = -cse11*omega2_x + omega2_z*qd4*theta_J4_20;
     const double eps4_z = cse10*omega2_x;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
     const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
     const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
@@ -1574,8 +1652,8 @@ int mechgen_double_wishbone_kinematics(const double *restrict q, const double *r
     const double eps5_x = -cse13*omega4_z + cse14*omega4_y + eps4_x;
     const double eps5_y = cse12*omega4_z - cse14*omega4_x + eps4_y;
     const double eps5_z = -cse12*omega4_y + cse13*omega4_x + eps4_z;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_10 = c6*tau4_10 - s6*tau5_20;
     const double tau6_11 = c6*tau4_11 - s6*tau5_21;
     const double tau6_12 = c6*tau4_12 - s6*tau5_22;
@@ -1591,10 +1669,10 @@ int mechgen_double_wishbone_kinematics(const double *restrict q, const double *r
     const double eps6_x = cse16*omega5_z - cse17*omega5_y + eps5_x;
     const double eps6_y = -cse15*omega5_z + cse17*omega5_x + eps5_y;
     const double eps6_z = cse15*omega5_y - cse16*omega5_x + eps5_z;
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
     const double cse18 = (0.0415944540727903)*s7;
     const double theta_J8_00 = (0.0017331022530329293)*c7 - cse18;
     const double cse19 = (0.0415944540727903)*c7;
@@ -1992,6 +2070,7 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[24][8];
         double mg_o_v[24][8];
         double mg_o_a[24][8];
@@ -1999,212 +2078,107 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
         double mg_o_omega[15][8];
         double mg_o_alpha[15][8];
         double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd2[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
-        double mg_w_qd7[8];
-        double mg_w_qd8[8];
-        double mg_w_qdd3[8];
-        double mg_w_qdd2[8];
-        double mg_w_qdd7[8];
-        double mg_w_qdd8[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_omega2_x[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
-        double mg_w_omega2_z[8];
-        double mg_w_oo3_xz[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_oo3_W_11[8];
-        double mg_w_oo3_xx[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
+        double mg_w_q6[8];
         double mg_w_qd6[8];
-        double mg_w_s7[8];
-        double mg_w_c7[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
+        double mg_w_q7[8];
+        double mg_w_q8[8];
+        double mg_w_qd8[8];
+        double mg_w_qd7[8];
+        double mg_w_qdd2[8];
         double mg_w_qdd4[8];
         double mg_w_qdd5[8];
         double mg_w_qdd6[8];
-        double mg_w_omega3_z[8];
-        double mg_w_omega3_x[8];
-        double mg_w_cse8[8];
-        double mg_w_cse9[8];
-        double mg_w_r_rel0_1_y[8];
-        double mg_w_omega8_z[8];
+        double mg_w_qdd3[8];
         double mg_w_qd1[8];
+        double mg_w_qdd7[8];
+        double mg_w_qdd8[8];
         double mg_w_qdd1[8];
-        double mg_w_cse46[8];
-        double mg_w_cse47[8];
-        double mg_w_rack_o_y[8];
-        double mg_w_upper_arm_alphax[8];
-        double mg_w_upper_arm_alphaz[8];
-        double mg_w_lower_arm_alphax[8];
-        double mg_w_lower_arm_alphaz[8];
-        double mg_w_tie_rod_alphaz[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 8 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 8 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 8 + 2];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 8 + 6];
-            mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 8 + 7];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 8 + 2];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 8 + 1];
-            mg_w_qdd7[mg_l] = qdd[(mg_i + mg_l) * 8 + 6];
-            mg_w_qdd8[mg_l] = qdd[(mg_i + mg_l) * 8 + 7];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 8 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 8 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 8 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
+            mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 8 + 7];
+            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 8 + 6];
+            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 8 + 1];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 8 + 3];
             mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 8 + 4];
             mg_w_qdd6[mg_l] = qdd[(mg_i + mg_l) * 8 + 5];
+            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 8 + 2];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 8 + 0];
+            mg_w_qdd7[mg_l] = qdd[(mg_i + mg_l) * 8 + 6];
+            mg_w_qdd8[mg_l] = qdd[(mg_i + mg_l) * 8 + 7];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 8 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double qd8 = mg_w_qd8[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd7 = mg_w_qdd7[mg_l];
-            const double qdd8 = mg_w_qdd8[mg_l];
-            const double r_rel0_1_y = q1 + 0.34;
-            const double omega2_x = (0.9997296931968458)*qd2;
-            const double omega2_z = -0.023249527748763855*qd2;
-            const double omega3_x = (0.9983399416756089)*qd3;
-            const double omega3_z = -0.05759653509666974*qd3;
-            const double cse8 = omega2_x*omega2_x;
-            const double oo3_xx = cse8;
-            const double cse9 = omega2_z*omega2_z;
-            const double oo3_zz = cse9;
-            const double oo3_xz = omega2_x*omega2_z;
-            const double oo3_W_11 = -oo3_xx - oo3_zz;
-            const double omega8_z = qd7 + (6.842277657836021e-49)*qd8;
-            const double rack_o_y = r_rel0_1_y - 0.15000000000000002;
-            const double upper_arm_alphax = (0.9983399416756089)*qdd3;
-            const double upper_arm_alphaz = -0.05759653509666974*qdd3;
-            const double cse46 = (0.9997296931968458)*qdd2;
-            const double lower_arm_alphax = cse46;
-            const double cse47 = -0.023249527748763855*qdd2;
-            const double lower_arm_alphaz = cse47;
-            const double tie_rod_alphaz = qdd7 + (6.842277657836021e-49)*qdd8;
-            mg_w_r_rel0_1_y[mg_l] = r_rel0_1_y;
-            mg_w_omega2_x[mg_l] = omega2_x;
-            mg_w_omega2_z[mg_l] = omega2_z;
-            mg_w_omega3_x[mg_l] = omega3_x;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_cse8[mg_l] = cse8;
-            mg_w_oo3_xx[mg_l] = oo3_xx;
-            mg_w_cse9[mg_l] = cse9;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_oo3_xz[mg_l] = oo3_xz;
-            mg_w_oo3_W_11[mg_l] = oo3_W_11;
-            mg_w_omega8_z[mg_l] = omega8_z;
-            mg_w_rack_o_y[mg_l] = rack_o_y;
-            mg_w_upper_arm_alphax[mg_l] = upper_arm_alphax;
-            mg_w_upper_arm_alphaz[mg_l] = upper_arm_alphaz;
-            mg_w_cse46[mg_l] = cse46;
-            mg_w_lower_arm_alphax[mg_l] = lower_arm_alphax;
-            mg_w_cse47[mg_l] = cse47;
-            mg_w_lower_arm_alphaz[mg_l] = lower_arm_alphaz;
-            mg_w_tie_rod_alphaz[mg_l] = tie_rod_alphaz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 8 + 1];
-            const double q3 = q[(mg_i + mg_l) * 8 + 2];
-            const double q4 = q[(mg_i + mg_l) * 8 + 3];
-            const double q5 = q[(mg_i + mg_l) * 8 + 4];
-            const double q6 = q[(mg_i + mg_l) * 8 + 5];
-            const double q7 = q[(mg_i + mg_l) * 8 + 6];
-            const double q8 = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double omega2_x = mg_w_omega2_x[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double omega2_z = mg_w_omega2_z[mg_l];
-            const double oo3_xz = mg_w_oo3_xz[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double oo3_W_11 = mg_w_oo3_W_11[mg_l];
-            const double oo3_xx = mg_w_oo3_xx[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            const double q8 = mg_w_q8[mg_l];
             const double qd8 = mg_w_qd8[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double omega3_x = mg_w_omega3_x[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
-            const double cse8 = mg_w_cse8[mg_l];
-            const double cse9 = mg_w_cse9[mg_l];
-            const double r_rel0_1_y = mg_w_r_rel0_1_y[mg_l];
-            const double omega8_z = mg_w_omega8_z[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qdd7 = mg_w_qdd7[mg_l];
             const double qdd8 = mg_w_qdd8[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
-            const double cse46 = mg_w_cse46[mg_l];
-            const double cse47 = mg_w_cse47[mg_l];
-            const double rack_o_y = mg_w_rack_o_y[mg_l];
-            const double upper_arm_alphax = mg_w_upper_arm_alphax[mg_l];
-            const double upper_arm_alphaz = mg_w_upper_arm_alphaz[mg_l];
-            const double lower_arm_alphax = mg_w_lower_arm_alphax[mg_l];
-            const double lower_arm_alphaz = mg_w_lower_arm_alphaz[mg_l];
-            const double tie_rod_alphaz = mg_w_tie_rod_alphaz[mg_l];
+            const double r_rel0_1_y = q1 + 0.34;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = -0.023249527748763855*c2;
             const double tau2_02 = -0.9997296931968458*c2;
             const double cse0 = (0.023249527748763855)*s2;
             const double tau2_10 = cse0;
             const double cse1 = (0.9997296931968458)*s2;
             const double tau2_12 = cse1;
+            const double omega2_x = (0.9997296931968458)*qd2;
+            const double omega2_z = -0.023249527748763855*qd2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = -0.05759653509666974*c3;
             const double tau3_02 = -0.9983399416756089*c3;
             const double cse2 = (0.05759653509666974)*s3;
             const double tau3_10 = cse2;
             const double cse3 = (0.9983399416756089)*s3;
             const double tau3_12 = cse3;
+            const double omega3_x = (0.9983399416756089)*qd3;
+            const double omega3_z = -0.05759653509666974*qd3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double cse4 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
             const double theta_J4_00 = cse4;
             const double cse5 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
@@ -2229,6 +2203,12 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double T4_2_x = (0.023249527748763855)*r_rel0_4_y;
             const double T4_2_y = -0.023249527748763855*r_rel0_4_x - 0.9997296931968458*r_rel0_4_z;
             const double T4_2_z = (0.9997296931968458)*r_rel0_4_y;
+            const double cse8 = omega2_x*omega2_x;
+            const double oo3_xx = cse8;
+            const double cse9 = omega2_z*omega2_z;
+            const double oo3_zz = cse9;
+            const double oo3_xz = omega2_x*omega2_z;
+            const double oo3_W_11 = -oo3_xx - oo3_zz;
             const double omega4_x = omega2_x + qd4*theta_J4_20;
             const double cse10 = qd4*theta_J4_21;
             const double omega4_y = cse10;
@@ -2243,6 +2223,9 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double eps4_x = -cse10*omega2_z;
             const double eps4_y = -cse11*omega2_x + omega2_z*qd4*theta_J4_20;
             const double eps4_z = cse10*omega2_x;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
             const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
             const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
@@ -2258,6 +2241,9 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double eps5_x = -cse13*omega4_z + cse14*omega4_y + eps4_x;
             const double eps5_y = cse12*omega4_z - cse14*omega4_x + eps4_y;
             const double eps5_z = -cse12*omega4_y + cse13*omega4_x + eps4_z;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_10 = c6*tau4_10 - s6*tau5_20;
             const double tau6_11 = c6*tau4_11 - s6*tau5_21;
             const double tau6_12 = c6*tau4_12 - s6*tau5_22;
@@ -2273,6 +2259,12 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double eps6_x = cse16*omega5_z - cse17*omega5_y + eps5_x;
             const double eps6_y = -cse15*omega5_z + cse17*omega5_x + eps5_y;
             const double eps6_z = cse15*omega5_y - cse16*omega5_x + eps5_z;
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse18 = (0.0415944540727903)*s7;
             const double theta_J8_00 = (0.0017331022530329293)*c7 - cse18;
             const double cse19 = (0.0415944540727903)*c7;
@@ -2291,6 +2283,7 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double omega8_x = cse20;
             const double cse21 = qd8*theta_J8_21;
             const double omega8_y = cse21;
+            const double omega8_z = qd7 + (6.842277657836021e-49)*qd8;
             const double eps8_x = -cse21*qd7;
             const double eps8_y = cse20*qd7;
             const double wheel_centre_d_x = -0.175*tau5_00 + (0.050000000000000044)*tau6_10;
@@ -2479,15 +2472,22 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double tie_rod_ax = -qdd7*tie_rod_d_y + qdd8*tie_rod_T8_x + tie_rod_abias_x;
             const double tie_rod_ay = qdd1 + qdd7*tie_rod_d_x + qdd8*tie_rod_T8_y + tie_rod_abias_y;
             const double tie_rod_az = qdd8*tie_rod_T8_z + tie_rod_abias_z;
+            const double rack_o_y = r_rel0_1_y - 0.15000000000000002;
             const double upper_arm_R00 = 0.9966826391448582 - 0.05759653509666974*tau3_00;
             const double upper_arm_R02 = -0.9983399416756089*tau3_00 - 0.05750092148912643;
             const double upper_arm_R10 = -cse2;
             const double upper_arm_R12 = -cse3;
             const double upper_arm_R20 = -0.05759653509666974*tau3_02 - 0.05750092148912643;
             const double upper_arm_R22 = 0.003317360855141909 - 0.9983399416756089*tau3_02;
+            const double upper_arm_alphax = (0.9983399416756089)*qdd3;
+            const double upper_arm_alphaz = -0.05759653509666974*qdd3;
             const double lower_arm_R02 = -cse4;
             const double lower_arm_R12 = -cse1;
             const double lower_arm_R22 = -cse5;
+            const double cse46 = (0.9997296931968458)*qdd2;
+            const double lower_arm_alphax = cse46;
+            const double cse47 = -0.023249527748763855*qdd2;
+            const double lower_arm_alphaz = cse47;
             const double upright_alphax = cse46 + eps6_x + qdd4*theta_J4_20 + qdd5*tau4_10 - qdd6*tau5_00;
             const double upright_alphay = eps6_y + qdd4*theta_J4_21 + qdd5*tau4_11 - qdd6*tau5_01;
             const double upright_alphaz = cse47 + eps6_z + qdd4*theta_J4_22 + qdd5*tau4_12 - qdd6*tau5_02;
@@ -2502,6 +2502,7 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             const double tie_rod_R22 = (0.9991330730923519)*tau8_02 - 0.04163054471218133*tau8_12 + 4.6816763546921983e-97;
             const double tie_rod_alphax = eps8_x + qdd8*theta_J8_20;
             const double tie_rod_alphay = eps8_y + qdd8*theta_J8_21;
+            const double tie_rod_alphaz = qdd7 + (6.842277657836021e-49)*qdd8;
             mg_o_r[0][mg_l] = wheel_centre_o_x;
             mg_o_r[1][mg_l] = wheel_centre_o_y;
             mg_o_r[2][mg_l] = wheel_centre_o_z;
@@ -2651,6 +2652,12 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
             mg_o_alpha[14][mg_l] = 0.0;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_wishbone_kinematics(q + (mg_i + mg_l) * 8, qd + (mg_i + mg_l) * 8, qdd + (mg_i + mg_l) * 8, p + (mg_i + mg_l) * 1, r + (mg_i + mg_l) * 24, v + (mg_i + mg_l) * 24, a + (mg_i + mg_l) * 24, R + (mg_i + mg_l) * 45, omega + (mg_i + mg_l) * 15, alpha + (mg_i + mg_l) * 15);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 24; ++mg_j) r[(mg_i + mg_l) * 24 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 24; ++mg_j) v[(mg_i + mg_l) * 24 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 24; ++mg_j) a[(mg_i + mg_l) * 24 + mg_j] = mg_o_a[mg_j][mg_l];
@@ -2678,16 +2685,16 @@ int mechgen_double_wishbone_mass_matrix(const double *restrict q, const double *
     const double q6 = q[5];
     const double q7 = q[6];
     const double q8 = q[7];
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
     const double cse0 = (0.0415944540727903)*s8;
     const double beta8_00 = (0.0017331022530329293)*c8 + cse0;
     const double cse1 = (0.0415944540727903)*c8;
@@ -2841,46 +2848,42 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_M[64][8];
-        double mg_w_s8[8];
-        double mg_w_c8[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
+        double mg_w_q8[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q4 = q[(mg_i + mg_l) * 8 + 3];
-            const double q5 = q[(mg_i + mg_l) * 8 + 4];
-            const double q6 = q[(mg_i + mg_l) * 8 + 5];
-            const double q7 = q[(mg_i + mg_l) * 8 + 6];
-            const double q8 = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s8 = mg_w_s8[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            const double q8 = mg_w_q8[mg_l];
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse0 = (0.0415944540727903)*s8;
             const double beta8_00 = (0.0017331022530329293)*c8 + cse0;
             const double cse1 = (0.0415944540727903)*c8;
@@ -3024,6 +3027,12 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
             mg_o_M[63][mg_l] = 0.03464286666666666;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_wishbone_mass_matrix(q + (mg_i + mg_l) * 8, p + (mg_i + mg_l) * 1, M + (mg_i + mg_l) * 64);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 64; ++mg_j) M[(mg_i + mg_l) * 64 + mg_j] = mg_o_M[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -3065,29 +3074,29 @@ int mechgen_double_wishbone_bias(const double *restrict q, const double *restric
     const double tau7 = tau[6];
     const double tau8 = tau[7];
     const double p_k_strut = p[0];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double beta2_00 = -0.023249527748763855*c2;
     const double beta2_02 = -0.9997296931968458*c2;
     const double cse0 = (0.023249527748763855)*s2;
     const double beta2_10 = cse0;
     const double beta2_12 = (0.9997296931968458)*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double beta3_00 = -0.05759653509666974*c3;
     const double beta3_02 = -0.9983399416756089*c3;
     const double beta3_10 = (0.05759653509666974)*s3;
     const double beta3_12 = (0.9983399416756089)*s3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
     const double cse1 = (0.0415944540727903)*s8;
     const double beta8_00 = (0.0017331022530329293)*c8 + cse1;
     const double cse2 = (0.0415944540727903)*c8;
@@ -3356,44 +3365,24 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[8][8];
         double mg_o_gamma[6][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
+        double mg_w_q8[8];
         double mg_w_qd2[8];
         double mg_w_qd4[8];
+        double mg_w_qd5[8];
+        double mg_w_qd6[8];
         double mg_w_qd7[8];
         double mg_w_qd8[8];
         double mg_w_qd3[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_s8[8];
-        double mg_w_c8[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_c4[8];
-        double mg_w_omega_p4_J_x[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_omega4_z[8];
-        double mg_w_s5[8];
-        double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_qd6[8];
-        double mg_w_omega8_z[8];
-        double mg_w_oo8_zz[8];
-        double mg_w_s7[8];
-        double mg_w_c7[8];
-        double mg_w_omega_p4_J_z[8];
-        double mg_w_omega2_z[8];
-        double mg_w_oo3_xz[8];
-        double mg_w_oo3_zz_2[8];
-        double mg_w_oo3_W_11[8];
-        double mg_w_oo3_xx[8];
         double mg_w_p_k_strut[8];
-        double mg_w_omega3_x[8];
-        double mg_w_omega3_z[8];
-        double mg_w_omega8_z_2[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
@@ -3403,13 +3392,20 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
         double mg_w_tau7[8];
         double mg_w_tau8[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 8 + 1];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 8 + 3];
+            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 8 + 4];
+            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 8 + 5];
             mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 8 + 6];
             mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 8 + 7];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 8 + 2];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 8 + 4];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 8 + 5];
             mg_w_p_k_strut[mg_l] = p[(mg_i + mg_l) * 1 + 0];
             mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 8 + 0];
             mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 8 + 1];
@@ -3422,102 +3418,21 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            const double q8 = mg_w_q8[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double qd8 = mg_w_qd8[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double oo2_zz = qd2*qd2;
-            const double cse3 = (0.023249527748763855)*qd2;
-            const double omega_p4_J_x = cse3;
-            const double omega_p4_J_z = (0.9997296931968458)*qd2;
-            const double omega4_z = omega_p4_J_z + qd4;
-            const double omega_p8_z = (6.842277657836021e-49)*qd7;
-            const double omega8_z = omega_p8_z + qd8;
-            const double oo8_zz = omega8_z*omega8_z;
-            const double omega2_z = -cse3;
-            const double omega3_x = (0.9983399416756089)*qd3;
-            const double omega3_z = -0.05759653509666974*qd3;
-            const double oo3_xx = omega_p4_J_z*omega_p4_J_z;
-            const double oo3_zz_2 = omega2_z*omega2_z;
-            const double oo3_xz = omega2_z*omega_p4_J_z;
-            const double oo3_W_11 = -oo3_xx - oo3_zz_2;
-            const double omega8_z_2 = qd7 + (6.842277657836021e-49)*qd8;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_omega_p4_J_x[mg_l] = omega_p4_J_x;
-            mg_w_omega_p4_J_z[mg_l] = omega_p4_J_z;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_omega8_z[mg_l] = omega8_z;
-            mg_w_oo8_zz[mg_l] = oo8_zz;
-            mg_w_omega2_z[mg_l] = omega2_z;
-            mg_w_omega3_x[mg_l] = omega3_x;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_oo3_xx[mg_l] = oo3_xx;
-            mg_w_oo3_zz_2[mg_l] = oo3_zz_2;
-            mg_w_oo3_xz[mg_l] = oo3_xz;
-            mg_w_oo3_W_11[mg_l] = oo3_W_11;
-            mg_w_omega8_z_2[mg_l] = omega8_z_2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 8 + 1];
-            const double q3 = q[(mg_i + mg_l) * 8 + 2];
-            const double q4 = q[(mg_i + mg_l) * 8 + 3];
-            const double q5 = q[(mg_i + mg_l) * 8 + 4];
-            const double q6 = q[(mg_i + mg_l) * 8 + 5];
-            const double q7 = q[(mg_i + mg_l) * 8 + 6];
-            const double q8 = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s8 = mg_w_s8[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double omega_p4_J_x = mg_w_omega_p4_J_x[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
             const double qd8 = mg_w_qd8[mg_l];
-            const double omega8_z = mg_w_omega8_z[mg_l];
-            const double oo8_zz = mg_w_oo8_zz[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double omega_p4_J_z = mg_w_omega_p4_J_z[mg_l];
-            const double omega2_z = mg_w_omega2_z[mg_l];
-            const double oo3_xz = mg_w_oo3_xz[mg_l];
-            const double oo3_zz_2 = mg_w_oo3_zz_2[mg_l];
-            const double oo3_W_11 = mg_w_oo3_W_11[mg_l];
-            const double oo3_xx = mg_w_oo3_xx[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
             const double p_k_strut = mg_w_p_k_strut[mg_l];
-            const double omega3_x = mg_w_omega3_x[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double omega8_z_2 = mg_w_omega8_z_2[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
@@ -3526,15 +3441,36 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double tau6 = mg_w_tau6[mg_l];
             const double tau7 = mg_w_tau7[mg_l];
             const double tau8 = mg_w_tau8[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double beta2_00 = -0.023249527748763855*c2;
             const double beta2_02 = -0.9997296931968458*c2;
             const double cse0 = (0.023249527748763855)*s2;
             const double beta2_10 = cse0;
             const double beta2_12 = (0.9997296931968458)*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double beta3_00 = -0.05759653509666974*c3;
             const double beta3_02 = -0.9983399416756089*c3;
             const double beta3_10 = (0.05759653509666974)*s3;
             const double beta3_12 = (0.9983399416756089)*s3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse1 = (0.0415944540727903)*s8;
             const double beta8_00 = (0.0017331022530329293)*c8 + cse1;
             const double cse2 = (0.0415944540727903)*c8;
@@ -3545,14 +3481,19 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double beta8_12 = -0.04163054471218133*c8 - 0.9991330730923519*s8;
             const double a2_x = -9.807348290261057*c2;
             const double a2_y = (9.807348290261057)*s2;
+            const double oo2_zz = qd2*qd2;
             const double a3_x = -9.793714827837723*c3;
             const double a3_y = (9.793714827837723)*s3;
             const double a4_par_x = a2_x - 0.04033793064410529*oo2_zz;
             const double a4_par_y = a2_y - 0.32999999999999996*oo2_zz;
             const double a4_J_x = (0.9997296931968458)*a4_par_x - 0.005302702702702703;
             const double a4_J_z = -0.023249527748763855*a4_par_x - 0.2280162162162162;
+            const double cse3 = (0.023249527748763855)*qd2;
+            const double omega_p4_J_x = cse3;
+            const double omega_p4_J_z = (0.9997296931968458)*qd2;
             const double omega_p4_x = c4*omega_p4_J_x;
             const double omega_p4_y = -omega_p4_J_x*s4;
+            const double omega4_z = omega_p4_J_z + qd4;
             const double epsd4_x = omega_p4_y*qd4;
             const double epsd4_y = -omega_p4_x*qd4;
             const double a4_x = a4_J_x*c4 + a4_par_y*s4;
@@ -3581,12 +3522,15 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double oo6_W_11 = -oo6_xx - oo6_zz;
             const double omega_p8_x = beta8_02*qd7;
             const double omega_p8_y = beta8_12*qd7;
+            const double omega_p8_z = (6.842277657836021e-49)*qd7;
+            const double omega8_z = omega_p8_z + qd8;
             const double epsd8_x = omega_p8_y*qd8;
             const double epsd8_y = -omega_p8_x*qd8;
             const double a8_x = (9.81)*beta8_02;
             const double a8_y = (9.81)*beta8_12;
             const double oo8_xx = omega_p8_x*omega_p8_x;
             const double oo8_yy = omega_p8_y*omega_p8_y;
+            const double oo8_zz = omega8_z*omega8_z;
             const double oo8_xy = omega_p8_x*omega_p8_y;
             const double oo8_xz = omega8_z*omega_p8_x;
             const double oo8_yz = omega8_z*omega_p8_y;
@@ -3623,6 +3567,9 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double N_c4_J_x = N4_x*c4 - N5_y*s4;
             const double N2_z = (0.04033793064410529)*F_c4_J_y - 0.32999999999999996*F_c4_x + (0.9997296931968458)*N4_z + (0.023249527748763855)*N_c4_J_x - 0.5279999999999998*a2_x + (0.06454068903056855)*a2_y;
             const double F_c7_y = F_c8_x*s7 + F_c8_y*c7;
+            const double omega2_z = -cse3;
+            const double omega3_x = (0.9983399416756089)*qd3;
+            const double omega3_z = -0.05759653509666974*qd3;
             const double theta_J4_00 = (0.9997296931968458)*beta2_00 + 0.023243243243243242;
             const double theta_J4_02 = (0.9997296931968458)*beta2_02 - 0.0005405405405405405;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*beta2_00;
@@ -3639,6 +3586,10 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double r_rel0_4_x = (0.04033793064410529)*beta2_00 + (0.32999999999999996)*beta2_10 - 0.22906216216216216;
             const double r_rel0_4_y = (0.32999999999999996)*c2 + (0.04033793064410529)*s2;
             const double r_rel0_4_z = (0.04033793064410529)*beta2_02 + (0.32999999999999996)*beta2_12 + 0.005327027027027027;
+            const double oo3_xx = omega_p4_J_z*omega_p4_J_z;
+            const double oo3_zz_2 = omega2_z*omega2_z;
+            const double oo3_xz = omega2_z*omega_p4_J_z;
+            const double oo3_W_11 = -oo3_xx - oo3_zz_2;
             const double cse6 = qd4*theta_J4_20;
             const double omega4_x = cse6 + omega_p4_J_z;
             const double cse7 = qd4*theta_J4_21;
@@ -3697,6 +3648,7 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             const double omega8_x = cse17;
             const double cse18 = qd8*theta_J8_21;
             const double omega8_y = cse18;
+            const double omega8_z_2 = qd7 + (6.842277657836021e-49)*qd8;
             const double eps8_x = -cse18*qd7;
             const double eps8_y = cse17*qd7;
             const double strut_b_d_x = (0.01057853512568756)*beta2_00 + (0.19999999999999996)*beta2_10 - 0.23975405405405406;
@@ -3777,6 +3729,12 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
             mg_o_gamma[5][mg_l] = tie_rod_outer_f1_abias_z - tie_rod_outer_f2_abias_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_wishbone_bias(q + (mg_i + mg_l) * 8, qd + (mg_i + mg_l) * 8, tau + (mg_i + mg_l) * 8, p + (mg_i + mg_l) * 1, b + (mg_i + mg_l) * 8, gamma + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 8; ++mg_j) b[(mg_i + mg_l) * 8 + mg_j] = mg_o_b[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) gamma[(mg_i + mg_l) * 6 + mg_j] = mg_o_gamma[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -3820,29 +3778,29 @@ int mechgen_double_wishbone_forward_dynamics(const double *restrict q, const dou
     const double tau7 = tau[6];
     const double tau8 = tau[7];
     const double p_k_strut = p[0];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double beta2_00 = -0.023249527748763855*c2;
     const double beta2_02 = -0.9997296931968458*c2;
     const double cse0 = (0.023249527748763855)*s2;
     const double beta2_10 = cse0;
     const double beta2_12 = (0.9997296931968458)*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double beta3_00 = -0.05759653509666974*c3;
     const double beta3_02 = -0.9983399416756089*c3;
     const double beta3_10 = (0.05759653509666974)*s3;
     const double beta3_12 = (0.9983399416756089)*s3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
     const double cse1 = (0.0415944540727903)*s8;
     const double beta8_00 = (0.0017331022530329293)*c8 + cse1;
     const double cse2 = (0.0415944540727903)*c8;
@@ -4365,45 +4323,25 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[8][8];
         double mg_o_multipliers[6][8];
         double mg_o_reaction[12][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
+        double mg_w_q8[8];
         double mg_w_qd2[8];
         double mg_w_qd4[8];
+        double mg_w_qd5[8];
+        double mg_w_qd6[8];
         double mg_w_qd7[8];
         double mg_w_qd8[8];
         double mg_w_qd3[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_s8[8];
-        double mg_w_c8[8];
-        double mg_w_c7[8];
-        double mg_w_s7[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_omega_p4_J_x[8];
-        double mg_w_omega4_z[8];
-        double mg_w_qd5[8];
-        double mg_w_qd6[8];
-        double mg_w_omega8_z[8];
-        double mg_w_oo8_zz[8];
-        double mg_w_omega_p4_J_z[8];
-        double mg_w_omega2_z[8];
-        double mg_w_oo3_xz[8];
-        double mg_w_oo3_zz_2[8];
-        double mg_w_oo3_W_11[8];
-        double mg_w_oo3_xx[8];
         double mg_w_p_k_strut[8];
-        double mg_w_omega3_x[8];
-        double mg_w_omega3_z[8];
-        double mg_w_omega8_z_2[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
@@ -4413,13 +4351,20 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
         double mg_w_tau7[8];
         double mg_w_tau8[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 8 + 1];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 8 + 3];
+            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 8 + 4];
+            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 8 + 5];
             mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 8 + 6];
             mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 8 + 7];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 8 + 2];
-            mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 8 + 4];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 8 + 5];
             mg_w_p_k_strut[mg_l] = p[(mg_i + mg_l) * 1 + 0];
             mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 8 + 0];
             mg_w_tau2[mg_l] = tau[(mg_i + mg_l) * 8 + 1];
@@ -4432,103 +4377,22 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            const double q8 = mg_w_q8[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double qd8 = mg_w_qd8[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double oo2_zz = qd2*qd2;
-            const double cse7 = (0.023249527748763855)*qd2;
-            const double omega_p4_J_x = cse7;
-            const double omega_p4_J_z = (0.9997296931968458)*qd2;
-            const double omega4_z = omega_p4_J_z + qd4;
-            const double omega_p8_z = (6.842277657836021e-49)*qd7;
-            const double omega8_z = omega_p8_z + qd8;
-            const double oo8_zz = omega8_z*omega8_z;
-            const double omega2_z = -cse7;
-            const double omega3_x = (0.9983399416756089)*qd3;
-            const double omega3_z = -0.05759653509666974*qd3;
-            const double oo3_xx = omega_p4_J_z*omega_p4_J_z;
-            const double oo3_zz_2 = omega2_z*omega2_z;
-            const double oo3_xz = omega2_z*omega_p4_J_z;
-            const double oo3_W_11 = -oo3_xx - oo3_zz_2;
-            const double omega8_z_2 = qd7 + (6.842277657836021e-49)*qd8;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_omega_p4_J_x[mg_l] = omega_p4_J_x;
-            mg_w_omega_p4_J_z[mg_l] = omega_p4_J_z;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_omega8_z[mg_l] = omega8_z;
-            mg_w_oo8_zz[mg_l] = oo8_zz;
-            mg_w_omega2_z[mg_l] = omega2_z;
-            mg_w_omega3_x[mg_l] = omega3_x;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_oo3_xx[mg_l] = oo3_xx;
-            mg_w_oo3_zz_2[mg_l] = oo3_zz_2;
-            mg_w_oo3_xz[mg_l] = oo3_xz;
-            mg_w_oo3_W_11[mg_l] = oo3_W_11;
-            mg_w_omega8_z_2[mg_l] = omega8_z_2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 8 + 1];
-            const double q3 = q[(mg_i + mg_l) * 8 + 2];
-            const double q4 = q[(mg_i + mg_l) * 8 + 3];
-            const double q5 = q[(mg_i + mg_l) * 8 + 4];
-            const double q6 = q[(mg_i + mg_l) * 8 + 5];
-            const double q7 = q[(mg_i + mg_l) * 8 + 6];
-            const double q8 = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s8 = mg_w_s8[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double omega_p4_J_x = mg_w_omega_p4_J_x[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
             const double qd8 = mg_w_qd8[mg_l];
-            const double omega8_z = mg_w_omega8_z[mg_l];
-            const double oo8_zz = mg_w_oo8_zz[mg_l];
-            const double omega_p4_J_z = mg_w_omega_p4_J_z[mg_l];
-            const double omega2_z = mg_w_omega2_z[mg_l];
-            const double oo3_xz = mg_w_oo3_xz[mg_l];
-            const double oo3_zz_2 = mg_w_oo3_zz_2[mg_l];
-            const double oo3_W_11 = mg_w_oo3_W_11[mg_l];
-            const double oo3_xx = mg_w_oo3_xx[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
             const double p_k_strut = mg_w_p_k_strut[mg_l];
-            const double omega3_x = mg_w_omega3_x[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double omega8_z_2 = mg_w_omega8_z_2[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
@@ -4537,15 +4401,36 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double tau6 = mg_w_tau6[mg_l];
             const double tau7 = mg_w_tau7[mg_l];
             const double tau8 = mg_w_tau8[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double beta2_00 = -0.023249527748763855*c2;
             const double beta2_02 = -0.9997296931968458*c2;
             const double cse0 = (0.023249527748763855)*s2;
             const double beta2_10 = cse0;
             const double beta2_12 = (0.9997296931968458)*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double beta3_00 = -0.05759653509666974*c3;
             const double beta3_02 = -0.9983399416756089*c3;
             const double beta3_10 = (0.05759653509666974)*s3;
             const double beta3_12 = (0.9983399416756089)*s3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse1 = (0.0415944540727903)*s8;
             const double beta8_00 = (0.0017331022530329293)*c8 + cse1;
             const double cse2 = (0.0415944540727903)*c8;
@@ -4625,14 +4510,19 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double Nm4_2_z = -0.32999999999999996*Fm4_2_x + (0.023249527748763855)*IJ4_02 + (0.9997296931968458)*IJ5_22 + (0.04033793064410529)*cp4_J_x;
             const double a2_x = -9.807348290261057*c2;
             const double a2_y = (9.807348290261057)*s2;
+            const double oo2_zz = qd2*qd2;
             const double a3_x = -9.793714827837723*c3;
             const double a3_y = (9.793714827837723)*s3;
             const double a4_par_x = a2_x - 0.04033793064410529*oo2_zz;
             const double a4_par_y = a2_y - 0.32999999999999996*oo2_zz;
             const double a4_J_x = (0.9997296931968458)*a4_par_x - 0.005302702702702703;
             const double a4_J_z = -0.023249527748763855*a4_par_x - 0.2280162162162162;
+            const double cse7 = (0.023249527748763855)*qd2;
+            const double omega_p4_J_x = cse7;
+            const double omega_p4_J_z = (0.9997296931968458)*qd2;
             const double omega_p4_x = c4*omega_p4_J_x;
             const double omega_p4_y = -omega_p4_J_x*s4;
+            const double omega4_z = omega_p4_J_z + qd4;
             const double epsd4_x = omega_p4_y*qd4;
             const double epsd4_y = -omega_p4_x*qd4;
             const double a4_x = a4_J_x*c4 + a4_par_y*s4;
@@ -4661,12 +4551,15 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double oo6_W_11 = -oo6_xx - oo6_zz;
             const double omega_p8_x = beta8_02*qd7;
             const double omega_p8_y = beta8_12*qd7;
+            const double omega_p8_z = (6.842277657836021e-49)*qd7;
+            const double omega8_z = omega_p8_z + qd8;
             const double epsd8_x = omega_p8_y*qd8;
             const double epsd8_y = -omega_p8_x*qd8;
             const double a8_x = (9.81)*beta8_02;
             const double a8_y = (9.81)*beta8_12;
             const double oo8_xx = omega_p8_x*omega_p8_x;
             const double oo8_yy = omega_p8_y*omega_p8_y;
+            const double oo8_zz = omega8_z*omega8_z;
             const double oo8_xy = omega_p8_x*omega_p8_y;
             const double oo8_xz = omega8_z*omega_p8_x;
             const double oo8_yz = omega8_z*omega_p8_y;
@@ -4703,6 +4596,9 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double N_c4_J_x = N4_x*c4 - N5_y*s4;
             const double N2_z = (0.04033793064410529)*F_c4_J_y - 0.32999999999999996*F_c4_x + (0.9997296931968458)*N4_z + (0.023249527748763855)*N_c4_J_x - 0.5279999999999998*a2_x + (0.06454068903056855)*a2_y;
             const double F_c7_y = F_c8_x*s7 + F_c8_y*c7;
+            const double omega2_z = -cse7;
+            const double omega3_x = (0.9983399416756089)*qd3;
+            const double omega3_z = -0.05759653509666974*qd3;
             const double theta_J4_00 = (0.9997296931968458)*beta2_00 + 0.023243243243243242;
             const double theta_J4_02 = (0.9997296931968458)*beta2_02 - 0.0005405405405405405;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*beta2_00;
@@ -4722,6 +4618,10 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double T4_2_x = (0.023249527748763855)*r_rel0_4_y;
             const double T4_2_y = -0.023249527748763855*r_rel0_4_x - 0.9997296931968458*r_rel0_4_z;
             const double T4_2_z = (0.9997296931968458)*r_rel0_4_y;
+            const double oo3_xx = omega_p4_J_z*omega_p4_J_z;
+            const double oo3_zz_2 = omega2_z*omega2_z;
+            const double oo3_xz = omega2_z*omega_p4_J_z;
+            const double oo3_W_11 = -oo3_xx - oo3_zz_2;
             const double cse10 = qd4*theta_J4_20;
             const double omega4_x = cse10 + omega_p4_J_z;
             const double cse11 = qd4*theta_J4_21;
@@ -4780,6 +4680,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double omega8_x = cse21;
             const double cse22 = qd8*theta_J8_21;
             const double omega8_y = cse22;
+            const double omega8_z_2 = qd7 + (6.842277657836021e-49)*qd8;
             const double eps8_x = -cse22*qd7;
             const double eps8_y = cse21*qd7;
             const double strut_b_d_x = (0.01057853512568756)*beta2_00 + (0.19999999999999996)*beta2_10 - 0.23975405405405406;
@@ -5038,6 +4939,12 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_wishbone_forward_dynamics(q + (mg_i + mg_l) * 8, qd + (mg_i + mg_l) * 8, tau + (mg_i + mg_l) * 8, p + (mg_i + mg_l) * 1, qdd + (mg_i + mg_l) * 8, multipliers + (mg_i + mg_l) * 6, reaction + (mg_i + mg_l) * 12);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 8; ++mg_j) qdd[(mg_i + mg_l) * 8 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) multipliers[(mg_i + mg_l) * 6 + mg_j] = mg_o_multipliers[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 12; ++mg_j) reaction[(mg_i + mg_l) * 12 + mg_j] = mg_o_reaction[mg_j][mg_l];
@@ -5082,8 +4989,8 @@ int mechgen_double_wishbone_inverse_dynamics(const double *restrict q, const dou
     const double qdd_ind1 = qdd_ind[0];
     const double qdd_ind2 = qdd_ind[1];
     const double p_k_strut = p[0];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = -0.023249527748763855*c2;
     const double tau2_02 = -0.9997296931968458*c2;
     const double cse0 = (0.023249527748763855)*s2;
@@ -5092,16 +4999,16 @@ int mechgen_double_wishbone_inverse_dynamics(const double *restrict q, const dou
     const double omega2_x = (0.9997296931968458)*qd2;
     const double cse1 = (0.023249527748763855)*qd2;
     const double omega2_z = -cse1;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = -0.05759653509666974*c3;
     const double tau3_02 = -0.9983399416756089*c3;
     const double tau3_10 = (0.05759653509666974)*s3;
     const double tau3_12 = (0.9983399416756089)*s3;
     const double omega3_x = (0.9983399416756089)*qd3;
     const double omega3_z = -0.05759653509666974*qd3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
     const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
     const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
@@ -5136,8 +5043,8 @@ int mechgen_double_wishbone_inverse_dynamics(const double *restrict q, const dou
     const double eps4_x = -cse4*omega2_z;
     const double eps4_y = -cse5*omega2_x + omega2_z*qd4*theta_J4_20;
     const double eps4_z = cse4*omega2_x;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
     const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
     const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
@@ -5153,8 +5060,8 @@ int mechgen_double_wishbone_inverse_dynamics(const double *restrict q, const dou
     const double eps5_x = -cse7*omega4_z + cse8*omega4_y + eps4_x;
     const double eps5_y = cse6*omega4_z - cse8*omega4_x + eps4_y;
     const double eps5_z = -cse6*omega4_y + cse7*omega4_x + eps4_z;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_10 = c6*tau4_10 - s6*tau5_20;
     const double tau6_11 = c6*tau4_11 - s6*tau5_21;
     const double tau6_12 = c6*tau4_12 - s6*tau5_22;
@@ -5170,10 +5077,10 @@ int mechgen_double_wishbone_inverse_dynamics(const double *restrict q, const dou
     const double eps6_x = cse10*omega5_z - cse11*omega5_y + eps5_x;
     const double eps6_y = cse11*omega5_x - cse9*omega5_z + eps5_y;
     const double eps6_z = -cse10*omega5_x + cse9*omega5_y + eps5_z;
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
     const double cse12 = (0.0415944540727903)*s7;
     const double theta_J8_00 = (0.0017331022530329293)*c7 - cse12;
     const double cse13 = (0.0415944540727903)*c7;
@@ -5517,179 +5424,90 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_tau_ind[2][8];
         double mg_o_qdd[8][8];
         double mg_o_multipliers[6][8];
         double mg_o_reaction[12][8];
+        double mg_w_q2[8];
         double mg_w_qd2[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
-        double mg_w_qd7[8];
-        double mg_w_qd8[8];
-        double mg_w_qdd_ind1[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_omega2_x[8];
-        double mg_w_omega2_z[8];
-        double mg_w_oo3_xz[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_oo3_W_11[8];
-        double mg_w_oo3_xx[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
+        double mg_w_q6[8];
         double mg_w_qd6[8];
-        double mg_w_s7[8];
-        double mg_w_c7[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
-        double mg_w_omega3_x[8];
-        double mg_w_omega3_z[8];
-        double mg_w_omega8_z[8];
+        double mg_w_q7[8];
+        double mg_w_q8[8];
+        double mg_w_qd8[8];
+        double mg_w_qd7[8];
+        double mg_w_qdd_ind1[8];
         double mg_w_qdd_ind2[8];
         double mg_w_p_k_strut[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_omega_p4_J_x[8];
-        double mg_w_epsd4_J_x[8];
-        double mg_w_epsd4_J_z[8];
-        double mg_w_omega4_z_2[8];
-        double mg_w_omega8_z_2[8];
-        double mg_w_oo8_zz[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 8 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 8 + 2];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 8 + 6];
-            mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 8 + 7];
-            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 2 + 0];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 8 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 8 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 8 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
+            mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 8 + 7];
+            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 8 + 6];
+            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 2 + 0];
             mg_w_qdd_ind2[mg_l] = qdd_ind[(mg_i + mg_l) * 2 + 1];
             mg_w_p_k_strut[mg_l] = p[(mg_i + mg_l) * 1 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double qd8 = mg_w_qd8[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            const double qd4 = mg_w_qd4[mg_l];
-            const double omega2_x = (0.9997296931968458)*qd2;
-            const double cse1 = (0.023249527748763855)*qd2;
-            const double omega2_z = -cse1;
-            const double omega3_x = (0.9983399416756089)*qd3;
-            const double omega3_z = -0.05759653509666974*qd3;
-            const double oo3_xx = omega2_x*omega2_x;
-            const double oo3_zz = omega2_z*omega2_z;
-            const double oo3_xz = omega2_x*omega2_z;
-            const double oo3_W_11 = -oo3_xx - oo3_zz;
-            const double omega8_z = qd7 + (6.842277657836021e-49)*qd8;
-            const double oo2_zz = qd2*qd2;
-            const double omega_p4_J_x = cse1;
-            const double epsd4_J_x = (0.023249527748763855)*qdd_ind1;
-            const double epsd4_J_z = (0.9997296931968458)*qdd_ind1;
-            const double omega4_z_2 = omega2_x + qd4;
-            const double omega_p8_z = (6.842277657836021e-49)*qd7;
-            const double omega8_z_2 = omega_p8_z + qd8;
-            const double oo8_zz = omega8_z_2*omega8_z_2;
-            mg_w_omega2_x[mg_l] = omega2_x;
-            mg_w_omega2_z[mg_l] = omega2_z;
-            mg_w_omega3_x[mg_l] = omega3_x;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_oo3_xx[mg_l] = oo3_xx;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_oo3_xz[mg_l] = oo3_xz;
-            mg_w_oo3_W_11[mg_l] = oo3_W_11;
-            mg_w_omega8_z[mg_l] = omega8_z;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_omega_p4_J_x[mg_l] = omega_p4_J_x;
-            mg_w_epsd4_J_x[mg_l] = epsd4_J_x;
-            mg_w_epsd4_J_z[mg_l] = epsd4_J_z;
-            mg_w_omega4_z_2[mg_l] = omega4_z_2;
-            mg_w_omega8_z_2[mg_l] = omega8_z_2;
-            mg_w_oo8_zz[mg_l] = oo8_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 8 + 1];
-            const double q3 = q[(mg_i + mg_l) * 8 + 2];
-            const double q4 = q[(mg_i + mg_l) * 8 + 3];
-            const double q5 = q[(mg_i + mg_l) * 8 + 4];
-            const double q6 = q[(mg_i + mg_l) * 8 + 5];
-            const double q7 = q[(mg_i + mg_l) * 8 + 6];
-            const double q8 = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double omega2_x = mg_w_omega2_x[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double omega2_z = mg_w_omega2_z[mg_l];
-            const double oo3_xz = mg_w_oo3_xz[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double oo3_W_11 = mg_w_oo3_W_11[mg_l];
-            const double oo3_xx = mg_w_oo3_xx[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            const double q8 = mg_w_q8[mg_l];
             const double qd8 = mg_w_qd8[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
-            const double omega3_x = mg_w_omega3_x[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double omega8_z = mg_w_omega8_z[mg_l];
             const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
             const double qdd_ind2 = mg_w_qdd_ind2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
             const double p_k_strut = mg_w_p_k_strut[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double omega_p4_J_x = mg_w_omega_p4_J_x[mg_l];
-            const double epsd4_J_x = mg_w_epsd4_J_x[mg_l];
-            const double epsd4_J_z = mg_w_epsd4_J_z[mg_l];
-            const double omega4_z_2 = mg_w_omega4_z_2[mg_l];
-            const double omega8_z_2 = mg_w_omega8_z_2[mg_l];
-            const double oo8_zz = mg_w_oo8_zz[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = -0.023249527748763855*c2;
             const double tau2_02 = -0.9997296931968458*c2;
             const double cse0 = (0.023249527748763855)*s2;
             const double tau2_10 = cse0;
             const double tau2_12 = (0.9997296931968458)*s2;
+            const double omega2_x = (0.9997296931968458)*qd2;
+            const double cse1 = (0.023249527748763855)*qd2;
+            const double omega2_z = -cse1;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = -0.05759653509666974*c3;
             const double tau3_02 = -0.9983399416756089*c3;
             const double tau3_10 = (0.05759653509666974)*s3;
             const double tau3_12 = (0.9983399416756089)*s3;
+            const double omega3_x = (0.9983399416756089)*qd3;
+            const double omega3_z = -0.05759653509666974*qd3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
             const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
@@ -5709,6 +5527,10 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double T4_2_x = (0.023249527748763855)*r_rel0_4_y;
             const double T4_2_y = -0.023249527748763855*r_rel0_4_x - 0.9997296931968458*r_rel0_4_z;
             const double T4_2_z = (0.9997296931968458)*r_rel0_4_y;
+            const double oo3_xx = omega2_x*omega2_x;
+            const double oo3_zz = omega2_z*omega2_z;
+            const double oo3_xz = omega2_x*omega2_z;
+            const double oo3_W_11 = -oo3_xx - oo3_zz;
             const double omega4_x = omega2_x + qd4*theta_J4_20;
             const double cse4 = qd4*theta_J4_21;
             const double omega4_y = cse4;
@@ -5720,6 +5542,9 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double eps4_x = -cse4*omega2_z;
             const double eps4_y = -cse5*omega2_x + omega2_z*qd4*theta_J4_20;
             const double eps4_z = cse4*omega2_x;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
             const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
             const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
@@ -5735,6 +5560,9 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double eps5_x = -cse7*omega4_z + cse8*omega4_y + eps4_x;
             const double eps5_y = cse6*omega4_z - cse8*omega4_x + eps4_y;
             const double eps5_z = -cse6*omega4_y + cse7*omega4_x + eps4_z;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_10 = c6*tau4_10 - s6*tau5_20;
             const double tau6_11 = c6*tau4_11 - s6*tau5_21;
             const double tau6_12 = c6*tau4_12 - s6*tau5_22;
@@ -5750,6 +5578,12 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double eps6_x = cse10*omega5_z - cse11*omega5_y + eps5_x;
             const double eps6_y = cse11*omega5_x - cse9*omega5_z + eps5_y;
             const double eps6_z = -cse10*omega5_x + cse9*omega5_y + eps5_z;
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse12 = (0.0415944540727903)*s7;
             const double theta_J8_00 = (0.0017331022530329293)*c7 - cse12;
             const double cse13 = (0.0415944540727903)*c7;
@@ -5768,6 +5602,7 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double omega8_x = cse14;
             const double cse15 = qd8*theta_J8_21;
             const double omega8_y = cse15;
+            const double omega8_z = qd7 + (6.842277657836021e-49)*qd8;
             const double eps8_x = -cse15*qd7;
             const double eps8_y = cse14*qd7;
             const double upper_ball_f1_d_x = -0.012191266595461726*tau3_00 + (0.18500000000000005)*tau3_10 - 0.1357021747143384;
@@ -5938,14 +5773,19 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double beta8_11 = (0.9982668977469671)*c8 - cse29;
             const double a2_x = -9.807348290261057*c2;
             const double a2_y = (9.807348290261057)*s2;
+            const double oo2_zz = qd2*qd2;
             const double a3_x = -9.793714827837723*c3;
             const double a3_y = (9.793714827837723)*s3;
             const double a4_par_x = a2_x - 0.04033793064410529*oo2_zz - 0.32999999999999996*qdd_ind1;
             const double a4_par_y = a2_y - 0.32999999999999996*oo2_zz + (0.04033793064410529)*qdd_ind1;
             const double a4_J_x = (0.9997296931968458)*a4_par_x - 0.005302702702702703;
             const double a4_J_z = -0.023249527748763855*a4_par_x - 0.2280162162162162;
+            const double omega_p4_J_x = cse1;
             const double omega_p4_x = c4*omega_p4_J_x;
             const double omega_p4_y = -omega_p4_J_x*s4;
+            const double epsd4_J_x = (0.023249527748763855)*qdd_ind1;
+            const double epsd4_J_z = (0.9997296931968458)*qdd_ind1;
+            const double omega4_z_2 = omega2_x + qd4;
             const double epsd4_x = c4*epsd4_J_x + omega_p4_y*qd4;
             const double epsd4_y = -epsd4_J_x*s4 - omega_p4_x*qd4;
             const double epsd4_z = epsd4_J_z + qdd_dep2;
@@ -5979,6 +5819,8 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double a7_y = c7*qdd_ind2;
             const double omega_p8_x = qd7*tau8_02;
             const double omega_p8_y = qd7*tau8_12;
+            const double omega_p8_z = (6.842277657836021e-49)*qd7;
+            const double omega8_z_2 = omega_p8_z + qd8;
             const double epsd8_x = omega_p8_y*qd8 + qdd_dep5*tau8_02;
             const double epsd8_y = -omega_p8_x*qd8 + qdd_dep5*tau8_12;
             const double epsd8_z = (6.842277657836021e-49)*qdd_dep5 + qdd_dep6;
@@ -5987,6 +5829,7 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double a8_z = -0.9991330730923519*a7_x + (0.04163054471218133)*a7_y + 6.712274382337137e-48;
             const double oo8_xx = omega_p8_x*omega_p8_x;
             const double oo8_yy = omega_p8_y*omega_p8_y;
+            const double oo8_zz = omega8_z_2*omega8_z_2;
             const double oo8_xy = omega_p8_x*omega_p8_y;
             const double oo8_xz = omega8_z_2*omega_p8_x;
             const double oo8_yz = omega8_z_2*omega_p8_y;
@@ -6069,6 +5912,12 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_wishbone_inverse_dynamics(q + (mg_i + mg_l) * 8, qd + (mg_i + mg_l) * 8, qdd_ind + (mg_i + mg_l) * 2, p + (mg_i + mg_l) * 1, tau_ind + (mg_i + mg_l) * 2, qdd + (mg_i + mg_l) * 8, multipliers + (mg_i + mg_l) * 6, reaction + (mg_i + mg_l) * 12);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 2; ++mg_j) tau_ind[(mg_i + mg_l) * 2 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 8; ++mg_j) qdd[(mg_i + mg_l) * 8 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) multipliers[(mg_i + mg_l) * 6 + mg_j] = mg_o_multipliers[mg_j][mg_l];
@@ -6113,8 +5962,8 @@ int mechgen_double_wishbone_energy(const double *restrict q, const double *restr
     const double qd7 = qd[6];
     const double qd8 = qd[7];
     const double p_k_strut = p[0];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = -0.023249527748763855*c2;
     const double tau2_02 = -0.9997296931968458*c2;
     const double cse0 = (0.023249527748763855)*s2;
@@ -6122,16 +5971,16 @@ int mechgen_double_wishbone_energy(const double *restrict q, const double *restr
     const double tau2_12 = (0.9997296931968458)*s2;
     const double omega2_x = (0.9997296931968458)*qd2;
     const double omega2_z = -0.023249527748763855*qd2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = -0.05759653509666974*c3;
     const double tau3_02 = -0.9983399416756089*c3;
     const double tau3_10 = (0.05759653509666974)*s3;
     const double tau3_12 = (0.9983399416756089)*s3;
     const double omega3_x = (0.9983399416756089)*qd3;
     const double omega3_z = -0.05759653509666974*qd3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
     const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
     const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
@@ -6155,8 +6004,8 @@ int mechgen_double_wishbone_energy(const double *restrict q, const double *restr
     const double v4_x = -omega2_z*r_rel0_4_y;
     const double v4_y = -omega2_x*r_rel0_4_z + omega2_z*r_rel0_4_x;
     const double v4_z = omega2_x*r_rel0_4_y;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
     const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
     const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
@@ -6166,8 +6015,8 @@ int mechgen_double_wishbone_energy(const double *restrict q, const double *restr
     const double omega5_x = omega4_x + qd5*tau4_10;
     const double omega5_y = omega4_y + qd5*tau4_11;
     const double omega5_z = omega4_z + qd5*tau4_12;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_10 = c6*tau4_10 - s6*tau5_20;
     const double tau6_11 = c6*tau4_11 - s6*tau5_21;
     const double tau6_12 = c6*tau4_12 - s6*tau5_22;
@@ -6177,10 +6026,10 @@ int mechgen_double_wishbone_energy(const double *restrict q, const double *restr
     const double omega6_x = omega5_x - qd6*tau5_00;
     const double omega6_y = omega5_y - qd6*tau5_01;
     const double omega6_z = omega5_z - qd6*tau5_02;
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
     const double cse3 = (0.0415944540727903)*s7;
     const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
     const double cse4 = (0.0415944540727903)*c7;
@@ -6240,131 +6089,83 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
+        double mg_w_q2[8];
         double mg_w_qd2[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
-        double mg_w_qd7[8];
-        double mg_w_qd8[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_omega2_x[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
-        double mg_w_omega2_z[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
+        double mg_w_q6[8];
         double mg_w_qd6[8];
-        double mg_w_s7[8];
-        double mg_w_c7[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
-        double mg_w_omega3_x[8];
-        double mg_w_omega3_z[8];
+        double mg_w_q7[8];
+        double mg_w_q8[8];
+        double mg_w_qd8[8];
+        double mg_w_qd7[8];
         double mg_w_qd1[8];
-        double mg_w_omega8_z[8];
-        double mg_w_omega_loc2_z[8];
-        double mg_w_omega_loc3_z[8];
         double mg_w_p_k_strut[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 8 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 8 + 2];
-            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 8 + 6];
-            mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 8 + 7];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 8 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 8 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 8 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
+            mg_w_qd8[mg_l] = qd[(mg_i + mg_l) * 8 + 7];
+            mg_w_qd7[mg_l] = qd[(mg_i + mg_l) * 8 + 6];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 8 + 0];
             mg_w_p_k_strut[mg_l] = p[(mg_i + mg_l) * 1 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double qd7 = mg_w_qd7[mg_l];
-            const double qd8 = mg_w_qd8[mg_l];
-            const double omega2_x = (0.9997296931968458)*qd2;
-            const double omega2_z = -0.023249527748763855*qd2;
-            const double omega3_x = (0.9983399416756089)*qd3;
-            const double omega3_z = -0.05759653509666974*qd3;
-            const double omega8_z = qd7 + (6.842277657836021e-49)*qd8;
-            const double omega_loc2_z = (0.9997296931968458)*omega2_x - 0.023249527748763855*omega2_z;
-            const double omega_loc3_z = (0.9983399416756089)*omega3_x - 0.05759653509666974*omega3_z;
-            mg_w_omega2_x[mg_l] = omega2_x;
-            mg_w_omega2_z[mg_l] = omega2_z;
-            mg_w_omega3_x[mg_l] = omega3_x;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_omega8_z[mg_l] = omega8_z;
-            mg_w_omega_loc2_z[mg_l] = omega_loc2_z;
-            mg_w_omega_loc3_z[mg_l] = omega_loc3_z;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 8 + 1];
-            const double q3 = q[(mg_i + mg_l) * 8 + 2];
-            const double q4 = q[(mg_i + mg_l) * 8 + 3];
-            const double q5 = q[(mg_i + mg_l) * 8 + 4];
-            const double q6 = q[(mg_i + mg_l) * 8 + 5];
-            const double q7 = q[(mg_i + mg_l) * 8 + 6];
-            const double q8 = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double omega2_x = mg_w_omega2_x[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double omega2_z = mg_w_omega2_z[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            const double q8 = mg_w_q8[mg_l];
             const double qd8 = mg_w_qd8[mg_l];
-            const double omega3_x = mg_w_omega3_x[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
+            const double qd7 = mg_w_qd7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double omega8_z = mg_w_omega8_z[mg_l];
-            const double omega_loc2_z = mg_w_omega_loc2_z[mg_l];
-            const double omega_loc3_z = mg_w_omega_loc3_z[mg_l];
             const double p_k_strut = mg_w_p_k_strut[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = -0.023249527748763855*c2;
             const double tau2_02 = -0.9997296931968458*c2;
             const double cse0 = (0.023249527748763855)*s2;
             const double tau2_10 = cse0;
             const double tau2_12 = (0.9997296931968458)*s2;
+            const double omega2_x = (0.9997296931968458)*qd2;
+            const double omega2_z = -0.023249527748763855*qd2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = -0.05759653509666974*c3;
             const double tau3_02 = -0.9983399416756089*c3;
             const double tau3_10 = (0.05759653509666974)*s3;
             const double tau3_12 = (0.9983399416756089)*s3;
+            const double omega3_x = (0.9983399416756089)*qd3;
+            const double omega3_z = -0.05759653509666974*qd3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
             const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
@@ -6388,6 +6189,9 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             const double v4_x = -omega2_z*r_rel0_4_y;
             const double v4_y = -omega2_x*r_rel0_4_z + omega2_z*r_rel0_4_x;
             const double v4_z = omega2_x*r_rel0_4_y;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
             const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
             const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
@@ -6397,6 +6201,9 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             const double omega5_x = omega4_x + qd5*tau4_10;
             const double omega5_y = omega4_y + qd5*tau4_11;
             const double omega5_z = omega4_z + qd5*tau4_12;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_10 = c6*tau4_10 - s6*tau5_20;
             const double tau6_11 = c6*tau4_11 - s6*tau5_21;
             const double tau6_12 = c6*tau4_12 - s6*tau5_22;
@@ -6406,6 +6213,12 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             const double omega6_x = omega5_x - qd6*tau5_00;
             const double omega6_y = omega5_y - qd6*tau5_01;
             const double omega6_z = omega5_z - qd6*tau5_02;
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse3 = (0.0415944540727903)*s7;
             const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
             const double cse4 = (0.0415944540727903)*c7;
@@ -6422,10 +6235,13 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             const double tau8_12 = -0.04163054471218133*c8 - 0.9991330730923519*s8;
             const double omega8_x = qd8*theta_J8_20;
             const double omega8_y = qd8*theta_J8_21;
+            const double omega8_z = qd7 + (6.842277657836021e-49)*qd8;
             const double omega_loc2_x = omega2_x*tau2_00 + omega2_z*tau2_02;
             const double omega_loc2_y = omega2_x*tau2_10 + omega2_z*tau2_12;
+            const double omega_loc2_z = (0.9997296931968458)*omega2_x - 0.023249527748763855*omega2_z;
             const double omega_loc3_x = omega3_x*tau3_00 + omega3_z*tau3_02;
             const double omega_loc3_y = omega3_x*tau3_10 + omega3_z*tau3_12;
+            const double omega_loc3_z = (0.9983399416756089)*omega3_x - 0.05759653509666974*omega3_z;
             const double v_loc6_x = -tau5_00*v4_x - tau5_01*v4_y - tau5_02*v4_z;
             const double v_loc6_y = tau6_10*v4_x + tau6_11*v4_y + tau6_12*v4_z;
             const double v_loc6_z = tau6_20*v4_x + tau6_21*v4_y + tau6_22*v4_z;
@@ -6452,6 +6268,12 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
             mg_o_V[0][mg_l] = (0.5)*p_k_strut*(strut_L - 0.686817)*(strut_L - 0.686817) + (392.40000000000003)*r4_z + (0.6331441593898774)*tau2_02 + (5.1796799999999985)*tau2_12 - 0.10763669277133187*tau3_02 + (1.6333650000000006)*tau3_12 - 66.708*tau5_02 + (13.734000000000012)*tau6_12 + (0.03925700910592848)*tau8_02 + (1.413456791287253)*tau8_12 + 19.385220531510065;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_wishbone_energy(q + (mg_i + mg_l) * 8, qd + (mg_i + mg_l) * 8, p + (mg_i + mg_l) * 1, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -6473,8 +6295,8 @@ int mechgen_double_wishbone_springs(const double *restrict q, const double *rest
     const double q2 = q[1];
     const double qd2 = qd[1];
     const double p_k_strut = p[0];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = -0.023249527748763855*c2;
     const double tau2_02 = -0.9997296931968458*c2;
     const double tau2_10 = (0.023249527748763855)*s2;
@@ -6514,26 +6336,24 @@ int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_state[3][8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
+        double mg_w_q2[8];
         double mg_w_qd2[8];
         double mg_w_p_k_strut[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 8 + 1];
             mg_w_p_k_strut[mg_l] = p[(mg_i + mg_l) * 1 + 0];
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 8 + 1];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-        }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double p_k_strut = mg_w_p_k_strut[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = -0.023249527748763855*c2;
             const double tau2_02 = -0.9997296931968458*c2;
             const double tau2_10 = (0.023249527748763855)*s2;
@@ -6563,6 +6383,12 @@ int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const 
             mg_o_state[2][mg_l] = strut_F;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_wishbone_springs(q + (mg_i + mg_l) * 8, qd + (mg_i + mg_l) * 8, p + (mg_i + mg_l) * 1, state + (mg_i + mg_l) * 3);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 3; ++mg_j) state[(mg_i + mg_l) * 3 + mg_j] = mg_o_state[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -6597,21 +6423,21 @@ int mechgen_double_wishbone_violation(const double *restrict q, const double *re
     const double qd7 = qd[6];
     const double qd8 = qd[7];
     const double r_rel0_1_y = q1 + 0.34;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = -0.023249527748763855*c2;
     const double tau2_02 = -0.9997296931968458*c2;
     const double cse0 = (0.023249527748763855)*s2;
     const double tau2_10 = cse0;
     const double tau2_12 = (0.9997296931968458)*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = -0.05759653509666974*c3;
     const double tau3_02 = -0.9983399416756089*c3;
     const double tau3_10 = (0.05759653509666974)*s3;
     const double tau3_12 = (0.9983399416756089)*s3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
     const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
     const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
@@ -6634,26 +6460,26 @@ int mechgen_double_wishbone_violation(const double *restrict q, const double *re
     const double T4_2_x = (0.023249527748763855)*r_rel0_4_y;
     const double T4_2_y = -0.023249527748763855*r_rel0_4_x - 0.9997296931968458*r_rel0_4_z;
     const double T4_2_z = (0.9997296931968458)*r_rel0_4_y;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
     const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
     const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
     const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
     const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
     const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_10 = c6*tau4_10 - s6*tau5_20;
     const double tau6_11 = c6*tau4_11 - s6*tau5_21;
     const double tau6_12 = c6*tau4_12 - s6*tau5_22;
     const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
     const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
     const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
-    const double c7 = cos(q7);
-    const double s7 = sin(q7);
-    const double c8 = cos(q8);
-    const double s8 = sin(q8);
+    double s7, c7;
+    mg_sincos(q7, &s7, &c7);
+    double s8, c8;
+    mg_sincos(q8, &s8, &c8);
     const double cse3 = (0.0415944540727903)*s7;
     const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
     const double cse4 = (0.0415944540727903)*c7;
@@ -6737,24 +6563,17 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
         double mg_w_q1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_s7[8];
-        double mg_w_c7[8];
-        double mg_w_c8[8];
-        double mg_w_s8[8];
-        double mg_w_r_rel0_1_y[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_q7[8];
+        double mg_w_q8[8];
         double mg_w_qd2[8];
         double mg_w_qd4[8];
         double mg_w_qd5[8];
@@ -6765,6 +6584,13 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
         double mg_w_qd1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 8 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 8 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 8 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 8 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 8 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 8 + 5];
+            mg_w_q7[mg_l] = q[(mg_i + mg_l) * 8 + 6];
+            mg_w_q8[mg_l] = q[(mg_i + mg_l) * 8 + 7];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 8 + 1];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 8 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 8 + 4];
@@ -6777,49 +6603,13 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q1 = mg_w_q1[mg_l];
-            const double r_rel0_1_y = q1 + 0.34;
-            mg_w_r_rel0_1_y[mg_l] = r_rel0_1_y;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 8 + 1];
-            const double q3 = q[(mg_i + mg_l) * 8 + 2];
-            const double q4 = q[(mg_i + mg_l) * 8 + 3];
-            const double q5 = q[(mg_i + mg_l) * 8 + 4];
-            const double q6 = q[(mg_i + mg_l) * 8 + 5];
-            const double q7 = q[(mg_i + mg_l) * 8 + 6];
-            const double q8 = q[(mg_i + mg_l) * 8 + 7];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-            mg_w_c7[mg_l] = cos(q7);
-            mg_w_s7[mg_l] = sin(q7);
-            mg_w_c8[mg_l] = cos(q8);
-            mg_w_s8[mg_l] = sin(q8);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double s7 = mg_w_s7[mg_l];
-            const double c7 = mg_w_c7[mg_l];
-            const double c8 = mg_w_c8[mg_l];
-            const double s8 = mg_w_s8[mg_l];
-            const double r_rel0_1_y = mg_w_r_rel0_1_y[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double q7 = mg_w_q7[mg_l];
+            const double q8 = mg_w_q8[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
@@ -6828,15 +6618,25 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
             const double qd3 = mg_w_qd3[mg_l];
             const double qd7 = mg_w_qd7[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
+            const double r_rel0_1_y = q1 + 0.34;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = -0.023249527748763855*c2;
             const double tau2_02 = -0.9997296931968458*c2;
             const double cse0 = (0.023249527748763855)*s2;
             const double tau2_10 = cse0;
             const double tau2_12 = (0.9997296931968458)*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = -0.05759653509666974*c3;
             const double tau3_02 = -0.9983399416756089*c3;
             const double tau3_10 = (0.05759653509666974)*s3;
             const double tau3_12 = (0.9983399416756089)*s3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double theta_J4_00 = (0.9997296931968458)*tau2_00 + 0.023243243243243242;
             const double theta_J4_02 = (0.9997296931968458)*tau2_02 - 0.0005405405405405405;
             const double theta_J4_20 = 0.9994594594594595 - 0.023249527748763855*tau2_00;
@@ -6859,18 +6659,30 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
             const double T4_2_x = (0.023249527748763855)*r_rel0_4_y;
             const double T4_2_y = -0.023249527748763855*r_rel0_4_x - 0.9997296931968458*r_rel0_4_z;
             const double T4_2_z = (0.9997296931968458)*r_rel0_4_y;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 - s5*theta_J4_20;
             const double tau5_01 = c5*tau4_01 - s5*theta_J4_21;
             const double tau5_02 = c5*tau4_02 - s5*theta_J4_22;
             const double tau5_20 = c5*theta_J4_20 + s5*tau4_00;
             const double tau5_21 = c5*theta_J4_21 + s5*tau4_01;
             const double tau5_22 = c5*theta_J4_22 + s5*tau4_02;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_10 = c6*tau4_10 - s6*tau5_20;
             const double tau6_11 = c6*tau4_11 - s6*tau5_21;
             const double tau6_12 = c6*tau4_12 - s6*tau5_22;
             const double tau6_20 = -c6*tau5_20 - s6*tau4_10;
             const double tau6_21 = -c6*tau5_21 - s6*tau4_11;
             const double tau6_22 = -c6*tau5_22 - s6*tau4_12;
+            double s7, c7;
+            mg_sincos_poly(q7, &s7, &c7);
+            mg_range[mg_l] |= mg_trig_out_of_range(q7);
+            double s8, c8;
+            mg_sincos_poly(q8, &s8, &c8);
+            mg_range[mg_l] |= mg_trig_out_of_range(q8);
             const double cse3 = (0.0415944540727903)*s7;
             const double theta_J8_00 = (0.0017331022530329293)*c7 - cse3;
             const double cse4 = (0.0415944540727903)*c7;
@@ -6944,6 +6756,12 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
             mg_o_velocity[0][mg_l] = sqrt((qd2*tie_rod_outer_f2_T2_z + qd4*tie_rod_outer_f2_T4_z + qd5*tie_rod_outer_f2_T5_z + qd6*tie_rod_outer_f2_T6_z - qd8*tie_rod_outer_f1_T8_z)*(qd2*tie_rod_outer_f2_T2_z + qd4*tie_rod_outer_f2_T4_z + qd5*tie_rod_outer_f2_T5_z + qd6*tie_rod_outer_f2_T6_z - qd8*tie_rod_outer_f1_T8_z) + (qd2*upper_ball_f2_T2_x - qd3*upper_ball_f1_T3_x + qd4*upper_ball_f2_T4_x + qd5*upper_ball_f2_T5_x + qd6*upper_ball_f2_T6_x)*(qd2*upper_ball_f2_T2_x - qd3*upper_ball_f1_T3_x + qd4*upper_ball_f2_T4_x + qd5*upper_ball_f2_T5_x + qd6*upper_ball_f2_T6_x) + (qd2*upper_ball_f2_T2_y - qd3*upper_ball_f1_T3_y + qd4*upper_ball_f2_T4_y + qd5*upper_ball_f2_T5_y + qd6*upper_ball_f2_T6_y)*(qd2*upper_ball_f2_T2_y - qd3*upper_ball_f1_T3_y + qd4*upper_ball_f2_T4_y + qd5*upper_ball_f2_T5_y + qd6*upper_ball_f2_T6_y) + (qd2*upper_ball_f2_T2_z - qd3*upper_ball_f1_T3_z + qd4*upper_ball_f2_T4_z + qd5*upper_ball_f2_T5_z + qd6*upper_ball_f2_T6_z)*(qd2*upper_ball_f2_T2_z - qd3*upper_ball_f1_T3_z + qd4*upper_ball_f2_T4_z + qd5*upper_ball_f2_T5_z + qd6*upper_ball_f2_T6_z) + (qd2*tie_rod_outer_f2_T2_x + qd4*tie_rod_outer_f2_T4_x + qd5*tie_rod_outer_f2_T5_x + qd6*tie_rod_outer_f2_T6_x + qd7*tie_rod_outer_f1_d_y - qd8*tie_rod_outer_f1_T8_x)*(qd2*tie_rod_outer_f2_T2_x + qd4*tie_rod_outer_f2_T4_x + qd5*tie_rod_outer_f2_T5_x + qd6*tie_rod_outer_f2_T6_x + qd7*tie_rod_outer_f1_d_y - qd8*tie_rod_outer_f1_T8_x) + (-qd1 + qd2*tie_rod_outer_f2_T2_y + qd4*tie_rod_outer_f2_T4_y + qd5*tie_rod_outer_f2_T5_y + qd6*tie_rod_outer_f2_T6_y - qd7*tie_rod_outer_f1_d_x - qd8*tie_rod_outer_f1_T8_y)*(-qd1 + qd2*tie_rod_outer_f2_T2_y + qd4*tie_rod_outer_f2_T4_y + qd5*tie_rod_outer_f2_T5_y + qd6*tie_rod_outer_f2_T6_y - qd7*tie_rod_outer_f1_d_x - qd8*tie_rod_outer_f1_T8_y));
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_double_wishbone_violation(q + (mg_i + mg_l) * 8, qd + (mg_i + mg_l) * 8, p + (mg_i + mg_l) * 1, position + (mg_i + mg_l) * 1, velocity + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];

@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "fourbar.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* closure: Constraint rows phi(q) (zero when the loops are closed), their Jacobian G = d phi/dq
  * (columns: Pavlov's joint screws) and the orientation checks.
  * ops: 16 adds, 16 muls, 6 trig (38 total) */
@@ -14,14 +132,14 @@ int mechgen_fourbar_closure(const double *restrict q, double *restrict phi, doub
     const double q2 = q[1];
     const double q3 = q[2];
     const double cse0 = q1 - 1.7957749733962085;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double tau3_00 = c2*c3 - s2*s3;
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_01 = cse3;
@@ -59,21 +177,13 @@ int64_t mechgen_fourbar_closure_batch(int64_t n, const double *q, double *phi, d
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_phi[2][8];
         double mg_o_G[6][8];
         double mg_o_orientation[1][8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s2[8];
-        double mg_w_s3[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
@@ -85,31 +195,17 @@ int64_t mechgen_fourbar_closure_batch(int64_t n, const double *q, double *phi, d
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double cse0 = q1 - 1.7957749733962085;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cse1 = q2 - 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double cse2 = q3 + 0.41848242355105714;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau3_00 = c2*c3 - s2*s3;
             const double cse3 = c2*s3 + c3*s2;
             const double tau3_01 = cse3;
@@ -137,6 +233,12 @@ int64_t mechgen_fourbar_closure_batch(int64_t n, const double *q, double *phi, d
             mg_o_orientation[0][mg_l] = 1.0;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_fourbar_closure(q + (mg_i + mg_l) * 3, phi + (mg_i + mg_l) * 2, G + (mg_i + mg_l) * 6, orientation + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 2; ++mg_j) phi[(mg_i + mg_l) * 2 + mg_j] = mg_o_phi[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) G[(mg_i + mg_l) * 6 + mg_j] = mg_o_G[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
@@ -163,14 +265,14 @@ int mechgen_fourbar_newton_step(const double *restrict q, double *restrict q_nex
     const double q2 = q[1];
     const double q3 = q[2];
     const double cse0 = q1 - 1.7957749733962085;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double tau3_00 = c2*c3 - s2*s3;
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_01 = cse3;
@@ -220,6 +322,7 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_q_next[3][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
@@ -227,15 +330,6 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s2[8];
-        double mg_w_s3[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
@@ -243,39 +337,22 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double cse0 = q1 - 1.7957749733962085;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cse1 = q2 - 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double cse2 = q3 + 0.41848242355105714;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau3_00 = c2*c3 - s2*s3;
             const double cse3 = c2*s3 + c3*s2;
             const double tau3_01 = cse3;
@@ -310,6 +387,12 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_fourbar_newton_step(q + (mg_i + mg_l) * 3, q_next + (mg_i + mg_l) * 3, error + (mg_i + mg_l) * 1, branch + (mg_i + mg_l) * 1, orientation + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 3; ++mg_j) q_next[(mg_i + mg_l) * 3 + mg_j] = mg_o_q_next[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
@@ -344,14 +427,14 @@ int mechgen_fourbar_velocity(const double *restrict q, const double *restrict qd
     const double q3 = q[2];
     const double qd_ind1 = qd_ind[0];
     const double cse0 = q1 - 1.7957749733962085;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double tau3_00 = c2*c3 - s2*s3;
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_01 = cse3;
@@ -397,20 +480,12 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qd[3][8];
         double mg_o_H[3][8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s2[8];
-        double mg_w_s3[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
         double mg_w_qd_ind1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
@@ -420,37 +495,23 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
-            const double cse0 = q1 - 1.7957749733962085;
-            const double cse1 = q2 - 1.0471975511965976;
-            const double cse2 = q3 + 0.41848242355105714;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
             const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            const double cse0 = q1 - 1.7957749733962085;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 + 0.41848242355105714;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau3_00 = c2*c3 - s2*s3;
             const double cse3 = c2*s3 + c3*s2;
             const double tau3_01 = cse3;
@@ -483,6 +544,12 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_fourbar_velocity(q + (mg_i + mg_l) * 3, qd_ind + (mg_i + mg_l) * 1, qd + (mg_i + mg_l) * 3, H + (mg_i + mg_l) * 3);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 3; ++mg_j) qd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 3; ++mg_j) H[(mg_i + mg_l) * 3 + mg_j] = mg_o_H[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -517,14 +584,14 @@ int mechgen_fourbar_kinematics(const double *restrict q, const double *restrict 
     const double qdd2 = qdd[1];
     const double qdd3 = qdd[2];
     const double cse0 = q1 - 1.7957749733962085;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double tau3_00 = c2*c3 - s2*s3;
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_01 = cse3;
@@ -709,6 +776,7 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[18][8];
         double mg_o_v[18][8];
         double mg_o_a[18][8];
@@ -720,35 +788,20 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
         double mg_w_q3[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
-        double mg_w_qd1[8];
         double mg_w_qdd2[8];
-        double mg_w_qdd3[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s2[8];
-        double mg_w_s3[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_cse4[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_cse5[8];
+        double mg_w_qd1[8];
         double mg_w_qdd1[8];
-        double mg_w_omega3_z[8];
-        double mg_w_cse9[8];
-        double mg_w_coupler_alphaz[8];
+        double mg_w_qdd3[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 3 + 0];
+            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 3 + 2];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -757,64 +810,31 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
             const double q3 = mg_w_q3[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double qdd1 = mg_w_qdd1[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
             const double cse0 = q1 - 1.7957749733962085;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cse1 = q2 - 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double cse2 = q3 + 0.41848242355105714;
-            const double cse4 = qd2*qd2;
-            const double oo2_zz = cse4;
-            const double omega3_z = qd2 + qd3;
-            const double cse5 = qd1*qd1;
-            const double cse9 = omega3_z*omega3_z;
-            const double coupler_alphaz = qdd2 + qdd3;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse4[mg_l] = cse4;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_cse9[mg_l] = cse9;
-            mg_w_coupler_alphaz[mg_l] = coupler_alphaz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double cse4 = mg_w_cse4[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double cse9 = mg_w_cse9[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double coupler_alphaz = mg_w_coupler_alphaz[mg_l];
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau3_00 = c2*c3 - s2*s3;
             const double cse3 = c2*s3 + c3*s2;
             const double tau3_01 = cse3;
             const double tau3_10 = -cse3;
             const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
             const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
+            const double cse4 = qd2*qd2;
+            const double oo2_zz = cse4;
+            const double omega3_z = qd2 + qd3;
             const double v3_x = -qd2*r_rel0_3_y;
             const double v3_y = qd2*r_rel0_3_x;
             const double w3_x = -oo2_zz*r_rel0_3_x;
@@ -828,6 +848,7 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
             const double rocker_pin_o_x = rocker_pin_d_x + 0.4;
             const double rocker_pin_v_x = -qd1*rocker_pin_d_y;
             const double rocker_pin_v_y = qd1*rocker_pin_d_x;
+            const double cse5 = qd1*qd1;
             const double rocker_pin_abias_x = -cse5*rocker_pin_d_x;
             const double rocker_pin_abias_y = -cse5*rocker_pin_d_y;
             const double rocker_pin_ax = -qdd1*rocker_pin_d_y + rocker_pin_abias_x;
@@ -842,6 +863,7 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
             const double coupler_point_v_x = -coupler_point_d_y*omega3_z - cse7;
             const double coupler_point_v_y = coupler_point_d_x*omega3_z + v3_y;
             const double cse8 = -w3_x;
+            const double cse9 = omega3_z*omega3_z;
             const double coupler_point_abias_x = -coupler_point_d_x*cse9 - cse8;
             const double cse10 = -w3_y;
             const double coupler_point_abias_y = -coupler_point_d_y*cse9 - cse10;
@@ -876,6 +898,7 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
             const double rocker_abias_y = -cse5*rocker_d_y;
             const double rocker_ax = -qdd1*rocker_d_y + rocker_abias_x;
             const double rocker_ay = qdd1*rocker_d_x + rocker_abias_y;
+            const double coupler_alphaz = qdd2 + qdd3;
             mg_o_r[0][mg_l] = r_rel0_3_x;
             mg_o_r[1][mg_l] = r_rel0_3_y;
             mg_o_r[2][mg_l] = 0.0;
@@ -977,6 +1000,12 @@ int64_t mechgen_fourbar_kinematics_batch(int64_t n, const double *q, const doubl
             mg_o_alpha[8][mg_l] = qdd1;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_fourbar_kinematics(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, qdd + (mg_i + mg_l) * 3, r + (mg_i + mg_l) * 18, v + (mg_i + mg_l) * 18, a + (mg_i + mg_l) * 18, R + (mg_i + mg_l) * 27, omega + (mg_i + mg_l) * 9, alpha + (mg_i + mg_l) * 9);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 18; ++mg_j) r[(mg_i + mg_l) * 18 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) v[(mg_i + mg_l) * 18 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) a[(mg_i + mg_l) * 18 + mg_j] = mg_o_a[mg_j][mg_l];
@@ -1001,8 +1030,8 @@ int mechgen_fourbar_mass_matrix(const double *restrict q, double *restrict M)
 {
     const double q3 = q[2];
     const double cse0 = q3 + 0.41848242355105714;
-    const double c3 = cos(cse0);
-    const double s3 = sin(cse0);
+    double s3, c3;
+    mg_sincos(cse0, &s3, &c3);
     const double cp3_x = (0.07076858398147434)*c3 - 0.05145928022482449*s3;
     const double cse1 = (0.05145928022482449)*c3 + (0.07076858398147434)*s3;
     const double cp3_y = cse1;
@@ -1030,11 +1059,9 @@ int64_t mechgen_fourbar_mass_matrix_batch(int64_t n, const double *q, double *M,
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_M[9][8];
         double mg_w_q3[8];
-        double mg_w_cse0[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
         }
@@ -1042,17 +1069,9 @@ int64_t mechgen_fourbar_mass_matrix_batch(int64_t n, const double *q, double *M,
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q3 = mg_w_q3[mg_l];
             const double cse0 = q3 + 0.41848242355105714;
-            mg_w_cse0[mg_l] = cse0;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            mg_w_c3[mg_l] = cos(cse0);
-            mg_w_s3[mg_l] = sin(cse0);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            double s3, c3;
+            mg_sincos_poly(cse0, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cp3_x = (0.07076858398147434)*c3 - 0.05145928022482449*s3;
             const double cse1 = (0.05145928022482449)*c3 + (0.07076858398147434)*s3;
             const double cp3_y = cse1;
@@ -1070,6 +1089,12 @@ int64_t mechgen_fourbar_mass_matrix_batch(int64_t n, const double *q, double *M,
             mg_o_M[8][mg_l] = 0.02043333333333333;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_fourbar_mass_matrix(q + (mg_i + mg_l) * 3, M + (mg_i + mg_l) * 9);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 9; ++mg_j) M[(mg_i + mg_l) * 9 + mg_j] = mg_o_M[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -1098,14 +1123,14 @@ int mechgen_fourbar_bias(const double *restrict q, const double *restrict qd, co
     const double tau2 = tau[1];
     const double tau3 = tau[2];
     const double cse0 = q1 - 1.7957749733962085;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double a1_x = (9.81)*s1;
     const double a1_y = (9.81)*c1;
     const double a2_x = (9.81)*s2;
@@ -1162,6 +1187,7 @@ int64_t mechgen_fourbar_bias_batch(int64_t n, const double *q, const double *qd,
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[3][8];
         double mg_o_gamma[2][8];
         double mg_w_q1[8];
@@ -1170,19 +1196,6 @@ int64_t mechgen_fourbar_bias_batch(int64_t n, const double *q, const double *qd,
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd1[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_cse5[8];
-        double mg_w_cse7[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
@@ -1205,56 +1218,33 @@ int64_t mechgen_fourbar_bias_batch(int64_t n, const double *q, const double *qd,
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double cse0 = q1 - 1.7957749733962085;
-            const double cse1 = q2 - 1.0471975511965976;
-            const double cse2 = q3 + 0.41848242355105714;
-            const double oo2_zz = qd2*qd2;
-            const double omega3_z = qd2 + qd3;
-            const double cse5 = omega3_z*omega3_z;
-            const double oo3_zz = cse5;
-            const double cse7 = qd1*qd1;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_cse7[mg_l] = cse7;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
+            const double cse0 = q1 - 1.7957749733962085;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 + 0.41848242355105714;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double a1_x = (9.81)*s1;
             const double a1_y = (9.81)*c1;
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
+            const double oo2_zz = qd2*qd2;
+            const double omega3_z = qd2 + qd3;
             const double cse3 = a2_x - 0.05*oo2_zz;
             const double cse4 = a2_y - 0.08660254037844387*oo2_zz;
             const double a3_x = c3*cse3 + cse4*s3;
             const double a3_y = c3*cse4 - cse3*s3;
+            const double cse5 = omega3_z*omega3_z;
+            const double oo3_zz = cse5;
             const double F3_x = (0.5)*a3_x - 0.07076858398147434*oo3_zz;
             const double F3_y = (0.5)*a3_y - 0.05145928022482449*oo3_zz;
             const double N3_z = -0.05145928022482449*a3_x + (0.07076858398147434)*a3_y;
@@ -1276,6 +1266,7 @@ int64_t mechgen_fourbar_bias_batch(int64_t n, const double *q, const double *qd,
             const double C_f1_abias_y = -C_f1_d_y*cse5 + w3_y;
             const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
+            const double cse7 = qd1*qd1;
             const double C_f2_abias_x = -C_f2_d_x*cse7;
             const double C_f2_abias_y = -C_f2_d_y*cse7;
             const double b1 = -N1_z + tau1;
@@ -1288,6 +1279,12 @@ int64_t mechgen_fourbar_bias_batch(int64_t n, const double *q, const double *qd,
             mg_o_gamma[1][mg_l] = C_f1_abias_y - C_f2_abias_y;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_fourbar_bias(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, tau + (mg_i + mg_l) * 3, b + (mg_i + mg_l) * 3, gamma + (mg_i + mg_l) * 2);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 3; ++mg_j) b[(mg_i + mg_l) * 3 + mg_j] = mg_o_b[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 2; ++mg_j) gamma[(mg_i + mg_l) * 2 + mg_j] = mg_o_gamma[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1318,14 +1315,14 @@ int mechgen_fourbar_forward_dynamics(const double *restrict q, const double *res
     const double tau2 = tau[1];
     const double tau3 = tau[2];
     const double cse0 = q1 - 1.7957749733962085;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cp3_x = (0.07076858398147434)*c3 - 0.05145928022482449*s3;
     const double cse3 = (0.05145928022482449)*c3 + (0.07076858398147434)*s3;
     const double cp3_y = cse3;
@@ -1431,6 +1428,7 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[3][8];
         double mg_o_multipliers[2][8];
         double mg_o_reaction[6][8];
@@ -1440,19 +1438,6 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd1[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_cse6[8];
-        double mg_w_cse8[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
@@ -1469,55 +1454,28 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double cse0 = q1 - 1.7957749733962085;
-            const double cse1 = q2 - 1.0471975511965976;
-            const double cse2 = q3 + 0.41848242355105714;
-            const double oo2_zz = qd2*qd2;
-            const double omega3_z = qd2 + qd3;
-            const double cse6 = omega3_z*omega3_z;
-            const double oo3_zz = cse6;
-            const double cse8 = qd1*qd1;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_cse6[mg_l] = cse6;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_cse8[mg_l] = cse8;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double cse6 = mg_w_cse6[mg_l];
-            const double cse8 = mg_w_cse8[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
+            const double cse0 = q1 - 1.7957749733962085;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 + 0.41848242355105714;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cp3_x = (0.07076858398147434)*c3 - 0.05145928022482449*s3;
             const double cse3 = (0.05145928022482449)*c3 + (0.07076858398147434)*s3;
             const double cp3_y = cse3;
@@ -1528,10 +1486,14 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             const double a1_y = (9.81)*c1;
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
+            const double oo2_zz = qd2*qd2;
+            const double omega3_z = qd2 + qd3;
             const double cse4 = a2_x - 0.05*oo2_zz;
             const double cse5 = a2_y - 0.08660254037844387*oo2_zz;
             const double a3_x = c3*cse4 + cse5*s3;
             const double a3_y = c3*cse5 - cse4*s3;
+            const double cse6 = omega3_z*omega3_z;
+            const double oo3_zz = cse6;
             const double F3_x = (0.5)*a3_x - 0.07076858398147434*oo3_zz;
             const double F3_y = (0.5)*a3_y - 0.05145928022482449*oo3_zz;
             const double N3_z = -0.05145928022482449*a3_x + (0.07076858398147434)*a3_y;
@@ -1555,6 +1517,7 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             const double C_f1_abias_y = -C_f1_d_y*cse6 + w3_y;
             const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
+            const double cse8 = qd1*qd1;
             const double C_f2_abias_x = -C_f2_d_x*cse8;
             const double C_f2_abias_y = -C_f2_d_y*cse8;
             mg_s = (mg_s == 0 && !isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0)) ? 1 : mg_s;
@@ -1604,6 +1567,12 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_fourbar_forward_dynamics(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, tau + (mg_i + mg_l) * 3, qdd + (mg_i + mg_l) * 3, multipliers + (mg_i + mg_l) * 2, reaction + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 2; ++mg_j) multipliers[(mg_i + mg_l) * 2 + mg_j] = mg_o_multipliers[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
@@ -1639,14 +1608,14 @@ int mechgen_fourbar_inverse_dynamics(const double *restrict q, const double *res
     const double qd3 = qd[2];
     const double qdd_ind1 = qdd_ind[0];
     const double cse0 = q1 - 1.7957749733962085;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double tau3_00 = c2*c3 - s2*s3;
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_01 = cse3;
@@ -1734,6 +1703,7 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[3][8];
         double mg_o_multipliers[2][8];
@@ -1744,20 +1714,7 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd1[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s2[8];
-        double mg_w_s3[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_cse4[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_cse5[8];
         double mg_w_qdd_ind1[8];
-        double mg_w_oo3_zz[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
@@ -1769,69 +1726,46 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double cse0 = q1 - 1.7957749733962085;
-            const double cse1 = q2 - 1.0471975511965976;
-            const double cse2 = q3 + 0.41848242355105714;
-            const double oo2_zz = qd2*qd2;
-            const double omega3_z = qd2 + qd3;
-            const double cse4 = omega3_z*omega3_z;
-            const double cse5 = qd1*qd1;
-            const double oo3_zz = cse4;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_cse4[mg_l] = cse4;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double cse4 = mg_w_cse4[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double cse5 = mg_w_cse5[mg_l];
             const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
+            const double cse0 = q1 - 1.7957749733962085;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 + 0.41848242355105714;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau3_00 = c2*c3 - s2*s3;
             const double cse3 = c2*s3 + c3*s2;
             const double tau3_01 = cse3;
             const double tau3_10 = -cse3;
             const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
             const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
+            const double oo2_zz = qd2*qd2;
+            const double omega3_z = qd2 + qd3;
             const double w3_x = -oo2_zz*r_rel0_3_x;
             const double w3_y = -oo2_zz*r_rel0_3_y;
             const double C_f1_d_x = (0.28307433592589737)*tau3_00 + (0.20583712089929798)*tau3_10;
             const double C_f1_d_y = (0.20583712089929798)*tau3_00 + (0.28307433592589737)*tau3_01;
             const double C_f1_o_x = C_f1_d_x + r_rel0_3_x;
             const double C_f1_T2_x = -C_f1_d_y - r_rel0_3_y;
+            const double cse4 = omega3_z*omega3_z;
             const double C_f1_abias_x = -C_f1_d_x*cse4 + w3_x;
             const double C_f1_abias_y = -C_f1_d_y*cse4 + w3_y;
             const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
+            const double cse5 = qd1*qd1;
             const double C_f2_abias_x = -C_f2_d_x*cse5;
             const double C_f2_abias_y = -C_f2_d_y*cse5;
             mg_s = (mg_s == 0 && !isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0)) ? 1 : mg_s;
@@ -1857,6 +1791,7 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
             const double cse7 = a2_y - 0.08660254037844387*oo2_zz + (0.05)*qdd_ind1;
             const double a3_x = c3*cse6 + cse7*s3;
             const double a3_y = c3*cse7 - cse6*s3;
+            const double oo3_zz = cse4;
             const double F3_x = (0.5)*a3_x - 0.05145928022482449*epsd3_z - 0.07076858398147434*oo3_zz;
             const double F3_y = (0.5)*a3_y + (0.07076858398147434)*epsd3_z - 0.05145928022482449*oo3_zz;
             const double N3_z = -0.05145928022482449*a3_x + (0.07076858398147434)*a3_y + (0.02043333333333333)*epsd3_z;
@@ -1883,6 +1818,12 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_fourbar_inverse_dynamics(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, qdd_ind + (mg_i + mg_l) * 1, tau_ind + (mg_i + mg_l) * 1, qdd + (mg_i + mg_l) * 3, multipliers + (mg_i + mg_l) * 2, reaction + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 2; ++mg_j) multipliers[(mg_i + mg_l) * 2 + mg_j] = mg_o_multipliers[mg_j][mg_l];
@@ -1918,14 +1859,14 @@ int mechgen_fourbar_energy(const double *restrict q, const double *restrict qd, 
     const double qd2 = qd[1];
     const double qd3 = qd[2];
     const double cse0 = q1 - 1.7957749733962085;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double tau3_00 = c2*c3 - s2*s3;
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_01 = cse3;
@@ -1951,6 +1892,7 @@ int64_t mechgen_fourbar_energy_batch(int64_t n, const double *q, const double *q
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
         double mg_w_q1[8];
@@ -1958,17 +1900,7 @@ int64_t mechgen_fourbar_energy_batch(int64_t n, const double *q, const double *q
         double mg_w_q3[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s2[8];
-        double mg_w_s3[8];
-        double mg_w_omega3_z[8];
         double mg_w_qd1[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
@@ -1984,43 +1916,26 @@ int64_t mechgen_fourbar_energy_batch(int64_t n, const double *q, const double *q
             const double q3 = mg_w_q3[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double cse0 = q1 - 1.7957749733962085;
-            const double cse1 = q2 - 1.0471975511965976;
-            const double cse2 = q3 + 0.41848242355105714;
-            const double omega3_z = qd2 + qd3;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_omega3_z[mg_l] = omega3_z;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
+            const double cse0 = q1 - 1.7957749733962085;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 + 0.41848242355105714;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau3_00 = c2*c3 - s2*s3;
             const double cse3 = c2*s3 + c3*s2;
             const double tau3_01 = cse3;
             const double tau3_10 = -cse3;
             const double r_rel0_3_x = (0.05)*c2 - 0.08660254037844387*s2;
             const double r_rel0_3_y = (0.08660254037844387)*c2 + (0.05)*s2;
+            const double omega3_z = qd2 + qd3;
             const double v3_x = -qd2*r_rel0_3_y;
             const double v3_y = qd2*r_rel0_3_x;
             const double v_loc3_x = tau3_00*v3_x + tau3_01*v3_y;
@@ -2029,6 +1944,12 @@ int64_t mechgen_fourbar_energy_batch(int64_t n, const double *q, const double *q
             mg_o_V[0][mg_l] = (0.6454874423552958)*c1 + (0.08495709211125343)*c2 + (4.905)*r_rel0_3_y - 0.14772167202756323*s1 + (0.04905000000000002)*s2 + (0.5048155390055282)*tau3_00 + (0.6942398088582633)*tau3_01;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_fourbar_energy(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -2094,14 +2015,14 @@ int mechgen_fourbar_violation(const double *restrict q, const double *restrict q
     const double qd2 = qd[1];
     const double qd3 = qd[2];
     const double cse0 = q1 - 1.7957749733962085;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double tau3_00 = c2*c3 - s2*s3;
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_01 = cse3;
@@ -2131,20 +2052,12 @@ int64_t mechgen_fourbar_violation_batch(int64_t n, const double *q, const double
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s2[8];
-        double mg_w_s3[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd1[8];
@@ -2161,35 +2074,21 @@ int64_t mechgen_fourbar_violation_batch(int64_t n, const double *q, const double
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
-            const double cse0 = q1 - 1.7957749733962085;
-            const double cse1 = q2 - 1.0471975511965976;
-            const double cse2 = q3 + 0.41848242355105714;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
+            const double cse0 = q1 - 1.7957749733962085;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 - 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 + 0.41848242355105714;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau3_00 = c2*c3 - s2*s3;
             const double cse3 = c2*s3 + c3*s2;
             const double tau3_01 = cse3;
@@ -2209,6 +2108,12 @@ int64_t mechgen_fourbar_violation_batch(int64_t n, const double *q, const double
             mg_o_velocity[0][mg_l] = sqrt((-C_f1_T2_x*qd2 + C_f1_d_y*qd3 - C_f2_d_y*qd1)*(-C_f1_T2_x*qd2 + C_f1_d_y*qd3 - C_f2_d_y*qd1) + (-C_f1_d_x*qd3 - C_f1_o_x*qd2 + C_f2_d_x*qd1)*(-C_f1_d_x*qd3 - C_f1_o_x*qd2 + C_f2_d_x*qd1));
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_fourbar_violation(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, position + (mg_i + mg_l) * 1, velocity + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];

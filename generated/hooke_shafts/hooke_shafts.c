@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "hooke_shafts.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* closure: Constraint rows phi(q) (zero when the loops are closed), their Jacobian G = d phi/dq
  * (columns: Pavlov's joint screws) and the orientation checks.
  * ops: 21 adds, 35 muls, 4 trig (60 total) */
@@ -12,8 +130,8 @@ int mechgen_hooke_shafts_closure(const double *restrict q, double *restrict phi,
 {
     const double q1 = q[0];
     const double q2 = q[1];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double cse0 = (0.43301270189221935)*s1;
     const double tau1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -22,8 +140,8 @@ int mechgen_hooke_shafts_closure(const double *restrict q, double *restrict phi,
     const double tau1_10 = -cse1 - 0.25*s1;
     const double tau1_11 = (0.75)*c1 + cse0;
     const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
     const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
     const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -61,27 +179,23 @@ int64_t mechgen_hooke_shafts_closure_batch(int64_t n, const double *q, double *p
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_phi[4][8];
         double mg_o_G[8][8];
         double mg_o_orientation[1][8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 2 + 0];
-            const double q2 = q[(mg_i + mg_l) * 2 + 1];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double cse0 = (0.43301270189221935)*s1;
             const double tau1_00 = (0.25)*c1 - cse0;
             const double cse1 = (0.43301270189221935)*c1;
@@ -90,6 +204,9 @@ int64_t mechgen_hooke_shafts_closure_batch(int64_t n, const double *q, double *p
             const double tau1_10 = -cse1 - 0.25*s1;
             const double tau1_11 = (0.75)*c1 + cse0;
             const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
             const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
             const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -117,6 +234,12 @@ int64_t mechgen_hooke_shafts_closure_batch(int64_t n, const double *q, double *p
             mg_o_orientation[0][mg_l] = 1.0;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_hooke_shafts_closure(q + (mg_i + mg_l) * 2, phi + (mg_i + mg_l) * 4, G + (mg_i + mg_l) * 8, orientation + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 4; ++mg_j) phi[(mg_i + mg_l) * 4 + mg_j] = mg_o_phi[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 8; ++mg_j) G[(mg_i + mg_l) * 8 + mg_j] = mg_o_G[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
@@ -141,8 +264,8 @@ int mechgen_hooke_shafts_newton_step(const double *restrict q, double *restrict 
     int status = 0;
     const double q1 = q[0];
     const double q2 = q[1];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double cse0 = (0.43301270189221935)*s1;
     const double tau1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -151,8 +274,8 @@ int mechgen_hooke_shafts_newton_step(const double *restrict q, double *restrict 
     const double tau1_10 = -cse1 - 0.25*s1;
     const double tau1_11 = (0.75)*c1 + cse0;
     const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
     const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
     const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -195,37 +318,25 @@ int64_t mechgen_hooke_shafts_newton_step_batch(int64_t n, const double *q, doubl
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_q_next[2][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[1][8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 2 + 0];
-            const double q2 = q[(mg_i + mg_l) * 2 + 1];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-        }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double cse0 = (0.43301270189221935)*s1;
             const double tau1_00 = (0.25)*c1 - cse0;
             const double cse1 = (0.43301270189221935)*c1;
@@ -234,6 +345,9 @@ int64_t mechgen_hooke_shafts_newton_step_batch(int64_t n, const double *q, doubl
             const double tau1_10 = -cse1 - 0.25*s1;
             const double tau1_11 = (0.75)*c1 + cse0;
             const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
             const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
             const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -261,6 +375,12 @@ int64_t mechgen_hooke_shafts_newton_step_batch(int64_t n, const double *q, doubl
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_hooke_shafts_newton_step(q + (mg_i + mg_l) * 2, q_next + (mg_i + mg_l) * 2, error + (mg_i + mg_l) * 1, branch + (mg_i + mg_l) * 1, orientation + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 2; ++mg_j) q_next[(mg_i + mg_l) * 2 + mg_j] = mg_o_q_next[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
@@ -293,8 +413,8 @@ int mechgen_hooke_shafts_velocity(const double *restrict q, const double *restri
     const double q1 = q[0];
     const double q2 = q[1];
     const double qd_ind1 = qd_ind[0];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double cse0 = (0.43301270189221935)*s1;
     const double tau1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -303,8 +423,8 @@ int mechgen_hooke_shafts_velocity(const double *restrict q, const double *restri
     const double tau1_10 = -cse1 - 0.25*s1;
     const double tau1_11 = (0.75)*c1 + cse0;
     const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
     const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
     const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -342,32 +462,26 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qd[2][8];
         double mg_o_H[2][8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd_ind1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
             mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 2 + 0];
-            const double q2 = q[(mg_i + mg_l) * 2 + 1];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double cse0 = (0.43301270189221935)*s1;
             const double tau1_00 = (0.25)*c1 - cse0;
             const double cse1 = (0.43301270189221935)*c1;
@@ -376,6 +490,9 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
             const double tau1_10 = -cse1 - 0.25*s1;
             const double tau1_11 = (0.75)*c1 + cse0;
             const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
             const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
             const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -400,6 +517,12 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_hooke_shafts_velocity(q + (mg_i + mg_l) * 2, qd_ind + (mg_i + mg_l) * 1, qd + (mg_i + mg_l) * 2, H + (mg_i + mg_l) * 2);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 2; ++mg_j) qd[(mg_i + mg_l) * 2 + mg_j] = mg_o_qd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 2; ++mg_j) H[(mg_i + mg_l) * 2 + mg_j] = mg_o_H[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -430,8 +553,8 @@ int mechgen_hooke_shafts_kinematics(const double *restrict q, const double *rest
     const double qd2 = qd[1];
     const double qdd1 = qdd[0];
     const double qdd2 = qdd[1];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double cse0 = (0.43301270189221935)*s1;
     const double tau1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -442,8 +565,8 @@ int mechgen_hooke_shafts_kinematics(const double *restrict q, const double *rest
     const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
     const double omega1_x = (0.8660254037844386)*qd1;
     const double omega1_y = (0.5)*qd1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double input_pin_tip_d_y = (0.05)*c2;
     const double input_pin_tip_d_z = (0.05)*s2;
     const double input_pin_tip_v_y = -input_pin_tip_d_z*qd2;
@@ -580,77 +703,38 @@ int64_t mechgen_hooke_shafts_kinematics_batch(int64_t n, const double *q, const 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[12][8];
         double mg_o_v[12][8];
         double mg_o_a[12][8];
         double mg_o_R[18][8];
         double mg_o_omega[6][8];
         double mg_o_alpha[6][8];
+        double mg_w_q1[8];
         double mg_w_qd1[8];
+        double mg_w_q2[8];
         double mg_w_qd2[8];
-        double mg_w_qdd1[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_cse2[8];
         double mg_w_qdd2[8];
-        double mg_w_omega1_y[8];
-        double mg_w_omega1_x[8];
-        double mg_w_cse4[8];
-        double mg_w_cse5[8];
-        double mg_w_output_shaft_alphax[8];
-        double mg_w_output_shaft_alphay[8];
+        double mg_w_qdd1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 2 + 0];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 2 + 1];
+            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 2 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double omega1_x = (0.8660254037844386)*qd1;
-            const double omega1_y = (0.5)*qd1;
-            const double cse2 = qd2*qd2;
-            const double cse4 = omega1_x*omega1_x;
-            const double cse5 = omega1_y*omega1_y;
-            const double output_shaft_alphax = (0.8660254037844386)*qdd1;
-            const double output_shaft_alphay = (0.5)*qdd1;
-            mg_w_omega1_x[mg_l] = omega1_x;
-            mg_w_omega1_y[mg_l] = omega1_y;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse4[mg_l] = cse4;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_output_shaft_alphax[mg_l] = output_shaft_alphax;
-            mg_w_output_shaft_alphay[mg_l] = output_shaft_alphay;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 2 + 0];
-            const double q2 = q[(mg_i + mg_l) * 2 + 1];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
-            const double omega1_y = mg_w_omega1_y[mg_l];
-            const double omega1_x = mg_w_omega1_x[mg_l];
-            const double cse4 = mg_w_cse4[mg_l];
-            const double cse5 = mg_w_cse5[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
-            const double output_shaft_alphax = mg_w_output_shaft_alphax[mg_l];
-            const double output_shaft_alphay = mg_w_output_shaft_alphay[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double cse0 = (0.43301270189221935)*s1;
             const double tau1_00 = (0.25)*c1 - cse0;
             const double cse1 = (0.43301270189221935)*c1;
@@ -659,10 +743,16 @@ int64_t mechgen_hooke_shafts_kinematics_batch(int64_t n, const double *q, const 
             const double tau1_10 = -cse1 - 0.25*s1;
             const double tau1_11 = (0.75)*c1 + cse0;
             const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            const double omega1_x = (0.8660254037844386)*qd1;
+            const double omega1_y = (0.5)*qd1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double input_pin_tip_d_y = (0.05)*c2;
             const double input_pin_tip_d_z = (0.05)*s2;
             const double input_pin_tip_v_y = -input_pin_tip_d_z*qd2;
             const double input_pin_tip_v_z = input_pin_tip_d_y*qd2;
+            const double cse2 = qd2*qd2;
             const double input_pin_tip_abias_y = -cse2*input_pin_tip_d_y;
             const double input_pin_tip_abias_z = -cse2*input_pin_tip_d_z;
             const double input_pin_tip_ay = input_pin_tip_abias_y - input_pin_tip_d_z*qdd2;
@@ -681,6 +771,8 @@ int64_t mechgen_hooke_shafts_kinematics_batch(int64_t n, const double *q, const 
             const double output_pin_tip_v_z = cse3;
             const double output_pin_tip_abias_x = cse3*omega1_y;
             const double output_pin_tip_abias_y = -cse3*omega1_x;
+            const double cse4 = omega1_x*omega1_x;
+            const double cse5 = omega1_y*omega1_y;
             const double output_pin_tip_abias_z = -cse4*output_pin_tip_d_z - cse5*output_pin_tip_d_z;
             const double output_pin_tip_ax = output_pin_tip_T1_x*qdd1 + output_pin_tip_abias_x;
             const double output_pin_tip_ay = output_pin_tip_T1_y*qdd1 + output_pin_tip_abias_y;
@@ -712,6 +804,8 @@ int64_t mechgen_hooke_shafts_kinematics_batch(int64_t n, const double *q, const 
             const double output_shaft_R20 = (0.25)*tau1_02 - 0.43301270189221935*tau1_12;
             const double output_shaft_R21 = -0.43301270189221935*tau1_02 + (0.75)*tau1_12;
             const double output_shaft_R22 = -0.8660254037844386*tau1_02 - 0.5*tau1_12;
+            const double output_shaft_alphax = (0.8660254037844386)*qdd1;
+            const double output_shaft_alphay = (0.5)*qdd1;
             mg_o_r[0][mg_l] = 0.0;
             mg_o_r[1][mg_l] = input_pin_tip_d_y;
             mg_o_r[2][mg_l] = input_pin_tip_d_z;
@@ -780,6 +874,12 @@ int64_t mechgen_hooke_shafts_kinematics_batch(int64_t n, const double *q, const 
             mg_o_alpha[5][mg_l] = 0.0;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_hooke_shafts_kinematics(q + (mg_i + mg_l) * 2, qd + (mg_i + mg_l) * 2, qdd + (mg_i + mg_l) * 2, r + (mg_i + mg_l) * 12, v + (mg_i + mg_l) * 12, a + (mg_i + mg_l) * 12, R + (mg_i + mg_l) * 18, omega + (mg_i + mg_l) * 6, alpha + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 12; ++mg_j) r[(mg_i + mg_l) * 12 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 12; ++mg_j) v[(mg_i + mg_l) * 12 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 12; ++mg_j) a[(mg_i + mg_l) * 12 + mg_j] = mg_o_a[mg_j][mg_l];
@@ -851,8 +951,8 @@ int mechgen_hooke_shafts_bias(const double *restrict q, const double *restrict q
     const double qd2 = qd[1];
     const double tau1 = tau[0];
     const double tau2 = tau[1];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double cse0 = (0.43301270189221935)*s1;
     const double beta1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -861,8 +961,8 @@ int mechgen_hooke_shafts_bias(const double *restrict q, const double *restrict q
     const double beta1_10 = -cse1 - 0.25*s1;
     const double beta1_11 = (0.75)*c1 + cse0;
     const double beta1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double a1_x = (9.81)*beta1_02;
     const double a1_y = (9.81)*beta1_12;
     const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
@@ -899,19 +999,18 @@ int64_t mechgen_hooke_shafts_bias_batch(int64_t n, const double *q, const double
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[2][8];
         double mg_o_gamma[4][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd1[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_omega1_y[8];
-        double mg_w_omega1_x[8];
         double mg_w_tau1[8];
-        double mg_w_c2[8];
         double mg_w_qd2[8];
-        double mg_w_s2[8];
         double mg_w_tau2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
             mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 2 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
@@ -919,31 +1018,15 @@ int64_t mechgen_hooke_shafts_bias_batch(int64_t n, const double *q, const double
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double omega1_x = (0.8660254037844386)*qd1;
-            const double omega1_y = (0.5)*qd1;
-            mg_w_omega1_x[mg_l] = omega1_x;
-            mg_w_omega1_y[mg_l] = omega1_y;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 2 + 0];
-            const double q2 = q[(mg_i + mg_l) * 2 + 1];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double omega1_y = mg_w_omega1_y[mg_l];
-            const double omega1_x = mg_w_omega1_x[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double cse0 = (0.43301270189221935)*s1;
             const double beta1_00 = (0.25)*c1 - cse0;
             const double cse1 = (0.43301270189221935)*c1;
@@ -952,9 +1035,14 @@ int64_t mechgen_hooke_shafts_bias_batch(int64_t n, const double *q, const double
             const double beta1_10 = -cse1 - 0.25*s1;
             const double beta1_11 = (0.75)*c1 + cse0;
             const double beta1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double a1_x = (9.81)*beta1_02;
             const double a1_y = (9.81)*beta1_12;
             const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
+            const double omega1_x = (0.8660254037844386)*qd1;
+            const double omega1_y = (0.5)*qd1;
             const double cross_f2_d_x = (1.0358521839084693e-17)*beta1_00 + (3.1364918806624406e-18)*beta1_10 - 0.3464101615137754;
             const double cross_f2_d_y = (1.0358521839084693e-17)*beta1_01 + (3.1364918806624406e-18)*beta1_11 - 0.19999999999999998;
             const double cross_f2_d_z = (1.0358521839084693e-17)*beta1_02 + (3.1364918806624406e-18)*beta1_12;
@@ -976,6 +1064,12 @@ int64_t mechgen_hooke_shafts_bias_batch(int64_t n, const double *q, const double
             mg_o_gamma[3][mg_l] = -omega1_y*(-cross_f2_z_x*cse3 - cse4*omega1_y) - (omega1_x - qd2)*(-c2*(-cross_f2_z_x*omega1_y + cross_f2_z_y*omega1_x) + cross_f2_z_y*cse3 - cse4*omega1_x + cse4*qd2);
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_hooke_shafts_bias(q + (mg_i + mg_l) * 2, qd + (mg_i + mg_l) * 2, tau + (mg_i + mg_l) * 2, b + (mg_i + mg_l) * 2, gamma + (mg_i + mg_l) * 4);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 2; ++mg_j) b[(mg_i + mg_l) * 2 + mg_j] = mg_o_b[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 4; ++mg_j) gamma[(mg_i + mg_l) * 4 + mg_j] = mg_o_gamma[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1002,8 +1096,8 @@ int mechgen_hooke_shafts_forward_dynamics(const double *restrict q, const double
     const double qd2 = qd[1];
     const double tau1 = tau[0];
     const double tau2 = tau[1];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double cse0 = (0.43301270189221935)*s1;
     const double beta1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -1012,8 +1106,8 @@ int mechgen_hooke_shafts_forward_dynamics(const double *restrict q, const double
     const double beta1_10 = -cse1 - 0.25*s1;
     const double beta1_11 = (0.75)*c1 + cse0;
     const double beta1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double a1_x = (9.81)*beta1_02;
     const double a1_y = (9.81)*beta1_12;
     const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
@@ -1095,20 +1189,19 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[2][8];
         double mg_o_multipliers[4][8];
         double mg_o_reaction[6][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd1[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_omega1_y[8];
-        double mg_w_omega1_x[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
         double mg_w_tau1[8];
         double mg_w_qd2[8];
         double mg_w_tau2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
             mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 2 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
@@ -1116,32 +1209,16 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd1 = mg_w_qd1[mg_l];
-            const double omega1_x = (0.8660254037844386)*qd1;
-            const double omega1_y = (0.5)*qd1;
-            mg_w_omega1_x[mg_l] = omega1_x;
-            mg_w_omega1_y[mg_l] = omega1_y;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 2 + 0];
-            const double q2 = q[(mg_i + mg_l) * 2 + 1];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double omega1_y = mg_w_omega1_y[mg_l];
-            const double omega1_x = mg_w_omega1_x[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double cse0 = (0.43301270189221935)*s1;
             const double beta1_00 = (0.25)*c1 - cse0;
             const double cse1 = (0.43301270189221935)*c1;
@@ -1150,9 +1227,14 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
             const double beta1_10 = -cse1 - 0.25*s1;
             const double beta1_11 = (0.75)*c1 + cse0;
             const double beta1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double a1_x = (9.81)*beta1_02;
             const double a1_y = (9.81)*beta1_12;
             const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
+            const double omega1_x = (0.8660254037844386)*qd1;
+            const double omega1_y = (0.5)*qd1;
             const double cross_f2_d_x = (1.0358521839084693e-17)*beta1_00 + (3.1364918806624406e-18)*beta1_10 - 0.3464101615137754;
             const double cross_f2_d_y = (1.0358521839084693e-17)*beta1_01 + (3.1364918806624406e-18)*beta1_11 - 0.19999999999999998;
             const double cross_f2_d_z = (1.0358521839084693e-17)*beta1_02 + (3.1364918806624406e-18)*beta1_12;
@@ -1215,6 +1297,12 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_hooke_shafts_forward_dynamics(q + (mg_i + mg_l) * 2, qd + (mg_i + mg_l) * 2, tau + (mg_i + mg_l) * 2, qdd + (mg_i + mg_l) * 2, multipliers + (mg_i + mg_l) * 4, reaction + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 2; ++mg_j) qdd[(mg_i + mg_l) * 2 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = mg_o_multipliers[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
@@ -1247,8 +1335,8 @@ int mechgen_hooke_shafts_inverse_dynamics(const double *restrict q, const double
     const double qd1 = qd[0];
     const double qd2 = qd[1];
     const double qdd_ind1 = qdd_ind[0];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double cse0 = (0.43301270189221935)*s1;
     const double tau1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -1259,8 +1347,8 @@ int mechgen_hooke_shafts_inverse_dynamics(const double *restrict q, const double
     const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
     const double omega1_x = (0.8660254037844386)*qd1;
     const double omega1_y = (0.5)*qd1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
     const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
     const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -1335,56 +1423,34 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[2][8];
         double mg_o_multipliers[4][8];
         double mg_o_reaction[6][8];
+        double mg_w_q1[8];
         double mg_w_qd1[8];
-        double mg_w_qdd_ind1[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_omega1_y[8];
-        double mg_w_omega1_x[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
+        double mg_w_q2[8];
         double mg_w_qd2[8];
-        double mg_w_N2_x[8];
+        double mg_w_qdd_ind1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
-            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            const double omega1_x = (0.8660254037844386)*qd1;
-            const double omega1_y = (0.5)*qd1;
-            const double N2_x = (0.0004)*qdd_ind1;
-            mg_w_omega1_x[mg_l] = omega1_x;
-            mg_w_omega1_y[mg_l] = omega1_y;
-            mg_w_N2_x[mg_l] = N2_x;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 2 + 0];
-            const double q2 = q[(mg_i + mg_l) * 2 + 1];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
+            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double omega1_y = mg_w_omega1_y[mg_l];
-            const double omega1_x = mg_w_omega1_x[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            const double N2_x = mg_w_N2_x[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double cse0 = (0.43301270189221935)*s1;
             const double tau1_00 = (0.25)*c1 - cse0;
             const double cse1 = (0.43301270189221935)*c1;
@@ -1393,6 +1459,11 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
             const double tau1_10 = -cse1 - 0.25*s1;
             const double tau1_11 = (0.75)*c1 + cse0;
             const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            const double omega1_x = (0.8660254037844386)*qd1;
+            const double omega1_y = (0.5)*qd1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
             const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
             const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -1424,6 +1495,7 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
             const double a1_x = (9.81)*tau1_02;
             const double a1_y = (9.81)*tau1_12;
+            const double N2_x = (0.0004)*qdd_ind1;
             const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y + (0.00040000000000000056)*qdd_dep1;
             mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
             const double lambda_z1 = N1_z*invD1;
@@ -1451,6 +1523,12 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_hooke_shafts_inverse_dynamics(q + (mg_i + mg_l) * 2, qd + (mg_i + mg_l) * 2, qdd_ind + (mg_i + mg_l) * 1, tau_ind + (mg_i + mg_l) * 1, qdd + (mg_i + mg_l) * 2, multipliers + (mg_i + mg_l) * 4, reaction + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 2; ++mg_j) qdd[(mg_i + mg_l) * 2 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = mg_o_multipliers[mg_j][mg_l];
@@ -1482,8 +1560,8 @@ int mechgen_hooke_shafts_energy(const double *restrict q, const double *restrict
     const double q1 = q[0];
     const double qd1 = qd[0];
     const double qd2 = qd[1];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double cse0 = (0.43301270189221935)*s1;
     const double tau1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -1511,42 +1589,25 @@ int64_t mechgen_hooke_shafts_energy_batch(int64_t n, const double *q, const doub
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
+        double mg_w_q1[8];
         double mg_w_qd1[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_omega1_x[8];
-        double mg_w_omega1_y[8];
-        double mg_w_omega_loc1_z[8];
         double mg_w_qd2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double omega1_x = (0.8660254037844386)*qd1;
-            const double omega1_y = (0.5)*qd1;
-            const double omega_loc1_z = (0.8660254037844386)*omega1_x + (0.5)*omega1_y;
-            mg_w_omega1_x[mg_l] = omega1_x;
-            mg_w_omega1_y[mg_l] = omega1_y;
-            mg_w_omega_loc1_z[mg_l] = omega_loc1_z;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 2 + 0];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double omega1_x = mg_w_omega1_x[mg_l];
-            const double omega1_y = mg_w_omega1_y[mg_l];
-            const double omega_loc1_z = mg_w_omega_loc1_z[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double cse0 = (0.43301270189221935)*s1;
             const double tau1_00 = (0.25)*c1 - cse0;
             const double cse1 = (0.43301270189221935)*c1;
@@ -1555,12 +1616,21 @@ int64_t mechgen_hooke_shafts_energy_batch(int64_t n, const double *q, const doub
             const double tau1_10 = -cse1 - 0.25*s1;
             const double tau1_11 = (0.75)*c1 + cse0;
             const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            const double omega1_x = (0.8660254037844386)*qd1;
+            const double omega1_y = (0.5)*qd1;
             const double omega_loc1_x = omega1_x*tau1_00 + omega1_y*tau1_01;
             const double omega_loc1_y = omega1_x*tau1_10 + omega1_y*tau1_11;
+            const double omega_loc1_z = (0.8660254037844386)*omega1_x + (0.5)*omega1_y;
             mg_o_T[0][mg_l] = (0.5)*omega_loc1_x*((0.10686666666666665)*omega_loc1_x - 1.3134273192314947e-18*omega_loc1_y + (1.4847670332167236e-18)*omega_loc1_z) + (0.5)*omega_loc1_y*(-1.3134273192314947e-18*omega_loc1_x + (0.10686666666666665)*omega_loc1_y + (1.6228256825218455e-18)*omega_loc1_z) + (0.5)*omega_loc1_z*((1.4847670332167236e-18)*omega_loc1_x + (1.6228256825218455e-18)*omega_loc1_y + (0.00040000000000000056)*omega_loc1_z) + (0.0002)*qd2*qd2;
             mg_o_V[0][mg_l] = (1.0161709924142084e-16)*tau1_02 + (3.0768985349298546e-17)*tau1_12;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_hooke_shafts_energy(q + (mg_i + mg_l) * 2, qd + (mg_i + mg_l) * 2, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1623,8 +1693,8 @@ int mechgen_hooke_shafts_violation(const double *restrict q, const double *restr
     const double q2 = q[1];
     const double qd1 = qd[0];
     const double qd2 = qd[1];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double cse0 = (0.43301270189221935)*s1;
     const double tau1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -1633,8 +1703,8 @@ int mechgen_hooke_shafts_violation(const double *restrict q, const double *restr
     const double tau1_10 = -cse1 - 0.25*s1;
     const double tau1_11 = (0.75)*c1 + cse0;
     const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
     const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
     const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -1662,42 +1732,28 @@ int64_t mechgen_hooke_shafts_violation_batch(int64_t n, const double *q, const d
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd1[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_cse3[8];
         double mg_w_qd2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 2 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 2 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 2 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 2 + 1];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd1 = mg_w_qd1[mg_l];
-            const double cse3 = qd1*qd1;
-            mg_w_cse3[mg_l] = cse3;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 2 + 0];
-            const double q2 = q[(mg_i + mg_l) * 2 + 1];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double cse0 = (0.43301270189221935)*s1;
             const double tau1_00 = (0.25)*c1 - cse0;
             const double cse1 = (0.43301270189221935)*c1;
@@ -1706,6 +1762,9 @@ int64_t mechgen_hooke_shafts_violation_batch(int64_t n, const double *q, const d
             const double tau1_10 = -cse1 - 0.25*s1;
             const double tau1_11 = (0.75)*c1 + cse0;
             const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
             const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
             const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -1718,10 +1777,17 @@ int64_t mechgen_hooke_shafts_violation_batch(int64_t n, const double *q, const d
             const double cross_f2_T1_y = -0.8660254037844386*cross_f2_d_z;
             const double cross_f2_T1_z = -0.5*cross_f2_d_x + (0.8660254037844386)*cross_f2_d_y;
             const double cse2 = c2*cross_f2_z_z;
+            const double cse3 = qd1*qd1;
             mg_o_position[0][mg_l] = sqrt(cross_f2_d_z*cross_f2_d_z + cross_f2_o_x*cross_f2_o_x + cross_f2_o_y*cross_f2_o_y + (c2*cross_f2_z_y + cross_f2_z_z*s2)*(c2*cross_f2_z_y + cross_f2_z_z*s2));
             mg_o_velocity[0][mg_l] = sqrt(cross_f2_T1_x*cross_f2_T1_x*cse3 + cross_f2_T1_y*cross_f2_T1_y*cse3 + cross_f2_T1_z*cross_f2_T1_z*cse3 + (qd1*(-0.5*cross_f2_z_x*s2 + (0.8660254037844386)*cross_f2_z_y*s2 - 0.8660254037844386*cse2) + qd2*(-cross_f2_z_y*s2 + cse2))*(qd1*(-0.5*cross_f2_z_x*s2 + (0.8660254037844386)*cross_f2_z_y*s2 - 0.8660254037844386*cse2) + qd2*(-cross_f2_z_y*s2 + cse2)));
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_hooke_shafts_violation(q + (mg_i + mg_l) * 2, qd + (mg_i + mg_l) * 2, position + (mg_i + mg_l) * 1, velocity + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];

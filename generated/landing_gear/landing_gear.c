@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "landing_gear.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* closure: Constraint rows phi(q) (zero when the loops are closed), their Jacobian G = d phi/dq
  * (columns: Pavlov's joint screws) and the orientation checks.
  * ops: 126 adds, 168 muls, 10 trig (304 total) */
@@ -16,14 +134,14 @@ int mechgen_landing_gear_closure(const double *restrict q, double *restrict phi,
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double tau1_00 = (0.12186934340514748)*c1;
     const double tau1_02 = -0.992546151641322*c1;
     const double tau1_10 = -0.12186934340514748*s1;
     const double tau1_12 = (0.992546151641322)*s1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
     const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
     const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -39,21 +157,21 @@ int mechgen_landing_gear_closure(const double *restrict q, double *restrict phi,
     const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
     const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
     const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = (0.12186934340514748)*c3;
     const double tau3_02 = -0.992546151641322*c3;
     const double tau3_10 = -0.12186934340514748*s3;
     const double tau3_12 = (0.992546151641322)*s3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = (0.12186934340514748)*c4;
     const double tau4_02 = -0.992546151641322*c4;
     const double tau4_10 = -0.12186934340514748*s4;
     const double tau4_12 = (0.992546151641322)*s4;
     const double cse0 = q5 + 0.08726646259971647;
-    const double c5 = cos(cse0);
-    const double s5 = sin(cse0);
+    double s5, c5;
+    mg_sincos(cse0, &s5, &c5);
     const double tau5_00 = c5*tau3_00 + s5*tau3_10;
     const double tau5_01 = c3*s5 + c5*s3;
     const double tau5_02 = c5*tau3_02 + s5*tau3_12;
@@ -194,70 +312,42 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_phi[7][8];
         double mg_o_G[42][8];
         double mg_o_orientation[1][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
         double mg_w_q5[8];
         double mg_w_q6[8];
-        double mg_w_cse0[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_cse1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
             mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double q5 = mg_w_q5[mg_l];
             const double q6 = mg_w_q6[mg_l];
-            const double cse0 = q5 + 0.08726646259971647;
-            const double cse1 = q6 - 1.235556554755791;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double cse0 = mg_w_cse0[mg_l];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(cse0);
-            mg_w_s5[mg_l] = sin(cse0);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double tau1_00 = (0.12186934340514748)*c1;
             const double tau1_02 = -0.992546151641322*c1;
             const double tau1_10 = -0.12186934340514748*s1;
             const double tau1_12 = (0.992546151641322)*s1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -273,14 +363,24 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
             const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
             const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
             const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = (0.12186934340514748)*c3;
             const double tau3_02 = -0.992546151641322*c3;
             const double tau3_10 = -0.12186934340514748*s3;
             const double tau3_12 = (0.992546151641322)*s3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = (0.12186934340514748)*c4;
             const double tau4_02 = -0.992546151641322*c4;
             const double tau4_10 = -0.12186934340514748*s4;
             const double tau4_12 = (0.992546151641322)*s4;
+            const double cse0 = q5 + 0.08726646259971647;
+            double s5, c5;
+            mg_sincos_poly(cse0, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double tau5_00 = c5*tau3_00 + s5*tau3_10;
             const double tau5_01 = c3*s5 + c5*s3;
             const double tau5_02 = c5*tau3_02 + s5*tau3_12;
@@ -305,6 +405,7 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double cse1 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse1*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse1*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
             const double r_rel0_6_z = cse1*theta_J6_22 + (0.4749999999999999)*tau2_02 + (0.395)*tau2_12 - 1.2326264704035966e-16*theta_J2_22;
@@ -410,6 +511,12 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
             mg_o_orientation[0][mg_l] = 1.0;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_landing_gear_closure(q + (mg_i + mg_l) * 6, phi + (mg_i + mg_l) * 7, G + (mg_i + mg_l) * 42, orientation + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 7; ++mg_j) phi[(mg_i + mg_l) * 7 + mg_j] = mg_o_phi[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 42; ++mg_j) G[(mg_i + mg_l) * 42 + mg_j] = mg_o_G[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
@@ -438,14 +545,14 @@ int mechgen_landing_gear_newton_step(const double *restrict q, double *restrict 
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double tau1_00 = (0.12186934340514748)*c1;
     const double tau1_02 = -0.992546151641322*c1;
     const double tau1_10 = -0.12186934340514748*s1;
     const double tau1_12 = (0.992546151641322)*s1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
     const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
     const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -461,21 +568,21 @@ int mechgen_landing_gear_newton_step(const double *restrict q, double *restrict 
     const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
     const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
     const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = (0.12186934340514748)*c3;
     const double tau3_02 = -0.992546151641322*c3;
     const double tau3_10 = -0.12186934340514748*s3;
     const double tau3_12 = (0.992546151641322)*s3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = (0.12186934340514748)*c4;
     const double tau4_02 = -0.992546151641322*c4;
     const double tau4_10 = -0.12186934340514748*s4;
     const double tau4_12 = (0.992546151641322)*s4;
     const double cse0 = q5 + 0.08726646259971647;
-    const double c5 = cos(cse0);
-    const double s5 = sin(cse0);
+    double s5, c5;
+    mg_sincos(cse0, &s5, &c5);
     const double tau5_00 = c5*tau3_00 + s5*tau3_10;
     const double tau5_01 = c3*s5 + c5*s3;
     const double tau5_02 = c5*tau3_02 + s5*tau3_12;
@@ -633,86 +740,44 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_q_next[6][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[1][8];
-        double mg_w_q5[8];
-        double mg_w_q6[8];
-        double mg_w_cse0[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_cse1[8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
             mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q5 = mg_w_q5[mg_l];
-            const double q6 = mg_w_q6[mg_l];
-            const double cse0 = q5 + 0.08726646259971647;
-            const double cse1 = q6 - 1.235556554755791;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double cse0 = mg_w_cse0[mg_l];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(cse0);
-            mg_w_s5[mg_l] = sin(cse0);
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
             const double q5 = mg_w_q5[mg_l];
             const double q6 = mg_w_q6[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double tau1_00 = (0.12186934340514748)*c1;
             const double tau1_02 = -0.992546151641322*c1;
             const double tau1_10 = -0.12186934340514748*s1;
             const double tau1_12 = (0.992546151641322)*s1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -728,14 +793,24 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
             const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
             const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = (0.12186934340514748)*c3;
             const double tau3_02 = -0.992546151641322*c3;
             const double tau3_10 = -0.12186934340514748*s3;
             const double tau3_12 = (0.992546151641322)*s3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = (0.12186934340514748)*c4;
             const double tau4_02 = -0.992546151641322*c4;
             const double tau4_10 = -0.12186934340514748*s4;
             const double tau4_12 = (0.992546151641322)*s4;
+            const double cse0 = q5 + 0.08726646259971647;
+            double s5, c5;
+            mg_sincos_poly(cse0, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double tau5_00 = c5*tau3_00 + s5*tau3_10;
             const double tau5_01 = c3*s5 + c5*s3;
             const double tau5_02 = c5*tau3_02 + s5*tau3_12;
@@ -760,6 +835,7 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double cse1 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse1*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse1*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
             const double r_rel0_6_z = cse1*theta_J6_22 + (0.4749999999999999)*tau2_02 + (0.395)*tau2_12 - 1.2326264704035966e-16*theta_J2_22;
@@ -877,6 +953,12 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_landing_gear_newton_step(q + (mg_i + mg_l) * 6, q_next + (mg_i + mg_l) * 6, error + (mg_i + mg_l) * 1, branch + (mg_i + mg_l) * 1, orientation + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) q_next[(mg_i + mg_l) * 6 + mg_j] = mg_o_q_next[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
@@ -913,14 +995,14 @@ int mechgen_landing_gear_velocity(const double *restrict q, const double *restri
     const double q5 = q[4];
     const double q6 = q[5];
     const double qd_ind1 = qd_ind[0];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double tau1_00 = (0.12186934340514748)*c1;
     const double tau1_02 = -0.992546151641322*c1;
     const double tau1_10 = -0.12186934340514748*s1;
     const double tau1_12 = (0.992546151641322)*s1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
     const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
     const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -936,21 +1018,21 @@ int mechgen_landing_gear_velocity(const double *restrict q, const double *restri
     const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
     const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
     const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = (0.12186934340514748)*c3;
     const double tau3_02 = -0.992546151641322*c3;
     const double tau3_10 = -0.12186934340514748*s3;
     const double tau3_12 = (0.992546151641322)*s3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = (0.12186934340514748)*c4;
     const double tau4_02 = -0.992546151641322*c4;
     const double tau4_10 = -0.12186934340514748*s4;
     const double tau4_12 = (0.992546151641322)*s4;
     const double cse0 = q5 + 0.08726646259971647;
-    const double c5 = cos(cse0);
-    const double s5 = sin(cse0);
+    double s5, c5;
+    mg_sincos(cse0, &s5, &c5);
     const double tau5_00 = c5*tau3_00 + s5*tau3_10;
     const double tau5_01 = c3*s5 + c5*s3;
     const double tau5_02 = c5*tau3_02 + s5*tau3_12;
@@ -1091,73 +1173,45 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qd[6][8];
         double mg_o_H[6][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
         double mg_w_q5[8];
         double mg_w_q6[8];
-        double mg_w_cse0[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_cse1[8];
         double mg_w_qd_ind1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
             mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double q5 = mg_w_q5[mg_l];
             const double q6 = mg_w_q6[mg_l];
-            const double cse0 = q5 + 0.08726646259971647;
-            const double cse1 = q6 - 1.235556554755791;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double cse0 = mg_w_cse0[mg_l];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(cse0);
-            mg_w_s5[mg_l] = sin(cse0);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
             const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double tau1_00 = (0.12186934340514748)*c1;
             const double tau1_02 = -0.992546151641322*c1;
             const double tau1_10 = -0.12186934340514748*s1;
             const double tau1_12 = (0.992546151641322)*s1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -1173,14 +1227,24 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
             const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
             const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = (0.12186934340514748)*c3;
             const double tau3_02 = -0.992546151641322*c3;
             const double tau3_10 = -0.12186934340514748*s3;
             const double tau3_12 = (0.992546151641322)*s3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = (0.12186934340514748)*c4;
             const double tau4_02 = -0.992546151641322*c4;
             const double tau4_10 = -0.12186934340514748*s4;
             const double tau4_12 = (0.992546151641322)*s4;
+            const double cse0 = q5 + 0.08726646259971647;
+            double s5, c5;
+            mg_sincos_poly(cse0, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double tau5_00 = c5*tau3_00 + s5*tau3_10;
             const double tau5_01 = c3*s5 + c5*s3;
             const double tau5_02 = c5*tau3_02 + s5*tau3_12;
@@ -1202,6 +1266,7 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double cse1 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse1*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse1*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
             const double r_rel0_6_z = cse1*theta_J6_22 + (0.4749999999999999)*tau2_02 + (0.395)*tau2_12 - 1.2326264704035966e-16*theta_J2_22;
@@ -1307,6 +1372,12 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_landing_gear_velocity(q + (mg_i + mg_l) * 6, qd_ind + (mg_i + mg_l) * 1, qd + (mg_i + mg_l) * 6, H + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) qd[(mg_i + mg_l) * 6 + mg_j] = mg_o_qd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) H[(mg_i + mg_l) * 6 + mg_j] = mg_o_H[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1349,16 +1420,16 @@ int mechgen_landing_gear_kinematics(const double *restrict q, const double *rest
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double tau1_00 = (0.12186934340514748)*c1;
     const double tau1_02 = -0.992546151641322*c1;
     const double tau1_10 = -0.12186934340514748*s1;
     const double tau1_12 = (0.992546151641322)*s1;
     const double omega1_x = (0.992546151641322)*qd1;
     const double omega1_z = (0.12186934340514748)*qd1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
     const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
     const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -1382,8 +1453,8 @@ int mechgen_landing_gear_kinematics(const double *restrict q, const double *rest
     const double eps2_x = -cse0*omega1_z;
     const double eps2_y = -cse1*omega1_x + omega1_z*qd2*theta_J2_20;
     const double eps2_z = cse0*omega1_x;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = (0.12186934340514748)*c3;
     const double tau3_02 = -0.992546151641322*c3;
     const double cse2 = (0.12186934340514748)*s3;
@@ -1392,8 +1463,8 @@ int mechgen_landing_gear_kinematics(const double *restrict q, const double *rest
     const double tau3_12 = cse3;
     const double omega3_x = (0.992546151641322)*qd3;
     const double omega3_z = (0.12186934340514748)*qd3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = (0.12186934340514748)*c4;
     const double tau4_02 = -0.992546151641322*c4;
     const double cse4 = (0.12186934340514748)*s4;
@@ -1403,8 +1474,8 @@ int mechgen_landing_gear_kinematics(const double *restrict q, const double *rest
     const double omega4_x = (0.992546151641322)*qd4;
     const double omega4_z = (0.12186934340514748)*qd4;
     const double cse6 = q5 + 0.08726646259971647;
-    const double c5 = cos(cse6);
-    const double s5 = sin(cse6);
+    double s5, c5;
+    mg_sincos(cse6, &s5, &c5);
     const double tau5_00 = c5*tau3_00 + s5*tau3_10;
     const double tau5_01 = c3*s5 + c5*s3;
     const double tau5_02 = c5*tau3_02 + s5*tau3_12;
@@ -1840,207 +1911,83 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[24][8];
         double mg_o_v[24][8];
         double mg_o_a[24][8];
         double mg_o_R[45][8];
         double mg_o_omega[15][8];
         double mg_o_alpha[15][8];
+        double mg_w_q1[8];
         double mg_w_qd1[8];
+        double mg_w_q2[8];
+        double mg_w_qd2[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
         double mg_w_q5[8];
         double mg_w_qd5[8];
         double mg_w_q6[8];
+        double mg_w_qd6[8];
         double mg_w_qdd4[8];
         double mg_w_qdd3[8];
         double mg_w_qdd5[8];
-        double mg_w_cse6[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_omega1_x[8];
-        double mg_w_qd2[8];
-        double mg_w_omega1_z[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_omega3_z[8];
-        double mg_w_omega3_x[8];
-        double mg_w_oo4_xz[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_oo4_W_11[8];
-        double mg_w_oo4_xx[8];
-        double mg_w_cse14[8];
-        double mg_w_qd6[8];
-        double mg_w_omega4_z[8];
-        double mg_w_omega4_x[8];
-        double mg_w_cse24[8];
-        double mg_w_cse25[8];
-        double mg_w_cse7[8];
-        double mg_w_cse8[8];
-        double mg_w_omega5_z[8];
-        double mg_w_omega5_x[8];
-        double mg_w_eps5_y[8];
         double mg_w_qdd1[8];
         double mg_w_qdd2[8];
         double mg_w_qdd6[8];
-        double mg_w_strut_alphax[8];
-        double mg_w_strut_alphaz[8];
-        double mg_w_upper_brace_alphax[8];
-        double mg_w_upper_brace_alphaz[8];
-        double mg_w_lower_brace_alphax[8];
-        double mg_w_lower_brace_alphaz[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
+            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 6 + 3];
             mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
             mg_w_qdd5[mg_l] = qdd[(mg_i + mg_l) * 6 + 4];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
-            mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
             mg_w_qdd6[mg_l] = qdd[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double q6 = mg_w_q6[mg_l];
-            const double qdd4 = mg_w_qdd4[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double qdd5 = mg_w_qdd5[mg_l];
-            const double omega1_x = (0.992546151641322)*qd1;
-            const double omega1_z = (0.12186934340514748)*qd1;
-            const double omega3_x = (0.992546151641322)*qd3;
-            const double omega3_z = (0.12186934340514748)*qd3;
-            const double omega4_x = (0.992546151641322)*qd4;
-            const double omega4_z = (0.12186934340514748)*qd4;
-            const double cse6 = q5 + 0.08726646259971647;
-            const double cse7 = omega3_x*omega3_x;
-            const double oo4_xx = cse7;
-            const double cse8 = omega3_z*omega3_z;
-            const double oo4_zz = cse8;
-            const double oo4_xz = omega3_x*omega3_z;
-            const double oo4_W_11 = -oo4_xx - oo4_zz;
-            const double omega5_x = omega3_x + (0.992546151641322)*qd5;
-            const double cse9 = (0.12186934340514748)*qd5;
-            const double omega5_z = cse9 + omega3_z;
-            const double eps5_y = -cse9*omega3_x + (0.992546151641322)*omega3_z*qd5;
-            const double cse14 = q6 - 1.235556554755791;
-            const double cse24 = omega4_x*omega4_x;
-            const double cse25 = omega4_z*omega4_z;
-            const double strut_alphax = (0.992546151641322)*qdd4;
-            const double strut_alphaz = (0.12186934340514748)*qdd4;
-            const double cse40 = (0.992546151641322)*qdd3;
-            const double upper_brace_alphax = cse40;
-            const double cse41 = (0.12186934340514748)*qdd3;
-            const double upper_brace_alphaz = cse41;
-            const double lower_brace_alphax = cse40 + (0.992546151641322)*qdd5;
-            const double lower_brace_alphaz = cse41 + (0.12186934340514748)*qdd5;
-            mg_w_omega1_x[mg_l] = omega1_x;
-            mg_w_omega1_z[mg_l] = omega1_z;
-            mg_w_omega3_x[mg_l] = omega3_x;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_omega4_x[mg_l] = omega4_x;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_cse6[mg_l] = cse6;
-            mg_w_cse7[mg_l] = cse7;
-            mg_w_oo4_xx[mg_l] = oo4_xx;
-            mg_w_cse8[mg_l] = cse8;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-            mg_w_oo4_xz[mg_l] = oo4_xz;
-            mg_w_oo4_W_11[mg_l] = oo4_W_11;
-            mg_w_omega5_x[mg_l] = omega5_x;
-            mg_w_omega5_z[mg_l] = omega5_z;
-            mg_w_eps5_y[mg_l] = eps5_y;
-            mg_w_cse14[mg_l] = cse14;
-            mg_w_cse24[mg_l] = cse24;
-            mg_w_cse25[mg_l] = cse25;
-            mg_w_strut_alphax[mg_l] = strut_alphax;
-            mg_w_strut_alphaz[mg_l] = strut_alphaz;
-            mg_w_upper_brace_alphax[mg_l] = upper_brace_alphax;
-            mg_w_upper_brace_alphaz[mg_l] = upper_brace_alphaz;
-            mg_w_lower_brace_alphax[mg_l] = lower_brace_alphax;
-            mg_w_lower_brace_alphaz[mg_l] = lower_brace_alphaz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double cse6 = mg_w_cse6[mg_l];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(cse6);
-            mg_w_s5[mg_l] = sin(cse6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double omega1_x = mg_w_omega1_x[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double omega1_z = mg_w_omega1_z[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double omega3_x = mg_w_omega3_x[mg_l];
-            const double oo4_xz = mg_w_oo4_xz[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double oo4_W_11 = mg_w_oo4_W_11[mg_l];
-            const double oo4_xx = mg_w_oo4_xx[mg_l];
-            const double cse14 = mg_w_cse14[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
-            const double omega4_x = mg_w_omega4_x[mg_l];
-            const double cse24 = mg_w_cse24[mg_l];
-            const double cse25 = mg_w_cse25[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            const double cse8 = mg_w_cse8[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
-            const double omega5_z = mg_w_omega5_z[mg_l];
-            const double omega5_x = mg_w_omega5_x[mg_l];
-            const double eps5_y = mg_w_eps5_y[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
-            const double strut_alphax = mg_w_strut_alphax[mg_l];
-            const double strut_alphaz = mg_w_strut_alphaz[mg_l];
-            const double upper_brace_alphax = mg_w_upper_brace_alphax[mg_l];
-            const double upper_brace_alphaz = mg_w_upper_brace_alphaz[mg_l];
-            const double lower_brace_alphax = mg_w_lower_brace_alphax[mg_l];
-            const double lower_brace_alphaz = mg_w_lower_brace_alphaz[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double tau1_00 = (0.12186934340514748)*c1;
             const double tau1_02 = -0.992546151641322*c1;
             const double tau1_10 = -0.12186934340514748*s1;
             const double tau1_12 = (0.992546151641322)*s1;
+            const double omega1_x = (0.992546151641322)*qd1;
+            const double omega1_z = (0.12186934340514748)*qd1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -2064,18 +2011,32 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double eps2_x = -cse0*omega1_z;
             const double eps2_y = -cse1*omega1_x + omega1_z*qd2*theta_J2_20;
             const double eps2_z = cse0*omega1_x;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = (0.12186934340514748)*c3;
             const double tau3_02 = -0.992546151641322*c3;
             const double cse2 = (0.12186934340514748)*s3;
             const double tau3_10 = -cse2;
             const double cse3 = (0.992546151641322)*s3;
             const double tau3_12 = cse3;
+            const double omega3_x = (0.992546151641322)*qd3;
+            const double omega3_z = (0.12186934340514748)*qd3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = (0.12186934340514748)*c4;
             const double tau4_02 = -0.992546151641322*c4;
             const double cse4 = (0.12186934340514748)*s4;
             const double tau4_10 = -cse4;
             const double cse5 = (0.992546151641322)*s4;
             const double tau4_12 = cse5;
+            const double omega4_x = (0.992546151641322)*qd4;
+            const double omega4_z = (0.12186934340514748)*qd4;
+            const double cse6 = q5 + 0.08726646259971647;
+            double s5, c5;
+            mg_sincos_poly(cse6, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse6);
             const double tau5_00 = c5*tau3_00 + s5*tau3_10;
             const double tau5_01 = c3*s5 + c5*s3;
             const double tau5_02 = c5*tau3_02 + s5*tau3_12;
@@ -2091,6 +2052,15 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double T5_3_x = -0.12186934340514748*r_rel0_5_y;
             const double T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z;
             const double T5_3_z = (0.992546151641322)*r_rel0_5_y;
+            const double cse7 = omega3_x*omega3_x;
+            const double oo4_xx = cse7;
+            const double cse8 = omega3_z*omega3_z;
+            const double oo4_zz = cse8;
+            const double oo4_xz = omega3_x*omega3_z;
+            const double oo4_W_11 = -oo4_xx - oo4_zz;
+            const double omega5_x = omega3_x + (0.992546151641322)*qd5;
+            const double cse9 = (0.12186934340514748)*qd5;
+            const double omega5_z = cse9 + omega3_z;
             const double v5_x = -omega3_z*r_rel0_5_y;
             const double cse10 = -omega3_x*r_rel0_5_z + omega3_z*r_rel0_5_x;
             const double v5_y = cse10;
@@ -2098,6 +2068,7 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double w5_x = oo4_xz*r_rel0_5_z - oo4_zz*r_rel0_5_x;
             const double w5_y = oo4_W_11*r_rel0_5_y;
             const double w5_z = -oo4_xx*r_rel0_5_z + oo4_xz*r_rel0_5_x;
+            const double eps5_y = -cse9*omega3_x + (0.992546151641322)*omega3_z*qd5;
             const double cse11 = (0.7688842702856029)*theta_J2_20;
             const double theta_J6_00 = -cse11 + (0.40881697890737584)*tau2_00 - 0.49161535438228754*tau2_10;
             const double cse12 = (0.7688842702856029)*theta_J2_21;
@@ -2110,6 +2081,7 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double cse14 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse14*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse14*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
             const double r_rel0_6_z = cse14*theta_J6_22 + (0.4749999999999999)*tau2_02 + (0.395)*tau2_12 - 1.2326264704035966e-16*theta_J2_22;
@@ -2156,6 +2128,8 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double axle_v_y = cse23;
             const double axle_v_z = axle_d_y*omega4_x;
             const double axle_abias_x = -cse23*omega4_z;
+            const double cse24 = omega4_x*omega4_x;
+            const double cse25 = omega4_z*omega4_z;
             const double axle_abias_y = -axle_d_y*cse24 - axle_d_y*cse25;
             const double axle_abias_z = cse23*omega4_x;
             const double axle_ax = axle_T4_x*qdd4 + axle_abias_x;
@@ -2298,18 +2272,26 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             const double strut_R12 = -cse5;
             const double strut_R20 = (0.12186934340514748)*tau4_02 + 0.12096094779983385;
             const double strut_R22 = 0.014852136862001762 - 0.992546151641322*tau4_02;
+            const double strut_alphax = (0.992546151641322)*qdd4;
+            const double strut_alphaz = (0.12186934340514748)*qdd4;
             const double upper_brace_R00 = (0.12186934340514748)*tau3_00 + 0.9851478631379982;
             const double upper_brace_R02 = 0.12096094779983385 - 0.992546151641322*tau3_00;
             const double upper_brace_R10 = cse2;
             const double upper_brace_R12 = -cse3;
             const double upper_brace_R20 = (0.12186934340514748)*tau3_02 + 0.12096094779983385;
             const double upper_brace_R22 = 0.014852136862001762 - 0.992546151641322*tau3_02;
+            const double cse40 = (0.992546151641322)*qdd3;
+            const double upper_brace_alphax = cse40;
+            const double cse41 = (0.12186934340514748)*qdd3;
+            const double upper_brace_alphaz = cse41;
             const double lower_brace_R00 = (0.12186934340514748)*tau5_00 + 0.9851478631379982;
             const double lower_brace_R02 = 0.12096094779983385 - 0.992546151641322*tau5_00;
             const double lower_brace_R10 = (0.12186934340514748)*tau5_01;
             const double lower_brace_R12 = -0.992546151641322*tau5_01;
             const double lower_brace_R20 = (0.12186934340514748)*tau5_02 + 0.12096094779983385;
             const double lower_brace_R22 = 0.014852136862001762 - 0.992546151641322*tau5_02;
+            const double lower_brace_alphax = cse40 + (0.992546151641322)*qdd5;
+            const double lower_brace_alphaz = cse41 + (0.12186934340514748)*qdd5;
             const double cylinder_R00 = (0.7066691577584315)*tau2_00 - 0.703240283083063*tau2_10 - 0.07792179234490461*theta_J2_20;
             const double cylinder_R01 = cse11 + (0.49161535438228743)*tau2_00 + (0.40881697890737595)*tau2_10;
             const double cylinder_R02 = -0.5088546401562699*tau2_00 - 0.5816543492541765*tau2_10 + (0.634622071145602)*theta_J2_20;
@@ -2480,6 +2462,12 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
             mg_o_alpha[14][mg_l] = cylinder_alphaz;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_landing_gear_kinematics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, r + (mg_i + mg_l) * 24, v + (mg_i + mg_l) * 24, a + (mg_i + mg_l) * 24, R + (mg_i + mg_l) * 45, omega + (mg_i + mg_l) * 15, alpha + (mg_i + mg_l) * 15);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 24; ++mg_j) r[(mg_i + mg_l) * 24 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 24; ++mg_j) v[(mg_i + mg_l) * 24 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 24; ++mg_j) a[(mg_i + mg_l) * 24 + mg_j] = mg_o_a[mg_j][mg_l];
@@ -2505,13 +2493,13 @@ int mechgen_landing_gear_mass_matrix(const double *restrict q, double *restrict 
     const double q2 = q[1];
     const double q5 = q[4];
     const double q6 = q[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double beta2_02 = (0.6393879721322383)*c2 - 0.7688842702856029*s2;
     const double beta2_12 = -0.7688842702856029*c2 - 0.6393879721322383*s2;
     const double cse0 = q5 + 0.08726646259971647;
-    const double c5 = cos(cse0);
-    const double s5 = sin(cse0);
+    double s5, c5;
+    mg_sincos(cse0, &s5, &c5);
     const double r_rel6_x = (0.7688842702856029)*q6 - 0.475;
     const double r_rel6_y = (0.6393879721322383)*q6 - 0.395;
     const double r_rel6_z = 5.729828233334605e-17 - 1.4613732465641265e-16*q6;
@@ -2594,35 +2582,37 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_M[36][8];
+        double mg_w_q2[8];
         double mg_w_q5[8];
         double mg_w_q6[8];
-        double mg_w_cse0[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_IJ2_D[8];
-        double mg_w_IJ2_Sum[8];
-        double mg_w_Ic2_01[8];
-        double mg_w_Ic2_02[8];
-        double mg_w_Ic2_12[8];
-        double mg_w_Ic2_22[8];
-        double mg_w_Nm6_2_x[8];
-        double mg_w_Nm6_2_y[8];
-        double mg_w_Nm6_2_z[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
             mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
             const double q5 = mg_w_q5[mg_l];
             const double q6 = mg_w_q6[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double beta2_02 = (0.6393879721322383)*c2 - 0.7688842702856029*s2;
+            const double beta2_12 = -0.7688842702856029*c2 - 0.6393879721322383*s2;
             const double cse0 = q5 + 0.08726646259971647;
+            double s5, c5;
+            mg_sincos_poly(cse0, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double r_rel6_x = (0.7688842702856029)*q6 - 0.475;
             const double r_rel6_y = (0.6393879721322383)*q6 - 0.395;
             const double r_rel6_z = 5.729828233334605e-17 - 1.4613732465641265e-16*q6;
+            const double cp5_x = (4.332368053914411)*c5 - 4.480745613428552*s5;
+            const double cse1 = (4.480745613428552)*c5 + (4.332368053914411)*s5;
+            const double cp5_y = cse1;
+            const double Ic3_22 = (0.9447018522894903)*cp5_x + (1.1651345030857194)*cp5_y + 15.286146707274433;
             const double cse2 = 6.0*r_rel6_z*r_rel6_z + (1.969313776953659e-16)*r_rel6_z;
             const double cse3 = 6.0*r_rel6_y*r_rel6_y + (2.0545705170445996)*r_rel6_y;
             const double Ic2_00 = cse2 + cse3 + 1.5275580628661818;
@@ -2633,59 +2623,19 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
             const double Ic2_11 = cse2 + cse5 + 2.194923172146657;
             const double Ic2_12 = -6.0*r_rel6_y*r_rel6_z - 9.846568884768295e-17*r_rel6_y - 1.0272852585222998*r_rel6_z + 9.430413124155228e-17;
             const double Ic2_22 = cse3 + cse5 + 3.690981235012839;
-            const double IJ2_D = Ic2_00 - Ic2_11;
-            const double IJ2_Sum = Ic2_00 + Ic2_11;
-            const double Nm6_2_x = -8.768239479384759e-16*r_rel6_y - 3.8363278327934296*r_rel6_z - 2.1308249645634407e-16;
-            const double Nm6_2_y = (8.768239479384759e-16)*r_rel6_x + (4.613305621713618)*r_rel6_z + 2.562384451057302e-16;
-            const double Nm6_2_z = (3.8363278327934296)*r_rel6_x - 4.613305621713618*r_rel6_y + 2.085034779381007e-16;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_Ic2_01[mg_l] = Ic2_01;
-            mg_w_Ic2_02[mg_l] = Ic2_02;
-            mg_w_Ic2_12[mg_l] = Ic2_12;
-            mg_w_Ic2_22[mg_l] = Ic2_22;
-            mg_w_IJ2_D[mg_l] = IJ2_D;
-            mg_w_IJ2_Sum[mg_l] = IJ2_Sum;
-            mg_w_Nm6_2_x[mg_l] = Nm6_2_x;
-            mg_w_Nm6_2_y[mg_l] = Nm6_2_y;
-            mg_w_Nm6_2_z[mg_l] = Nm6_2_z;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double cse0 = mg_w_cse0[mg_l];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c5[mg_l] = cos(cse0);
-            mg_w_s5[mg_l] = sin(cse0);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double IJ2_D = mg_w_IJ2_D[mg_l];
-            const double IJ2_Sum = mg_w_IJ2_Sum[mg_l];
-            const double Ic2_01 = mg_w_Ic2_01[mg_l];
-            const double Ic2_02 = mg_w_Ic2_02[mg_l];
-            const double Ic2_12 = mg_w_Ic2_12[mg_l];
-            const double Ic2_22 = mg_w_Ic2_22[mg_l];
-            const double Nm6_2_x = mg_w_Nm6_2_x[mg_l];
-            const double Nm6_2_y = mg_w_Nm6_2_y[mg_l];
-            const double Nm6_2_z = mg_w_Nm6_2_z[mg_l];
-            const double beta2_02 = (0.6393879721322383)*c2 - 0.7688842702856029*s2;
-            const double beta2_12 = -0.7688842702856029*c2 - 0.6393879721322383*s2;
-            const double cp5_x = (4.332368053914411)*c5 - 4.480745613428552*s5;
-            const double cse1 = (4.480745613428552)*c5 + (4.332368053914411)*s5;
-            const double cp5_y = cse1;
-            const double Ic3_22 = (0.9447018522894903)*cp5_x + (1.1651345030857194)*cp5_y + 15.286146707274433;
             const double IJ2_C2 = c2*c2 - s2*s2;
             const double IJ2_cs = c2*s2;
+            const double IJ2_D = Ic2_00 - Ic2_11;
+            const double IJ2_Sum = Ic2_00 + Ic2_11;
             const double IJ2_00 = (0.5)*IJ2_C2*IJ2_D + (0.5)*IJ2_Sum - 2.0*IJ2_cs*Ic2_01;
             const double IJ2_11 = -IJ2_00 + IJ2_Sum;
             const double IJ2_01 = IJ2_C2*Ic2_01 + IJ2_D*IJ2_cs;
             const double IJ2_02 = Ic2_02*c2 - Ic2_12*s2;
             const double IJ2_12 = Ic2_02*s2 + Ic2_12*c2;
             const double Ic1_22 = (0.40881697890737595)*IJ2_00 - 0.983230708764575*IJ2_01 + (1.2291098846117965e-17)*IJ2_02 + (0.5911830210926241)*IJ2_11 - 1.4780435321281096e-17*IJ2_12 + (9.238309478290404e-35)*Ic2_22;
+            const double Nm6_2_x = -8.768239479384759e-16*r_rel6_y - 3.8363278327934296*r_rel6_z - 2.1308249645634407e-16;
+            const double Nm6_2_y = (8.768239479384759e-16)*r_rel6_x + (4.613305621713618)*r_rel6_z + 2.562384451057302e-16;
+            const double Nm6_2_z = (3.8363278327934296)*r_rel6_x - 4.613305621713618*r_rel6_y + 2.085034779381007e-16;
             const double Nm6_1_z = Nm6_2_x*beta2_02 + Nm6_2_y*beta2_12 + (9.611612496501513e-18)*Nm6_2_z;
             const double Fm5_3_x = -cse1;
             const double Nm5_3_z = -0.5825672515428597*Fm5_3_x + (0.47235092614474516)*cp5_x + 3.462396707274432;
@@ -2728,6 +2678,12 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
             mg_o_M[35][mg_l] = 6.0;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_landing_gear_mass_matrix(q + (mg_i + mg_l) * 6, M + (mg_i + mg_l) * 36);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 36; ++mg_j) M[(mg_i + mg_l) * 36 + mg_j] = mg_o_M[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2764,14 +2720,14 @@ int mechgen_landing_gear_bias(const double *restrict q, const double *restrict q
     const double tau4 = tau[3];
     const double tau5 = tau[4];
     const double tau6 = tau[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double beta1_00 = (0.12186934340514748)*c1;
     const double beta1_02 = -0.992546151641322*c1;
     const double beta1_10 = -0.12186934340514748*s1;
     const double beta1_12 = (0.992546151641322)*s1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double cse0 = (0.49161535438228743)*s2;
     const double beta2_00 = (0.5911830210926241)*c2 + cse0;
     const double cse1 = (0.49161535438228743)*c2;
@@ -2780,21 +2736,21 @@ int mechgen_landing_gear_bias(const double *restrict q, const double *restrict q
     const double beta2_10 = cse1 - 0.5911830210926241*s2;
     const double beta2_11 = (0.40881697890737595)*c2 - cse0;
     const double beta2_12 = -0.7688842702856029*c2 - 0.6393879721322383*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double beta3_00 = (0.12186934340514748)*c3;
     const double beta3_02 = -0.992546151641322*c3;
     const double beta3_10 = -0.12186934340514748*s3;
     const double beta3_12 = (0.992546151641322)*s3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (0.12186934340514748)*c4;
     const double beta4_02 = -0.992546151641322*c4;
     const double beta4_10 = -0.12186934340514748*s4;
     const double beta4_12 = (0.992546151641322)*s4;
     const double cse2 = q5 + 0.08726646259971647;
-    const double c5 = cos(cse2);
-    const double s5 = sin(cse2);
+    double s5, c5;
+    mg_sincos(cse2, &s5, &c5);
     const double r_rel6_x = (0.7688842702856029)*q6 - 0.475;
     const double r_rel6_y = (0.6393879721322383)*q6 - 0.395;
     const double r_rel6_z = 5.729828233334605e-17 - 1.4613732465641265e-16*q6;
@@ -3013,8 +2969,13 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[6][8];
         double mg_o_gamma[7][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
         double mg_w_q5[8];
         double mg_w_q6[8];
         double mg_w_qd1[8];
@@ -3023,47 +2984,17 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
         double mg_w_qd5[8];
         double mg_w_qd6[8];
         double mg_w_qd4[8];
-        double mg_w_cse2[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_omega2_z[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_r_rel6_z[8];
-        double mg_w_r_rel6_x[8];
-        double mg_w_r_rel6_y[8];
-        double mg_w_cse5[8];
-        double mg_w_oo5_zz[8];
-        double mg_w_omega1_x[8];
-        double mg_w_omega1_z[8];
-        double mg_w_oo4_xz[8];
-        double mg_w_oo4_zz_2[8];
-        double mg_w_oo4_W_11[8];
-        double mg_w_oo4_xx[8];
-        double mg_w_cse9[8];
-        double mg_w_omega4_z[8];
-        double mg_w_omega4_x[8];
-        double mg_w_cse13[8];
-        double mg_w_cse14[8];
-        double mg_w_omega5_z_2[8];
-        double mg_w_omega5_x[8];
-        double mg_w_eps5_y[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
         double mg_w_tau4[8];
         double mg_w_tau5[8];
         double mg_w_tau6[8];
-        double mg_w_cse20[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
             mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
@@ -3081,6 +3012,10 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double q5 = mg_w_q5[mg_l];
             const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
@@ -3089,124 +3024,22 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double qd5 = mg_w_qd5[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double cse2 = q5 + 0.08726646259971647;
-            const double r_rel6_x = (0.7688842702856029)*q6 - 0.475;
-            const double r_rel6_y = (0.6393879721322383)*q6 - 0.395;
-            const double r_rel6_z = 5.729828233334605e-17 - 1.4613732465641265e-16*q6;
-            const double omega_p2_z = (9.611612496501513e-18)*qd1;
-            const double omega2_z = omega_p2_z + qd2;
-            const double oo2_zz = omega2_z*omega2_z;
-            const double oo3_zz = qd3*qd3;
-            const double omega5_z = qd3 + qd5;
-            const double oo5_zz = omega5_z*omega5_z;
-            const double cse5 = 2.0*qd6;
-            const double omega1_x = (0.992546151641322)*qd1;
-            const double omega1_z = (0.12186934340514748)*qd1;
-            const double omega3_x = (0.992546151641322)*qd3;
-            const double omega3_z = (0.12186934340514748)*qd3;
-            const double omega4_x = (0.992546151641322)*qd4;
-            const double omega4_z = (0.12186934340514748)*qd4;
-            const double oo4_xx = omega3_x*omega3_x;
-            const double oo4_zz_2 = omega3_z*omega3_z;
-            const double oo4_xz = omega3_x*omega3_z;
-            const double oo4_W_11 = -oo4_xx - oo4_zz_2;
-            const double omega5_x = omega3_x + (0.992546151641322)*qd5;
-            const double cse8 = (0.12186934340514748)*qd5;
-            const double omega5_z_2 = cse8 + omega3_z;
-            const double eps5_y = -cse8*omega3_x + (0.992546151641322)*omega3_z*qd5;
-            const double cse9 = q6 - 1.235556554755791;
-            const double cse13 = omega4_x*omega4_x;
-            const double cse14 = omega4_z*omega4_z;
-            const double cse20 = -0.12186934340514746*omega4_x + (0.9925461516413219)*omega4_z;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_r_rel6_x[mg_l] = r_rel6_x;
-            mg_w_r_rel6_y[mg_l] = r_rel6_y;
-            mg_w_r_rel6_z[mg_l] = r_rel6_z;
-            mg_w_omega2_z[mg_l] = omega2_z;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_oo5_zz[mg_l] = oo5_zz;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_omega1_x[mg_l] = omega1_x;
-            mg_w_omega1_z[mg_l] = omega1_z;
-            mg_w_omega4_x[mg_l] = omega4_x;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_oo4_xx[mg_l] = oo4_xx;
-            mg_w_oo4_zz_2[mg_l] = oo4_zz_2;
-            mg_w_oo4_xz[mg_l] = oo4_xz;
-            mg_w_oo4_W_11[mg_l] = oo4_W_11;
-            mg_w_omega5_x[mg_l] = omega5_x;
-            mg_w_omega5_z_2[mg_l] = omega5_z_2;
-            mg_w_eps5_y[mg_l] = eps5_y;
-            mg_w_cse9[mg_l] = cse9;
-            mg_w_cse13[mg_l] = cse13;
-            mg_w_cse14[mg_l] = cse14;
-            mg_w_cse20[mg_l] = cse20;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(cse2);
-            mg_w_s5[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double omega2_z = mg_w_omega2_z[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double r_rel6_z = mg_w_r_rel6_z[mg_l];
-            const double r_rel6_x = mg_w_r_rel6_x[mg_l];
-            const double r_rel6_y = mg_w_r_rel6_y[mg_l];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double oo5_zz = mg_w_oo5_zz[mg_l];
-            const double omega1_x = mg_w_omega1_x[mg_l];
-            const double omega1_z = mg_w_omega1_z[mg_l];
-            const double oo4_xz = mg_w_oo4_xz[mg_l];
-            const double oo4_zz_2 = mg_w_oo4_zz_2[mg_l];
-            const double oo4_W_11 = mg_w_oo4_W_11[mg_l];
-            const double oo4_xx = mg_w_oo4_xx[mg_l];
-            const double cse9 = mg_w_cse9[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
-            const double omega4_x = mg_w_omega4_x[mg_l];
-            const double cse13 = mg_w_cse13[mg_l];
-            const double cse14 = mg_w_cse14[mg_l];
-            const double omega5_z_2 = mg_w_omega5_z_2[mg_l];
-            const double omega5_x = mg_w_omega5_x[mg_l];
-            const double eps5_y = mg_w_eps5_y[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
             const double tau4 = mg_w_tau4[mg_l];
             const double tau5 = mg_w_tau5[mg_l];
             const double tau6 = mg_w_tau6[mg_l];
-            const double cse20 = mg_w_cse20[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double beta1_00 = (0.12186934340514748)*c1;
             const double beta1_02 = -0.992546151641322*c1;
             const double beta1_10 = -0.12186934340514748*s1;
             const double beta1_12 = (0.992546151641322)*s1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double cse0 = (0.49161535438228743)*s2;
             const double beta2_00 = (0.5911830210926241)*c2 + cse0;
             const double cse1 = (0.49161535438228743)*c2;
@@ -3215,18 +3048,33 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double beta2_10 = cse1 - 0.5911830210926241*s2;
             const double beta2_11 = (0.40881697890737595)*c2 - cse0;
             const double beta2_12 = -0.7688842702856029*c2 - 0.6393879721322383*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double beta3_00 = (0.12186934340514748)*c3;
             const double beta3_02 = -0.992546151641322*c3;
             const double beta3_10 = -0.12186934340514748*s3;
             const double beta3_12 = (0.992546151641322)*s3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double beta4_00 = (0.12186934340514748)*c4;
             const double beta4_02 = -0.992546151641322*c4;
             const double beta4_10 = -0.12186934340514748*s4;
             const double beta4_12 = (0.992546151641322)*s4;
+            const double cse2 = q5 + 0.08726646259971647;
+            double s5, c5;
+            mg_sincos_poly(cse2, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double r_rel6_x = (0.7688842702856029)*q6 - 0.475;
+            const double r_rel6_y = (0.6393879721322383)*q6 - 0.395;
+            const double r_rel6_z = 5.729828233334605e-17 - 1.4613732465641265e-16*q6;
             const double a1_x = -9.736877747601369*c1;
             const double a1_y = (9.736877747601369)*s1;
             const double omega_p2_x = beta2_02*qd1;
             const double omega_p2_y = beta2_12*qd1;
+            const double omega_p2_z = (9.611612496501513e-18)*qd1;
+            const double omega2_z = omega_p2_z + qd2;
             const double epsd2_x = omega_p2_y*qd2;
             const double epsd2_y = -omega_p2_x*qd2;
             const double a2_x = a1_x*beta2_00 + a1_y*beta2_01 + (1.1955382588044967)*beta2_02;
@@ -3234,6 +3082,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double a2_z = -0.6393879721322383*a1_x + (0.7688842702856029)*a1_y + 1.1491050468370962e-17;
             const double oo2_xx = omega_p2_x*omega_p2_x;
             const double oo2_yy = omega_p2_y*omega_p2_y;
+            const double oo2_zz = omega2_z*omega2_z;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_xz = omega2_z*omega_p2_x;
             const double oo2_yz = omega2_z*omega_p2_y;
@@ -3242,12 +3091,15 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double oo2_W_22 = -oo2_xx - oo2_yy;
             const double a3_x = -9.736877747601369*c3;
             const double a3_y = (9.736877747601369)*s3;
+            const double oo3_zz = qd3*qd3;
             const double a4_x = -9.736877747601369*c4;
             const double a4_y = (9.736877747601369)*s4;
+            const double omega5_z = qd3 + qd5;
             const double cse3 = a3_x - 0.47235092614474516*oo3_zz;
             const double cse4 = a3_y - 0.5825672515428597*oo3_zz;
             const double a5_x = c5*cse3 + cse4*s5;
             const double a5_y = c5*cse4 - cse3*s5;
+            const double oo5_zz = omega5_z*omega5_z;
             const double a6_par_x = a2_x + epsd2_y*r_rel6_z + oo2_W_00*r_rel6_x + oo2_xy*r_rel6_y + oo2_xz*r_rel6_z;
             const double a6_par_y = a2_y - epsd2_x*r_rel6_z + oo2_W_11*r_rel6_y + oo2_xy*r_rel6_x + oo2_yz*r_rel6_z;
             const double a6_par_z = a2_z + epsd2_x*r_rel6_y - epsd2_y*r_rel6_x + oo2_W_22*r_rel6_z + oo2_xz*r_rel6_x + oo2_yz*r_rel6_y;
@@ -3257,6 +3109,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double epsd6_x = (0.40881697890737584)*epsd2_x - 0.49161535438228754*epsd2_y;
             const double epsd6_y = -0.49161535438228754*epsd2_x + (0.591183021092624)*epsd2_y;
             const double epsd6_z = (0.7688842702856029)*epsd2_x + (0.6393879721322383)*epsd2_y;
+            const double cse5 = 2.0*qd6;
             const double a6_x = (0.40881697890737584)*a6_par_x - 0.49161535438228754*a6_par_y - 0.7688842702856029*a6_par_z + cse5*omega_p6_y;
             const double a6_y = -0.49161535438228754*a6_par_x + (0.591183021092624)*a6_par_y - 0.6393879721322383*a6_par_z - cse5*omega_p6_x;
             const double a6_z = (0.7688842702856029)*a6_par_x + (0.6393879721322383)*a6_par_y - 1.4613732465641265e-16*a6_par_z;
@@ -3289,6 +3142,8 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double N2_y = F_c6_x*r_rel6_z - F_c6_z*r_rel6_x - 0.49161535438228754*N6_x + (0.591183021092624)*N6_y + (0.6393879721322383)*N6_z - 6.93722346978229e-17*a2_x - 4.613305621713617*a2_z - 1.4677668020437573*epsd2_x + (1.793836027774138)*epsd2_y - 4.197389687714388e-17*oo2_xx - 6.904665049877678e-17*oo2_xy - 1.7650360277741381*oo2_xz - 1.4677668020437573*oo2_yz + (4.197389687714388e-17)*oo2_zz;
             const double N2_z = -F_c6_x*r_rel6_y + F_c6_y*r_rel6_x - 0.7688842702856029*N6_x - 0.6393879721322383*N6_y - 1.4613732465641265e-16*N6_z - 3.8363278327934296*a2_x + (4.613305621713617)*a2_y + (4.197389687714388e-17)*epsd2_x + (6.904665049877678e-17)*epsd2_y - 1.4677668020437573*oo2_xx + (0.5444720555482766)*oo2_xy + (6.904665049877678e-17)*oo2_xz + (1.4677668020437573)*oo2_yy - 4.197389687714388e-17*oo2_yz;
             const double N1_z = N2_x*beta2_02 + N2_y*beta2_12 + (9.611612496501513e-18)*N2_z;
+            const double omega1_x = (0.992546151641322)*qd1;
+            const double omega1_z = (0.12186934340514748)*qd1;
             const double theta_J2_00 = (0.5911830210926241)*beta1_00 + (0.49161535438228743)*beta1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*beta1_02 + (0.49161535438228743)*beta1_12 + 0.07792179234490461;
@@ -3312,6 +3167,10 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double eps2_x = -cse6*omega1_z;
             const double eps2_y = -cse7*omega1_x + omega1_z*qd2*theta_J2_20;
             const double eps2_z = cse6*omega1_x;
+            const double omega3_x = (0.992546151641322)*qd3;
+            const double omega3_z = (0.12186934340514748)*qd3;
+            const double omega4_x = (0.992546151641322)*qd4;
+            const double omega4_z = (0.12186934340514748)*qd4;
             const double tau5_00 = beta3_00*c5 + beta3_10*s5;
             const double tau5_01 = c3*s5 + c5*s3;
             const double tau5_02 = beta3_02*c5 + beta3_12*s5;
@@ -3321,9 +3180,17 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double r_rel0_5_x = (0.47235092614474516)*beta3_00 + (0.5825672515428597)*beta3_10 - 4.379103765161527e-18;
             const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
             const double r_rel0_5_z = (0.47235092614474516)*beta3_02 + (0.5825672515428597)*beta3_12 - 5.376863329536143e-19;
+            const double oo4_xx = omega3_x*omega3_x;
+            const double oo4_zz_2 = omega3_z*omega3_z;
+            const double oo4_xz = omega3_x*omega3_z;
+            const double oo4_W_11 = -oo4_xx - oo4_zz_2;
+            const double omega5_x = omega3_x + (0.992546151641322)*qd5;
+            const double cse8 = (0.12186934340514748)*qd5;
+            const double omega5_z_2 = cse8 + omega3_z;
             const double w5_x = oo4_xz*r_rel0_5_z - oo4_zz_2*r_rel0_5_x;
             const double w5_y = oo4_W_11*r_rel0_5_y;
             const double w5_z = -oo4_xx*r_rel0_5_z + oo4_xz*r_rel0_5_x;
+            const double eps5_y = -cse8*omega3_x + (0.992546151641322)*omega3_z*qd5;
             const double theta_J6_00 = (0.40881697890737584)*tau2_00 - 0.49161535438228754*tau2_10 - 0.7688842702856029*theta_J2_20;
             const double theta_J6_01 = (0.40881697890737584)*tau2_01 - 0.49161535438228754*tau2_11 - 0.7688842702856029*theta_J2_21;
             const double theta_J6_02 = (0.40881697890737584)*tau2_02 - 0.49161535438228754*tau2_12 - 0.7688842702856029*theta_J2_22;
@@ -3333,6 +3200,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double cse9 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse9*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse9*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
             const double r_rel0_6_z = cse9*theta_J6_22 + (0.4749999999999999)*tau2_02 + (0.395)*tau2_12 - 1.2326264704035966e-16*theta_J2_22;
@@ -3355,6 +3223,8 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double brace_lower_f1_d_z = (0.7999999999999999)*beta4_02 - 0.12*beta4_12 + 6.714681466392861e-19;
             const double cse12 = brace_lower_f1_d_x*omega4_z - brace_lower_f1_d_z*omega4_x;
             const double brace_lower_f1_abias_x = -cse12*omega4_z;
+            const double cse13 = omega4_x*omega4_x;
+            const double cse14 = omega4_z*omega4_z;
             const double brace_lower_f1_abias_y = -brace_lower_f1_d_y*cse13 - brace_lower_f1_d_y*cse14;
             const double brace_lower_f1_abias_z = cse12*omega4_x;
             const double brace_lower_f2_d_x = (0.5776490738552548)*tau5_00 + (0.5974327484571403)*tau5_10 + 9.908350484533232e-18;
@@ -3388,6 +3258,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             const double b4 = -N4_z + tau4;
             const double b5 = -N5_z + tau5;
             const double b6 = -F6_z + tau6;
+            const double cse20 = -0.12186934340514746*omega4_x + (0.9925461516413219)*omega4_z;
             mg_o_b[0][mg_l] = b1;
             mg_o_b[1][mg_l] = b2;
             mg_o_b[2][mg_l] = b3;
@@ -3403,6 +3274,12 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
             mg_o_gamma[6][mg_l] = rod_end_f1_abias_z - rod_end_f2_abias_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_landing_gear_bias(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, tau + (mg_i + mg_l) * 6, b + (mg_i + mg_l) * 6, gamma + (mg_i + mg_l) * 7);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) b[(mg_i + mg_l) * 6 + mg_j] = mg_o_b[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 7; ++mg_j) gamma[(mg_i + mg_l) * 7 + mg_j] = mg_o_gamma[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -3441,14 +3318,14 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double tau4 = tau[3];
     const double tau5 = tau[4];
     const double tau6 = tau[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double beta1_00 = (0.12186934340514748)*c1;
     const double beta1_02 = -0.992546151641322*c1;
     const double beta1_10 = -0.12186934340514748*s1;
     const double beta1_12 = (0.992546151641322)*s1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double cse0 = (0.49161535438228743)*s2;
     const double beta2_00 = (0.5911830210926241)*c2 + cse0;
     const double cse1 = (0.49161535438228743)*c2;
@@ -3457,21 +3334,21 @@ int mechgen_landing_gear_forward_dynamics(const double *restrict q, const double
     const double beta2_10 = cse1 - 0.5911830210926241*s2;
     const double beta2_11 = (0.40881697890737595)*c2 - cse0;
     const double beta2_12 = -0.7688842702856029*c2 - 0.6393879721322383*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double beta3_00 = (0.12186934340514748)*c3;
     const double beta3_02 = -0.992546151641322*c3;
     const double beta3_10 = -0.12186934340514748*s3;
     const double beta3_12 = (0.992546151641322)*s3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (0.12186934340514748)*c4;
     const double beta4_02 = -0.992546151641322*c4;
     const double beta4_10 = -0.12186934340514748*s4;
     const double beta4_12 = (0.992546151641322)*s4;
     const double cse2 = q5 + 0.08726646259971647;
-    const double c5 = cos(cse2);
-    const double s5 = sin(cse2);
+    double s5, c5;
+    mg_sincos(cse2, &s5, &c5);
     const double r_rel6_x = (0.7688842702856029)*q6 - 0.475;
     const double r_rel6_y = (0.6393879721322383)*q6 - 0.395;
     const double r_rel6_z = 5.729828233334605e-17 - 1.4613732465641265e-16*q6;
@@ -3887,9 +3764,14 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[6][8];
         double mg_o_multipliers[7][8];
         double mg_o_reaction[12][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
         double mg_w_q5[8];
         double mg_w_q6[8];
         double mg_w_qd1[8];
@@ -3898,48 +3780,6 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
         double mg_w_qd5[8];
         double mg_w_qd6[8];
         double mg_w_qd4[8];
-        double mg_w_cse2[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_IJ2_D[8];
-        double mg_w_IJ2_Sum[8];
-        double mg_w_Ic2_01[8];
-        double mg_w_Ic2_02[8];
-        double mg_w_Ic2_12[8];
-        double mg_w_Ic2_22[8];
-        double mg_w_Nm6_2_x[8];
-        double mg_w_Nm6_2_y[8];
-        double mg_w_Nm6_2_z[8];
-        double mg_w_omega2_z[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_r_rel6_z[8];
-        double mg_w_r_rel6_x[8];
-        double mg_w_r_rel6_y[8];
-        double mg_w_cse10[8];
-        double mg_w_oo5_zz[8];
-        double mg_w_omega1_x[8];
-        double mg_w_omega1_z[8];
-        double mg_w_oo4_xz[8];
-        double mg_w_oo4_zz_2[8];
-        double mg_w_oo4_W_11[8];
-        double mg_w_oo4_xx[8];
-        double mg_w_cse14[8];
-        double mg_w_omega4_z[8];
-        double mg_w_omega4_x[8];
-        double mg_w_cse18[8];
-        double mg_w_cse19[8];
-        double mg_w_omega5_z_2[8];
-        double mg_w_omega5_x[8];
-        double mg_w_eps5_y[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
@@ -3947,6 +3787,10 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
         double mg_w_tau5[8];
         double mg_w_tau6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
             mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
@@ -3964,6 +3808,11 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double q5 = mg_w_q5[mg_l];
             const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
@@ -3972,10 +3821,55 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double qd5 = mg_w_qd5[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
+            const double tau1 = mg_w_tau1[mg_l];
+            const double tau2 = mg_w_tau2[mg_l];
+            const double tau3 = mg_w_tau3[mg_l];
+            const double tau4 = mg_w_tau4[mg_l];
+            const double tau5 = mg_w_tau5[mg_l];
+            const double tau6 = mg_w_tau6[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            const double beta1_00 = (0.12186934340514748)*c1;
+            const double beta1_02 = -0.992546151641322*c1;
+            const double beta1_10 = -0.12186934340514748*s1;
+            const double beta1_12 = (0.992546151641322)*s1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            const double cse0 = (0.49161535438228743)*s2;
+            const double beta2_00 = (0.5911830210926241)*c2 + cse0;
+            const double cse1 = (0.49161535438228743)*c2;
+            const double beta2_01 = cse1 + (0.40881697890737595)*s2;
+            const double beta2_02 = (0.6393879721322383)*c2 - 0.7688842702856029*s2;
+            const double beta2_10 = cse1 - 0.5911830210926241*s2;
+            const double beta2_11 = (0.40881697890737595)*c2 - cse0;
+            const double beta2_12 = -0.7688842702856029*c2 - 0.6393879721322383*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            const double beta3_00 = (0.12186934340514748)*c3;
+            const double beta3_02 = -0.992546151641322*c3;
+            const double beta3_10 = -0.12186934340514748*s3;
+            const double beta3_12 = (0.992546151641322)*s3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            const double beta4_00 = (0.12186934340514748)*c4;
+            const double beta4_02 = -0.992546151641322*c4;
+            const double beta4_10 = -0.12186934340514748*s4;
+            const double beta4_12 = (0.992546151641322)*s4;
             const double cse2 = q5 + 0.08726646259971647;
+            double s5, c5;
+            mg_sincos_poly(cse2, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double r_rel6_x = (0.7688842702856029)*q6 - 0.475;
             const double r_rel6_y = (0.6393879721322383)*q6 - 0.395;
             const double r_rel6_z = 5.729828233334605e-17 - 1.4613732465641265e-16*q6;
+            const double cp5_x = (4.332368053914411)*c5 - 4.480745613428552*s5;
+            const double cse3 = (4.480745613428552)*c5 + (4.332368053914411)*s5;
+            const double cp5_y = cse3;
+            const double Ic3_22 = (0.9447018522894903)*cp5_x + (1.1651345030857194)*cp5_y + 15.286146707274433;
             const double cse4 = 6.0*r_rel6_z*r_rel6_z + (1.969313776953659e-16)*r_rel6_z;
             const double cse5 = 6.0*r_rel6_y*r_rel6_y + (2.0545705170445996)*r_rel6_y;
             const double Ic2_00 = cse4 + cse5 + 1.5275580628661818;
@@ -3986,169 +3880,19 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double Ic2_11 = cse4 + cse7 + 2.194923172146657;
             const double Ic2_12 = -6.0*r_rel6_y*r_rel6_z - 9.846568884768295e-17*r_rel6_y - 1.0272852585222998*r_rel6_z + 9.430413124155228e-17;
             const double Ic2_22 = cse5 + cse7 + 3.690981235012839;
-            const double IJ2_D = Ic2_00 - Ic2_11;
-            const double IJ2_Sum = Ic2_00 + Ic2_11;
-            const double Nm6_2_x = -8.768239479384759e-16*r_rel6_y - 3.8363278327934296*r_rel6_z - 2.1308249645634407e-16;
-            const double Nm6_2_y = (8.768239479384759e-16)*r_rel6_x + (4.613305621713618)*r_rel6_z + 2.562384451057302e-16;
-            const double Nm6_2_z = (3.8363278327934296)*r_rel6_x - 4.613305621713618*r_rel6_y + 2.085034779381007e-16;
-            const double omega_p2_z = (9.611612496501513e-18)*qd1;
-            const double omega2_z = omega_p2_z + qd2;
-            const double oo2_zz = omega2_z*omega2_z;
-            const double oo3_zz = qd3*qd3;
-            const double omega5_z = qd3 + qd5;
-            const double oo5_zz = omega5_z*omega5_z;
-            const double cse10 = 2.0*qd6;
-            const double omega1_x = (0.992546151641322)*qd1;
-            const double omega1_z = (0.12186934340514748)*qd1;
-            const double omega3_x = (0.992546151641322)*qd3;
-            const double omega3_z = (0.12186934340514748)*qd3;
-            const double omega4_x = (0.992546151641322)*qd4;
-            const double omega4_z = (0.12186934340514748)*qd4;
-            const double oo4_xx = omega3_x*omega3_x;
-            const double oo4_zz_2 = omega3_z*omega3_z;
-            const double oo4_xz = omega3_x*omega3_z;
-            const double oo4_W_11 = -oo4_xx - oo4_zz_2;
-            const double omega5_x = omega3_x + (0.992546151641322)*qd5;
-            const double cse13 = (0.12186934340514748)*qd5;
-            const double omega5_z_2 = cse13 + omega3_z;
-            const double eps5_y = -cse13*omega3_x + (0.992546151641322)*omega3_z*qd5;
-            const double cse14 = q6 - 1.235556554755791;
-            const double cse18 = omega4_x*omega4_x;
-            const double cse19 = omega4_z*omega4_z;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_r_rel6_x[mg_l] = r_rel6_x;
-            mg_w_r_rel6_y[mg_l] = r_rel6_y;
-            mg_w_r_rel6_z[mg_l] = r_rel6_z;
-            mg_w_Ic2_01[mg_l] = Ic2_01;
-            mg_w_Ic2_02[mg_l] = Ic2_02;
-            mg_w_Ic2_12[mg_l] = Ic2_12;
-            mg_w_Ic2_22[mg_l] = Ic2_22;
-            mg_w_IJ2_D[mg_l] = IJ2_D;
-            mg_w_IJ2_Sum[mg_l] = IJ2_Sum;
-            mg_w_Nm6_2_x[mg_l] = Nm6_2_x;
-            mg_w_Nm6_2_y[mg_l] = Nm6_2_y;
-            mg_w_Nm6_2_z[mg_l] = Nm6_2_z;
-            mg_w_omega2_z[mg_l] = omega2_z;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_oo5_zz[mg_l] = oo5_zz;
-            mg_w_cse10[mg_l] = cse10;
-            mg_w_omega1_x[mg_l] = omega1_x;
-            mg_w_omega1_z[mg_l] = omega1_z;
-            mg_w_omega4_x[mg_l] = omega4_x;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_oo4_xx[mg_l] = oo4_xx;
-            mg_w_oo4_zz_2[mg_l] = oo4_zz_2;
-            mg_w_oo4_xz[mg_l] = oo4_xz;
-            mg_w_oo4_W_11[mg_l] = oo4_W_11;
-            mg_w_omega5_x[mg_l] = omega5_x;
-            mg_w_omega5_z_2[mg_l] = omega5_z_2;
-            mg_w_eps5_y[mg_l] = eps5_y;
-            mg_w_cse14[mg_l] = cse14;
-            mg_w_cse18[mg_l] = cse18;
-            mg_w_cse19[mg_l] = cse19;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(cse2);
-            mg_w_s5[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double IJ2_D = mg_w_IJ2_D[mg_l];
-            const double IJ2_Sum = mg_w_IJ2_Sum[mg_l];
-            const double Ic2_01 = mg_w_Ic2_01[mg_l];
-            const double Ic2_02 = mg_w_Ic2_02[mg_l];
-            const double Ic2_12 = mg_w_Ic2_12[mg_l];
-            const double Ic2_22 = mg_w_Ic2_22[mg_l];
-            const double Nm6_2_x = mg_w_Nm6_2_x[mg_l];
-            const double Nm6_2_y = mg_w_Nm6_2_y[mg_l];
-            const double Nm6_2_z = mg_w_Nm6_2_z[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double omega2_z = mg_w_omega2_z[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double r_rel6_z = mg_w_r_rel6_z[mg_l];
-            const double r_rel6_x = mg_w_r_rel6_x[mg_l];
-            const double r_rel6_y = mg_w_r_rel6_y[mg_l];
-            const double cse10 = mg_w_cse10[mg_l];
-            const double oo5_zz = mg_w_oo5_zz[mg_l];
-            const double omega1_x = mg_w_omega1_x[mg_l];
-            const double omega1_z = mg_w_omega1_z[mg_l];
-            const double oo4_xz = mg_w_oo4_xz[mg_l];
-            const double oo4_zz_2 = mg_w_oo4_zz_2[mg_l];
-            const double oo4_W_11 = mg_w_oo4_W_11[mg_l];
-            const double oo4_xx = mg_w_oo4_xx[mg_l];
-            const double cse14 = mg_w_cse14[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
-            const double omega4_x = mg_w_omega4_x[mg_l];
-            const double cse18 = mg_w_cse18[mg_l];
-            const double cse19 = mg_w_cse19[mg_l];
-            const double omega5_z_2 = mg_w_omega5_z_2[mg_l];
-            const double omega5_x = mg_w_omega5_x[mg_l];
-            const double eps5_y = mg_w_eps5_y[mg_l];
-            const double tau1 = mg_w_tau1[mg_l];
-            const double tau2 = mg_w_tau2[mg_l];
-            const double tau3 = mg_w_tau3[mg_l];
-            const double tau4 = mg_w_tau4[mg_l];
-            const double tau5 = mg_w_tau5[mg_l];
-            const double tau6 = mg_w_tau6[mg_l];
-            const double beta1_00 = (0.12186934340514748)*c1;
-            const double beta1_02 = -0.992546151641322*c1;
-            const double beta1_10 = -0.12186934340514748*s1;
-            const double beta1_12 = (0.992546151641322)*s1;
-            const double cse0 = (0.49161535438228743)*s2;
-            const double beta2_00 = (0.5911830210926241)*c2 + cse0;
-            const double cse1 = (0.49161535438228743)*c2;
-            const double beta2_01 = cse1 + (0.40881697890737595)*s2;
-            const double beta2_02 = (0.6393879721322383)*c2 - 0.7688842702856029*s2;
-            const double beta2_10 = cse1 - 0.5911830210926241*s2;
-            const double beta2_11 = (0.40881697890737595)*c2 - cse0;
-            const double beta2_12 = -0.7688842702856029*c2 - 0.6393879721322383*s2;
-            const double beta3_00 = (0.12186934340514748)*c3;
-            const double beta3_02 = -0.992546151641322*c3;
-            const double beta3_10 = -0.12186934340514748*s3;
-            const double beta3_12 = (0.992546151641322)*s3;
-            const double beta4_00 = (0.12186934340514748)*c4;
-            const double beta4_02 = -0.992546151641322*c4;
-            const double beta4_10 = -0.12186934340514748*s4;
-            const double beta4_12 = (0.992546151641322)*s4;
-            const double cp5_x = (4.332368053914411)*c5 - 4.480745613428552*s5;
-            const double cse3 = (4.480745613428552)*c5 + (4.332368053914411)*s5;
-            const double cp5_y = cse3;
-            const double Ic3_22 = (0.9447018522894903)*cp5_x + (1.1651345030857194)*cp5_y + 15.286146707274433;
             const double IJ2_C2 = c2*c2 - s2*s2;
             const double IJ2_cs = c2*s2;
+            const double IJ2_D = Ic2_00 - Ic2_11;
+            const double IJ2_Sum = Ic2_00 + Ic2_11;
             const double IJ2_00 = (0.5)*IJ2_C2*IJ2_D + (0.5)*IJ2_Sum - 2.0*IJ2_cs*Ic2_01;
             const double IJ2_11 = -IJ2_00 + IJ2_Sum;
             const double IJ2_01 = IJ2_C2*Ic2_01 + IJ2_D*IJ2_cs;
             const double IJ2_02 = Ic2_02*c2 - Ic2_12*s2;
             const double IJ2_12 = Ic2_02*s2 + Ic2_12*c2;
             const double Ic1_22 = (0.40881697890737595)*IJ2_00 - 0.983230708764575*IJ2_01 + (1.2291098846117965e-17)*IJ2_02 + (0.5911830210926241)*IJ2_11 - 1.4780435321281096e-17*IJ2_12 + (9.238309478290404e-35)*Ic2_22;
+            const double Nm6_2_x = -8.768239479384759e-16*r_rel6_y - 3.8363278327934296*r_rel6_z - 2.1308249645634407e-16;
+            const double Nm6_2_y = (8.768239479384759e-16)*r_rel6_x + (4.613305621713618)*r_rel6_z + 2.562384451057302e-16;
+            const double Nm6_2_z = (3.8363278327934296)*r_rel6_x - 4.613305621713618*r_rel6_y + 2.085034779381007e-16;
             const double Nm6_1_z = Nm6_2_x*beta2_02 + Nm6_2_y*beta2_12 + (9.611612496501513e-18)*Nm6_2_z;
             const double Fm5_3_x = -cse3;
             const double Nm5_3_z = -0.5825672515428597*Fm5_3_x + (0.47235092614474516)*cp5_x + 3.462396707274432;
@@ -4157,6 +3901,8 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double a1_y = (9.736877747601369)*s1;
             const double omega_p2_x = beta2_02*qd1;
             const double omega_p2_y = beta2_12*qd1;
+            const double omega_p2_z = (9.611612496501513e-18)*qd1;
+            const double omega2_z = omega_p2_z + qd2;
             const double epsd2_x = omega_p2_y*qd2;
             const double epsd2_y = -omega_p2_x*qd2;
             const double a2_x = a1_x*beta2_00 + a1_y*beta2_01 + (1.1955382588044967)*beta2_02;
@@ -4164,6 +3910,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double a2_z = -0.6393879721322383*a1_x + (0.7688842702856029)*a1_y + 1.1491050468370962e-17;
             const double oo2_xx = omega_p2_x*omega_p2_x;
             const double oo2_yy = omega_p2_y*omega_p2_y;
+            const double oo2_zz = omega2_z*omega2_z;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_xz = omega2_z*omega_p2_x;
             const double oo2_yz = omega2_z*omega_p2_y;
@@ -4172,12 +3919,15 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double oo2_W_22 = -oo2_xx - oo2_yy;
             const double a3_x = -9.736877747601369*c3;
             const double a3_y = (9.736877747601369)*s3;
+            const double oo3_zz = qd3*qd3;
             const double a4_x = -9.736877747601369*c4;
             const double a4_y = (9.736877747601369)*s4;
+            const double omega5_z = qd3 + qd5;
             const double cse8 = a3_x - 0.47235092614474516*oo3_zz;
             const double cse9 = a3_y - 0.5825672515428597*oo3_zz;
             const double a5_x = c5*cse8 + cse9*s5;
             const double a5_y = c5*cse9 - cse8*s5;
+            const double oo5_zz = omega5_z*omega5_z;
             const double a6_par_x = a2_x + epsd2_y*r_rel6_z + oo2_W_00*r_rel6_x + oo2_xy*r_rel6_y + oo2_xz*r_rel6_z;
             const double a6_par_y = a2_y - epsd2_x*r_rel6_z + oo2_W_11*r_rel6_y + oo2_xy*r_rel6_x + oo2_yz*r_rel6_z;
             const double a6_par_z = a2_z + epsd2_x*r_rel6_y - epsd2_y*r_rel6_x + oo2_W_22*r_rel6_z + oo2_xz*r_rel6_x + oo2_yz*r_rel6_y;
@@ -4187,6 +3937,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double epsd6_x = (0.40881697890737584)*epsd2_x - 0.49161535438228754*epsd2_y;
             const double epsd6_y = -0.49161535438228754*epsd2_x + (0.591183021092624)*epsd2_y;
             const double epsd6_z = (0.7688842702856029)*epsd2_x + (0.6393879721322383)*epsd2_y;
+            const double cse10 = 2.0*qd6;
             const double a6_x = (0.40881697890737584)*a6_par_x - 0.49161535438228754*a6_par_y - 0.7688842702856029*a6_par_z + cse10*omega_p6_y;
             const double a6_y = -0.49161535438228754*a6_par_x + (0.591183021092624)*a6_par_y - 0.6393879721322383*a6_par_z - cse10*omega_p6_x;
             const double a6_z = (0.7688842702856029)*a6_par_x + (0.6393879721322383)*a6_par_y - 1.4613732465641265e-16*a6_par_z;
@@ -4219,6 +3970,8 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double N2_y = F_c6_x*r_rel6_z - F_c6_z*r_rel6_x - 0.49161535438228754*N6_x + (0.591183021092624)*N6_y + (0.6393879721322383)*N6_z - 6.93722346978229e-17*a2_x - 4.613305621713617*a2_z - 1.4677668020437573*epsd2_x + (1.793836027774138)*epsd2_y - 4.197389687714388e-17*oo2_xx - 6.904665049877678e-17*oo2_xy - 1.7650360277741381*oo2_xz - 1.4677668020437573*oo2_yz + (4.197389687714388e-17)*oo2_zz;
             const double N2_z = -F_c6_x*r_rel6_y + F_c6_y*r_rel6_x - 0.7688842702856029*N6_x - 0.6393879721322383*N6_y - 1.4613732465641265e-16*N6_z - 3.8363278327934296*a2_x + (4.613305621713617)*a2_y + (4.197389687714388e-17)*epsd2_x + (6.904665049877678e-17)*epsd2_y - 1.4677668020437573*oo2_xx + (0.5444720555482766)*oo2_xy + (6.904665049877678e-17)*oo2_xz + (1.4677668020437573)*oo2_yy - 4.197389687714388e-17*oo2_yz;
             const double N1_z = N2_x*beta2_02 + N2_y*beta2_12 + (9.611612496501513e-18)*N2_z;
+            const double omega1_x = (0.992546151641322)*qd1;
+            const double omega1_z = (0.12186934340514748)*qd1;
             const double theta_J2_00 = (0.5911830210926241)*beta1_00 + (0.49161535438228743)*beta1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*beta1_02 + (0.49161535438228743)*beta1_12 + 0.07792179234490461;
@@ -4242,6 +3995,10 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double eps2_x = -cse11*omega1_z;
             const double eps2_y = -cse12*omega1_x + omega1_z*qd2*theta_J2_20;
             const double eps2_z = cse11*omega1_x;
+            const double omega3_x = (0.992546151641322)*qd3;
+            const double omega3_z = (0.12186934340514748)*qd3;
+            const double omega4_x = (0.992546151641322)*qd4;
+            const double omega4_z = (0.12186934340514748)*qd4;
             const double tau5_00 = beta3_00*c5 + beta3_10*s5;
             const double tau5_01 = c3*s5 + c5*s3;
             const double tau5_02 = beta3_02*c5 + beta3_12*s5;
@@ -4254,9 +4011,17 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double T5_3_x = -0.12186934340514748*r_rel0_5_y;
             const double T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z;
             const double T5_3_z = (0.992546151641322)*r_rel0_5_y;
+            const double oo4_xx = omega3_x*omega3_x;
+            const double oo4_zz_2 = omega3_z*omega3_z;
+            const double oo4_xz = omega3_x*omega3_z;
+            const double oo4_W_11 = -oo4_xx - oo4_zz_2;
+            const double omega5_x = omega3_x + (0.992546151641322)*qd5;
+            const double cse13 = (0.12186934340514748)*qd5;
+            const double omega5_z_2 = cse13 + omega3_z;
             const double w5_x = oo4_xz*r_rel0_5_z - oo4_zz_2*r_rel0_5_x;
             const double w5_y = oo4_W_11*r_rel0_5_y;
             const double w5_z = -oo4_xx*r_rel0_5_z + oo4_xz*r_rel0_5_x;
+            const double eps5_y = -cse13*omega3_x + (0.992546151641322)*omega3_z*qd5;
             const double theta_J6_00 = (0.40881697890737584)*tau2_00 - 0.49161535438228754*tau2_10 - 0.7688842702856029*theta_J2_20;
             const double theta_J6_01 = (0.40881697890737584)*tau2_01 - 0.49161535438228754*tau2_11 - 0.7688842702856029*theta_J2_21;
             const double theta_J6_02 = (0.40881697890737584)*tau2_02 - 0.49161535438228754*tau2_12 - 0.7688842702856029*theta_J2_22;
@@ -4266,6 +4031,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double cse14 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse14*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse14*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
             const double r_rel0_6_z = cse14*theta_J6_22 + (0.4749999999999999)*tau2_02 + (0.395)*tau2_12 - 1.2326264704035966e-16*theta_J2_22;
@@ -4297,6 +4063,8 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y;
             const double cse17 = brace_lower_f1_d_x*omega4_z - brace_lower_f1_d_z*omega4_x;
             const double brace_lower_f1_abias_x = -cse17*omega4_z;
+            const double cse18 = omega4_x*omega4_x;
+            const double cse19 = omega4_z*omega4_z;
             const double brace_lower_f1_abias_y = -brace_lower_f1_d_y*cse18 - brace_lower_f1_d_y*cse19;
             const double brace_lower_f1_abias_z = cse17*omega4_x;
             const double brace_lower_f2_d_x = (0.5776490738552548)*tau5_00 + (0.5974327484571403)*tau5_10 + 9.908350484533232e-18;
@@ -4496,6 +4264,12 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_landing_gear_forward_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, tau + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, multipliers + (mg_i + mg_l) * 7, reaction + (mg_i + mg_l) * 12);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) qdd[(mg_i + mg_l) * 6 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 7; ++mg_j) multipliers[(mg_i + mg_l) * 7 + mg_j] = mg_o_multipliers[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 12; ++mg_j) reaction[(mg_i + mg_l) * 12 + mg_j] = mg_o_reaction[mg_j][mg_l];
@@ -4536,16 +4310,16 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double qd5 = qd[4];
     const double qd6 = qd[5];
     const double qdd_ind1 = qdd_ind[0];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double tau1_00 = (0.12186934340514748)*c1;
     const double tau1_02 = -0.992546151641322*c1;
     const double tau1_10 = -0.12186934340514748*s1;
     const double tau1_12 = (0.992546151641322)*s1;
     const double omega1_x = (0.992546151641322)*qd1;
     const double omega1_z = (0.12186934340514748)*qd1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
     const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
     const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -4569,16 +4343,16 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double eps2_x = -cse0*omega1_z;
     const double eps2_y = -cse1*omega1_x + omega1_z*qd2*theta_J2_20;
     const double eps2_z = cse0*omega1_x;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = (0.12186934340514748)*c3;
     const double tau3_02 = -0.992546151641322*c3;
     const double tau3_10 = -0.12186934340514748*s3;
     const double tau3_12 = (0.992546151641322)*s3;
     const double omega3_x = (0.992546151641322)*qd3;
     const double omega3_z = (0.12186934340514748)*qd3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = (0.12186934340514748)*c4;
     const double tau4_02 = -0.992546151641322*c4;
     const double tau4_10 = -0.12186934340514748*s4;
@@ -4586,8 +4360,8 @@ int mechgen_landing_gear_inverse_dynamics(const double *restrict q, const double
     const double omega4_x = (0.992546151641322)*qd4;
     const double omega4_z = (0.12186934340514748)*qd4;
     const double cse2 = q5 + 0.08726646259971647;
-    const double c5 = cos(cse2);
-    const double s5 = sin(cse2);
+    double s5, c5;
+    mg_sincos(cse2, &s5, &c5);
     const double tau5_00 = c5*tau3_00 + s5*tau3_10;
     const double tau5_01 = c3*s5 + c5*s3;
     const double tau5_02 = c5*tau3_02 + s5*tau3_12;
@@ -4924,184 +4698,67 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[6][8];
         double mg_o_multipliers[7][8];
         double mg_o_reaction[12][8];
+        double mg_w_q1[8];
         double mg_w_qd1[8];
+        double mg_w_q2[8];
+        double mg_w_qd2[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
         double mg_w_q5[8];
         double mg_w_qd5[8];
         double mg_w_q6[8];
         double mg_w_qd6[8];
-        double mg_w_qd2[8];
-        double mg_w_cse2[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_omega1_x[8];
-        double mg_w_omega1_z[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_oo4_xz[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_oo4_W_11[8];
-        double mg_w_oo4_xx[8];
-        double mg_w_cse4[8];
-        double mg_w_cse5[8];
-        double mg_w_omega4_z[8];
-        double mg_w_omega4_x[8];
-        double mg_w_cse10[8];
-        double mg_w_cse9[8];
-        double mg_w_omega5_z[8];
-        double mg_w_omega5_x[8];
-        double mg_w_eps5_y[8];
         double mg_w_qdd_ind1[8];
-        double mg_w_omega2_z_2[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_r_rel6_z[8];
-        double mg_w_r_rel6_y[8];
-        double mg_w_r_rel6_x[8];
-        double mg_w_oo5_zz_2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
+            const double q1 = mg_w_q1[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double q6 = mg_w_q6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double omega1_x = (0.992546151641322)*qd1;
-            const double omega1_z = (0.12186934340514748)*qd1;
-            const double omega3_x = (0.992546151641322)*qd3;
-            const double omega3_z = (0.12186934340514748)*qd3;
-            const double omega4_x = (0.992546151641322)*qd4;
-            const double omega4_z = (0.12186934340514748)*qd4;
-            const double cse2 = q5 + 0.08726646259971647;
-            const double oo4_xx = omega3_x*omega3_x;
-            const double oo4_zz = omega3_z*omega3_z;
-            const double oo4_xz = omega3_x*omega3_z;
-            const double oo4_W_11 = -oo4_xx - oo4_zz;
-            const double omega5_x = omega3_x + (0.992546151641322)*qd5;
-            const double cse3 = (0.12186934340514748)*qd5;
-            const double omega5_z = cse3 + omega3_z;
-            const double eps5_y = -cse3*omega3_x + (0.992546151641322)*omega3_z*qd5;
-            const double cse4 = q6 - 1.235556554755791;
-            const double cse5 = 2.0*qd6;
-            const double cse9 = omega4_x*omega4_x;
-            const double cse10 = omega4_z*omega4_z;
-            const double r_rel6_x = (0.7688842702856029)*q6 - 0.475;
-            const double r_rel6_y = (0.6393879721322383)*q6 - 0.395;
-            const double r_rel6_z = 5.729828233334605e-17 - 1.4613732465641265e-16*q6;
-            const double omega_p2_z = (9.611612496501513e-18)*qd1;
-            const double omega2_z_2 = omega_p2_z + qd2;
-            const double oo2_zz = omega2_z_2*omega2_z_2;
-            const double oo3_zz = qd3*qd3;
-            const double omega5_z_2 = qd3 + qd5;
-            const double oo5_zz_2 = omega5_z_2*omega5_z_2;
-            mg_w_omega1_x[mg_l] = omega1_x;
-            mg_w_omega1_z[mg_l] = omega1_z;
-            mg_w_omega4_x[mg_l] = omega4_x;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_oo4_xx[mg_l] = oo4_xx;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-            mg_w_oo4_xz[mg_l] = oo4_xz;
-            mg_w_oo4_W_11[mg_l] = oo4_W_11;
-            mg_w_omega5_x[mg_l] = omega5_x;
-            mg_w_omega5_z[mg_l] = omega5_z;
-            mg_w_eps5_y[mg_l] = eps5_y;
-            mg_w_cse4[mg_l] = cse4;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_cse9[mg_l] = cse9;
-            mg_w_cse10[mg_l] = cse10;
-            mg_w_r_rel6_x[mg_l] = r_rel6_x;
-            mg_w_r_rel6_y[mg_l] = r_rel6_y;
-            mg_w_r_rel6_z[mg_l] = r_rel6_z;
-            mg_w_omega2_z_2[mg_l] = omega2_z_2;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_oo5_zz_2[mg_l] = oo5_zz_2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double cse2 = mg_w_cse2[mg_l];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(cse2);
-            mg_w_s5[mg_l] = sin(cse2);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double omega1_x = mg_w_omega1_x[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double omega1_z = mg_w_omega1_z[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double oo4_xz = mg_w_oo4_xz[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double oo4_W_11 = mg_w_oo4_W_11[mg_l];
-            const double oo4_xx = mg_w_oo4_xx[mg_l];
-            const double cse4 = mg_w_cse4[mg_l];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
-            const double omega4_x = mg_w_omega4_x[mg_l];
-            const double cse10 = mg_w_cse10[mg_l];
-            const double cse9 = mg_w_cse9[mg_l];
-            const double omega5_z = mg_w_omega5_z[mg_l];
-            const double omega5_x = mg_w_omega5_x[mg_l];
-            const double eps5_y = mg_w_eps5_y[mg_l];
             const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double omega2_z_2 = mg_w_omega2_z_2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double r_rel6_z = mg_w_r_rel6_z[mg_l];
-            const double r_rel6_y = mg_w_r_rel6_y[mg_l];
-            const double r_rel6_x = mg_w_r_rel6_x[mg_l];
-            const double oo5_zz_2 = mg_w_oo5_zz_2[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double tau1_00 = (0.12186934340514748)*c1;
             const double tau1_02 = -0.992546151641322*c1;
             const double tau1_10 = -0.12186934340514748*s1;
             const double tau1_12 = (0.992546151641322)*s1;
+            const double omega1_x = (0.992546151641322)*qd1;
+            const double omega1_z = (0.12186934340514748)*qd1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -5125,14 +4782,28 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double eps2_x = -cse0*omega1_z;
             const double eps2_y = -cse1*omega1_x + omega1_z*qd2*theta_J2_20;
             const double eps2_z = cse0*omega1_x;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = (0.12186934340514748)*c3;
             const double tau3_02 = -0.992546151641322*c3;
             const double tau3_10 = -0.12186934340514748*s3;
             const double tau3_12 = (0.992546151641322)*s3;
+            const double omega3_x = (0.992546151641322)*qd3;
+            const double omega3_z = (0.12186934340514748)*qd3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = (0.12186934340514748)*c4;
             const double tau4_02 = -0.992546151641322*c4;
             const double tau4_10 = -0.12186934340514748*s4;
             const double tau4_12 = (0.992546151641322)*s4;
+            const double omega4_x = (0.992546151641322)*qd4;
+            const double omega4_z = (0.12186934340514748)*qd4;
+            const double cse2 = q5 + 0.08726646259971647;
+            double s5, c5;
+            mg_sincos_poly(cse2, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double tau5_00 = c5*tau3_00 + s5*tau3_10;
             const double tau5_01 = c3*s5 + c5*s3;
             const double tau5_02 = c5*tau3_02 + s5*tau3_12;
@@ -5145,9 +4816,17 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double T5_3_x = -0.12186934340514748*r_rel0_5_y;
             const double T5_3_y = (0.12186934340514748)*r_rel0_5_x - 0.992546151641322*r_rel0_5_z;
             const double T5_3_z = (0.992546151641322)*r_rel0_5_y;
+            const double oo4_xx = omega3_x*omega3_x;
+            const double oo4_zz = omega3_z*omega3_z;
+            const double oo4_xz = omega3_x*omega3_z;
+            const double oo4_W_11 = -oo4_xx - oo4_zz;
+            const double omega5_x = omega3_x + (0.992546151641322)*qd5;
+            const double cse3 = (0.12186934340514748)*qd5;
+            const double omega5_z = cse3 + omega3_z;
             const double w5_x = oo4_xz*r_rel0_5_z - oo4_zz*r_rel0_5_x;
             const double w5_y = oo4_W_11*r_rel0_5_y;
             const double w5_z = -oo4_xx*r_rel0_5_z + oo4_xz*r_rel0_5_x;
+            const double eps5_y = -cse3*omega3_x + (0.992546151641322)*omega3_z*qd5;
             const double theta_J6_00 = (0.40881697890737584)*tau2_00 - 0.49161535438228754*tau2_10 - 0.7688842702856029*theta_J2_20;
             const double theta_J6_01 = (0.40881697890737584)*tau2_01 - 0.49161535438228754*tau2_11 - 0.7688842702856029*theta_J2_21;
             const double theta_J6_02 = (0.40881697890737584)*tau2_02 - 0.49161535438228754*tau2_12 - 0.7688842702856029*theta_J2_22;
@@ -5157,6 +4836,7 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double cse4 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse4*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse4*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
             const double r_rel0_6_z = cse4*theta_J6_22 + (0.4749999999999999)*tau2_02 + (0.395)*tau2_12 - 1.2326264704035966e-16*theta_J2_22;
@@ -5175,6 +4855,7 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double oo5_W_00 = -oo5_yy - oo5_zz;
             const double oo5_W_11 = -oo5_xx - oo5_zz;
             const double oo5_W_22 = -oo5_xx - oo5_yy;
+            const double cse5 = 2.0*qd6;
             const double cse6 = cse5*omega2_z;
             const double cse7 = cse5*theta_J6_22;
             const double w6_x = -cse6*theta_J6_21 + cse7*omega2_y + eps2_y*r_rel0_6_z - eps2_z*r_rel0_6_y + oo5_W_00*r_rel0_6_x + oo5_xy*r_rel0_6_y + oo5_xz*r_rel0_6_z;
@@ -5188,6 +4869,8 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double brace_lower_f1_T4_z = (0.992546151641322)*brace_lower_f1_d_y;
             const double cse8 = brace_lower_f1_d_x*omega4_z - brace_lower_f1_d_z*omega4_x;
             const double brace_lower_f1_abias_x = -cse8*omega4_z;
+            const double cse9 = omega4_x*omega4_x;
+            const double cse10 = omega4_z*omega4_z;
             const double brace_lower_f1_abias_y = -brace_lower_f1_d_y*cse10 - brace_lower_f1_d_y*cse9;
             const double brace_lower_f1_abias_z = cse8*omega4_x;
             const double brace_lower_f2_d_x = (0.5776490738552548)*tau5_00 + (0.5974327484571403)*tau5_10 + 9.908350484533232e-18;
@@ -5316,10 +4999,15 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double beta2_10 = cse31 - 0.5911830210926241*s2;
             const double beta2_11 = (0.40881697890737595)*c2 - cse30;
             const double beta2_12 = -0.7688842702856029*c2 - 0.6393879721322383*s2;
+            const double r_rel6_x = (0.7688842702856029)*q6 - 0.475;
+            const double r_rel6_y = (0.6393879721322383)*q6 - 0.395;
+            const double r_rel6_z = 5.729828233334605e-17 - 1.4613732465641265e-16*q6;
             const double a1_x = -9.736877747601369*c1;
             const double a1_y = (9.736877747601369)*s1;
             const double omega_p2_x = beta2_02*qd1;
             const double omega_p2_y = beta2_12*qd1;
+            const double omega_p2_z = (9.611612496501513e-18)*qd1;
+            const double omega2_z_2 = omega_p2_z + qd2;
             const double epsd2_x = beta2_02*qdd_dep1 + omega_p2_y*qd2;
             const double epsd2_y = beta2_12*qdd_dep1 - omega_p2_x*qd2;
             const double epsd2_z = (9.611612496501513e-18)*qdd_dep1 + qdd_dep2;
@@ -5328,6 +5016,7 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double a2_z = -0.6393879721322383*a1_x + (0.7688842702856029)*a1_y + 1.1491050468370962e-17;
             const double oo2_xx = omega_p2_x*omega_p2_x;
             const double oo2_yy = omega_p2_y*omega_p2_y;
+            const double oo2_zz = omega2_z_2*omega2_z_2;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_xz = omega2_z_2*omega_p2_x;
             const double oo2_yz = omega2_z_2*omega_p2_y;
@@ -5336,13 +5025,16 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double oo2_W_22 = -oo2_xx - oo2_yy;
             const double a3_x = -9.736877747601369*c3;
             const double a3_y = (9.736877747601369)*s3;
+            const double oo3_zz = qd3*qd3;
             const double a4_x = -9.736877747601369*c4;
             const double a4_y = (9.736877747601369)*s4;
+            const double omega5_z_2 = qd3 + qd5;
             const double epsd5_z = qdd_dep3 + qdd_dep5;
             const double cse32 = a3_x - 0.47235092614474516*oo3_zz - 0.5825672515428597*qdd_dep3;
             const double cse33 = a3_y - 0.5825672515428597*oo3_zz + (0.47235092614474516)*qdd_dep3;
             const double a5_x = c5*cse32 + cse33*s5;
             const double a5_y = c5*cse33 - cse32*s5;
+            const double oo5_zz_2 = omega5_z_2*omega5_z_2;
             const double a6_par_x = a2_x + epsd2_y*r_rel6_z - epsd2_z*r_rel6_y + oo2_W_00*r_rel6_x + oo2_xy*r_rel6_y + oo2_xz*r_rel6_z;
             const double a6_par_y = a2_y - epsd2_x*r_rel6_z + epsd2_z*r_rel6_x + oo2_W_11*r_rel6_y + oo2_xy*r_rel6_x + oo2_yz*r_rel6_z;
             const double a6_par_z = a2_z + epsd2_x*r_rel6_y - epsd2_y*r_rel6_x + oo2_W_22*r_rel6_z + oo2_xz*r_rel6_x + oo2_yz*r_rel6_y;
@@ -5433,6 +5125,12 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_landing_gear_inverse_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd_ind + (mg_i + mg_l) * 1, tau_ind + (mg_i + mg_l) * 1, qdd + (mg_i + mg_l) * 6, multipliers + (mg_i + mg_l) * 7, reaction + (mg_i + mg_l) * 12);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) qdd[(mg_i + mg_l) * 6 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 7; ++mg_j) multipliers[(mg_i + mg_l) * 7 + mg_j] = mg_o_multipliers[mg_j][mg_l];
@@ -5473,16 +5171,16 @@ int mechgen_landing_gear_energy(const double *restrict q, const double *restrict
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double tau1_00 = (0.12186934340514748)*c1;
     const double tau1_02 = -0.992546151641322*c1;
     const double tau1_10 = -0.12186934340514748*s1;
     const double tau1_12 = (0.992546151641322)*s1;
     const double omega1_x = (0.992546151641322)*qd1;
     const double omega1_z = (0.12186934340514748)*qd1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
     const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
     const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -5501,16 +5199,16 @@ int mechgen_landing_gear_energy(const double *restrict q, const double *restrict
     const double omega2_x = omega1_x + qd2*theta_J2_20;
     const double omega2_y = qd2*theta_J2_21;
     const double omega2_z = omega1_z + qd2*theta_J2_22;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = (0.12186934340514748)*c3;
     const double tau3_02 = -0.992546151641322*c3;
     const double tau3_10 = -0.12186934340514748*s3;
     const double tau3_12 = (0.992546151641322)*s3;
     const double omega3_x = (0.992546151641322)*qd3;
     const double omega3_z = (0.12186934340514748)*qd3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = (0.12186934340514748)*c4;
     const double tau4_02 = -0.992546151641322*c4;
     const double tau4_10 = -0.12186934340514748*s4;
@@ -5518,8 +5216,8 @@ int mechgen_landing_gear_energy(const double *restrict q, const double *restrict
     const double omega4_x = (0.992546151641322)*qd4;
     const double omega4_z = (0.12186934340514748)*qd4;
     const double cse0 = q5 + 0.08726646259971647;
-    const double c5 = cos(cse0);
-    const double s5 = sin(cse0);
+    double s5, c5;
+    mg_sincos(cse0, &s5, &c5);
     const double tau5_00 = c5*tau3_00 + s5*tau3_10;
     const double tau5_01 = c3*s5 + c5*s3;
     const double tau5_02 = c5*tau3_02 + s5*tau3_12;
@@ -5587,131 +5285,61 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
+        double mg_w_q1[8];
         double mg_w_qd1[8];
+        double mg_w_q2[8];
+        double mg_w_qd2[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
         double mg_w_q5[8];
         double mg_w_qd5[8];
         double mg_w_q6[8];
-        double mg_w_cse0[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_omega1_x[8];
-        double mg_w_qd2[8];
-        double mg_w_omega1_z[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_omega3_z[8];
-        double mg_w_omega3_x[8];
-        double mg_w_cse1[8];
         double mg_w_qd6[8];
-        double mg_w_omega4_x[8];
-        double mg_w_omega4_z[8];
-        double mg_w_omega5_x[8];
-        double mg_w_omega5_z[8];
-        double mg_w_omega_loc3_z[8];
-        double mg_w_omega_loc4_z[8];
-        double mg_w_omega_loc5_z[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double qd2 = mg_w_qd2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double q6 = mg_w_q6[mg_l];
-            const double omega1_x = (0.992546151641322)*qd1;
-            const double omega1_z = (0.12186934340514748)*qd1;
-            const double omega3_x = (0.992546151641322)*qd3;
-            const double omega3_z = (0.12186934340514748)*qd3;
-            const double omega4_x = (0.992546151641322)*qd4;
-            const double omega4_z = (0.12186934340514748)*qd4;
-            const double cse0 = q5 + 0.08726646259971647;
-            const double omega5_x = omega3_x + (0.992546151641322)*qd5;
-            const double omega5_z = omega3_z + (0.12186934340514748)*qd5;
-            const double cse1 = q6 - 1.235556554755791;
-            const double omega_loc3_z = (0.992546151641322)*omega3_x + (0.12186934340514748)*omega3_z;
-            const double omega_loc4_z = (0.992546151641322)*omega4_x + (0.12186934340514748)*omega4_z;
-            const double omega_loc5_z = (0.992546151641322)*omega5_x + (0.12186934340514748)*omega5_z;
-            mg_w_omega1_x[mg_l] = omega1_x;
-            mg_w_omega1_z[mg_l] = omega1_z;
-            mg_w_omega3_x[mg_l] = omega3_x;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_omega4_x[mg_l] = omega4_x;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_omega5_x[mg_l] = omega5_x;
-            mg_w_omega5_z[mg_l] = omega5_z;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_omega_loc3_z[mg_l] = omega_loc3_z;
-            mg_w_omega_loc4_z[mg_l] = omega_loc4_z;
-            mg_w_omega_loc5_z[mg_l] = omega_loc5_z;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double cse0 = mg_w_cse0[mg_l];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(cse0);
-            mg_w_s5[mg_l] = sin(cse0);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double omega1_x = mg_w_omega1_x[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double omega1_z = mg_w_omega1_z[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double omega3_x = mg_w_omega3_x[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
-            const double omega4_x = mg_w_omega4_x[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
-            const double omega5_x = mg_w_omega5_x[mg_l];
-            const double omega5_z = mg_w_omega5_z[mg_l];
-            const double omega_loc3_z = mg_w_omega_loc3_z[mg_l];
-            const double omega_loc4_z = mg_w_omega_loc4_z[mg_l];
-            const double omega_loc5_z = mg_w_omega_loc5_z[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double tau1_00 = (0.12186934340514748)*c1;
             const double tau1_02 = -0.992546151641322*c1;
             const double tau1_10 = -0.12186934340514748*s1;
             const double tau1_12 = (0.992546151641322)*s1;
+            const double omega1_x = (0.992546151641322)*qd1;
+            const double omega1_z = (0.12186934340514748)*qd1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -5730,14 +5358,28 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
             const double omega2_x = omega1_x + qd2*theta_J2_20;
             const double omega2_y = qd2*theta_J2_21;
             const double omega2_z = omega1_z + qd2*theta_J2_22;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = (0.12186934340514748)*c3;
             const double tau3_02 = -0.992546151641322*c3;
             const double tau3_10 = -0.12186934340514748*s3;
             const double tau3_12 = (0.992546151641322)*s3;
+            const double omega3_x = (0.992546151641322)*qd3;
+            const double omega3_z = (0.12186934340514748)*qd3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = (0.12186934340514748)*c4;
             const double tau4_02 = -0.992546151641322*c4;
             const double tau4_10 = -0.12186934340514748*s4;
             const double tau4_12 = (0.992546151641322)*s4;
+            const double omega4_x = (0.992546151641322)*qd4;
+            const double omega4_z = (0.12186934340514748)*qd4;
+            const double cse0 = q5 + 0.08726646259971647;
+            double s5, c5;
+            mg_sincos_poly(cse0, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double tau5_00 = c5*tau3_00 + s5*tau3_10;
             const double tau5_01 = c3*s5 + c5*s3;
             const double tau5_02 = c5*tau3_02 + s5*tau3_12;
@@ -5748,6 +5390,8 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
             const double r_rel0_5_y = (0.5825672515428597)*c3 + (0.47235092614474516)*s3;
             const double r_rel0_5_z = (0.47235092614474516)*tau3_02 + (0.5825672515428597)*tau3_12 - 5.376863329536143e-19;
             const double r5_z = r_rel0_5_z + 0.24813653791033052;
+            const double omega5_x = omega3_x + (0.992546151641322)*qd5;
+            const double omega5_z = omega3_z + (0.12186934340514748)*qd5;
             const double v5_x = -omega3_z*r_rel0_5_y;
             const double v5_y = -omega3_x*r_rel0_5_z + omega3_z*r_rel0_5_x;
             const double v5_z = omega3_x*r_rel0_5_y;
@@ -5760,6 +5404,7 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double cse1 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse1*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse1*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
             const double r_rel0_6_z = cse1*theta_J6_22 + (0.4749999999999999)*tau2_02 + (0.395)*tau2_12 - 1.2326264704035966e-16*theta_J2_22;
@@ -5772,13 +5417,16 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
             const double omega_loc2_z = omega2_x*theta_J2_20 + omega2_y*theta_J2_21 + omega2_z*theta_J2_22;
             const double omega_loc3_x = omega3_x*tau3_00 + omega3_z*tau3_02;
             const double omega_loc3_y = omega3_x*tau3_10 + omega3_z*tau3_12;
+            const double omega_loc3_z = (0.992546151641322)*omega3_x + (0.12186934340514748)*omega3_z;
             const double omega_loc4_x = omega4_x*tau4_00 + omega4_z*tau4_02;
             const double omega_loc4_y = omega4_x*tau4_10 + omega4_z*tau4_12;
+            const double omega_loc4_z = (0.992546151641322)*omega4_x + (0.12186934340514748)*omega4_z;
             const double v_loc5_x = tau5_00*v5_x + tau5_01*v5_y + tau5_02*v5_z;
             const double v_loc5_y = tau5_10*v5_x + tau5_11*v5_y + tau5_12*v5_z;
             const double v_loc5_z = (0.992546151641322)*v5_x + (0.12186934340514748)*v5_z;
             const double omega_loc5_x = omega5_x*tau5_00 + omega5_z*tau5_02;
             const double omega_loc5_y = omega5_x*tau5_10 + omega5_z*tau5_12;
+            const double omega_loc5_z = (0.992546151641322)*omega5_x + (0.12186934340514748)*omega5_z;
             const double v_loc6_x = theta_J6_00*v6_x + theta_J6_01*v6_y + theta_J6_02*v6_z;
             const double v_loc6_y = theta_J6_10*v6_x + theta_J6_11*v6_y + theta_J6_12*v6_z;
             const double v_loc6_z = theta_J6_20*v6_x + theta_J6_21*v6_y + theta_J6_22*v6_z;
@@ -5789,6 +5437,12 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
             mg_o_V[0][mg_l] = (147.15)*r5_z + (58.86)*r6_z + (45.256528149010585)*tau2_02 + (37.63437603970355)*tau2_12 + (41.703863269319555)*tau3_02 + (51.43486263871907)*tau3_12 + (4673.701318848657)*tau4_02 + (141.264)*tau4_12 + (42.50053060890038)*tau5_02 + (43.9561144677341)*tau5_12 - 6.805416223856427e-16*theta_J2_22 - 1.205882764102461e-15*theta_J6_02 - 3.66302987664878e-15*theta_J6_12 + (15.761429406462934)*theta_J6_22 + 66.2597462366095;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_landing_gear_energy(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -5859,14 +5513,14 @@ int mechgen_landing_gear_violation(const double *restrict q, const double *restr
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
     const double tau1_00 = (0.12186934340514748)*c1;
     const double tau1_02 = -0.992546151641322*c1;
     const double tau1_10 = -0.12186934340514748*s1;
     const double tau1_12 = (0.992546151641322)*s1;
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
     const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
     const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -5882,21 +5536,21 @@ int mechgen_landing_gear_violation(const double *restrict q, const double *restr
     const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
     const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
     const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = (0.12186934340514748)*c3;
     const double tau3_02 = -0.992546151641322*c3;
     const double tau3_10 = -0.12186934340514748*s3;
     const double tau3_12 = (0.992546151641322)*s3;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = (0.12186934340514748)*c4;
     const double tau4_02 = -0.992546151641322*c4;
     const double tau4_10 = -0.12186934340514748*s4;
     const double tau4_12 = (0.992546151641322)*s4;
     const double cse0 = q5 + 0.08726646259971647;
-    const double c5 = cos(cse0);
-    const double s5 = sin(cse0);
+    double s5, c5;
+    mg_sincos(cse0, &s5, &c5);
     const double tau5_00 = c5*tau3_00 + s5*tau3_10;
     const double tau5_01 = c3*s5 + c5*s3;
     const double tau5_02 = c5*tau3_02 + s5*tau3_12;
@@ -5989,22 +5643,15 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
         double mg_w_q5[8];
         double mg_w_q6[8];
-        double mg_w_cse0[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_cse1[8];
         double mg_w_qd4[8];
         double mg_w_qd3[8];
         double mg_w_qd5[8];
@@ -6012,6 +5659,10 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
         double mg_w_qd2[8];
         double mg_w_qd6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
             mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
@@ -6023,53 +5674,28 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double q5 = mg_w_q5[mg_l];
             const double q6 = mg_w_q6[mg_l];
-            const double cse0 = q5 + 0.08726646259971647;
-            const double cse1 = q6 - 1.235556554755791;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double cse0 = mg_w_cse0[mg_l];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(cse0);
-            mg_w_s5[mg_l] = sin(cse0);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double tau1_00 = (0.12186934340514748)*c1;
             const double tau1_02 = -0.992546151641322*c1;
             const double tau1_10 = -0.12186934340514748*s1;
             const double tau1_12 = (0.992546151641322)*s1;
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double theta_J2_00 = (0.5911830210926241)*tau1_00 + (0.49161535438228743)*tau1_10 + 0.634622071145602;
             const double theta_J2_01 = (0.49161535438228743)*c1 + (0.5911830210926241)*s1;
             const double theta_J2_02 = (0.5911830210926241)*tau1_02 + (0.49161535438228743)*tau1_12 + 0.07792179234490461;
@@ -6085,14 +5711,24 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
             const double tau2_10 = c2*theta_J2_10 - s2*theta_J2_00;
             const double tau2_11 = c2*theta_J2_11 - s2*theta_J2_01;
             const double tau2_12 = c2*theta_J2_12 - s2*theta_J2_02;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = (0.12186934340514748)*c3;
             const double tau3_02 = -0.992546151641322*c3;
             const double tau3_10 = -0.12186934340514748*s3;
             const double tau3_12 = (0.992546151641322)*s3;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = (0.12186934340514748)*c4;
             const double tau4_02 = -0.992546151641322*c4;
             const double tau4_10 = -0.12186934340514748*s4;
             const double tau4_12 = (0.992546151641322)*s4;
+            const double cse0 = q5 + 0.08726646259971647;
+            double s5, c5;
+            mg_sincos_poly(cse0, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double tau5_00 = c5*tau3_00 + s5*tau3_10;
             const double tau5_01 = c3*s5 + c5*s3;
             const double tau5_02 = c5*tau3_02 + s5*tau3_12;
@@ -6117,6 +5753,7 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
             const double theta_J6_20 = (0.7688842702856029)*tau2_00 + (0.6393879721322383)*tau2_10 - 1.4613732465641265e-16*theta_J2_20;
             const double theta_J6_21 = (0.7688842702856029)*tau2_01 + (0.6393879721322383)*tau2_11 - 1.4613732465641265e-16*theta_J2_21;
             const double theta_J6_22 = (0.7688842702856029)*tau2_02 + (0.6393879721322383)*tau2_12 - 1.4613732465641265e-16*theta_J2_22;
+            const double cse1 = q6 - 1.235556554755791;
             const double r_rel0_6_x = cse1*theta_J6_20 + (0.4749999999999999)*tau2_00 + (0.395)*tau2_10 - 1.2326264704035966e-16*theta_J2_20;
             const double r_rel0_6_y = cse1*theta_J6_21 + (0.4749999999999999)*tau2_01 + (0.395)*tau2_11 - 1.2326264704035966e-16*theta_J2_21;
             const double r_rel0_6_z = cse1*theta_J6_22 + (0.4749999999999999)*tau2_02 + (0.395)*tau2_12 - 1.2326264704035966e-16*theta_J2_22;
@@ -6174,6 +5811,12 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
             mg_o_velocity[0][mg_l] = sqrt((-brace_lower_f1_T4_x*qd4 + brace_lower_f2_T3_x*qd3 + brace_lower_f2_T5_x*qd5)*(-brace_lower_f1_T4_x*qd4 + brace_lower_f2_T3_x*qd3 + brace_lower_f2_T5_x*qd5) + (-brace_lower_f1_T4_y*qd4 + brace_lower_f2_T3_y*qd3 + brace_lower_f2_T5_y*qd5)*(-brace_lower_f1_T4_y*qd4 + brace_lower_f2_T3_y*qd3 + brace_lower_f2_T5_y*qd5) + (-brace_lower_f1_T4_z*qd4 + brace_lower_f2_T3_z*qd3 + brace_lower_f2_T5_z*qd5)*(-brace_lower_f1_T4_z*qd4 + brace_lower_f2_T3_z*qd3 + brace_lower_f2_T5_z*qd5) + (-qd1*rod_end_f1_T1_x - qd2*rod_end_f1_T2_x + qd4*rod_end_f2_T4_x - qd6*theta_J6_20)*(-qd1*rod_end_f1_T1_x - qd2*rod_end_f1_T2_x + qd4*rod_end_f2_T4_x - qd6*theta_J6_20) + (-qd1*rod_end_f1_T1_y - qd2*rod_end_f1_T2_y + qd4*rod_end_f2_T4_y - qd6*theta_J6_21)*(-qd1*rod_end_f1_T1_y - qd2*rod_end_f1_T2_y + qd4*rod_end_f2_T4_y - qd6*theta_J6_21) + (-qd1*rod_end_f1_T1_z - qd2*rod_end_f1_T2_z + qd4*rod_end_f2_T4_z - qd6*theta_J6_22)*(-qd1*rod_end_f1_T1_z - qd2*rod_end_f1_T2_z + qd4*rod_end_f2_T4_z - qd6*theta_J6_22));
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_landing_gear_violation(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, position + (mg_i + mg_l) * 1, velocity + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];

@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "parallelogram3.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* closure: Constraint rows phi(q) (zero when the loops are closed), their Jacobian G = d phi/dq
  * (columns: Pavlov's joint screws) and the orientation checks.
  * ops: 22 adds, 18 muls, 8 trig (48 total) */
@@ -15,17 +133,17 @@ int mechgen_parallelogram3_closure(const double *restrict q, double *restrict ph
     const double q3 = q[2];
     const double q4 = q[3];
     const double cse0 = q1 + 1.0471975511965976;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
@@ -80,6 +198,7 @@ int64_t mechgen_parallelogram3_closure_batch(int64_t n, const double *q, double 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_phi[4][8];
         double mg_o_G[16][8];
         double mg_o_orientation[2][8];
@@ -87,18 +206,6 @@ int64_t mechgen_parallelogram3_closure_batch(int64_t n, const double *q, double 
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_c3[8];
-        double mg_w_c4[8];
-        double mg_w_s3[8];
-        double mg_w_s4[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 4 + 1];
@@ -112,38 +219,21 @@ int64_t mechgen_parallelogram3_closure_batch(int64_t n, const double *q, double 
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
             const double cse0 = q1 + 1.0471975511965976;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cse1 = q2 + 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double cse2 = q3 + 1.0471975511965976;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = q4 - 1.0471975511965976;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c3 = mg_w_c3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
             const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
@@ -188,6 +278,12 @@ int64_t mechgen_parallelogram3_closure_batch(int64_t n, const double *q, double 
             mg_o_orientation[1][mg_l] = 1.0;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_parallelogram3_closure(q + (mg_i + mg_l) * 4, phi + (mg_i + mg_l) * 4, G + (mg_i + mg_l) * 16, orientation + (mg_i + mg_l) * 2);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 4; ++mg_j) phi[(mg_i + mg_l) * 4 + mg_j] = mg_o_phi[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 16; ++mg_j) G[(mg_i + mg_l) * 16 + mg_j] = mg_o_G[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 2; ++mg_j) orientation[(mg_i + mg_l) * 2 + mg_j] = mg_o_orientation[mg_j][mg_l];
@@ -215,17 +311,17 @@ int mechgen_parallelogram3_newton_step(const double *restrict q, double *restric
     const double q3 = q[2];
     const double q4 = q[3];
     const double cse0 = q1 + 1.0471975511965976;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
@@ -294,6 +390,7 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_q_next[4][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
@@ -302,18 +399,6 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_c3[8];
-        double mg_w_c4[8];
-        double mg_w_s3[8];
-        double mg_w_s4[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 4 + 1];
@@ -322,48 +407,27 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
             const double cse0 = q1 + 1.0471975511965976;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double cse1 = q2 + 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
             const double cse2 = q3 + 1.0471975511965976;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
             const double cse3 = q4 - 1.0471975511965976;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double q1 = mg_w_q1[mg_l];
-            const double q2 = mg_w_q2[mg_l];
-            const double q3 = mg_w_q3[mg_l];
-            const double q4 = mg_w_q4[mg_l];
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
             const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
@@ -417,6 +481,12 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_parallelogram3_newton_step(q + (mg_i + mg_l) * 4, q_next + (mg_i + mg_l) * 4, error + (mg_i + mg_l) * 1, branch + (mg_i + mg_l) * 1, orientation + (mg_i + mg_l) * 2);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 4; ++mg_j) q_next[(mg_i + mg_l) * 4 + mg_j] = mg_o_q_next[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
@@ -452,17 +522,17 @@ int mechgen_parallelogram3_velocity(const double *restrict q, const double *rest
     const double q4 = q[3];
     const double qd_ind1 = qd_ind[0];
     const double cse0 = q1 + 1.0471975511965976;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
@@ -525,24 +595,13 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qd[4][8];
         double mg_o_H[4][8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_c3[8];
-        double mg_w_c4[8];
-        double mg_w_s3[8];
-        double mg_w_s4[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
         double mg_w_qd_ind1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
@@ -553,45 +612,28 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
-            const double cse0 = q1 + 1.0471975511965976;
-            const double cse1 = q2 + 1.0471975511965976;
-            const double cse2 = q3 + 1.0471975511965976;
-            const double cse3 = q4 - 1.0471975511965976;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
             const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            const double cse0 = q1 + 1.0471975511965976;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 + 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 + 1.0471975511965976;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 - 1.0471975511965976;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
             const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
@@ -641,6 +683,12 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_parallelogram3_velocity(q + (mg_i + mg_l) * 4, qd_ind + (mg_i + mg_l) * 1, qd + (mg_i + mg_l) * 4, H + (mg_i + mg_l) * 4);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 4; ++mg_j) qd[(mg_i + mg_l) * 4 + mg_j] = mg_o_qd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 4; ++mg_j) H[(mg_i + mg_l) * 4 + mg_j] = mg_o_H[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -678,17 +726,17 @@ int mechgen_parallelogram3_kinematics(const double *restrict q, const double *re
     const double qdd3 = qdd[2];
     const double qdd4 = qdd[3];
     const double cse0 = q1 + 1.0471975511965976;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double tau4_00 = c3*c4 - s3*s4;
     const double cse4 = c3*s4 + c4*s3;
     const double tau4_01 = cse4;
@@ -872,6 +920,7 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[18][8];
         double mg_o_v[18][8];
         double mg_o_a[18][8];
@@ -884,31 +933,12 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
         double mg_w_q4[8];
         double mg_w_qd3[8];
         double mg_w_qd4[8];
-        double mg_w_qd2[8];
-        double mg_w_qd1[8];
         double mg_w_qdd3[8];
         double mg_w_qdd4[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_c3[8];
-        double mg_w_c4[8];
-        double mg_w_s3[8];
-        double mg_w_s4[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_omega4_z[8];
-        double mg_w_cse7[8];
-        double mg_w_cse5[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_cse8[8];
+        double mg_w_qd2[8];
         double mg_w_qdd2[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_cse9[8];
+        double mg_w_qd1[8];
         double mg_w_qdd1[8];
-        double mg_w_coupler_alphaz[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 4 + 1];
@@ -916,11 +946,11 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
             mg_w_q4[mg_l] = q[(mg_i + mg_l) * 4 + 3];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 4 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 4 + 3];
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 4 + 1];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 4 + 0];
             mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 4 + 2];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 4 + 3];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 4 + 1];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 4 + 1];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 4 + 0];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 4 + 0];
         }
         #pragma omp simd
@@ -931,77 +961,37 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
             const double q4 = mg_w_q4[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double cse0 = q1 + 1.0471975511965976;
-            const double cse1 = q2 + 1.0471975511965976;
-            const double cse2 = q3 + 1.0471975511965976;
-            const double cse3 = q4 - 1.0471975511965976;
-            const double cse5 = qd3*qd3;
-            const double oo3_zz = cse5;
-            const double omega4_z = qd3 + qd4;
-            const double cse7 = omega4_z*omega4_z;
-            const double cse8 = qd2*qd2;
-            const double cse9 = qd1*qd1;
-            const double coupler_alphaz = qdd3 + qdd4;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_cse5[mg_l] = cse5;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_omega4_z[mg_l] = omega4_z;
-            mg_w_cse7[mg_l] = cse7;
-            mg_w_cse8[mg_l] = cse8;
-            mg_w_cse9[mg_l] = cse9;
-            mg_w_coupler_alphaz[mg_l] = coupler_alphaz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c3 = mg_w_c3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double qdd4 = mg_w_qdd4[mg_l];
-            const double cse5 = mg_w_cse5[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double cse8 = mg_w_cse8[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double cse9 = mg_w_cse9[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
-            const double coupler_alphaz = mg_w_coupler_alphaz[mg_l];
+            const double cse0 = q1 + 1.0471975511965976;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 + 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 + 1.0471975511965976;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 - 1.0471975511965976;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double cse4 = c3*s4 + c4*s3;
             const double tau4_01 = cse4;
             const double tau4_10 = -cse4;
             const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
             const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+            const double cse5 = qd3*qd3;
+            const double oo3_zz = cse5;
+            const double omega4_z = qd3 + qd4;
             const double v4_x = -qd3*r_rel0_4_y;
             const double v4_y = qd3*r_rel0_4_x;
             const double w4_x = -oo3_zz*r_rel0_4_x;
@@ -1012,6 +1002,7 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
             const double coupler_centre_T3_x = -cse6;
             const double coupler_centre_v_x = -omega4_z*tau4_01 + v4_x;
             const double coupler_centre_v_y = omega4_z*tau4_00 + v4_y;
+            const double cse7 = omega4_z*omega4_z;
             const double coupler_centre_abias_x = -cse7*tau4_00 + w4_x;
             const double coupler_centre_abias_y = -cse7*tau4_01 + w4_y;
             const double coupler_centre_ax = coupler_centre_T3_x*qdd3 + coupler_centre_abias_x - qdd4*tau4_01;
@@ -1033,6 +1024,7 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
             const double crank1_o_x = crank1_d_x + 1.0;
             const double crank1_v_x = -crank1_d_y*qd2;
             const double crank1_v_y = crank1_d_x*qd2;
+            const double cse8 = qd2*qd2;
             const double crank1_abias_x = -crank1_d_x*cse8;
             const double crank1_abias_y = -crank1_d_y*cse8;
             const double crank1_ax = crank1_abias_x - crank1_d_y*qdd2;
@@ -1042,10 +1034,12 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
             const double crank2_o_x = crank2_d_x + 2.0;
             const double crank2_v_x = -crank2_d_y*qd1;
             const double crank2_v_y = crank2_d_x*qd1;
+            const double cse9 = qd1*qd1;
             const double crank2_abias_x = -crank2_d_x*cse9;
             const double crank2_abias_y = -crank2_d_y*cse9;
             const double crank2_ax = crank2_abias_x - crank2_d_y*qdd1;
             const double crank2_ay = crank2_abias_y + crank2_d_x*qdd1;
+            const double coupler_alphaz = qdd3 + qdd4;
             mg_o_r[0][mg_l] = coupler_centre_o_x;
             mg_o_r[1][mg_l] = coupler_centre_o_y;
             mg_o_r[2][mg_l] = 0.0;
@@ -1162,6 +1156,12 @@ int64_t mechgen_parallelogram3_kinematics_batch(int64_t n, const double *q, cons
             mg_o_alpha[11][mg_l] = coupler_alphaz;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_parallelogram3_kinematics(q + (mg_i + mg_l) * 4, qd + (mg_i + mg_l) * 4, qdd + (mg_i + mg_l) * 4, r + (mg_i + mg_l) * 18, v + (mg_i + mg_l) * 18, a + (mg_i + mg_l) * 18, R + (mg_i + mg_l) * 36, omega + (mg_i + mg_l) * 12, alpha + (mg_i + mg_l) * 12);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 18; ++mg_j) r[(mg_i + mg_l) * 18 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) v[(mg_i + mg_l) * 18 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) a[(mg_i + mg_l) * 18 + mg_j] = mg_o_a[mg_j][mg_l];
@@ -1186,8 +1186,8 @@ int mechgen_parallelogram3_mass_matrix(const double *restrict q, double *restric
 {
     const double q4 = q[3];
     const double cse0 = q4 - 1.0471975511965976;
-    const double c4 = cos(cse0);
-    const double s4 = sin(cse0);
+    double s4, c4;
+    mg_sincos(cse0, &s4, &c4);
     const double Ic3_22 = c4 - 1.7320508075688772*s4 + 2.6666666666666665;
     const double Nm4_3_z = (0.5)*c4 - 0.8660254037844386*s4 + 1.3333333333333333;
     M[0] = 0.3333333333333333;
@@ -1218,11 +1218,9 @@ int64_t mechgen_parallelogram3_mass_matrix_batch(int64_t n, const double *q, dou
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_M[16][8];
         double mg_w_q4[8];
-        double mg_w_cse0[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q4[mg_l] = q[(mg_i + mg_l) * 4 + 3];
         }
@@ -1230,17 +1228,9 @@ int64_t mechgen_parallelogram3_mass_matrix_batch(int64_t n, const double *q, dou
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             const double q4 = mg_w_q4[mg_l];
             const double cse0 = q4 - 1.0471975511965976;
-            mg_w_cse0[mg_l] = cse0;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            mg_w_c4[mg_l] = cos(cse0);
-            mg_w_s4[mg_l] = sin(cse0);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            double s4, c4;
+            mg_sincos_poly(cse0, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double Ic3_22 = c4 - 1.7320508075688772*s4 + 2.6666666666666665;
             const double Nm4_3_z = (0.5)*c4 - 0.8660254037844386*s4 + 1.3333333333333333;
             mg_o_M[0][mg_l] = 0.3333333333333333;
@@ -1261,6 +1251,12 @@ int64_t mechgen_parallelogram3_mass_matrix_batch(int64_t n, const double *q, dou
             mg_o_M[15][mg_l] = 1.3333333333333333;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_parallelogram3_mass_matrix(q + (mg_i + mg_l) * 4, M + (mg_i + mg_l) * 16);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 16; ++mg_j) M[(mg_i + mg_l) * 16 + mg_j] = mg_o_M[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -1292,17 +1288,17 @@ int mechgen_parallelogram3_bias(const double *restrict q, const double *restrict
     const double tau3 = tau[2];
     const double tau4 = tau[3];
     const double cse0 = q1 + 1.0471975511965976;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double a1_x = (9.81)*s1;
     const double a1_y = (9.81)*c1;
     const double a2_x = (9.81)*s2;
@@ -1371,6 +1367,7 @@ int64_t mechgen_parallelogram3_bias_batch(int64_t n, const double *q, const doub
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[4][8];
         double mg_o_gamma[4][8];
         double mg_w_q1[8];
@@ -1381,23 +1378,6 @@ int64_t mechgen_parallelogram3_bias_batch(int64_t n, const double *q, const doub
         double mg_w_qd4[8];
         double mg_w_qd2[8];
         double mg_w_qd1[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_s3[8];
-        double mg_w_c3[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_cse7[8];
-        double mg_w_cse6[8];
-        double mg_w_cse10[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
@@ -1426,69 +1406,40 @@ int64_t mechgen_parallelogram3_bias_batch(int64_t n, const double *q, const doub
             const double qd4 = mg_w_qd4[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double cse0 = q1 + 1.0471975511965976;
-            const double cse1 = q2 + 1.0471975511965976;
-            const double cse2 = q3 + 1.0471975511965976;
-            const double cse3 = q4 - 1.0471975511965976;
-            const double oo3_zz = qd3*qd3;
-            const double omega4_z = qd3 + qd4;
-            const double cse6 = omega4_z*omega4_z;
-            const double oo4_zz = cse6;
-            const double cse7 = qd2*qd2;
-            const double cse10 = qd1*qd1;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_cse6[mg_l] = cse6;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-            mg_w_cse7[mg_l] = cse7;
-            mg_w_cse10[mg_l] = cse10;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            const double cse6 = mg_w_cse6[mg_l];
-            const double cse10 = mg_w_cse10[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
             const double tau4 = mg_w_tau4[mg_l];
+            const double cse0 = q1 + 1.0471975511965976;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 + 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 + 1.0471975511965976;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 - 1.0471975511965976;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double a1_x = (9.81)*s1;
             const double a1_y = (9.81)*c1;
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
             const double a3_x = (9.81)*s3;
             const double a3_y = (9.81)*c3;
+            const double oo3_zz = qd3*qd3;
+            const double omega4_z = qd3 + qd4;
             const double cse4 = a3_x - 0.5*oo3_zz;
             const double cse5 = a3_y + (0.8660254037844386)*oo3_zz;
             const double a4_x = c4*cse4 + cse5*s4;
             const double a4_y = c4*cse5 - cse4*s4;
+            const double cse6 = omega4_z*omega4_z;
+            const double oo4_zz = cse6;
             const double F4_x = a4_x - oo4_zz;
             const double F_c4_x = F4_x*c4 - a4_y*s4;
             const double F_c4_y = F4_x*s4 + a4_y*c4;
@@ -1503,6 +1454,7 @@ int64_t mechgen_parallelogram3_bias_batch(int64_t n, const double *q, const doub
             const double w4_y = -oo3_zz*r_rel0_4_y;
             const double B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2;
             const double B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2;
+            const double cse7 = qd2*qd2;
             const double B1_f1_abias_x = -B1_f1_d_x*cse7;
             const double B1_f1_abias_y = -B1_f1_d_y*cse7;
             const double cse8 = -w4_x;
@@ -1511,6 +1463,7 @@ int64_t mechgen_parallelogram3_bias_batch(int64_t n, const double *q, const doub
             const double B1_f2_abias_y = -cse6*tau4_01 - cse9;
             const double B2_f1_d_x = (0.5)*c1 + (0.8660254037844386)*s1;
             const double B2_f1_d_y = -0.8660254037844386*c1 + (0.5)*s1;
+            const double cse10 = qd1*qd1;
             const double B2_f1_abias_x = -B2_f1_d_x*cse10;
             const double B2_f1_abias_y = -B2_f1_d_y*cse10;
             const double B2_f2_d_x = 2.0*tau4_00;
@@ -1531,6 +1484,12 @@ int64_t mechgen_parallelogram3_bias_batch(int64_t n, const double *q, const doub
             mg_o_gamma[3][mg_l] = B2_f1_abias_y - B2_f2_abias_y;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_parallelogram3_bias(q + (mg_i + mg_l) * 4, qd + (mg_i + mg_l) * 4, tau + (mg_i + mg_l) * 4, b + (mg_i + mg_l) * 4, gamma + (mg_i + mg_l) * 4);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 4; ++mg_j) b[(mg_i + mg_l) * 4 + mg_j] = mg_o_b[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 4; ++mg_j) gamma[(mg_i + mg_l) * 4 + mg_j] = mg_o_gamma[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1564,17 +1523,17 @@ int mechgen_parallelogram3_forward_dynamics(const double *restrict q, const doub
     const double tau3 = tau[2];
     const double tau4 = tau[3];
     const double cse0 = q1 + 1.0471975511965976;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double Ic3_22 = c4 - 1.7320508075688772*s4 + 2.6666666666666665;
     const double Nm4_3_z = (0.5)*c4 - 0.8660254037844386*s4 + 1.3333333333333333;
     const double a1_x = (9.81)*s1;
@@ -1734,6 +1693,7 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[4][8];
         double mg_o_multipliers[4][8];
         double mg_o_reaction[12][8];
@@ -1745,23 +1705,6 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
         double mg_w_qd4[8];
         double mg_w_qd2[8];
         double mg_w_qd1[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_s3[8];
-        double mg_w_c3[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_oo4_zz[8];
-        double mg_w_cse7[8];
-        double mg_w_cse6[8];
-        double mg_w_cse10[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
@@ -1782,6 +1725,7 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
@@ -1790,60 +1734,26 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double qd4 = mg_w_qd4[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double cse0 = q1 + 1.0471975511965976;
-            const double cse1 = q2 + 1.0471975511965976;
-            const double cse2 = q3 + 1.0471975511965976;
-            const double cse3 = q4 - 1.0471975511965976;
-            const double oo3_zz = qd3*qd3;
-            const double omega4_z = qd3 + qd4;
-            const double cse6 = omega4_z*omega4_z;
-            const double oo4_zz = cse6;
-            const double cse7 = qd2*qd2;
-            const double cse10 = qd1*qd1;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_cse6[mg_l] = cse6;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-            mg_w_cse7[mg_l] = cse7;
-            mg_w_cse10[mg_l] = cse10;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
-            const double cse7 = mg_w_cse7[mg_l];
-            const double cse6 = mg_w_cse6[mg_l];
-            const double cse10 = mg_w_cse10[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
             const double tau4 = mg_w_tau4[mg_l];
+            const double cse0 = q1 + 1.0471975511965976;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 + 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 + 1.0471975511965976;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 - 1.0471975511965976;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double Ic3_22 = c4 - 1.7320508075688772*s4 + 2.6666666666666665;
             const double Nm4_3_z = (0.5)*c4 - 0.8660254037844386*s4 + 1.3333333333333333;
             const double a1_x = (9.81)*s1;
@@ -1852,10 +1762,14 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double a2_y = (9.81)*c2;
             const double a3_x = (9.81)*s3;
             const double a3_y = (9.81)*c3;
+            const double oo3_zz = qd3*qd3;
+            const double omega4_z = qd3 + qd4;
             const double cse4 = a3_x - 0.5*oo3_zz;
             const double cse5 = a3_y + (0.8660254037844386)*oo3_zz;
             const double a4_x = c4*cse4 + cse5*s4;
             const double a4_y = c4*cse5 - cse4*s4;
+            const double cse6 = omega4_z*omega4_z;
+            const double oo4_zz = cse6;
             const double F4_x = a4_x - oo4_zz;
             const double F_c4_x = F4_x*c4 - a4_y*s4;
             const double F_c4_y = F4_x*s4 + a4_y*c4;
@@ -1870,6 +1784,7 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double w4_y = -oo3_zz*r_rel0_4_y;
             const double B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2;
             const double B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2;
+            const double cse7 = qd2*qd2;
             const double B1_f1_abias_x = -B1_f1_d_x*cse7;
             const double B1_f1_abias_y = -B1_f1_d_y*cse7;
             const double B1_f2_o_x = r_rel0_4_x + tau4_00;
@@ -1880,6 +1795,7 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double B1_f2_abias_y = -cse6*tau4_01 - cse9;
             const double B2_f1_d_x = (0.5)*c1 + (0.8660254037844386)*s1;
             const double B2_f1_d_y = -0.8660254037844386*c1 + (0.5)*s1;
+            const double cse10 = qd1*qd1;
             const double B2_f1_abias_x = -B2_f1_d_x*cse10;
             const double B2_f1_abias_y = -B2_f1_d_y*cse10;
             const double B2_f2_d_x = 2.0*tau4_00;
@@ -1983,6 +1899,12 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_parallelogram3_forward_dynamics(q + (mg_i + mg_l) * 4, qd + (mg_i + mg_l) * 4, tau + (mg_i + mg_l) * 4, qdd + (mg_i + mg_l) * 4, multipliers + (mg_i + mg_l) * 4, reaction + (mg_i + mg_l) * 12);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 4; ++mg_j) qdd[(mg_i + mg_l) * 4 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = mg_o_multipliers[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 12; ++mg_j) reaction[(mg_i + mg_l) * 12 + mg_j] = mg_o_reaction[mg_j][mg_l];
@@ -2020,17 +1942,17 @@ int mechgen_parallelogram3_inverse_dynamics(const double *restrict q, const doub
     const double qd4 = qd[3];
     const double qdd_ind1 = qdd_ind[0];
     const double cse0 = q1 + 1.0471975511965976;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
@@ -2174,6 +2096,7 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[4][8];
         double mg_o_multipliers[4][8];
@@ -2186,24 +2109,7 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
         double mg_w_qd4[8];
         double mg_w_qd2[8];
         double mg_w_qd1[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_c3[8];
-        double mg_w_c4[8];
-        double mg_w_s3[8];
-        double mg_w_s4[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_cse4[8];
-        double mg_w_cse6[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_cse8[8];
         double mg_w_qdd_ind1[8];
-        double mg_w_oo4_zz[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 4 + 1];
@@ -2217,6 +2123,7 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            int32_t mg_s = mg_st[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
@@ -2225,75 +2132,46 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             const double qd4 = mg_w_qd4[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double cse0 = q1 + 1.0471975511965976;
-            const double cse1 = q2 + 1.0471975511965976;
-            const double cse2 = q3 + 1.0471975511965976;
-            const double cse3 = q4 - 1.0471975511965976;
-            const double oo3_zz = qd3*qd3;
-            const double omega4_z = qd3 + qd4;
-            const double cse4 = qd2*qd2;
-            const double cse6 = omega4_z*omega4_z;
-            const double cse8 = qd1*qd1;
-            const double oo4_zz = cse6;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_cse4[mg_l] = cse4;
-            mg_w_cse6[mg_l] = cse6;
-            mg_w_cse8[mg_l] = cse8;
-            mg_w_oo4_zz[mg_l] = oo4_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            int32_t mg_s = mg_st[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double cse4 = mg_w_cse4[mg_l];
-            const double cse6 = mg_w_cse6[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double cse8 = mg_w_cse8[mg_l];
             const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            const double oo4_zz = mg_w_oo4_zz[mg_l];
+            const double cse0 = q1 + 1.0471975511965976;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 + 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 + 1.0471975511965976;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 - 1.0471975511965976;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
             const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
             const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+            const double oo3_zz = qd3*qd3;
+            const double omega4_z = qd3 + qd4;
             const double w4_x = -oo3_zz*r_rel0_4_x;
             const double w4_y = -oo3_zz*r_rel0_4_y;
             const double B1_f1_d_x = (0.5)*c2 + (0.8660254037844386)*s2;
             const double B1_f1_d_y = -0.8660254037844386*c2 + (0.5)*s2;
+            const double cse4 = qd2*qd2;
             const double B1_f1_abias_x = -B1_f1_d_x*cse4;
             const double B1_f1_abias_y = -B1_f1_d_y*cse4;
             const double B1_f2_o_x = r_rel0_4_x + tau4_00;
             const double B1_f2_T3_x = -r_rel0_4_y - tau4_01;
             const double cse5 = -w4_x;
+            const double cse6 = omega4_z*omega4_z;
             const double B1_f2_abias_x = -cse5 - cse6*tau4_00;
             const double cse7 = -w4_y;
             const double B1_f2_abias_y = -cse6*tau4_01 - cse7;
             const double B2_f1_d_x = (0.5)*c1 + (0.8660254037844386)*s1;
             const double B2_f1_d_y = -0.8660254037844386*c1 + (0.5)*s1;
+            const double cse8 = qd1*qd1;
             const double B2_f1_abias_x = -B2_f1_d_x*cse8;
             const double B2_f1_abias_y = -B2_f1_d_y*cse8;
             const double B2_f2_d_x = 2.0*tau4_00;
@@ -2354,6 +2232,7 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             const double cse17 = a3_y + (0.8660254037844386)*oo3_zz + (0.5)*qdd_ind1;
             const double a4_x = c4*cse16 + cse17*s4;
             const double a4_y = c4*cse17 - cse16*s4;
+            const double oo4_zz = cse6;
             const double F4_x = a4_x - oo4_zz;
             const double F4_y = a4_y + epsd4_z;
             const double N4_z = a4_y + (1.3333333333333333)*epsd4_z;
@@ -2398,6 +2277,12 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_parallelogram3_inverse_dynamics(q + (mg_i + mg_l) * 4, qd + (mg_i + mg_l) * 4, qdd_ind + (mg_i + mg_l) * 1, tau_ind + (mg_i + mg_l) * 1, qdd + (mg_i + mg_l) * 4, multipliers + (mg_i + mg_l) * 4, reaction + (mg_i + mg_l) * 12);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 4; ++mg_j) qdd[(mg_i + mg_l) * 4 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 4; ++mg_j) multipliers[(mg_i + mg_l) * 4 + mg_j] = mg_o_multipliers[mg_j][mg_l];
@@ -2435,17 +2320,17 @@ int mechgen_parallelogram3_energy(const double *restrict q, const double *restri
     const double qd3 = qd[2];
     const double qd4 = qd[3];
     const double cse0 = q1 + 1.0471975511965976;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double tau4_00 = c3*c4 - s3*s4;
     const double cse4 = c3*s4 + c4*s3;
     const double tau4_01 = cse4;
@@ -2471,6 +2356,7 @@ int64_t mechgen_parallelogram3_energy_batch(int64_t n, const double *q, const do
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
         double mg_w_q1[8];
@@ -2479,21 +2365,8 @@ int64_t mechgen_parallelogram3_energy_batch(int64_t n, const double *q, const do
         double mg_w_q4[8];
         double mg_w_qd3[8];
         double mg_w_qd4[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_c3[8];
-        double mg_w_c4[8];
-        double mg_w_s3[8];
-        double mg_w_s4[8];
-        double mg_w_omega4_z[8];
         double mg_w_qd1[8];
         double mg_w_qd2[8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             mg_w_q1[mg_l] = q[(mg_i + mg_l) * 4 + 0];
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 4 + 1];
@@ -2512,51 +2385,31 @@ int64_t mechgen_parallelogram3_energy_batch(int64_t n, const double *q, const do
             const double q4 = mg_w_q4[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double cse0 = q1 + 1.0471975511965976;
-            const double cse1 = q2 + 1.0471975511965976;
-            const double cse2 = q3 + 1.0471975511965976;
-            const double cse3 = q4 - 1.0471975511965976;
-            const double omega4_z = qd3 + qd4;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-            mg_w_omega4_z[mg_l] = omega4_z;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c3 = mg_w_c3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double omega4_z = mg_w_omega4_z[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double cse0 = q1 + 1.0471975511965976;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 + 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 + 1.0471975511965976;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 - 1.0471975511965976;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double cse4 = c3*s4 + c4*s3;
             const double tau4_01 = cse4;
             const double tau4_10 = -cse4;
             const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
             const double r_rel0_4_y = -0.8660254037844386*c3 + (0.5)*s3;
+            const double omega4_z = qd3 + qd4;
             const double v4_x = -qd3*r_rel0_4_y;
             const double v4_y = qd3*r_rel0_4_x;
             const double v_loc4_x = tau4_00*v4_x + tau4_01*v4_y;
@@ -2565,6 +2418,12 @@ int64_t mechgen_parallelogram3_energy_batch(int64_t n, const double *q, const do
             mg_o_V[0][mg_l] = -4.247854605562671*c1 - 4.247854605562671*c2 - 4.247854605562671*c3 + (9.81)*r_rel0_4_y + (2.4525)*s1 + (2.4525)*s2 + (2.4525)*s3 + (9.81)*tau4_01;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_parallelogram3_energy(q + (mg_i + mg_l) * 4, qd + (mg_i + mg_l) * 4, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -2632,17 +2491,17 @@ int mechgen_parallelogram3_violation(const double *restrict q, const double *res
     const double qd3 = qd[2];
     const double qd4 = qd[3];
     const double cse0 = q1 + 1.0471975511965976;
-    const double c1 = cos(cse0);
-    const double s1 = sin(cse0);
+    double s1, c1;
+    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    const double c2 = cos(cse1);
-    const double s2 = sin(cse1);
+    double s2, c2;
+    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    const double c3 = cos(cse2);
-    const double s3 = sin(cse2);
+    double s3, c3;
+    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    const double c4 = cos(cse3);
-    const double s4 = sin(cse3);
+    double s4, c4;
+    mg_sincos(cse3, &s4, &c4);
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
@@ -2677,24 +2536,13 @@ int64_t mechgen_parallelogram3_violation_batch(int64_t n, const double *q, const
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
         double mg_w_q4[8];
-        double mg_w_cse0[8];
-        double mg_w_cse1[8];
-        double mg_w_cse2[8];
-        double mg_w_cse3[8];
-        double mg_w_c3[8];
-        double mg_w_c4[8];
-        double mg_w_s3[8];
-        double mg_w_s4[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
         double mg_w_qd4[8];
@@ -2715,43 +2563,26 @@ int64_t mechgen_parallelogram3_violation_batch(int64_t n, const double *q, const
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
             const double q4 = mg_w_q4[mg_l];
-            const double cse0 = q1 + 1.0471975511965976;
-            const double cse1 = q2 + 1.0471975511965976;
-            const double cse2 = q3 + 1.0471975511965976;
-            const double cse3 = q4 - 1.0471975511965976;
-            mg_w_cse0[mg_l] = cse0;
-            mg_w_cse1[mg_l] = cse1;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_cse3[mg_l] = cse3;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double cse0 = mg_w_cse0[mg_l];
-            const double cse1 = mg_w_cse1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
-            const double cse3 = mg_w_cse3[mg_l];
-            mg_w_c1[mg_l] = cos(cse0);
-            mg_w_s1[mg_l] = sin(cse0);
-            mg_w_c2[mg_l] = cos(cse1);
-            mg_w_s2[mg_l] = sin(cse1);
-            mg_w_c3[mg_l] = cos(cse2);
-            mg_w_s3[mg_l] = sin(cse2);
-            mg_w_c4[mg_l] = cos(cse3);
-            mg_w_s4[mg_l] = sin(cse3);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c3 = mg_w_c3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
+            const double cse0 = q1 + 1.0471975511965976;
+            double s1, c1;
+            mg_sincos_poly(cse0, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse0);
+            const double cse1 = q2 + 1.0471975511965976;
+            double s2, c2;
+            mg_sincos_poly(cse1, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse1);
+            const double cse2 = q3 + 1.0471975511965976;
+            double s3, c3;
+            mg_sincos_poly(cse2, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse2);
+            const double cse3 = q4 - 1.0471975511965976;
+            double s4, c4;
+            mg_sincos_poly(cse3, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(cse3);
             const double tau4_00 = c3*c4 - s3*s4;
             const double tau4_01 = c3*s4 + c4*s3;
             const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
@@ -2776,6 +2607,12 @@ int64_t mechgen_parallelogram3_violation_batch(int64_t n, const double *q, const
             mg_o_velocity[0][mg_l] = sqrt((-B1_f1_d_x*qd2 + B1_f2_o_x*qd3 + qd4*tau4_00)*(-B1_f1_d_x*qd2 + B1_f2_o_x*qd3 + qd4*tau4_00) + (B1_f1_d_y*qd2 + B1_f2_T3_x*qd3 - qd4*tau4_01)*(B1_f1_d_y*qd2 + B1_f2_T3_x*qd3 - qd4*tau4_01) + (-B2_f1_d_x*qd1 + B2_f2_d_x*qd4 + B2_f2_o_x*qd3)*(-B2_f1_d_x*qd1 + B2_f2_d_x*qd4 + B2_f2_o_x*qd3) + (B2_f1_d_y*qd1 + B2_f2_T3_x*qd3 - B2_f2_d_y*qd4)*(B2_f1_d_y*qd1 + B2_f2_T3_x*qd3 - B2_f2_d_y*qd4));
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_parallelogram3_violation(q + (mg_i + mg_l) * 4, qd + (mg_i + mg_l) * 4, position + (mg_i + mg_l) * 1, velocity + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];

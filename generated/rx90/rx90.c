@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "rx90.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* forward_kinematics: Position r (frame 0) and rotation tau (frame 0 -> body) of each body and point.
  * ops: 28 adds, 59 muls, 12 trig (99 total) */
 int mechgen_rx90_forward_kinematics(const double *restrict q, double *restrict r, double *restrict tau)
@@ -15,16 +133,16 @@ int mechgen_rx90_forward_kinematics(const double *restrict q, double *restrict r
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_11 = -s1*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 + s3*tau2_10;
     const double tau3_01 = c3*tau2_01 + s3*tau2_11;
     const double tau3_02 = c2*s3 + c3*s2;
@@ -34,8 +152,8 @@ int mechgen_rx90_forward_kinematics(const double *restrict q, double *restrict r
     const double r_rel0_3_x = (0.45)*tau2_00;
     const double r_rel0_3_y = (0.45)*tau2_01;
     const double r_rel0_3_z = (0.45)*s2;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 - s1*s4;
     const double tau4_01 = c1*s4 + c4*tau3_01;
     const double tau4_02 = c4*tau3_02;
@@ -48,16 +166,16 @@ int mechgen_rx90_forward_kinematics(const double *restrict q, double *restrict r
     const double r4_x = r_rel0_3_x + r_rel0_4_x;
     const double r4_y = r_rel0_3_y + r_rel0_4_y;
     const double r4_z = r_rel0_3_z + r_rel0_4_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_01 = c5*tau4_01 + s5*tau3_11;
     const double tau5_02 = c5*tau4_02 + s5*tau3_12;
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
     const double tau5_12 = c5*tau3_12 - s5*tau4_02;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_00 = c6*tau5_00 + s6*tau4_10;
     const double tau6_01 = c6*tau5_01 + s6*tau4_11;
     const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -167,58 +285,44 @@ int64_t mechgen_rx90_forward_kinematics_batch(int64_t n, const double *q, double
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[21][8];
         double mg_o_tau[63][8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_01 = c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_11 = -s1*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 + s3*tau2_10;
             const double tau3_01 = c3*tau2_01 + s3*tau2_11;
             const double tau3_02 = c2*s3 + c3*s2;
@@ -228,6 +332,9 @@ int64_t mechgen_rx90_forward_kinematics_batch(int64_t n, const double *q, double
             const double r_rel0_3_x = (0.45)*tau2_00;
             const double r_rel0_3_y = (0.45)*tau2_01;
             const double r_rel0_3_z = (0.45)*s2;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau3_00 - s1*s4;
             const double tau4_01 = c1*s4 + c4*tau3_01;
             const double tau4_02 = c4*tau3_02;
@@ -240,12 +347,18 @@ int64_t mechgen_rx90_forward_kinematics_batch(int64_t n, const double *q, double
             const double r4_x = r_rel0_3_x + r_rel0_4_x;
             const double r4_y = r_rel0_3_y + r_rel0_4_y;
             const double r4_z = r_rel0_3_z + r_rel0_4_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s5*tau3_10;
             const double tau5_01 = c5*tau4_01 + s5*tau3_11;
             const double tau5_02 = c5*tau4_02 + s5*tau3_12;
             const double tau5_10 = c5*tau3_10 - s5*tau4_00;
             const double tau5_11 = c5*tau3_11 - s5*tau4_01;
             const double tau5_12 = c5*tau3_12 - s5*tau4_02;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_00 = c6*tau5_00 + s6*tau4_10;
             const double tau6_01 = c6*tau5_01 + s6*tau4_11;
             const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -345,6 +458,12 @@ int64_t mechgen_rx90_forward_kinematics_batch(int64_t n, const double *q, double
             mg_o_tau[62][mg_l] = tau5_12;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_rx90_forward_kinematics(q + (mg_i + mg_l) * 6, r + (mg_i + mg_l) * 21, tau + (mg_i + mg_l) * 63);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 21; ++mg_j) r[(mg_i + mg_l) * 21 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 63; ++mg_j) tau[(mg_i + mg_l) * 63 + mg_j] = mg_o_tau[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -369,16 +488,16 @@ int mechgen_rx90_jacobians(const double *restrict q, double *restrict T, double 
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_11 = -s1*s2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 + s3*tau2_10;
     const double tau3_01 = c3*tau2_01 + s3*tau2_11;
     const double tau3_02 = c2*s3 + c3*s2;
@@ -391,8 +510,8 @@ int mechgen_rx90_jacobians(const double *restrict q, double *restrict T, double 
     const double T3_2_x = -c1*r_rel0_3_z;
     const double T3_2_y = -r_rel0_3_z*s1;
     const double T3_2_z = c1*r_rel0_3_x + r_rel0_3_y*s1;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 - s1*s4;
     const double tau4_01 = c1*s4 + c4*tau3_01;
     const double tau4_02 = c4*tau3_02;
@@ -413,8 +532,8 @@ int mechgen_rx90_jacobians(const double *restrict q, double *restrict T, double 
     const double T4_3_x = cse0;
     const double T4_3_y = cse1;
     const double T4_3_z = cse2;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
     const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -709,51 +828,41 @@ int64_t mechgen_rx90_jacobians_batch(int64_t n, const double *q, double *T, doub
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[126][8];
         double mg_o_R[126][8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_01 = c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_11 = -s1*s2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 + s3*tau2_10;
             const double tau3_01 = c3*tau2_01 + s3*tau2_11;
             const double tau3_02 = c2*s3 + c3*s2;
@@ -766,6 +875,9 @@ int64_t mechgen_rx90_jacobians_batch(int64_t n, const double *q, double *T, doub
             const double T3_2_x = -c1*r_rel0_3_z;
             const double T3_2_y = -r_rel0_3_z*s1;
             const double T3_2_z = c1*r_rel0_3_x + r_rel0_3_y*s1;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau3_00 - s1*s4;
             const double tau4_01 = c1*s4 + c4*tau3_01;
             const double tau4_02 = c4*tau3_02;
@@ -786,6 +898,9 @@ int64_t mechgen_rx90_jacobians_batch(int64_t n, const double *q, double *T, doub
             const double T4_3_x = cse0;
             const double T4_3_y = cse1;
             const double T4_3_z = cse2;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_10 = c5*tau3_10 - s5*tau4_00;
             const double tau5_11 = c5*tau3_11 - s5*tau4_01;
             const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -1070,6 +1185,12 @@ int64_t mechgen_rx90_jacobians_batch(int64_t n, const double *q, double *T, doub
             mg_o_R[125][mg_l] = tau5_12;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_rx90_jacobians(q + (mg_i + mg_l) * 6, T + (mg_i + mg_l) * 126, R + (mg_i + mg_l) * 126);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 126; ++mg_j) T[(mg_i + mg_l) * 126 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 126; ++mg_j) R[(mg_i + mg_l) * 126 + mg_j] = mg_o_R[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1100,10 +1221,10 @@ int mechgen_rx90_velocities(const double *restrict q, const double *restrict qd,
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
@@ -1115,8 +1236,8 @@ int mechgen_rx90_velocities(const double *restrict q, const double *restrict qd,
     const double omega2_y = -cse1;
     const double eps2_x = cse1*qd1;
     const double eps2_y = cse0*qd1;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 + s3*tau2_10;
     const double tau3_01 = c3*tau2_01 + s3*tau2_11;
     const double tau3_02 = c2*s3 + c3*s2;
@@ -1147,8 +1268,8 @@ int mechgen_rx90_velocities(const double *restrict q, const double *restrict qd,
     const double eps3_x = cse3*qd1 + eps2_x;
     const double eps3_y = cse2*qd1 + eps2_y;
     const double eps3_z = -cse2*omega2_y - cse3*omega2_x;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 - s1*s4;
     const double tau4_01 = c1*s4 + c4*tau3_01;
     const double tau4_02 = c4*tau3_02;
@@ -1181,8 +1302,8 @@ int mechgen_rx90_velocities(const double *restrict q, const double *restrict qd,
     const double eps4_x = -cse5*qd1 + cse6*omega3_y + eps3_x;
     const double eps4_y = cse4*qd1 - cse6*omega3_x + eps3_y;
     const double eps4_z = -cse4*omega3_y + cse5*omega3_x + eps3_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
     const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -1288,87 +1409,68 @@ int64_t mechgen_rx90_velocities_batch(int64_t n, const double *q, const double *
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_v[18][8];
         double mg_o_omega[18][8];
         double mg_o_w[18][8];
         double mg_o_eps[18][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd1[8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
         double mg_w_qd2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_oo1_zz[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
         double mg_w_qd6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double oo1_zz = qd1*qd1;
-            mg_w_oo1_zz[mg_l] = oo1_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double oo1_zz = mg_w_oo1_zz[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_01 = c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_11 = -s1*s2;
+            const double oo1_zz = qd1*qd1;
             const double cse0 = qd2*s1;
             const double omega2_x = cse0;
             const double cse1 = c1*qd2;
             const double omega2_y = -cse1;
             const double eps2_x = cse1*qd1;
             const double eps2_y = cse0*qd1;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 + s3*tau2_10;
             const double tau3_01 = c3*tau2_01 + s3*tau2_11;
             const double tau3_02 = c2*s3 + c3*s2;
@@ -1399,6 +1501,9 @@ int64_t mechgen_rx90_velocities_batch(int64_t n, const double *q, const double *
             const double eps3_x = cse3*qd1 + eps2_x;
             const double eps3_y = cse2*qd1 + eps2_y;
             const double eps3_z = -cse2*omega2_y - cse3*omega2_x;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau3_00 - s1*s4;
             const double tau4_01 = c1*s4 + c4*tau3_01;
             const double tau4_02 = c4*tau3_02;
@@ -1431,6 +1536,9 @@ int64_t mechgen_rx90_velocities_batch(int64_t n, const double *q, const double *
             const double eps4_x = -cse5*qd1 + cse6*omega3_y + eps3_x;
             const double eps4_y = cse4*qd1 - cse6*omega3_x + eps3_y;
             const double eps4_z = -cse4*omega3_y + cse5*omega3_x + eps3_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_10 = c5*tau3_10 - s5*tau4_00;
             const double tau5_11 = c5*tau3_11 - s5*tau4_01;
             const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -1526,6 +1634,12 @@ int64_t mechgen_rx90_velocities_batch(int64_t n, const double *q, const double *
             mg_o_eps[17][mg_l] = eps6_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_rx90_velocities(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, v + (mg_i + mg_l) * 18, omega + (mg_i + mg_l) * 18, w + (mg_i + mg_l) * 18, eps + (mg_i + mg_l) * 18);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 18; ++mg_j) v[(mg_i + mg_l) * 18 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) omega[(mg_i + mg_l) * 18 + mg_j] = mg_o_omega[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 18; ++mg_j) w[(mg_i + mg_l) * 18 + mg_j] = mg_o_w[mg_j][mg_l];
@@ -1551,16 +1665,16 @@ int mechgen_rx90_mass_matrix(const double *restrict q, double *restrict A)
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double cse0 = (0.001)*c6 - 0.0005*s6;
     const double cp6_x = cse0;
     const double cp6_z = -0.0005*c6 - 0.001*s6;
@@ -1737,46 +1851,42 @@ int64_t mechgen_rx90_mass_matrix_batch(int64_t n, const double *q, double *A, in
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_A[36][8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double cse0 = (0.001)*c6 - 0.0005*s6;
             const double cp6_x = cse0;
             const double cp6_z = -0.0005*c6 - 0.001*s6;
@@ -1943,6 +2053,12 @@ int64_t mechgen_rx90_mass_matrix_batch(int64_t n, const double *q, double *A, in
             mg_o_A[35][mg_l] = 0.0006025;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_rx90_mass_matrix(q + (mg_i + mg_l) * 6, A + (mg_i + mg_l) * 36);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 36; ++mg_j) A[(mg_i + mg_l) * 36 + mg_j] = mg_o_A[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -1977,16 +2093,16 @@ int mechgen_rx90_bias(const double *restrict q, const double *restrict qd, const
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double omega_p2_x = qd1*s2;
     const double omega_p2_y = c2*qd1;
     const double epsd2_x = omega_p2_y*qd2;
@@ -2130,25 +2246,18 @@ int64_t mechgen_rx90_bias_batch(int64_t n, const double *q, const double *qd, co
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[6][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_qd1[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
-        double mg_w_qd1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_omega3_z[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
         double mg_w_qd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_Q1[8];
         double mg_w_Q2[8];
@@ -2157,9 +2266,14 @@ int64_t mechgen_rx90_bias_batch(int64_t n, const double *q, const double *qd, co
         double mg_w_Q5[8];
         double mg_w_Q6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
@@ -2172,52 +2286,16 @@ int64_t mechgen_rx90_bias_batch(int64_t n, const double *q, const double *qd, co
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double oo2_zz = qd2*qd2;
-            const double omega3_z = qd2 + qd3;
-            const double oo3_zz = omega3_z*omega3_z;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double Q1 = mg_w_Q1[mg_l];
             const double Q2 = mg_w_Q2[mg_l];
@@ -2225,6 +2303,21 @@ int64_t mechgen_rx90_bias_batch(int64_t n, const double *q, const double *qd, co
             const double Q4 = mg_w_Q4[mg_l];
             const double Q5 = mg_w_Q5[mg_l];
             const double Q6 = mg_w_Q6[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double omega_p2_x = qd1*s2;
             const double omega_p2_y = c2*qd1;
             const double epsd2_x = omega_p2_y*qd2;
@@ -2234,11 +2327,13 @@ int64_t mechgen_rx90_bias_batch(int64_t n, const double *q, const double *qd, co
             const double a2_y = (9.81)*c2;
             const double oo2_xx = omega_p2_x*omega_p2_x;
             const double oo2_yy = omega_p2_y*omega_p2_y;
+            const double oo2_zz = qd2*qd2;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_xz = cse0;
             const double oo2_W_00 = -oo2_yy - oo2_zz;
             const double omega_p3_x = c3*omega_p2_x + omega_p2_y*s3;
             const double omega_p3_y = c3*omega_p2_y - omega_p2_x*s3;
+            const double omega3_z = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x + epsd2_y*s3 + omega_p3_y*qd3;
             const double epsd3_y = c3*epsd2_y - epsd2_x*s3 - omega_p3_x*qd3;
             const double cse1 = a2_x + (0.45)*oo2_W_00;
@@ -2248,6 +2343,7 @@ int64_t mechgen_rx90_bias_batch(int64_t n, const double *q, const double *qd, co
             const double a3_z = -0.45*epsd2_y + (0.45)*oo2_xz;
             const double oo3_xx = omega_p3_x*omega_p3_x;
             const double oo3_yy = omega_p3_y*omega_p3_y;
+            const double oo3_zz = omega3_z*omega3_z;
             const double oo3_xy = omega_p3_x*omega_p3_y;
             const double oo3_xz = omega3_z*omega_p3_x;
             const double oo3_yz = omega3_z*omega_p3_y;
@@ -2355,6 +2451,12 @@ int64_t mechgen_rx90_bias_batch(int64_t n, const double *q, const double *qd, co
             mg_o_b[5][mg_l] = b6;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_rx90_bias(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, b + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) b[(mg_i + mg_l) * 6 + mg_j] = mg_o_b[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2389,16 +2491,16 @@ int mechgen_rx90_inverse_dynamics(const double *restrict q, const double *restri
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double omega_p2_x = qd1*s2;
     const double omega_p2_y = c2*qd1;
     const double cse0 = omega_p2_y*qd2;
@@ -2542,40 +2644,37 @@ int64_t mechgen_rx90_inverse_dynamics_batch(int64_t n, const double *q, const do
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_Q[6][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_qd1[8];
         double mg_w_qd2[8];
+        double mg_w_qdd1[8];
         double mg_w_qd3[8];
         double mg_w_qdd2[8];
         double mg_w_qdd3[8];
-        double mg_w_qd1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
-        double mg_w_qdd1[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_omega3_z[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
         double mg_w_qd4[8];
-        double mg_w_epsd3_z[8];
         double mg_w_qdd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
+            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
             mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
             mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
-            mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 6 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
@@ -2585,63 +2684,38 @@ int64_t mechgen_rx90_inverse_dynamics_batch(int64_t n, const double *q, const do
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
+            const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
+            const double qdd1 = mg_w_qdd1[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
-            const double oo2_zz = qd2*qd2;
-            const double omega3_z = qd2 + qd3;
-            const double epsd3_z = qdd2 + qdd3;
-            const double oo3_zz = omega3_z*omega3_z;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_epsd3_z[mg_l] = epsd3_z;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd1 = mg_w_qd1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qdd1 = mg_w_qdd1[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double epsd3_z = mg_w_epsd3_z[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double omega_p2_x = qd1*s2;
             const double omega_p2_y = c2*qd1;
             const double cse0 = omega_p2_y*qd2;
@@ -2652,14 +2726,17 @@ int64_t mechgen_rx90_inverse_dynamics_batch(int64_t n, const double *q, const do
             const double a2_y = (9.81)*c2;
             const double oo2_xx = omega_p2_x*omega_p2_x;
             const double oo2_yy = omega_p2_y*omega_p2_y;
+            const double oo2_zz = qd2*qd2;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_xz = cse1;
             const double oo2_yz = cse0;
             const double oo2_W_00 = -oo2_yy - oo2_zz;
             const double omega_p3_x = c3*omega_p2_x + omega_p2_y*s3;
             const double omega_p3_y = c3*omega_p2_y - omega_p2_x*s3;
+            const double omega3_z = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x + epsd2_y*s3 + omega_p3_y*qd3;
             const double epsd3_y = c3*epsd2_y - epsd2_x*s3 - omega_p3_x*qd3;
+            const double epsd3_z = qdd2 + qdd3;
             const double cse2 = a2_x + (0.45)*oo2_W_00;
             const double cse3 = a2_y + (0.45)*oo2_xy + (0.45)*qdd2;
             const double a3_x = c3*cse2 + cse3*s3;
@@ -2667,6 +2744,7 @@ int64_t mechgen_rx90_inverse_dynamics_batch(int64_t n, const double *q, const do
             const double a3_z = -0.45*epsd2_y + (0.45)*oo2_xz;
             const double oo3_xx = omega_p3_x*omega_p3_x;
             const double oo3_yy = omega_p3_y*omega_p3_y;
+            const double oo3_zz = omega3_z*omega3_z;
             const double oo3_xy = omega_p3_x*omega_p3_y;
             const double oo3_xz = omega3_z*omega_p3_x;
             const double oo3_yz = omega3_z*omega_p3_y;
@@ -2771,6 +2849,12 @@ int64_t mechgen_rx90_inverse_dynamics_batch(int64_t n, const double *q, const do
             mg_o_Q[5][mg_l] = N6_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_rx90_inverse_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) Q[(mg_i + mg_l) * 6 + mg_j] = mg_o_Q[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -2806,16 +2890,16 @@ int mechgen_rx90_forward_dynamics(const double *restrict q, const double *restri
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double cse0 = (0.001)*c6 - 0.0005*s6;
     const double cp6_x = cse0;
     const double cp6_z = -0.0005*c6 - 0.001*s6;
@@ -3161,23 +3245,16 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[6][8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
+        double mg_w_qd1[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_qd1[8];
-        double mg_w_oo2_zz[8];
-        double mg_w_omega3_z[8];
-        double mg_w_oo3_zz[8];
         double mg_w_qd4[8];
         double mg_w_qd5[8];
         double mg_w_qd6[8];
@@ -3188,9 +3265,14 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
         double mg_w_Q5[8];
         double mg_w_Q6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
+            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
-            mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
@@ -3203,51 +3285,15 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double oo2_zz = qd2*qd2;
-            const double omega3_z = qd2 + qd3;
-            const double oo3_zz = omega3_z*omega3_z;
-            mg_w_oo2_zz[mg_l] = oo2_zz;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double oo2_zz = mg_w_oo2_zz[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
@@ -3257,6 +3303,21 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
             const double Q4 = mg_w_Q4[mg_l];
             const double Q5 = mg_w_Q5[mg_l];
             const double Q6 = mg_w_Q6[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double cse0 = (0.001)*c6 - 0.0005*s6;
             const double cp6_x = cse0;
             const double cp6_z = -0.0005*c6 - 0.001*s6;
@@ -3394,11 +3455,13 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
             const double a2_y = (9.81)*c2;
             const double oo2_xx = omega_p2_x*omega_p2_x;
             const double oo2_yy = omega_p2_y*omega_p2_y;
+            const double oo2_zz = qd2*qd2;
             const double oo2_xy = omega_p2_x*omega_p2_y;
             const double oo2_xz = cse12;
             const double oo2_W_00 = -oo2_yy - oo2_zz;
             const double omega_p3_x = c3*omega_p2_x + omega_p2_y*s3;
             const double omega_p3_y = c3*omega_p2_y - omega_p2_x*s3;
+            const double omega3_z = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x + epsd2_y*s3 + omega_p3_y*qd3;
             const double epsd3_y = c3*epsd2_y - epsd2_x*s3 - omega_p3_x*qd3;
             const double cse13 = a2_x + (0.45)*oo2_W_00;
@@ -3408,6 +3471,7 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
             const double a3_z = -0.45*epsd2_y + (0.45)*oo2_xz;
             const double oo3_xx = omega_p3_x*omega_p3_x;
             const double oo3_yy = omega_p3_y*omega_p3_y;
+            const double oo3_zz = omega3_z*omega3_z;
             const double oo3_xy = omega_p3_x*omega_p3_y;
             const double oo3_xz = omega3_z*omega_p3_x;
             const double oo3_yz = omega3_z*omega_p3_y;
@@ -3587,6 +3651,12 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_rx90_forward_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, Q + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) qdd[(mg_i + mg_l) * 6 + mg_j] = mg_o_qdd[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
             if (mg_st[mg_l] != 0) {
@@ -3621,18 +3691,18 @@ int mechgen_rx90_energy(const double *restrict q, const double *restrict qd, dou
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_11 = -s1*s2;
     const double omega2_x = qd2*s1;
     const double omega2_y = -c1*qd2;
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 + s3*tau2_10;
     const double tau3_01 = c3*tau2_01 + s3*tau2_11;
     const double tau3_02 = c2*s3 + c3*s2;
@@ -3647,8 +3717,8 @@ int mechgen_rx90_energy(const double *restrict q, const double *restrict qd, dou
     const double v3_x = omega2_y*r_rel0_3_z - qd1*r_rel0_3_y;
     const double v3_y = -omega2_x*r_rel0_3_z + qd1*r_rel0_3_x;
     const double v3_z = omega2_x*r_rel0_3_y - omega2_y*r_rel0_3_x;
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 - s1*s4;
     const double tau4_01 = c1*s4 + c4*tau3_01;
     const double tau4_02 = c4*tau3_02;
@@ -3665,8 +3735,8 @@ int mechgen_rx90_energy(const double *restrict q, const double *restrict qd, dou
     const double v4_x = omega3_y*r_rel0_4_z - qd1*r_rel0_4_y + v3_x;
     const double v4_y = -omega3_x*r_rel0_4_z + qd1*r_rel0_4_x + v3_y;
     const double v4_z = omega3_x*r_rel0_4_y - omega3_y*r_rel0_4_x + v3_z;
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_01 = c5*tau4_01 + s5*tau3_11;
     const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -3676,8 +3746,8 @@ int mechgen_rx90_energy(const double *restrict q, const double *restrict qd, dou
     const double omega5_x = omega4_x - qd5*tau4_10;
     const double omega5_y = omega4_y - qd5*tau4_11;
     const double omega5_z = omega4_z - qd5*tau4_12;
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double tau6_00 = c6*tau5_00 + s6*tau4_10;
     const double tau6_01 = c6*tau5_01 + s6*tau4_11;
     const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -3728,80 +3798,64 @@ int64_t mechgen_rx90_energy_batch(int64_t n, const double *q, const double *qd, 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_c1[8];
-        double mg_w_c2[8];
-        double mg_w_s1[8];
-        double mg_w_s2[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
         double mg_w_qd2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
         double mg_w_qd1[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_q4[8];
         double mg_w_qd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
+        double mg_w_q5[8];
         double mg_w_qd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
+        double mg_w_q6[8];
         double mg_w_qd6[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 6 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd6[mg_l] = qd[(mg_i + mg_l) * 6 + 5];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 6 + 0];
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c1 = mg_w_c1[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double q4 = mg_w_q4[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
+            const double q5 = mg_w_q5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
             const double tau2_00 = c1*c2;
             const double tau2_01 = c2*s1;
             const double tau2_10 = -c1*s2;
             const double tau2_11 = -s1*s2;
             const double omega2_x = qd2*s1;
             const double omega2_y = -c1*qd2;
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double tau3_00 = c3*tau2_00 + s3*tau2_10;
             const double tau3_01 = c3*tau2_01 + s3*tau2_11;
             const double tau3_02 = c2*s3 + c3*s2;
@@ -3816,6 +3870,9 @@ int64_t mechgen_rx90_energy_batch(int64_t n, const double *q, const double *qd, 
             const double v3_x = omega2_y*r_rel0_3_z - qd1*r_rel0_3_y;
             const double v3_y = -omega2_x*r_rel0_3_z + qd1*r_rel0_3_x;
             const double v3_z = omega2_x*r_rel0_3_y - omega2_y*r_rel0_3_x;
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
             const double tau4_00 = c4*tau3_00 - s1*s4;
             const double tau4_01 = c1*s4 + c4*tau3_01;
             const double tau4_02 = c4*tau3_02;
@@ -3832,6 +3889,9 @@ int64_t mechgen_rx90_energy_batch(int64_t n, const double *q, const double *qd, 
             const double v4_x = omega3_y*r_rel0_4_z - qd1*r_rel0_4_y + v3_x;
             const double v4_y = -omega3_x*r_rel0_4_z + qd1*r_rel0_4_x + v3_y;
             const double v4_z = omega3_x*r_rel0_4_y - omega3_y*r_rel0_4_x + v3_z;
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double tau5_00 = c5*tau4_00 + s5*tau3_10;
             const double tau5_01 = c5*tau4_01 + s5*tau3_11;
             const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -3841,6 +3901,9 @@ int64_t mechgen_rx90_energy_batch(int64_t n, const double *q, const double *qd, 
             const double omega5_x = omega4_x - qd5*tau4_10;
             const double omega5_y = omega4_y - qd5*tau4_11;
             const double omega5_z = omega4_z - qd5*tau4_12;
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double tau6_00 = c6*tau5_00 + s6*tau4_10;
             const double tau6_01 = c6*tau5_01 + s6*tau4_11;
             const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -3881,6 +3944,12 @@ int64_t mechgen_rx90_energy_batch(int64_t n, const double *q, const double *qd, 
             mg_o_V[0][mg_l] = (0.981)*c2 + (58.86)*r4_z + (49.05)*r_rel0_3_z + (21.582)*s2 + (0.981)*tau3_02 - 8.5347*tau3_12 + (0.1962)*tau4_02 + (0.33354)*tau4_12 + (0.044145)*tau5_02 + (0.024525)*tau5_12 + (0.00981)*tau6_02 + (0.004905)*tau6_12 - 4.7088;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_rx90_energy(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -3917,16 +3986,16 @@ int mechgen_rx90_regressor(const double *restrict q, const double *restrict qd, 
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double omega_p2_x = qd1*s2;
     const double omega_p2_y = c2*qd1;
     const double cse0 = omega_p2_y*qd2;
@@ -4693,42 +4762,37 @@ int64_t mechgen_rx90_regressor_batch(int64_t n, const double *q, const double *q
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_Y[360][8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qdd2[8];
-        double mg_w_qdd3[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         double mg_w_qd1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
+        double mg_w_qd2[8];
         double mg_w_qdd1[8];
-        double mg_w_ww2_2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_ww3_2[8];
-        double mg_w_epsd3_z[8];
-        double mg_w_omega3_z[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_qdd2[8];
+        double mg_w_qd3[8];
+        double mg_w_qdd3[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
-        double mg_w_cse61[8];
-        double mg_w_cse11[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
+            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
+            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 6 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
@@ -4738,70 +4802,38 @@ int64_t mechgen_rx90_regressor_batch(int64_t n, const double *q, const double *q
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double cse4 = qd2*qd2;
-            const double ww2_2 = cse4;
-            const double omega3_z = qd2 + qd3;
-            const double epsd3_z = qdd2 + qdd3;
-            const double cse11 = omega3_z*omega3_z;
-            const double ww3_2 = cse11;
-            const double cse61 = -cse4;
-            mg_w_ww2_2[mg_l] = ww2_2;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_epsd3_z[mg_l] = epsd3_z;
-            mg_w_cse11[mg_l] = cse11;
-            mg_w_ww3_2[mg_l] = ww3_2;
-            mg_w_cse61[mg_l] = cse61;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
-            const double ww2_2 = mg_w_ww2_2[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double ww3_2 = mg_w_ww3_2[mg_l];
-            const double epsd3_z = mg_w_epsd3_z[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double qdd3 = mg_w_qdd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
-            const double cse61 = mg_w_cse61[mg_l];
-            const double cse11 = mg_w_cse11[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double omega_p2_x = qd1*s2;
             const double omega_p2_y = c2*qd1;
             const double cse0 = omega_p2_y*qd2;
@@ -4813,6 +4845,8 @@ int64_t mechgen_rx90_regressor_batch(int64_t n, const double *q, const double *q
             const double a2_y = (9.81)*c2;
             const double cse3 = omega_p2_y*omega_p2_y;
             const double ww2_1 = cse3;
+            const double cse4 = qd2*qd2;
+            const double ww2_2 = cse4;
             const double U2_00 = -ww2_1 - ww2_2;
             const double U2_02 = cse1 + epsd2_y;
             const double cse5 = omega_p2_x*omega_p2_y;
@@ -4822,8 +4856,10 @@ int64_t mechgen_rx90_regressor_batch(int64_t n, const double *q, const double *q
             const double U2_21 = cse0 + epsd2_x;
             const double omega_p3_x = c3*omega_p2_x + omega_p2_y*s3;
             const double omega_p3_y = c3*omega_p2_y - omega_p2_x*s3;
+            const double omega3_z = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x + epsd2_y*s3 + omega_p3_y*qd3;
             const double epsd3_y = c3*epsd2_y - epsd2_x*s3 - omega_p3_x*qd3;
+            const double epsd3_z = qdd2 + qdd3;
             const double cse7 = (0.45)*U2_00 + a2_x;
             const double cse8 = (0.45)*U2_10 + a2_y;
             const double a3_x = c3*cse7 + cse8*s3;
@@ -4833,6 +4869,8 @@ int64_t mechgen_rx90_regressor_batch(int64_t n, const double *q, const double *q
             const double ww3_0 = cse9;
             const double cse10 = omega_p3_y*omega_p3_y;
             const double ww3_1 = cse10;
+            const double cse11 = omega3_z*omega3_z;
+            const double ww3_2 = cse11;
             const double U3_00 = -ww3_1 - ww3_2;
             const double cse12 = omega_p3_x*omega_p3_y;
             const double cse13 = -cse12;
@@ -4958,6 +4996,7 @@ int64_t mechgen_rx90_regressor_batch(int64_t n, const double *q, const double *q
             const double cse60 = -cse0;
             const double n2_I_yy_x = cse60;
             const double n2_I_yy_z = cse5;
+            const double cse61 = -cse4;
             const double n2_I_xz_y = -cse59 - cse61;
             const double n2_I_xz_z = cse60 + epsd2_x;
             const double n2_I_yz_x = cse3 + cse61;
@@ -5551,6 +5590,12 @@ int64_t mechgen_rx90_regressor_batch(int64_t n, const double *q, const double *q
             mg_o_Y[359][mg_l] = epsd6_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_rx90_regressor(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Y + (mg_i + mg_l) * 360);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 360; ++mg_j) Y[(mg_i + mg_l) * 360 + mg_j] = mg_o_Y[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -5586,16 +5631,16 @@ int mechgen_rx90_base_regressor(const double *restrict q, const double *restrict
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double omega_p2_x = qd1*s2;
     const double omega_p2_y = c2*qd1;
     const double cse0 = omega_p2_y*qd2;
@@ -6145,42 +6190,37 @@ int64_t mechgen_rx90_base_regressor_batch(int64_t n, const double *q, const doub
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_Y_b[216][8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qdd2[8];
-        double mg_w_qdd3[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         double mg_w_qd1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
+        double mg_w_qd2[8];
         double mg_w_qdd1[8];
-        double mg_w_ww2_2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_ww3_2[8];
-        double mg_w_epsd3_z[8];
-        double mg_w_omega3_z[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_qdd2[8];
+        double mg_w_qd3[8];
+        double mg_w_qdd3[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
-        double mg_w_cse52[8];
-        double mg_w_cse11[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
+            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
+            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 6 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
@@ -6190,70 +6230,38 @@ int64_t mechgen_rx90_base_regressor_batch(int64_t n, const double *q, const doub
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double cse4 = qd2*qd2;
-            const double ww2_2 = cse4;
-            const double omega3_z = qd2 + qd3;
-            const double epsd3_z = qdd2 + qdd3;
-            const double cse11 = omega3_z*omega3_z;
-            const double ww3_2 = cse11;
-            const double cse52 = -cse4;
-            mg_w_ww2_2[mg_l] = ww2_2;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_epsd3_z[mg_l] = epsd3_z;
-            mg_w_cse11[mg_l] = cse11;
-            mg_w_ww3_2[mg_l] = ww3_2;
-            mg_w_cse52[mg_l] = cse52;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
-            const double ww2_2 = mg_w_ww2_2[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double ww3_2 = mg_w_ww3_2[mg_l];
-            const double epsd3_z = mg_w_epsd3_z[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double qdd3 = mg_w_qdd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
-            const double cse52 = mg_w_cse52[mg_l];
-            const double cse11 = mg_w_cse11[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double omega_p2_x = qd1*s2;
             const double omega_p2_y = c2*qd1;
             const double cse0 = omega_p2_y*qd2;
@@ -6265,6 +6273,8 @@ int64_t mechgen_rx90_base_regressor_batch(int64_t n, const double *q, const doub
             const double a2_y = (9.81)*c2;
             const double cse3 = omega_p2_y*omega_p2_y;
             const double ww2_1 = cse3;
+            const double cse4 = qd2*qd2;
+            const double ww2_2 = cse4;
             const double U2_00 = -ww2_1 - ww2_2;
             const double U2_02 = cse1 + epsd2_y;
             const double cse5 = omega_p2_x*omega_p2_y;
@@ -6274,8 +6284,10 @@ int64_t mechgen_rx90_base_regressor_batch(int64_t n, const double *q, const doub
             const double U2_21 = cse0 + epsd2_x;
             const double omega_p3_x = c3*omega_p2_x + omega_p2_y*s3;
             const double omega_p3_y = c3*omega_p2_y - omega_p2_x*s3;
+            const double omega3_z = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x + epsd2_y*s3 + omega_p3_y*qd3;
             const double epsd3_y = c3*epsd2_y - epsd2_x*s3 - omega_p3_x*qd3;
+            const double epsd3_z = qdd2 + qdd3;
             const double cse7 = (0.45)*U2_00 + a2_x;
             const double cse8 = (0.45)*U2_10 + a2_y;
             const double a3_x = c3*cse7 + cse8*s3;
@@ -6285,6 +6297,8 @@ int64_t mechgen_rx90_base_regressor_batch(int64_t n, const double *q, const doub
             const double ww3_0 = cse9;
             const double cse10 = omega_p3_y*omega_p3_y;
             const double ww3_1 = cse10;
+            const double cse11 = omega3_z*omega3_z;
+            const double ww3_2 = cse11;
             const double U3_00 = -ww3_1 - ww3_2;
             const double cse12 = omega_p3_x*omega_p3_y;
             const double cse13 = -cse12;
@@ -6391,6 +6405,7 @@ int64_t mechgen_rx90_base_regressor_batch(int64_t n, const double *q, const doub
             const double n2_I_xy_x = cse6;
             const double cse51 = omega_p2_x*omega_p2_x;
             const double n2_I_xy_z = -cse3 + cse51;
+            const double cse52 = -cse4;
             const double n2_I_xz_y = -cse51 - cse52;
             const double n2_I_xz_z = -cse0 + epsd2_x;
             const double n2_I_yz_x = cse3 + cse52;
@@ -6786,6 +6801,12 @@ int64_t mechgen_rx90_base_regressor_batch(int64_t n, const double *q, const doub
             mg_o_Y_b[215][mg_l] = epsd6_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_rx90_base_regressor(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, Y_b + (mg_i + mg_l) * 216);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 216; ++mg_j) Y_b[(mg_i + mg_l) * 216 + mg_j] = mg_o_Y_b[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -6856,16 +6877,16 @@ int mechgen_rx90_base_inverse_dynamics(const double *restrict q, const double *r
     const double beta34 = beta[33];
     const double beta35 = beta[34];
     const double beta36 = beta[35];
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
-    const double c4 = cos(q4);
-    const double s4 = sin(q4);
-    const double c5 = cos(q5);
-    const double s5 = sin(q5);
-    const double c6 = cos(q6);
-    const double s6 = sin(q6);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
+    double s4, c4;
+    mg_sincos(q4, &s4, &c4);
+    double s5, c5;
+    mg_sincos(q5, &s5, &c5);
+    double s6, c6;
+    mg_sincos(q6, &s6, &c6);
     const double omega_p2_x = qd1*s2;
     const double omega_p2_y = c2*qd1;
     const double epsd2_x = omega_p2_y*qd2 + qdd1*s2;
@@ -7020,31 +7041,23 @@ int64_t mechgen_rx90_base_inverse_dynamics_batch(int64_t n, const double *q, con
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_Q[6][8];
-        double mg_w_qd2[8];
-        double mg_w_qd3[8];
-        double mg_w_qdd2[8];
-        double mg_w_qdd3[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
+        double mg_w_q4[8];
+        double mg_w_q5[8];
+        double mg_w_q6[8];
         double mg_w_qd1[8];
-        double mg_w_s2[8];
-        double mg_w_c2[8];
+        double mg_w_qd2[8];
         double mg_w_qdd1[8];
-        double mg_w_ww2_2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_ww3_2[8];
-        double mg_w_epsd3_z[8];
-        double mg_w_omega3_z[8];
-        double mg_w_c4[8];
-        double mg_w_s4[8];
+        double mg_w_qdd2[8];
+        double mg_w_qd3[8];
+        double mg_w_qdd3[8];
         double mg_w_qd4[8];
         double mg_w_qdd4[8];
-        double mg_w_c5[8];
-        double mg_w_s5[8];
         double mg_w_qd5[8];
         double mg_w_qdd5[8];
-        double mg_w_c6[8];
-        double mg_w_s6[8];
         double mg_w_qd6[8];
         double mg_w_qdd6[8];
         double mg_w_beta30[8];
@@ -7084,12 +7097,17 @@ int64_t mechgen_rx90_base_inverse_dynamics_batch(int64_t n, const double *q, con
         double mg_w_beta2[8];
         double mg_w_beta1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
-            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 6 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 6 + 2];
+            mg_w_q4[mg_l] = q[(mg_i + mg_l) * 6 + 3];
+            mg_w_q5[mg_l] = q[(mg_i + mg_l) * 6 + 4];
+            mg_w_q6[mg_l] = q[(mg_i + mg_l) * 6 + 5];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 6 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 6 + 1];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 6 + 0];
+            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 6 + 1];
+            mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 6 + 2];
+            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 6 + 2];
             mg_w_qd4[mg_l] = qd[(mg_i + mg_l) * 6 + 3];
             mg_w_qdd4[mg_l] = qdd[(mg_i + mg_l) * 6 + 3];
             mg_w_qd5[mg_l] = qd[(mg_i + mg_l) * 6 + 4];
@@ -7135,61 +7153,21 @@ int64_t mechgen_rx90_base_inverse_dynamics_batch(int64_t n, const double *q, con
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double ww2_2 = qd2*qd2;
-            const double omega3_z = qd2 + qd3;
-            const double epsd3_z = qdd2 + qdd3;
-            const double ww3_2 = omega3_z*omega3_z;
-            mg_w_ww2_2[mg_l] = ww2_2;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_epsd3_z[mg_l] = epsd3_z;
-            mg_w_ww3_2[mg_l] = ww3_2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q2 = q[(mg_i + mg_l) * 6 + 1];
-            const double q3 = q[(mg_i + mg_l) * 6 + 2];
-            const double q4 = q[(mg_i + mg_l) * 6 + 3];
-            const double q5 = q[(mg_i + mg_l) * 6 + 4];
-            const double q6 = q[(mg_i + mg_l) * 6 + 5];
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-            mg_w_c4[mg_l] = cos(q4);
-            mg_w_s4[mg_l] = sin(q4);
-            mg_w_c5[mg_l] = cos(q5);
-            mg_w_s5[mg_l] = sin(q5);
-            mg_w_c6[mg_l] = cos(q6);
-            mg_w_s6[mg_l] = sin(q6);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double q4 = mg_w_q4[mg_l];
+            const double q5 = mg_w_q5[mg_l];
+            const double q6 = mg_w_q6[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c2 = mg_w_c2[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
-            const double ww2_2 = mg_w_ww2_2[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double ww3_2 = mg_w_ww3_2[mg_l];
-            const double epsd3_z = mg_w_epsd3_z[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double c4 = mg_w_c4[mg_l];
-            const double s4 = mg_w_s4[mg_l];
+            const double qdd3 = mg_w_qdd3[mg_l];
             const double qd4 = mg_w_qd4[mg_l];
             const double qdd4 = mg_w_qdd4[mg_l];
-            const double c5 = mg_w_c5[mg_l];
-            const double s5 = mg_w_s5[mg_l];
             const double qd5 = mg_w_qd5[mg_l];
             const double qdd5 = mg_w_qdd5[mg_l];
-            const double c6 = mg_w_c6[mg_l];
-            const double s6 = mg_w_s6[mg_l];
             const double qd6 = mg_w_qd6[mg_l];
             const double qdd6 = mg_w_qdd6[mg_l];
             const double beta30 = mg_w_beta30[mg_l];
@@ -7228,6 +7206,21 @@ int64_t mechgen_rx90_base_inverse_dynamics_batch(int64_t n, const double *q, con
             const double beta3 = mg_w_beta3[mg_l];
             const double beta2 = mg_w_beta2[mg_l];
             const double beta1 = mg_w_beta1[mg_l];
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
+            double s4, c4;
+            mg_sincos_poly(q4, &s4, &c4);
+            mg_range[mg_l] |= mg_trig_out_of_range(q4);
+            double s5, c5;
+            mg_sincos_poly(q5, &s5, &c5);
+            mg_range[mg_l] |= mg_trig_out_of_range(q5);
+            double s6, c6;
+            mg_sincos_poly(q6, &s6, &c6);
+            mg_range[mg_l] |= mg_trig_out_of_range(q6);
             const double omega_p2_x = qd1*s2;
             const double omega_p2_y = c2*qd1;
             const double epsd2_x = omega_p2_y*qd2 + qdd1*s2;
@@ -7236,13 +7229,16 @@ int64_t mechgen_rx90_base_inverse_dynamics_batch(int64_t n, const double *q, con
             const double a2_x = (9.81)*s2;
             const double a2_y = (9.81)*c2;
             const double ww2_1 = omega_p2_y*omega_p2_y;
+            const double ww2_2 = qd2*qd2;
             const double U2_00 = -ww2_1 - ww2_2;
             const double U2_10 = omega_p2_x*omega_p2_y + qdd2;
             const double U2_20 = -cse0 - epsd2_y;
             const double omega_p3_x = c3*omega_p2_x + omega_p2_y*s3;
             const double omega_p3_y = c3*omega_p2_y - omega_p2_x*s3;
+            const double omega3_z = qd2 + qd3;
             const double epsd3_x = c3*epsd2_x + epsd2_y*s3 + omega_p3_y*qd3;
             const double epsd3_y = c3*epsd2_y - epsd2_x*s3 - omega_p3_x*qd3;
+            const double epsd3_z = qdd2 + qdd3;
             const double cse1 = (0.45)*U2_00 + a2_x;
             const double cse2 = (0.45)*U2_10 + a2_y;
             const double a3_x = c3*cse1 + cse2*s3;
@@ -7250,6 +7246,7 @@ int64_t mechgen_rx90_base_inverse_dynamics_batch(int64_t n, const double *q, con
             const double a3_z = (0.45)*U2_20;
             const double ww3_0 = omega_p3_x*omega_p3_x;
             const double ww3_1 = omega_p3_y*omega_p3_y;
+            const double ww3_2 = omega3_z*omega3_z;
             const double U3_00 = -ww3_1 - ww3_2;
             const double U3_01 = -epsd3_z + omega_p3_x*omega_p3_y;
             const double U3_10 = epsd3_z + omega_p3_x*omega_p3_y;
@@ -7368,6 +7365,12 @@ int64_t mechgen_rx90_base_inverse_dynamics_batch(int64_t n, const double *q, con
             mg_o_Q[5][mg_l] = N6_z;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_rx90_base_inverse_dynamics(q + (mg_i + mg_l) * 6, qd + (mg_i + mg_l) * 6, qdd + (mg_i + mg_l) * 6, beta + (mg_i + mg_l) * 36, Q + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 6; ++mg_j) Q[(mg_i + mg_l) * 6 + mg_j] = mg_o_Q[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }

@@ -5,6 +5,124 @@
 #include <stdint.h>
 #include "swash_plate.h"
 
+/* mg_sincos(x, &s, &c): sin and cos of x, the same bits on every CPU (docs/sincos.md).
+ * |x| <= MG_TRIG_BOUND: x = n pi/2 + (y0 + y1) by Cody-Waite reduction with pi/2 in three
+ * 33-bit parts and a tail (n*part exact for |n| < 2^20), n = rint(x 2/pi) by the 1.5*2^52
+ * rounding trick, then fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] with the
+ * correction y1, and the quadrant applied without branches. Only + - * on doubles, in a fixed
+ * order (compiled with -ffp-contract=off), so #pragma omp simd vectorises it bit for bit.
+ * Beyond the bound (and for NaN, +-inf) libm's sin and cos. The *_poly forms (used by the
+ * vector loops of the _batch kernels) omit that fallback; all are inlined (GCC would not
+ * inline them into a large kernel by itself, and a call does not vectorise). */
+#include <string.h>
+
+#ifndef MG_TRIG_BOUND
+#define MG_TRIG_BOUND 1.6e6
+#endif
+#if defined(__GNUC__)
+#define MG_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MG_ALWAYS_INLINE
+#endif
+
+static inline MG_ALWAYS_INLINE int mg_trig_out_of_range(double x)
+{
+    return !(fabs(x) <= MG_TRIG_BOUND);
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos_poly(double x, double *s, double *c)
+{
+    const double toint = 6755399441055744.0;                /* 1.5 * 2^52 */
+    const double invpio2 = 6.36619772367581382433e-01;      /* 2/pi */
+    const double pio2_1 = 1.57079632673412561417e+00;       /* pi/2: first 33 bits */
+    const double pio2_2 = 6.07710050630396597660e-11;       /* second 33 bits */
+    const double pio2_3 = 2.02226624871116645580e-21;       /* third 33 bits */
+    const double pio2_3t = 8.47842766036889956997e-32;      /* pi/2 - pio2_1 - pio2_2 - pio2_3 */
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    /* n = rint(x 2/pi): t holds 2^52 + 2^51 + n, so its low bits are n mod 4 */
+    const double t = x * invpio2 + toint;
+    const double fn = t - toint;
+    uint64_t tbits;
+    memcpy(&tbits, &t, sizeof tbits);
+    const uint64_t q = tbits & 3u;
+    /* x - fn pi/2 = r3 + e2 + e3 - fn pio2_3t: each fn*pio2_k exact, e2, e3 the exact
+       rounding errors of the two subtractions (Fast2Sum) */
+    const double t1 = x - fn * pio2_1;
+    const double a2 = fn * pio2_2;
+    const double r2 = t1 - a2;
+    const double e2 = (t1 - r2) - a2;
+    const double a3 = fn * pio2_3;
+    const double r3 = r2 - a3;
+    const double e3 = (r2 - r3) - a3;
+    const double w = fn * pio2_3t - (e2 + e3);
+    const double y0 = r3 - w;
+    const double y1 = (r3 - y0) - w;
+    /* sine and cosine of y0 + y1 for |y0| <= pi/4 (fdlibm k_sin.c, k_cos.c) */
+    const double z = y0 * y0;
+    const double zz = z * z;
+    const double rs = S2 + z * (S3 + z * S4) + z * zz * (S5 + z * S6);
+    const double v = z * y0;
+    const double ks = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * S1);
+    const double rc = z * (C1 + z * (C2 + z * C3)) + zz * zz * (C4 + z * (C5 + z * C6));
+    const double hz = 0.5 * z;
+    const double wc = 1.0 - hz;
+    const double kc = wc + (((1.0 - wc) - hz) + (z * rc - y0 * y1));
+    /* quadrant q: sin x = (ks, kc, -ks, -kc)[q], cos x = (kc, -ks, -kc, ks)[q], selected on
+       the bits (a mask, not a branch: large loops stay vectorisable) */
+    const uint64_t odd = (uint64_t)0 - (q & 1u);
+    uint64_t ksbits, kcbits;
+    memcpy(&ksbits, &ks, sizeof ksbits);
+    memcpy(&kcbits, &kc, sizeof kcbits);
+    uint64_t sbits = (ksbits & ~odd) | (kcbits & odd);
+    uint64_t cbits = (kcbits & ~odd) | (ksbits & odd);
+    sbits ^= (q & 2u) << 62;
+    cbits ^= ((q + 1u) & 2u) << 62;
+    memcpy(s, &sbits, sizeof sbits);
+    memcpy(c, &cbits, sizeof cbits);
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos_poly(double x)
+{
+    double s, c;
+    mg_sincos_poly(x, &s, &c);
+    return c;
+}
+
+static inline MG_ALWAYS_INLINE void mg_sincos(double x, double *s, double *c)
+{
+    mg_sincos_poly(x, s, c);
+    if (mg_trig_out_of_range(x)) {
+        *s = sin(x);
+        *c = cos(x);
+    }
+}
+
+static inline MG_ALWAYS_INLINE double mg_sin(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return s;
+}
+
+static inline MG_ALWAYS_INLINE double mg_cos(double x)
+{
+    double s, c;
+    mg_sincos(x, &s, &c);
+    return c;
+}
+
 /* closure: Constraint rows phi(q) (zero when the loops are closed), their Jacobian G = d phi/dq
  * (columns: Pavlov's joint screws) and the orientation checks.
  * ops: 18 adds, 43 muls, 6 trig (67 total) */
@@ -13,12 +131,12 @@ int mechgen_swash_plate_closure(const double *restrict q, double *restrict phi, 
     const double q1 = q[0];
     const double q2 = q[1];
     const double q3 = q[2];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -58,34 +176,32 @@ int64_t mechgen_swash_plate_closure_batch(int64_t n, const double *q, double *ph
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_phi[2][8];
         double mg_o_G[6][8];
         double mg_o_orientation[1][8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 3 + 0];
-            const double q2 = q[(mg_i + mg_l) * 3 + 1];
-            const double q3 = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -115,6 +231,12 @@ int64_t mechgen_swash_plate_closure_batch(int64_t n, const double *q, double *ph
             mg_o_orientation[0][mg_l] = c1*tau3_11 + s1*tau3_12;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_swash_plate_closure(q + (mg_i + mg_l) * 3, phi + (mg_i + mg_l) * 2, G + (mg_i + mg_l) * 6, orientation + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 2; ++mg_j) phi[(mg_i + mg_l) * 2 + mg_j] = mg_o_phi[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) G[(mg_i + mg_l) * 6 + mg_j] = mg_o_G[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) orientation[(mg_i + mg_l) * 1 + mg_j] = mg_o_orientation[mg_j][mg_l];
@@ -140,12 +262,12 @@ int mechgen_swash_plate_newton_step(const double *restrict q, double *restrict q
     const double q1 = q[0];
     const double q2 = q[1];
     const double q3 = q[2];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -202,16 +324,11 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_q_next[3][8];
         double mg_o_error[1][8];
         double mg_o_branch[1][8];
         double mg_o_orientation[1][8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
         double mg_w_q1[8];
         double mg_w_q2[8];
         double mg_w_q3[8];
@@ -220,29 +337,21 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
             mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
             mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 3 + 0];
-            const double q2 = q[(mg_i + mg_l) * 3 + 1];
-            const double q3 = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-        }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
             const double q1 = mg_w_q1[mg_l];
             const double q2 = mg_w_q2[mg_l];
             const double q3 = mg_w_q3[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -284,6 +393,12 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_swash_plate_newton_step(q + (mg_i + mg_l) * 3, q_next + (mg_i + mg_l) * 3, error + (mg_i + mg_l) * 1, branch + (mg_i + mg_l) * 1, orientation + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 3; ++mg_j) q_next[(mg_i + mg_l) * 3 + mg_j] = mg_o_q_next[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) error[(mg_i + mg_l) * 1 + mg_j] = mg_o_error[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) branch[(mg_i + mg_l) * 1 + mg_j] = mg_o_branch[mg_j][mg_l];
@@ -317,12 +432,12 @@ int mechgen_swash_plate_velocity(const double *restrict q, const double *restric
     const double q2 = q[1];
     const double q3 = q[2];
     const double qd_ind1 = qd_ind[0];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -373,39 +488,35 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qd[3][8];
         double mg_o_H[3][8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
         double mg_w_qd_ind1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
             mg_w_qd_ind1[mg_l] = qd_ind[(mg_i + mg_l) * 1 + 0];
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 3 + 0];
-            const double q2 = q[(mg_i + mg_l) * 3 + 1];
-            const double q3 = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd_ind1 = mg_w_qd_ind1[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -443,6 +554,12 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_swash_plate_velocity(q + (mg_i + mg_l) * 3, qd_ind + (mg_i + mg_l) * 1, qd + (mg_i + mg_l) * 3, H + (mg_i + mg_l) * 3);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 3; ++mg_j) qd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 3; ++mg_j) H[(mg_i + mg_l) * 3 + mg_j] = mg_o_H[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -476,12 +593,12 @@ int mechgen_swash_plate_kinematics(const double *restrict q, const double *restr
     const double qdd1 = qdd[0];
     const double qdd2 = qdd[1];
     const double qdd3 = qdd[2];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -645,77 +762,53 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_r[15][8];
         double mg_o_v[15][8];
         double mg_o_a[15][8];
         double mg_o_R[27][8];
         double mg_o_omega[9][8];
         double mg_o_alpha[9][8];
-        double mg_w_qd2[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
+        double mg_w_qd2[8];
         double mg_w_qd1[8];
-        double mg_w_qdd2[8];
-        double mg_w_qdd3[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_s1[8];
-        double mg_w_c1[8];
-        double mg_w_cse2[8];
         double mg_w_qdd1[8];
-        double mg_w_omega3_z[8];
-        double mg_w_plate_alphaz[8];
+        double mg_w_qdd3[8];
+        double mg_w_qdd2[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 3 + 1];
-            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 3 + 2];
             mg_w_qdd1[mg_l] = qdd[(mg_i + mg_l) * 3 + 0];
+            mg_w_qdd3[mg_l] = qdd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qdd2[mg_l] = qdd[(mg_i + mg_l) * 3 + 1];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qd1 = mg_w_qd1[mg_l];
-            const double qdd2 = mg_w_qdd2[mg_l];
-            const double qdd3 = mg_w_qdd3[mg_l];
-            const double omega3_z = qd2 + (0.9659258262890683)*qd3;
-            const double cse2 = qd1*qd1;
-            const double plate_alphaz = qdd2 + (0.9659258262890683)*qdd3;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_cse2[mg_l] = cse2;
-            mg_w_plate_alphaz[mg_l] = plate_alphaz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 3 + 0];
-            const double q2 = q[(mg_i + mg_l) * 3 + 1];
-            const double q3 = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double cse2 = mg_w_cse2[mg_l];
             const double qdd1 = mg_w_qdd1[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
             const double qdd3 = mg_w_qdd3[mg_l];
             const double qdd2 = mg_w_qdd2[mg_l];
-            const double plate_alphaz = mg_w_plate_alphaz[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -730,12 +823,14 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
             const double omega3_x = cse0;
             const double cse1 = qd3*theta_J3_21;
             const double omega3_y = cse1;
+            const double omega3_z = qd2 + (0.9659258262890683)*qd3;
             const double eps3_x = -cse1*qd2;
             const double eps3_y = cse0*qd2;
             const double lever_tip_d_y = (0.18)*s1;
             const double lever_tip_d_z = -0.18*c1;
             const double lever_tip_v_y = -lever_tip_d_z*qd1;
             const double lever_tip_v_z = lever_tip_d_y*qd1;
+            const double cse2 = qd1*qd1;
             const double lever_tip_abias_y = -cse2*lever_tip_d_y;
             const double lever_tip_abias_z = -cse2*lever_tip_d_z;
             const double lever_tip_ay = lever_tip_abias_y - lever_tip_d_z*qdd1;
@@ -774,6 +869,7 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
             const double plate_R22 = 0.9330127018922194 - 0.25881904510252074*tau3_02;
             const double plate_alphax = eps3_x + qdd3*theta_J3_20;
             const double plate_alphay = eps3_y + qdd3*theta_J3_21;
+            const double plate_alphaz = qdd2 + (0.9659258262890683)*qdd3;
             mg_o_r[0][mg_l] = 0.2;
             mg_o_r[1][mg_l] = lever_tip_d_y;
             mg_o_r[2][mg_l] = lever_tip_d_z;
@@ -866,6 +962,12 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
             mg_o_alpha[8][mg_l] = 0.0;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_swash_plate_kinematics(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, qdd + (mg_i + mg_l) * 3, r + (mg_i + mg_l) * 15, v + (mg_i + mg_l) * 15, a + (mg_i + mg_l) * 15, R + (mg_i + mg_l) * 27, omega + (mg_i + mg_l) * 9, alpha + (mg_i + mg_l) * 9);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 15; ++mg_j) r[(mg_i + mg_l) * 15 + mg_j] = mg_o_r[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 15; ++mg_j) v[(mg_i + mg_l) * 15 + mg_j] = mg_o_v[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 15; ++mg_j) a[(mg_i + mg_l) * 15 + mg_j] = mg_o_a[mg_j][mg_l];
@@ -889,7 +991,7 @@ int64_t mechgen_swash_plate_kinematics_batch(int64_t n, const double *q, const d
 int mechgen_swash_plate_mass_matrix(const double *restrict q, double *restrict M)
 {
     const double q3 = q[2];
-    const double c3 = cos(q3);
+    const double c3 = mg_cos(q3);
     const double IJ3_02 = (2.1539120601574185e-19)*c3;
     const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
     const double Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02;
@@ -914,15 +1016,17 @@ int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_M[9][8];
-        double mg_w_c3[8];
+        double mg_w_q3[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q3 = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_c3[mg_l] = cos(q3);
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c3 = mg_w_c3[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double c3 = mg_cos_poly(q3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double IJ3_02 = (2.1539120601574185e-19)*c3;
             const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
             const double Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02;
@@ -937,6 +1041,12 @@ int64_t mechgen_swash_plate_mass_matrix_batch(int64_t n, const double *q, double
             mg_o_M[8][mg_l] = 0.018;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_swash_plate_mass_matrix(q + (mg_i + mg_l) * 3, M + (mg_i + mg_l) * 9);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 9; ++mg_j) M[(mg_i + mg_l) * 9 + mg_j] = mg_o_M[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
         }
@@ -964,12 +1074,12 @@ int mechgen_swash_plate_bias(const double *restrict q, const double *restrict qd
     const double tau1 = tau[0];
     const double tau2 = tau[1];
     const double tau3 = tau[2];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double beta3_02 = -0.25881904510252074*c3;
     const double a1_y = (9.81)*s1;
     const double omega_p3_J_x = -0.25881904510252074*qd2;
@@ -1035,25 +1145,22 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_b[3][8];
         double mg_o_gamma[2][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
-        double mg_w_c3[8];
-        double mg_w_s1[8];
-        double mg_w_omega_p3_J_x[8];
-        double mg_w_s3[8];
-        double mg_w_omega3_z[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
-        double mg_w_omega3_z_2[8];
         double mg_w_qd1[8];
-        double mg_w_c1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
             mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 3 + 0];
@@ -1063,54 +1170,35 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
-            const double omega_p3_J_x = -0.25881904510252074*qd2;
-            const double omega_p3_J_z = (0.9659258262890683)*qd2;
-            const double omega3_z = omega_p3_J_z + qd3;
-            const double oo3_zz = omega3_z*omega3_z;
-            const double omega3_z_2 = qd2 + (0.9659258262890683)*qd3;
-            mg_w_omega_p3_J_x[mg_l] = omega_p3_J_x;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_omega3_z_2[mg_l] = omega3_z_2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 3 + 0];
-            const double q2 = q[(mg_i + mg_l) * 3 + 1];
-            const double q3 = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c3 = mg_w_c3[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double omega_p3_J_x = mg_w_omega_p3_J_x[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
-            const double omega3_z_2 = mg_w_omega3_z_2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double c1 = mg_w_c1[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double beta3_02 = -0.25881904510252074*c3;
             const double a1_y = (9.81)*s1;
+            const double omega_p3_J_x = -0.25881904510252074*qd2;
+            const double omega_p3_J_z = (0.9659258262890683)*qd2;
             const double omega_p3_x = c3*omega_p3_J_x;
             const double omega_p3_y = -omega_p3_J_x*s3;
+            const double omega3_z = omega_p3_J_z + qd3;
             const double epsd3_x = omega_p3_y*qd3;
             const double epsd3_y = -omega_p3_x*qd3;
             const double oo3_xx = omega_p3_x*omega_p3_x;
+            const double oo3_zz = omega3_z*omega3_z;
             const double oo3_xy = omega_p3_x*omega_p3_y;
             const double oo3_xz = omega3_z*omega_p3_x;
             const double oo3_yz = omega3_z*omega_p3_y;
@@ -1130,6 +1218,7 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
             const double omega3_x = cse0;
             const double cse1 = qd3*theta_J3_21;
             const double omega3_y = cse1;
+            const double omega3_z_2 = qd2 + (0.9659258262890683)*qd3;
             const double eps3_x = -cse1*qd2;
             const double eps3_y = cse0*qd2;
             const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
@@ -1154,6 +1243,12 @@ int64_t mechgen_swash_plate_bias_batch(int64_t n, const double *q, const double 
             mg_o_gamma[1][mg_l] = -cse3*(c1*(omega3_x*trunnion_f1_y_y - omega3_y*trunnion_f1_y_x) - cse4*trunnion_f1_y_y - cse5*trunnion_f1_y_z - s1*(-omega3_x*trunnion_f1_y_z + omega3_z_2*trunnion_f1_y_x)) + cse6*trunnion_f1_y_x + eps3_x*(c1*trunnion_f1_y_z - s1*trunnion_f1_y_y) + omega3_y*(cse4*trunnion_f1_y_x + cse7*s1) + omega3_z_2*(-c1*cse7 + qd1*s1*trunnion_f1_y_x);
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_swash_plate_bias(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, tau + (mg_i + mg_l) * 3, b + (mg_i + mg_l) * 3, gamma + (mg_i + mg_l) * 2);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 3; ++mg_j) b[(mg_i + mg_l) * 3 + mg_j] = mg_o_b[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 2; ++mg_j) gamma[(mg_i + mg_l) * 2 + mg_j] = mg_o_gamma[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1183,12 +1278,12 @@ int mechgen_swash_plate_forward_dynamics(const double *restrict q, const double 
     const double tau1 = tau[0];
     const double tau2 = tau[1];
     const double tau3 = tau[2];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double beta3_02 = -0.25881904510252074*c3;
     const double IJ3_02 = (2.1539120601574185e-19)*c3;
     const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
@@ -1308,26 +1403,23 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_qdd[3][8];
         double mg_o_multipliers[2][8];
         double mg_o_reaction[6][8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
         double mg_w_qd2[8];
         double mg_w_qd3[8];
-        double mg_w_c3[8];
-        double mg_w_s1[8];
-        double mg_w_omega_p3_J_x[8];
-        double mg_w_s3[8];
-        double mg_w_omega3_z[8];
-        double mg_w_oo3_zz[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c1[8];
         double mg_w_tau1[8];
         double mg_w_tau2[8];
         double mg_w_tau3[8];
-        double mg_w_omega3_z_2[8];
         double mg_w_qd1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
             mg_w_tau1[mg_l] = tau[(mg_i + mg_l) * 3 + 0];
@@ -1337,58 +1429,39 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double omega_p3_J_x = -0.25881904510252074*qd2;
-            const double omega_p3_J_z = (0.9659258262890683)*qd2;
-            const double omega3_z = omega_p3_J_z + qd3;
-            const double oo3_zz = omega3_z*omega3_z;
-            const double omega3_z_2 = qd2 + (0.9659258262890683)*qd3;
-            mg_w_omega_p3_J_x[mg_l] = omega_p3_J_x;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-            mg_w_omega3_z_2[mg_l] = omega3_z_2;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 3 + 0];
-            const double q2 = q[(mg_i + mg_l) * 3 + 1];
-            const double q3 = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double omega_p3_J_x = mg_w_omega_p3_J_x[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double c1 = mg_w_c1[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
             const double tau1 = mg_w_tau1[mg_l];
             const double tau2 = mg_w_tau2[mg_l];
             const double tau3 = mg_w_tau3[mg_l];
-            const double omega3_z_2 = mg_w_omega3_z_2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double beta3_02 = -0.25881904510252074*c3;
             const double IJ3_02 = (2.1539120601574185e-19)*c3;
             const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
             const double Nm3_2_z = 0.017386664873203228 - 0.25881904510252074*IJ3_02;
             const double a1_y = (9.81)*s1;
+            const double omega_p3_J_x = -0.25881904510252074*qd2;
+            const double omega_p3_J_z = (0.9659258262890683)*qd2;
             const double omega_p3_x = c3*omega_p3_J_x;
             const double omega_p3_y = -omega_p3_J_x*s3;
+            const double omega3_z = omega_p3_J_z + qd3;
             const double epsd3_x = omega_p3_y*qd3;
             const double epsd3_y = -omega_p3_x*qd3;
             const double oo3_xx = omega_p3_x*omega_p3_x;
+            const double oo3_zz = omega3_z*omega3_z;
             const double oo3_xy = omega_p3_x*omega_p3_y;
             const double oo3_xz = omega3_z*omega_p3_x;
             const double oo3_yz = omega3_z*omega_p3_y;
@@ -1408,6 +1481,7 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double omega3_x = cse0;
             const double cse1 = qd3*theta_J3_21;
             const double omega3_y = cse1;
+            const double omega3_z_2 = qd2 + (0.9659258262890683)*qd3;
             const double eps3_x = -cse1*qd2;
             const double eps3_y = cse0*qd2;
             const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
@@ -1479,6 +1553,12 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_swash_plate_forward_dynamics(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, tau + (mg_i + mg_l) * 3, qdd + (mg_i + mg_l) * 3, multipliers + (mg_i + mg_l) * 2, reaction + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 2; ++mg_j) multipliers[(mg_i + mg_l) * 2 + mg_j] = mg_o_multipliers[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 6; ++mg_j) reaction[(mg_i + mg_l) * 6 + mg_j] = mg_o_reaction[mg_j][mg_l];
@@ -1513,12 +1593,12 @@ int mechgen_swash_plate_inverse_dynamics(const double *restrict q, const double 
     const double qd2 = qd[1];
     const double qd3 = qd[2];
     const double qdd_ind1 = qdd_ind[0];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -1626,81 +1706,46 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_tau_ind[1][8];
         double mg_o_qdd[3][8];
         double mg_o_multipliers[2][8];
         double mg_o_reaction[6][8];
-        double mg_w_qd2[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
-        double mg_w_qdd_ind1[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
-        double mg_w_omega3_z[8];
+        double mg_w_qd2[8];
         double mg_w_qd1[8];
-        double mg_w_omega_p3_J_x[8];
-        double mg_w_epsd3_J_x[8];
-        double mg_w_epsd3_J_z[8];
-        double mg_w_omega3_z_2[8];
-        double mg_w_oo3_zz[8];
+        double mg_w_qdd_ind1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
-            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            const double omega3_z = qd2 + (0.9659258262890683)*qd3;
-            const double omega_p3_J_x = -0.25881904510252074*qd2;
-            const double omega_p3_J_z = (0.9659258262890683)*qd2;
-            const double epsd3_J_x = -0.25881904510252074*qdd_ind1;
-            const double epsd3_J_z = (0.9659258262890683)*qdd_ind1;
-            const double omega3_z_2 = omega_p3_J_z + qd3;
-            const double oo3_zz = omega3_z_2*omega3_z_2;
-            mg_w_omega3_z[mg_l] = omega3_z;
-            mg_w_omega_p3_J_x[mg_l] = omega_p3_J_x;
-            mg_w_epsd3_J_x[mg_l] = epsd3_J_x;
-            mg_w_epsd3_J_z[mg_l] = epsd3_J_z;
-            mg_w_omega3_z_2[mg_l] = omega3_z_2;
-            mg_w_oo3_zz[mg_l] = oo3_zz;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 3 + 0];
-            const double q2 = q[(mg_i + mg_l) * 3 + 1];
-            const double q3 = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
+            mg_w_qdd_ind1[mg_l] = qdd_ind[(mg_i + mg_l) * 1 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
             int32_t mg_s = mg_st[mg_l];
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qdd_ind1 = mg_w_qdd_ind1[mg_l];
-            const double omega_p3_J_x = mg_w_omega_p3_J_x[mg_l];
-            const double epsd3_J_x = mg_w_epsd3_J_x[mg_l];
-            const double epsd3_J_z = mg_w_epsd3_J_z[mg_l];
-            const double omega3_z_2 = mg_w_omega3_z_2[mg_l];
-            const double oo3_zz = mg_w_oo3_zz[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -1712,6 +1757,7 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double omega3_x = cse0;
             const double cse1 = qd3*theta_J3_21;
             const double omega3_y = cse1;
+            const double omega3_z = qd2 + (0.9659258262890683)*qd3;
             const double eps3_x = -cse1*qd2;
             const double eps3_y = cse0*qd2;
             const double trunnion_f1_x_x = (0.9659258262890683)*tau3_00 + (0.25881904510252074)*theta_J3_20;
@@ -1748,12 +1794,18 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
             const double qdd_dep2 = -X1_2*qdd_ind1 + qdd0_2;
             const double a1_y = (9.81)*s1;
+            const double omega_p3_J_x = -0.25881904510252074*qd2;
+            const double omega_p3_J_z = (0.9659258262890683)*qd2;
             const double omega_p3_x = c3*omega_p3_J_x;
             const double omega_p3_y = -omega_p3_J_x*s3;
+            const double epsd3_J_x = -0.25881904510252074*qdd_ind1;
+            const double epsd3_J_z = (0.9659258262890683)*qdd_ind1;
+            const double omega3_z_2 = omega_p3_J_z + qd3;
             const double epsd3_x = c3*epsd3_J_x + omega_p3_y*qd3;
             const double epsd3_y = -epsd3_J_x*s3 - omega_p3_x*qd3;
             const double epsd3_z = epsd3_J_z + qdd_dep2;
             const double oo3_xx = omega_p3_x*omega_p3_x;
+            const double oo3_zz = omega3_z_2*omega3_z_2;
             const double oo3_xy = omega_p3_x*omega_p3_y;
             const double oo3_xz = omega3_z_2*omega_p3_x;
             const double oo3_yz = omega3_z_2*omega_p3_y;
@@ -1786,6 +1838,12 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_swash_plate_inverse_dynamics(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, qdd_ind + (mg_i + mg_l) * 1, tau_ind + (mg_i + mg_l) * 1, qdd + (mg_i + mg_l) * 3, multipliers + (mg_i + mg_l) * 2, reaction + (mg_i + mg_l) * 6);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) tau_ind[(mg_i + mg_l) * 1 + mg_j] = mg_o_tau_ind[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 3; ++mg_j) qdd[(mg_i + mg_l) * 3 + mg_j] = mg_o_qdd[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 2; ++mg_j) multipliers[(mg_i + mg_l) * 2 + mg_j] = mg_o_multipliers[mg_j][mg_l];
@@ -1820,11 +1878,11 @@ int mechgen_swash_plate_energy(const double *restrict q, const double *restrict 
     const double qd1 = qd[0];
     const double qd2 = qd[1];
     const double qd3 = qd[2];
-    const double c1 = cos(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    const double c1 = mg_cos(q1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -1855,50 +1913,39 @@ int64_t mechgen_swash_plate_energy_batch(int64_t n, const double *q, const doubl
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_T[1][8];
         double mg_o_V[1][8];
-        double mg_w_qd2[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
         double mg_w_qd3[8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_omega3_z[8];
+        double mg_w_qd2[8];
         double mg_w_qd1[8];
-        double mg_w_c1[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
+            mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
         }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
+            const double qd3 = mg_w_qd3[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double omega3_z = qd2 + (0.9659258262890683)*qd3;
-            mg_w_omega3_z[mg_l] = omega3_z;
-        }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 3 + 0];
-            const double q2 = q[(mg_i + mg_l) * 3 + 1];
-            const double q3 = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-        }
-        #pragma omp simd
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double qd3 = mg_w_qd3[mg_l];
-            const double omega3_z = mg_w_omega3_z[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
-            const double qd2 = mg_w_qd2[mg_l];
-            const double c1 = mg_w_c1[mg_l];
+            const double c1 = mg_cos_poly(q1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -1911,6 +1958,7 @@ int64_t mechgen_swash_plate_energy_batch(int64_t n, const double *q, const doubl
             const double tau3_12 = (0.25881904510252074)*s3;
             const double omega3_x = qd3*theta_J3_20;
             const double omega3_y = qd3*theta_J3_21;
+            const double omega3_z = qd2 + (0.9659258262890683)*qd3;
             const double omega_loc3_x = omega3_x*tau3_00 + omega3_y*tau3_01 + omega3_z*tau3_02;
             const double omega_loc3_y = omega3_x*tau3_10 + omega3_y*tau3_11 + omega3_z*tau3_12;
             const double omega_loc3_z = omega3_x*theta_J3_20 + omega3_y*theta_J3_21 + (0.9659258262890683)*omega3_z;
@@ -1918,6 +1966,12 @@ int64_t mechgen_swash_plate_energy_batch(int64_t n, const double *q, const doubl
             mg_o_V[0][mg_l] = -0.35316*c1 - 4.4145;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_swash_plate_energy(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, T + (mg_i + mg_l) * 1, V + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) T[(mg_i + mg_l) * 1 + mg_j] = mg_o_T[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) V[(mg_i + mg_l) * 1 + mg_j] = mg_o_V[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];
@@ -1982,12 +2036,12 @@ int mechgen_swash_plate_violation(const double *restrict q, const double *restri
     const double qd1 = qd[0];
     const double qd2 = qd[1];
     const double qd3 = qd[2];
-    const double c1 = cos(q1);
-    const double s1 = sin(q1);
-    const double c2 = cos(q2);
-    const double s2 = sin(q2);
-    const double c3 = cos(q3);
-    const double s3 = sin(q3);
+    double s1, c1;
+    mg_sincos(q1, &s1, &c1);
+    double s2, c2;
+    mg_sincos(q2, &s2, &c2);
+    double s3, c3;
+    mg_sincos(q3, &s3, &c3);
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -2018,44 +2072,40 @@ int64_t mechgen_swash_plate_violation_batch(int64_t n, const double *q, const do
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
         int32_t mg_st[8] = {0};
+        int32_t mg_range[8] = {0};
         double mg_o_position[1][8];
         double mg_o_velocity[1][8];
-        double mg_w_c2[8];
-        double mg_w_s2[8];
-        double mg_w_c3[8];
-        double mg_w_s3[8];
-        double mg_w_c1[8];
-        double mg_w_s1[8];
+        double mg_w_q1[8];
+        double mg_w_q2[8];
+        double mg_w_q3[8];
         double mg_w_qd2[8];
         double mg_w_qd1[8];
         double mg_w_qd3[8];
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            mg_w_q1[mg_l] = q[(mg_i + mg_l) * 3 + 0];
+            mg_w_q2[mg_l] = q[(mg_i + mg_l) * 3 + 1];
+            mg_w_q3[mg_l] = q[(mg_i + mg_l) * 3 + 2];
             mg_w_qd2[mg_l] = qd[(mg_i + mg_l) * 3 + 1];
             mg_w_qd1[mg_l] = qd[(mg_i + mg_l) * 3 + 0];
             mg_w_qd3[mg_l] = qd[(mg_i + mg_l) * 3 + 2];
         }
-        for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double q1 = q[(mg_i + mg_l) * 3 + 0];
-            const double q2 = q[(mg_i + mg_l) * 3 + 1];
-            const double q3 = q[(mg_i + mg_l) * 3 + 2];
-            mg_w_c1[mg_l] = cos(q1);
-            mg_w_s1[mg_l] = sin(q1);
-            mg_w_c2[mg_l] = cos(q2);
-            mg_w_s2[mg_l] = sin(q2);
-            mg_w_c3[mg_l] = cos(q3);
-            mg_w_s3[mg_l] = sin(q3);
-        }
         #pragma omp simd
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
-            const double c2 = mg_w_c2[mg_l];
-            const double s2 = mg_w_s2[mg_l];
-            const double c3 = mg_w_c3[mg_l];
-            const double s3 = mg_w_s3[mg_l];
-            const double c1 = mg_w_c1[mg_l];
-            const double s1 = mg_w_s1[mg_l];
+            const double q1 = mg_w_q1[mg_l];
+            const double q2 = mg_w_q2[mg_l];
+            const double q3 = mg_w_q3[mg_l];
             const double qd2 = mg_w_qd2[mg_l];
             const double qd1 = mg_w_qd1[mg_l];
             const double qd3 = mg_w_qd3[mg_l];
+            double s1, c1;
+            mg_sincos_poly(q1, &s1, &c1);
+            mg_range[mg_l] |= mg_trig_out_of_range(q1);
+            double s2, c2;
+            mg_sincos_poly(q2, &s2, &c2);
+            mg_range[mg_l] |= mg_trig_out_of_range(q2);
+            double s3, c3;
+            mg_sincos_poly(q3, &s3, &c3);
+            mg_range[mg_l] |= mg_trig_out_of_range(q3);
             const double theta_J3_00 = (0.9659258262890683)*c2;
             const double theta_J3_01 = (0.9659258262890683)*s2;
             const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -2076,6 +2126,12 @@ int64_t mechgen_swash_plate_violation_batch(int64_t n, const double *q, const do
             mg_o_velocity[0][mg_l] = sqrt((c1*qd2*trunnion_f1_x_x + cse0*qd1 + qd3*((0.9659258262890683)*c1*trunnion_f1_x_x - cse0*theta_J3_20 - cse1*trunnion_f1_x_x))*(c1*qd2*trunnion_f1_x_x + cse0*qd1 + qd3*((0.9659258262890683)*c1*trunnion_f1_x_x - cse0*theta_J3_20 - cse1*trunnion_f1_x_x)) + (c1*qd2*trunnion_f1_y_x + cse2*qd1 + qd3*((0.9659258262890683)*c1*trunnion_f1_y_x - cse1*trunnion_f1_y_x - cse2*theta_J3_20))*(c1*qd2*trunnion_f1_y_x + cse2*qd1 + qd3*((0.9659258262890683)*c1*trunnion_f1_y_x - cse1*trunnion_f1_y_x - cse2*theta_J3_20)));
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
+            if (mg_range[mg_l]) {   /* a sin/cos argument beyond MG_TRIG_BOUND, NaN or inf */
+                const int mg_s = mechgen_swash_plate_violation(q + (mg_i + mg_l) * 3, qd + (mg_i + mg_l) * 3, position + (mg_i + mg_l) * 1, velocity + (mg_i + mg_l) * 1);
+                status[mg_i + mg_l] = mg_s;
+                mg_failed += (mg_s != 0);
+                continue;
+            }
             for (int mg_j = 0; mg_j < 1; ++mg_j) position[(mg_i + mg_l) * 1 + mg_j] = mg_o_position[mg_j][mg_l];
             for (int mg_j = 0; mg_j < 1; ++mg_j) velocity[(mg_i + mg_l) * 1 + mg_j] = mg_o_velocity[mg_j][mg_l];
             status[mg_i + mg_l] = mg_st[mg_l];

@@ -20,11 +20,14 @@ KEYWORDS = frozenset({
     "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
     "union", "unsigned", "void", "volatile", "while",
 })
+TRIG_NAMES = ("mg_sincos", "mg_sincos_poly", "mg_sin", "mg_cos", "mg_sin_poly", "mg_cos_poly",
+              "mg_trig_out_of_range", "MG_TRIG_BOUND", "MG_ALWAYS_INLINE")
+"""The project's sin and cos, defined once per C file (templates/c/sincos.c.j2, docs/sincos.md)."""
 # what the generated C calls or declares: libm functions (fmax, fmin, fabs: the printed Max,
 # Min, Abs; pow: a non-integer power), the status variable, the _batch function's count and
 # loop index, the integer types of the signatures
 GENERATED_NAMES = frozenset({"sqrt", "sin", "cos", "fmax", "fmin", "fabs", "pow", "status", "n",
-                             "i", "int64_t", "int32_t"})
+                             "i", "int64_t", "int32_t", "uint64_t", "memcpy", *TRIG_NAMES})
 
 
 def c_comment(text: object) -> str:
@@ -52,6 +55,14 @@ class CPrinter(ScalarLines, C99CodePrinter):
 
     def language_pow(self, e, rational: bool) -> str:
         return C99CodePrinter._print_Pow(self, e)
+
+    def _print_sin(self, e) -> str:
+        """sin(x) as the project's ``mg_sin(x)`` (identical bits on every CPU; docs/sincos.md)."""
+        return f"mg_sin({self._print(e.args[0])})"
+
+    def _print_cos(self, e) -> str:
+        """cos(x) as the project's ``mg_cos(x)``."""
+        return f"mg_cos({self._print(e.args[0])})"
 
 
 class CBackend(Backend):
