@@ -57,6 +57,9 @@ Modelling choices (MuJoCo's side of the comparison; see ``mjcf_from_platform``):
 Run ``python bench/mujoco_race.py`` (``--type SPU`` for universal cuts, ``--python`` to time the
 Python loop) for the demo: a 6-UPS hexapod built here, its timing, and MuJoCo's platform
 acceleration against ``reference_udot``, an exact numpy solution independent of MuJoCo.
+``--mechanism NAME`` races a bundled mechanism instead (every leg type: UPS, SPU, UCU, RUS, RSU,
+PUS are all chains of hinges and slides closed by a ``connect``, plus the tendon row of a
+universal cut) and compares MuJoCo's platform acceleration with our ``step_accel``'s.
 Needs ``pip install mujoco`` (the wheel ships libmujoco and its C headers) and gcc; mujoco is
 not a dependency of the project.
 
@@ -769,8 +772,9 @@ def main(argv=None) -> int:
     ap.add_argument("--python", action="store_true", help="time the Python loop, not the C one")
     ap.add_argument("--type", default="UPS", choices=["UPS", "SPU"],
                     help="leg type of the sample (SPU: universal cuts)")
+    ap.add_argument("--mechanism", help="a bundled parallel mechanism instead of the sample")
     args = ap.parse_args(argv)
-    mech = sample_hexapod(args.type)
+    mech = sample_hexapod(args.type) if args.mechanism is None else bundled(args.mechanism)
     xs, us = sample_states(mech, args.states)
     r = time_mj_forward(mech, xs, us, args.repeats, use_c=not args.python)
     print(f"mechanism   {mech['name']}: nq={r['nq']} nv={r['nv']} constraint rows={r['nefc']}, "
@@ -796,7 +800,44 @@ def main(argv=None) -> int:
     print(f"relative difference |udot_mj - udot_ref| / |udot_ref| = {rel:.2e} "
           f"(MuJoCo's constraints are soft: solimp d = {SOLIMP[0]})")
     print(f"harness vs Python bindings, max |diff| = {r['harness_vs_bindings']:.1e}")
+    if args.mechanism is not None:
+        ours = ours_udot(args.mechanism, mech, xs[:5], us[:5])
+        mine = [platform_udot_at(mech, x, u) for x, u in zip(xs[:5], us[:5])]
+        rel = max(np.linalg.norm(a - b) / np.linalg.norm(b) for a, b in zip(mine, ours))
+        print(f"MuJoCo vs our step_accel over 5 states: largest relative udot difference "
+              f"{rel:.2e}")
     return 0
+
+
+def bundled(name: str) -> dict:
+    """The numeric description of a bundled parallel mechanism (its spec in
+    generator/mechanisms/)."""
+    sys.path.insert(0, str(HERE.parent))
+    from mechgen.generator.families.parallel.platform import numeric_platform
+    from mechgen.generator.frontend import load as load_spec
+    return numeric_platform(load_spec(HERE.parent / "generator" / "mechanisms" / f"{name}.toml"))
+
+
+def ours_udot(name: str, mech: dict, xs, us) -> np.ndarray:
+    """Our step_accel's udot at (xs, us) with MuJoCo's inputs: no drive force, no external
+    load, the spec's gravity."""
+    import mechgen
+    m = mechgen.load(name)
+    n = len(xs)
+    z3, z6 = np.zeros((n, 3)), np.zeros((n, len(mech["legs"])))
+    g = np.tile(np.asarray(mech["gravity"], float), (n, 1))
+    xdot, _ = m.step_accel(xs, us, z6, z3, z3, g, p=np.tile(m.params(), (n, 1)))
+    return xdot[:, 6:]
+
+
+def platform_udot_at(mech: dict, x, u) -> np.ndarray:
+    """MuJoCo's platform acceleration at one state (Python bindings, fresh data)."""
+    import mujoco
+    model = mujoco.MjModel.from_xml_string(mjcf_from_platform(mech))
+    data = mujoco.MjData(model)
+    set_state(model, data, mech, x, u)
+    mujoco.mj_forward(model, data)
+    return platform_udot(model, data)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@ What is timed (ns per state, best of ``reps`` interleaved repetitions after one 
   external load; our step also solves the legs' inverse kinematics and velocities and
   evaluates the joint laws, and returns leg accelerations, leg forces on C, base loads);
 - ours_single: ``<mech>_step`` N times on one state (one call per step, as a simulator does);
+- accel_batch, accel_single: the same for the lean ``<mech>_step_accel`` (the state derivative
+  and the leg accelerations only: what constraintDynamics returns; the harness checks that it
+  gives step's xdot and qdd, ``accel_vs_step``);
 - pin_batch: ``constraintDynamics`` over the same N states (``initConstraintDynamics`` once
   before the loop, as Pinocchio's examples do), given q and v of every joint and tau (the laws,
   evaluated here beforehand): only the constrained forward dynamics;
@@ -158,7 +161,7 @@ def prepare(name: str, generated: Path, n: int = 2000, check: int = 5,
     s["config"] = pcm.to_text(s["desc"]) + [
         f"prox {' '.join(map(repr, PROX))}", f"n {n}", f"check {check}",
         f"ours {s['ours']['F'].shape[1]} {s['ours']['p'].shape[1]} {len(sizes)} "
-        + " ".join(map(str, sizes))]
+        + " ".join(map(str, sizes)), f"accel {sizes[3]}"]
     s.update(name=name, n=n, check=check, exe=build_harness(name, src_dir))
     return s
 
@@ -178,7 +181,7 @@ def run(s: dict, reps: int = 7) -> dict:
         raise RuntimeError(f"harness failed: {r.stderr.strip()}")
     out = json.loads(r.stdout)
     if (out["nq"], out["nv"]) != (s["nq"], s["nv"]) or out["ours_failed"] or \
-            out["ours_single_status"]:
+            out["ours_single_status"] or out["accel_failed"] or not out["accel_vs_step"] <= 1e-12:
         raise RuntimeError(f"{s['name']}: harness model or our step disagrees: {r.stdout[:300]}")
     check = s["check"]
     diff = np.abs(np.array(out["ddq"]) - s["ddq"][:check]).max() / np.abs(s["ddq"][:check]).max()
@@ -189,10 +192,13 @@ def run(s: dict, reps: int = 7) -> dict:
     return {"n_states": s["n"], "reps": reps, "nq": s["nq"], "nv": s["nv"],
             "constraint_rows": s["constraint_rows"], "udot_rel_err": s["udot_rel_err"],
             "harness_vs_bindings": float(diff), "prox_iter": out["prox_iter"],
+            "accel_vs_step": out["accel_vs_step"],
             **{f"{k}_ns": v for k, v in t.items()},
             **{f"{k}_median_ns": v["median_ns"] for k, v in out["times"].items()},
             "pin_over_ours_batch": t["pin_batch"] / t["ours_batch"],
-            "pin_over_ours_single": t["pin_single"] / t["ours_single"]}
+            "pin_over_ours_single": t["pin_single"] / t["ours_single"],
+            "pin_over_accel_batch": t["pin_batch"] / t["accel_batch"],
+            "pin_over_accel_single": t["pin_single"] / t["accel_single"]}
 
 
 def race(name: str, generated: Path, n: int = 2000, reps: int = 7, check: int = 5,
@@ -216,7 +222,10 @@ def main(argv=None) -> int:
               f"batch {r['ours_batch_ns']:.0f}; Pinocchio single {r['pin_single_ns']:.0f}, "
               f"batch {r['pin_batch_ns']:.0f}, with init {r['pin_init_ns']:.0f}; "
               f"Pinocchio/ours single {r['pin_over_ours_single']:.1f}, batch "
-              f"{r['pin_over_ours_batch']:.1f}", flush=True)
+              f"{r['pin_over_ours_batch']:.1f}; step_accel single {r['accel_single_ns']:.0f}, "
+              f"batch {r['accel_batch_ns']:.0f}, Pinocchio/step_accel single "
+              f"{r['pin_over_accel_single']:.1f}, batch {r['pin_over_accel_batch']:.1f}",
+              flush=True)
     return 0
 
 
