@@ -27,7 +27,9 @@ harness's own ddq of the first states must equal the bindings'; otherwise the ra
 States: tests/platforms.random_states (seed 7), gravity fixed at the spec's (the harness's model
 has one gravity), only states our step accepts (inside the joint limits).
 
-Build: as bench/pinocchio_race.py (FLAGS ``-O3 -DNDEBUG`` for both sides, cached in
+Build: as bench/pinocchio_race.py (``-O3 -DNDEBUG``, plus ``-fno-math-errno`` as the runtime
+compiles the kernels (runtime/cbuild.py: sqrt inline, no libm call setting errno), the same
+flags for both sides, ``RACE_FLAGS``; cached in
 bench/results/pinocchio_build/; the Pinocchio part compiles once, about a minute).
 Run ``python bench/pinocchio_constraint_race.py hexapod_spu`` for one mechanism's numbers.
 """
@@ -53,6 +55,7 @@ from bench.pinocchio_race import (BUILD_DIR, FLAGS, PIN_DEFINES, _cached, _hash,
                                   _prefix, c_symbol_prefix)
 
 HARNESS_SRC = HERE / "pinocchio_constraint_harness.cpp"
+RACE_FLAGS = [*FLAGS, "-fno-math-errno"]
 PROX = (1e-12, 1e-12, 1e-10, 10)     # absolute and relative accuracy, mu, max iterations
 CHECK_RTOL = 1e-8
 STEP_INPUTS = ["x", "u", "F", "fE", "mE", "g", "p"]
@@ -66,7 +69,7 @@ def build_harness(mech: str, src_dir: Path) -> Path:
     cxx, cc = os.environ.get("CXX", "g++"), os.environ.get("CC", "gcc")
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    pin_cmd = [cxx, "-std=c++17", *FLAGS, *PIN_DEFINES, *inc, "-c", str(HARNESS_SRC)]
+    pin_cmd = [cxx, "-std=c++17", *RACE_FLAGS, *PIN_DEFINES, *inc, "-c", str(HARNESS_SRC)]
     pin_key = _hash(HARNESS_SRC.read_bytes(), pin_cmd, version, pinocchio.__version__)
     pin_obj = BUILD_DIR / f"constraint-pinocchio-{pin_key}.o"
     if not pin_obj.exists():
@@ -75,10 +78,10 @@ def build_harness(mech: str, src_dir: Path) -> Path:
     _cached(pin_obj, pin_cmd)
     src_dir = Path(src_dir).resolve()
     c, h = src_dir / f"{mech}.c", src_dir / f"{mech}.h"
-    glue_cmd = [cxx, "-std=c++17", *FLAGS, "-DMECHGEN_GLUE",
+    glue_cmd = [cxx, "-std=c++17", *RACE_FLAGS, "-DMECHGEN_GLUE",
                 f"-DMECHGEN_MECH={c_symbol_prefix(src_dir)}", f'-DMECHGEN_HEADER="{h}"',
                 "-c", str(HARNESS_SRC)]
-    mech_cmd = [cc, "-std=c99", *FLAGS, f"-I{src_dir}", "-c", str(c)]
+    mech_cmd = [cc, "-std=c99", *RACE_FLAGS, f"-I{src_dir}", "-c", str(c)]
     key = _hash(pin_key, glue_cmd, mech_cmd, c.read_bytes(), h.read_bytes())
     exe = BUILD_DIR / f"constraint-{mech}-{key}"
     if not exe.exists():
