@@ -7,7 +7,8 @@
    - without MECHGEN_GLUE: the Pinocchio side and main() (slow to compile, once per flag set);
    - with -DMECHGEN_GLUE -DMECHGEN_MECH=mechgen_<name> -DMECHGEN_HEADER="path/<name>.h":
      ours_step() and ours_step_batch(), calling <prefix>_step / <prefix>_step_batch of the
-     generated C file (compiled as C and linked).
+     generated C file (compiled as C and linked), and ours_accel() / ours_accel_batch(), calling
+     the lean <prefix>_step_accel / <prefix>_step_accel_batch (xdot and qdd only).
 
    CONFIG, one item a line (paths run to the end of the line):
      gravity GX GY GZ
@@ -20,18 +21,25 @@
      states PATH     float64 blocks of N x width, in this order: pin_q (nq), pin_v (nv),
                      pin_tau (nv), then ours: x 6, u 6, F NLEG, fE 3, mE 3, g 3, p NP
      ours NLEG NP NOUT SIZE_1..SIZE_NOUT     (our step's per-state sizes)
+     accel NQ                                 (leg coordinates: step_accel gives xdot 12, qdd NQ)
    Timed (ns per state, best and median of R interleaved repetitions, after one warm-up):
      pin_batch    constraintDynamics over the N states (initConstraintDynamics once before)
      pin_init     initConstraintDynamics + constraintDynamics per state over the N states
      pin_single   constraintDynamics N times on state 0
      ours_batch   <prefix>_step_batch over the N states
      ours_single  <prefix>_step N times on state 0
+     accel_batch  <prefix>_step_accel_batch over the N states
+     accel_single <prefix>_step_accel N times on state 0
+   accel_vs_step: the largest difference of step_accel's xdot and qdd from step's over the N
+   states, relative to the largest |value| of each.
    Prints one JSON object on stdout, with ddq of the first K states (for the driver's check). */
 
 #include <stdint.h>
 
 int ours_step(const double* const* in, double* const* out);
 int64_t ours_step_batch(int64_t n, const double* const* in, double* const* out, int32_t* status);
+int ours_accel(const double* const* in, double* const* out);
+int64_t ours_accel_batch(int64_t n, const double* const* in, double* const* out, int32_t* status);
 
 #ifdef MECHGEN_GLUE /* ------------------------------------------------------------------------- */
 
@@ -55,6 +63,17 @@ int64_t ours_step_batch(int64_t n, const double* const* in, double* const* out,
                                         out[7], out[8], status);
 }
 
+int ours_accel(const double* const* in, double* const* out) {
+  return CAT(MECHGEN_MECH, _step_accel)(in[0], in[1], in[2], in[3], in[4], in[5], in[6], out[0],
+                                        out[1]);
+}
+
+int64_t ours_accel_batch(int64_t n, const double* const* in, double* const* out,
+                         int32_t* status) {
+  return CAT(MECHGEN_MECH, _step_accel_batch)(n, in[0], in[1], in[2], in[3], in[4], in[5],
+                                              in[6], out[0], out[1], status);
+}
+
 #else /* Pinocchio side and main() ------------------------------------------------------------ */
 
 #include <pinocchio/algorithm/constrained-dynamics.hpp>
@@ -62,6 +81,7 @@ int64_t ours_step_batch(int64_t n, const double* const* in, double* const* out,
 #include <pinocchio/multibody.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -124,7 +144,7 @@ int main(int argc, char** argv) try {
   pinocchio::Model model;
   CModels cmodels;
   pinocchio::ProximalSettings prox(1e-12, 1e-10, 10);
-  long n = 0, nleg = 0, np = 0, check = 0;
+  long n = 0, nleg = 0, np = 0, check = 0, nq_legs = -1;
   int reps = 7;
   std::vector<long> out_sizes;
   while (std::getline(cfg, line)) {
@@ -174,11 +194,13 @@ int main(int argc, char** argv) try {
       ss >> nleg >> np >> nout;
       out_sizes.resize(nout);
       for (auto& s : out_sizes) ss >> s;
-    } else throw std::runtime_error("unknown config line: " + line);
+    } else if (key == "accel") ss >> nq_legs;
+    else throw std::runtime_error("unknown config line: " + line);
     if (ss.fail()) throw std::runtime_error("bad config line: " + line);
   }
-  if (n < 1 || reps < 1 || out_sizes.size() != 9 || check > n)
-    throw std::runtime_error("config needs n, reps >= 1, check <= n and 'ours' with 9 outputs");
+  if (n < 1 || reps < 1 || out_sizes.size() != 9 || check > n || nq_legs != out_sizes[3])
+    throw std::runtime_error("config needs n, reps >= 1, check <= n, 'ours' with 9 outputs and "
+                             "'accel' with the size of qdd");
 
   // States: pin_q, pin_v, pin_tau, then our inputs, each a block of n x width.
   const long widths[] = {model.nq, model.nv, model.nv, 6, 6, nleg, 3, 3, 3, np};
@@ -239,9 +261,26 @@ int main(int argc, char** argv) try {
     }
   };
 
+  std::vector<std::vector<double>> aouts = {std::vector<double>(size_t(n) * 12),
+                                            std::vector<double>(size_t(n) * nq_legs)};
+  std::vector<double*> aout = {aouts[0].data(), aouts[1].data()};
+  std::vector<int32_t> astatus(n);
+  int64_t accel_failed = 0;
+  auto accel_batch = [&] {
+    accel_failed = ours_accel_batch(n, in.data(), aout.data(), astatus.data());
+  };
+  auto accel_single = [&] {
+    for (long i = 0; i < n; i++) {
+      single_status |= ours_accel(in.data(), aout.data());
+      sink += aout[0][6];
+    }
+  };
+
   std::vector<std::pair<std::string, std::function<void()>>> passes = {
-      {"ours_batch", ours_batch}, {"pin_batch", pin_batch}, {"ours_single", ours_single},
-      {"pin_single", pin_single}, {"pin_init", pin_init}};
+      {"ours_batch", ours_batch},     {"pin_batch", pin_batch},
+      {"ours_single", ours_single},   {"pin_single", pin_single},
+      {"pin_init", pin_init},         {"accel_batch", accel_batch},
+      {"accel_single", accel_single}};
   std::map<std::string, std::vector<double>> t;
   for (auto& [name, f] : passes) f();  // warm-up
   for (int r = 0; r < reps; r++) {     // interleaved, order reversed every other repetition
@@ -251,11 +290,25 @@ int main(int argc, char** argv) try {
     }
   }
 
+  ours_batch();  // both batch outputs over all N states, compared
+  accel_batch();
+  double accel_vs_step = 0;
+  for (int o = 0; o < 2; o++) {
+    const std::vector<double>& a = aouts[o];
+    const std::vector<double>& b = outs[o == 0 ? 0 : 3];
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < a.size(); i++) {
+      diff = std::max(diff, std::abs(a[i] - b[i]));
+      scale = std::max(scale, std::abs(b[i]));
+    }
+    accel_vs_step = std::max(accel_vs_step, diff / scale);
+  }
+
   printf("{\"n\": %ld, \"reps\": %d, \"nq\": %d, \"nv\": %d, \"njoints\": %d, "
          "\"nconstraints\": %zu, \"ours_failed\": %ld, \"ours_single_status\": %d, "
-         "\"sink\": %.17g, \"times\": {",
+         "\"accel_failed\": %ld, \"accel_vs_step\": %.3g, \"sink\": %.17g, \"times\": {",
          n, reps, model.nq, model.nv, model.njoints, cmodels.size(), long(failed),
-         single_status, sink);
+         single_status, long(accel_failed), accel_vs_step, sink);
   bool first = true;
   for (auto& [name, ts] : t) {
     std::sort(ts.begin(), ts.end());

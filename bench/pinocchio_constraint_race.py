@@ -9,6 +9,9 @@ What is timed (ns per state, best of ``reps`` interleaved repetitions after one 
   external load; our step also solves the legs' inverse kinematics and velocities and
   evaluates the joint laws, and returns leg accelerations, leg forces on C, base loads);
 - ours_single: ``<mech>_step`` N times on one state (one call per step, as a simulator does);
+- accel_batch, accel_single: the same for the lean ``<mech>_step_accel`` (the state derivative
+  and the leg accelerations only: what constraintDynamics returns; the harness checks that it
+  gives step's xdot and qdd, ``accel_vs_step``);
 - pin_batch: ``constraintDynamics`` over the same N states (``initConstraintDynamics`` once
   before the loop, as Pinocchio's examples do), given q and v of every joint and tau (the laws,
   evaluated here beforehand): only the constrained forward dynamics;
@@ -24,7 +27,9 @@ harness's own ddq of the first states must equal the bindings'; otherwise the ra
 States: tests/platforms.random_states (seed 7), gravity fixed at the spec's (the harness's model
 has one gravity), only states our step accepts (inside the joint limits).
 
-Build: as bench/pinocchio_race.py (FLAGS ``-O3 -DNDEBUG`` for both sides, cached in
+Build: as bench/pinocchio_race.py (``-O3 -DNDEBUG``, plus ``-fno-math-errno`` as the runtime
+compiles the kernels (runtime/cbuild.py: sqrt inline, no libm call setting errno), the same
+flags for both sides, ``RACE_FLAGS``; cached in
 bench/results/pinocchio_build/; the Pinocchio part compiles once, about a minute).
 Run ``python bench/pinocchio_constraint_race.py hexapod_spu`` for one mechanism's numbers.
 """
@@ -50,6 +55,7 @@ from bench.pinocchio_race import (BUILD_DIR, FLAGS, PIN_DEFINES, _cached, _hash,
                                   _prefix, c_symbol_prefix)
 
 HARNESS_SRC = HERE / "pinocchio_constraint_harness.cpp"
+RACE_FLAGS = [*FLAGS, "-fno-math-errno"]
 PROX = (1e-12, 1e-12, 1e-10, 10)     # absolute and relative accuracy, mu, max iterations
 CHECK_RTOL = 1e-8
 STEP_INPUTS = ["x", "u", "F", "fE", "mE", "g", "p"]
@@ -63,7 +69,7 @@ def build_harness(mech: str, src_dir: Path) -> Path:
     cxx, cc = os.environ.get("CXX", "g++"), os.environ.get("CC", "gcc")
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    pin_cmd = [cxx, "-std=c++17", *FLAGS, *PIN_DEFINES, *inc, "-c", str(HARNESS_SRC)]
+    pin_cmd = [cxx, "-std=c++17", *RACE_FLAGS, *PIN_DEFINES, *inc, "-c", str(HARNESS_SRC)]
     pin_key = _hash(HARNESS_SRC.read_bytes(), pin_cmd, version, pinocchio.__version__)
     pin_obj = BUILD_DIR / f"constraint-pinocchio-{pin_key}.o"
     if not pin_obj.exists():
@@ -72,10 +78,10 @@ def build_harness(mech: str, src_dir: Path) -> Path:
     _cached(pin_obj, pin_cmd)
     src_dir = Path(src_dir).resolve()
     c, h = src_dir / f"{mech}.c", src_dir / f"{mech}.h"
-    glue_cmd = [cxx, "-std=c++17", *FLAGS, "-DMECHGEN_GLUE",
+    glue_cmd = [cxx, "-std=c++17", *RACE_FLAGS, "-DMECHGEN_GLUE",
                 f"-DMECHGEN_MECH={c_symbol_prefix(src_dir)}", f'-DMECHGEN_HEADER="{h}"',
                 "-c", str(HARNESS_SRC)]
-    mech_cmd = [cc, "-std=c99", *FLAGS, f"-I{src_dir}", "-c", str(c)]
+    mech_cmd = [cc, "-std=c99", *RACE_FLAGS, f"-I{src_dir}", "-c", str(c)]
     key = _hash(pin_key, glue_cmd, mech_cmd, c.read_bytes(), h.read_bytes())
     exe = BUILD_DIR / f"constraint-{mech}-{key}"
     if not exe.exists():
@@ -158,7 +164,7 @@ def prepare(name: str, generated: Path, n: int = 2000, check: int = 5,
     s["config"] = pcm.to_text(s["desc"]) + [
         f"prox {' '.join(map(repr, PROX))}", f"n {n}", f"check {check}",
         f"ours {s['ours']['F'].shape[1]} {s['ours']['p'].shape[1]} {len(sizes)} "
-        + " ".join(map(str, sizes))]
+        + " ".join(map(str, sizes)), f"accel {sizes[3]}"]
     s.update(name=name, n=n, check=check, exe=build_harness(name, src_dir))
     return s
 
@@ -178,7 +184,7 @@ def run(s: dict, reps: int = 7) -> dict:
         raise RuntimeError(f"harness failed: {r.stderr.strip()}")
     out = json.loads(r.stdout)
     if (out["nq"], out["nv"]) != (s["nq"], s["nv"]) or out["ours_failed"] or \
-            out["ours_single_status"]:
+            out["ours_single_status"] or out["accel_failed"] or not out["accel_vs_step"] <= 1e-12:
         raise RuntimeError(f"{s['name']}: harness model or our step disagrees: {r.stdout[:300]}")
     check = s["check"]
     diff = np.abs(np.array(out["ddq"]) - s["ddq"][:check]).max() / np.abs(s["ddq"][:check]).max()
@@ -189,10 +195,13 @@ def run(s: dict, reps: int = 7) -> dict:
     return {"n_states": s["n"], "reps": reps, "nq": s["nq"], "nv": s["nv"],
             "constraint_rows": s["constraint_rows"], "udot_rel_err": s["udot_rel_err"],
             "harness_vs_bindings": float(diff), "prox_iter": out["prox_iter"],
+            "accel_vs_step": out["accel_vs_step"],
             **{f"{k}_ns": v for k, v in t.items()},
             **{f"{k}_median_ns": v["median_ns"] for k, v in out["times"].items()},
             "pin_over_ours_batch": t["pin_batch"] / t["ours_batch"],
-            "pin_over_ours_single": t["pin_single"] / t["ours_single"]}
+            "pin_over_ours_single": t["pin_single"] / t["ours_single"],
+            "pin_over_accel_batch": t["pin_batch"] / t["accel_batch"],
+            "pin_over_accel_single": t["pin_single"] / t["accel_single"]}
 
 
 def race(name: str, generated: Path, n: int = 2000, reps: int = 7, check: int = 5,
@@ -216,7 +225,10 @@ def main(argv=None) -> int:
               f"batch {r['ours_batch_ns']:.0f}; Pinocchio single {r['pin_single_ns']:.0f}, "
               f"batch {r['pin_batch_ns']:.0f}, with init {r['pin_init_ns']:.0f}; "
               f"Pinocchio/ours single {r['pin_over_ours_single']:.1f}, batch "
-              f"{r['pin_over_ours_batch']:.1f}", flush=True)
+              f"{r['pin_over_ours_batch']:.1f}; step_accel single {r['accel_single_ns']:.0f}, "
+              f"batch {r['accel_batch_ns']:.0f}, Pinocchio/step_accel single "
+              f"{r['pin_over_accel_single']:.1f}, batch {r['pin_over_accel_batch']:.1f}",
+              flush=True)
     return 0
 
 

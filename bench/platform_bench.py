@@ -29,7 +29,7 @@ from tests.platforms import law_forces, random_states  # noqa: E402
 from tests.reference import parallel_numpy as ref  # noqa: E402
 
 KERNELS = ["inverse_kinematics", "velocity_constraints", "acceleration_terms", "leg_dynamics",
-           "reduced_dynamics", "step", "drive_forces"]
+           "reduced_dynamics", "step", "step_accel", "drive_forces"]
 
 
 def _numpy_step(num, st, i):
@@ -54,11 +54,13 @@ def bench_platform(spec: Path, tmp: Path, batch: int, mujoco: bool,
     first = m.step(*args, p=p, errors="nan")     # first touch of the memory (a few random states
     #                                      may pass a joint limit: NaN rows, timing unchanged)
     t_c = best(lambda: m.step(*args, p=p, errors="nan")) / batch
+    t_accel = best(lambda: m.step_accel(*args, p=p, errors="nan")) / batch
     n_np = 20
     t_np = best(lambda: [_numpy_step(num, st, i) for i in range(n_np)], 3) / n_np
     ops = {g.kernel.name: {"ops": g.ops, "dense": g.dense} for g in gen}
     out = {"generation_s": tgen, "legs": [leg.type for leg in pf.legs], "kernels": ops,
-           "t_step_c_ns": t_c * 1e9, "t_step_numpy_ns": t_np * 1e9, "numpy_over_c": t_np / t_c}
+           "t_step_c_ns": t_c * 1e9, "t_step_accel_c_ns": t_accel * 1e9,
+           "t_step_numpy_ns": t_np * 1e9, "numpy_over_c": t_np / t_c}
     if mujoco:
         from bench import mujoco_race
         ok = np.flatnonzero(np.isfinite(first[0]).all(axis=1))[:2000]   # reachable states
@@ -90,6 +92,8 @@ def _race_rounds(name: str, tmp: Path, num: dict, mj_out: dict | None, mj: dict 
     best = {**runs[0], **{k: min(r[k] for r in runs) for k in runs[0] if k.endswith("_ns")}}
     best["pin_over_ours_batch"] = best["pin_batch_ns"] / best["ours_batch_ns"]
     best["pin_over_ours_single"] = best["pin_single_ns"] / best["ours_single_ns"]
+    best["pin_over_accel_batch"] = best["pin_batch_ns"] / best["accel_batch_ns"]
+    best["pin_over_accel_single"] = best["pin_single_ns"] / best["accel_single_ns"]
     best["rounds"] = rounds
     return best
 
@@ -104,12 +108,14 @@ def _have(module: str, hint: str) -> bool:
 
 
 def race_table(results: dict) -> None:
-    """Ours vs MuJoCo vs Pinocchio, single state and batch, ns per state and ratios."""
+    """Ours (step and the lean step_accel) vs MuJoCo vs Pinocchio, single state and batch, ns
+    per state and ratios."""
     head = (f"{'mechanism':22s} {'legs':5s} {'ours 1':>7s} {'ours N':>7s} {'MJ 1':>7s} "
             f"{'MJ N':>7s} {'Pin 1':>7s} {'Pin N':>7s} {'MJ/o 1':>7s} {'MJ/o N':>7s} "
             f"{'Pin/o 1':>7s} {'Pin/o N':>7s}")
-    print("\nstep vs MuJoCo mj_forward and Pinocchio constraintDynamics, compiled loops, ns per "
-          "state (1: one state repeated, N: 2000 states; ours timed beside Pinocchio)")
+    print("\nstep (and below it the lean step_accel) vs MuJoCo mj_forward and Pinocchio "
+          "constraintDynamics, compiled loops, ns per state (1: one state repeated, N: 2000 "
+          "states; ours timed beside Pinocchio)")
     print(head + "\n" + "-" * len(head))
     for name, r in results.items():
         if "pinocchio" not in r:
@@ -122,6 +128,10 @@ def race_table(results: dict) -> None:
               f"{pr['pin_single_ns']:7.0f} {pr['pin_batch_ns']:7.0f} {m1 / o1:7.1f} "
               f"{mN / oN:7.1f} {pr['pin_over_ours_single']:7.1f} "
               f"{pr['pin_over_ours_batch']:7.1f}", flush=True)
+        a1, aN = pr["accel_single_ns"], pr["accel_batch_ns"]
+        print(f"{'  step_accel':22s} {'':5s} {a1:7.0f} {aN:7.0f} {'':7s} {'':7s} {'':7s} "
+              f"{'':7s} {m1 / a1:7.1f} {mN / aN:7.1f} {pr['pin_over_accel_single']:7.1f} "
+              f"{pr['pin_over_accel_batch']:7.1f}", flush=True)
 
 
 def run(specs: list[Path], tmp: Path, batch: int) -> dict:
@@ -129,7 +139,8 @@ def run(specs: list[Path], tmp: Path, batch: int) -> dict:
     have_pin = _have("pinocchio", "`pip install pin` for the Pinocchio race")
     results = {}
     head = (f"{'mechanism':22s} {'legs':8s} {'gen s':>6s} {'step ops':>8s} {'dense':>6s} "
-            f"{'C ns':>7s} {'numpy ns':>10s} {'np/C':>7s} {'MuJoCo ns':>10s} {'MJ/C':>5s}")
+            f"{'C ns':>7s} {'numpy ns':>10s} {'np/C':>7s} {'MuJoCo ns':>10s} {'MJ/C':>5s} "
+            f"{'accel ops':>9s} {'accel ns':>8s}")
     print(head)
     print("-" * len(head))
     for spec in specs:
@@ -141,7 +152,8 @@ def run(specs: list[Path], tmp: Path, batch: int) -> dict:
               else f"{'-':>10s} {'-':>5s}")
         print(f"{spec.stem:22s} {legs:8s} {r['generation_s']:6.1f} {s['ops']['total']:8d} "
               f"{s['dense']['total']:6d} {r['t_step_c_ns']:7.0f} {r['t_step_numpy_ns']:10.0f} "
-              f"{r['numpy_over_c']:7.0f} {mj}", flush=True)
+              f"{r['numpy_over_c']:7.0f} {mj} {r['kernels']['step_accel']['ops']['total']:9d} "
+              f"{r['t_step_accel_c_ns']:8.0f}", flush=True)
     print("\nops per kernel (generated / dense):")
     for name, r in results.items():
         print(f"  {name:22s} " + "  ".join(f"{k} {r['kernels'][k]['ops']['total']}/"

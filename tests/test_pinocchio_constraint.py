@@ -23,7 +23,7 @@ PROX = (1e-12, 1e-10, 10)        # accuracy, mu, iterations: as Pinocchio's clos
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
-def test_pinocchio_constraint_dynamics_equals_our_step(name):
+def test_pinocchio_constraint_dynamics_equals_our_step_and_step_accel(name):
     _, num = bundled(name)
     mech = mechgen.load(name)
     desc = pcm.describe(num)
@@ -36,6 +36,8 @@ def test_pinocchio_constraint_dynamics_equals_our_step(name):
     out = mech.step(st["x"], st["u"], st["F"], st["fE"], st["mE"], st["g"], p=mech.params(),
                     errors="nan")
     xdot, q, qd, qdd = out[:4]
+    lean_xdot, lean_qdd = mech.step_accel(st["x"], st["u"], st["F"], st["fE"], st["mE"], st["g"],
+                                          p=mech.params(), errors="nan")
     ok = np.flatnonzero(np.isfinite(xdot).all(axis=1))
     assert len(ok) >= 30
     split = np.cumsum([len(leg["joints"]) for leg in num["legs"]])[:-1]
@@ -52,6 +54,10 @@ def test_pinocchio_constraint_dynamics_equals_our_step(name):
         np.testing.assert_allclose(udot, xdot[i, 6:], rtol=0,
                                    atol=1e-10 * np.abs(xdot[i, 6:]).max())
         np.testing.assert_allclose(ddq[leg_v], qdd[i], rtol=0,
+                                   atol=1e-10 * np.abs(qdd[i]).max())
+        np.testing.assert_allclose(udot, lean_xdot[i, 6:], rtol=0,       # the lean step
+                                   atol=1e-10 * np.abs(xdot[i, 6:]).max())
+        np.testing.assert_allclose(ddq[leg_v], lean_qdd[i], rtol=0,
                                    atol=1e-10 * np.abs(qdd[i]).max())
 
 

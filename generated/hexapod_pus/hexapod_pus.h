@@ -56,7 +56,7 @@
  *   status 603: leg6 slide below its lower limit -0.3 m
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
- *   ops: 164 adds, 176 muls, 12 divs, 18 sqrt, 18 trig (388 total)
+ *   ops: 158 adds, 164 muls, 6 divs, 12 sqrt, 18 trig (358 total)
  */
 int mechgen_hexapod_pus_inverse_kinematics(const double *x, const double *p, double *q);
 int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status);
@@ -133,7 +133,7 @@ int64_t mechgen_hexapod_pus_newton_step_batch(int64_t n, const double *x, const 
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 526 adds, 895 muls, 24 divs, 18 sqrt, 6 trig (1469 total)
+ *   ops: 520 adds, 883 muls, 18 divs, 12 sqrt, 6 trig (1439 total)
  */
 int mechgen_hexapod_pus_velocity_constraints(const double *x, const double *p, double *H);
 int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
@@ -186,7 +186,7 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 616 adds, 1003 muls, 24 divs, 18 sqrt, 18 trig (1679 total)
+ *   ops: 610 adds, 991 muls, 18 divs, 12 sqrt, 18 trig (1649 total)
  */
 int mechgen_hexapod_pus_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
 int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
@@ -238,7 +238,7 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 684 adds, 1137 muls, 24 divs, 18 sqrt, 6 trig (1869 total)
+ *   ops: 678 adds, 1125 muls, 18 divs, 12 sqrt, 6 trig (1839 total)
  */
 int mechgen_hexapod_pus_acceleration_terms(const double *x, const double *u, const double *p, double *h);
 int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
@@ -292,7 +292,7 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 634 adds, 1027 muls, 24 divs, 18 sqrt, 6 trig (1709 total)
+ *   ops: 628 adds, 1015 muls, 18 divs, 12 sqrt, 6 trig (1679 total)
  */
 int mechgen_hexapod_pus_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
 int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
@@ -361,7 +361,7 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 865 adds, 1383 muls, 24 divs, 18 sqrt, 6 trig (2296 total)
+ *   ops: 859 adds, 1371 muls, 18 divs, 12 sqrt, 6 trig (2266 total)
  */
 int mechgen_hexapod_pus_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -421,7 +421,7 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1689 adds, 2394 muls, 30 divs, 18 sqrt, 6 trig (4137 total)
+ *   ops: 1683 adds, 2382 muls, 24 divs, 12 sqrt, 6 trig (4107 total)
  */
 int mechgen_hexapod_pus_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -493,10 +493,73 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2335 adds, 3150 muls, 31 divs, 18 sqrt, 18 trig (5552 total)
+ *   ops: 2329 adds, 3138 muls, 25 divs, 12 sqrt, 18 trig (5522 total)
  */
 int mechgen_hexapod_pus_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
+
+/* step_accel: The lean step: xdot = [v_C, psi_dot, udot_C] and the leg joint accelerations qdd, nothing
+ *   else (step gives the loads).
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[7]: named spec parameters, shape (7,), in this order: c_joint, c_slide, k_slide, m_platform,
+ *       m_rod, m_slider, preload
+ *   out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+ *       (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
+ *   out qdd[18] shape 18: leg joint accelerations (rad/s^2, m/s^2 for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_slide, leg1_u1, leg1_u2, leg2_slide, leg2_u1, leg2_u2, leg3_slide,
+ *       leg3_u1, leg3_u2, leg4_slide, leg4_u1, leg4_u2, leg5_slide, leg5_u1, leg5_u2, leg6_slide,
+ *       leg6_u1, leg6_u2
+ *   status 3: reduced mass matrix A*_C not positive definite
+ *   status 4: y-z-x angles singular (psi_z = +-90 deg)
+ *   status 101: leg1 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
+ *   status 102: leg1 slide: rod perpendicular to the rail (singular)
+ *   status 103: leg1 slide below its lower limit -0.3 m
+ *   status 104: leg1 slide above its upper limit 0.3 m
+ *   status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
+ *   status 202: leg2 slide: rod perpendicular to the rail (singular)
+ *   status 203: leg2 slide below its lower limit -0.3 m
+ *   status 204: leg2 slide above its upper limit 0.3 m
+ *   status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
+ *   status 302: leg3 slide: rod perpendicular to the rail (singular)
+ *   status 303: leg3 slide below its lower limit -0.3 m
+ *   status 304: leg3 slide above its upper limit 0.3 m
+ *   status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
+ *   status 402: leg4 slide: rod perpendicular to the rail (singular)
+ *   status 403: leg4 slide below its lower limit -0.3 m
+ *   status 404: leg4 slide above its upper limit 0.3 m
+ *   status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
+ *   status 502: leg5 slide: rod perpendicular to the rail (singular)
+ *   status 503: leg5 slide below its lower limit -0.3 m
+ *   status 504: leg5 slide above its upper limit 0.3 m
+ *   status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 slide: pose out of reach (rod 0.778518 m cannot meet the platform joint from the rail)
+ *   status 602: leg6 slide: rod perpendicular to the rail (singular)
+ *   status 603: leg6 slide below its lower limit -0.3 m
+ *   status 604: leg6 slide above its upper limit 0.3 m
+ *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 1795 adds, 2496 muls, 25 divs, 12 sqrt, 6 trig (4334 total)
+ */
+int mechgen_hexapod_pus_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
+int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
 
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -546,7 +609,7 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 856 adds, 1382 muls, 24 divs, 18 sqrt, 6 trig (2286 total)
+ *   ops: 850 adds, 1370 muls, 18 divs, 12 sqrt, 6 trig (2256 total)
  */
 int mechgen_hexapod_pus_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -603,7 +666,7 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1955 adds, 2743 muls, 30 divs, 24 sqrt, 6 trig (4758 total)
+ *   ops: 1949 adds, 2731 muls, 24 divs, 18 sqrt, 6 trig (4728 total)
  */
 int mechgen_hexapod_pus_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -679,7 +742,7 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2802 adds, 3731 muls, 31 divs, 18 sqrt, 18 trig (6600 total)
+ *   ops: 2796 adds, 3719 muls, 25 divs, 12 sqrt, 18 trig (6570 total)
  */
 int mechgen_hexapod_pus_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -755,7 +818,7 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7541 adds, 9665 muls, 31 divs, 18 sqrt, 18 trig (17273 total)
+ *   ops: 7535 adds, 9653 muls, 25 divs, 12 sqrt, 18 trig (17243 total)
  */
 int mechgen_hexapod_pus_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -809,7 +872,7 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
  *   status 604: leg6 slide above its upper limit 0.3 m
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1369 adds, 2005 muls, 24 divs, 18 sqrt, 6 trig (3422 total)
+ *   ops: 1363 adds, 1993 muls, 18 divs, 12 sqrt, 6 trig (3392 total)
  */
 int mechgen_hexapod_pus_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

@@ -61,7 +61,7 @@
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
- *   ops: 361 adds, 561 muls, 24 divs, 24 sqrt, 30 trig (1000 total)
+ *   ops: 355 adds, 549 muls, 18 divs, 18 sqrt, 30 trig (970 total)
  */
 int mechgen_hexapod_rsu_inverse_kinematics(const double *x, const double *p, double *q);
 int64_t mechgen_hexapod_rsu_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status);
@@ -144,7 +144,7 @@ int64_t mechgen_hexapod_rsu_newton_step_batch(int64_t n, const double *x, const 
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1021 adds, 1768 muls, 48 divs, 24 sqrt, 12 trig (2873 total)
+ *   ops: 1015 adds, 1756 muls, 42 divs, 18 sqrt, 12 trig (2843 total)
  */
 int mechgen_hexapod_rsu_velocity_constraints(const double *x, const double *p, double *H);
 int64_t mechgen_hexapod_rsu_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
@@ -202,7 +202,7 @@ int64_t mechgen_hexapod_rsu_velocity_constraints_batch(int64_t n, const double *
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1141 adds, 1912 muls, 48 divs, 24 sqrt, 30 trig (3155 total)
+ *   ops: 1135 adds, 1900 muls, 42 divs, 18 sqrt, 30 trig (3125 total)
  */
 int mechgen_hexapod_rsu_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
 int64_t mechgen_hexapod_rsu_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
@@ -259,7 +259,7 @@ int64_t mechgen_hexapod_rsu_leg_rates_batch(int64_t n, const double *x, const do
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1515 adds, 2478 muls, 48 divs, 24 sqrt, 12 trig (4077 total)
+ *   ops: 1509 adds, 2466 muls, 42 divs, 18 sqrt, 12 trig (4047 total)
  */
 int mechgen_hexapod_rsu_acceleration_terms(const double *x, const double *u, const double *p, double *h);
 int64_t mechgen_hexapod_rsu_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
@@ -318,7 +318,7 @@ int64_t mechgen_hexapod_rsu_acceleration_terms_batch(int64_t n, const double *x,
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 679 adds, 1162 muls, 36 divs, 24 sqrt, 12 trig (1913 total)
+ *   ops: 673 adds, 1150 muls, 30 divs, 18 sqrt, 12 trig (1883 total)
  */
 int mechgen_hexapod_rsu_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
 int64_t mechgen_hexapod_rsu_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
@@ -392,7 +392,7 @@ int64_t mechgen_hexapod_rsu_leg_forces_batch(int64_t n, const double *x, const d
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1579 adds, 2658 muls, 48 divs, 24 sqrt, 12 trig (4321 total)
+ *   ops: 1573 adds, 2646 muls, 42 divs, 18 sqrt, 12 trig (4291 total)
  */
 int mechgen_hexapod_rsu_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hexapod_rsu_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -457,7 +457,7 @@ int64_t mechgen_hexapod_rsu_leg_dynamics_batch(int64_t n, const double *x, const
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2937 adds, 4299 muls, 54 divs, 24 sqrt, 12 trig (7326 total)
+ *   ops: 2931 adds, 4287 muls, 48 divs, 18 sqrt, 12 trig (7296 total)
  */
 int mechgen_hexapod_rsu_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hexapod_rsu_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -534,10 +534,78 @@ int64_t mechgen_hexapod_rsu_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3774 adds, 5301 muls, 55 divs, 24 sqrt, 30 trig (9184 total)
+ *   ops: 3768 adds, 5289 muls, 49 divs, 18 sqrt, 30 trig (9154 total)
  */
 int mechgen_hexapod_rsu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_rsu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
+
+/* step_accel: The lean step: xdot = [v_C, psi_dot, udot_C] and the leg joint accelerations qdd, nothing
+ *   else (step gives the loads).
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+ *       (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
+ *   out qdd[24] shape 24: leg joint accelerations (rad/s^2, m/s^2 for a stroke), shape (24,), in the order of the leg
+ *       coordinates: leg1_crank, leg1_s1, leg1_s2, leg1_s3, leg2_crank, leg2_s1, leg2_s2, leg2_s3,
+ *       leg3_crank, leg3_s1, leg3_s2, leg3_s3, leg4_crank, leg4_s1, leg4_s2, leg4_s3, leg5_crank,
+ *       leg5_s1, leg5_s2, leg5_s3, leg6_crank, leg6_s1, leg6_s2, leg6_s3
+ *   status 3: reduced mass matrix A*_C not positive definite
+ *   status 4: y-z-x angles singular (psi_z = +-90 deg)
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 132: leg1 s3: cut universal joint axis along the leg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 232: leg2 s3: cut universal joint axis along the leg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 332: leg3 s3: cut universal joint axis along the leg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 432: leg4 s3: cut universal joint axis along the leg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 532: leg5 s3: cut universal joint axis along the leg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 3079 adds, 4437 muls, 49 divs, 18 sqrt, 12 trig (7595 total)
+ */
+int mechgen_hexapod_rsu_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
+int64_t mechgen_hexapod_rsu_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
 
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -592,7 +660,7 @@ int64_t mechgen_hexapod_rsu_step_batch(int64_t n, const double *x, const double 
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1526 adds, 2539 muls, 48 divs, 24 sqrt, 12 trig (4149 total)
+ *   ops: 1520 adds, 2527 muls, 42 divs, 18 sqrt, 12 trig (4119 total)
  */
 int mechgen_hexapod_rsu_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_hexapod_rsu_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -654,7 +722,7 @@ int64_t mechgen_hexapod_rsu_energy_batch(int64_t n, const double *x, const doubl
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3203 adds, 4648 muls, 54 divs, 30 sqrt, 12 trig (7947 total)
+ *   ops: 3197 adds, 4636 muls, 48 divs, 24 sqrt, 12 trig (7917 total)
  */
 int mechgen_hexapod_rsu_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hexapod_rsu_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -735,7 +803,7 @@ int64_t mechgen_hexapod_rsu_drive_forces_batch(int64_t n, const double *x, const
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 4206 adds, 5865 muls, 55 divs, 24 sqrt, 30 trig (10180 total)
+ *   ops: 4200 adds, 5853 muls, 49 divs, 18 sqrt, 30 trig (10150 total)
  */
 int mechgen_hexapod_rsu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_rsu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -816,7 +884,7 @@ int64_t mechgen_hexapod_rsu_base_step_batch(int64_t n, const double *x, const do
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 10278 adds, 13989 muls, 55 divs, 24 sqrt, 30 trig (24376 total)
+ *   ops: 10272 adds, 13977 muls, 49 divs, 18 sqrt, 30 trig (24346 total)
  */
 int mechgen_hexapod_rsu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_rsu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -875,7 +943,7 @@ int64_t mechgen_hexapod_rsu_coupled_step_batch(int64_t n, const double *x, const
  *   status 622: leg6 s2: spherical joint at s2 = +-90 deg (singular)
  *   status 632: leg6 s3: cut universal joint axis along the leg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1861 adds, 2935 muls, 48 divs, 24 sqrt, 12 trig (4880 total)
+ *   ops: 1855 adds, 2923 muls, 42 divs, 18 sqrt, 12 trig (4850 total)
  */
 int mechgen_hexapod_rsu_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hexapod_rsu_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

@@ -443,6 +443,62 @@ int64_t mechgen_hexapod_spu_reduced_dynamics_batch(int64_t n, const double *x, c
 int mechgen_hexapod_spu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_spu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
 
+/* step_accel: The lean step: xdot = [v_C, psi_dot, udot_C] and the leg joint accelerations qdd, nothing
+ *   else (step gives the loads).
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[4]: named spec parameters, shape (4,), in this order: c_leg, k_leg, m_ring, preload
+ *   out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+ *       (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
+ *   out qdd[24] shape 24: leg joint accelerations (rad/s^2, m/s^2 for a stroke), shape (24,), in the order of the leg
+ *       coordinates: leg1_s1, leg1_s2, leg1_s3, leg1_stroke, leg2_s1, leg2_s2, leg2_s3, leg2_stroke,
+ *       leg3_s1, leg3_s2, leg3_s3, leg3_stroke, leg4_s1, leg4_s2, leg4_s3, leg4_stroke, leg5_s1,
+ *       leg5_s2, leg5_s3, leg5_stroke, leg6_s1, leg6_s2, leg6_s3, leg6_stroke
+ *   status 3: reduced mass matrix A*_C not positive definite
+ *   status 4: y-z-x angles singular (psi_z = +-90 deg)
+ *   status 112: leg1 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 122: leg1 s3: cut universal joint axis along the leg (singular)
+ *   status 133: leg1 stroke below its lower limit -0.25 m
+ *   status 134: leg1 stroke above its upper limit 0.25 m
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 212: leg2 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 222: leg2 s3: cut universal joint axis along the leg (singular)
+ *   status 233: leg2 stroke below its lower limit -0.25 m
+ *   status 234: leg2 stroke above its upper limit 0.25 m
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 312: leg3 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 322: leg3 s3: cut universal joint axis along the leg (singular)
+ *   status 333: leg3 stroke below its lower limit -0.25 m
+ *   status 334: leg3 stroke above its upper limit 0.25 m
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 412: leg4 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 422: leg4 s3: cut universal joint axis along the leg (singular)
+ *   status 433: leg4 stroke below its lower limit -0.25 m
+ *   status 434: leg4 stroke above its upper limit 0.25 m
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 512: leg5 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 522: leg5 s3: cut universal joint axis along the leg (singular)
+ *   status 533: leg5 stroke below its lower limit -0.25 m
+ *   status 534: leg5 stroke above its upper limit 0.25 m
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 612: leg6 s2: spherical joint at s2 = +-90 deg (singular)
+ *   status 622: leg6 s3: cut universal joint axis along the leg (singular)
+ *   status 633: leg6 stroke below its lower limit -0.25 m
+ *   status 634: leg6 stroke above its upper limit 0.25 m
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 2322 adds, 3177 muls, 43 divs, 18 sqrt, 6 trig (5566 total)
+ */
+int mechgen_hexapod_spu_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
+int64_t mechgen_hexapod_spu_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
+
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
  *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x

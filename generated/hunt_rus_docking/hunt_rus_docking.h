@@ -55,7 +55,7 @@
  *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
- *   ops: 182 adds, 242 muls, 18 divs, 18 sqrt, 24 trig (484 total)
+ *   ops: 176 adds, 230 muls, 12 divs, 12 sqrt, 24 trig (454 total)
  */
 int mechgen_hunt_rus_docking_inverse_kinematics(const double *x, const double *p, double *q);
 int64_t mechgen_hunt_rus_docking_inverse_kinematics_batch(int64_t n, const double *x, const double *p, double *q, int32_t *status);
@@ -130,7 +130,7 @@ int64_t mechgen_hunt_rus_docking_newton_step_batch(int64_t n, const double *x, c
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 568 adds, 1039 muls, 30 divs, 18 sqrt, 12 trig (1667 total)
+ *   ops: 562 adds, 1027 muls, 24 divs, 12 sqrt, 12 trig (1637 total)
  */
 int mechgen_hunt_rus_docking_velocity_constraints(const double *x, const double *p, double *H);
 int64_t mechgen_hunt_rus_docking_velocity_constraints_batch(int64_t n, const double *x, const double *p, double *H, int32_t *status);
@@ -182,7 +182,7 @@ int64_t mechgen_hunt_rus_docking_velocity_constraints_batch(int64_t n, const dou
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 658 adds, 1147 muls, 30 divs, 18 sqrt, 24 trig (1877 total)
+ *   ops: 652 adds, 1135 muls, 24 divs, 12 sqrt, 24 trig (1847 total)
  */
 int mechgen_hunt_rus_docking_leg_rates(const double *x, const double *u, const double *p, double *q, double *qd);
 int64_t mechgen_hunt_rus_docking_leg_rates_batch(int64_t n, const double *x, const double *u, const double *p, double *q, double *qd, int32_t *status);
@@ -233,7 +233,7 @@ int64_t mechgen_hunt_rus_docking_leg_rates_batch(int64_t n, const double *x, con
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 822 adds, 1431 muls, 30 divs, 18 sqrt, 12 trig (2313 total)
+ *   ops: 816 adds, 1419 muls, 24 divs, 12 sqrt, 12 trig (2283 total)
  */
 int mechgen_hunt_rus_docking_acceleration_terms(const double *x, const double *u, const double *p, double *h);
 int64_t mechgen_hunt_rus_docking_acceleration_terms_batch(int64_t n, const double *x, const double *u, const double *p, double *h, int32_t *status);
@@ -286,7 +286,7 @@ int64_t mechgen_hunt_rus_docking_acceleration_terms_batch(int64_t n, const doubl
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 364 adds, 631 muls, 24 divs, 18 sqrt, 12 trig (1049 total)
+ *   ops: 358 adds, 619 muls, 18 divs, 12 sqrt, 12 trig (1019 total)
  */
 int mechgen_hunt_rus_docking_leg_forces(const double *x, const double *u, const double *F, const double *p, double *Q);
 int64_t mechgen_hunt_rus_docking_leg_forces_batch(int64_t n, const double *x, const double *u, const double *F, const double *p, double *Q, int32_t *status);
@@ -354,7 +354,7 @@ int64_t mechgen_hunt_rus_docking_leg_forces_batch(int64_t n, const double *x, co
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1012 adds, 1737 muls, 30 divs, 18 sqrt, 12 trig (2809 total)
+ *   ops: 1006 adds, 1725 muls, 24 divs, 12 sqrt, 12 trig (2779 total)
  */
 int mechgen_hunt_rus_docking_leg_dynamics(const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b);
 int64_t mechgen_hunt_rus_docking_leg_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *g, const double *p, double *A_leg1, double *A_leg2, double *A_leg3, double *A_leg4, double *A_leg5, double *A_leg6, double *b, int32_t *status);
@@ -413,7 +413,7 @@ int64_t mechgen_hunt_rus_docking_leg_dynamics_batch(int64_t n, const double *x, 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1872 adds, 2796 muls, 36 divs, 18 sqrt, 12 trig (4734 total)
+ *   ops: 1866 adds, 2784 muls, 30 divs, 12 sqrt, 12 trig (4704 total)
  */
 int mechgen_hunt_rus_docking_reduced_dynamics(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot);
 int64_t mechgen_hunt_rus_docking_reduced_dynamics_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *A_star, double *b_star, double *udot, int32_t *status);
@@ -484,10 +484,72 @@ int64_t mechgen_hunt_rus_docking_reduced_dynamics_batch(int64_t n, const double 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2517 adds, 3534 muls, 37 divs, 18 sqrt, 24 trig (6130 total)
+ *   ops: 2511 adds, 3522 muls, 31 divs, 12 sqrt, 24 trig (6100 total)
  */
 int mechgen_hunt_rus_docking_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hunt_rus_docking_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
+
+/* step_accel: The lean step: xdot = [v_C, psi_dot, udot_C] and the leg joint accelerations qdd, nothing
+ *   else (step gives the loads).
+ *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+ *       (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+ *   in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+ *       omega_x, omega_y, omega_z
+ *   in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+ *       F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+ *   in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+ *   in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+ *   in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+ *       g_z
+ *   in  p[3]: named spec parameters, shape (3,), in this order: c_crank, k_crank, m_ring
+ *   out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+ *       (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
+ *   out qdd[18] shape 18: leg joint accelerations (rad/s^2, m/s^2 for a stroke), shape (18,), in the order of the leg
+ *       coordinates: leg1_crank, leg1_u1, leg1_u2, leg2_crank, leg2_u1, leg2_u2, leg3_crank,
+ *       leg3_u1, leg3_u2, leg4_crank, leg4_u1, leg4_u2, leg5_crank, leg5_u1, leg5_u2, leg6_crank,
+ *       leg6_u1, leg6_u2
+ *   status 3: reduced mass matrix A*_C not positive definite
+ *   status 4: y-z-x angles singular (psi_z = +-90 deg)
+ *   status 101: leg1 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 102: leg1 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 103: leg1 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 104: leg1 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 122: leg1 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 192: leg1: closure matrix C^(d) singular (leg singularity)
+ *   status 201: leg2 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 202: leg2 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 203: leg2 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 204: leg2 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 222: leg2 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 292: leg2: closure matrix C^(d) singular (leg singularity)
+ *   status 301: leg3 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 302: leg3 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 303: leg3 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 304: leg3 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 322: leg3 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 392: leg3: closure matrix C^(d) singular (leg singularity)
+ *   status 401: leg4 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 402: leg4 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 403: leg4 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 404: leg4 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 422: leg4 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 492: leg4: closure matrix C^(d) singular (leg singularity)
+ *   status 501: leg5 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 502: leg5 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 503: leg5 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 504: leg5 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 522: leg5 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 592: leg5: closure matrix C^(d) singular (leg singularity)
+ *   status 601: leg6 crank: pose out of reach (crank 0.25 m and rod 0.80916 m cannot meet the platform joint)
+ *   status 602: leg6 crank: dead point, the rod perpendicular to the crank tip's path (singular)
+ *   status 603: leg6 crank below its lower limit -1.2 rad (-68.75 deg)
+ *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
+ *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
+ *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
+ *   ops: 1978 adds, 2898 muls, 31 divs, 12 sqrt, 12 trig (4931 total)
+ */
+int mechgen_hunt_rus_docking_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
+int64_t mechgen_hunt_rus_docking_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
 
 /* energy: Kinetic energy T and potential energy V (gravity and springs).
  *   in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
@@ -536,7 +598,7 @@ int64_t mechgen_hunt_rus_docking_step_batch(int64_t n, const double *x, const do
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1007 adds, 1708 muls, 30 divs, 18 sqrt, 12 trig (2775 total)
+ *   ops: 1001 adds, 1696 muls, 24 divs, 12 sqrt, 12 trig (2745 total)
  */
 int mechgen_hunt_rus_docking_energy(const double *x, const double *u, const double *g, const double *p, double *T, double *V);
 int64_t mechgen_hunt_rus_docking_energy_batch(int64_t n, const double *x, const double *u, const double *g, const double *p, double *T, double *V, int32_t *status);
@@ -592,7 +654,7 @@ int64_t mechgen_hunt_rus_docking_energy_batch(int64_t n, const double *x, const 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2138 adds, 3145 muls, 36 divs, 24 sqrt, 12 trig (5355 total)
+ *   ops: 2132 adds, 3133 muls, 30 divs, 18 sqrt, 12 trig (5325 total)
  */
 int mechgen_hunt_rus_docking_drive_forces(const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F);
 int64_t mechgen_hunt_rus_docking_drive_forces_batch(int64_t n, const double *x, const double *u, const double *udot, const double *fE, const double *mE, const double *g, const double *p, double *F, int32_t *status);
@@ -667,7 +729,7 @@ int64_t mechgen_hunt_rus_docking_drive_forces_batch(int64_t n, const double *x, 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2901 adds, 4026 muls, 37 divs, 18 sqrt, 24 trig (7006 total)
+ *   ops: 2895 adds, 4014 muls, 31 divs, 12 sqrt, 24 trig (6976 total)
  */
 int mechgen_hunt_rus_docking_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hunt_rus_docking_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -742,7 +804,7 @@ int64_t mechgen_hunt_rus_docking_base_step_batch(int64_t n, const double *x, con
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7713 adds, 10308 muls, 37 divs, 18 sqrt, 24 trig (18100 total)
+ *   ops: 7707 adds, 10296 muls, 31 divs, 12 sqrt, 24 trig (18070 total)
  */
 int mechgen_hunt_rus_docking_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hunt_rus_docking_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);
@@ -795,7 +857,7 @@ int64_t mechgen_hunt_rus_docking_coupled_step_batch(int64_t n, const double *x, 
  *   status 604: leg6 crank above its upper limit 1.2 rad (68.75 deg)
  *   status 622: leg6 u2: universal joint at u2 = +-90 deg (singular)
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1324 adds, 2074 muls, 30 divs, 18 sqrt, 12 trig (3458 total)
+ *   ops: 1318 adds, 2062 muls, 24 divs, 12 sqrt, 12 trig (3428 total)
  */
 int mechgen_hunt_rus_docking_momentum(const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T);
 int64_t mechgen_hunt_rus_docking_momentum_batch(int64_t n, const double *x, const double *u, const double *w0, const double *V0, const double *p, double *momentum, double *angular_momentum, double *T, int32_t *status);

@@ -6974,6 +6974,1225 @@ def step(x, u, F, fE, mE, g, p, xdot, q, qd, qdd, F_on_C, M_on_C, base_force, ba
     return 0
 
 
+def step_accel(x, u, F, fE, mE, g, p, xdot, qdd):
+    """The lean step: xdot = [v_C, psi_dot, udot_C] and the leg joint accelerations qdd, nothing
+    else (step gives the loads).
+
+    in  x[6]: pose of C: x_C, y_C, z_C (m, frame 0), psi_y, psi_z, psi_x (rad, y-z-x sequence), shape
+        (6,): x_C, y_C, z_C, psi_y, psi_z, psi_x
+    in  u[6]: velocity of C: v_C (m/s, frame 0), omega_C (rad/s, frame C), shape (6,): v_x, v_y, v_z,
+        omega_x, omega_y, omega_z
+    in  F[6]: drive force or torque of each leg's drive joint (N or N m), one per leg, shape (6,): F_leg1,
+        F_leg2, F_leg3, F_leg4, F_leg5, F_leg6
+    in  fE[3]: external force on C through its centre of mass (N, frame 0), shape (3,): fE_x, fE_y, fE_z
+    in  mE[3]: external moment on C (N m, frame C), shape (3,): mE_x, mE_y, mE_z
+    in  g[3]: gravity, or gravity minus the base's acceleration (m/s^2, frame 0), shape (3,): g_x, g_y,
+        g_z
+    in  p[17]: named spec parameters, shape (17,), in this order: Ip_xx, Ip_xy, Ip_xz, Ip_yy, Ip_yz, Ip_zz,
+        J_o, Jn_ax, Jn_tr, Js_x, Js_z, a_n, d_s, m_n, m_o, m_p, m_s
+    out xdot[12] shape 12: derivative of the state [x, u], shape (12,): v_C (m/s, frame 0), psi_y, psi_z, psi_x rates
+        (rad/s), dv_C/dt (m/s^2, frame 0), domega_C/dt (rad/s^2, frame C)
+    out qdd[18] shape 18: leg joint accelerations (rad/s^2, m/s^2 for a stroke), shape (18,), in the order of the leg
+        coordinates: leg1_u1, leg1_u2, leg1_stroke, leg2_u1, leg2_u2, leg2_stroke, leg3_u1, leg3_u2,
+        leg3_stroke, leg4_u1, leg4_u2, leg4_stroke, leg5_u1, leg5_u2, leg5_stroke, leg6_u1, leg6_u2,
+        leg6_stroke
+    status 3: reduced mass matrix A*_C not positive definite
+    status 4: y-z-x angles singular (psi_z = +-90 deg)
+    status 112: leg1 u2: universal joint at u2 = +-90 deg (singular)
+    status 123: leg1 stroke below its lower limit -0.4 m
+    status 124: leg1 stroke above its upper limit 0.4 m
+    status 192: leg1: closure matrix C^(d) singular (leg singularity)
+    status 212: leg2 u2: universal joint at u2 = +-90 deg (singular)
+    status 223: leg2 stroke below its lower limit -0.4 m
+    status 224: leg2 stroke above its upper limit 0.4 m
+    status 292: leg2: closure matrix C^(d) singular (leg singularity)
+    status 312: leg3 u2: universal joint at u2 = +-90 deg (singular)
+    status 323: leg3 stroke below its lower limit -0.4 m
+    status 324: leg3 stroke above its upper limit 0.4 m
+    status 392: leg3: closure matrix C^(d) singular (leg singularity)
+    status 412: leg4 u2: universal joint at u2 = +-90 deg (singular)
+    status 423: leg4 stroke below its lower limit -0.4 m
+    status 424: leg4 stroke above its upper limit 0.4 m
+    status 492: leg4: closure matrix C^(d) singular (leg singularity)
+    status 512: leg5 u2: universal joint at u2 = +-90 deg (singular)
+    status 523: leg5 stroke below its lower limit -0.4 m
+    status 524: leg5 stroke above its upper limit 0.4 m
+    status 592: leg5: closure matrix C^(d) singular (leg singularity)
+    status 612: leg6 u2: universal joint at u2 = +-90 deg (singular)
+    status 623: leg6 stroke below its lower limit -0.4 m
+    status 624: leg6 stroke above its upper limit 0.4 m
+    status 692: leg6: closure matrix C^(d) singular (leg singularity)
+    ops: 1352 adds, 1821 muls, 31 divs, 12 sqrt, 6 trig (3222 total)
+    """
+    x_C, y_C, z_C, psi_y, psi_z, psi_x = x
+    v_x, v_y, v_z, omega_x, omega_y, omega_z = u
+    F_leg1, F_leg2, F_leg3, F_leg4, F_leg5, F_leg6 = F
+    fE_x, fE_y, fE_z = fE
+    mE_x, mE_y, mE_z = mE
+    g_x, g_y, g_z = g
+    p_Ip_xx, p_Ip_xy, p_Ip_xz, p_Ip_yy, p_Ip_yz, p_Ip_zz, p_J_o, p_Jn_ax, p_Jn_tr, p_Js_x, p_Js_z, p_a_n, p_d_s, p_m_n, p_m_o, p_m_p, p_m_s = p
+    c_psi_y = math.cos(psi_y)
+    s_psi_y = math.sin(psi_y)
+    c_psi_z = math.cos(psi_z)
+    s_psi_z = math.sin(psi_z)
+    c_psi_x = math.cos(psi_x)
+    s_psi_x = math.sin(psi_x)
+    alpha_C_00 = c_psi_y*c_psi_z
+    alpha_C_02 = -c_psi_z*s_psi_y
+    cse0 = c_psi_x*c_psi_y
+    alpha_C_10 = -cse0*s_psi_z + s_psi_x*s_psi_y
+    alpha_C_11 = c_psi_x*c_psi_z
+    cse1 = c_psi_y*s_psi_x
+    cse2 = c_psi_x*s_psi_y
+    alpha_C_12 = cse1 + cse2*s_psi_z
+    alpha_C_20 = cse1*s_psi_z + cse2
+    alpha_C_21 = -c_psi_z*s_psi_x
+    alpha_C_22 = cse0 - s_psi_x*s_psi_y*s_psi_z
+    cse3 = 0.445887*alpha_C_20
+    cse4 = 0.1*alpha_C_10
+    cse5 = -cse4 + x_C
+    cse6 = 0.401478*alpha_C_00 + cse5
+    leg1_s0_x = -cse3 + cse6
+    cse7 = 0.445887*alpha_C_21
+    cse8 = 0.1*alpha_C_11
+    cse9 = cse8 - y_C
+    leg1_s0_y = -cse7 - cse9 + 0.401478*s_psi_z
+    cse10 = 0.445887*alpha_C_22
+    cse11 = 0.1*alpha_C_12
+    cse12 = -cse11 + z_C
+    cse13 = 0.401478*alpha_C_02 + cse12
+    leg1_s0_z = -cse10 + cse13
+    leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596
+    leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345
+    leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z
+    if not (leg1_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg1 u2: universal joint at u2 = +-90 deg (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 112
+    leg1_u_Lxz = math.sqrt(leg1_u_Lxz2)
+    leg1_u_inv_Lxz = 1.0/leg1_u_Lxz
+    leg1_u_L = math.sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2)
+    leg1_u_inv_L = 1.0/leg1_u_L
+    leg1_u_c1 = leg1_d_x*leg1_u_inv_Lxz
+    leg1_u_s1 = -leg1_d_z*leg1_u_inv_Lxz
+    leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L
+    leg1_u_s2 = leg1_s0_y*leg1_u_inv_L
+    leg1_stroke = leg1_u_L - 1.095070951822301
+    if not (leg1_stroke + 0.4 > 0.0):  # leg1 stroke below its lower limit -0.4 m
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 123
+    if not (0.4 - leg1_stroke > 0.0):  # leg1 stroke above its upper limit 0.4 m
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 124
+    leg2_s0_x = cse3 + cse6
+    cse14 = -cse8 + y_C
+    leg2_s0_y = cse14 + cse7 + 0.401478*s_psi_z
+    leg2_s0_z = cse10 + cse13
+    leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596
+    leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345
+    leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z
+    if not (leg2_u_Lxz2 - 1.1991803895250004e-16 > 0.0):  # leg2 u2: universal joint at u2 = +-90 deg (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 212
+    leg2_u_Lxz = math.sqrt(leg2_u_Lxz2)
+    leg2_u_inv_Lxz = 1.0/leg2_u_Lxz
+    leg2_u_L = math.sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2)
+    leg2_u_inv_L = 1.0/leg2_u_L
+    leg2_u_c1 = leg2_d_x*leg2_u_inv_Lxz
+    leg2_u_s1 = -leg2_d_z*leg2_u_inv_Lxz
+    leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L
+    leg2_u_s2 = leg2_s0_y*leg2_u_inv_L
+    leg2_stroke = leg2_u_L - 1.095070951822301
+    if not (leg2_stroke + 0.4 > 0.0):  # leg2 stroke below its lower limit -0.4 m
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 223
+    if not (0.4 - leg2_stroke > 0.0):  # leg2 stroke above its upper limit 0.4 m
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 224
+    cse15 = 0.570634*alpha_C_20
+    cse16 = 0.18541*alpha_C_00 + cse5
+    leg3_s0_x = cse15 + cse16
+    cse17 = 0.570634*alpha_C_21
+    leg3_s0_y = cse14 + cse17 + 0.18541*s_psi_z
+    cse18 = 0.570634*alpha_C_22
+    cse19 = 0.18541*alpha_C_02 + cse12
+    leg3_s0_z = cse18 + cse19
+    leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234
+    leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735
+    leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z
+    if not (leg3_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg3 u2: universal joint at u2 = +-90 deg (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 312
+    leg3_u_Lxz = math.sqrt(leg3_u_Lxz2)
+    leg3_u_inv_Lxz = 1.0/leg3_u_Lxz
+    leg3_u_L = math.sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2)
+    leg3_u_inv_L = 1.0/leg3_u_L
+    leg3_u_c1 = leg3_d_x*leg3_u_inv_Lxz
+    leg3_u_s1 = -leg3_d_z*leg3_u_inv_Lxz
+    leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L
+    leg3_u_s2 = leg3_s0_y*leg3_u_inv_L
+    leg3_stroke = leg3_u_L - 1.0950706448709142
+    if not (leg3_stroke + 0.4 > 0.0):  # leg3 stroke below its lower limit -0.4 m
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 323
+    if not (0.4 - leg3_stroke > 0.0):  # leg3 stroke above its upper limit 0.4 m
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 324
+    cse20 = 0.124747*alpha_C_20
+    cse21 = 0.586889*alpha_C_00 + cse4 - x_C
+    leg4_s0_x = cse20 - cse21
+    cse22 = 0.124747*alpha_C_21
+    cse23 = cse9 + 0.586889*s_psi_z
+    leg4_s0_y = cse22 - cse23
+    cse24 = 0.124747*alpha_C_22
+    cse25 = 0.586889*alpha_C_02 + cse11 - z_C
+    leg4_s0_z = cse24 - cse25
+    leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356
+    leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549
+    leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z
+    if not (leg4_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg4 u2: universal joint at u2 = +-90 deg (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 412
+    leg4_u_Lxz = math.sqrt(leg4_u_Lxz2)
+    leg4_u_inv_Lxz = 1.0/leg4_u_Lxz
+    leg4_u_L = math.sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2)
+    leg4_u_inv_L = 1.0/leg4_u_L
+    leg4_u_c1 = leg4_d_x*leg4_u_inv_Lxz
+    leg4_u_s1 = -leg4_d_z*leg4_u_inv_Lxz
+    leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L
+    leg4_u_s2 = leg4_s0_y*leg4_u_inv_L
+    leg4_stroke = leg4_u_L - 1.0950706977031208
+    if not (leg4_stroke + 0.4 > 0.0):  # leg4 stroke below its lower limit -0.4 m
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 423
+    if not (0.4 - leg4_stroke > 0.0):  # leg4 stroke above its upper limit 0.4 m
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 424
+    leg5_s0_x = -cse20 - cse21
+    leg5_s0_y = -cse22 - cse23
+    leg5_s0_z = -cse24 - cse25
+    leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356
+    leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549
+    leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z
+    if not (leg5_u_Lxz2 - 1.1991798329679998e-16 > 0.0):  # leg5 u2: universal joint at u2 = +-90 deg (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 512
+    leg5_u_Lxz = math.sqrt(leg5_u_Lxz2)
+    leg5_u_inv_Lxz = 1.0/leg5_u_Lxz
+    leg5_u_L = math.sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2)
+    leg5_u_inv_L = 1.0/leg5_u_L
+    leg5_u_c1 = leg5_d_x*leg5_u_inv_Lxz
+    leg5_u_s1 = -leg5_d_z*leg5_u_inv_Lxz
+    leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L
+    leg5_u_s2 = leg5_s0_y*leg5_u_inv_L
+    leg5_stroke = leg5_u_L - 1.0950706977031208
+    if not (leg5_stroke + 0.4 > 0.0):  # leg5 stroke below its lower limit -0.4 m
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 523
+    if not (0.4 - leg5_stroke > 0.0):  # leg5 stroke above its upper limit 0.4 m
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 524
+    leg6_s0_x = -cse15 + cse16
+    leg6_s0_y = -cse17 - cse9 + 0.18541*s_psi_z
+    leg6_s0_z = -cse18 + cse19
+    leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234
+    leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735
+    leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z
+    if not (leg6_u_Lxz2 - 1.199179717258e-16 > 0.0):  # leg6 u2: universal joint at u2 = +-90 deg (singular)
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 612
+    leg6_u_Lxz = math.sqrt(leg6_u_Lxz2)
+    leg6_u_inv_Lxz = 1.0/leg6_u_Lxz
+    leg6_u_L = math.sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2)
+    leg6_u_inv_L = 1.0/leg6_u_L
+    leg6_u_c1 = leg6_d_x*leg6_u_inv_Lxz
+    leg6_u_s1 = -leg6_d_z*leg6_u_inv_Lxz
+    leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L
+    leg6_u_s2 = leg6_s0_y*leg6_u_inv_L
+    leg6_stroke = leg6_u_L - 1.0950706448709142
+    if not (leg6_stroke + 0.4 > 0.0):  # leg6 stroke below its lower limit -0.4 m
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 623
+    if not (0.4 - leg6_stroke > 0.0):  # leg6 stroke above its upper limit 0.4 m
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 624
+    leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1
+    cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1
+    leg1_beta1_02 = -cse26
+    leg1_beta1_20 = cse26
+    leg2_beta1_00 = -0.9238795325112867*leg2_u_c1 + 0.3826834323650898*leg2_u_s1
+    cse27 = 0.3826834323650898*leg2_u_c1 + 0.9238795325112867*leg2_u_s1
+    leg2_beta1_02 = cse27
+    leg2_beta1_20 = -cse27
+    leg3_beta1_00 = 0.7933533402912352*leg3_u_c1 - 0.6087614290087207*leg3_u_s1
+    cse28 = 0.6087614290087207*leg3_u_c1 + 0.7933533402912352*leg3_u_s1
+    leg3_beta1_02 = -cse28
+    leg3_beta1_20 = cse28
+    leg4_beta1_00 = 0.1305261922200516*leg4_u_c1 - 0.9914448613738104*leg4_u_s1
+    cse29 = 0.9914448613738104*leg4_u_c1 + 0.1305261922200516*leg4_u_s1
+    leg4_beta1_02 = -cse29
+    leg4_beta1_20 = cse29
+    leg5_beta1_00 = 0.1305261922200516*leg5_u_c1 + 0.9914448613738104*leg5_u_s1
+    cse30 = 0.9914448613738104*leg5_u_c1 - 0.1305261922200516*leg5_u_s1
+    leg5_beta1_02 = cse30
+    leg5_beta1_20 = -cse30
+    leg6_beta1_00 = 0.7933533402912352*leg6_u_c1 + 0.6087614290087207*leg6_u_s1
+    cse31 = 0.6087614290087207*leg6_u_c1 - 0.7933533402912352*leg6_u_s1
+    leg6_beta1_02 = cse31
+    leg6_beta1_20 = -cse31
+    leg1_B0_00 = leg1_beta1_00*leg1_u_c2
+    leg1_B0_02 = leg1_beta1_02*leg1_u_c2
+    leg1_B0_10 = -leg1_beta1_00*leg1_u_s2
+    leg1_B0_12 = -leg1_beta1_02*leg1_u_s2
+    leg1_rho2_x = leg1_stroke + 1.095070951822301
+    leg1_TL1_z = -leg1_rho2_x*leg1_u_c2
+    leg1_R_Cn_00 = alpha_C_00*leg1_B0_00 + alpha_C_02*leg1_B0_02 + leg1_u_s2*s_psi_z
+    leg1_R_Cn_01 = alpha_C_10*leg1_B0_00 + alpha_C_11*leg1_u_s2 + alpha_C_12*leg1_B0_02
+    leg1_R_Cn_02 = alpha_C_20*leg1_B0_00 + alpha_C_21*leg1_u_s2 + alpha_C_22*leg1_B0_02
+    leg1_R_Cn_10 = alpha_C_00*leg1_B0_10 + alpha_C_02*leg1_B0_12 + leg1_u_c2*s_psi_z
+    leg1_R_Cn_11 = alpha_C_10*leg1_B0_10 + alpha_C_11*leg1_u_c2 + alpha_C_12*leg1_B0_12
+    leg1_R_Cn_12 = alpha_C_20*leg1_B0_10 + alpha_C_21*leg1_u_c2 + alpha_C_22*leg1_B0_12
+    leg1_R_Cn_20 = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_00
+    leg1_R_Cn_21 = alpha_C_10*leg1_beta1_20 + alpha_C_12*leg1_beta1_00
+    leg1_R_Cn_22 = alpha_C_20*leg1_beta1_20 + alpha_C_22*leg1_beta1_00
+    leg1_Ci1_x = 0.445887*leg1_R_Cn_01 - 0.1*leg1_R_Cn_02
+    leg1_Ci1_y = -0.445887*leg1_R_Cn_00 - 0.401478*leg1_R_Cn_02
+    leg1_Ci1_z = 0.1*leg1_R_Cn_00 + 0.401478*leg1_R_Cn_01
+    leg1_Ci2_x = 0.445887*leg1_R_Cn_11 - 0.1*leg1_R_Cn_12
+    leg1_Ci2_y = -0.445887*leg1_R_Cn_10 - 0.401478*leg1_R_Cn_12
+    leg1_Ci2_z = 0.1*leg1_R_Cn_10 + 0.401478*leg1_R_Cn_11
+    leg1_Ci3_x = 0.445887*leg1_R_Cn_21 - 0.1*leg1_R_Cn_22
+    leg1_Ci3_y = -0.445887*leg1_R_Cn_20 - 0.401478*leg1_R_Cn_22
+    leg1_Ci3_z = 0.1*leg1_R_Cn_20 + 0.401478*leg1_R_Cn_21
+    if not (leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 2 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 192
+    leg1_lu_inv2 = 1.0/leg1_rho2_x
+    if not (leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg1: closure matrix C^(d): pivot 3 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 192
+    leg1_lu_inv3 = 1.0/leg1_TL1_z
+    leg2_B0_00 = leg2_beta1_00*leg2_u_c2
+    leg2_B0_02 = leg2_beta1_02*leg2_u_c2
+    leg2_B0_10 = -leg2_beta1_00*leg2_u_s2
+    leg2_B0_12 = -leg2_beta1_02*leg2_u_s2
+    leg2_rho2_x = leg2_stroke + 1.095070951822301
+    leg2_TL1_z = -leg2_rho2_x*leg2_u_c2
+    leg2_R_Cn_00 = alpha_C_00*leg2_B0_00 + alpha_C_02*leg2_B0_02 + leg2_u_s2*s_psi_z
+    leg2_R_Cn_01 = alpha_C_10*leg2_B0_00 + alpha_C_11*leg2_u_s2 + alpha_C_12*leg2_B0_02
+    leg2_R_Cn_02 = alpha_C_20*leg2_B0_00 + alpha_C_21*leg2_u_s2 + alpha_C_22*leg2_B0_02
+    leg2_R_Cn_10 = alpha_C_00*leg2_B0_10 + alpha_C_02*leg2_B0_12 + leg2_u_c2*s_psi_z
+    leg2_R_Cn_11 = alpha_C_10*leg2_B0_10 + alpha_C_11*leg2_u_c2 + alpha_C_12*leg2_B0_12
+    leg2_R_Cn_12 = alpha_C_20*leg2_B0_10 + alpha_C_21*leg2_u_c2 + alpha_C_22*leg2_B0_12
+    leg2_R_Cn_20 = alpha_C_00*leg2_beta1_20 + alpha_C_02*leg2_beta1_00
+    leg2_R_Cn_21 = alpha_C_10*leg2_beta1_20 + alpha_C_12*leg2_beta1_00
+    leg2_R_Cn_22 = alpha_C_20*leg2_beta1_20 + alpha_C_22*leg2_beta1_00
+    leg2_Ci1_x = -0.445887*leg2_R_Cn_01 - 0.1*leg2_R_Cn_02
+    leg2_Ci1_y = 0.445887*leg2_R_Cn_00 - 0.401478*leg2_R_Cn_02
+    leg2_Ci1_z = 0.1*leg2_R_Cn_00 + 0.401478*leg2_R_Cn_01
+    leg2_Ci2_x = -0.445887*leg2_R_Cn_11 - 0.1*leg2_R_Cn_12
+    leg2_Ci2_y = 0.445887*leg2_R_Cn_10 - 0.401478*leg2_R_Cn_12
+    leg2_Ci2_z = 0.1*leg2_R_Cn_10 + 0.401478*leg2_R_Cn_11
+    leg2_Ci3_x = -0.445887*leg2_R_Cn_21 - 0.1*leg2_R_Cn_22
+    leg2_Ci3_y = 0.445887*leg2_R_Cn_20 - 0.401478*leg2_R_Cn_22
+    leg2_Ci3_z = 0.1*leg2_R_Cn_20 + 0.401478*leg2_R_Cn_21
+    if not (leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 2 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 292
+    leg2_lu_inv2 = 1.0/leg2_rho2_x
+    if not (leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20 > 0.0):  # leg leg2: closure matrix C^(d): pivot 3 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 292
+    leg2_lu_inv3 = 1.0/leg2_TL1_z
+    leg3_B0_00 = leg3_beta1_00*leg3_u_c2
+    leg3_B0_02 = leg3_beta1_02*leg3_u_c2
+    leg3_B0_10 = -leg3_beta1_00*leg3_u_s2
+    leg3_B0_12 = -leg3_beta1_02*leg3_u_s2
+    leg3_rho2_x = leg3_stroke + 1.0950706448709142
+    leg3_TL1_z = -leg3_rho2_x*leg3_u_c2
+    leg3_R_Cn_00 = alpha_C_00*leg3_B0_00 + alpha_C_02*leg3_B0_02 + leg3_u_s2*s_psi_z
+    leg3_R_Cn_01 = alpha_C_10*leg3_B0_00 + alpha_C_11*leg3_u_s2 + alpha_C_12*leg3_B0_02
+    leg3_R_Cn_02 = alpha_C_20*leg3_B0_00 + alpha_C_21*leg3_u_s2 + alpha_C_22*leg3_B0_02
+    leg3_R_Cn_10 = alpha_C_00*leg3_B0_10 + alpha_C_02*leg3_B0_12 + leg3_u_c2*s_psi_z
+    leg3_R_Cn_11 = alpha_C_10*leg3_B0_10 + alpha_C_11*leg3_u_c2 + alpha_C_12*leg3_B0_12
+    leg3_R_Cn_12 = alpha_C_20*leg3_B0_10 + alpha_C_21*leg3_u_c2 + alpha_C_22*leg3_B0_12
+    leg3_R_Cn_20 = alpha_C_00*leg3_beta1_20 + alpha_C_02*leg3_beta1_00
+    leg3_R_Cn_21 = alpha_C_10*leg3_beta1_20 + alpha_C_12*leg3_beta1_00
+    leg3_R_Cn_22 = alpha_C_20*leg3_beta1_20 + alpha_C_22*leg3_beta1_00
+    leg3_Ci1_x = -0.570634*leg3_R_Cn_01 - 0.1*leg3_R_Cn_02
+    leg3_Ci1_y = 0.570634*leg3_R_Cn_00 - 0.18541*leg3_R_Cn_02
+    leg3_Ci1_z = 0.1*leg3_R_Cn_00 + 0.18541*leg3_R_Cn_01
+    leg3_Ci2_x = -0.570634*leg3_R_Cn_11 - 0.1*leg3_R_Cn_12
+    leg3_Ci2_y = 0.570634*leg3_R_Cn_10 - 0.18541*leg3_R_Cn_12
+    leg3_Ci2_z = 0.1*leg3_R_Cn_10 + 0.18541*leg3_R_Cn_11
+    leg3_Ci3_x = -0.570634*leg3_R_Cn_21 - 0.1*leg3_R_Cn_22
+    leg3_Ci3_y = 0.570634*leg3_R_Cn_20 - 0.18541*leg3_R_Cn_22
+    leg3_Ci3_z = 0.1*leg3_R_Cn_20 + 0.18541*leg3_R_Cn_21
+    if not (leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 2 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 392
+    leg3_lu_inv2 = 1.0/leg3_rho2_x
+    if not (leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg3: closure matrix C^(d): pivot 3 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 392
+    leg3_lu_inv3 = 1.0/leg3_TL1_z
+    leg4_B0_00 = leg4_beta1_00*leg4_u_c2
+    leg4_B0_02 = leg4_beta1_02*leg4_u_c2
+    leg4_B0_10 = -leg4_beta1_00*leg4_u_s2
+    leg4_B0_12 = -leg4_beta1_02*leg4_u_s2
+    leg4_rho2_x = leg4_stroke + 1.0950706977031208
+    leg4_TL1_z = -leg4_rho2_x*leg4_u_c2
+    leg4_R_Cn_00 = alpha_C_00*leg4_B0_00 + alpha_C_02*leg4_B0_02 + leg4_u_s2*s_psi_z
+    leg4_R_Cn_01 = alpha_C_10*leg4_B0_00 + alpha_C_11*leg4_u_s2 + alpha_C_12*leg4_B0_02
+    leg4_R_Cn_02 = alpha_C_20*leg4_B0_00 + alpha_C_21*leg4_u_s2 + alpha_C_22*leg4_B0_02
+    leg4_R_Cn_10 = alpha_C_00*leg4_B0_10 + alpha_C_02*leg4_B0_12 + leg4_u_c2*s_psi_z
+    leg4_R_Cn_11 = alpha_C_10*leg4_B0_10 + alpha_C_11*leg4_u_c2 + alpha_C_12*leg4_B0_12
+    leg4_R_Cn_12 = alpha_C_20*leg4_B0_10 + alpha_C_21*leg4_u_c2 + alpha_C_22*leg4_B0_12
+    leg4_R_Cn_20 = alpha_C_00*leg4_beta1_20 + alpha_C_02*leg4_beta1_00
+    leg4_R_Cn_21 = alpha_C_10*leg4_beta1_20 + alpha_C_12*leg4_beta1_00
+    leg4_R_Cn_22 = alpha_C_20*leg4_beta1_20 + alpha_C_22*leg4_beta1_00
+    leg4_Ci1_x = -0.124747*leg4_R_Cn_01 - 0.1*leg4_R_Cn_02
+    leg4_Ci1_y = 0.124747*leg4_R_Cn_00 + 0.586889*leg4_R_Cn_02
+    leg4_Ci1_z = 0.1*leg4_R_Cn_00 - 0.586889*leg4_R_Cn_01
+    leg4_Ci2_x = -0.124747*leg4_R_Cn_11 - 0.1*leg4_R_Cn_12
+    leg4_Ci2_y = 0.124747*leg4_R_Cn_10 + 0.586889*leg4_R_Cn_12
+    leg4_Ci2_z = 0.1*leg4_R_Cn_10 - 0.586889*leg4_R_Cn_11
+    leg4_Ci3_x = -0.124747*leg4_R_Cn_21 - 0.1*leg4_R_Cn_22
+    leg4_Ci3_y = 0.124747*leg4_R_Cn_20 + 0.586889*leg4_R_Cn_22
+    leg4_Ci3_z = 0.1*leg4_R_Cn_20 - 0.586889*leg4_R_Cn_21
+    if not (leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 2 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 492
+    leg4_lu_inv2 = 1.0/leg4_rho2_x
+    if not (leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg4: closure matrix C^(d): pivot 3 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 492
+    leg4_lu_inv3 = 1.0/leg4_TL1_z
+    leg5_B0_00 = leg5_beta1_00*leg5_u_c2
+    leg5_B0_02 = leg5_beta1_02*leg5_u_c2
+    leg5_B0_10 = -leg5_beta1_00*leg5_u_s2
+    leg5_B0_12 = -leg5_beta1_02*leg5_u_s2
+    leg5_rho2_x = leg5_stroke + 1.0950706977031208
+    leg5_TL1_z = -leg5_rho2_x*leg5_u_c2
+    leg5_R_Cn_00 = alpha_C_00*leg5_B0_00 + alpha_C_02*leg5_B0_02 + leg5_u_s2*s_psi_z
+    leg5_R_Cn_01 = alpha_C_10*leg5_B0_00 + alpha_C_11*leg5_u_s2 + alpha_C_12*leg5_B0_02
+    leg5_R_Cn_02 = alpha_C_20*leg5_B0_00 + alpha_C_21*leg5_u_s2 + alpha_C_22*leg5_B0_02
+    leg5_R_Cn_10 = alpha_C_00*leg5_B0_10 + alpha_C_02*leg5_B0_12 + leg5_u_c2*s_psi_z
+    leg5_R_Cn_11 = alpha_C_10*leg5_B0_10 + alpha_C_11*leg5_u_c2 + alpha_C_12*leg5_B0_12
+    leg5_R_Cn_12 = alpha_C_20*leg5_B0_10 + alpha_C_21*leg5_u_c2 + alpha_C_22*leg5_B0_12
+    leg5_R_Cn_20 = alpha_C_00*leg5_beta1_20 + alpha_C_02*leg5_beta1_00
+    leg5_R_Cn_21 = alpha_C_10*leg5_beta1_20 + alpha_C_12*leg5_beta1_00
+    leg5_R_Cn_22 = alpha_C_20*leg5_beta1_20 + alpha_C_22*leg5_beta1_00
+    leg5_Ci1_x = 0.124747*leg5_R_Cn_01 - 0.1*leg5_R_Cn_02
+    leg5_Ci1_y = -0.124747*leg5_R_Cn_00 + 0.586889*leg5_R_Cn_02
+    leg5_Ci1_z = 0.1*leg5_R_Cn_00 - 0.586889*leg5_R_Cn_01
+    leg5_Ci2_x = 0.124747*leg5_R_Cn_11 - 0.1*leg5_R_Cn_12
+    leg5_Ci2_y = -0.124747*leg5_R_Cn_10 + 0.586889*leg5_R_Cn_12
+    leg5_Ci2_z = 0.1*leg5_R_Cn_10 - 0.586889*leg5_R_Cn_11
+    leg5_Ci3_x = 0.124747*leg5_R_Cn_21 - 0.1*leg5_R_Cn_22
+    leg5_Ci3_y = -0.124747*leg5_R_Cn_20 + 0.586889*leg5_R_Cn_22
+    leg5_Ci3_z = 0.1*leg5_R_Cn_20 - 0.586889*leg5_R_Cn_21
+    if not (leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 2 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 592
+    leg5_lu_inv2 = 1.0/leg5_rho2_x
+    if not (leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20 > 0.0):  # leg leg5: closure matrix C^(d): pivot 3 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 592
+    leg5_lu_inv3 = 1.0/leg5_TL1_z
+    leg6_B0_00 = leg6_beta1_00*leg6_u_c2
+    leg6_B0_02 = leg6_beta1_02*leg6_u_c2
+    leg6_B0_10 = -leg6_beta1_00*leg6_u_s2
+    leg6_B0_12 = -leg6_beta1_02*leg6_u_s2
+    leg6_rho2_x = leg6_stroke + 1.0950706448709142
+    leg6_TL1_z = -leg6_rho2_x*leg6_u_c2
+    leg6_R_Cn_00 = alpha_C_00*leg6_B0_00 + alpha_C_02*leg6_B0_02 + leg6_u_s2*s_psi_z
+    leg6_R_Cn_01 = alpha_C_10*leg6_B0_00 + alpha_C_11*leg6_u_s2 + alpha_C_12*leg6_B0_02
+    leg6_R_Cn_02 = alpha_C_20*leg6_B0_00 + alpha_C_21*leg6_u_s2 + alpha_C_22*leg6_B0_02
+    leg6_R_Cn_10 = alpha_C_00*leg6_B0_10 + alpha_C_02*leg6_B0_12 + leg6_u_c2*s_psi_z
+    leg6_R_Cn_11 = alpha_C_10*leg6_B0_10 + alpha_C_11*leg6_u_c2 + alpha_C_12*leg6_B0_12
+    leg6_R_Cn_12 = alpha_C_20*leg6_B0_10 + alpha_C_21*leg6_u_c2 + alpha_C_22*leg6_B0_12
+    leg6_R_Cn_20 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_00
+    leg6_R_Cn_21 = alpha_C_10*leg6_beta1_20 + alpha_C_12*leg6_beta1_00
+    leg6_R_Cn_22 = alpha_C_20*leg6_beta1_20 + alpha_C_22*leg6_beta1_00
+    leg6_Ci1_x = 0.570634*leg6_R_Cn_01 - 0.1*leg6_R_Cn_02
+    leg6_Ci1_y = -0.570634*leg6_R_Cn_00 - 0.18541*leg6_R_Cn_02
+    leg6_Ci1_z = 0.1*leg6_R_Cn_00 + 0.18541*leg6_R_Cn_01
+    leg6_Ci2_x = 0.570634*leg6_R_Cn_11 - 0.1*leg6_R_Cn_12
+    leg6_Ci2_y = -0.570634*leg6_R_Cn_10 - 0.18541*leg6_R_Cn_12
+    leg6_Ci2_z = 0.1*leg6_R_Cn_10 + 0.18541*leg6_R_Cn_11
+    leg6_Ci3_x = 0.570634*leg6_R_Cn_21 - 0.1*leg6_R_Cn_22
+    leg6_Ci3_y = -0.570634*leg6_R_Cn_20 - 0.18541*leg6_R_Cn_22
+    leg6_Ci3_z = 0.1*leg6_R_Cn_20 + 0.18541*leg6_R_Cn_21
+    if not (leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 2 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 692
+    leg6_lu_inv2 = 1.0/leg6_rho2_x
+    if not (leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20 > 0.0):  # leg leg6: closure matrix C^(d): pivot 3 vanishes
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 692
+    leg6_lu_inv3 = 1.0/leg6_TL1_z
+    leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3
+    leg1_H1_2 = leg1_B0_10*leg1_lu_inv2
+    leg1_H2_2 = leg1_lu_inv2*leg1_u_c2
+    leg1_H3_1 = leg1_beta1_00*leg1_lu_inv3
+    leg1_H3_2 = leg1_B0_12*leg1_lu_inv2
+    leg1_H4_1 = leg1_Ci3_x*leg1_lu_inv3
+    leg1_H4_2 = leg1_Ci2_x*leg1_lu_inv2
+    leg1_H5_1 = leg1_Ci3_y*leg1_lu_inv3
+    leg1_H5_2 = leg1_Ci2_y*leg1_lu_inv2
+    leg1_H6_1 = leg1_Ci3_z*leg1_lu_inv3
+    leg1_H6_2 = leg1_Ci2_z*leg1_lu_inv2
+    leg2_H1_1 = leg2_beta1_20*leg2_lu_inv3
+    leg2_H1_2 = leg2_B0_10*leg2_lu_inv2
+    leg2_H2_2 = leg2_lu_inv2*leg2_u_c2
+    leg2_H3_1 = leg2_beta1_00*leg2_lu_inv3
+    leg2_H3_2 = leg2_B0_12*leg2_lu_inv2
+    leg2_H4_1 = leg2_Ci3_x*leg2_lu_inv3
+    leg2_H4_2 = leg2_Ci2_x*leg2_lu_inv2
+    leg2_H5_1 = leg2_Ci3_y*leg2_lu_inv3
+    leg2_H5_2 = leg2_Ci2_y*leg2_lu_inv2
+    leg2_H6_1 = leg2_Ci3_z*leg2_lu_inv3
+    leg2_H6_2 = leg2_Ci2_z*leg2_lu_inv2
+    leg3_H1_1 = leg3_beta1_20*leg3_lu_inv3
+    leg3_H1_2 = leg3_B0_10*leg3_lu_inv2
+    leg3_H2_2 = leg3_lu_inv2*leg3_u_c2
+    leg3_H3_1 = leg3_beta1_00*leg3_lu_inv3
+    leg3_H3_2 = leg3_B0_12*leg3_lu_inv2
+    leg3_H4_1 = leg3_Ci3_x*leg3_lu_inv3
+    leg3_H4_2 = leg3_Ci2_x*leg3_lu_inv2
+    leg3_H5_1 = leg3_Ci3_y*leg3_lu_inv3
+    leg3_H5_2 = leg3_Ci2_y*leg3_lu_inv2
+    leg3_H6_1 = leg3_Ci3_z*leg3_lu_inv3
+    leg3_H6_2 = leg3_Ci2_z*leg3_lu_inv2
+    leg4_H1_1 = leg4_beta1_20*leg4_lu_inv3
+    leg4_H1_2 = leg4_B0_10*leg4_lu_inv2
+    leg4_H2_2 = leg4_lu_inv2*leg4_u_c2
+    leg4_H3_1 = leg4_beta1_00*leg4_lu_inv3
+    leg4_H3_2 = leg4_B0_12*leg4_lu_inv2
+    leg4_H4_1 = leg4_Ci3_x*leg4_lu_inv3
+    leg4_H4_2 = leg4_Ci2_x*leg4_lu_inv2
+    leg4_H5_1 = leg4_Ci3_y*leg4_lu_inv3
+    leg4_H5_2 = leg4_Ci2_y*leg4_lu_inv2
+    leg4_H6_1 = leg4_Ci3_z*leg4_lu_inv3
+    leg4_H6_2 = leg4_Ci2_z*leg4_lu_inv2
+    leg5_H1_1 = leg5_beta1_20*leg5_lu_inv3
+    leg5_H1_2 = leg5_B0_10*leg5_lu_inv2
+    leg5_H2_2 = leg5_lu_inv2*leg5_u_c2
+    leg5_H3_1 = leg5_beta1_00*leg5_lu_inv3
+    leg5_H3_2 = leg5_B0_12*leg5_lu_inv2
+    leg5_H4_1 = leg5_Ci3_x*leg5_lu_inv3
+    leg5_H4_2 = leg5_Ci2_x*leg5_lu_inv2
+    leg5_H5_1 = leg5_Ci3_y*leg5_lu_inv3
+    leg5_H5_2 = leg5_Ci2_y*leg5_lu_inv2
+    leg5_H6_1 = leg5_Ci3_z*leg5_lu_inv3
+    leg5_H6_2 = leg5_Ci2_z*leg5_lu_inv2
+    leg6_H1_1 = leg6_beta1_20*leg6_lu_inv3
+    leg6_H1_2 = leg6_B0_10*leg6_lu_inv2
+    leg6_H2_2 = leg6_lu_inv2*leg6_u_c2
+    leg6_H3_1 = leg6_beta1_00*leg6_lu_inv3
+    leg6_H3_2 = leg6_B0_12*leg6_lu_inv2
+    leg6_H4_1 = leg6_Ci3_x*leg6_lu_inv3
+    leg6_H4_2 = leg6_Ci2_x*leg6_lu_inv2
+    leg6_H5_1 = leg6_Ci3_y*leg6_lu_inv3
+    leg6_H5_2 = leg6_Ci2_y*leg6_lu_inv2
+    leg6_H6_1 = leg6_Ci3_z*leg6_lu_inv3
+    leg6_H6_2 = leg6_Ci2_z*leg6_lu_inv2
+    leg1_qd1 = leg1_H1_1*v_x + leg1_H3_1*v_z + leg1_H4_1*omega_x + leg1_H5_1*omega_y + leg1_H6_1*omega_z
+    leg1_qd2 = leg1_H1_2*v_x + leg1_H2_2*v_y + leg1_H3_2*v_z + leg1_H4_2*omega_x + leg1_H5_2*omega_y + leg1_H6_2*omega_z
+    leg1_qd3 = leg1_B0_00*v_x + leg1_B0_02*v_z + leg1_Ci1_x*omega_x + leg1_Ci1_y*omega_y + leg1_Ci1_z*omega_z + leg1_u_s2*v_y
+    leg2_qd1 = leg2_H1_1*v_x + leg2_H3_1*v_z + leg2_H4_1*omega_x + leg2_H5_1*omega_y + leg2_H6_1*omega_z
+    leg2_qd2 = leg2_H1_2*v_x + leg2_H2_2*v_y + leg2_H3_2*v_z + leg2_H4_2*omega_x + leg2_H5_2*omega_y + leg2_H6_2*omega_z
+    leg2_qd3 = leg2_B0_00*v_x + leg2_B0_02*v_z + leg2_Ci1_x*omega_x + leg2_Ci1_y*omega_y + leg2_Ci1_z*omega_z + leg2_u_s2*v_y
+    leg3_qd1 = leg3_H1_1*v_x + leg3_H3_1*v_z + leg3_H4_1*omega_x + leg3_H5_1*omega_y + leg3_H6_1*omega_z
+    leg3_qd2 = leg3_H1_2*v_x + leg3_H2_2*v_y + leg3_H3_2*v_z + leg3_H4_2*omega_x + leg3_H5_2*omega_y + leg3_H6_2*omega_z
+    leg3_qd3 = leg3_B0_00*v_x + leg3_B0_02*v_z + leg3_Ci1_x*omega_x + leg3_Ci1_y*omega_y + leg3_Ci1_z*omega_z + leg3_u_s2*v_y
+    leg4_qd1 = leg4_H1_1*v_x + leg4_H3_1*v_z + leg4_H4_1*omega_x + leg4_H5_1*omega_y + leg4_H6_1*omega_z
+    leg4_qd2 = leg4_H1_2*v_x + leg4_H2_2*v_y + leg4_H3_2*v_z + leg4_H4_2*omega_x + leg4_H5_2*omega_y + leg4_H6_2*omega_z
+    leg4_qd3 = leg4_B0_00*v_x + leg4_B0_02*v_z + leg4_Ci1_x*omega_x + leg4_Ci1_y*omega_y + leg4_Ci1_z*omega_z + leg4_u_s2*v_y
+    leg5_qd1 = leg5_H1_1*v_x + leg5_H3_1*v_z + leg5_H4_1*omega_x + leg5_H5_1*omega_y + leg5_H6_1*omega_z
+    leg5_qd2 = leg5_H1_2*v_x + leg5_H2_2*v_y + leg5_H3_2*v_z + leg5_H4_2*omega_x + leg5_H5_2*omega_y + leg5_H6_2*omega_z
+    leg5_qd3 = leg5_B0_00*v_x + leg5_B0_02*v_z + leg5_Ci1_x*omega_x + leg5_Ci1_y*omega_y + leg5_Ci1_z*omega_z + leg5_u_s2*v_y
+    leg6_qd1 = leg6_H1_1*v_x + leg6_H3_1*v_z + leg6_H4_1*omega_x + leg6_H5_1*omega_y + leg6_H6_1*omega_z
+    leg6_qd2 = leg6_H1_2*v_x + leg6_H2_2*v_y + leg6_H3_2*v_z + leg6_H4_2*omega_x + leg6_H5_2*omega_y + leg6_H6_2*omega_z
+    leg6_qd3 = leg6_B0_00*v_x + leg6_B0_02*v_z + leg6_Ci1_x*omega_x + leg6_Ci1_y*omega_y + leg6_Ci1_z*omega_z + leg6_u_s2*v_y
+    leg1_omega_p2_x = leg1_qd1*leg1_u_s2
+    leg1_omega_p2_y = leg1_qd1*leg1_u_c2
+    leg1_epsd2_x = leg1_omega_p2_y*leg1_qd2
+    cse32 = leg1_omega_p2_x*leg1_qd2
+    leg1_epsd2_y = -cse32
+    leg1_oo2_yy = leg1_omega_p2_y*leg1_omega_p2_y
+    leg1_oo2_zz = leg1_qd2*leg1_qd2
+    leg1_oo2_xy = leg1_omega_p2_x*leg1_omega_p2_y
+    leg1_oo2_xz = cse32
+    leg1_oo2_W_00 = -leg1_oo2_yy - leg1_oo2_zz
+    cse33 = leg1_oo2_W_00*leg1_stroke
+    leg1_a3_x = cse33
+    cse34 = 2.0*leg1_qd3
+    cse35 = cse34*leg1_qd2 + leg1_oo2_xy*leg1_stroke
+    leg1_a3_y = cse35
+    cse36 = leg1_epsd2_y*leg1_stroke
+    cse37 = cse34*leg1_omega_p2_y
+    leg1_a3_z = -cse36 - cse37 + leg1_oo2_xz*leg1_stroke
+    leg2_omega_p2_x = leg2_qd1*leg2_u_s2
+    leg2_omega_p2_y = leg2_qd1*leg2_u_c2
+    leg2_epsd2_x = leg2_omega_p2_y*leg2_qd2
+    cse38 = leg2_omega_p2_x*leg2_qd2
+    leg2_epsd2_y = -cse38
+    leg2_oo2_yy = leg2_omega_p2_y*leg2_omega_p2_y
+    leg2_oo2_zz = leg2_qd2*leg2_qd2
+    leg2_oo2_xy = leg2_omega_p2_x*leg2_omega_p2_y
+    leg2_oo2_xz = cse38
+    leg2_oo2_W_00 = -leg2_oo2_yy - leg2_oo2_zz
+    cse39 = leg2_oo2_W_00*leg2_stroke
+    leg2_a3_x = cse39
+    cse40 = 2.0*leg2_qd3
+    cse41 = cse40*leg2_qd2 + leg2_oo2_xy*leg2_stroke
+    leg2_a3_y = cse41
+    cse42 = leg2_epsd2_y*leg2_stroke
+    cse43 = cse40*leg2_omega_p2_y
+    leg2_a3_z = -cse42 - cse43 + leg2_oo2_xz*leg2_stroke
+    leg3_omega_p2_x = leg3_qd1*leg3_u_s2
+    leg3_omega_p2_y = leg3_qd1*leg3_u_c2
+    leg3_epsd2_x = leg3_omega_p2_y*leg3_qd2
+    cse44 = leg3_omega_p2_x*leg3_qd2
+    leg3_epsd2_y = -cse44
+    leg3_oo2_yy = leg3_omega_p2_y*leg3_omega_p2_y
+    leg3_oo2_zz = leg3_qd2*leg3_qd2
+    leg3_oo2_xy = leg3_omega_p2_x*leg3_omega_p2_y
+    leg3_oo2_xz = cse44
+    leg3_oo2_W_00 = -leg3_oo2_yy - leg3_oo2_zz
+    cse45 = leg3_oo2_W_00*leg3_stroke
+    leg3_a3_x = cse45
+    cse46 = 2.0*leg3_qd3
+    cse47 = cse46*leg3_qd2 + leg3_oo2_xy*leg3_stroke
+    leg3_a3_y = cse47
+    cse48 = leg3_epsd2_y*leg3_stroke
+    cse49 = cse46*leg3_omega_p2_y
+    leg3_a3_z = -cse48 - cse49 + leg3_oo2_xz*leg3_stroke
+    leg4_omega_p2_x = leg4_qd1*leg4_u_s2
+    leg4_omega_p2_y = leg4_qd1*leg4_u_c2
+    leg4_epsd2_x = leg4_omega_p2_y*leg4_qd2
+    cse50 = leg4_omega_p2_x*leg4_qd2
+    leg4_epsd2_y = -cse50
+    leg4_oo2_yy = leg4_omega_p2_y*leg4_omega_p2_y
+    leg4_oo2_zz = leg4_qd2*leg4_qd2
+    leg4_oo2_xy = leg4_omega_p2_x*leg4_omega_p2_y
+    leg4_oo2_xz = cse50
+    leg4_oo2_W_00 = -leg4_oo2_yy - leg4_oo2_zz
+    cse51 = leg4_oo2_W_00*leg4_stroke
+    leg4_a3_x = cse51
+    cse52 = 2.0*leg4_qd3
+    cse53 = cse52*leg4_qd2 + leg4_oo2_xy*leg4_stroke
+    leg4_a3_y = cse53
+    cse54 = leg4_epsd2_y*leg4_stroke
+    cse55 = cse52*leg4_omega_p2_y
+    leg4_a3_z = -cse54 - cse55 + leg4_oo2_xz*leg4_stroke
+    leg5_omega_p2_x = leg5_qd1*leg5_u_s2
+    leg5_omega_p2_y = leg5_qd1*leg5_u_c2
+    leg5_epsd2_x = leg5_omega_p2_y*leg5_qd2
+    cse56 = leg5_omega_p2_x*leg5_qd2
+    leg5_epsd2_y = -cse56
+    leg5_oo2_yy = leg5_omega_p2_y*leg5_omega_p2_y
+    leg5_oo2_zz = leg5_qd2*leg5_qd2
+    leg5_oo2_xy = leg5_omega_p2_x*leg5_omega_p2_y
+    leg5_oo2_xz = cse56
+    leg5_oo2_W_00 = -leg5_oo2_yy - leg5_oo2_zz
+    cse57 = leg5_oo2_W_00*leg5_stroke
+    leg5_a3_x = cse57
+    cse58 = 2.0*leg5_qd3
+    cse59 = cse58*leg5_qd2 + leg5_oo2_xy*leg5_stroke
+    leg5_a3_y = cse59
+    cse60 = leg5_epsd2_y*leg5_stroke
+    cse61 = cse58*leg5_omega_p2_y
+    leg5_a3_z = -cse60 - cse61 + leg5_oo2_xz*leg5_stroke
+    leg6_omega_p2_x = leg6_qd1*leg6_u_s2
+    leg6_omega_p2_y = leg6_qd1*leg6_u_c2
+    leg6_epsd2_x = leg6_omega_p2_y*leg6_qd2
+    cse62 = leg6_omega_p2_x*leg6_qd2
+    leg6_epsd2_y = -cse62
+    leg6_oo2_yy = leg6_omega_p2_y*leg6_omega_p2_y
+    leg6_oo2_zz = leg6_qd2*leg6_qd2
+    leg6_oo2_xy = leg6_omega_p2_x*leg6_omega_p2_y
+    leg6_oo2_xz = cse62
+    leg6_oo2_W_00 = -leg6_oo2_yy - leg6_oo2_zz
+    cse63 = leg6_oo2_W_00*leg6_stroke
+    leg6_a3_x = cse63
+    cse64 = 2.0*leg6_qd3
+    cse65 = cse64*leg6_qd2 + leg6_oo2_xy*leg6_stroke
+    leg6_a3_y = cse65
+    cse66 = leg6_epsd2_y*leg6_stroke
+    cse67 = cse64*leg6_omega_p2_y
+    leg6_a3_z = -cse66 - cse67 + leg6_oo2_xz*leg6_stroke
+    oo_C_xx = omega_x*omega_x
+    oo_C_yy = omega_y*omega_y
+    oo_C_zz = omega_z*omega_z
+    oo_C_xy = omega_x*omega_y
+    oo_C_xz = omega_x*omega_z
+    oo_C_yz = omega_y*omega_z
+    oo_C_W_00 = -oo_C_yy - oo_C_zz
+    oo_C_W_11 = -oo_C_xx - oo_C_zz
+    oo_C_W_22 = -oo_C_xx - oo_C_yy
+    cse68 = 0.1*oo_C_xy
+    cse69 = 0.445887*oo_C_xz
+    cse70 = -cse68 - cse69 + 0.401478*oo_C_W_00
+    cse71 = 0.1*oo_C_W_11
+    cse72 = 0.445887*oo_C_yz
+    cse73 = -cse71 - cse72 + 0.401478*oo_C_xy
+    cse74 = 0.1*oo_C_yz
+    cse75 = 0.445887*oo_C_W_22
+    cse76 = -cse74 - cse75 + 0.401478*oo_C_xz
+    leg1_cC_x = cse70*leg1_R_Cn_00 + cse73*leg1_R_Cn_01 + cse76*leg1_R_Cn_02
+    leg1_cC_y = cse70*leg1_R_Cn_10 + cse73*leg1_R_Cn_11 + cse76*leg1_R_Cn_12
+    leg1_cC_z = cse70*leg1_R_Cn_20 + cse73*leg1_R_Cn_21 + cse76*leg1_R_Cn_22
+    leg1_c1 = -leg1_a3_x + leg1_cC_x - 1.095070951822301*leg1_oo2_W_00
+    leg1_c2 = -leg1_a3_y + leg1_cC_y - 1.095070951822301*leg1_oo2_xy
+    leg1_c3 = -leg1_a3_z + leg1_cC_z + 1.095070951822301*leg1_epsd2_y - 1.095070951822301*leg1_oo2_xz
+    leg1_h1 = leg1_c3*leg1_lu_inv3
+    leg1_h2 = leg1_c2*leg1_lu_inv2
+    cse77 = -cse68
+    cse78 = cse69 + cse77 + 0.401478*oo_C_W_00
+    cse79 = -cse71
+    cse80 = cse72 + cse79 + 0.401478*oo_C_xy
+    cse81 = -cse74
+    cse82 = cse75 + cse81 + 0.401478*oo_C_xz
+    leg2_cC_x = cse78*leg2_R_Cn_00 + cse80*leg2_R_Cn_01 + cse82*leg2_R_Cn_02
+    leg2_cC_y = cse78*leg2_R_Cn_10 + cse80*leg2_R_Cn_11 + cse82*leg2_R_Cn_12
+    leg2_cC_z = cse78*leg2_R_Cn_20 + cse80*leg2_R_Cn_21 + cse82*leg2_R_Cn_22
+    leg2_c1 = -leg2_a3_x + leg2_cC_x - 1.095070951822301*leg2_oo2_W_00
+    leg2_c2 = -leg2_a3_y + leg2_cC_y - 1.095070951822301*leg2_oo2_xy
+    leg2_c3 = -leg2_a3_z + leg2_cC_z + 1.095070951822301*leg2_epsd2_y - 1.095070951822301*leg2_oo2_xz
+    leg2_h1 = leg2_c3*leg2_lu_inv3
+    leg2_h2 = leg2_c2*leg2_lu_inv2
+    cse83 = 0.570634*oo_C_xz
+    cse84 = cse77 + cse83 + 0.18541*oo_C_W_00
+    cse85 = 0.570634*oo_C_yz
+    cse86 = cse79 + cse85 + 0.18541*oo_C_xy
+    cse87 = 0.570634*oo_C_W_22
+    cse88 = cse81 + cse87 + 0.18541*oo_C_xz
+    leg3_cC_x = cse84*leg3_R_Cn_00 + cse86*leg3_R_Cn_01 + cse88*leg3_R_Cn_02
+    leg3_cC_y = cse84*leg3_R_Cn_10 + cse86*leg3_R_Cn_11 + cse88*leg3_R_Cn_12
+    leg3_cC_z = cse84*leg3_R_Cn_20 + cse86*leg3_R_Cn_21 + cse88*leg3_R_Cn_22
+    leg3_c1 = -leg3_a3_x + leg3_cC_x - 1.0950706448709142*leg3_oo2_W_00
+    leg3_c2 = -leg3_a3_y + leg3_cC_y - 1.0950706448709142*leg3_oo2_xy
+    leg3_c3 = -leg3_a3_z + leg3_cC_z + 1.0950706448709142*leg3_epsd2_y - 1.0950706448709142*leg3_oo2_xz
+    leg3_h1 = leg3_c3*leg3_lu_inv3
+    leg3_h2 = leg3_c2*leg3_lu_inv2
+    cse89 = 0.124747*oo_C_xz
+    cse90 = cse68 + 0.586889*oo_C_W_00
+    cse91 = cse89 - cse90
+    cse92 = 0.124747*oo_C_yz
+    cse93 = cse71 + 0.586889*oo_C_xy
+    cse94 = cse92 - cse93
+    cse95 = 0.124747*oo_C_W_22
+    cse96 = cse74 + 0.586889*oo_C_xz
+    cse97 = cse95 - cse96
+    leg4_cC_x = cse91*leg4_R_Cn_00 + cse94*leg4_R_Cn_01 + cse97*leg4_R_Cn_02
+    leg4_cC_y = cse91*leg4_R_Cn_10 + cse94*leg4_R_Cn_11 + cse97*leg4_R_Cn_12
+    leg4_cC_z = cse91*leg4_R_Cn_20 + cse94*leg4_R_Cn_21 + cse97*leg4_R_Cn_22
+    leg4_c1 = -leg4_a3_x + leg4_cC_x - 1.0950706977031208*leg4_oo2_W_00
+    leg4_c2 = -leg4_a3_y + leg4_cC_y - 1.0950706977031208*leg4_oo2_xy
+    leg4_c3 = -leg4_a3_z + leg4_cC_z + 1.0950706977031208*leg4_epsd2_y - 1.0950706977031208*leg4_oo2_xz
+    leg4_h1 = leg4_c3*leg4_lu_inv3
+    leg4_h2 = leg4_c2*leg4_lu_inv2
+    cse98 = -cse89 - cse90
+    cse99 = -cse92 - cse93
+    cse100 = -cse95 - cse96
+    leg5_cC_x = cse100*leg5_R_Cn_02 + cse98*leg5_R_Cn_00 + cse99*leg5_R_Cn_01
+    leg5_cC_y = cse100*leg5_R_Cn_12 + cse98*leg5_R_Cn_10 + cse99*leg5_R_Cn_11
+    leg5_cC_z = cse100*leg5_R_Cn_22 + cse98*leg5_R_Cn_20 + cse99*leg5_R_Cn_21
+    leg5_c1 = -leg5_a3_x + leg5_cC_x - 1.0950706977031208*leg5_oo2_W_00
+    leg5_c2 = -leg5_a3_y + leg5_cC_y - 1.0950706977031208*leg5_oo2_xy
+    leg5_c3 = -leg5_a3_z + leg5_cC_z + 1.0950706977031208*leg5_epsd2_y - 1.0950706977031208*leg5_oo2_xz
+    leg5_h1 = leg5_c3*leg5_lu_inv3
+    leg5_h2 = leg5_c2*leg5_lu_inv2
+    cse101 = -cse68 - cse83 + 0.18541*oo_C_W_00
+    cse102 = -cse71 - cse85 + 0.18541*oo_C_xy
+    cse103 = -cse74 - cse87 + 0.18541*oo_C_xz
+    leg6_cC_x = cse101*leg6_R_Cn_00 + cse102*leg6_R_Cn_01 + cse103*leg6_R_Cn_02
+    leg6_cC_y = cse101*leg6_R_Cn_10 + cse102*leg6_R_Cn_11 + cse103*leg6_R_Cn_12
+    leg6_cC_z = cse101*leg6_R_Cn_20 + cse102*leg6_R_Cn_21 + cse103*leg6_R_Cn_22
+    leg6_c1 = -leg6_a3_x + leg6_cC_x - 1.0950706448709142*leg6_oo2_W_00
+    leg6_c2 = -leg6_a3_y + leg6_cC_y - 1.0950706448709142*leg6_oo2_xy
+    leg6_c3 = -leg6_a3_z + leg6_cC_z + 1.0950706448709142*leg6_epsd2_y - 1.0950706448709142*leg6_oo2_xz
+    leg6_h1 = leg6_c3*leg6_lu_inv3
+    leg6_h2 = leg6_c2*leg6_lu_inv2
+    s_C_f_x = fE_x + g_x*p_m_p
+    s_C_f_y = fE_y + g_y*p_m_p
+    s_C_f_z = fE_z + g_z*p_m_p
+    cse104 = -p_Ip_zz
+    cse105 = -oo_C_zz
+    s_C_m_x = mE_x - oo_C_xy*p_Ip_xz + oo_C_xz*p_Ip_xy - oo_C_yz*(-cse104 - p_Ip_yy) - p_Ip_yz*(cse105 + oo_C_yy)
+    s_C_m_y = mE_y + oo_C_xy*p_Ip_yz - oo_C_xz*(cse104 + p_Ip_xx) - oo_C_yz*p_Ip_xy - p_Ip_xz*(-cse105 - oo_C_xx)
+    s_C_m_z = mE_z - oo_C_xy*(-p_Ip_xx + p_Ip_yy) - oo_C_xz*p_Ip_yz + oo_C_yz*p_Ip_xz - p_Ip_xy*(oo_C_xx - oo_C_yy)
+    cse106 = p_d_s*p_m_s
+    leg1_cc3_x = cse106
+    cse107 = p_Js_x + p_d_s*p_d_s*p_m_s
+    leg1_Ic3_11 = cse107
+    leg1_Ic2_00 = p_Jn_ax + p_Js_z
+    cse108 = 2.0*leg1_cc3_x
+    cse109 = p_Jn_tr + p_a_n*p_a_n*p_m_n
+    cse110 = cse109 + leg1_Ic3_11
+    leg1_Ic2_11 = cse108*leg1_stroke + cse110 + leg1_stroke*leg1_stroke*p_m_s
+    leg1_IJ2_C2 = leg1_u_c2*leg1_u_c2 - leg1_u_s2*leg1_u_s2
+    leg1_IJ2_D = leg1_Ic2_00 - leg1_Ic2_11
+    leg1_IJ2_Sum = leg1_Ic2_00 + leg1_Ic2_11
+    leg1_IJ2_00 = (0.5)*leg1_IJ2_C2*leg1_IJ2_D + (0.5)*leg1_IJ2_Sum
+    leg1_IJ2_11 = -leg1_IJ2_00 + leg1_IJ2_Sum
+    leg1_Ic1_11 = leg1_IJ2_11 + p_J_o
+    leg1_Fm3_1_y = leg1_u_s2*p_m_s
+    leg2_Ic2_11 = cse108*leg2_stroke + cse110 + leg2_stroke*leg2_stroke*p_m_s
+    leg2_IJ2_C2 = leg2_u_c2*leg2_u_c2 - leg2_u_s2*leg2_u_s2
+    leg2_IJ2_D = leg1_Ic2_00 - leg2_Ic2_11
+    leg2_IJ2_Sum = leg1_Ic2_00 + leg2_Ic2_11
+    leg2_IJ2_00 = (0.5)*leg2_IJ2_C2*leg2_IJ2_D + (0.5)*leg2_IJ2_Sum
+    leg2_IJ2_11 = -leg2_IJ2_00 + leg2_IJ2_Sum
+    leg2_Ic1_11 = leg2_IJ2_11 + p_J_o
+    leg2_Fm3_1_y = leg2_u_s2*p_m_s
+    leg3_Ic2_11 = cse108*leg3_stroke + cse110 + leg3_stroke*leg3_stroke*p_m_s
+    leg3_IJ2_C2 = leg3_u_c2*leg3_u_c2 - leg3_u_s2*leg3_u_s2
+    leg3_IJ2_D = leg1_Ic2_00 - leg3_Ic2_11
+    leg3_IJ2_Sum = leg1_Ic2_00 + leg3_Ic2_11
+    leg3_IJ2_00 = (0.5)*leg3_IJ2_C2*leg3_IJ2_D + (0.5)*leg3_IJ2_Sum
+    leg3_IJ2_11 = -leg3_IJ2_00 + leg3_IJ2_Sum
+    leg3_Ic1_11 = leg3_IJ2_11 + p_J_o
+    leg3_Fm3_1_y = leg3_u_s2*p_m_s
+    leg4_Ic2_11 = cse108*leg4_stroke + cse110 + leg4_stroke*leg4_stroke*p_m_s
+    leg4_IJ2_C2 = leg4_u_c2*leg4_u_c2 - leg4_u_s2*leg4_u_s2
+    leg4_IJ2_D = leg1_Ic2_00 - leg4_Ic2_11
+    leg4_IJ2_Sum = leg1_Ic2_00 + leg4_Ic2_11
+    leg4_IJ2_00 = (0.5)*leg4_IJ2_C2*leg4_IJ2_D + (0.5)*leg4_IJ2_Sum
+    leg4_IJ2_11 = -leg4_IJ2_00 + leg4_IJ2_Sum
+    leg4_Ic1_11 = leg4_IJ2_11 + p_J_o
+    leg4_Fm3_1_y = leg4_u_s2*p_m_s
+    leg5_Ic2_11 = cse108*leg5_stroke + cse110 + leg5_stroke*leg5_stroke*p_m_s
+    leg5_IJ2_C2 = leg5_u_c2*leg5_u_c2 - leg5_u_s2*leg5_u_s2
+    leg5_IJ2_D = leg1_Ic2_00 - leg5_Ic2_11
+    leg5_IJ2_Sum = leg1_Ic2_00 + leg5_Ic2_11
+    leg5_IJ2_00 = (0.5)*leg5_IJ2_C2*leg5_IJ2_D + (0.5)*leg5_IJ2_Sum
+    leg5_IJ2_11 = -leg5_IJ2_00 + leg5_IJ2_Sum
+    leg5_Ic1_11 = leg5_IJ2_11 + p_J_o
+    leg5_Fm3_1_y = leg5_u_s2*p_m_s
+    leg6_Ic2_11 = cse108*leg6_stroke + cse110 + leg6_stroke*leg6_stroke*p_m_s
+    leg6_IJ2_C2 = leg6_u_c2*leg6_u_c2 - leg6_u_s2*leg6_u_s2
+    leg6_IJ2_D = leg1_Ic2_00 - leg6_Ic2_11
+    leg6_IJ2_Sum = leg1_Ic2_00 + leg6_Ic2_11
+    leg6_IJ2_00 = (0.5)*leg6_IJ2_C2*leg6_IJ2_D + (0.5)*leg6_IJ2_Sum
+    leg6_IJ2_11 = -leg6_IJ2_00 + leg6_IJ2_Sum
+    leg6_Ic1_11 = leg6_IJ2_11 + p_J_o
+    leg6_Fm3_1_y = leg6_u_s2*p_m_s
+    leg1_a1_x = -g_x*leg1_beta1_00 - g_z*leg1_beta1_02
+    leg1_a1_z = -g_x*leg1_beta1_20 - g_z*leg1_beta1_00
+    leg1_a2_x = -g_y*leg1_u_s2 + leg1_a1_x*leg1_u_c2
+    leg1_a2_y = -g_y*leg1_u_c2 - leg1_a1_x*leg1_u_s2
+    leg1_a3_x_2 = cse33 + leg1_a2_x
+    leg1_a3_y_2 = cse35 + leg1_a2_y
+    leg1_a3_z_2 = -cse36 - cse37 + leg1_a1_z + leg1_oo2_xz*leg1_stroke
+    leg1_F3_x = cse106*leg1_oo2_W_00 + leg1_a3_x_2*p_m_s
+    leg1_F3_y = cse106*leg1_oo2_xy + leg1_a3_y_2*p_m_s
+    leg1_F3_z = -cse106*leg1_epsd2_y + cse106*leg1_oo2_xz + leg1_a3_z_2*p_m_s
+    leg1_N3_x = leg1_epsd2_x*p_Js_z
+    cse111 = cse107 - p_Js_z
+    cse112 = -cse111
+    leg1_N3_y = -cse106*leg1_a3_z_2 + cse107*leg1_epsd2_y + cse112*leg1_oo2_xz
+    leg1_N3_z = cse106*leg1_a3_y_2 + cse111*leg1_oo2_xy
+    leg1_N2_x = leg1_N3_x + leg1_epsd2_x*p_Jn_ax
+    cse113 = cse109 - p_Jn_ax
+    cse114 = -cse113
+    cse115 = p_a_n*p_m_n
+    leg1_N2_y = cse109*leg1_epsd2_y + cse114*leg1_oo2_xz - cse115*leg1_a1_z - leg1_F3_z*leg1_stroke + leg1_N3_y
+    leg1_N2_z = cse113*leg1_oo2_xy + cse115*leg1_a2_y + leg1_F3_y*leg1_stroke + leg1_N3_z
+    leg1_N1_y = leg1_N2_x*leg1_u_s2 + leg1_N2_y*leg1_u_c2
+    leg1_b3 = F_leg1 - leg1_F3_x
+    leg2_a1_x = -g_x*leg2_beta1_00 - g_z*leg2_beta1_02
+    leg2_a1_z = -g_x*leg2_beta1_20 - g_z*leg2_beta1_00
+    leg2_a2_x = -g_y*leg2_u_s2 + leg2_a1_x*leg2_u_c2
+    leg2_a2_y = -g_y*leg2_u_c2 - leg2_a1_x*leg2_u_s2
+    leg2_a3_x_2 = cse39 + leg2_a2_x
+    leg2_a3_y_2 = cse41 + leg2_a2_y
+    leg2_a3_z_2 = -cse42 - cse43 + leg2_a1_z + leg2_oo2_xz*leg2_stroke
+    leg2_F3_x = cse106*leg2_oo2_W_00 + leg2_a3_x_2*p_m_s
+    leg2_F3_y = cse106*leg2_oo2_xy + leg2_a3_y_2*p_m_s
+    leg2_F3_z = -cse106*leg2_epsd2_y + cse106*leg2_oo2_xz + leg2_a3_z_2*p_m_s
+    leg2_N3_x = leg2_epsd2_x*p_Js_z
+    leg2_N3_y = -cse106*leg2_a3_z_2 + cse107*leg2_epsd2_y + cse112*leg2_oo2_xz
+    leg2_N3_z = cse106*leg2_a3_y_2 + cse111*leg2_oo2_xy
+    leg2_N2_x = leg2_N3_x + leg2_epsd2_x*p_Jn_ax
+    leg2_N2_y = cse109*leg2_epsd2_y + cse114*leg2_oo2_xz - cse115*leg2_a1_z - leg2_F3_z*leg2_stroke + leg2_N3_y
+    leg2_N2_z = cse113*leg2_oo2_xy + cse115*leg2_a2_y + leg2_F3_y*leg2_stroke + leg2_N3_z
+    leg2_N1_y = leg2_N2_x*leg2_u_s2 + leg2_N2_y*leg2_u_c2
+    leg2_b3 = F_leg2 - leg2_F3_x
+    leg3_a1_x = -g_x*leg3_beta1_00 - g_z*leg3_beta1_02
+    leg3_a1_z = -g_x*leg3_beta1_20 - g_z*leg3_beta1_00
+    leg3_a2_x = -g_y*leg3_u_s2 + leg3_a1_x*leg3_u_c2
+    leg3_a2_y = -g_y*leg3_u_c2 - leg3_a1_x*leg3_u_s2
+    leg3_a3_x_2 = cse45 + leg3_a2_x
+    leg3_a3_y_2 = cse47 + leg3_a2_y
+    leg3_a3_z_2 = -cse48 - cse49 + leg3_a1_z + leg3_oo2_xz*leg3_stroke
+    leg3_F3_x = cse106*leg3_oo2_W_00 + leg3_a3_x_2*p_m_s
+    leg3_F3_y = cse106*leg3_oo2_xy + leg3_a3_y_2*p_m_s
+    leg3_F3_z = -cse106*leg3_epsd2_y + cse106*leg3_oo2_xz + leg3_a3_z_2*p_m_s
+    leg3_N3_x = leg3_epsd2_x*p_Js_z
+    leg3_N3_y = -cse106*leg3_a3_z_2 + cse107*leg3_epsd2_y + cse112*leg3_oo2_xz
+    leg3_N3_z = cse106*leg3_a3_y_2 + cse111*leg3_oo2_xy
+    leg3_N2_x = leg3_N3_x + leg3_epsd2_x*p_Jn_ax
+    leg3_N2_y = cse109*leg3_epsd2_y + cse114*leg3_oo2_xz - cse115*leg3_a1_z - leg3_F3_z*leg3_stroke + leg3_N3_y
+    leg3_N2_z = cse113*leg3_oo2_xy + cse115*leg3_a2_y + leg3_F3_y*leg3_stroke + leg3_N3_z
+    leg3_N1_y = leg3_N2_x*leg3_u_s2 + leg3_N2_y*leg3_u_c2
+    leg3_b3 = F_leg3 - leg3_F3_x
+    leg4_a1_x = -g_x*leg4_beta1_00 - g_z*leg4_beta1_02
+    leg4_a1_z = -g_x*leg4_beta1_20 - g_z*leg4_beta1_00
+    leg4_a2_x = -g_y*leg4_u_s2 + leg4_a1_x*leg4_u_c2
+    leg4_a2_y = -g_y*leg4_u_c2 - leg4_a1_x*leg4_u_s2
+    leg4_a3_x_2 = cse51 + leg4_a2_x
+    leg4_a3_y_2 = cse53 + leg4_a2_y
+    leg4_a3_z_2 = -cse54 - cse55 + leg4_a1_z + leg4_oo2_xz*leg4_stroke
+    leg4_F3_x = cse106*leg4_oo2_W_00 + leg4_a3_x_2*p_m_s
+    leg4_F3_y = cse106*leg4_oo2_xy + leg4_a3_y_2*p_m_s
+    leg4_F3_z = -cse106*leg4_epsd2_y + cse106*leg4_oo2_xz + leg4_a3_z_2*p_m_s
+    leg4_N3_x = leg4_epsd2_x*p_Js_z
+    leg4_N3_y = -cse106*leg4_a3_z_2 + cse107*leg4_epsd2_y + cse112*leg4_oo2_xz
+    leg4_N3_z = cse106*leg4_a3_y_2 + cse111*leg4_oo2_xy
+    leg4_N2_x = leg4_N3_x + leg4_epsd2_x*p_Jn_ax
+    leg4_N2_y = cse109*leg4_epsd2_y + cse114*leg4_oo2_xz - cse115*leg4_a1_z - leg4_F3_z*leg4_stroke + leg4_N3_y
+    leg4_N2_z = cse113*leg4_oo2_xy + cse115*leg4_a2_y + leg4_F3_y*leg4_stroke + leg4_N3_z
+    leg4_N1_y = leg4_N2_x*leg4_u_s2 + leg4_N2_y*leg4_u_c2
+    leg4_b3 = F_leg4 - leg4_F3_x
+    leg5_a1_x = -g_x*leg5_beta1_00 - g_z*leg5_beta1_02
+    leg5_a1_z = -g_x*leg5_beta1_20 - g_z*leg5_beta1_00
+    leg5_a2_x = -g_y*leg5_u_s2 + leg5_a1_x*leg5_u_c2
+    leg5_a2_y = -g_y*leg5_u_c2 - leg5_a1_x*leg5_u_s2
+    leg5_a3_x_2 = cse57 + leg5_a2_x
+    leg5_a3_y_2 = cse59 + leg5_a2_y
+    leg5_a3_z_2 = -cse60 - cse61 + leg5_a1_z + leg5_oo2_xz*leg5_stroke
+    leg5_F3_x = cse106*leg5_oo2_W_00 + leg5_a3_x_2*p_m_s
+    leg5_F3_y = cse106*leg5_oo2_xy + leg5_a3_y_2*p_m_s
+    leg5_F3_z = -cse106*leg5_epsd2_y + cse106*leg5_oo2_xz + leg5_a3_z_2*p_m_s
+    leg5_N3_x = leg5_epsd2_x*p_Js_z
+    leg5_N3_y = -cse106*leg5_a3_z_2 + cse107*leg5_epsd2_y + cse112*leg5_oo2_xz
+    leg5_N3_z = cse106*leg5_a3_y_2 + cse111*leg5_oo2_xy
+    leg5_N2_x = leg5_N3_x + leg5_epsd2_x*p_Jn_ax
+    leg5_N2_y = cse109*leg5_epsd2_y + cse114*leg5_oo2_xz - cse115*leg5_a1_z - leg5_F3_z*leg5_stroke + leg5_N3_y
+    leg5_N2_z = cse113*leg5_oo2_xy + cse115*leg5_a2_y + leg5_F3_y*leg5_stroke + leg5_N3_z
+    leg5_N1_y = leg5_N2_x*leg5_u_s2 + leg5_N2_y*leg5_u_c2
+    leg5_b3 = F_leg5 - leg5_F3_x
+    leg6_a1_x = -g_x*leg6_beta1_00 - g_z*leg6_beta1_02
+    leg6_a1_z = -g_x*leg6_beta1_20 - g_z*leg6_beta1_00
+    leg6_a2_x = -g_y*leg6_u_s2 + leg6_a1_x*leg6_u_c2
+    leg6_a2_y = -g_y*leg6_u_c2 - leg6_a1_x*leg6_u_s2
+    leg6_a3_x_2 = cse63 + leg6_a2_x
+    leg6_a3_y_2 = cse65 + leg6_a2_y
+    leg6_a3_z_2 = -cse66 - cse67 + leg6_a1_z + leg6_oo2_xz*leg6_stroke
+    leg6_F3_x = cse106*leg6_oo2_W_00 + leg6_a3_x_2*p_m_s
+    leg6_F3_y = cse106*leg6_oo2_xy + leg6_a3_y_2*p_m_s
+    leg6_F3_z = -cse106*leg6_epsd2_y + cse106*leg6_oo2_xz + leg6_a3_z_2*p_m_s
+    leg6_N3_x = leg6_epsd2_x*p_Js_z
+    leg6_N3_y = -cse106*leg6_a3_z_2 + cse107*leg6_epsd2_y + cse112*leg6_oo2_xz
+    leg6_N3_z = cse106*leg6_a3_y_2 + cse111*leg6_oo2_xy
+    leg6_N2_x = leg6_N3_x + leg6_epsd2_x*p_Jn_ax
+    leg6_N2_y = cse109*leg6_epsd2_y + cse114*leg6_oo2_xz - cse115*leg6_a1_z - leg6_F3_z*leg6_stroke + leg6_N3_y
+    leg6_N2_z = cse113*leg6_oo2_xy + cse115*leg6_a2_y + leg6_F3_y*leg6_stroke + leg6_N3_z
+    leg6_N1_y = leg6_N2_x*leg6_u_s2 + leg6_N2_y*leg6_u_c2
+    leg6_b3 = F_leg6 - leg6_F3_x
+    leg1_AH11 = leg1_H1_1*leg1_Ic1_11
+    leg1_AH13 = leg1_H3_1*leg1_Ic1_11
+    leg1_AH14 = leg1_H4_1*leg1_Ic1_11
+    leg1_AH15 = leg1_H5_1*leg1_Ic1_11
+    leg1_AH16 = leg1_H6_1*leg1_Ic1_11
+    leg1_AH21 = leg1_H1_2*leg1_Ic2_11
+    leg1_AH22 = leg1_H2_2*leg1_Ic2_11
+    leg1_AH23 = leg1_H3_2*leg1_Ic2_11
+    leg1_AH24 = leg1_H4_2*leg1_Ic2_11
+    leg1_AH25 = leg1_H5_2*leg1_Ic2_11
+    leg1_AH26 = leg1_H6_2*leg1_Ic2_11
+    leg1_AH31 = leg1_B0_00*p_m_s
+    leg1_AH33 = leg1_B0_02*p_m_s
+    leg1_AH34 = leg1_Ci1_x*p_m_s
+    leg1_AH35 = leg1_Ci1_y*p_m_s
+    leg1_AH36 = leg1_Ci1_z*p_m_s
+    leg1_r1 = -leg1_Ic1_11*leg1_h1 - leg1_N1_y
+    leg1_r2 = -leg1_Ic2_11*leg1_h2 - leg1_N2_z
+    leg1_r3 = leg1_b3 - leg1_c1*p_m_s
+    leg2_AH11 = leg2_H1_1*leg2_Ic1_11
+    leg2_AH13 = leg2_H3_1*leg2_Ic1_11
+    leg2_AH14 = leg2_H4_1*leg2_Ic1_11
+    leg2_AH15 = leg2_H5_1*leg2_Ic1_11
+    leg2_AH16 = leg2_H6_1*leg2_Ic1_11
+    leg2_AH21 = leg2_H1_2*leg2_Ic2_11
+    leg2_AH22 = leg2_H2_2*leg2_Ic2_11
+    leg2_AH23 = leg2_H3_2*leg2_Ic2_11
+    leg2_AH24 = leg2_H4_2*leg2_Ic2_11
+    leg2_AH25 = leg2_H5_2*leg2_Ic2_11
+    leg2_AH26 = leg2_H6_2*leg2_Ic2_11
+    leg2_AH31 = leg2_B0_00*p_m_s
+    leg2_AH33 = leg2_B0_02*p_m_s
+    leg2_AH34 = leg2_Ci1_x*p_m_s
+    leg2_AH35 = leg2_Ci1_y*p_m_s
+    leg2_AH36 = leg2_Ci1_z*p_m_s
+    leg2_r1 = -leg2_Ic1_11*leg2_h1 - leg2_N1_y
+    leg2_r2 = -leg2_Ic2_11*leg2_h2 - leg2_N2_z
+    leg2_r3 = leg2_b3 - leg2_c1*p_m_s
+    leg3_AH11 = leg3_H1_1*leg3_Ic1_11
+    leg3_AH13 = leg3_H3_1*leg3_Ic1_11
+    leg3_AH14 = leg3_H4_1*leg3_Ic1_11
+    leg3_AH15 = leg3_H5_1*leg3_Ic1_11
+    leg3_AH16 = leg3_H6_1*leg3_Ic1_11
+    leg3_AH21 = leg3_H1_2*leg3_Ic2_11
+    leg3_AH22 = leg3_H2_2*leg3_Ic2_11
+    leg3_AH23 = leg3_H3_2*leg3_Ic2_11
+    leg3_AH24 = leg3_H4_2*leg3_Ic2_11
+    leg3_AH25 = leg3_H5_2*leg3_Ic2_11
+    leg3_AH26 = leg3_H6_2*leg3_Ic2_11
+    leg3_AH31 = leg3_B0_00*p_m_s
+    leg3_AH33 = leg3_B0_02*p_m_s
+    leg3_AH34 = leg3_Ci1_x*p_m_s
+    leg3_AH35 = leg3_Ci1_y*p_m_s
+    leg3_AH36 = leg3_Ci1_z*p_m_s
+    leg3_r1 = -leg3_Ic1_11*leg3_h1 - leg3_N1_y
+    leg3_r2 = -leg3_Ic2_11*leg3_h2 - leg3_N2_z
+    leg3_r3 = leg3_b3 - leg3_c1*p_m_s
+    leg4_AH11 = leg4_H1_1*leg4_Ic1_11
+    leg4_AH13 = leg4_H3_1*leg4_Ic1_11
+    leg4_AH14 = leg4_H4_1*leg4_Ic1_11
+    leg4_AH15 = leg4_H5_1*leg4_Ic1_11
+    leg4_AH16 = leg4_H6_1*leg4_Ic1_11
+    leg4_AH21 = leg4_H1_2*leg4_Ic2_11
+    leg4_AH22 = leg4_H2_2*leg4_Ic2_11
+    leg4_AH23 = leg4_H3_2*leg4_Ic2_11
+    leg4_AH24 = leg4_H4_2*leg4_Ic2_11
+    leg4_AH25 = leg4_H5_2*leg4_Ic2_11
+    leg4_AH26 = leg4_H6_2*leg4_Ic2_11
+    leg4_AH31 = leg4_B0_00*p_m_s
+    leg4_AH33 = leg4_B0_02*p_m_s
+    leg4_AH34 = leg4_Ci1_x*p_m_s
+    leg4_AH35 = leg4_Ci1_y*p_m_s
+    leg4_AH36 = leg4_Ci1_z*p_m_s
+    leg4_r1 = -leg4_Ic1_11*leg4_h1 - leg4_N1_y
+    leg4_r2 = -leg4_Ic2_11*leg4_h2 - leg4_N2_z
+    leg4_r3 = leg4_b3 - leg4_c1*p_m_s
+    leg5_AH11 = leg5_H1_1*leg5_Ic1_11
+    leg5_AH13 = leg5_H3_1*leg5_Ic1_11
+    leg5_AH14 = leg5_H4_1*leg5_Ic1_11
+    leg5_AH15 = leg5_H5_1*leg5_Ic1_11
+    leg5_AH16 = leg5_H6_1*leg5_Ic1_11
+    leg5_AH21 = leg5_H1_2*leg5_Ic2_11
+    leg5_AH22 = leg5_H2_2*leg5_Ic2_11
+    leg5_AH23 = leg5_H3_2*leg5_Ic2_11
+    leg5_AH24 = leg5_H4_2*leg5_Ic2_11
+    leg5_AH25 = leg5_H5_2*leg5_Ic2_11
+    leg5_AH26 = leg5_H6_2*leg5_Ic2_11
+    leg5_AH31 = leg5_B0_00*p_m_s
+    leg5_AH33 = leg5_B0_02*p_m_s
+    leg5_AH34 = leg5_Ci1_x*p_m_s
+    leg5_AH35 = leg5_Ci1_y*p_m_s
+    leg5_AH36 = leg5_Ci1_z*p_m_s
+    leg5_r1 = -leg5_Ic1_11*leg5_h1 - leg5_N1_y
+    leg5_r2 = -leg5_Ic2_11*leg5_h2 - leg5_N2_z
+    leg5_r3 = leg5_b3 - leg5_c1*p_m_s
+    leg6_AH11 = leg6_H1_1*leg6_Ic1_11
+    leg6_AH13 = leg6_H3_1*leg6_Ic1_11
+    leg6_AH14 = leg6_H4_1*leg6_Ic1_11
+    leg6_AH15 = leg6_H5_1*leg6_Ic1_11
+    leg6_AH16 = leg6_H6_1*leg6_Ic1_11
+    leg6_AH21 = leg6_H1_2*leg6_Ic2_11
+    leg6_AH22 = leg6_H2_2*leg6_Ic2_11
+    leg6_AH23 = leg6_H3_2*leg6_Ic2_11
+    leg6_AH24 = leg6_H4_2*leg6_Ic2_11
+    leg6_AH25 = leg6_H5_2*leg6_Ic2_11
+    leg6_AH26 = leg6_H6_2*leg6_Ic2_11
+    leg6_AH31 = leg6_B0_00*p_m_s
+    leg6_AH33 = leg6_B0_02*p_m_s
+    leg6_AH34 = leg6_Ci1_x*p_m_s
+    leg6_AH35 = leg6_Ci1_y*p_m_s
+    leg6_AH36 = leg6_Ci1_z*p_m_s
+    leg6_r1 = -leg6_Ic1_11*leg6_h1 - leg6_N1_y
+    leg6_r2 = -leg6_Ic2_11*leg6_h2 - leg6_N2_z
+    leg6_r3 = leg6_b3 - leg6_c1*p_m_s
+    A_star11 = leg1_AH11*leg1_H1_1 + leg1_AH21*leg1_H1_2 + leg1_AH31*leg1_B0_00 + leg2_AH11*leg2_H1_1 + leg2_AH21*leg2_H1_2 + leg2_AH31*leg2_B0_00 + leg3_AH11*leg3_H1_1 + leg3_AH21*leg3_H1_2 + leg3_AH31*leg3_B0_00 + leg4_AH11*leg4_H1_1 + leg4_AH21*leg4_H1_2 + leg4_AH31*leg4_B0_00 + leg5_AH11*leg5_H1_1 + leg5_AH21*leg5_H1_2 + leg5_AH31*leg5_B0_00 + leg6_AH11*leg6_H1_1 + leg6_AH21*leg6_H1_2 + leg6_AH31*leg6_B0_00 + p_m_p
+    A_star12 = leg1_AH22*leg1_H1_2 + leg1_B0_00*leg1_Fm3_1_y + leg2_AH22*leg2_H1_2 + leg2_B0_00*leg2_Fm3_1_y + leg3_AH22*leg3_H1_2 + leg3_B0_00*leg3_Fm3_1_y + leg4_AH22*leg4_H1_2 + leg4_B0_00*leg4_Fm3_1_y + leg5_AH22*leg5_H1_2 + leg5_B0_00*leg5_Fm3_1_y + leg6_AH22*leg6_H1_2 + leg6_B0_00*leg6_Fm3_1_y
+    A_star13 = leg1_AH13*leg1_H1_1 + leg1_AH23*leg1_H1_2 + leg1_AH33*leg1_B0_00 + leg2_AH13*leg2_H1_1 + leg2_AH23*leg2_H1_2 + leg2_AH33*leg2_B0_00 + leg3_AH13*leg3_H1_1 + leg3_AH23*leg3_H1_2 + leg3_AH33*leg3_B0_00 + leg4_AH13*leg4_H1_1 + leg4_AH23*leg4_H1_2 + leg4_AH33*leg4_B0_00 + leg5_AH13*leg5_H1_1 + leg5_AH23*leg5_H1_2 + leg5_AH33*leg5_B0_00 + leg6_AH13*leg6_H1_1 + leg6_AH23*leg6_H1_2 + leg6_AH33*leg6_B0_00
+    A_star14 = leg1_AH14*leg1_H1_1 + leg1_AH24*leg1_H1_2 + leg1_AH34*leg1_B0_00 + leg2_AH14*leg2_H1_1 + leg2_AH24*leg2_H1_2 + leg2_AH34*leg2_B0_00 + leg3_AH14*leg3_H1_1 + leg3_AH24*leg3_H1_2 + leg3_AH34*leg3_B0_00 + leg4_AH14*leg4_H1_1 + leg4_AH24*leg4_H1_2 + leg4_AH34*leg4_B0_00 + leg5_AH14*leg5_H1_1 + leg5_AH24*leg5_H1_2 + leg5_AH34*leg5_B0_00 + leg6_AH14*leg6_H1_1 + leg6_AH24*leg6_H1_2 + leg6_AH34*leg6_B0_00
+    A_star15 = leg1_AH15*leg1_H1_1 + leg1_AH25*leg1_H1_2 + leg1_AH35*leg1_B0_00 + leg2_AH15*leg2_H1_1 + leg2_AH25*leg2_H1_2 + leg2_AH35*leg2_B0_00 + leg3_AH15*leg3_H1_1 + leg3_AH25*leg3_H1_2 + leg3_AH35*leg3_B0_00 + leg4_AH15*leg4_H1_1 + leg4_AH25*leg4_H1_2 + leg4_AH35*leg4_B0_00 + leg5_AH15*leg5_H1_1 + leg5_AH25*leg5_H1_2 + leg5_AH35*leg5_B0_00 + leg6_AH15*leg6_H1_1 + leg6_AH25*leg6_H1_2 + leg6_AH35*leg6_B0_00
+    A_star16 = leg1_AH16*leg1_H1_1 + leg1_AH26*leg1_H1_2 + leg1_AH36*leg1_B0_00 + leg2_AH16*leg2_H1_1 + leg2_AH26*leg2_H1_2 + leg2_AH36*leg2_B0_00 + leg3_AH16*leg3_H1_1 + leg3_AH26*leg3_H1_2 + leg3_AH36*leg3_B0_00 + leg4_AH16*leg4_H1_1 + leg4_AH26*leg4_H1_2 + leg4_AH36*leg4_B0_00 + leg5_AH16*leg5_H1_1 + leg5_AH26*leg5_H1_2 + leg5_AH36*leg5_B0_00 + leg6_AH16*leg6_H1_1 + leg6_AH26*leg6_H1_2 + leg6_AH36*leg6_B0_00
+    A_star22 = leg1_AH22*leg1_H2_2 + leg1_Fm3_1_y*leg1_u_s2 + leg2_AH22*leg2_H2_2 + leg2_Fm3_1_y*leg2_u_s2 + leg3_AH22*leg3_H2_2 + leg3_Fm3_1_y*leg3_u_s2 + leg4_AH22*leg4_H2_2 + leg4_Fm3_1_y*leg4_u_s2 + leg5_AH22*leg5_H2_2 + leg5_Fm3_1_y*leg5_u_s2 + leg6_AH22*leg6_H2_2 + leg6_Fm3_1_y*leg6_u_s2 + p_m_p
+    A_star23 = leg1_AH23*leg1_H2_2 + leg1_AH33*leg1_u_s2 + leg2_AH23*leg2_H2_2 + leg2_AH33*leg2_u_s2 + leg3_AH23*leg3_H2_2 + leg3_AH33*leg3_u_s2 + leg4_AH23*leg4_H2_2 + leg4_AH33*leg4_u_s2 + leg5_AH23*leg5_H2_2 + leg5_AH33*leg5_u_s2 + leg6_AH23*leg6_H2_2 + leg6_AH33*leg6_u_s2
+    A_star24 = leg1_AH24*leg1_H2_2 + leg1_AH34*leg1_u_s2 + leg2_AH24*leg2_H2_2 + leg2_AH34*leg2_u_s2 + leg3_AH24*leg3_H2_2 + leg3_AH34*leg3_u_s2 + leg4_AH24*leg4_H2_2 + leg4_AH34*leg4_u_s2 + leg5_AH24*leg5_H2_2 + leg5_AH34*leg5_u_s2 + leg6_AH24*leg6_H2_2 + leg6_AH34*leg6_u_s2
+    A_star25 = leg1_AH25*leg1_H2_2 + leg1_AH35*leg1_u_s2 + leg2_AH25*leg2_H2_2 + leg2_AH35*leg2_u_s2 + leg3_AH25*leg3_H2_2 + leg3_AH35*leg3_u_s2 + leg4_AH25*leg4_H2_2 + leg4_AH35*leg4_u_s2 + leg5_AH25*leg5_H2_2 + leg5_AH35*leg5_u_s2 + leg6_AH25*leg6_H2_2 + leg6_AH35*leg6_u_s2
+    A_star26 = leg1_AH26*leg1_H2_2 + leg1_AH36*leg1_u_s2 + leg2_AH26*leg2_H2_2 + leg2_AH36*leg2_u_s2 + leg3_AH26*leg3_H2_2 + leg3_AH36*leg3_u_s2 + leg4_AH26*leg4_H2_2 + leg4_AH36*leg4_u_s2 + leg5_AH26*leg5_H2_2 + leg5_AH36*leg5_u_s2 + leg6_AH26*leg6_H2_2 + leg6_AH36*leg6_u_s2
+    A_star33 = leg1_AH13*leg1_H3_1 + leg1_AH23*leg1_H3_2 + leg1_AH33*leg1_B0_02 + leg2_AH13*leg2_H3_1 + leg2_AH23*leg2_H3_2 + leg2_AH33*leg2_B0_02 + leg3_AH13*leg3_H3_1 + leg3_AH23*leg3_H3_2 + leg3_AH33*leg3_B0_02 + leg4_AH13*leg4_H3_1 + leg4_AH23*leg4_H3_2 + leg4_AH33*leg4_B0_02 + leg5_AH13*leg5_H3_1 + leg5_AH23*leg5_H3_2 + leg5_AH33*leg5_B0_02 + leg6_AH13*leg6_H3_1 + leg6_AH23*leg6_H3_2 + leg6_AH33*leg6_B0_02 + p_m_p
+    A_star34 = leg1_AH14*leg1_H3_1 + leg1_AH24*leg1_H3_2 + leg1_AH34*leg1_B0_02 + leg2_AH14*leg2_H3_1 + leg2_AH24*leg2_H3_2 + leg2_AH34*leg2_B0_02 + leg3_AH14*leg3_H3_1 + leg3_AH24*leg3_H3_2 + leg3_AH34*leg3_B0_02 + leg4_AH14*leg4_H3_1 + leg4_AH24*leg4_H3_2 + leg4_AH34*leg4_B0_02 + leg5_AH14*leg5_H3_1 + leg5_AH24*leg5_H3_2 + leg5_AH34*leg5_B0_02 + leg6_AH14*leg6_H3_1 + leg6_AH24*leg6_H3_2 + leg6_AH34*leg6_B0_02
+    A_star35 = leg1_AH15*leg1_H3_1 + leg1_AH25*leg1_H3_2 + leg1_AH35*leg1_B0_02 + leg2_AH15*leg2_H3_1 + leg2_AH25*leg2_H3_2 + leg2_AH35*leg2_B0_02 + leg3_AH15*leg3_H3_1 + leg3_AH25*leg3_H3_2 + leg3_AH35*leg3_B0_02 + leg4_AH15*leg4_H3_1 + leg4_AH25*leg4_H3_2 + leg4_AH35*leg4_B0_02 + leg5_AH15*leg5_H3_1 + leg5_AH25*leg5_H3_2 + leg5_AH35*leg5_B0_02 + leg6_AH15*leg6_H3_1 + leg6_AH25*leg6_H3_2 + leg6_AH35*leg6_B0_02
+    A_star36 = leg1_AH16*leg1_H3_1 + leg1_AH26*leg1_H3_2 + leg1_AH36*leg1_B0_02 + leg2_AH16*leg2_H3_1 + leg2_AH26*leg2_H3_2 + leg2_AH36*leg2_B0_02 + leg3_AH16*leg3_H3_1 + leg3_AH26*leg3_H3_2 + leg3_AH36*leg3_B0_02 + leg4_AH16*leg4_H3_1 + leg4_AH26*leg4_H3_2 + leg4_AH36*leg4_B0_02 + leg5_AH16*leg5_H3_1 + leg5_AH26*leg5_H3_2 + leg5_AH36*leg5_B0_02 + leg6_AH16*leg6_H3_1 + leg6_AH26*leg6_H3_2 + leg6_AH36*leg6_B0_02
+    A_star44 = leg1_AH14*leg1_H4_1 + leg1_AH24*leg1_H4_2 + leg1_AH34*leg1_Ci1_x + leg2_AH14*leg2_H4_1 + leg2_AH24*leg2_H4_2 + leg2_AH34*leg2_Ci1_x + leg3_AH14*leg3_H4_1 + leg3_AH24*leg3_H4_2 + leg3_AH34*leg3_Ci1_x + leg4_AH14*leg4_H4_1 + leg4_AH24*leg4_H4_2 + leg4_AH34*leg4_Ci1_x + leg5_AH14*leg5_H4_1 + leg5_AH24*leg5_H4_2 + leg5_AH34*leg5_Ci1_x + leg6_AH14*leg6_H4_1 + leg6_AH24*leg6_H4_2 + leg6_AH34*leg6_Ci1_x + p_Ip_xx
+    A_star45 = leg1_AH15*leg1_H4_1 + leg1_AH25*leg1_H4_2 + leg1_AH35*leg1_Ci1_x + leg2_AH15*leg2_H4_1 + leg2_AH25*leg2_H4_2 + leg2_AH35*leg2_Ci1_x + leg3_AH15*leg3_H4_1 + leg3_AH25*leg3_H4_2 + leg3_AH35*leg3_Ci1_x + leg4_AH15*leg4_H4_1 + leg4_AH25*leg4_H4_2 + leg4_AH35*leg4_Ci1_x + leg5_AH15*leg5_H4_1 + leg5_AH25*leg5_H4_2 + leg5_AH35*leg5_Ci1_x + leg6_AH15*leg6_H4_1 + leg6_AH25*leg6_H4_2 + leg6_AH35*leg6_Ci1_x + p_Ip_xy
+    A_star46 = leg1_AH16*leg1_H4_1 + leg1_AH26*leg1_H4_2 + leg1_AH36*leg1_Ci1_x + leg2_AH16*leg2_H4_1 + leg2_AH26*leg2_H4_2 + leg2_AH36*leg2_Ci1_x + leg3_AH16*leg3_H4_1 + leg3_AH26*leg3_H4_2 + leg3_AH36*leg3_Ci1_x + leg4_AH16*leg4_H4_1 + leg4_AH26*leg4_H4_2 + leg4_AH36*leg4_Ci1_x + leg5_AH16*leg5_H4_1 + leg5_AH26*leg5_H4_2 + leg5_AH36*leg5_Ci1_x + leg6_AH16*leg6_H4_1 + leg6_AH26*leg6_H4_2 + leg6_AH36*leg6_Ci1_x + p_Ip_xz
+    A_star55 = leg1_AH15*leg1_H5_1 + leg1_AH25*leg1_H5_2 + leg1_AH35*leg1_Ci1_y + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_Ci1_y + p_Ip_yy
+    A_star56 = leg1_AH16*leg1_H5_1 + leg1_AH26*leg1_H5_2 + leg1_AH36*leg1_Ci1_y + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_Ci1_y + p_Ip_yz
+    A_star66 = leg1_AH16*leg1_H6_1 + leg1_AH26*leg1_H6_2 + leg1_AH36*leg1_Ci1_z + leg2_AH16*leg2_H6_1 + leg2_AH26*leg2_H6_2 + leg2_AH36*leg2_Ci1_z + leg3_AH16*leg3_H6_1 + leg3_AH26*leg3_H6_2 + leg3_AH36*leg3_Ci1_z + leg4_AH16*leg4_H6_1 + leg4_AH26*leg4_H6_2 + leg4_AH36*leg4_Ci1_z + leg5_AH16*leg5_H6_1 + leg5_AH26*leg5_H6_2 + leg5_AH36*leg5_Ci1_z + leg6_AH16*leg6_H6_1 + leg6_AH26*leg6_H6_2 + leg6_AH36*leg6_Ci1_z + p_Ip_zz
+    b_star1 = leg1_B0_00*leg1_r3 + leg1_H1_1*leg1_r1 + leg1_H1_2*leg1_r2 + leg2_B0_00*leg2_r3 + leg2_H1_1*leg2_r1 + leg2_H1_2*leg2_r2 + leg3_B0_00*leg3_r3 + leg3_H1_1*leg3_r1 + leg3_H1_2*leg3_r2 + leg4_B0_00*leg4_r3 + leg4_H1_1*leg4_r1 + leg4_H1_2*leg4_r2 + leg5_B0_00*leg5_r3 + leg5_H1_1*leg5_r1 + leg5_H1_2*leg5_r2 + leg6_B0_00*leg6_r3 + leg6_H1_1*leg6_r1 + leg6_H1_2*leg6_r2 + s_C_f_x
+    b_star2 = leg1_H2_2*leg1_r2 + leg1_r3*leg1_u_s2 + leg2_H2_2*leg2_r2 + leg2_r3*leg2_u_s2 + leg3_H2_2*leg3_r2 + leg3_r3*leg3_u_s2 + leg4_H2_2*leg4_r2 + leg4_r3*leg4_u_s2 + leg5_H2_2*leg5_r2 + leg5_r3*leg5_u_s2 + leg6_H2_2*leg6_r2 + leg6_r3*leg6_u_s2 + s_C_f_y
+    b_star3 = leg1_B0_02*leg1_r3 + leg1_H3_1*leg1_r1 + leg1_H3_2*leg1_r2 + leg2_B0_02*leg2_r3 + leg2_H3_1*leg2_r1 + leg2_H3_2*leg2_r2 + leg3_B0_02*leg3_r3 + leg3_H3_1*leg3_r1 + leg3_H3_2*leg3_r2 + leg4_B0_02*leg4_r3 + leg4_H3_1*leg4_r1 + leg4_H3_2*leg4_r2 + leg5_B0_02*leg5_r3 + leg5_H3_1*leg5_r1 + leg5_H3_2*leg5_r2 + leg6_B0_02*leg6_r3 + leg6_H3_1*leg6_r1 + leg6_H3_2*leg6_r2 + s_C_f_z
+    b_star4 = leg1_Ci1_x*leg1_r3 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2 + leg2_Ci1_x*leg2_r3 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg3_Ci1_x*leg3_r3 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg4_Ci1_x*leg4_r3 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg5_Ci1_x*leg5_r3 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg6_Ci1_x*leg6_r3 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + s_C_m_x
+    b_star5 = leg1_Ci1_y*leg1_r3 + leg1_H5_1*leg1_r1 + leg1_H5_2*leg1_r2 + leg2_Ci1_y*leg2_r3 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg3_Ci1_y*leg3_r3 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg4_Ci1_y*leg4_r3 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg5_Ci1_y*leg5_r3 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg6_Ci1_y*leg6_r3 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + s_C_m_y
+    b_star6 = leg1_Ci1_z*leg1_r3 + leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg2_Ci1_z*leg2_r3 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg3_Ci1_z*leg3_r3 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg4_Ci1_z*leg4_r3 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg5_Ci1_z*leg5_r3 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg6_Ci1_z*leg6_r3 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + s_C_m_z
+    if not (0.9999999999999*A_star11 > 0.0):  # pivot D1 of the reduced mass matrix A*_C
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 3
+    invD1 = 1.0/A_star11
+    L2_1 = A_star12*invD1
+    L3_1 = A_star13*invD1
+    L4_1 = A_star14*invD1
+    L5_1 = A_star15*invD1
+    L6_1 = A_star16*invD1
+    D2 = -A_star12*L2_1 + A_star22
+    if not (-1e-13*A_star22 + D2 > 0.0):  # pivot D2 of the reduced mass matrix A*_C
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 3
+    invD2 = 1.0/D2
+    LD3_2 = -A_star12*L3_1 + A_star23
+    L3_2 = LD3_2*invD2
+    LD4_2 = -A_star12*L4_1 + A_star24
+    L4_2 = LD4_2*invD2
+    LD5_2 = -A_star12*L5_1 + A_star25
+    L5_2 = LD5_2*invD2
+    LD6_2 = -A_star12*L6_1 + A_star26
+    L6_2 = LD6_2*invD2
+    D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2
+    if not (-1e-13*A_star33 + D3 > 0.0):  # pivot D3 of the reduced mass matrix A*_C
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 3
+    invD3 = 1.0/D3
+    LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2
+    L4_3 = LD4_3*invD3
+    LD5_3 = -A_star13*L5_1 + A_star35 - L5_2*LD3_2
+    L5_3 = LD5_3*invD3
+    LD6_3 = -A_star13*L6_1 + A_star36 - L6_2*LD3_2
+    L6_3 = LD6_3*invD3
+    D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3
+    if not (-1e-13*A_star44 + D4 > 0.0):  # pivot D4 of the reduced mass matrix A*_C
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 3
+    invD4 = 1.0/D4
+    LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3
+    L5_4 = LD5_4*invD4
+    LD6_4 = -A_star14*L6_1 + A_star46 - L6_2*LD4_2 - L6_3*LD4_3
+    L6_4 = LD6_4*invD4
+    D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4
+    if not (-1e-13*A_star55 + D5 > 0.0):  # pivot D5 of the reduced mass matrix A*_C
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 3
+    invD5 = 1.0/D5
+    LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4
+    L6_5 = LD6_5*invD5
+    D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5
+    if not (-1e-13*A_star66 + D6 > 0.0):  # pivot D6 of the reduced mass matrix A*_C
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 3
+    invD6 = 1.0/D6
+    y2 = -L2_1*b_star1 + b_star2
+    y3 = -L3_1*b_star1 - L3_2*y2 + b_star3
+    y4 = -L4_1*b_star1 - L4_2*y2 - L4_3*y3 + b_star4
+    y5 = -L5_1*b_star1 - L5_2*y2 - L5_3*y3 - L5_4*y4 + b_star5
+    y6 = -L6_1*b_star1 - L6_2*y2 - L6_3*y3 - L6_4*y4 - L6_5*y5 + b_star6
+    udot6 = invD6*y6
+    udot5 = -L6_5*udot6 + invD5*y5
+    udot4 = -L5_4*udot5 - L6_4*udot6 + invD4*y4
+    udot3 = -L4_3*udot4 - L5_3*udot5 - L6_3*udot6 + invD3*y3
+    udot2 = -L3_2*udot3 - L4_2*udot4 - L5_2*udot5 - L6_2*udot6 + invD2*y2
+    udot1 = -L2_1*udot2 - L3_1*udot3 - L4_1*udot4 - L5_1*udot5 - L6_1*udot6 + b_star1*invD1
+    leg1_qdd1 = leg1_H1_1*udot1 + leg1_H3_1*udot3 + leg1_H4_1*udot4 + leg1_H5_1*udot5 + leg1_H6_1*udot6 + leg1_h1
+    leg1_qdd2 = leg1_H1_2*udot1 + leg1_H2_2*udot2 + leg1_H3_2*udot3 + leg1_H4_2*udot4 + leg1_H5_2*udot5 + leg1_H6_2*udot6 + leg1_h2
+    leg1_qdd3 = leg1_B0_00*udot1 + leg1_B0_02*udot3 + leg1_Ci1_x*udot4 + leg1_Ci1_y*udot5 + leg1_Ci1_z*udot6 + leg1_c1 + leg1_u_s2*udot2
+    leg2_qdd1 = leg2_H1_1*udot1 + leg2_H3_1*udot3 + leg2_H4_1*udot4 + leg2_H5_1*udot5 + leg2_H6_1*udot6 + leg2_h1
+    leg2_qdd2 = leg2_H1_2*udot1 + leg2_H2_2*udot2 + leg2_H3_2*udot3 + leg2_H4_2*udot4 + leg2_H5_2*udot5 + leg2_H6_2*udot6 + leg2_h2
+    leg2_qdd3 = leg2_B0_00*udot1 + leg2_B0_02*udot3 + leg2_Ci1_x*udot4 + leg2_Ci1_y*udot5 + leg2_Ci1_z*udot6 + leg2_c1 + leg2_u_s2*udot2
+    leg3_qdd1 = leg3_H1_1*udot1 + leg3_H3_1*udot3 + leg3_H4_1*udot4 + leg3_H5_1*udot5 + leg3_H6_1*udot6 + leg3_h1
+    leg3_qdd2 = leg3_H1_2*udot1 + leg3_H2_2*udot2 + leg3_H3_2*udot3 + leg3_H4_2*udot4 + leg3_H5_2*udot5 + leg3_H6_2*udot6 + leg3_h2
+    leg3_qdd3 = leg3_B0_00*udot1 + leg3_B0_02*udot3 + leg3_Ci1_x*udot4 + leg3_Ci1_y*udot5 + leg3_Ci1_z*udot6 + leg3_c1 + leg3_u_s2*udot2
+    leg4_qdd1 = leg4_H1_1*udot1 + leg4_H3_1*udot3 + leg4_H4_1*udot4 + leg4_H5_1*udot5 + leg4_H6_1*udot6 + leg4_h1
+    leg4_qdd2 = leg4_H1_2*udot1 + leg4_H2_2*udot2 + leg4_H3_2*udot3 + leg4_H4_2*udot4 + leg4_H5_2*udot5 + leg4_H6_2*udot6 + leg4_h2
+    leg4_qdd3 = leg4_B0_00*udot1 + leg4_B0_02*udot3 + leg4_Ci1_x*udot4 + leg4_Ci1_y*udot5 + leg4_Ci1_z*udot6 + leg4_c1 + leg4_u_s2*udot2
+    leg5_qdd1 = leg5_H1_1*udot1 + leg5_H3_1*udot3 + leg5_H4_1*udot4 + leg5_H5_1*udot5 + leg5_H6_1*udot6 + leg5_h1
+    leg5_qdd2 = leg5_H1_2*udot1 + leg5_H2_2*udot2 + leg5_H3_2*udot3 + leg5_H4_2*udot4 + leg5_H5_2*udot5 + leg5_H6_2*udot6 + leg5_h2
+    leg5_qdd3 = leg5_B0_00*udot1 + leg5_B0_02*udot3 + leg5_Ci1_x*udot4 + leg5_Ci1_y*udot5 + leg5_Ci1_z*udot6 + leg5_c1 + leg5_u_s2*udot2
+    leg6_qdd1 = leg6_H1_1*udot1 + leg6_H3_1*udot3 + leg6_H4_1*udot4 + leg6_H5_1*udot5 + leg6_H6_1*udot6 + leg6_h1
+    leg6_qdd2 = leg6_H1_2*udot1 + leg6_H2_2*udot2 + leg6_H3_2*udot3 + leg6_H4_2*udot4 + leg6_H5_2*udot5 + leg6_H6_2*udot6 + leg6_h2
+    leg6_qdd3 = leg6_B0_00*udot1 + leg6_B0_02*udot3 + leg6_Ci1_x*udot4 + leg6_Ci1_y*udot5 + leg6_Ci1_z*udot6 + leg6_c1 + leg6_u_s2*udot2
+    if not (c_psi_z*c_psi_z - 1e-12 > 0.0):  # cos psi_z = 0
+        xdot[:] = [NAN] * 12
+        qdd[:] = [NAN] * 18
+        return 4
+    psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z
+    psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x
+    psi_x_dot = omega_x - psi_y_dot*s_psi_z
+    xdot[0] = v_x
+    xdot[1] = v_y
+    xdot[2] = v_z
+    xdot[3] = psi_y_dot
+    xdot[4] = psi_z_dot
+    xdot[5] = psi_x_dot
+    xdot[6] = udot1
+    xdot[7] = udot2
+    xdot[8] = udot3
+    xdot[9] = udot4
+    xdot[10] = udot5
+    xdot[11] = udot6
+    qdd[0] = leg1_qdd1
+    qdd[1] = leg1_qdd2
+    qdd[2] = leg1_qdd3
+    qdd[3] = leg2_qdd1
+    qdd[4] = leg2_qdd2
+    qdd[5] = leg2_qdd3
+    qdd[6] = leg3_qdd1
+    qdd[7] = leg3_qdd2
+    qdd[8] = leg3_qdd3
+    qdd[9] = leg4_qdd1
+    qdd[10] = leg4_qdd2
+    qdd[11] = leg4_qdd3
+    qdd[12] = leg5_qdd1
+    qdd[13] = leg5_qdd2
+    qdd[14] = leg5_qdd3
+    qdd[15] = leg6_qdd1
+    qdd[16] = leg6_qdd2
+    qdd[17] = leg6_qdd3
+    return 0
+
+
 def energy(x, u, g, p, T, V):
     """Kinetic energy T and potential energy V (gravity and springs).
 
@@ -16320,6 +17539,7 @@ KERNELS = {
     "leg_dynamics": leg_dynamics,
     "reduced_dynamics": reduced_dynamics,
     "step": step,
+    "step_accel": step_accel,
     "energy": energy,
     "drive_forces": drive_forces,
     "base_step": base_step,

@@ -50,16 +50,25 @@ class Flag:
 
 
 def u_angles(rec: Recorder, d: Vec, name: str, l_ref: float,
-             singular: Flag | None = None) -> tuple[Rotation, Rotation, sp.Expr]:
-    """(p1 about y, p2 about z, L) aligning x with d; ``singular`` when L_xz = 0."""
+             singular: Flag | None = None,
+             length: float | None = None) -> tuple[Rotation, Rotation, sp.Expr]:
+    """(p1 about y, p2 about z, L) aligning x with d; ``singular`` when L_xz = 0.
+
+    ``length``: |d| when the leg's geometry fixes it (a rod of fixed length b aimed from its
+    near joint at its far one: |d| = b by the closed form that placed the near joint), so
+    L = b and 1/L are constants, no square root or division (c2, s2 equal the computed ones
+    to rounding)."""
     l, m, n = d
     flag = singular or Flag(LEG_SINGULAR, f"{name}: universal joint at 90 degrees")
     Lxz2 = rec.bind(l * l + n * n, f"{name}_Lxz2")
     rec.require_positive(Lxz2 - (TOL_SINGULAR * l_ref) ** 2, flag.code, flag.message)
     Lxz = rec.bind(sp.sqrt(Lxz2), f"{name}_Lxz")
     inv_Lxz = rec.bind(1 / Lxz, f"{name}_inv_Lxz")
-    L = rec.bind(sp.sqrt(Lxz2 + m * m), f"{name}_L")
-    inv_L = rec.bind(1 / L, f"{name}_inv_L")
+    if length is None:
+        L = rec.bind(sp.sqrt(Lxz2 + m * m), f"{name}_L")
+        inv_L = rec.bind(1 / L, f"{name}_inv_L")
+    else:                           # 1/b: one IEEE division, correctly rounded
+        L, inv_L = sp.Float(float(length)), sp.Float(1.0 / float(length))
     r1 = Rotation(rec.bind(l * inv_Lxz, f"{name}_c1"), rec.bind(-n * inv_Lxz, f"{name}_s1"))
     r2 = Rotation(rec.bind(Lxz * inv_L, f"{name}_c2"), rec.bind(m * inv_L, f"{name}_s2"))
     return r1, r2, L

@@ -702,6 +702,21 @@ def step(pf: Platform) -> Kernel:
                    b, ins, _step_outputs(pf, b, ins), _STEP_STATUSES)
 
 
+def step_accel(pf: Platform) -> Kernel:
+    """The state derivative and the leg accelerations only: what a simulation needs every step
+    (paper 000 section 7, eq. for udot_C and qdd_k = H_k udot_C + h_k), as MuJoCo's mj_forward
+    and Pinocchio's constraintDynamics compute it. The leg coordinates (atan2 of the closed
+    form), the leg loads on C, the base loads and the damper power stay in ``step``; what only
+    they need is never built. Same statuses as ``step``, checked in the same order."""
+    ins = _full_inputs(pf)
+    b = PlatformBuild(pf, ins)
+    qdd = Port("qdd", (_n(pf),), _flat(b.qdd), "leg joint accelerations (rad/s^2, m/s^2 for a "
+               f"stroke), {_order_of_q(pf)}")          # legs first: step's order of checks
+    return _kernel("step_accel", "The lean step: xdot = [v_C, psi_dot, udot_C] and the leg "
+                   "joint accelerations qdd, nothing else (step gives the loads).", b, ins,
+                   [_xdot_port(b, ins), qdd], _STEP_STATUSES)
+
+
 def _moving_inputs(pf: Platform):
     return ports(pf, ["x", "u", "F", "fE", "mE", "g", "w0", "dw0"])
 
@@ -836,8 +851,8 @@ def drive_forces(pf: Platform) -> Kernel:
 
 
 BUILDERS = (inverse_kinematics, newton_step, velocity_constraints_kernel, leg_rates,
-            acceleration_terms_kernel, leg_forces, leg_dynamics, reduced_dynamics, step, energy,
-            drive_forces, base_step, coupled_step, momentum_kernel)
+            acceleration_terms_kernel, leg_forces, leg_dynamics, reduced_dynamics, step,
+            step_accel, energy, drive_forces, base_step, coupled_step, momentum_kernel)
 
 
 def manifest(pf: Platform) -> dict:

@@ -209,10 +209,11 @@ def angle(rec: Recorder, r: leg_ik.Rotation, name: str) -> sp.Expr:
     return rec.bind(sp.atan2(r.s, r.c), name)
 
 
-def pivot(ik: IKContext, leg: "Leg", d, j: int):
+def pivot(ik: IKContext, leg: "Leg", d, j: int, length: float | None = None):
     """(r1, r2, L) of the U or S joint turning x onto d (leg_ik.u_angles); j: the index of
-    its second angle, whose status it returns at 90 deg."""
-    return leg_ik.u_angles(ik.rec, d, "u", leg.l_ref, ik.leg_flag(j, SINGULAR))
+    its second angle, whose status it returns at 90 deg; ``length``: |d| when it is the
+    rod's fixed length (no square root for L)."""
+    return leg_ik.u_angles(ik.rec, d, "u", leg.l_ref, ik.leg_flag(j, SINGULAR), length)
 
 
 def roll(ik: IKContext, leg: "Leg", before_roll: list, q: list, cs: list) -> None:

@@ -133,7 +133,8 @@ class CrankLeg(LegType):
         Az = elementary_rotation(2, rc.c, rc.s)
         e_c = rec.vec(add(matvec(Az, d), [-a, 0, 0]), "e_c")
         G1 = [list(r) for r in leg.chain.joints[1].gamma]
-        r1, r2, _ = pivot(ik, leg, matvec(G1, e_c), self.PIVOT)
+        # |e_c| = b: the crank angle puts the tip at the rod's length from d
+        r1, r2, _ = pivot(ik, leg, matvec(G1, e_c), self.PIVOT, b)
         cs += [r1, r2]
         q += [angle(rec, r1, "q2"), angle(rec, r2, "q3")]
         if self.cut == 4:

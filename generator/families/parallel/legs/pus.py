@@ -135,7 +135,8 @@ class RailLeg(LegType):
         w = rec.bind(leg.branch * sp.sqrt(w2), "slide_w")
         q, cs = [rec.bind(d[0] - w, "slide")], [None]
         G1 = [list(r) for r in leg.chain.joints[1].gamma]
-        r1, r2, _ = pivot(ik, leg, matvec(G1, [w, d[1], d[2]]), self.PIVOT)
+        # |[w, dy, dz]| = b: the rod's length, no square root (w^2 = b^2 - dy^2 - dz^2)
+        r1, r2, _ = pivot(ik, leg, matvec(G1, [w, d[1], d[2]]), self.PIVOT, b)
         cs += [r1, r2]
         q += [angle(rec, r1, "q2"), angle(rec, r2, "q3")]
         if self.cut == 4:

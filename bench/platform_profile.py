@@ -1,0 +1,116 @@
+"""Where a parallel mechanism's step spends its operations, stage by stage (paper 000 section 7).
+
+The stages of :class:`PlatformBuild` are built one after another on one recorder, in the order
+a step needs them; each stage owns the statements recorded while it was built. The statements
+the kernel's outputs do not reach are removed (dead code, as the pipeline does), then the
+operations left in each stage are counted exactly (generator/passes/opcount.py), split into
+adds+muls, divisions, square roots and trig calls (sin, cos, atan2). The counts are those
+before CSE (CSE then shares some of them across stages; the last line gives the kernel's count
+after the whole pipeline, as the manifest records it).
+
+    python bench/platform_profile.py hexapod_pus [NAME ...]      # step, base_step, step_accel
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from mechgen.generator.families.parallel import kernels as pk  # noqa: E402
+from mechgen.generator.frontend import load as load_spec  # noqa: E402
+from mechgen.generator.ir import Assign, Kernel  # noqa: E402
+from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code  # noqa: E402
+from mechgen.generator.passes.opcount import count_expr_ops  # noqa: E402
+from mechgen.generator.pipeline import optimise  # noqa: E402
+
+SPECS = Path(__file__).resolve().parent.parent / "generator" / "mechanisms"
+
+# (stage, the PlatformBuild properties it builds), in the order a step builds them
+STAGES = [
+    ("pose of C (cos, sin, alpha_C)", ["psi_cs", "alpha_C"]),
+    ("leg closed form (IK, atan2)", ["legs_q"]),
+    ("leg link transforms", ["links"]),
+    ("closure matrices C(d), C(i)", ["closures"]),
+    ("H_k = C(d)^-1 C(i)", ["H"]),
+    ("qd = H u", ["qd"]),
+    ("velocity products, h_k", ["oo_C", "motion_v", "h"]),
+    ("joint laws Q_active", ["Q_active"]),
+    ("leg mass matrices A_k (CRBA)", ["A_legs"]),
+    ("leg bias b_k (RNEA)", ["base_turn", "b_legs"]),
+    ("reduction A*_C, b*_C", ["M_C", "s_C", "reduced"]),
+    ("L D L^T solve udot", ["udot"]),
+    ("qdd = H udot + h", ["qdd"]),
+    ("leg loads on C", ["tips", "on_C"]),
+    ("base loads", ["base_loads"]),
+    ("psi_dot, damper power", ["psi_dot", "damping_power"]),
+]
+KERNELS = {"step": (pk.step, pk._full_inputs), "step_accel": (pk.step_accel, pk._full_inputs),
+           "base_step": (pk.base_step, pk._moving_inputs)}
+
+
+def _outputs(kernel: str, pf, b, ins) -> list:
+    """The output ports of ``kernel`` built on ``b`` (as kernels.py builds them)."""
+    if kernel == "step_accel":
+        return [pk._xdot_port(b, ins), pk.Port("qdd", (pk._n(pf),), pk._flat(b.qdd))]
+    return pk._step_outputs(pf, b, ins)
+
+
+def stage_ops(pf, kernel: str) -> list[tuple[str, dict]]:
+    """[(stage, op counts of its live statements before CSE)] for ``kernel`` of model ``pf``."""
+    ins = KERNELS[kernel][1](pf)
+    b = pk.PlatformBuild(pf, ins)
+    owner: list[str] = []
+    for stage, props in STAGES:
+        for prop in props:
+            getattr(b, prop)
+        owner += [stage] * (len(b.rec.statements) - len(owner))
+    outs = _outputs(kernel, pf, b, ins)
+    stmts = b.rec.statements
+    owner += ["(outputs)"] * (len(stmts) - len(owner))
+    named = Kernel(kernel, "", ins, tuple(outs), tuple(stmts))
+    live = {id(s) for s in remove_dead_code(drop_unguarded_checks(named)).body}
+    out = []
+    for stage, _ in STAGES:
+        exprs = [s.expr for s, o in zip(stmts, owner) if o == stage and id(s) in live
+                 and isinstance(s, Assign)]
+        c = count_expr_ops(exprs)
+        out.append((stage, {"arith": c["adds"] + c["muls"], "divs": c["divs"],
+                            "sqrt": c["sqrt"], "trig": c["trig"],
+                            "total": sum(c.values())}))
+    return out
+
+
+def report(name: str, kernels=("step", "base_step", "step_accel")) -> dict:
+    pf = load_spec(SPECS / f"{name}.toml")
+    res = {k: stage_ops(pf, k) for k in kernels}
+    final = {k: optimise(KERNELS[k][0], pf).ops for k in kernels}
+    print(f"\n{name} ({' '.join(sorted({leg.type for leg in pf.legs}))}): ops per stage before "
+          "CSE, arith (+,*) / div / sqrt / trig")
+    print(f"  {'stage':32s}" + "".join(f"{k:>24s}" for k in kernels))
+    for i, (stage, _) in enumerate(STAGES):
+        cells = [res[k][i][1] for k in kernels]
+        print(f"  {stage:32s}" + "".join(
+            f"{c['total']:7d} {c['arith']:5d}/{c['divs']:2d}/{c['sqrt']:2d}/{c['trig']:2d}"
+            for c in cells))
+    tot = {k: sum(c["total"] for _, c in res[k]) for k in kernels}
+    print(f"  {'total before CSE':32s}" + "".join(f"{tot[k]:7d}{'':17s}" for k in kernels))
+    print(f"  {'after the pipeline (manifest)':32s}" + "".join(
+        f"{final[k]['total']:7d} {final[k]['adds'] + final[k]['muls']:5d}/{final[k]['divs']:2d}/"
+        f"{final[k]['sqrt']:2d}/{final[k]['trig']:2d}" for k in kernels))
+    return {"stages": res, "final": final}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("names", nargs="+")
+    args = ap.parse_args(argv)
+    for name in args.names:
+        report(name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
