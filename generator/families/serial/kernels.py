@@ -247,6 +247,12 @@ def mass_and_bias(rec: Recorder, chain: Chain, q, qd, Q) -> tuple[list, list, li
     return links, A, b, statuses
 
 
+def _qdd_port(chain: Chain, qdd) -> Port:
+    """The output of both forward-dynamics forms."""
+    return Port("qdd", (chain.n,), tuple(qdd), f"joint accelerations (rad/s^2 or m/s^2), shape "
+                f"({chain.n},), in the order of q")
+
+
 def forward_dynamics_aba(chain: Chain) -> Kernel:
     ins, rec, chain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
     links = _links(rec, chain, q)
@@ -261,9 +267,7 @@ def forward_dynamics_aba(chain: Chain) -> Kernel:
         raise ModelError(f"{chain.source}: {e}") from None
     return Kernel("forward_dynamics",
                   "Joint accelerations qdd solving A qdd = b by the articulated-body algorithm.",
-                  ins, (Port("qdd", (chain.n,), tuple(qdd),
-                             f"joint accelerations (rad/s^2 or m/s^2), shape ({chain.n},), in the "
-                             f"order of q"),), tuple(rec.statements), statuses)
+                  ins, (_qdd_port(chain, qdd),), tuple(rec.statements), statuses)
 
 
 def forward_dynamics_ltdl(chain: Chain) -> Kernel:
@@ -275,9 +279,7 @@ def forward_dynamics_ltdl(chain: Chain) -> Kernel:
         raise ModelError(f"{chain.source}: {e}") from None
     return Kernel("forward_dynamics",
                   "Joint accelerations qdd solving A qdd = b by an unrolled L^T D L (no fill-in on a tree).",
-                  ins, (Port("qdd", (chain.n,), tuple(qdd),
-                             f"joint accelerations (rad/s^2 or m/s^2), shape ({chain.n},), in the "
-                             f"order of q"),), tuple(rec.statements), statuses)
+                  ins, (_qdd_port(chain, qdd),), tuple(rec.statements), statuses)
 
 
 @choice(forward_dynamics_ltdl, forward_dynamics_aba)
