@@ -34,7 +34,7 @@ from mechgen.generator.backends.python import PyPrinter, py_comment, py_docstrin
 from mechgen.generator.ir import Assign
 from mechgen.generator.model import ModelError
 from mechgen.generator.pipeline import Generated
-from mechgen.generator.passes.sincos import pair_sincos
+from mechgen.generator.passes.sincos import gather_sincos, pair_sincos
 from mechgen.generator.simd import simd_plan
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -164,6 +164,9 @@ def _kernel_context(mech: str, g: Generated, backend: Backend, spec: str = "<spe
     if backend.name == "c":     # sin and cos of one argument by one mg_sincos; the _batch
         context["body"] = pair_sincos(body)     # twin's blocks of states (kernel.c.j2)
         context["simd"] = simd_plan(context)
+        taken = {"status", *(p["name"] for p in context["inputs"] + context["outputs"]),
+                 *(e for p in context["inputs"] for e in p["elements"])}
+        context["body"] = gather_sincos(context["body"], taken)    # one loop of sines, cosines
     return context
 
 

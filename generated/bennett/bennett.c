@@ -132,18 +132,28 @@ int mechgen_bennett_closure(const double *restrict q, double *restrict phi, doub
     const double q2 = q[1];
     const double q3 = q[2];
     const double cse0 = q1 + 2.5219477102325203;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
+    const double cse1 = q2 + (-1.0);
+    const double cse2 = q3 - 2.5219477102325203;
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double tau1_01 = (0.3232895668635034)*s1;
     const double tau1_02 = (0.9463000876874145)*s1;
     const double tau1_11 = (0.3232895668635034)*c1;
     const double tau1_12 = (0.9463000876874145)*c1;
-    const double cse1 = q2 + (-1.0);
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
-    const double cse2 = q3 - 2.5219477102325203;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s2;
     const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
     const double cse4 = (0.10691419700008513)*c2;
@@ -367,18 +377,28 @@ int mechgen_bennett_newton_step(const double *restrict q, double *restrict q_nex
     const double q2 = q[1];
     const double q3 = q[2];
     const double cse0 = q1 + 2.5219477102325203;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
+    const double cse1 = q2 + (-1.0);
+    const double cse2 = q3 - 2.5219477102325203;
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double tau1_01 = (0.3232895668635034)*s1;
     const double tau1_02 = (0.9463000876874145)*s1;
     const double tau1_11 = (0.3232895668635034)*c1;
     const double tau1_12 = (0.9463000876874145)*c1;
-    const double cse1 = q2 + (-1.0);
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
-    const double cse2 = q3 - 2.5219477102325203;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s2;
     const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
     const double cse4 = (0.10691419700008513)*c2;
@@ -633,18 +653,28 @@ int mechgen_bennett_velocity(const double *restrict q, const double *restrict qd
     const double q3 = q[2];
     const double qd_ind1 = qd_ind[0];
     const double cse0 = q1 + 2.5219477102325203;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
+    const double cse1 = q2 + (-1.0);
+    const double cse2 = q3 - 2.5219477102325203;
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double tau1_01 = (0.3232895668635034)*s1;
     const double tau1_02 = (0.9463000876874145)*s1;
     const double tau1_11 = (0.3232895668635034)*c1;
     const double tau1_12 = (0.9463000876874145)*c1;
-    const double cse1 = q2 + (-1.0);
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
-    const double cse2 = q3 - 2.5219477102325203;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s2;
     const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
     const double cse4 = (0.10691419700008513)*c2;
@@ -886,8 +916,24 @@ int mechgen_bennett_kinematics(const double *restrict q, const double *restrict 
     const double qdd2 = qdd[1];
     const double qdd3 = qdd[2];
     const double cse0 = q1 + 2.5219477102325203;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
+    const double cse3 = q2 + (-1.0);
+    const double cse4 = q3 - 2.5219477102325203;
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse3;
+    sc_x[2] = cse4;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double cse1 = (0.3232895668635034)*s1;
     const double tau1_01 = cse1;
     const double cse2 = (0.9463000876874145)*s1;
@@ -896,12 +942,6 @@ int mechgen_bennett_kinematics(const double *restrict q, const double *restrict 
     const double tau1_12 = (0.9463000876874145)*c1;
     const double omega1_y = -0.9463000876874145*qd1;
     const double omega1_z = (0.3232895668635034)*qd1;
-    const double cse3 = q2 + (-1.0);
-    double s2, c2;
-    mg_sincos(cse3, &s2, &c2);
-    const double cse4 = q3 - 2.5219477102325203;
-    double s3, c3;
-    mg_sincos(cse4, &s3, &c3);
     const double cse5 = (0.10691419700008513)*s2;
     const double theta_J3_00 = (0.8334910037167914)*c2 - cse5;
     const double cse6 = (0.10691419700008513)*c2;
@@ -1575,18 +1615,28 @@ int mechgen_bennett_bias(const double *restrict q, const double *restrict qd, co
     const double tau2 = tau[1];
     const double tau3 = tau[2];
     const double cse0 = q1 + 2.5219477102325203;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
+    const double cse1 = q2 + (-1.0);
+    const double cse2 = q3 - 2.5219477102325203;
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double beta1_01 = (0.3232895668635034)*s1;
     const double beta1_02 = (0.9463000876874145)*s1;
     const double beta1_11 = (0.3232895668635034)*c1;
     const double beta1_12 = (0.9463000876874145)*c1;
-    const double cse1 = q2 + (-1.0);
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
-    const double cse2 = q3 - 2.5219477102325203;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s3;
     const double beta3_00 = (0.8334910037167914)*c3 + cse3;
     const double cse4 = (0.10691419700008513)*c3;
@@ -1921,18 +1971,28 @@ int mechgen_bennett_forward_dynamics(const double *restrict q, const double *res
     const double tau2 = tau[1];
     const double tau3 = tau[2];
     const double cse0 = q1 + 2.5219477102325203;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
+    const double cse1 = q2 + (-1.0);
+    const double cse2 = q3 - 2.5219477102325203;
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double beta1_01 = (0.3232895668635034)*s1;
     const double beta1_02 = (0.9463000876874145)*s1;
     const double beta1_11 = (0.3232895668635034)*c1;
     const double beta1_12 = (0.9463000876874145)*c1;
-    const double cse1 = q2 + (-1.0);
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
-    const double cse2 = q3 - 2.5219477102325203;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s3;
     const double beta3_00 = (0.8334910037167914)*c3 + cse3;
     const double cse4 = (0.10691419700008513)*c3;
@@ -2478,20 +2538,30 @@ int mechgen_bennett_inverse_dynamics(const double *restrict q, const double *res
     const double qd3 = qd[2];
     const double qdd_ind1 = qdd_ind[0];
     const double cse0 = q1 + 2.5219477102325203;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
+    const double cse1 = q2 + (-1.0);
+    const double cse2 = q3 - 2.5219477102325203;
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double tau1_01 = (0.3232895668635034)*s1;
     const double tau1_02 = (0.9463000876874145)*s1;
     const double tau1_11 = (0.3232895668635034)*c1;
     const double tau1_12 = (0.9463000876874145)*c1;
     const double omega1_y = -0.9463000876874145*qd1;
     const double omega1_z = (0.3232895668635034)*qd1;
-    const double cse1 = q2 + (-1.0);
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
-    const double cse2 = q3 - 2.5219477102325203;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s2;
     const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
     const double cse4 = (0.10691419700008513)*c2;
@@ -2979,20 +3049,30 @@ int mechgen_bennett_energy(const double *restrict q, const double *restrict qd, 
     const double qd2 = qd[1];
     const double qd3 = qd[2];
     const double cse0 = q1 + 2.5219477102325203;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
+    const double cse1 = q2 + (-1.0);
+    const double cse2 = q3 - 2.5219477102325203;
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double tau1_01 = (0.3232895668635034)*s1;
     const double tau1_02 = (0.9463000876874145)*s1;
     const double tau1_11 = (0.3232895668635034)*c1;
     const double tau1_12 = (0.9463000876874145)*c1;
     const double omega1_y = -0.9463000876874145*qd1;
     const double omega1_z = (0.3232895668635034)*qd1;
-    const double cse1 = q2 + (-1.0);
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
-    const double cse2 = q3 - 2.5219477102325203;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s2;
     const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
     const double cse4 = (0.10691419700008513)*c2;
@@ -3185,18 +3265,28 @@ int mechgen_bennett_violation(const double *restrict q, const double *restrict q
     const double qd2 = qd[1];
     const double qd3 = qd[2];
     const double cse0 = q1 + 2.5219477102325203;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
+    const double cse1 = q2 + (-1.0);
+    const double cse2 = q3 - 2.5219477102325203;
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double tau1_01 = (0.3232895668635034)*s1;
     const double tau1_02 = (0.9463000876874145)*s1;
     const double tau1_11 = (0.3232895668635034)*c1;
     const double tau1_12 = (0.9463000876874145)*c1;
-    const double cse1 = q2 + (-1.0);
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
-    const double cse2 = q3 - 2.5219477102325203;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = (0.10691419700008513)*s2;
     const double theta_J3_00 = (0.8334910037167914)*c2 - cse3;
     const double cse4 = (0.10691419700008513)*c2;

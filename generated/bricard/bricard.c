@@ -133,16 +133,32 @@ int mechgen_bricard_closure(const double *restrict q, double *restrict phi, doub
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau2_00 = c1*c2;
     const double tau2_02 = -c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_12 = s1*s2;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_10 = c3*tau2_10 + s1*s3;
     const double tau3_11 = c2*c3;
     const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -154,8 +170,6 @@ int mechgen_bricard_closure(const double *restrict q, double *restrict phi, doub
     const double r3_z = -s1 - tau2_12;
     const double T3_1_z = -cse0;
     const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau2_00 - s4*tau3_20;
     const double tau4_01 = c4*s2 - s4*tau3_21;
     const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -172,8 +186,6 @@ int mechgen_bricard_closure(const double *restrict q, double *restrict phi, doub
     const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
     const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
     const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
@@ -426,16 +438,32 @@ int mechgen_bricard_newton_step(const double *restrict q, double *restrict q_nex
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau2_00 = c1*c2;
     const double tau2_02 = -c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_12 = s1*s2;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_10 = c3*tau2_10 + s1*s3;
     const double tau3_11 = c2*c3;
     const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -445,8 +473,6 @@ int mechgen_bricard_newton_step(const double *restrict q, double *restrict q_nex
     const double r3_x = c1 - tau2_10;
     const double r3_z = -s1 - tau2_12;
     const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau2_00 - s4*tau3_20;
     const double tau4_01 = c4*s2 - s4*tau3_21;
     const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -462,8 +488,6 @@ int mechgen_bricard_newton_step(const double *restrict q, double *restrict q_nex
     const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
     const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
     const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
@@ -774,16 +798,32 @@ int mechgen_bricard_velocity(const double *restrict q, const double *restrict qd
     const double q4 = q[3];
     const double q5 = q[4];
     const double qd_ind1 = qd_ind[0];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau2_00 = c1*c2;
     const double tau2_02 = -c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_12 = s1*s2;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_10 = c3*tau2_10 + s1*s3;
     const double tau3_11 = c2*c3;
     const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -793,8 +833,6 @@ int mechgen_bricard_velocity(const double *restrict q, const double *restrict qd
     const double r3_z = -s1 - tau2_12;
     const double T3_1_z = -c1 + tau2_10;
     const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau2_00 - s4*tau3_20;
     const double tau4_01 = c4*s2 - s4*tau3_21;
     const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -809,8 +847,6 @@ int mechgen_bricard_velocity(const double *restrict q, const double *restrict qd
     const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
     const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
     const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
     const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -1125,10 +1161,28 @@ int mechgen_bricard_kinematics(const double *restrict q, const double *restrict 
     const double qdd3 = qdd[2];
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau2_00 = c1*c2;
     const double tau2_02 = -c2*s1;
     const double tau2_10 = -c1*s2;
@@ -1145,8 +1199,6 @@ int mechgen_bricard_kinematics(const double *restrict q, const double *restrict 
     const double w2_z = oo1_yy*s1;
     const double eps2_x = cse2*qd1;
     const double eps2_z = -cse1*qd1;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_10 = c3*tau2_10 + s1*s3;
     const double tau3_11 = c2*c3;
     const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -1187,8 +1239,6 @@ int mechgen_bricard_kinematics(const double *restrict q, const double *restrict 
     const double eps3_x = -cse5*omega2_z + cse6*qd1 + eps2_x;
     const double eps3_y = -cse6*omega2_x + omega2_z*qd3*tau2_00;
     const double eps3_z = -cse4*qd1 + cse5*omega2_x + eps2_z;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau2_00 - s4*tau3_20;
     const double tau4_01 = c4*s2 - s4*tau3_21;
     const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -1236,8 +1286,6 @@ int mechgen_bricard_kinematics(const double *restrict q, const double *restrict 
     const double eps4_x = -cse15*omega3_z + cse16*omega3_y + eps3_x;
     const double eps4_y = cse14*omega3_z - cse16*omega3_x + eps3_y;
     const double eps4_z = -cse14*omega3_y + cse15*omega3_x + eps3_z;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_01 = c5*tau4_01 + s5*tau3_11;
     const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -2170,14 +2218,24 @@ int mechgen_bricard_mass_matrix(const double *restrict q, double *restrict M)
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
     const double cp5_x = -0.5*s5;
     const double cse0 = (0.5)*c5;
     const double cp5_y = cse0;
@@ -2473,16 +2531,28 @@ int mechgen_bricard_bias(const double *restrict q, const double *restrict qd, co
     const double tau3 = tau[2];
     const double tau4 = tau[3];
     const double tau5 = tau[4];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double oo1_yy = qd1*qd1;
     const double omega_p2_x = qd1*s2;
     const double omega_p2_y = c2*qd1;
@@ -3007,16 +3077,28 @@ int mechgen_bricard_forward_dynamics(const double *restrict q, const double *res
     const double tau3 = tau[2];
     const double tau4 = tau[3];
     const double tau5 = tau[4];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double cp5_x = -0.5*s5;
     const double cse0 = (0.5)*c5;
     const double cp5_y = cse0;
@@ -4028,10 +4110,28 @@ int mechgen_bricard_inverse_dynamics(const double *restrict q, const double *res
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qdd_ind1 = qdd_ind[0];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau2_00 = c1*c2;
     const double tau2_02 = -c2*s1;
     const double tau2_10 = -c1*s2;
@@ -4045,8 +4145,6 @@ int mechgen_bricard_inverse_dynamics(const double *restrict q, const double *res
     const double w2_z = oo1_yy*s1;
     const double eps2_x = cse1*qd1;
     const double eps2_z = -cse0*qd1;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_10 = c3*tau2_10 + s1*s3;
     const double tau3_11 = c2*c3;
     const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -4076,8 +4174,6 @@ int mechgen_bricard_inverse_dynamics(const double *restrict q, const double *res
     const double eps3_x = -cse3*omega2_z + cse4*qd1 + eps2_x;
     const double eps3_y = -cse4*omega2_x + omega2_z*qd3*tau2_00;
     const double eps3_z = -cse2*qd1 + cse3*omega2_x + eps2_z;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau2_00 - s4*tau3_20;
     const double tau4_01 = c4*s2 - s4*tau3_21;
     const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -4113,8 +4209,6 @@ int mechgen_bricard_inverse_dynamics(const double *restrict q, const double *res
     const double eps4_x = -cse6*omega3_z + cse7*omega3_y + eps3_x;
     const double eps4_y = cse5*omega3_z - cse7*omega3_x + eps3_y;
     const double eps4_z = -cse5*omega3_y + cse6*omega3_x + eps3_z;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
     const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -4833,10 +4927,28 @@ int mechgen_bricard_energy(const double *restrict q, const double *restrict qd, 
     const double qd3 = qd[2];
     const double qd4 = qd[3];
     const double qd5 = qd[4];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau2_00 = c1*c2;
     const double tau2_02 = -c2*s1;
     const double tau2_10 = -c1*s2;
@@ -4845,8 +4957,6 @@ int mechgen_bricard_energy(const double *restrict q, const double *restrict qd, 
     const double omega2_z = c1*qd2;
     const double v2_x = -qd1*s1;
     const double v2_z = -c1*qd1;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_10 = c3*tau2_10 + s1*s3;
     const double tau3_11 = c2*c3;
     const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -4859,8 +4969,6 @@ int mechgen_bricard_energy(const double *restrict q, const double *restrict qd, 
     const double v3_x = c2*omega2_z - qd1*tau2_12 + v2_x;
     const double v3_y = omega2_x*tau2_12 - omega2_z*tau2_10;
     const double v3_z = -c2*omega2_x + qd1*tau2_10 + v2_z;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau2_00 - s4*tau3_20;
     const double tau4_01 = c4*s2 - s4*tau3_21;
     const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -4874,8 +4982,6 @@ int mechgen_bricard_energy(const double *restrict q, const double *restrict qd, 
     const double v4_x = omega3_y*tau3_22 - omega3_z*tau3_21 + v3_x;
     const double v4_y = -omega3_x*tau3_22 + omega3_z*tau3_20 + v3_y;
     const double v4_z = omega3_x*tau3_21 - omega3_y*tau3_20 + v3_z;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_01 = c5*tau4_01 + s5*tau3_11;
     const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -5127,16 +5233,32 @@ int mechgen_bricard_violation(const double *restrict q, const double *restrict q
     const double qd3 = qd[2];
     const double qd4 = qd[3];
     const double qd5 = qd[4];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau2_00 = c1*c2;
     const double tau2_02 = -c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_12 = s1*s2;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_10 = c3*tau2_10 + s1*s3;
     const double tau3_11 = c2*c3;
     const double tau3_12 = c1*s3 + c3*tau2_12;
@@ -5148,8 +5270,6 @@ int mechgen_bricard_violation(const double *restrict q, const double *restrict q
     const double r3_z = -s1 - tau2_12;
     const double T3_1_z = -cse0;
     const double T3_2_y = -c1*tau2_10 + s1*tau2_12;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau2_00 - s4*tau3_20;
     const double tau4_01 = c4*s2 - s4*tau3_21;
     const double tau4_02 = c4*tau2_02 - s4*tau3_22;
@@ -5166,8 +5286,6 @@ int mechgen_bricard_violation(const double *restrict q, const double *restrict q
     const double T4_3_x = s2*tau3_22 - tau2_02*tau3_21;
     const double T4_3_y = -tau2_00*tau3_22 + tau2_02*tau3_20;
     const double T4_3_z = -s2*tau3_20 + tau2_00*tau3_21;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
     const double tau5_12 = c5*tau3_12 - s5*tau4_02;

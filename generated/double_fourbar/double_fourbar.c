@@ -134,22 +134,34 @@ int mechgen_double_fourbar_closure(const double *restrict q, double *restrict ph
     const double q4 = q[3];
     const double q5 = q[4];
     const double cse0 = q1 - 1.5707963267948966;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    const double cse4 = q5 + 1.5707963267948966;
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    sc_x[4] = cse4;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
-    const double cse4 = q5 + 1.5707963267948966;
-    double s5, c5;
-    mg_sincos(cse4, &s5, &c5);
     const double tau5_00 = c2*c5 - s2*s5;
     const double tau5_01 = c2*s5 + c5*s2;
     const double r5_x = 1.0 - s2;
@@ -329,22 +341,34 @@ int mechgen_double_fourbar_newton_step(const double *restrict q, double *restric
     const double q4 = q[3];
     const double q5 = q[4];
     const double cse0 = q1 - 1.5707963267948966;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    const double cse4 = q5 + 1.5707963267948966;
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    sc_x[4] = cse4;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
-    const double cse4 = q5 + 1.5707963267948966;
-    double s5, c5;
-    mg_sincos(cse4, &s5, &c5);
     const double tau5_00 = c2*c5 - s2*s5;
     const double tau5_01 = c2*s5 + c5*s2;
     const double r5_x = 1.0 - s2;
@@ -545,22 +569,34 @@ int mechgen_double_fourbar_velocity(const double *restrict q, const double *rest
     const double q5 = q[4];
     const double qd_ind1 = qd_ind[0];
     const double cse0 = q1 - 1.5707963267948966;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    const double cse4 = q5 + 1.5707963267948966;
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    sc_x[4] = cse4;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
-    const double cse4 = q5 + 1.5707963267948966;
-    double s5, c5;
-    mg_sincos(cse4, &s5, &c5);
     const double tau5_00 = c2*c5 - s2*s5;
     const double tau5_01 = c2*s5 + c5*s2;
     const double B1_left_f1_o_x = -s3 + tau4_00;
@@ -758,17 +794,32 @@ int mechgen_double_fourbar_kinematics(const double *restrict q, const double *re
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double cse0 = q1 - 1.5707963267948966;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    const double cse6 = q5 + 1.5707963267948966;
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    sc_x[4] = cse6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau4_00 = c3*c4 - s3*s4;
     const double cse4 = c3*s4 + c4*s3;
     const double tau4_01 = cse4;
@@ -780,9 +831,6 @@ int mechgen_double_fourbar_kinematics(const double *restrict q, const double *re
     const double v4_y = -qd3*s3;
     const double w4_x = oo3_zz*s3;
     const double w4_y = -c3*oo3_zz;
-    const double cse6 = q5 + 1.5707963267948966;
-    double s5, c5;
-    mg_sincos(cse6, &s5, &c5);
     const double tau5_00 = c2*c5 - s2*s5;
     const double cse7 = c2*s5 + c5*s2;
     const double tau5_01 = cse7;
@@ -1378,8 +1426,16 @@ int mechgen_double_fourbar_mass_matrix(const double *restrict q, double *restric
 {
     const double q4 = q[3];
     const double q5 = q[4];
-    const double s4 = mg_sin(q4 + 1.5707963267948966);
-    const double s5 = mg_sin(q5 + 1.5707963267948966);
+    double sc_x[2], sc_s[2], sc_c[2];
+    sc_x[0] = q4 + 1.5707963267948966;
+    sc_x[1] = q5 + 1.5707963267948966;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 2; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s4 = sc_s[0];
+    const double s5 = sc_s[1];
     const double cse0 = (0.5)*s5;
     const double cp5_y = cse0;
     const double cse1 = (0.5)*s4;
@@ -1520,20 +1576,32 @@ int mechgen_double_fourbar_bias(const double *restrict q, const double *restrict
     const double tau4 = tau[3];
     const double tau5 = tau[4];
     const double cse0 = q1 - 1.5707963267948966;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
     const double cse4 = q5 + 1.5707963267948966;
-    double s5, c5;
-    mg_sincos(cse4, &s5, &c5);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    sc_x[4] = cse4;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double a1_x = (9.81)*s1;
     const double a2_x = (9.81)*s2;
     const double a2_y = (9.81)*c2;
@@ -1782,20 +1850,32 @@ int mechgen_double_fourbar_forward_dynamics(const double *restrict q, const doub
     const double tau4 = tau[3];
     const double tau5 = tau[4];
     const double cse0 = q1 - 1.5707963267948966;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
     const double cse4 = q5 + 1.5707963267948966;
-    double s5, c5;
-    mg_sincos(cse4, &s5, &c5);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    sc_x[4] = cse4;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double cse5 = (0.5)*s5;
     const double cp5_y = cse5;
     const double cse6 = (0.5)*s4;
@@ -2233,26 +2313,38 @@ int mechgen_double_fourbar_inverse_dynamics(const double *restrict q, const doub
     const double qd5 = qd[4];
     const double qdd_ind1 = qdd_ind[0];
     const double cse0 = q1 - 1.5707963267948966;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    const double cse4 = q5 + 1.5707963267948966;
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    sc_x[4] = cse4;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double oo3_zz = qd3*qd3;
     const double omega4_z = qd3 + qd4;
     const double w4_x = oo3_zz*s3;
     const double w4_y = -c3*oo3_zz;
-    const double cse4 = q5 + 1.5707963267948966;
-    double s5, c5;
-    mg_sincos(cse4, &s5, &c5);
     const double tau5_00 = c2*c5 - s2*s5;
     const double tau5_01 = c2*s5 + c5*s2;
     const double cse5 = qd2*qd2;
@@ -2617,16 +2709,31 @@ int mechgen_double_fourbar_energy(const double *restrict q, const double *restri
     const double qd3 = qd[2];
     const double qd4 = qd[3];
     const double qd5 = qd[4];
-    const double c1 = mg_cos(q1 - 1.5707963267948966);
     const double cse0 = q2 - 1.5707963267948966;
-    double s2, c2;
-    mg_sincos(cse0, &s2, &c2);
     const double cse1 = q3 - 1.5707963267948966;
-    double s3, c3;
-    mg_sincos(cse1, &s3, &c3);
     const double cse2 = q4 + 1.5707963267948966;
-    double s4, c4;
-    mg_sincos(cse2, &s4, &c4);
+    const double cse4 = q5 + 1.5707963267948966;
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1 - 1.5707963267948966;
+    sc_x[1] = cse0;
+    sc_x[2] = cse1;
+    sc_x[3] = cse2;
+    sc_x[4] = cse4;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau4_00 = c3*c4 - s3*s4;
     const double cse3 = c3*s4 + c4*s3;
     const double tau4_01 = cse3;
@@ -2634,9 +2741,6 @@ int mechgen_double_fourbar_energy(const double *restrict q, const double *restri
     const double omega4_z = qd3 + qd4;
     const double v4_x = -c3*qd3;
     const double v4_y = -qd3*s3;
-    const double cse4 = q5 + 1.5707963267948966;
-    double s5, c5;
-    mg_sincos(cse4, &s5, &c5);
     const double tau5_00 = c2*c5 - s2*s5;
     const double cse5 = c2*s5 + c5*s2;
     const double tau5_01 = cse5;
@@ -2814,22 +2918,34 @@ int mechgen_double_fourbar_violation(const double *restrict q, const double *res
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double cse0 = q1 - 1.5707963267948966;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.5707963267948966;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 - 1.5707963267948966;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 + 1.5707963267948966;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    const double cse4 = q5 + 1.5707963267948966;
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    sc_x[4] = cse4;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
-    const double cse4 = q5 + 1.5707963267948966;
-    double s5, c5;
-    mg_sincos(cse4, &s5, &c5);
     const double tau5_00 = c2*c5 - s2*s5;
     const double tau5_01 = c2*s5 + c5*s2;
     const double r5_x = 1.0 - s2;

@@ -132,14 +132,24 @@ int mechgen_fourbar_closure(const double *restrict q, double *restrict phi, doub
     const double q2 = q[1];
     const double q3 = q[2];
     const double cse0 = q1 - 1.7957749733962085;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double tau3_00 = c2*c3 - s2*s3;
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_01 = cse3;
@@ -265,14 +275,24 @@ int mechgen_fourbar_newton_step(const double *restrict q, double *restrict q_nex
     const double q2 = q[1];
     const double q3 = q[2];
     const double cse0 = q1 - 1.7957749733962085;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double tau3_00 = c2*c3 - s2*s3;
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_01 = cse3;
@@ -427,14 +447,24 @@ int mechgen_fourbar_velocity(const double *restrict q, const double *restrict qd
     const double q3 = q[2];
     const double qd_ind1 = qd_ind[0];
     const double cse0 = q1 - 1.7957749733962085;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double tau3_00 = c2*c3 - s2*s3;
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_01 = cse3;
@@ -584,14 +614,24 @@ int mechgen_fourbar_kinematics(const double *restrict q, const double *restrict 
     const double qdd2 = qdd[1];
     const double qdd3 = qdd[2];
     const double cse0 = q1 - 1.7957749733962085;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double tau3_00 = c2*c3 - s2*s3;
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_01 = cse3;
@@ -1123,14 +1163,24 @@ int mechgen_fourbar_bias(const double *restrict q, const double *restrict qd, co
     const double tau2 = tau[1];
     const double tau3 = tau[2];
     const double cse0 = q1 - 1.7957749733962085;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double a1_x = (9.81)*s1;
     const double a1_y = (9.81)*c1;
     const double a2_x = (9.81)*s2;
@@ -1315,14 +1365,24 @@ int mechgen_fourbar_forward_dynamics(const double *restrict q, const double *res
     const double tau2 = tau[1];
     const double tau3 = tau[2];
     const double cse0 = q1 - 1.7957749733962085;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double cp3_x = (0.07076858398147434)*c3 - 0.05145928022482449*s3;
     const double cse3 = (0.05145928022482449)*c3 + (0.07076858398147434)*s3;
     const double cp3_y = cse3;
@@ -1608,14 +1668,24 @@ int mechgen_fourbar_inverse_dynamics(const double *restrict q, const double *res
     const double qd3 = qd[2];
     const double qdd_ind1 = qdd_ind[0];
     const double cse0 = q1 - 1.7957749733962085;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double tau3_00 = c2*c3 - s2*s3;
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_01 = cse3;
@@ -1859,14 +1929,24 @@ int mechgen_fourbar_energy(const double *restrict q, const double *restrict qd, 
     const double qd2 = qd[1];
     const double qd3 = qd[2];
     const double cse0 = q1 - 1.7957749733962085;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double tau3_00 = c2*c3 - s2*s3;
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_01 = cse3;
@@ -2015,14 +2095,24 @@ int mechgen_fourbar_violation(const double *restrict q, const double *restrict q
     const double qd2 = qd[1];
     const double qd3 = qd[2];
     const double cse0 = q1 - 1.7957749733962085;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 - 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 0.41848242355105714;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double tau3_00 = c2*c3 - s2*s3;
     const double cse3 = c2*s3 + c3*s2;
     const double tau3_01 = cse3;

@@ -134,12 +134,22 @@ int mechgen_gough_stewart_docking_inverse_kinematics(const double *restrict x, c
     const double psi_y = x[3];
     const double psi_z = x[4];
     const double psi_x = x[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*s_psi_z;
@@ -700,72 +710,94 @@ int mechgen_gough_stewart_docking_newton_step(const double *restrict x, const do
     const double leg6_u1 = q[15];
     const double leg6_u2 = q[16];
     const double leg6_stroke = q[17];
-    double leg1_s1, leg1_c1;
-    mg_sincos(leg1_u1, &leg1_s1, &leg1_c1);
+    double sc_x[16], sc_s[16], sc_c[16];
+    sc_x[0] = leg1_u1;
+    sc_x[1] = leg1_u2;
+    sc_x[2] = leg2_u1;
+    sc_x[3] = leg2_u2;
+    sc_x[4] = leg3_u1;
+    sc_x[5] = leg3_u2;
+    sc_x[6] = leg4_u1;
+    sc_x[7] = leg4_u2;
+    sc_x[8] = leg5_u1;
+    sc_x[9] = leg5_u2;
+    sc_x[10] = leg6_u1;
+    sc_x[11] = leg6_u2;
+    sc_x[12] = psi_y;
+    sc_x[13] = psi_z;
+    sc_x[14] = psi_x;
+    sc_x[15] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 16; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 16; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double leg1_s1 = sc_s[0];
+    const double leg1_c1 = sc_c[0];
+    const double leg1_s2 = sc_s[1];
+    const double leg1_c2 = sc_c[1];
+    const double leg2_s1 = sc_s[2];
+    const double leg2_c1 = sc_c[2];
+    const double leg2_s2 = sc_s[3];
+    const double leg2_c2 = sc_c[3];
+    const double leg3_s1 = sc_s[4];
+    const double leg3_c1 = sc_c[4];
+    const double leg3_s2 = sc_s[5];
+    const double leg3_c2 = sc_c[5];
+    const double leg4_s1 = sc_s[6];
+    const double leg4_c1 = sc_c[6];
+    const double leg4_s2 = sc_s[7];
+    const double leg4_c2 = sc_c[7];
+    const double leg5_s1 = sc_s[8];
+    const double leg5_c1 = sc_c[8];
+    const double leg5_s2 = sc_s[9];
+    const double leg5_c2 = sc_c[9];
+    const double leg6_s1 = sc_s[10];
+    const double leg6_c1 = sc_c[10];
+    const double leg6_s2 = sc_s[11];
+    const double leg6_c2 = sc_c[11];
+    const double s_psi_y = sc_s[12];
+    const double c_psi_y = sc_c[12];
+    const double s_psi_z = sc_s[13];
+    const double c_psi_z = sc_c[13];
+    const double s_psi_x = sc_s[14];
+    const double c_psi_x = sc_c[14];
     const double leg1_beta1_00 = -0.5672170616648486*leg1_c1 - 0.6662571754848596*leg1_s1;
     const double leg1_beta1_01 = -0.3138240358464619*leg1_c1 - 0.36861993380210856*leg1_s1;
     const double leg1_beta1_02 = 0.7614323866774606*leg1_c1 - 0.6482443370509813*leg1_s1;
     const double leg1_beta1_20 = 0.6662571754848596*leg1_c1 - 0.5672170616648486*leg1_s1;
     const double leg1_beta1_21 = 0.36861993380210856*leg1_c1 - 0.3138240358464619*leg1_s1;
     const double leg1_beta1_22 = 0.6482443370509813*leg1_c1 + 0.7614323866774606*leg1_s1;
-    double leg1_s2, leg1_c2;
-    mg_sincos(leg1_u2, &leg1_s2, &leg1_c2);
-    double leg2_s1, leg2_c1;
-    mg_sincos(leg2_u1, &leg2_s1, &leg2_c1);
     const double leg2_beta1_00 = -0.5672170616648486*leg2_c1 - 0.6662571754848596*leg2_s1;
     const double leg2_beta1_01 = 0.3138240358464619*leg2_c1 + 0.36861993380210856*leg2_s1;
     const double leg2_beta1_02 = 0.7614323866774606*leg2_c1 - 0.6482443370509813*leg2_s1;
     const double leg2_beta1_20 = 0.6662571754848596*leg2_c1 - 0.5672170616648486*leg2_s1;
     const double leg2_beta1_21 = -0.36861993380210856*leg2_c1 + 0.3138240358464619*leg2_s1;
     const double leg2_beta1_22 = 0.6482443370509813*leg2_c1 + 0.7614323866774606*leg2_s1;
-    double leg2_s2, leg2_c2;
-    mg_sincos(leg2_u2, &leg2_s2, &leg2_c2);
-    double leg3_s1, leg3_c1;
-    mg_sincos(leg3_u1, &leg3_s1, &leg3_c1);
     const double leg3_beta1_00 = 0.5553881181936186*leg3_c1 + 0.6523628147563939*leg3_s1;
     const double leg3_beta1_01 = -0.3343123669384925*leg3_c1 - 0.3926856725225009*leg3_s1;
     const double leg3_beta1_02 = 0.7614323866774606*leg3_c1 - 0.6482443370509812*leg3_s1;
     const double leg3_beta1_20 = -0.6523628147563939*leg3_c1 + 0.5553881181936186*leg3_s1;
     const double leg3_beta1_21 = 0.3926856725225009*leg3_c1 - 0.3343123669384925*leg3_s1;
     const double leg3_beta1_22 = 0.6482443370509812*leg3_c1 + 0.7614323866774606*leg3_s1;
-    double leg3_s2, leg3_c2;
-    mg_sincos(leg3_u2, &leg3_s2, &leg3_c2);
-    double leg4_s1, leg4_c1;
-    mg_sincos(leg4_u1, &leg4_s1, &leg4_c1);
     const double leg4_beta1_00 = 0.011828943471230063*leg4_c1 + 0.013894360728465758*leg4_s1;
     const double leg4_beta1_01 = -0.6481364027849544*leg4_c1 - 0.7613056063246094*leg4_s1;
     const double leg4_beta1_02 = 0.7614323866774606*leg4_c1 - 0.6482443370509813*leg4_s1;
     const double leg4_beta1_20 = -0.013894360728465758*leg4_c1 + 0.011828943471230063*leg4_s1;
     const double leg4_beta1_21 = 0.7613056063246094*leg4_c1 - 0.6481364027849544*leg4_s1;
     const double leg4_beta1_22 = 0.6482443370509813*leg4_c1 + 0.7614323866774606*leg4_s1;
-    double leg4_s2, leg4_c2;
-    mg_sincos(leg4_u2, &leg4_s2, &leg4_c2);
-    double leg5_s1, leg5_c1;
-    mg_sincos(leg5_u1, &leg5_s1, &leg5_c1);
     const double leg5_beta1_00 = 0.011828943471230063*leg5_c1 + 0.013894360728465758*leg5_s1;
     const double leg5_beta1_01 = 0.6481364027849544*leg5_c1 + 0.7613056063246094*leg5_s1;
     const double leg5_beta1_02 = 0.7614323866774606*leg5_c1 - 0.6482443370509813*leg5_s1;
     const double leg5_beta1_20 = -0.013894360728465758*leg5_c1 + 0.011828943471230063*leg5_s1;
     const double leg5_beta1_21 = -0.7613056063246094*leg5_c1 + 0.6481364027849544*leg5_s1;
     const double leg5_beta1_22 = 0.6482443370509813*leg5_c1 + 0.7614323866774606*leg5_s1;
-    double leg5_s2, leg5_c2;
-    mg_sincos(leg5_u2, &leg5_s2, &leg5_c2);
-    double leg6_s1, leg6_c1;
-    mg_sincos(leg6_u1, &leg6_s1, &leg6_c1);
     const double leg6_beta1_00 = 0.5553881181936186*leg6_c1 + 0.6523628147563939*leg6_s1;
     const double leg6_beta1_01 = 0.3343123669384925*leg6_c1 + 0.3926856725225009*leg6_s1;
     const double leg6_beta1_02 = 0.7614323866774606*leg6_c1 - 0.6482443370509812*leg6_s1;
     const double leg6_beta1_20 = -0.6523628147563939*leg6_c1 + 0.5553881181936186*leg6_s1;
     const double leg6_beta1_21 = -0.3926856725225009*leg6_c1 + 0.3343123669384925*leg6_s1;
     const double leg6_beta1_22 = 0.6482443370509812*leg6_c1 + 0.7614323866774606*leg6_s1;
-    double leg6_s2, leg6_c2;
-    mg_sincos(leg6_u2, &leg6_s2, &leg6_c2);
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*s_psi_z;
@@ -1414,12 +1446,22 @@ int mechgen_gough_stewart_docking_velocity_constraints(const double *restrict x,
     const double psi_y = x[3];
     const double psi_z = x[4];
     const double psi_x = x[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -2586,12 +2628,22 @@ int mechgen_gough_stewart_docking_leg_rates(const double *restrict x, const doub
     const double omega_x = u[3];
     const double omega_y = u[4];
     const double omega_z = u[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -3869,12 +3921,22 @@ int mechgen_gough_stewart_docking_acceleration_terms(const double *restrict x, c
     const double omega_x = u[3];
     const double omega_y = u[4];
     const double omega_z = u[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -5265,12 +5327,22 @@ int mechgen_gough_stewart_docking_leg_forces(const double *restrict x, const dou
     const double p_k_leg = p[2];
     const double p_k_stop = p[3];
     const double p_preload = p[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -6577,12 +6649,22 @@ int mechgen_gough_stewart_docking_leg_dynamics(const double *restrict x, const d
     const double p_k_leg = p[2];
     const double p_k_stop = p[3];
     const double p_preload = p[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -8565,6 +8647,22 @@ int mechgen_gough_stewart_docking_reduced_dynamics(const double *restrict x, con
     const double p_k_stop = p[3];
     const double p_m_ring = p[4];
     const double p_preload = p[5];
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double oo_C_xx = omega_x*omega_x;
     const double oo_C_yy = omega_y*omega_y;
     const double oo_C_zz = omega_z*omega_z;
@@ -8578,12 +8676,6 @@ int mechgen_gough_stewart_docking_reduced_dynamics(const double *restrict x, con
     const double s_C_f_z = fE_z + g_z*p_m_ring;
     const double s_C_m_x = mE_x - 25.0*oo_C_yz;
     const double s_C_m_y = mE_y + 25.0*oo_C_xz;
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -11647,12 +11739,22 @@ int mechgen_gough_stewart_docking_step(const double *restrict x, const double *r
     const double p_k_stop = p[3];
     const double p_m_ring = p[4];
     const double p_preload = p[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -19360,12 +19462,22 @@ int mechgen_gough_stewart_docking_energy(const double *restrict x, const double 
     const double p_k_stop = p[3];
     const double p_m_ring = p[4];
     const double p_preload = p[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -20870,6 +20982,22 @@ int mechgen_gough_stewart_docking_drive_forces(const double *restrict x, const d
     const double p_k_stop = p[3];
     const double p_m_ring = p[4];
     const double p_preload = p[5];
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double oo_C_xx = omega_x*omega_x;
     const double oo_C_yy = omega_y*omega_y;
     const double oo_C_zz = omega_z*omega_z;
@@ -20883,12 +21011,6 @@ int mechgen_gough_stewart_docking_drive_forces(const double *restrict x, const d
     const double s_C_f_z = fE_z + g_z*p_m_ring;
     const double s_C_m_x = mE_x - 25.0*oo_C_yz;
     const double s_C_m_y = mE_y + 25.0*oo_C_xz;
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -24328,12 +24450,22 @@ int mechgen_gough_stewart_docking_base_step(const double *restrict x, const doub
     const double p_k_stop = p[3];
     const double p_m_ring = p[4];
     const double p_preload = p[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -29379,12 +29511,22 @@ int mechgen_gough_stewart_docking_coupled_step(const double *restrict x, const d
     const double p_k_stop = p[3];
     const double p_m_ring = p[4];
     const double p_preload = p[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -39453,15 +39595,25 @@ int mechgen_gough_stewart_docking_momentum(const double *restrict x, const doubl
     const double V0_z = V0[2];
     const double p_J_screw = p[0];
     const double p_m_ring = p[4];
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double V_abs_C_x = Omega_y*z_C - Omega_z*y_C + V0_x + v_x;
     const double V_abs_C_y = -Omega_x*z_C + Omega_z*x_C + V0_y + v_y;
     const double V_abs_C_z = Omega_x*y_C - Omega_y*x_C + V0_z + v_z;
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;

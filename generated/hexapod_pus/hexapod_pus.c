@@ -134,12 +134,22 @@ int mechgen_hexapod_pus_inverse_kinematics(const double *restrict x, const doubl
     const double psi_y = x[3];
     const double psi_z = x[4];
     const double psi_x = x[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*s_psi_z;
@@ -748,90 +758,112 @@ int mechgen_hexapod_pus_newton_step(const double *restrict x, const double *rest
     const double leg6_slide = q[15];
     const double leg6_u1 = q[16];
     const double leg6_u2 = q[17];
+    double sc_x[16], sc_s[16], sc_c[16];
+    sc_x[0] = leg1_u1;
+    sc_x[1] = leg1_u2;
+    sc_x[2] = leg2_u1;
+    sc_x[3] = leg2_u2;
+    sc_x[4] = leg3_u1;
+    sc_x[5] = leg3_u2;
+    sc_x[6] = leg4_u1;
+    sc_x[7] = leg4_u2;
+    sc_x[8] = leg5_u1;
+    sc_x[9] = leg5_u2;
+    sc_x[10] = leg6_u1;
+    sc_x[11] = leg6_u2;
+    sc_x[12] = psi_y;
+    sc_x[13] = psi_z;
+    sc_x[14] = psi_x;
+    sc_x[15] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 16; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 16; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double leg1_s2 = sc_s[0];
+    const double leg1_c2 = sc_c[0];
+    const double leg1_s3 = sc_s[1];
+    const double leg1_c3 = sc_c[1];
+    const double leg2_s2 = sc_s[2];
+    const double leg2_c2 = sc_c[2];
+    const double leg2_s3 = sc_s[3];
+    const double leg2_c3 = sc_c[3];
+    const double leg3_s2 = sc_s[4];
+    const double leg3_c2 = sc_c[4];
+    const double leg3_s3 = sc_s[5];
+    const double leg3_c3 = sc_c[5];
+    const double leg4_s2 = sc_s[6];
+    const double leg4_c2 = sc_c[6];
+    const double leg4_s3 = sc_s[7];
+    const double leg4_c3 = sc_c[7];
+    const double leg5_s2 = sc_s[8];
+    const double leg5_c2 = sc_c[8];
+    const double leg5_s3 = sc_s[9];
+    const double leg5_c3 = sc_c[9];
+    const double leg6_s2 = sc_s[10];
+    const double leg6_c2 = sc_c[10];
+    const double leg6_s3 = sc_s[11];
+    const double leg6_c3 = sc_c[11];
+    const double s_psi_y = sc_s[12];
+    const double c_psi_y = sc_c[12];
+    const double s_psi_z = sc_s[13];
+    const double c_psi_z = sc_c[13];
+    const double s_psi_x = sc_s[14];
+    const double c_psi_x = sc_c[14];
     const double leg1_r_rel1_x = 0.751754 - 0.16317595963671802*leg1_slide;
     const double leg1_r_rel1_y = 0.05939098530901799*leg1_slide - 0.273616;
     const double leg1_r_rel1_z = 0.9848077563974911*leg1_slide + 0.4;
-    double leg1_s2, leg1_c2;
-    mg_sincos(leg1_u1, &leg1_s2, &leg1_c2);
     const double leg1_beta2_00 = 0.7626372099732333*leg1_c2 - 0.6348179531299452*leg1_s2;
     const double leg1_beta2_01 = 0.1605606455684232*leg1_c2;
     const double leg1_beta2_02 = -0.6265818103479336*leg1_c2 - 0.772661741245098*leg1_s2;
     const double leg1_beta2_20 = 0.6348179531299452*leg1_c2 + 0.7626372099732333*leg1_s2;
     const double leg1_beta2_21 = 0.1605606455684232*leg1_s2;
     const double leg1_beta2_22 = 0.772661741245098*leg1_c2 - 0.6265818103479336*leg1_s2;
-    double leg1_s3, leg1_c3;
-    mg_sincos(leg1_u2, &leg1_s3, &leg1_c3);
     const double leg2_r_rel1_x = 0.751754 - 0.16317595963671802*leg2_slide;
     const double leg2_r_rel1_y = 0.273616 - 0.05939098530901799*leg2_slide;
     const double leg2_r_rel1_z = 0.9848077563974911*leg2_slide + 0.4;
-    double leg2_s2, leg2_c2;
-    mg_sincos(leg2_u1, &leg2_s2, &leg2_c2);
     const double leg2_beta2_00 = 0.7626372099732333*leg2_c2 - 0.6348179531299452*leg2_s2;
     const double leg2_beta2_01 = -0.1605606455684232*leg2_c2;
     const double leg2_beta2_02 = -0.6265818103479336*leg2_c2 - 0.772661741245098*leg2_s2;
     const double leg2_beta2_20 = 0.6348179531299452*leg2_c2 + 0.7626372099732333*leg2_s2;
     const double leg2_beta2_21 = -0.1605606455684232*leg2_s2;
     const double leg2_beta2_22 = 0.772661741245098*leg2_c2 - 0.6265818103479336*leg2_s2;
-    double leg2_s3, leg2_c3;
-    mg_sincos(leg2_u2, &leg2_s3, &leg2_c3);
     const double leg3_r_rel1_x = 0.03015399275279025*leg3_slide - 0.138919;
     const double leg3_r_rel1_y = 0.787846 - 0.1710099588994714*leg3_slide;
     const double leg3_r_rel1_z = 0.9848077633113306*leg3_slide + 0.4;
-    double leg3_s2, leg3_c2;
-    mg_sincos(leg3_u1, &leg3_s2, &leg3_c2);
     const double leg3_beta2_00 = 0.7626370206894979*leg3_c2 - 0.6348181799329778*leg3_s2;
     const double leg3_beta2_01 = 0.16056068821451047*leg3_c2;
     const double leg3_beta2_02 = -0.6265820298045014*leg3_c2 - 0.7726615549039446*leg3_s2;
     const double leg3_beta2_20 = 0.6348181799329778*leg3_c2 + 0.7626370206894979*leg3_s2;
     const double leg3_beta2_21 = 0.16056068821451047*leg3_s2;
     const double leg3_beta2_22 = 0.7726615549039446*leg3_c2 - 0.6265820298045014*leg3_s2;
-    double leg3_s3, leg3_c3;
-    mg_sincos(leg3_u2, &leg3_s3, &leg3_c3);
     const double leg4_r_rel1_x = 0.13302197003620603*leg4_slide - 0.612836;
     const double leg4_r_rel1_y = 0.51423 - 0.11161897485732646*leg4_slide;
     const double leg4_r_rel1_z = 0.9848077781676413*leg4_slide + 0.4;
-    double leg4_s2, leg4_c2;
-    mg_sincos(leg4_u1, &leg4_s2, &leg4_c2);
     const double leg4_beta2_00 = 0.7626369398789243*leg4_c2 - 0.6348183570175725*leg4_s2;
     const double leg4_beta2_01 = -0.16056018861520996*leg4_c2;
     const double leg4_beta2_02 = -0.6265822561834624*leg4_c2 - 0.7726614094113345*leg4_s2;
     const double leg4_beta2_20 = 0.6348183570175725*leg4_c2 + 0.7626369398789243*leg4_s2;
     const double leg4_beta2_21 = -0.16056018861520996*leg4_s2;
     const double leg4_beta2_22 = 0.7726614094113345*leg4_c2 - 0.6265822561834624*leg4_s2;
-    double leg4_s3, leg4_c3;
-    mg_sincos(leg4_u2, &leg4_s3, &leg4_c3);
     const double leg5_r_rel1_x = 0.13302197003620603*leg5_slide - 0.612836;
     const double leg5_r_rel1_y = 0.11161897485732646*leg5_slide - 0.51423;
     const double leg5_r_rel1_z = 0.9848077781676413*leg5_slide + 0.4;
-    double leg5_s2, leg5_c2;
-    mg_sincos(leg5_u1, &leg5_s2, &leg5_c2);
     const double leg5_beta2_00 = 0.7626369398789243*leg5_c2 - 0.6348183570175725*leg5_s2;
     const double leg5_beta2_01 = 0.16056018861520996*leg5_c2;
     const double leg5_beta2_02 = -0.6265822561834624*leg5_c2 - 0.7726614094113345*leg5_s2;
     const double leg5_beta2_20 = 0.6348183570175725*leg5_c2 + 0.7626369398789243*leg5_s2;
     const double leg5_beta2_21 = 0.16056018861520996*leg5_s2;
     const double leg5_beta2_22 = 0.7726614094113345*leg5_c2 - 0.6265822561834624*leg5_s2;
-    double leg5_s3, leg5_c3;
-    mg_sincos(leg5_u2, &leg5_s3, &leg5_c3);
     const double leg6_r_rel1_x = 0.03015399275279025*leg6_slide - 0.138919;
     const double leg6_r_rel1_y = 0.1710099588994714*leg6_slide - 0.787846;
     const double leg6_r_rel1_z = 0.9848077633113306*leg6_slide + 0.4;
-    double leg6_s2, leg6_c2;
-    mg_sincos(leg6_u1, &leg6_s2, &leg6_c2);
     const double leg6_beta2_00 = 0.7626370206894979*leg6_c2 - 0.6348181799329778*leg6_s2;
     const double leg6_beta2_01 = -0.16056068821451047*leg6_c2;
     const double leg6_beta2_02 = -0.6265820298045014*leg6_c2 - 0.7726615549039446*leg6_s2;
     const double leg6_beta2_20 = 0.6348181799329778*leg6_c2 + 0.7626370206894979*leg6_s2;
     const double leg6_beta2_21 = -0.16056068821451047*leg6_s2;
     const double leg6_beta2_22 = 0.7726615549039446*leg6_c2 - 0.6265820298045014*leg6_s2;
-    double leg6_s3, leg6_c3;
-    mg_sincos(leg6_u2, &leg6_s3, &leg6_c3);
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*s_psi_z;
@@ -1606,12 +1638,22 @@ int mechgen_hexapod_pus_velocity_constraints(const double *restrict x, const dou
     const double psi_y = x[3];
     const double psi_z = x[4];
     const double psi_x = x[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -3010,12 +3052,22 @@ int mechgen_hexapod_pus_leg_rates(const double *restrict x, const double *restri
     const double omega_x = u[3];
     const double omega_y = u[4];
     const double omega_z = u[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -4525,12 +4577,22 @@ int mechgen_hexapod_pus_acceleration_terms(const double *restrict x, const doubl
     const double omega_x = u[3];
     const double omega_y = u[4];
     const double omega_z = u[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -6101,12 +6163,22 @@ int mechgen_hexapod_pus_leg_forces(const double *restrict x, const double *restr
     const double p_c_slide = p[1];
     const double p_k_slide = p[2];
     const double p_preload = p[6];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -7461,12 +7533,22 @@ int mechgen_hexapod_pus_leg_dynamics(const double *restrict x, const double *res
     const double p_m_rod = p[4];
     const double p_m_slider = p[5];
     const double p_preload = p[6];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -9551,6 +9633,22 @@ int mechgen_hexapod_pus_reduced_dynamics(const double *restrict x, const double 
     const double p_m_rod = p[4];
     const double p_m_slider = p[5];
     const double p_preload = p[6];
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double oo_C_xx = omega_x*omega_x;
     const double oo_C_yy = omega_y*omega_y;
     const double oo_C_zz = omega_z*omega_z;
@@ -9564,12 +9662,6 @@ int mechgen_hexapod_pus_reduced_dynamics(const double *restrict x, const double 
     const double s_C_f_z = fE_z + g_z*p_m_platform;
     const double s_C_m_x = mE_x - 1.2*oo_C_yz;
     const double s_C_m_y = mE_y + (1.2)*oo_C_xz;
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -12213,12 +12305,22 @@ int mechgen_hexapod_pus_step(const double *restrict x, const double *restrict u,
     const double p_m_rod = p[4];
     const double p_m_slider = p[5];
     const double p_preload = p[6];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -18816,12 +18918,22 @@ int mechgen_hexapod_pus_energy(const double *restrict x, const double *restrict 
     const double p_m_rod = p[4];
     const double p_m_slider = p[5];
     const double p_preload = p[6];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -20358,6 +20470,22 @@ int mechgen_hexapod_pus_drive_forces(const double *restrict x, const double *res
     const double p_m_rod = p[4];
     const double p_m_slider = p[5];
     const double p_preload = p[6];
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double oo_C_xx = omega_x*omega_x;
     const double oo_C_yy = omega_y*omega_y;
     const double oo_C_zz = omega_z*omega_z;
@@ -20371,12 +20499,6 @@ int mechgen_hexapod_pus_drive_forces(const double *restrict x, const double *res
     const double s_C_f_z = fE_z + g_z*p_m_platform;
     const double s_C_m_x = mE_x - 1.2*oo_C_yz;
     const double s_C_m_y = mE_y + (1.2)*oo_C_xz;
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -23280,12 +23402,22 @@ int mechgen_hexapod_pus_base_step(const double *restrict x, const double *restri
     const double p_m_rod = p[4];
     const double p_m_slider = p[5];
     const double p_preload = p[6];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -27804,12 +27936,22 @@ int mechgen_hexapod_pus_coupled_step(const double *restrict x, const double *res
     const double p_m_rod = p[4];
     const double p_m_slider = p[5];
     const double p_preload = p[6];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -38773,15 +38915,25 @@ int mechgen_hexapod_pus_momentum(const double *restrict x, const double *restric
     const double p_m_platform = p[3];
     const double p_m_rod = p[4];
     const double p_m_slider = p[5];
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double V_abs_C_x = Omega_y*z_C - Omega_z*y_C + V0_x + v_x;
     const double V_abs_C_y = -Omega_x*z_C + Omega_z*x_C + V0_y + v_y;
     const double V_abs_C_z = Omega_x*y_C - Omega_y*x_C + V0_z + v_z;
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;

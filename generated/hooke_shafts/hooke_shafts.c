@@ -130,8 +130,18 @@ int mechgen_hooke_shafts_closure(const double *restrict q, double *restrict phi,
 {
     const double q1 = q[0];
     const double q2 = q[1];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
+    double sc_x[2], sc_s[2], sc_c[2];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 2; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
     const double cse0 = (0.43301270189221935)*s1;
     const double tau1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -140,8 +150,6 @@ int mechgen_hooke_shafts_closure(const double *restrict q, double *restrict phi,
     const double tau1_10 = -cse1 - 0.25*s1;
     const double tau1_11 = (0.75)*c1 + cse0;
     const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
     const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
     const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
     const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -264,8 +272,18 @@ int mechgen_hooke_shafts_newton_step(const double *restrict q, double *restrict 
     int status = 0;
     const double q1 = q[0];
     const double q2 = q[1];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
+    double sc_x[2], sc_s[2], sc_c[2];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 2; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
     const double cse0 = (0.43301270189221935)*s1;
     const double tau1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -274,8 +292,6 @@ int mechgen_hooke_shafts_newton_step(const double *restrict q, double *restrict 
     const double tau1_10 = -cse1 - 0.25*s1;
     const double tau1_11 = (0.75)*c1 + cse0;
     const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
     const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
     const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
     const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -413,8 +429,18 @@ int mechgen_hooke_shafts_velocity(const double *restrict q, const double *restri
     const double q1 = q[0];
     const double q2 = q[1];
     const double qd_ind1 = qd_ind[0];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
+    double sc_x[2], sc_s[2], sc_c[2];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 2; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
     const double cse0 = (0.43301270189221935)*s1;
     const double tau1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -423,8 +449,6 @@ int mechgen_hooke_shafts_velocity(const double *restrict q, const double *restri
     const double tau1_10 = -cse1 - 0.25*s1;
     const double tau1_11 = (0.75)*c1 + cse0;
     const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
     const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
     const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
     const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -553,8 +577,18 @@ int mechgen_hooke_shafts_kinematics(const double *restrict q, const double *rest
     const double qd2 = qd[1];
     const double qdd1 = qdd[0];
     const double qdd2 = qdd[1];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
+    double sc_x[2], sc_s[2], sc_c[2];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 2; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
     const double cse0 = (0.43301270189221935)*s1;
     const double tau1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -565,8 +599,6 @@ int mechgen_hooke_shafts_kinematics(const double *restrict q, const double *rest
     const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
     const double omega1_x = (0.8660254037844386)*qd1;
     const double omega1_y = (0.5)*qd1;
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
     const double input_pin_tip_d_y = (0.05)*c2;
     const double input_pin_tip_d_z = (0.05)*s2;
     const double input_pin_tip_v_y = -input_pin_tip_d_z*qd2;
@@ -951,8 +983,18 @@ int mechgen_hooke_shafts_bias(const double *restrict q, const double *restrict q
     const double qd2 = qd[1];
     const double tau1 = tau[0];
     const double tau2 = tau[1];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
+    double sc_x[2], sc_s[2], sc_c[2];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 2; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
     const double cse0 = (0.43301270189221935)*s1;
     const double beta1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -961,8 +1003,6 @@ int mechgen_hooke_shafts_bias(const double *restrict q, const double *restrict q
     const double beta1_10 = -cse1 - 0.25*s1;
     const double beta1_11 = (0.75)*c1 + cse0;
     const double beta1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
     const double a1_x = (9.81)*beta1_02;
     const double a1_y = (9.81)*beta1_12;
     const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
@@ -1096,8 +1136,18 @@ int mechgen_hooke_shafts_forward_dynamics(const double *restrict q, const double
     const double qd2 = qd[1];
     const double tau1 = tau[0];
     const double tau2 = tau[1];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
+    double sc_x[2], sc_s[2], sc_c[2];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 2; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
     const double cse0 = (0.43301270189221935)*s1;
     const double beta1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -1106,8 +1156,6 @@ int mechgen_hooke_shafts_forward_dynamics(const double *restrict q, const double
     const double beta1_10 = -cse1 - 0.25*s1;
     const double beta1_11 = (0.75)*c1 + cse0;
     const double beta1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
     const double a1_x = (9.81)*beta1_02;
     const double a1_y = (9.81)*beta1_12;
     const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y;
@@ -1335,8 +1383,18 @@ int mechgen_hooke_shafts_inverse_dynamics(const double *restrict q, const double
     const double qd1 = qd[0];
     const double qd2 = qd[1];
     const double qdd_ind1 = qdd_ind[0];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
+    double sc_x[2], sc_s[2], sc_c[2];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 2; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
     const double cse0 = (0.43301270189221935)*s1;
     const double tau1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -1347,8 +1405,6 @@ int mechgen_hooke_shafts_inverse_dynamics(const double *restrict q, const double
     const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
     const double omega1_x = (0.8660254037844386)*qd1;
     const double omega1_y = (0.5)*qd1;
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
     const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
     const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
     const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;
@@ -1693,8 +1749,18 @@ int mechgen_hooke_shafts_violation(const double *restrict q, const double *restr
     const double q2 = q[1];
     const double qd1 = qd[0];
     const double qd2 = qd[1];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
+    double sc_x[2], sc_s[2], sc_c[2];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 2; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 2; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
     const double cse0 = (0.43301270189221935)*s1;
     const double tau1_00 = (0.25)*c1 - cse0;
     const double cse1 = (0.43301270189221935)*c1;
@@ -1703,8 +1769,6 @@ int mechgen_hooke_shafts_violation(const double *restrict q, const double *restr
     const double tau1_10 = -cse1 - 0.25*s1;
     const double tau1_11 = (0.75)*c1 + cse0;
     const double tau1_12 = -0.5*c1 + (0.8660254037844386)*s1;
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
     const double cross_f2_d_x = (1.0358521839084693e-17)*tau1_00 + (3.1364918806624406e-18)*tau1_10 - 0.3464101615137754;
     const double cross_f2_d_y = (1.0358521839084693e-17)*tau1_01 + (3.1364918806624406e-18)*tau1_11 - 0.19999999999999998;
     const double cross_f2_d_z = (1.0358521839084693e-17)*tau1_02 + (3.1364918806624406e-18)*tau1_12;

@@ -133,17 +133,27 @@ int mechgen_parallelogram3_closure(const double *restrict q, double *restrict ph
     const double q3 = q[2];
     const double q4 = q[3];
     const double cse0 = q1 + 1.0471975511965976;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
@@ -311,17 +321,27 @@ int mechgen_parallelogram3_newton_step(const double *restrict q, double *restric
     const double q3 = q[2];
     const double q4 = q[3];
     const double cse0 = q1 + 1.0471975511965976;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
@@ -522,17 +542,27 @@ int mechgen_parallelogram3_velocity(const double *restrict q, const double *rest
     const double q4 = q[3];
     const double qd_ind1 = qd_ind[0];
     const double cse0 = q1 + 1.0471975511965976;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
@@ -726,17 +756,27 @@ int mechgen_parallelogram3_kinematics(const double *restrict q, const double *re
     const double qdd3 = qdd[2];
     const double qdd4 = qdd[3];
     const double cse0 = q1 + 1.0471975511965976;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
     const double tau4_00 = c3*c4 - s3*s4;
     const double cse4 = c3*s4 + c4*s3;
     const double tau4_01 = cse4;
@@ -1288,17 +1328,27 @@ int mechgen_parallelogram3_bias(const double *restrict q, const double *restrict
     const double tau3 = tau[2];
     const double tau4 = tau[3];
     const double cse0 = q1 + 1.0471975511965976;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
     const double a1_x = (9.81)*s1;
     const double a1_y = (9.81)*c1;
     const double a2_x = (9.81)*s2;
@@ -1523,17 +1573,27 @@ int mechgen_parallelogram3_forward_dynamics(const double *restrict q, const doub
     const double tau3 = tau[2];
     const double tau4 = tau[3];
     const double cse0 = q1 + 1.0471975511965976;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
     const double Ic3_22 = c4 - 1.7320508075688772*s4 + 2.6666666666666665;
     const double Nm4_3_z = (0.5)*c4 - 0.8660254037844386*s4 + 1.3333333333333333;
     const double a1_x = (9.81)*s1;
@@ -1942,17 +2002,27 @@ int mechgen_parallelogram3_inverse_dynamics(const double *restrict q, const doub
     const double qd4 = qd[3];
     const double qdd_ind1 = qdd_ind[0];
     const double cse0 = q1 + 1.0471975511965976;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;
@@ -2320,17 +2390,27 @@ int mechgen_parallelogram3_energy(const double *restrict q, const double *restri
     const double qd3 = qd[2];
     const double qd4 = qd[3];
     const double cse0 = q1 + 1.0471975511965976;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
     const double tau4_00 = c3*c4 - s3*s4;
     const double cse4 = c3*s4 + c4*s3;
     const double tau4_01 = cse4;
@@ -2491,17 +2571,27 @@ int mechgen_parallelogram3_violation(const double *restrict q, const double *res
     const double qd3 = qd[2];
     const double qd4 = qd[3];
     const double cse0 = q1 + 1.0471975511965976;
-    double s1, c1;
-    mg_sincos(cse0, &s1, &c1);
     const double cse1 = q2 + 1.0471975511965976;
-    double s2, c2;
-    mg_sincos(cse1, &s2, &c2);
     const double cse2 = q3 + 1.0471975511965976;
-    double s3, c3;
-    mg_sincos(cse2, &s3, &c3);
     const double cse3 = q4 - 1.0471975511965976;
-    double s4, c4;
-    mg_sincos(cse3, &s4, &c4);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = cse0;
+    sc_x[1] = cse1;
+    sc_x[2] = cse2;
+    sc_x[3] = cse3;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
     const double tau4_00 = c3*c4 - s3*s4;
     const double tau4_01 = c3*s4 + c4*s3;
     const double r_rel0_4_x = (0.5)*c3 + (0.8660254037844386)*s3;

@@ -133,16 +133,34 @@ int mechgen_rx90_forward_kinematics(const double *restrict q, double *restrict r
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = q6;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
+    const double s6 = sc_s[5];
+    const double c6 = sc_c[5];
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_11 = -s1*s2;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 + s3*tau2_10;
     const double tau3_01 = c3*tau2_01 + s3*tau2_11;
     const double tau3_02 = c2*s3 + c3*s2;
@@ -152,8 +170,6 @@ int mechgen_rx90_forward_kinematics(const double *restrict q, double *restrict r
     const double r_rel0_3_x = (0.45)*tau2_00;
     const double r_rel0_3_y = (0.45)*tau2_01;
     const double r_rel0_3_z = (0.45)*s2;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 - s1*s4;
     const double tau4_01 = c1*s4 + c4*tau3_01;
     const double tau4_02 = c4*tau3_02;
@@ -166,16 +182,12 @@ int mechgen_rx90_forward_kinematics(const double *restrict q, double *restrict r
     const double r4_x = r_rel0_3_x + r_rel0_4_x;
     const double r4_y = r_rel0_3_y + r_rel0_4_y;
     const double r4_z = r_rel0_3_z + r_rel0_4_z;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_01 = c5*tau4_01 + s5*tau3_11;
     const double tau5_02 = c5*tau4_02 + s5*tau3_12;
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
     const double tau5_12 = c5*tau3_12 - s5*tau4_02;
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
     const double tau6_00 = c6*tau5_00 + s6*tau4_10;
     const double tau6_01 = c6*tau5_01 + s6*tau4_11;
     const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -488,16 +500,32 @@ int mechgen_rx90_jacobians(const double *restrict q, double *restrict T, double 
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_11 = -s1*s2;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 + s3*tau2_10;
     const double tau3_01 = c3*tau2_01 + s3*tau2_11;
     const double tau3_02 = c2*s3 + c3*s2;
@@ -510,8 +538,6 @@ int mechgen_rx90_jacobians(const double *restrict q, double *restrict T, double 
     const double T3_2_x = -c1*r_rel0_3_z;
     const double T3_2_y = -r_rel0_3_z*s1;
     const double T3_2_z = c1*r_rel0_3_x + r_rel0_3_y*s1;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 - s1*s4;
     const double tau4_01 = c1*s4 + c4*tau3_01;
     const double tau4_02 = c4*tau3_02;
@@ -532,8 +558,6 @@ int mechgen_rx90_jacobians(const double *restrict q, double *restrict T, double 
     const double T4_3_x = cse0;
     const double T4_3_y = cse1;
     const double T4_3_z = cse2;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
     const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -1221,10 +1245,28 @@ int mechgen_rx90_velocities(const double *restrict q, const double *restrict qd,
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
@@ -1236,8 +1278,6 @@ int mechgen_rx90_velocities(const double *restrict q, const double *restrict qd,
     const double omega2_y = -cse1;
     const double eps2_x = cse1*qd1;
     const double eps2_y = cse0*qd1;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 + s3*tau2_10;
     const double tau3_01 = c3*tau2_01 + s3*tau2_11;
     const double tau3_02 = c2*s3 + c3*s2;
@@ -1268,8 +1308,6 @@ int mechgen_rx90_velocities(const double *restrict q, const double *restrict qd,
     const double eps3_x = cse3*qd1 + eps2_x;
     const double eps3_y = cse2*qd1 + eps2_y;
     const double eps3_z = -cse2*omega2_y - cse3*omega2_x;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 - s1*s4;
     const double tau4_01 = c1*s4 + c4*tau3_01;
     const double tau4_02 = c4*tau3_02;
@@ -1302,8 +1340,6 @@ int mechgen_rx90_velocities(const double *restrict q, const double *restrict qd,
     const double eps4_x = -cse5*qd1 + cse6*omega3_y + eps3_x;
     const double eps4_y = cse4*qd1 - cse6*omega3_x + eps3_y;
     const double eps4_z = -cse4*omega3_y + cse5*omega3_x + eps3_z;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = c5*tau3_10 - s5*tau4_00;
     const double tau5_11 = c5*tau3_11 - s5*tau4_01;
     const double tau5_12 = c5*tau3_12 - s5*tau4_02;
@@ -1665,16 +1701,28 @@ int mechgen_rx90_mass_matrix(const double *restrict q, double *restrict A)
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double cse0 = (0.001)*c6 - 0.0005*s6;
     const double cp6_x = cse0;
     const double cp6_z = -0.0005*c6 - 0.001*s6;
@@ -2093,16 +2141,28 @@ int mechgen_rx90_bias(const double *restrict q, const double *restrict qd, const
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double omega_p2_x = qd1*s2;
     const double omega_p2_y = c2*qd1;
     const double epsd2_x = omega_p2_y*qd2;
@@ -2491,16 +2551,28 @@ int mechgen_rx90_inverse_dynamics(const double *restrict q, const double *restri
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double omega_p2_x = qd1*s2;
     const double omega_p2_y = c2*qd1;
     const double cse0 = omega_p2_y*qd2;
@@ -2890,16 +2962,28 @@ int mechgen_rx90_forward_dynamics(const double *restrict q, const double *restri
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double cse0 = (0.001)*c6 - 0.0005*s6;
     const double cp6_x = cse0;
     const double cp6_z = -0.0005*c6 - 0.001*s6;
@@ -3691,18 +3775,36 @@ int mechgen_rx90_energy(const double *restrict q, const double *restrict qd, dou
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = q6;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
+    const double s6 = sc_s[5];
+    const double c6 = sc_c[5];
     const double tau2_00 = c1*c2;
     const double tau2_01 = c2*s1;
     const double tau2_10 = -c1*s2;
     const double tau2_11 = -s1*s2;
     const double omega2_x = qd2*s1;
     const double omega2_y = -c1*qd2;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 + s3*tau2_10;
     const double tau3_01 = c3*tau2_01 + s3*tau2_11;
     const double tau3_02 = c2*s3 + c3*s2;
@@ -3717,8 +3819,6 @@ int mechgen_rx90_energy(const double *restrict q, const double *restrict qd, dou
     const double v3_x = omega2_y*r_rel0_3_z - qd1*r_rel0_3_y;
     const double v3_y = -omega2_x*r_rel0_3_z + qd1*r_rel0_3_x;
     const double v3_z = omega2_x*r_rel0_3_y - omega2_y*r_rel0_3_x;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double tau4_00 = c4*tau3_00 - s1*s4;
     const double tau4_01 = c1*s4 + c4*tau3_01;
     const double tau4_02 = c4*tau3_02;
@@ -3735,8 +3835,6 @@ int mechgen_rx90_energy(const double *restrict q, const double *restrict qd, dou
     const double v4_x = omega3_y*r_rel0_4_z - qd1*r_rel0_4_y + v3_x;
     const double v4_y = -omega3_x*r_rel0_4_z + qd1*r_rel0_4_x + v3_y;
     const double v4_z = omega3_x*r_rel0_4_y - omega3_y*r_rel0_4_x + v3_z;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 + s5*tau3_10;
     const double tau5_01 = c5*tau4_01 + s5*tau3_11;
     const double tau5_02 = c5*tau4_02 + s5*tau3_12;
@@ -3746,8 +3844,6 @@ int mechgen_rx90_energy(const double *restrict q, const double *restrict qd, dou
     const double omega5_x = omega4_x - qd5*tau4_10;
     const double omega5_y = omega4_y - qd5*tau4_11;
     const double omega5_z = omega4_z - qd5*tau4_12;
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
     const double tau6_00 = c6*tau5_00 + s6*tau4_10;
     const double tau6_01 = c6*tau5_01 + s6*tau4_11;
     const double tau6_02 = c6*tau5_02 + s6*tau4_12;
@@ -3986,16 +4082,28 @@ int mechgen_rx90_regressor(const double *restrict q, const double *restrict qd, 
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double omega_p2_x = qd1*s2;
     const double omega_p2_y = c2*qd1;
     const double cse0 = omega_p2_y*qd2;
@@ -5631,16 +5739,28 @@ int mechgen_rx90_base_regressor(const double *restrict q, const double *restrict
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double omega_p2_x = qd1*s2;
     const double omega_p2_y = c2*qd1;
     const double cse0 = omega_p2_y*qd2;
@@ -6877,16 +6997,28 @@ int mechgen_rx90_base_inverse_dynamics(const double *restrict q, const double *r
     const double beta34 = beta[33];
     const double beta35 = beta[34];
     const double beta36 = beta[35];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double omega_p2_x = qd1*s2;
     const double omega_p2_y = c2*qd1;
     const double epsd2_x = omega_p2_y*qd2 + qdd1*s2;

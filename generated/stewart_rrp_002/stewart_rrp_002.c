@@ -134,12 +134,22 @@ int mechgen_stewart_rrp_002_inverse_kinematics(const double *restrict x, const d
     const double psi_y = x[3];
     const double psi_z = x[4];
     const double psi_x = x[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -708,60 +718,82 @@ int mechgen_stewart_rrp_002_newton_step(const double *restrict x, const double *
     const double leg6_u1 = q[15];
     const double leg6_u2 = q[16];
     const double leg6_stroke = q[17];
-    double leg1_s1, leg1_c1;
-    mg_sincos(leg1_u1, &leg1_s1, &leg1_c1);
+    double sc_x[16], sc_s[16], sc_c[16];
+    sc_x[0] = leg1_u1;
+    sc_x[1] = leg1_u2;
+    sc_x[2] = leg2_u1;
+    sc_x[3] = leg2_u2;
+    sc_x[4] = leg3_u1;
+    sc_x[5] = leg3_u2;
+    sc_x[6] = leg4_u1;
+    sc_x[7] = leg4_u2;
+    sc_x[8] = leg5_u1;
+    sc_x[9] = leg5_u2;
+    sc_x[10] = leg6_u1;
+    sc_x[11] = leg6_u2;
+    sc_x[12] = psi_y;
+    sc_x[13] = psi_z;
+    sc_x[14] = psi_x;
+    sc_x[15] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 16; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 16; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double leg1_s1 = sc_s[0];
+    const double leg1_c1 = sc_c[0];
+    const double leg1_s2 = sc_s[1];
+    const double leg1_c2 = sc_c[1];
+    const double leg2_s1 = sc_s[2];
+    const double leg2_c1 = sc_c[2];
+    const double leg2_s2 = sc_s[3];
+    const double leg2_c2 = sc_c[3];
+    const double leg3_s1 = sc_s[4];
+    const double leg3_c1 = sc_c[4];
+    const double leg3_s2 = sc_s[5];
+    const double leg3_c2 = sc_c[5];
+    const double leg4_s1 = sc_s[6];
+    const double leg4_c1 = sc_c[6];
+    const double leg4_s2 = sc_s[7];
+    const double leg4_c2 = sc_c[7];
+    const double leg5_s1 = sc_s[8];
+    const double leg5_c1 = sc_c[8];
+    const double leg5_s2 = sc_s[9];
+    const double leg5_c2 = sc_c[9];
+    const double leg6_s1 = sc_s[10];
+    const double leg6_c1 = sc_c[10];
+    const double leg6_s2 = sc_s[11];
+    const double leg6_c2 = sc_c[11];
+    const double s_psi_y = sc_s[12];
+    const double c_psi_y = sc_c[12];
+    const double s_psi_z = sc_s[13];
+    const double c_psi_z = sc_c[13];
+    const double s_psi_x = sc_s[14];
+    const double c_psi_x = sc_c[14];
     const double leg1_beta1_00 = -0.9238795325112867*leg1_c1 - 0.3826834323650898*leg1_s1;
     const double cse0 = 0.3826834323650898*leg1_c1 - 0.9238795325112867*leg1_s1;
     const double leg1_beta1_02 = -cse0;
     const double leg1_beta1_20 = cse0;
-    double leg1_s2, leg1_c2;
-    mg_sincos(leg1_u2, &leg1_s2, &leg1_c2);
-    double leg2_s1, leg2_c1;
-    mg_sincos(leg2_u1, &leg2_s1, &leg2_c1);
     const double leg2_beta1_00 = -0.9238795325112867*leg2_c1 + 0.3826834323650898*leg2_s1;
     const double cse1 = 0.3826834323650898*leg2_c1 + 0.9238795325112867*leg2_s1;
     const double leg2_beta1_02 = cse1;
     const double leg2_beta1_20 = -cse1;
-    double leg2_s2, leg2_c2;
-    mg_sincos(leg2_u2, &leg2_s2, &leg2_c2);
-    double leg3_s1, leg3_c1;
-    mg_sincos(leg3_u1, &leg3_s1, &leg3_c1);
     const double leg3_beta1_00 = 0.7933533402912352*leg3_c1 - 0.6087614290087207*leg3_s1;
     const double cse2 = 0.6087614290087207*leg3_c1 + 0.7933533402912352*leg3_s1;
     const double leg3_beta1_02 = -cse2;
     const double leg3_beta1_20 = cse2;
-    double leg3_s2, leg3_c2;
-    mg_sincos(leg3_u2, &leg3_s2, &leg3_c2);
-    double leg4_s1, leg4_c1;
-    mg_sincos(leg4_u1, &leg4_s1, &leg4_c1);
     const double leg4_beta1_00 = 0.1305261922200516*leg4_c1 - 0.9914448613738104*leg4_s1;
     const double cse3 = 0.9914448613738104*leg4_c1 + 0.1305261922200516*leg4_s1;
     const double leg4_beta1_02 = -cse3;
     const double leg4_beta1_20 = cse3;
-    double leg4_s2, leg4_c2;
-    mg_sincos(leg4_u2, &leg4_s2, &leg4_c2);
-    double leg5_s1, leg5_c1;
-    mg_sincos(leg5_u1, &leg5_s1, &leg5_c1);
     const double leg5_beta1_00 = 0.1305261922200516*leg5_c1 + 0.9914448613738104*leg5_s1;
     const double cse4 = 0.9914448613738104*leg5_c1 - 0.1305261922200516*leg5_s1;
     const double leg5_beta1_02 = cse4;
     const double leg5_beta1_20 = -cse4;
-    double leg5_s2, leg5_c2;
-    mg_sincos(leg5_u2, &leg5_s2, &leg5_c2);
-    double leg6_s1, leg6_c1;
-    mg_sincos(leg6_u1, &leg6_s1, &leg6_c1);
     const double leg6_beta1_00 = 0.7933533402912352*leg6_c1 + 0.6087614290087207*leg6_s1;
     const double cse5 = 0.6087614290087207*leg6_c1 - 0.7933533402912352*leg6_s1;
     const double leg6_beta1_02 = cse5;
     const double leg6_beta1_20 = -cse5;
-    double leg6_s2, leg6_c2;
-    mg_sincos(leg6_u2, &leg6_s2, &leg6_c2);
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse6 = c_psi_x*c_psi_y;
@@ -1420,12 +1452,22 @@ int mechgen_stewart_rrp_002_velocity_constraints(const double *restrict x, const
     const double psi_y = x[3];
     const double psi_z = x[4];
     const double psi_x = x[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -2534,12 +2576,22 @@ int mechgen_stewart_rrp_002_leg_rates(const double *restrict x, const double *re
     const double omega_x = u[3];
     const double omega_y = u[4];
     const double omega_z = u[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -3759,12 +3811,22 @@ int mechgen_stewart_rrp_002_acceleration_terms(const double *restrict x, const d
     const double omega_x = u[3];
     const double omega_y = u[4];
     const double omega_z = u[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -5089,12 +5151,22 @@ int mechgen_stewart_rrp_002_leg_forces(const double *restrict x, const double *r
     const double F_leg4 = F[3];
     const double F_leg5 = F[4];
     const double F_leg6 = F[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -5544,12 +5616,22 @@ int mechgen_stewart_rrp_002_leg_dynamics(const double *restrict x, const double 
     const double p_d_s = p[12];
     const double p_m_n = p[13];
     const double p_m_s = p[16];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -7208,6 +7290,22 @@ int mechgen_stewart_rrp_002_reduced_dynamics(const double *restrict x, const dou
     const double p_m_n = p[13];
     const double p_m_p = p[15];
     const double p_m_s = p[16];
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double oo_C_xx = omega_x*omega_x;
     const double oo_C_yy = omega_y*omega_y;
     const double oo_C_zz = omega_z*omega_z;
@@ -7225,12 +7323,6 @@ int mechgen_stewart_rrp_002_reduced_dynamics(const double *restrict x, const dou
     const double s_C_m_x = mE_x - oo_C_xy*p_Ip_xz + oo_C_xz*p_Ip_xy - oo_C_yz*(-cse0 - p_Ip_yy) - p_Ip_yz*(cse1 + oo_C_yy);
     const double s_C_m_y = mE_y + oo_C_xy*p_Ip_yz - oo_C_xz*(cse0 + p_Ip_xx) - oo_C_yz*p_Ip_xy - p_Ip_xz*(-cse1 - oo_C_xx);
     const double s_C_m_z = mE_z - oo_C_xy*(-p_Ip_xx + p_Ip_yy) - oo_C_xz*p_Ip_yz + oo_C_yz*p_Ip_xz - p_Ip_xy*(oo_C_xx - oo_C_yy);
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse2 = c_psi_x*c_psi_y;
@@ -9535,12 +9627,22 @@ int mechgen_stewart_rrp_002_step(const double *restrict x, const double *restric
     const double p_m_o = p[14];
     const double p_m_p = p[15];
     const double p_m_s = p[16];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -15300,12 +15402,22 @@ int mechgen_stewart_rrp_002_energy(const double *restrict x, const double *restr
     const double p_m_n = p[13];
     const double p_m_p = p[15];
     const double p_m_s = p[16];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -16522,6 +16634,22 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double p_m_n = p[13];
     const double p_m_p = p[15];
     const double p_m_s = p[16];
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double oo_C_xx = omega_x*omega_x;
     const double oo_C_yy = omega_y*omega_y;
     const double oo_C_zz = omega_z*omega_z;
@@ -16539,12 +16667,6 @@ int mechgen_stewart_rrp_002_drive_forces(const double *restrict x, const double 
     const double s_C_m_x = mE_x - oo_C_xy*p_Ip_xz + oo_C_xz*p_Ip_xy - oo_C_yz*(-cse0 - p_Ip_yy) - p_Ip_yz*(cse1 + oo_C_yy);
     const double s_C_m_y = mE_y + oo_C_xy*p_Ip_yz - oo_C_xz*(cse0 + p_Ip_xx) - oo_C_yz*p_Ip_xy - p_Ip_xz*(-cse1 - oo_C_xx);
     const double s_C_m_z = mE_z - oo_C_xy*(-p_Ip_xx + p_Ip_yy) - oo_C_xz*p_Ip_yz + oo_C_yz*p_Ip_xz - p_Ip_xy*(oo_C_xx - oo_C_yy);
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse2 = c_psi_x*c_psi_y;
@@ -19105,12 +19227,22 @@ int mechgen_stewart_rrp_002_base_step(const double *restrict x, const double *re
     const double p_m_o = p[14];
     const double p_m_p = p[15];
     const double p_m_s = p[16];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -22912,12 +23044,22 @@ int mechgen_stewart_rrp_002_coupled_step(const double *restrict x, const double 
     const double p_m_o = p[14];
     const double p_m_p = p[15];
     const double p_m_s = p[16];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
@@ -31542,15 +31684,25 @@ int mechgen_stewart_rrp_002_momentum(const double *restrict x, const double *res
     const double p_m_o = p[14];
     const double p_m_p = p[15];
     const double p_m_s = p[16];
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double V_abs_C_x = Omega_y*z_C - Omega_z*y_C + V0_x + v_x;
     const double V_abs_C_y = -Omega_x*z_C + Omega_z*x_C + V0_y + v_y;
     const double V_abs_C_z = Omega_x*y_C - Omega_y*x_C + V0_z + v_z;
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;

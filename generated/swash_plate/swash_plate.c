@@ -131,12 +131,22 @@ int mechgen_swash_plate_closure(const double *restrict q, double *restrict phi, 
     const double q1 = q[0];
     const double q2 = q[1];
     const double q3 = q[2];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -262,12 +272,22 @@ int mechgen_swash_plate_newton_step(const double *restrict q, double *restrict q
     const double q1 = q[0];
     const double q2 = q[1];
     const double q3 = q[2];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -432,12 +452,22 @@ int mechgen_swash_plate_velocity(const double *restrict q, const double *restric
     const double q2 = q[1];
     const double q3 = q[2];
     const double qd_ind1 = qd_ind[0];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -593,12 +623,22 @@ int mechgen_swash_plate_kinematics(const double *restrict q, const double *restr
     const double qdd1 = qdd[0];
     const double qdd2 = qdd[1];
     const double qdd3 = qdd[2];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -1074,12 +1114,22 @@ int mechgen_swash_plate_bias(const double *restrict q, const double *restrict qd
     const double tau1 = tau[0];
     const double tau2 = tau[1];
     const double tau3 = tau[2];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double beta3_02 = -0.25881904510252074*c3;
     const double a1_y = (9.81)*s1;
     const double omega_p3_J_x = -0.25881904510252074*qd2;
@@ -1278,12 +1328,22 @@ int mechgen_swash_plate_forward_dynamics(const double *restrict q, const double 
     const double tau1 = tau[0];
     const double tau2 = tau[1];
     const double tau3 = tau[2];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double beta3_02 = -0.25881904510252074*c3;
     const double IJ3_02 = (2.1539120601574185e-19)*c3;
     const double Ic2_22 = 0.01834333662147109 - 0.49999999999999994*IJ3_02;
@@ -1593,12 +1653,22 @@ int mechgen_swash_plate_inverse_dynamics(const double *restrict q, const double 
     const double qd2 = qd[1];
     const double qd3 = qd[2];
     const double qdd_ind1 = qdd_ind[0];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -1878,11 +1948,21 @@ int mechgen_swash_plate_energy(const double *restrict q, const double *restrict 
     const double qd1 = qd[0];
     const double qd2 = qd[1];
     const double qd3 = qd[2];
-    const double c1 = mg_cos(q1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double theta_J3_20 = (0.25881904510252074)*c2;
@@ -2036,12 +2116,22 @@ int mechgen_swash_plate_violation(const double *restrict q, const double *restri
     const double qd1 = qd[0];
     const double qd2 = qd[1];
     const double qd3 = qd[2];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
     const double theta_J3_00 = (0.9659258262890683)*c2;
     const double theta_J3_01 = (0.9659258262890683)*s2;
     const double theta_J3_20 = (0.25881904510252074)*c2;

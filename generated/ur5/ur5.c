@@ -133,10 +133,30 @@ int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r,
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = q6;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
+    const double s6 = sc_s[5];
+    const double c6 = sc_c[5];
     const double theta_J2_00 = (4.8965888601467475e-12)*c1;
     const double theta_J2_01 = (4.8965888601467475e-12)*s1;
     const double tau2_00 = -c1*s2 + c2*theta_J2_00;
@@ -147,8 +167,6 @@ int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r,
     const double tau2_22 = (4.8965888601467475e-12)*c2 - s2;
     const double r_rel0_2_x = -0.13585*s1;
     const double r_rel0_2_y = (0.13585)*c1;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 - s3*tau2_20;
     const double tau3_01 = c3*tau2_01 - s3*tau2_21;
     const double tau3_02 = c3*tau2_02 - s3*tau2_22;
@@ -161,8 +179,6 @@ int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r,
     const double r3_x = r_rel0_2_x + r_rel0_3_x;
     const double r3_y = r_rel0_2_y + r_rel0_3_y;
     const double r3_z = r_rel0_3_z + 0.089159;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double theta_J4_00 = (4.8965888601467475e-12)*tau3_00 - tau3_20;
     const double theta_J4_01 = (4.8965888601467475e-12)*tau3_01 - tau3_21;
     const double theta_J4_02 = (4.8965888601467475e-12)*tau3_02 - tau3_22;
@@ -181,8 +197,6 @@ int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r,
     const double r4_x = r3_x + r_rel0_4_x;
     const double r4_y = r3_y + r_rel0_4_y;
     const double r4_z = r3_z + r_rel0_4_z;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 - s1*s5;
     const double tau5_01 = c1*s5 + c5*tau4_01;
     const double tau5_02 = c5*tau4_02;
@@ -193,8 +207,6 @@ int mechgen_ur5_forward_kinematics(const double *restrict q, double *restrict r,
     const double r_rel0_5_y = (0.093)*c1;
     const double r5_x = r4_x + r_rel0_5_x;
     const double r5_y = r4_y + r_rel0_5_y;
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
     const double tau6_00 = c6*tau5_00 - s6*tau4_20;
     const double tau6_01 = c6*tau5_01 - s6*tau4_21;
     const double tau6_02 = c6*tau5_02 - s6*tau4_22;
@@ -550,10 +562,28 @@ int mechgen_ur5_jacobians(const double *restrict q, double *restrict T, double *
     const double q3 = q[2];
     const double q4 = q[3];
     const double q5 = q[4];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double theta_J2_00 = (4.8965888601467475e-12)*c1;
     const double theta_J2_01 = (4.8965888601467475e-12)*s1;
     const double tau2_00 = -c1*s2 + c2*theta_J2_00;
@@ -564,8 +594,6 @@ int mechgen_ur5_jacobians(const double *restrict q, double *restrict T, double *
     const double tau2_22 = (4.8965888601467475e-12)*c2 - s2;
     const double r_rel0_2_x = -0.13585*s1;
     const double r_rel0_2_y = (0.13585)*c1;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 - s3*tau2_20;
     const double tau3_01 = c3*tau2_01 - s3*tau2_21;
     const double tau3_02 = c3*tau2_02 - s3*tau2_22;
@@ -580,8 +608,6 @@ int mechgen_ur5_jacobians(const double *restrict q, double *restrict T, double *
     const double T3_2_x = c1*r_rel0_3_z;
     const double T3_2_y = r_rel0_3_z*s1;
     const double T3_2_z = -c1*r_rel0_3_x - r_rel0_3_y*s1;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double theta_J4_00 = (4.8965888601467475e-12)*tau3_00 - tau3_20;
     const double theta_J4_01 = (4.8965888601467475e-12)*tau3_01 - tau3_21;
     const double theta_J4_02 = (4.8965888601467475e-12)*tau3_02 - tau3_22;
@@ -608,8 +634,6 @@ int mechgen_ur5_jacobians(const double *restrict q, double *restrict T, double *
     const double T4_3_x = cse0;
     const double T4_3_y = cse1;
     const double T4_3_z = -cse2;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = -c5*s1 - s5*tau4_00;
     const double tau5_11 = c1*c5 - s5*tau4_01;
     const double tau5_12 = -s5*tau4_02;
@@ -1361,10 +1385,28 @@ int mechgen_ur5_velocities(const double *restrict q, const double *restrict qd, 
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
     const double theta_J2_00 = (4.8965888601467475e-12)*c1;
     const double theta_J2_01 = (4.8965888601467475e-12)*s1;
     const double tau2_00 = -c1*s2 + c2*theta_J2_00;
@@ -1386,8 +1428,6 @@ int mechgen_ur5_velocities(const double *restrict q, const double *restrict qd, 
     const double w2_y = -oo1_zz*r_rel0_2_y;
     const double eps2_x = -cse1*qd1;
     const double eps2_y = -cse0*qd1;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 - s3*tau2_20;
     const double tau3_01 = c3*tau2_01 - s3*tau2_21;
     const double tau3_02 = c3*tau2_02 - s3*tau2_22;
@@ -1418,8 +1458,6 @@ int mechgen_ur5_velocities(const double *restrict q, const double *restrict qd, 
     const double eps3_x = -cse3*qd1 + eps2_x;
     const double eps3_y = -cse2*qd1 + eps2_y;
     const double eps3_z = cse2*omega2_y + cse3*omega2_x;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double theta_J4_00 = (4.8965888601467475e-12)*tau3_00 - tau3_20;
     const double theta_J4_01 = (4.8965888601467475e-12)*tau3_01 - tau3_21;
     const double theta_J4_02 = (4.8965888601467475e-12)*tau3_02 - tau3_22;
@@ -1456,8 +1494,6 @@ int mechgen_ur5_velocities(const double *restrict q, const double *restrict qd, 
     const double eps4_x = -cse5*qd1 + eps3_x;
     const double eps4_y = -cse4*qd1 + eps3_y;
     const double eps4_z = cse4*omega3_y + cse5*omega3_x + eps3_z;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_10 = -c5*s1 - s5*tau4_00;
     const double tau5_11 = c1*c5 - s5*tau4_01;
     const double tau5_12 = -s5*tau4_02;
@@ -1899,24 +1935,36 @@ int mechgen_ur5_mass_matrix(const double *restrict q, double *restrict A)
     const double q4 = q[3];
     const double q5 = q[4];
     const double q6 = q[5];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
     const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double beta4_02 = -cse1;
     const double beta4_20 = cse1;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
     const double IJ6_C2 = c6*c6 - s6*s6;
     const double IJ6_cs = c6*s6;
     const double IJ6_22 = (0.0083427634273)*IJ6_C2 + 0.0254792365727;
@@ -2291,24 +2339,36 @@ int mechgen_ur5_bias(const double *restrict q, const double *restrict qd, const 
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
     const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double beta4_02 = -cse1;
     const double beta4_20 = cse1;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
     const double oo1_zz = qd1*qd1;
     const double omega_p2_x = beta2_02*qd1;
     const double omega_p2_z = beta2_00*qd1;
@@ -2695,24 +2755,36 @@ int mechgen_ur5_inverse_dynamics(const double *restrict q, const double *restric
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
     const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double beta4_02 = -cse1;
     const double beta4_20 = cse1;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
     const double oo1_zz = qd1*qd1;
     const double omega_p2_x = beta2_02*qd1;
     const double omega_p2_z = beta2_00*qd1;
@@ -3100,24 +3172,36 @@ int mechgen_ur5_forward_dynamics(const double *restrict q, const double *restric
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
     const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double beta4_02 = -cse1;
     const double beta4_20 = cse1;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
     const double IJ6_C2 = c6*c6 - s6*s6;
     const double IJ6_cs = c6*s6;
     const double IJ6_22 = (0.0083427634273)*IJ6_C2 + 0.0254792365727;
@@ -3845,10 +3929,30 @@ int mechgen_ur5_energy(const double *restrict q, const double *restrict qd, doub
     const double qd4 = qd[3];
     const double qd5 = qd[4];
     const double qd6 = qd[5];
-    double s1, c1;
-    mg_sincos(q1, &s1, &c1);
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q1;
+    sc_x[1] = q2;
+    sc_x[2] = q3;
+    sc_x[3] = q4;
+    sc_x[4] = q5;
+    sc_x[5] = q6;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s1 = sc_s[0];
+    const double c1 = sc_c[0];
+    const double s2 = sc_s[1];
+    const double c2 = sc_c[1];
+    const double s3 = sc_s[2];
+    const double c3 = sc_c[2];
+    const double s4 = sc_s[3];
+    const double c4 = sc_c[3];
+    const double s5 = sc_s[4];
+    const double c5 = sc_c[4];
+    const double s6 = sc_s[5];
+    const double c6 = sc_c[5];
     const double theta_J2_00 = (4.8965888601467475e-12)*c1;
     const double theta_J2_01 = (4.8965888601467475e-12)*s1;
     const double tau2_00 = -c1*s2 + c2*theta_J2_00;
@@ -3863,8 +3967,6 @@ int mechgen_ur5_energy(const double *restrict q, const double *restrict qd, doub
     const double omega2_y = c1*qd2;
     const double v2_x = -qd1*r_rel0_2_y;
     const double v2_y = qd1*r_rel0_2_x;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
     const double tau3_00 = c3*tau2_00 - s3*tau2_20;
     const double tau3_01 = c3*tau2_01 - s3*tau2_21;
     const double tau3_02 = c3*tau2_02 - s3*tau2_22;
@@ -3880,8 +3982,6 @@ int mechgen_ur5_energy(const double *restrict q, const double *restrict qd, doub
     const double v3_x = omega2_y*r_rel0_3_z - qd1*r_rel0_3_y + v2_x;
     const double v3_y = -omega2_x*r_rel0_3_z + qd1*r_rel0_3_x + v2_y;
     const double v3_z = omega2_x*r_rel0_3_y - omega2_y*r_rel0_3_x;
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double theta_J4_00 = (4.8965888601467475e-12)*tau3_00 - tau3_20;
     const double theta_J4_01 = (4.8965888601467475e-12)*tau3_01 - tau3_21;
     const double theta_J4_02 = (4.8965888601467475e-12)*tau3_02 - tau3_22;
@@ -3903,8 +4003,6 @@ int mechgen_ur5_energy(const double *restrict q, const double *restrict qd, doub
     const double v4_x = omega3_y*r_rel0_4_z - qd1*r_rel0_4_y + v3_x;
     const double v4_y = -omega3_x*r_rel0_4_z + qd1*r_rel0_4_x + v3_y;
     const double v4_z = omega3_x*r_rel0_4_y - omega3_y*r_rel0_4_x + v3_z;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
     const double tau5_00 = c5*tau4_00 - s1*s5;
     const double tau5_01 = c1*s5 + c5*tau4_01;
     const double tau5_02 = c5*tau4_02;
@@ -3919,8 +4017,6 @@ int mechgen_ur5_energy(const double *restrict q, const double *restrict qd, doub
     const double v5_x = -qd1*r_rel0_5_y + v4_x;
     const double v5_y = qd1*r_rel0_5_x + v4_y;
     const double v5_z = omega4_x*r_rel0_5_y - omega4_y*r_rel0_5_x + v4_z;
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
     const double tau6_00 = c6*tau5_00 - s6*tau4_20;
     const double tau6_01 = c6*tau5_01 - s6*tau4_21;
     const double tau6_02 = c6*tau5_02 - s6*tau4_22;
@@ -4198,18 +4294,30 @@ int mechgen_ur5_inverse_dynamics_derivatives(const double *restrict q, const dou
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double beta2_02 = -c2 - 4.8965888601467475e-12*s2;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
     const double R3_00 = beta2_00*c3 + beta2_02*s3;
     const double R3_02 = beta2_00*s3 - beta2_02*c3;
     const double p3_x = -0.425*beta2_02;
@@ -5514,19 +5622,31 @@ int mechgen_ur5_forward_dynamics_derivatives(const double *restrict q, const dou
     const double Q4 = Q[3];
     const double Q5 = Q[4];
     const double Q6 = Q[5];
-    const double c2 = mg_cos(q2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double c2 = sc_c[0];
+    const double c3 = sc_c[1];
+    const double c4 = sc_c[2];
+    const double c5 = sc_c[3];
+    const double c6 = sc_c[4];
     const double c2_dq2 = -mg_sin(q2);
     const double beta2_00 = (4.8965888601467475e-12)*c2 + c2_dq2;
     const double beta2_00_dq2 = -c2 + (4.8965888601467475e-12)*c2_dq2;
-    const double c3 = mg_cos(q3);
     const double c3_dq3 = -mg_sin(q3);
-    const double c4 = mg_cos(q4);
     const double c4_dq4 = -mg_sin(q4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 + c4_dq4;
     const double beta4_00_dq4 = -c4 + (4.8965888601467475e-12)*c4_dq4;
-    const double c5 = mg_cos(q5);
     const double c5_dq5 = -mg_sin(q5);
-    const double c6 = mg_cos(q6);
     const double c6_dq6 = -mg_sin(q6);
     const double IJ6_C2 = c6*c6 - c6_dq6*c6_dq6;
     const double IJ6_cs = -c6*c6_dq6;
@@ -8437,24 +8557,36 @@ int mechgen_ur5_regressor(const double *restrict q, const double *restrict qd, c
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
     const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double beta4_02 = -cse1;
     const double beta4_20 = cse1;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
     const double ww1_2 = qd1*qd1;
     const double omega_p2_x = beta2_02*qd1;
     const double omega_p2_z = beta2_00*qd1;
@@ -10118,24 +10250,36 @@ int mechgen_ur5_base_regressor(const double *restrict q, const double *restrict 
     const double qdd4 = qdd[3];
     const double qdd5 = qdd[4];
     const double qdd6 = qdd[5];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
     const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double beta4_02 = -cse1;
     const double beta4_20 = cse1;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
     const double ww1_2 = qd1*qd1;
     const double omega_p2_x = beta2_02*qd1;
     const double omega_p2_z = beta2_00*qd1;
@@ -11430,24 +11574,36 @@ int mechgen_ur5_base_inverse_dynamics(const double *restrict q, const double *re
     const double beta34 = beta[33];
     const double beta35 = beta[34];
     const double beta36 = beta[35];
-    double s2, c2;
-    mg_sincos(q2, &s2, &c2);
+    double sc_x[6], sc_s[6], sc_c[6];
+    sc_x[0] = q2;
+    sc_x[1] = q3;
+    sc_x[2] = q4;
+    sc_x[3] = q5;
+    sc_x[4] = q6;
+    sc_x[5] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 6; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 6; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s2 = sc_s[0];
+    const double c2 = sc_c[0];
+    const double s3 = sc_s[1];
+    const double c3 = sc_c[1];
+    const double s4 = sc_s[2];
+    const double c4 = sc_c[2];
+    const double s5 = sc_s[3];
+    const double c5 = sc_c[3];
+    const double s6 = sc_s[4];
+    const double c6 = sc_c[4];
     const double beta2_00 = (4.8965888601467475e-12)*c2 - s2;
     const double cse0 = c2 + (4.8965888601467475e-12)*s2;
     const double beta2_02 = -cse0;
     const double beta2_20 = cse0;
-    double s3, c3;
-    mg_sincos(q3, &s3, &c3);
-    double s4, c4;
-    mg_sincos(q4, &s4, &c4);
     const double beta4_00 = (4.8965888601467475e-12)*c4 - s4;
     const double cse1 = c4 + (4.8965888601467475e-12)*s4;
     const double beta4_02 = -cse1;
     const double beta4_20 = cse1;
-    double s5, c5;
-    mg_sincos(q5, &s5, &c5);
-    double s6, c6;
-    mg_sincos(q6, &s6, &c6);
     const double ww1_2 = qd1*qd1;
     const double omega_p2_x = beta2_02*qd1;
     const double omega_p2_z = beta2_00*qd1;

@@ -56,3 +56,102 @@ def pair_sincos(body: list[dict]) -> list[dict]:
         elif i not in dropped:
             out.append({**st, "sincos": None})
     return out
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+LANES = 2
+"""The gathered arrays are padded with zeros to a multiple of this: with the baseline x86-64
+build's 2 doubles per SSE2 register, GCC's -O2 vectoriser (the "very cheap" cost model, which
+takes no loop needing a scalar epilogue) then vectorises the loop. Padding further (to 4) cost
+ur5's forward kinematics 10 ns per call (measured, docs/sincos.md)."""
+
+
+def _names(text: str) -> set[str]:
+    """The identifiers of a printed C expression (function names included, which is harmless)."""
+    return set(_NAME.findall(text))
+
+
+def _trig(st: dict) -> dict | None:
+    """``{"sin", "cos", "arg"}`` of a trigonometric entry (a pair or a lone ``mg_sin``/``mg_cos``
+    statement; the missing one None), else None."""
+    if st.get("sincos"):
+        return st["sincos"]
+    call = whole_call(st["expr"]) if st["assign"] and st.get("expr") else None
+    if call is None:
+        return None
+    fn, arg = call
+    return {"sin": st["target"] if fn == "sin" else None,
+            "cos": st["target"] if fn == "cos" else None, "arg": arg}
+
+
+def _free_prefix(body: list[dict], taken: set[str], base: str = "sc_") -> str:
+    """A prefix no name of the kernel starts with (the gathered arrays and the loop index)."""
+    for st in body:
+        for key in ("target", "expr"):
+            if st.get(key):
+                taken |= _names(st[key])
+        if st.get("sincos"):
+            taken |= _names(" ".join(st["sincos"].values()))
+    prefix = base
+    while any(name.startswith(prefix) for name in taken):
+        prefix += "_"
+    return prefix
+
+
+def gather_sincos(body: list[dict], taken: set[str]) -> list[dict]:
+    """The body (after :func:`pair_sincos`) with the sines and cosines of every argument known
+    before any trigonometric result computed in ONE loop over ``mg_sincos_poly`` (docs/sincos.md,
+    "Gathered sines and cosines").
+
+    A trigonometric entry is gathered when its argument does not depend, through the
+    statements before it, on the result of another sine or cosine. The statements its argument
+    needs move up, in their order, ahead of one entry
+
+        {"assign": True, "gather": {"prefix": P, "size": N, "args": [x0, ..., 0.0, ...]}, ...}
+
+    (the template declares ``P x[N], P s[N], P c[N]``, fills ``P x``, runs the ``omp simd``
+    loop of ``mg_sincos_poly`` and then ``mg_sincos`` again for every lane out of its range:
+    the same bits as ``mg_sincos``), followed by the reads ``s1 = P s[i]``, ``c1 = P c[i]``.
+    The rest keeps its order. ``taken``: the kernel's other names (ports). With fewer than two
+    gathered entries the body is returned as it is (each entry with ``"gather": None``).
+    """
+    body = [{**st, "gather": None} for st in body]
+    defined_by: dict[str, int] = {}
+    for i, st in enumerate(body):
+        trig = _trig(st)
+        for name in ([trig["sin"], trig["cos"]] if trig else [st.get("target")]):
+            if name:
+                defined_by[name] = i
+    tainted: set[str] = set()       # names computed from a sine or cosine
+    gathered: list[int] = []
+    for i, st in enumerate(body):
+        trig = _trig(st)
+        text = trig["arg"] if trig else (st.get("expr") or "")
+        from_trig = bool(_names(text) & tainted)
+        if trig:
+            if not from_trig:
+                gathered.append(i)
+            tainted |= {n for n in (trig["sin"], trig["cos"]) if n}
+        elif from_trig and st.get("target"):
+            tainted.add(st["target"])
+    if len(gathered) < 2:
+        return body
+    needed: set[int] = set()        # statements the gathered arguments need
+    todo = [n for i in gathered for n in _names(_trig(body[i])["arg"])]
+    while todo:
+        j = defined_by.get(todo.pop())
+        if j is not None and j not in needed:
+            needed.add(j)
+            todo.extend(_names(body[j]["expr"]))
+    prefix = _free_prefix(body, set(taken))
+    args = [_trig(body[i])["arg"] for i in gathered]
+    size = -(-len(args) // LANES) * LANES
+    padded = args + ["0.0"] * (size - len(args))
+    gather = {"assign": True, "sincos": None, "target": None, "expr": None,
+              "gather": {"prefix": prefix, "size": size, "args": padded}}
+    reads = [{"assign": True, "sincos": None, "gather": None, "target": name,
+              "expr": f"{prefix}{part}[{lane}]"}
+             for lane, i in enumerate(gathered)
+             for name, part in ((_trig(body[i])["sin"], "s"), (_trig(body[i])["cos"], "c")) if name]
+    rest = [st for i, st in enumerate(body) if i not in needed and i not in set(gathered)]
+    return [body[i] for i in sorted(needed)] + [gather] + reads + rest
