@@ -16406,12 +16406,22 @@ int mechgen_gough_stewart_docking_step_accel(const double *restrict x, const dou
     const double p_k_stop = p[3];
     const double p_m_ring = p[4];
     const double p_preload = p[5];
-    double s_psi_y, c_psi_y;
-    mg_sincos(psi_y, &s_psi_y, &c_psi_y);
-    double s_psi_z, c_psi_z;
-    mg_sincos(psi_z, &s_psi_z, &c_psi_z);
-    double s_psi_x, c_psi_x;
-    mg_sincos(psi_x, &s_psi_x, &c_psi_x);
+    double sc_x[4], sc_s[4], sc_c[4];
+    sc_x[0] = psi_y;
+    sc_x[1] = psi_z;
+    sc_x[2] = psi_x;
+    sc_x[3] = 0.0;
+    #pragma omp simd
+    for (int sc_i = 0; sc_i < 4; ++sc_i)
+        mg_sincos_poly(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    for (int sc_i = 0; sc_i < 4; ++sc_i)   /* beyond MG_TRIG_BOUND, NaN, inf: libm's */
+        if (mg_trig_out_of_range(sc_x[sc_i])) mg_sincos(sc_x[sc_i], &sc_s[sc_i], &sc_c[sc_i]);
+    const double s_psi_y = sc_s[0];
+    const double c_psi_y = sc_c[0];
+    const double s_psi_z = sc_s[1];
+    const double c_psi_z = sc_c[1];
+    const double s_psi_x = sc_s[2];
+    const double c_psi_x = sc_c[2];
     const double alpha_C_00 = c_psi_y*c_psi_z;
     const double alpha_C_02 = -c_psi_z*s_psi_y;
     const double cse0 = c_psi_x*c_psi_y;
