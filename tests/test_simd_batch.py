@@ -20,6 +20,7 @@ import pytest
 
 from mechgen.generator.simd import WIDTH, calls_in, hoist_calls, simd_plan
 from mechgen.runtime import cbuild
+from tests.kernel_inputs import nominal_input
 
 ROOT = Path(__file__).resolve().parent.parent
 MECHANISMS = ["ur5", "solo12", "gough_stewart_docking", "double_wishbone", "apas_interface"]
@@ -60,12 +61,7 @@ def _inputs(manifest: dict, meta: dict, n: int, rng) -> list[np.ndarray]:
     arrays = []
     for p in meta["inputs"]:
         size = prod(p["shape"])
-        base = np.zeros(size)
-        if p["name"] == "p":
-            base = np.array([manifest["parameter_defaults"][k] for k in manifest["parameters"]],
-                            dtype=float)
-        elif p["name"] == "x" and len(manifest.get("home") or []) == size:
-            base = np.array(manifest["home"], dtype=float)
+        base = nominal_input(manifest, p)
         scale = 0.0 if p["name"] == "p" else 1.0
         arrays.append(np.ascontiguousarray(base + scale * spread * rng.uniform(-1, 1, (n, size))))
     return arrays

@@ -20,6 +20,7 @@ import mechgen.generator.emit as emit
 from mechgen.generator.build import files_for_spec
 from mechgen.generator.passes.sincos import LANES, gather_sincos, pair_sincos
 from mechgen.runtime import cbuild
+from tests.kernel_inputs import nominal_input
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = {"ur5": "ur5_urdf.toml", "solo12": "solo12.toml",
@@ -94,12 +95,7 @@ def _states(manifest: dict, meta: dict, rng) -> list[np.ndarray]:
     n_random, arrays = 24, []
     for p in meta["inputs"]:
         size = prod(p["shape"])
-        base = np.zeros(size)
-        if p["name"] == "p":
-            base = np.array([manifest["parameter_defaults"][k] for k in manifest["parameters"]],
-                            dtype=float)
-        elif p["name"] == "x" and len(manifest.get("home") or []) == size:
-            base = np.array(manifest["home"], dtype=float)
+        base = nominal_input(manifest, p)
         rows = np.tile(base, (n_random + len(SPECIAL) * size, 1))
         if p["name"] != "p":
             rows[:n_random] += rng.uniform(-1.5, 1.5, (n_random, size))
