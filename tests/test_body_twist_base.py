@@ -7,8 +7,9 @@ Checks: (1) every kernel against Pinocchio's JointModelFreeFlyer directly (same 
 after reordering the quaternion) on Solo-12, HyQ and random URDF trees; (2) against our
 frame-0 quaternion base by mapping the states (v_0 = R v_body, vdot_0 = R (vdot_body +
 omega x v_body)); (3) the mass matrix reads no base-pose input and is the composite-inertia
-form; (4) energy and momentum of free-floating motion integrated through rhs(); (5) bad spec
-values named by file and field.
+form; (4) energy, momentum and centre of mass of free-floating motion integrated through
+rhs(); (5) the derivative kernels (along the input q) against differences and the regressor
+against inverse dynamics; (6) bad spec values named by file and field.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ URDFS = {"solo12": MECHANISMS / "urdf" / "solo12.urdf",
 
 
 def generated(urdf: Path, root: Path, base_velocity: str = "body", name: str | None = None):
-    """(chain, loaded C kernels) of a URDF on a quaternion free base."""
+    """(chain, loaded C kernels, generated kernels) of a URDF on a quaternion free base."""
     chain = load_urdf(urdf, name, base="free", gravity=GRAVITY, attitude="quaternion",
                       base_velocity=base_velocity)
     gen = write_generated(chain, root)

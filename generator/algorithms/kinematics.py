@@ -111,7 +111,8 @@ def point_kinematics(rec: Recorder, body: BodyKinematics, offset: Vec, name: str
 
 def kinetic_and_gravity_energy(rec: Recorder, chain: Chain, kin: list[BodyKinematics]):
     """T = sum_j 1/2 m v.v + v.(omega x c) + 1/2 omega.(I omega) in body frames (v, omega
-    carried from frame 0 by tau_j); V = -g . sum_j (m_j r_j + tau_j^T c_j)."""
+    carried from frame 0 by tau_j); V = -g . sum_j (m_j r_j + tau_j^T c_j). Velocities and
+    positions only, so the body-twist base's acceleration term does not enter."""
     T, V = 0, 0
     for j, body in enumerate(chain.bodies, start=1):
         if body.fictitious:
