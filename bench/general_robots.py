@@ -5,11 +5,20 @@ base (hip rpy of 1.57079632679 and 3.14159265359, kept as written), both from th
 ``example-robot-data`` files that ship with the ``pin`` wheel. Their kernels are generated into
 a temporary folder here; nothing is written to generated/.
 
+Solo-12 and HyQ also on the two quaternion bases (docs/algorithms.md section 2.6): ``_quat``
+(velocities v in frame 0, omega in the base frame) and ``_body`` (the body twist
+(v_body, omega_body), Pinocchio's free flyer: the race's Pinocchio side solves the same problem
+as ours only on this base; the Euler-angle rows stay for comparison).
+
     python bench/general_robots.py            # op counts of their kernels
+    python bench/general_robots.py --race     # the free-base rows of the Pinocchio race, side
+                                              # by side in one run (bundled solo12, Euler base,
+                                              # included)
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -19,11 +28,21 @@ sys.path.insert(0, str(ROOT))
 
 from mechgen.generator.build import files_for_spec, write_files  # noqa: E402
 
-# name -> (URDF below example-robot-data's robots/, base, locked joints)
+SOLO12 = "solo_description/robots/solo12.urdf"
+HYQ = "hyq_description/robots/hyq_no_sensors.urdf"
+QUAT = {"attitude": "quaternion"}
+BODY = {"attitude": "quaternion", "base_velocity": "body"}
+
+# name -> (URDF below example-robot-data's robots/, base, locked joints, more [mechanism] keys)
 ROBOTS = {
-    "xarm7": ("xarm_description/urdf/xarm7.urdf", "fixed", {}),
-    "hyq": ("hyq_description/robots/hyq_no_sensors.urdf", "free", {}),
+    "xarm7": ("xarm_description/urdf/xarm7.urdf", "fixed", {}, {}),
+    "hyq": (HYQ, "free", {}, {}),
+    "hyq_quat": (HYQ, "free", {}, QUAT),
+    "hyq_body": (HYQ, "free", {}, BODY),
+    "solo12_quat": (SOLO12, "free", {}, QUAT),
+    "solo12_body": (SOLO12, "free", {}, BODY),
 }
+FREE_BASE_RACE = ("solo12", "solo12_quat", "solo12_body", "hyq", "hyq_quat", "hyq_body")
 
 
 def robots_dir() -> Path:
@@ -37,18 +56,22 @@ def robots_dir() -> Path:
 
 def spec_text(name: str) -> str:
     """The spec of one robot (gravity -9.81 along z, as the bundled URDF specs)."""
-    urdf, base, lock = ROBOTS[name]
+    urdf, base, lock, extra = ROBOTS[name]
     lines = ["[mechanism]", f'name = "{name}"', f'urdf = "{robots_dir() / urdf}"',
-             f'base = "{base}"', "gravity = [0, 0, -9.81]"]
+             f'base = "{base}"', "gravity = [0, 0, -9.81]",
+             *(f'{k} = "{v}"' for k, v in extra.items())]
     if lock:
         lines += ["[lock]", *(f"{j} = {v!r}" for j, v in lock.items())]
     return "\n".join(lines) + "\n"
 
 
-def generate(out: Path) -> list[tuple[str, Path, dict, str, dict]]:
-    """Generate every robot into ``out``: (name, URDF path, lock, base, {kernel: ops})."""
+def generate(out: Path, names=None) -> list[tuple[str, Path, dict, str, dict]]:
+    """Generate every robot (or those ``names``) into ``out``: (name, URDF path, lock, base,
+    {kernel: ops})."""
     cases = []
-    for name, (urdf, base, lock) in ROBOTS.items():
+    for name, (urdf, base, lock, _) in ROBOTS.items():
+        if names is not None and name not in names:
+            continue
         spec = out / f"{name}.toml"
         spec.write_text(spec_text(name))
         _, gen, files = files_for_spec(spec)
@@ -58,6 +81,33 @@ def generate(out: Path) -> list[tuple[str, Path, dict, str, dict]]:
     return cases
 
 
+def race_free_bases(reps: int = 7) -> dict:
+    """The free-base rows of the Pinocchio race in one run: bundled solo12 (Euler base) and
+    the FREE_BASE_RACE variants, each kernel against Pinocchio's free flyer (ops, ns, ratio)."""
+    from bench.pinocchio_race import race
+    from mechgen.generator.build import GENERATED
+    out_dir = Path(tempfile.mkdtemp(prefix="mechgen_free_bases_"))
+    rows = [(name, out_dir, urdf, lock, base, ops) for name, urdf, lock, base, ops
+            in generate(out_dir, set(FREE_BASE_RACE) - {"solo12"})]
+    bundled = json.loads((GENERATED / "solo12" / "manifest.json").read_text())
+    solo_ops = {k["name"]: k["ops"]["total"] for k in bundled["kernels"]}
+    rows.insert(0, ("solo12", GENERATED, robots_dir() / SOLO12, {}, "free", solo_ops))
+    print(f"{'robot':12s} {'kernel':20s} {'ops':>6s} {'ours ns':>8s} {'Pinocchio ns':>12s} "
+          f"{'Pin/ours':>8s}")
+    results = {}
+    for name, folder, urdf, lock, base, ops in rows:
+        res = race(name, folder, urdf, lock, base, reps=reps)
+        for k, t in res.items():
+            t["ops"] = ops[k]
+            print(f"{name:12s} {k:20s} {t['ops']:6d} {t['ours_ns']:8.0f} "
+                  f"{t['pinocchio_ns']:12.0f} {t['ratio']:8.2f}", flush=True)
+        results[name] = res
+    return results
+
+
 if __name__ == "__main__":
-    for name, _, _, base, ops in generate(Path(tempfile.mkdtemp(prefix="mechgen_general_"))):
-        print(f"{name} ({base} base): {ops}")
+    if "--race" in sys.argv[1:]:
+        print(json.dumps(race_free_bases(), indent=1))
+    else:
+        for name, _, _, base, ops in generate(Path(tempfile.mkdtemp(prefix="mechgen_general_"))):
+            print(f"{name} ({base} base): {ops}")

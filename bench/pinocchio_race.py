@@ -35,7 +35,11 @@ States are random and independent for each side (the models need not be the same
 q ~ U(-1, 1) (base translations and Euler angles included), qd, qdd, Q ~ N(0, 1); Pinocchio's
 q = integrate(neutral, dq), dq ~ U(-1, 1) (a free flyer gets a unit quaternion), v, a, tau ~
 N(0, 1). Root "free": Pinocchio's model gets a JointModelFreeFlyer root (nq = 7 + n, nv = 6 +
-n), while our mechanism carries its 6 base coordinates itself.
+n), while our mechanism carries its 6 base coordinates itself. Only our body-twist base
+(``base_velocity = "body"``: q with a quaternion of any norm, qd = (v_body, omega_body)) has
+the free flyer's coordinates and velocities, so only its rows time the same problem; the
+Euler-angle and frame-0 quaternion rows (a mass matrix that depends on the base attitude) stay
+for comparison (bench/general_robots.py FREE_BASE_RACE, ``--race``).
 
 Build (default): both sides are compiled with FLAGS (``-O3 -DNDEBUG``, no fast-math) into a
 binary cached in bench/results/pinocchio_build/ under a hash of the sources, flags, compiler and

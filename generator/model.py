@@ -128,6 +128,10 @@ class Joint:
     # a rotation about an axis of the body it moves, always at angle 0, whose rate is that
     # body's angular velocity component (the quaternion base): no omega_parent x omega_rel term
     quasi: bool = False
+    # a quasi rotation of the body-twist base (base_velocity = "body"): the slides before it
+    # run along the base's own axes, which it turns, so it adds omega_rel x v (v: the velocity
+    # of its origin) to the acceleration of that origin (docs/algorithms.md section 2.6)
+    twist: bool = False
 
     @property
     def label(self) -> str:
@@ -168,6 +172,9 @@ class Chain:
     attitude: str = "euler"              # free base: "euler" (y-z-x angles) or "quaternion"
     derivatives: bool = False            # also generate the dynamics' derivatives ([kernels])
     regressor: bool = False              # also the inertial-parameter regressor ([kernels])
+    # quaternion base: its velocities are v in frame 0 ("frame0") or the body twist
+    # (v, omega) in the base frame ("body", Pinocchio's free flyer)
+    base_velocity: str = "frame0"
 
     def __post_init__(self) -> None:
         if not self.parent:
@@ -257,6 +264,11 @@ class Chain:
                                               and self.base != "free"):
             raise ModelError(f"{where}: mechanism.attitude: expected one of {ATTITUDES} (the "
                              f"quaternion only with base = 'free'), got {self.attitude!r}")
+        if self.base_velocity not in BASE_VELOCITIES or (self.base_velocity == "body" and (
+                self.base != "free" or self.attitude != "quaternion")):
+            raise ModelError(f"{where}: mechanism.base_velocity: expected one of "
+                             f"{BASE_VELOCITIES} ('body' only with base = 'free' and attitude "
+                             f"= 'quaternion'), got {self.base_velocity!r}")
         seen: set[str] = set()
         for j in self.joints:
             if j.name in seen:
@@ -383,10 +395,12 @@ def split_composite(kind: str, axes: str, name: str, l: Vec3, gamma: Mat3,
 
 
 ATTITUDES = ("euler", "quaternion")
+BASE_VELOCITIES = ("frame0", "body")
 QUATERNION_NAMES = ("base_qw", "base_qx", "base_qy", "base_qz")
 
 
-def free_base_joints(spacecraft: Body, attitude: str = "euler") -> list[tuple[Joint, Body]]:
+def free_base_joints(spacecraft: Body, attitude: str = "euler",
+                     base_velocity: str = "frame0") -> list[tuple[Joint, Body]]:
     """Three slides along x, y, z of frame 0, then three rotations.
 
     ``euler``: rotations y, z, x (the paper's sequence) by the angles psi_y, psi_z, psi_x,
@@ -394,7 +408,11 @@ def free_base_joints(spacecraft: Body, attitude: str = "euler") -> list[tuple[Jo
     ``quaternion``: rotations about the spacecraft's own x, y, z axes, always at angle 0; the
     attitude comes from a unit quaternion in q (kernels.py turns the first rotation's frame by
     it) and the velocities are the body-frame angular velocity omega_x, omega_y, omega_z.
-    No singularity."""
+    No singularity.
+    ``quaternion`` with ``base_velocity = "body"`` (Pinocchio's free flyer): the slides run
+    along the spacecraft's own axes at displacement 0 (kernels.py turns the first slide's frame
+    by the attitude and places it at x, y, z), so the velocities are the body twist
+    (v_body, omega_body); the rotations are marked ``twist``: they turn the slides' axes."""
     out = []
     for a in "xyz":
         out.append((Joint(f"base_{a}", "P", AXES.index(a), zero3(), identity3()),
@@ -402,7 +420,8 @@ def free_base_joints(spacecraft: Body, attitude: str = "euler") -> list[tuple[Jo
     if attitude == "quaternion":
         for a in "xyz":
             out.append((Joint(f"base_w{a}", "R", AXES.index(a), zero3(), identity3(),
-                              quasi=True), fictitious_body(f"base_w{a}_body")))
+                              quasi=True, twist=base_velocity == "body"),
+                        fictitious_body(f"base_w{a}_body")))
     else:
         for a in "yzx":
             out.append((Joint(f"base_r{a}", "R", AXES.index(a), zero3(), identity3()),

@@ -30,6 +30,8 @@ class Mechanism:
         self.n: int = self.manifest["n"]                      # velocity coordinates
         self.nq: int = self.manifest.get("nq", self.n)        # position coordinates
         self.quaternion_base = self.manifest.get("attitude") == "quaternion"
+        # "body": qd starts with the base's body twist (v_body, omega_body), else v in frame 0
+        self.base_velocity: str = self.manifest.get("base_velocity", "frame0")
         self.coordinates: list[str] = self.manifest["coordinates"]
         self.parameters: list[str] = self.manifest["parameters"]
         self.parameter_set = Parameters(self.name, self.parameters,
@@ -111,7 +113,8 @@ class Mechanism:
         ``Q`` is the drive force: None (zero), a constant array, or a function (t, q, qd).
         ``p``: None (the spec's defaults), a dict of named values, or an array.
         With a quaternion base, q has nq = n + 1 entries and q_dot = qd except for the
-        quaternion: quat_dot = 1/2 quat * (0, omega_body) (see :meth:`q_dot`).
+        quaternion: quat_dot = 1/2 quat * (0, omega_body), and with a body-twist base also the
+        position: xyz_dot = R(quat) v_body (see :meth:`q_dot`).
         """
         n, nq = self.n, self.nq
         fd = self.kernels["forward_dynamics"]
@@ -133,14 +136,28 @@ class Mechanism:
     def q_dot(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """dq/dt from the velocities: qd itself, except for a quaternion base, whose quaternion
         (w, x, y, z) at q[3:7] moves as 1/2 quat * (0, omega) with omega = qd[3:6] in the
-        base's own frame."""
+        base's own frame. A body-twist base's position moves as R(quat) v_body, v_body =
+        qd[0:3], R = 1 + (2/|quat|^2) (w [u]x + [u]x^2) (any norm, as the kernels read it)."""
         if not self.quaternion_base:
             return qd
         w, x, y, z = q[3:7]
         ox, oy, oz = qd[3:6]
         quat_dot = 0.5 * np.array([-x * ox - y * oy - z * oz, w * ox + y * oz - z * oy,
                                    w * oy + z * ox - x * oz, w * oz + x * oy - y * ox])
-        return np.concatenate([qd[:3], quat_dot, qd[6:]])
+        xyz_dot = qd[:3]
+        if self.base_velocity == "body":
+            xyz_dot = quaternion_rotation(q[3:7]) @ qd[:3]
+        return np.concatenate([xyz_dot, quat_dot, qd[6:]])
+
+
+def quaternion_rotation(quat: np.ndarray) -> np.ndarray:
+    """R (body -> frame 0) of a quaternion (w, x, y, z) of any non-zero norm:
+    R = 1 + (2/|quat|^2) (w [u]x + [u]x^2), u = (x, y, z)."""
+    w, x, y, z = quat
+    k = 2.0 / (w * w + x * x + y * y + z * z)
+    return np.array([[1 - k * (y * y + z * z), k * (x * y - w * z), k * (x * z + w * y)],
+                     [k * (x * y + w * z), 1 - k * (x * x + z * z), k * (y * z - w * x)],
+                     [k * (x * z - w * y), k * (y * z + w * x), 1 - k * (x * x + y * y)]])
 
 def read_parameter_defaults(manifest: dict, path: Path) -> dict[str, float | None]:
     """The manifest's ``parameter_defaults`` ({} if absent): a number or null per parameter."""

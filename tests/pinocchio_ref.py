@@ -3,7 +3,9 @@
 Pinocchio parses the same URDF file with its own parser (urdfdom) and runs its own algorithms
 (spatial algebra, RNEA, CRBA, ABA), so agreement tests our URDF reader and our kernels at once.
 Our coordinates are matched to Pinocchio's by joint name; a free base is given to Pinocchio as
-the composite joint Px Py Pz Ry Rz Rx, which has exactly our six base coordinates.
+the composite joint Px Py Pz Ry Rz Rx, which has exactly our six base coordinates, and a
+body-twist base (``base_velocity = "body"``) as Pinocchio's own free flyer: the same q after
+reordering the quaternion (ours w, x, y, z; Pinocchio's x, y, z, w) and the same velocities.
 """
 
 from __future__ import annotations
@@ -42,7 +44,10 @@ def build(urdf: Path, chain: Chain, lock: dict[str, float] | None = None,
 
     ``urdf_names``: our name -> URDF name where the reader had to rename (default: same)."""
     names = urdf_names or {}
-    if chain.base == "free":
+    free_flyer = chain.base_velocity == "body"
+    if free_flyer:
+        model = pin.buildModelFromUrdf(str(urdf), pin.JointModelFreeFlyer())
+    elif chain.base == "free":
         model = pin.buildModelFromUrdf(str(urdf), free_base_joint())
     else:
         model = pin.buildModelFromUrdf(str(urdf))
@@ -59,11 +64,15 @@ def build(urdf: Path, chain: Chain, lock: dict[str, float] | None = None,
     model.gravity = pin.Motion(np.array([float(g) for g in chain.gravity] + [0, 0, 0]))
     assert model.nv == chain.n
     perm, qperm = [], []
+    if free_flyer:   # our q: x, y, z, qw, qx, qy, qz; Pinocchio's: x, y, z, qx, qy, qz, qw
+        i0 = model.idx_qs[model.getJointId("root_joint")]
+        qperm = [(i0 + k, False) for k in (0, 1, 2, 6, 3, 4, 5)]
     for i, cname in enumerate(chain.coordinates):
         if chain.base == "free" and i < 6:
             jid = model.getJointId("root_joint")
             perm.append(model.idx_vs[jid] + i)
-            qperm.append((model.idx_qs[jid] + i, False))
+            if not free_flyer:
+                qperm.append((model.idx_qs[jid] + i, False))
         else:
             jid = model.getJointId(names.get(cname, cname))
             perm.append(model.idx_vs[jid])

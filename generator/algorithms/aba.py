@@ -11,7 +11,9 @@ pass of the RNEA, section 2.3, gravity as a_0 = -g) and da_j is linear in qdd wi
 velocity terms: da_j = X_j da_p(j) + S_j qdd_j, da_0 = 0, X_j the motion transform
 (eps -> beta eps, a -> beta (a + eps x r_{p,j})). Body j's inertial force is then
 I_j da_j + p_j, with p_j the RNEA force of body j at qdd = 0 (f_j, n_j of section 2.3), so
-ABA runs with zero velocity-product terms (c_j = 0 in Featherstone's Table 7.1):
+ABA runs with zero velocity-product terms (c_j = 0 in Featherstone's Table 7.1). The
+body-twist base's term e_j qd_j x v_b (rnea.py; its twist joints) has no qdd, so it is part of
+a0_j and reaches p_j from the forward pass; da_j is unchanged.
 
     leaves -> base:  I^A_j = I_j + sum_c X_c^T Ia_c X_c,  p^A_j = p_j + sum_c X_c^T pa_c
                      U_j = I^A_j S_j,  D_j = S_j^T U_j,  u_j = tau_j - S_j^T p^A_j

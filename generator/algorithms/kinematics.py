@@ -12,6 +12,14 @@ the index j-1 below stands for the parent body p(j) (a serial chain has p(j) = j
             + 2 omega_{j-1} x v_rel_j
     eps_j = eps_{j-1} + omega_{j-1} x omega_rel_j       (no such term for a quasi joint: the
                                                        quaternion base's body-axis rates)
+    w_j  += omega_rel_j x v_{j-1}                        (a twist joint only, below)
+
+The body-twist base (base_velocity = "body") slides along its own axes, which its quasi
+rotations turn: with v_b the base velocity and omega_b its angular velocity, both in the base
+frame, the origin moves as d/dt (R v_b) = R vdot_b + R (omega_b x v_b) (Featherstone's spatial
+acceleration vdot_b vs the classical one). T qdd gives R vdot_b; each of the three twist
+joints adds its share omega_rel_j x v_{j-1} (v_{j-1} = R v_b, as r_rel0_j = 0), together
+(R omega_b) x (R v_b) = R (omega_b x v_b). Velocities, T and R need no term.
 
 T_rel0_j and R_rel0_j have one non-zero column, the joint axis in frame 0, which is the row
 ``axis`` of theta_J_{j-1} (theta_J^T e_axis). Columns of T and R are stored as a list.
@@ -77,8 +85,11 @@ def chain_kinematics(rec: Recorder, chain: Chain, q: list, qd: list | None = Non
             W = omega_products(rec, prev.omega, f"oo{j - 1}")
             bk.omega = rec.vec(add(prev.omega, omega_rel), f"omega{j}")
             bk.v = rec.vec(add(add(prev.v, cross(prev.omega, r_rel0)), v_rel), f"v{j}")
-            bk.w = rec.vec(add(add(add(prev.w, cross(prev.eps, r_rel0)), omega_x_omega_x(W, r_rel0)),
-                               scale(2, cross(prev.omega, v_rel))), f"w{j}")
+            w = add(add(add(prev.w, cross(prev.eps, r_rel0)), omega_x_omega_x(W, r_rel0)),
+                    scale(2, cross(prev.omega, v_rel)))
+            if joint.twist:
+                w = add(w, cross(omega_rel, prev.v))
+            bk.w = rec.vec(w, f"w{j}")
             spin = zeros(3) if joint.quasi else cross(prev.omega, omega_rel)
             bk.eps = rec.vec(add(prev.eps, spin), f"eps{j}")
         out.append(bk)
@@ -100,7 +111,8 @@ def point_kinematics(rec: Recorder, body: BodyKinematics, offset: Vec, name: str
 
 def kinetic_and_gravity_energy(rec: Recorder, chain: Chain, kin: list[BodyKinematics]):
     """T = sum_j 1/2 m v.v + v.(omega x c) + 1/2 omega.(I omega) in body frames (v, omega
-    carried from frame 0 by tau_j); V = -g . sum_j (m_j r_j + tau_j^T c_j)."""
+    carried from frame 0 by tau_j); V = -g . sum_j (m_j r_j + tau_j^T c_j). Velocities and
+    positions only, so the body-twist base's acceleration term does not enter."""
     T, V = 0, 0
     for j, body in enumerate(chain.bodies, start=1):
         if body.fictitious:

@@ -9,6 +9,16 @@ beta_j; gravity enters as the base acceleration a_0 = -g):
                joint, the quaternion base's body-axis rate, has no omega_p x e_j qd_j)
     a_j      = beta_j (a_{j-1} + epsd_{j-1} x r_{j-1,j} + omega_{j-1} x (omega_{j-1} x r_{j-1,j}))
                + 2 omega_p x e_j qd_j + e_j qdd_j                           (prismatic)
+    a_j     += e_j qd_j x v_b                     (a twist joint: the body-twist base, below)
+
+The body-twist base (base_velocity = "body", Pinocchio's free flyer) has qd = (v_b, omega_b)
+first, both in the base frame, and its slides run along the base's own axes, which its three
+quasi rotations turn. Its qdd = (vdot_b, omegadot_b) is Featherstone's spatial acceleration;
+the classical acceleration of the base origin, in the base frame, is vdot_b + omega_b x v_b.
+The slides give vdot_b; each twist joint j adds its share e_j qd_j x v_b, with
+v_b = (qd_1, qd_2, qd_3) (frames 1..6 all have the base's axes: the slides and rotations sit
+at displacement and angle 0). The term has no qdd, so the articulated-body algorithm, which
+takes the qdd = 0 motion from this forward pass, and the bias get it from here too.
 
 Inertial force and moment about O_j of body j (paper 000 section 5, "b"):
 
@@ -72,6 +82,8 @@ def forward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: li
             omega_new = add(omega_p, scale(qd_j, e))
             spin = zeros(3) if chain.joints[j - 1].quasi else cross(omega_p, scale(qd_j, e))
             epsd_new = add(add(epsd_new, spin), scale(qdd_j, e))
+            if chain.joints[j - 1].twist and qd is not None:
+                a_new = add(a_new, cross(scale(qd_j, e), body_twist_velocity(qd)))
         else:
             omega_new = omega_p
             a_new = add(add(a_new, scale(2, cross(omega_p, scale(qd_j, e)))), scale(qdd_j, e))
@@ -81,6 +93,11 @@ def forward_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: li
         out.a.append(rec.vec(a_new, f"a{j}"))
         out.W.append(omega_products(rec, omega, f"oo{j}"))
     return out
+
+
+def body_twist_velocity(qd: list) -> Vec:
+    """v_b of the body-twist base: the rates of its three slides, x, y, z of the base frame."""
+    return list(qd[:3])
 
 
 @dataclass

@@ -37,10 +37,13 @@ def _inputs(chain: Chain, names: list[str]) -> tuple[Port, ...]:
     quat = (" (x, y, z of the base in m, frame 0; its attitude as a quaternion w, x, y, z, "
             "body frame -> frame 0, any norm; then the joints)"
             if chain.attitude == "quaternion" else "")
+    base_rates = (" (the base's linear and angular velocity, both in its own frame: the body "
+                  "twist)" if chain.base_velocity == "body" else
+                  " (the base's angular velocity is in its own frame)")
     docs = {"q": f"joint coordinates (rad for a revolute joint, m for a prismatic one){quat}, "
                  f"shape ({nq},), in this order: {_names(chain.q_names)}",
             "qd": f"joint rates (rad/s or m/s), shape ({n},), {order}"
-                  + (" (the base's angular velocity is in its own frame)" if quat else ""),
+                  + (base_rates if quat else ""),
             "qdd": f"joint accelerations (rad/s^2 or m/s^2), shape ({n},), {order}",
             "Q": f"joint drive torques or forces (N m or N; added to the spring-damper laws), "
                  f"shape ({n},), {order}"}
@@ -74,7 +77,11 @@ def _configuration(rec: Recorder, chain: Chain, q_in: list) -> tuple[Chain, list
     A quaternion base's q holds x, y, z, then the quaternion (w, x, y, z); its three rotations
     are body-axis rotations at angle 0, the first one's frame turned by the attitude
     tau_base = R(quat)^T (frame 0 -> spacecraft), with R = 1 + (2/|quat|^2) (w [u]x + [u]x^2),
-    u = (x, y, z): any norm gives the same rotation, so integration drift does not matter."""
+    u = (x, y, z): any norm gives the same rotation, so integration drift does not matter.
+
+    With ``base_velocity = "body"`` it is the first slide's frame that is turned by tau_base
+    and placed at l = (x, y, z) (frame 0): the slides then run along the base's own axes, at
+    displacement 0, and their rates are the base velocity in its own frame."""
     if chain.attitude != "quaternion":
         return chain, q_in
     w, x, y, z = q_in[3:7]
@@ -84,8 +91,12 @@ def _configuration(rec: Recorder, chain: Chain, q_in: list) -> tuple[Chain, list
          [k * (x * z - w * y), k * (y * z + w * x), 1 - k * (x * x + y * y)]]
     tau_base = rec.mat(transpose(R), "tau_base")
     joints = list(chain.joints)
-    joints[3] = replace(joints[3], gamma=tuple(tuple(row) for row in tau_base))
     zero = sp.Integer(0)
+    if chain.base_velocity == "body":
+        joints[0] = replace(joints[0], l=tuple(q_in[:3]),
+                            gamma=tuple(tuple(row) for row in tau_base))
+        return replace(chain, joints=joints), [zero] * 6 + list(q_in[7:])
+    joints[3] = replace(joints[3], gamma=tuple(tuple(row) for row in tau_base))
     return replace(chain, joints=joints), [*q_in[:3], zero, zero, zero, *q_in[7:]]
 
 
@@ -311,6 +322,7 @@ def manifest(chain: Chain) -> dict:
     return {
         "base": chain.base,
         "attitude": chain.attitude if chain.base == "free" else None,
+        **({"base_velocity": "body"} if chain.base_velocity == "body" else {}),
         "n": chain.n,
         "nq": chain.nq,
         "coordinates": chain.q_names,

@@ -50,6 +50,7 @@ import mpmath
 import sympy as sp
 
 from mechgen.generator.algorithms.joints import LinkTransform, link_transform
+from mechgen.generator.algorithms.rnea import body_twist_velocity
 from mechgen.generator.families.serial.kernels import _flat, _start
 from mechgen.generator.ir import Assign, Kernel, Port, symbol
 from mechgen.generator.model import Chain, ModelError
@@ -149,6 +150,8 @@ def motion_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: lis
             omega = add(omega_p, qd_e)
             spin = zeros(3) if chain.joints[j - 1].quasi else cross(omega_p, qd_e)
             epsd = add(add(epsd, spin), scale(qdd[j - 1], lt.e))
+            if chain.joints[j - 1].twist:    # the body-twist base (rnea.py's docstring)
+                a = add(a, cross(qd_e, body_twist_velocity(qd)))
         else:
             omega = omega_p
             a = add(add(a, scale(2, cross(omega_p, qd_e))), scale(qdd[j - 1], lt.e))
@@ -343,7 +346,7 @@ def _reduced_echelon(rows: list[list[mpmath.mpf]], zero: set[int]
 
 def _kinematic_key(chain: Chain) -> tuple:
     """What Y depends on (not the inertial values, nor the spring-dampers)."""
-    return (tuple((j.kind, j.axis, j.l, j.gamma, j.quasi) for j in chain.joints),
+    return (tuple((j.kind, j.axis, j.l, j.gamma, j.quasi, j.twist) for j in chain.joints),
             tuple(chain.parent), tuple(chain.gravity), chain.base, chain.attitude,
             tuple((name, j, chain.bodies[j - 1].frame) for name, j in chain.named_bodies))
 

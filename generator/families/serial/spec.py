@@ -11,6 +11,10 @@ Format (see ``generator/mechanisms/*.toml``)::
     base = "fixed"          # or "free": a free-flying base body given in [base]
     attitude = "euler"      # free base: "euler" (y-z-x angles, singular at psi_z = +-90 deg) or
                             # "quaternion" (q: x, y, z, qw, qx, qy, qz; qd: v frame 0, omega body)
+    base_velocity = "frame0" # quaternion base: "frame0" (qd: v in frame 0, omega body) or
+                            # "body" (qd: the body twist v_body, omega_body, both in the base
+                            # frame, linear first: Pinocchio's free flyer; q as above, but
+                            # Pinocchio stores the quaternion x, y, z, w)
     gravity = [0, 0, -9.81] # frame 0; numbers or parameter names
     regressor = false       # true: also the inertial-parameter regressor kernels (regressor.py)
 
@@ -73,7 +77,7 @@ class ChainBuilder:
     def __init__(self, name: str, base: str = "fixed", gravity=fields.GRAVITY_DEFAULT,
                  base_body: dict | None = None, source: str = "<python>",
                  parameters: dict[str, float] | None = None, attitude: str = "euler",
-                 derivatives: bool = False) -> None:
+                 derivatives: bool = False, base_velocity: str = "frame0") -> None:
         self.source = source
         self.derivatives = derivatives
         self.defaults: dict[str, float] = {}
@@ -84,6 +88,7 @@ class ChainBuilder:
             raise ModelError(f"{source}: mechanism.base: expected 'fixed' or 'free', got {base!r}")
         self.base = base
         self.attitude = attitude        # checked by Chain.validate
+        self.base_velocity = base_velocity   # likewise
         self.gravity = fields.vec3(gravity, f"{source}: mechanism.gravity")
         self.joints: list[Joint] = []
         self.bodies: list[Body] = []
@@ -94,7 +99,7 @@ class ChainBuilder:
             if base_body is None:
                 raise ModelError(f"{source}: base = 'free' needs a [base] table (the spacecraft)")
             sc = fields.body(base_body, f"{source}: base", "base")
-            for j, b in free_base_joints(sc, attitude):
+            for j, b in free_base_joints(sc, attitude, base_velocity):
                 self._append(j, b)
             self.named.append((sc.name, len(self.bodies)))
         elif base_body is not None:
@@ -178,7 +183,7 @@ class ChainBuilder:
     def build(self) -> Chain:
         chain = Chain(self.name, self.joints, self.bodies, self.gravity, self.base,
                       self.named, self.points, self.source, self.parent, dict(self.defaults),
-                      self.attitude, self.derivatives)
+                      self.attitude, self.derivatives, base_velocity=self.base_velocity)
         chain.validate()
         return chain
 
@@ -206,7 +211,7 @@ def chain_from_dict(data: dict, source: str) -> Chain:
     top = fields.keys(data, {"mechanism", "base", "joints", "points", "parameters", "kernels"},
                       source, {"mechanism", "joints"})
     mech = fields.keys(top["mechanism"], {"name", "family", "base", "attitude", "gravity",
-                                    "description"},
+                                    "description", "base_velocity"},
                  f"{source}: mechanism", {"name"})
     if mech.get("family", "serial") != "serial":
         raise ModelError(f"{source}: mechanism.family: expected 'serial' or 'parallel', "
@@ -218,7 +223,7 @@ def chain_from_dict(data: dict, source: str) -> Chain:
     b = ChainBuilder(mech["name"], mech.get("base", "fixed"),
                      mech.get("gravity", list(fields.GRAVITY_DEFAULT)),
                      top.get("base"), source, params, mech.get("attitude", "euler"),
-                     optional["derivatives"])
+                     optional["derivatives"], mech.get("base_velocity", "frame0"))
     joints = top["joints"]
     if not isinstance(joints, list) or not joints:
         raise ModelError(f"{source}: joints: expected a non-empty array of tables [[joints]]")
@@ -241,8 +246,8 @@ def chain_from_dict(data: dict, source: str) -> Chain:
     return replace(b.build(), regressor=optional["regressor"])
 
 
-URDF_KEYS = {"name", "family", "urdf", "base", "attitude", "gravity", "description", "frames",
-             "snap", "mimic", "inertia"}
+URDF_KEYS = {"name", "family", "urdf", "base", "attitude", "base_velocity", "gravity",
+             "description", "frames", "snap", "mimic", "inertia"}
 
 
 def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
@@ -252,6 +257,8 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
         name = "panda"
         urdf = "urdf/panda.urdf"
         base = "fixed"                 # or "free"
+        attitude = "euler"             # free base: or "quaternion" (see chain_from_dict)
+        base_velocity = "frame0"       # quaternion base: or "body" (see chain_from_dict)
         gravity = [0, 0, -9.81]        # frame 0 (default 0, as in every spec)
         frames = ["panda_hand_tcp"]    # more links for forward kinematics and Jacobians
         snap = 1e-12                   # rpy angles this close to k*90 deg are exact; 0: off
@@ -301,6 +308,8 @@ def chain_from_urdf_spec(data: dict, path: Path) -> Chain:
         raise ModelError(f"{source}: mechanism.inertia: expected 'strict' or 'repair', "
                          f"got {inertia!r}")
     attitude = mech.get("attitude", "euler")     # checked by Chain.validate
+    base_velocity = mech.get("base_velocity", "frame0")     # likewise
     chain = load_urdf(path.parent / mech["urdf"], name, mech.get("base", "fixed"), gravity, lock,
-                      frames, float(snap), source, mimic == "independent", inertia, attitude)
+                      frames, float(snap), source, mimic == "independent", inertia, attitude,
+                      base_velocity)
     return replace(chain, **optional)

@@ -382,7 +382,8 @@ def load_urdf(path: str | Path, name: str | None = None, base: str = "fixed",
               gravity=(0.0, 0.0, 0.0), lock: dict[str, float] | None = None,
               frames: list[str] | tuple = (), snap: float = 1e-12,
               source: str | None = None, mimic_independent: bool = False,
-              inertia: str = "strict", attitude: str = "euler") -> Chain:
+              inertia: str = "strict", attitude: str = "euler",
+              base_velocity: str = "frame0") -> Chain:
     """Read a URDF file into a Chain (a tree when branches share a link).
 
     ``mimic_independent``: a ``<mimic>`` joint becomes an ordinary joint with its own
@@ -471,7 +472,7 @@ def load_urdf(path: str | Path, name: str | None = None, base: str = "fixed",
             stack.extend((c, at) for c in reversed(children.get(jt.child, [])))
 
     if base == "free":  # six base joints; the last carries the root link
-        for jt, b in free_base_joints(fictitious_body(root), attitude):
+        for jt, b in free_base_joints(fictitious_body(root), attitude, base_velocity):
             our_joints.append(jt)
             taken.add(jt.name)
             parent.append(len(our_joints) - 1)
@@ -502,7 +503,7 @@ def load_urdf(path: str | Path, name: str | None = None, base: str = "fixed",
     chain = Chain(name or identifier(robot, set()), our_joints, bodies,
                   tuple(_num(g) for g in gravity), base,
                   [(body_names[nm], j) for nm, j in named], points, source, parent,
-                  attitude=attitude)
+                  attitude=attitude, base_velocity=base_velocity)
     _check_massless_leaves(chain, urdf_joint)
     chain.validate()
     return chain

@@ -1,0 +1,318 @@
+"""The body-twist free base (``attitude = "quaternion"``, ``base_velocity = "body"``) is
+Pinocchio's free flyer: q = [x, y, z (frame 0), quaternion w, x, y, z, joints],
+qd = [v_body, omega_body (both in the base frame), joint rates], qdd their time derivatives
+(Featherstone's spatial acceleration of the base).
+
+Checks: (1) every kernel against Pinocchio's JointModelFreeFlyer directly (same coordinates
+after reordering the quaternion) on Solo-12, HyQ and random URDF trees; (2) against our
+frame-0 quaternion base by mapping the states (v_0 = R v_body, vdot_0 = R (vdot_body +
+omega x v_body)); (3) the mass matrix reads no base-pose input and is the composite-inertia
+form; (4) energy, momentum and centre of mass of free-floating motion integrated through
+rhs(); (5) the derivative kernels (along the input q) against differences and the regressor
+against inverse dynamics; (6) bad spec values named by file and field.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy as sp
+from scipy.integrate import solve_ivp
+
+from mechgen import runtime
+from mechgen.generator.build import MECHANISMS
+from mechgen.generator.families.serial.spec import (ChainBuilder, chain_from_dict,
+                                                   chain_from_urdf_spec)
+from mechgen.generator.families.serial.urdf import load_urdf
+from mechgen.generator.model import ModelError
+from mechgen.runtime.mechanism import quaternion_rotation
+from tests import pinocchio_ref as pref
+from tests.chains import write_generated
+from tests.test_pinocchio_crosscheck import random_urdf, rel
+
+RTOL = 1e-10
+GRAVITY = (0.3, -1.2, -9.81)
+ROBOTS = next(p for p in Path(pref.pin.__file__).resolve().parents
+              if p.name == "cmeel.prefix") / "share" / "example-robot-data" / "robots"
+URDFS = {"solo12": MECHANISMS / "urdf" / "solo12.urdf",
+         "hyq": ROBOTS / "hyq_description" / "robots" / "hyq_no_sensors.urdf"}
+
+
+def generated(urdf: Path, root: Path, base_velocity: str = "body", name: str | None = None):
+    """(chain, loaded C kernels, generated kernels) of a URDF on a quaternion free base."""
+    chain = load_urdf(urdf, name, base="free", gravity=GRAVITY, attitude="quaternion",
+                      base_velocity=base_velocity)
+    gen = write_generated(chain, root)
+    return chain, runtime.load(chain.name, "c", generated=root), gen
+
+
+@pytest.fixture(scope="module", params=["solo12", "hyq", "random3", "random5"])
+def robot(request, tmp_path_factory):
+    root = tmp_path_factory.mktemp(request.param)
+    if request.param.startswith("random"):
+        seed = int(request.param[6:])
+        urdf = root / f"{request.param}.urdf"
+        urdf.write_text(random_urdf(seed, n_links=9))
+    else:
+        urdf = URDFS[request.param]
+    chain, mech, gen = generated(urdf, root, name=f"{request.param}_body")
+    return chain, mech, gen, pref.build(urdf, chain)
+
+
+def random_state(rng, n: int, unit: bool = True) -> dict[str, np.ndarray]:
+    quat = rng.normal(size=4)
+    quat /= np.linalg.norm(quat) if unit else 1.0
+    q = np.r_[rng.normal(size=3), quat, rng.uniform(-2.0, 2.0, n - 6)]
+    return {"q": q, "qd": rng.normal(size=n), "qdd": rng.normal(size=n),
+            "Q": rng.normal(size=n) * 5}
+
+
+def test_kernels_equal_pinocchio_free_flyer(robot):
+    """FK placements, Jacobians, velocities and classical accelerations, M (crba), rnea,
+    nonLinearEffects, aba and the energies, 1e-10 relative, 10 random states."""
+    chain, mech, _, pm = robot
+    rng = np.random.default_rng(1)
+    worst: dict[str, float] = {}
+    for _ in range(10):
+        s = random_state(rng, chain.n)
+        q, qd, qdd, Q = s["q"], s["qd"], s["qdd"], s["Q"]
+        r, tau = pref.forward_kinematics(pm, q)
+        r_o, tau_o = mech.forward_kinematics(q)
+        T, R = mech.jacobians(q)
+        T_p, R_p = pref.jacobians(pm, q)
+        vel = dict(zip(("v", "omega", "w", "eps"), mech.velocities(q, qd)))
+        vel_p = pref.velocities(pm, q, qd)
+        checks = {"fk r": (r_o, r), "fk tau": (tau_o, tau), "T": (T, T_p), "R": (R, R_p),
+                  "mass matrix (crba)": (mech.mass_matrix(q), pref.mass_matrix(pm, q)),
+                  "inverse dynamics (rnea)": (mech.inverse_dynamics(q, qd, qdd),
+                                              pref.inverse_dynamics(pm, q, qd, qdd)),
+                  "bias (Q - nonLinearEffects)": (mech.bias(q, qd, Q),
+                                                  pref.bias(pm, q, qd, Q)),
+                  "forward dynamics (aba)": (mech.forward_dynamics(q, qd, Q),
+                                             pref.forward_dynamics(pm, q, qd, Q)),
+                  **{f"velocities {k}": (vel[k], vel_p[k]) for k in vel}}
+        T_pin, V_pin = pref.energy(pm, q, qd)
+        T_o, V_o = mech.energy(q, qd)
+        checks["kinetic energy"] = (T_o, [T_pin])
+        for name, (ours, ref) in checks.items():
+            worst[name] = max(worst.get(name, 0.0), rel(ours, ref))
+        worst["potential energy"] = max(worst.get("potential energy", 0.0),
+                                        abs(V_o[0] - V_pin) / max(abs(V_pin), 1.0))
+    assert max(worst.values()) < RTOL, worst
+
+
+def test_mass_matrix_reads_no_base_pose_and_is_the_composite_inertia(robot):
+    """No input q1..q7 (x, y, z, quaternion) in the generated mass matrix at all; its base
+    block is [[m 1, -m [c]x], [m [c]x, I_O]] of the whole robot about the base origin, in the
+    base frame (Pinocchio's): equal for any base pose, bit for bit."""
+    chain, mech, gen, _ = robot
+    mm = next(g for g in gen if g.kernel.name == "mass_matrix").kernel
+    used = set().union(*(sp.sympify(st.expr).free_symbols for st in mm.body),
+                       *(sp.sympify(x).free_symbols for x in mm.outputs[0].elements))
+    assert not used & {sp.Symbol(f"q{i}") for i in range(1, 8)}
+    rng = np.random.default_rng(2)
+    s, s2 = random_state(rng, chain.n), random_state(rng, chain.n)
+    s2["q"][7:] = s["q"][7:]
+    A, A2 = mech.mass_matrix(s["q"]), mech.mass_matrix(s2["q"])
+    assert np.array_equal(A, A2)
+    m = A[0, 0]
+    np.testing.assert_allclose(A[:3, :3], m * np.eye(3), rtol=0, atol=1e-13 * m)
+    mc = np.array([A[5, 1], A[3, 2], A[4, 0]])          # m [c]x = A[3:6, :3]
+    np.testing.assert_allclose(A[3:6, :3], -A[:3, 3:6], rtol=0, atol=1e-13 * m)
+    skew = np.array([[0, -mc[2], mc[1]], [mc[2], 0, -mc[0]], [-mc[1], mc[0], 0]])
+    np.testing.assert_allclose(A[3:6, :3], skew, rtol=0, atol=1e-13 * m)
+
+
+def frame0_state(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The same physical state in the frame-0 quaternion base's velocities:
+    v_0 = R v_b, vdot_0 = R (vdot_b + omega_b x v_b); omega, its rate and the joints equal."""
+    R = quaternion_rotation(s["q"][3:7])
+    qd, qdd = s["qd"].copy(), s["qdd"].copy()
+    qd[:3] = R @ s["qd"][:3]
+    qdd[:3] = R @ (s["qdd"][:3] + np.cross(s["qd"][3:6], s["qd"][:3]))
+    return {"q": s["q"], "qd": qd, "qdd": qdd}
+
+
+def motion(mech, s: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """v, omega, a = T qdd + w, alpha = R qdd + eps of every body (frame 0): what does not
+    depend on the choice of velocities (w and eps alone do)."""
+    v, omega, w, eps = mech.velocities(s["q"], s["qd"])
+    T, R = mech.jacobians(s["q"])
+    n_b = len(mech.bodies)
+    return v, omega, T[:n_b] @ s["qdd"] + w, R[:n_b] @ s["qdd"] + eps
+
+
+@pytest.fixture(scope="module")
+def solo_pair(tmp_path_factory):
+    root = tmp_path_factory.mktemp("solo_pair")
+    _, body, _ = generated(URDFS["solo12"], root, "body", "solo_body")
+    _, frame0, _ = generated(URDFS["solo12"], root, "frame0", "solo_frame0")
+    return body, frame0
+
+
+def test_dynamics_equal_the_frame0_quaternion_base(solo_pair):
+    """Same physical state: the base force maps as Q_b = R^T Q_0 (power v.Q is the same), the
+    moment and joint torques are equal; forward dynamics gives the mapped accelerations; the
+    bodies' velocities and accelerations and the energy agree (quaternions of any norm)."""
+    body, frame0 = solo_pair
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        s = random_state(rng, body.n, unit=False)
+        f0 = frame0_state(s)
+        R = quaternion_rotation(s["q"][3:7])
+        Q_b = body.inverse_dynamics(s["q"], s["qd"], s["qdd"])
+        Q_0 = frame0.inverse_dynamics(**f0)
+        scale = max(1.0, np.abs(Q_0).max())
+        np.testing.assert_allclose(R @ Q_b[:3], Q_0[:3], rtol=0, atol=1e-10 * scale)
+        np.testing.assert_allclose(Q_b[3:], Q_0[3:], rtol=0, atol=1e-10 * scale)
+        Q = np.r_[R.T @ Q_0[:3], Q_0[3:]]
+        qdd_b = body.forward_dynamics(s["q"], s["qd"], Q)
+        np.testing.assert_allclose(frame0_state({**s, "qdd": qdd_b})["qdd"],
+                                   frame0.forward_dynamics(f0["q"], f0["qd"], Q_0),
+                                   rtol=0, atol=1e-10 * max(1.0, np.abs(qdd_b).max()))
+        for a, b in zip(motion(body, s), motion(frame0, f0)):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-10 * max(1.0, np.abs(b).max()))
+        np.testing.assert_allclose(body.energy(s["q"], s["qd"]),
+                                   frame0.energy(f0["q"], f0["qd"]), rtol=1e-12, atol=1e-12)
+
+
+def test_free_floating_motion_conserves_energy_and_momentum(solo_pair):
+    """No drive: rhs() integrates q (position rate R v_body, the quaternion's); T + V stays
+    constant, the linear momentum in frame 0, R (A qd)[:3], grows by m g t only, and the
+    base position integrated from R v_body is the one the kernels read back (FK of the
+    trunk = q[:3])."""
+    body, _ = solo_pair
+    rng = np.random.default_rng(4)
+    s = random_state(rng, body.n)
+    sol = solve_ivp(body.rhs(), (0, 1.0), np.r_[s["q"], s["qd"]], method="DOP853",
+                    rtol=1e-11, atol=1e-11)
+    assert sol.success
+    nq, g = body.nq, np.array(GRAVITY)
+    E = [sum(body.energy(x[:nq], x[nq:])) for x in sol.y.T]
+    assert np.abs(np.array(E) - E[0]).max() < 1e-7 * max(1.0, abs(E[0]))
+    m = body.mass_matrix(s["q"])[0, 0]
+    mom = np.array([quaternion_rotation(x[3:7]) @ (body.mass_matrix(x[:nq])[:3] @ x[nq:])
+                    - m * g * t for t, x in zip(sol.t, sol.y.T)])
+    assert np.abs(mom - mom[0]).max() < 1e-8 * max(1.0, np.abs(mom[0]).max())
+    # the centre of mass moves as c(t) = c0 + (p0/m) t + g t^2 / 2
+    def com(x):
+        r, tau = body.forward_kinematics(x[:nq])
+        A = body.mass_matrix(x[:nq])
+        c_body = np.array([A[5, 1], A[3, 2], A[4, 0]]) / m      # [c]x = A[3:6, :3] / m
+        return r[0] + tau[0].T @ c_body
+    t1, x1 = sol.t[-1], sol.y[:, -1]
+    c_pred = com(sol.y[:, 0]) + mom[0] / m * t1 + g * t1 ** 2 / 2
+    np.testing.assert_allclose(com(x1), c_pred, rtol=0, atol=1e-8)
+
+
+def test_python_backend_agrees_with_c(solo_pair):
+    body, _ = solo_pair
+    py = runtime.load(body.folder, "python")
+    rng = np.random.default_rng(5)
+    s = random_state(rng, body.n, unit=False)
+    np.testing.assert_allclose(py.forward_dynamics(s["q"], s["qd"], s["Q"]),
+                               body.forward_dynamics(s["q"], s["qd"], s["Q"]),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_manifest_records_the_body_twist_and_the_rates(solo_pair):
+    body, frame0 = solo_pair
+    assert body.manifest["base_velocity"] == "body" and "base_velocity" not in frame0.manifest
+    assert body.nq == body.n + 1 == 19
+    assert body.manifest["coordinates"][:7] == ["base_x", "base_y", "base_z", "base_qw",
+                                                "base_qx", "base_qy", "base_qz"]
+    header = " ".join((body.folder / "solo_body.h").read_text().replace("*", " ").split())
+    assert "both in its own frame: the body twist" in header
+
+
+SPEC = """[mechanism]
+name = "x"
+base = "{base}"
+{extra}
+[base]
+mass = 1.0
+inertia = [0.1, 0.1, 0.1, 0, 0, 0]
+[[joints]]
+name = "j1"
+type = "Rz"
+body = {{ mass = 1.0, inertia = [0.1, 0.1, 0.1, 0, 0, 0] }}
+"""
+
+
+@pytest.mark.parametrize("base, extra, match", [
+    ("free", 'base_velocity = "body"', "attitude = 'quaternion'"),
+    ("free", 'attitude = "quaternion"\nbase_velocity = "local"', "expected one of"),
+    ("free", 'attitude = "quaternion"\nbase_velocity = 1', "got 1"),
+    ("fixed", 'base_velocity = "body"', "base = 'free'"),
+])
+def test_base_velocity_is_checked_by_file_and_field(base, extra, match):
+    text = SPEC.format(base=base, extra=extra)
+    if base == "fixed":
+        text = text.replace("[base]\nmass = 1.0\ninertia = [0.1, 0.1, 0.1, 0, 0, 0]\n", "")
+    with pytest.raises(ModelError, match=match) as e:
+        chain_from_dict(tomllib.loads(text), "bad.toml")
+    assert str(e.value).startswith("bad.toml: mechanism.base_velocity")
+
+
+def test_urdf_spec_checks_base_velocity(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'[mechanism]\nname = "s"\nurdf = "{URDFS["solo12"]}"\nbase = "free"\n'
+                    f'base_velocity = "body"\n')
+    with pytest.raises(ModelError, match=r"s.toml: mechanism.base_velocity"):
+        chain_from_urdf_spec(tomllib.loads(spec.read_text()), spec)
+
+
+def test_derivatives_along_the_input_q_match_differences(tmp_path):
+    """``[kernels] derivatives = true`` on the body-twist base: forward differentiation of the
+    IR along q as given (x, y, z, qw, qx, qy, qz, joints) and along the body twist qd; central
+    differences of the generated inverse and forward dynamics, 4 random states."""
+    from tests.test_dynamics_derivatives import close_to_differences
+    link = {"mass": 2.0, "com": [0.2, 0.01, -0.03], "inertia": [0.02, 0.03, 0.04, 0.001, 0, 0]}
+    hub = {"name": "hub", "mass": 50.0, "com": [0.1, 0, 0], "inertia": [3, 4, 5, 0.1, 0, 0]}
+    spring = {"stiffness": 4.0, "damping": 0.3, "q0": 0.2}
+    b = (ChainBuilder("twist_arm", "free", GRAVITY, hub, attitude="quaternion",
+                      derivatives=True, base_velocity="body")
+         .joint("j1", "Rz", (0.5, 0, 0.1), [["x", 30]], body={"name": "l1", **link},
+                spring=spring)
+         .joint("j2", "Py", (0.4, 0, 0), body={"name": "l2", **link})
+         .joint("j3", "Rx", (0.3, 0.1, 0), [["z", 90]], body={"name": "l3", **link},
+                spring=spring))
+    write_generated(b.build(), tmp_path)
+    mech = runtime.load("twist_arm", "c", generated=tmp_path)
+    rng = np.random.default_rng(6)
+    for _ in range(4):
+        s = random_state(rng, mech.n, unit=False)
+        s["q"][7:] = rng.uniform(-0.5, 0.5, 3)
+        q, qd, qdd, Q = s["q"], s["qd"], s["qdd"], s["Q"]
+        dq, dqd = mech.inverse_dynamics_derivatives(q, qd, qdd)
+        close_to_differences(dq, lambda x: mech.inverse_dynamics(x, qd, qdd), q, "dID/dq")
+        close_to_differences(dqd, lambda x: mech.inverse_dynamics(q, x, qdd), qd, "dID/dqd")
+        _, fq, fqd, _ = mech.forward_dynamics_derivatives(q, qd, Q)
+        close_to_differences(fq, lambda x: mech.forward_dynamics(x, qd, Q), q, "dFD/dq")
+        close_to_differences(fqd, lambda x: mech.forward_dynamics(q, x, Q), qd, "dFD/dqd")
+
+
+def test_regressor_times_parameters_is_inverse_dynamics(tmp_path):
+    """The regressor's own motion pass carries the body-twist term too: Y pi + Q_sd and
+    Y_b beta + Q_sd equal inverse_dynamics (which equals Pinocchio's rnea, above)."""
+    from tests.test_regressor import STATES, close, generate_regressor, outputs
+    body = lambda name, m: {"name": name, "mass": m, "com": [0.1, -0.05, 0.2],
+                            "inertia": [0.3, 0.4, 0.5, 0.01, -0.02, 0.03]}
+    chain = (ChainBuilder("twist_reg", "free", [0.0, 0.0, -9.81], body("hub", 20.0),
+                          attitude="quaternion", base_velocity="body")
+             .joint("j1", "Ry", l=[0.3, 0.0, 0.1], body=body("arm1", 2.0),
+                    spring={"stiffness": 3.0, "damping": 0.5, "q0": 0.2})
+             .joint("j2", "Px", l=[0.5, 0.0, 0.0], body=body("arm2", 1.0))).build()
+    chain, mech = generate_regressor(chain, tmp_path)
+    rng = np.random.default_rng(8)
+    st = {"q": rng.normal(size=(STATES, chain.nq)), "qd": rng.normal(size=(STATES, chain.n)),
+          "qdd": rng.normal(size=(STATES, chain.n))}
+    info = mech.manifest["regressor"]
+    Q_id = mech.kernels["inverse_dynamics"](**st)
+    out = outputs(mech.kernels["regressor"], **st)
+    close(out["Y"] @ np.array(info["standard_values"]) + out["Q_sd"], Q_id, what="Y pi + Q_sd")
+    out = outputs(mech.kernels["base_regressor"], **st)
+    close(out["Y_b"] @ np.array(info["base_values"]) + out["Q_sd"], Q_id, what="Y_b beta + Q_sd")
