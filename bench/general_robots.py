@@ -92,15 +92,16 @@ def race_free_bases(reps: int = 7) -> dict:
     bundled = json.loads((GENERATED / "solo12" / "manifest.json").read_text())
     solo_ops = {k["name"]: k["ops"]["total"] for k in bundled["kernels"]}
     rows.insert(0, ("solo12", GENERATED, robots_dir() / SOLO12, {}, "free", solo_ops))
-    print(f"{'robot':12s} {'kernel':20s} {'ops':>6s} {'ours ns':>8s} {'Pinocchio ns':>12s} "
-          f"{'Pin/ours':>8s}")
+    print(f"{'robot':12s} {'kernel':20s} {'ops':>6s} {'batch ns':>8s} {'loop ns':>8s} "
+          f"{'Pinocchio ns':>12s} {'Pin/batch':>9s} {'Pin/loop':>8s}")
     results = {}
     for name, folder, urdf, lock, base, ops in rows:
         res = race(name, folder, urdf, lock, base, reps=reps)
         for k, t in res.items():
             t["ops"] = ops[k]
             print(f"{name:12s} {k:20s} {t['ops']:6d} {t['ours_ns']:8.0f} "
-                  f"{t['pinocchio_ns']:12.0f} {t['ratio']:8.2f}", flush=True)
+                  f"{t['ours_loop_ns']:8.0f} {t['pinocchio_ns']:12.0f} {t['ratio']:9.2f} "
+                  f"{t['ratio_loop']:8.2f}", flush=True)
         results[name] = res
     return results
 

@@ -10,7 +10,9 @@
    - with -DMECHGEN_GLUE -DMECHGEN_MECH=name -DMECHGEN_HEADER="path/name.h"
      -DMECHGEN_KERNELS="K(kernel_a)K(kernel_b)": ours_batch(), which calls
      <name>_<kernel>_batch of the generated C file (compiled as C and linked) with the arguments
-     its prototype asks for, in order: inputs (const double*), outputs (double*), status.
+     its prototype asks for, in order: inputs (const double*), outputs (double*), status; and
+     ours_loop(), which calls the single-state <name>_<kernel> once per state, every output
+     into one reused buffer.
 
    CONFIG, one item a line (paths run to the end of the line):
      urdf PATH | root fixed|free | lock JOINT VALUE | convention local|world | n N | reps R
@@ -27,6 +29,11 @@
 
 int64_t ours_batch(const std::string& kernel, int64_t n, const double* const* in, int nin,
                    double* const* out, int nout, int32_t* status);
+/* The single-state kernel <name>_<kernel> called state after state: inputs of state s at
+   in[k] + s * width[k], every output into the same buffer out[k] (reused, like Pinocchio's
+   Data). Returns how many calls returned a nonzero status, or < 0 on an arity mismatch. */
+int64_t ours_loop(const std::string& kernel, int64_t n, const double* const* in,
+                  const long* width, int nin, double* const* out, int nout);
 
 #ifdef MECHGEN_GLUE /* ------------------------------------------------------------------------- */
 
@@ -70,6 +77,53 @@ int64_t call(int64_t (*f)(int64_t, A...), int64_t n, Args a) {
 
 int64_t ours_batch(const std::string& kernel, int64_t n, const double* const* in, int nin,
                    double* const* out, int nout, int32_t* status) {
+  MECHGEN_KERNELS
+  return -2;
+}
+
+namespace {
+struct LoopArgs {
+  const double* const* in;
+  const long* width;
+  double* const* out;
+  int nin, nout;
+  int64_t s = 0;
+  int i = 0, o = 0;
+};
+template <class T> struct PickOne;
+template <> struct PickOne<const double*> {
+  static const double* get(LoopArgs& a) {
+    int k = a.i++;
+    return k < a.nin ? a.in[k] + a.s * a.width[k] : nullptr;
+  }
+};
+template <> struct PickOne<double*> {
+  static double* get(LoopArgs& a) { int k = a.o++; return k < a.nout ? a.out[k] : nullptr; }
+};
+
+template <class... A>
+int64_t loop(int (*f)(A...), int64_t n, LoopArgs a) {
+  LoopArgs check = a;
+  std::tuple<A...> probe{PickOne<A>::get(check)...};  // braced: picked left to right
+  (void)probe;
+  if (check.i != a.nin || check.o != a.nout) return -1;
+  int64_t failed = 0;
+  for (int64_t s = 0; s < n; s++) {
+    LoopArgs c = a;
+    c.s = s;
+    failed += std::apply(f, std::tuple<A...>{PickOne<A>::get(c)...}) != 0;
+  }
+  return failed;
+}
+}  // namespace
+
+#undef K
+#define K(k) \
+  if (kernel == #k) \
+    return loop(CAT(MECHGEN_MECH, _##k), n, LoopArgs{in, width, out, nin, nout});
+
+int64_t ours_loop(const std::string& kernel, int64_t n, const double* const* in,
+                  const long* width, int nin, double* const* out, int nout) {
   MECHGEN_KERNELS
   return -2;
 }
@@ -238,15 +292,24 @@ int main(int argc, char** argv) try {
   std::map<std::string, std::vector<std::vector<double>>> outs;
   std::map<std::string, std::vector<const double*>> ins;
   std::map<std::string, std::vector<double*>> out_ptrs;
-  std::map<std::string, int64_t> failed;
+  std::map<std::string, std::vector<long>> in_width;
+  // the single-state loop's outputs: one state's worth, overwritten by every call
+  std::map<std::string, std::vector<std::vector<double>>> one;
+  std::map<std::string, std::vector<double*>> one_ptrs;
+  std::map<std::string, int64_t> failed, failed_loop;
   for (auto& k : kernels) {
     if (!pin.count(k.name)) throw std::runtime_error("no Pinocchio counterpart for " + k.name);
     for (auto& s : k.in) {
       if (!arr.count(s)) throw std::runtime_error(k.name + ": no array " + s);
       ins[k.name].push_back(arr[s].data());
+      in_width[k.name].push_back(width[s]);
     }
-    for (long s : k.out_sizes) outs[k.name].emplace_back(size_t(n) * s);
+    for (long s : k.out_sizes) {
+      outs[k.name].emplace_back(size_t(n) * s);
+      one[k.name].emplace_back(size_t(s));
+    }
     for (auto& o : outs[k.name]) out_ptrs[k.name].push_back(o.data());
+    for (auto& o : one[k.name]) one_ptrs[k.name].push_back(o.data());
   }
   auto ours = [&](const Kernel& k) {
     return [&] {
@@ -255,16 +318,27 @@ int main(int argc, char** argv) try {
       if (failed[k.name] < 0) throw std::runtime_error(k.name + ": arguments do not match header");
     };
   };
+  auto ours1 = [&](const Kernel& k) {
+    return [&] {
+      failed_loop[k.name] = ours_loop(k.name, n, ins[k.name].data(), in_width[k.name].data(),
+                                      int(k.in.size()), one_ptrs[k.name].data(),
+                                      int(k.out_sizes.size()));
+      if (failed_loop[k.name] < 0)
+        throw std::runtime_error(k.name + ": arguments do not match header");
+      sink += one[k.name][0][0];
+    };
+  };
 
-  // Warm-up pass, then reps interleaved (ours/Pinocchio order alternating), kernel by kernel.
-  std::map<std::string, std::vector<double>> t_ours, t_pin;
-  for (auto& k : kernels) { ours(k)(); pin[k.name](); }
+  // Warm-up pass, then reps interleaved (the three orders rotating), kernel by kernel.
+  std::map<std::string, std::vector<double>> t_ours, t_loop, t_pin;
+  for (auto& k : kernels) { ours(k)(); ours1(k)(); pin[k.name](); }
   for (int r = 0; r < reps; r++)
-    for (auto& k : kernels) {
-      if (r % 2 == 0) t_ours[k.name].push_back(ns_per_state(n, ours(k)));
-      t_pin[k.name].push_back(ns_per_state(n, pin[k.name]));
-      if (r % 2 == 1) t_ours[k.name].push_back(ns_per_state(n, ours(k)));
-    }
+    for (auto& k : kernels)
+      for (int j = 0; j < 3; j++) switch ((r + j) % 3) {
+          case 0: t_ours[k.name].push_back(ns_per_state(n, ours(k))); break;
+          case 1: t_loop[k.name].push_back(ns_per_state(n, ours1(k))); break;
+          default: t_pin[k.name].push_back(ns_per_state(n, pin[k.name]));
+        }
 
   auto best = [](std::vector<double> t) { std::sort(t.begin(), t.end()); return t[0]; };
   auto median = [](std::vector<double> t) {
@@ -277,10 +351,12 @@ int main(int argc, char** argv) try {
          conv == pinocchio::Convention::WORLD ? "WORLD" : "LOCAL", sink);
   for (size_t j = 0; j < kernels.size(); j++) {
     const auto& name = kernels[j].name;
-    printf("%s\"%s\": {\"ours_ns\": %.2f, \"pinocchio_ns\": %.2f, \"ours_ns_median\": %.2f, "
-           "\"pinocchio_ns_median\": %.2f, \"ours_failed\": %ld}", j ? ", " : "", name.c_str(),
-           best(t_ours[name]), best(t_pin[name]), median(t_ours[name]), median(t_pin[name]),
-           long(failed[name]));
+    printf("%s\"%s\": {\"ours_ns\": %.2f, \"ours_loop_ns\": %.2f, \"pinocchio_ns\": %.2f, "
+           "\"ours_ns_median\": %.2f, \"ours_loop_ns_median\": %.2f, "
+           "\"pinocchio_ns_median\": %.2f, \"ours_failed\": %ld, \"ours_loop_failed\": %ld}",
+           j ? ", " : "", name.c_str(), best(t_ours[name]), best(t_loop[name]),
+           best(t_pin[name]), median(t_ours[name]), median(t_loop[name]),
+           median(t_pin[name]), long(failed[name]), long(failed_loop[name]));
   }
   printf("}}\n");
   return 0;
