@@ -322,16 +322,53 @@ def rnea_derivatives(rec: Recorder, chain: Chain, links: list[LinkTransform], qd
     j: body j's frame at the current configuration: the equations hold in any one frame's
     coordinates, and a frame in the middle of the tree makes the rotations sparser).
     Joints: 1-DoF revolute or prismatic (no quasi joints)."""
-    m = joint_motion(rec, chain, links, qd, frame)
-    a = accelerations(rec, chain, m, qd, qdd)
-    Sdd = second_rates(rec, chain, m, a)
-    own = body_inertias(rec, chain, m)
-    f = body_forces(own, m, a)
-    Ic = subtree_sums(rec, chain, [o and o[0] for o in own], "Ic")
-    Idc = subtree_sums(rec, chain, [o and o[1] for o in own], "Idc")
-    Hc = subtree_sums(rec, chain, [o and o[2] for o in own], "Hc")
-    Fc = subtree_sums(rec, chain, f, "Fc")
-    return pair_terms(rec, chain, m, Sdd, Ic, Idc, Hc, Fc)
+    n = chain.n
+    zero6 = [ZERO] * 6
+    pose = poses(rec, chain, links, frame)
+    a0 = [ZERO] * 3 + rec.vec(matvec(pose[0].R, [-sp.sympify(x) for x in chain.gravity]), "g_c")
+    S, v, Sd, a, Sdd = [], [], [], [], []
+    own: list = []   # (I, Id, h, f) per body, None for a massless body
+    for j in range(1, n + 1):
+        lt, par = links[j - 1], chain.parent[j - 1]
+        P = pose[j]
+        e = [row[lt.e.index(1)] for row in P.R]
+        Sj = e + cross(P.p, e) if lt.kind == "R" else [ZERO] * 3 + list(e)
+        S.append(rec.vec(Sj, f"S{j}", labels="abcxyz"))
+        v_p, a_p = (zero6, a0) if par == 0 else (v[par - 1], a[par - 1])
+        Sd.append(rec.vec(mcross(v_p, S[-1]), f"Sd{j}", labels="abcxyz"))
+        v.append(rec.vec(_add(v_p, _scale(qd[j - 1], S[-1])), f"V{j}", labels="abcxyz"))
+        a.append(rec.vec(_add(a_p, _scale(qdd[j - 1], S[-1]), _scale(qd[j - 1], Sd[-1])),
+                         f"Acc{j}", labels="abcxyz"))
+        Sdd.append(rec.vec(_add(mcross(a_p, S[-1]), mcross(v_p, Sd[-1])), f"Sdd{j}",
+                           labels="abcxyz"))
+        body = chain.bodies[j - 1]
+        if body.fictitious:
+            own.append(None)
+            continue
+        I = world_inertia(rec, body.m, list(body.d), central_inertia(body.m, body.d, body.I),
+                          P.R, P.p, f"Iw{j}")
+        h = rec.vec(I.times(v[-1]), f"hw{j}", labels="abcxyz")
+        f = _add(I.times(a[-1]), fcross(v[-1], h))
+        own.append((I, inertia_rate(rec, I, v[-1], f"Id{j}"), h, f))
+    Ic: list = [None] * n
+    Idc: list = [None] * n
+    Hc: list = [None] * n
+    Fc: list = [None] * n
+    for j in range(n, 0, -1):
+        terms = ([own[j - 1]] if own[j - 1] else []) + \
+            [(Ic[c - 1], Idc[c - 1], Hc[c - 1], Fc[c - 1]) for c in chain.children(j)
+             if Ic[c - 1] is not None]
+        if not terms:
+            continue
+        I, Id, h, f = terms[0]
+        for t in terms[1:]:
+            I, Id, h, f = I.plus(t[0]), Id.plus(t[1]), _add(h, t[2]), _add(f, t[3])
+        if len(terms) > 1:
+            I, Id = I.named(rec, f"Ic{j}"), Id.named(rec, f"Idc{j}")
+        Ic[j - 1], Idc[j - 1] = I, Id
+        Hc[j - 1] = rec.vec(h, f"Hc{j}", labels="abcxyz")
+        Fc[j - 1] = rec.vec(f, f"Fc{j}", labels="abcxyz")
+    return pair_terms(rec, chain, Motion(pose, S, v, Sd, a0), Sdd, Ic, Idc, Hc, Fc)
 
 
 # Forward dynamics' derivatives from one pass (derivatives.py, "composite" form): the mass
