@@ -2,10 +2,10 @@
 outputs as the reference form (the body-frame mass matrix and bias, A^-1 by n solves against
 the unit vectors on the L^T D L factors, generator/families/serial/derivatives.py): the
 symmetric A^-1 (generator/algorithms/ltdl_inverse.py) and the mass matrix and bias from the
-analytical pass's composites (rnea_derivatives.py eqs. 8, 9), to 1e-10 relative, on random fixed- and
-free-base (y-z-x angles) chains and trees with prismatic joints, massless bodies, springs and
-named parameters, and on the quaternion base (forward-mode dID). Each kernel is evaluated as
-built (before CSE) from its statements printed as Python."""
+analytical pass's composites (rnea_derivatives.py eqs. 8, 9), to 1e-10 relative, on random
+fixed- and free-base (y-z-x angles) chains and trees with prismatic joints, massless bodies,
+springs and named parameters, and on the quaternion base (forward-mode dID). Each kernel is
+evaluated as built (before CSE) from its statements printed as Python."""
 
 from __future__ import annotations
 

@@ -379,7 +379,8 @@ def rnea_derivatives(rec: Recorder, chain: Chain, links: list[LinkTransform], qd
 # with Fc0 the composite forces at qdd = 0 (a0_j = a0_p + Sd_j qd_j from (0, -g)); once qdd is
 # solved, the accelerations and forces at qdd follow by linearity:
 #
-#     alpha_j = alpha_p + S_j qdd_j,   a_j = a0_j + alpha_j,   Fc_j = Fc0_j + sum_sub(j) I_i alpha_i  (9)
+#     alpha_j = alpha_p + S_j qdd_j,   a_j = a0_j + alpha_j,
+#     Fc_j = Fc0_j + sum over the subtree of j of I_i alpha_i                              (9)
 
 
 @dataclass

@@ -17,10 +17,14 @@ eq. 8) gives
     dFD/dqd = -A^-1 dID/dqd |qdd = FD(q, qd, Q)
     dFD/dQ  =  A^-1
 
-The kernel computes qdd by the L^T D L of kernels.forward_dynamics, differentiates the RNEA at
-that qdd held fixed, and applies A^-1 by the same factorisation (one solve per column, over
-ancestors only: no fill-in on a tree). Derivatives with respect to q are taken with respect to
-the input q as given: for a quaternion base the columns are those of x, y, z, qw, qx, qy, qz.
+The kernel computes qdd by an L^T D L factorisation, differentiates the RNEA at that qdd, and
+applies A^-1 by the same factors (one solve per column, over ancestors only: no fill-in on a
+tree); dFD/dQ = A^-1 itself by the symmetric form of algorithms/ltdl_inverse.py when that is
+cheaper. Three forms, the cheapest kept (:func:`choose`): the mass matrix and bias from the
+analytical pass's composites (rnea_derivatives eqs. 8, 9), or from the body-frame CRBA and
+Newton-Euler (kernels.mass_and_bias) with the analytical dID, or with the forward-mode dID.
+Derivatives with respect to q are taken with respect to the input q as given: for a quaternion
+base the columns are those of x, y, z, qw, qx, qy, qz.
 """
 
 from __future__ import annotations
