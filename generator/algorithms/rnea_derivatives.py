@@ -189,6 +189,132 @@ def poses(rec: Recorder, chain: Chain, links: list[LinkTransform], frame: int) -
     return out
 
 
+@dataclass
+class Motion:
+    """Per joint j (index j - 1), in the common frame: S_j, v_j, Sd_j (eq. 2), the pose of
+    every frame, and the base's acceleration (0, -g)."""
+
+    pose: list[Pose]
+    S: list[list]
+    v: list[list]
+    Sd: list[list]
+    a_base: list
+
+
+def joint_motion(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list,
+                 frame: int) -> Motion:
+    """S_j = (e_j, p_j x e_j) (prismatic (0, e_j)), Sd_j = v_p x S_j, v_j = v_p + S_j qd_j."""
+    pose = poses(rec, chain, links, frame)
+    a_base = [ZERO] * 3 + rec.vec(matvec(pose[0].R, [-sp.sympify(x) for x in chain.gravity]),
+                                  "g_c")
+    S, v, Sd = [], [], []
+    for j in range(1, chain.n + 1):
+        lt, par = links[j - 1], chain.parent[j - 1]
+        R, p = pose[j].R, pose[j].p
+        e = [row[lt.e.index(1)] for row in R]
+        S.append(rec.vec(e + cross(p, e) if lt.kind == "R" else [ZERO] * 3 + list(e), f"S{j}",
+                         labels="abcxyz"))
+        v_p = [ZERO] * 6 if par == 0 else v[par - 1]
+        Sd.append(rec.vec(mcross(v_p, S[-1]), f"Sd{j}", labels="abcxyz"))
+        v.append(rec.vec(_add(v_p, _scale(qd[j - 1], S[-1])), f"V{j}", labels="abcxyz"))
+    return Motion(pose, S, v, Sd, a_base)
+
+
+def accelerations(rec: Recorder, chain: Chain, m: Motion, qd: list, qdd: list | None,
+                  name: str = "Acc") -> list[list]:
+    """a_j = a_p + S_j qdd_j + Sd_j qd_j from a_0 = (0, -g) (qdd None: the accelerations at
+    qdd = 0)."""
+    a: list[list] = []
+    for j in range(1, chain.n + 1):
+        par = chain.parent[j - 1]
+        a_p = m.a_base if par == 0 else a[par - 1]
+        terms = [a_p, _scale(qd[j - 1], m.Sd[j - 1])]
+        if qdd is not None:
+            terms.append(_scale(qdd[j - 1], m.S[j - 1]))
+        a.append(rec.vec(_add(*terms), f"{name}{j}", labels="abcxyz"))
+    return a
+
+
+def second_rates(rec: Recorder, chain: Chain, m: Motion, a: list[list]) -> list[list]:
+    """Sdd_j = a_p x S_j + v_p x Sd_j, eq. (3)."""
+    out = []
+    for j in range(1, chain.n + 1):
+        par = chain.parent[j - 1]
+        a_p, v_p = (m.a_base, [ZERO] * 6) if par == 0 else (a[par - 1], m.v[par - 1])
+        out.append(rec.vec(_add(mcross(a_p, m.S[j - 1]), mcross(v_p, m.Sd[j - 1])), f"Sdd{j}",
+                           labels="abcxyz"))
+    return out
+
+
+def body_inertias(rec: Recorder, chain: Chain, m: Motion) -> list:
+    """(I_j, Id_j, h_j = I_j v_j) per body in the common frame (eq. 4); None for a massless
+    (fictitious) body."""
+    own: list = []
+    for j in range(1, chain.n + 1):
+        body = chain.bodies[j - 1]
+        if body.fictitious:
+            own.append(None)
+            continue
+        P = m.pose[j]
+        I = world_inertia(rec, body.m, list(body.d), central_inertia(body.m, body.d, body.I),
+                          P.R, P.p, f"Iw{j}")
+        h = rec.vec(I.times(m.v[j - 1]), f"hw{j}", labels="abcxyz")
+        own.append((I, inertia_rate(rec, I, m.v[j - 1], f"Id{j}"), h))
+    return own
+
+
+def body_forces(own: list, m: Motion, a: list[list]) -> list:
+    """f_j = I_j a_j + v_j x* h_j per body (None for a massless body)."""
+    return [None if o is None else _add(o[0].times(a[j]), fcross(m.v[j], o[2]))
+            for j, o in enumerate(own)]
+
+
+def subtree_sums(rec: Recorder, chain: Chain, own: list, name: str) -> list:
+    """Per joint j, the sum of a body quantity over the subtree of j (an Inertia, named only
+    where several terms meet, or a 6-vector, always named); None where the subtree has none."""
+    out: list = [None] * chain.n
+    for j in range(chain.n, 0, -1):
+        terms = ([own[j - 1]] if own[j - 1] is not None else []) + \
+            [out[c - 1] for c in chain.children(j) if out[c - 1] is not None]
+        if not terms:
+            continue
+        if isinstance(terms[0], Inertia):
+            total = terms[0]
+            for t in terms[1:]:
+                total = total.plus(t)
+            out[j - 1] = total.named(rec, f"{name}{j}") if len(terms) > 1 else total
+        else:
+            out[j - 1] = rec.vec(_add(*terms), f"{name}{j}", labels="abcxyz")
+    return out
+
+
+def pair_terms(rec: Recorder, chain: Chain, m: Motion, Sdd: list, Ic: list, Idc: list,
+               Hc: list, Fc: list) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]]]:
+    """(dtau/dq, dtau/dqd) by eqs. (6) and (7) from the composites."""
+    n, S, Sd = chain.n, m.S, m.Sd
+    dq = [[ZERO] * n for _ in range(n)]
+    dqd = [[ZERO] * n for _ in range(n)]
+    for j in range(1, n + 1):
+        if Ic[j - 1] is None:   # nothing moves below joint j
+            continue
+        w = rec.vec(Ic[j - 1].times(S[j - 1]), f"wS{j}", labels="abcxyz")
+        XS = Idc[j - 1].times(S[j - 1])
+        SH = fcross(S[j - 1], Hc[j - 1])
+        u = rec.vec([x - y for x, y in zip(XS, SH)], f"uS{j}", labels="abcxyz")
+        P = _add(fcross(S[j - 1], Fc[j - 1]), Ic[j - 1].times(Sdd[j - 1]),
+                 Idc[j - 1].times(Sd[j - 1]), fcross(Sd[j - 1], Hc[j - 1]))
+        P = rec.vec(P, f"Pq{j}", labels="abcxyz")
+        G = _add(_scale(2, Ic[j - 1].times(Sd[j - 1])), XS, SH)
+        G = rec.vec(G, f"Gqd{j}", labels="abcxyz")
+        for k in chain.ancestors(j):          # k ⪯ j, eq. (6)
+            dq[j - 1][k - 1] = dot6(Sdd[k - 1], w) + dot6(Sd[k - 1], u)
+            dqd[j - 1][k - 1] = 2 * dot6(Sd[k - 1], w) + dot6(S[k - 1], u)
+        for i in chain.ancestors(j)[1:]:      # i ≺ j, eq. (7)
+            dq[i - 1][j - 1] = dot6(S[i - 1], P)
+            dqd[i - 1][j - 1] = dot6(S[i - 1], G)
+    return dq, dqd
+
+
 def rnea_derivatives(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list,
                      qdd: list, frame: int = 0) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]]]:
     """(dtau/dq, dtau/dqd), n x n each, of tau = A(q) qdd + h(q, qd) (no springs), by
@@ -242,24 +368,81 @@ def rnea_derivatives(rec: Recorder, chain: Chain, links: list[LinkTransform], qd
         Ic[j - 1], Idc[j - 1] = I, Id
         Hc[j - 1] = rec.vec(h, f"Hc{j}", labels="abcxyz")
         Fc[j - 1] = rec.vec(f, f"Fc{j}", labels="abcxyz")
-    dq = [[ZERO] * n for _ in range(n)]
-    dqd = [[ZERO] * n for _ in range(n)]
+    return pair_terms(rec, chain, Motion(pose, S, v, Sd, a0), Sdd, Ic, Idc, Hc, Fc)
+
+
+# Forward dynamics' derivatives from one pass (derivatives.py, "composite" form): the mass
+# matrix and the bias come from the same composites as the derivatives, before qdd is known,
+#
+#     A_ij = S_i . Ic_j S_j  (i ⪯ j),     h_j = S_j . Fc0_j                                (8)
+#
+# with Fc0 the composite forces at qdd = 0 (a0_j = a0_p + Sd_j qd_j from (0, -g)); once qdd is
+# solved, the accelerations and forces at qdd follow by linearity:
+#
+#     alpha_j = alpha_p + S_j qdd_j,   a_j = a0_j + alpha_j,
+#     Fc_j = Fc0_j + sum over the subtree of j of I_i alpha_i                              (9)
+
+
+@dataclass
+class Composites:
+    """The velocity-level pass: motion, body inertias, composites, accelerations and
+    composite forces at qdd = 0."""
+
+    m: Motion
+    own: list
+    Ic: list
+    Idc: list
+    Hc: list
+    a0: list
+    Fc0: list
+
+
+def velocity_pass(rec: Recorder, chain: Chain, links: list[LinkTransform], qd: list,
+                  frame: int) -> Composites:
+    """Everything of eqs. (2)-(5) that does not depend on qdd, and the forces at qdd = 0."""
+    m = joint_motion(rec, chain, links, qd, frame)
+    own = body_inertias(rec, chain, m)
+    a0 = accelerations(rec, chain, m, qd, None, name="Acc0")
+    Ic = subtree_sums(rec, chain, [o and o[0] for o in own], "Ic")
+    Idc = subtree_sums(rec, chain, [o and o[1] for o in own], "Idc")
+    Hc = subtree_sums(rec, chain, [o and o[2] for o in own], "Hc")
+    Fc0 = subtree_sums(rec, chain, body_forces(own, m, a0), "Fc0")
+    return Composites(m, own, Ic, Idc, Hc, a0, Fc0)
+
+
+def mass_matrix_from(rec: Recorder, chain: Chain, c: Composites) -> list[list[sp.Expr]]:
+    """A_ij = S_i . (Ic_j S_j) for i ⪯ j, eq. (8); 0 across branches."""
+    n = chain.n
+    A = [[ZERO] * n for _ in range(n)]
     for j in range(1, n + 1):
-        if Ic[j - 1] is None:   # nothing moves below joint j
+        if c.Ic[j - 1] is None:
             continue
-        w = rec.vec(Ic[j - 1].times(S[j - 1]), f"wS{j}", labels="abcxyz")
-        XS = Idc[j - 1].times(S[j - 1])
-        SH = fcross(S[j - 1], Hc[j - 1])
-        u = rec.vec([x - y for x, y in zip(XS, SH)], f"uS{j}", labels="abcxyz")
-        P = _add(fcross(S[j - 1], Fc[j - 1]), Ic[j - 1].times(Sdd[j - 1]),
-                 Idc[j - 1].times(Sd[j - 1]), fcross(Sd[j - 1], Hc[j - 1]))
-        P = rec.vec(P, f"Pq{j}", labels="abcxyz")
-        G = _add(_scale(2, Ic[j - 1].times(Sd[j - 1])), XS, SH)
-        G = rec.vec(G, f"Gqd{j}", labels="abcxyz")
-        for k in chain.ancestors(j):          # k ⪯ j, eq. (6)
-            dq[j - 1][k - 1] = dot6(Sdd[k - 1], w) + dot6(Sd[k - 1], u)
-            dqd[j - 1][k - 1] = 2 * dot6(Sd[k - 1], w) + dot6(S[k - 1], u)
-        for i in chain.ancestors(j)[1:]:      # i ≺ j, eq. (7)
-            dq[i - 1][j - 1] = dot6(S[i - 1], P)
-            dqd[i - 1][j - 1] = dot6(S[i - 1], G)
-    return dq, dqd
+        w = rec.vec(c.Ic[j - 1].times(c.m.S[j - 1]), f"wS{j}", labels="abcxyz")
+        for i in chain.ancestors(j):
+            A[i - 1][j - 1] = A[j - 1][i - 1] = rec.bind(dot6(c.m.S[i - 1], w), f"A{i}_{j}")
+    return A
+
+
+def bias_from(rec: Recorder, chain: Chain, c: Composites) -> list[sp.Expr]:
+    """h_j(q, qd) = S_j . Fc0_j, eq. (8): Coriolis, centrifugal and gravity forces."""
+    return [ZERO if F is None else rec.bind(dot6(S, F), f"h{j}")
+            for j, (S, F) in enumerate(zip(c.m.S, c.Fc0), start=1)]
+
+
+def derivatives_at(rec: Recorder, chain: Chain, c: Composites, qd: list,
+                   qdd: list) -> tuple[list[list[sp.Expr]], list[list[sp.Expr]]]:
+    """(dtau/dq, dtau/dqd) at qdd by eqs. (9), (3), (6), (7)."""
+    alpha: list[list] = []
+    for j in range(1, chain.n + 1):
+        par = chain.parent[j - 1]
+        a_p = [ZERO] * 6 if par == 0 else alpha[par - 1]
+        alpha.append(rec.vec(_add(a_p, _scale(qdd[j - 1], c.m.S[j - 1])), f"alpha{j}",
+                             labels="abcxyz"))
+    a = [rec.vec(_add(x, y), f"Acc{j}", labels="abcxyz")
+         for j, (x, y) in enumerate(zip(c.a0, alpha), start=1)]
+    Sdd = second_rates(rec, chain, c.m, a)
+    dF = subtree_sums(rec, chain, [o and o[0].times(alpha[j]) for j, o in enumerate(c.own)],
+                      "dFc")
+    Fc = [F0 if dFj is None else rec.vec(_add(F0, dFj), f"Fc{j}", labels="abcxyz")
+          for j, (F0, dFj) in enumerate(zip(c.Fc0, dF), start=1)]
+    return pair_terms(rec, chain, c.m, Sdd, c.Ic, c.Idc, c.Hc, Fc)

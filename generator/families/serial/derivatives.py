@@ -17,10 +17,14 @@ eq. 8) gives
     dFD/dqd = -A^-1 dID/dqd |qdd = FD(q, qd, Q)
     dFD/dQ  =  A^-1
 
-The kernel computes qdd by the L^T D L of kernels.forward_dynamics, differentiates the RNEA at
-that qdd held fixed, and applies A^-1 by the same factorisation (one solve per column, over
-ancestors only: no fill-in on a tree). Derivatives with respect to q are taken with respect to
-the input q as given: for a quaternion base the columns are those of x, y, z, qw, qx, qy, qz.
+The kernel computes qdd by an L^T D L factorisation, differentiates the RNEA at that qdd, and
+applies A^-1 by the same factors (one solve per column, over ancestors only: no fill-in on a
+tree); dFD/dQ = A^-1 itself by the symmetric form of algorithms/ltdl_inverse.py when that is
+cheaper. Three forms, the cheapest kept (:func:`choose`): the mass matrix and bias from the
+analytical pass's composites (rnea_derivatives eqs. 8, 9), or from the body-frame CRBA and
+Newton-Euler (kernels.mass_and_bias) with the analytical dID, or with the forward-mode dID.
+Derivatives with respect to q are taken with respect to the input q as given: for a quaternion
+base the columns are those of x, y, z, qw, qx, qy, qz.
 """
 
 from __future__ import annotations
@@ -28,10 +32,14 @@ from __future__ import annotations
 import sympy as sp
 
 from mechgen.generator.algorithms.ldlt import SINGULAR, SingularMassMatrix, _inverse_pivot
+from mechgen.generator.algorithms.ltdl_inverse import latest_last, symmetric_inverse
 from mechgen.generator.algorithms.rnea import rnea
-from mechgen.generator.algorithms.rnea_derivatives import rnea_derivatives
-from mechgen.generator.families.serial.kernels import (_flat, _links, _start, mass_and_bias,
-                                                       passive_forces)
+from mechgen.generator.algorithms.rnea_derivatives import (bias_from, derivatives_at,
+                                                          mass_matrix_from, rnea_derivatives,
+                                                          velocity_pass)
+from mechgen.generator.families.serial.kernels import (EULER_MESSAGE, EULER_SINGULAR, _flat,
+                                                       _links, _require_euler_regular, _start,
+                                                       mass_and_bias, passive_forces)
 from mechgen.generator.ir import Assign, Kernel, Port
 from mechgen.generator.model import Chain, ModelError
 from mechgen.generator.passes.cse import common_subexpressions
@@ -52,6 +60,11 @@ def _analytic_rows(rec: Recorder, chain: Chain, links, q, qd, qdd,
     """[dID/dq | dID/dqd] rows by the analytical RNEA derivatives
     (algorithms/rnea_derivatives.py), plus the spring-damper laws' own derivatives."""
     dq, dqd = rnea_derivatives(rec, chain, links, qd, qdd, frame)
+    return _with_springs(chain, q, qd, dq, dqd)
+
+
+def _with_springs(chain: Chain, q, qd, dq, dqd) -> list[list[sp.Expr]]:
+    """[dID/dq | dID/dqd] rows: the RNEA's derivatives minus the spring-damper laws' own."""
     passive = passive_forces(chain, q, qd)
     return [[dq[i][k] - sp.diff(passive[i], q[k]) for k in range(chain.n)]
             + [dqd[i][k] - sp.diff(passive[i], qd[k]) for k in range(chain.n)]
@@ -148,7 +161,7 @@ def _analytic_ops(chain: Chain, frame: int) -> int:
 def inverse_dynamics_derivatives(chain: Chain) -> Kernel:
     """dID/dq and dID/dqd by whichever path (analytical or forward-mode) costs fewer
     operations on this chain (:func:`choose`)."""
-    return choose(chain, id_derivatives_analytic, id_derivatives_forward)
+    return choose(chain, (id_derivatives_analytic,), id_derivatives_forward)
 
 
 def _ancestors(parent: list[int], k: int) -> list[int]:
@@ -183,34 +196,86 @@ def ltdl_factor(rec: Recorder, A: list[list[sp.Expr]], parent: list[int], names:
 def ltdl_apply(rec: Recorder, L, invD, parent: list[int], b: list[sp.Expr],
                name: str) -> list[sp.Expr]:
     """x = A^-1 b from the factors (RBDA Table 6.4): L^T y = b, then x = L^-1 D^-1 y; sums
-    over ancestors only."""
+    over ancestors only. Each sum is split by :func:`latest_last`, so the chain of dependent
+    operations from one unknown to the next is one multiply and one add."""
     n = len(b)
-    y = {i: b[i - 1] for i in range(1, n + 1)}
+    terms = {i: [b[i - 1]] for i in range(1, n + 1)}
+    y: dict[int, sp.Expr] = {}
     for i in range(n, 0, -1):
-        y[i] = rec.bind(y[i], f"{name}_y{i}")
+        y[i] = latest_last(rec, terms[i], f"{name}_y{i}")
         for p in _ancestors(parent, i):
-            y[p] = y[p] - L[i, p] * y[i]
+            terms[p].append(-L[i, p] * y[i])
     x = [sp.Integer(0)] * n
     for i in range(1, n + 1):
-        x[i - 1] = rec.bind(y[i] * invD[i] - sp.Add(*[L[i, j] * x[j - 1]
-                                                      for j in _ancestors(parent, i)]),
-                            f"{name}{i}")
+        older = [-L[i, j] * x[j - 1] for j in reversed(_ancestors(parent, i))]
+        x[i - 1] = latest_last(rec, [y[i] * invD[i], *older], f"{name}{i}")
     return x
 
 
-def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0) -> Kernel:
+def _ops_of(statements) -> int:
+    return count_ops(Kernel("ops", "", (), (), tuple(statements)))["total"]
+
+
+def inverse_by_unit_solves(rec: Recorder, L, invD, parent: list[int]) -> list[list[sp.Expr]]:
+    """A^-1 by n solves against the unit vectors (:func:`ltdl_apply`); rows."""
+    n = len(parent)
+    cols = [ltdl_apply(rec, L, invD, parent, [sp.Integer(1 if i == c else 0) for i in range(n)],
+                       f"Ainv_c{c + 1}_") for c in range(n)]
+    return [[col[i] for col in cols] for i in range(n)]
+
+
+def inverse_mass_matrix(rec: Recorder, L, invD, parent: list[int]) -> list[list[sp.Expr]]:
+    """A^-1 from the factors by the symmetric form (algorithms/ltdl_inverse.py: U = L^-1,
+    (A^-1)_ab = sum over the common path of U_am U_bm / D_m, each entry once) or by n unit
+    solves, whichever records fewer operations (each tried on a scratch recorder first)."""
+    forms = (symmetric_inverse, inverse_by_unit_solves)
+    costs = []
+    for form in forms:
+        scratch = Recorder(reserved=set(rec._taken))
+        form(scratch, L, invD, parent)
+        costs.append(_ops_of(scratch.statements))
+    return forms[costs.index(min(costs))](rec, L, invD, parent)
+
+
+def euler_regularity(rec: Recorder, chain: Chain, q) -> dict[int, str]:
+    """The statuses of forward dynamics, and the Euler-base regularity check of a free base
+    (as kernels.mass_and_bias)."""
+    statuses = {SINGULAR: "mass matrix not positive definite"}
+    if chain.base == "free" and chain.attitude == "euler":
+        _require_euler_regular(rec, q)
+        statuses[EULER_SINGULAR] = EULER_MESSAGE
+    return statuses
+
+
+def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0,
+                    inverse=inverse_mass_matrix, composite: bool = False) -> Kernel:
     """qdd = FD(q, qd, Q) and its derivatives -A^-1 dID/dq, -A^-1 dID/dqd, A^-1, with dID by
-    the analytical RNEA derivatives or by forward differentiation of the RNEA's IR."""
+    the analytical RNEA derivatives or by forward differentiation of the RNEA's IR, and A^-1
+    by ``inverse(rec, L, invD, parent)`` (default: the cheaper form). ``composite``
+    (analytical only): the mass matrix and the bias from the analytical pass's composites
+    in the common frame instead of the body-frame CRBA and Newton-Euler."""
     ins, rec, rchain, (q, qd, Q) = _start(chain, ["q", "qd", "Q"])
     n, nq, parent = chain.n, chain.nq, list(rchain.parent)
-    links, A, b, statuses = mass_and_bias(rec, rchain, q, qd, Q)
+    names = {"qdd", "dqdd_dq", "dqdd_dqd", "dqdd_dQ"}
+    if composite:   # A and h from the analytical pass's composites (rnea_derivatives eq. 8)
+        rec._taken |= names
+        links = _links(rec, rchain, q)
+        passes = velocity_pass(rec, rchain, links, qd, frame)
+        A = mass_matrix_from(rec, rchain, passes)
+        b = [rec.bind(Qj + Pj - hj, f"b{j}") for j, (Qj, Pj, hj) in
+             enumerate(zip(Q, passive_forces(rchain, q, qd), bias_from(rec, rchain, passes)),
+                       start=1)]
+        statuses = euler_regularity(rec, rchain, q)
+    else:
+        links, A, b, statuses = mass_and_bias(rec, rchain, q, qd, Q)
     try:
         L, invD = ltdl_factor(rec, A, parent, rchain.coordinates)
     except SingularMassMatrix as e:
         raise ModelError(f"{chain.source}: {e}") from None
     qdd = ltdl_apply(rec, L, invD, parent, b, "qdd")
-    names = {"qdd", "dqdd_dq", "dqdd_dqd", "dqdd_dQ"}
-    if analytic:
+    if composite:
+        rows = _with_springs(rchain, q, qd, *derivatives_at(rec, rchain, passes, qd, qdd))
+    elif analytic:
         rec._taken |= names
         rows = _analytic_rows(rec, rchain, links, q, qd, qdd, frame)
     else:
@@ -221,11 +286,9 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0) -> Kernel:
         body, rows = differentiate(k, tau, q_in + qd_in, constants=held, reserved=names)
         rec.statements = list(body)
         rec._taken |= {st.target.name for st in body if isinstance(st, Assign)}
+    Ainv = inverse(rec, L, invD, parent)
     cols = [ltdl_apply(rec, L, invD, parent, [-rows[i][c] for i in range(n)], f"dqdd_c{c + 1}_")
             for c in range(nq + n)]
-    unit = [ltdl_apply(rec, L, invD, parent,
-                       [sp.Integer(1 if i == c else 0) for i in range(n)], f"Ainv_c{c + 1}_")
-            for c in range(n)]
 
     def matrix(columns):  # list of columns -> rows
         return [[col[i] for col in columns] for i in range(n)]
@@ -241,43 +304,54 @@ def _fd_derivatives(chain: Chain, analytic: bool, frame: int = 0) -> Kernel:
                              f"{_doc_q(chain)}"),
                         Port("dqdd_dqd", (n, n), _flat(matrix(cols[nq:])),
                              f"dqdd/dqd, shape ({n}, {n}); rows and columns in the order of qd"),
-                        Port("dqdd_dQ", (n, n), _flat(matrix(unit)),
+                        Port("dqdd_dQ", (n, n), _flat(Ainv),
                              f"dqdd/dQ = A^-1, symmetric, shape ({n}, {n}), in the order of qd")),
                   tuple(rec.statements), statuses))
 
 
-def fd_derivatives_forward(chain: Chain) -> Kernel:
-    return _fd_derivatives(chain, analytic=False)
+def fd_derivatives_forward(chain: Chain, inverse=inverse_mass_matrix) -> Kernel:
+    return _fd_derivatives(chain, analytic=False, inverse=inverse)
 
 
-def fd_derivatives_analytic(chain: Chain, frame: int | None = None) -> Kernel:
+def fd_derivatives_analytic(chain: Chain, frame: int | None = None,
+                            inverse=inverse_mass_matrix) -> Kernel:
     frame = best_frame(chain) if frame is None else frame
-    return _fd_derivatives(chain, analytic=True, frame=frame)
+    return _fd_derivatives(chain, analytic=True, frame=frame, inverse=inverse)
+
+
+def fd_derivatives_composite(chain: Chain, frame: int | None = None,
+                             inverse=inverse_mass_matrix) -> Kernel:
+    """The analytical dFD with the mass matrix and bias from its own composites."""
+    frame = best_frame(chain) if frame is None else frame
+    return _fd_derivatives(chain, analytic=True, frame=frame, inverse=inverse, composite=True)
 
 
 def forward_dynamics_derivatives(chain: Chain) -> Kernel:
     """qdd = FD(q, qd, Q) and its derivatives, dID by the cheaper path (:func:`choose`)."""
-    return choose(chain, fd_derivatives_analytic, fd_derivatives_forward)
+    return choose(chain, (fd_derivatives_composite, fd_derivatives_analytic),
+                  fd_derivatives_forward)
 
 
-def choose(chain: Chain, analytic, forward) -> Kernel:
-    """The analytical kernel (in :func:`best_frame`) when it applies and costs fewer
-    operations than the forward-mode one; otherwise the forward-mode kernel. Counted after
-    dead-code removal, and after CSE too when the two are within NEAR_TIE of each other (CSE
-    takes both about as far: panda's dID 4282 -> 3890 analytical, 7677 -> 7211 forward-mode;
-    ur5's dFD 4115 -> 3599 analytical, 4157 -> 3503 forward-mode)."""
+def choose(chain: Chain, analytic: tuple, forward) -> Kernel:
+    """The cheapest of the analytical kernels (in :func:`best_frame`; when they apply) and
+    the forward-mode one. Counted after dead-code removal, and after CSE too for the
+    candidates within NEAR_TIE of the cheapest (CSE takes them about as far: panda's dID
+    4282 -> 3890 analytical, 7677 -> 7211 forward-mode; ur5's dFD 4115 -> 3599 analytical,
+    4157 -> 3503 forward-mode); the first listed wins a tie."""
     if not analytic_applies(chain):
         return forward(chain)
     built = []
-    for build in (analytic, forward):
-        with counting_dense() as dense:   # the dense count of the kernel kept, not of both
+    for build in (*analytic, forward):
+        with counting_dense() as dense:   # the dense count of the kernel kept, not of all
             k = build(chain)
         clean = remove_dead_code(drop_unguarded_checks(k))
         built.append([count_ops(clean)["total"], k, dense.as_dict(), clean])
-    if min(b[0] for b in built) > NEAR_TIE * max(b[0] for b in built):
-        for b in built:
+    least = min(b[0] for b in built)
+    near = [b for b in built if NEAR_TIE * b[0] <= least]
+    if len(near) > 1:
+        for b in near:
             b[0] = count_ops(remove_dead_code(common_subexpressions(b[3])))["total"]
-    _, k, dense, _ = min(built, key=lambda b: b[0])
+    _, k, dense, _ = min(near, key=lambda b: b[0])
     _count(**{key: dense[key] for key in ("adds", "muls", "divs", "sqrt", "trig")})
     return k
 

@@ -1,0 +1,72 @@
+"""The inverse of a tree's mass matrix from its L^T D L factors, exploiting symmetry.
+
+With A = L^T D L (algorithms/ldlt.ltdl_solve: L unit lower triangular, L_ki != 0 only for i an
+ancestor of k), A^-1 = L^-1 D^-1 L^-T. The inverse U = L^-1 keeps the tree's sparsity
+(U_ki != 0 only for i = k or an ancestor of k) and follows from L U = 1 row by row:
+
+    U_kk = 1,   U_ki = -sum_{j an ancestor of k, i ⪯ j} L_kj U_ji        (i ≺ k)        (1)
+
+so, with V_am = U_am / D_m,
+
+    (A^-1)_ab = sum_{m ⪯ a, m ⪯ b} V_am U_bm                                            (2)
+
+a sum over the joints on both paths to the base only (on a tree with a free base, the base's
+six joints for two joints of different legs). Each entry is computed once for a <= b and used
+for both triangles, where n solves against the unit vectors (ldlt.ltdl_solve's sweeps) compute
+every entry twice and sweep over all ancestors of every row.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from mechgen.generator.scalar import Recorder
+
+
+def latest_last(rec: Recorder, terms: list[sp.Expr], name: str) -> sp.Expr:
+    """The sum of ``terms`` (in the order their values become known) as two statements: the
+    sum of all but the last non-zero term, which can be computed early, plus the last one
+    (so a chain of dependent sums costs one add per step, not one per term)."""
+    terms = [t for t in terms if t != 0]
+    if len(terms) <= 2:
+        return rec.bind(sp.Add(*terms), name)
+    early = rec.bind(sp.Add(*terms[:-1]), f"{name}_s")
+    return rec.bind(early + terms[-1], name)
+
+
+def path(parent: list[int], k: int) -> list[int]:
+    """k and its ancestors, from k down to the base's first joint (1-based; parent 0 = base)."""
+    out = [k]
+    while parent[out[-1] - 1]:
+        out.append(parent[out[-1] - 1])
+    return out
+
+
+def unit_lower_inverse(rec: Recorder, L: dict, parent: list[int], name: str) -> dict:
+    """U = L^-1 by eq. (1): {(k, i): U_ki} for i on the path of k (U_kk = 1)."""
+    n = len(parent)
+    U: dict[tuple[int, int], sp.Expr] = {}
+    for k in range(1, n + 1):
+        U[k, k] = sp.Integer(1)
+        ancestors = path(parent, k)[1:]
+        for i in ancestors:
+            between = [j for j in reversed(ancestors) if i in path(parent, j)]   # i ⪯ j ≺ k
+            U[k, i] = latest_last(rec, [-L[k, j] * U[j, i] for j in between], f"{name}U{k}_{i}")
+    return U
+
+
+def symmetric_inverse(rec: Recorder, L: dict, invD: list, parent: list[int],
+                      name: str = "Ainv_") -> list[list[sp.Expr]]:
+    """A^-1 (n x n, symmetric) by eqs. (1) and (2), from the factors of ldlt (``invD[m]`` =
+    1/D_m, 1-based)."""
+    n = len(parent)
+    U = unit_lower_inverse(rec, L, parent, name)
+    V = {(a, m): rec.bind(U[a, m] * invD[m], f"{name}V{a}_{m}")
+         for a in range(1, n + 1) for m in path(parent, a)}
+    out = [[sp.Integer(0)] * n for _ in range(n)]
+    for a in range(1, n + 1):
+        for b in range(a, n + 1):
+            common = [m for m in path(parent, a) if m in path(parent, b)]
+            out[a - 1][b - 1] = out[b - 1][a - 1] = rec.bind(
+                sp.Add(*[V[a, m] * U[b, m] for m in common]), f"{name}{a}_{b}")
+    return out
