@@ -14,6 +14,7 @@ so H_k = G_k L_k T with G_k = C^(d)_k^-1 E_k = [W_k, z_k e^T]: W_k = C^(d)^-1 [R
 
     K11 = W^T A W,  K12 = (W^T A z) e^T,  K22 = (z^T A z) e e^T
     L^T K L = [[K11, K12 - K11 S], [.., K22 + S K12 + (S K12)^T - S (K11 S)]]   (S^T = -S)
+    K22 + S K12 + (S K12)^T = e g^T + g e^T,   g = (z^T A z)/2 e + l_C x (W^T A z)
 
     A*' = M_C + sum_k L_k^T K_k L_k,      (M_C's mass block m 1 is the same in any frame)
     b*' = [alpha_C s_f ; s_m] + sum_k [f_k ; l_C x f_k + y_4 e],
@@ -129,22 +130,22 @@ class FrameCBuild(PlatformBuild):
                 for j in range(3)] for i in range(3)]
         N = rec.mat([[sp.Add(*[K11[i][k] * S[k][j] for k in range(3)]) for j in range(3)]
                      for i in range(3)], "KS")
-        zero = [[sp.Integer(0)] * 3 for _ in range(3)]
-        K12, K22 = zero, zero
+        SN = [[sp.Add(*[S[i][k] * N[k][j] for k in range(3)]) for j in range(3)]
+              for i in range(3)]
+        TR = [[-N[i][j] for j in range(3)] for i in range(3)]
+        BR = [[-SN[i][j] for j in range(3)] for i in range(3)]
         if G.z is not None:
+            # K12 = k e^T, K22 = kappa e e^T; S K12 + (S K12)^T + K22 = e g^T + g e^T with
+            # g = kappa/2 e + l_C x k (S k = l_C x k)
             Az = [rec.bind(sp.Add(*[A_k[i][k] * G.z[k] for k in range(m)]), f"Az{i + 1}")
                   for i in range(m)]
             k = rec.vec([sp.Add(*[G.W[r][i] * Az[r] for r in range(m)]) for i in range(3)],
                         "kz")
-            kappa = rec.bind(dot(G.z, Az), "kappa")
-            K12 = [[k[i] * G.e[j] for j in range(3)] for i in range(3)]
-            ke = rec.vec([kappa * x for x in G.e], "kappa_e")
-            K22 = [[ke[i] * G.e[j] for j in range(3)] for i in range(3)]
-        TR = [[K12[i][j] - N[i][j] for j in range(3)] for i in range(3)]
-        Z = [[sp.Add(*[S[i][k] * K12[k][j] for k in range(3)]) for j in range(3)]
-             for i in range(3)]
-        BR = [[K22[i][j] + Z[i][j] + Z[j][i] - sp.Add(*[S[i][k] * N[k][j] for k in range(3)])
-               for j in range(3)] for i in range(3)]
+            half_kappa = rec.bind(dot(G.z, Az) / 2, "half_kappa")
+            g = rec.vec(add([half_kappa * x for x in G.e], cross(list(leg.l_C), k)), "gz")
+            TR = [[k[i] * G.e[j] + TR[i][j] for j in range(3)] for i in range(3)]
+            BR = [[G.e[i] * g[j] + g[i] * G.e[j] + BR[i][j] for j in range(3)]
+                  for i in range(3)]
         K = [K11[i] + TR[i] for i in range(3)] + [[sp.Integer(0)] * 3 + BR[i] for i in range(3)]
         r = [rec.bind(b_k[i] - sp.Add(*[A_k[i][k] * h_k[k] for k in range(m)]), f"r{i + 1}")
              for i in range(m)]
