@@ -9,6 +9,12 @@ before CSE (CSE then shares some of them across stages; the last line gives the 
 after the whole pipeline, as the manifest records it).
 
     python bench/platform_profile.py hexapod_pus [NAME ...]      # step, base_step, step_accel
+    python bench/platform_profile.py --build classic hexapod_pus  # the section 1.6 reduction
+
+Each kernel is profiled with the build the generator chooses for it (``--build chosen``, the
+candidate of generator.pipeline.choice with the fewest operations: the reduction of section 1.6,
+``classic``, or the one in C's frame, ``frame_c``, generator/families/parallel/frame_c.py), or
+with the one named.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mechgen.generator.families.parallel import kernels as pk  # noqa: E402
+from mechgen.generator.families.parallel.frame_c import FrameCBuild  # noqa: E402
 from mechgen.generator.frontend import load as load_spec  # noqa: E402
 from mechgen.generator.ir import Assign, Kernel  # noqa: E402
 from mechgen.generator.passes.dead_code import drop_unguarded_checks, remove_dead_code  # noqa: E402
@@ -34,14 +41,14 @@ STAGES = [
     ("leg closed form (IK, atan2)", ["legs_q"]),
     ("leg link transforms", ["links"]),
     ("closure matrices C(d), C(i)", ["closures"]),
-    ("H_k = C(d)^-1 C(i)", ["H"]),
-    ("qd = H u", ["qd"]),
+    ("H_k = C(d)^-1 C(i) | W, z", ["H", "cut_maps"]),
+    ("qd = H u | W p + z e.w", ["v_Cc", "qd"]),
     ("velocity products, h_k", ["oo_C", "motion_v", "h"]),
     ("joint laws Q_active", ["Q_active"]),
     ("leg mass matrices A_k (CRBA)", ["A_legs"]),
     ("leg bias b_k (RNEA)", ["base_turn", "b_legs"]),
-    ("reduction A*_C, b*_C", ["M_C", "s_C", "reduced"]),
-    ("L D L^T solve udot", ["udot"]),
+    ("reduction A*_C, b*_C", ["M_C", "s_C", "reduced", "reduced_c"]),
+    ("L D L^T solve udot", ["y_c", "udot"]),
     ("qdd = H udot + h", ["qdd"]),
     ("leg loads on C", ["tips", "on_C"]),
     ("base loads", ["base_loads"]),
@@ -49,6 +56,15 @@ STAGES = [
 ]
 KERNELS = {"step": (pk.step, pk._full_inputs), "step_accel": (pk.step_accel, pk._full_inputs),
            "base_step": (pk.base_step, pk._moving_inputs)}
+BUILDS = {"classic": pk.PlatformBuild, "frame_c": FrameCBuild}
+# the stages' properties that only one build has, or that the other build leaves unused
+ONLY = {"classic": {"cut_maps", "v_Cc", "reduced_c", "y_c"}, "frame_c": {"H", "reduced"}}
+
+
+def chosen_build(pf, kernel: str) -> str:
+    """The build whose candidate the generator keeps for ``kernel`` (fewest operations)."""
+    classic, frame_c = (optimise(c, pf).ops["total"] for c in KERNELS[kernel][0].candidates)
+    return "frame_c" if frame_c < classic else "classic"
 
 
 def _outputs(kernel: str, pf, b, ins) -> list:
@@ -58,14 +74,16 @@ def _outputs(kernel: str, pf, b, ins) -> list:
     return pk._step_outputs(pf, b, ins)
 
 
-def stage_ops(pf, kernel: str) -> list[tuple[str, dict]]:
-    """[(stage, op counts of its live statements before CSE)] for ``kernel`` of model ``pf``."""
+def stage_ops(pf, kernel: str, build: str = "classic") -> list[tuple[str, dict]]:
+    """[(stage, op counts of its live statements before CSE)] for ``kernel`` of model ``pf``
+    built by ``build`` (BUILDS)."""
     ins = KERNELS[kernel][1](pf)
-    b = pk.PlatformBuild(pf, ins)
+    b = BUILDS[build](pf, ins)
     owner: list[str] = []
     for stage, props in STAGES:
         for prop in props:
-            getattr(b, prop)
+            if prop not in ONLY[build]:
+                getattr(b, prop)
         owner += [stage] * (len(b.rec.statements) - len(owner))
     outs = _outputs(kernel, pf, b, ins)
     stmts = b.rec.statements
@@ -83,12 +101,15 @@ def stage_ops(pf, kernel: str) -> list[tuple[str, dict]]:
     return out
 
 
-def report(name: str, kernels=("step", "base_step", "step_accel")) -> dict:
+def report(name: str, kernels=("step", "base_step", "step_accel"), build: str = "chosen") -> dict:
     pf = load_spec(SPECS / f"{name}.toml")
-    res = {k: stage_ops(pf, k) for k in kernels}
-    final = {k: optimise(KERNELS[k][0], pf).ops for k in kernels}
+    builds = {k: chosen_build(pf, k) if build == "chosen" else build for k in kernels}
+    res = {k: stage_ops(pf, k, builds[k]) for k in kernels}
+    final = {k: optimise(KERNELS[k][0].candidates[list(BUILDS).index(builds[k])], pf).ops
+             for k in kernels}
     print(f"\n{name} ({' '.join(sorted({leg.type for leg in pf.legs}))}): ops per stage before "
-          "CSE, arith (+,*) / div / sqrt / trig")
+          "CSE, arith (+,*) / div / sqrt / trig; builds: "
+          + ", ".join(f"{k} {v}" for k, v in builds.items()))
     print(f"  {'stage':32s}" + "".join(f"{k:>24s}" for k in kernels))
     for i, (stage, _) in enumerate(STAGES):
         cells = [res[k][i][1] for k in kernels]
@@ -106,9 +127,10 @@ def report(name: str, kernels=("step", "base_step", "step_accel")) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("names", nargs="+")
+    ap.add_argument("--build", choices=["chosen", *BUILDS], default="chosen")
     args = ap.parse_args(argv)
     for name in args.names:
-        report(name)
+        report(name, build=args.build)
     return 0
 
 

@@ -200,9 +200,14 @@ def platform_rhs(mech: Mechanism, F: Any = None, fE: Any = None, mE: Any = None,
     ``F`` (drive forces, one per leg), ``fE`` (frame 0), ``mE`` (frame C): None (zero), constant
     arrays or functions (t, x, u). ``g`` defaults to the spec's gravity. ``record``: if a list, each
     call appends (t, outputs of the step kernel).
+
+    Without ``record`` only the state derivative is needed, so the lean ``step_accel`` kernel
+    gives it (the same xdot, same statuses; docs/algorithms.md section 1.9); ``step`` where the
+    mechanism was generated without it, or when ``record`` wants the loads.
     """
     _require_parallel(mech, "platform_rhs")
-    step = mech.kernels["step"]
+    lean = record is None and "step_accel" in mech.kernels
+    step = mech.kernels["step_accel" if lean else "step"]
     F_ = _source(F, len(mech.manifest["legs"]), "F")             # one drive per leg
     fE_, mE_ = _source(fE, 3, "fE"), _source(mE, 3, "mE")
     gv = as_input("g", mech.manifest["gravity"] if g is None else g, 3, "platform_rhs")

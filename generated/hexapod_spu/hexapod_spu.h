@@ -438,7 +438,7 @@ int64_t mechgen_hexapod_spu_reduced_dynamics_batch(int64_t n, const double *x, c
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2861 adds, 3811 muls, 43 divs, 18 sqrt, 24 trig (6757 total)
+ *   ops: 2577 adds, 3434 muls, 43 divs, 18 sqrt, 24 trig (6096 total)
  */
 int mechgen_hexapod_spu_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_spu_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -494,7 +494,7 @@ int64_t mechgen_hexapod_spu_step_batch(int64_t n, const double *x, const double 
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 2322 adds, 3177 muls, 43 divs, 18 sqrt, 6 trig (5566 total)
+ *   ops: 2038 adds, 2800 muls, 43 divs, 18 sqrt, 6 trig (4905 total)
  */
 int mechgen_hexapod_spu_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_hexapod_spu_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -659,7 +659,7 @@ int64_t mechgen_hexapod_spu_drive_forces_batch(int64_t n, const double *x, const
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 3145 adds, 4192 muls, 43 divs, 18 sqrt, 24 trig (7422 total)
+ *   ops: 2861 adds, 3815 muls, 43 divs, 18 sqrt, 24 trig (6761 total)
  */
 int mechgen_hexapod_spu_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_hexapod_spu_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -728,7 +728,7 @@ int64_t mechgen_hexapod_spu_base_step_batch(int64_t n, const double *x, const do
  *   status 633: leg6 stroke below its lower limit -0.25 m
  *   status 634: leg6 stroke above its upper limit 0.25 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 7717 adds, 9918 muls, 43 divs, 18 sqrt, 24 trig (17720 total)
+ *   ops: 7169 adds, 9340 muls, 43 divs, 18 sqrt, 24 trig (16594 total)
  */
 int mechgen_hexapod_spu_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_hexapod_spu_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

@@ -397,7 +397,7 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1730 adds, 2212 muls, 31 divs, 12 sqrt, 18 trig (4003 total)
+ *   ops: 1576 adds, 1913 muls, 31 divs, 12 sqrt, 18 trig (3550 total)
  */
 int mechgen_stewart_rrp_002_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -448,7 +448,7 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1352 adds, 1821 muls, 31 divs, 12 sqrt, 6 trig (3222 total)
+ *   ops: 1198 adds, 1522 muls, 31 divs, 12 sqrt, 6 trig (2769 total)
  */
 int mechgen_stewart_rrp_002_step_accel(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd);
 int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *p, double *xdot, double *qdd, int32_t *status);
@@ -598,7 +598,7 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 1996 adds, 2552 muls, 31 divs, 12 sqrt, 18 trig (4609 total)
+ *   ops: 1842 adds, 2253 muls, 31 divs, 12 sqrt, 18 trig (4156 total)
  */
 int mechgen_stewart_rrp_002_base_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power);
 int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *qdd, double *F_on_C, double *M_on_C, double *base_force, double *base_moment, double *damping_power, int32_t *status);
@@ -662,7 +662,7 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
  *   status 623: leg6 stroke below its lower limit -0.4 m
  *   status 624: leg6 stroke above its upper limit 0.4 m
  *   status 692: leg6: closure matrix C^(d) singular (leg singularity)
- *   ops: 5194 adds, 6464 muls, 31 divs, 12 sqrt, 18 trig (11719 total)
+ *   ops: 4878 adds, 6048 muls, 31 divs, 12 sqrt, 18 trig (10987 total)
  */
 int mechgen_stewart_rrp_002_coupled_step(const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase);
 int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, const double *u, const double *F, const double *fE, const double *mE, const double *g, const double *w0, const double *dw0, const double *p, double *xdot, double *q, double *qd, double *udot, double *wrench, double *damping_power, double *stop_force, double *dudot_dbase, double *dwrench_dbase, int32_t *status);

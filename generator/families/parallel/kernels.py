@@ -35,6 +35,7 @@ from mechgen.generator.algorithms.leg_ik import LEG_SINGULAR
 from mechgen.generator.algorithms.rnea import backward_pass, forward_pass
 from mechgen.generator.algorithms.rnea import momentum as chain_momentum
 from mechgen.generator.passes.derivatives import forward_derivatives
+from mechgen.generator.pipeline import choice
 from mechgen.generator.family import Family
 from mechgen.generator.ir import Check, InvariantError, Kernel, Port, symbol
 from mechgen.generator.families.parallel.platform import Leg, Platform
@@ -693,28 +694,64 @@ def _step_outputs(pf: Platform, b: PlatformBuild, ins) -> list[Port]:
 _STEP_STATUSES = (UNREACHABLE, LEG_SINGULAR, REDUCED_SINGULAR, EULER_SINGULAR)
 
 
-def step(pf: Platform) -> Kernel:
+def _frame_c_build():
+    """FrameCBuild (generator/families/parallel/frame_c.py: the reduction in C's frame)."""
+    from mechgen.generator.families.parallel.frame_c import FrameCBuild
+    return FrameCBuild
+
+
+def _step(pf: Platform, build: type = PlatformBuild) -> Kernel:
     ins = _full_inputs(pf)
-    b = PlatformBuild(pf, ins)
+    b = build(pf, ins)
     return _kernel("step", "One integration step (paper 000 section 7): xdot = [v_C, psi_dot, "
                    "udot_C], leg coordinates, rates and accelerations, the loads of each leg on "
                    "C, the force and moment on the base (about O_0, frame 0), damper power.",
                    b, ins, _step_outputs(pf, b, ins), _STEP_STATUSES)
 
 
-def step_accel(pf: Platform) -> Kernel:
+def _step_accel(pf: Platform, build: type = PlatformBuild) -> Kernel:
     """The state derivative and the leg accelerations only: what a simulation needs every step
     (paper 000 section 7, eq. for udot_C and qdd_k = H_k udot_C + h_k), as MuJoCo's mj_forward
     and Pinocchio's constraintDynamics compute it. The leg coordinates (atan2 of the closed
     form), the leg loads on C, the base loads and the damper power stay in ``step``; what only
     they need is never built. Same statuses as ``step``, checked in the same order."""
     ins = _full_inputs(pf)
-    b = PlatformBuild(pf, ins)
+    b = build(pf, ins)
     qdd = Port("qdd", (_n(pf),), _flat(b.qdd), "leg joint accelerations (rad/s^2, m/s^2 for a "
                f"stroke), {_order_of_q(pf)}")          # legs first: step's order of checks
     return _kernel("step_accel", "The lean step: xdot = [v_C, psi_dot, udot_C] and the leg "
                    "joint accelerations qdd, nothing else (step gives the loads).", b, ins,
                    [_xdot_port(b, ins), qdd], _STEP_STATUSES)
+
+
+def step_classic(pf: Platform) -> Kernel:
+    """``step`` with the reduction of section 1.6 (H_k formed, u in frames 0 and C)."""
+    return _step(pf)
+
+
+def step_frame_c(pf: Platform) -> Kernel:
+    """``step`` with the reduction in C's frame (section 1.6.1, frame_c.py)."""
+    return _step(pf, _frame_c_build())
+
+
+def step_accel_classic(pf: Platform) -> Kernel:
+    """``step_accel`` with the reduction of section 1.6."""
+    return _step_accel(pf)
+
+
+def step_accel_frame_c(pf: Platform) -> Kernel:
+    """``step_accel`` with the reduction in C's frame (section 1.6.1)."""
+    return _step_accel(pf, _frame_c_build())
+
+
+@choice(step_classic, step_frame_c)
+def step(pf: Platform) -> Kernel:
+    """One integration step; the reduction with the fewest operations (sections 1.6, 1.6.1)."""
+
+
+@choice(step_accel_classic, step_accel_frame_c)
+def step_accel(pf: Platform) -> Kernel:
+    """The lean step; the reduction with the fewest operations (sections 1.6, 1.6.1)."""
 
 
 def _moving_inputs(pf: Platform):
@@ -727,14 +764,14 @@ _MOVING_DOC = ("on a base that moves (frame 0 turning at Omega, Omega_dot; g = g
                "and C exactly")
 
 
-def base_step(pf: Platform) -> Kernel:
+def _base_step(pf: Platform, build: type = PlatformBuild) -> Kernel:
     ins = _moving_inputs(pf)
-    b = PlatformBuild(pf, ins)
+    b = build(pf, ins)
     return _kernel("base_step", "The step " + _MOVING_DOC + ".", b, ins,
                    _step_outputs(pf, b, ins), _STEP_STATUSES)
 
 
-def coupled_step(pf: Platform) -> Kernel:
+def _coupled_step(pf: Platform, build: type = PlatformBuild) -> Kernel:
     """base_step and the exact coefficients of its base accelerations, to solve the mechanism
     together with the vehicle that carries it (the outputs are affine in g and Omega_dot):
 
@@ -743,7 +780,7 @@ def coupled_step(pf: Platform) -> Kernel:
 
     by forward differentiation of the body (generator.passes.derivatives)."""
     ins = _moving_inputs(pf)
-    b = PlatformBuild(pf, ins)
+    b = build(pf, ins)
     f_base, m_base = b.base_loads
     outs = [_xdot_port(b, ins), _q_port(pf, b), _qd_port(pf, b),
             Port("udot", (pf.dof,), tuple(b.udot), f"{PORT_DOCS['udot']}, shape ({pf.dof},)"),
@@ -753,13 +790,44 @@ def coupled_step(pf: Platform) -> Kernel:
             Port("stop_force", (len(pf.legs),), tuple(b.stop_forces), "end-stop force on "
                  f"each leg's drive joint (N or N m), shape ({len(pf.legs)},), one per leg: "
                  f"{_legs(pf)}")]
-    k = _kernel("coupled_step", coupled_step.__doc__.splitlines()[0], b, ins, outs,
+    k = _kernel("coupled_step", _coupled_step.__doc__.splitlines()[0], b, ins, outs,
                 _STEP_STATUSES)
     base_acc = list(b.inp["g"]) + list(b.inp["dw0"])
     cols = "g_x, g_y, g_z, Omega_dot_x, Omega_dot_y, Omega_dot_z"
     return forward_derivatives(k, ["udot", "wrench"], base_acc, [
         ("dudot_dbase", f"d udot / d[g, Omega_dot], shape ({pf.dof}, 6); columns: {cols}"),
         ("dwrench_dbase", f"d wrench / d[g, Omega_dot], shape (6, 6); columns: {cols}")])
+
+
+def base_step_classic(pf: Platform) -> Kernel:
+    """``base_step`` with the reduction of section 1.6."""
+    return _base_step(pf)
+
+
+def base_step_frame_c(pf: Platform) -> Kernel:
+    """``base_step`` with the reduction in C's frame (section 1.6.1)."""
+    return _base_step(pf, _frame_c_build())
+
+
+def coupled_step_classic(pf: Platform) -> Kernel:
+    """``coupled_step`` with the reduction of section 1.6."""
+    return _coupled_step(pf)
+
+
+def coupled_step_frame_c(pf: Platform) -> Kernel:
+    """``coupled_step`` with the reduction in C's frame (section 1.6.1)."""
+    return _coupled_step(pf, _frame_c_build())
+
+
+@choice(base_step_classic, base_step_frame_c)
+def base_step(pf: Platform) -> Kernel:
+    """The step on a moving base; the reduction with the fewest operations."""
+
+
+@choice(coupled_step_classic, coupled_step_frame_c)
+def coupled_step(pf: Platform) -> Kernel:
+    """base_step and d[udot, wrench]/d[g, Omega_dot]; the reduction with the fewest
+    operations."""
 
 
 def momentum_kernel(pf: Platform) -> Kernel:
