@@ -99,17 +99,7 @@ using CData = pinocchio::RigidConstraintData;
 using CModels = PINOCCHIO_STD_VECTOR_WITH_EIGEN_ALLOCATOR(CModel);
 using CDatas = PINOCCHIO_STD_VECTOR_WITH_EIGEN_ALLOCATOR(CData);
 
-static double now_ns() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return 1e9 * t.tv_sec + t.tv_nsec;
-}
-
-static double ns_per_state(long n, const std::function<void()>& pass) {
-  double t0 = now_ns();
-  pass();
-  return (now_ns() - t0) / n;
-}
+#include "harness_timing.hpp"
 
 template <int N> static Eigen::Matrix<double, N, 1> read_vec(std::istringstream& ss) {
   Eigen::Matrix<double, N, 1> v;

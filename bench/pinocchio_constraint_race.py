@@ -51,8 +51,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from bench import pinocchio_constraint_model as pcm  # noqa: E402
-from bench.pinocchio_race import (BUILD_DIR, FLAGS, PIN_DEFINES, _cached, _hash,  # noqa: E402
-                                  _prefix, c_symbol_prefix)
+from bench.pinocchio_race import (BUILD_DIR, FLAGS, PIN_DEFINES, TIMING_HEADER,  # noqa: E402
+                                  _cached, _hash, _prefix, c_symbol_prefix)
 
 HARNESS_SRC = HERE / "pinocchio_constraint_harness.cpp"
 RACE_FLAGS = [*FLAGS, "-fno-math-errno"]
@@ -70,7 +70,8 @@ def build_harness(mech: str, src_dir: Path) -> Path:
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     pin_cmd = [cxx, "-std=c++17", *RACE_FLAGS, *PIN_DEFINES, *inc, "-c", str(HARNESS_SRC)]
-    pin_key = _hash(HARNESS_SRC.read_bytes(), pin_cmd, version, pinocchio.__version__)
+    pin_key = _hash(HARNESS_SRC.read_bytes() + TIMING_HEADER.read_bytes(), pin_cmd, version,
+                    pinocchio.__version__)
     pin_obj = BUILD_DIR / f"constraint-pinocchio-{pin_key}.o"
     if not pin_obj.exists():
         print("compiling the Pinocchio constraint harness (first time, ~1 min)...",

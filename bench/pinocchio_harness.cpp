@@ -156,17 +156,7 @@ int64_t ours_loop(const std::string& kernel, int64_t n, const double* const* in,
 
 using Vec = Eigen::VectorXd;
 
-static double now_ns() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return 1e9 * t.tv_sec + t.tv_nsec;
-}
-
-static double ns_per_state(long n, const std::function<void()>& pass) {
-  double t0 = now_ns();
-  pass();
-  return (now_ns() - t0) / n;
-}
+#include "harness_timing.hpp"
 
 struct Kernel {
   std::string name;
