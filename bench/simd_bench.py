@@ -9,8 +9,9 @@
   ``mechgen.generator.simd``).
 
 Each library is compiled with the runtime's SIMD flags (``cbuild.cflags(simd=True)``, the
-``MECHGEN_SIMD=1`` build: ``-march=native``) or, with ``--builds native portable``, also
-without ``-march=native`` (``portable``: the compiler's baseline target, SSE2 on x86-64).
+``MECHGEN_SIMD=1`` build: ``-march=native``) or, with ``--builds native portable x86-64-v3``,
+also without ``-march=native`` (``portable``: the compiler's baseline target, SSE2 on x86-64)
+or for another target (``x86-64-v3``: AVX2, what a CPU without AVX-512 gets from native).
 ``--before DIR`` times a second copy of the kernels (e.g. the previous commit's generated/,
 ``git archive HEAD generated | tar -x -C DIR``) in the same run. All variants of a kernel are
 timed interleaved (each round times every variant once), best of ``repeat``. A benchmark,
@@ -65,9 +66,13 @@ def scalar_batch_source(meta: dict) -> str:
 
 
 def build_flags(build: str) -> list[str]:
-    """``native``: the runtime's SIMD build; ``portable``: the same without -march=native."""
-    flags = cbuild.cflags(simd=True)
-    return flags if build == "native" else [f for f in flags if f != "-march=native"]
+    """``native``: the runtime's SIMD build; ``portable``: the same without -march=native (the
+    compiler's default target); any other name: ``-march=<name>`` instead of native (e.g.
+    ``x86-64-v3``, an AVX2 CPU)."""
+    flags = [f for f in cbuild.cflags(simd=True) if f != "-march=native"]
+    if build == "portable":
+        return flags
+    return flags[:-1] + [f"-march={build}", flags[-1]]
 
 
 def build(mech: str, kernels: list[str], tmp: Path, generated: Path = ROOT / "generated",
@@ -207,7 +212,8 @@ def main() -> None:
     ap.add_argument("--states", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--before", type=Path, help="a second generated/ folder, timed alongside")
-    ap.add_argument("--builds", nargs="+", choices=("native", "portable"), default=["native"])
+    ap.add_argument("--builds", nargs="+", default=["native"],
+                    help="native, portable, or a -march= value (e.g. x86-64-v3)")
     ap.add_argument("--all", action="store_true", help="every bundled serial mechanism")
     ap.add_argument("--only", nargs="+", metavar="MECH.KERNEL", help="just these kernels")
     args = ap.parse_args()

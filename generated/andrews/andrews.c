@@ -744,25 +744,43 @@ int64_t mechgen_andrews_newton_step_batch(int64_t n, const double *q, const doub
             const double E26_f2_o_y = E26_f2_d_y + r7_y;
             const double E26_f2_T1_x = -E26_f2_d_y - r_rel0_7_y;
             const double E26_f2_T1_y = E26_f2_d_x + r_rel0_7_x;
-            mg_s = (mg_s == 0 && !isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/E23_f2_d_y;
             const double lu_f23 = E23_f2_d_x*lu_inv1;
             const double lu_u24 = -E23_f1_d_x - E23_f1_d_y*lu_f23;
-            mg_s = (mg_s == 0 && !isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u24;
             const double lu_f34 = E23_f1_d_y*lu_inv2;
             const double lu_f44 = -E23_f1_d_x*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = 1.0/E26_f2_T1_y;
             const double lu_f51 = E26_f2_T1_x*lu_inv3;
             const double lu_u56 = -E26_f2_d_x*lu_f51 - E26_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u56*lu_u56 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u56*lu_u56 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u56;
-            mg_s = (mg_s == 0 && !isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/E24_f2_T2_y;
             const double lu_f32 = E24_f2_T2_x*lu_inv5;
             const double lu_u35 = -E24_f2_d_x*lu_f32 - E24_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u35*lu_u35 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u35*lu_u35 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u35;
             const double cse9 = E23_f1_o_x - E23_f2_o_x;
             const double err = sqrt(cse9*cse9 + (-E23_f1_o_x + E24_f2_o_x)*(-E23_f1_o_x + E24_f2_o_x) + (-E23_f1_o_x + E26_f2_o_x)*(-E23_f1_o_x + E26_f2_o_x) + (-E23_f1_o_y + E23_f2_o_y)*(-E23_f1_o_y + E23_f2_o_y) + (-E23_f1_o_y + E24_f2_o_y)*(-E23_f1_o_y + E24_f2_o_y) + (-E23_f1_o_y + E26_f2_o_y)*(-E23_f1_o_y + E26_f2_o_y));
@@ -1110,25 +1128,43 @@ int64_t mechgen_andrews_velocity_batch(int64_t n, const double *q, const double 
             const double E26_f2_d_y = (0.016914037862011223)*tau7_00 + (0.010673112161054564)*tau7_01;
             const double E26_f2_T1_x = -E26_f2_d_y - r_rel0_7_y;
             const double E26_f2_T1_y = E26_f2_d_x + r_rel0_7_x;
-            mg_s = (mg_s == 0 && !isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/E23_f2_d_y;
             const double lu_f23 = E23_f2_d_x*lu_inv1;
             const double lu_u24 = -E23_f1_d_x - E23_f1_d_y*lu_f23;
-            mg_s = (mg_s == 0 && !isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u24;
             const double lu_f34 = E23_f1_d_y*lu_inv2;
             const double lu_f44 = -E23_f1_d_x*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = 1.0/E26_f2_T1_y;
             const double lu_f51 = E26_f2_T1_x*lu_inv3;
             const double lu_u56 = -E26_f2_d_x*lu_f51 - E26_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u56*lu_u56 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u56*lu_u56 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u56;
-            mg_s = (mg_s == 0 && !isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/E24_f2_T2_y;
             const double lu_f32 = E24_f2_T2_x*lu_inv5;
             const double lu_u35 = -E24_f2_d_x*lu_f32 - E24_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u35*lu_u35 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u35*lu_u35 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u35;
             const double X1__e2 = E23_f1_T4_x*lu_f23 - E23_f1_o_x;
             const double X1__e3 = -E23_f1_T4_x - X1__e2*lu_f34;
@@ -3360,25 +3396,43 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double E26_f2_T1_y = E26_f2_d_x + r_rel0_7_x;
             const double E26_f2_abias_x = -E26_f2_d_x*cse14 + w7_x;
             const double E26_f2_abias_y = -E26_f2_d_y*cse14 + w7_y;
-            mg_s = (mg_s == 0 && !isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/E23_f2_d_y;
             const double lu_f23 = E23_f2_d_x*lu_inv1;
             const double lu_u24 = -E23_f1_d_x - E23_f1_d_y*lu_f23;
-            mg_s = (mg_s == 0 && !isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u24;
             const double lu_f34 = E23_f1_d_y*lu_inv2;
             const double lu_f44 = -E23_f1_d_x*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = 1.0/E26_f2_T1_y;
             const double lu_f51 = E26_f2_T1_x*lu_inv3;
             const double lu_u56 = -E26_f2_d_x*lu_f51 - E26_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u56*lu_u56 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u56*lu_u56 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u56;
-            mg_s = (mg_s == 0 && !isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/E24_f2_T2_y;
             const double lu_f32 = E24_f2_T2_x*lu_inv5;
             const double lu_u35 = -E24_f2_d_x*lu_f32 - E24_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u35*lu_u35 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u35*lu_u35 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u35;
             const double X1__e2 = E23_f1_T4_x*lu_f23 - E23_f1_o_x;
             const double X1__e3 = -E23_f1_T4_x - X1__e2*lu_f34;
@@ -3443,7 +3497,10 @@ int64_t mechgen_andrews_forward_dynamics_batch(int64_t n, const double *q, const
             const double MH7_1 = -Nm7_1_z*X1_1 - 8.03380146e-07*X1_6;
             const double Mr1_1 = -MH1_1*X1_1 - MH2_1*X1_2 - MH3_1*X1_3 + MH4_1 - MH5_1*X1_4 - MH6_1*X1_5 - MH7_1*X1_6;
             const double br1 = -X1_1*c1_2 - X1_2*c2_2 - X1_3*c3_2 - X1_4*c5_2 - X1_5*c6_2 - X1_6*c7_2 + c4_2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1;
             mg_o_qdd[3][mg_l] = qdd_ind1;
@@ -3991,25 +4048,43 @@ int64_t mechgen_andrews_inverse_dynamics_batch(int64_t n, const double *q, const
             const double cse12 = omega7_z*omega7_z;
             const double E26_f2_abias_x = -E26_f2_d_x*cse12 + w7_x;
             const double E26_f2_abias_y = -E26_f2_d_y*cse12 + w7_y;
-            mg_s = (mg_s == 0 && !isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E23_f2_d_y*E23_f2_d_y - 1.2250000000000002e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/E23_f2_d_y;
             const double lu_f23 = E23_f2_d_x*lu_inv1;
             const double lu_u24 = -E23_f1_d_x - E23_f1_d_y*lu_f23;
-            mg_s = (mg_s == 0 && !isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u24*lu_u24 - 2.3520000000000004e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u24;
             const double lu_f34 = E23_f1_d_y*lu_inv2;
             const double lu_f44 = -E23_f1_d_x*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E26_f2_T1_y*E26_f2_T1_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = 1.0/E26_f2_T1_y;
             const double lu_f51 = E26_f2_T1_x*lu_inv3;
             const double lu_u56 = -E26_f2_d_x*lu_f51 - E26_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u56*lu_u56 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u56*lu_u56 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u56;
-            mg_s = (mg_s == 0 && !isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(E24_f2_T2_y*E24_f2_T2_y - 2.3533326691470087e-23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/E24_f2_T2_y;
             const double lu_f32 = E24_f2_T2_x*lu_inv5;
             const double lu_u35 = -E24_f2_d_x*lu_f32 - E24_f2_d_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u35*lu_u35 - 4e-24, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u35*lu_u35 - 4e-24, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u35;
             const double X1__e2 = E23_f1_T4_x*lu_f23 - E23_f1_o_x;
             const double X1__e3 = -E23_f1_T4_x - X1__e2*lu_f34;

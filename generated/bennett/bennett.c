@@ -639,11 +639,17 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
             const double cse19 = -cse17;
             const double dqrhs1 = J3_f2_T1_x*cse15 + J3_f2_T1_y*cse13 + J3_f2_T1_z*cse14 + cse18*cse7 + cse19*cse9;
             const double dqrhs2 = -J3_f1_T3_x*cse15 - J3_f1_T3_y*cse13 - J3_f1_T3_z*cse14 + cse11*cse18 + cse12*cse19;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
-            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double y2 = -L2_1*dqrhs1 + dqrhs2;
             const double dq2 = invD2*y2;
@@ -951,11 +957,17 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
             const double cse16 = -cse13 + cse8;
             const double X1_rhs1 = -J3_f1_T2_x*J3_f2_T1_x - J3_f1_o_x*J3_f2_T1_y + cse10*cse16 + cse15*cse7;
             const double X1_rhs2 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x + cse12*cse15 + cse14*cse16;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
-            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double X1_2 = invD2*y2;
@@ -2678,12 +2690,18 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double X1_rhs1 = -J3_f1_T2_x*J3_f2_T1_x - J3_f1_o_x*J3_f2_T1_y + cse15*cse29 + cse18*cse30;
             const double X1_rhs2 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x + cse23*cse29 + cse28*cse30;
             const double cse31 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse31, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
             const double cse32 = D2 - 1e-13*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse32, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double X1_2 = invD2*y2;
@@ -2712,8 +2730,14 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double cse48 = cse24*eps3_x + cse26*eps3_y - cse38*(-J3_f1_y_z*cse39 - J3_f2_z_x*cse44 + J3_f2_z_z*cse46 - cse47*omega1_y) - cse42*(J3_f1_y_y*cse39 + J3_f2_z_x*cse45 - J3_f2_z_y*cse46 - cse47*omega1_z) + omega3_x*(J3_f2_z_y*cse44 - J3_f2_z_z*cse45 + cse25*omega1_z + cse27*omega1_y);
             const double qdd0_rhs1 = J3_f2_T1_x*cse33 + J3_f2_T1_y*cse34 + J3_f2_T1_z*cse35 + cse15*cse43 + cse18*cse48;
             const double qdd0_rhs2 = -J3_f1_T3_x*cse33 - J3_f1_T3_y*cse34 - J3_f1_T3_z*cse35 + cse23*cse43 + cse28*cse48;
-            mg_s = (mg_s == 0 && !isgreater(cse31, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse32, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
             const double qdd0_2 = invD2*y2_2;
             const double qdd0_1 = -L2_1*qdd0_2 + invD1*qdd0_rhs1;
@@ -2725,7 +2749,10 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             const double MH3_1 = Nm3_2_z - 1.2414813865361913*X1_2;
             const double Mr1_1 = -MH1_1*X1_1 + MH2_1 - MH3_1*X1_2;
             const double br1 = -X1_1*c1_2 - X1_2*c3_2 + c2_2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1_2 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1_2;
             mg_o_qdd[1][mg_l] = qdd_ind1;
@@ -2735,8 +2762,14 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
             mg_o_qdd[2][mg_l] = qdd_dep2;
             const double resD1 = -b1 + (0.39181796180758344)*qdd_dep1;
             const double resD2 = Nm3_2_z*qdd_ind1 - b3 + (1.2414813865361913)*qdd_dep2;
-            mg_s = (mg_s == 0 && !isgreater(cse31, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse32, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_3 = -L2_1*resD1 + resD2;
             const double lambda_z2 = invD2*y2_3;
             const double lambda_z1 = -L2_1*lambda_z2 + invD1*resD1;
@@ -3215,12 +3248,18 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double X1_rhs1 = -J3_f1_T2_x*J3_f2_T1_x - J3_f1_o_x*J3_f2_T1_y + cse13*cse27 + cse16*cse28;
             const double X1_rhs2 = J3_f1_T2_x*J3_f1_T3_x + J3_f1_T3_y*J3_f1_o_x + cse21*cse27 + cse26*cse28;
             const double cse29 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
             const double cse30 = D2 - 1e-13*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double X1_2 = invD2*y2;
@@ -3243,8 +3282,14 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double cse46 = cse22*eps3_x + cse24*eps3_y - cse36*(-J3_f1_y_z*cse37 - J3_f2_z_x*cse42 + J3_f2_z_z*cse44 - cse45*omega1_y) - cse40*(J3_f1_y_y*cse37 + J3_f2_z_x*cse43 - J3_f2_z_y*cse44 - cse45*omega1_z) + omega3_x*(J3_f2_z_y*cse42 - J3_f2_z_z*cse43 + cse23*omega1_z + cse25*omega1_y);
             const double qdd0_rhs1 = J3_f2_T1_x*cse31 + J3_f2_T1_y*cse32 + J3_f2_T1_z*cse33 + cse13*cse41 + cse16*cse46;
             const double qdd0_rhs2 = -J3_f1_T3_x*cse31 - J3_f1_T3_y*cse32 - J3_f1_T3_z*cse33 + cse21*cse41 + cse26*cse46;
-            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
             const double qdd0_2 = invD2*y2_2;
             const double qdd0_1 = -L2_1*qdd0_2 + invD1*qdd0_rhs1;
@@ -3295,8 +3340,14 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
             const double F_c3_y = F3_x*beta3_01 + F3_y*beta3_11 - 0.34807230189556454*F3_z;
             const double N2_z = -0.704717639223735*F_c3_x + (0.4524939924642339)*F_c3_y + N3_x*tau3_02 + N3_y*tau3_12 + (0.7648421872844884)*N3_z - 0.5901890380052162*a2_x + (0.37895602330853534)*a2_y + (0.39181796180758344)*qdd_ind1;
             const double N1_z = -0.4073224369614814*a1_x + (0.5709809108289888)*a1_y + (0.39181796180758344)*qdd_dep1;
-            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_3 = -L2_1*N1_z + N3_z;
             const double lambda_z2 = invD2*y2_3;
             const double lambda_z1 = -L2_1*lambda_z2 + N1_z*invD1;

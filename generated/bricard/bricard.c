@@ -755,25 +755,37 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
             const double dqrhs2 = -J6_f1_T3_x*J6_f1_o_x - J6_f1_T3_y*J6_f1_o_y - J6_f1_T3_z*cse8 - cse1*tau5_10 - cse5*tau4_20;
             const double dqrhs3 = -J6_f1_T4_x*J6_f1_o_x - J6_f1_T4_y*J6_f1_o_y - J6_f1_T4_z*cse8 - cse2*tau5_10 - cse7*tau4_20;
             const double dqrhs4 = -J6_f1_T5_x*J6_f1_o_x - J6_f1_T5_y*J6_f1_o_y - J6_f1_T5_z*cse8 - cse3*tau5_10;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L3_1 = N1_3*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
-            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -L3_1*N1_2 + N2_3;
             const double L3_2 = LD3_2*invD2;
             const double LD4_2 = -L4_1*N1_2 + N2_4;
             const double L4_2 = LD4_2*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*LD3_2 + N3_3;
-            mg_s = (mg_s == 0 && !isgreater(D3 - 1e-13*N3_3, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D3 - 1e-13*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -L4_1*N1_3 - L4_2*LD3_2 + N3_4;
             const double L4_3 = LD4_3*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*LD4_3 + N4_4;
-            mg_s = (mg_s == 0 && !isgreater(D4 - 1e-13*N4_4, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D4 - 1e-13*N4_4, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double y2 = -L2_1*dqrhs1 + dqrhs2;
             const double y3 = -L3_1*dqrhs1 - L3_2*y2 + dqrhs3;
@@ -1155,25 +1167,37 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
             const double X1_rhs2 = J6_f1_T1_z*J6_f1_T3_z + J6_f1_T3_x*J6_f1_o_z + cse1*tau5_12 + cse5*tau4_22;
             const double X1_rhs3 = J6_f1_T1_z*J6_f1_T4_z + J6_f1_T4_x*J6_f1_o_z + cse2*tau5_12 + cse7*tau4_22;
             const double X1_rhs4 = J6_f1_T1_z*J6_f1_T5_z + J6_f1_T5_x*J6_f1_o_z + cse3*tau5_12;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L3_1 = N1_3*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
-            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -L3_1*N1_2 + N2_3;
             const double L3_2 = LD3_2*invD2;
             const double LD4_2 = -L4_1*N1_2 + N2_4;
             const double L4_2 = LD4_2*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*LD3_2 + N3_3;
-            mg_s = (mg_s == 0 && !isgreater(D3 - 1e-13*N3_3, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D3 - 1e-13*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -L4_1*N1_3 - L4_2*LD3_2 + N3_4;
             const double L4_3 = LD4_3*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*LD4_3 + N4_4;
-            mg_s = (mg_s == 0 && !isgreater(D4 - 1e-13*N4_4, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D4 - 1e-13*N4_4, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double y3 = -L3_1*X1_rhs1 - L3_2*y2 + X1_rhs3;
@@ -4157,14 +4181,20 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double X1_rhs3 = J6_f1_T1_z*J6_f1_T4_z + J6_f1_T4_x*J6_f1_o_z + cse29*tau5_12 + cse40*tau4_22;
             const double X1_rhs4 = J6_f1_T1_z*J6_f1_T5_z + J6_f1_T5_x*J6_f1_o_z + cse30*tau5_12;
             const double cse41 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse41, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse41, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L3_1 = N1_3*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
             const double cse42 = D2 - 1e-13*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse42, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse42, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -L3_1*N1_2 + N2_3;
             const double L3_2 = LD3_2*invD2;
@@ -4172,13 +4202,19 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double L4_2 = LD4_2*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*LD3_2 + N3_3;
             const double cse43 = D3 - 1e-13*N3_3;
-            mg_s = (mg_s == 0 && !isgreater(cse43, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse43, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -L4_1*N1_3 - L4_2*LD3_2 + N3_4;
             const double L4_3 = LD4_3*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*LD4_3 + N4_4;
             const double cse44 = D4 - 1e-13*N4_4;
-            mg_s = (mg_s == 0 && !isgreater(cse44, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse44, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double y3 = -L3_1*X1_rhs1 - L3_2*y2 + X1_rhs3;
@@ -4203,10 +4239,22 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double qdd0_rhs2 = -J6_f1_T3_x*J6_f1_abias_x - J6_f1_T3_y*J6_f1_abias_y - J6_f1_T3_z*J6_f1_abias_z + cse28*cse46 + cse38*cse45;
             const double qdd0_rhs3 = -J6_f1_T4_x*J6_f1_abias_x - J6_f1_T4_y*J6_f1_abias_y - J6_f1_T4_z*J6_f1_abias_z + cse29*cse46 + cse40*cse45;
             const double qdd0_rhs4 = -J6_f1_T5_x*J6_f1_abias_x - J6_f1_T5_y*J6_f1_abias_y - J6_f1_T5_z*J6_f1_abias_z + cse30*cse46;
-            mg_s = (mg_s == 0 && !isgreater(cse41, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse42, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse43, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse44, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse41, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse42, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse43, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse44, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
             const double y3_2 = -L3_1*qdd0_rhs1 - L3_2*y2_2 + qdd0_rhs3;
             const double y4_2 = -L4_1*qdd0_rhs1 - L4_2*y2_2 - L4_3*y3_2 + qdd0_rhs4;
@@ -4230,7 +4278,10 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double MH5_1 = Nm5_1_y - Nm5_2_z*X1_1 - Nm5_3_x*X1_2 - 0.33416666666666667*X1_4;
             const double Mr1_1 = MH1_1 - MH2_1*X1_1 - MH3_1*X1_2 - MH4_1*X1_3 - MH5_1*X1_4;
             const double br1 = -X1_1*c2_2 - X1_2*c3_2 - X1_3*c4_2 - X1_4*c5_2 + c1_2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1_2 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1_2;
             mg_o_qdd[0][mg_l] = qdd_ind1;
@@ -4246,10 +4297,22 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
             const double resD2 = IJ3_02*qdd_dep1 + IJ4_01*qdd_dep3 + Ic3_00*qdd_dep2 + Nm3_1_y*qdd_ind1 + Nm5_3_x*qdd_dep4 + cse48;
             const double resD3 = IJ4_01*qdd_dep2 + Ic4_11*qdd_dep3 + Nm4_1_y*qdd_ind1 + Nm4_2_z*qdd_dep1 + cse49;
             const double resD4 = Nm5_1_y*qdd_ind1 + Nm5_2_z*qdd_dep1 + Nm5_3_x*qdd_dep2 + cse50 + (0.33416666666666667)*qdd_dep4;
-            mg_s = (mg_s == 0 && !isgreater(cse41, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse42, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse43, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse44, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse41, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse42, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse43, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse44, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_3 = -L2_1*resD1 + resD2;
             const double y3_3 = -L3_1*resD1 - L3_2*y2_3 + resD3;
             const double y4_3 = -L4_1*resD1 - L4_2*y2_3 - L4_3*y3_3 + resD4;
@@ -4956,14 +5019,20 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double X1_rhs3 = J6_f1_T1_z*J6_f1_T4_z + J6_f1_T4_x*J6_f1_o_z + cse13*tau5_12 + cse24*tau4_22;
             const double X1_rhs4 = J6_f1_T1_z*J6_f1_T5_z + J6_f1_T5_x*J6_f1_o_z + cse14*tau5_12;
             const double cse25 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse25, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse25, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L3_1 = N1_3*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
             const double cse26 = D2 - 1e-13*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse26, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse26, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -L3_1*N1_2 + N2_3;
             const double L3_2 = LD3_2*invD2;
@@ -4971,13 +5040,19 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double L4_2 = LD4_2*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*LD3_2 + N3_3;
             const double cse27 = D3 - 1e-13*N3_3;
-            mg_s = (mg_s == 0 && !isgreater(cse27, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse27, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -L4_1*N1_3 - L4_2*LD3_2 + N3_4;
             const double L4_3 = LD4_3*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*LD4_3 + N4_4;
             const double cse28 = D4 - 1e-13*N4_4;
-            mg_s = (mg_s == 0 && !isgreater(cse28, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double y3 = -L3_1*X1_rhs1 - L3_2*y2 + X1_rhs3;
@@ -4992,10 +5067,22 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double qdd0_rhs2 = -J6_f1_T3_x*J6_f1_abias_x - J6_f1_T3_y*J6_f1_abias_y - J6_f1_T3_z*J6_f1_abias_z + cse12*cse30 + cse22*cse29;
             const double qdd0_rhs3 = -J6_f1_T4_x*J6_f1_abias_x - J6_f1_T4_y*J6_f1_abias_y - J6_f1_T4_z*J6_f1_abias_z + cse13*cse30 + cse24*cse29;
             const double qdd0_rhs4 = -J6_f1_T5_x*J6_f1_abias_x - J6_f1_T5_y*J6_f1_abias_y - J6_f1_T5_z*J6_f1_abias_z + cse14*cse30;
-            mg_s = (mg_s == 0 && !isgreater(cse25, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse26, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse27, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse28, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse25, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse26, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse27, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
             const double y3_2 = -L3_1*qdd0_rhs1 - L3_2*y2_2 + qdd0_rhs3;
             const double y4_2 = -L4_1*qdd0_rhs1 - L4_2*y2_2 - L4_3*y3_2 + qdd0_rhs4;
@@ -5102,10 +5189,22 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
             const double N2_y = N3_y*c3 - N3_z*s3 + (0.0016666666666666668)*epsd2_y;
             const double N2_z = F3_x + N3_y*s3 + N3_z*c3 + (0.5)*a2_x - 0.3325*oo2_xy_2 + (0.33416666666666667)*qdd_dep1;
             const double N1_y = -F2_z + N2_x*s2 + N2_y*c2 + (0.33416666666666667)*qdd_ind1;
-            mg_s = (mg_s == 0 && !isgreater(cse25, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse26, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse27, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse28, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse25, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse26, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse27, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_3 = -L2_1*N2_z + N3_x;
             const double y3_3 = -L3_1*N2_z - L3_2*y2_3 + N4_y;
             const double y4_3 = -L4_1*N2_z - L4_2*y2_3 - L4_3*y3_3 + N5_z;

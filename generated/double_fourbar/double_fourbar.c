@@ -525,19 +525,31 @@ int64_t mechgen_double_fourbar_newton_step_batch(int64_t n, const double *q, dou
             mg_sincos_poly(cse0, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double B2_f2_o_x = 2.0 - s1;
-            mg_s = (mg_s == 0 && !isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/tau4_00;
             const double lu_f13 = lu_inv1*tau4_01;
             const double lu_u12 = -c2 + lu_f13*s2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double lu_f32 = -B2_f1_T2_x*lu_inv2;
             const double lu_f42 = -B2_f1_T2_y*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(c1*c1 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c1*c1 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/c1;
             const double lu_f41 = -lu_inv3*s1;
             const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-            mg_s = (mg_s == 0 && !isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u44;
             const double cse6 = B1_left_f1_o_y - c2;
             const double err = sqrt(cse6*cse6 + (-B1_left_f1_o_x + r5_x)*(-B1_left_f1_o_x + r5_x) + (-B2_f1_o_x + B2_f2_o_x)*(-B2_f1_o_x + B2_f2_o_x) + (-B2_f1_o_y + c1)*(-B2_f1_o_y + c1));
@@ -789,22 +801,34 @@ int64_t mechgen_double_fourbar_velocity_batch(int64_t n, const double *q, const 
             const double B1_left_f1_T3_x = -c3 - tau4_01;
             const double B2_f1_T2_x = -c2 - tau5_01;
             const double B2_f1_T2_y = -s2 + tau5_00;
-            mg_s = (mg_s == 0 && !isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/tau4_00;
             const double lu_f13 = lu_inv1*tau4_01;
             const double lu_u12 = -c2 + lu_f13*s2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double lu_f32 = -B2_f1_T2_x*lu_inv2;
             const double lu_f42 = -B2_f1_T2_y*lu_inv2;
             double s1, c1;
             mg_sincos_poly(cse0, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
-            mg_s = (mg_s == 0 && !isgreater(c1*c1 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c1*c1 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/c1;
             const double lu_f41 = -lu_inv3*s1;
             const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-            mg_s = (mg_s == 0 && !isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u44;
             const double X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13;
             const double X1__e3 = -X1__e1*lu_f32;
@@ -2394,19 +2418,31 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double cse12 = qd1*qd1;
             const double B2_f2_abias_x = cse12*s1;
             const double B2_f2_abias_y = -c1*cse12;
-            mg_s = (mg_s == 0 && !isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/tau4_00;
             const double lu_f13 = lu_inv1*tau4_01;
             const double lu_u12 = -c2 + lu_f13*s2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double lu_f32 = -B2_f1_T2_x*lu_inv2;
             const double lu_f42 = -B2_f1_T2_y*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(c1*c1 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c1*c1 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/c1;
             const double lu_f41 = -lu_inv3*s1;
             const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-            mg_s = (mg_s == 0 && !isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u44;
             const double X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13;
             const double X1__e3 = -X1__e1*lu_f32;
@@ -2449,7 +2485,10 @@ int64_t mechgen_double_fourbar_forward_dynamics_batch(int64_t n, const double *q
             const double MH5_1 = -Nm5_2_z*X1_2 - 0.3333333333333333*X1_4;
             const double Mr1_1 = -MH1_1*X1_1 - MH2_1*X1_2 + MH3_1 - MH4_1*X1_3 - MH5_1*X1_4;
             const double br1 = -X1_1*c1_2 - X1_2*c2_2 - X1_3*c4_2 - X1_4*c5_2 + c3_2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1;
             mg_o_qdd[2][mg_l] = qdd_ind1;
@@ -2834,19 +2873,31 @@ int64_t mechgen_double_fourbar_inverse_dynamics_batch(int64_t n, const double *q
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double B2_f2_abias_x = cse8*s1;
             const double B2_f2_abias_y = -c1*cse8;
-            mg_s = (mg_s == 0 && !isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tau4_00*tau4_00 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/tau4_00;
             const double lu_f13 = lu_inv1*tau4_01;
             const double lu_u12 = -c2 + lu_f13*s2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 2.9999999999999997e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double lu_f32 = -B2_f1_T2_x*lu_inv2;
             const double lu_f42 = -B2_f1_T2_y*lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(c1*c1 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c1*c1 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/c1;
             const double lu_f41 = -lu_inv3*s1;
             const double lu_u44 = -lu_f41*tau5_01 - tau5_00;
-            mg_s = (mg_s == 0 && !isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u44*lu_u44 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u44;
             const double X1__e1 = -B1_left_f1_T3_x + B1_left_f1_o_x*lu_f13;
             const double X1__e3 = -X1__e1*lu_f32;

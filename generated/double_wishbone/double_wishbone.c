@@ -999,20 +999,29 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double tie_rod_outer_f2_T6_x = -tau5_01*tie_rod_outer_f2_d_z + tau5_02*tie_rod_outer_f2_d_y;
             const double tie_rod_outer_f2_T6_y = tau5_00*tie_rod_outer_f2_d_z - tau5_02*tie_rod_outer_f2_d_x;
             const double tie_rod_outer_f2_T6_z = -tau5_00*tie_rod_outer_f2_d_y + tau5_01*tie_rod_outer_f2_d_x;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/tie_rod_outer_f1_d_y;
             const double lu_f55 = -lu_inv1*tie_rod_outer_f1_d_x;
             const double lu_u52 = -lu_f55*tie_rod_outer_f2_T4_x + tie_rod_outer_f2_T4_y;
             const double lu_u53 = -lu_f55*tie_rod_outer_f2_T5_x + tie_rod_outer_f2_T5_y;
             const double lu_u54 = -lu_f55*tie_rod_outer_f2_T6_x + tie_rod_outer_f2_T6_y;
             const double lu_u56 = lu_f55*tie_rod_outer_f1_T8_x - tie_rod_outer_f1_T8_y;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = -1.0/tie_rod_outer_f1_T8_z;
             const double lu_f56 = lu_inv2*lu_u56;
             const double lu_u52_2 = -lu_f56*tie_rod_outer_f2_T4_z + lu_u52;
             const double lu_u53_2 = -lu_f56*tie_rod_outer_f2_T5_z + lu_u53;
             const double lu_u54_2 = -lu_f56*tie_rod_outer_f2_T6_z + lu_u54;
-            mg_s = (mg_s == 0 && !isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/upper_ball_f1_T3_z;
             const double lu_f11 = -lu_inv3*upper_ball_f1_T3_x;
             const double lu_u12 = -lu_f11*upper_ball_f2_T4_z + upper_ball_f2_T4_x;
@@ -1022,7 +1031,10 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double lu_u22 = -lu_f21*upper_ball_f2_T4_z + upper_ball_f2_T4_y;
             const double lu_u23 = -lu_f21*upper_ball_f2_T5_z + upper_ball_f2_T5_y;
             const double lu_u24 = -lu_f21*upper_ball_f2_T6_z + upper_ball_f2_T6_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u22;
             const double lu_f12 = lu_inv4*lu_u12;
             const double lu_u13_2 = -lu_f12*lu_u23 + lu_u13;
@@ -1030,11 +1042,17 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
             const double lu_f52 = lu_inv4*lu_u52_2;
             const double lu_u53_3 = -lu_f52*lu_u23 + lu_u53_2;
             const double lu_u54_3 = -lu_f52*lu_u24 + lu_u54_2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/lu_u13_2;
             const double lu_f53 = lu_inv5*lu_u53_3;
             const double lu_u54_4 = -lu_f53*lu_u14_2 + lu_u54_3;
-            mg_s = (mg_s == 0 && !isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u54_4;
             const double cse5 = tie_rod_outer_f1_o_x - tie_rod_outer_f2_o_x;
             const double cse6 = tie_rod_outer_f1_o_z - tie_rod_outer_f2_o_z;
@@ -1535,20 +1553,29 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             const double tie_rod_outer_f2_T6_x = -tau5_01*tie_rod_outer_f2_d_z + tau5_02*tie_rod_outer_f2_d_y;
             const double tie_rod_outer_f2_T6_y = tau5_00*tie_rod_outer_f2_d_z - tau5_02*tie_rod_outer_f2_d_x;
             const double tie_rod_outer_f2_T6_z = -tau5_00*tie_rod_outer_f2_d_y + tau5_01*tie_rod_outer_f2_d_x;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/tie_rod_outer_f1_d_y;
             const double lu_f55 = -lu_inv1*tie_rod_outer_f1_d_x;
             const double lu_u52 = -lu_f55*tie_rod_outer_f2_T4_x + tie_rod_outer_f2_T4_y;
             const double lu_u53 = -lu_f55*tie_rod_outer_f2_T5_x + tie_rod_outer_f2_T5_y;
             const double lu_u54 = -lu_f55*tie_rod_outer_f2_T6_x + tie_rod_outer_f2_T6_y;
             const double lu_u56 = lu_f55*tie_rod_outer_f1_T8_x - tie_rod_outer_f1_T8_y;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = -1.0/tie_rod_outer_f1_T8_z;
             const double lu_f56 = lu_inv2*lu_u56;
             const double lu_u52_2 = -lu_f56*tie_rod_outer_f2_T4_z + lu_u52;
             const double lu_u53_2 = -lu_f56*tie_rod_outer_f2_T5_z + lu_u53;
             const double lu_u54_2 = -lu_f56*tie_rod_outer_f2_T6_z + lu_u54;
-            mg_s = (mg_s == 0 && !isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/upper_ball_f1_T3_z;
             const double lu_f11 = -lu_inv3*upper_ball_f1_T3_x;
             const double lu_u12 = -lu_f11*upper_ball_f2_T4_z + upper_ball_f2_T4_x;
@@ -1558,7 +1585,10 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             const double lu_u22 = -lu_f21*upper_ball_f2_T4_z + upper_ball_f2_T4_y;
             const double lu_u23 = -lu_f21*upper_ball_f2_T5_z + upper_ball_f2_T5_y;
             const double lu_u24 = -lu_f21*upper_ball_f2_T6_z + upper_ball_f2_T6_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u22;
             const double lu_f12 = lu_inv4*lu_u12;
             const double lu_u13_2 = -lu_f12*lu_u23 + lu_u13;
@@ -1566,11 +1596,17 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
             const double lu_f52 = lu_inv4*lu_u52_2;
             const double lu_u53_3 = -lu_f52*lu_u23 + lu_u53_2;
             const double lu_u54_3 = -lu_f52*lu_u24 + lu_u54_2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/lu_u13_2;
             const double lu_f53 = lu_inv5*lu_u53_3;
             const double lu_u54_4 = -lu_f53*lu_u14_2 + lu_u54_3;
-            mg_s = (mg_s == 0 && !isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u54_4;
             mg_o_H[11][mg_l] = lu_inv6;
             const double X1__e5 = -lu_f55*tie_rod_outer_f2_T2_x + tie_rod_outer_f2_T2_y;
@@ -5027,20 +5063,29 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double cse34 = omega6_y*tie_rod_outer_f2_d_z - omega6_z*tie_rod_outer_f2_d_y;
             const double tie_rod_outer_f2_abias_y = -cse32*omega6_x_2 + cse34*omega6_z - eps6_x*tie_rod_outer_f2_d_z + eps6_z*tie_rod_outer_f2_d_x + w4_y;
             const double tie_rod_outer_f2_abias_z = cse33*omega6_x_2 - cse34*omega6_y + eps6_x*tie_rod_outer_f2_d_y - eps6_y*tie_rod_outer_f2_d_x + w4_z;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/tie_rod_outer_f1_d_y;
             const double lu_f55 = -lu_inv1*tie_rod_outer_f1_d_x;
             const double lu_u52 = -lu_f55*tie_rod_outer_f2_T4_x + tie_rod_outer_f2_T4_y;
             const double lu_u53 = -lu_f55*tie_rod_outer_f2_T5_x + tie_rod_outer_f2_T5_y;
             const double lu_u54 = -lu_f55*tie_rod_outer_f2_T6_x + tie_rod_outer_f2_T6_y;
             const double lu_u56 = lu_f55*tie_rod_outer_f1_T8_x - tie_rod_outer_f1_T8_y;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = -1.0/tie_rod_outer_f1_T8_z;
             const double lu_f56 = lu_inv2*lu_u56;
             const double lu_u52_2 = -lu_f56*tie_rod_outer_f2_T4_z + lu_u52;
             const double lu_u53_2 = -lu_f56*tie_rod_outer_f2_T5_z + lu_u53;
             const double lu_u54_2 = -lu_f56*tie_rod_outer_f2_T6_z + lu_u54;
-            mg_s = (mg_s == 0 && !isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/upper_ball_f1_T3_z;
             const double lu_f11 = -lu_inv3*upper_ball_f1_T3_x;
             const double lu_u12 = -lu_f11*upper_ball_f2_T4_z + upper_ball_f2_T4_x;
@@ -5050,7 +5095,10 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double lu_u22 = -lu_f21*upper_ball_f2_T4_z + upper_ball_f2_T4_y;
             const double lu_u23 = -lu_f21*upper_ball_f2_T5_z + upper_ball_f2_T5_y;
             const double lu_u24 = -lu_f21*upper_ball_f2_T6_z + upper_ball_f2_T6_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u22;
             const double lu_f12 = lu_inv4*lu_u12;
             const double lu_u13_2 = -lu_f12*lu_u23 + lu_u13;
@@ -5058,11 +5106,17 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double lu_f52 = lu_inv4*lu_u52_2;
             const double lu_u53_3 = -lu_f52*lu_u23 + lu_u53_2;
             const double lu_u54_3 = -lu_f52*lu_u24 + lu_u54_2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/lu_u13_2;
             const double lu_f53 = lu_inv5*lu_u53_3;
             const double lu_u54_4 = -lu_f53*lu_u14_2 + lu_u54_3;
-            mg_s = (mg_s == 0 && !isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u54_4;
             const double X1__e5 = -lu_f55*tie_rod_outer_f2_T2_x + tie_rod_outer_f2_T2_y;
             const double X1__e5_2 = X1__e5 - lu_f56*tie_rod_outer_f2_T2_z;
@@ -5145,11 +5199,17 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
             const double Mr2_2 = MH1_2 - MH3_2*X2_1 - MH4_2*X2_2 - MH5_2*X2_3 + MH6_2*lu_inv6 - MH7_2*X2_5 - MH8_2*X2_6;
             const double br1 = -X1_1*c3_2 - X1_2*c4_2 - X1_3*c5_2 - X1_4*c6_2 - X1_5*c7_2 - X1_6*c8_2 + c2_2;
             const double br2 = -X2_1*c3_2 - X2_2*c4_2 - X2_3*c5_2 - X2_5*c7_2 - X2_6*c8_2 + c1 + c6_2*lu_inv6;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/Mr1_1;
             const double L2_1 = Mr1_2*invD1;
             const double D2 = -L2_1*Mr1_2 + Mr2_2;
-            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*Mr2_2, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*Mr2_2, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double y2 = -L2_1*br1 + br2;
             const double qdd_ind2 = invD2*y2;
@@ -5991,20 +6051,29 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double cse26 = omega6_y*tie_rod_outer_f2_d_z - omega6_z*tie_rod_outer_f2_d_y;
             const double tie_rod_outer_f2_abias_y = -cse24*omega6_x + cse26*omega6_z - eps6_x*tie_rod_outer_f2_d_z + eps6_z*tie_rod_outer_f2_d_x + w4_y;
             const double tie_rod_outer_f2_abias_z = cse25*omega6_x - cse26*omega6_y + eps6_x*tie_rod_outer_f2_d_y - eps6_y*tie_rod_outer_f2_d_x + w4_z;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_d_y*tie_rod_outer_f1_d_y - 1.2982499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/tie_rod_outer_f1_d_y;
             const double lu_f55 = -lu_inv1*tie_rod_outer_f1_d_x;
             const double lu_u52 = -lu_f55*tie_rod_outer_f2_T4_x + tie_rod_outer_f2_T4_y;
             const double lu_u53 = -lu_f55*tie_rod_outer_f2_T5_x + tie_rod_outer_f2_T5_y;
             const double lu_u54 = -lu_f55*tie_rod_outer_f2_T6_x + tie_rod_outer_f2_T6_y;
             const double lu_u56 = lu_f55*tie_rod_outer_f1_T8_x - tie_rod_outer_f1_T8_y;
-            mg_s = (mg_s == 0 && !isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(tie_rod_outer_f1_T8_z*tie_rod_outer_f1_T8_z - 1.2984999999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = -1.0/tie_rod_outer_f1_T8_z;
             const double lu_f56 = lu_inv2*lu_u56;
             const double lu_u52_2 = -lu_f56*tie_rod_outer_f2_T4_z + lu_u52;
             const double lu_u53_2 = -lu_f56*tie_rod_outer_f2_T5_z + lu_u53;
             const double lu_u54_2 = -lu_f56*tie_rod_outer_f2_T6_z + lu_u54;
-            mg_s = (mg_s == 0 && !isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(upper_ball_f1_T3_z*upper_ball_f1_T3_z - 3.437362698120165e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv3 = -1.0/upper_ball_f1_T3_z;
             const double lu_f11 = -lu_inv3*upper_ball_f1_T3_x;
             const double lu_u12 = -lu_f11*upper_ball_f2_T4_z + upper_ball_f2_T4_x;
@@ -6014,7 +6083,10 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double lu_u22 = -lu_f21*upper_ball_f2_T4_z + upper_ball_f2_T4_y;
             const double lu_u23 = -lu_f21*upper_ball_f2_T5_z + upper_ball_f2_T5_y;
             const double lu_u24 = -lu_f21*upper_ball_f2_T6_z + upper_ball_f2_T6_y;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.2837499999999996e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv4 = 1.0/lu_u22;
             const double lu_f12 = lu_inv4*lu_u12;
             const double lu_u13_2 = -lu_f12*lu_u23 + lu_u13;
@@ -6022,11 +6094,17 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
             const double lu_f52 = lu_inv4*lu_u52_2;
             const double lu_u53_3 = -lu_f52*lu_u23 + lu_u53_2;
             const double lu_u54_3 = -lu_f52*lu_u24 + lu_u54_2;
-            mg_s = (mg_s == 0 && !isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u13_2*lu_u13_2 - 1.4169999999999998e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv5 = 1.0/lu_u13_2;
             const double lu_f53 = lu_inv5*lu_u53_3;
             const double lu_u54_4 = -lu_f53*lu_u14_2 + lu_u54_3;
-            mg_s = (mg_s == 0 && !isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u54_4*lu_u54_4 - 2.3574999999999997e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv6 = 1.0/lu_u54_4;
             const double X1__e5 = -lu_f55*tie_rod_outer_f2_T2_x + tie_rod_outer_f2_T2_y;
             const double X1__e5_2 = X1__e5 - lu_f56*tie_rod_outer_f2_T2_z;

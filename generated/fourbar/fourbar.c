@@ -428,11 +428,17 @@ int64_t mechgen_fourbar_newton_step_batch(int64_t n, const double *q, double *q_
             const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
             const double C_f2_o_x = C_f2_d_x + 0.4;
-            mg_s = (mg_s == 0 && !isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/C_f2_d_y;
             const double lu_f21 = C_f2_d_x*lu_inv1;
             const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u22;
             const double cse4 = C_f1_o_x - C_f2_o_x;
             const double err = sqrt(cse4*cse4 + (-C_f1_o_y + C_f2_d_y)*(-C_f1_o_y + C_f2_d_y));
@@ -649,11 +655,17 @@ int64_t mechgen_fourbar_velocity_batch(int64_t n, const double *q, const double 
             mg_range[mg_l] |= mg_trig_out_of_range(cse0);
             const double C_f2_d_x = -0.06692566407410266*c1 - 0.29243966127774185*s1;
             const double C_f2_d_y = (0.29243966127774185)*c1 - 0.06692566407410266*s1;
-            mg_s = (mg_s == 0 && !isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/C_f2_d_y;
             const double lu_f21 = C_f2_d_x*lu_inv1;
             const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u22;
             const double X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x;
             const double X1_2 = X1__e2*lu_inv2;
@@ -1846,11 +1858,17 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             const double cse8 = qd1*qd1;
             const double C_f2_abias_x = -C_f2_d_x*cse8;
             const double C_f2_abias_y = -C_f2_d_y*cse8;
-            mg_s = (mg_s == 0 && !isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/C_f2_d_y;
             const double lu_f21 = C_f2_d_x*lu_inv1;
             const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u22;
             const double X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x;
             const double X1_2 = X1__e2*lu_inv2;
@@ -1872,7 +1890,10 @@ int64_t mechgen_fourbar_forward_dynamics_batch(int64_t n, const double *q, const
             const double MH3_1 = Nm3_2_z - 0.02043333333333333*X1_2;
             const double Mr1_1 = -MH1_1*X1_1 + MH2_1 - MH3_1*X1_2;
             const double br1 = -X1_1*c1_2 - X1_2*c3_2 + c2_2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1;
             mg_o_qdd[1][mg_l] = qdd_ind1;
@@ -2157,11 +2178,17 @@ int64_t mechgen_fourbar_inverse_dynamics_batch(int64_t n, const double *q, const
             const double cse5 = qd1*qd1;
             const double C_f2_abias_x = -C_f2_d_x*cse5;
             const double C_f2_abias_y = -C_f2_d_y*cse5;
-            mg_s = (mg_s == 0 && !isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(C_f2_d_y*C_f2_d_y - 9.000000000000003e-22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = -1.0/C_f2_d_y;
             const double lu_f21 = C_f2_d_x*lu_inv1;
             const double lu_u22 = -C_f1_d_x - C_f1_d_y*lu_f21;
-            mg_s = (mg_s == 0 && !isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u22*lu_u22 - 1.225e-21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u22;
             const double X1__e2 = C_f1_T2_x*lu_f21 - C_f1_o_x;
             const double X1_2 = X1__e2*lu_inv2;

@@ -427,7 +427,10 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             const double leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162;
             const double leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
@@ -442,8 +445,14 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.25, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse1 + cse2;
             const double leg2_s0_y = cse3 + cse4;
             const double leg2_s0_z = cse5 + cse6;
@@ -451,7 +460,10 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             const double leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162;
             const double leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
@@ -466,8 +478,14 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.25, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse7 = 0.6278517870878945*alpha_C_10;
             const double cse8 = 0.16823237931663848*alpha_C_00 + x_C;
             const double leg3_s0_x = cse7 + cse8;
@@ -481,7 +499,10 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             const double leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
             const double leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
@@ -496,8 +517,14 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.25, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse13 = 0.16823237931663848*alpha_C_10;
             const double cse14 = 0.6278517870878945*alpha_C_00;
             const double leg4_s0_x = cse13 - cse14 + x_C;
@@ -511,7 +538,10 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             const double leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
@@ -526,8 +556,14 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.25, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse13 - cse14 + x_C;
             const double leg5_s0_y = -cse15 - cse16 + y_C;
             const double leg5_s0_z = -cse17 - cse18 + z_C;
@@ -535,7 +571,10 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             const double leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
@@ -550,8 +589,14 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.25, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse7 + cse8;
             const double leg6_s0_y = cse10 - cse9;
             const double leg6_s0_z = -cse11 + cse12;
@@ -559,7 +604,10 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             const double leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
@@ -574,8 +622,14 @@ int64_t mechgen_gough_stewart_docking_inverse_kinematics_batch(int64_t n, const 
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.25, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -1170,9 +1224,15 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             const double leg1_R_Cn_11 = alpha_C_10*leg1_B0_10 + alpha_C_11*leg1_B0_11 + alpha_C_12*leg1_B0_12;
             const double leg1_R_Cn_20 = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_22 + leg1_beta1_21*s_psi_z;
             const double leg1_R_Cn_21 = alpha_C_10*leg1_beta1_20 + alpha_C_11*leg1_beta1_21 + alpha_C_12*leg1_beta1_22;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             const double leg2_u2 = mg_in_q[4][mg_l];
             double leg2_s2, leg2_c2;
@@ -1196,9 +1256,15 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             const double leg2_R_Cn_11 = alpha_C_10*leg2_B0_10 + alpha_C_11*leg2_B0_11 + alpha_C_12*leg2_B0_12;
             const double leg2_R_Cn_20 = alpha_C_00*leg2_beta1_20 + alpha_C_02*leg2_beta1_22 + leg2_beta1_21*s_psi_z;
             const double leg2_R_Cn_21 = alpha_C_10*leg2_beta1_20 + alpha_C_11*leg2_beta1_21 + alpha_C_12*leg2_beta1_22;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg3_u2 = mg_in_q[7][mg_l];
             double leg3_s2, leg3_c2;
@@ -1222,9 +1288,15 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             const double leg3_R_Cn_11 = alpha_C_10*leg3_B0_10 + alpha_C_11*leg3_B0_11 + alpha_C_12*leg3_B0_12;
             const double leg3_R_Cn_20 = alpha_C_00*leg3_beta1_20 + alpha_C_02*leg3_beta1_22 + leg3_beta1_21*s_psi_z;
             const double leg3_R_Cn_21 = alpha_C_10*leg3_beta1_20 + alpha_C_11*leg3_beta1_21 + alpha_C_12*leg3_beta1_22;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg4_u2 = mg_in_q[10][mg_l];
             double leg4_s2, leg4_c2;
@@ -1248,9 +1320,15 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             const double leg4_R_Cn_11 = alpha_C_10*leg4_B0_10 + alpha_C_11*leg4_B0_11 + alpha_C_12*leg4_B0_12;
             const double leg4_R_Cn_20 = alpha_C_00*leg4_beta1_20 + alpha_C_02*leg4_beta1_22 + leg4_beta1_21*s_psi_z;
             const double leg4_R_Cn_21 = alpha_C_10*leg4_beta1_20 + alpha_C_11*leg4_beta1_21 + alpha_C_12*leg4_beta1_22;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             const double leg5_u2 = mg_in_q[13][mg_l];
             double leg5_s2, leg5_c2;
@@ -1274,9 +1352,15 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             const double leg5_R_Cn_11 = alpha_C_10*leg5_B0_10 + alpha_C_11*leg5_B0_11 + alpha_C_12*leg5_B0_12;
             const double leg5_R_Cn_20 = alpha_C_00*leg5_beta1_20 + alpha_C_02*leg5_beta1_22 + leg5_beta1_21*s_psi_z;
             const double leg5_R_Cn_21 = alpha_C_10*leg5_beta1_20 + alpha_C_11*leg5_beta1_21 + alpha_C_12*leg5_beta1_22;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             const double leg6_u2 = mg_in_q[16][mg_l];
             double leg6_s2, leg6_c2;
@@ -1300,9 +1384,15 @@ int64_t mechgen_gough_stewart_docking_newton_step_batch(int64_t n, const double 
             const double leg6_R_Cn_11 = alpha_C_10*leg6_B0_10 + alpha_C_11*leg6_B0_11 + alpha_C_12*leg6_B0_12;
             const double leg6_R_Cn_20 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_22 + leg6_beta1_21*s_psi_z;
             const double leg6_R_Cn_21 = alpha_C_10*leg6_beta1_20 + alpha_C_11*leg6_beta1_21 + alpha_C_12*leg6_beta1_22;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             const double x_C = mg_in_x[0][mg_l];
             const double y_C = mg_in_x[1][mg_l];
@@ -2075,7 +2165,10 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162;
             const double leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
@@ -2085,8 +2178,14 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.25, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -2094,7 +2193,10 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162;
             const double leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
@@ -2104,8 +2206,14 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.25, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
             const double leg3_s0_x = cse10 + cse9;
@@ -2119,7 +2227,10 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
             const double leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
@@ -2129,8 +2240,14 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.25, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.16823237931663848*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
             const double leg4_s0_x = cse15 - cse16 + x_C;
@@ -2144,7 +2261,10 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
@@ -2154,8 +2274,14 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.25, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse15 - cse16 + x_C;
             const double leg5_s0_y = -cse17 - cse18 + y_C;
             const double leg5_s0_z = -cse19 - cse20 + z_C;
@@ -2163,7 +2289,10 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
@@ -2173,8 +2302,14 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.25, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = cse10 - cse9;
             const double leg6_s0_y = -cse11 + cse12;
             const double leg6_s0_z = -cse13 + cse14;
@@ -2182,7 +2317,10 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
@@ -2192,8 +2330,14 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.25, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
             const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
@@ -2259,9 +2403,15 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg1_Ci2_z = 0.45961940777125593*leg1_R_Cn_10 + 0.45961940777125593*leg1_R_Cn_11;
             const double leg1_Ci3_x = -0.45961940777125593*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.45961940777125593*leg1_R_Cn_20 + 0.45961940777125593*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
             mg_o_H[30][mg_l] = leg2_B0_00;
@@ -2298,9 +2448,15 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg2_Ci3_x = cse23;
             const double leg2_Ci3_y = -cse23;
             const double leg2_Ci3_z = -0.45961940777125593*leg2_R_Cn_20 + 0.45961940777125593*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
             mg_o_H[48][mg_l] = leg3_B0_00;
@@ -2334,9 +2490,15 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg3_Ci3_x = 0.6278517870878945*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.16823237931663848*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.6278517870878945*leg3_R_Cn_20 + 0.16823237931663848*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             mg_o_H[66][mg_l] = leg4_B0_00;
@@ -2370,9 +2532,15 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg4_Ci3_x = 0.16823237931663848*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.6278517870878945*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.16823237931663848*leg4_R_Cn_20 - 0.6278517870878945*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             mg_o_H[84][mg_l] = leg5_B0_00;
@@ -2406,9 +2574,15 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg5_Ci3_x = -0.16823237931663848*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.6278517870878945*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.16823237931663848*leg5_R_Cn_20 - 0.6278517870878945*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
             mg_o_H[102][mg_l] = leg6_B0_00;
@@ -2442,9 +2616,15 @@ int64_t mechgen_gough_stewart_docking_velocity_constraints_batch(int64_t n, cons
             const double leg6_Ci3_x = -0.6278517870878945*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.16823237931663848*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.6278517870878945*leg6_R_Cn_20 + 0.16823237931663848*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
             mg_o_H[6][mg_l] = leg1_H1_2;
@@ -3298,7 +3478,10 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162;
             const double leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
@@ -3313,8 +3496,14 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.25, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -3322,7 +3511,10 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162;
             const double leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
@@ -3337,8 +3529,14 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.25, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
             const double leg3_s0_x = cse10 + cse9;
@@ -3352,7 +3550,10 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
             const double leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
@@ -3367,8 +3568,14 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.25, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.16823237931663848*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
             const double leg4_s0_x = cse15 - cse16 + x_C;
@@ -3382,7 +3589,10 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
@@ -3397,8 +3607,14 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.25, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse15 - cse16 + x_C;
             const double leg5_s0_y = -cse17 - cse18 + y_C;
             const double leg5_s0_z = -cse19 - cse20 + z_C;
@@ -3406,7 +3622,10 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
@@ -3421,8 +3640,14 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.25, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = cse10 - cse9;
             const double leg6_s0_y = -cse11 + cse12;
             const double leg6_s0_z = -cse13 + cse14;
@@ -3430,7 +3655,10 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
@@ -3445,8 +3673,14 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.25, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
             const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
@@ -3506,9 +3740,15 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg1_Ci2_z = 0.45961940777125593*leg1_R_Cn_10 + 0.45961940777125593*leg1_R_Cn_11;
             const double leg1_Ci3_x = -0.45961940777125593*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.45961940777125593*leg1_R_Cn_20 + 0.45961940777125593*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
             const double leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2;
@@ -3539,9 +3779,15 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg2_Ci3_x = cse23;
             const double leg2_Ci3_y = -cse23;
             const double leg2_Ci3_z = -0.45961940777125593*leg2_R_Cn_20 + 0.45961940777125593*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
             const double leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2;
@@ -3569,9 +3815,15 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg3_Ci3_x = 0.6278517870878945*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.16823237931663848*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.6278517870878945*leg3_R_Cn_20 + 0.16823237931663848*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             const double leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2;
@@ -3599,9 +3851,15 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg4_Ci3_x = 0.16823237931663848*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.6278517870878945*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.16823237931663848*leg4_R_Cn_20 - 0.6278517870878945*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
@@ -3629,9 +3887,15 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg5_Ci3_x = -0.16823237931663848*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.6278517870878945*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.16823237931663848*leg5_R_Cn_20 - 0.6278517870878945*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
             const double leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2;
@@ -3659,9 +3923,15 @@ int64_t mechgen_gough_stewart_docking_leg_rates_batch(int64_t n, const double *x
             const double leg6_Ci3_x = -0.6278517870878945*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.16823237931663848*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.6278517870878945*leg6_R_Cn_20 + 0.16823237931663848*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2;
@@ -4688,7 +4958,10 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162;
             const double leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
@@ -4698,8 +4971,14 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.25, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -4707,7 +4986,10 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162;
             const double leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
@@ -4717,8 +4999,14 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.25, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
             const double leg3_s0_x = cse10 + cse9;
@@ -4732,7 +5020,10 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
             const double leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
@@ -4742,8 +5033,14 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.25, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.16823237931663848*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
             const double leg4_s0_x = cse15 - cse16 + x_C;
@@ -4757,7 +5054,10 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
@@ -4767,8 +5067,14 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.25, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse15 - cse16 + x_C;
             const double leg5_s0_y = -cse17 - cse18 + y_C;
             const double leg5_s0_z = -cse19 - cse20 + z_C;
@@ -4776,7 +5082,10 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
@@ -4786,8 +5095,14 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.25, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = cse10 - cse9;
             const double leg6_s0_y = -cse11 + cse12;
             const double leg6_s0_z = -cse13 + cse14;
@@ -4795,7 +5110,10 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
@@ -4805,8 +5123,14 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.25, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
             const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
@@ -4866,9 +5190,15 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg1_Ci2_z = 0.45961940777125593*leg1_R_Cn_10 + 0.45961940777125593*leg1_R_Cn_11;
             const double leg1_Ci3_x = -0.45961940777125593*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.45961940777125593*leg1_R_Cn_20 + 0.45961940777125593*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
             const double leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2;
@@ -4899,9 +5229,15 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg2_Ci3_x = cse23;
             const double leg2_Ci3_y = -cse23;
             const double leg2_Ci3_z = -0.45961940777125593*leg2_R_Cn_20 + 0.45961940777125593*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
             const double leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2;
@@ -4929,9 +5265,15 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg3_Ci3_x = 0.6278517870878945*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.16823237931663848*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.6278517870878945*leg3_R_Cn_20 + 0.16823237931663848*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             const double leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2;
@@ -4959,9 +5301,15 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg4_Ci3_x = 0.16823237931663848*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.6278517870878945*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.16823237931663848*leg4_R_Cn_20 - 0.6278517870878945*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
@@ -4989,9 +5337,15 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg5_Ci3_x = -0.16823237931663848*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.6278517870878945*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.16823237931663848*leg5_R_Cn_20 - 0.6278517870878945*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
             const double leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2;
@@ -5019,9 +5373,15 @@ int64_t mechgen_gough_stewart_docking_acceleration_terms_batch(int64_t n, const 
             const double leg6_Ci3_x = -0.6278517870878945*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.16823237931663848*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.6278517870878945*leg6_R_Cn_20 + 0.16823237931663848*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2;
@@ -6035,7 +6395,10 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162;
             const double leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
@@ -6046,8 +6409,14 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.25, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -6055,7 +6424,10 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162;
             const double leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
@@ -6066,8 +6438,14 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.25, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
             const double leg3_s0_x = cse10 + cse9;
@@ -6081,7 +6459,10 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
             const double leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
@@ -6092,8 +6473,14 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.25, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.16823237931663848*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
             const double leg4_s0_x = cse15 - cse16 + x_C;
@@ -6107,7 +6494,10 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
@@ -6118,8 +6508,14 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.25, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse15 - cse16 + x_C;
             const double leg5_s0_y = -cse17 - cse18 + y_C;
             const double leg5_s0_z = -cse19 - cse20 + z_C;
@@ -6127,7 +6523,10 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
@@ -6138,8 +6537,14 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.25, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = cse10 - cse9;
             const double leg6_s0_y = -cse11 + cse12;
             const double leg6_s0_z = -cse13 + cse14;
@@ -6147,7 +6552,10 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
@@ -6158,8 +6566,14 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.25, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
             const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
@@ -6219,9 +6633,15 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg1_Ci2_z = 0.45961940777125593*leg1_R_Cn_10 + 0.45961940777125593*leg1_R_Cn_11;
             const double leg1_Ci3_x = -0.45961940777125593*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.45961940777125593*leg1_R_Cn_20 + 0.45961940777125593*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
             const double leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2;
@@ -6252,9 +6672,15 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg2_Ci3_x = cse23;
             const double leg2_Ci3_y = -cse23;
             const double leg2_Ci3_z = -0.45961940777125593*leg2_R_Cn_20 + 0.45961940777125593*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
             const double leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2;
@@ -6282,9 +6708,15 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg3_Ci3_x = 0.6278517870878945*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.16823237931663848*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.6278517870878945*leg3_R_Cn_20 + 0.16823237931663848*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             const double leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2;
@@ -6312,9 +6744,15 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg4_Ci3_x = 0.16823237931663848*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.6278517870878945*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.16823237931663848*leg4_R_Cn_20 - 0.6278517870878945*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
@@ -6342,9 +6780,15 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg5_Ci3_x = -0.16823237931663848*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.6278517870878945*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.16823237931663848*leg5_R_Cn_20 - 0.6278517870878945*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
             const double leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2;
@@ -6372,9 +6816,15 @@ int64_t mechgen_gough_stewart_docking_leg_forces_batch(int64_t n, const double *
             const double leg6_Ci3_x = -0.6278517870878945*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.16823237931663848*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.6278517870878945*leg6_R_Cn_20 + 0.16823237931663848*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2;
@@ -7703,7 +8153,10 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162;
             const double leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
@@ -7714,8 +8167,14 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.25, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -7723,7 +8182,10 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162;
             const double leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
@@ -7734,8 +8196,14 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.25, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
             const double leg3_s0_x = cse10 + cse9;
@@ -7749,7 +8217,10 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
             const double leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
@@ -7760,8 +8231,14 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.25, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.16823237931663848*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
             const double leg4_s0_x = cse15 - cse16 + x_C;
@@ -7775,7 +8252,10 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
@@ -7786,8 +8266,14 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.25, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse15 - cse16 + x_C;
             const double leg5_s0_y = -cse17 - cse18 + y_C;
             const double leg5_s0_z = -cse19 - cse20 + z_C;
@@ -7795,7 +8281,10 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
@@ -7806,8 +8295,14 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.25, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = cse10 - cse9;
             const double leg6_s0_y = -cse11 + cse12;
             const double leg6_s0_z = -cse13 + cse14;
@@ -7815,7 +8310,10 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
@@ -7826,8 +8324,14 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.25, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
             const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
@@ -7938,9 +8442,15 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg1_Ci2_z = 0.45961940777125593*leg1_R_Cn_10 + 0.45961940777125593*leg1_R_Cn_11;
             const double leg1_Ci3_x = -0.45961940777125593*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.45961940777125593*leg1_R_Cn_20 + 0.45961940777125593*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
             const double leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2;
@@ -7971,9 +8481,15 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg2_Ci3_x = cse23;
             const double leg2_Ci3_y = -cse23;
             const double leg2_Ci3_z = -0.45961940777125593*leg2_R_Cn_20 + 0.45961940777125593*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
             const double leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2;
@@ -8001,9 +8517,15 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg3_Ci3_x = 0.6278517870878945*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.16823237931663848*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.6278517870878945*leg3_R_Cn_20 + 0.16823237931663848*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             const double leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2;
@@ -8031,9 +8553,15 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg4_Ci3_x = 0.16823237931663848*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.6278517870878945*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.16823237931663848*leg4_R_Cn_20 - 0.6278517870878945*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
@@ -8061,9 +8589,15 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg5_Ci3_x = -0.16823237931663848*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.6278517870878945*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.16823237931663848*leg5_R_Cn_20 - 0.6278517870878945*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
             const double leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2;
@@ -8091,9 +8625,15 @@ int64_t mechgen_gough_stewart_docking_leg_dynamics_batch(int64_t n, const double
             const double leg6_Ci3_x = -0.6278517870878945*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.16823237931663848*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.6278517870878945*leg6_R_Cn_20 + 0.16823237931663848*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2;
@@ -10297,7 +10837,10 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162;
             const double leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
@@ -10308,8 +10851,14 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.25, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -10317,7 +10866,10 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162;
             const double leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
@@ -10328,8 +10880,14 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.25, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
             const double leg3_s0_x = cse10 + cse9;
@@ -10343,7 +10901,10 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
             const double leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
@@ -10354,8 +10915,14 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.25, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.16823237931663848*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
             const double leg4_s0_x = cse15 - cse16 + x_C;
@@ -10369,7 +10936,10 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
@@ -10380,8 +10950,14 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.25, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse15 - cse16 + x_C;
             const double leg5_s0_y = -cse17 - cse18 + y_C;
             const double leg5_s0_z = -cse19 - cse20 + z_C;
@@ -10389,7 +10965,10 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
@@ -10400,8 +10979,14 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.25, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = cse10 - cse9;
             const double leg6_s0_y = -cse11 + cse12;
             const double leg6_s0_z = -cse13 + cse14;
@@ -10409,7 +10994,10 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
@@ -10420,8 +11008,14 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.25, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
             const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
@@ -10486,9 +11080,15 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg1_Ci2_z = 0.45961940777125593*leg1_R_Cn_10 + 0.45961940777125593*leg1_R_Cn_11;
             const double leg1_Ci3_x = -0.45961940777125593*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.45961940777125593*leg1_R_Cn_20 + 0.45961940777125593*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
             mg_w_leg2_B0_00[mg_l] = leg2_B0_00;
@@ -10525,9 +11125,15 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg2_Ci3_x = cse23;
             const double leg2_Ci3_y = -cse23;
             const double leg2_Ci3_z = -0.45961940777125593*leg2_R_Cn_20 + 0.45961940777125593*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
             mg_w_leg3_B0_00[mg_l] = leg3_B0_00;
@@ -10561,9 +11167,15 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg3_Ci3_x = 0.6278517870878945*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.16823237931663848*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.6278517870878945*leg3_R_Cn_20 + 0.16823237931663848*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             mg_w_leg4_B0_00[mg_l] = leg4_B0_00;
@@ -10597,9 +11209,15 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg4_Ci3_x = 0.16823237931663848*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.6278517870878945*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.16823237931663848*leg4_R_Cn_20 - 0.6278517870878945*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             mg_w_leg5_B0_00[mg_l] = leg5_B0_00;
@@ -10633,9 +11251,15 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg5_Ci3_x = -0.16823237931663848*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.6278517870878945*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.16823237931663848*leg5_R_Cn_20 - 0.6278517870878945*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
             mg_w_leg6_B0_00[mg_l] = leg6_B0_00;
@@ -10669,9 +11293,15 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double leg6_Ci3_x = -0.6278517870878945*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.16823237931663848*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.6278517870878945*leg6_R_Cn_20 + 0.16823237931663848*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
             mg_w_leg1_H1_2[mg_l] = leg1_H1_2;
@@ -11409,7 +12039,10 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             mg_w_A_star56[mg_l] = A_star56;
             const double A_star66 = leg1_AH16*leg1_H6_1 + leg1_AH26*leg1_H6_2 + leg1_AH36*leg1_Ci1_z + leg2_AH16*leg2_H6_1 + leg2_AH26*leg2_H6_2 + leg2_AH36*leg2_Ci1_z + leg3_AH16*leg3_H6_1 + leg3_AH26*leg3_H6_2 + leg3_AH36*leg3_Ci1_z + leg4_AH16*leg4_H6_1 + leg4_AH26*leg4_H6_2 + leg4_AH36*leg4_Ci1_z + leg5_AH16*leg5_H6_1 + leg5_AH26*leg5_H6_2 + leg5_AH36*leg5_Ci1_z + leg6_AH16*leg6_H6_1 + leg6_AH26*leg6_H6_2 + leg6_AH36*leg6_Ci1_z + 55.0;
             mg_w_A_star66[mg_l] = A_star66;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             mg_w_invD1[mg_l] = invD1;
             const double L2_1 = A_star12*invD1;
@@ -11423,7 +12056,10 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double L6_1 = A_star16*invD1;
             mg_w_L6_1[mg_l] = L6_1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             mg_w_invD2[mg_l] = invD2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
@@ -11439,7 +12075,10 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double L6_2 = LD6_2*invD2;
             mg_w_L6_2[mg_l] = L6_2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             mg_w_invD3[mg_l] = invD3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
@@ -11452,7 +12091,10 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double L6_3 = LD6_3*invD3;
             mg_w_L6_3[mg_l] = L6_3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             mg_w_invD4[mg_l] = invD4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
@@ -11462,14 +12104,20 @@ int64_t mechgen_gough_stewart_docking_reduced_dynamics_batch(int64_t n, const do
             const double L6_4 = LD6_4*invD4;
             mg_w_L6_4[mg_l] = L6_4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             mg_w_invD5[mg_l] = invD5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             mg_w_L6_5[mg_l] = L6_5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             mg_w_invD6[mg_l] = invD6;
             mg_st[mg_l] = mg_s;
@@ -14070,7 +14718,10 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162;
             const double leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
@@ -14085,8 +14736,14 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.25, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -14094,7 +14751,10 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162;
             const double leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
@@ -14109,8 +14769,14 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.25, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
             const double leg3_s0_x = cse10 + cse9;
@@ -14124,7 +14790,10 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
             const double leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
@@ -14139,8 +14808,14 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.25, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.16823237931663848*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
             const double leg4_s0_x = cse15 - cse16 + x_C;
@@ -14154,7 +14829,10 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
@@ -14169,8 +14847,14 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.25, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse15 - cse16 + x_C;
             const double leg5_s0_y = -cse17 - cse18 + y_C;
             const double leg5_s0_z = -cse19 - cse20 + z_C;
@@ -14178,7 +14862,10 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
@@ -14193,8 +14880,14 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.25, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = cse10 - cse9;
             const double leg6_s0_y = -cse11 + cse12;
             const double leg6_s0_z = -cse13 + cse14;
@@ -14202,7 +14895,10 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
@@ -14217,8 +14913,14 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.25, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             mg_w_leg1_beta1_00[mg_l] = leg1_beta1_00;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
@@ -14322,10 +15024,16 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double leg1_Ci2_z = 0.45961940777125593*leg1_R_Cn_10 + 0.45961940777125593*leg1_R_Cn_11;
             const double leg1_Ci3_x = -0.45961940777125593*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.45961940777125593*leg1_R_Cn_20 + 0.45961940777125593*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
             mg_w_leg1_lu_inv2[mg_l] = leg1_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             mg_w_leg1_lu_inv3[mg_l] = leg1_lu_inv3;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
@@ -14366,10 +15074,16 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double leg2_Ci3_x = cse23;
             const double leg2_Ci3_y = -cse23;
             const double leg2_Ci3_z = -0.45961940777125593*leg2_R_Cn_20 + 0.45961940777125593*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
             mg_w_leg2_lu_inv2[mg_l] = leg2_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             mg_w_leg2_lu_inv3[mg_l] = leg2_lu_inv3;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
@@ -14407,10 +15121,16 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double leg3_Ci3_x = 0.6278517870878945*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.16823237931663848*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.6278517870878945*leg3_R_Cn_20 + 0.16823237931663848*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
             mg_w_leg3_lu_inv2[mg_l] = leg3_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             mg_w_leg3_lu_inv3[mg_l] = leg3_lu_inv3;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
@@ -14448,10 +15168,16 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double leg4_Ci3_x = 0.16823237931663848*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.6278517870878945*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.16823237931663848*leg4_R_Cn_20 - 0.6278517870878945*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
             mg_w_leg4_lu_inv2[mg_l] = leg4_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             mg_w_leg4_lu_inv3[mg_l] = leg4_lu_inv3;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
@@ -14489,10 +15215,16 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double leg5_Ci3_x = -0.16823237931663848*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.6278517870878945*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.16823237931663848*leg5_R_Cn_20 - 0.6278517870878945*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
             mg_w_leg5_lu_inv2[mg_l] = leg5_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             mg_w_leg5_lu_inv3[mg_l] = leg5_lu_inv3;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
@@ -14530,10 +15262,16 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double leg6_Ci3_x = -0.6278517870878945*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.16823237931663848*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.6278517870878945*leg6_R_Cn_20 + 0.16823237931663848*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
             mg_w_leg6_lu_inv2[mg_l] = leg6_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             mg_w_leg6_lu_inv3[mg_l] = leg6_lu_inv3;
             const double leg1_Ic2_11 = 2.0*leg1_stroke*leg1_stroke + (1.8)*leg1_stroke + 0.5653;
@@ -15527,7 +16265,10 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double A_star55 = cse219 + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_Ci1_y;
             const double A_star56 = cse220 + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_Ci1_y;
             const double A_star66 = leg1_AH16*leg1_H6_1 + leg1_AH26*leg1_H6_2 + leg1_AH36*leg1_Ci1_z + leg2_AH16*leg2_H6_1 + leg2_AH26*leg2_H6_2 + leg2_AH36*leg2_Ci1_z + leg3_AH16*leg3_H6_1 + leg3_AH26*leg3_H6_2 + leg3_AH36*leg3_Ci1_z + leg4_AH16*leg4_H6_1 + leg4_AH26*leg4_H6_2 + leg4_AH36*leg4_Ci1_z + leg5_AH16*leg5_H6_1 + leg5_AH26*leg5_H6_2 + leg5_AH36*leg5_Ci1_z + leg6_AH16*leg6_H6_1 + leg6_AH26*leg6_H6_2 + leg6_AH36*leg6_Ci1_z + 55.0;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             mg_w_invD1[mg_l] = invD1;
             const double L2_1 = A_star12*invD1;
@@ -15541,7 +16282,10 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double L6_1 = A_star16*invD1;
             mg_w_L6_1[mg_l] = L6_1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             mg_w_invD2[mg_l] = invD2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
@@ -15557,7 +16301,10 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double L6_2 = LD6_2*invD2;
             mg_w_L6_2[mg_l] = L6_2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             mg_w_invD3[mg_l] = invD3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
@@ -15570,7 +16317,10 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double L6_3 = LD6_3*invD3;
             mg_w_L6_3[mg_l] = L6_3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             mg_w_invD4[mg_l] = invD4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
@@ -15580,17 +16330,26 @@ int64_t mechgen_gough_stewart_docking_step_batch(int64_t n, const double *x, con
             const double L6_4 = LD6_4*invD4;
             mg_w_L6_4[mg_l] = L6_4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             mg_w_invD5[mg_l] = invD5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             mg_w_L6_5[mg_l] = L6_5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             mg_w_invD6[mg_l] = invD6;
-            mg_s = (mg_s == 0 && !isgreater(c_psi_z*c_psi_z - 1e-12, 0.0)) ? 4 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c_psi_z*c_psi_z - 1e-12, 0.0) ? 0 : 4;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_w_psi_y_dot[mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
@@ -18178,7 +18937,10 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162;
             const double leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
@@ -18189,8 +18951,14 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.25, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -18198,7 +18966,10 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162;
             const double leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
@@ -18209,8 +18980,14 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.25, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
             const double leg3_s0_x = cse10 + cse9;
@@ -18224,7 +19001,10 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
             const double leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
@@ -18235,8 +19015,14 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.25, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.16823237931663848*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
             const double leg4_s0_x = cse15 - cse16 + x_C;
@@ -18250,7 +19036,10 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
@@ -18261,8 +19050,14 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.25, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse15 - cse16 + x_C;
             const double leg5_s0_y = -cse17 - cse18 + y_C;
             const double leg5_s0_z = -cse19 - cse20 + z_C;
@@ -18270,7 +19065,10 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
@@ -18281,8 +19079,14 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.25, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = cse10 - cse9;
             const double leg6_s0_y = -cse11 + cse12;
             const double leg6_s0_z = -cse13 + cse14;
@@ -18290,7 +19094,10 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
@@ -18301,8 +19108,14 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.25, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
             const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
@@ -18367,9 +19180,15 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg1_Ci2_z = 0.45961940777125593*leg1_R_Cn_10 + 0.45961940777125593*leg1_R_Cn_11;
             const double leg1_Ci3_x = -0.45961940777125593*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.45961940777125593*leg1_R_Cn_20 + 0.45961940777125593*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
             mg_w_leg2_B0_00[mg_l] = leg2_B0_00;
@@ -18406,9 +19225,15 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg2_Ci3_x = cse23;
             const double leg2_Ci3_y = -cse23;
             const double leg2_Ci3_z = -0.45961940777125593*leg2_R_Cn_20 + 0.45961940777125593*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
             mg_w_leg3_B0_00[mg_l] = leg3_B0_00;
@@ -18442,9 +19267,15 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg3_Ci3_x = 0.6278517870878945*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.16823237931663848*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.6278517870878945*leg3_R_Cn_20 + 0.16823237931663848*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             mg_w_leg4_B0_00[mg_l] = leg4_B0_00;
@@ -18478,9 +19309,15 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg4_Ci3_x = 0.16823237931663848*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.6278517870878945*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.16823237931663848*leg4_R_Cn_20 - 0.6278517870878945*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             mg_w_leg5_B0_00[mg_l] = leg5_B0_00;
@@ -18514,9 +19351,15 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg5_Ci3_x = -0.16823237931663848*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.6278517870878945*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.16823237931663848*leg5_R_Cn_20 - 0.6278517870878945*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
             mg_w_leg6_B0_00[mg_l] = leg6_B0_00;
@@ -18550,9 +19393,15 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double leg6_Ci3_x = -0.6278517870878945*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.16823237931663848*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.6278517870878945*leg6_R_Cn_20 + 0.16823237931663848*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
             mg_w_leg1_H1_2[mg_l] = leg1_H1_2;
@@ -19311,7 +20160,10 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double A_star55 = cse111 + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_Ci1_y;
             const double A_star56 = cse112 + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_Ci1_y;
             const double A_star66 = leg1_AH16*leg1_H6_1 + leg1_AH26*leg1_H6_2 + leg1_AH36*leg1_Ci1_z + leg2_AH16*leg2_H6_1 + leg2_AH26*leg2_H6_2 + leg2_AH36*leg2_Ci1_z + leg3_AH16*leg3_H6_1 + leg3_AH26*leg3_H6_2 + leg3_AH36*leg3_Ci1_z + leg4_AH16*leg4_H6_1 + leg4_AH26*leg4_H6_2 + leg4_AH36*leg4_Ci1_z + leg5_AH16*leg5_H6_1 + leg5_AH26*leg5_H6_2 + leg5_AH36*leg5_Ci1_z + leg6_AH16*leg6_H6_1 + leg6_AH26*leg6_H6_2 + leg6_AH36*leg6_Ci1_z + 55.0;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             mg_w_invD1[mg_l] = invD1;
             const double L2_1 = A_star12*invD1;
@@ -19325,7 +20177,10 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double L6_1 = A_star16*invD1;
             mg_w_L6_1[mg_l] = L6_1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             mg_w_invD2[mg_l] = invD2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
@@ -19341,7 +20196,10 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double L6_2 = LD6_2*invD2;
             mg_w_L6_2[mg_l] = L6_2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             mg_w_invD3[mg_l] = invD3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
@@ -19354,7 +20212,10 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double L6_3 = LD6_3*invD3;
             mg_w_L6_3[mg_l] = L6_3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             mg_w_invD4[mg_l] = invD4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
@@ -19364,17 +20225,26 @@ int64_t mechgen_gough_stewart_docking_step_accel_batch(int64_t n, const double *
             const double L6_4 = LD6_4*invD4;
             mg_w_L6_4[mg_l] = L6_4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             mg_w_invD5[mg_l] = invD5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             mg_w_L6_5[mg_l] = L6_5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             mg_w_invD6[mg_l] = invD6;
-            mg_s = (mg_s == 0 && !isgreater(c_psi_z*c_psi_z - 1e-12, 0.0)) ? 4 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c_psi_z*c_psi_z - 1e-12, 0.0) ? 0 : 4;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_w_psi_y_dot[mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
@@ -20544,7 +21414,10 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162;
             const double leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
@@ -20555,8 +21428,14 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.25, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -20564,7 +21443,10 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162;
             const double leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
@@ -20575,8 +21457,14 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.25, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
             const double leg3_s0_x = cse10 + cse9;
@@ -20590,7 +21478,10 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
             const double leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
@@ -20601,8 +21492,14 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.25, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.16823237931663848*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
             const double leg4_s0_x = cse15 - cse16 + x_C;
@@ -20616,7 +21513,10 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
@@ -20627,8 +21527,14 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.25, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse15 - cse16 + x_C;
             const double leg5_s0_y = -cse17 - cse18 + y_C;
             const double leg5_s0_z = -cse19 - cse20 + z_C;
@@ -20636,7 +21542,10 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
@@ -20647,8 +21556,14 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.25, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = cse10 - cse9;
             const double leg6_s0_y = -cse11 + cse12;
             const double leg6_s0_z = -cse13 + cse14;
@@ -20656,7 +21571,10 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
@@ -20667,8 +21585,14 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.25, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
             const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
@@ -20731,9 +21655,15 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg1_Ci2_z = 0.45961940777125593*leg1_R_Cn_10 + 0.45961940777125593*leg1_R_Cn_11;
             const double leg1_Ci3_x = -0.45961940777125593*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.45961940777125593*leg1_R_Cn_20 + 0.45961940777125593*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
             mg_w_leg2_B0_00[mg_l] = leg2_B0_00;
@@ -20767,9 +21697,15 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg2_Ci3_x = cse23;
             const double leg2_Ci3_y = -cse23;
             const double leg2_Ci3_z = -0.45961940777125593*leg2_R_Cn_20 + 0.45961940777125593*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
             mg_w_leg3_B0_00[mg_l] = leg3_B0_00;
@@ -20800,9 +21736,15 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg3_Ci3_x = 0.6278517870878945*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.16823237931663848*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.6278517870878945*leg3_R_Cn_20 + 0.16823237931663848*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             mg_w_leg4_B0_00[mg_l] = leg4_B0_00;
@@ -20833,9 +21775,15 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg4_Ci3_x = 0.16823237931663848*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.6278517870878945*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.16823237931663848*leg4_R_Cn_20 - 0.6278517870878945*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             mg_w_leg5_B0_00[mg_l] = leg5_B0_00;
@@ -20866,9 +21814,15 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg5_Ci3_x = -0.16823237931663848*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.6278517870878945*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.16823237931663848*leg5_R_Cn_20 - 0.6278517870878945*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
             mg_w_leg6_B0_00[mg_l] = leg6_B0_00;
@@ -20899,9 +21853,15 @@ int64_t mechgen_gough_stewart_docking_energy_batch(int64_t n, const double *x, c
             const double leg6_Ci3_x = -0.6278517870878945*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.16823237931663848*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.6278517870878945*leg6_R_Cn_20 + 0.16823237931663848*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2;
@@ -23031,7 +23991,10 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162;
             const double leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
@@ -23042,8 +24005,14 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.25, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -23051,7 +24020,10 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162;
             const double leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
@@ -23062,8 +24034,14 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.25, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
             const double leg3_s0_x = cse10 + cse9;
@@ -23077,7 +24055,10 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
             const double leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
@@ -23088,8 +24069,14 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.25, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.16823237931663848*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
             const double leg4_s0_x = cse15 - cse16 + x_C;
@@ -23103,7 +24090,10 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
@@ -23114,8 +24104,14 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.25, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse15 - cse16 + x_C;
             const double leg5_s0_y = -cse17 - cse18 + y_C;
             const double leg5_s0_z = -cse19 - cse20 + z_C;
@@ -23123,7 +24119,10 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
@@ -23134,8 +24133,14 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.25, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = cse10 - cse9;
             const double leg6_s0_y = -cse11 + cse12;
             const double leg6_s0_z = -cse13 + cse14;
@@ -23143,7 +24148,10 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
@@ -23154,8 +24162,14 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.25, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
             const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
@@ -23220,9 +24234,15 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg1_Ci2_z = 0.45961940777125593*leg1_R_Cn_10 + 0.45961940777125593*leg1_R_Cn_11;
             const double leg1_Ci3_x = -0.45961940777125593*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.45961940777125593*leg1_R_Cn_20 + 0.45961940777125593*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
             mg_w_leg2_B0_00[mg_l] = leg2_B0_00;
@@ -23259,9 +24279,15 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg2_Ci3_x = cse23;
             const double leg2_Ci3_y = -cse23;
             const double leg2_Ci3_z = -0.45961940777125593*leg2_R_Cn_20 + 0.45961940777125593*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
             mg_w_leg3_B0_00[mg_l] = leg3_B0_00;
@@ -23295,9 +24321,15 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg3_Ci3_x = 0.6278517870878945*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.16823237931663848*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.6278517870878945*leg3_R_Cn_20 + 0.16823237931663848*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             mg_w_leg4_B0_00[mg_l] = leg4_B0_00;
@@ -23331,9 +24363,15 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg4_Ci3_x = 0.16823237931663848*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.6278517870878945*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.16823237931663848*leg4_R_Cn_20 - 0.6278517870878945*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             mg_w_leg5_B0_00[mg_l] = leg5_B0_00;
@@ -23367,9 +24405,15 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg5_Ci3_x = -0.16823237931663848*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.6278517870878945*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.16823237931663848*leg5_R_Cn_20 - 0.6278517870878945*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
             mg_w_leg6_B0_00[mg_l] = leg6_B0_00;
@@ -23403,9 +24447,15 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double leg6_Ci3_x = -0.6278517870878945*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.16823237931663848*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.6278517870878945*leg6_R_Cn_20 + 0.16823237931663848*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
             mg_w_leg1_H1_2[mg_l] = leg1_H1_2;
@@ -24152,7 +25202,10 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double cse118 = leg1_Ci1_z*leg1_Ci1_z;
             const double cse119 = leg1_Ci1_x*leg1_Ci1_x;
             const double F_rr1 = cse115 + cse116 + cse117 + cse118 + 2.0*cse119;
-            mg_s = (mg_s == 0 && !isgreater(F_rr1 - 1e-12*cse115 - 1e-12*cse116 - 1e-12*cse117 - 1e-12*cse118 - 2e-12*cse119, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr1 - 1e-12*cse115 - 1e-12*cse116 - 1e-12*cse117 - 1e-12*cse118 - 2e-12*cse119, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R11 = sqrt(F_rr1);
             const double cse120 = 1.0/F_R11;
             mg_w_cse120[mg_l] = cse120;
@@ -24177,7 +25230,10 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double F_v2_5 = -cse122 + leg2_Ci1_y;
             const double F_v2_6 = -F_R12*F_q1_6 + leg2_Ci1_z;
             const double F_rr2 = F_v2_1*F_v2_1 + F_v2_2*F_v2_2 + F_v2_3*F_v2_3 + F_v2_4*F_v2_4 + F_v2_5*F_v2_5 + F_v2_6*F_v2_6;
-            mg_s = (mg_s == 0 && !isgreater(F_rr2 - 1e-12*leg2_B0_00*leg2_B0_00 - 1e-12*leg2_B0_01*leg2_B0_01 - 1e-12*leg2_B0_02*leg2_B0_02 - 1e-12*leg2_Ci1_x*leg2_Ci1_x - 1e-12*leg2_Ci1_y*leg2_Ci1_y - 1e-12*leg2_Ci1_z*leg2_Ci1_z, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr2 - 1e-12*leg2_B0_00*leg2_B0_00 - 1e-12*leg2_B0_01*leg2_B0_01 - 1e-12*leg2_B0_02*leg2_B0_02 - 1e-12*leg2_Ci1_x*leg2_Ci1_x - 1e-12*leg2_Ci1_y*leg2_Ci1_y - 1e-12*leg2_Ci1_z*leg2_Ci1_z, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R22 = sqrt(F_rr2);
             const double cse123 = 1.0/F_R22;
             mg_w_cse123[mg_l] = cse123;
@@ -24212,7 +25268,10 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double F_v3_5_2 = -F_R23*F_q2_5 + F_v3_5;
             const double F_v3_6_2 = -F_R23*F_q2_6 + F_v3_6;
             const double F_rr3 = F_v3_1_2*F_v3_1_2 + F_v3_2_2*F_v3_2_2 + F_v3_3_2*F_v3_3_2 + F_v3_4_2*F_v3_4_2 + F_v3_5_2*F_v3_5_2 + F_v3_6_2*F_v3_6_2;
-            mg_s = (mg_s == 0 && !isgreater(F_rr3 - 1e-12*leg3_B0_00*leg3_B0_00 - 1e-12*leg3_B0_01*leg3_B0_01 - 1e-12*leg3_B0_02*leg3_B0_02 - 1e-12*leg3_Ci1_x*leg3_Ci1_x - 1e-12*leg3_Ci1_y*leg3_Ci1_y - 1e-12*leg3_Ci1_z*leg3_Ci1_z, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr3 - 1e-12*leg3_B0_00*leg3_B0_00 - 1e-12*leg3_B0_01*leg3_B0_01 - 1e-12*leg3_B0_02*leg3_B0_02 - 1e-12*leg3_Ci1_x*leg3_Ci1_x - 1e-12*leg3_Ci1_y*leg3_Ci1_y - 1e-12*leg3_Ci1_z*leg3_Ci1_z, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R33 = sqrt(F_rr3);
             const double cse125 = 1.0/F_R33;
             mg_w_cse125[mg_l] = cse125;
@@ -24255,7 +25314,10 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double F_v4_5_3 = -F_R34*F_q3_5 + F_v4_5_2;
             const double F_v4_6_3 = -F_R34*F_q3_6 + F_v4_6_2;
             const double F_rr4 = F_v4_1_3*F_v4_1_3 + F_v4_2_3*F_v4_2_3 + F_v4_3_3*F_v4_3_3 + F_v4_4_3*F_v4_4_3 + F_v4_5_3*F_v4_5_3 + F_v4_6_3*F_v4_6_3;
-            mg_s = (mg_s == 0 && !isgreater(F_rr4 - 1e-12*leg4_B0_00*leg4_B0_00 - 1e-12*leg4_B0_01*leg4_B0_01 - 1e-12*leg4_B0_02*leg4_B0_02 - 1e-12*leg4_Ci1_x*leg4_Ci1_x - 1e-12*leg4_Ci1_y*leg4_Ci1_y - 1e-12*leg4_Ci1_z*leg4_Ci1_z, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr4 - 1e-12*leg4_B0_00*leg4_B0_00 - 1e-12*leg4_B0_01*leg4_B0_01 - 1e-12*leg4_B0_02*leg4_B0_02 - 1e-12*leg4_Ci1_x*leg4_Ci1_x - 1e-12*leg4_Ci1_y*leg4_Ci1_y - 1e-12*leg4_Ci1_z*leg4_Ci1_z, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R44 = sqrt(F_rr4);
             const double cse127 = 1.0/F_R44;
             mg_w_cse127[mg_l] = cse127;
@@ -24306,7 +25368,10 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double F_v5_5_4 = -F_R45*F_q4_5 + F_v5_5_3;
             const double F_v5_6_4 = -F_R45*F_q4_6 + F_v5_6_3;
             const double F_rr5 = F_v5_1_4*F_v5_1_4 + F_v5_2_4*F_v5_2_4 + F_v5_3_4*F_v5_3_4 + F_v5_4_4*F_v5_4_4 + F_v5_5_4*F_v5_5_4 + F_v5_6_4*F_v5_6_4;
-            mg_s = (mg_s == 0 && !isgreater(F_rr5 - 1e-12*leg5_B0_00*leg5_B0_00 - 1e-12*leg5_B0_01*leg5_B0_01 - 1e-12*leg5_B0_02*leg5_B0_02 - 1e-12*leg5_Ci1_x*leg5_Ci1_x - 1e-12*leg5_Ci1_y*leg5_Ci1_y - 1e-12*leg5_Ci1_z*leg5_Ci1_z, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr5 - 1e-12*leg5_B0_00*leg5_B0_00 - 1e-12*leg5_B0_01*leg5_B0_01 - 1e-12*leg5_B0_02*leg5_B0_02 - 1e-12*leg5_Ci1_x*leg5_Ci1_x - 1e-12*leg5_Ci1_y*leg5_Ci1_y - 1e-12*leg5_Ci1_z*leg5_Ci1_z, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R55 = sqrt(F_rr5);
             const double cse129 = 1.0/F_R55;
             mg_w_cse129[mg_l] = cse129;
@@ -24365,7 +25430,10 @@ int64_t mechgen_gough_stewart_docking_drive_forces_batch(int64_t n, const double
             const double F_v6_5_5 = -F_R56*F_q5_5 + F_v6_5_4;
             const double F_v6_6_5 = -F_R56*F_q5_6 + F_v6_6_4;
             const double F_rr6 = F_v6_1_5*F_v6_1_5 + F_v6_2_5*F_v6_2_5 + F_v6_3_5*F_v6_3_5 + F_v6_4_5*F_v6_4_5 + F_v6_5_5*F_v6_5_5 + F_v6_6_5*F_v6_6_5;
-            mg_s = (mg_s == 0 && !isgreater(F_rr6 - 1e-12*leg6_B0_00*leg6_B0_00 - 1e-12*leg6_B0_01*leg6_B0_01 - 1e-12*leg6_B0_02*leg6_B0_02 - 1e-12*leg6_Ci1_x*leg6_Ci1_x - 1e-12*leg6_Ci1_y*leg6_Ci1_y - 1e-12*leg6_Ci1_z*leg6_Ci1_z, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr6 - 1e-12*leg6_B0_00*leg6_B0_00 - 1e-12*leg6_B0_01*leg6_B0_01 - 1e-12*leg6_B0_02*leg6_B0_02 - 1e-12*leg6_Ci1_x*leg6_Ci1_x - 1e-12*leg6_Ci1_y*leg6_Ci1_y - 1e-12*leg6_Ci1_z*leg6_Ci1_z, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R66 = sqrt(F_rr6);
             const double cse131 = 1.0/F_R66;
             mg_w_cse131[mg_l] = cse131;
@@ -27195,7 +28263,10 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162;
             const double leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
@@ -27210,8 +28281,14 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.25, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -27219,7 +28296,10 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162;
             const double leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
@@ -27234,8 +28314,14 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.25, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
             const double leg3_s0_x = cse10 + cse9;
@@ -27249,7 +28335,10 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
             const double leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
@@ -27264,8 +28353,14 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.25, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.16823237931663848*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
             const double leg4_s0_x = cse15 - cse16 + x_C;
@@ -27279,7 +28374,10 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
@@ -27294,8 +28392,14 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.25, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse15 - cse16 + x_C;
             const double leg5_s0_y = -cse17 - cse18 + y_C;
             const double leg5_s0_z = -cse19 - cse20 + z_C;
@@ -27303,7 +28407,10 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
@@ -27318,8 +28425,14 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.25, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = cse10 - cse9;
             const double leg6_s0_y = -cse11 + cse12;
             const double leg6_s0_z = -cse13 + cse14;
@@ -27327,7 +28440,10 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
@@ -27342,8 +28458,14 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.25, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             mg_w_leg1_beta1_00[mg_l] = leg1_beta1_00;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
@@ -27447,10 +28569,16 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double leg1_Ci2_z = 0.45961940777125593*leg1_R_Cn_10 + 0.45961940777125593*leg1_R_Cn_11;
             const double leg1_Ci3_x = -0.45961940777125593*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.45961940777125593*leg1_R_Cn_20 + 0.45961940777125593*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
             mg_w_leg1_lu_inv2[mg_l] = leg1_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             mg_w_leg1_lu_inv3[mg_l] = leg1_lu_inv3;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
@@ -27491,10 +28619,16 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double leg2_Ci3_x = cse23;
             const double leg2_Ci3_y = -cse23;
             const double leg2_Ci3_z = -0.45961940777125593*leg2_R_Cn_20 + 0.45961940777125593*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
             mg_w_leg2_lu_inv2[mg_l] = leg2_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             mg_w_leg2_lu_inv3[mg_l] = leg2_lu_inv3;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
@@ -27532,10 +28666,16 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double leg3_Ci3_x = 0.6278517870878945*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.16823237931663848*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.6278517870878945*leg3_R_Cn_20 + 0.16823237931663848*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
             mg_w_leg3_lu_inv2[mg_l] = leg3_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             mg_w_leg3_lu_inv3[mg_l] = leg3_lu_inv3;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
@@ -27573,10 +28713,16 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double leg4_Ci3_x = 0.16823237931663848*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.6278517870878945*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.16823237931663848*leg4_R_Cn_20 - 0.6278517870878945*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
             mg_w_leg4_lu_inv2[mg_l] = leg4_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             mg_w_leg4_lu_inv3[mg_l] = leg4_lu_inv3;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
@@ -27614,10 +28760,16 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double leg5_Ci3_x = -0.16823237931663848*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.6278517870878945*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.16823237931663848*leg5_R_Cn_20 - 0.6278517870878945*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
             mg_w_leg5_lu_inv2[mg_l] = leg5_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             mg_w_leg5_lu_inv3[mg_l] = leg5_lu_inv3;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
@@ -27655,10 +28807,16 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double leg6_Ci3_x = -0.6278517870878945*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.16823237931663848*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.6278517870878945*leg6_R_Cn_20 + 0.16823237931663848*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
             mg_w_leg6_lu_inv2[mg_l] = leg6_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             mg_w_leg6_lu_inv3[mg_l] = leg6_lu_inv3;
             const double leg1_Ic2_11 = 2.0*leg1_stroke*leg1_stroke + (1.8)*leg1_stroke + 0.5653;
@@ -28825,7 +29983,10 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double A_star55 = cse235 + leg2_AH15*leg2_H5_1 + leg2_AH25*leg2_H5_2 + leg2_AH35*leg2_Ci1_y + leg3_AH15*leg3_H5_1 + leg3_AH25*leg3_H5_2 + leg3_AH35*leg3_Ci1_y + leg4_AH15*leg4_H5_1 + leg4_AH25*leg4_H5_2 + leg4_AH35*leg4_Ci1_y + leg5_AH15*leg5_H5_1 + leg5_AH25*leg5_H5_2 + leg5_AH35*leg5_Ci1_y + leg6_AH15*leg6_H5_1 + leg6_AH25*leg6_H5_2 + leg6_AH35*leg6_Ci1_y;
             const double A_star56 = cse236 + leg2_AH16*leg2_H5_1 + leg2_AH26*leg2_H5_2 + leg2_AH36*leg2_Ci1_y + leg3_AH16*leg3_H5_1 + leg3_AH26*leg3_H5_2 + leg3_AH36*leg3_Ci1_y + leg4_AH16*leg4_H5_1 + leg4_AH26*leg4_H5_2 + leg4_AH36*leg4_Ci1_y + leg5_AH16*leg5_H5_1 + leg5_AH26*leg5_H5_2 + leg5_AH36*leg5_Ci1_y + leg6_AH16*leg6_H5_1 + leg6_AH26*leg6_H5_2 + leg6_AH36*leg6_Ci1_y;
             const double A_star66 = leg1_AH16*leg1_H6_1 + leg1_AH26*leg1_H6_2 + leg1_AH36*leg1_Ci1_z + leg2_AH16*leg2_H6_1 + leg2_AH26*leg2_H6_2 + leg2_AH36*leg2_Ci1_z + leg3_AH16*leg3_H6_1 + leg3_AH26*leg3_H6_2 + leg3_AH36*leg3_Ci1_z + leg4_AH16*leg4_H6_1 + leg4_AH26*leg4_H6_2 + leg4_AH36*leg4_Ci1_z + leg5_AH16*leg5_H6_1 + leg5_AH26*leg5_H6_2 + leg5_AH36*leg5_Ci1_z + leg6_AH16*leg6_H6_1 + leg6_AH26*leg6_H6_2 + leg6_AH36*leg6_Ci1_z + 55.0;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             mg_w_invD1[mg_l] = invD1;
             const double L2_1 = A_star12*invD1;
@@ -28839,7 +30000,10 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double L6_1 = A_star16*invD1;
             mg_w_L6_1[mg_l] = L6_1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             mg_w_invD2[mg_l] = invD2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
@@ -28855,7 +30019,10 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double L6_2 = LD6_2*invD2;
             mg_w_L6_2[mg_l] = L6_2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             mg_w_invD3[mg_l] = invD3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
@@ -28868,7 +30035,10 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double L6_3 = LD6_3*invD3;
             mg_w_L6_3[mg_l] = L6_3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             mg_w_invD4[mg_l] = invD4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
@@ -28878,17 +30048,26 @@ int64_t mechgen_gough_stewart_docking_base_step_batch(int64_t n, const double *x
             const double L6_4 = LD6_4*invD4;
             mg_w_L6_4[mg_l] = L6_4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             mg_w_invD5[mg_l] = invD5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             mg_w_L6_5[mg_l] = L6_5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             mg_w_invD6[mg_l] = invD6;
-            mg_s = (mg_s == 0 && !isgreater(c_psi_z*c_psi_z - 1e-12, 0.0)) ? 4 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c_psi_z*c_psi_z - 1e-12, 0.0) ? 0 : 4;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_w_psi_y_dot[mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
@@ -34869,7 +36048,10 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162;
             const double leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
@@ -34884,8 +36066,14 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.25, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -34893,7 +36081,10 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162;
             const double leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
@@ -34908,8 +36099,14 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.25, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
             const double leg3_s0_x = cse10 + cse9;
@@ -34923,7 +36120,10 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
             const double leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
@@ -34938,8 +36138,14 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.25, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.16823237931663848*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
             const double leg4_s0_x = cse15 - cse16 + x_C;
@@ -34953,7 +36159,10 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
@@ -34968,8 +36177,14 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.25, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse15 - cse16 + x_C;
             const double leg5_s0_y = -cse17 - cse18 + y_C;
             const double leg5_s0_z = -cse19 - cse20 + z_C;
@@ -34977,7 +36192,10 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
@@ -34992,8 +36210,14 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.25, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = cse10 - cse9;
             const double leg6_s0_y = -cse11 + cse12;
             const double leg6_s0_z = -cse13 + cse14;
@@ -35001,7 +36225,10 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
@@ -35016,8 +36243,14 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.25, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             mg_w_leg1_beta1_00[mg_l] = leg1_beta1_00;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
@@ -35124,10 +36357,16 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double leg1_Ci2_z = 0.45961940777125593*leg1_R_Cn_10 + 0.45961940777125593*leg1_R_Cn_11;
             const double leg1_Ci3_x = -0.45961940777125593*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.45961940777125593*leg1_R_Cn_20 + 0.45961940777125593*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
             mg_w_leg1_lu_inv2[mg_l] = leg1_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             mg_w_leg1_lu_inv3[mg_l] = leg1_lu_inv3;
             const double cse27 = 0.4841138100397801*leg2_u_s2;
@@ -35171,10 +36410,16 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double leg2_Ci3_x = cse35;
             const double leg2_Ci3_y = -cse35;
             const double leg2_Ci3_z = -0.45961940777125593*leg2_R_Cn_20 + 0.45961940777125593*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
             mg_w_leg2_lu_inv2[mg_l] = leg2_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             mg_w_leg2_lu_inv3[mg_l] = leg2_lu_inv3;
             const double cse36 = 0.515719687516839*leg3_u_s2;
@@ -35215,10 +36460,16 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double leg3_Ci3_x = 0.6278517870878945*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.16823237931663848*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.6278517870878945*leg3_R_Cn_20 + 0.16823237931663848*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
             mg_w_leg3_lu_inv2[mg_l] = leg3_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             mg_w_leg3_lu_inv3[mg_l] = leg3_lu_inv3;
             const double cse42 = 0.999833497556619*leg4_u_s2;
@@ -35259,10 +36510,16 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double leg4_Ci3_x = 0.16823237931663848*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.6278517870878945*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.16823237931663848*leg4_R_Cn_20 - 0.6278517870878945*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
             mg_w_leg4_lu_inv2[mg_l] = leg4_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             mg_w_leg4_lu_inv3[mg_l] = leg4_lu_inv3;
             const double cse48 = 0.999833497556619*leg5_u_s2;
@@ -35303,10 +36560,16 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double leg5_Ci3_x = -0.16823237931663848*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.6278517870878945*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.16823237931663848*leg5_R_Cn_20 - 0.6278517870878945*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
             mg_w_leg5_lu_inv2[mg_l] = leg5_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             mg_w_leg5_lu_inv3[mg_l] = leg5_lu_inv3;
             const double cse54 = 0.515719687516839*leg6_u_s2;
@@ -35347,10 +36610,16 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double leg6_Ci3_x = -0.6278517870878945*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.16823237931663848*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.6278517870878945*leg6_R_Cn_20 + 0.16823237931663848*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
             mg_w_leg6_lu_inv2[mg_l] = leg6_lu_inv2;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             mg_w_leg6_lu_inv3[mg_l] = leg6_lu_inv3;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
@@ -37565,7 +38834,10 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double b_star6_dOmega_dot_x = leg1_Ci1_z*leg1_r3_dOmega_dot_x + leg1_H6_1*leg1_r1_dOmega_dot_x + leg1_H6_2*leg1_r2_dOmega_dot_x + leg2_Ci1_z*leg2_r3_dOmega_dot_x + leg2_H6_1*leg2_r1_dOmega_dot_x + leg2_H6_2*leg2_r2_dOmega_dot_x + leg3_Ci1_z*leg3_r3_dOmega_dot_x + leg3_H6_1*leg3_r1_dOmega_dot_x + leg3_H6_2*leg3_r2_dOmega_dot_x + leg4_Ci1_z*leg4_r3_dOmega_dot_x + leg4_H6_1*leg4_r1_dOmega_dot_x + leg4_H6_2*leg4_r2_dOmega_dot_x + leg5_Ci1_z*leg5_r3_dOmega_dot_x + leg5_H6_1*leg5_r1_dOmega_dot_x + leg5_H6_2*leg5_r2_dOmega_dot_x + leg6_Ci1_z*leg6_r3_dOmega_dot_x + leg6_H6_1*leg6_r1_dOmega_dot_x + leg6_H6_2*leg6_r2_dOmega_dot_x + s_C_m_z_dOmega_dot_x;
             const double b_star6_dOmega_dot_y = leg1_Ci1_z*leg1_r3_dOmega_dot_y + leg1_H6_1*leg1_r1_dOmega_dot_y + leg1_H6_2*leg1_r2_dOmega_dot_y + leg2_Ci1_z*leg2_r3_dOmega_dot_y + leg2_H6_1*leg2_r1_dOmega_dot_y + leg2_H6_2*leg2_r2_dOmega_dot_y + leg3_Ci1_z*leg3_r3_dOmega_dot_y + leg3_H6_1*leg3_r1_dOmega_dot_y + leg3_H6_2*leg3_r2_dOmega_dot_y + leg4_Ci1_z*leg4_r3_dOmega_dot_y + leg4_H6_1*leg4_r1_dOmega_dot_y + leg4_H6_2*leg4_r2_dOmega_dot_y + leg5_Ci1_z*leg5_r3_dOmega_dot_y + leg5_H6_1*leg5_r1_dOmega_dot_y + leg5_H6_2*leg5_r2_dOmega_dot_y + leg6_Ci1_z*leg6_r3_dOmega_dot_y + leg6_H6_1*leg6_r1_dOmega_dot_y + leg6_H6_2*leg6_r2_dOmega_dot_y + s_C_m_z_dOmega_dot_y;
             const double b_star6_dOmega_dot_z = leg1_Ci1_z*leg1_r3_dOmega_dot_z + leg1_H6_1*leg1_r1_dOmega_dot_z + leg1_H6_2*leg1_r2_dOmega_dot_z + leg2_Ci1_z*leg2_r3_dOmega_dot_z + leg2_H6_1*leg2_r1_dOmega_dot_z + leg2_H6_2*leg2_r2_dOmega_dot_z + leg3_Ci1_z*leg3_r3_dOmega_dot_z + leg3_H6_1*leg3_r1_dOmega_dot_z + leg3_H6_2*leg3_r2_dOmega_dot_z + leg4_Ci1_z*leg4_r3_dOmega_dot_z + leg4_H6_1*leg4_r1_dOmega_dot_z + leg4_H6_2*leg4_r2_dOmega_dot_z + leg5_Ci1_z*leg5_r3_dOmega_dot_z + leg5_H6_1*leg5_r1_dOmega_dot_z + leg5_H6_2*leg5_r2_dOmega_dot_z + leg6_Ci1_z*leg6_r3_dOmega_dot_z + leg6_H6_1*leg6_r1_dOmega_dot_z + leg6_H6_2*leg6_r2_dOmega_dot_z + s_C_m_z_dOmega_dot_z;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             mg_w_invD1[mg_l] = invD1;
             const double L2_1 = A_star12*invD1;
@@ -37579,7 +38851,10 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double L6_1 = A_star16*invD1;
             mg_w_L6_1[mg_l] = L6_1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             mg_w_invD2[mg_l] = invD2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
@@ -37595,7 +38870,10 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double L6_2 = LD6_2*invD2;
             mg_w_L6_2[mg_l] = L6_2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             mg_w_invD3[mg_l] = invD3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
@@ -37608,7 +38886,10 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double L6_3 = LD6_3*invD3;
             mg_w_L6_3[mg_l] = L6_3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             mg_w_invD4[mg_l] = invD4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
@@ -37618,14 +38899,20 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             const double L6_4 = LD6_4*invD4;
             mg_w_L6_4[mg_l] = L6_4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             mg_w_invD5[mg_l] = invD5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             mg_w_L6_5[mg_l] = L6_5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             mg_w_invD6[mg_l] = invD6;
             const double y2_dg_x = -L2_1*b_star1_dg_x + b_star2_dg_x;
@@ -39038,7 +40325,10 @@ int64_t mechgen_gough_stewart_docking_coupled_step_batch(int64_t n, const double
             mg_w_base_moment_z_dOmega_dot_y[mg_l] = base_moment_z_dOmega_dot_y;
             const double base_moment_z_dOmega_dot_z = -0.23293714059226867*leg1_F_base_x_dOmega_dot_z - 0.8693332436601615*leg1_F_base_y_dOmega_dot_z - leg1_N1_x_2_dOmega_dot_z*leg1_beta1_02 - leg1_N2_z_2_dOmega_dot_z*leg1_beta1_22 + 0.23293714059226867*leg2_F_base_x_dOmega_dot_z - 0.8693332436601615*leg2_F_base_y_dOmega_dot_z - leg2_N1_x_2_dOmega_dot_z*leg2_beta1_02 - leg2_N2_z_2_dOmega_dot_z*leg2_beta1_22 + 0.8693332436601615*leg3_F_base_x_dOmega_dot_z + 0.23293714059226867*leg3_F_base_y_dOmega_dot_z - leg3_N1_x_2_dOmega_dot_z*leg3_beta1_02 - leg3_N2_z_2_dOmega_dot_z*leg3_beta1_22 + 0.6363961030678928*leg4_F_base_x_dOmega_dot_z + 0.6363961030678928*leg4_F_base_y_dOmega_dot_z - leg4_N1_x_2_dOmega_dot_z*leg4_beta1_02 - leg4_N2_z_2_dOmega_dot_z*leg4_beta1_22 - 0.6363961030678928*leg5_F_base_x_dOmega_dot_z + 0.6363961030678928*leg5_F_base_y_dOmega_dot_z - leg5_N1_x_2_dOmega_dot_z*leg5_beta1_02 - leg5_N2_z_2_dOmega_dot_z*leg5_beta1_22 - 0.8693332436601615*leg6_F_base_x_dOmega_dot_z + 0.23293714059226867*leg6_F_base_y_dOmega_dot_z - leg6_N1_x_2_dOmega_dot_z*leg6_beta1_02 - leg6_N2_z_2_dOmega_dot_z*leg6_beta1_22;
             mg_w_base_moment_z_dOmega_dot_z[mg_l] = base_moment_z_dOmega_dot_z;
-            mg_s = (mg_s == 0 && !isgreater(c_psi_z*c_psi_z - 1e-12, 0.0)) ? 4 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c_psi_z*c_psi_z - 1e-12, 0.0) ? 0 : 4;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_w_psi_y_dot[mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
@@ -41132,7 +42422,10 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg1_d_y = 0.4841138100397801*leg1_s0_x - 0.8750050393733557*leg1_s0_y - 0.6246774006580162;
             const double leg1_d_z = 0.6662571754848596*leg1_s0_x + 0.36861993380210856*leg1_s0_y + 0.6482443370509813*leg1_s0_z - 0.49333423813093596;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_d_y*leg1_d_y + leg1_u_Lxz2);
@@ -41142,8 +42435,14 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_s2 = leg1_d_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 0.7223228347298781;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.25, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.25, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -41151,7 +42450,10 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg2_d_y = -0.4841138100397801*leg2_s0_x - 0.8750050393733557*leg2_s0_y + 0.6246774006580162;
             const double leg2_d_z = 0.6662571754848596*leg2_s0_x - 0.36861993380210856*leg2_s0_y + 0.6482443370509813*leg2_s0_z - 0.49333423813093596;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_d_y*leg2_d_y + leg2_u_Lxz2);
@@ -41161,8 +42463,14 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_s2 = leg2_d_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 0.7223228347298781;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.25, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.25, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse9 = 0.6278517870878945*alpha_C_10;
             const double cse10 = 0.16823237931663848*alpha_C_00 + x_C;
             const double leg3_s0_x = cse10 + cse9;
@@ -41176,7 +42484,10 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg3_d_y = 0.515719687516839*leg3_s0_x + 0.8567573775040014*leg3_s0_y - 0.6246774006580162;
             const double leg3_d_z = -0.6523628147563939*leg3_s0_x + 0.3926856725225009*leg3_s0_y + 0.6482443370509812*leg3_s0_z - 0.4933342381309359;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_d_y*leg3_d_y + leg3_u_Lxz2);
@@ -41186,8 +42497,14 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_s2 = leg3_d_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 0.7223228347298781;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.25, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.25, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.16823237931663848*alpha_C_10;
             const double cse16 = 0.6278517870878945*alpha_C_00;
             const double leg4_s0_x = cse15 - cse16 + x_C;
@@ -41201,7 +42518,10 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg4_d_y = 0.999833497556619*leg4_s0_x + 0.018247661869354326*leg4_s0_y + 0.6246774006580162;
             const double leg4_d_z = -0.013894360728465758*leg4_s0_x + 0.7613056063246094*leg4_s0_y + 0.6482443370509813*leg4_s0_z - 0.49333423813093596;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_d_y*leg4_d_y + leg4_u_Lxz2);
@@ -41211,8 +42531,14 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_s2 = leg4_d_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 0.7223228347298782;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.25, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.25, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse15 - cse16 + x_C;
             const double leg5_s0_y = -cse17 - cse18 + y_C;
             const double leg5_s0_z = -cse19 - cse20 + z_C;
@@ -41220,7 +42546,10 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg5_d_y = -0.999833497556619*leg5_s0_x + 0.018247661869354326*leg5_s0_y - 0.6246774006580162;
             const double leg5_d_z = -0.013894360728465758*leg5_s0_x - 0.7613056063246094*leg5_s0_y + 0.6482443370509813*leg5_s0_z - 0.49333423813093596;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 5.21750277572207e-17, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_d_y*leg5_d_y + leg5_u_Lxz2);
@@ -41230,8 +42559,14 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_u_s2 = leg5_d_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 0.7223228347298782;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.25, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.25, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = cse10 - cse9;
             const double leg6_s0_y = -cse11 + cse12;
             const double leg6_s0_z = -cse13 + cse14;
@@ -41239,7 +42574,10 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg6_d_y = -0.515719687516839*leg6_s0_x + 0.8567573775040014*leg6_s0_y + 0.6246774006580162;
             const double leg6_d_z = -0.6523628147563939*leg6_s0_x - 0.3926856725225009*leg6_s0_y + 0.6482443370509812*leg6_s0_z - 0.4933342381309359;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 5.217502775722069e-17, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_d_y*leg6_d_y + leg6_u_Lxz2);
@@ -41249,8 +42587,14 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_u_s2 = leg6_d_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 0.7223228347298781;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.25, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.25 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.25, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.25 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.5672170616648486*leg1_u_c1 - 0.6662571754848596*leg1_u_s1;
             const double leg1_beta1_01 = -0.3138240358464619*leg1_u_c1 - 0.36861993380210856*leg1_u_s1;
             const double leg1_beta1_02 = 0.7614323866774606*leg1_u_c1 - 0.6482443370509813*leg1_u_s1;
@@ -41310,9 +42654,15 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg1_Ci2_z = 0.45961940777125593*leg1_R_Cn_10 + 0.45961940777125593*leg1_R_Cn_11;
             const double leg1_Ci3_x = -0.45961940777125593*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.45961940777125593*leg1_R_Cn_20 + 0.45961940777125593*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_rho2_x;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2 - 0.4841138100397801*leg2_u_s2;
             const double leg2_B0_01 = leg2_beta1_01*leg2_u_c2 - 0.8750050393733557*leg2_u_s2;
@@ -41343,9 +42693,15 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg2_Ci3_x = cse23;
             const double leg2_Ci3_y = -cse23;
             const double leg2_Ci3_z = -0.45961940777125593*leg2_R_Cn_20 + 0.45961940777125593*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_rho2_x;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2 + 0.515719687516839*leg3_u_s2;
             const double leg3_B0_01 = leg3_beta1_01*leg3_u_c2 + 0.8567573775040014*leg3_u_s2;
@@ -41373,9 +42729,15 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg3_Ci3_x = 0.6278517870878945*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.16823237931663848*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.6278517870878945*leg3_R_Cn_20 + 0.16823237931663848*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_rho2_x;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2 + 0.999833497556619*leg4_u_s2;
             const double leg4_B0_01 = leg4_beta1_01*leg4_u_c2 + 0.018247661869354326*leg4_u_s2;
@@ -41403,9 +42765,15 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg4_Ci3_x = 0.16823237931663848*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.6278517870878945*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.16823237931663848*leg4_R_Cn_20 - 0.6278517870878945*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_rho2_x;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2 - 0.999833497556619*leg5_u_s2;
             const double leg5_B0_01 = leg5_beta1_01*leg5_u_c2 + 0.018247661869354326*leg5_u_s2;
@@ -41433,9 +42801,15 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg5_Ci3_x = -0.16823237931663848*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.6278517870878945*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.16823237931663848*leg5_R_Cn_20 - 0.6278517870878945*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 5.217502775722071e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_rho2_x;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2 - 0.515719687516839*leg6_u_s2;
             const double leg6_B0_01 = leg6_beta1_01*leg6_u_c2 + 0.8567573775040014*leg6_u_s2;
@@ -41463,9 +42837,15 @@ int64_t mechgen_gough_stewart_docking_momentum_batch(int64_t n, const double *x,
             const double leg6_Ci3_x = -0.6278517870878945*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.16823237931663848*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.6278517870878945*leg6_R_Cn_20 + 0.16823237931663848*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL1_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 5.217502775722069e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_rho2_x;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv3;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv2;

@@ -451,15 +451,24 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             const double leg1_d_y = -0.34201909097671546*leg1_s0_x - 0.9396930038089362*leg1_s0_y - 8.212120761403111e-07;
             const double leg1_d_z = 0.9254169587834975*leg1_s0_x - 0.3368230536298885*leg1_s0_y + 0.17364815846803508*leg1_s0_z - 0.857305340462539;
             const double leg1_slide_w2 = -leg1_d_y*leg1_d_y - leg1_d_z*leg1_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2, 0.0)) ? 101 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0)) ? 102 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2, 0.0) ? 0 : 101;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 102;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_slide_w = sqrt(leg1_slide_w2);
             const double leg1_slide = leg1_d_x - leg1_slide_w;
             mg_w_leg1_slide[mg_l] = leg1_slide;
             const double cse7 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w;
             const double cse8 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z + 0.7626372099732333*leg1_slide_w;
             const double leg1_u_Lxz2 = cse7*cse7 + cse8*cse8;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 122 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 122;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = cse8*leg1_u_inv_Lxz;
@@ -470,8 +479,14 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             mg_w_leg1_u_c2[mg_l] = leg1_u_c2;
             const double leg1_u_s2 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z - 0.15935294540539083*leg1_slide_w;
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide + 0.3, 0.0)) ? 103 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg1_slide, 0.0)) ? 104 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide + 0.3, 0.0) ? 0 : 103;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg1_slide, 0.0) ? 0 : 104;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse1 + cse2;
             const double leg2_s0_y = cse3 + cse4;
             const double leg2_s0_z = cse5 + cse6;
@@ -479,15 +494,24 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             const double leg2_d_y = 0.34201909097671546*leg2_s0_x - 0.9396930038089362*leg2_s0_y + 8.212120761403111e-07;
             const double leg2_d_z = 0.9254169587834975*leg2_s0_x + 0.3368230536298885*leg2_s0_y + 0.17364815846803508*leg2_s0_z - 0.857305340462539;
             const double leg2_slide_w2 = -leg2_d_y*leg2_d_y - leg2_d_z*leg2_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2, 0.0)) ? 201 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0)) ? 202 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2, 0.0) ? 0 : 201;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 202;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_slide_w = sqrt(leg2_slide_w2);
             const double leg2_slide = leg2_d_x - leg2_slide_w;
             mg_w_leg2_slide[mg_l] = leg2_slide;
             const double cse9 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w;
             const double cse10 = -0.1605606455684232*leg2_d_y - 0.6265818103479336*leg2_d_z + 0.7626372099732333*leg2_slide_w;
             const double leg2_u_Lxz2 = cse10*cse10 + cse9*cse9;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 222 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 222;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = cse10*leg2_u_inv_Lxz;
@@ -498,8 +522,14 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             mg_w_leg2_u_c2[mg_l] = leg2_u_c2;
             const double leg2_u_s2 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z + 0.15935294540539083*leg2_slide_w;
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide + 0.3, 0.0)) ? 203 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg2_slide, 0.0)) ? 204 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide + 0.3, 0.0) ? 0 : 203;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg2_slide, 0.0) ? 0 : 204;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse11 = 0.234923*alpha_C_10;
             const double cse12 = 0.085505*alpha_C_00 + x_C;
             const double leg3_s0_x = cse11 + cse12;
@@ -513,15 +543,24 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             const double leg3_d_y = 0.9848074348890166*leg3_s0_x + 0.173649981823539*leg3_s0_y - 9.795324006326052e-07;
             const double leg3_d_z = -0.17101185019869264*leg3_s0_x + 0.9698460072454212*leg3_s0_y + 0.17364811925769374*leg3_s0_z - 0.8573053403451059;
             const double leg3_slide_w2 = -leg3_d_y*leg3_d_y - leg3_d_z*leg3_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2, 0.0)) ? 301 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0)) ? 302 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2, 0.0) ? 0 : 301;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 302;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_slide_w = sqrt(leg3_slide_w2);
             const double leg3_slide = leg3_d_x - leg3_slide_w;
             mg_w_leg3_slide[mg_l] = leg3_slide;
             const double cse17 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w;
             const double cse18 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z + 0.7626370206894979*leg3_slide_w;
             const double leg3_u_Lxz2 = cse17*cse17 + cse18*cse18;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 322 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 322;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = cse18*leg3_u_inv_Lxz;
@@ -532,8 +571,14 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             mg_w_leg3_u_c2[mg_l] = leg3_u_c2;
             const double leg3_u_s2 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z - 0.1593529009974725*leg3_slide_w;
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide + 0.3, 0.0)) ? 303 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg3_slide, 0.0)) ? 304 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide + 0.3, 0.0) ? 0 : 303;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg3_slide, 0.0) ? 0 : 304;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse19 = 0.043412*alpha_C_10;
             const double cse20 = 0.246202*alpha_C_00;
             const double leg4_s0_x = cse19 - cse20 + x_C;
@@ -547,15 +592,24 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             const double leg4_d_y = 0.6427885858610106*leg4_s0_x + 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06;
             const double leg4_d_z = -0.7544057193410512*leg4_s0_x + 0.633023199073302*leg4_s0_y + 0.17364803500331863*leg4_s0_z - 0.8573057170788839;
             const double leg4_slide_w2 = -leg4_d_y*leg4_d_y - leg4_d_z*leg4_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2, 0.0)) ? 401 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0)) ? 402 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2, 0.0) ? 0 : 401;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 402;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_slide_w = sqrt(leg4_slide_w2);
             const double leg4_slide = leg4_d_x - leg4_slide_w;
             mg_w_leg4_slide[mg_l] = leg4_slide;
             const double cse25 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w;
             const double cse26 = -0.16056018861520996*leg4_d_y - 0.6265822561834624*leg4_d_z + 0.7626369398789243*leg4_slide_w;
             const double leg4_u_Lxz2 = cse25*cse25 + cse26*cse26;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 422 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 422;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = cse26*leg4_u_inv_Lxz;
@@ -566,8 +620,14 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             mg_w_leg4_u_c2[mg_l] = leg4_u_c2;
             const double leg4_u_s2 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z + 0.15935236156055674*leg4_slide_w;
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide + 0.3, 0.0)) ? 403 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg4_slide, 0.0)) ? 404 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide + 0.3, 0.0) ? 0 : 403;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg4_slide, 0.0) ? 0 : 404;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse19 - cse20 + x_C;
             const double leg5_s0_y = -cse21 - cse22 + y_C;
             const double leg5_s0_z = -cse23 - cse24 + z_C;
@@ -575,15 +635,24 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             const double leg5_d_y = -0.6427885858610106*leg5_s0_x + 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06;
             const double leg5_d_z = -0.7544057193410512*leg5_s0_x - 0.633023199073302*leg5_s0_y + 0.17364803500331863*leg5_s0_z - 0.8573057170788839;
             const double leg5_slide_w2 = -leg5_d_y*leg5_d_y - leg5_d_z*leg5_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2, 0.0)) ? 501 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0)) ? 502 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2, 0.0) ? 0 : 501;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 502;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_slide_w = sqrt(leg5_slide_w2);
             const double leg5_slide = leg5_d_x - leg5_slide_w;
             mg_w_leg5_slide[mg_l] = leg5_slide;
             const double cse27 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w;
             const double cse28 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z + 0.7626369398789243*leg5_slide_w;
             const double leg5_u_Lxz2 = cse27*cse27 + cse28*cse28;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 522 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 522;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = cse28*leg5_u_inv_Lxz;
@@ -594,8 +663,14 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             mg_w_leg5_u_c2[mg_l] = leg5_u_c2;
             const double leg5_u_s2 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z - 0.15935236156055674*leg5_slide_w;
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide + 0.3, 0.0)) ? 503 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg5_slide, 0.0)) ? 504 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide + 0.3, 0.0) ? 0 : 503;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg5_slide, 0.0) ? 0 : 504;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse11 + cse12;
             const double leg6_s0_y = -cse13 + cse14;
             const double leg6_s0_z = -cse15 + cse16;
@@ -603,15 +678,24 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             const double leg6_d_y = -0.9848074348890166*leg6_s0_x + 0.173649981823539*leg6_s0_y + 9.795324006326052e-07;
             const double leg6_d_z = -0.17101185019869264*leg6_s0_x - 0.9698460072454212*leg6_s0_y + 0.17364811925769374*leg6_s0_z - 0.8573053403451059;
             const double leg6_slide_w2 = -leg6_d_y*leg6_d_y - leg6_d_z*leg6_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2, 0.0)) ? 601 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0)) ? 602 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2, 0.0) ? 0 : 601;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 602;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_slide_w = sqrt(leg6_slide_w2);
             const double leg6_slide = leg6_d_x - leg6_slide_w;
             mg_w_leg6_slide[mg_l] = leg6_slide;
             const double cse29 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w;
             const double cse30 = -0.16056068821451047*leg6_d_y - 0.6265820298045014*leg6_d_z + 0.7626370206894979*leg6_slide_w;
             const double leg6_u_Lxz2 = cse29*cse29 + cse30*cse30;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 622 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 622;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = cse30*leg6_u_inv_Lxz;
@@ -622,8 +706,14 @@ int64_t mechgen_hexapod_pus_inverse_kinematics_batch(int64_t n, const double *x,
             mg_w_leg6_u_c2[mg_l] = leg6_u_c2;
             const double leg6_u_s2 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z + 0.1593529009974725*leg6_slide_w;
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide + 0.3, 0.0)) ? 603 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg6_slide, 0.0)) ? 604 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide + 0.3, 0.0) ? 0 : 603;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg6_slide, 0.0) ? 0 : 604;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -1321,9 +1411,15 @@ int64_t mechgen_hexapod_pus_newton_step_batch(int64_t n, const double *x, const 
             const double leg1_R_Cn_11 = alpha_C_10*leg1_B0_10 + alpha_C_11*leg1_B0_11 + alpha_C_12*leg1_B0_12;
             const double leg1_R_Cn_20 = alpha_C_00*leg1_B0_20 + alpha_C_02*leg1_B0_22 + leg1_B0_21*s_psi_z;
             const double leg1_R_Cn_21 = alpha_C_10*leg1_B0_20 + alpha_C_11*leg1_B0_21 + alpha_C_12*leg1_B0_22;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_B1_00;
             const double leg2_u2 = mg_in_q[5][mg_l];
             double leg2_s3, leg2_c3;
@@ -1354,9 +1450,15 @@ int64_t mechgen_hexapod_pus_newton_step_batch(int64_t n, const double *x, const 
             const double leg2_R_Cn_11 = alpha_C_10*leg2_B0_10 + alpha_C_11*leg2_B0_11 + alpha_C_12*leg2_B0_12;
             const double leg2_R_Cn_20 = alpha_C_00*leg2_B0_20 + alpha_C_02*leg2_B0_22 + leg2_B0_21*s_psi_z;
             const double leg2_R_Cn_21 = alpha_C_10*leg2_B0_20 + alpha_C_11*leg2_B0_21 + alpha_C_12*leg2_B0_22;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_B1_00;
             const double leg3_u2 = mg_in_q[8][mg_l];
             double leg3_s3, leg3_c3;
@@ -1387,9 +1489,15 @@ int64_t mechgen_hexapod_pus_newton_step_batch(int64_t n, const double *x, const 
             const double leg3_R_Cn_11 = alpha_C_10*leg3_B0_10 + alpha_C_11*leg3_B0_11 + alpha_C_12*leg3_B0_12;
             const double leg3_R_Cn_20 = alpha_C_00*leg3_B0_20 + alpha_C_02*leg3_B0_22 + leg3_B0_21*s_psi_z;
             const double leg3_R_Cn_21 = alpha_C_10*leg3_B0_20 + alpha_C_11*leg3_B0_21 + alpha_C_12*leg3_B0_22;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_B1_00;
             const double leg4_u2 = mg_in_q[11][mg_l];
             double leg4_s3, leg4_c3;
@@ -1420,9 +1528,15 @@ int64_t mechgen_hexapod_pus_newton_step_batch(int64_t n, const double *x, const 
             const double leg4_R_Cn_11 = alpha_C_10*leg4_B0_10 + alpha_C_11*leg4_B0_11 + alpha_C_12*leg4_B0_12;
             const double leg4_R_Cn_20 = alpha_C_00*leg4_B0_20 + alpha_C_02*leg4_B0_22 + leg4_B0_21*s_psi_z;
             const double leg4_R_Cn_21 = alpha_C_10*leg4_B0_20 + alpha_C_11*leg4_B0_21 + alpha_C_12*leg4_B0_22;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_B1_00;
             const double leg5_u2 = mg_in_q[14][mg_l];
             double leg5_s3, leg5_c3;
@@ -1453,9 +1567,15 @@ int64_t mechgen_hexapod_pus_newton_step_batch(int64_t n, const double *x, const 
             const double leg5_R_Cn_11 = alpha_C_10*leg5_B0_10 + alpha_C_11*leg5_B0_11 + alpha_C_12*leg5_B0_12;
             const double leg5_R_Cn_20 = alpha_C_00*leg5_B0_20 + alpha_C_02*leg5_B0_22 + leg5_B0_21*s_psi_z;
             const double leg5_R_Cn_21 = alpha_C_10*leg5_B0_20 + alpha_C_11*leg5_B0_21 + alpha_C_12*leg5_B0_22;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_B1_00;
             const double leg6_u2 = mg_in_q[17][mg_l];
             double leg6_s3, leg6_c3;
@@ -1486,9 +1606,15 @@ int64_t mechgen_hexapod_pus_newton_step_batch(int64_t n, const double *x, const 
             const double leg6_R_Cn_11 = alpha_C_10*leg6_B0_10 + alpha_C_11*leg6_B0_11 + alpha_C_12*leg6_B0_12;
             const double leg6_R_Cn_20 = alpha_C_00*leg6_B0_20 + alpha_C_02*leg6_B0_22 + leg6_B0_21*s_psi_z;
             const double leg6_R_Cn_21 = alpha_C_10*leg6_B0_20 + alpha_C_11*leg6_B0_21 + alpha_C_12*leg6_B0_22;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_B1_00;
             const double x_C = mg_in_x[0][mg_l];
             const double y_C = mg_in_x[1][mg_l];
@@ -2383,22 +2509,37 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
             const double leg1_d_y = -0.34201909097671546*leg1_s0_x - 0.9396930038089362*leg1_s0_y - 8.212120761403111e-07;
             const double leg1_d_z = 0.9254169587834975*leg1_s0_x - 0.3368230536298885*leg1_s0_y + 0.17364815846803508*leg1_s0_z - 0.857305340462539;
             const double leg1_slide_w2 = -leg1_d_y*leg1_d_y - leg1_d_z*leg1_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2, 0.0)) ? 101 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0)) ? 102 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2, 0.0) ? 0 : 101;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 102;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_slide_w = sqrt(leg1_slide_w2);
             const double leg1_slide = leg1_d_x - leg1_slide_w;
             const double cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w;
             const double cse10 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z + 0.7626372099732333*leg1_slide_w;
             const double leg1_u_Lxz2 = cse10*cse10 + cse9*cse9;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 122 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 122;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = cse10*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -cse9*leg1_u_inv_Lxz;
             const double leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz;
             const double leg1_u_s2 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z - 0.15935294540539083*leg1_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide + 0.3, 0.0)) ? 103 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg1_slide, 0.0)) ? 104 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide + 0.3, 0.0) ? 0 : 103;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg1_slide, 0.0) ? 0 : 104;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -2406,22 +2547,37 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
             const double leg2_d_y = 0.34201909097671546*leg2_s0_x - 0.9396930038089362*leg2_s0_y + 8.212120761403111e-07;
             const double leg2_d_z = 0.9254169587834975*leg2_s0_x + 0.3368230536298885*leg2_s0_y + 0.17364815846803508*leg2_s0_z - 0.857305340462539;
             const double leg2_slide_w2 = -leg2_d_y*leg2_d_y - leg2_d_z*leg2_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2, 0.0)) ? 201 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0)) ? 202 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2, 0.0) ? 0 : 201;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 202;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_slide_w = sqrt(leg2_slide_w2);
             const double leg2_slide = leg2_d_x - leg2_slide_w;
             const double cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w;
             const double cse12 = -0.1605606455684232*leg2_d_y - 0.6265818103479336*leg2_d_z + 0.7626372099732333*leg2_slide_w;
             const double leg2_u_Lxz2 = cse11*cse11 + cse12*cse12;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 222 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 222;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = cse12*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -cse11*leg2_u_inv_Lxz;
             const double leg2_u_c2 = 1.2844925244049914*leg2_u_Lxz;
             const double leg2_u_s2 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z + 0.15935294540539083*leg2_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide + 0.3, 0.0)) ? 203 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg2_slide, 0.0)) ? 204 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide + 0.3, 0.0) ? 0 : 203;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg2_slide, 0.0) ? 0 : 204;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse13 = 0.234923*alpha_C_10;
             const double cse14 = 0.085505*alpha_C_00 + x_C;
             const double leg3_s0_x = cse13 + cse14;
@@ -2435,22 +2591,37 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
             const double leg3_d_y = 0.9848074348890166*leg3_s0_x + 0.173649981823539*leg3_s0_y - 9.795324006326052e-07;
             const double leg3_d_z = -0.17101185019869264*leg3_s0_x + 0.9698460072454212*leg3_s0_y + 0.17364811925769374*leg3_s0_z - 0.8573053403451059;
             const double leg3_slide_w2 = -leg3_d_y*leg3_d_y - leg3_d_z*leg3_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2, 0.0)) ? 301 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0)) ? 302 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2, 0.0) ? 0 : 301;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 302;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_slide_w = sqrt(leg3_slide_w2);
             const double leg3_slide = leg3_d_x - leg3_slide_w;
             const double cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w;
             const double cse20 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z + 0.7626370206894979*leg3_slide_w;
             const double leg3_u_Lxz2 = cse19*cse19 + cse20*cse20;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 322 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 322;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = cse20*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -cse19*leg3_u_inv_Lxz;
             const double leg3_u_c2 = 1.284492135054843*leg3_u_Lxz;
             const double leg3_u_s2 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z - 0.1593529009974725*leg3_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide + 0.3, 0.0)) ? 303 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg3_slide, 0.0)) ? 304 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide + 0.3, 0.0) ? 0 : 303;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg3_slide, 0.0) ? 0 : 304;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse21 = 0.043412*alpha_C_10;
             const double cse22 = 0.246202*alpha_C_00;
             const double leg4_s0_x = cse21 - cse22 + x_C;
@@ -2464,22 +2635,37 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
             const double leg4_d_y = 0.6427885858610106*leg4_s0_x + 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06;
             const double leg4_d_z = -0.7544057193410512*leg4_s0_x + 0.633023199073302*leg4_s0_y + 0.17364803500331863*leg4_s0_z - 0.8573057170788839;
             const double leg4_slide_w2 = -leg4_d_y*leg4_d_y - leg4_d_z*leg4_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2, 0.0)) ? 401 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0)) ? 402 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2, 0.0) ? 0 : 401;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 402;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_slide_w = sqrt(leg4_slide_w2);
             const double leg4_slide = leg4_d_x - leg4_slide_w;
             const double cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w;
             const double cse28 = -0.16056018861520996*leg4_d_y - 0.6265822561834624*leg4_d_z + 0.7626369398789243*leg4_slide_w;
             const double leg4_u_Lxz2 = cse27*cse27 + cse28*cse28;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 422 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 422;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = cse28*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -cse27*leg4_u_inv_Lxz;
             const double leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz;
             const double leg4_u_s2 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z + 0.15935236156055674*leg4_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide + 0.3, 0.0)) ? 403 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg4_slide, 0.0)) ? 404 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide + 0.3, 0.0) ? 0 : 403;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg4_slide, 0.0) ? 0 : 404;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse21 - cse22 + x_C;
             const double leg5_s0_y = -cse23 - cse24 + y_C;
             const double leg5_s0_z = -cse25 - cse26 + z_C;
@@ -2487,22 +2673,37 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
             const double leg5_d_y = -0.6427885858610106*leg5_s0_x + 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06;
             const double leg5_d_z = -0.7544057193410512*leg5_s0_x - 0.633023199073302*leg5_s0_y + 0.17364803500331863*leg5_s0_z - 0.8573057170788839;
             const double leg5_slide_w2 = -leg5_d_y*leg5_d_y - leg5_d_z*leg5_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2, 0.0)) ? 501 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0)) ? 502 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2, 0.0) ? 0 : 501;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 502;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_slide_w = sqrt(leg5_slide_w2);
             const double leg5_slide = leg5_d_x - leg5_slide_w;
             const double cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w;
             const double cse30 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z + 0.7626369398789243*leg5_slide_w;
             const double leg5_u_Lxz2 = cse29*cse29 + cse30*cse30;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 522 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 522;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = cse30*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -cse29*leg5_u_inv_Lxz;
             const double leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz;
             const double leg5_u_s2 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z - 0.15935236156055674*leg5_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide + 0.3, 0.0)) ? 503 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg5_slide, 0.0)) ? 504 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide + 0.3, 0.0) ? 0 : 503;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg5_slide, 0.0) ? 0 : 504;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse13 + cse14;
             const double leg6_s0_y = -cse15 + cse16;
             const double leg6_s0_z = -cse17 + cse18;
@@ -2510,22 +2711,37 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
             const double leg6_d_y = -0.9848074348890166*leg6_s0_x + 0.173649981823539*leg6_s0_y + 9.795324006326052e-07;
             const double leg6_d_z = -0.17101185019869264*leg6_s0_x - 0.9698460072454212*leg6_s0_y + 0.17364811925769374*leg6_s0_z - 0.8573053403451059;
             const double leg6_slide_w2 = -leg6_d_y*leg6_d_y - leg6_d_z*leg6_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2, 0.0)) ? 601 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0)) ? 602 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2, 0.0) ? 0 : 601;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 602;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_slide_w = sqrt(leg6_slide_w2);
             const double leg6_slide = leg6_d_x - leg6_slide_w;
             const double cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w;
             const double cse32 = -0.16056068821451047*leg6_d_y - 0.6265820298045014*leg6_d_z + 0.7626370206894979*leg6_slide_w;
             const double leg6_u_Lxz2 = cse31*cse31 + cse32*cse32;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 622 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 622;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = cse32*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -cse31*leg6_u_inv_Lxz;
             const double leg6_u_c2 = 1.284492135054843*leg6_u_Lxz;
             const double leg6_u_s2 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z + 0.1593529009974725*leg6_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide + 0.3, 0.0)) ? 603 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg6_slide, 0.0)) ? 604 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide + 0.3, 0.0) ? 0 : 603;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg6_slide, 0.0) ? 0 : 604;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta2_00 = 0.7626372099732333*leg1_u_c1 - 0.6348179531299452*leg1_u_s1;
             const double leg1_beta2_01 = 0.1605606455684232*leg1_u_c1;
             const double leg1_beta2_02 = -0.6265818103479336*leg1_u_c1 - 0.772661741245098*leg1_u_s1;
@@ -2596,9 +2812,15 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
             const double leg1_Ci3_x = -0.191511*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.160697*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.191511*leg1_R_Cn_20 + 0.160697*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_B1_00;
             const double leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2;
             const double leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.9870259769097525*leg2_u_s2;
@@ -2634,9 +2856,15 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
             const double leg2_Ci3_x = 0.191511*leg2_R_Cn_22;
             const double leg2_Ci3_y = -0.160697*leg2_R_Cn_22;
             const double leg2_Ci3_z = -0.191511*leg2_R_Cn_20 + 0.160697*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_B1_00;
             const double leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2;
             const double leg3_B1_01 = leg3_beta2_01*leg3_u_c2 + 0.9870259699724637*leg3_u_s2;
@@ -2672,9 +2900,15 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
             const double leg3_Ci3_x = 0.234923*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.085505*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.234923*leg3_R_Cn_20 + 0.085505*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_B1_00;
             const double leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2;
             const double leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.9870260512427462*leg4_u_s2;
@@ -2710,9 +2944,15 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
             const double leg4_Ci3_x = 0.043412*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.246202*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.043412*leg4_R_Cn_20 - 0.246202*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_B1_00;
             const double leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2;
             const double leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2;
@@ -2748,9 +2988,15 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
             const double leg5_Ci3_x = -0.043412*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.246202*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.043412*leg5_R_Cn_20 - 0.246202*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_B1_00;
             const double leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2;
             const double leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2;
@@ -2786,9 +3032,15 @@ int64_t mechgen_hexapod_pus_velocity_constraints_batch(int64_t n, const double *
             const double leg6_Ci3_x = -0.234923*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.085505*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.234923*leg6_R_Cn_20 + 0.085505*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_B1_00;
             const double leg1_H1_1 = leg1_B0_00*leg1_lu_inv3;
             mg_o_H[0][mg_l] = leg1_H1_1;
@@ -3838,15 +4090,24 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             const double leg1_d_y = -0.34201909097671546*leg1_s0_x - 0.9396930038089362*leg1_s0_y - 8.212120761403111e-07;
             const double leg1_d_z = 0.9254169587834975*leg1_s0_x - 0.3368230536298885*leg1_s0_y + 0.17364815846803508*leg1_s0_z - 0.857305340462539;
             const double leg1_slide_w2 = -leg1_d_y*leg1_d_y - leg1_d_z*leg1_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2, 0.0)) ? 101 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0)) ? 102 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2, 0.0) ? 0 : 101;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 102;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_slide_w = sqrt(leg1_slide_w2);
             const double leg1_slide = leg1_d_x - leg1_slide_w;
             mg_w_leg1_slide[mg_l] = leg1_slide;
             const double cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w;
             const double cse10 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z + 0.7626372099732333*leg1_slide_w;
             const double leg1_u_Lxz2 = cse10*cse10 + cse9*cse9;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 122 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 122;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = cse10*leg1_u_inv_Lxz;
@@ -3857,8 +4118,14 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             mg_w_leg1_u_c2[mg_l] = leg1_u_c2;
             const double leg1_u_s2 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z - 0.15935294540539083*leg1_slide_w;
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide + 0.3, 0.0)) ? 103 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg1_slide, 0.0)) ? 104 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide + 0.3, 0.0) ? 0 : 103;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg1_slide, 0.0) ? 0 : 104;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -3866,15 +4133,24 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             const double leg2_d_y = 0.34201909097671546*leg2_s0_x - 0.9396930038089362*leg2_s0_y + 8.212120761403111e-07;
             const double leg2_d_z = 0.9254169587834975*leg2_s0_x + 0.3368230536298885*leg2_s0_y + 0.17364815846803508*leg2_s0_z - 0.857305340462539;
             const double leg2_slide_w2 = -leg2_d_y*leg2_d_y - leg2_d_z*leg2_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2, 0.0)) ? 201 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0)) ? 202 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2, 0.0) ? 0 : 201;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 202;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_slide_w = sqrt(leg2_slide_w2);
             const double leg2_slide = leg2_d_x - leg2_slide_w;
             mg_w_leg2_slide[mg_l] = leg2_slide;
             const double cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w;
             const double cse12 = -0.1605606455684232*leg2_d_y - 0.6265818103479336*leg2_d_z + 0.7626372099732333*leg2_slide_w;
             const double leg2_u_Lxz2 = cse11*cse11 + cse12*cse12;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 222 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 222;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = cse12*leg2_u_inv_Lxz;
@@ -3885,8 +4161,14 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             mg_w_leg2_u_c2[mg_l] = leg2_u_c2;
             const double leg2_u_s2 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z + 0.15935294540539083*leg2_slide_w;
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide + 0.3, 0.0)) ? 203 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg2_slide, 0.0)) ? 204 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide + 0.3, 0.0) ? 0 : 203;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg2_slide, 0.0) ? 0 : 204;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse13 = 0.234923*alpha_C_10;
             const double cse14 = 0.085505*alpha_C_00 + x_C;
             const double leg3_s0_x = cse13 + cse14;
@@ -3900,15 +4182,24 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             const double leg3_d_y = 0.9848074348890166*leg3_s0_x + 0.173649981823539*leg3_s0_y - 9.795324006326052e-07;
             const double leg3_d_z = -0.17101185019869264*leg3_s0_x + 0.9698460072454212*leg3_s0_y + 0.17364811925769374*leg3_s0_z - 0.8573053403451059;
             const double leg3_slide_w2 = -leg3_d_y*leg3_d_y - leg3_d_z*leg3_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2, 0.0)) ? 301 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0)) ? 302 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2, 0.0) ? 0 : 301;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 302;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_slide_w = sqrt(leg3_slide_w2);
             const double leg3_slide = leg3_d_x - leg3_slide_w;
             mg_w_leg3_slide[mg_l] = leg3_slide;
             const double cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w;
             const double cse20 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z + 0.7626370206894979*leg3_slide_w;
             const double leg3_u_Lxz2 = cse19*cse19 + cse20*cse20;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 322 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 322;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = cse20*leg3_u_inv_Lxz;
@@ -3919,8 +4210,14 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             mg_w_leg3_u_c2[mg_l] = leg3_u_c2;
             const double leg3_u_s2 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z - 0.1593529009974725*leg3_slide_w;
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide + 0.3, 0.0)) ? 303 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg3_slide, 0.0)) ? 304 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide + 0.3, 0.0) ? 0 : 303;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg3_slide, 0.0) ? 0 : 304;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse21 = 0.043412*alpha_C_10;
             const double cse22 = 0.246202*alpha_C_00;
             const double leg4_s0_x = cse21 - cse22 + x_C;
@@ -3934,15 +4231,24 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             const double leg4_d_y = 0.6427885858610106*leg4_s0_x + 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06;
             const double leg4_d_z = -0.7544057193410512*leg4_s0_x + 0.633023199073302*leg4_s0_y + 0.17364803500331863*leg4_s0_z - 0.8573057170788839;
             const double leg4_slide_w2 = -leg4_d_y*leg4_d_y - leg4_d_z*leg4_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2, 0.0)) ? 401 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0)) ? 402 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2, 0.0) ? 0 : 401;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 402;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_slide_w = sqrt(leg4_slide_w2);
             const double leg4_slide = leg4_d_x - leg4_slide_w;
             mg_w_leg4_slide[mg_l] = leg4_slide;
             const double cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w;
             const double cse28 = -0.16056018861520996*leg4_d_y - 0.6265822561834624*leg4_d_z + 0.7626369398789243*leg4_slide_w;
             const double leg4_u_Lxz2 = cse27*cse27 + cse28*cse28;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 422 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 422;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = cse28*leg4_u_inv_Lxz;
@@ -3953,8 +4259,14 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             mg_w_leg4_u_c2[mg_l] = leg4_u_c2;
             const double leg4_u_s2 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z + 0.15935236156055674*leg4_slide_w;
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide + 0.3, 0.0)) ? 403 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg4_slide, 0.0)) ? 404 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide + 0.3, 0.0) ? 0 : 403;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg4_slide, 0.0) ? 0 : 404;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse21 - cse22 + x_C;
             const double leg5_s0_y = -cse23 - cse24 + y_C;
             const double leg5_s0_z = -cse25 - cse26 + z_C;
@@ -3962,15 +4274,24 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             const double leg5_d_y = -0.6427885858610106*leg5_s0_x + 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06;
             const double leg5_d_z = -0.7544057193410512*leg5_s0_x - 0.633023199073302*leg5_s0_y + 0.17364803500331863*leg5_s0_z - 0.8573057170788839;
             const double leg5_slide_w2 = -leg5_d_y*leg5_d_y - leg5_d_z*leg5_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2, 0.0)) ? 501 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0)) ? 502 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2, 0.0) ? 0 : 501;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 502;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_slide_w = sqrt(leg5_slide_w2);
             const double leg5_slide = leg5_d_x - leg5_slide_w;
             mg_w_leg5_slide[mg_l] = leg5_slide;
             const double cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w;
             const double cse30 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z + 0.7626369398789243*leg5_slide_w;
             const double leg5_u_Lxz2 = cse29*cse29 + cse30*cse30;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 522 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 522;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = cse30*leg5_u_inv_Lxz;
@@ -3981,8 +4302,14 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             mg_w_leg5_u_c2[mg_l] = leg5_u_c2;
             const double leg5_u_s2 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z - 0.15935236156055674*leg5_slide_w;
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide + 0.3, 0.0)) ? 503 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg5_slide, 0.0)) ? 504 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide + 0.3, 0.0) ? 0 : 503;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg5_slide, 0.0) ? 0 : 504;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse13 + cse14;
             const double leg6_s0_y = -cse15 + cse16;
             const double leg6_s0_z = -cse17 + cse18;
@@ -3990,15 +4317,24 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             const double leg6_d_y = -0.9848074348890166*leg6_s0_x + 0.173649981823539*leg6_s0_y + 9.795324006326052e-07;
             const double leg6_d_z = -0.17101185019869264*leg6_s0_x - 0.9698460072454212*leg6_s0_y + 0.17364811925769374*leg6_s0_z - 0.8573053403451059;
             const double leg6_slide_w2 = -leg6_d_y*leg6_d_y - leg6_d_z*leg6_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2, 0.0)) ? 601 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0)) ? 602 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2, 0.0) ? 0 : 601;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 602;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_slide_w = sqrt(leg6_slide_w2);
             const double leg6_slide = leg6_d_x - leg6_slide_w;
             mg_w_leg6_slide[mg_l] = leg6_slide;
             const double cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w;
             const double cse32 = -0.16056068821451047*leg6_d_y - 0.6265820298045014*leg6_d_z + 0.7626370206894979*leg6_slide_w;
             const double leg6_u_Lxz2 = cse31*cse31 + cse32*cse32;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 622 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 622;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = cse32*leg6_u_inv_Lxz;
@@ -4009,8 +4345,14 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             mg_w_leg6_u_c2[mg_l] = leg6_u_c2;
             const double leg6_u_s2 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z + 0.1593529009974725*leg6_slide_w;
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide + 0.3, 0.0)) ? 603 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg6_slide, 0.0)) ? 604 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide + 0.3, 0.0) ? 0 : 603;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg6_slide, 0.0) ? 0 : 604;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta2_00 = 0.7626372099732333*leg1_u_c1 - 0.6348179531299452*leg1_u_s1;
             const double leg1_beta2_01 = 0.1605606455684232*leg1_u_c1;
             const double leg1_beta2_02 = -0.6265818103479336*leg1_u_c1 - 0.772661741245098*leg1_u_s1;
@@ -4081,9 +4423,15 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             const double leg1_Ci3_x = -0.191511*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.160697*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.191511*leg1_R_Cn_20 + 0.160697*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_B1_00;
             const double leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2;
             const double leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.9870259769097525*leg2_u_s2;
@@ -4119,9 +4467,15 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             const double leg2_Ci3_x = 0.191511*leg2_R_Cn_22;
             const double leg2_Ci3_y = -0.160697*leg2_R_Cn_22;
             const double leg2_Ci3_z = -0.191511*leg2_R_Cn_20 + 0.160697*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_B1_00;
             const double leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2;
             const double leg3_B1_01 = leg3_beta2_01*leg3_u_c2 + 0.9870259699724637*leg3_u_s2;
@@ -4157,9 +4511,15 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             const double leg3_Ci3_x = 0.234923*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.085505*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.234923*leg3_R_Cn_20 + 0.085505*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_B1_00;
             const double leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2;
             const double leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.9870260512427462*leg4_u_s2;
@@ -4195,9 +4555,15 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             const double leg4_Ci3_x = 0.043412*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.246202*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.043412*leg4_R_Cn_20 - 0.246202*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_B1_00;
             const double leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2;
             const double leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2;
@@ -4233,9 +4599,15 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             const double leg5_Ci3_x = -0.043412*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.246202*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.043412*leg5_R_Cn_20 - 0.246202*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_B1_00;
             const double leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2;
             const double leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2;
@@ -4271,9 +4643,15 @@ int64_t mechgen_hexapod_pus_leg_rates_batch(int64_t n, const double *x, const do
             const double leg6_Ci3_x = -0.234923*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.085505*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.234923*leg6_R_Cn_20 + 0.085505*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_B1_00;
             const double leg1_H1_1 = leg1_B0_00*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_beta2_20);
@@ -5434,22 +5812,37 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
             const double leg1_d_y = -0.34201909097671546*leg1_s0_x - 0.9396930038089362*leg1_s0_y - 8.212120761403111e-07;
             const double leg1_d_z = 0.9254169587834975*leg1_s0_x - 0.3368230536298885*leg1_s0_y + 0.17364815846803508*leg1_s0_z - 0.857305340462539;
             const double leg1_slide_w2 = -leg1_d_y*leg1_d_y - leg1_d_z*leg1_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2, 0.0)) ? 101 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0)) ? 102 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2, 0.0) ? 0 : 101;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 102;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_slide_w = sqrt(leg1_slide_w2);
             const double leg1_slide = leg1_d_x - leg1_slide_w;
             const double cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w;
             const double cse10 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z + 0.7626372099732333*leg1_slide_w;
             const double leg1_u_Lxz2 = cse10*cse10 + cse9*cse9;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 122 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 122;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = cse10*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -cse9*leg1_u_inv_Lxz;
             const double leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz;
             const double leg1_u_s2 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z - 0.15935294540539083*leg1_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide + 0.3, 0.0)) ? 103 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg1_slide, 0.0)) ? 104 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide + 0.3, 0.0) ? 0 : 103;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg1_slide, 0.0) ? 0 : 104;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -5457,22 +5850,37 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
             const double leg2_d_y = 0.34201909097671546*leg2_s0_x - 0.9396930038089362*leg2_s0_y + 8.212120761403111e-07;
             const double leg2_d_z = 0.9254169587834975*leg2_s0_x + 0.3368230536298885*leg2_s0_y + 0.17364815846803508*leg2_s0_z - 0.857305340462539;
             const double leg2_slide_w2 = -leg2_d_y*leg2_d_y - leg2_d_z*leg2_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2, 0.0)) ? 201 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0)) ? 202 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2, 0.0) ? 0 : 201;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 202;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_slide_w = sqrt(leg2_slide_w2);
             const double leg2_slide = leg2_d_x - leg2_slide_w;
             const double cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w;
             const double cse12 = -0.1605606455684232*leg2_d_y - 0.6265818103479336*leg2_d_z + 0.7626372099732333*leg2_slide_w;
             const double leg2_u_Lxz2 = cse11*cse11 + cse12*cse12;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 222 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 222;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = cse12*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -cse11*leg2_u_inv_Lxz;
             const double leg2_u_c2 = 1.2844925244049914*leg2_u_Lxz;
             const double leg2_u_s2 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z + 0.15935294540539083*leg2_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide + 0.3, 0.0)) ? 203 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg2_slide, 0.0)) ? 204 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide + 0.3, 0.0) ? 0 : 203;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg2_slide, 0.0) ? 0 : 204;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse13 = 0.234923*alpha_C_10;
             const double cse14 = 0.085505*alpha_C_00 + x_C;
             const double leg3_s0_x = cse13 + cse14;
@@ -5486,22 +5894,37 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
             const double leg3_d_y = 0.9848074348890166*leg3_s0_x + 0.173649981823539*leg3_s0_y - 9.795324006326052e-07;
             const double leg3_d_z = -0.17101185019869264*leg3_s0_x + 0.9698460072454212*leg3_s0_y + 0.17364811925769374*leg3_s0_z - 0.8573053403451059;
             const double leg3_slide_w2 = -leg3_d_y*leg3_d_y - leg3_d_z*leg3_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2, 0.0)) ? 301 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0)) ? 302 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2, 0.0) ? 0 : 301;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 302;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_slide_w = sqrt(leg3_slide_w2);
             const double leg3_slide = leg3_d_x - leg3_slide_w;
             const double cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w;
             const double cse20 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z + 0.7626370206894979*leg3_slide_w;
             const double leg3_u_Lxz2 = cse19*cse19 + cse20*cse20;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 322 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 322;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = cse20*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -cse19*leg3_u_inv_Lxz;
             const double leg3_u_c2 = 1.284492135054843*leg3_u_Lxz;
             const double leg3_u_s2 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z - 0.1593529009974725*leg3_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide + 0.3, 0.0)) ? 303 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg3_slide, 0.0)) ? 304 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide + 0.3, 0.0) ? 0 : 303;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg3_slide, 0.0) ? 0 : 304;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse21 = 0.043412*alpha_C_10;
             const double cse22 = 0.246202*alpha_C_00;
             const double leg4_s0_x = cse21 - cse22 + x_C;
@@ -5515,22 +5938,37 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
             const double leg4_d_y = 0.6427885858610106*leg4_s0_x + 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06;
             const double leg4_d_z = -0.7544057193410512*leg4_s0_x + 0.633023199073302*leg4_s0_y + 0.17364803500331863*leg4_s0_z - 0.8573057170788839;
             const double leg4_slide_w2 = -leg4_d_y*leg4_d_y - leg4_d_z*leg4_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2, 0.0)) ? 401 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0)) ? 402 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2, 0.0) ? 0 : 401;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 402;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_slide_w = sqrt(leg4_slide_w2);
             const double leg4_slide = leg4_d_x - leg4_slide_w;
             const double cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w;
             const double cse28 = -0.16056018861520996*leg4_d_y - 0.6265822561834624*leg4_d_z + 0.7626369398789243*leg4_slide_w;
             const double leg4_u_Lxz2 = cse27*cse27 + cse28*cse28;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 422 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 422;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = cse28*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -cse27*leg4_u_inv_Lxz;
             const double leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz;
             const double leg4_u_s2 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z + 0.15935236156055674*leg4_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide + 0.3, 0.0)) ? 403 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg4_slide, 0.0)) ? 404 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide + 0.3, 0.0) ? 0 : 403;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg4_slide, 0.0) ? 0 : 404;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse21 - cse22 + x_C;
             const double leg5_s0_y = -cse23 - cse24 + y_C;
             const double leg5_s0_z = -cse25 - cse26 + z_C;
@@ -5538,22 +5976,37 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
             const double leg5_d_y = -0.6427885858610106*leg5_s0_x + 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06;
             const double leg5_d_z = -0.7544057193410512*leg5_s0_x - 0.633023199073302*leg5_s0_y + 0.17364803500331863*leg5_s0_z - 0.8573057170788839;
             const double leg5_slide_w2 = -leg5_d_y*leg5_d_y - leg5_d_z*leg5_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2, 0.0)) ? 501 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0)) ? 502 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2, 0.0) ? 0 : 501;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 502;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_slide_w = sqrt(leg5_slide_w2);
             const double leg5_slide = leg5_d_x - leg5_slide_w;
             const double cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w;
             const double cse30 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z + 0.7626369398789243*leg5_slide_w;
             const double leg5_u_Lxz2 = cse29*cse29 + cse30*cse30;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 522 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 522;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = cse30*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -cse29*leg5_u_inv_Lxz;
             const double leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz;
             const double leg5_u_s2 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z - 0.15935236156055674*leg5_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide + 0.3, 0.0)) ? 503 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg5_slide, 0.0)) ? 504 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide + 0.3, 0.0) ? 0 : 503;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg5_slide, 0.0) ? 0 : 504;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse13 + cse14;
             const double leg6_s0_y = -cse15 + cse16;
             const double leg6_s0_z = -cse17 + cse18;
@@ -5561,22 +6014,37 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
             const double leg6_d_y = -0.9848074348890166*leg6_s0_x + 0.173649981823539*leg6_s0_y + 9.795324006326052e-07;
             const double leg6_d_z = -0.17101185019869264*leg6_s0_x - 0.9698460072454212*leg6_s0_y + 0.17364811925769374*leg6_s0_z - 0.8573053403451059;
             const double leg6_slide_w2 = -leg6_d_y*leg6_d_y - leg6_d_z*leg6_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2, 0.0)) ? 601 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0)) ? 602 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2, 0.0) ? 0 : 601;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 602;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_slide_w = sqrt(leg6_slide_w2);
             const double leg6_slide = leg6_d_x - leg6_slide_w;
             const double cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w;
             const double cse32 = -0.16056068821451047*leg6_d_y - 0.6265820298045014*leg6_d_z + 0.7626370206894979*leg6_slide_w;
             const double leg6_u_Lxz2 = cse31*cse31 + cse32*cse32;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 622 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 622;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = cse32*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -cse31*leg6_u_inv_Lxz;
             const double leg6_u_c2 = 1.284492135054843*leg6_u_Lxz;
             const double leg6_u_s2 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z + 0.1593529009974725*leg6_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide + 0.3, 0.0)) ? 603 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg6_slide, 0.0)) ? 604 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide + 0.3, 0.0) ? 0 : 603;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg6_slide, 0.0) ? 0 : 604;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta2_00 = 0.7626372099732333*leg1_u_c1 - 0.6348179531299452*leg1_u_s1;
             const double leg1_beta2_01 = 0.1605606455684232*leg1_u_c1;
             const double leg1_beta2_02 = -0.6265818103479336*leg1_u_c1 - 0.772661741245098*leg1_u_s1;
@@ -5647,9 +6115,15 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
             const double leg1_Ci3_x = -0.191511*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.160697*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.191511*leg1_R_Cn_20 + 0.160697*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_B1_00;
             const double leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2;
             const double leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.9870259769097525*leg2_u_s2;
@@ -5685,9 +6159,15 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
             const double leg2_Ci3_x = 0.191511*leg2_R_Cn_22;
             const double leg2_Ci3_y = -0.160697*leg2_R_Cn_22;
             const double leg2_Ci3_z = -0.191511*leg2_R_Cn_20 + 0.160697*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_B1_00;
             const double leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2;
             const double leg3_B1_01 = leg3_beta2_01*leg3_u_c2 + 0.9870259699724637*leg3_u_s2;
@@ -5723,9 +6203,15 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
             const double leg3_Ci3_x = 0.234923*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.085505*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.234923*leg3_R_Cn_20 + 0.085505*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_B1_00;
             const double leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2;
             const double leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.9870260512427462*leg4_u_s2;
@@ -5761,9 +6247,15 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
             const double leg4_Ci3_x = 0.043412*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.246202*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.043412*leg4_R_Cn_20 - 0.246202*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_B1_00;
             const double leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2;
             const double leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2;
@@ -5799,9 +6291,15 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
             const double leg5_Ci3_x = -0.043412*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.246202*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.043412*leg5_R_Cn_20 - 0.246202*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_B1_00;
             const double leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2;
             const double leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2;
@@ -5837,9 +6335,15 @@ int64_t mechgen_hexapod_pus_acceleration_terms_batch(int64_t n, const double *x,
             const double leg6_Ci3_x = -0.234923*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.085505*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.234923*leg6_R_Cn_20 + 0.085505*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_B1_00;
             const double leg1_H1_1 = leg1_B0_00*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_beta2_20);
@@ -6927,22 +7431,37 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
             const double leg1_d_y = -0.34201909097671546*leg1_s0_x - 0.9396930038089362*leg1_s0_y - 8.212120761403111e-07;
             const double leg1_d_z = 0.9254169587834975*leg1_s0_x - 0.3368230536298885*leg1_s0_y + 0.17364815846803508*leg1_s0_z - 0.857305340462539;
             const double leg1_slide_w2 = -leg1_d_y*leg1_d_y - leg1_d_z*leg1_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2, 0.0)) ? 101 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0)) ? 102 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2, 0.0) ? 0 : 101;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 102;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_slide_w = sqrt(leg1_slide_w2);
             const double leg1_slide = leg1_d_x - leg1_slide_w;
             const double cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w;
             const double cse10 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z + 0.7626372099732333*leg1_slide_w;
             const double leg1_u_Lxz2 = cse10*cse10 + cse9*cse9;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 122 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 122;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = cse10*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -cse9*leg1_u_inv_Lxz;
             const double leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz;
             const double leg1_u_s2 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z - 0.15935294540539083*leg1_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide + 0.3, 0.0)) ? 103 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg1_slide, 0.0)) ? 104 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide + 0.3, 0.0) ? 0 : 103;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg1_slide, 0.0) ? 0 : 104;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -6950,22 +7469,37 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
             const double leg2_d_y = 0.34201909097671546*leg2_s0_x - 0.9396930038089362*leg2_s0_y + 8.212120761403111e-07;
             const double leg2_d_z = 0.9254169587834975*leg2_s0_x + 0.3368230536298885*leg2_s0_y + 0.17364815846803508*leg2_s0_z - 0.857305340462539;
             const double leg2_slide_w2 = -leg2_d_y*leg2_d_y - leg2_d_z*leg2_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2, 0.0)) ? 201 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0)) ? 202 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2, 0.0) ? 0 : 201;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 202;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_slide_w = sqrt(leg2_slide_w2);
             const double leg2_slide = leg2_d_x - leg2_slide_w;
             const double cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w;
             const double cse12 = -0.1605606455684232*leg2_d_y - 0.6265818103479336*leg2_d_z + 0.7626372099732333*leg2_slide_w;
             const double leg2_u_Lxz2 = cse11*cse11 + cse12*cse12;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 222 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 222;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = cse12*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -cse11*leg2_u_inv_Lxz;
             const double leg2_u_c2 = 1.2844925244049914*leg2_u_Lxz;
             const double leg2_u_s2 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z + 0.15935294540539083*leg2_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide + 0.3, 0.0)) ? 203 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg2_slide, 0.0)) ? 204 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide + 0.3, 0.0) ? 0 : 203;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg2_slide, 0.0) ? 0 : 204;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse13 = 0.234923*alpha_C_10;
             const double cse14 = 0.085505*alpha_C_00 + x_C;
             const double leg3_s0_x = cse13 + cse14;
@@ -6979,22 +7513,37 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
             const double leg3_d_y = 0.9848074348890166*leg3_s0_x + 0.173649981823539*leg3_s0_y - 9.795324006326052e-07;
             const double leg3_d_z = -0.17101185019869264*leg3_s0_x + 0.9698460072454212*leg3_s0_y + 0.17364811925769374*leg3_s0_z - 0.8573053403451059;
             const double leg3_slide_w2 = -leg3_d_y*leg3_d_y - leg3_d_z*leg3_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2, 0.0)) ? 301 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0)) ? 302 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2, 0.0) ? 0 : 301;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 302;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_slide_w = sqrt(leg3_slide_w2);
             const double leg3_slide = leg3_d_x - leg3_slide_w;
             const double cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w;
             const double cse20 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z + 0.7626370206894979*leg3_slide_w;
             const double leg3_u_Lxz2 = cse19*cse19 + cse20*cse20;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 322 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 322;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = cse20*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -cse19*leg3_u_inv_Lxz;
             const double leg3_u_c2 = 1.284492135054843*leg3_u_Lxz;
             const double leg3_u_s2 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z - 0.1593529009974725*leg3_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide + 0.3, 0.0)) ? 303 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg3_slide, 0.0)) ? 304 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide + 0.3, 0.0) ? 0 : 303;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg3_slide, 0.0) ? 0 : 304;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse21 = 0.043412*alpha_C_10;
             const double cse22 = 0.246202*alpha_C_00;
             const double leg4_s0_x = cse21 - cse22 + x_C;
@@ -7008,22 +7557,37 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
             const double leg4_d_y = 0.6427885858610106*leg4_s0_x + 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06;
             const double leg4_d_z = -0.7544057193410512*leg4_s0_x + 0.633023199073302*leg4_s0_y + 0.17364803500331863*leg4_s0_z - 0.8573057170788839;
             const double leg4_slide_w2 = -leg4_d_y*leg4_d_y - leg4_d_z*leg4_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2, 0.0)) ? 401 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0)) ? 402 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2, 0.0) ? 0 : 401;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 402;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_slide_w = sqrt(leg4_slide_w2);
             const double leg4_slide = leg4_d_x - leg4_slide_w;
             const double cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w;
             const double cse28 = -0.16056018861520996*leg4_d_y - 0.6265822561834624*leg4_d_z + 0.7626369398789243*leg4_slide_w;
             const double leg4_u_Lxz2 = cse27*cse27 + cse28*cse28;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 422 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 422;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = cse28*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -cse27*leg4_u_inv_Lxz;
             const double leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz;
             const double leg4_u_s2 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z + 0.15935236156055674*leg4_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide + 0.3, 0.0)) ? 403 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg4_slide, 0.0)) ? 404 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide + 0.3, 0.0) ? 0 : 403;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg4_slide, 0.0) ? 0 : 404;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse21 - cse22 + x_C;
             const double leg5_s0_y = -cse23 - cse24 + y_C;
             const double leg5_s0_z = -cse25 - cse26 + z_C;
@@ -7031,22 +7595,37 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
             const double leg5_d_y = -0.6427885858610106*leg5_s0_x + 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06;
             const double leg5_d_z = -0.7544057193410512*leg5_s0_x - 0.633023199073302*leg5_s0_y + 0.17364803500331863*leg5_s0_z - 0.8573057170788839;
             const double leg5_slide_w2 = -leg5_d_y*leg5_d_y - leg5_d_z*leg5_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2, 0.0)) ? 501 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0)) ? 502 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2, 0.0) ? 0 : 501;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 502;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_slide_w = sqrt(leg5_slide_w2);
             const double leg5_slide = leg5_d_x - leg5_slide_w;
             const double cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w;
             const double cse30 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z + 0.7626369398789243*leg5_slide_w;
             const double leg5_u_Lxz2 = cse29*cse29 + cse30*cse30;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 522 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 522;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = cse30*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -cse29*leg5_u_inv_Lxz;
             const double leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz;
             const double leg5_u_s2 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z - 0.15935236156055674*leg5_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide + 0.3, 0.0)) ? 503 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg5_slide, 0.0)) ? 504 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide + 0.3, 0.0) ? 0 : 503;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg5_slide, 0.0) ? 0 : 504;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse13 + cse14;
             const double leg6_s0_y = -cse15 + cse16;
             const double leg6_s0_z = -cse17 + cse18;
@@ -7054,22 +7633,37 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
             const double leg6_d_y = -0.9848074348890166*leg6_s0_x + 0.173649981823539*leg6_s0_y + 9.795324006326052e-07;
             const double leg6_d_z = -0.17101185019869264*leg6_s0_x - 0.9698460072454212*leg6_s0_y + 0.17364811925769374*leg6_s0_z - 0.8573053403451059;
             const double leg6_slide_w2 = -leg6_d_y*leg6_d_y - leg6_d_z*leg6_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2, 0.0)) ? 601 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0)) ? 602 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2, 0.0) ? 0 : 601;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 602;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_slide_w = sqrt(leg6_slide_w2);
             const double leg6_slide = leg6_d_x - leg6_slide_w;
             const double cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w;
             const double cse32 = -0.16056068821451047*leg6_d_y - 0.6265820298045014*leg6_d_z + 0.7626370206894979*leg6_slide_w;
             const double leg6_u_Lxz2 = cse31*cse31 + cse32*cse32;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 622 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 622;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = cse32*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -cse31*leg6_u_inv_Lxz;
             const double leg6_u_c2 = 1.284492135054843*leg6_u_Lxz;
             const double leg6_u_s2 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z + 0.1593529009974725*leg6_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide + 0.3, 0.0)) ? 603 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg6_slide, 0.0)) ? 604 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide + 0.3, 0.0) ? 0 : 603;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg6_slide, 0.0) ? 0 : 604;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta2_00 = 0.7626372099732333*leg1_u_c1 - 0.6348179531299452*leg1_u_s1;
             const double leg1_beta2_01 = 0.1605606455684232*leg1_u_c1;
             const double leg1_beta2_02 = -0.6265818103479336*leg1_u_c1 - 0.772661741245098*leg1_u_s1;
@@ -7140,9 +7734,15 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
             const double leg1_Ci3_x = -0.191511*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.160697*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.191511*leg1_R_Cn_20 + 0.160697*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_B1_00;
             const double leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2;
             const double leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.9870259769097525*leg2_u_s2;
@@ -7178,9 +7778,15 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
             const double leg2_Ci3_x = 0.191511*leg2_R_Cn_22;
             const double leg2_Ci3_y = -0.160697*leg2_R_Cn_22;
             const double leg2_Ci3_z = -0.191511*leg2_R_Cn_20 + 0.160697*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_B1_00;
             const double leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2;
             const double leg3_B1_01 = leg3_beta2_01*leg3_u_c2 + 0.9870259699724637*leg3_u_s2;
@@ -7216,9 +7822,15 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
             const double leg3_Ci3_x = 0.234923*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.085505*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.234923*leg3_R_Cn_20 + 0.085505*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_B1_00;
             const double leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2;
             const double leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.9870260512427462*leg4_u_s2;
@@ -7254,9 +7866,15 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
             const double leg4_Ci3_x = 0.043412*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.246202*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.043412*leg4_R_Cn_20 - 0.246202*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_B1_00;
             const double leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2;
             const double leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2;
@@ -7292,9 +7910,15 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
             const double leg5_Ci3_x = -0.043412*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.246202*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.043412*leg5_R_Cn_20 - 0.246202*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_B1_00;
             const double leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2;
             const double leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2;
@@ -7330,9 +7954,15 @@ int64_t mechgen_hexapod_pus_leg_forces_batch(int64_t n, const double *x, const d
             const double leg6_Ci3_x = -0.234923*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.085505*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.234923*leg6_R_Cn_20 + 0.085505*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_B1_00;
             const double leg1_H1_1 = leg1_B0_00*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_beta2_20);
@@ -8688,22 +9318,37 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
             const double leg1_d_y = -0.34201909097671546*leg1_s0_x - 0.9396930038089362*leg1_s0_y - 8.212120761403111e-07;
             const double leg1_d_z = 0.9254169587834975*leg1_s0_x - 0.3368230536298885*leg1_s0_y + 0.17364815846803508*leg1_s0_z - 0.857305340462539;
             const double leg1_slide_w2 = -leg1_d_y*leg1_d_y - leg1_d_z*leg1_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2, 0.0)) ? 101 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0)) ? 102 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2, 0.0) ? 0 : 101;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 102;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_slide_w = sqrt(leg1_slide_w2);
             const double leg1_slide = leg1_d_x - leg1_slide_w;
             const double cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w;
             const double cse10 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z + 0.7626372099732333*leg1_slide_w;
             const double leg1_u_Lxz2 = cse10*cse10 + cse9*cse9;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 122 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 122;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = cse10*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -cse9*leg1_u_inv_Lxz;
             const double leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz;
             const double leg1_u_s2 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z - 0.15935294540539083*leg1_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide + 0.3, 0.0)) ? 103 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg1_slide, 0.0)) ? 104 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide + 0.3, 0.0) ? 0 : 103;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg1_slide, 0.0) ? 0 : 104;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -8711,22 +9356,37 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
             const double leg2_d_y = 0.34201909097671546*leg2_s0_x - 0.9396930038089362*leg2_s0_y + 8.212120761403111e-07;
             const double leg2_d_z = 0.9254169587834975*leg2_s0_x + 0.3368230536298885*leg2_s0_y + 0.17364815846803508*leg2_s0_z - 0.857305340462539;
             const double leg2_slide_w2 = -leg2_d_y*leg2_d_y - leg2_d_z*leg2_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2, 0.0)) ? 201 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0)) ? 202 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2, 0.0) ? 0 : 201;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 202;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_slide_w = sqrt(leg2_slide_w2);
             const double leg2_slide = leg2_d_x - leg2_slide_w;
             const double cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w;
             const double cse12 = -0.1605606455684232*leg2_d_y - 0.6265818103479336*leg2_d_z + 0.7626372099732333*leg2_slide_w;
             const double leg2_u_Lxz2 = cse11*cse11 + cse12*cse12;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 222 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 222;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = cse12*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -cse11*leg2_u_inv_Lxz;
             const double leg2_u_c2 = 1.2844925244049914*leg2_u_Lxz;
             const double leg2_u_s2 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z + 0.15935294540539083*leg2_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide + 0.3, 0.0)) ? 203 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg2_slide, 0.0)) ? 204 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide + 0.3, 0.0) ? 0 : 203;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg2_slide, 0.0) ? 0 : 204;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse13 = 0.234923*alpha_C_10;
             const double cse14 = 0.085505*alpha_C_00 + x_C;
             const double leg3_s0_x = cse13 + cse14;
@@ -8740,22 +9400,37 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
             const double leg3_d_y = 0.9848074348890166*leg3_s0_x + 0.173649981823539*leg3_s0_y - 9.795324006326052e-07;
             const double leg3_d_z = -0.17101185019869264*leg3_s0_x + 0.9698460072454212*leg3_s0_y + 0.17364811925769374*leg3_s0_z - 0.8573053403451059;
             const double leg3_slide_w2 = -leg3_d_y*leg3_d_y - leg3_d_z*leg3_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2, 0.0)) ? 301 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0)) ? 302 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2, 0.0) ? 0 : 301;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 302;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_slide_w = sqrt(leg3_slide_w2);
             const double leg3_slide = leg3_d_x - leg3_slide_w;
             const double cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w;
             const double cse20 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z + 0.7626370206894979*leg3_slide_w;
             const double leg3_u_Lxz2 = cse19*cse19 + cse20*cse20;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 322 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 322;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = cse20*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -cse19*leg3_u_inv_Lxz;
             const double leg3_u_c2 = 1.284492135054843*leg3_u_Lxz;
             const double leg3_u_s2 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z - 0.1593529009974725*leg3_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide + 0.3, 0.0)) ? 303 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg3_slide, 0.0)) ? 304 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide + 0.3, 0.0) ? 0 : 303;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg3_slide, 0.0) ? 0 : 304;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse21 = 0.043412*alpha_C_10;
             const double cse22 = 0.246202*alpha_C_00;
             const double leg4_s0_x = cse21 - cse22 + x_C;
@@ -8769,22 +9444,37 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
             const double leg4_d_y = 0.6427885858610106*leg4_s0_x + 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06;
             const double leg4_d_z = -0.7544057193410512*leg4_s0_x + 0.633023199073302*leg4_s0_y + 0.17364803500331863*leg4_s0_z - 0.8573057170788839;
             const double leg4_slide_w2 = -leg4_d_y*leg4_d_y - leg4_d_z*leg4_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2, 0.0)) ? 401 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0)) ? 402 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2, 0.0) ? 0 : 401;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 402;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_slide_w = sqrt(leg4_slide_w2);
             const double leg4_slide = leg4_d_x - leg4_slide_w;
             const double cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w;
             const double cse28 = -0.16056018861520996*leg4_d_y - 0.6265822561834624*leg4_d_z + 0.7626369398789243*leg4_slide_w;
             const double leg4_u_Lxz2 = cse27*cse27 + cse28*cse28;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 422 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 422;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = cse28*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -cse27*leg4_u_inv_Lxz;
             const double leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz;
             const double leg4_u_s2 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z + 0.15935236156055674*leg4_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide + 0.3, 0.0)) ? 403 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg4_slide, 0.0)) ? 404 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide + 0.3, 0.0) ? 0 : 403;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg4_slide, 0.0) ? 0 : 404;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse21 - cse22 + x_C;
             const double leg5_s0_y = -cse23 - cse24 + y_C;
             const double leg5_s0_z = -cse25 - cse26 + z_C;
@@ -8792,22 +9482,37 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
             const double leg5_d_y = -0.6427885858610106*leg5_s0_x + 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06;
             const double leg5_d_z = -0.7544057193410512*leg5_s0_x - 0.633023199073302*leg5_s0_y + 0.17364803500331863*leg5_s0_z - 0.8573057170788839;
             const double leg5_slide_w2 = -leg5_d_y*leg5_d_y - leg5_d_z*leg5_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2, 0.0)) ? 501 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0)) ? 502 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2, 0.0) ? 0 : 501;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 502;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_slide_w = sqrt(leg5_slide_w2);
             const double leg5_slide = leg5_d_x - leg5_slide_w;
             const double cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w;
             const double cse30 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z + 0.7626369398789243*leg5_slide_w;
             const double leg5_u_Lxz2 = cse29*cse29 + cse30*cse30;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 522 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 522;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = cse30*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -cse29*leg5_u_inv_Lxz;
             const double leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz;
             const double leg5_u_s2 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z - 0.15935236156055674*leg5_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide + 0.3, 0.0)) ? 503 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg5_slide, 0.0)) ? 504 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide + 0.3, 0.0) ? 0 : 503;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg5_slide, 0.0) ? 0 : 504;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse13 + cse14;
             const double leg6_s0_y = -cse15 + cse16;
             const double leg6_s0_z = -cse17 + cse18;
@@ -8815,22 +9520,37 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
             const double leg6_d_y = -0.9848074348890166*leg6_s0_x + 0.173649981823539*leg6_s0_y + 9.795324006326052e-07;
             const double leg6_d_z = -0.17101185019869264*leg6_s0_x - 0.9698460072454212*leg6_s0_y + 0.17364811925769374*leg6_s0_z - 0.8573053403451059;
             const double leg6_slide_w2 = -leg6_d_y*leg6_d_y - leg6_d_z*leg6_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2, 0.0)) ? 601 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0)) ? 602 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2, 0.0) ? 0 : 601;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 602;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_slide_w = sqrt(leg6_slide_w2);
             const double leg6_slide = leg6_d_x - leg6_slide_w;
             const double cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w;
             const double cse32 = -0.16056068821451047*leg6_d_y - 0.6265820298045014*leg6_d_z + 0.7626370206894979*leg6_slide_w;
             const double leg6_u_Lxz2 = cse31*cse31 + cse32*cse32;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 622 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 622;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = cse32*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -cse31*leg6_u_inv_Lxz;
             const double leg6_u_c2 = 1.284492135054843*leg6_u_Lxz;
             const double leg6_u_s2 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z + 0.1593529009974725*leg6_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide + 0.3, 0.0)) ? 603 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg6_slide, 0.0)) ? 604 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide + 0.3, 0.0) ? 0 : 603;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg6_slide, 0.0) ? 0 : 604;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta2_00 = 0.7626372099732333*leg1_u_c1 - 0.6348179531299452*leg1_u_s1;
             const double leg1_beta2_01 = 0.1605606455684232*leg1_u_c1;
             const double leg1_beta2_02 = -0.6265818103479336*leg1_u_c1 - 0.772661741245098*leg1_u_s1;
@@ -9004,9 +9724,15 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
             const double leg1_Ci3_x = -0.191511*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.160697*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.191511*leg1_R_Cn_20 + 0.160697*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_B1_00;
             const double leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2;
             const double leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.9870259769097525*leg2_u_s2;
@@ -9042,9 +9768,15 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
             const double leg2_Ci3_x = 0.191511*leg2_R_Cn_22;
             const double leg2_Ci3_y = -0.160697*leg2_R_Cn_22;
             const double leg2_Ci3_z = -0.191511*leg2_R_Cn_20 + 0.160697*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_B1_00;
             const double leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2;
             const double leg3_B1_01 = leg3_beta2_01*leg3_u_c2 + 0.9870259699724637*leg3_u_s2;
@@ -9080,9 +9812,15 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
             const double leg3_Ci3_x = 0.234923*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.085505*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.234923*leg3_R_Cn_20 + 0.085505*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_B1_00;
             const double leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2;
             const double leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.9870260512427462*leg4_u_s2;
@@ -9118,9 +9856,15 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
             const double leg4_Ci3_x = 0.043412*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.246202*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.043412*leg4_R_Cn_20 - 0.246202*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_B1_00;
             const double leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2;
             const double leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2;
@@ -9156,9 +9900,15 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
             const double leg5_Ci3_x = -0.043412*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.246202*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.043412*leg5_R_Cn_20 - 0.246202*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_B1_00;
             const double leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2;
             const double leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2;
@@ -9194,9 +9944,15 @@ int64_t mechgen_hexapod_pus_leg_dynamics_batch(int64_t n, const double *x, const
             const double leg6_Ci3_x = -0.234923*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.085505*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.234923*leg6_R_Cn_20 + 0.085505*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_B1_00;
             const double leg1_H1_1 = leg1_B0_00*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_beta2_20);
@@ -11175,22 +11931,37 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double leg1_d_y = -0.34201909097671546*leg1_s0_x - 0.9396930038089362*leg1_s0_y - 8.212120761403111e-07;
             const double leg1_d_z = 0.9254169587834975*leg1_s0_x - 0.3368230536298885*leg1_s0_y + 0.17364815846803508*leg1_s0_z - 0.857305340462539;
             const double leg1_slide_w2 = -leg1_d_y*leg1_d_y - leg1_d_z*leg1_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2, 0.0)) ? 101 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0)) ? 102 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2, 0.0) ? 0 : 101;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 102;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_slide_w = sqrt(leg1_slide_w2);
             const double leg1_slide = leg1_d_x - leg1_slide_w;
             const double cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w;
             const double cse10 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z + 0.7626372099732333*leg1_slide_w;
             const double leg1_u_Lxz2 = cse10*cse10 + cse9*cse9;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 122 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 122;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = cse10*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -cse9*leg1_u_inv_Lxz;
             const double leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz;
             const double leg1_u_s2 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z - 0.15935294540539083*leg1_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide + 0.3, 0.0)) ? 103 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg1_slide, 0.0)) ? 104 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide + 0.3, 0.0) ? 0 : 103;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg1_slide, 0.0) ? 0 : 104;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -11198,22 +11969,37 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double leg2_d_y = 0.34201909097671546*leg2_s0_x - 0.9396930038089362*leg2_s0_y + 8.212120761403111e-07;
             const double leg2_d_z = 0.9254169587834975*leg2_s0_x + 0.3368230536298885*leg2_s0_y + 0.17364815846803508*leg2_s0_z - 0.857305340462539;
             const double leg2_slide_w2 = -leg2_d_y*leg2_d_y - leg2_d_z*leg2_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2, 0.0)) ? 201 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0)) ? 202 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2, 0.0) ? 0 : 201;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 202;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_slide_w = sqrt(leg2_slide_w2);
             const double leg2_slide = leg2_d_x - leg2_slide_w;
             const double cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w;
             const double cse12 = -0.1605606455684232*leg2_d_y - 0.6265818103479336*leg2_d_z + 0.7626372099732333*leg2_slide_w;
             const double leg2_u_Lxz2 = cse11*cse11 + cse12*cse12;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 222 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 222;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = cse12*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -cse11*leg2_u_inv_Lxz;
             const double leg2_u_c2 = 1.2844925244049914*leg2_u_Lxz;
             const double leg2_u_s2 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z + 0.15935294540539083*leg2_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide + 0.3, 0.0)) ? 203 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg2_slide, 0.0)) ? 204 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide + 0.3, 0.0) ? 0 : 203;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg2_slide, 0.0) ? 0 : 204;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse13 = 0.234923*alpha_C_10;
             const double cse14 = 0.085505*alpha_C_00 + x_C;
             const double leg3_s0_x = cse13 + cse14;
@@ -11227,22 +12013,37 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double leg3_d_y = 0.9848074348890166*leg3_s0_x + 0.173649981823539*leg3_s0_y - 9.795324006326052e-07;
             const double leg3_d_z = -0.17101185019869264*leg3_s0_x + 0.9698460072454212*leg3_s0_y + 0.17364811925769374*leg3_s0_z - 0.8573053403451059;
             const double leg3_slide_w2 = -leg3_d_y*leg3_d_y - leg3_d_z*leg3_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2, 0.0)) ? 301 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0)) ? 302 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2, 0.0) ? 0 : 301;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 302;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_slide_w = sqrt(leg3_slide_w2);
             const double leg3_slide = leg3_d_x - leg3_slide_w;
             const double cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w;
             const double cse20 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z + 0.7626370206894979*leg3_slide_w;
             const double leg3_u_Lxz2 = cse19*cse19 + cse20*cse20;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 322 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 322;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = cse20*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -cse19*leg3_u_inv_Lxz;
             const double leg3_u_c2 = 1.284492135054843*leg3_u_Lxz;
             const double leg3_u_s2 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z - 0.1593529009974725*leg3_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide + 0.3, 0.0)) ? 303 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg3_slide, 0.0)) ? 304 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide + 0.3, 0.0) ? 0 : 303;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg3_slide, 0.0) ? 0 : 304;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse21 = 0.043412*alpha_C_10;
             const double cse22 = 0.246202*alpha_C_00;
             const double leg4_s0_x = cse21 - cse22 + x_C;
@@ -11256,22 +12057,37 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double leg4_d_y = 0.6427885858610106*leg4_s0_x + 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06;
             const double leg4_d_z = -0.7544057193410512*leg4_s0_x + 0.633023199073302*leg4_s0_y + 0.17364803500331863*leg4_s0_z - 0.8573057170788839;
             const double leg4_slide_w2 = -leg4_d_y*leg4_d_y - leg4_d_z*leg4_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2, 0.0)) ? 401 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0)) ? 402 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2, 0.0) ? 0 : 401;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 402;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_slide_w = sqrt(leg4_slide_w2);
             const double leg4_slide = leg4_d_x - leg4_slide_w;
             const double cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w;
             const double cse28 = -0.16056018861520996*leg4_d_y - 0.6265822561834624*leg4_d_z + 0.7626369398789243*leg4_slide_w;
             const double leg4_u_Lxz2 = cse27*cse27 + cse28*cse28;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 422 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 422;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = cse28*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -cse27*leg4_u_inv_Lxz;
             const double leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz;
             const double leg4_u_s2 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z + 0.15935236156055674*leg4_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide + 0.3, 0.0)) ? 403 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg4_slide, 0.0)) ? 404 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide + 0.3, 0.0) ? 0 : 403;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg4_slide, 0.0) ? 0 : 404;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse21 - cse22 + x_C;
             const double leg5_s0_y = -cse23 - cse24 + y_C;
             const double leg5_s0_z = -cse25 - cse26 + z_C;
@@ -11279,22 +12095,37 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double leg5_d_y = -0.6427885858610106*leg5_s0_x + 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06;
             const double leg5_d_z = -0.7544057193410512*leg5_s0_x - 0.633023199073302*leg5_s0_y + 0.17364803500331863*leg5_s0_z - 0.8573057170788839;
             const double leg5_slide_w2 = -leg5_d_y*leg5_d_y - leg5_d_z*leg5_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2, 0.0)) ? 501 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0)) ? 502 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2, 0.0) ? 0 : 501;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 502;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_slide_w = sqrt(leg5_slide_w2);
             const double leg5_slide = leg5_d_x - leg5_slide_w;
             const double cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w;
             const double cse30 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z + 0.7626369398789243*leg5_slide_w;
             const double leg5_u_Lxz2 = cse29*cse29 + cse30*cse30;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 522 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 522;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = cse30*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -cse29*leg5_u_inv_Lxz;
             const double leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz;
             const double leg5_u_s2 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z - 0.15935236156055674*leg5_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide + 0.3, 0.0)) ? 503 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg5_slide, 0.0)) ? 504 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide + 0.3, 0.0) ? 0 : 503;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg5_slide, 0.0) ? 0 : 504;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse13 + cse14;
             const double leg6_s0_y = -cse15 + cse16;
             const double leg6_s0_z = -cse17 + cse18;
@@ -11302,22 +12133,37 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double leg6_d_y = -0.9848074348890166*leg6_s0_x + 0.173649981823539*leg6_s0_y + 9.795324006326052e-07;
             const double leg6_d_z = -0.17101185019869264*leg6_s0_x - 0.9698460072454212*leg6_s0_y + 0.17364811925769374*leg6_s0_z - 0.8573053403451059;
             const double leg6_slide_w2 = -leg6_d_y*leg6_d_y - leg6_d_z*leg6_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2, 0.0)) ? 601 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0)) ? 602 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2, 0.0) ? 0 : 601;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 602;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_slide_w = sqrt(leg6_slide_w2);
             const double leg6_slide = leg6_d_x - leg6_slide_w;
             const double cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w;
             const double cse32 = -0.16056068821451047*leg6_d_y - 0.6265820298045014*leg6_d_z + 0.7626370206894979*leg6_slide_w;
             const double leg6_u_Lxz2 = cse31*cse31 + cse32*cse32;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 622 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 622;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = cse32*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -cse31*leg6_u_inv_Lxz;
             const double leg6_u_c2 = 1.284492135054843*leg6_u_Lxz;
             const double leg6_u_s2 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z + 0.1593529009974725*leg6_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide + 0.3, 0.0)) ? 603 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg6_slide, 0.0)) ? 604 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide + 0.3, 0.0) ? 0 : 603;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg6_slide, 0.0) ? 0 : 604;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta2_00 = 0.7626372099732333*leg1_u_c1 - 0.6348179531299452*leg1_u_s1;
             const double leg1_beta2_01 = 0.1605606455684232*leg1_u_c1;
             const double leg1_beta2_02 = -0.6265818103479336*leg1_u_c1 - 0.772661741245098*leg1_u_s1;
@@ -11388,9 +12234,15 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double leg1_Ci3_x = -0.191511*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.160697*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.191511*leg1_R_Cn_20 + 0.160697*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_B1_00;
             const double leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2;
             const double leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.9870259769097525*leg2_u_s2;
@@ -11426,9 +12278,15 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double leg2_Ci3_x = 0.191511*leg2_R_Cn_22;
             const double leg2_Ci3_y = -0.160697*leg2_R_Cn_22;
             const double leg2_Ci3_z = -0.191511*leg2_R_Cn_20 + 0.160697*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_B1_00;
             const double leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2;
             const double leg3_B1_01 = leg3_beta2_01*leg3_u_c2 + 0.9870259699724637*leg3_u_s2;
@@ -11464,9 +12322,15 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double leg3_Ci3_x = 0.234923*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.085505*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.234923*leg3_R_Cn_20 + 0.085505*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_B1_00;
             const double leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2;
             const double leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.9870260512427462*leg4_u_s2;
@@ -11502,9 +12366,15 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double leg4_Ci3_x = 0.043412*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.246202*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.043412*leg4_R_Cn_20 - 0.246202*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_B1_00;
             const double leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2;
             const double leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2;
@@ -11540,9 +12410,15 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double leg5_Ci3_x = -0.043412*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.246202*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.043412*leg5_R_Cn_20 - 0.246202*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_B1_00;
             const double leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2;
             const double leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2;
@@ -11578,9 +12454,15 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double leg6_Ci3_x = -0.234923*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.085505*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.234923*leg6_R_Cn_20 + 0.085505*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_B1_00;
             const double leg1_H1_1 = leg1_B0_00*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_beta2_20);
@@ -12319,7 +13201,10 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double mE_z = mg_in_mE[2][mg_l];
             const double b_star6 = leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg1_H6_3*leg1_r3 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg2_H6_3*leg2_r3 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg3_H6_3*leg3_r3 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg4_H6_3*leg4_r3 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg5_H6_3*leg5_r3 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + leg6_H6_3*leg6_r3 + mE_z;
             mg_o_b_star[5][mg_l] = b_star6;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             const double L2_1 = A_star12*invD1;
             const double L3_1 = A_star13*invD1;
@@ -12327,7 +13212,10 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double L5_1 = A_star15*invD1;
             const double L6_1 = A_star16*invD1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
             const double L3_2 = LD3_2*invD2;
@@ -12338,7 +13226,10 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double LD6_2 = -A_star12*L6_1 + A_star26;
             const double L6_2 = LD6_2*invD2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
             const double L4_3 = LD4_3*invD3;
@@ -12347,19 +13238,28 @@ int64_t mechgen_hexapod_pus_reduced_dynamics_batch(int64_t n, const double *x, c
             const double LD6_3 = -A_star13*L6_1 + A_star36 - L6_2*LD3_2;
             const double L6_3 = LD6_3*invD3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
             const double L5_4 = LD5_4*invD4;
             const double LD6_4 = -A_star14*L6_1 + A_star46 - L6_2*LD4_2 - L6_3*LD4_3;
             const double L6_4 = LD6_4*invD4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             const double y2 = -L2_1*b_star1 + b_star2;
             const double y3 = -L3_1*b_star1 - L3_2*y2 + b_star3;
@@ -14459,15 +15359,24 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double leg1_d_y = -0.34201909097671546*leg1_s0_x - 0.9396930038089362*leg1_s0_y - 8.212120761403111e-07;
             const double leg1_d_z = 0.9254169587834975*leg1_s0_x - 0.3368230536298885*leg1_s0_y + 0.17364815846803508*leg1_s0_z - 0.857305340462539;
             const double leg1_slide_w2 = -leg1_d_y*leg1_d_y - leg1_d_z*leg1_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2, 0.0)) ? 101 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0)) ? 102 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2, 0.0) ? 0 : 101;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 102;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_slide_w = sqrt(leg1_slide_w2);
             const double leg1_slide = leg1_d_x - leg1_slide_w;
             mg_w_leg1_slide[mg_l] = leg1_slide;
             const double cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w;
             const double cse10 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z + 0.7626372099732333*leg1_slide_w;
             const double leg1_u_Lxz2 = cse10*cse10 + cse9*cse9;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 122 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 122;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = cse10*leg1_u_inv_Lxz;
@@ -14478,8 +15387,14 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             mg_w_leg1_u_c2[mg_l] = leg1_u_c2;
             const double leg1_u_s2 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z - 0.15935294540539083*leg1_slide_w;
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide + 0.3, 0.0)) ? 103 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg1_slide, 0.0)) ? 104 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide + 0.3, 0.0) ? 0 : 103;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg1_slide, 0.0) ? 0 : 104;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -14487,15 +15402,24 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double leg2_d_y = 0.34201909097671546*leg2_s0_x - 0.9396930038089362*leg2_s0_y + 8.212120761403111e-07;
             const double leg2_d_z = 0.9254169587834975*leg2_s0_x + 0.3368230536298885*leg2_s0_y + 0.17364815846803508*leg2_s0_z - 0.857305340462539;
             const double leg2_slide_w2 = -leg2_d_y*leg2_d_y - leg2_d_z*leg2_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2, 0.0)) ? 201 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0)) ? 202 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2, 0.0) ? 0 : 201;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 202;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_slide_w = sqrt(leg2_slide_w2);
             const double leg2_slide = leg2_d_x - leg2_slide_w;
             mg_w_leg2_slide[mg_l] = leg2_slide;
             const double cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w;
             const double cse12 = -0.1605606455684232*leg2_d_y - 0.6265818103479336*leg2_d_z + 0.7626372099732333*leg2_slide_w;
             const double leg2_u_Lxz2 = cse11*cse11 + cse12*cse12;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 222 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 222;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = cse12*leg2_u_inv_Lxz;
@@ -14506,8 +15430,14 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             mg_w_leg2_u_c2[mg_l] = leg2_u_c2;
             const double leg2_u_s2 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z + 0.15935294540539083*leg2_slide_w;
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide + 0.3, 0.0)) ? 203 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg2_slide, 0.0)) ? 204 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide + 0.3, 0.0) ? 0 : 203;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg2_slide, 0.0) ? 0 : 204;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse13 = 0.234923*alpha_C_10;
             const double cse14 = 0.085505*alpha_C_00 + x_C;
             const double leg3_s0_x = cse13 + cse14;
@@ -14521,15 +15451,24 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double leg3_d_y = 0.9848074348890166*leg3_s0_x + 0.173649981823539*leg3_s0_y - 9.795324006326052e-07;
             const double leg3_d_z = -0.17101185019869264*leg3_s0_x + 0.9698460072454212*leg3_s0_y + 0.17364811925769374*leg3_s0_z - 0.8573053403451059;
             const double leg3_slide_w2 = -leg3_d_y*leg3_d_y - leg3_d_z*leg3_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2, 0.0)) ? 301 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0)) ? 302 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2, 0.0) ? 0 : 301;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 302;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_slide_w = sqrt(leg3_slide_w2);
             const double leg3_slide = leg3_d_x - leg3_slide_w;
             mg_w_leg3_slide[mg_l] = leg3_slide;
             const double cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w;
             const double cse20 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z + 0.7626370206894979*leg3_slide_w;
             const double leg3_u_Lxz2 = cse19*cse19 + cse20*cse20;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 322 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 322;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = cse20*leg3_u_inv_Lxz;
@@ -14540,8 +15479,14 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             mg_w_leg3_u_c2[mg_l] = leg3_u_c2;
             const double leg3_u_s2 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z - 0.1593529009974725*leg3_slide_w;
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide + 0.3, 0.0)) ? 303 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg3_slide, 0.0)) ? 304 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide + 0.3, 0.0) ? 0 : 303;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg3_slide, 0.0) ? 0 : 304;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse21 = 0.043412*alpha_C_10;
             const double cse22 = 0.246202*alpha_C_00;
             const double leg4_s0_x = cse21 - cse22 + x_C;
@@ -14555,15 +15500,24 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double leg4_d_y = 0.6427885858610106*leg4_s0_x + 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06;
             const double leg4_d_z = -0.7544057193410512*leg4_s0_x + 0.633023199073302*leg4_s0_y + 0.17364803500331863*leg4_s0_z - 0.8573057170788839;
             const double leg4_slide_w2 = -leg4_d_y*leg4_d_y - leg4_d_z*leg4_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2, 0.0)) ? 401 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0)) ? 402 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2, 0.0) ? 0 : 401;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 402;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_slide_w = sqrt(leg4_slide_w2);
             const double leg4_slide = leg4_d_x - leg4_slide_w;
             mg_w_leg4_slide[mg_l] = leg4_slide;
             const double cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w;
             const double cse28 = -0.16056018861520996*leg4_d_y - 0.6265822561834624*leg4_d_z + 0.7626369398789243*leg4_slide_w;
             const double leg4_u_Lxz2 = cse27*cse27 + cse28*cse28;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 422 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 422;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = cse28*leg4_u_inv_Lxz;
@@ -14574,8 +15528,14 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             mg_w_leg4_u_c2[mg_l] = leg4_u_c2;
             const double leg4_u_s2 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z + 0.15935236156055674*leg4_slide_w;
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide + 0.3, 0.0)) ? 403 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg4_slide, 0.0)) ? 404 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide + 0.3, 0.0) ? 0 : 403;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg4_slide, 0.0) ? 0 : 404;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse21 - cse22 + x_C;
             const double leg5_s0_y = -cse23 - cse24 + y_C;
             const double leg5_s0_z = -cse25 - cse26 + z_C;
@@ -14583,15 +15543,24 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double leg5_d_y = -0.6427885858610106*leg5_s0_x + 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06;
             const double leg5_d_z = -0.7544057193410512*leg5_s0_x - 0.633023199073302*leg5_s0_y + 0.17364803500331863*leg5_s0_z - 0.8573057170788839;
             const double leg5_slide_w2 = -leg5_d_y*leg5_d_y - leg5_d_z*leg5_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2, 0.0)) ? 501 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0)) ? 502 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2, 0.0) ? 0 : 501;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 502;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_slide_w = sqrt(leg5_slide_w2);
             const double leg5_slide = leg5_d_x - leg5_slide_w;
             mg_w_leg5_slide[mg_l] = leg5_slide;
             const double cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w;
             const double cse30 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z + 0.7626369398789243*leg5_slide_w;
             const double leg5_u_Lxz2 = cse29*cse29 + cse30*cse30;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 522 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 522;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = cse30*leg5_u_inv_Lxz;
@@ -14602,8 +15571,14 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             mg_w_leg5_u_c2[mg_l] = leg5_u_c2;
             const double leg5_u_s2 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z - 0.15935236156055674*leg5_slide_w;
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide + 0.3, 0.0)) ? 503 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg5_slide, 0.0)) ? 504 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide + 0.3, 0.0) ? 0 : 503;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg5_slide, 0.0) ? 0 : 504;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse13 + cse14;
             const double leg6_s0_y = -cse15 + cse16;
             const double leg6_s0_z = -cse17 + cse18;
@@ -14611,15 +15586,24 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double leg6_d_y = -0.9848074348890166*leg6_s0_x + 0.173649981823539*leg6_s0_y + 9.795324006326052e-07;
             const double leg6_d_z = -0.17101185019869264*leg6_s0_x - 0.9698460072454212*leg6_s0_y + 0.17364811925769374*leg6_s0_z - 0.8573053403451059;
             const double leg6_slide_w2 = -leg6_d_y*leg6_d_y - leg6_d_z*leg6_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2, 0.0)) ? 601 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0)) ? 602 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2, 0.0) ? 0 : 601;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 602;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_slide_w = sqrt(leg6_slide_w2);
             const double leg6_slide = leg6_d_x - leg6_slide_w;
             mg_w_leg6_slide[mg_l] = leg6_slide;
             const double cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w;
             const double cse32 = -0.16056068821451047*leg6_d_y - 0.6265820298045014*leg6_d_z + 0.7626370206894979*leg6_slide_w;
             const double leg6_u_Lxz2 = cse31*cse31 + cse32*cse32;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 622 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 622;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = cse32*leg6_u_inv_Lxz;
@@ -14630,8 +15614,14 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             mg_w_leg6_u_c2[mg_l] = leg6_u_c2;
             const double leg6_u_s2 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z + 0.1593529009974725*leg6_slide_w;
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide + 0.3, 0.0)) ? 603 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg6_slide, 0.0)) ? 604 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide + 0.3, 0.0) ? 0 : 603;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg6_slide, 0.0) ? 0 : 604;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_r_rel1_x = 0.751754 - 0.16317595963671802*leg1_slide;
             const double leg1_r_rel1_y = 0.05939098530901799*leg1_slide - 0.273616;
             const double leg1_r_rel1_z = 0.9848077563974911*leg1_slide + 0.4;
@@ -14720,9 +15710,15 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double leg1_Ci3_x = -0.191511*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.160697*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.191511*leg1_R_Cn_20 + 0.160697*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_B1_00;
             const double leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2;
             const double leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.9870259769097525*leg2_u_s2;
@@ -14758,9 +15754,15 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double leg2_Ci3_x = 0.191511*leg2_R_Cn_22;
             const double leg2_Ci3_y = -0.160697*leg2_R_Cn_22;
             const double leg2_Ci3_z = -0.191511*leg2_R_Cn_20 + 0.160697*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_B1_00;
             const double leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2;
             const double leg3_B1_01 = leg3_beta2_01*leg3_u_c2 + 0.9870259699724637*leg3_u_s2;
@@ -14796,9 +15798,15 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double leg3_Ci3_x = 0.234923*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.085505*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.234923*leg3_R_Cn_20 + 0.085505*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_B1_00;
             const double leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2;
             const double leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.9870260512427462*leg4_u_s2;
@@ -14834,9 +15842,15 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double leg4_Ci3_x = 0.043412*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.246202*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.043412*leg4_R_Cn_20 - 0.246202*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_B1_00;
             const double leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2;
             const double leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2;
@@ -14872,9 +15886,15 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double leg5_Ci3_x = -0.043412*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.246202*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.043412*leg5_R_Cn_20 - 0.246202*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_B1_00;
             const double leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2;
             const double leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2;
@@ -14910,9 +15930,15 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double leg6_Ci3_x = -0.234923*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.085505*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.234923*leg6_R_Cn_20 + 0.085505*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_B1_00;
             const double p_m_rod = mg_in_p[4][mg_l];
             const double cse33 = (0.39)*p_m_rod;
@@ -15736,7 +16762,10 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double b_star5 = leg1_H5_1*leg1_r1 + leg1_H5_2*leg1_r2 + leg1_H5_3*leg1_r3 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg2_H5_3*leg2_r3 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg3_H5_3*leg3_r3 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg4_H5_3*leg4_r3 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg5_H5_3*leg5_r3 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + leg6_H5_3*leg6_r3 + s_C_m_y;
             const double mE_z = mg_in_mE[2][mg_l];
             const double b_star6 = leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg1_H6_3*leg1_r3 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg2_H6_3*leg2_r3 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg3_H6_3*leg3_r3 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg4_H6_3*leg4_r3 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg5_H6_3*leg5_r3 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + leg6_H6_3*leg6_r3 + mE_z;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             const double L2_1 = A_star12*invD1;
             const double L3_1 = A_star13*invD1;
@@ -15744,7 +16773,10 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double L5_1 = A_star15*invD1;
             const double L6_1 = A_star16*invD1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
             const double L3_2 = LD3_2*invD2;
@@ -15755,7 +16787,10 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double LD6_2 = -A_star12*L6_1 + A_star26;
             const double L6_2 = LD6_2*invD2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
             const double L4_3 = LD4_3*invD3;
@@ -15764,19 +16799,28 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             const double LD6_3 = -A_star13*L6_1 + A_star36 - L6_2*LD3_2;
             const double L6_3 = LD6_3*invD3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
             const double L5_4 = LD5_4*invD4;
             const double LD6_4 = -A_star14*L6_1 + A_star46 - L6_2*LD4_2 - L6_3*LD4_3;
             const double L6_4 = LD6_4*invD4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             const double y2 = -L2_1*b_star1 + b_star2;
             const double y3 = -L3_1*b_star1 - L3_2*y2 + b_star3;
@@ -16125,7 +17169,10 @@ int64_t mechgen_hexapod_pus_step_batch(int64_t n, const double *x, const double 
             mg_w_base_moment_y[mg_l] = base_moment_y;
             const double base_moment_z = leg1_F_base_x*leg1_r_rel1_y - leg1_F_base_y*leg1_r_rel1_x - 0.9848077563974911*leg1_N1_x_2 - 0.17364815846803508*leg1_N1_z_2 + leg2_F_base_x*leg2_r_rel1_y - leg2_F_base_y*leg2_r_rel1_x - 0.9848077563974911*leg2_N1_x_2 - 0.17364815846803508*leg2_N1_z_2 + leg3_F_base_x*leg3_r_rel1_y - leg3_F_base_y*leg3_r_rel1_x - 0.9848077633113306*leg3_N1_x_2 - 0.17364811925769374*leg3_N1_z_2 + leg4_F_base_x*leg4_r_rel1_y - leg4_F_base_y*leg4_r_rel1_x - 0.9848077781676413*leg4_N1_x_2 - 0.17364803500331863*leg4_N1_z_2 + leg5_F_base_x*leg5_r_rel1_y - leg5_F_base_y*leg5_r_rel1_x - 0.9848077781676413*leg5_N1_x_2 - 0.17364803500331863*leg5_N1_z_2 + leg6_F_base_x*leg6_r_rel1_y - leg6_F_base_y*leg6_r_rel1_x - 0.9848077633113306*leg6_N1_x_2 - 0.17364811925769374*leg6_N1_z_2;
             mg_w_base_moment_z[mg_l] = base_moment_z;
-            mg_s = (mg_s == 0 && !isgreater(c_psi_z*c_psi_z - 1e-12, 0.0)) ? 4 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c_psi_z*c_psi_z - 1e-12, 0.0) ? 0 : 4;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_w_psi_y_dot[mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
@@ -17937,22 +18984,37 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double leg1_d_y = -0.34201909097671546*leg1_s0_x - 0.9396930038089362*leg1_s0_y - 8.212120761403111e-07;
             const double leg1_d_z = 0.9254169587834975*leg1_s0_x - 0.3368230536298885*leg1_s0_y + 0.17364815846803508*leg1_s0_z - 0.857305340462539;
             const double leg1_slide_w2 = -leg1_d_y*leg1_d_y - leg1_d_z*leg1_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2, 0.0)) ? 101 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0)) ? 102 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2, 0.0) ? 0 : 101;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 102;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_slide_w = sqrt(leg1_slide_w2);
             const double leg1_slide = leg1_d_x - leg1_slide_w;
             const double cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w;
             const double cse10 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z + 0.7626372099732333*leg1_slide_w;
             const double leg1_u_Lxz2 = cse10*cse10 + cse9*cse9;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 122 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 122;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = cse10*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -cse9*leg1_u_inv_Lxz;
             const double leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz;
             const double leg1_u_s2 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z - 0.15935294540539083*leg1_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide + 0.3, 0.0)) ? 103 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg1_slide, 0.0)) ? 104 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide + 0.3, 0.0) ? 0 : 103;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg1_slide, 0.0) ? 0 : 104;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -17960,22 +19022,37 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double leg2_d_y = 0.34201909097671546*leg2_s0_x - 0.9396930038089362*leg2_s0_y + 8.212120761403111e-07;
             const double leg2_d_z = 0.9254169587834975*leg2_s0_x + 0.3368230536298885*leg2_s0_y + 0.17364815846803508*leg2_s0_z - 0.857305340462539;
             const double leg2_slide_w2 = -leg2_d_y*leg2_d_y - leg2_d_z*leg2_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2, 0.0)) ? 201 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0)) ? 202 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2, 0.0) ? 0 : 201;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 202;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_slide_w = sqrt(leg2_slide_w2);
             const double leg2_slide = leg2_d_x - leg2_slide_w;
             const double cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w;
             const double cse12 = -0.1605606455684232*leg2_d_y - 0.6265818103479336*leg2_d_z + 0.7626372099732333*leg2_slide_w;
             const double leg2_u_Lxz2 = cse11*cse11 + cse12*cse12;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 222 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 222;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = cse12*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -cse11*leg2_u_inv_Lxz;
             const double leg2_u_c2 = 1.2844925244049914*leg2_u_Lxz;
             const double leg2_u_s2 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z + 0.15935294540539083*leg2_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide + 0.3, 0.0)) ? 203 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg2_slide, 0.0)) ? 204 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide + 0.3, 0.0) ? 0 : 203;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg2_slide, 0.0) ? 0 : 204;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse13 = 0.234923*alpha_C_10;
             const double cse14 = 0.085505*alpha_C_00 + x_C;
             const double leg3_s0_x = cse13 + cse14;
@@ -17989,22 +19066,37 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double leg3_d_y = 0.9848074348890166*leg3_s0_x + 0.173649981823539*leg3_s0_y - 9.795324006326052e-07;
             const double leg3_d_z = -0.17101185019869264*leg3_s0_x + 0.9698460072454212*leg3_s0_y + 0.17364811925769374*leg3_s0_z - 0.8573053403451059;
             const double leg3_slide_w2 = -leg3_d_y*leg3_d_y - leg3_d_z*leg3_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2, 0.0)) ? 301 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0)) ? 302 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2, 0.0) ? 0 : 301;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 302;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_slide_w = sqrt(leg3_slide_w2);
             const double leg3_slide = leg3_d_x - leg3_slide_w;
             const double cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w;
             const double cse20 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z + 0.7626370206894979*leg3_slide_w;
             const double leg3_u_Lxz2 = cse19*cse19 + cse20*cse20;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 322 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 322;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = cse20*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -cse19*leg3_u_inv_Lxz;
             const double leg3_u_c2 = 1.284492135054843*leg3_u_Lxz;
             const double leg3_u_s2 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z - 0.1593529009974725*leg3_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide + 0.3, 0.0)) ? 303 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg3_slide, 0.0)) ? 304 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide + 0.3, 0.0) ? 0 : 303;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg3_slide, 0.0) ? 0 : 304;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse21 = 0.043412*alpha_C_10;
             const double cse22 = 0.246202*alpha_C_00;
             const double leg4_s0_x = cse21 - cse22 + x_C;
@@ -18018,22 +19110,37 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double leg4_d_y = 0.6427885858610106*leg4_s0_x + 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06;
             const double leg4_d_z = -0.7544057193410512*leg4_s0_x + 0.633023199073302*leg4_s0_y + 0.17364803500331863*leg4_s0_z - 0.8573057170788839;
             const double leg4_slide_w2 = -leg4_d_y*leg4_d_y - leg4_d_z*leg4_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2, 0.0)) ? 401 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0)) ? 402 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2, 0.0) ? 0 : 401;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 402;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_slide_w = sqrt(leg4_slide_w2);
             const double leg4_slide = leg4_d_x - leg4_slide_w;
             const double cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w;
             const double cse28 = -0.16056018861520996*leg4_d_y - 0.6265822561834624*leg4_d_z + 0.7626369398789243*leg4_slide_w;
             const double leg4_u_Lxz2 = cse27*cse27 + cse28*cse28;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 422 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 422;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = cse28*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -cse27*leg4_u_inv_Lxz;
             const double leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz;
             const double leg4_u_s2 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z + 0.15935236156055674*leg4_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide + 0.3, 0.0)) ? 403 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg4_slide, 0.0)) ? 404 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide + 0.3, 0.0) ? 0 : 403;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg4_slide, 0.0) ? 0 : 404;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse21 - cse22 + x_C;
             const double leg5_s0_y = -cse23 - cse24 + y_C;
             const double leg5_s0_z = -cse25 - cse26 + z_C;
@@ -18041,22 +19148,37 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double leg5_d_y = -0.6427885858610106*leg5_s0_x + 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06;
             const double leg5_d_z = -0.7544057193410512*leg5_s0_x - 0.633023199073302*leg5_s0_y + 0.17364803500331863*leg5_s0_z - 0.8573057170788839;
             const double leg5_slide_w2 = -leg5_d_y*leg5_d_y - leg5_d_z*leg5_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2, 0.0)) ? 501 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0)) ? 502 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2, 0.0) ? 0 : 501;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 502;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_slide_w = sqrt(leg5_slide_w2);
             const double leg5_slide = leg5_d_x - leg5_slide_w;
             const double cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w;
             const double cse30 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z + 0.7626369398789243*leg5_slide_w;
             const double leg5_u_Lxz2 = cse29*cse29 + cse30*cse30;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 522 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 522;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = cse30*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -cse29*leg5_u_inv_Lxz;
             const double leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz;
             const double leg5_u_s2 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z - 0.15935236156055674*leg5_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide + 0.3, 0.0)) ? 503 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg5_slide, 0.0)) ? 504 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide + 0.3, 0.0) ? 0 : 503;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg5_slide, 0.0) ? 0 : 504;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse13 + cse14;
             const double leg6_s0_y = -cse15 + cse16;
             const double leg6_s0_z = -cse17 + cse18;
@@ -18064,22 +19186,37 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double leg6_d_y = -0.9848074348890166*leg6_s0_x + 0.173649981823539*leg6_s0_y + 9.795324006326052e-07;
             const double leg6_d_z = -0.17101185019869264*leg6_s0_x - 0.9698460072454212*leg6_s0_y + 0.17364811925769374*leg6_s0_z - 0.8573053403451059;
             const double leg6_slide_w2 = -leg6_d_y*leg6_d_y - leg6_d_z*leg6_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2, 0.0)) ? 601 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0)) ? 602 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2, 0.0) ? 0 : 601;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 602;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_slide_w = sqrt(leg6_slide_w2);
             const double leg6_slide = leg6_d_x - leg6_slide_w;
             const double cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w;
             const double cse32 = -0.16056068821451047*leg6_d_y - 0.6265820298045014*leg6_d_z + 0.7626370206894979*leg6_slide_w;
             const double leg6_u_Lxz2 = cse31*cse31 + cse32*cse32;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 622 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 622;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = cse32*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -cse31*leg6_u_inv_Lxz;
             const double leg6_u_c2 = 1.284492135054843*leg6_u_Lxz;
             const double leg6_u_s2 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z + 0.1593529009974725*leg6_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide + 0.3, 0.0)) ? 603 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg6_slide, 0.0)) ? 604 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide + 0.3, 0.0) ? 0 : 603;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg6_slide, 0.0) ? 0 : 604;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta2_00 = 0.7626372099732333*leg1_u_c1 - 0.6348179531299452*leg1_u_s1;
             const double leg1_beta2_01 = 0.1605606455684232*leg1_u_c1;
             const double leg1_beta2_02 = -0.6265818103479336*leg1_u_c1 - 0.772661741245098*leg1_u_s1;
@@ -18150,9 +19287,15 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double leg1_Ci3_x = -0.191511*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.160697*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.191511*leg1_R_Cn_20 + 0.160697*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_B1_00;
             const double leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2;
             const double leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.9870259769097525*leg2_u_s2;
@@ -18188,9 +19331,15 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double leg2_Ci3_x = 0.191511*leg2_R_Cn_22;
             const double leg2_Ci3_y = -0.160697*leg2_R_Cn_22;
             const double leg2_Ci3_z = -0.191511*leg2_R_Cn_20 + 0.160697*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_B1_00;
             const double leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2;
             const double leg3_B1_01 = leg3_beta2_01*leg3_u_c2 + 0.9870259699724637*leg3_u_s2;
@@ -18226,9 +19375,15 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double leg3_Ci3_x = 0.234923*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.085505*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.234923*leg3_R_Cn_20 + 0.085505*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_B1_00;
             const double leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2;
             const double leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.9870260512427462*leg4_u_s2;
@@ -18264,9 +19419,15 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double leg4_Ci3_x = 0.043412*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.246202*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.043412*leg4_R_Cn_20 - 0.246202*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_B1_00;
             const double leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2;
             const double leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2;
@@ -18302,9 +19463,15 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double leg5_Ci3_x = -0.043412*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.246202*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.043412*leg5_R_Cn_20 - 0.246202*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_B1_00;
             const double leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2;
             const double leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2;
@@ -18340,9 +19507,15 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double leg6_Ci3_x = -0.234923*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.085505*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.234923*leg6_R_Cn_20 + 0.085505*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_B1_00;
             const double leg1_H1_1 = leg1_B0_00*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_beta2_20);
@@ -19067,7 +20240,10 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double b_star5 = leg1_H5_1*leg1_r1 + leg1_H5_2*leg1_r2 + leg1_H5_3*leg1_r3 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg2_H5_3*leg2_r3 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg3_H5_3*leg3_r3 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg4_H5_3*leg4_r3 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg5_H5_3*leg5_r3 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + leg6_H5_3*leg6_r3 + s_C_m_y;
             const double mE_z = mg_in_mE[2][mg_l];
             const double b_star6 = leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg1_H6_3*leg1_r3 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg2_H6_3*leg2_r3 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg3_H6_3*leg3_r3 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg4_H6_3*leg4_r3 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg5_H6_3*leg5_r3 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + leg6_H6_3*leg6_r3 + mE_z;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             const double L2_1 = A_star12*invD1;
             const double L3_1 = A_star13*invD1;
@@ -19075,7 +20251,10 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double L5_1 = A_star15*invD1;
             const double L6_1 = A_star16*invD1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
             const double L3_2 = LD3_2*invD2;
@@ -19086,7 +20265,10 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double LD6_2 = -A_star12*L6_1 + A_star26;
             const double L6_2 = LD6_2*invD2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
             const double L4_3 = LD4_3*invD3;
@@ -19095,19 +20277,28 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             const double LD6_3 = -A_star13*L6_1 + A_star36 - L6_2*LD3_2;
             const double L6_3 = LD6_3*invD3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
             const double L5_4 = LD5_4*invD4;
             const double LD6_4 = -A_star14*L6_1 + A_star46 - L6_2*LD4_2 - L6_3*LD4_3;
             const double L6_4 = LD6_4*invD4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             const double y2 = -L2_1*b_star1 + b_star2;
             const double y3 = -L3_1*b_star1 - L3_2*y2 + b_star3;
@@ -19162,7 +20353,10 @@ int64_t mechgen_hexapod_pus_step_accel_batch(int64_t n, const double *x, const d
             mg_o_qdd[16][mg_l] = leg6_qdd2;
             const double leg6_qdd3 = leg6_H1_3*udot1 + leg6_H2_3*udot2 + leg6_H3_3*udot3 + leg6_H4_3*udot4 + leg6_H5_3*udot5 + leg6_H6_3*udot6 + leg6_h3;
             mg_o_qdd[17][mg_l] = leg6_qdd3;
-            mg_s = (mg_s == 0 && !isgreater(c_psi_z*c_psi_z - 1e-12, 0.0)) ? 4 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c_psi_z*c_psi_z - 1e-12, 0.0) ? 0 : 4;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_o_xdot[3][mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
@@ -20056,22 +21250,37 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
             const double leg1_d_y = -0.34201909097671546*leg1_s0_x - 0.9396930038089362*leg1_s0_y - 8.212120761403111e-07;
             const double leg1_d_z = 0.9254169587834975*leg1_s0_x - 0.3368230536298885*leg1_s0_y + 0.17364815846803508*leg1_s0_z - 0.857305340462539;
             const double leg1_slide_w2 = -leg1_d_y*leg1_d_y - leg1_d_z*leg1_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2, 0.0)) ? 101 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0)) ? 102 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2, 0.0) ? 0 : 101;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 102;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_slide_w = sqrt(leg1_slide_w2);
             const double leg1_slide = leg1_d_x - leg1_slide_w;
             const double cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w;
             const double cse10 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z + 0.7626372099732333*leg1_slide_w;
             const double leg1_u_Lxz2 = cse10*cse10 + cse9*cse9;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 122 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 122;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = cse10*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -cse9*leg1_u_inv_Lxz;
             const double leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz;
             const double leg1_u_s2 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z - 0.15935294540539083*leg1_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide + 0.3, 0.0)) ? 103 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg1_slide, 0.0)) ? 104 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide + 0.3, 0.0) ? 0 : 103;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg1_slide, 0.0) ? 0 : 104;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -20079,22 +21288,37 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
             const double leg2_d_y = 0.34201909097671546*leg2_s0_x - 0.9396930038089362*leg2_s0_y + 8.212120761403111e-07;
             const double leg2_d_z = 0.9254169587834975*leg2_s0_x + 0.3368230536298885*leg2_s0_y + 0.17364815846803508*leg2_s0_z - 0.857305340462539;
             const double leg2_slide_w2 = -leg2_d_y*leg2_d_y - leg2_d_z*leg2_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2, 0.0)) ? 201 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0)) ? 202 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2, 0.0) ? 0 : 201;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 202;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_slide_w = sqrt(leg2_slide_w2);
             const double leg2_slide = leg2_d_x - leg2_slide_w;
             const double cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w;
             const double cse12 = -0.1605606455684232*leg2_d_y - 0.6265818103479336*leg2_d_z + 0.7626372099732333*leg2_slide_w;
             const double leg2_u_Lxz2 = cse11*cse11 + cse12*cse12;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 222 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 222;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = cse12*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -cse11*leg2_u_inv_Lxz;
             const double leg2_u_c2 = 1.2844925244049914*leg2_u_Lxz;
             const double leg2_u_s2 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z + 0.15935294540539083*leg2_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide + 0.3, 0.0)) ? 203 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg2_slide, 0.0)) ? 204 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide + 0.3, 0.0) ? 0 : 203;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg2_slide, 0.0) ? 0 : 204;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse13 = 0.234923*alpha_C_10;
             const double cse14 = 0.085505*alpha_C_00 + x_C;
             const double leg3_s0_x = cse13 + cse14;
@@ -20108,22 +21332,37 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
             const double leg3_d_y = 0.9848074348890166*leg3_s0_x + 0.173649981823539*leg3_s0_y - 9.795324006326052e-07;
             const double leg3_d_z = -0.17101185019869264*leg3_s0_x + 0.9698460072454212*leg3_s0_y + 0.17364811925769374*leg3_s0_z - 0.8573053403451059;
             const double leg3_slide_w2 = -leg3_d_y*leg3_d_y - leg3_d_z*leg3_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2, 0.0)) ? 301 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0)) ? 302 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2, 0.0) ? 0 : 301;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 302;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_slide_w = sqrt(leg3_slide_w2);
             const double leg3_slide = leg3_d_x - leg3_slide_w;
             const double cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w;
             const double cse20 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z + 0.7626370206894979*leg3_slide_w;
             const double leg3_u_Lxz2 = cse19*cse19 + cse20*cse20;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 322 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 322;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = cse20*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -cse19*leg3_u_inv_Lxz;
             const double leg3_u_c2 = 1.284492135054843*leg3_u_Lxz;
             const double leg3_u_s2 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z - 0.1593529009974725*leg3_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide + 0.3, 0.0)) ? 303 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg3_slide, 0.0)) ? 304 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide + 0.3, 0.0) ? 0 : 303;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg3_slide, 0.0) ? 0 : 304;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse21 = 0.043412*alpha_C_10;
             const double cse22 = 0.246202*alpha_C_00;
             const double leg4_s0_x = cse21 - cse22 + x_C;
@@ -20137,22 +21376,37 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
             const double leg4_d_y = 0.6427885858610106*leg4_s0_x + 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06;
             const double leg4_d_z = -0.7544057193410512*leg4_s0_x + 0.633023199073302*leg4_s0_y + 0.17364803500331863*leg4_s0_z - 0.8573057170788839;
             const double leg4_slide_w2 = -leg4_d_y*leg4_d_y - leg4_d_z*leg4_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2, 0.0)) ? 401 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0)) ? 402 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2, 0.0) ? 0 : 401;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 402;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_slide_w = sqrt(leg4_slide_w2);
             const double leg4_slide = leg4_d_x - leg4_slide_w;
             const double cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w;
             const double cse28 = -0.16056018861520996*leg4_d_y - 0.6265822561834624*leg4_d_z + 0.7626369398789243*leg4_slide_w;
             const double leg4_u_Lxz2 = cse27*cse27 + cse28*cse28;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 422 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 422;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = cse28*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -cse27*leg4_u_inv_Lxz;
             const double leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz;
             const double leg4_u_s2 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z + 0.15935236156055674*leg4_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide + 0.3, 0.0)) ? 403 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg4_slide, 0.0)) ? 404 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide + 0.3, 0.0) ? 0 : 403;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg4_slide, 0.0) ? 0 : 404;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse21 - cse22 + x_C;
             const double leg5_s0_y = -cse23 - cse24 + y_C;
             const double leg5_s0_z = -cse25 - cse26 + z_C;
@@ -20160,22 +21414,37 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
             const double leg5_d_y = -0.6427885858610106*leg5_s0_x + 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06;
             const double leg5_d_z = -0.7544057193410512*leg5_s0_x - 0.633023199073302*leg5_s0_y + 0.17364803500331863*leg5_s0_z - 0.8573057170788839;
             const double leg5_slide_w2 = -leg5_d_y*leg5_d_y - leg5_d_z*leg5_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2, 0.0)) ? 501 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0)) ? 502 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2, 0.0) ? 0 : 501;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 502;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_slide_w = sqrt(leg5_slide_w2);
             const double leg5_slide = leg5_d_x - leg5_slide_w;
             const double cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w;
             const double cse30 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z + 0.7626369398789243*leg5_slide_w;
             const double leg5_u_Lxz2 = cse29*cse29 + cse30*cse30;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 522 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 522;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = cse30*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -cse29*leg5_u_inv_Lxz;
             const double leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz;
             const double leg5_u_s2 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z - 0.15935236156055674*leg5_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide + 0.3, 0.0)) ? 503 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg5_slide, 0.0)) ? 504 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide + 0.3, 0.0) ? 0 : 503;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg5_slide, 0.0) ? 0 : 504;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse13 + cse14;
             const double leg6_s0_y = -cse15 + cse16;
             const double leg6_s0_z = -cse17 + cse18;
@@ -20183,22 +21452,37 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
             const double leg6_d_y = -0.9848074348890166*leg6_s0_x + 0.173649981823539*leg6_s0_y + 9.795324006326052e-07;
             const double leg6_d_z = -0.17101185019869264*leg6_s0_x - 0.9698460072454212*leg6_s0_y + 0.17364811925769374*leg6_s0_z - 0.8573053403451059;
             const double leg6_slide_w2 = -leg6_d_y*leg6_d_y - leg6_d_z*leg6_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2, 0.0)) ? 601 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0)) ? 602 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2, 0.0) ? 0 : 601;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 602;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_slide_w = sqrt(leg6_slide_w2);
             const double leg6_slide = leg6_d_x - leg6_slide_w;
             const double cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w;
             const double cse32 = -0.16056068821451047*leg6_d_y - 0.6265820298045014*leg6_d_z + 0.7626370206894979*leg6_slide_w;
             const double leg6_u_Lxz2 = cse31*cse31 + cse32*cse32;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 622 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 622;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = cse32*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -cse31*leg6_u_inv_Lxz;
             const double leg6_u_c2 = 1.284492135054843*leg6_u_Lxz;
             const double leg6_u_s2 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z + 0.1593529009974725*leg6_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide + 0.3, 0.0)) ? 603 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg6_slide, 0.0)) ? 604 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide + 0.3, 0.0) ? 0 : 603;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg6_slide, 0.0) ? 0 : 604;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_r_rel1_x = 0.751754 - 0.16317595963671802*leg1_slide;
             const double leg1_r_rel1_y = 0.05939098530901799*leg1_slide - 0.273616;
             const double leg1_r_rel1_z = 0.9848077563974911*leg1_slide + 0.4;
@@ -20287,9 +21571,15 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
             const double leg1_Ci3_x = -0.191511*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.160697*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.191511*leg1_R_Cn_20 + 0.160697*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_B1_00;
             const double leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2;
             const double leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.9870259769097525*leg2_u_s2;
@@ -20325,9 +21615,15 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
             const double leg2_Ci3_x = 0.191511*leg2_R_Cn_22;
             const double leg2_Ci3_y = -0.160697*leg2_R_Cn_22;
             const double leg2_Ci3_z = -0.191511*leg2_R_Cn_20 + 0.160697*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_B1_00;
             const double leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2;
             const double leg3_B1_01 = leg3_beta2_01*leg3_u_c2 + 0.9870259699724637*leg3_u_s2;
@@ -20363,9 +21659,15 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
             const double leg3_Ci3_x = 0.234923*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.085505*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.234923*leg3_R_Cn_20 + 0.085505*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_B1_00;
             const double leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2;
             const double leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.9870260512427462*leg4_u_s2;
@@ -20401,9 +21703,15 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
             const double leg4_Ci3_x = 0.043412*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.246202*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.043412*leg4_R_Cn_20 - 0.246202*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_B1_00;
             const double leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2;
             const double leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2;
@@ -20439,9 +21747,15 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
             const double leg5_Ci3_x = -0.043412*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.246202*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.043412*leg5_R_Cn_20 - 0.246202*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_B1_00;
             const double leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2;
             const double leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2;
@@ -20477,9 +21791,15 @@ int64_t mechgen_hexapod_pus_energy_batch(int64_t n, const double *x, const doubl
             const double leg6_Ci3_x = -0.234923*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.085505*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.234923*leg6_R_Cn_20 + 0.085505*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_B1_00;
             const double leg1_H1_1 = leg1_B0_00*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_beta2_20);
@@ -22361,22 +23681,37 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double leg1_d_y = -0.34201909097671546*leg1_s0_x - 0.9396930038089362*leg1_s0_y - 8.212120761403111e-07;
             const double leg1_d_z = 0.9254169587834975*leg1_s0_x - 0.3368230536298885*leg1_s0_y + 0.17364815846803508*leg1_s0_z - 0.857305340462539;
             const double leg1_slide_w2 = -leg1_d_y*leg1_d_y - leg1_d_z*leg1_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2, 0.0)) ? 101 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0)) ? 102 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2, 0.0) ? 0 : 101;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 102;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_slide_w = sqrt(leg1_slide_w2);
             const double leg1_slide = leg1_d_x - leg1_slide_w;
             const double cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w;
             const double cse10 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z + 0.7626372099732333*leg1_slide_w;
             const double leg1_u_Lxz2 = cse10*cse10 + cse9*cse9;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 122 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 122;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = cse10*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -cse9*leg1_u_inv_Lxz;
             const double leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz;
             const double leg1_u_s2 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z - 0.15935294540539083*leg1_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide + 0.3, 0.0)) ? 103 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg1_slide, 0.0)) ? 104 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide + 0.3, 0.0) ? 0 : 103;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg1_slide, 0.0) ? 0 : 104;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -22384,22 +23719,37 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double leg2_d_y = 0.34201909097671546*leg2_s0_x - 0.9396930038089362*leg2_s0_y + 8.212120761403111e-07;
             const double leg2_d_z = 0.9254169587834975*leg2_s0_x + 0.3368230536298885*leg2_s0_y + 0.17364815846803508*leg2_s0_z - 0.857305340462539;
             const double leg2_slide_w2 = -leg2_d_y*leg2_d_y - leg2_d_z*leg2_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2, 0.0)) ? 201 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0)) ? 202 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2, 0.0) ? 0 : 201;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 202;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_slide_w = sqrt(leg2_slide_w2);
             const double leg2_slide = leg2_d_x - leg2_slide_w;
             const double cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w;
             const double cse12 = -0.1605606455684232*leg2_d_y - 0.6265818103479336*leg2_d_z + 0.7626372099732333*leg2_slide_w;
             const double leg2_u_Lxz2 = cse11*cse11 + cse12*cse12;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 222 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 222;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = cse12*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -cse11*leg2_u_inv_Lxz;
             const double leg2_u_c2 = 1.2844925244049914*leg2_u_Lxz;
             const double leg2_u_s2 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z + 0.15935294540539083*leg2_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide + 0.3, 0.0)) ? 203 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg2_slide, 0.0)) ? 204 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide + 0.3, 0.0) ? 0 : 203;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg2_slide, 0.0) ? 0 : 204;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse13 = 0.234923*alpha_C_10;
             const double cse14 = 0.085505*alpha_C_00 + x_C;
             const double leg3_s0_x = cse13 + cse14;
@@ -22413,22 +23763,37 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double leg3_d_y = 0.9848074348890166*leg3_s0_x + 0.173649981823539*leg3_s0_y - 9.795324006326052e-07;
             const double leg3_d_z = -0.17101185019869264*leg3_s0_x + 0.9698460072454212*leg3_s0_y + 0.17364811925769374*leg3_s0_z - 0.8573053403451059;
             const double leg3_slide_w2 = -leg3_d_y*leg3_d_y - leg3_d_z*leg3_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2, 0.0)) ? 301 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0)) ? 302 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2, 0.0) ? 0 : 301;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 302;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_slide_w = sqrt(leg3_slide_w2);
             const double leg3_slide = leg3_d_x - leg3_slide_w;
             const double cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w;
             const double cse20 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z + 0.7626370206894979*leg3_slide_w;
             const double leg3_u_Lxz2 = cse19*cse19 + cse20*cse20;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 322 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 322;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = cse20*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -cse19*leg3_u_inv_Lxz;
             const double leg3_u_c2 = 1.284492135054843*leg3_u_Lxz;
             const double leg3_u_s2 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z - 0.1593529009974725*leg3_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide + 0.3, 0.0)) ? 303 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg3_slide, 0.0)) ? 304 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide + 0.3, 0.0) ? 0 : 303;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg3_slide, 0.0) ? 0 : 304;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse21 = 0.043412*alpha_C_10;
             const double cse22 = 0.246202*alpha_C_00;
             const double leg4_s0_x = cse21 - cse22 + x_C;
@@ -22442,22 +23807,37 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double leg4_d_y = 0.6427885858610106*leg4_s0_x + 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06;
             const double leg4_d_z = -0.7544057193410512*leg4_s0_x + 0.633023199073302*leg4_s0_y + 0.17364803500331863*leg4_s0_z - 0.8573057170788839;
             const double leg4_slide_w2 = -leg4_d_y*leg4_d_y - leg4_d_z*leg4_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2, 0.0)) ? 401 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0)) ? 402 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2, 0.0) ? 0 : 401;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 402;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_slide_w = sqrt(leg4_slide_w2);
             const double leg4_slide = leg4_d_x - leg4_slide_w;
             const double cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w;
             const double cse28 = -0.16056018861520996*leg4_d_y - 0.6265822561834624*leg4_d_z + 0.7626369398789243*leg4_slide_w;
             const double leg4_u_Lxz2 = cse27*cse27 + cse28*cse28;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 422 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 422;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = cse28*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -cse27*leg4_u_inv_Lxz;
             const double leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz;
             const double leg4_u_s2 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z + 0.15935236156055674*leg4_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide + 0.3, 0.0)) ? 403 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg4_slide, 0.0)) ? 404 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide + 0.3, 0.0) ? 0 : 403;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg4_slide, 0.0) ? 0 : 404;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse21 - cse22 + x_C;
             const double leg5_s0_y = -cse23 - cse24 + y_C;
             const double leg5_s0_z = -cse25 - cse26 + z_C;
@@ -22465,22 +23845,37 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double leg5_d_y = -0.6427885858610106*leg5_s0_x + 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06;
             const double leg5_d_z = -0.7544057193410512*leg5_s0_x - 0.633023199073302*leg5_s0_y + 0.17364803500331863*leg5_s0_z - 0.8573057170788839;
             const double leg5_slide_w2 = -leg5_d_y*leg5_d_y - leg5_d_z*leg5_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2, 0.0)) ? 501 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0)) ? 502 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2, 0.0) ? 0 : 501;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 502;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_slide_w = sqrt(leg5_slide_w2);
             const double leg5_slide = leg5_d_x - leg5_slide_w;
             const double cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w;
             const double cse30 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z + 0.7626369398789243*leg5_slide_w;
             const double leg5_u_Lxz2 = cse29*cse29 + cse30*cse30;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 522 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 522;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = cse30*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -cse29*leg5_u_inv_Lxz;
             const double leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz;
             const double leg5_u_s2 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z - 0.15935236156055674*leg5_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide + 0.3, 0.0)) ? 503 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg5_slide, 0.0)) ? 504 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide + 0.3, 0.0) ? 0 : 503;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg5_slide, 0.0) ? 0 : 504;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse13 + cse14;
             const double leg6_s0_y = -cse15 + cse16;
             const double leg6_s0_z = -cse17 + cse18;
@@ -22488,22 +23883,37 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double leg6_d_y = -0.9848074348890166*leg6_s0_x + 0.173649981823539*leg6_s0_y + 9.795324006326052e-07;
             const double leg6_d_z = -0.17101185019869264*leg6_s0_x - 0.9698460072454212*leg6_s0_y + 0.17364811925769374*leg6_s0_z - 0.8573053403451059;
             const double leg6_slide_w2 = -leg6_d_y*leg6_d_y - leg6_d_z*leg6_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2, 0.0)) ? 601 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0)) ? 602 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2, 0.0) ? 0 : 601;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 602;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_slide_w = sqrt(leg6_slide_w2);
             const double leg6_slide = leg6_d_x - leg6_slide_w;
             const double cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w;
             const double cse32 = -0.16056068821451047*leg6_d_y - 0.6265820298045014*leg6_d_z + 0.7626370206894979*leg6_slide_w;
             const double leg6_u_Lxz2 = cse31*cse31 + cse32*cse32;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 622 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 622;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = cse32*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -cse31*leg6_u_inv_Lxz;
             const double leg6_u_c2 = 1.284492135054843*leg6_u_Lxz;
             const double leg6_u_s2 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z + 0.1593529009974725*leg6_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide + 0.3, 0.0)) ? 603 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg6_slide, 0.0)) ? 604 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide + 0.3, 0.0) ? 0 : 603;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg6_slide, 0.0) ? 0 : 604;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta2_00 = 0.7626372099732333*leg1_u_c1 - 0.6348179531299452*leg1_u_s1;
             const double leg1_beta2_01 = 0.1605606455684232*leg1_u_c1;
             const double leg1_beta2_02 = -0.6265818103479336*leg1_u_c1 - 0.772661741245098*leg1_u_s1;
@@ -22574,9 +23984,15 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double leg1_Ci3_x = -0.191511*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.160697*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.191511*leg1_R_Cn_20 + 0.160697*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_B1_00;
             const double leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2;
             const double leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.9870259769097525*leg2_u_s2;
@@ -22612,9 +24028,15 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double leg2_Ci3_x = 0.191511*leg2_R_Cn_22;
             const double leg2_Ci3_y = -0.160697*leg2_R_Cn_22;
             const double leg2_Ci3_z = -0.191511*leg2_R_Cn_20 + 0.160697*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_B1_00;
             const double leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2;
             const double leg3_B1_01 = leg3_beta2_01*leg3_u_c2 + 0.9870259699724637*leg3_u_s2;
@@ -22650,9 +24072,15 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double leg3_Ci3_x = 0.234923*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.085505*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.234923*leg3_R_Cn_20 + 0.085505*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_B1_00;
             const double leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2;
             const double leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.9870260512427462*leg4_u_s2;
@@ -22688,9 +24116,15 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double leg4_Ci3_x = 0.043412*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.246202*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.043412*leg4_R_Cn_20 - 0.246202*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_B1_00;
             const double leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2;
             const double leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2;
@@ -22726,9 +24160,15 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double leg5_Ci3_x = -0.043412*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.246202*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.043412*leg5_R_Cn_20 - 0.246202*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_B1_00;
             const double leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2;
             const double leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2;
@@ -22764,9 +24204,15 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double leg6_Ci3_x = -0.234923*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.085505*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.234923*leg6_R_Cn_20 + 0.085505*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_B1_00;
             const double leg1_H1_1 = leg1_B0_00*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_beta2_20);
@@ -23477,7 +24923,10 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double cse108 = leg1_H5_1*leg1_H5_1;
             const double cse109 = leg1_H6_1*leg1_H6_1;
             const double F_rr1 = cse104 + cse105 + cse106 + cse107 + cse108 + cse109;
-            mg_s = (mg_s == 0 && !isgreater(F_rr1 - 1e-12*cse104 - 1e-12*cse105 - 1e-12*cse106 - 1e-12*cse107 - 1e-12*cse108 - 1e-12*cse109, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr1 - 1e-12*cse104 - 1e-12*cse105 - 1e-12*cse106 - 1e-12*cse107 - 1e-12*cse108 - 1e-12*cse109, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R11 = sqrt(F_rr1);
             const double cse110 = 1.0/F_R11;
             const double F_inv1 = cse110;
@@ -23502,7 +24951,10 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double F_v2_5 = -F_R12*F_q1_5 + leg2_H5_1;
             const double F_v2_6 = -F_R12*F_q1_6 + leg2_H6_1;
             const double F_rr2 = F_v2_1*F_v2_1 + F_v2_2*F_v2_2 + F_v2_3*F_v2_3 + F_v2_4*F_v2_4 + F_v2_5*F_v2_5 + F_v2_6*F_v2_6;
-            mg_s = (mg_s == 0 && !isgreater(F_rr2 - 1e-12*leg2_H1_1*leg2_H1_1 - 1e-12*leg2_H2_1*leg2_H2_1 - 1e-12*leg2_H3_1*leg2_H3_1 - 1e-12*leg2_H4_1*leg2_H4_1 - 1e-12*leg2_H5_1*leg2_H5_1 - 1e-12*leg2_H6_1*leg2_H6_1, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr2 - 1e-12*leg2_H1_1*leg2_H1_1 - 1e-12*leg2_H2_1*leg2_H2_1 - 1e-12*leg2_H3_1*leg2_H3_1 - 1e-12*leg2_H4_1*leg2_H4_1 - 1e-12*leg2_H5_1*leg2_H5_1 - 1e-12*leg2_H6_1*leg2_H6_1, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R22 = sqrt(F_rr2);
             const double cse111 = 1.0/F_R22;
             const double F_inv2 = cse111;
@@ -23534,7 +24986,10 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double F_v3_5_2 = -F_R23*F_q2_5 + F_v3_5;
             const double F_v3_6_2 = -F_R23*F_q2_6 + F_v3_6;
             const double F_rr3 = F_v3_1_2*F_v3_1_2 + F_v3_2_2*F_v3_2_2 + F_v3_3_2*F_v3_3_2 + F_v3_4_2*F_v3_4_2 + F_v3_5_2*F_v3_5_2 + F_v3_6_2*F_v3_6_2;
-            mg_s = (mg_s == 0 && !isgreater(F_rr3 - 1e-12*leg3_H1_1*leg3_H1_1 - 1e-12*leg3_H2_1*leg3_H2_1 - 1e-12*leg3_H3_1*leg3_H3_1 - 1e-12*leg3_H4_1*leg3_H4_1 - 1e-12*leg3_H5_1*leg3_H5_1 - 1e-12*leg3_H6_1*leg3_H6_1, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr3 - 1e-12*leg3_H1_1*leg3_H1_1 - 1e-12*leg3_H2_1*leg3_H2_1 - 1e-12*leg3_H3_1*leg3_H3_1 - 1e-12*leg3_H4_1*leg3_H4_1 - 1e-12*leg3_H5_1*leg3_H5_1 - 1e-12*leg3_H6_1*leg3_H6_1, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R33 = sqrt(F_rr3);
             const double cse112 = 1.0/F_R33;
             const double F_inv3 = cse112;
@@ -23573,7 +25028,10 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double F_v4_5_3 = -F_R34*F_q3_5 + F_v4_5_2;
             const double F_v4_6_3 = -F_R34*F_q3_6 + F_v4_6_2;
             const double F_rr4 = F_v4_1_3*F_v4_1_3 + F_v4_2_3*F_v4_2_3 + F_v4_3_3*F_v4_3_3 + F_v4_4_3*F_v4_4_3 + F_v4_5_3*F_v4_5_3 + F_v4_6_3*F_v4_6_3;
-            mg_s = (mg_s == 0 && !isgreater(F_rr4 - 1e-12*leg4_H1_1*leg4_H1_1 - 1e-12*leg4_H2_1*leg4_H2_1 - 1e-12*leg4_H3_1*leg4_H3_1 - 1e-12*leg4_H4_1*leg4_H4_1 - 1e-12*leg4_H5_1*leg4_H5_1 - 1e-12*leg4_H6_1*leg4_H6_1, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr4 - 1e-12*leg4_H1_1*leg4_H1_1 - 1e-12*leg4_H2_1*leg4_H2_1 - 1e-12*leg4_H3_1*leg4_H3_1 - 1e-12*leg4_H4_1*leg4_H4_1 - 1e-12*leg4_H5_1*leg4_H5_1 - 1e-12*leg4_H6_1*leg4_H6_1, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R44 = sqrt(F_rr4);
             const double cse113 = 1.0/F_R44;
             const double F_inv4 = cse113;
@@ -23619,7 +25077,10 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double F_v5_5_4 = -F_R45*F_q4_5 + F_v5_5_3;
             const double F_v5_6_4 = -F_R45*F_q4_6 + F_v5_6_3;
             const double F_rr5 = F_v5_1_4*F_v5_1_4 + F_v5_2_4*F_v5_2_4 + F_v5_3_4*F_v5_3_4 + F_v5_4_4*F_v5_4_4 + F_v5_5_4*F_v5_5_4 + F_v5_6_4*F_v5_6_4;
-            mg_s = (mg_s == 0 && !isgreater(F_rr5 - 1e-12*leg5_H1_1*leg5_H1_1 - 1e-12*leg5_H2_1*leg5_H2_1 - 1e-12*leg5_H3_1*leg5_H3_1 - 1e-12*leg5_H4_1*leg5_H4_1 - 1e-12*leg5_H5_1*leg5_H5_1 - 1e-12*leg5_H6_1*leg5_H6_1, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr5 - 1e-12*leg5_H1_1*leg5_H1_1 - 1e-12*leg5_H2_1*leg5_H2_1 - 1e-12*leg5_H3_1*leg5_H3_1 - 1e-12*leg5_H4_1*leg5_H4_1 - 1e-12*leg5_H5_1*leg5_H5_1 - 1e-12*leg5_H6_1*leg5_H6_1, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R55 = sqrt(F_rr5);
             const double cse114 = 1.0/F_R55;
             const double F_inv5 = cse114;
@@ -23672,7 +25133,10 @@ int64_t mechgen_hexapod_pus_drive_forces_batch(int64_t n, const double *x, const
             const double F_v6_5_5 = -F_R56*F_q5_5 + F_v6_5_4;
             const double F_v6_6_5 = -F_R56*F_q5_6 + F_v6_6_4;
             const double F_rr6 = F_v6_1_5*F_v6_1_5 + F_v6_2_5*F_v6_2_5 + F_v6_3_5*F_v6_3_5 + F_v6_4_5*F_v6_4_5 + F_v6_5_5*F_v6_5_5 + F_v6_6_5*F_v6_6_5;
-            mg_s = (mg_s == 0 && !isgreater(F_rr6 - 1e-12*leg6_H1_1*leg6_H1_1 - 1e-12*leg6_H2_1*leg6_H2_1 - 1e-12*leg6_H3_1*leg6_H3_1 - 1e-12*leg6_H4_1*leg6_H4_1 - 1e-12*leg6_H5_1*leg6_H5_1 - 1e-12*leg6_H6_1*leg6_H6_1, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr6 - 1e-12*leg6_H1_1*leg6_H1_1 - 1e-12*leg6_H2_1*leg6_H2_1 - 1e-12*leg6_H3_1*leg6_H3_1 - 1e-12*leg6_H4_1*leg6_H4_1 - 1e-12*leg6_H5_1*leg6_H5_1 - 1e-12*leg6_H6_1*leg6_H6_1, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R66 = sqrt(F_rr6);
             const double cse115 = 1.0/F_R66;
             const double F_inv6 = cse115;
@@ -26056,15 +27520,24 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double leg1_d_y = -0.34201909097671546*leg1_s0_x - 0.9396930038089362*leg1_s0_y - 8.212120761403111e-07;
             const double leg1_d_z = 0.9254169587834975*leg1_s0_x - 0.3368230536298885*leg1_s0_y + 0.17364815846803508*leg1_s0_z - 0.857305340462539;
             const double leg1_slide_w2 = -leg1_d_y*leg1_d_y - leg1_d_z*leg1_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2, 0.0)) ? 101 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0)) ? 102 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2, 0.0) ? 0 : 101;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 102;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_slide_w = sqrt(leg1_slide_w2);
             const double leg1_slide = leg1_d_x - leg1_slide_w;
             mg_w_leg1_slide[mg_l] = leg1_slide;
             const double cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w;
             const double cse10 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z + 0.7626372099732333*leg1_slide_w;
             const double leg1_u_Lxz2 = cse10*cse10 + cse9*cse9;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 122 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 122;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = cse10*leg1_u_inv_Lxz;
@@ -26075,8 +27548,14 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             mg_w_leg1_u_c2[mg_l] = leg1_u_c2;
             const double leg1_u_s2 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z - 0.15935294540539083*leg1_slide_w;
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide + 0.3, 0.0)) ? 103 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg1_slide, 0.0)) ? 104 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide + 0.3, 0.0) ? 0 : 103;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg1_slide, 0.0) ? 0 : 104;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -26084,15 +27563,24 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double leg2_d_y = 0.34201909097671546*leg2_s0_x - 0.9396930038089362*leg2_s0_y + 8.212120761403111e-07;
             const double leg2_d_z = 0.9254169587834975*leg2_s0_x + 0.3368230536298885*leg2_s0_y + 0.17364815846803508*leg2_s0_z - 0.857305340462539;
             const double leg2_slide_w2 = -leg2_d_y*leg2_d_y - leg2_d_z*leg2_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2, 0.0)) ? 201 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0)) ? 202 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2, 0.0) ? 0 : 201;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 202;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_slide_w = sqrt(leg2_slide_w2);
             const double leg2_slide = leg2_d_x - leg2_slide_w;
             mg_w_leg2_slide[mg_l] = leg2_slide;
             const double cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w;
             const double cse12 = -0.1605606455684232*leg2_d_y - 0.6265818103479336*leg2_d_z + 0.7626372099732333*leg2_slide_w;
             const double leg2_u_Lxz2 = cse11*cse11 + cse12*cse12;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 222 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 222;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = cse12*leg2_u_inv_Lxz;
@@ -26103,8 +27591,14 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             mg_w_leg2_u_c2[mg_l] = leg2_u_c2;
             const double leg2_u_s2 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z + 0.15935294540539083*leg2_slide_w;
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide + 0.3, 0.0)) ? 203 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg2_slide, 0.0)) ? 204 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide + 0.3, 0.0) ? 0 : 203;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg2_slide, 0.0) ? 0 : 204;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse13 = 0.234923*alpha_C_10;
             const double cse14 = 0.085505*alpha_C_00 + x_C;
             const double leg3_s0_x = cse13 + cse14;
@@ -26118,15 +27612,24 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double leg3_d_y = 0.9848074348890166*leg3_s0_x + 0.173649981823539*leg3_s0_y - 9.795324006326052e-07;
             const double leg3_d_z = -0.17101185019869264*leg3_s0_x + 0.9698460072454212*leg3_s0_y + 0.17364811925769374*leg3_s0_z - 0.8573053403451059;
             const double leg3_slide_w2 = -leg3_d_y*leg3_d_y - leg3_d_z*leg3_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2, 0.0)) ? 301 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0)) ? 302 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2, 0.0) ? 0 : 301;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 302;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_slide_w = sqrt(leg3_slide_w2);
             const double leg3_slide = leg3_d_x - leg3_slide_w;
             mg_w_leg3_slide[mg_l] = leg3_slide;
             const double cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w;
             const double cse20 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z + 0.7626370206894979*leg3_slide_w;
             const double leg3_u_Lxz2 = cse19*cse19 + cse20*cse20;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 322 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 322;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = cse20*leg3_u_inv_Lxz;
@@ -26137,8 +27640,14 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             mg_w_leg3_u_c2[mg_l] = leg3_u_c2;
             const double leg3_u_s2 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z - 0.1593529009974725*leg3_slide_w;
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide + 0.3, 0.0)) ? 303 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg3_slide, 0.0)) ? 304 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide + 0.3, 0.0) ? 0 : 303;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg3_slide, 0.0) ? 0 : 304;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse21 = 0.043412*alpha_C_10;
             const double cse22 = 0.246202*alpha_C_00;
             const double leg4_s0_x = cse21 - cse22 + x_C;
@@ -26152,15 +27661,24 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double leg4_d_y = 0.6427885858610106*leg4_s0_x + 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06;
             const double leg4_d_z = -0.7544057193410512*leg4_s0_x + 0.633023199073302*leg4_s0_y + 0.17364803500331863*leg4_s0_z - 0.8573057170788839;
             const double leg4_slide_w2 = -leg4_d_y*leg4_d_y - leg4_d_z*leg4_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2, 0.0)) ? 401 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0)) ? 402 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2, 0.0) ? 0 : 401;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 402;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_slide_w = sqrt(leg4_slide_w2);
             const double leg4_slide = leg4_d_x - leg4_slide_w;
             mg_w_leg4_slide[mg_l] = leg4_slide;
             const double cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w;
             const double cse28 = -0.16056018861520996*leg4_d_y - 0.6265822561834624*leg4_d_z + 0.7626369398789243*leg4_slide_w;
             const double leg4_u_Lxz2 = cse27*cse27 + cse28*cse28;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 422 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 422;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = cse28*leg4_u_inv_Lxz;
@@ -26171,8 +27689,14 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             mg_w_leg4_u_c2[mg_l] = leg4_u_c2;
             const double leg4_u_s2 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z + 0.15935236156055674*leg4_slide_w;
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide + 0.3, 0.0)) ? 403 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg4_slide, 0.0)) ? 404 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide + 0.3, 0.0) ? 0 : 403;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg4_slide, 0.0) ? 0 : 404;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse21 - cse22 + x_C;
             const double leg5_s0_y = -cse23 - cse24 + y_C;
             const double leg5_s0_z = -cse25 - cse26 + z_C;
@@ -26180,15 +27704,24 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double leg5_d_y = -0.6427885858610106*leg5_s0_x + 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06;
             const double leg5_d_z = -0.7544057193410512*leg5_s0_x - 0.633023199073302*leg5_s0_y + 0.17364803500331863*leg5_s0_z - 0.8573057170788839;
             const double leg5_slide_w2 = -leg5_d_y*leg5_d_y - leg5_d_z*leg5_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2, 0.0)) ? 501 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0)) ? 502 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2, 0.0) ? 0 : 501;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 502;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_slide_w = sqrt(leg5_slide_w2);
             const double leg5_slide = leg5_d_x - leg5_slide_w;
             mg_w_leg5_slide[mg_l] = leg5_slide;
             const double cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w;
             const double cse30 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z + 0.7626369398789243*leg5_slide_w;
             const double leg5_u_Lxz2 = cse29*cse29 + cse30*cse30;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 522 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 522;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = cse30*leg5_u_inv_Lxz;
@@ -26199,8 +27732,14 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             mg_w_leg5_u_c2[mg_l] = leg5_u_c2;
             const double leg5_u_s2 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z - 0.15935236156055674*leg5_slide_w;
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide + 0.3, 0.0)) ? 503 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg5_slide, 0.0)) ? 504 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide + 0.3, 0.0) ? 0 : 503;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg5_slide, 0.0) ? 0 : 504;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse13 + cse14;
             const double leg6_s0_y = -cse15 + cse16;
             const double leg6_s0_z = -cse17 + cse18;
@@ -26208,15 +27747,24 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double leg6_d_y = -0.9848074348890166*leg6_s0_x + 0.173649981823539*leg6_s0_y + 9.795324006326052e-07;
             const double leg6_d_z = -0.17101185019869264*leg6_s0_x - 0.9698460072454212*leg6_s0_y + 0.17364811925769374*leg6_s0_z - 0.8573053403451059;
             const double leg6_slide_w2 = -leg6_d_y*leg6_d_y - leg6_d_z*leg6_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2, 0.0)) ? 601 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0)) ? 602 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2, 0.0) ? 0 : 601;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 602;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_slide_w = sqrt(leg6_slide_w2);
             const double leg6_slide = leg6_d_x - leg6_slide_w;
             mg_w_leg6_slide[mg_l] = leg6_slide;
             const double cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w;
             const double cse32 = -0.16056068821451047*leg6_d_y - 0.6265820298045014*leg6_d_z + 0.7626370206894979*leg6_slide_w;
             const double leg6_u_Lxz2 = cse31*cse31 + cse32*cse32;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 622 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 622;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = cse32*leg6_u_inv_Lxz;
@@ -26227,8 +27775,14 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             mg_w_leg6_u_c2[mg_l] = leg6_u_c2;
             const double leg6_u_s2 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z + 0.1593529009974725*leg6_slide_w;
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide + 0.3, 0.0)) ? 603 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg6_slide, 0.0)) ? 604 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide + 0.3, 0.0) ? 0 : 603;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg6_slide, 0.0) ? 0 : 604;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_r_rel1_x = 0.751754 - 0.16317595963671802*leg1_slide;
             const double leg1_r_rel1_y = 0.05939098530901799*leg1_slide - 0.273616;
             const double leg1_r_rel1_z = 0.9848077563974911*leg1_slide + 0.4;
@@ -26317,9 +27871,15 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double leg1_Ci3_x = -0.191511*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.160697*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.191511*leg1_R_Cn_20 + 0.160697*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_B1_00;
             const double leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2;
             const double leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.9870259769097525*leg2_u_s2;
@@ -26355,9 +27915,15 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double leg2_Ci3_x = 0.191511*leg2_R_Cn_22;
             const double leg2_Ci3_y = -0.160697*leg2_R_Cn_22;
             const double leg2_Ci3_z = -0.191511*leg2_R_Cn_20 + 0.160697*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_B1_00;
             const double leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2;
             const double leg3_B1_01 = leg3_beta2_01*leg3_u_c2 + 0.9870259699724637*leg3_u_s2;
@@ -26393,9 +27959,15 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double leg3_Ci3_x = 0.234923*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.085505*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.234923*leg3_R_Cn_20 + 0.085505*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_B1_00;
             const double leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2;
             const double leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.9870260512427462*leg4_u_s2;
@@ -26431,9 +28003,15 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double leg4_Ci3_x = 0.043412*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.246202*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.043412*leg4_R_Cn_20 - 0.246202*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_B1_00;
             const double leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2;
             const double leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2;
@@ -26469,9 +28047,15 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double leg5_Ci3_x = -0.043412*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.246202*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.043412*leg5_R_Cn_20 - 0.246202*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_B1_00;
             const double leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2;
             const double leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2;
@@ -26507,9 +28091,15 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double leg6_Ci3_x = -0.234923*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.085505*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.234923*leg6_R_Cn_20 + 0.085505*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_B1_00;
             const double p_m_rod = mg_in_p[4][mg_l];
             const double cse33 = (0.39)*p_m_rod;
@@ -27591,7 +29181,10 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double b_star4 = leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2 + leg1_H4_3*leg1_r3 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg2_H4_3*leg2_r3 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg3_H4_3*leg3_r3 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg4_H4_3*leg4_r3 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg5_H4_3*leg5_r3 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + leg6_H4_3*leg6_r3 + s_C_m_x;
             const double b_star5 = leg1_H5_1*leg1_r1 + leg1_H5_2*leg1_r2 + leg1_H5_3*leg1_r3 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg2_H5_3*leg2_r3 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg3_H5_3*leg3_r3 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg4_H5_3*leg4_r3 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg5_H5_3*leg5_r3 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + leg6_H5_3*leg6_r3 + s_C_m_y;
             const double b_star6 = leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg1_H6_3*leg1_r3 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg2_H6_3*leg2_r3 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg3_H6_3*leg3_r3 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg4_H6_3*leg4_r3 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg5_H6_3*leg5_r3 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + leg6_H6_3*leg6_r3 + s_C_m_z;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             const double L2_1 = A_star12*invD1;
             const double L3_1 = A_star13*invD1;
@@ -27599,7 +29192,10 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double L5_1 = A_star15*invD1;
             const double L6_1 = A_star16*invD1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
             const double L3_2 = LD3_2*invD2;
@@ -27610,7 +29206,10 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double LD6_2 = -A_star12*L6_1 + A_star26;
             const double L6_2 = LD6_2*invD2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
             const double L4_3 = LD4_3*invD3;
@@ -27619,19 +29218,28 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             const double LD6_3 = -A_star13*L6_1 + A_star36 - L6_2*LD3_2;
             const double L6_3 = LD6_3*invD3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
             const double L5_4 = LD5_4*invD4;
             const double LD6_4 = -A_star14*L6_1 + A_star46 - L6_2*LD4_2 - L6_3*LD4_3;
             const double L6_4 = LD6_4*invD4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             const double y2 = -L2_1*b_star1 + b_star2;
             const double y3 = -L3_1*b_star1 - L3_2*y2 + b_star3;
@@ -28002,7 +29610,10 @@ int64_t mechgen_hexapod_pus_base_step_batch(int64_t n, const double *x, const do
             mg_w_base_moment_y[mg_l] = base_moment_y;
             const double base_moment_z = leg1_F_base_x*leg1_r_rel1_y - leg1_F_base_y*leg1_r_rel1_x - 0.9848077563974911*leg1_N1_x_2 - 0.17364815846803508*leg1_N1_z_2 + leg2_F_base_x*leg2_r_rel1_y - leg2_F_base_y*leg2_r_rel1_x - 0.9848077563974911*leg2_N1_x_2 - 0.17364815846803508*leg2_N1_z_2 + leg3_F_base_x*leg3_r_rel1_y - leg3_F_base_y*leg3_r_rel1_x - 0.9848077633113306*leg3_N1_x_2 - 0.17364811925769374*leg3_N1_z_2 + leg4_F_base_x*leg4_r_rel1_y - leg4_F_base_y*leg4_r_rel1_x - 0.9848077781676413*leg4_N1_x_2 - 0.17364803500331863*leg4_N1_z_2 + leg5_F_base_x*leg5_r_rel1_y - leg5_F_base_y*leg5_r_rel1_x - 0.9848077781676413*leg5_N1_x_2 - 0.17364803500331863*leg5_N1_z_2 + leg6_F_base_x*leg6_r_rel1_y - leg6_F_base_y*leg6_r_rel1_x - 0.9848077633113306*leg6_N1_x_2 - 0.17364811925769374*leg6_N1_z_2;
             mg_w_base_moment_z[mg_l] = base_moment_z;
-            mg_s = (mg_s == 0 && !isgreater(c_psi_z*c_psi_z - 1e-12, 0.0)) ? 4 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c_psi_z*c_psi_z - 1e-12, 0.0) ? 0 : 4;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_w_psi_y_dot[mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
@@ -33921,15 +35532,24 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double leg1_d_y = -0.34201909097671546*leg1_s0_x - 0.9396930038089362*leg1_s0_y - 8.212120761403111e-07;
             const double leg1_d_z = 0.9254169587834975*leg1_s0_x - 0.3368230536298885*leg1_s0_y + 0.17364815846803508*leg1_s0_z - 0.857305340462539;
             const double leg1_slide_w2 = -leg1_d_y*leg1_d_y - leg1_d_z*leg1_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2, 0.0)) ? 101 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0)) ? 102 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2, 0.0) ? 0 : 101;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 102;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_slide_w = sqrt(leg1_slide_w2);
             const double leg1_slide = leg1_d_x - leg1_slide_w;
             mg_w_leg1_slide[mg_l] = leg1_slide;
             const double cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w;
             const double cse10 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z + 0.7626372099732333*leg1_slide_w;
             const double leg1_u_Lxz2 = cse10*cse10 + cse9*cse9;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 122 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 122;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = cse10*leg1_u_inv_Lxz;
@@ -33940,8 +35560,14 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             mg_w_leg1_u_c2[mg_l] = leg1_u_c2;
             const double leg1_u_s2 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z - 0.15935294540539083*leg1_slide_w;
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide + 0.3, 0.0)) ? 103 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg1_slide, 0.0)) ? 104 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide + 0.3, 0.0) ? 0 : 103;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg1_slide, 0.0) ? 0 : 104;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -33949,15 +35575,24 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double leg2_d_y = 0.34201909097671546*leg2_s0_x - 0.9396930038089362*leg2_s0_y + 8.212120761403111e-07;
             const double leg2_d_z = 0.9254169587834975*leg2_s0_x + 0.3368230536298885*leg2_s0_y + 0.17364815846803508*leg2_s0_z - 0.857305340462539;
             const double leg2_slide_w2 = -leg2_d_y*leg2_d_y - leg2_d_z*leg2_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2, 0.0)) ? 201 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0)) ? 202 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2, 0.0) ? 0 : 201;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 202;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_slide_w = sqrt(leg2_slide_w2);
             const double leg2_slide = leg2_d_x - leg2_slide_w;
             mg_w_leg2_slide[mg_l] = leg2_slide;
             const double cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w;
             const double cse12 = -0.1605606455684232*leg2_d_y - 0.6265818103479336*leg2_d_z + 0.7626372099732333*leg2_slide_w;
             const double leg2_u_Lxz2 = cse11*cse11 + cse12*cse12;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 222 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 222;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = cse12*leg2_u_inv_Lxz;
@@ -33968,8 +35603,14 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             mg_w_leg2_u_c2[mg_l] = leg2_u_c2;
             const double leg2_u_s2 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z + 0.15935294540539083*leg2_slide_w;
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide + 0.3, 0.0)) ? 203 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg2_slide, 0.0)) ? 204 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide + 0.3, 0.0) ? 0 : 203;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg2_slide, 0.0) ? 0 : 204;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse13 = 0.234923*alpha_C_10;
             const double cse14 = 0.085505*alpha_C_00 + x_C;
             const double leg3_s0_x = cse13 + cse14;
@@ -33983,15 +35624,24 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double leg3_d_y = 0.9848074348890166*leg3_s0_x + 0.173649981823539*leg3_s0_y - 9.795324006326052e-07;
             const double leg3_d_z = -0.17101185019869264*leg3_s0_x + 0.9698460072454212*leg3_s0_y + 0.17364811925769374*leg3_s0_z - 0.8573053403451059;
             const double leg3_slide_w2 = -leg3_d_y*leg3_d_y - leg3_d_z*leg3_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2, 0.0)) ? 301 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0)) ? 302 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2, 0.0) ? 0 : 301;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 302;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_slide_w = sqrt(leg3_slide_w2);
             const double leg3_slide = leg3_d_x - leg3_slide_w;
             mg_w_leg3_slide[mg_l] = leg3_slide;
             const double cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w;
             const double cse20 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z + 0.7626370206894979*leg3_slide_w;
             const double leg3_u_Lxz2 = cse19*cse19 + cse20*cse20;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 322 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 322;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = cse20*leg3_u_inv_Lxz;
@@ -34002,8 +35652,14 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             mg_w_leg3_u_c2[mg_l] = leg3_u_c2;
             const double leg3_u_s2 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z - 0.1593529009974725*leg3_slide_w;
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide + 0.3, 0.0)) ? 303 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg3_slide, 0.0)) ? 304 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide + 0.3, 0.0) ? 0 : 303;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg3_slide, 0.0) ? 0 : 304;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse21 = 0.043412*alpha_C_10;
             const double cse22 = 0.246202*alpha_C_00;
             const double leg4_s0_x = cse21 - cse22 + x_C;
@@ -34017,15 +35673,24 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double leg4_d_y = 0.6427885858610106*leg4_s0_x + 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06;
             const double leg4_d_z = -0.7544057193410512*leg4_s0_x + 0.633023199073302*leg4_s0_y + 0.17364803500331863*leg4_s0_z - 0.8573057170788839;
             const double leg4_slide_w2 = -leg4_d_y*leg4_d_y - leg4_d_z*leg4_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2, 0.0)) ? 401 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0)) ? 402 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2, 0.0) ? 0 : 401;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 402;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_slide_w = sqrt(leg4_slide_w2);
             const double leg4_slide = leg4_d_x - leg4_slide_w;
             mg_w_leg4_slide[mg_l] = leg4_slide;
             const double cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w;
             const double cse28 = -0.16056018861520996*leg4_d_y - 0.6265822561834624*leg4_d_z + 0.7626369398789243*leg4_slide_w;
             const double leg4_u_Lxz2 = cse27*cse27 + cse28*cse28;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 422 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 422;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = cse28*leg4_u_inv_Lxz;
@@ -34036,8 +35701,14 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             mg_w_leg4_u_c2[mg_l] = leg4_u_c2;
             const double leg4_u_s2 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z + 0.15935236156055674*leg4_slide_w;
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide + 0.3, 0.0)) ? 403 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg4_slide, 0.0)) ? 404 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide + 0.3, 0.0) ? 0 : 403;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg4_slide, 0.0) ? 0 : 404;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse21 - cse22 + x_C;
             const double leg5_s0_y = -cse23 - cse24 + y_C;
             const double leg5_s0_z = -cse25 - cse26 + z_C;
@@ -34045,15 +35716,24 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double leg5_d_y = -0.6427885858610106*leg5_s0_x + 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06;
             const double leg5_d_z = -0.7544057193410512*leg5_s0_x - 0.633023199073302*leg5_s0_y + 0.17364803500331863*leg5_s0_z - 0.8573057170788839;
             const double leg5_slide_w2 = -leg5_d_y*leg5_d_y - leg5_d_z*leg5_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2, 0.0)) ? 501 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0)) ? 502 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2, 0.0) ? 0 : 501;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 502;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_slide_w = sqrt(leg5_slide_w2);
             const double leg5_slide = leg5_d_x - leg5_slide_w;
             mg_w_leg5_slide[mg_l] = leg5_slide;
             const double cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w;
             const double cse30 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z + 0.7626369398789243*leg5_slide_w;
             const double leg5_u_Lxz2 = cse29*cse29 + cse30*cse30;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 522 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 522;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = cse30*leg5_u_inv_Lxz;
@@ -34064,8 +35744,14 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             mg_w_leg5_u_c2[mg_l] = leg5_u_c2;
             const double leg5_u_s2 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z - 0.15935236156055674*leg5_slide_w;
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide + 0.3, 0.0)) ? 503 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg5_slide, 0.0)) ? 504 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide + 0.3, 0.0) ? 0 : 503;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg5_slide, 0.0) ? 0 : 504;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse13 + cse14;
             const double leg6_s0_y = -cse15 + cse16;
             const double leg6_s0_z = -cse17 + cse18;
@@ -34073,15 +35759,24 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double leg6_d_y = -0.9848074348890166*leg6_s0_x + 0.173649981823539*leg6_s0_y + 9.795324006326052e-07;
             const double leg6_d_z = -0.17101185019869264*leg6_s0_x - 0.9698460072454212*leg6_s0_y + 0.17364811925769374*leg6_s0_z - 0.8573053403451059;
             const double leg6_slide_w2 = -leg6_d_y*leg6_d_y - leg6_d_z*leg6_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2, 0.0)) ? 601 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0)) ? 602 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2, 0.0) ? 0 : 601;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 602;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_slide_w = sqrt(leg6_slide_w2);
             const double leg6_slide = leg6_d_x - leg6_slide_w;
             mg_w_leg6_slide[mg_l] = leg6_slide;
             const double cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w;
             const double cse32 = -0.16056068821451047*leg6_d_y - 0.6265820298045014*leg6_d_z + 0.7626370206894979*leg6_slide_w;
             const double leg6_u_Lxz2 = cse31*cse31 + cse32*cse32;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 622 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 622;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = cse32*leg6_u_inv_Lxz;
@@ -34092,8 +35787,14 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             mg_w_leg6_u_c2[mg_l] = leg6_u_c2;
             const double leg6_u_s2 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z + 0.1593529009974725*leg6_slide_w;
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide + 0.3, 0.0)) ? 603 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg6_slide, 0.0)) ? 604 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide + 0.3, 0.0) ? 0 : 603;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg6_slide, 0.0) ? 0 : 604;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_r_rel1_x = 0.751754 - 0.16317595963671802*leg1_slide;
             const double leg1_r_rel1_y = 0.05939098530901799*leg1_slide - 0.273616;
             const double leg1_r_rel1_z = 0.9848077563974911*leg1_slide + 0.4;
@@ -34190,9 +35891,15 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double leg1_Ci3_x = -0.191511*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.160697*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.191511*leg1_R_Cn_20 + 0.160697*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_B1_00;
             const double leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2;
             const double leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.9870259769097525*leg2_u_s2;
@@ -34235,9 +35942,15 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double leg2_Ci3_x = 0.191511*leg2_R_Cn_22;
             const double leg2_Ci3_y = -0.160697*leg2_R_Cn_22;
             const double leg2_Ci3_z = -0.191511*leg2_R_Cn_20 + 0.160697*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_B1_00;
             const double leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2;
             const double leg3_B1_01 = leg3_beta2_01*leg3_u_c2 + 0.9870259699724637*leg3_u_s2;
@@ -34280,9 +35993,15 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double leg3_Ci3_x = 0.234923*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.085505*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.234923*leg3_R_Cn_20 + 0.085505*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_B1_00;
             const double leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2;
             const double leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.9870260512427462*leg4_u_s2;
@@ -34325,9 +36044,15 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double leg4_Ci3_x = 0.043412*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.246202*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.043412*leg4_R_Cn_20 - 0.246202*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_B1_00;
             const double leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2;
             const double leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2;
@@ -34371,9 +36096,15 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double leg5_Ci3_x = -0.043412*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.246202*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.043412*leg5_R_Cn_20 - 0.246202*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_B1_00;
             const double leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2;
             const double leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2;
@@ -34417,9 +36148,15 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double leg6_Ci3_x = -0.234923*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.085505*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.234923*leg6_R_Cn_20 + 0.085505*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_B1_00;
             const double leg1_H1_1 = leg1_B0_00*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_beta2_20);
@@ -36795,7 +38532,10 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double b_star6_dOmega_dot_x = leg1_H6_1*leg1_r1_dOmega_dot_x + leg1_H6_2*leg1_r2_dOmega_dot_x + leg1_H6_3*leg1_r3_dOmega_dot_x + leg2_H6_1*leg2_r1_dOmega_dot_x + leg2_H6_2*leg2_r2_dOmega_dot_x + leg2_H6_3*leg2_r3_dOmega_dot_x + leg3_H6_1*leg3_r1_dOmega_dot_x + leg3_H6_2*leg3_r2_dOmega_dot_x + leg3_H6_3*leg3_r3_dOmega_dot_x + leg4_H6_1*leg4_r1_dOmega_dot_x + leg4_H6_2*leg4_r2_dOmega_dot_x + leg4_H6_3*leg4_r3_dOmega_dot_x + leg5_H6_1*leg5_r1_dOmega_dot_x + leg5_H6_2*leg5_r2_dOmega_dot_x + leg5_H6_3*leg5_r3_dOmega_dot_x + leg6_H6_1*leg6_r1_dOmega_dot_x + leg6_H6_2*leg6_r2_dOmega_dot_x + leg6_H6_3*leg6_r3_dOmega_dot_x + s_C_m_z_dOmega_dot_x;
             const double b_star6_dOmega_dot_y = leg1_H6_1*leg1_r1_dOmega_dot_y + leg1_H6_2*leg1_r2_dOmega_dot_y + leg1_H6_3*leg1_r3_dOmega_dot_y + leg2_H6_1*leg2_r1_dOmega_dot_y + leg2_H6_2*leg2_r2_dOmega_dot_y + leg2_H6_3*leg2_r3_dOmega_dot_y + leg3_H6_1*leg3_r1_dOmega_dot_y + leg3_H6_2*leg3_r2_dOmega_dot_y + leg3_H6_3*leg3_r3_dOmega_dot_y + leg4_H6_1*leg4_r1_dOmega_dot_y + leg4_H6_2*leg4_r2_dOmega_dot_y + leg4_H6_3*leg4_r3_dOmega_dot_y + leg5_H6_1*leg5_r1_dOmega_dot_y + leg5_H6_2*leg5_r2_dOmega_dot_y + leg5_H6_3*leg5_r3_dOmega_dot_y + leg6_H6_1*leg6_r1_dOmega_dot_y + leg6_H6_2*leg6_r2_dOmega_dot_y + leg6_H6_3*leg6_r3_dOmega_dot_y + s_C_m_z_dOmega_dot_y;
             const double b_star6_dOmega_dot_z = leg1_H6_1*leg1_r1_dOmega_dot_z + leg1_H6_2*leg1_r2_dOmega_dot_z + leg1_H6_3*leg1_r3_dOmega_dot_z + leg2_H6_1*leg2_r1_dOmega_dot_z + leg2_H6_2*leg2_r2_dOmega_dot_z + leg2_H6_3*leg2_r3_dOmega_dot_z + leg3_H6_1*leg3_r1_dOmega_dot_z + leg3_H6_2*leg3_r2_dOmega_dot_z + leg3_H6_3*leg3_r3_dOmega_dot_z + leg4_H6_1*leg4_r1_dOmega_dot_z + leg4_H6_2*leg4_r2_dOmega_dot_z + leg4_H6_3*leg4_r3_dOmega_dot_z + leg5_H6_1*leg5_r1_dOmega_dot_z + leg5_H6_2*leg5_r2_dOmega_dot_z + leg5_H6_3*leg5_r3_dOmega_dot_z + leg6_H6_1*leg6_r1_dOmega_dot_z + leg6_H6_2*leg6_r2_dOmega_dot_z + leg6_H6_3*leg6_r3_dOmega_dot_z + s_C_m_z_dOmega_dot_z;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             const double L2_1 = A_star12*invD1;
             const double L3_1 = A_star13*invD1;
@@ -36803,7 +38543,10 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double L5_1 = A_star15*invD1;
             const double L6_1 = A_star16*invD1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
             const double L3_2 = LD3_2*invD2;
@@ -36814,7 +38557,10 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double LD6_2 = -A_star12*L6_1 + A_star26;
             const double L6_2 = LD6_2*invD2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
             const double L4_3 = LD4_3*invD3;
@@ -36823,19 +38569,28 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             const double LD6_3 = -A_star13*L6_1 + A_star36 - L6_2*LD3_2;
             const double L6_3 = LD6_3*invD3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
             const double L5_4 = LD5_4*invD4;
             const double LD6_4 = -A_star14*L6_1 + A_star46 - L6_2*LD4_2 - L6_3*LD4_3;
             const double L6_4 = LD6_4*invD4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             const double y2 = -L2_1*b_star1 + b_star2;
             const double y2_dg_x = -L2_1*b_star1_dg_x + b_star2_dg_x;
@@ -39051,7 +40806,10 @@ int64_t mechgen_hexapod_pus_coupled_step_batch(int64_t n, const double *x, const
             mg_w_base_moment_z_dOmega_dot_y[mg_l] = base_moment_z_dOmega_dot_y;
             const double base_moment_z_dOmega_dot_z = leg1_F_base_x_dOmega_dot_z*leg1_r_rel1_y - leg1_F_base_y_dOmega_dot_z*leg1_r_rel1_x - 0.9848077563974911*leg1_N1_x_2_dOmega_dot_z - 0.17364815846803508*leg1_N1_z_2_dOmega_dot_z + leg2_F_base_x_dOmega_dot_z*leg2_r_rel1_y - leg2_F_base_y_dOmega_dot_z*leg2_r_rel1_x - 0.9848077563974911*leg2_N1_x_2_dOmega_dot_z - 0.17364815846803508*leg2_N1_z_2_dOmega_dot_z + leg3_F_base_x_dOmega_dot_z*leg3_r_rel1_y - leg3_F_base_y_dOmega_dot_z*leg3_r_rel1_x - 0.9848077633113306*leg3_N1_x_2_dOmega_dot_z - 0.17364811925769374*leg3_N1_z_2_dOmega_dot_z + leg4_F_base_x_dOmega_dot_z*leg4_r_rel1_y - leg4_F_base_y_dOmega_dot_z*leg4_r_rel1_x - 0.9848077781676413*leg4_N1_x_2_dOmega_dot_z - 0.17364803500331863*leg4_N1_z_2_dOmega_dot_z + leg5_F_base_x_dOmega_dot_z*leg5_r_rel1_y - leg5_F_base_y_dOmega_dot_z*leg5_r_rel1_x - 0.9848077781676413*leg5_N1_x_2_dOmega_dot_z - 0.17364803500331863*leg5_N1_z_2_dOmega_dot_z + leg6_F_base_x_dOmega_dot_z*leg6_r_rel1_y - leg6_F_base_y_dOmega_dot_z*leg6_r_rel1_x - 0.9848077633113306*leg6_N1_x_2_dOmega_dot_z - 0.17364811925769374*leg6_N1_z_2_dOmega_dot_z;
             mg_w_base_moment_z_dOmega_dot_z[mg_l] = base_moment_z_dOmega_dot_z;
-            mg_s = (mg_s == 0 && !isgreater(c_psi_z*c_psi_z - 1e-12, 0.0)) ? 4 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c_psi_z*c_psi_z - 1e-12, 0.0) ? 0 : 4;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_w_psi_y_dot[mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
@@ -40650,22 +42408,37 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
             const double leg1_d_y = -0.34201909097671546*leg1_s0_x - 0.9396930038089362*leg1_s0_y - 8.212120761403111e-07;
             const double leg1_d_z = 0.9254169587834975*leg1_s0_x - 0.3368230536298885*leg1_s0_y + 0.17364815846803508*leg1_s0_z - 0.857305340462539;
             const double leg1_slide_w2 = -leg1_d_y*leg1_d_y - leg1_d_z*leg1_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2, 0.0)) ? 101 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0)) ? 102 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2, 0.0) ? 0 : 101;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 102;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_slide_w = sqrt(leg1_slide_w2);
             const double leg1_slide = leg1_d_x - leg1_slide_w;
             const double cse9 = 0.772661741245098*leg1_d_z + 0.6348179531299452*leg1_slide_w;
             const double cse10 = 0.1605606455684232*leg1_d_y - 0.6265818103479336*leg1_d_z + 0.7626372099732333*leg1_slide_w;
             const double leg1_u_Lxz2 = cse10*cse10 + cse9*cse9;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 122 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 122;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_c1 = cse10*leg1_u_inv_Lxz;
             const double leg1_u_s1 = -cse9*leg1_u_inv_Lxz;
             const double leg1_u_c2 = 1.2844925244049914*leg1_u_Lxz;
             const double leg1_u_s2 = 1.2678274887341108*leg1_d_y + 0.1309241874257481*leg1_d_z - 0.15935294540539083*leg1_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg1_slide + 0.3, 0.0)) ? 103 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg1_slide, 0.0)) ? 104 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_slide + 0.3, 0.0) ? 0 : 103;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg1_slide, 0.0) ? 0 : 104;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse4;
             const double leg2_s0_y = cse5 + cse6;
             const double leg2_s0_z = cse7 + cse8;
@@ -40673,22 +42446,37 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
             const double leg2_d_y = 0.34201909097671546*leg2_s0_x - 0.9396930038089362*leg2_s0_y + 8.212120761403111e-07;
             const double leg2_d_z = 0.9254169587834975*leg2_s0_x + 0.3368230536298885*leg2_s0_y + 0.17364815846803508*leg2_s0_z - 0.857305340462539;
             const double leg2_slide_w2 = -leg2_d_y*leg2_d_y - leg2_d_z*leg2_d_z + 0.6060896082740002;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2, 0.0)) ? 201 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0)) ? 202 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2, 0.0) ? 0 : 201;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide_w2 - 6.060896082740003e-17, 0.0) ? 0 : 202;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_slide_w = sqrt(leg2_slide_w2);
             const double leg2_slide = leg2_d_x - leg2_slide_w;
             const double cse11 = 0.772661741245098*leg2_d_z + 0.6348179531299452*leg2_slide_w;
             const double cse12 = -0.1605606455684232*leg2_d_y - 0.6265818103479336*leg2_d_z + 0.7626372099732333*leg2_slide_w;
             const double leg2_u_Lxz2 = cse11*cse11 + cse12*cse12;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0)) ? 222 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 6.060896082740003e-17, 0.0) ? 0 : 222;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_c1 = cse12*leg2_u_inv_Lxz;
             const double leg2_u_s1 = -cse11*leg2_u_inv_Lxz;
             const double leg2_u_c2 = 1.2844925244049914*leg2_u_Lxz;
             const double leg2_u_s2 = 1.2678274887341108*leg2_d_y - 0.1309241874257481*leg2_d_z + 0.15935294540539083*leg2_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg2_slide + 0.3, 0.0)) ? 203 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg2_slide, 0.0)) ? 204 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_slide + 0.3, 0.0) ? 0 : 203;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg2_slide, 0.0) ? 0 : 204;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse13 = 0.234923*alpha_C_10;
             const double cse14 = 0.085505*alpha_C_00 + x_C;
             const double leg3_s0_x = cse13 + cse14;
@@ -40702,22 +42490,37 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
             const double leg3_d_y = 0.9848074348890166*leg3_s0_x + 0.173649981823539*leg3_s0_y - 9.795324006326052e-07;
             const double leg3_d_z = -0.17101185019869264*leg3_s0_x + 0.9698460072454212*leg3_s0_y + 0.17364811925769374*leg3_s0_z - 0.8573053403451059;
             const double leg3_slide_w2 = -leg3_d_y*leg3_d_y - leg3_d_z*leg3_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2, 0.0)) ? 301 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0)) ? 302 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2, 0.0) ? 0 : 301;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 302;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_slide_w = sqrt(leg3_slide_w2);
             const double leg3_slide = leg3_d_x - leg3_slide_w;
             const double cse19 = 0.7726615549039446*leg3_d_z + 0.6348181799329778*leg3_slide_w;
             const double cse20 = 0.16056068821451047*leg3_d_y - 0.6265820298045014*leg3_d_z + 0.7626370206894979*leg3_slide_w;
             const double leg3_u_Lxz2 = cse19*cse19 + cse20*cse20;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 322 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 322;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_c1 = cse20*leg3_u_inv_Lxz;
             const double leg3_u_s1 = -cse19*leg3_u_inv_Lxz;
             const double leg3_u_c2 = 1.284492135054843*leg3_u_Lxz;
             const double leg3_u_s2 = 1.2678270955245072*leg3_d_y + 0.13092422929057404*leg3_d_z - 0.1593529009974725*leg3_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg3_slide + 0.3, 0.0)) ? 303 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg3_slide, 0.0)) ? 304 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_slide + 0.3, 0.0) ? 0 : 303;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg3_slide, 0.0) ? 0 : 304;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse21 = 0.043412*alpha_C_10;
             const double cse22 = 0.246202*alpha_C_00;
             const double leg4_s0_x = cse21 - cse22 + x_C;
@@ -40731,22 +42534,37 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
             const double leg4_d_y = 0.6427885858610106*leg4_s0_x + 0.7660436240102793*leg4_s0_y + 1.3730299124594877e-06;
             const double leg4_d_z = -0.7544057193410512*leg4_s0_x + 0.633023199073302*leg4_s0_y + 0.17364803500331863*leg4_s0_z - 0.8573057170788839;
             const double leg4_slide_w2 = -leg4_d_y*leg4_d_y - leg4_d_z*leg4_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2, 0.0)) ? 401 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0)) ? 402 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2, 0.0) ? 0 : 401;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 402;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_slide_w = sqrt(leg4_slide_w2);
             const double leg4_slide = leg4_d_x - leg4_slide_w;
             const double cse27 = 0.7726614094113345*leg4_d_z + 0.6348183570175725*leg4_slide_w;
             const double cse28 = -0.16056018861520996*leg4_d_y - 0.6265822561834624*leg4_d_z + 0.7626369398789243*leg4_slide_w;
             const double leg4_u_Lxz2 = cse27*cse27 + cse28*cse28;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 422 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 422;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_c1 = cse28*leg4_u_inv_Lxz;
             const double leg4_u_s1 = -cse27*leg4_u_inv_Lxz;
             const double leg4_u_c2 = 1.2844920255130565*leg4_u_Lxz;
             const double leg4_u_s2 = 1.267827091794949*leg4_d_y - 0.13092384726424106*leg4_d_z + 0.15935236156055674*leg4_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg4_slide + 0.3, 0.0)) ? 403 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg4_slide, 0.0)) ? 404 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_slide + 0.3, 0.0) ? 0 : 403;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg4_slide, 0.0) ? 0 : 404;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse21 - cse22 + x_C;
             const double leg5_s0_y = -cse23 - cse24 + y_C;
             const double leg5_s0_z = -cse25 - cse26 + z_C;
@@ -40754,22 +42572,37 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
             const double leg5_d_y = -0.6427885858610106*leg5_s0_x + 0.7660436240102793*leg5_s0_y - 1.3730299124594877e-06;
             const double leg5_d_z = -0.7544057193410512*leg5_s0_x - 0.633023199073302*leg5_s0_y + 0.17364803500331863*leg5_s0_z - 0.8573057170788839;
             const double leg5_slide_w2 = -leg5_d_y*leg5_d_y - leg5_d_z*leg5_d_z + 0.60609007908;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2, 0.0)) ? 501 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0)) ? 502 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2, 0.0) ? 0 : 501;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide_w2 - 6.060900790799999e-17, 0.0) ? 0 : 502;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_slide_w = sqrt(leg5_slide_w2);
             const double leg5_slide = leg5_d_x - leg5_slide_w;
             const double cse29 = 0.7726614094113345*leg5_d_z + 0.6348183570175725*leg5_slide_w;
             const double cse30 = 0.16056018861520996*leg5_d_y - 0.6265822561834624*leg5_d_z + 0.7626369398789243*leg5_slide_w;
             const double leg5_u_Lxz2 = cse29*cse29 + cse30*cse30;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0)) ? 522 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 6.060900790799999e-17, 0.0) ? 0 : 522;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_c1 = cse30*leg5_u_inv_Lxz;
             const double leg5_u_s1 = -cse29*leg5_u_inv_Lxz;
             const double leg5_u_c2 = 1.2844920255130565*leg5_u_Lxz;
             const double leg5_u_s2 = 1.267827091794949*leg5_d_y + 0.13092384726424106*leg5_d_z - 0.15935236156055674*leg5_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg5_slide + 0.3, 0.0)) ? 503 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg5_slide, 0.0)) ? 504 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_slide + 0.3, 0.0) ? 0 : 503;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg5_slide, 0.0) ? 0 : 504;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse13 + cse14;
             const double leg6_s0_y = -cse15 + cse16;
             const double leg6_s0_z = -cse17 + cse18;
@@ -40777,22 +42610,37 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
             const double leg6_d_y = -0.9848074348890166*leg6_s0_x + 0.173649981823539*leg6_s0_y + 9.795324006326052e-07;
             const double leg6_d_z = -0.17101185019869264*leg6_s0_x - 0.9698460072454212*leg6_s0_y + 0.17364811925769374*leg6_s0_z - 0.8573053403451059;
             const double leg6_slide_w2 = -leg6_d_y*leg6_d_y - leg6_d_z*leg6_d_z + 0.606089975705;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2, 0.0)) ? 601 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0)) ? 602 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2, 0.0) ? 0 : 601;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide_w2 - 6.060899757050001e-17, 0.0) ? 0 : 602;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_slide_w = sqrt(leg6_slide_w2);
             const double leg6_slide = leg6_d_x - leg6_slide_w;
             const double cse31 = 0.7726615549039446*leg6_d_z + 0.6348181799329778*leg6_slide_w;
             const double cse32 = -0.16056068821451047*leg6_d_y - 0.6265820298045014*leg6_d_z + 0.7626370206894979*leg6_slide_w;
             const double leg6_u_Lxz2 = cse31*cse31 + cse32*cse32;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0)) ? 622 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 6.060899757050001e-17, 0.0) ? 0 : 622;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_c1 = cse32*leg6_u_inv_Lxz;
             const double leg6_u_s1 = -cse31*leg6_u_inv_Lxz;
             const double leg6_u_c2 = 1.284492135054843*leg6_u_Lxz;
             const double leg6_u_s2 = 1.2678270955245072*leg6_d_y - 0.13092422929057404*leg6_d_z + 0.1593529009974725*leg6_slide_w;
-            mg_s = (mg_s == 0 && !isgreater(leg6_slide + 0.3, 0.0)) ? 603 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.3 - leg6_slide, 0.0)) ? 604 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_slide + 0.3, 0.0) ? 0 : 603;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.3 - leg6_slide, 0.0) ? 0 : 604;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_r_rel1_x = 0.751754 - 0.16317595963671802*leg1_slide;
             const double leg1_r_rel1_y = 0.05939098530901799*leg1_slide - 0.273616;
             const double leg1_r_rel1_z = 0.9848077563974911*leg1_slide + 0.4;
@@ -40881,9 +42729,15 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
             const double leg1_Ci3_x = -0.191511*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.160697*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.191511*leg1_R_Cn_20 + 0.160697*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL2_z*leg1_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_B1_00*leg1_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_B1_00;
             const double leg2_B1_00 = leg2_beta2_00*leg2_u_c2 + 0.1240590679803349*leg2_u_s2;
             const double leg2_B1_01 = leg2_beta2_01*leg2_u_c2 + 0.9870259769097525*leg2_u_s2;
@@ -40919,9 +42773,15 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
             const double leg2_Ci3_x = 0.191511*leg2_R_Cn_22;
             const double leg2_Ci3_y = -0.160697*leg2_R_Cn_22;
             const double leg2_Ci3_z = -0.191511*leg2_R_Cn_20 + 0.160697*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL2_z*leg2_TL2_z - 6.060896082740002e-21, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_B1_00*leg2_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_B1_00;
             const double leg3_B1_00 = leg3_beta2_00*leg3_u_c2 - 0.12405907101227111*leg3_u_s2;
             const double leg3_B1_01 = leg3_beta2_01*leg3_u_c2 + 0.9870259699724637*leg3_u_s2;
@@ -40957,9 +42817,15 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
             const double leg3_Ci3_x = 0.234923*leg3_R_Cn_22;
             const double leg3_Ci3_y = -0.085505*leg3_R_Cn_22;
             const double leg3_Ci3_z = -0.234923*leg3_R_Cn_20 + 0.085505*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL2_z*leg3_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_B1_00*leg3_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_B1_00;
             const double leg4_B1_00 = leg4_beta2_00*leg4_u_c2 + 0.12405866163077783*leg4_u_s2;
             const double leg4_B1_01 = leg4_beta2_01*leg4_u_c2 + 0.9870260512427462*leg4_u_s2;
@@ -40995,9 +42861,15 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
             const double leg4_Ci3_x = 0.043412*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.246202*leg4_R_Cn_22;
             const double leg4_Ci3_z = -0.043412*leg4_R_Cn_20 - 0.246202*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL2_z*leg4_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_B1_00*leg4_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_B1_00;
             const double leg5_B1_00 = leg5_beta2_00*leg5_u_c2 - 0.12405866163077783*leg5_u_s2;
             const double leg5_B1_01 = leg5_beta2_01*leg5_u_c2 + 0.9870260512427462*leg5_u_s2;
@@ -41033,9 +42905,15 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
             const double leg5_Ci3_x = -0.043412*leg5_R_Cn_22;
             const double leg5_Ci3_y = 0.246202*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.043412*leg5_R_Cn_20 - 0.246202*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL2_z*leg5_TL2_z - 6.0609007908e-21, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_B1_00*leg5_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_B1_00;
             const double leg6_B1_00 = leg6_beta2_00*leg6_u_c2 + 0.12405907101227111*leg6_u_s2;
             const double leg6_B1_01 = leg6_beta2_01*leg6_u_c2 + 0.9870259699724637*leg6_u_s2;
@@ -41071,9 +42949,15 @@ int64_t mechgen_hexapod_pus_momentum_batch(int64_t n, const double *x, const dou
             const double leg6_Ci3_x = -0.234923*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.085505*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.234923*leg6_R_Cn_20 + 0.085505*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL2_z*leg6_TL2_z - 6.060899757050001e-21, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_TL2_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_B1_00*leg6_B1_00 - 1.0000000000000001e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_B1_00;
             const double leg1_H1_1 = leg1_B0_00*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_lu_inv2*(leg1_B0_20 - leg1_H1_1*leg1_beta2_20);

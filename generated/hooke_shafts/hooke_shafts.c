@@ -428,7 +428,10 @@ int64_t mechgen_hooke_shafts_newton_step_batch(int64_t n, const double *q, doubl
             const double err = sqrt(cross_f2_d_z*cross_f2_d_z + cross_f2_o_x*cross_f2_o_x + cross_f2_o_y*cross_f2_o_y + cse3*cse3);
             mg_o_error[0][mg_l] = err;
             const double dqrhs1 = -cross_f2_T1_x*cross_f2_o_x - cross_f2_T1_y*cross_f2_o_y - cross_f2_T1_z*cross_f2_d_z - cse2*cse3;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double dq1 = dqrhs1*invD1;
             mg_o_q_next[0][mg_l] = dq1 + q1;
@@ -631,7 +634,10 @@ int64_t mechgen_hooke_shafts_velocity_batch(int64_t n, const double *q, const do
             const double cse3 = -0.5*cross_f2_z_x*s2 + (0.8660254037844386)*cross_f2_z_y*s2 - 0.8660254037844386*cse2;
             const double N1_1 = cross_f2_T1_x*cross_f2_T1_x + cross_f2_T1_y*cross_f2_T1_y + cross_f2_T1_z*cross_f2_T1_z + cse3*cse3;
             const double X1_rhs1 = cse3*(-cross_f2_z_y*s2 + cse2);
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double X1_1 = X1_rhs1*invD1;
             mg_o_H[0][mg_l] = -X1_1;
@@ -1581,7 +1587,10 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
             const double cse6 = -cross_f2_z_y*s2 + cse4;
             const double X1_rhs1 = cse5*cse6;
             const double cse7 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double X1_1 = X1_rhs1*invD1;
             const double tau1 = mg_in_tau[0][mg_l];
@@ -1590,21 +1599,30 @@ int64_t mechgen_hooke_shafts_forward_dynamics_batch(int64_t n, const double *q, 
             const double cse8 = c2*qd2;
             const double cse9 = cross_f2_z_z*s2;
             const double qdd0_rhs1 = -cross_f2_T1_x*cross_f2_abias_x - cross_f2_T1_y*cross_f2_abias_y - cross_f2_T1_z*cross_f2_abias_z + cse5*(-omega1_y*(-cross_f2_z_x*cse8 - cse9*omega1_y) - (omega1_x - qd2)*(-c2*(-cross_f2_z_x*omega1_y + cross_f2_z_y*omega1_x) + cross_f2_z_y*cse8 - cse9*omega1_x + cse9*qd2));
-            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double qdd0_1 = invD1*qdd0_rhs1;
             const double c1_2 = b1 - 0.00040000000000000056*qdd0_1;
             const double MH1_1 = -0.00040000000000000056*X1_1;
             const double Mr1_1 = -MH1_1*X1_1 + 0.0004;
             const double tau2 = mg_in_tau[1][mg_l];
             const double br1 = -X1_1*c1_2 + tau2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1_2 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1_2;
             mg_o_qdd[1][mg_l] = qdd_ind1;
             const double qdd_dep1 = -X1_1*qdd_ind1 + qdd0_1;
             mg_o_qdd[0][mg_l] = qdd_dep1;
             const double resD1 = -b1 + (0.00040000000000000056)*qdd_dep1;
-            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lambda_z1 = invD1*resD1;
             const double lambda1 = cross_f2_T1_x*lambda_z1;
             mg_o_multipliers[0][mg_l] = lambda1;
@@ -1874,14 +1892,20 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
             const double cse6 = -cross_f2_z_y*s2 + cse4;
             const double X1_rhs1 = cse5*cse6;
             const double cse7 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double X1_1 = X1_rhs1*invD1;
             const double qd2 = mg_in_qd[1][mg_l];
             const double cse8 = c2*qd2;
             const double cse9 = cross_f2_z_z*s2;
             const double qdd0_rhs1 = -cross_f2_T1_x*cross_f2_abias_x - cross_f2_T1_y*cross_f2_abias_y - cross_f2_T1_z*cross_f2_abias_z + cse5*(-omega1_y*(-cross_f2_z_x*cse8 - cse9*omega1_y) - (omega1_x - qd2)*(-c2*(-cross_f2_z_x*omega1_y + cross_f2_z_y*omega1_x) + cross_f2_z_y*cse8 - cse9*omega1_x + cse9*qd2));
-            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double qdd0_1 = invD1*qdd0_rhs1;
             const double qdd_ind1 = mg_in_qdd_ind[0][mg_l];
             mg_o_qdd[1][mg_l] = qdd_ind1;
@@ -1891,7 +1915,10 @@ int64_t mechgen_hooke_shafts_inverse_dynamics_batch(int64_t n, const double *q, 
             const double a1_y = (9.81)*tau1_12;
             const double N2_x = (0.0004)*qdd_ind1;
             const double N1_z = -3.1364918806624406e-18*a1_x + (1.0358521839084693e-17)*a1_y + (0.00040000000000000056)*qdd_dep1;
-            mg_s = (mg_s == 0 && !isgreater(cse7, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse7, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lambda_z1 = N1_z*invD1;
             const double lambda1 = cross_f2_T1_x*lambda_z1;
             mg_o_multipliers[0][mg_l] = lambda1;

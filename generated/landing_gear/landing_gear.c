@@ -968,26 +968,41 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
             const double dqrhs3 = brace_lower_f2_T3_x*cse5 + brace_lower_f2_T3_y*cse6 + brace_lower_f2_T3_z*cse7;
             const double dqrhs4 = -brace_lower_f1_T4_x*cse5 - brace_lower_f1_T4_y*cse6 - brace_lower_f1_T4_z*cse7 + cse10*rod_end_f2_T4_z + cse8*rod_end_f2_T4_x + cse9*rod_end_f2_T4_y;
             const double dqrhs5 = brace_lower_f2_T5_x*cse5 + brace_lower_f2_T5_y*cse6 + brace_lower_f2_T5_z*cse7;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
-            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD4_2 = -L4_1*N1_2 + N2_4;
             const double L4_2 = LD4_2*invD2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N3_3, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/N3_3;
             const double L4_3 = N3_4*invD3;
             const double L5_3 = N3_5*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*N3_4 + N4_4;
-            mg_s = (mg_s == 0 && !isgreater(D4 - 1e-13*N4_4, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D4 - 1e-13*N4_4, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -L5_3*N3_4 + N4_5;
             const double L5_4 = LD5_4*invD4;
             const double D5 = -L5_3*N3_5 - L5_4*LD5_4 + N5_5;
-            mg_s = (mg_s == 0 && !isgreater(D5 - 1e-13*N5_5, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D5 - 1e-13*N5_5, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double y2 = -L2_1*dqrhs1 + dqrhs2;
             const double y4 = -L4_1*dqrhs1 - L4_2*y2 - L4_3*dqrhs3 + dqrhs4;
@@ -1436,26 +1451,41 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
             const double X1_rhs1 = rod_end_f1_T1_x*theta_J6_20 + rod_end_f1_T1_y*theta_J6_21 + rod_end_f1_T1_z*theta_J6_22;
             const double X1_rhs2 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21 + rod_end_f1_T2_z*theta_J6_22;
             const double X1_rhs4 = -rod_end_f2_T4_x*theta_J6_20 - rod_end_f2_T4_y*theta_J6_21 - rod_end_f2_T4_z*theta_J6_22;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
-            mg_s = (mg_s == 0 && !isgreater(D2 - 1e-13*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D2 - 1e-13*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD4_2 = -L4_1*N1_2 + N2_4;
             const double L4_2 = LD4_2*invD2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N3_3, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/N3_3;
             const double L4_3 = N3_4*invD3;
             const double L5_3 = N3_5*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*N3_4 + N4_4;
-            mg_s = (mg_s == 0 && !isgreater(D4 - 1e-13*N4_4, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D4 - 1e-13*N4_4, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -L5_3*N3_4 + N4_5;
             const double L5_4 = LD5_4*invD4;
             const double D5 = -L5_3*N3_5 - L5_4*LD5_4 + N5_5;
-            mg_s = (mg_s == 0 && !isgreater(D5 - 1e-13*N5_5, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D5 - 1e-13*N5_5, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double y4 = -L4_1*X1_rhs1 - L4_2*y2 + X1_rhs4;
@@ -4393,30 +4423,45 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double X1_rhs2 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21 + rod_end_f1_T2_z*theta_J6_22;
             const double X1_rhs4 = -rod_end_f2_T4_x*theta_J6_20 - rod_end_f2_T4_y*theta_J6_21 - rod_end_f2_T4_z*theta_J6_22;
             const double cse28 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse28, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
             const double cse29 = D2 - 1e-13*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD4_2 = -L4_1*N1_2 + N2_4;
             const double L4_2 = LD4_2*invD2;
             const double cse30 = 0.9999999999999*N3_3;
-            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/N3_3;
             const double L4_3 = N3_4*invD3;
             const double L5_3 = N3_5*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*N3_4 + N4_4;
             const double cse31 = D4 - 1e-13*N4_4;
-            mg_s = (mg_s == 0 && !isgreater(cse31, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -L5_3*N3_4 + N4_5;
             const double L5_4 = LD5_4*invD4;
             const double D5 = -L5_3*N3_5 - L5_4*LD5_4 + N5_5;
             const double cse32 = D5 - 1e-13*N5_5;
-            mg_s = (mg_s == 0 && !isgreater(cse32, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double y4 = -L4_1*X1_rhs1 - L4_2*y2 + X1_rhs4;
@@ -4449,11 +4494,26 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double qdd0_rhs3 = brace_lower_f2_T3_x*cse36 + brace_lower_f2_T3_y*cse37 + brace_lower_f2_T3_z*cse38;
             const double qdd0_rhs4 = -brace_lower_f1_T4_x*cse36 - brace_lower_f1_T4_y*cse37 - brace_lower_f1_T4_z*cse38 + cse33*rod_end_f2_T4_x + cse34*rod_end_f2_T4_y + cse35*rod_end_f2_T4_z;
             const double qdd0_rhs5 = brace_lower_f2_T5_x*cse36 + brace_lower_f2_T5_y*cse37 + brace_lower_f2_T5_z*cse38;
-            mg_s = (mg_s == 0 && !isgreater(cse28, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse31, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse32, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
             const double y4_2 = -L4_1*qdd0_rhs1 - L4_2*y2_2 - L4_3*qdd0_rhs3 + qdd0_rhs4;
             const double y5_2 = -L5_3*qdd0_rhs3 - L5_4*y4_2 + qdd0_rhs5;
@@ -4480,7 +4540,10 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double MH6_1 = -Nm6_1_z*X1_1 - Nm6_2_z*X1_2 + 6.0;
             const double Mr1_1 = -MH1_1*X1_1 - MH2_1*X1_2 - MH3_1*X1_3 - MH4_1*X1_4 - MH5_1*X1_5 + MH6_1;
             const double br1 = -X1_1*c1_2 - X1_2*c2_2 - X1_3*c3_2 - X1_4*c4_2 - X1_5*c5_2 + c6;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1_2 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1_2;
             mg_o_qdd[5][mg_l] = qdd_ind1;
@@ -4499,11 +4562,26 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
             const double resD3 = Ic3_22*qdd_dep3 + Nm5_3_z*qdd_dep5 + cse41;
             const double resD4 = -b4 + (896.4507253854542)*qdd_dep4;
             const double resD5 = Nm5_3_z*qdd_dep3 + cse42 + (3.462396707274432)*qdd_dep5;
-            mg_s = (mg_s == 0 && !isgreater(cse28, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse29, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse30, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse31, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse32, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse28, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse29, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse30, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse31, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse32, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_3 = -L2_1*resD1 + resD2;
             const double y4_3 = -L4_1*resD1 - L4_2*y2_3 - L4_3*resD3 + resD4;
             const double y5_3 = -L5_3*resD3 - L5_4*y4_3 + resD5;
@@ -5255,30 +5333,45 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double X1_rhs2 = rod_end_f1_T2_x*theta_J6_20 + rod_end_f1_T2_y*theta_J6_21 + rod_end_f1_T2_z*theta_J6_22;
             const double X1_rhs4 = -rod_end_f2_T4_x*theta_J6_20 - rod_end_f2_T4_y*theta_J6_21 - rod_end_f2_T4_z*theta_J6_22;
             const double cse19 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse19, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse19, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L2_1 = N1_2*invD1;
             const double L4_1 = N1_4*invD1;
             const double D2 = -L2_1*N1_2 + N2_2;
             const double cse20 = D2 - 1e-13*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD4_2 = -L4_1*N1_2 + N2_4;
             const double L4_2 = LD4_2*invD2;
             const double cse21 = 0.9999999999999*N3_3;
-            mg_s = (mg_s == 0 && !isgreater(cse21, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/N3_3;
             const double L4_3 = N3_4*invD3;
             const double L5_3 = N3_5*invD3;
             const double D4 = -L4_1*N1_4 - L4_2*LD4_2 - L4_3*N3_4 + N4_4;
             const double cse22 = D4 - 1e-13*N4_4;
-            mg_s = (mg_s == 0 && !isgreater(cse22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -L5_3*N3_4 + N4_5;
             const double L5_4 = LD5_4*invD4;
             const double D5 = -L5_3*N3_5 - L5_4*LD5_4 + N5_5;
             const double cse23 = D5 - 1e-13*N5_5;
-            mg_s = (mg_s == 0 && !isgreater(cse23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double y2 = -L2_1*X1_rhs1 + X1_rhs2;
             const double y4 = -L4_1*X1_rhs1 - L4_2*y2 + X1_rhs4;
@@ -5299,11 +5392,26 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double qdd0_rhs3 = brace_lower_f2_T3_x*cse27 + brace_lower_f2_T3_y*cse28 + brace_lower_f2_T3_z*cse29;
             const double qdd0_rhs4 = -brace_lower_f1_T4_x*cse27 - brace_lower_f1_T4_y*cse28 - brace_lower_f1_T4_z*cse29 + cse24*rod_end_f2_T4_x + cse25*rod_end_f2_T4_y + cse26*rod_end_f2_T4_z;
             const double qdd0_rhs5 = brace_lower_f2_T5_x*cse27 + brace_lower_f2_T5_y*cse28 + brace_lower_f2_T5_z*cse29;
-            mg_s = (mg_s == 0 && !isgreater(cse19, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse20, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse21, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse22, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse19, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_2 = -L2_1*qdd0_rhs1 + qdd0_rhs2;
             const double y4_2 = -L4_1*qdd0_rhs1 - L4_2*y2_2 - L4_3*qdd0_rhs3 + qdd0_rhs4;
             const double y5_2 = -L5_3*qdd0_rhs3 - L5_4*y4_2 + qdd0_rhs5;
@@ -5409,11 +5517,26 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
             const double N2_y = F_c6_x*r_rel6_z - F_c6_z*r_rel6_x - 0.49161535438228754*N6_x + (0.591183021092624)*N6_y + (0.6393879721322383)*N6_z - 6.93722346978229e-17*a2_x - 4.613305621713617*a2_z - 1.4677668020437573*epsd2_x + (1.793836027774138)*epsd2_y + (6.904665049877678e-17)*epsd2_z - 4.197389687714388e-17*oo2_xx - 6.904665049877678e-17*oo2_xy - 1.7650360277741381*oo2_xz - 1.4677668020437573*oo2_yz + (4.197389687714388e-17)*oo2_zz;
             const double N2_z = -F_c6_x*r_rel6_y + F_c6_y*r_rel6_x - 0.7688842702856029*N6_x - 0.6393879721322383*N6_y - 1.4613732465641265e-16*N6_z - 3.8363278327934296*a2_x + (4.613305621713617)*a2_y + (4.197389687714388e-17)*epsd2_x + (6.904665049877678e-17)*epsd2_y + (3.0143999999999997)*epsd2_z - 1.4677668020437573*oo2_xx + (0.5444720555482766)*oo2_xy + (6.904665049877678e-17)*oo2_xz + (1.4677668020437573)*oo2_yy - 4.197389687714388e-17*oo2_yz;
             const double N1_z = N2_x*beta2_02 + N2_y*beta2_12 + (9.611612496501513e-18)*N2_z;
-            mg_s = (mg_s == 0 && !isgreater(cse19, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse20, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse21, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse22, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse23, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse19, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse21, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse23, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y2_3 = -L2_1*N1_z + N2_z;
             const double y4_3 = -L4_1*N1_z - L4_2*y2_3 - L4_3*N3_z + N4_z;
             const double y5_3 = -L5_3*N3_z - L5_4*y4_3 + N5_z;

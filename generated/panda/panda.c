@@ -4618,7 +4618,10 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             const double H2_1 = -L7_2*Nm7_1_z + Nm2_1_z;
             const double L7_1 = (149.60760989322966)*Nm7_1_z;
             const double H1_1 = Ic1_22 - L7_1*Nm7_1_z;
-            mg_s = (mg_s == 0 && !isgreater(H6_6 - 1e-13*Ic6_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H6_6 - 1e-13*Ic6_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/H6_6;
             const double L6_5 = H6_5*invD6;
             const double H5_5_2 = H5_5 - H6_5*L6_5;
@@ -4640,7 +4643,10 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             const double H2_1_2 = H2_1 - H6_1*L6_2;
             const double L6_1 = H6_1*invD6;
             const double H1_1_2 = H1_1 - H6_1*L6_1;
-            mg_s = (mg_s == 0 && !isgreater(H5_5_2 - 1e-13*Ic5_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H5_5_2 - 1e-13*Ic5_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/H5_5_2;
             const double L5_4 = H5_4_2*invD5;
             const double H4_4_3 = H4_4_2 - H5_4_2*L5_4;
@@ -4656,7 +4662,10 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             const double H2_1_3 = H2_1_2 - H5_1_2*L5_2;
             const double L5_1 = H5_1_2*invD5;
             const double H1_1_3 = H1_1_2 - H5_1_2*L5_1;
-            mg_s = (mg_s == 0 && !isgreater(H4_4_3 - 1e-13*Ic4_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H4_4_3 - 1e-13*Ic4_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/H4_4_3;
             const double L4_3 = H4_3_3*invD4;
             const double H3_3_4 = H3_3_3 - H4_3_3*L4_3;
@@ -4667,18 +4676,27 @@ int64_t mechgen_panda_forward_dynamics_batch(int64_t n, const double *q, const d
             const double H2_1_4 = H2_1_3 - H4_1_3*L4_2;
             const double L4_1 = H4_1_3*invD4;
             const double H1_1_4 = H1_1_3 - H4_1_3*L4_1;
-            mg_s = (mg_s == 0 && !isgreater(H3_3_4 - 1e-13*Ic3_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H3_3_4 - 1e-13*Ic3_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/H3_3_4;
             const double L3_2 = H3_2_4*invD3;
             const double H2_2_5 = H2_2_4 - H3_2_4*L3_2;
             const double H2_1_5 = H2_1_4 - H3_1_4*L3_2;
             const double L3_1 = H3_1_4*invD3;
             const double H1_1_5 = H1_1_4 - H3_1_4*L3_1;
-            mg_s = (mg_s == 0 && !isgreater(H2_2_5 - 1e-13*Ic2_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H2_2_5 - 1e-13*Ic2_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/H2_2_5;
             const double L2_1 = H2_1_5*invD2;
             const double H1_1_6 = H1_1_5 - H2_1_5*L2_1;
-            mg_s = (mg_s == 0 && !isgreater(H1_1_6 - 1e-13*Ic1_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H1_1_6 - 1e-13*Ic1_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/H1_1_6;
             const double y6 = -L7_6*b7 + b6;
             const double y5 = -L6_5*y6 - L7_5*b7 + b5;
@@ -9053,7 +9071,10 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
             const double H2_1 = -IJ2_12 - L7_2*Nm7_1_z;
             const double L7_1 = (149.60760989322966)*Nm7_1_z;
             const double H1_1 = Ic1_22 - L7_1*Nm7_1_z;
-            mg_s = (mg_s == 0 && !isgreater(H6_6 - 1e-13*Ic6_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H6_6 - 1e-13*Ic6_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/H6_6;
             const double L6_5 = H6_5*invD6;
             const double H5_5_2 = H5_5 - H6_5*L6_5;
@@ -9075,7 +9096,10 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
             const double H2_1_2 = H2_1 - H6_1*L6_2;
             const double L6_1 = H6_1*invD6;
             const double H1_1_2 = H1_1 - H6_1*L6_1;
-            mg_s = (mg_s == 0 && !isgreater(H5_5_2 - 1e-13*Ic5_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H5_5_2 - 1e-13*Ic5_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/H5_5_2;
             const double L5_4 = H5_4_2*invD5;
             const double H4_4_3 = H4_4_2 - H5_4_2*L5_4;
@@ -9091,7 +9115,10 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
             const double H2_1_3 = H2_1_2 - H5_1_2*L5_2;
             const double L5_1 = H5_1_2*invD5;
             const double H1_1_3 = H1_1_2 - H5_1_2*L5_1;
-            mg_s = (mg_s == 0 && !isgreater(H4_4_3 - 1e-13*Ic4_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H4_4_3 - 1e-13*Ic4_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/H4_4_3;
             const double L4_3 = H4_3_3*invD4;
             const double H3_3_4 = H3_3_3 - H4_3_3*L4_3;
@@ -9102,18 +9129,27 @@ int64_t mechgen_panda_forward_dynamics_derivatives_batch(int64_t n, const double
             const double H2_1_4 = H2_1_3 - H4_1_3*L4_2;
             const double L4_1 = H4_1_3*invD4;
             const double H1_1_4 = H1_1_3 - H4_1_3*L4_1;
-            mg_s = (mg_s == 0 && !isgreater(H3_3_4 - 1e-13*Ic3_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H3_3_4 - 1e-13*Ic3_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/H3_3_4;
             const double L3_2 = H3_2_4*invD3;
             const double H2_2_5 = H2_2_4 - H3_2_4*L3_2;
             const double H2_1_5 = H2_1_4 - H3_1_4*L3_2;
             const double L3_1 = H3_1_4*invD3;
             const double H1_1_5 = H1_1_4 - H3_1_4*L3_1;
-            mg_s = (mg_s == 0 && !isgreater(H2_2_5 - 1e-13*Ic2_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H2_2_5 - 1e-13*Ic2_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/H2_2_5;
             const double L2_1 = H2_1_5*invD2;
             const double H1_1_6 = H1_1_5 - H2_1_5*L2_1;
-            mg_s = (mg_s == 0 && !isgreater(H1_1_6 - 1e-13*Ic1_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H1_1_6 - 1e-13*Ic1_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/H1_1_6;
             mg_o_dqdd_dQ[0][mg_l] = invD1;
             const double qdd_y6 = -L7_6*b7 + b6;

@@ -518,14 +518,23 @@ int64_t mechgen_parallelogram3_newton_step_batch(int64_t n, const double *q, dou
             const double dqrhs1 = -B2_f1_d_x*cse7 + B2_f1_d_y*cse6;
             const double dqrhs2 = -B1_f1_d_x*cse5 + B1_f1_d_y*cse4;
             const double dqrhs3 = B2_f2_d_x*cse7 - B2_f2_d_y*cse6 - cse4*tau4_01 + cse5*tau4_00;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L3_1 = N1_3*invD1;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/N2_2;
             const double L3_2 = N2_3*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*N2_3 + N3_3;
-            mg_s = (mg_s == 0 && !isgreater(D3 - 1e-13*N3_3, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D3 - 1e-13*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double y3 = -L3_1*dqrhs1 - L3_2*dqrhs2 + dqrhs3;
             const double dq3 = invD3*y3;
@@ -775,14 +784,23 @@ int64_t mechgen_parallelogram3_velocity_batch(int64_t n, const double *q, const 
             const double X1_rhs1 = -B2_f1_d_x*B2_f2_o_x + B2_f1_d_y*B2_f2_T3_x;
             const double X1_rhs2 = -B1_f1_d_x*B1_f2_o_x + B1_f1_d_y*B1_f2_T3_x;
             const double X1_rhs3 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00 - B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N1_1, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N1_1, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L3_1 = N1_3*invD1;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*N2_2, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*N2_2, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/N2_2;
             const double L3_2 = N2_3*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*N2_3 + N3_3;
-            mg_s = (mg_s == 0 && !isgreater(D3 - 1e-13*N3_3, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(D3 - 1e-13*N3_3, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double y3 = -L3_1*X1_rhs1 - L3_2*X1_rhs2 + X1_rhs3;
             const double X1_3 = invD3*y3;
@@ -2118,16 +2136,25 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double X1_rhs2 = -B1_f1_d_x*B1_f2_o_x + B1_f1_d_y*B1_f2_T3_x;
             const double X1_rhs3 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00 - B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x;
             const double cse11 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L3_1 = N1_3*invD1;
             const double cse12 = 0.9999999999999*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse12, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse12, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/N2_2;
             const double L3_2 = N2_3*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*N2_3 + N3_3;
             const double cse13 = D3 - 1e-13*N3_3;
-            mg_s = (mg_s == 0 && !isgreater(cse13, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse13, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double y3 = -L3_1*X1_rhs1 - L3_2*X1_rhs2 + X1_rhs3;
             const double X1_3 = invD3*y3;
@@ -2148,9 +2175,18 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double cse17 = B1_f1_abias_x - B1_f2_abias_x;
             const double qdd0_rhs2 = -B1_f1_d_x*cse16 + B1_f1_d_y*cse17;
             const double qdd0_rhs3 = B2_f2_d_x*cse14 - B2_f2_d_y*cse15 + cse16*tau4_00 - cse17*tau4_01;
-            mg_s = (mg_s == 0 && !isgreater(cse11, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse12, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse13, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse12, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse13, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y3_2 = -L3_1*qdd0_rhs1 - L3_2*qdd0_rhs2 + qdd0_rhs3;
             const double qdd0_3 = invD3*y3_2;
             const double qdd0_2 = -L3_2*qdd0_3 + invD2*qdd0_rhs2;
@@ -2165,7 +2201,10 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double MH4_1 = Nm4_3_z - 1.3333333333333333*X1_3;
             const double Mr1_1 = -MH1_1*X1_1 - MH2_1*X1_2 + MH3_1 - MH4_1*X1_3;
             const double br1 = -X1_1*c1_2 - X1_2*c2_2 - X1_3*c4_2 + c3_2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1_2 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1_2;
             mg_o_qdd[2][mg_l] = qdd_ind1;
@@ -2178,9 +2217,18 @@ int64_t mechgen_parallelogram3_forward_dynamics_batch(int64_t n, const double *q
             const double resD1 = -b1 + (0.3333333333333333)*qdd_dep1;
             const double resD2 = -b2 + (0.3333333333333333)*qdd_dep2;
             const double resD3 = Nm4_3_z*qdd_ind1 - b4 + (1.3333333333333333)*qdd_dep3;
-            mg_s = (mg_s == 0 && !isgreater(cse11, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse12, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse13, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse12, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse13, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y3_3 = -L3_1*resD1 - L3_2*resD2 + resD3;
             const double lambda_z3 = invD3*y3_3;
             const double lambda_z2 = -L3_2*lambda_z3 + invD2*resD2;
@@ -2554,16 +2602,25 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             const double X1_rhs2 = -B1_f1_d_x*B1_f2_o_x + B1_f1_d_y*B1_f2_T3_x;
             const double X1_rhs3 = -B1_f2_T3_x*tau4_01 + B1_f2_o_x*tau4_00 - B2_f2_T3_x*B2_f2_d_y + B2_f2_d_x*B2_f2_o_x;
             const double cse9 = 0.9999999999999*N1_1;
-            mg_s = (mg_s == 0 && !isgreater(cse9, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse9, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/N1_1;
             const double L3_1 = N1_3*invD1;
             const double cse10 = 0.9999999999999*N2_2;
-            mg_s = (mg_s == 0 && !isgreater(cse10, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse10, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/N2_2;
             const double L3_2 = N2_3*invD2;
             const double D3 = -L3_1*N1_3 - L3_2*N2_3 + N3_3;
             const double cse11 = D3 - 1e-13*N3_3;
-            mg_s = (mg_s == 0 && !isgreater(cse11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double y3 = -L3_1*X1_rhs1 - L3_2*X1_rhs2 + X1_rhs3;
             const double X1_3 = invD3*y3;
@@ -2576,9 +2633,18 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             const double cse15 = B1_f1_abias_x - B1_f2_abias_x;
             const double qdd0_rhs2 = -B1_f1_d_x*cse14 + B1_f1_d_y*cse15;
             const double qdd0_rhs3 = B2_f2_d_x*cse12 - B2_f2_d_y*cse13 + cse14*tau4_00 - cse15*tau4_01;
-            mg_s = (mg_s == 0 && !isgreater(cse9, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse10, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse9, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse10, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y3_2 = -L3_1*qdd0_rhs1 - L3_2*qdd0_rhs2 + qdd0_rhs3;
             const double qdd0_3 = invD3*y3_2;
             const double qdd0_2 = -L3_2*qdd0_3 + invD2*qdd0_rhs2;
@@ -2611,9 +2677,18 @@ int64_t mechgen_parallelogram3_inverse_dynamics_batch(int64_t n, const double *q
             const double N3_z = (0.8660254037844386)*F_c4_x + (0.5)*F_c4_y + N4_z + (0.4330127018922193)*a3_x + (0.25)*a3_y + (0.3333333333333333)*qdd_ind1;
             const double N2_z = (0.4330127018922193)*a2_x + (0.25)*a2_y + (0.3333333333333333)*qdd_dep2;
             const double N1_z = (0.4330127018922193)*a1_x + (0.25)*a1_y + (0.3333333333333333)*qdd_dep1;
-            mg_s = (mg_s == 0 && !isgreater(cse9, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse10, 0.0)) ? 1 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(cse11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse9, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse10, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double y3_3 = -L3_1*N1_z - L3_2*N2_z + N4_z;
             const double lambda_z3 = invD3*y3_3;
             const double lambda_z2 = -L3_2*lambda_z3 + N2_z*invD2;

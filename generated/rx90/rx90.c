@@ -3790,7 +3790,10 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
             const double H2_1 = IJ2_12 - L6_2*Nm6_1_z;
             const double L6_1 = (1659.7510373443984)*Nm6_1_z;
             const double H1_1 = Ic1_22 - L6_1*Nm6_1_z;
-            mg_s = (mg_s == 0 && !isgreater(H5_5 - 1e-13*Ic5_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H5_5 - 1e-13*Ic5_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/H5_5;
             const double L5_4 = H5_4*invD5;
             const double H4_4_2 = H4_4 - H5_4*L5_4;
@@ -3806,7 +3809,10 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
             const double H2_1_2 = H2_1 - H5_1*L5_2;
             const double L5_1 = H5_1*invD5;
             const double H1_1_2 = H1_1 - H5_1*L5_1;
-            mg_s = (mg_s == 0 && !isgreater(H4_4_2 - 1e-13*Ic4_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H4_4_2 - 1e-13*Ic4_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/H4_4_2;
             const double L4_3 = H4_3_2*invD4;
             const double H3_3_3 = H3_3_2 - H4_3_2*L4_3;
@@ -3817,18 +3823,27 @@ int64_t mechgen_rx90_forward_dynamics_batch(int64_t n, const double *q, const do
             const double H2_1_3 = H2_1_2 - H4_1_2*L4_2;
             const double L4_1 = H4_1_2*invD4;
             const double H1_1_3 = H1_1_2 - H4_1_2*L4_1;
-            mg_s = (mg_s == 0 && !isgreater(H3_3_3 - 1e-13*Ic3_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H3_3_3 - 1e-13*Ic3_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/H3_3_3;
             const double L3_2 = H3_2_3*invD3;
             const double H2_2_4 = H2_2_3 - H3_2_3*L3_2;
             const double H2_1_4 = H2_1_3 - H3_1_3*L3_2;
             const double L3_1 = H3_1_3*invD3;
             const double H1_1_4 = H1_1_3 - H3_1_3*L3_1;
-            mg_s = (mg_s == 0 && !isgreater(H2_2_4 - 1e-13*Ic2_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H2_2_4 - 1e-13*Ic2_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/H2_2_4;
             const double L2_1 = H2_1_4*invD2;
             const double H1_1_5 = H1_1_4 - H2_1_4*L2_1;
-            mg_s = (mg_s == 0 && !isgreater(H1_1_5 - 1e-13*Ic1_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H1_1_5 - 1e-13*Ic1_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/H1_1_5;
             const double y5 = -L6_5*b6 + b5;
             const double y4 = -L5_4*y5 - L6_4*b6 + b4;

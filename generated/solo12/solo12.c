@@ -12567,7 +12567,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double cse0 = c5*c5;
-            mg_s = (mg_s == 0 && !isgreater(cse0 - 1e-06, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse0 - 1e-06, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double q4 = mg_in_q[3][mg_l];
             double s4, c4;
             mg_sincos_poly(q4, &s4, &c4);
@@ -12963,7 +12966,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double pAn17_x = (0.01169101578415)*a17_y - 0.0028754860404785*a17_z + c18*pAn18_x - 3.959544277738894e-08*epsd16_y + (0.001386899962102278)*epsd17_x - 1.6098528734774548e-07*epsd17_z - 1.6098528734774548e-07*oo17_xy + (3.959544277738894e-08)*oo17_xz - 0.0002730308797879413*oo17_yy - 0.0012461895965439095*oo17_yz + (0.0002730308797879413)*oo17_zz + (0.16)*pAf18_y - 0.03745*paP18f_z + pan18_z*s18;
             const double pAn17_y = -0.01169101578415*a17_x + (2.0453744564999998e-06)*a17_z + (0.0013320948074879001)*epsd16_y - 3.959544277738894e-08*epsd17_x - 0.0002730308797879413*epsd17_z + (1.6098528734774548e-07)*oo17_xx + (0.0002730308797879413)*oo17_xy + (0.0013009947511582875)*oo17_xz - 3.959544277738894e-08*oo17_yz - 1.6098528734774548e-07*oo17_zz - 0.16*paP18f_x + pan18_y;
             const double pAn17_z = (0.0028754860404785)*a17_x - 2.0453744564999998e-06*a17_y + c18*pan18_z - 0.0002730308797879413*epsd16_y - 1.6098528734774548e-07*epsd17_x + (8.59052109439905e-05)*epsd17_z - 3.959544277738894e-08*oo17_xx - 5.48051546143779e-05*oo17_xy - 0.0002730308797879413*oo17_xz + (3.959544277738894e-08)*oo17_yy + (1.6098528734774548e-07)*oo17_yz - pAn18_x*s18 + (0.03745)*paP18f_x;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*IAJ1700 + 0.9999999999999*IAJ1711 - 1e-13*IAJ1722, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*IAJ1700 + 0.9999999999999*IAJ1711 - 1e-13*IAJ1722, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa17 = 1.0/IAJ1711;
             const double Q17 = mg_in_Q[16][mg_l];
             const double ua17 = Q17 - pAn17_y;
@@ -13037,7 +13043,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double cse53 = (7.020015784149999e-05)*epsd5_x;
             const double pAn16_y = -0.01169101578415*a16_z + cse53 + (0.001332094779323094)*epsd16_y - 0.001300994779323094*oo16_xz + (7.020015784149999e-05)*oo16_yz + pan17_y;
             const double pAn16_z = (0.0014853845)*a16_x + (0.01169101578415)*a16_y + c17*pan17_z + (0.001346088624323094)*epsd16_z + (7.020015784149999e-05)*oo16_xx + (0.001287000934323094)*oo16_xy - 7.020015784149999e-05*oo16_yy + (0.014)*paP17f_x - pan17_x*s17;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*IAJ1600 - 1e-13*IAJ1622 - 1.332094779323094e-16, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*IAJ1600 - 1e-13*IAJ1622 - 1.332094779323094e-16, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa16 = 1.0/IAJ1600;
             const double Q16 = mg_in_Q[15][mg_l];
             const double ua16 = Q16 - pAn16_x;
@@ -13169,7 +13178,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double pAn14_x = (0.01169101578415)*a14_y + (0.0028754860404785)*a14_z + c15*pAn15_x - 3.959544277738894e-08*epsd13_y + (0.001386899962102278)*epsd14_x + (1.6098528734774548e-07)*epsd14_z + (1.6098528734774548e-07)*oo14_xy + (3.959544277738894e-08)*oo14_xz + (0.0002730308797879413)*oo14_yy - 0.0012461895965439095*oo14_yz - 0.0002730308797879413*oo14_zz + (0.16)*pAf15_y + (0.03745)*paP15f_z + pan15_z*s15;
             const double pAn14_y = -0.01169101578415*a14_x - 2.0453744564999998e-06*a14_z + (0.0013320948074879001)*epsd13_y - 3.959544277738894e-08*epsd14_x + (0.0002730308797879413)*epsd14_z - 1.6098528734774548e-07*oo14_xx - 0.0002730308797879413*oo14_xy + (0.0013009947511582875)*oo14_xz - 3.959544277738894e-08*oo14_yz + (1.6098528734774548e-07)*oo14_zz - 0.16*paP15f_x + pan15_y;
             const double pAn14_z = -0.0028754860404785*a14_x + (2.0453744564999998e-06)*a14_y + c15*pan15_z + (0.0002730308797879413)*epsd13_y + (1.6098528734774548e-07)*epsd14_x + (8.59052109439905e-05)*epsd14_z - 3.959544277738894e-08*oo14_xx - 5.48051546143779e-05*oo14_xy + (0.0002730308797879413)*oo14_xz + (3.959544277738894e-08)*oo14_yy - 1.6098528734774548e-07*oo14_yz - pAn15_x*s15 - 0.03745*paP15f_x;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*IAJ1400 + 0.9999999999999*IAJ1411 - 1e-13*IAJ1422, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*IAJ1400 + 0.9999999999999*IAJ1411 - 1e-13*IAJ1422, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa14 = 1.0/IAJ1411;
             const double Q14 = mg_in_Q[13][mg_l];
             const double ua14 = Q14 - pAn14_y;
@@ -13239,7 +13251,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double pAn13_x = (0.0014853845)*a13_z + c14*pan14_x + cse52 - 7.020015784149999e-05*epsd13_y + (7.020015784149999e-05)*oo13_xz + (1.3993845e-05)*oo13_yz + (0.014)*paP14f_z + pan14_z*s14;
             const double pAn13_y = -0.01169101578415*a13_z - cse53 + (0.001332094779323094)*epsd13_y - 0.001300994779323094*oo13_xz - 7.020015784149999e-05*oo13_yz + pan14_y;
             const double pAn13_z = -0.0014853845*a13_x + (0.01169101578415)*a13_y + c14*pan14_z + (0.001346088624323094)*epsd13_z - 7.020015784149999e-05*oo13_xx + (0.001287000934323094)*oo13_xy + (7.020015784149999e-05)*oo13_yy - 0.014*paP14f_x - pan14_x*s14;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*IAJ1300 - 1e-13*IAJ1322 - 1.332094779323094e-16, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*IAJ1300 - 1e-13*IAJ1322 - 1.332094779323094e-16, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa13 = 1.0/IAJ1300;
             const double Q13 = mg_in_Q[12][mg_l];
             const double ua13 = Q13 - pAn13_x;
@@ -13371,7 +13386,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double pAn11_x = (0.01169101578415)*a11_y - 0.0028754860404785*a11_z + c12*pAn12_x - 3.959544277738894e-08*epsd10_y + (0.001386899962102278)*epsd11_x - 1.6098528734774548e-07*epsd11_z - 1.6098528734774548e-07*oo11_xy + (3.959544277738894e-08)*oo11_xz - 0.0002730308797879413*oo11_yy - 0.0012461895965439095*oo11_yz + (0.0002730308797879413)*oo11_zz + (0.16)*pAf12_y - 0.03745*paP12f_z + pan12_z*s12;
             const double pAn11_y = -0.01169101578415*a11_x + (2.0453744564999998e-06)*a11_z + (0.0013320948074879001)*epsd10_y - 3.959544277738894e-08*epsd11_x - 0.0002730308797879413*epsd11_z + (1.6098528734774548e-07)*oo11_xx + (0.0002730308797879413)*oo11_xy + (0.0013009947511582875)*oo11_xz - 3.959544277738894e-08*oo11_yz - 1.6098528734774548e-07*oo11_zz - 0.16*paP12f_x + pan12_y;
             const double pAn11_z = (0.0028754860404785)*a11_x - 2.0453744564999998e-06*a11_y + c12*pan12_z - 0.0002730308797879413*epsd10_y - 1.6098528734774548e-07*epsd11_x + (8.59052109439905e-05)*epsd11_z - 3.959544277738894e-08*oo11_xx - 5.48051546143779e-05*oo11_xy - 0.0002730308797879413*oo11_xz + (3.959544277738894e-08)*oo11_yy + (1.6098528734774548e-07)*oo11_yz - pAn12_x*s12 + (0.03745)*paP12f_x;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*IAJ1100 + 0.9999999999999*IAJ1111 - 1e-13*IAJ1122, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*IAJ1100 + 0.9999999999999*IAJ1111 - 1e-13*IAJ1122, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa11 = 1.0/IAJ1111;
             const double Q11 = mg_in_Q[10][mg_l];
             const double ua11 = Q11 - pAn11_y;
@@ -13442,7 +13460,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double cse72 = (0.0001636201578415)*epsd5_x;
             const double pAn10_y = (0.01169101578415)*a10_z - cse72 + (0.001332094779323094)*epsd10_y - 0.001300994779323094*oo10_xz - 0.0001636201578415*oo10_yz + pan11_y;
             const double pAn10_z = (0.0014853845)*a10_x - 0.01169101578415*a10_y + c11*pan11_z + (0.001346088624323094)*epsd10_z - 0.0001636201578415*oo10_xx + (0.001287000934323094)*oo10_xy + (0.0001636201578415)*oo10_yy + (0.014)*paP11f_x - pan11_x*s11;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*IAJ1000 - 1e-13*IAJ1022 - 1.332094779323094e-16, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*IAJ1000 - 1e-13*IAJ1022 - 1.332094779323094e-16, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa10 = 1.0/IAJ1000;
             const double Q10 = mg_in_Q[9][mg_l];
             const double ua10 = Q10 - pAn10_x;
@@ -13574,7 +13595,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double pAn8_x = (0.01169101578415)*a8_y + (0.0028754860404785)*a8_z + c9*pAn9_x - 3.959544277738894e-08*epsd7_y + (0.001386899962102278)*epsd8_x + (1.6098528734774548e-07)*epsd8_z + (1.6098528734774548e-07)*oo8_xy + (3.959544277738894e-08)*oo8_xz + (0.0002730308797879413)*oo8_yy - 0.0012461895965439095*oo8_yz - 0.0002730308797879413*oo8_zz + (0.16)*pAf9_y + (0.03745)*paP9f_z + pan9_z*s9;
             const double pAn8_y = -0.01169101578415*a8_x - 2.0453744564999998e-06*a8_z + (0.0013320948074879001)*epsd7_y - 3.959544277738894e-08*epsd8_x + (0.0002730308797879413)*epsd8_z - 1.6098528734774548e-07*oo8_xx - 0.0002730308797879413*oo8_xy + (0.0013009947511582875)*oo8_xz - 3.959544277738894e-08*oo8_yz + (1.6098528734774548e-07)*oo8_zz - 0.16*paP9f_x + pan9_y;
             const double pAn8_z = -0.0028754860404785*a8_x + (2.0453744564999998e-06)*a8_y + c9*pan9_z + (0.0002730308797879413)*epsd7_y + (1.6098528734774548e-07)*epsd8_x + (8.59052109439905e-05)*epsd8_z - 3.959544277738894e-08*oo8_xx - 5.48051546143779e-05*oo8_xy + (0.0002730308797879413)*oo8_xz + (3.959544277738894e-08)*oo8_yy - 1.6098528734774548e-07*oo8_yz - pAn9_x*s9 - 0.03745*paP9f_x;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*IAJ800 + 0.9999999999999*IAJ811 - 1e-13*IAJ822, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*IAJ800 + 0.9999999999999*IAJ811 - 1e-13*IAJ822, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa8 = 1.0/IAJ811;
             const double Q8 = mg_in_Q[7][mg_l];
             const double ua8 = Q8 - pAn8_y;
@@ -13644,7 +13668,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double pAn7_x = (0.0014853845)*a7_z + c8*pan8_x + cse52 + (0.0001636201578415)*epsd7_y - 0.0001636201578415*oo7_xz + (1.3993845e-05)*oo7_yz + (0.014)*paP8f_z + pan8_z*s8;
             const double pAn7_y = (0.01169101578415)*a7_z + cse72 + (0.001332094779323094)*epsd7_y - 0.001300994779323094*oo7_xz + (0.0001636201578415)*oo7_yz + pan8_y;
             const double pAn7_z = -0.0014853845*a7_x - 0.01169101578415*a7_y + c8*pan8_z + (0.001346088624323094)*epsd7_z + (0.0001636201578415)*oo7_xx + (0.001287000934323094)*oo7_xy - 0.0001636201578415*oo7_yy - 0.014*paP8f_x - pan8_x*s8;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*IAJ700 - 1e-13*IAJ722 - 1.332094779323094e-16, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*IAJ700 - 1e-13*IAJ722 - 1.332094779323094e-16, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa7 = 1.0/IAJ700;
             const double Q7 = mg_in_Q[6][mg_l];
             const double ua7 = Q7 - pAn7_x;
@@ -13742,7 +13769,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double pAn6_x = (0.00578574)*epsd5_x + (0.00538016)*oo6_yz - 0.0875*paP10f_z + (0.0875)*paP13f_z - 0.0875*paP16f_z + (0.0875)*paP7f_z + pan10_x + pan13_x + pan16_x + pan7_x;
             const double pAn6_y = c10*pan10_y + c13*pan13_y + c16*pan16_y + c7*pan7_y + (0.01938108)*epsd6_y - 0.0189755*oo6_xz - 0.1946*paP10f_z + (0.1946)*paP13f_z + (0.1946)*paP16f_z - 0.1946*paP7f_z - pan10_z*s10 - pan13_z*s13 - pan16_z*s16 - pan7_z*s7;
             const double pAn6_z = c10*pan10_z + c13*pan13_z + c16*pan16_z + c7*pan7_z + (0.02476124)*epsd6_z + (0.01359534)*oo6_xy + (0.1946)*paP10f_y - 0.1946*paP13f_y - 0.1946*paP16f_y + (0.1946)*paP7f_y + (0.0875)*paf10_x - 0.0875*paf13_x + (0.0875)*paf16_x - 0.0875*paf7_x + pan10_y*s10 + pan13_y*s13 + pan16_y*s16 + pan7_y*s7;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*IAJ600 - 1e-13*IAJ611 - 1e-13*IAJ622, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*IAJ600 - 1e-13*IAJ611 - 1e-13*IAJ622, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa6 = 1.0/IAJ600;
             const double Q6 = mg_in_Q[5][mg_l];
             const double ua6 = Q6 - pAn6_x;
@@ -13804,7 +13834,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double IaP6RHr2_z = IaP6RHc1_z*s6 + IaP6RHc2_z*c6;
             const double pAn5_y = c6*pan6_y - pan6_z*s6;
             const double pAn5_z = c6*pan6_z + pan6_y*s6;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*IaP6RJ_11 + 0.9999999999999*IaP6RJ_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*IaP6RJ_11 + 0.9999999999999*IaP6RJ_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa5 = 1.0/IaP6RJ_22;
             const double Q5 = mg_in_Q[4][mg_l];
             const double ua5 = Q5 - pAn5_z;
@@ -13846,7 +13879,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double IaP5RHr1_x = IaP5RHc0_y*c5 - IaP5RHc1_y*s5;
             const double IaP5RHr1_y = IaP5RHc0_y*s5 + IaP5RHc1_y*c5;
             const double pAn4_y = c5*pan5_y + pan6_x*s5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*IaP5RJ_00 + 0.9999999999999*IaP5RJ_11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*IaP5RJ_00 + 0.9999999999999*IaP5RJ_11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa4 = 1.0/IaP5RJ_11;
             const double Q4 = mg_in_Q[3][mg_l];
             const double ua4 = Q4 - pAn4_y;
@@ -13874,7 +13910,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double IaP4RM_02 = Ia4M02*IaP4RJ_C2 + IaP4RJ_cs*IaP4RM_D;
             const double IaP4RM_12 = -Ia4M01*s4 + Ia4M12*c4;
             const double IaP4RM_01 = Ia4M01*c4 + Ia4M12*s4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*Ia4M11 - 1e-13*IaP4RM_00 + 0.9999999999999*IaP4RM_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*Ia4M11 - 1e-13*IaP4RM_00 + 0.9999999999999*IaP4RM_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa3 = 1.0/IaP4RM_22;
             const double Q3 = mg_in_Q[2][mg_l];
             const double ua3 = Q3 - paP4f_z;
@@ -13886,7 +13925,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double Ia3M11 = Ia4M11 - IaP4RM_12*Wf3_y;
             const double paf3_x = IaP4RM_02*uD3 + paP4f_x;
             const double paf3_y = IaP4RM_12*uD3 + paf4_y;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*Ia3M00 + 0.9999999999999*Ia3M11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*Ia3M00 + 0.9999999999999*Ia3M11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa2 = 1.0/Ia3M11;
             const double Q2 = mg_in_Q[1][mg_l];
             const double ua2 = Q2 - paf3_y;
@@ -13894,7 +13936,10 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
             const double uD2 = invDa2*ua2;
             const double Ia2M00 = Ia3M00 - Ia3M01*Wf2_x;
             const double paf2_x = Ia3M01*uD2 + paf3_x;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Ia2M00, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Ia2M00, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa1 = 1.0/Ia2M00;
             const double Q1 = mg_in_Q[0][mg_l];
             const double ua1 = Q1 - paf2_x;
@@ -26694,7 +26739,10 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             const double b17 = -N17_y + Q17;
             const double Q18 = mg_in_Q[17][mg_l];
             const double b18 = -N18_y + Q18;
-            mg_s = (mg_s == 0 && !isgreater(cse50 - 1e-06, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse50 - 1e-06, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double L18_17 = (1842.9129686423128)*Nm18_17_y;
             const double H17_17 = Ic17_11 - L18_17*Nm18_17_y;
             const double H17_16 = -L18_17*Nm18_16_x - cse51;
@@ -26739,7 +26787,10 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             const double H2_1 = -Fm18_3_x*L18_2;
             const double L18_1 = (1842.9129686423128)*Fm18_3_x;
             const double H1_1 = -Fm18_3_x*L18_1 + 2.50000279;
-            mg_s = (mg_s == 0 && !isgreater(H17_17 - 1e-13*Ic17_11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H17_17 - 1e-13*Ic17_11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD17 = 1.0/H17_17;
             const double L17_16 = H17_16*invD17;
             const double H16_16_2 = H16_16 - H17_16*L17_16;
@@ -26776,7 +26827,10 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             const double H2_1_2 = -H17_1*L17_2 + H2_1;
             const double L17_1 = H17_1*invD17;
             const double H1_1_2 = -H17_1*L17_1 + H1_1;
-            mg_s = (mg_s == 0 && !isgreater(H16_16_2 - 1e-13*Ic16_00, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H16_16_2 - 1e-13*Ic16_00, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD16 = 1.0/H16_16_2;
             const double L16_6 = H16_6_2*invD16;
             const double H6_6_3 = -H16_6_2*L16_6 + H6_6_2;
@@ -26849,7 +26903,10 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             const double H2_1_4 = -Fm15_3_x*L15_2 + H2_1_3;
             const double L15_1 = (1842.9129686423128)*Fm15_3_x;
             const double H1_1_4 = -Fm15_3_x*L15_1 + H1_1_3;
-            mg_s = (mg_s == 0 && !isgreater(H14_14 - 1e-13*Ic14_11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H14_14 - 1e-13*Ic14_11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD14 = 1.0/H14_14;
             const double L14_13 = H14_13*invD14;
             const double H13_13_2 = H13_13 - H14_13*L14_13;
@@ -26886,7 +26943,10 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             const double H2_1_5 = -H14_1*L14_2 + H2_1_4;
             const double L14_1 = H14_1*invD14;
             const double H1_1_5 = -H14_1*L14_1 + H1_1_4;
-            mg_s = (mg_s == 0 && !isgreater(H13_13_2 - 1e-13*Ic13_00, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H13_13_2 - 1e-13*Ic13_00, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD13 = 1.0/H13_13_2;
             const double L13_6 = H13_6_2*invD13;
             const double H6_6_6 = -H13_6_2*L13_6 + H6_6_5;
@@ -26959,7 +27019,10 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             const double H2_1_7 = -Fm12_3_x*L12_2 + H2_1_6;
             const double L12_1 = (1842.9129686423128)*Fm12_3_x;
             const double H1_1_7 = -Fm12_3_x*L12_1 + H1_1_6;
-            mg_s = (mg_s == 0 && !isgreater(H11_11 - 1e-13*Ic11_11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H11_11 - 1e-13*Ic11_11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD11 = 1.0/H11_11;
             const double L11_10 = H11_10*invD11;
             const double H10_10_2 = H10_10 - H11_10*L11_10;
@@ -26996,7 +27059,10 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             const double H2_1_8 = -H11_1*L11_2 + H2_1_7;
             const double L11_1 = H11_1*invD11;
             const double H1_1_8 = -H11_1*L11_1 + H1_1_7;
-            mg_s = (mg_s == 0 && !isgreater(H10_10_2 - 1e-13*Ic10_00, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H10_10_2 - 1e-13*Ic10_00, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD10 = 1.0/H10_10_2;
             const double L10_6 = H10_6_2*invD10;
             const double H6_6_9 = -H10_6_2*L10_6 + H6_6_8;
@@ -27069,7 +27135,10 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             const double H2_1_10 = -Fm9_3_x*L9_2 + H2_1_9;
             const double L9_1 = (1842.9129686423128)*Fm9_3_x;
             const double H1_1_10 = -Fm9_3_x*L9_1 + H1_1_9;
-            mg_s = (mg_s == 0 && !isgreater(H8_8 - 1e-13*Ic8_11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H8_8 - 1e-13*Ic8_11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD8 = 1.0/H8_8;
             const double L8_7 = H8_7*invD8;
             const double H7_7_2 = H7_7 - H8_7*L8_7;
@@ -27106,7 +27175,10 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             const double H2_1_11 = H2_1_10 - H8_1*L8_2;
             const double L8_1 = H8_1*invD8;
             const double H1_1_11 = H1_1_10 - H8_1*L8_1;
-            mg_s = (mg_s == 0 && !isgreater(H7_7_2 - 1e-13*Ic7_00, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H7_7_2 - 1e-13*Ic7_00, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD7 = 1.0/H7_7_2;
             const double L7_6 = H7_6_2*invD7;
             const double H6_6_12 = H6_6_11 - H7_6_2*L7_6;
@@ -27135,7 +27207,10 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             const double H2_1_12 = H2_1_11 - H7_1_2*L7_2;
             const double L7_1 = H7_1_2*invD7;
             const double H1_1_12 = H1_1_11 - H7_1_2*L7_1;
-            mg_s = (mg_s == 0 && !isgreater(H6_6_12 - 1e-13*Ic6_00, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H6_6_12 - 1e-13*Ic6_00, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/H6_6_12;
             const double L6_5 = H6_5_12*invD6;
             const double H5_5_13 = H5_5_12 - H6_5_12*L6_5;
@@ -27157,7 +27232,10 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             const double H2_1_13 = H2_1_12 - H6_1_12*L6_2;
             const double L6_1 = H6_1_12*invD6;
             const double H1_1_13 = H1_1_12 - H6_1_12*L6_1;
-            mg_s = (mg_s == 0 && !isgreater(H5_5_13 - 1e-13*IJ6_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H5_5_13 - 1e-13*IJ6_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/H5_5_13;
             const double L5_4 = H5_4_13*invD5;
             const double H4_4_14 = H4_4_13 - H5_4_13*L5_4;
@@ -27173,7 +27251,10 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             const double H2_1_14 = H2_1_13 - H5_1_13*L5_2;
             const double L5_1 = H5_1_13*invD5;
             const double H1_1_14 = H1_1_13 - H5_1_13*L5_1;
-            mg_s = (mg_s == 0 && !isgreater(H4_4_14 - 1e-13*IJ5_11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H4_4_14 - 1e-13*IJ5_11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/H4_4_14;
             const double L4_3 = H4_3_14*invD4;
             const double H3_3_15 = H3_3_14 - H4_3_14*L4_3;
@@ -27184,18 +27265,27 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
             const double H2_1_15 = H2_1_14 - H4_1_14*L4_2;
             const double L4_1 = H4_1_14*invD4;
             const double H1_1_15 = H1_1_14 - H4_1_14*L4_1;
-            mg_s = (mg_s == 0 && !isgreater(H3_3_15 - 2.50000279e-13, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H3_3_15 - 2.50000279e-13, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/H3_3_15;
             const double L3_2 = H3_2_15*invD3;
             const double H2_2_16 = H2_2_15 - H3_2_15*L3_2;
             const double H2_1_16 = H2_1_15 - H3_1_15*L3_2;
             const double L3_1 = H3_1_15*invD3;
             const double H1_1_16 = H1_1_15 - H3_1_15*L3_1;
-            mg_s = (mg_s == 0 && !isgreater(H2_2_16 - 2.50000279e-13, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H2_2_16 - 2.50000279e-13, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/H2_2_16;
             const double L2_1 = H2_1_16*invD2;
             const double H1_1_17 = H1_1_16 - H2_1_16*L2_1;
-            mg_s = (mg_s == 0 && !isgreater(H1_1_17 - 2.50000279e-13, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H1_1_17 - 2.50000279e-13, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/H1_1_17;
             mg_o_dqdd_dQ[0][mg_l] = invD1;
             const double qdd_y17 = -L18_17*b18 + b17;

@@ -7418,7 +7418,10 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             mg_sincos_poly(q5, &s5, &c5);
             mg_range[mg_l] |= mg_trig_out_of_range(q5);
             const double cse0 = c5*c5;
-            mg_s = (mg_s == 0 && !isgreater(cse0 - 1e-06, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse0 - 1e-06, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double qd4 = mg_in_qd[3][mg_l];
             const double omega_p5_x = qd4*s5;
             const double omega_p5_y = c5*qd4;
@@ -7614,7 +7617,10 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double pAn13_x = -0.3*cse17 + cse19*epsd13_x - cse20*oo13_yz;
             const double pAn13_y = (0.3)*cse15 + cse19*epsd13_y + cse20*oo13_xz;
             const double pAn13_z = (1.5)*epsd12_z;
-            mg_s = (mg_s == 0 && !isgreater(1.49999999999945 - 1.8e-14*p_m_payload, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(1.49999999999945 - 1.8e-14*p_m_payload, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double Q13 = mg_in_Q[12][mg_l];
             const double ua13 = Q13 - pAn13_z;
             const double uD13 = (0.6666666666666666)*ua13;
@@ -7654,7 +7660,10 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double pAn12_x = -1.4*a12_J_y + c13*pAn13_x + (0.34)*epsd12_x - 0.19*oo12_yz - pAn13_y*s13 - 0.25*paP13f_y;
             const double pAn12_y = (1.4)*a12_x + c13*pAn13_y + (0.34)*epsd12_J_y + (0.19)*oo12_xz + pAn13_x*s13 + (0.25)*paP13f_x;
             const double pAn12_z = (0.15)*epsd12_z + pan13_z;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*IAJ1200 + 0.9999999999999*IAJ1211 - 1.5e-14, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*IAJ1200 + 0.9999999999999*IAJ1211 - 1.5e-14, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa12 = 1.0/IAJ1211;
             const double Q12 = mg_in_Q[11][mg_l];
             const double ua12 = Q12 - pAn12_y;
@@ -7749,7 +7758,10 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double pAn11_x = -1.4*a11_y + (0.34)*epsd8_x - 0.19*oo11_yz - 0.22*paP12f_y + 0.8660254037844386*paP12n_J_x - 0.5*pan12_y;
             const double pAn11_y = (1.4)*a11_x + (0.34)*epsd11_y + (0.19)*oo11_xz + (0.22)*paP12f_x + (0.5)*paP12n_J_x + 0.8660254037844386*pan12_y;
             const double pAn11_z = (0.15)*epsd11_z + paP12n_J_z;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*IAJ1100 - 1e-13*IAJ1111 - 1e-13*IAJ1122, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*IAJ1100 - 1e-13*IAJ1111 - 1e-13*IAJ1122, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa11 = 1.0/IAJ1100;
             const double Q11 = mg_in_Q[10][mg_l];
             const double ua11 = Q11 - pAn11_x;
@@ -7837,7 +7849,10 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double pAn10_x = -34.0*a10_y + (38.9)*epsd8_x - 38.55*oo10_yz - 1.7*paP11f_y + (0.1)*paP11f_z + pan11_x;
             const double pAn10_y = 34.0*a10_x + c11*pan11_y + (38.9)*epsd10_y + (38.55)*oo10_xz + (1.7)*paf11_x - pan11_z*s11;
             const double pAn10_z = c11*pan11_z + (0.35)*epsd10_z - 0.1*paf11_x + pan11_y*s11;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*IAJ1000 - 1e-13*IAJ1011 - 1e-13*IAJ1022, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*IAJ1000 - 1e-13*IAJ1011 - 1e-13*IAJ1022, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa10 = 1.0/IAJ1000;
             const double Q10 = mg_in_Q[9][mg_l];
             const double ua10 = Q10 - pAn10_x;
@@ -7925,7 +7940,10 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double pAn9_x = -40.5*a9_y + (48.95)*epsd8_x - 48.55*oo9_yz - 1.8*paP10f_y - 0.1*paP10f_z + pan10_x;
             const double pAn9_y = (40.5)*a9_x + c10*pan10_y + (48.95)*epsd9_y + (48.55)*oo9_xz + (1.8)*paf10_x - pan10_z*s10;
             const double pAn9_z = c10*pan10_z + (0.4)*epsd9_z + (0.1)*paf10_x + pan10_y*s10;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*IAJ900 - 1e-13*IAJ911 - 1e-13*IAJ922, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*IAJ900 - 1e-13*IAJ911 - 1e-13*IAJ922, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa9 = 1.0/IAJ900;
             const double Q9 = mg_in_Q[8][mg_l];
             const double ua9 = Q9 - pAn9_x;
@@ -8016,7 +8034,10 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double cse36 = (0.07)*oo8_xy;
             const double pAn8_y = (1.6)*a8_x + c9*pan9_y + cse36 + (0.38)*epsd7_y - 0.07*epsd8_z + (0.23)*oo8_xz + (0.22)*paf9_x - pan9_z*s9;
             const double pAn8_z = -0.8*a8_x + c9*pan9_z - cse36 - 0.07*epsd7_y + (0.22)*epsd8_z - 0.07*oo8_xz - 0.1*paf9_x + pan9_y*s9;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*IAJ800 + 0.9999999999999*IAJ811 - 1e-13*IAJ822, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*IAJ800 + 0.9999999999999*IAJ811 - 1e-13*IAJ822, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa8 = 1.0/IAJ811;
             const double Q8 = mg_in_Q[7][mg_l];
             const double ua8 = Q8 - pAn8_y;
@@ -8100,7 +8121,10 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double pAn7_x = -2.16*a7_y + c8*pan8_x + (0.5592)*epsd7_x - 0.3592*oo7_yz - 0.25*paf8_y + pan8_z*s8;
             const double pAn7_y = (2.16)*a7_x + (0.5592)*epsd7_y + (0.3592)*oo7_xz + (0.25)*paP8f_x + pan8_y;
             const double pAn7_z = c8*pan8_z + (0.2)*epsd6_z - pan8_x*s8;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*IAJ700 - 1e-13*IAJ711 + 0.9999999999999*IAJ722, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*IAJ700 - 1e-13*IAJ711 + 0.9999999999999*IAJ722, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa7 = 1.0/IAJ722;
             const double Q7 = mg_in_Q[6][mg_l];
             const double ua7 = Q7 - pAn7_z;
@@ -8193,7 +8217,10 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double pAn6_x = c7*pan7_x + (953.12)*epsd5_x + (12.24)*epsd6_y - 9.2*epsd6_z - 9.2*oo6_xy - 12.24*oo6_xz + (5.6)*oo6_yy - 322.88*oo6_yz - 5.6*oo6_zz - 0.9*paP7f_y + (0.4)*paf7_z - pan7_y*s7;
             const double pAn6_y = c7*pan7_y + (12.24)*epsd5_x + (1103.48)*epsd6_y + (5.6)*epsd6_z + (9.2)*oo6_xx - 5.6*oo6_xy + (172.52)*oo6_xz + (12.24)*oo6_yz - 9.2*oo6_zz + (0.9)*paP7f_x - 1.1*paf7_z + pan7_x*s7;
             const double pAn6_z = -9.2*epsd5_x + (5.6)*epsd6_y + (780.6)*epsd6_z + (12.24)*oo6_xx + (150.36)*oo6_xy + (5.6)*oo6_xz - 12.24*oo6_yy + (9.2)*oo6_yz - 0.4*paP7f_x + (1.1)*paP7f_y + pan7_z;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*IAJ600 - 1e-13*IAJ611 - 1e-13*IAJ622, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*IAJ600 - 1e-13*IAJ611 - 1e-13*IAJ622, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa6 = 1.0/IAJ600;
             const double Q6 = mg_in_Q[5][mg_l];
             const double ua6 = Q6 - pAn6_x;
@@ -8255,7 +8282,10 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double IaP6RHr2_z = IaP6RHc1_z*s6 + IaP6RHc2_z*c6;
             const double pAn5_y = c6*pan6_y - pan6_z*s6;
             const double pAn5_z = c6*pan6_z + pan6_y*s6;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*IaP6RJ_11 + 0.9999999999999*IaP6RJ_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*IaP6RJ_11 + 0.9999999999999*IaP6RJ_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa5 = 1.0/IaP6RJ_22;
             const double Q5 = mg_in_Q[4][mg_l];
             const double ua5 = Q5 - pAn5_z;
@@ -8297,7 +8327,10 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double IaP5RHr1_x = IaP5RHc0_y*c5 - IaP5RHc1_y*s5;
             const double IaP5RHr1_y = IaP5RHc0_y*s5 + IaP5RHc1_y*c5;
             const double pAn4_y = c5*pan5_y + pan6_x*s5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*IaP5RJ_00 + 0.9999999999999*IaP5RJ_11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*IaP5RJ_00 + 0.9999999999999*IaP5RJ_11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa4 = 1.0/IaP5RJ_11;
             const double Q4 = mg_in_Q[3][mg_l];
             const double ua4 = Q4 - pAn4_y;
@@ -8329,7 +8362,10 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double IaP4RM_02 = Ia4M02*IaP4RJ_C2 + IaP4RJ_cs*IaP4RM_D;
             const double IaP4RM_12 = -Ia4M01*s4 + Ia4M12*c4;
             const double IaP4RM_01 = Ia4M01*c4 + Ia4M12*s4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*Ia4M11 - 1e-13*IaP4RM_00 + 0.9999999999999*IaP4RM_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*Ia4M11 - 1e-13*IaP4RM_00 + 0.9999999999999*IaP4RM_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa3 = 1.0/IaP4RM_22;
             const double Q3 = mg_in_Q[2][mg_l];
             const double ua3 = Q3 - paP4f_z;
@@ -8341,7 +8377,10 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double Ia3M11 = Ia4M11 - IaP4RM_12*Wf3_y;
             const double paf3_x = IaP4RM_02*uD3 + paP4f_x;
             const double paf3_y = IaP4RM_12*uD3 + paf4_y;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*Ia3M00 + 0.9999999999999*Ia3M11, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*Ia3M00 + 0.9999999999999*Ia3M11, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa2 = 1.0/Ia3M11;
             const double Q2 = mg_in_Q[1][mg_l];
             const double ua2 = Q2 - paf3_y;
@@ -8349,7 +8388,10 @@ int64_t mechgen_space_arm7_forward_dynamics_batch(int64_t n, const double *q, co
             const double uD2 = invDa2*ua2;
             const double Ia2M00 = Ia3M00 - Ia3M01*Wf2_x;
             const double paf2_x = Ia3M01*uD2 + paf3_x;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Ia2M00, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Ia2M00, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invDa1 = 1.0/Ia2M00;
             const double Q1 = mg_in_Q[0][mg_l];
             const double ua1 = Q1 - paf2_x;

@@ -440,7 +440,10 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
             const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
             const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -455,8 +458,14 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.4, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse6;
             const double cse14 = -cse8 + y_C;
             const double leg2_s0_y = cse14 + cse7 + 0.401478*s_psi_z;
@@ -464,7 +473,10 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
             const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -479,8 +491,14 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.4, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.570634*alpha_C_20;
             const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double leg3_s0_x = cse15 + cse16;
@@ -492,7 +510,10 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
             const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
             const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -507,8 +528,14 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.4, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse20 = 0.124747*alpha_C_20;
             const double cse21 = 0.586889*alpha_C_00 + cse4 - x_C;
             const double leg4_s0_x = cse20 - cse21;
@@ -521,7 +548,10 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
             const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
             const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -536,15 +566,24 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.4, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse20 - cse21;
             const double leg5_s0_y = -cse22 - cse23;
             const double leg5_s0_z = -cse24 - cse25;
             const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
             const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -559,15 +598,24 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.4, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse15 + cse16;
             const double leg6_s0_y = -cse17 - cse9 + 0.18541*s_psi_z;
             const double leg6_s0_z = -cse18 + cse19;
             const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -582,8 +630,14 @@ int64_t mechgen_stewart_rrp_002_inverse_kinematics_batch(int64_t n, const double
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.4, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             mg_st[mg_l] = mg_s;
         }
         for (int mg_l = 0; mg_l < 8; ++mg_l) {
@@ -1171,9 +1225,15 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
             const double leg1_R_Cn_20 = alpha_C_00*leg1_beta1_20 + alpha_C_02*leg1_beta1_00;
             const double leg1_R_Cn_21 = alpha_C_10*leg1_beta1_20 + alpha_C_12*leg1_beta1_00;
             const double leg1_R_Cn_22 = alpha_C_20*leg1_beta1_20 + alpha_C_22*leg1_beta1_00;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
             const double leg2_u2 = mg_in_q[4][mg_l];
             double leg2_s2, leg2_c2;
@@ -1198,9 +1258,15 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
             const double leg2_R_Cn_20 = alpha_C_00*leg2_beta1_20 + alpha_C_02*leg2_beta1_00;
             const double leg2_R_Cn_21 = alpha_C_10*leg2_beta1_20 + alpha_C_12*leg2_beta1_00;
             const double leg2_R_Cn_22 = alpha_C_20*leg2_beta1_20 + alpha_C_22*leg2_beta1_00;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
             const double leg3_u2 = mg_in_q[7][mg_l];
             double leg3_s2, leg3_c2;
@@ -1225,9 +1291,15 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
             const double leg3_R_Cn_20 = alpha_C_00*leg3_beta1_20 + alpha_C_02*leg3_beta1_00;
             const double leg3_R_Cn_21 = alpha_C_10*leg3_beta1_20 + alpha_C_12*leg3_beta1_00;
             const double leg3_R_Cn_22 = alpha_C_20*leg3_beta1_20 + alpha_C_22*leg3_beta1_00;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg4_u2 = mg_in_q[10][mg_l];
             double leg4_s2, leg4_c2;
@@ -1252,9 +1324,15 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
             const double leg4_R_Cn_20 = alpha_C_00*leg4_beta1_20 + alpha_C_02*leg4_beta1_00;
             const double leg4_R_Cn_21 = alpha_C_10*leg4_beta1_20 + alpha_C_12*leg4_beta1_00;
             const double leg4_R_Cn_22 = alpha_C_20*leg4_beta1_20 + alpha_C_22*leg4_beta1_00;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
             const double leg5_u2 = mg_in_q[13][mg_l];
             double leg5_s2, leg5_c2;
@@ -1279,9 +1357,15 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
             const double leg5_R_Cn_20 = alpha_C_00*leg5_beta1_20 + alpha_C_02*leg5_beta1_00;
             const double leg5_R_Cn_21 = alpha_C_10*leg5_beta1_20 + alpha_C_12*leg5_beta1_00;
             const double leg5_R_Cn_22 = alpha_C_20*leg5_beta1_20 + alpha_C_22*leg5_beta1_00;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg6_u2 = mg_in_q[16][mg_l];
             double leg6_s2, leg6_c2;
@@ -1306,9 +1390,15 @@ int64_t mechgen_stewart_rrp_002_newton_step_batch(int64_t n, const double *x, co
             const double leg6_R_Cn_20 = alpha_C_00*leg6_beta1_20 + alpha_C_02*leg6_beta1_00;
             const double leg6_R_Cn_21 = alpha_C_10*leg6_beta1_20 + alpha_C_12*leg6_beta1_00;
             const double leg6_R_Cn_22 = alpha_C_20*leg6_beta1_20 + alpha_C_22*leg6_beta1_00;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double x_C = mg_in_x[0][mg_l];
             const double z_C = mg_in_x[2][mg_l];
@@ -2062,7 +2152,10 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
             const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -2073,8 +2166,14 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
             mg_o_H[13][mg_l] = leg1_u_s2;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.4, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse6;
             const double cse14 = -cse8 + y_C;
             const double leg2_s0_y = cse14 + cse7 + 0.401478*s_psi_z;
@@ -2082,7 +2181,10 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -2093,8 +2195,14 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
             mg_o_H[31][mg_l] = leg2_u_s2;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.4, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.570634*alpha_C_20;
             const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double leg3_s0_x = cse15 + cse16;
@@ -2106,7 +2214,10 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
             const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -2117,8 +2228,14 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
             mg_o_H[49][mg_l] = leg3_u_s2;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.4, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse20 = 0.124747*alpha_C_20;
             const double cse21 = 0.586889*alpha_C_00 + cse4 - x_C;
             const double leg4_s0_x = cse20 - cse21;
@@ -2131,7 +2248,10 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
             const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -2142,15 +2262,24 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
             mg_o_H[67][mg_l] = leg4_u_s2;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.4, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse20 - cse21;
             const double leg5_s0_y = -cse22 - cse23;
             const double leg5_s0_z = -cse24 - cse25;
             const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
             const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -2161,15 +2290,24 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
             mg_o_H[85][mg_l] = leg5_u_s2;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.4, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse15 + cse16;
             const double leg6_s0_y = -cse17 - cse9 + 0.18541*s_psi_z;
             const double leg6_s0_z = -cse18 + cse19;
             const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -2180,8 +2318,14 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
             mg_o_H[103][mg_l] = leg6_u_s2;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.4, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
             const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg1_beta1_02 = -cse26;
@@ -2235,9 +2379,15 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg1_Ci3_x = 0.445887*leg1_R_Cn_21 - 0.1*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.445887*leg1_R_Cn_20 - 0.401478*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.1*leg1_R_Cn_20 + 0.401478*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             mg_o_H[30][mg_l] = leg2_B0_00;
@@ -2268,9 +2418,15 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg2_Ci3_x = -0.445887*leg2_R_Cn_21 - 0.1*leg2_R_Cn_22;
             const double leg2_Ci3_y = 0.445887*leg2_R_Cn_20 - 0.401478*leg2_R_Cn_22;
             const double leg2_Ci3_z = 0.1*leg2_R_Cn_20 + 0.401478*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             mg_o_H[48][mg_l] = leg3_B0_00;
@@ -2301,9 +2457,15 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg3_Ci3_x = -0.570634*leg3_R_Cn_21 - 0.1*leg3_R_Cn_22;
             const double leg3_Ci3_y = 0.570634*leg3_R_Cn_20 - 0.18541*leg3_R_Cn_22;
             const double leg3_Ci3_z = 0.1*leg3_R_Cn_20 + 0.18541*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
             mg_o_H[66][mg_l] = leg4_B0_00;
@@ -2334,9 +2496,15 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg4_Ci3_x = -0.124747*leg4_R_Cn_21 - 0.1*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.124747*leg4_R_Cn_20 + 0.586889*leg4_R_Cn_22;
             const double leg4_Ci3_z = 0.1*leg4_R_Cn_20 - 0.586889*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
             mg_o_H[84][mg_l] = leg5_B0_00;
@@ -2367,9 +2535,15 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg5_Ci3_x = 0.124747*leg5_R_Cn_21 - 0.1*leg5_R_Cn_22;
             const double leg5_Ci3_y = -0.124747*leg5_R_Cn_20 + 0.586889*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.1*leg5_R_Cn_20 - 0.586889*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
             mg_o_H[102][mg_l] = leg6_B0_00;
@@ -2400,9 +2574,15 @@ int64_t mechgen_stewart_rrp_002_velocity_constraints_batch(int64_t n, const doub
             const double leg6_Ci3_x = 0.570634*leg6_R_Cn_21 - 0.1*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.570634*leg6_R_Cn_20 - 0.18541*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.1*leg6_R_Cn_20 + 0.18541*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
             mg_o_H[0][mg_l] = leg1_H1_1;
@@ -3221,7 +3401,10 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
             const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -3236,8 +3419,14 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.4, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse6;
             const double cse14 = -cse8 + y_C;
             const double leg2_s0_y = cse14 + cse7 + 0.401478*s_psi_z;
@@ -3245,7 +3434,10 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -3260,8 +3452,14 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.4, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.570634*alpha_C_20;
             const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double leg3_s0_x = cse15 + cse16;
@@ -3273,7 +3471,10 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
             const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -3288,8 +3489,14 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.4, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse20 = 0.124747*alpha_C_20;
             const double cse21 = 0.586889*alpha_C_00 + cse4 - x_C;
             const double leg4_s0_x = cse20 - cse21;
@@ -3302,7 +3509,10 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
             const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -3317,15 +3527,24 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.4, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse20 - cse21;
             const double leg5_s0_y = -cse22 - cse23;
             const double leg5_s0_z = -cse24 - cse25;
             const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
             const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -3340,15 +3559,24 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.4, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse15 + cse16;
             const double leg6_s0_y = -cse17 - cse9 + 0.18541*s_psi_z;
             const double leg6_s0_z = -cse18 + cse19;
             const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -3363,8 +3591,14 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.4, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
             const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg1_beta1_02 = -cse26;
@@ -3413,9 +3647,15 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg1_Ci3_x = 0.445887*leg1_R_Cn_21 - 0.1*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.445887*leg1_R_Cn_20 - 0.401478*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.1*leg1_R_Cn_20 + 0.401478*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
@@ -3441,9 +3681,15 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg2_Ci3_x = -0.445887*leg2_R_Cn_21 - 0.1*leg2_R_Cn_22;
             const double leg2_Ci3_y = 0.445887*leg2_R_Cn_20 - 0.401478*leg2_R_Cn_22;
             const double leg2_Ci3_z = 0.1*leg2_R_Cn_20 + 0.401478*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -3469,9 +3715,15 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg3_Ci3_x = -0.570634*leg3_R_Cn_21 - 0.1*leg3_R_Cn_22;
             const double leg3_Ci3_y = 0.570634*leg3_R_Cn_20 - 0.18541*leg3_R_Cn_22;
             const double leg3_Ci3_z = 0.1*leg3_R_Cn_20 + 0.18541*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
@@ -3497,9 +3749,15 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg4_Ci3_x = -0.124747*leg4_R_Cn_21 - 0.1*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.124747*leg4_R_Cn_20 + 0.586889*leg4_R_Cn_22;
             const double leg4_Ci3_z = 0.1*leg4_R_Cn_20 - 0.586889*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
@@ -3525,9 +3783,15 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg5_Ci3_x = 0.124747*leg5_R_Cn_21 - 0.1*leg5_R_Cn_22;
             const double leg5_Ci3_y = -0.124747*leg5_R_Cn_20 + 0.586889*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.1*leg5_R_Cn_20 - 0.586889*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -3553,9 +3817,15 @@ int64_t mechgen_stewart_rrp_002_leg_rates_batch(int64_t n, const double *x, cons
             const double leg6_Ci3_x = 0.570634*leg6_R_Cn_21 - 0.1*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.570634*leg6_R_Cn_20 - 0.18541*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.1*leg6_R_Cn_20 + 0.18541*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -4554,7 +4824,10 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
             const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -4564,8 +4837,14 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.4, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse6;
             const double cse14 = -cse8 + y_C;
             const double leg2_s0_y = cse14 + cse7 + 0.401478*s_psi_z;
@@ -4573,7 +4852,10 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -4583,8 +4865,14 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.4, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.570634*alpha_C_20;
             const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double leg3_s0_x = cse15 + cse16;
@@ -4596,7 +4884,10 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
             const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -4606,8 +4897,14 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.4, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse20 = 0.124747*alpha_C_20;
             const double cse21 = 0.586889*alpha_C_00 + cse4 - x_C;
             const double leg4_s0_x = cse20 - cse21;
@@ -4620,7 +4917,10 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
             const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -4630,15 +4930,24 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.4, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse20 - cse21;
             const double leg5_s0_y = -cse22 - cse23;
             const double leg5_s0_z = -cse24 - cse25;
             const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
             const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -4648,15 +4957,24 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.4, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse15 + cse16;
             const double leg6_s0_y = -cse17 - cse9 + 0.18541*s_psi_z;
             const double leg6_s0_z = -cse18 + cse19;
             const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -4666,8 +4984,14 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.4, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
             const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg1_beta1_02 = -cse26;
@@ -4716,9 +5040,15 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg1_Ci3_x = 0.445887*leg1_R_Cn_21 - 0.1*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.445887*leg1_R_Cn_20 - 0.401478*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.1*leg1_R_Cn_20 + 0.401478*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
@@ -4744,9 +5074,15 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg2_Ci3_x = -0.445887*leg2_R_Cn_21 - 0.1*leg2_R_Cn_22;
             const double leg2_Ci3_y = 0.445887*leg2_R_Cn_20 - 0.401478*leg2_R_Cn_22;
             const double leg2_Ci3_z = 0.1*leg2_R_Cn_20 + 0.401478*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -4772,9 +5108,15 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg3_Ci3_x = -0.570634*leg3_R_Cn_21 - 0.1*leg3_R_Cn_22;
             const double leg3_Ci3_y = 0.570634*leg3_R_Cn_20 - 0.18541*leg3_R_Cn_22;
             const double leg3_Ci3_z = 0.1*leg3_R_Cn_20 + 0.18541*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
@@ -4800,9 +5142,15 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg4_Ci3_x = -0.124747*leg4_R_Cn_21 - 0.1*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.124747*leg4_R_Cn_20 + 0.586889*leg4_R_Cn_22;
             const double leg4_Ci3_z = 0.1*leg4_R_Cn_20 - 0.586889*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
@@ -4828,9 +5176,15 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg5_Ci3_x = 0.124747*leg5_R_Cn_21 - 0.1*leg5_R_Cn_22;
             const double leg5_Ci3_y = -0.124747*leg5_R_Cn_20 + 0.586889*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.1*leg5_R_Cn_20 - 0.586889*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -4856,9 +5210,15 @@ int64_t mechgen_stewart_rrp_002_acceleration_terms_batch(int64_t n, const double
             const double leg6_Ci3_x = 0.570634*leg6_R_Cn_21 - 0.1*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.570634*leg6_R_Cn_20 - 0.18541*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.1*leg6_R_Cn_20 + 0.18541*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -5468,14 +5828,23 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
             const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
             const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
             const double leg1_u_inv_L = 1.0/leg1_u_L;
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.4, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse6;
             const double cse14 = -cse8 + y_C;
             const double leg2_s0_y = cse14 + cse7 + 0.401478*s_psi_z;
@@ -5483,14 +5852,23 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
             const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
             const double leg2_u_inv_L = 1.0/leg2_u_L;
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.4, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.570634*alpha_C_20;
             const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double leg3_s0_x = cse15 + cse16;
@@ -5502,14 +5880,23 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
             const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
             const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
             const double leg3_u_inv_L = 1.0/leg3_u_L;
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.4, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse20 = 0.124747*alpha_C_20;
             const double cse21 = 0.586889*alpha_C_00 + cse4 - x_C;
             const double leg4_s0_x = cse20 - cse21;
@@ -5522,66 +5909,129 @@ int64_t mechgen_stewart_rrp_002_leg_forces_batch(int64_t n, const double *x, con
             const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
             const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
             const double leg4_u_inv_L = 1.0/leg4_u_L;
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.4, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse20 - cse21;
             const double leg5_s0_y = -cse22 - cse23;
             const double leg5_s0_z = -cse24 - cse25;
             const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
             const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
             const double leg5_u_inv_L = 1.0/leg5_u_L;
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.4, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse15 + cse16;
             const double leg6_s0_y = -cse17 - cse9 + 0.18541*s_psi_z;
             const double leg6_s0_z = -cse18 + cse19;
             const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
             const double leg6_u_inv_L = 1.0/leg6_u_L;
             const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.4, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_rho2_x = leg1_stroke + 1.095070951822301;
             const double leg1_TL1_z = -leg1_rho2_x*leg1_u_c2;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_rho2_x = leg2_stroke + 1.095070951822301;
             const double leg2_TL1_z = -leg2_rho2_x*leg2_u_c2;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_rho2_x = leg3_stroke + 1.0950706448709142;
             const double leg3_TL1_z = -leg3_rho2_x*leg3_u_c2;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_rho2_x = leg4_stroke + 1.0950706977031208;
             const double leg4_TL1_z = -leg4_rho2_x*leg4_u_c2;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_rho2_x = leg5_stroke + 1.0950706977031208;
             const double leg5_TL1_z = -leg5_rho2_x*leg5_u_c2;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_rho2_x = leg6_stroke + 1.0950706448709142;
             const double leg6_TL1_z = -leg6_rho2_x*leg6_u_c2;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_leg1 = mg_in_F[0][mg_l];
             mg_o_Q[2][mg_l] = F_leg1;
             const double F_leg2 = mg_in_F[1][mg_l];
@@ -6573,7 +7023,10 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
             const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -6583,8 +7036,14 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.4, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse6;
             const double cse14 = -cse8 + y_C;
             const double leg2_s0_y = cse14 + cse7 + 0.401478*s_psi_z;
@@ -6592,7 +7051,10 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -6602,8 +7064,14 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.4, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.570634*alpha_C_20;
             const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double leg3_s0_x = cse15 + cse16;
@@ -6615,7 +7083,10 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
             const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -6625,8 +7096,14 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.4, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse20 = 0.124747*alpha_C_20;
             const double cse21 = 0.586889*alpha_C_00 + cse4 - x_C;
             const double leg4_s0_x = cse20 - cse21;
@@ -6639,7 +7116,10 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
             const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -6649,15 +7129,24 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.4, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse20 - cse21;
             const double leg5_s0_y = -cse22 - cse23;
             const double leg5_s0_z = -cse24 - cse25;
             const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
             const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -6667,15 +7156,24 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.4, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse15 + cse16;
             const double leg6_s0_y = -cse17 - cse9 + 0.18541*s_psi_z;
             const double leg6_s0_z = -cse18 + cse19;
             const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -6685,8 +7183,14 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.4, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
             const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg1_beta1_02 = -cse26;
@@ -6812,9 +7316,15 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg1_Ci3_x = 0.445887*leg1_R_Cn_21 - 0.1*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.445887*leg1_R_Cn_20 - 0.401478*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.1*leg1_R_Cn_20 + 0.401478*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
@@ -6840,9 +7350,15 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg2_Ci3_x = -0.445887*leg2_R_Cn_21 - 0.1*leg2_R_Cn_22;
             const double leg2_Ci3_y = 0.445887*leg2_R_Cn_20 - 0.401478*leg2_R_Cn_22;
             const double leg2_Ci3_z = 0.1*leg2_R_Cn_20 + 0.401478*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -6868,9 +7384,15 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg3_Ci3_x = -0.570634*leg3_R_Cn_21 - 0.1*leg3_R_Cn_22;
             const double leg3_Ci3_y = 0.570634*leg3_R_Cn_20 - 0.18541*leg3_R_Cn_22;
             const double leg3_Ci3_z = 0.1*leg3_R_Cn_20 + 0.18541*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
@@ -6896,9 +7418,15 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg4_Ci3_x = -0.124747*leg4_R_Cn_21 - 0.1*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.124747*leg4_R_Cn_20 + 0.586889*leg4_R_Cn_22;
             const double leg4_Ci3_z = 0.1*leg4_R_Cn_20 - 0.586889*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
@@ -6924,9 +7452,15 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg5_Ci3_x = 0.124747*leg5_R_Cn_21 - 0.1*leg5_R_Cn_22;
             const double leg5_Ci3_y = -0.124747*leg5_R_Cn_20 + 0.586889*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.1*leg5_R_Cn_20 - 0.586889*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -6952,9 +7486,15 @@ int64_t mechgen_stewart_rrp_002_leg_dynamics_batch(int64_t n, const double *x, c
             const double leg6_Ci3_x = 0.570634*leg6_R_Cn_21 - 0.1*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.570634*leg6_R_Cn_20 - 0.18541*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.1*leg6_R_Cn_20 + 0.18541*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -8651,7 +9191,10 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
             const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -8661,8 +9204,14 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.4, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse5 + cse8;
             const double cse16 = -cse10 + y_C;
             const double leg2_s0_y = cse16 + cse9 + 0.401478*s_psi_z;
@@ -8670,7 +9219,10 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -8680,8 +9232,14 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.4, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse17 = 0.570634*alpha_C_20;
             const double cse18 = 0.18541*alpha_C_00 + cse7;
             const double leg3_s0_x = cse17 + cse18;
@@ -8693,7 +9251,10 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
             const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -8703,8 +9264,14 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.4, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse22 = 0.124747*alpha_C_20;
             const double cse23 = 0.586889*alpha_C_00 + cse6 - x_C;
             const double leg4_s0_x = cse22 - cse23;
@@ -8717,7 +9284,10 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
             const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -8727,15 +9297,24 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.4, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse22 - cse23;
             const double leg5_s0_y = -cse24 - cse25;
             const double leg5_s0_z = -cse26 - cse27;
             const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
             const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -8745,15 +9324,24 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.4, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse17 + cse18;
             const double leg6_s0_y = -cse11 - cse19 + 0.18541*s_psi_z;
             const double leg6_s0_z = -cse20 + cse21;
             const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -8763,8 +9351,14 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.4, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
             const double cse28 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg1_beta1_02 = -cse28;
@@ -8813,9 +9407,15 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg1_Ci3_x = 0.445887*leg1_R_Cn_21 - 0.1*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.445887*leg1_R_Cn_20 - 0.401478*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.1*leg1_R_Cn_20 + 0.401478*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
@@ -8841,9 +9441,15 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg2_Ci3_x = -0.445887*leg2_R_Cn_21 - 0.1*leg2_R_Cn_22;
             const double leg2_Ci3_y = 0.445887*leg2_R_Cn_20 - 0.401478*leg2_R_Cn_22;
             const double leg2_Ci3_z = 0.1*leg2_R_Cn_20 + 0.401478*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -8869,9 +9475,15 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg3_Ci3_x = -0.570634*leg3_R_Cn_21 - 0.1*leg3_R_Cn_22;
             const double leg3_Ci3_y = 0.570634*leg3_R_Cn_20 - 0.18541*leg3_R_Cn_22;
             const double leg3_Ci3_z = 0.1*leg3_R_Cn_20 + 0.18541*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
@@ -8897,9 +9509,15 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg4_Ci3_x = -0.124747*leg4_R_Cn_21 - 0.1*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.124747*leg4_R_Cn_20 + 0.586889*leg4_R_Cn_22;
             const double leg4_Ci3_z = 0.1*leg4_R_Cn_20 - 0.586889*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
@@ -8925,9 +9543,15 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg5_Ci3_x = 0.124747*leg5_R_Cn_21 - 0.1*leg5_R_Cn_22;
             const double leg5_Ci3_y = -0.124747*leg5_R_Cn_20 + 0.586889*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.1*leg5_R_Cn_20 - 0.586889*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -8953,9 +9577,15 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double leg6_Ci3_x = 0.570634*leg6_R_Cn_21 - 0.1*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.570634*leg6_R_Cn_20 - 0.18541*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.1*leg6_R_Cn_20 + 0.18541*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -9603,7 +10233,10 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             mg_o_b_star[4][mg_l] = b_star5;
             const double b_star6 = leg1_Ci1_z*leg1_r3 + leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg2_Ci1_z*leg2_r3 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg3_Ci1_z*leg3_r3 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg4_Ci1_z*leg4_r3 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg5_Ci1_z*leg5_r3 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg6_Ci1_z*leg6_r3 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + s_C_m_z;
             mg_o_b_star[5][mg_l] = b_star6;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             const double L2_1 = A_star12*invD1;
             const double L3_1 = A_star13*invD1;
@@ -9611,7 +10244,10 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double L5_1 = A_star15*invD1;
             const double L6_1 = A_star16*invD1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
             const double L3_2 = LD3_2*invD2;
@@ -9622,7 +10258,10 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double LD6_2 = -A_star12*L6_1 + A_star26;
             const double L6_2 = LD6_2*invD2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
             const double L4_3 = LD4_3*invD3;
@@ -9631,19 +10270,28 @@ int64_t mechgen_stewart_rrp_002_reduced_dynamics_batch(int64_t n, const double *
             const double LD6_3 = -A_star13*L6_1 + A_star36 - L6_2*LD3_2;
             const double L6_3 = LD6_3*invD3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
             const double L5_4 = LD5_4*invD4;
             const double LD6_4 = -A_star14*L6_1 + A_star46 - L6_2*LD4_2 - L6_3*LD4_3;
             const double L6_4 = LD6_4*invD4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             const double y2 = -L2_1*b_star1 + b_star2;
             const double y3 = -L3_1*b_star1 - L3_2*y2 + b_star3;
@@ -11486,7 +12134,10 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
             const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -11501,8 +12152,14 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.4, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse6;
             const double cse14 = -cse8 + y_C;
             const double leg2_s0_y = cse14 + cse7 + 0.401478*s_psi_z;
@@ -11510,7 +12167,10 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -11525,8 +12185,14 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.4, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.570634*alpha_C_20;
             const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double leg3_s0_x = cse15 + cse16;
@@ -11538,7 +12204,10 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
             const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -11553,8 +12222,14 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.4, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse20 = 0.124747*alpha_C_20;
             const double cse21 = 0.586889*alpha_C_00 + cse4 - x_C;
             const double leg4_s0_x = cse20 - cse21;
@@ -11567,7 +12242,10 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
             const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -11582,15 +12260,24 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.4, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse20 - cse21;
             const double leg5_s0_y = -cse22 - cse23;
             const double leg5_s0_z = -cse24 - cse25;
             const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
             const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -11605,15 +12292,24 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.4, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse15 + cse16;
             const double leg6_s0_y = -cse17 - cse9 + 0.18541*s_psi_z;
             const double leg6_s0_z = -cse18 + cse19;
             const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -11628,8 +12324,14 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.4, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
             const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg1_beta1_02 = -cse26;
@@ -11678,9 +12380,15 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double leg1_Ci3_x = 0.445887*leg1_R_Cn_21 - 0.1*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.445887*leg1_R_Cn_20 - 0.401478*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.1*leg1_R_Cn_20 + 0.401478*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
@@ -11706,9 +12414,15 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double leg2_Ci3_x = -0.445887*leg2_R_Cn_21 - 0.1*leg2_R_Cn_22;
             const double leg2_Ci3_y = 0.445887*leg2_R_Cn_20 - 0.401478*leg2_R_Cn_22;
             const double leg2_Ci3_z = 0.1*leg2_R_Cn_20 + 0.401478*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -11734,9 +12448,15 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double leg3_Ci3_x = -0.570634*leg3_R_Cn_21 - 0.1*leg3_R_Cn_22;
             const double leg3_Ci3_y = 0.570634*leg3_R_Cn_20 - 0.18541*leg3_R_Cn_22;
             const double leg3_Ci3_z = 0.1*leg3_R_Cn_20 + 0.18541*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
@@ -11762,9 +12482,15 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double leg4_Ci3_x = -0.124747*leg4_R_Cn_21 - 0.1*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.124747*leg4_R_Cn_20 + 0.586889*leg4_R_Cn_22;
             const double leg4_Ci3_z = 0.1*leg4_R_Cn_20 - 0.586889*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
@@ -11790,9 +12516,15 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double leg5_Ci3_x = 0.124747*leg5_R_Cn_21 - 0.1*leg5_R_Cn_22;
             const double leg5_Ci3_y = -0.124747*leg5_R_Cn_20 + 0.586889*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.1*leg5_R_Cn_20 - 0.586889*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -11818,9 +12550,15 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double leg6_Ci3_x = 0.570634*leg6_R_Cn_21 - 0.1*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.570634*leg6_R_Cn_20 - 0.18541*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.1*leg6_R_Cn_20 + 0.18541*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double p_d_s = mg_in_p[12][mg_l];
             const double p_m_s = mg_in_p[16][mg_l];
@@ -12557,7 +13295,10 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double b_star4 = leg1_Ci1_x*leg1_r3 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2 + leg2_Ci1_x*leg2_r3 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg3_Ci1_x*leg3_r3 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg4_Ci1_x*leg4_r3 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg5_Ci1_x*leg5_r3 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg6_Ci1_x*leg6_r3 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + s_C_m_x;
             const double b_star5 = leg1_Ci1_y*leg1_r3 + leg1_H5_1*leg1_r1 + leg1_H5_2*leg1_r2 + leg2_Ci1_y*leg2_r3 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg3_Ci1_y*leg3_r3 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg4_Ci1_y*leg4_r3 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg5_Ci1_y*leg5_r3 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg6_Ci1_y*leg6_r3 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + s_C_m_y;
             const double b_star6 = leg1_Ci1_z*leg1_r3 + leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg2_Ci1_z*leg2_r3 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg3_Ci1_z*leg3_r3 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg4_Ci1_z*leg4_r3 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg5_Ci1_z*leg5_r3 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg6_Ci1_z*leg6_r3 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + s_C_m_z;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             const double L2_1 = A_star12*invD1;
             const double L3_1 = A_star13*invD1;
@@ -12565,7 +13306,10 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double L5_1 = A_star15*invD1;
             const double L6_1 = A_star16*invD1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
             const double L3_2 = LD3_2*invD2;
@@ -12576,7 +13320,10 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double LD6_2 = -A_star12*L6_1 + A_star26;
             const double L6_2 = LD6_2*invD2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
             const double L4_3 = LD4_3*invD3;
@@ -12585,19 +13332,28 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             const double LD6_3 = -A_star13*L6_1 + A_star36 - L6_2*LD3_2;
             const double L6_3 = LD6_3*invD3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
             const double L5_4 = LD5_4*invD4;
             const double LD6_4 = -A_star14*L6_1 + A_star46 - L6_2*LD4_2 - L6_3*LD4_3;
             const double L6_4 = LD6_4*invD4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             const double y2 = -L2_1*b_star1 + b_star2;
             const double y3 = -L3_1*b_star1 - L3_2*y2 + b_star3;
@@ -12889,7 +13645,10 @@ int64_t mechgen_stewart_rrp_002_step_batch(int64_t n, const double *x, const dou
             mg_w_base_moment_y[mg_l] = base_moment_y;
             const double base_moment_z = -0.978148*leg1_F1_y_2 - leg1_N1_x_2*leg1_beta1_02 - leg1_N2_z_2*leg1_beta1_00 - 0.978148*leg2_F1_y_2 - leg2_N1_x_2*leg2_beta1_02 - leg2_N2_z_2*leg2_beta1_00 + 0.309017*leg3_F1_y_2 - leg3_N1_x_2*leg3_beta1_02 - leg3_N2_z_2*leg3_beta1_00 + 0.669131*leg4_F1_y_2 - leg4_N1_x_2*leg4_beta1_02 - leg4_N2_z_2*leg4_beta1_00 + 0.669131*leg5_F1_y_2 - leg5_N1_x_2*leg5_beta1_02 - leg5_N2_z_2*leg5_beta1_00 + 0.309017*leg6_F1_y_2 - leg6_N1_x_2*leg6_beta1_02 - leg6_N2_z_2*leg6_beta1_00;
             mg_w_base_moment_z[mg_l] = base_moment_z;
-            mg_s = (mg_s == 0 && !isgreater(c_psi_z*c_psi_z - 1e-12, 0.0)) ? 4 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c_psi_z*c_psi_z - 1e-12, 0.0) ? 0 : 4;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_w_psi_y_dot[mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
@@ -14525,7 +15284,10 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
             const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -14535,8 +15297,14 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.4, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse6;
             const double cse14 = -cse8 + y_C;
             const double leg2_s0_y = cse14 + cse7 + 0.401478*s_psi_z;
@@ -14544,7 +15312,10 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -14554,8 +15325,14 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.4, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.570634*alpha_C_20;
             const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double leg3_s0_x = cse15 + cse16;
@@ -14567,7 +15344,10 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
             const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -14577,8 +15357,14 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.4, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse20 = 0.124747*alpha_C_20;
             const double cse21 = 0.586889*alpha_C_00 + cse4 - x_C;
             const double leg4_s0_x = cse20 - cse21;
@@ -14591,7 +15377,10 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
             const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -14601,15 +15390,24 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.4, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse20 - cse21;
             const double leg5_s0_y = -cse22 - cse23;
             const double leg5_s0_z = -cse24 - cse25;
             const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
             const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -14619,15 +15417,24 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.4, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse15 + cse16;
             const double leg6_s0_y = -cse17 - cse9 + 0.18541*s_psi_z;
             const double leg6_s0_z = -cse18 + cse19;
             const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -14637,8 +15444,14 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.4, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
             const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg1_beta1_02 = -cse26;
@@ -14687,9 +15500,15 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg1_Ci3_x = 0.445887*leg1_R_Cn_21 - 0.1*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.445887*leg1_R_Cn_20 - 0.401478*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.1*leg1_R_Cn_20 + 0.401478*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
@@ -14715,9 +15534,15 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg2_Ci3_x = -0.445887*leg2_R_Cn_21 - 0.1*leg2_R_Cn_22;
             const double leg2_Ci3_y = 0.445887*leg2_R_Cn_20 - 0.401478*leg2_R_Cn_22;
             const double leg2_Ci3_z = 0.1*leg2_R_Cn_20 + 0.401478*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -14743,9 +15568,15 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg3_Ci3_x = -0.570634*leg3_R_Cn_21 - 0.1*leg3_R_Cn_22;
             const double leg3_Ci3_y = 0.570634*leg3_R_Cn_20 - 0.18541*leg3_R_Cn_22;
             const double leg3_Ci3_z = 0.1*leg3_R_Cn_20 + 0.18541*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
@@ -14771,9 +15602,15 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg4_Ci3_x = -0.124747*leg4_R_Cn_21 - 0.1*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.124747*leg4_R_Cn_20 + 0.586889*leg4_R_Cn_22;
             const double leg4_Ci3_z = 0.1*leg4_R_Cn_20 - 0.586889*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
@@ -14799,9 +15636,15 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg5_Ci3_x = 0.124747*leg5_R_Cn_21 - 0.1*leg5_R_Cn_22;
             const double leg5_Ci3_y = -0.124747*leg5_R_Cn_20 + 0.586889*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.1*leg5_R_Cn_20 - 0.586889*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -14827,9 +15670,15 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double leg6_Ci3_x = 0.570634*leg6_R_Cn_21 - 0.1*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.570634*leg6_R_Cn_20 - 0.18541*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.1*leg6_R_Cn_20 + 0.18541*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -15474,7 +16323,10 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double b_star4 = leg1_Ci1_x*leg1_r3 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2 + leg2_Ci1_x*leg2_r3 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg3_Ci1_x*leg3_r3 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg4_Ci1_x*leg4_r3 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg5_Ci1_x*leg5_r3 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg6_Ci1_x*leg6_r3 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + s_C_m_x;
             const double b_star5 = leg1_Ci1_y*leg1_r3 + leg1_H5_1*leg1_r1 + leg1_H5_2*leg1_r2 + leg2_Ci1_y*leg2_r3 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg3_Ci1_y*leg3_r3 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg4_Ci1_y*leg4_r3 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg5_Ci1_y*leg5_r3 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg6_Ci1_y*leg6_r3 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + s_C_m_y;
             const double b_star6 = leg1_Ci1_z*leg1_r3 + leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg2_Ci1_z*leg2_r3 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg3_Ci1_z*leg3_r3 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg4_Ci1_z*leg4_r3 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg5_Ci1_z*leg5_r3 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg6_Ci1_z*leg6_r3 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + s_C_m_z;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             const double L2_1 = A_star12*invD1;
             const double L3_1 = A_star13*invD1;
@@ -15482,7 +16334,10 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double L5_1 = A_star15*invD1;
             const double L6_1 = A_star16*invD1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
             const double L3_2 = LD3_2*invD2;
@@ -15493,7 +16348,10 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double LD6_2 = -A_star12*L6_1 + A_star26;
             const double L6_2 = LD6_2*invD2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
             const double L4_3 = LD4_3*invD3;
@@ -15502,19 +16360,28 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             const double LD6_3 = -A_star13*L6_1 + A_star36 - L6_2*LD3_2;
             const double L6_3 = LD6_3*invD3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
             const double L5_4 = LD5_4*invD4;
             const double LD6_4 = -A_star14*L6_1 + A_star46 - L6_2*LD4_2 - L6_3*LD4_3;
             const double L6_4 = LD6_4*invD4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             const double y2 = -L2_1*b_star1 + b_star2;
             const double y3 = -L3_1*b_star1 - L3_2*y2 + b_star3;
@@ -15569,7 +16436,10 @@ int64_t mechgen_stewart_rrp_002_step_accel_batch(int64_t n, const double *x, con
             mg_o_qdd[16][mg_l] = leg6_qdd2;
             const double leg6_qdd3 = leg6_B0_00*udot1 + leg6_B0_02*udot3 + leg6_Ci1_x*udot4 + leg6_Ci1_y*udot5 + leg6_Ci1_z*udot6 + leg6_c1 + leg6_u_s2*udot2;
             mg_o_qdd[17][mg_l] = leg6_qdd3;
-            mg_s = (mg_s == 0 && !isgreater(c_psi_z*c_psi_z - 1e-12, 0.0)) ? 4 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c_psi_z*c_psi_z - 1e-12, 0.0) ? 0 : 4;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_o_xdot[3][mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
@@ -16297,7 +17167,10 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
             const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -16307,8 +17180,14 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.4, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse6;
             const double cse14 = -cse8 + y_C;
             const double leg2_s0_y = cse14 + cse7 + 0.401478*s_psi_z;
@@ -16316,7 +17195,10 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -16326,8 +17208,14 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.4, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.570634*alpha_C_20;
             const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double leg3_s0_x = cse15 + cse16;
@@ -16339,7 +17227,10 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
             const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -16349,8 +17240,14 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.4, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse20 = 0.124747*alpha_C_20;
             const double cse21 = 0.586889*alpha_C_00 + cse4 - x_C;
             const double leg4_s0_x = cse20 - cse21;
@@ -16363,7 +17260,10 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
             const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -16373,15 +17273,24 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.4, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse20 - cse21;
             const double leg5_s0_y = -cse22 - cse23;
             const double leg5_s0_z = -cse24 - cse25;
             const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
             const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -16391,15 +17300,24 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.4, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse15 + cse16;
             const double leg6_s0_y = -cse17 - cse9 + 0.18541*s_psi_z;
             const double leg6_s0_z = -cse18 + cse19;
             const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -16409,8 +17327,14 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.4, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
             const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg1_beta1_02 = -cse26;
@@ -16459,9 +17383,15 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg1_Ci3_x = 0.445887*leg1_R_Cn_21 - 0.1*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.445887*leg1_R_Cn_20 - 0.401478*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.1*leg1_R_Cn_20 + 0.401478*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
@@ -16487,9 +17417,15 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg2_Ci3_x = -0.445887*leg2_R_Cn_21 - 0.1*leg2_R_Cn_22;
             const double leg2_Ci3_y = 0.445887*leg2_R_Cn_20 - 0.401478*leg2_R_Cn_22;
             const double leg2_Ci3_z = 0.1*leg2_R_Cn_20 + 0.401478*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -16515,9 +17451,15 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg3_Ci3_x = -0.570634*leg3_R_Cn_21 - 0.1*leg3_R_Cn_22;
             const double leg3_Ci3_y = 0.570634*leg3_R_Cn_20 - 0.18541*leg3_R_Cn_22;
             const double leg3_Ci3_z = 0.1*leg3_R_Cn_20 + 0.18541*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
@@ -16543,9 +17485,15 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg4_Ci3_x = -0.124747*leg4_R_Cn_21 - 0.1*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.124747*leg4_R_Cn_20 + 0.586889*leg4_R_Cn_22;
             const double leg4_Ci3_z = 0.1*leg4_R_Cn_20 - 0.586889*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
@@ -16571,9 +17519,15 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg5_Ci3_x = 0.124747*leg5_R_Cn_21 - 0.1*leg5_R_Cn_22;
             const double leg5_Ci3_y = -0.124747*leg5_R_Cn_20 + 0.586889*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.1*leg5_R_Cn_20 - 0.586889*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -16599,9 +17553,15 @@ int64_t mechgen_stewart_rrp_002_energy_batch(int64_t n, const double *x, const d
             const double leg6_Ci3_x = 0.570634*leg6_R_Cn_21 - 0.1*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.570634*leg6_R_Cn_20 - 0.18541*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.1*leg6_R_Cn_20 + 0.18541*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -18264,7 +19224,10 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
             const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -18274,8 +19237,14 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.4, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse5 + cse8;
             const double cse16 = -cse10 + y_C;
             const double leg2_s0_y = cse16 + cse9 + 0.401478*s_psi_z;
@@ -18283,7 +19252,10 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -18293,8 +19265,14 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.4, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse17 = 0.570634*alpha_C_20;
             const double cse18 = 0.18541*alpha_C_00 + cse7;
             const double leg3_s0_x = cse17 + cse18;
@@ -18306,7 +19284,10 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
             const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -18316,8 +19297,14 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.4, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse22 = 0.124747*alpha_C_20;
             const double cse23 = 0.586889*alpha_C_00 + cse6 - x_C;
             const double leg4_s0_x = cse22 - cse23;
@@ -18330,7 +19317,10 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
             const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -18340,15 +19330,24 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.4, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse22 - cse23;
             const double leg5_s0_y = -cse24 - cse25;
             const double leg5_s0_z = -cse26 - cse27;
             const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
             const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -18358,15 +19357,24 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.4, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse17 + cse18;
             const double leg6_s0_y = -cse11 - cse19 + 0.18541*s_psi_z;
             const double leg6_s0_z = -cse20 + cse21;
             const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -18376,8 +19384,14 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.4, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
             const double cse28 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg1_beta1_02 = -cse28;
@@ -18426,9 +19440,15 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg1_Ci3_x = 0.445887*leg1_R_Cn_21 - 0.1*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.445887*leg1_R_Cn_20 - 0.401478*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.1*leg1_R_Cn_20 + 0.401478*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
@@ -18454,9 +19474,15 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg2_Ci3_x = -0.445887*leg2_R_Cn_21 - 0.1*leg2_R_Cn_22;
             const double leg2_Ci3_y = 0.445887*leg2_R_Cn_20 - 0.401478*leg2_R_Cn_22;
             const double leg2_Ci3_z = 0.1*leg2_R_Cn_20 + 0.401478*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -18482,9 +19508,15 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg3_Ci3_x = -0.570634*leg3_R_Cn_21 - 0.1*leg3_R_Cn_22;
             const double leg3_Ci3_y = 0.570634*leg3_R_Cn_20 - 0.18541*leg3_R_Cn_22;
             const double leg3_Ci3_z = 0.1*leg3_R_Cn_20 + 0.18541*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
@@ -18510,9 +19542,15 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg4_Ci3_x = -0.124747*leg4_R_Cn_21 - 0.1*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.124747*leg4_R_Cn_20 + 0.586889*leg4_R_Cn_22;
             const double leg4_Ci3_z = 0.1*leg4_R_Cn_20 - 0.586889*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
@@ -18538,9 +19576,15 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg5_Ci3_x = 0.124747*leg5_R_Cn_21 - 0.1*leg5_R_Cn_22;
             const double leg5_Ci3_y = -0.124747*leg5_R_Cn_20 + 0.586889*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.1*leg5_R_Cn_20 - 0.586889*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -18566,9 +19610,15 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double leg6_Ci3_x = 0.570634*leg6_R_Cn_21 - 0.1*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.570634*leg6_R_Cn_20 - 0.18541*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.1*leg6_R_Cn_20 + 0.18541*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -19186,7 +20236,10 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double cse125 = leg1_Ci1_y*leg1_Ci1_y;
             const double cse126 = leg1_Ci1_z*leg1_Ci1_z;
             const double F_rr1 = cse111 + cse122 + cse123 + cse124 + cse125 + cse126;
-            mg_s = (mg_s == 0 && !isgreater(F_rr1 - 1e-12*cse111 - 1e-12*cse122 - 1e-12*cse123 - 1e-12*cse124 - 1e-12*cse125 - 1e-12*cse126, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr1 - 1e-12*cse111 - 1e-12*cse122 - 1e-12*cse123 - 1e-12*cse124 - 1e-12*cse125 - 1e-12*cse126, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R11 = sqrt(F_rr1);
             const double cse127 = 1.0/F_R11;
             const double F_inv1 = cse127;
@@ -19211,7 +20264,10 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_v2_5 = -F_R12*F_q1_5 + leg2_Ci1_y;
             const double F_v2_6 = -F_R12*F_q1_6 + leg2_Ci1_z;
             const double F_rr2 = F_v2_1*F_v2_1 + F_v2_2*F_v2_2 + F_v2_3*F_v2_3 + F_v2_4*F_v2_4 + F_v2_5*F_v2_5 + F_v2_6*F_v2_6;
-            mg_s = (mg_s == 0 && !isgreater(F_rr2 - 1e-12*cse112 - 1e-12*leg2_B0_00*leg2_B0_00 - 1e-12*leg2_B0_02*leg2_B0_02 - 1e-12*leg2_Ci1_x*leg2_Ci1_x - 1e-12*leg2_Ci1_y*leg2_Ci1_y - 1e-12*leg2_Ci1_z*leg2_Ci1_z, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr2 - 1e-12*cse112 - 1e-12*leg2_B0_00*leg2_B0_00 - 1e-12*leg2_B0_02*leg2_B0_02 - 1e-12*leg2_Ci1_x*leg2_Ci1_x - 1e-12*leg2_Ci1_y*leg2_Ci1_y - 1e-12*leg2_Ci1_z*leg2_Ci1_z, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R22 = sqrt(F_rr2);
             const double cse128 = 1.0/F_R22;
             const double F_inv2 = cse128;
@@ -19243,7 +20299,10 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_v3_5_2 = -F_R23*F_q2_5 + F_v3_5;
             const double F_v3_6_2 = -F_R23*F_q2_6 + F_v3_6;
             const double F_rr3 = F_v3_1_2*F_v3_1_2 + F_v3_2_2*F_v3_2_2 + F_v3_3_2*F_v3_3_2 + F_v3_4_2*F_v3_4_2 + F_v3_5_2*F_v3_5_2 + F_v3_6_2*F_v3_6_2;
-            mg_s = (mg_s == 0 && !isgreater(F_rr3 - 1e-12*cse113 - 1e-12*leg3_B0_00*leg3_B0_00 - 1e-12*leg3_B0_02*leg3_B0_02 - 1e-12*leg3_Ci1_x*leg3_Ci1_x - 1e-12*leg3_Ci1_y*leg3_Ci1_y - 1e-12*leg3_Ci1_z*leg3_Ci1_z, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr3 - 1e-12*cse113 - 1e-12*leg3_B0_00*leg3_B0_00 - 1e-12*leg3_B0_02*leg3_B0_02 - 1e-12*leg3_Ci1_x*leg3_Ci1_x - 1e-12*leg3_Ci1_y*leg3_Ci1_y - 1e-12*leg3_Ci1_z*leg3_Ci1_z, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R33 = sqrt(F_rr3);
             const double cse129 = 1.0/F_R33;
             const double F_inv3 = cse129;
@@ -19282,7 +20341,10 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_v4_5_3 = -F_R34*F_q3_5 + F_v4_5_2;
             const double F_v4_6_3 = -F_R34*F_q3_6 + F_v4_6_2;
             const double F_rr4 = F_v4_1_3*F_v4_1_3 + F_v4_2_3*F_v4_2_3 + F_v4_3_3*F_v4_3_3 + F_v4_4_3*F_v4_4_3 + F_v4_5_3*F_v4_5_3 + F_v4_6_3*F_v4_6_3;
-            mg_s = (mg_s == 0 && !isgreater(F_rr4 - 1e-12*cse114 - 1e-12*leg4_B0_00*leg4_B0_00 - 1e-12*leg4_B0_02*leg4_B0_02 - 1e-12*leg4_Ci1_x*leg4_Ci1_x - 1e-12*leg4_Ci1_y*leg4_Ci1_y - 1e-12*leg4_Ci1_z*leg4_Ci1_z, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr4 - 1e-12*cse114 - 1e-12*leg4_B0_00*leg4_B0_00 - 1e-12*leg4_B0_02*leg4_B0_02 - 1e-12*leg4_Ci1_x*leg4_Ci1_x - 1e-12*leg4_Ci1_y*leg4_Ci1_y - 1e-12*leg4_Ci1_z*leg4_Ci1_z, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R44 = sqrt(F_rr4);
             const double cse130 = 1.0/F_R44;
             const double F_inv4 = cse130;
@@ -19328,7 +20390,10 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_v5_5_4 = -F_R45*F_q4_5 + F_v5_5_3;
             const double F_v5_6_4 = -F_R45*F_q4_6 + F_v5_6_3;
             const double F_rr5 = F_v5_1_4*F_v5_1_4 + F_v5_2_4*F_v5_2_4 + F_v5_3_4*F_v5_3_4 + F_v5_4_4*F_v5_4_4 + F_v5_5_4*F_v5_5_4 + F_v5_6_4*F_v5_6_4;
-            mg_s = (mg_s == 0 && !isgreater(F_rr5 - 1e-12*cse115 - 1e-12*leg5_B0_00*leg5_B0_00 - 1e-12*leg5_B0_02*leg5_B0_02 - 1e-12*leg5_Ci1_x*leg5_Ci1_x - 1e-12*leg5_Ci1_y*leg5_Ci1_y - 1e-12*leg5_Ci1_z*leg5_Ci1_z, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr5 - 1e-12*cse115 - 1e-12*leg5_B0_00*leg5_B0_00 - 1e-12*leg5_B0_02*leg5_B0_02 - 1e-12*leg5_Ci1_x*leg5_Ci1_x - 1e-12*leg5_Ci1_y*leg5_Ci1_y - 1e-12*leg5_Ci1_z*leg5_Ci1_z, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R55 = sqrt(F_rr5);
             const double cse131 = 1.0/F_R55;
             const double F_inv5 = cse131;
@@ -19381,7 +20446,10 @@ int64_t mechgen_stewart_rrp_002_drive_forces_batch(int64_t n, const double *x, c
             const double F_v6_5_5 = -F_R56*F_q5_5 + F_v6_5_4;
             const double F_v6_6_5 = -F_R56*F_q5_6 + F_v6_6_4;
             const double F_rr6 = F_v6_1_5*F_v6_1_5 + F_v6_2_5*F_v6_2_5 + F_v6_3_5*F_v6_3_5 + F_v6_4_5*F_v6_4_5 + F_v6_5_5*F_v6_5_5 + F_v6_6_5*F_v6_6_5;
-            mg_s = (mg_s == 0 && !isgreater(F_rr6 - 1e-12*cse116 - 1e-12*leg6_B0_00*leg6_B0_00 - 1e-12*leg6_B0_02*leg6_B0_02 - 1e-12*leg6_Ci1_x*leg6_Ci1_x - 1e-12*leg6_Ci1_y*leg6_Ci1_y - 1e-12*leg6_Ci1_z*leg6_Ci1_z, 0.0)) ? 5 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(F_rr6 - 1e-12*cse116 - 1e-12*leg6_B0_00*leg6_B0_00 - 1e-12*leg6_B0_02*leg6_B0_02 - 1e-12*leg6_Ci1_x*leg6_Ci1_x - 1e-12*leg6_Ci1_y*leg6_Ci1_y - 1e-12*leg6_Ci1_z*leg6_Ci1_z, 0.0) ? 0 : 5;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double F_R66 = sqrt(F_rr6);
             const double cse132 = 1.0/F_R66;
             const double F_inv6 = cse132;
@@ -21401,7 +22469,10 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
             const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -21416,8 +22487,14 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.4, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse6;
             const double cse14 = -cse8 + y_C;
             const double leg2_s0_y = cse14 + cse7 + 0.401478*s_psi_z;
@@ -21425,7 +22502,10 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -21440,8 +22520,14 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.4, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.570634*alpha_C_20;
             const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double leg3_s0_x = cse15 + cse16;
@@ -21453,7 +22539,10 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
             const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -21468,8 +22557,14 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.4, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse20 = 0.124747*alpha_C_20;
             const double cse21 = 0.586889*alpha_C_00 + cse4 - x_C;
             const double leg4_s0_x = cse20 - cse21;
@@ -21482,7 +22577,10 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
             const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -21497,15 +22595,24 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.4, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse20 - cse21;
             const double leg5_s0_y = -cse22 - cse23;
             const double leg5_s0_z = -cse24 - cse25;
             const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
             const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -21520,15 +22627,24 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.4, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse15 + cse16;
             const double leg6_s0_y = -cse17 - cse9 + 0.18541*s_psi_z;
             const double leg6_s0_z = -cse18 + cse19;
             const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -21543,8 +22659,14 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.4, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
             const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg1_beta1_02 = -cse26;
@@ -21593,9 +22715,15 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double leg1_Ci3_x = 0.445887*leg1_R_Cn_21 - 0.1*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.445887*leg1_R_Cn_20 - 0.401478*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.1*leg1_R_Cn_20 + 0.401478*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
@@ -21621,9 +22749,15 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double leg2_Ci3_x = -0.445887*leg2_R_Cn_21 - 0.1*leg2_R_Cn_22;
             const double leg2_Ci3_y = 0.445887*leg2_R_Cn_20 - 0.401478*leg2_R_Cn_22;
             const double leg2_Ci3_z = 0.1*leg2_R_Cn_20 + 0.401478*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -21649,9 +22783,15 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double leg3_Ci3_x = -0.570634*leg3_R_Cn_21 - 0.1*leg3_R_Cn_22;
             const double leg3_Ci3_y = 0.570634*leg3_R_Cn_20 - 0.18541*leg3_R_Cn_22;
             const double leg3_Ci3_z = 0.1*leg3_R_Cn_20 + 0.18541*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
@@ -21677,9 +22817,15 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double leg4_Ci3_x = -0.124747*leg4_R_Cn_21 - 0.1*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.124747*leg4_R_Cn_20 + 0.586889*leg4_R_Cn_22;
             const double leg4_Ci3_z = 0.1*leg4_R_Cn_20 - 0.586889*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
@@ -21705,9 +22851,15 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double leg5_Ci3_x = 0.124747*leg5_R_Cn_21 - 0.1*leg5_R_Cn_22;
             const double leg5_Ci3_y = -0.124747*leg5_R_Cn_20 + 0.586889*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.1*leg5_R_Cn_20 - 0.586889*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -21733,9 +22885,15 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double leg6_Ci3_x = 0.570634*leg6_R_Cn_21 - 0.1*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.570634*leg6_R_Cn_20 - 0.18541*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.1*leg6_R_Cn_20 + 0.18541*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double p_d_s = mg_in_p[12][mg_l];
             const double p_m_s = mg_in_p[16][mg_l];
@@ -22626,7 +23784,10 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double b_star4 = leg1_Ci1_x*leg1_r3 + leg1_H4_1*leg1_r1 + leg1_H4_2*leg1_r2 + leg2_Ci1_x*leg2_r3 + leg2_H4_1*leg2_r1 + leg2_H4_2*leg2_r2 + leg3_Ci1_x*leg3_r3 + leg3_H4_1*leg3_r1 + leg3_H4_2*leg3_r2 + leg4_Ci1_x*leg4_r3 + leg4_H4_1*leg4_r1 + leg4_H4_2*leg4_r2 + leg5_Ci1_x*leg5_r3 + leg5_H4_1*leg5_r1 + leg5_H4_2*leg5_r2 + leg6_Ci1_x*leg6_r3 + leg6_H4_1*leg6_r1 + leg6_H4_2*leg6_r2 + s_C_m_x;
             const double b_star5 = leg1_Ci1_y*leg1_r3 + leg1_H5_1*leg1_r1 + leg1_H5_2*leg1_r2 + leg2_Ci1_y*leg2_r3 + leg2_H5_1*leg2_r1 + leg2_H5_2*leg2_r2 + leg3_Ci1_y*leg3_r3 + leg3_H5_1*leg3_r1 + leg3_H5_2*leg3_r2 + leg4_Ci1_y*leg4_r3 + leg4_H5_1*leg4_r1 + leg4_H5_2*leg4_r2 + leg5_Ci1_y*leg5_r3 + leg5_H5_1*leg5_r1 + leg5_H5_2*leg5_r2 + leg6_Ci1_y*leg6_r3 + leg6_H5_1*leg6_r1 + leg6_H5_2*leg6_r2 + s_C_m_y;
             const double b_star6 = leg1_Ci1_z*leg1_r3 + leg1_H6_1*leg1_r1 + leg1_H6_2*leg1_r2 + leg2_Ci1_z*leg2_r3 + leg2_H6_1*leg2_r1 + leg2_H6_2*leg2_r2 + leg3_Ci1_z*leg3_r3 + leg3_H6_1*leg3_r1 + leg3_H6_2*leg3_r2 + leg4_Ci1_z*leg4_r3 + leg4_H6_1*leg4_r1 + leg4_H6_2*leg4_r2 + leg5_Ci1_z*leg5_r3 + leg5_H6_1*leg5_r1 + leg5_H6_2*leg5_r2 + leg6_Ci1_z*leg6_r3 + leg6_H6_1*leg6_r1 + leg6_H6_2*leg6_r2 + s_C_m_z;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             const double L2_1 = A_star12*invD1;
             const double L3_1 = A_star13*invD1;
@@ -22634,7 +23795,10 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double L5_1 = A_star15*invD1;
             const double L6_1 = A_star16*invD1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
             const double L3_2 = LD3_2*invD2;
@@ -22645,7 +23809,10 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double LD6_2 = -A_star12*L6_1 + A_star26;
             const double L6_2 = LD6_2*invD2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
             const double L4_3 = LD4_3*invD3;
@@ -22654,19 +23821,28 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             const double LD6_3 = -A_star13*L6_1 + A_star36 - L6_2*LD3_2;
             const double L6_3 = LD6_3*invD3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
             const double L5_4 = LD5_4*invD4;
             const double LD6_4 = -A_star14*L6_1 + A_star46 - L6_2*LD4_2 - L6_3*LD4_3;
             const double L6_4 = LD6_4*invD4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             const double y2 = -L2_1*b_star1 + b_star2;
             const double y3 = -L3_1*b_star1 - L3_2*y2 + b_star3;
@@ -22977,7 +24153,10 @@ int64_t mechgen_stewart_rrp_002_base_step_batch(int64_t n, const double *x, cons
             mg_w_base_moment_y[mg_l] = base_moment_y;
             const double base_moment_z = -0.978148*leg1_F1_y_2 - leg1_N1_x_2*leg1_beta1_02 - leg1_N1_z_2*leg1_beta1_00 - 0.978148*leg2_F1_y_2 - leg2_N1_x_2*leg2_beta1_02 - leg2_N1_z_2*leg2_beta1_00 + 0.309017*leg3_F1_y_2 - leg3_N1_x_2*leg3_beta1_02 - leg3_N1_z_2*leg3_beta1_00 + 0.669131*leg4_F1_y_2 - leg4_N1_x_2*leg4_beta1_02 - leg4_N1_z_2*leg4_beta1_00 + 0.669131*leg5_F1_y_2 - leg5_N1_x_2*leg5_beta1_02 - leg5_N1_z_2*leg5_beta1_00 + 0.309017*leg6_F1_y_2 - leg6_N1_x_2*leg6_beta1_02 - leg6_N1_z_2*leg6_beta1_00;
             mg_w_base_moment_z[mg_l] = base_moment_z;
-            mg_s = (mg_s == 0 && !isgreater(c_psi_z*c_psi_z - 1e-12, 0.0)) ? 4 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c_psi_z*c_psi_z - 1e-12, 0.0) ? 0 : 4;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_w_psi_y_dot[mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
@@ -27716,7 +28895,10 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
             const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -27731,8 +28913,14 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             mg_w_leg1_u_s2[mg_l] = leg1_u_s2;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
             mg_w_leg1_stroke[mg_l] = leg1_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.4, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse6;
             const double cse14 = -cse8 + y_C;
             const double leg2_s0_y = cse14 + cse7 + 0.401478*s_psi_z;
@@ -27740,7 +28928,10 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -27755,8 +28946,14 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             mg_w_leg2_u_s2[mg_l] = leg2_u_s2;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
             mg_w_leg2_stroke[mg_l] = leg2_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.4, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.570634*alpha_C_20;
             const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double leg3_s0_x = cse15 + cse16;
@@ -27768,7 +28965,10 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
             const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -27783,8 +28983,14 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             mg_w_leg3_u_s2[mg_l] = leg3_u_s2;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
             mg_w_leg3_stroke[mg_l] = leg3_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.4, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse20 = 0.124747*alpha_C_20;
             const double cse21 = 0.586889*alpha_C_00 + cse4 - x_C;
             const double leg4_s0_x = cse20 - cse21;
@@ -27797,7 +29003,10 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
             const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -27812,15 +29021,24 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             mg_w_leg4_u_s2[mg_l] = leg4_u_s2;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
             mg_w_leg4_stroke[mg_l] = leg4_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.4, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse20 - cse21;
             const double leg5_s0_y = -cse22 - cse23;
             const double leg5_s0_z = -cse24 - cse25;
             const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
             const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -27835,15 +29053,24 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             mg_w_leg5_u_s2[mg_l] = leg5_u_s2;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
             mg_w_leg5_stroke[mg_l] = leg5_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.4, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse15 + cse16;
             const double leg6_s0_y = -cse17 - cse9 + 0.18541*s_psi_z;
             const double leg6_s0_z = -cse18 + cse19;
             const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -27858,8 +29085,14 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             mg_w_leg6_u_s2[mg_l] = leg6_u_s2;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
             mg_w_leg6_stroke[mg_l] = leg6_stroke;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.4, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
             const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg1_beta1_02 = -cse26;
@@ -27908,9 +29141,15 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double leg1_Ci3_x = 0.445887*leg1_R_Cn_21 - 0.1*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.445887*leg1_R_Cn_20 - 0.401478*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.1*leg1_R_Cn_20 + 0.401478*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
@@ -27936,9 +29175,15 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double leg2_Ci3_x = -0.445887*leg2_R_Cn_21 - 0.1*leg2_R_Cn_22;
             const double leg2_Ci3_y = 0.445887*leg2_R_Cn_20 - 0.401478*leg2_R_Cn_22;
             const double leg2_Ci3_z = 0.1*leg2_R_Cn_20 + 0.401478*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -27964,9 +29209,15 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double leg3_Ci3_x = -0.570634*leg3_R_Cn_21 - 0.1*leg3_R_Cn_22;
             const double leg3_Ci3_y = 0.570634*leg3_R_Cn_20 - 0.18541*leg3_R_Cn_22;
             const double leg3_Ci3_z = 0.1*leg3_R_Cn_20 + 0.18541*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
@@ -27992,9 +29243,15 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double leg4_Ci3_x = -0.124747*leg4_R_Cn_21 - 0.1*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.124747*leg4_R_Cn_20 + 0.586889*leg4_R_Cn_22;
             const double leg4_Ci3_z = 0.1*leg4_R_Cn_20 - 0.586889*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
@@ -28020,9 +29277,15 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double leg5_Ci3_x = 0.124747*leg5_R_Cn_21 - 0.1*leg5_R_Cn_22;
             const double leg5_Ci3_y = -0.124747*leg5_R_Cn_20 + 0.586889*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.1*leg5_R_Cn_20 - 0.586889*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -28048,9 +29311,15 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double leg6_Ci3_x = 0.570634*leg6_R_Cn_21 - 0.1*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.570634*leg6_R_Cn_20 - 0.18541*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.1*leg6_R_Cn_20 + 0.18541*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;
@@ -29853,7 +31122,10 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double b_star6_dOmega_dot_x = leg1_Ci1_z*leg1_r3_dOmega_dot_x + leg1_H6_1*leg1_r1_dOmega_dot_x + leg1_H6_2*leg1_r2_dOmega_dot_x + leg2_Ci1_z*leg2_r3_dOmega_dot_x + leg2_H6_1*leg2_r1_dOmega_dot_x + leg2_H6_2*leg2_r2_dOmega_dot_x + leg3_Ci1_z*leg3_r3_dOmega_dot_x + leg3_H6_1*leg3_r1_dOmega_dot_x + leg3_H6_2*leg3_r2_dOmega_dot_x + leg4_Ci1_z*leg4_r3_dOmega_dot_x + leg4_H6_1*leg4_r1_dOmega_dot_x + leg4_H6_2*leg4_r2_dOmega_dot_x + leg5_Ci1_z*leg5_r3_dOmega_dot_x + leg5_H6_1*leg5_r1_dOmega_dot_x + leg5_H6_2*leg5_r2_dOmega_dot_x + leg6_Ci1_z*leg6_r3_dOmega_dot_x + leg6_H6_1*leg6_r1_dOmega_dot_x + leg6_H6_2*leg6_r2_dOmega_dot_x + s_C_m_z_dOmega_dot_x;
             const double b_star6_dOmega_dot_y = leg1_Ci1_z*leg1_r3_dOmega_dot_y + leg1_H6_1*leg1_r1_dOmega_dot_y + leg1_H6_2*leg1_r2_dOmega_dot_y + leg2_Ci1_z*leg2_r3_dOmega_dot_y + leg2_H6_1*leg2_r1_dOmega_dot_y + leg2_H6_2*leg2_r2_dOmega_dot_y + leg3_Ci1_z*leg3_r3_dOmega_dot_y + leg3_H6_1*leg3_r1_dOmega_dot_y + leg3_H6_2*leg3_r2_dOmega_dot_y + leg4_Ci1_z*leg4_r3_dOmega_dot_y + leg4_H6_1*leg4_r1_dOmega_dot_y + leg4_H6_2*leg4_r2_dOmega_dot_y + leg5_Ci1_z*leg5_r3_dOmega_dot_y + leg5_H6_1*leg5_r1_dOmega_dot_y + leg5_H6_2*leg5_r2_dOmega_dot_y + leg6_Ci1_z*leg6_r3_dOmega_dot_y + leg6_H6_1*leg6_r1_dOmega_dot_y + leg6_H6_2*leg6_r2_dOmega_dot_y + s_C_m_z_dOmega_dot_y;
             const double b_star6_dOmega_dot_z = leg1_Ci1_z*leg1_r3_dOmega_dot_z + leg1_H6_1*leg1_r1_dOmega_dot_z + leg1_H6_2*leg1_r2_dOmega_dot_z + leg2_Ci1_z*leg2_r3_dOmega_dot_z + leg2_H6_1*leg2_r1_dOmega_dot_z + leg2_H6_2*leg2_r2_dOmega_dot_z + leg3_Ci1_z*leg3_r3_dOmega_dot_z + leg3_H6_1*leg3_r1_dOmega_dot_z + leg3_H6_2*leg3_r2_dOmega_dot_z + leg4_Ci1_z*leg4_r3_dOmega_dot_z + leg4_H6_1*leg4_r1_dOmega_dot_z + leg4_H6_2*leg4_r2_dOmega_dot_z + leg5_Ci1_z*leg5_r3_dOmega_dot_z + leg5_H6_1*leg5_r1_dOmega_dot_z + leg5_H6_2*leg5_r2_dOmega_dot_z + leg6_Ci1_z*leg6_r3_dOmega_dot_z + leg6_H6_1*leg6_r1_dOmega_dot_z + leg6_H6_2*leg6_r2_dOmega_dot_z + s_C_m_z_dOmega_dot_z;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*A_star11, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*A_star11, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/A_star11;
             const double L2_1 = A_star12*invD1;
             const double L3_1 = A_star13*invD1;
@@ -29861,7 +31133,10 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double L5_1 = A_star15*invD1;
             const double L6_1 = A_star16*invD1;
             const double D2 = -A_star12*L2_1 + A_star22;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star22 + D2, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star22 + D2, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/D2;
             const double LD3_2 = -A_star12*L3_1 + A_star23;
             const double L3_2 = LD3_2*invD2;
@@ -29872,7 +31147,10 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double LD6_2 = -A_star12*L6_1 + A_star26;
             const double L6_2 = LD6_2*invD2;
             const double D3 = -A_star13*L3_1 + A_star33 - L3_2*LD3_2;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star33 + D3, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star33 + D3, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/D3;
             const double LD4_3 = -A_star13*L4_1 + A_star34 - L4_2*LD3_2;
             const double L4_3 = LD4_3*invD3;
@@ -29881,19 +31159,28 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             const double LD6_3 = -A_star13*L6_1 + A_star36 - L6_2*LD3_2;
             const double L6_3 = LD6_3*invD3;
             const double D4 = -A_star14*L4_1 + A_star44 - L4_2*LD4_2 - L4_3*LD4_3;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star44 + D4, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star44 + D4, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/D4;
             const double LD5_4 = -A_star14*L5_1 + A_star45 - L5_2*LD4_2 - L5_3*LD4_3;
             const double L5_4 = LD5_4*invD4;
             const double LD6_4 = -A_star14*L6_1 + A_star46 - L6_2*LD4_2 - L6_3*LD4_3;
             const double L6_4 = LD6_4*invD4;
             const double D5 = -A_star15*L5_1 + A_star55 - L5_2*LD5_2 - L5_3*LD5_3 - L5_4*LD5_4;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star55 + D5, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star55 + D5, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD5 = 1.0/D5;
             const double LD6_5 = -A_star15*L6_1 + A_star56 - L6_2*LD5_2 - L6_3*LD5_3 - L6_4*LD5_4;
             const double L6_5 = LD6_5*invD5;
             const double D6 = -A_star16*L6_1 + A_star66 - L6_2*LD6_2 - L6_3*LD6_3 - L6_4*LD6_4 - L6_5*LD6_5;
-            mg_s = (mg_s == 0 && !isgreater(-1e-13*A_star66 + D6, 0.0)) ? 3 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(-1e-13*A_star66 + D6, 0.0) ? 0 : 3;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD6 = 1.0/D6;
             const double y2 = -L2_1*b_star1 + b_star2;
             const double y2_dg_x = -L2_1*b_star1_dg_x + b_star2_dg_x;
@@ -31663,7 +32950,10 @@ int64_t mechgen_stewart_rrp_002_coupled_step_batch(int64_t n, const double *x, c
             mg_w_base_moment_z_dOmega_dot_y[mg_l] = base_moment_z_dOmega_dot_y;
             const double base_moment_z_dOmega_dot_z = -0.978148*leg1_F1_y_2_dOmega_dot_z - leg1_N1_x_2_dOmega_dot_z*leg1_beta1_02 - leg1_N1_z_2_dOmega_dot_z*leg1_beta1_00 - 0.978148*leg2_F1_y_2_dOmega_dot_z - leg2_N1_x_2_dOmega_dot_z*leg2_beta1_02 - leg2_N1_z_2_dOmega_dot_z*leg2_beta1_00 + 0.309017*leg3_F1_y_2_dOmega_dot_z - leg3_N1_x_2_dOmega_dot_z*leg3_beta1_02 - leg3_N1_z_2_dOmega_dot_z*leg3_beta1_00 + 0.669131*leg4_F1_y_2_dOmega_dot_z - leg4_N1_x_2_dOmega_dot_z*leg4_beta1_02 - leg4_N1_z_2_dOmega_dot_z*leg4_beta1_00 + 0.669131*leg5_F1_y_2_dOmega_dot_z - leg5_N1_x_2_dOmega_dot_z*leg5_beta1_02 - leg5_N1_z_2_dOmega_dot_z*leg5_beta1_00 + 0.309017*leg6_F1_y_2_dOmega_dot_z - leg6_N1_x_2_dOmega_dot_z*leg6_beta1_02 - leg6_N1_z_2_dOmega_dot_z*leg6_beta1_00;
             mg_w_base_moment_z_dOmega_dot_z[mg_l] = base_moment_z_dOmega_dot_z;
-            mg_s = (mg_s == 0 && !isgreater(c_psi_z*c_psi_z - 1e-12, 0.0)) ? 4 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(c_psi_z*c_psi_z - 1e-12, 0.0) ? 0 : 4;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double psi_y_dot = (c_psi_x*omega_y - omega_z*s_psi_x)/c_psi_z;
             mg_w_psi_y_dot[mg_l] = psi_y_dot;
             const double psi_z_dot = c_psi_x*omega_z + omega_y*s_psi_x;
@@ -33077,7 +34367,10 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg1_d_x = -0.9238795325112867*leg1_s0_x - 0.3826834323650898*leg1_s0_z + 0.8241264391769596;
             const double leg1_d_z = 0.3826834323650898*leg1_s0_x - 0.9238795325112867*leg1_s0_z - 0.5664066753645345;
             const double leg1_u_Lxz2 = leg1_d_x*leg1_d_x + leg1_d_z*leg1_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 112 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 112;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_u_Lxz = sqrt(leg1_u_Lxz2);
             const double leg1_u_inv_Lxz = 1.0/leg1_u_Lxz;
             const double leg1_u_L = sqrt(leg1_s0_y*leg1_s0_y + leg1_u_Lxz2);
@@ -33087,8 +34380,14 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg1_u_c2 = leg1_u_Lxz*leg1_u_inv_L;
             const double leg1_u_s2 = leg1_s0_y*leg1_u_inv_L;
             const double leg1_stroke = leg1_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg1_stroke + 0.4, 0.0)) ? 123 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg1_stroke, 0.0)) ? 124 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_stroke + 0.4, 0.0) ? 0 : 123;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg1_stroke, 0.0) ? 0 : 124;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_s0_x = cse3 + cse6;
             const double cse14 = -cse8 + y_C;
             const double leg2_s0_y = cse14 + cse7 + 0.401478*s_psi_z;
@@ -33096,7 +34395,10 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg2_d_x = -0.9238795325112867*leg2_s0_x + 0.3826834323650898*leg2_s0_z + 0.8241264391769596;
             const double leg2_d_z = -0.3826834323650898*leg2_s0_x - 0.9238795325112867*leg2_s0_z + 0.5664066753645345;
             const double leg2_u_Lxz2 = leg2_d_x*leg2_d_x + leg2_d_z*leg2_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0)) ? 212 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_u_Lxz2 - 1.1991803895250004e-16, 0.0) ? 0 : 212;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_u_Lxz = sqrt(leg2_u_Lxz2);
             const double leg2_u_inv_Lxz = 1.0/leg2_u_Lxz;
             const double leg2_u_L = sqrt(leg2_s0_y*leg2_s0_y + leg2_u_Lxz2);
@@ -33106,8 +34408,14 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg2_u_c2 = leg2_u_Lxz*leg2_u_inv_L;
             const double leg2_u_s2 = leg2_s0_y*leg2_u_inv_L;
             const double leg2_stroke = leg2_u_L - 1.095070951822301;
-            mg_s = (mg_s == 0 && !isgreater(leg2_stroke + 0.4, 0.0)) ? 223 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg2_stroke, 0.0)) ? 224 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_stroke + 0.4, 0.0) ? 0 : 223;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg2_stroke, 0.0) ? 0 : 224;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse15 = 0.570634*alpha_C_20;
             const double cse16 = 0.18541*alpha_C_00 + cse5;
             const double leg3_s0_x = cse15 + cse16;
@@ -33119,7 +34427,10 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg3_d_x = 0.7933533402912352*leg3_s0_x - 0.6087614290087207*leg3_s0_z + 0.8241264875455234;
             const double leg3_d_z = 0.6087614290087207*leg3_s0_x + 0.7933533402912352*leg3_s0_z - 0.5664066172493735;
             const double leg3_u_Lxz2 = leg3_d_x*leg3_d_x + leg3_d_z*leg3_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 312 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 312;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_u_Lxz = sqrt(leg3_u_Lxz2);
             const double leg3_u_inv_Lxz = 1.0/leg3_u_Lxz;
             const double leg3_u_L = sqrt(leg3_s0_y*leg3_s0_y + leg3_u_Lxz2);
@@ -33129,8 +34440,14 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg3_u_c2 = leg3_u_Lxz*leg3_u_inv_L;
             const double leg3_u_s2 = leg3_s0_y*leg3_u_inv_L;
             const double leg3_stroke = leg3_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg3_stroke + 0.4, 0.0)) ? 323 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg3_stroke, 0.0)) ? 324 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_stroke + 0.4, 0.0) ? 0 : 323;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg3_stroke, 0.0) ? 0 : 324;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double cse20 = 0.124747*alpha_C_20;
             const double cse21 = 0.586889*alpha_C_00 + cse4 - x_C;
             const double leg4_s0_x = cse20 - cse21;
@@ -33143,7 +34460,10 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg4_d_x = 0.1305261922200516*leg4_s0_x - 0.9914448613738104*leg4_s0_z + 0.8241264130320356;
             const double leg4_d_z = 0.9914448613738104*leg4_s0_x + 0.1305261922200516*leg4_s0_z + 0.566406604418549;
             const double leg4_u_Lxz2 = leg4_d_x*leg4_d_x + leg4_d_z*leg4_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 412 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 412;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_u_Lxz = sqrt(leg4_u_Lxz2);
             const double leg4_u_inv_Lxz = 1.0/leg4_u_Lxz;
             const double leg4_u_L = sqrt(leg4_s0_y*leg4_s0_y + leg4_u_Lxz2);
@@ -33153,15 +34473,24 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg4_u_c2 = leg4_u_Lxz*leg4_u_inv_L;
             const double leg4_u_s2 = leg4_s0_y*leg4_u_inv_L;
             const double leg4_stroke = leg4_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg4_stroke + 0.4, 0.0)) ? 423 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg4_stroke, 0.0)) ? 424 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_stroke + 0.4, 0.0) ? 0 : 423;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg4_stroke, 0.0) ? 0 : 424;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_s0_x = -cse20 - cse21;
             const double leg5_s0_y = -cse22 - cse23;
             const double leg5_s0_z = -cse24 - cse25;
             const double leg5_d_x = 0.1305261922200516*leg5_s0_x + 0.9914448613738104*leg5_s0_z + 0.8241264130320356;
             const double leg5_d_z = -0.9914448613738104*leg5_s0_x + 0.1305261922200516*leg5_s0_z - 0.566406604418549;
             const double leg5_u_Lxz2 = leg5_d_x*leg5_d_x + leg5_d_z*leg5_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0)) ? 512 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_u_Lxz2 - 1.1991798329679998e-16, 0.0) ? 0 : 512;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_u_Lxz = sqrt(leg5_u_Lxz2);
             const double leg5_u_inv_Lxz = 1.0/leg5_u_Lxz;
             const double leg5_u_L = sqrt(leg5_s0_y*leg5_s0_y + leg5_u_Lxz2);
@@ -33171,15 +34500,24 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg5_u_c2 = leg5_u_Lxz*leg5_u_inv_L;
             const double leg5_u_s2 = leg5_s0_y*leg5_u_inv_L;
             const double leg5_stroke = leg5_u_L - 1.0950706977031208;
-            mg_s = (mg_s == 0 && !isgreater(leg5_stroke + 0.4, 0.0)) ? 523 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg5_stroke, 0.0)) ? 524 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_stroke + 0.4, 0.0) ? 0 : 523;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg5_stroke, 0.0) ? 0 : 524;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_s0_x = -cse15 + cse16;
             const double leg6_s0_y = -cse17 - cse9 + 0.18541*s_psi_z;
             const double leg6_s0_z = -cse18 + cse19;
             const double leg6_d_x = 0.7933533402912352*leg6_s0_x + 0.6087614290087207*leg6_s0_z + 0.8241264875455234;
             const double leg6_d_z = -0.6087614290087207*leg6_s0_x + 0.7933533402912352*leg6_s0_z + 0.5664066172493735;
             const double leg6_u_Lxz2 = leg6_d_x*leg6_d_x + leg6_d_z*leg6_d_z;
-            mg_s = (mg_s == 0 && !isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0)) ? 612 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_u_Lxz2 - 1.199179717258e-16, 0.0) ? 0 : 612;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_u_Lxz = sqrt(leg6_u_Lxz2);
             const double leg6_u_inv_Lxz = 1.0/leg6_u_Lxz;
             const double leg6_u_L = sqrt(leg6_s0_y*leg6_s0_y + leg6_u_Lxz2);
@@ -33189,8 +34527,14 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg6_u_c2 = leg6_u_Lxz*leg6_u_inv_L;
             const double leg6_u_s2 = leg6_s0_y*leg6_u_inv_L;
             const double leg6_stroke = leg6_u_L - 1.0950706448709142;
-            mg_s = (mg_s == 0 && !isgreater(leg6_stroke + 0.4, 0.0)) ? 623 : mg_s;
-            mg_s = (mg_s == 0 && !isgreater(0.4 - leg6_stroke, 0.0)) ? 624 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_stroke + 0.4, 0.0) ? 0 : 623;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.4 - leg6_stroke, 0.0) ? 0 : 624;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_beta1_00 = -0.9238795325112867*leg1_u_c1 - 0.3826834323650898*leg1_u_s1;
             const double cse26 = 0.3826834323650898*leg1_u_c1 - 0.9238795325112867*leg1_u_s1;
             const double leg1_beta1_02 = -cse26;
@@ -33239,9 +34583,15 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg1_Ci3_x = 0.445887*leg1_R_Cn_21 - 0.1*leg1_R_Cn_22;
             const double leg1_Ci3_y = -0.445887*leg1_R_Cn_20 - 0.401478*leg1_R_Cn_22;
             const double leg1_Ci3_z = 0.1*leg1_R_Cn_20 + 0.401478*leg1_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_rho2_x*leg1_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv2 = 1.0/leg1_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0)) ? 192 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg1_TL1_z*leg1_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 192;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg1_lu_inv3 = 1.0/leg1_TL1_z;
             const double leg2_B0_00 = leg2_beta1_00*leg2_u_c2;
             const double leg2_B0_02 = leg2_beta1_02*leg2_u_c2;
@@ -33267,9 +34617,15 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg2_Ci3_x = -0.445887*leg2_R_Cn_21 - 0.1*leg2_R_Cn_22;
             const double leg2_Ci3_y = 0.445887*leg2_R_Cn_20 - 0.401478*leg2_R_Cn_22;
             const double leg2_Ci3_z = 0.1*leg2_R_Cn_20 + 0.401478*leg2_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_rho2_x*leg2_rho2_x - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv2 = 1.0/leg2_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0)) ? 292 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg2_TL1_z*leg2_TL1_z - 1.1991803895250002e-20, 0.0) ? 0 : 292;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg2_lu_inv3 = 1.0/leg2_TL1_z;
             const double leg3_B0_00 = leg3_beta1_00*leg3_u_c2;
             const double leg3_B0_02 = leg3_beta1_02*leg3_u_c2;
@@ -33295,9 +34651,15 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg3_Ci3_x = -0.570634*leg3_R_Cn_21 - 0.1*leg3_R_Cn_22;
             const double leg3_Ci3_y = 0.570634*leg3_R_Cn_20 - 0.18541*leg3_R_Cn_22;
             const double leg3_Ci3_z = 0.1*leg3_R_Cn_20 + 0.18541*leg3_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_rho2_x*leg3_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv2 = 1.0/leg3_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0)) ? 392 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg3_TL1_z*leg3_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 392;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg3_lu_inv3 = 1.0/leg3_TL1_z;
             const double leg4_B0_00 = leg4_beta1_00*leg4_u_c2;
             const double leg4_B0_02 = leg4_beta1_02*leg4_u_c2;
@@ -33323,9 +34685,15 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg4_Ci3_x = -0.124747*leg4_R_Cn_21 - 0.1*leg4_R_Cn_22;
             const double leg4_Ci3_y = 0.124747*leg4_R_Cn_20 + 0.586889*leg4_R_Cn_22;
             const double leg4_Ci3_z = 0.1*leg4_R_Cn_20 - 0.586889*leg4_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_rho2_x*leg4_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv2 = 1.0/leg4_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0)) ? 492 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg4_TL1_z*leg4_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 492;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg4_lu_inv3 = 1.0/leg4_TL1_z;
             const double leg5_B0_00 = leg5_beta1_00*leg5_u_c2;
             const double leg5_B0_02 = leg5_beta1_02*leg5_u_c2;
@@ -33351,9 +34719,15 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg5_Ci3_x = 0.124747*leg5_R_Cn_21 - 0.1*leg5_R_Cn_22;
             const double leg5_Ci3_y = -0.124747*leg5_R_Cn_20 + 0.586889*leg5_R_Cn_22;
             const double leg5_Ci3_z = 0.1*leg5_R_Cn_20 - 0.586889*leg5_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_rho2_x*leg5_rho2_x - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv2 = 1.0/leg5_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0)) ? 592 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg5_TL1_z*leg5_TL1_z - 1.199179832968e-20, 0.0) ? 0 : 592;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg5_lu_inv3 = 1.0/leg5_TL1_z;
             const double leg6_B0_00 = leg6_beta1_00*leg6_u_c2;
             const double leg6_B0_02 = leg6_beta1_02*leg6_u_c2;
@@ -33379,9 +34753,15 @@ int64_t mechgen_stewart_rrp_002_momentum_batch(int64_t n, const double *x, const
             const double leg6_Ci3_x = 0.570634*leg6_R_Cn_21 - 0.1*leg6_R_Cn_22;
             const double leg6_Ci3_y = -0.570634*leg6_R_Cn_20 - 0.18541*leg6_R_Cn_22;
             const double leg6_Ci3_z = 0.1*leg6_R_Cn_20 + 0.18541*leg6_R_Cn_21;
-            mg_s = (mg_s == 0 && !isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_rho2_x*leg6_rho2_x - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv2 = 1.0/leg6_rho2_x;
-            mg_s = (mg_s == 0 && !isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0)) ? 692 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(leg6_TL1_z*leg6_TL1_z - 1.1991797172579998e-20, 0.0) ? 0 : 692;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double leg6_lu_inv3 = 1.0/leg6_TL1_z;
             const double leg1_H1_1 = leg1_beta1_20*leg1_lu_inv3;
             const double leg1_H1_2 = leg1_B0_10*leg1_lu_inv2;

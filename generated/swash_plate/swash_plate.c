@@ -430,14 +430,20 @@ int64_t mechgen_swash_plate_newton_step_batch(int64_t n, const double *q, double
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
             mg_o_orientation[0][mg_l] = c1*tau3_11 + s1*tau3_12;
             const double cse0 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
-            mg_s = (mg_s == 0 && !isgreater(cse0*cse0 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse0*cse0 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/cse0;
             const double cse1 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
             const double lu_f11 = cse1*lu_inv1;
             const double cse2 = s1*theta_J3_21;
             const double cse3 = (0.9659258262890683)*c1*trunnion_f1_y_x - cse0*theta_J3_20 - cse2*trunnion_f1_y_x;
             const double lu_u12 = (0.9659258262890683)*c1*trunnion_f1_x_x - cse1*theta_J3_20 - cse2*trunnion_f1_x_x - cse3*lu_f11;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double cse4 = c1*trunnion_f1_x_y + s1*trunnion_f1_x_z;
             const double cse5 = c1*trunnion_f1_y_y + s1*trunnion_f1_y_z;
@@ -656,14 +662,20 @@ int64_t mechgen_swash_plate_velocity_batch(int64_t n, const double *q, const dou
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double cse0 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
-            mg_s = (mg_s == 0 && !isgreater(cse0*cse0 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse0*cse0 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/cse0;
             const double cse1 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
             const double lu_f11 = cse1*lu_inv1;
             const double cse2 = s1*theta_J3_21;
             const double cse3 = (0.9659258262890683)*c1*trunnion_f1_y_x - cse0*theta_J3_20 - cse2*trunnion_f1_y_x;
             const double lu_u12 = (0.9659258262890683)*c1*trunnion_f1_x_x - cse1*theta_J3_20 - cse2*trunnion_f1_x_x - cse3*lu_f11;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double X1__e1 = -c1*lu_f11*trunnion_f1_y_x + c1*trunnion_f1_x_x;
             const double X1_2 = X1__e1*lu_inv2;
@@ -1815,14 +1827,20 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double trunnion_f1_y_y = (0.25881904510252074)*tau3_01 - 0.9659258262890683*theta_J3_21;
             const double trunnion_f1_y_z = (0.25881904510252074)*beta3_02 - 0.9330127018922194;
             const double cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
-            mg_s = (mg_s == 0 && !isgreater(cse2*cse2 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse2*cse2 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/cse2;
             const double cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
             const double lu_f11 = cse3*lu_inv1;
             const double cse4 = s1*theta_J3_21;
             const double cse5 = (0.9659258262890683)*c1*trunnion_f1_y_x - cse2*theta_J3_20 - cse4*trunnion_f1_y_x;
             const double lu_u12 = (0.9659258262890683)*c1*trunnion_f1_x_x - cse3*theta_J3_20 - cse4*trunnion_f1_x_x - cse5*lu_f11;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double cse6 = c1*trunnion_f1_y_x;
             const double X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11;
@@ -1854,7 +1872,10 @@ int64_t mechgen_swash_plate_forward_dynamics_batch(int64_t n, const double *q, c
             const double MH3_1 = Nm3_2_z - 0.018*X1_2;
             const double Mr1_1 = -MH1_1*X1_1 + MH2_1 - MH3_1*X1_2;
             const double br1 = -X1_1*c1_2 - X1_2*c3_2 + c2_2;
-            mg_s = (mg_s == 0 && !isgreater(0.9999999999999*Mr1_1, 0.0)) ? 2 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(0.9999999999999*Mr1_1, 0.0) ? 0 : 2;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/Mr1_1;
             const double qdd_ind1 = br1*invD1;
             mg_o_qdd[1][mg_l] = qdd_ind1;
@@ -2154,14 +2175,20 @@ int64_t mechgen_swash_plate_inverse_dynamics_batch(int64_t n, const double *q, c
             mg_sincos_poly(q1, &s1, &c1);
             mg_range[mg_l] |= mg_trig_out_of_range(q1);
             const double cse2 = c1*trunnion_f1_y_z - s1*trunnion_f1_y_y;
-            mg_s = (mg_s == 0 && !isgreater(cse2*cse2 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(cse2*cse2 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv1 = 1.0/cse2;
             const double cse3 = c1*trunnion_f1_x_z - s1*trunnion_f1_x_y;
             const double lu_f11 = cse3*lu_inv1;
             const double cse4 = s1*theta_J3_21;
             const double cse5 = (0.9659258262890683)*c1*trunnion_f1_y_x - cse2*theta_J3_20 - cse4*trunnion_f1_y_x;
             const double lu_u12 = (0.9659258262890683)*c1*trunnion_f1_x_x - cse3*theta_J3_20 - cse4*trunnion_f1_x_x - cse5*lu_f11;
-            mg_s = (mg_s == 0 && !isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(lu_u12*lu_u12 - 1.0000000000000001e-20, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double lu_inv2 = 1.0/lu_u12;
             const double cse6 = c1*trunnion_f1_y_x;
             const double X1__e1 = c1*trunnion_f1_x_x - cse6*lu_f11;

@@ -3777,7 +3777,10 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
             const double H2_1_2 = H2_1 - L5_2*Nm5_1_z;
             const double L5_1 = (438.134919453323)*Nm5_1_z;
             const double H1_1_2 = H1_1 - L5_1*Nm5_1_z;
-            mg_s = (mg_s == 0 && !isgreater(H4_4_2 - 1e-13*Ic4_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H4_4_2 - 1e-13*Ic4_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/H4_4_2;
             const double L4_3 = H4_3_2*invD4;
             const double H3_3_3 = H3_3_2 - H4_3_2*L4_3;
@@ -3788,18 +3791,27 @@ int64_t mechgen_ur5_arm_forward_dynamics_batch(int64_t n, const double *q, const
             const double H2_1_3 = H2_1_2 - H4_1_2*L4_2;
             const double L4_1 = H4_1_2*invD4;
             const double H1_1_3 = H1_1_2 - H4_1_2*L4_1;
-            mg_s = (mg_s == 0 && !isgreater(H3_3_3 - 1e-13*Ic3_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H3_3_3 - 1e-13*Ic3_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/H3_3_3;
             const double L3_2 = H3_2_3*invD3;
             const double H2_2_4 = H2_2_3 - H3_2_3*L3_2;
             const double H2_1_4 = H2_1_3 - H3_1_3*L3_2;
             const double L3_1 = H3_1_3*invD3;
             const double H1_1_4 = H1_1_3 - H3_1_3*L3_1;
-            mg_s = (mg_s == 0 && !isgreater(H2_2_4 - 1e-13*Ic2_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H2_2_4 - 1e-13*Ic2_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/H2_2_4;
             const double L2_1 = H2_1_4*invD2;
             const double H1_1_5 = H1_1_4 - H2_1_4*L2_1;
-            mg_s = (mg_s == 0 && !isgreater(H1_1_5 - 1e-13*Ic1_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H1_1_5 - 1e-13*Ic1_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/H1_1_5;
             const double cse22 = L6_4*b6;
             const double y4 = -L5_4*b5 + b4 - cse22;
@@ -7114,7 +7126,10 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double H2_1_2 = H2_1 - L5_2*Nm5_1_z;
             const double L5_1 = (438.134919453323)*Nm5_1_z;
             const double H1_1_2 = H1_1 - L5_1*Nm5_1_z;
-            mg_s = (mg_s == 0 && !isgreater(H4_4_2 - 1e-13*Ic4_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H4_4_2 - 1e-13*Ic4_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD4 = 1.0/H4_4_2;
             const double L4_3 = H4_3_2*invD4;
             const double H3_3_3 = H3_3_2 - H4_3_2*L4_3;
@@ -7125,18 +7140,27 @@ int64_t mechgen_ur5_arm_forward_dynamics_derivatives_batch(int64_t n, const doub
             const double H2_1_3 = H2_1_2 - H4_1_2*L4_2;
             const double L4_1 = H4_1_2*invD4;
             const double H1_1_3 = H1_1_2 - H4_1_2*L4_1;
-            mg_s = (mg_s == 0 && !isgreater(H3_3_3 - 1e-13*Ic3_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H3_3_3 - 1e-13*Ic3_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD3 = 1.0/H3_3_3;
             const double L3_2 = H3_2_3*invD3;
             const double H2_2_4 = H2_2_3 - H3_2_3*L3_2;
             const double H2_1_4 = H2_1_3 - H3_1_3*L3_2;
             const double L3_1 = H3_1_3*invD3;
             const double H1_1_4 = H1_1_3 - H3_1_3*L3_1;
-            mg_s = (mg_s == 0 && !isgreater(H2_2_4 - 1e-13*Ic2_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H2_2_4 - 1e-13*Ic2_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD2 = 1.0/H2_2_4;
             const double L2_1 = H2_1_4*invD2;
             const double H1_1_5 = H1_1_4 - H2_1_4*L2_1;
-            mg_s = (mg_s == 0 && !isgreater(H1_1_5 - 1e-13*Ic1_22, 0.0)) ? 1 : mg_s;
+            {   /* the lane's first failing check: no branch, so no operation is conditional */
+                const int64_t mg_f = isgreater(H1_1_5 - 1e-13*Ic1_22, 0.0) ? 0 : 1;
+                mg_s += (int64_t)(mg_s == 0) * mg_f;
+            }
             const double invD1 = 1.0/H1_1_5;
             mg_o_dqdd_dQ[0][mg_l] = invD1;
             const double cse20 = L6_4*b6;
