@@ -237,7 +237,7 @@ int64_t mechgen_bennett_closure_batch(int64_t n, const double *q, double *phi, d
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[3][8];
@@ -530,7 +530,7 @@ int64_t mechgen_bennett_newton_step_batch(int64_t n, const double *q, double *q_
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[3][8];
@@ -849,7 +849,7 @@ int64_t mechgen_bennett_velocity_batch(int64_t n, const double *q, const double 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[3][8];
@@ -1304,7 +1304,7 @@ int64_t mechgen_bennett_kinematics_batch(int64_t n, const double *q, const doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[3][8];
@@ -1739,7 +1739,7 @@ int64_t mechgen_bennett_mass_matrix_batch(int64_t n, const double *q, double *M,
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[3][8];
@@ -1988,7 +1988,7 @@ int64_t mechgen_bennett_bias_batch(int64_t n, const double *q, const double *qd,
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[3][8];
@@ -2485,7 +2485,7 @@ int64_t mechgen_bennett_forward_dynamics_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[3][8];
@@ -3095,7 +3095,7 @@ int64_t mechgen_bennett_inverse_dynamics_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[3][8];
@@ -3523,7 +3523,7 @@ int64_t mechgen_bennett_energy_batch(int64_t n, const double *q, const double *q
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[3][8];
@@ -3670,7 +3670,7 @@ int64_t mechgen_bennett_springs_batch(int64_t n, const double *q, const double *
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         double mg_o_state[3][8];
         #pragma omp simd
@@ -3797,7 +3797,7 @@ int64_t mechgen_bennett_violation_batch(int64_t n, const double *q, const double
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[3][8];

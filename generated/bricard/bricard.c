@@ -265,7 +265,7 @@ int64_t mechgen_bricard_closure_batch(int64_t n, const double *q, double *phi, d
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[5][8];
@@ -626,7 +626,7 @@ int64_t mechgen_bricard_newton_step_batch(int64_t n, const double *q, double *q_
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[5][8];
@@ -1037,7 +1037,7 @@ int64_t mechgen_bricard_velocity_batch(int64_t n, const double *q, const double 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[5][8];
@@ -1780,7 +1780,7 @@ int64_t mechgen_bricard_kinematics_batch(int64_t n, const double *q, const doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[5][8];
@@ -2545,7 +2545,7 @@ int64_t mechgen_bricard_mass_matrix_batch(int64_t n, const double *q, double *M,
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[5][8];
@@ -2970,7 +2970,7 @@ int64_t mechgen_bricard_bias_batch(int64_t n, const double *q, const double *qd,
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[5][8];
@@ -3784,7 +3784,7 @@ int64_t mechgen_bricard_forward_dynamics_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[5][8];
@@ -4789,7 +4789,7 @@ int64_t mechgen_bricard_inverse_dynamics_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[5][8];
@@ -5425,7 +5425,7 @@ int64_t mechgen_bricard_energy_batch(int64_t n, const double *q, const double *q
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[5][8];
@@ -5613,7 +5613,7 @@ int64_t mechgen_bricard_springs_batch(int64_t n, const double *q, const double *
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         double mg_o_state[3][8];
         #pragma omp simd
@@ -5762,7 +5762,7 @@ int64_t mechgen_bricard_violation_batch(int64_t n, const double *q, const double
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[5][8];

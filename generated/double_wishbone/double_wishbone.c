@@ -343,7 +343,7 @@ int64_t mechgen_double_wishbone_closure_batch(int64_t n, const double *q, const 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[8][8];
@@ -842,7 +842,7 @@ int64_t mechgen_double_wishbone_newton_step_batch(int64_t n, const double *q, co
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[8][8];
@@ -1392,7 +1392,7 @@ int64_t mechgen_double_wishbone_velocity_batch(int64_t n, const double *q, const
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[8][8];
@@ -2246,7 +2246,7 @@ int64_t mechgen_double_wishbone_kinematics_batch(int64_t n, const double *q, con
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[8][8];
@@ -3083,7 +3083,7 @@ int64_t mechgen_double_wishbone_mass_matrix_batch(int64_t n, const double *q, co
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[8][8];
@@ -3625,7 +3625,7 @@ int64_t mechgen_double_wishbone_bias_batch(int64_t n, const double *q, const dou
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[8][8];
@@ -4618,7 +4618,7 @@ int64_t mechgen_double_wishbone_forward_dynamics_batch(int64_t n, const double *
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[8][8];
@@ -5788,7 +5788,7 @@ int64_t mechgen_double_wishbone_inverse_dynamics_batch(int64_t n, const double *
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[8][8];
@@ -6538,7 +6538,7 @@ int64_t mechgen_double_wishbone_energy_batch(int64_t n, const double *q, const d
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[8][8];
@@ -6808,7 +6808,7 @@ int64_t mechgen_double_wishbone_springs_batch(int64_t n, const double *q, const 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[8][8];
@@ -7088,7 +7088,7 @@ int64_t mechgen_double_wishbone_violation_batch(int64_t n, const double *q, cons
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[8][8];

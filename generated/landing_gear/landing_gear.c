@@ -323,7 +323,7 @@ int64_t mechgen_landing_gear_closure_batch(int64_t n, const double *q, double *p
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[6][8];
@@ -792,7 +792,7 @@ int64_t mechgen_landing_gear_newton_step_batch(int64_t n, const double *q, doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[6][8];
@@ -1291,7 +1291,7 @@ int64_t mechgen_landing_gear_velocity_batch(int64_t n, const double *q, const do
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[6][8];
@@ -2085,7 +2085,7 @@ int64_t mechgen_landing_gear_kinematics_batch(int64_t n, const double *q, const 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[6][8];
@@ -2823,7 +2823,7 @@ int64_t mechgen_landing_gear_mass_matrix_batch(int64_t n, const double *q, doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[6][8];
@@ -3237,7 +3237,7 @@ int64_t mechgen_landing_gear_bias_batch(int64_t n, const double *q, const double
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[6][8];
@@ -4063,7 +4063,7 @@ int64_t mechgen_landing_gear_forward_dynamics_batch(int64_t n, const double *q, 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[6][8];
@@ -5086,7 +5086,7 @@ int64_t mechgen_landing_gear_inverse_dynamics_batch(int64_t n, const double *q, 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[6][8];
@@ -5779,7 +5779,7 @@ int64_t mechgen_landing_gear_energy_batch(int64_t n, const double *q, const doub
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[6][8];
@@ -5989,7 +5989,7 @@ int64_t mechgen_landing_gear_springs_batch(int64_t n, const double *q, const dou
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         double mg_o_state[3][8];
         #pragma omp simd
@@ -6179,7 +6179,7 @@ int64_t mechgen_landing_gear_violation_batch(int64_t n, const double *q, const d
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[6][8];

@@ -602,7 +602,7 @@ int64_t mechgen_solo12_forward_kinematics_batch(int64_t n, const double *q, doub
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[18][8];
@@ -3409,7 +3409,7 @@ int64_t mechgen_solo12_jacobians_batch(int64_t n, const double *q, double *T, do
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[18][8];
@@ -6347,7 +6347,7 @@ int64_t mechgen_solo12_velocities_batch(int64_t n, const double *q, const double
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[18][8];
@@ -7918,7 +7918,7 @@ int64_t mechgen_solo12_mass_matrix_batch(int64_t n, const double *q, double *A, 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[18][8];
@@ -9365,7 +9365,7 @@ int64_t mechgen_solo12_bias_batch(int64_t n, const double *q, const double *qd, 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[18][8];
@@ -10470,7 +10470,7 @@ int64_t mechgen_solo12_inverse_dynamics_batch(int64_t n, const double *q, const 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[18][8];
@@ -12519,7 +12519,7 @@ int64_t mechgen_solo12_forward_dynamics_batch(int64_t n, const double *q, const 
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[18][8];
@@ -14496,7 +14496,7 @@ int64_t mechgen_solo12_energy_batch(int64_t n, const double *q, const double *qd
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[18][8];
@@ -17482,7 +17482,7 @@ int64_t mechgen_solo12_inverse_dynamics_derivatives_batch(int64_t n, const doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[18][8];
@@ -25622,7 +25622,7 @@ int64_t mechgen_solo12_forward_dynamics_derivatives_batch(int64_t n, const doubl
     /* blocks of 8 states, vectorised across the states (mechgen.generator.simd; built
        with MECHGEN_SIMD=1, see mechgen.runtime.cbuild) */
     for (; mg_i + 8 <= n; mg_i += 8) {
-        /* inputs and outputs in [element][lane] copies; the lane flags as wide as a double */
+        /* inputs and outputs in [element][lane] copies; lane flags 64-bit (docs/architecture.md) */
         int64_t mg_st[8] = {0};
         int64_t mg_range[8] = {0};
         double mg_in_q[18][8];
